@@ -1,0 +1,9 @@
+//! One folder per format. Each exports a unit struct implementing [`crate::registry::Format`];
+//! [`ALL`] lists them in the order content sniffing tries them (most distinctive first).
+
+use crate::registry::Format;
+
+pub mod dcfg;
+
+/// Every format cfghub knows.
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg];

@@ -1,0 +1,10 @@
+//! Derived facts, computed once from the model and shared by every writer and command.
+//!
+//! A reader fills only what its format says; everything that follows from it (per-thread block
+//! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
+//! stacks) is computed here.
+
+pub mod counts;
+pub mod names;
+pub mod routines;
+pub mod validate;

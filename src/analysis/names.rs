@@ -1,0 +1,57 @@
+//! Names for code locations: the symbol covering an address, and routine names.
+
+use crate::ir::{Image, Profile};
+
+/// Symbols of one image sorted by start, for address look-ups.
+pub struct SymbolIndex {
+    /// (start offset, end offset, symbol index), sorted by start.
+    ranges: Vec<(u64, u64, u32)>,
+}
+
+impl SymbolIndex {
+    pub fn new(image: &Image) -> Self {
+        let mut ranges: Vec<(u64, u64, u32)> = image
+            .symbols
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let start = s.offset?;
+                Some((start, start.saturating_add(s.size.unwrap_or(0).max(1)), i as u32))
+            })
+            .collect();
+        ranges.sort_unstable();
+        SymbolIndex { ranges }
+    }
+
+    /// The symbol whose range covers `offset` (the innermost-starting one when ranges nest).
+    pub fn covering(&self, offset: u64) -> Option<u32> {
+        let upto = self.ranges.partition_point(|r| r.0 <= offset);
+        self.ranges[..upto].iter().rev().take(8).find(|r| offset < r.1).map(|r| r.2)
+    }
+}
+
+/// The base name of an image's file, or `image<ID>` when it has none.
+pub fn image_base_name(profile: &Profile, image: &Image) -> String {
+    let full = profile.image_name(image);
+    match full.rsplit_once('/') {
+        Some((_, base)) if !base.is_empty() => base.to_string(),
+        _ => full,
+    }
+}
+
+/// The name of code at `offset` in `image`: the covering symbol, `symbol+0xN` when `offset`
+/// is inside it, or `image+0xOFFSET` when no symbol covers it.
+pub fn code_name(profile: &Profile, image: &Image, index: &SymbolIndex, offset: u64) -> String {
+    match index.covering(offset) {
+        Some(s) => {
+            let sym = &image.symbols[s as usize];
+            let start = sym.offset.unwrap_or(offset);
+            if start == offset {
+                sym.name.clone()
+            } else {
+                format!("{}+{:#x}", sym.name, offset - start)
+            }
+        }
+        None => format!("{}+{:#x}", image_base_name(profile, image), offset),
+    }
+}

@@ -1,0 +1,74 @@
+//! `cfghub convert IN -o OUT`: read any supported format, write any other.
+
+use clap::Args;
+
+use crate::convert::{load, save};
+use crate::error::Result;
+use crate::registry::{ReadOptions, WriteOptions};
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input file, or - for standard input.
+    pub input: String,
+    /// Output file, or - for standard output. Its name picks the format unless --to is given.
+    #[arg(short, long)]
+    pub output: String,
+    /// Input format (see `cfghub formats`); detected from content and name when absent.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Output format (see `cfghub formats`); taken from the output name when absent.
+    #[arg(long)]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// Options shared by every command that writes a profile.
+#[derive(Args, Debug, Default)]
+pub struct WriteArgs {
+    /// Indented, human-readable output (DCFG JSON).
+    #[arg(long)]
+    pub pretty: bool,
+    /// Callgrind: one part per thread instead of summing the threads.
+    #[arg(long)]
+    pub per_thread: bool,
+    /// The event to write where a format holds one value per record (folded, DCPI, DOT heat).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Title of a flame graph.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Flame graph: merge stacks from the leaf.
+    #[arg(long)]
+    pub reverse: bool,
+    /// Flame graph: icicle layout (root at the top).
+    #[arg(long)]
+    pub inverted: bool,
+    /// Flame graph: keep stacks in input order (a flame chart).
+    #[arg(long)]
+    pub flamechart: bool,
+}
+
+impl WriteArgs {
+    pub fn options(&self) -> WriteOptions {
+        WriteOptions {
+            pretty: self.pretty,
+            per_thread: self.per_thread,
+            event: self.event.clone(),
+            title: self.title.clone(),
+            reverse: self.reverse,
+            inverted: self.inverted,
+            flamechart: self.flamechart,
+        }
+    }
+}
+
+pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
+    crate::io::check_not_an_input(&args.output, &[&args.input])?;
+    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    super::check_findings(&args.input, &loaded.findings, quiet)?;
+    let findings =
+        save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;
+    super::check_findings(&args.output, &findings, quiet)?;
+    Ok(0)
+}

@@ -1,0 +1,117 @@
+//! The command-line interface: one file per subcommand, each a `run` function over parsed
+//! arguments. `main` only calls [`main`] here.
+
+mod convert;
+mod formats;
+mod info;
+mod table;
+mod validate;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, ErrorKind, Findings};
+
+/// cfghub converts control-flow profiles between the tools that make and show them:
+/// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI, folded
+/// stacks and flame graphs, DTrace, Graphviz DOT and GraphML.
+///
+/// Formats are recognised by content, then by file name; `--from`/`--to` override both.
+/// Inputs may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.
+#[derive(Parser, Debug)]
+#[command(name = "cfghub", version, about, long_about = None, after_help = EXAMPLES)]
+pub struct Cli {
+    /// No progress bar and no warnings on standard error.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  cfghub info app.dcfg.json.bz2                     summary of a profile
+  cfghub validate app.dcfg.json.bz2                 check every rule of the format
+  cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
+  cfghub formats                                    what can be read and written";
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the formats cfghub reads and writes.
+    Formats,
+    /// Summarise a profile: processes, threads, images, edges, hottest routines and loops.
+    Info(info::InfoArgs),
+    /// Check a profile against every rule of its format; exit 1 when a rule is broken.
+    Validate(validate::ValidateArgs),
+    /// Convert a profile from one format to another.
+    Convert(convert::ConvertArgs),
+}
+
+/// Runs the command line in `std::env::args`, printing errors; returns the exit status:
+/// 0 ok, 1 findings (validate), 2 bad input or usage.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
+                _ => 2,
+            };
+        }
+    };
+    crate::io::set_progress(!cli.quiet);
+    let quiet = cli.quiet;
+    let result = match cli.command {
+        Command::Formats => formats::run(),
+        Command::Info(args) => info::run(args, quiet),
+        Command::Validate(args) => validate::run(args),
+        Command::Convert(args) => convert::run(args, quiet),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&e);
+            2
+        }
+    }
+}
+
+fn report_error(e: &Error) {
+    let word = match e.kind {
+        ErrorKind::Usage => "usage error",
+        _ => "error",
+    };
+    eprintln!("cfghub: {word}: {e}");
+}
+
+/// Prints a reader's or writer's warnings, and refuses input with rule violations:
+/// conversions never carry broken references into another format.
+pub(crate) fn check_findings(name: &str, findings: &Findings, quiet: bool) -> Result<(), Error> {
+    if !quiet {
+        for w in findings.warnings() {
+            eprintln!("cfghub: {name}: {w}");
+        }
+    }
+    let violations: Vec<_> = findings.violations().collect();
+    if let Some(first) = violations.first() {
+        for v in violations.iter().take(10) {
+            eprintln!("cfghub: {name}: {v}");
+        }
+        let more = if violations.len() > 10 {
+            format!(" ({} more not shown)", violations.len() - 10)
+        } else {
+            String::new()
+        };
+        let mut err = Error::input(format!(
+            "{} rule violation(s){more}, the first: {}",
+            violations.len(),
+            first.message
+        ))
+        .in_file(name)
+        .with_hint(format!("`cfghub validate {name}` lists every problem"));
+        err.location = first.location.clone();
+        return Err(err);
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! `cfghub validate FILE`: every rule of the format, each violation with its location.
+
+use clap::Args;
+
+use crate::convert::load;
+use crate::error::Result;
+use crate::registry::ReadOptions;
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Input file, or - for standard input.
+    pub input: String,
+    /// Input format; detected from content and name when absent.
+    #[arg(long)]
+    pub from: Option<String>,
+}
+
+/// Exit 0 when valid (warnings allowed), 1 on violations; unreadable input is an error (2).
+pub fn run(args: ValidateArgs) -> Result<i32> {
+    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let mut findings = loaded.findings;
+    findings.extend(crate::analysis::validate::check(&loaded.profile));
+    for f in &findings.items {
+        println!("{}: {f}", args.input);
+    }
+    let violations = findings.violations().count();
+    let warnings = findings.warnings().count();
+    println!(
+        "{}: {} ({} violation(s), {} warning(s))",
+        args.input,
+        if violations == 0 { "valid" } else { "INVALID" },
+        violations,
+        warnings
+    );
+    Ok(if violations == 0 { 0 } else { 1 })
+}

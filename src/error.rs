@@ -1,0 +1,214 @@
+//! The one error type, and the findings readers and writers report without failing.
+//!
+//! Every error says *where* (a file, and a line, a byte offset or a JSON path in it) and *what*
+//! was expected. The command-line tool exits with status 2 for every [`Error`].
+
+use std::fmt;
+use std::io;
+
+/// Where in an input something was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// 1-based line number of a text format.
+    Line(u64),
+    /// Byte offset from the start of a (decompressed) binary format.
+    Byte(u64),
+    /// Path into a JSON document, e.g. `PROCESSES[0].IMAGES[2].BASIC_BLOCKS row 17`.
+    Path(String),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Line(n) => write!(f, "line {n}"),
+            Location::Byte(n) => write!(f, "byte {n}"),
+            Location::Path(p) => f.write_str(p),
+        }
+    }
+}
+
+/// What went wrong, broadly: decides the wording of the message's prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input is not valid in its format.
+    Input,
+    /// The command line asks for something impossible (unknown format, same input and output).
+    Usage,
+    /// The operating system refused a read or write.
+    Io,
+    /// A format cannot express what was asked of it.
+    Unsupported,
+}
+
+/// The error every fallible cfghub function returns.
+#[derive(Debug)]
+pub struct Error {
+    pub kind: ErrorKind,
+    /// The input or output the error concerns (a path, or `-` for standard input).
+    pub file: Option<String>,
+    pub location: Option<Location>,
+    pub message: String,
+    /// What the user can do about it, when there is something to say.
+    pub hint: Option<String>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, file: None, location: None, message: message.into(), hint: None }
+    }
+
+    /// Bad input: the data does not follow its format.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Input, message)
+    }
+
+    /// A request that cannot be carried out as asked.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Usage, message)
+    }
+
+    /// Something a format or command cannot do.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+
+    /// An operating-system error while reading or writing `path`.
+    pub fn io(path: impl Into<String>, err: io::Error) -> Self {
+        // Decompressors and our own readers carry `Error`s through `io::Error`; unwrap them.
+        if err.get_ref().is_some_and(|e| e.is::<Error>()) {
+            let inner = err.into_inner().expect("checked above").downcast::<Error>();
+            let mut e = *inner.expect("checked above");
+            if e.file.is_none() {
+                e.file = Some(path.into());
+            }
+            return e;
+        }
+        let kind = match err.kind() {
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Input,
+            _ => ErrorKind::Io,
+        };
+        Error { file: Some(path.into()), ..Self::new(kind, err.to_string()) }
+    }
+
+    pub fn at(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    pub fn at_line(self, line: u64) -> Self {
+        self.at(Location::Line(line))
+    }
+
+    pub fn at_byte(self, offset: u64) -> Self {
+        self.at(Location::Byte(offset))
+    }
+
+    pub fn at_path(self, path: impl Into<String>) -> Self {
+        self.at(Location::Path(path.into()))
+    }
+
+    /// Names the file, unless a more precise one was named already.
+    pub fn in_file(mut self, file: impl Into<String>) -> Self {
+        if self.file.is_none() {
+            self.file = Some(file.into());
+        }
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Wraps the error into an `io::Error`, for readers that sit behind `std::io::Read`.
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, &self.location) {
+            (Some(file), Some(Location::Line(n))) => write!(f, "{file}:{n}: ")?,
+            (Some(file), Some(loc)) => write!(f, "{file}: {loc}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            (None, Some(loc)) => write!(f, "{loc}: ")?,
+            (None, None) => {}
+        }
+        f.write_str(&self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// How serious a [`Finding`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth knowing; the data is usable (real producers are slightly off in places).
+    Warning,
+    /// Breaks a rule of the format; conversions refuse such input, `validate` lists them all.
+    Violation,
+}
+
+/// Something a reader noticed, or something a writer could not express.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub location: Option<Location>,
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Violation => "violation",
+        };
+        match &self.location {
+            Some(loc) => write!(f, "{word}: {loc}: {}", self.message),
+            None => write!(f, "{word}: {}", self.message),
+        }
+    }
+}
+
+/// Findings collected while reading, checking or writing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    pub items: Vec<Finding>,
+}
+
+impl Findings {
+    pub fn warn(&mut self, location: Option<Location>, message: impl Into<String>) {
+        self.push(Severity::Warning, location, message);
+    }
+
+    pub fn violation(&mut self, location: Option<Location>, message: impl Into<String>) {
+        self.push(Severity::Violation, location, message);
+    }
+
+    fn push(&mut self, severity: Severity, location: Option<Location>, message: impl Into<String>) {
+        self.items.push(Finding { severity, location, message: message.into() });
+    }
+
+    pub fn has_violations(&self) -> bool {
+        self.items.iter().any(|f| f.severity == Severity::Violation)
+    }
+
+    pub fn violations(&self) -> impl Iterator<Item = &Finding> {
+        self.items.iter().filter(|f| f.severity == Severity::Violation)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.items.iter().filter(|f| f.severity == Severity::Warning)
+    }
+
+    pub fn extend(&mut self, other: Findings) {
+        self.items.extend(other.items);
+    }
+}

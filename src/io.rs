@@ -1,0 +1,426 @@
+//! Opening inputs and writing outputs.
+//!
+//! Inputs: a path or `-` for standard input; plain, gzip or bzip2, told apart by their magic
+//! bytes (Pin and SDE write bzip2). Decompression runs on its own thread, pipelined with the
+//! parsing on the calling thread. The first bytes of the decompressed stream are kept aside so
+//! the registry can sniff the format without consuming anything.
+//!
+//! Outputs: written to a temporary file beside the target and renamed over it only when the
+//! whole output succeeded, so a failed run leaves nothing behind; an output that names one of the
+//! inputs is refused. A name ending in `.gz` or `.bz2` is compressed accordingly.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// How many decompressed bytes are kept aside for format sniffing.
+pub const HEAD_LEN: usize = 64 * 1024;
+const CHUNK_LEN: usize = 1 << 20;
+const BUF_LEN: usize = 256 * 1024;
+
+static PROGRESS: AtomicBool = AtomicBool::new(true);
+
+/// Turns the progress bar on standard error on or off (`-q` turns it off). It is only ever
+/// drawn when standard error is a terminal and reading takes over a second.
+pub fn set_progress(enabled: bool) {
+    PROGRESS.store(enabled, Ordering::Relaxed);
+}
+
+/// A compression wrapper, told by magic bytes when reading and by file name when writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Bzip2,
+}
+
+impl Compression {
+    /// The compression whose magic bytes start `head`.
+    pub fn from_magic(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+            Compression::Bzip2
+        } else {
+            Compression::None
+        }
+    }
+
+    /// The compression a file name asks for by its last extension.
+    pub fn from_name(name: &str) -> Compression {
+        if name.ends_with(".gz") {
+            Compression::Gzip
+        } else if name.ends_with(".bz2") {
+            Compression::Bzip2
+        } else {
+            Compression::None
+        }
+    }
+
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compression::None => "",
+            Compression::Gzip => ".gz",
+            Compression::Bzip2 => ".bz2",
+        }
+    }
+}
+
+/// The file name without a `.gz`/`.bz2` suffix: what format detection by extension looks at.
+pub fn strip_compression_suffix(name: &str) -> &str {
+    name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bz2")).unwrap_or(name)
+}
+
+/// An opened input: its name, its first decompressed bytes and a reader over all of them.
+pub struct Input {
+    /// The path as given, or `-` for standard input.
+    pub name: String,
+    /// Up to [`HEAD_LEN`] first bytes of the decompressed content (also returned by `reader`).
+    pub head: Vec<u8>,
+    pub compression: Compression,
+    rest: Box<dyn BufRead + Send>,
+}
+
+impl Input {
+    /// Opens `path` (`-` is standard input) and starts decompressing it if need be.
+    pub fn open(path: &str) -> Result<Input> {
+        let (raw, size): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
+            (Box::new(io::stdin()), None)
+        } else {
+            let file = File::open(path).map_err(|e| Error::io(path, e))?;
+            let size = file.metadata().ok().map(|m| m.len());
+            (Box::new(file), size)
+        };
+        Self::from_reader(path, raw, size)
+    }
+
+    /// Wraps any byte source; `size` (when known) feeds the progress bar.
+    pub fn from_reader(name: &str, raw: Box<dyn Read + Send>, size: Option<u64>) -> Result<Input> {
+        let raw = Progress::wrap(raw, size, name);
+        let mut raw = BufReader::with_capacity(BUF_LEN, raw);
+        let magic = raw.fill_buf().map_err(|e| Error::io(name, e))?;
+        let compression = Compression::from_magic(magic);
+        let named = Compression::from_name(name);
+        if named != Compression::None && named != compression {
+            let what = if magic.is_empty() { "an empty file".to_string() } else { describe_magic(magic) };
+            return Err(Error::input(format!(
+                "the name ends in {} but the content is not {} data (it starts with {what})",
+                named.suffix(),
+                if named == Compression::Gzip { "gzip" } else { "bzip2" }
+            ))
+            .in_file(name)
+            .with_hint("rename the file to match its content, or recompress it"));
+        }
+        let mut stream: Box<dyn BufRead + Send> = match compression {
+            Compression::None => Box::new(raw),
+            Compression::Gzip => pipelined(flate2::bufread::MultiGzDecoder::new(raw)),
+            Compression::Bzip2 => pipelined(bzip2::bufread::MultiBzDecoder::new(raw)),
+        };
+        let mut head = Vec::with_capacity(HEAD_LEN);
+        (&mut stream).take(HEAD_LEN as u64).read_to_end(&mut head).map_err(|e| Error::io(name, e))?;
+        Ok(Input { name: name.to_string(), head, compression, rest: stream })
+    }
+
+    /// A reader over the whole decompressed content, the sniffed head included.
+    pub fn reader(self) -> Box<dyn BufRead + Send> {
+        Box::new(BufReader::with_capacity(BUF_LEN, Cursor::new(self.head).chain(self.rest)))
+    }
+}
+
+fn describe_magic(magic: &[u8]) -> String {
+    let shown: Vec<String> = magic.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let text: String =
+        magic.iter().take(4).map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+    format!("bytes {} \"{text}\"", shown.join(" "))
+}
+
+/// Runs a decompressor on its own thread, handing decompressed chunks over a bounded channel.
+fn pipelined<D: Read + Send + 'static>(mut decoder: D) -> Box<dyn BufRead + Send> {
+    let (tx, rx) = mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+    std::thread::spawn(move || loop {
+        let mut chunk = vec![0u8; CHUNK_LEN];
+        let mut filled = 0;
+        while filled < CHUNK_LEN {
+            match decoder.read(&mut chunk[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        chunk.truncate(filled);
+        let done = filled == 0;
+        if tx.send(Ok(chunk)).is_err() || done {
+            return;
+        }
+    });
+    Box::new(ChannelReader { rx, chunk: Vec::new(), pos: 0, done: false })
+}
+
+struct ChannelReader {
+    rx: mpsc::Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ChannelReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos >= self.chunk.len() && !self.done {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) if chunk.is_empty() => self.done = true,
+                Ok(Ok(chunk)) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("decompression failed: {e}"),
+                    ));
+                }
+                Err(_) => self.done = true,
+            }
+        }
+        Ok(&self.chunk[self.pos.min(self.chunk.len())..])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos += amt;
+    }
+}
+
+/// Counts bytes read from the raw input and draws a progress bar once reading has taken
+/// more than a second, on a terminal only.
+struct Progress<R> {
+    inner: R,
+    bar: Option<indicatif::ProgressBar>,
+    started: Instant,
+    shown: bool,
+}
+
+impl<R: Read + Send + 'static> Progress<R> {
+    fn wrap(inner: R, size: Option<u64>, name: &str) -> Box<dyn Read + Send> {
+        use std::io::IsTerminal;
+        let wanted = PROGRESS.load(Ordering::Relaxed) && io::stderr().is_terminal();
+        let bar = match (wanted, size) {
+            (true, Some(size)) => {
+                let bar = indicatif::ProgressBar::with_draw_target(
+                    Some(size),
+                    indicatif::ProgressDrawTarget::hidden(),
+                );
+                let style = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> ");
+                bar.set_style(style);
+                bar.set_message(
+                    Path::new(name).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                );
+                Some(bar)
+            }
+            _ => None,
+        };
+        Box::new(Progress { inner, bar, started: Instant::now(), shown: false })
+    }
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(bar) = &self.bar {
+            bar.inc(n as u64);
+            if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                self.shown = true;
+            }
+            if n == 0 {
+                bar.finish_and_clear();
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl<R> Drop for Progress<R> {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Refuses an output path that is one of the inputs (by path or by file identity).
+pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
+    if output == "-" {
+        return Ok(());
+    }
+    let out = Path::new(output);
+    for &input in inputs {
+        if input == "-" {
+            continue;
+        }
+        let same = input == output || same_file(Path::new(input), out);
+        if same {
+            return Err(Error::usage(format!("the output {output} is also an input"))
+                .with_hint("choose another output name; cfghub never overwrites its inputs"));
+        }
+    }
+    Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Writes an output atomically: `write` fills a temporary file beside `path` (compressed when
+/// the name ends in `.gz` or `.bz2`), which replaces `path` only when `write` succeeded.
+/// `-` writes to standard output.
+pub fn write_output<F>(path: &str, inputs: &[&str], write: F) -> Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> Result<()>,
+{
+    check_not_an_input(path, inputs)?;
+    if path == "-" {
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::with_capacity(BUF_LEN, stdout.lock());
+        write(&mut out)?;
+        return flush_stdout(out.flush());
+    }
+    let target = PathBuf::from(path);
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix(".cfghub-")
+        .suffix(".partial")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(path, e))?;
+    let file = temp.as_file().try_clone().map_err(|e| Error::io(path, e))?;
+    let buffered = io::BufWriter::with_capacity(BUF_LEN, file);
+    match Compression::from_name(path) {
+        Compression::None => {
+            let mut w = buffered;
+            write(&mut w)?;
+            w.flush().map_err(|e| Error::io(path, e))?;
+        }
+        Compression::Gzip => {
+            let mut w = flate2::write::GzEncoder::new(buffered, flate2::Compression::default());
+            write(&mut w)?;
+            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))?;
+        }
+        Compression::Bzip2 => {
+            let mut w = bzip2::write::BzEncoder::new(buffered, bzip2::Compression::best());
+            write(&mut w)?;
+            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))?;
+        }
+    }
+    temp.persist(&target).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+fn flush_stdout(r: io::Result<()>) -> Result<()> {
+    match r {
+        // A closed pipe (`cfghub ... | head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| Error::io("-", e)),
+    }
+}
+
+/// Converts an `io::Error` raised while writing into our error, naming the output.
+pub fn write_error(path: &str) -> impl Fn(io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_bytes(name: &str, bytes: Vec<u8>) -> Result<Input> {
+        Input::from_reader(name, Box::new(Cursor::new(bytes)), None)
+    }
+
+    fn read_all(input: Input) -> Vec<u8> {
+        let mut v = Vec::new();
+        input.reader().read_to_end(&mut v).unwrap();
+        v
+    }
+
+    #[test]
+    fn plain_gzip_and_bzip2_are_told_apart_by_magic() {
+        let text = b"{ \"MAJOR_VERSION\" : 1 }".repeat(10_000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(&text).unwrap();
+        for (bytes, expected) in [
+            (text.clone(), Compression::None),
+            (gz.finish().unwrap(), Compression::Gzip),
+            (bz.finish().unwrap(), Compression::Bzip2),
+        ] {
+            let input = open_bytes("x", bytes).unwrap();
+            assert_eq!(input.compression, expected);
+            assert_eq!(input.head.len(), HEAD_LEN);
+            assert_eq!(read_all(input), text);
+        }
+    }
+
+    #[test]
+    fn a_bz2_name_over_other_content_is_refused() {
+        let err = open_bytes("app.dcfg.json.bz2", b"{ }".to_vec()).err().unwrap();
+        assert!(err.to_string().contains("not bzip2"), "{err}");
+    }
+
+    #[test]
+    fn corrupt_bzip2_is_an_error_not_a_panic() {
+        let mut bytes = b"BZh91AY&SY".to_vec();
+        bytes.extend(std::iter::repeat(0x55).take(1000));
+        let result = open_bytes("x.bz2", bytes).and_then(|input| {
+            let mut v = Vec::new();
+            input.reader().read_to_end(&mut v).map_err(|e| Error::io("x.bz2", e))
+        });
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn failed_writes_leave_nothing_and_inputs_are_never_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.txt");
+        let out_s = out.to_str().unwrap();
+        let r = write_output(out_s, &[], |w| {
+            w.write_all(b"partial").unwrap();
+            Err(Error::input("boom"))
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        write_output(out_s, &[], |w| w.write_all(b"ok").map_err(write_error(out_s))).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"ok");
+        let err = write_output(out_s, &[out_s], |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("also an input"));
+        assert_eq!(std::fs::read(&out).unwrap(), b"ok");
+    }
+}

@@ -1,0 +1,335 @@
+//! The neutral model every format reads into and writes from.
+//!
+//! The nouns come from Intel's DCFG format, the richest of the formats cfghub speaks:
+//!
+//! ```text
+//! Profile ── meta, events, files (interned), frame names (interned)
+//!   └─ Process ── pid, per-thread instruction counts, edges, stacks
+//!        └─ Image ── id, file, load address, size
+//!             ├─ symbols       (name, offset, size)
+//!             ├─ source lines  (offset range -> file:line, instruction count)
+//!             ├─ blocks        (offset, size, instructions, execution count)
+//!             ├─ routines      (entry, exits, blocks with immediate dominators, loops)
+//!             └─ costs         (values per event at an address, a line, or a function)
+//! ```
+//!
+//! Rules that keep the model honest:
+//! - A reader fills what its format says and nothing it would have to guess. Optional facts are
+//!   `Option`s or empty collections, never made-up defaults.
+//! - Derived facts (routines when a format has none, dominators, loops, call graph, inclusive
+//!   costs, stacks replayed from a trace) live in `crate::analysis`, never here and never in a writer.
+//! - Ids that a format exposes to users (node ids, edge ids, image ids) are kept as `u64`;
+//!   references inside the model are indices into `Vec`s ([`BlockRef`], [`SymbolRef`], `u32`).
+
+mod edge_kind;
+mod strings;
+
+pub use edge_kind::EdgeKind;
+pub use strings::StringTable;
+
+/// Index into [`Profile::files`].
+pub type FileId = u32;
+/// Index into [`Profile::frames`].
+pub type FrameId = u32;
+/// Index into [`Profile::events`].
+pub type EventId = usize;
+
+/// One whole conversion: everything read from one or more inputs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Profile {
+    pub meta: Meta,
+    /// What the numbers in [`Cost::values`], [`Edge::inclusive`] and [`Stack::values`] measure,
+    /// in column order. Executed instructions of blocks are not an event column: they are
+    /// `num_instrs * count` of each [`Block`] and every writer derives them from there.
+    pub events: Vec<Event>,
+    /// Interned file names: images and source files alike.
+    pub files: StringTable,
+    /// Interned stack-frame names (function names as a stack-sampling tool printed them).
+    pub frames: StringTable,
+    pub processes: Vec<Process>,
+}
+
+/// Facts about how the profile was made, and header lines a format asks us to keep.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Meta {
+    /// Version of the input format as `(major, minor)`, when it has one.
+    pub format_version: Option<(u64, u64)>,
+    /// The program that wrote the profile (`creator:` in Callgrind).
+    pub creator: Option<String>,
+    /// The command line that was profiled.
+    pub command: Option<String>,
+    /// Other header lines, in input order, as `(key, value)`; the key carries the format's
+    /// own spelling (e.g. `desc` for Callgrind, `event` for DCPI) so a writer of the same
+    /// format can put them back.
+    pub headers: Vec<(String, String)>,
+}
+
+/// One measured quantity, e.g. `Ir` (instructions executed) or DCPI `cycles` samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// Short name, as used in column headers (`Ir`, `cycles`).
+    pub name: String,
+    /// Long name for people (`Instruction Fetch`), when the format gives one.
+    pub description: Option<String>,
+}
+
+impl Event {
+    pub fn new(name: impl Into<String>) -> Self {
+        Event { name: name.into(), description: None }
+    }
+}
+
+/// One operating-system process.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Process {
+    /// The operating system's process id.
+    pub pid: u64,
+    /// Total instructions executed over all threads, as the input stated it
+    /// (DCFG `INSTR_COUNT`); `None` when the format does not say.
+    pub instr_count: Option<u64>,
+    /// Instructions executed per thread, thread 0 first (DCFG `INSTR_COUNT_PER_THREAD`).
+    /// Its length is the number of threads.
+    pub thread_instr_counts: Vec<u64>,
+    pub images: Vec<Image>,
+    /// Control-flow edges between blocks (or between functions, for function-level formats).
+    pub edges: Vec<Edge>,
+    /// Call stacks with values per event, root first.
+    pub stacks: Vec<Stack>,
+}
+
+impl Process {
+    /// Number of threads: the longest per-thread array anywhere in the process.
+    pub fn thread_count(&self) -> usize {
+        let edges = self.edges.iter().map(|e| e.counts.len()).max().unwrap_or(0);
+        self.thread_instr_counts.len().max(edges)
+    }
+
+    /// The block a [`BlockRef`] points at.
+    pub fn block(&self, r: BlockRef) -> &Block {
+        &self.images[r.image as usize].blocks[r.block as usize]
+    }
+
+    /// The symbol a [`SymbolRef`] points at.
+    pub fn symbol(&self, r: SymbolRef) -> &Symbol {
+        &self.images[r.image as usize].symbols[r.symbol as usize]
+    }
+
+    /// Iterates over every block with its reference.
+    pub fn blocks(&self) -> impl Iterator<Item = (BlockRef, &Block)> {
+        self.images.iter().enumerate().flat_map(|(i, image)| {
+            image
+                .blocks
+                .iter()
+                .enumerate()
+                .map(move |(b, block)| (BlockRef { image: i as u32, block: b as u32 }, block))
+        })
+    }
+}
+
+/// A binary or shared object loaded into a process.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Image {
+    /// The format's image id (DCFG `IMAGE_ID`; may be 0).
+    pub id: u64,
+    /// Path of the image file, when known.
+    pub file: Option<FileId>,
+    /// Address the image was loaded at; every `offset` in the image is relative to it.
+    pub load_addr: u64,
+    /// Size in bytes from `load_addr`, when known.
+    pub size: Option<u64>,
+    pub symbols: Vec<Symbol>,
+    pub source_lines: Vec<SourceLine>,
+    pub blocks: Vec<Block>,
+    /// Routines as the input gave them; `None` when the format has no routines (the analysis
+    /// derives them), `Some(vec![])` when it said there are none.
+    pub routines: Option<Vec<Routine>>,
+    /// Costs or samples attributed to places in this image.
+    pub costs: Vec<Cost>,
+}
+
+/// A named code range, from a symbol table or a profile's function names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    /// Start, relative to the image's load address, when known.
+    pub offset: Option<u64>,
+    /// Size in bytes, when known.
+    pub size: Option<u64>,
+    /// Source file the symbol is defined in, when the format says (Callgrind `fl=`).
+    pub file: Option<FileId>,
+}
+
+/// An address range mapped to a source line (DCFG `SOURCE_DATA`, DWARF line tables).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceLine {
+    pub file: Option<FileId>,
+    pub line: u32,
+    pub offset: u64,
+    pub size: u64,
+    /// Instructions in the range, starting with the one at `offset`.
+    pub num_instrs: u64,
+}
+
+/// A basic block: straight-line code with one entry and one exit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    /// Node id, unique in the process and distinct from the special nodes' ids.
+    pub id: u64,
+    /// First instruction, relative to the image's load address.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+    pub num_instrs: u64,
+    /// Last instruction's offset from the block's first instruction.
+    pub last_instr_offset: u64,
+    /// Executions over all threads, as the input stated it (DCFG `COUNT`). Per-thread block
+    /// counts are derived from the incoming edges by `crate::analysis`.
+    pub count: Option<u64>,
+}
+
+impl Block {
+    /// Instructions executed in this block: `num_instrs * count` (0 when the count is unknown).
+    pub fn executed_instrs(&self) -> u64 {
+        self.num_instrs.saturating_mul(self.count.unwrap_or(0))
+    }
+}
+
+/// A routine: blocks reachable from one entry without following inter-routine edges.
+/// Block indices are into the owning [`Image::blocks`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Routine {
+    pub entry: u32,
+    /// Blocks with edges that leave the routine (usually returns).
+    pub exits: Vec<u32>,
+    /// Every block of the routine, the entry and exits included.
+    pub nodes: Vec<u32>,
+    /// Immediate dominator of each entry of `nodes` (same order); the entry dominates itself.
+    /// Empty when the input gave no dominators.
+    pub idoms: Vec<u32>,
+    pub loops: Vec<Loop>,
+}
+
+/// A natural loop inside a routine. Block indices are into the owning [`Image::blocks`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loop {
+    pub head: u32,
+    /// Blocks with a branch back to the head.
+    pub back_edge_sources: Vec<u32>,
+    /// Every block of the loop: head, back-edge sources and inner loops' blocks.
+    pub nodes: Vec<u32>,
+    /// Head block of the enclosing loop, `None` for an outermost loop.
+    pub parent: Option<u32>,
+}
+
+/// A reference to a block: indices of the image in its process and of the block in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockRef {
+    pub image: u32,
+    pub block: u32,
+}
+
+/// A reference to a symbol: indices of the image in its process and of the symbol in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SymbolRef {
+    pub image: u32,
+    pub symbol: u32,
+}
+
+/// One end of an edge.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeRef {
+    /// The DCFG `START` special node: source of the `ENTRY` edge.
+    Start,
+    /// The DCFG `END` special node: target of the `EXIT` edge.
+    End,
+    /// The DCFG `UNKNOWN` special node: a construction error in the producer.
+    #[default]
+    Unknown,
+    Block(BlockRef),
+    /// A whole function, for formats that know calls between functions but not blocks
+    /// (a Callgrind profile without instruction positions).
+    Symbol(SymbolRef),
+}
+
+/// A control-flow transfer with its execution counts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Edge {
+    /// The format's edge id (DCFG `EDGE_ID`; what a DCFG-trace refers to).
+    pub id: u64,
+    pub source: NodeRef,
+    pub target: NodeRef,
+    pub kind: EdgeKind,
+    /// Traversals per thread, thread 0 first.
+    pub counts: Vec<u64>,
+    /// For calls: the callee's inclusive cost per event, when the format states it
+    /// (Callgrind `calls=` cost lines). Empty when unknown.
+    pub inclusive: Vec<u64>,
+    /// For edges between functions: where in the source the transfer happens, when known.
+    pub site: Option<Box<Site>>,
+}
+
+impl Edge {
+    /// Traversals over all threads.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().fold(0u64, |a, &c| a.saturating_add(c))
+    }
+}
+
+/// Source position of an edge's source and target, for function-level formats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Site {
+    pub source_offset: Option<u64>,
+    pub source_line: Option<u32>,
+    pub target_offset: Option<u64>,
+    pub target_line: Option<u32>,
+}
+
+/// Values per event at a place in an image: a Callgrind cost line, a DCPI sample count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// The function the cost belongs to, when the format says (index into [`Image::symbols`]).
+    pub symbol: Option<u32>,
+    /// Instruction address relative to the image's load address, when known.
+    pub offset: Option<u64>,
+    pub file: Option<FileId>,
+    pub line: Option<u32>,
+    /// One value per [`Profile::events`] entry (missing trailing values are 0).
+    pub values: Vec<u64>,
+}
+
+impl Cost {
+    /// The value for one event (0 when absent).
+    pub fn value(&self, event: EventId) -> u64 {
+        self.values.get(event).copied().unwrap_or(0)
+    }
+}
+
+/// A call path, root first, with one value per [`Profile::events`] entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stack {
+    pub frames: Vec<FrameId>,
+    /// Values per event. Fractional values occur (folded stacks from averaging tools).
+    pub values: Vec<f64>,
+    /// The thread the stack was sampled on, when known.
+    pub thread: Option<u32>,
+}
+
+impl Profile {
+    /// Index of the event called `name`, if any.
+    pub fn event_index(&self, name: &str) -> Option<EventId> {
+        self.events.iter().position(|e| e.name == name)
+    }
+
+    /// The file name behind an id.
+    pub fn file_name(&self, id: FileId) -> &str {
+        self.files.get(id)
+    }
+
+    /// The image's file name, or `"image<ID>"` when it has none.
+    pub fn image_name(&self, image: &Image) -> String {
+        match image.file {
+            Some(f) => self.files.get(f).to_string(),
+            None => format!("image{}", image.id),
+        }
+    }
+}
