@@ -1,0 +1,6 @@
+//! Tests of one capability across every format: one module per format in tests/bad_input/.
+
+mod common;
+
+#[path = "bad_input/dcfg.rs"]
+mod dcfg;

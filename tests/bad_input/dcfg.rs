@@ -1,0 +1,1 @@
+//! DCFG: bad_input.

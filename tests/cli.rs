@@ -1,0 +1,6 @@
+//! Tests of one capability across every format: one module per format in tests/cli/.
+
+mod common;
+
+#[path = "cli/dcfg.rs"]
+mod dcfg;

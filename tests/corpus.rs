@@ -1,0 +1,6 @@
+//! Tests of one capability across every format: one module per format in tests/corpus/.
+
+mod common;
+
+#[path = "corpus/dcfg.rs"]
+mod dcfg;

@@ -1,0 +1,6 @@
+//! Tests of one capability across every format: one module per format in tests/real_clients/.
+
+mod common;
+
+#[path = "real_clients/dcfg.rs"]
+mod dcfg;

@@ -1,0 +1,1 @@
+//! DCFG: real_clients.

@@ -1,0 +1,6 @@
+//! Tests of one capability across every format: one module per format in tests/roundtrip/.
+
+mod common;
+
+#[path = "roundtrip/dcfg.rs"]
+mod dcfg;
