@@ -181,6 +181,8 @@ fn region(rng: &mut Rng, kinds: &mut Vec<Kind>, budget: usize, me: u32, total: u
 
 /// Global block id while walking: (routine, block in routine).
 type Node = (u32, u32);
+/// An edge while walking: source and target (`None` is START or END), kind, per-thread counts.
+type WalkEdge = (Option<Node>, Option<Node>, EdgeKind, Vec<u64>);
 
 struct Walk<'a> {
     routines: &'a [ProtoRoutine],
@@ -189,7 +191,7 @@ struct Walk<'a> {
     block_counts: HashMap<Node, Vec<u64>>,
     /// (source, target, kind) -> edge index; `None` stands for START/END.
     edge_index: HashMap<(Option<Node>, Option<Node>, EdgeKind), usize>,
-    edges: Vec<(Option<Node>, Option<Node>, EdgeKind, Vec<u64>)>,
+    edges: Vec<WalkEdge>,
     instrs_per_thread: Vec<u64>,
     sequences: Vec<Vec<u64>>,
     keep: bool,
