@@ -4,6 +4,7 @@
 mod convert;
 mod formats;
 mod info;
+mod synth;
 mod table;
 mod validate;
 
@@ -45,6 +46,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
+    Synth(synth::SynthArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -67,6 +70,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Synth(args) => synth::run(args, quiet),
     };
     match result {
         Ok(code) => code,
