@@ -3,7 +3,8 @@
 
 use crate::registry::Format;
 
+pub mod callgrind;
 pub mod dcfg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind];

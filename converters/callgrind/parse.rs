@@ -120,10 +120,10 @@ pub fn name_spec(value: &[u8]) -> Parsed<NameSpec<'_>> {
     }
 }
 
-/// Strips trailing spaces, tabs and a carriage return.
+/// Strips trailing spaces, tabs, a carriage return and the line feed.
 #[inline]
 pub fn trim_end(s: &[u8]) -> &[u8] {
-    let n = s.iter().rposition(|&b| !(is_space(b) || b == b'\r')).map_or(0, |p| p + 1);
+    let n = s.iter().rposition(|&b| !(is_space(b) || b == b'\r' || b == b'\n')).map_or(0, |p| p + 1);
     &s[..n]
 }
 

@@ -695,7 +695,9 @@ impl Reader {
             None => None,
         };
         if let Some(p) = self.pending.take() {
-            let Some(symbol) = self.symbol else { unreachable_symbol()? };
+            let Some(symbol) = self.symbol else {
+                return Err(Error::input("association without a function; expected fn=NAME before it"));
+            };
             let image = self.image.unwrap_or(0);
             let tgt_line = match self.line_col {
                 Some(c) => Some(u32::try_from(p.target[c]).map_err(|_| {
@@ -784,10 +786,6 @@ impl Reader {
         }
         Ok(self.profile)
     }
-}
-
-fn unreachable_symbol() -> Result<std::convert::Infallible> {
-    Err(Error::input("association without a function; expected fn=NAME before it"))
 }
 
 #[derive(Clone, Copy)]
