@@ -202,6 +202,9 @@ struct Reader {
     /// list (events added by a later part): such values are padded at the end.
     events_grew: bool,
     warned_keys: Vec<Vec<u8>>,
+    /// `jcnd=` lines whose followed count exceeds the executed count, and the first one's line.
+    jcnd_over: u64,
+    jcnd_over_line: u64,
 }
 
 fn bad(e: Bad) -> Error {
@@ -405,10 +408,11 @@ impl Reader {
             }
         };
         if kind == ArcKind::Jcnd && count > executed {
-            return Err(Error::input(format!(
-                "jcnd= says the jump was followed {count} times but executed only {executed} times; \
-                 expected followed <= executed"
-            )));
+            // Valgrind writes such counts when collection was toggled in the middle of a run.
+            self.jcnd_over += 1;
+            if self.jcnd_over == 1 {
+                self.jcnd_over_line = self.line_no;
+            }
         }
         let mut target = [0u64; 3];
         let mut rest = rest;
@@ -755,6 +759,16 @@ impl Reader {
     }
 
     fn finish(mut self, findings: &mut Findings) -> Result<Profile> {
+        if self.jcnd_over > 0 {
+            findings.warn(
+                Some(crate::error::Location::Line(self.jcnd_over_line)),
+                format!(
+                    "{} jcnd= line(s) say the jump was followed more often than executed (first here); \
+                     read as always followed, without a fall-through",
+                    self.jcnd_over
+                ),
+            );
+        }
         let nevents = self.profile.events.len();
         if self.events_grew {
             for p in &mut self.profile.processes {
@@ -772,6 +786,8 @@ impl Reader {
                 }
             }
         }
+        // "If not appearing, version 1 is assumed."
+        self.profile.meta.format_version.get_or_insert((1, 0));
         let ir = self.profile.event_index("Ir");
         let has_instr = !self.part_without_instr && !self.columns.is_empty();
         for (p, state) in self.states.into_iter().enumerate() {
@@ -779,9 +795,9 @@ impl Reader {
             set_symbol_extents(process, &state.arcs);
             let jumps = state.arcs.iter().any(|a| a.kind != ArcKind::Call);
             if has_instr && jumps {
-                build_blocks(process, &state.arcs, ir, findings);
+                build_blocks(process, &state.arcs, ir);
             } else {
-                function_edges(process, state.arcs);
+                function_edges(process, &state.arcs, 1);
             }
         }
         Ok(self.profile)
@@ -876,8 +892,8 @@ fn site(a: &RawArc) -> Option<Box<Site>> {
 }
 
 /// Edges between functions, one per association line, in file order.
-fn function_edges(process: &mut Process, arcs: Vec<RawArc>) {
-    let mut id = 1;
+fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a RawArc>, first_id: u64) {
+    let mut id = first_id;
     for a in arcs {
         let source = NodeRef::Symbol(SymbolRef { image: a.src_image, symbol: a.src_symbol });
         let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
@@ -915,7 +931,7 @@ fn function_edges(process: &mut Process, arcs: Vec<RawArc>) {
                 target,
                 kind,
                 counts: thread_counts(a.thread, a.count),
-                inclusive: a.inclusive,
+                inclusive: a.inclusive.clone(),
                 site,
             });
         }
@@ -994,7 +1010,7 @@ fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
 /// when it has exactly one; a block that ends without a jump or call falls through to the next
 /// one as often as the next block's count exceeds its other incoming edges. Routines are the
 /// functions of the file: every block belongs to the function of its first instruction.
-fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>, findings: &mut Findings) {
+fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     let nimages = process.images.len();
     // Addresses where blocks must start and end, per image.
     let mut leaders: Vec<Vec<u64>> = vec![Vec::new(); nimages];
@@ -1135,19 +1151,26 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>, findi
 
     let mut set = EdgeSet::default();
     let mut ends_in_jump: Vec<Vec<bool>> = images.iter().map(|i| vec![false; i.blocks.len()]).collect();
-    let mut unplaced = 0usize;
+    // Associations at addresses without costs stay edges between functions.
+    let mut unplaced: Vec<usize> = Vec::new();
     let mut call_sites: Vec<(BlockRef, BlockRef, usize, u64)> = Vec::new();
-    for a in arcs {
-        let (Some(si), Some(ti)) = (a.src_instr, a.tgt_instr) else { continue };
-        let Some(src) = block_containing(a.src_image, si) else {
-            unplaced += 1;
+    for (k, a) in arcs.iter().enumerate() {
+        let (Some(si), Some(ti)) = (a.src_instr, a.tgt_instr) else {
+            unplaced.push(k);
             continue;
+        };
+        let src = match block_containing(a.src_image, si) {
+            Some(b) if images[b.image as usize].blocks[b.block as usize].offset + images[b.image as usize].blocks[b.block as usize].last_instr_offset == si => b,
+            _ => {
+                unplaced.push(k);
+                continue;
+            }
         };
         let tgt = block_at(a.tgt_image, ti);
         match a.kind {
             ArcKind::Call => {
                 let Some(tgt) = tgt else {
-                    unplaced += 1;
+                    unplaced.push(k);
                     continue;
                 };
                 set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, site(a));
@@ -1164,26 +1187,20 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>, findi
                     EdgeKind::ConditionalBranch
                 };
                 match tgt {
-                    Some(tgt) => set.add((src, tgt, kind), a.thread, a.count, &[], None),
-                    None if a.count > 0 => unplaced += 1,
-                    None => {}
+                    Some(tgt) if a.count > 0 => set.add((src, tgt, kind), a.thread, a.count, &[], None),
+                    None if a.count > 0 => {
+                        unplaced.push(k);
+                        continue;
+                    }
+                    _ => {}
                 }
-                if a.kind == ArcKind::Jcnd {
+                if a.kind == ArcKind::Jcnd && a.executed > a.count {
                     if let Some(ft) = next_block(src) {
                         set.add((src, ft, EdgeKind::FallThrough), a.thread, a.executed - a.count, &[], None);
                     }
                 }
             }
         }
-    }
-    if unplaced > 0 {
-        findings.warn(
-            None,
-            format!(
-                "{unplaced} call(s) or jump(s) start or end at an address without costs; \
-                 left out of the control-flow graph"
-            ),
-        );
     }
     // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
     if ir.is_some() {
@@ -1288,7 +1305,14 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>, findi
                 Routine { entry, exits, nodes, ..Routine::default() }
             })
             .collect();
-        image.routines = Some(routines);
+        if !image.blocks.is_empty() {
+            image.routines = Some(routines);
+        }
     }
     process.edges = edges;
+    if !unplaced.is_empty() {
+        let first_id = process.edges.len() as u64 + 1;
+        let rest: Vec<&RawArc> = unplaced.iter().map(|&k| &arcs[k]).collect();
+        function_edges(process, rest, first_id);
+    }
 }

@@ -233,8 +233,10 @@ impl Writer<'_> {
     fn head(&mut self, columns: &[(String, Option<String>)]) -> Result<()> {
         let meta = &self.profile.meta;
         let mut h = String::from("# callgrind format\nversion: 1\n");
-        let creator = meta.creator.clone().unwrap_or_else(|| format!("cfghub-{}", env!("CARGO_PKG_VERSION")));
-        h.push_str(&format!("creator: {}\n", one_line(&creator)));
+        match &meta.creator {
+            Some(creator) => h.push_str(&format!("creator: {}\n", one_line(creator))),
+            None => h.push_str(&format!("# written by cfghub {}\n", env!("CARGO_PKG_VERSION"))),
+        }
         if let Some(cmd) = &meta.command {
             h.push_str(&format!("cmd: {}\n", one_line(cmd)));
         }
@@ -589,16 +591,28 @@ impl Writer<'_> {
                 &all
             }
         };
-        // Fall-through counts per source, to complete conditional jumps.
-        let mut fall: HashMap<(NodeRef, Option<u64>, Option<u32>), u64> = HashMap::new();
-        let mut conditional: std::collections::HashSet<(NodeRef, Option<u64>, Option<u32>)> = Default::default();
+        // Fall-throughs per source, to complete conditional jumps: each conditional takes the
+        // first fall-through of the same source (and site) not taken yet.
+        type Key = (NodeRef, Option<u64>, Option<u32>);
+        let key_of = |e: &Edge| -> Key {
+            (e.source, e.site.as_ref().and_then(|s| s.source_offset), e.site.as_ref().and_then(|s| s.source_line))
+        };
+        let mut fall: HashMap<Key, std::collections::VecDeque<usize>> = HashMap::new();
         for &k in list {
             let e = &process.edges[k];
-            let key = (e.source, e.site.as_ref().and_then(|s| s.source_offset), e.site.as_ref().and_then(|s| s.source_line));
             if e.kind == EdgeKind::FallThrough {
-                *fall.entry(key).or_default() += count_of(e, thread);
-            } else if e.kind.is_conditional() {
-                conditional.insert(key);
+                fall.entry(key_of(e)).or_default().push_back(k);
+            }
+        }
+        let mut paired = vec![false; process.edges.len()];
+        let mut partner: HashMap<usize, usize> = HashMap::new();
+        for &k in list {
+            let e = &process.edges[k];
+            if e.kind.is_conditional() {
+                if let Some(f) = fall.get_mut(&key_of(e)).and_then(|q| q.pop_front()) {
+                    paired[f] = true;
+                    partner.insert(k, f);
+                }
             }
         }
         // Arc sizes, to share a call graph arc's inclusive cost among its edges.
@@ -614,14 +628,16 @@ impl Writer<'_> {
         }
         for &k in list {
             let e = &process.edges[k];
-            let key = (e.source, e.site.as_ref().and_then(|s| s.source_offset), e.site.as_ref().and_then(|s| s.source_line));
             if e.kind.is_call() {
                 self.call(process, thread, funcs, graph, &arc_edges, e);
             } else if e.kind.is_branch() {
-                let executed = if e.kind.is_conditional() { Some(fall.get(&key).copied().unwrap_or(0)) } else { None };
+                let executed = e
+                    .kind
+                    .is_conditional()
+                    .then(|| partner.get(&k).map_or(0, |&f| count_of(&process.edges[f], thread)));
                 self.jump(process, thread, funcs, e, executed);
             } else if e.kind == EdgeKind::FallThrough {
-                if conditional.contains(&key) || matches!(e.source, NodeRef::Block(_)) {
+                if paired[k] || matches!(e.source, NodeRef::Block(_)) {
                     // Part of a jcnd=, or implied by the blocks (a reader rebuilds it).
                     continue;
                 }
