@@ -999,17 +999,22 @@ fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
 ///
 /// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
 /// target, at a function entry, after a jump or call source, where the owning function changes
-/// and where the executed count (`Ir`) changes (so every instruction of a block ran equally
-/// often). A block's `count` is the `Ir` of its instructions; its last instruction's length is
-/// the distance to the next executed address when at most 15 bytes, else 1 (the file does not
-/// give instruction lengths).
+/// and where the executed count changes (so every instruction of a block ran equally often).
+/// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
+/// A call instruction runs as often as the block it ends; a call that starts a block runs the
+/// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
+/// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
+/// its first instruction. Its last instruction's length is the distance to the next executed
+/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
 ///
 /// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
 /// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
-/// `CALL_BYPASS` from the call site to its return site, and a `RETURN` from the callee's exit
-/// when it has exactly one; a block that ends without a jump or call falls through to the next
-/// one as often as the next block's count exceeds its other incoming edges. Routines are the
-/// functions of the file: every block belongs to the function of its first instruction.
+/// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
+/// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
+/// or call falls through to the next one as often as the next block's count exceeds its other
+/// incoming edges. Associations at addresses without costs stay edges between functions.
+/// Routines are the functions of the file: every block belongs to the function of its first
+/// instruction (a recursion level's base function).
 fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     let nimages = process.images.len();
     // Addresses where blocks must start and end, per image.
@@ -1023,6 +1028,15 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
         }
         if let Some(s) = a.src_instr {
             enders[a.src_image as usize].push(s);
+        }
+    }
+    // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
+    // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
+    let mut call_execs: Vec<HashMap<u64, u64>> = vec![HashMap::new(); nimages];
+    for a in arcs {
+        if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
+            let e = call_execs[a.src_image as usize].entry(s).or_default();
+            *e = e.saturating_add(a.count);
         }
     }
     let mut next_id = 4u64;
@@ -1061,6 +1075,14 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 _ => merged.push(x),
             }
         }
+        let is_call = |a: u64| call_execs[i].contains_key(&a);
+        for m in &mut merged {
+            if let Some(&n) = call_execs[i].get(&m.addr) {
+                if n > 0 {
+                    m.ir = m.ir.min(n);
+                }
+            }
+        }
         let mut lead = std::mem::take(&mut leaders[i]);
         lead.extend(image.symbols.iter().filter_map(|s| s.offset));
         lead.sort_unstable();
@@ -1080,10 +1102,12 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             while j < merged.len() {
                 let prev = &merged[j - 1];
                 let x = &merged[j];
+                // A call inside a block runs as often as the block: its own Ir may carry
+                // skipped code and its calls may count a lazy binding twice.
                 if is_in(&lead, x.addr)
                     || is_in(&end, prev.addr)
                     || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir)
+                    || (ir.is_some() && x.ir != first.ir && !is_call(x.addr))
                 {
                     break;
                 }
@@ -1175,7 +1199,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 };
                 set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, site(a));
                 if let Some(ret) = next_block(src) {
-                    set.add((src, ret, EdgeKind::CallBypass), a.thread, a.count, &[], None);
+                    // As Pin writes them: the bypass links call site and return site for the
+                    // routine's shape; the returns carry the counts.
+                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], None);
                 }
                 call_sites.push((src, tgt, a.thread, a.count));
             }
@@ -1226,27 +1252,50 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             }
         }
     }
-    // Returns: from the callee's single exit block (no way out of it inside the routine) to
-    // the return site.
+    // Returns: from the callee's exit blocks (those with no way on inside the routine) to the
+    // return sites of its calls. With one exit, each call site gets its calls back from it;
+    // with several, the exits' executions are handed out to the return sites in address order (the
+    // file does not say which return went where; the counts still add up).
     let has_out: std::collections::HashSet<BlockRef> = set.order.iter().map(|k| k.0).collect();
-    let mut exits_of: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+    // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
+    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64> = HashMap::new();
     for (src, callee, thread, count) in call_sites {
         let Some(ret) = next_block(src) else { continue };
         let owner = owners[callee.image as usize][callee.block as usize];
-        let exits = exits_of.entry((callee.image, owner)).or_insert_with(|| {
-            owners[callee.image as usize]
+        *demand.entry(((callee.image, owner), ret, thread)).or_default() += count;
+    }
+    let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
+        demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
+    demands.sort_unstable();
+    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>> = HashMap::new();
+    for (key, ret, thread, count) in demands {
+        let exits = supply.entry(key).or_insert_with(|| {
+            owners[key.0 as usize]
                 .iter()
                 .enumerate()
                 .filter(|&(b, &o)| {
-                    o == owner
-                        && !has_out.contains(&BlockRef { image: callee.image, block: b as u32 })
-                        && !ends_in_jump[callee.image as usize][b]
+                    o == key.1
+                        && !has_out.contains(&BlockRef { image: key.0, block: b as u32 })
+                        && !ends_in_jump[key.0 as usize][b]
                 })
-                .map(|(b, _)| b as u32)
+                .map(|(b, _)| (b as u32, images[key.0 as usize].blocks[b].count.unwrap_or(0)))
                 .collect()
         });
-        if let [x] = exits[..] {
-            set.add((BlockRef { image: callee.image, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
+        if let [(x, _)] = exits[..] {
+            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
+            continue;
+        }
+        let mut need = count;
+        for (x, left) in exits.iter_mut() {
+            if need == 0 {
+                break;
+            }
+            let take = need.min(*left);
+            if take > 0 {
+                set.add((BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return), thread, take, &[], None);
+                *left -= take;
+                need -= take;
+            }
         }
     }
     let mut order = set.order;
