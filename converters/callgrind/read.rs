@@ -26,8 +26,8 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile,
-    Routine, Site, SourceLine, StringTable, Symbol, SymbolRef,
+    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
+    SourceLine, StringTable, Symbol, SymbolRef,
 };
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
@@ -217,11 +217,7 @@ impl Reader {
         match first {
             b'0'..=b'9' | b'+' | b'-' | b'*' => return self.cost_line(line),
             b'#' => return Ok(()),
-            b' ' | b'\t' => {
-                if skip_space(line).is_empty() {
-                    return Ok(());
-                }
-            }
+            b' ' | b'\t' if skip_space(line).is_empty() => return Ok(()),
             _ => {}
         }
         if let Some(p) = &self.pending {
@@ -395,14 +391,18 @@ impl Reader {
                 let (t, rest) = next_token(value);
                 if let Some(slash) = t.iter().position(|&b| b == b'/') {
                     // What Callgrind writes: followed/executed.
-                    let f = parse::number(&t[..slash]).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    let x = parse::number(&t[slash + 1..]).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
+                    let f = parse::number(&t[..slash])
+                        .map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
+                    let x = parse::number(&t[slash + 1..])
+                        .map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
                     (ArcKind::Jcnd, f, x, rest)
                 } else {
                     // The documented grammar: executed followed.
-                    let x = parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
+                    let x =
+                        parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
                     let (t2, rest) = next_token(rest);
-                    let f = parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
+                    let f =
+                        parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
                     (ArcKind::Jcnd, f, x, rest)
                 }
             }
@@ -432,7 +432,9 @@ impl Reader {
         let (target_image, target_symbol) = match kind {
             ArcKind::Call => {
                 let Some(cfn) = self.cfn else {
-                    return Err(Error::input("calls= without a cfn= line before it; expected cfn=NAME naming the called function"));
+                    return Err(Error::input(
+                        "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
+                    ));
                 };
                 let ob = self.cob.unwrap_or(self.ob);
                 let file = self.cfi.unwrap_or(self.fl);
@@ -486,9 +488,7 @@ impl Reader {
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
         let text = || String::from_utf8_lossy(value).into_owned();
-        let num = |what: &str| {
-            parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)))
-        };
+        let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
             b"version" => {
                 let v = num("version:")?;
@@ -562,7 +562,11 @@ impl Reader {
                     let idx = match self.profile.event_index(&name) {
                         Some(i) => i,
                         None => {
-                            if self.profile.processes.iter().any(|p| p.images.iter().any(|i| !i.costs.is_empty()))
+                            if self
+                                .profile
+                                .processes
+                                .iter()
+                                .any(|p| p.images.iter().any(|i| !i.costs.is_empty()))
                                 || self.states.iter().any(|s| !s.arcs.is_empty())
                             {
                                 self.events_grew = true;
@@ -572,7 +576,10 @@ impl Reader {
                         }
                     };
                     if map.contains(&idx) {
-                        return Err(Error::input(format!("events: names '{}' twice", String::from_utf8_lossy(t))));
+                        return Err(Error::input(format!(
+                            "events: names '{}' twice",
+                            String::from_utf8_lossy(t)
+                        )));
                     }
                     map.push(idx);
                     rest = r;
@@ -623,7 +630,8 @@ impl Reader {
 
     /// `event: Name [= expression] [: long name]`.
     fn event(&mut self, value: &[u8]) -> Result<()> {
-        let name_len = value.iter().take_while(|b| !(parse::is_space(**b) || **b == b'=' || **b == b':')).count();
+        let name_len =
+            value.iter().take_while(|b| !(parse::is_space(**b) || **b == b'=' || **b == b':')).count();
         if name_len == 0 {
             return Err(Error::input("event: without a name; expected 'event: NAME [: long name]'"));
         }
@@ -687,7 +695,8 @@ impl Reader {
                     self.event_names()
                 )));
             };
-            values[idx] = parse::number(t).map_err(|e| Error::input(format!("cost of {}: {}", self.profile.events[idx].name, e.0)))?;
+            values[idx] = parse::number(t)
+                .map_err(|e| Error::input(format!("cost of {}: {}", self.profile.events[idx].name, e.0)))?;
             col += 1;
             rest = r;
         }
@@ -705,7 +714,11 @@ impl Reader {
             let image = self.image.unwrap_or(0);
             let tgt_line = match self.line_col {
                 Some(c) => Some(u32::try_from(p.target[c]).map_err(|_| {
-                    Error::input(format!("line number {} is too large; expected at most {}", p.target[c], u32::MAX))
+                    Error::input(format!(
+                        "line number {} is too large; expected at most {}",
+                        p.target[c],
+                        u32::MAX
+                    ))
                 })?),
                 None => None,
             };
@@ -736,7 +749,9 @@ impl Reader {
             return Ok(());
         }
         let Some(symbol) = self.symbol else {
-            return Err(Error::input("cost line before any fn= line; expected fn=NAME to say which function the cost belongs to"));
+            return Err(Error::input(
+                "cost line before any fn= line; expected fn=NAME to say which function the cost belongs to",
+            ));
         };
         for (t, &idx) in self.part_totals.iter_mut().zip(&self.event_map) {
             *t = t.wrapping_add(values[idx]);
@@ -902,7 +917,7 @@ fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a 
             ArcKind::Jump => EdgeKind::UnconditionalBranch,
             ArcKind::Jcnd => EdgeKind::ConditionalBranch,
         };
-        let site = site(&a);
+        let site = site(a);
         if a.kind == ArcKind::Jcnd && a.executed > a.count {
             process.edges.push(Edge {
                 id,
@@ -1184,7 +1199,13 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             continue;
         };
         let src = match block_containing(a.src_image, si) {
-            Some(b) if images[b.image as usize].blocks[b.block as usize].offset + images[b.image as usize].blocks[b.block as usize].last_instr_offset == si => b,
+            Some(b)
+                if images[b.image as usize].blocks[b.block as usize].offset
+                    + images[b.image as usize].blocks[b.block as usize].last_instr_offset
+                    == si =>
+            {
+                b
+            }
             _ => {
                 unplaced.push(k);
                 continue;
@@ -1237,9 +1258,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             has_out.insert(k.0);
         }
         for (i, img) in images.iter().enumerate() {
-            for b in 0..img.blocks.len() {
+            for (b, &jumps) in ends_in_jump[i].iter().enumerate() {
                 let r = BlockRef { image: i as u32, block: b as u32 };
-                if has_out.contains(&r) || ends_in_jump[i][b] {
+                if has_out.contains(&r) || jumps {
                     continue;
                 }
                 let Some(n) = next_block(r) else { continue };
@@ -1292,7 +1313,13 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             }
             let take = need.min(*left);
             if take > 0 {
-                set.add((BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return), thread, take, &[], None);
+                set.add(
+                    (BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return),
+                    thread,
+                    take,
+                    &[],
+                    None,
+                );
                 *left -= take;
                 need -= take;
             }

@@ -30,14 +30,28 @@ fn refused(name: &str, content: &str, line: usize, expected: &[&str]) {
 
 #[test]
 fn undefined_compressed_name() {
-    let text = format!("{HEAD}ob=(1) /bin/app\nfl=(1) app.c\nfn=(1) main\n0x10 3 5\ncfn=(7)\ncalls=1 0x40 9\n* * 20\n");
-    refused("callgrind.out.undefined", &text, 9, &["name id (7) is used before it is defined", "'(7) name'", "fn=, cfn=, jfn="]);
+    let text = format!(
+        "{HEAD}ob=(1) /bin/app\nfl=(1) app.c\nfn=(1) main\n0x10 3 5\ncfn=(7)\ncalls=1 0x40 9\n* * 20\n"
+    );
+    refused(
+        "callgrind.out.undefined",
+        &text,
+        9,
+        &["name id (7) is used before it is defined", "'(7) name'", "fn=, cfn=, jfn="],
+    );
 }
 
 #[test]
 fn calls_without_its_cost_line() {
-    let text = format!("{HEAD}fl=(1) app.c\nfn=(1) main\n0x10 3 5\ncfn=(2) work\ncalls=1 0x40 9\nfn=(2)\n0x40 9 20\n");
-    refused("app.callgrind", &text, 10, &["expected the source position line of the calls= at line 9", "inclusive cost", "fn=(2)"]);
+    let text = format!(
+        "{HEAD}fl=(1) app.c\nfn=(1) main\n0x10 3 5\ncfn=(2) work\ncalls=1 0x40 9\nfn=(2)\n0x40 9 20\n"
+    );
+    refused(
+        "app.callgrind",
+        &text,
+        10,
+        &["expected the source position line of the calls= at line 9", "inclusive cost", "fn=(2)"],
+    );
     // Or the file ends right after it.
     let text = format!("{HEAD}fl=(1) app.c\nfn=(1) main\ncfn=(2) work\ncalls=1 0x40 9\n");
     refused("cut.callgrind", &text, 8, &["ends after the calls= line", "source position"]);
@@ -68,7 +82,12 @@ fn other_breakage_is_located_too() {
     refused("callgrind.out.neg", &text, 8, &["'-17' is below zero"]);
     let text = format!("{HEAD}fl=(1) app.c\nfn=(1) main\n0x10 3 5 6\n");
     refused("callgrind.out.many", &text, 7, &["more than 1 cost", "(Ir)"]);
-    refused("callgrind.out.noevents", "# callgrind format\nfn=main\n3 5\n", 3, &["before the events: header"]);
+    refused(
+        "callgrind.out.noevents",
+        "# callgrind format\nfn=main\n3 5\n",
+        3,
+        &["before the events: header"],
+    );
     let text = format!("{HEAD}fl=(1) app.c\nfn=(1) main\n%%% what\n");
     refused("callgrind.out.junk", &text, 7, &["expected a header line"]);
     let text = format!("{HEAD}thread: 99999999\n");

@@ -123,7 +123,9 @@ fn valgrind_profile_becomes_a_control_flow_graph() {
         .iter()
         .filter(|e| e.kind == EdgeKind::ConditionalBranch)
         .filter_map(|e| match (e.source, e.target) {
-            (NodeRef::Block(s), NodeRef::Block(t)) if s == t || exe.blocks.get(t.block as usize).is_some() => {
+            (NodeRef::Block(s), NodeRef::Block(t))
+                if s == t || exe.blocks.get(t.block as usize).is_some() =>
+            {
                 Some(e.total())
             }
             _ => None,
@@ -137,7 +139,8 @@ fn valgrind_profile_becomes_a_control_flow_graph() {
     // Flow into fib's entry: the calls from main and from the recursion, nothing else.
     let exe_index = process.images.iter().position(|i| std::ptr::eq(i, exe)).unwrap() as u32;
     let entry = cfghub::ir::BlockRef { image: exe_index, block: r.entry };
-    let into: u64 = process.edges.iter().filter(|e| e.target == NodeRef::Block(entry)).map(|e| e.total()).sum();
+    let into: u64 =
+        process.edges.iter().filter(|e| e.target == NodeRef::Block(entry)).map(|e| e.total()).sum();
     assert_eq!(into, 4650);
     let calls: u64 = process
         .edges

@@ -75,7 +75,13 @@ fn fold_recursion(functions: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 
 fn convert(input: &Path, output: &Path) {
     let o = common::run(&["convert", "-q", input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
-    assert!(o.status.success(), "convert {} -> {}: {}", input.display(), output.display(), common::stderr(&o));
+    assert!(
+        o.status.success(),
+        "convert {} -> {}: {}",
+        input.display(),
+        output.display(),
+        common::stderr(&o)
+    );
 }
 
 #[test]
@@ -85,7 +91,8 @@ fn valgrind_profiles_keep_totals_and_self_costs_through_callgrind_and_dcfg() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("recursion-loops");
-    std::fs::copy(common::fixture("callgrind/recursion-loops.c"), dir.path().join("recursion-loops.c")).unwrap();
+    std::fs::copy(common::fixture("callgrind/recursion-loops.c"), dir.path().join("recursion-loops.c"))
+        .unwrap();
     let o = Command::new("gcc")
         .args(["-O1", "-g", "-o", "recursion-loops", "recursion-loops.c"])
         .current_dir(dir.path())
@@ -137,7 +144,8 @@ fn valgrind_profiles_keep_totals_and_self_costs_through_callgrind_and_dcfg() {
 
     // And the DCFG path without the Ir costs the DCFG carries: Ir from blocks alone.
     let stripped = dir.path().join("blocks-only.dcfg.json");
-    let mut loaded = cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let mut loaded =
+        cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
     loaded.events.clear();
     for p in &mut loaded.processes {
         for i in &mut p.images {
@@ -165,7 +173,10 @@ fn valgrind_profiles_keep_totals_and_self_costs_through_callgrind_and_dcfg() {
 fn the_committed_valgrind_fixture_annotates_as_valgrind_wrote_it() {
     common::require("callgrind_annotate");
     let fixture = common::fixture("callgrind/callgrind.out.recursion-loops");
-    let expected = parse_annotate(&std::fs::read_to_string(common::fixture("callgrind/callgrind.out.recursion-loops.annotate.txt")).unwrap());
+    let expected = parse_annotate(
+        &std::fs::read_to_string(common::fixture("callgrind/callgrind.out.recursion-loops.annotate.txt"))
+            .unwrap(),
+    );
     assert_eq!(annotate(&fixture).functions, expected.functions);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("callgrind.out.converted");
@@ -181,7 +192,9 @@ fn dcfg_block_instrs(path: &Path) -> (u64, u64) {
     let json: serde_json::Value = serde_json::from_reader(bzip2::read::MultiBzDecoder::new(raw)).unwrap();
     let mut total = 0;
     let mut main = 0;
-    let hex = |v: &serde_json::Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let hex = |v: &serde_json::Value| {
+        u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
     for process in json["PROCESSES"].as_array().unwrap().iter().skip(1) {
         for image in process[1]["IMAGES"].as_array().unwrap().iter().skip(1) {
             let data = &image[3];
