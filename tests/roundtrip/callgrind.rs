@@ -279,3 +279,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn lines_split_across_buffer_fills_read_the_same() {
+    for path in callgrind_files() {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = read(&bytes);
+        for capacity in [1, 7, 64] {
+            let mut reader = std::io::BufReader::with_capacity(capacity, bytes.as_slice());
+            let (split, _) = read_with(&Callgrind, &mut reader).unwrap();
+            assert_same(&split, &whole, &format!("{} with a {capacity}-byte buffer", path.display()));
+        }
+        // Windows line ends and a missing final line end change nothing.
+        let crlf = String::from_utf8(bytes.clone()).unwrap().replace('\n', "\r\n");
+        assert_same(&read(crlf.trim_end().as_bytes()), &whole, &format!("{} with CRLF", path.display()));
+    }
+}
