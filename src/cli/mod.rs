@@ -5,6 +5,7 @@ mod convert;
 mod dot;
 mod formats;
 mod info;
+mod synth;
 mod table;
 mod validate;
 
@@ -49,6 +50,8 @@ pub enum Command {
     Convert(convert::ConvertArgs),
     /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
     Dot(dot::DotArgs),
+    /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
+    Synth(synth::SynthArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -72,6 +75,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
+        Command::Synth(args) => synth::run(args, quiet),
     };
     match result {
         Ok(code) => code,
