@@ -5,6 +5,7 @@ use crate::registry::Format;
 
 pub mod dcfg;
 pub mod dot;
+pub mod graphml;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dot::Dot];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dot::Dot, &graphml::GraphMl];

@@ -21,7 +21,10 @@ fn percent(part: u64, whole: u64) -> f64 {
 /// Writes the call graph of every selected process.
 pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &mut Findings) -> Result<()> {
     if let Some(ev) = &options.event {
-        findings.warn(None, format!("dot: the call graph measures executed instructions; --event {ev} is ignored"));
+        findings.warn(
+            None,
+            format!("dot: the call graph measures executed instructions; --event {ev} is ignored"),
+        );
     }
     header(out, "callgraph", "call graph (inclusive % (self %), instructions executed)");
     let mut dropped_nodes = 0usize;
@@ -35,7 +38,8 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
         let total = g.total_instrs();
         let node_min = (options.node_fraction * total as f64).ceil() as u64;
         let edge_min = (options.edge_fraction * total as f64).ceil() as u64;
-        let keep: Vec<bool> = g.nodes.iter().map(|n| n.inclusive_instrs >= node_min && n.inclusive_instrs > 0).collect();
+        let keep: Vec<bool> =
+            g.nodes.iter().map(|n| n.inclusive_instrs >= node_min && n.inclusive_instrs > 0).collect();
         dropped_nodes += keep.iter().filter(|&&k| !k).count();
         // Arcs merged over call sites for the picture.
         let mut merged: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();

@@ -194,7 +194,13 @@ pub fn block_label(
     let mut s = String::with_capacity(96);
     let _ = write!(s, "BB {}  {:#x}\n", block.id, image.load_addr.wrapping_add(block.offset));
     s.push_str(&crate::analysis::names::code_name(profile, image, &index.symbols, block.offset));
-    let _ = write!(s, "\n{} instr{} × {}", block.num_instrs, if block.num_instrs == 1 { "" } else { "s" }, thousands(count));
+    let _ = write!(
+        s,
+        "\n{} instr{} × {}",
+        block.num_instrs,
+        if block.num_instrs == 1 { "" } else { "s" },
+        thousands(count)
+    );
     if let Some(src) = index.source.describe(profile, image, block.offset, block.size) {
         s.push('\n');
         s.push_str(&src);
@@ -226,14 +232,16 @@ pub fn block_counts(process: &Process, image: usize) -> Vec<u64> {
 /// Warns when `--event` was asked for but the shown code has no cost for it.
 pub fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
     if let (Some(name), false) = (event, any) {
-        findings.warn(None, format!("dot: no '{name}' costs in the blocks shown; heat is by execution count"));
+        findings
+            .warn(None, format!("dot: no '{name}' costs in the blocks shown; heat is by execution count"));
     }
 }
 
 /// The DOT header shared by every view.
 pub fn header(out: &mut String, name: &str, label: &str) {
     let _ = writeln!(out, "digraph {} {{", quote(name));
-    let _ = writeln!(out, "  graph [label={}, labelloc=t, fontname=\"Helvetica\", fontsize=14];", quote(label));
+    let _ =
+        writeln!(out, "  graph [label={}, labelloc=t, fontname=\"Helvetica\", fontsize=14];", quote(label));
     out.push_str("  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n");
     out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
 }

@@ -75,11 +75,18 @@ impl Default for Options {
 }
 
 /// The DOT text of a view.
-pub fn to_string(profile: &Profile, view: &View, options: &Options, findings: &mut Findings) -> Result<String> {
+pub fn to_string(
+    profile: &Profile,
+    view: &View,
+    options: &Options,
+    findings: &mut Findings,
+) -> Result<String> {
     let mut out = String::new();
     match view {
         View::Program => program::write(profile, options, &mut out, findings)?,
-        View::Routine { spec, loop_node } => routine::write(profile, spec, *loop_node, options, &mut out, findings)?,
+        View::Routine { spec, loop_node } => {
+            routine::write(profile, spec, *loop_node, options, &mut out, findings)?
+        }
         View::CallGraph => callgraph::write(profile, options, &mut out, findings)?,
     }
     Ok(out)

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::common::{
-    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, EdgeClass, ImageIndex,
+    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, EdgeClass,
+    ImageIndex,
 };
 use super::Options;
 use crate::analysis::{names, routines};
@@ -14,7 +15,8 @@ use crate::ir::{NodeRef, Profile};
 
 /// Whether `filters` (image ids or substrings of the image's path) select an image.
 fn image_selected(filters: &[String], id: u64, path: &str) -> bool {
-    filters.is_empty() || filters.iter().any(|f| f.parse::<u64>().ok() == Some(id) || path.contains(f.as_str()))
+    filters.is_empty()
+        || filters.iter().any(|f| f.parse::<u64>().ok() == Some(id) || path.contains(f.as_str()))
 }
 
 /// Writes the whole-program view.
@@ -59,13 +61,21 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
         };
         let heat_max = process.blocks().filter(|(r, _)| shown(*r)).map(|(r, _)| heat(r)).max().unwrap_or(0);
         any_cost |= event.is_some() && heat_max > 0;
-        let node = |b: crate::ir::BlockRef| format!("p{pid}_b{}", process.images[b.image as usize].blocks[b.block as usize].id);
+        let node = |b: crate::ir::BlockRef| {
+            format!("p{pid}_b{}", process.images[b.image as usize].blocks[b.block as usize].id)
+        };
         let block_line = |out: &mut String, b: crate::ir::BlockRef, indent: &str| {
             let idx = &indexes[b.image as usize];
             let blk = &process.images[b.image as usize].blocks[b.block as usize];
             let ev = options.event.as_deref().filter(|_| event.is_some()).map(|n| (n, idx.block_cost(blk)));
             let label = block_label(profile, idx, blk, counts[b.image as usize][b.block as usize], ev);
-            let _ = writeln!(out, "{indent}{} [label={}, {}];", node(b), quote(&label), heat_attrs(heat(b), heat_max));
+            let _ = writeln!(
+                out,
+                "{indent}{} [label={}, {}];",
+                node(b),
+                quote(&label),
+                heat_attrs(heat(b), heat_max)
+            );
         };
         let _ = writeln!(out, "  subgraph cluster_p{pid} {{");
         let _ = writeln!(out, "    label={}; color=blue;", quote(&format!("Process {pid}")));
@@ -77,7 +87,12 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
             let idx = &indexes[ii];
             let _ = writeln!(out, "    subgraph cluster_p{pid}_i{ii} {{");
-            let mut label = format!("Image {}\n{}\nload-addr = {:#x}", image.id, profile.image_name(image), image.load_addr);
+            let mut label = format!(
+                "Image {}\n{}\nload-addr = {:#x}",
+                image.id,
+                profile.image_name(image),
+                image.load_addr
+            );
             if let Some(size) = image.size {
                 let _ = write!(label, "\nsize = {size}");
             }
@@ -178,7 +193,9 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             .max()
             .unwrap_or(0);
         let valid = |r: NodeRef| match r {
-            NodeRef::Block(b) => process.images.get(b.image as usize).is_some_and(|i| (b.block as usize) < i.blocks.len()),
+            NodeRef::Block(b) => {
+                process.images.get(b.image as usize).is_some_and(|i| (b.block as usize) < i.blocks.len())
+            }
             _ => true,
         };
         let is_drawn = |r: NodeRef| match r {
@@ -199,7 +216,10 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 match r {
                     NodeRef::Block(b) => {
                         if !drawn[b.image as usize][b.block as usize] {
-                            let key = process.images[..b.image as usize].iter().map(|i| i.blocks.len()).sum::<usize>()
+                            let key = process.images[..b.image as usize]
+                                .iter()
+                                .map(|i| i.blocks.len())
+                                .sum::<usize>()
                                 + b.block as usize;
                             if extra.len() <= key {
                                 extra.resize(key + 1, false);
@@ -238,14 +258,21 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             let s = name(e.source, out);
             let t = name(e.target, out);
             let is_back = match (e.source, e.target) {
-                (NodeRef::Block(a), NodeRef::Block(b)) => a.image == b.image && back.contains(&(a.image, a.block, b.block)),
+                (NodeRef::Block(a), NodeRef::Block(b)) => {
+                    a.image == b.image && back.contains(&(a.image, a.block, b.block))
+                }
                 _ => false,
             };
             let class = EdgeClass::of(e.kind, is_back);
             let mut label = format!("EDGE{}\\n", e.id);
             push_escaped(&mut label, e.kind.as_str());
             let _ = write!(label, "\\nexecutions={count}");
-            let _ = writeln!(out, "  {s} -> {t} [label=\"{label}\", {}, penwidth={}];", class.style(), pen_width(count, edge_max));
+            let _ = writeln!(
+                out,
+                "  {s} -> {t} [label=\"{label}\", {}, penwidth={}];",
+                class.style(),
+                pen_width(count, edge_max)
+            );
         }
         let _ = writeln!(out, "  }} /* p{pid} */");
     }

@@ -36,7 +36,10 @@ pub fn find_routine(
     let address = spec
         .strip_prefix("0x")
         .or_else(|| spec.strip_prefix("0X"))
-        .map(|h| u64::from_str_radix(h, 16).map_err(|_| Error::usage(format!("'{spec}' is not a hexadecimal address"))))
+        .map(|h| {
+            u64::from_str_radix(h, 16)
+                .map_err(|_| Error::usage(format!("'{spec}' is not a hexadecimal address")))
+        })
         .transpose()?;
     let node_id = if address.is_none() { spec.parse::<u64>().ok() } else { None };
     let mut by_name: Option<Found> = None;
@@ -50,20 +53,29 @@ pub fn find_routine(
             let found = |r: usize| Found { process: pi, image: ii, routine: r };
             if let Some(addr) = address {
                 let Some(off) = addr.checked_sub(image.load_addr) else { continue };
-                let hit = image.blocks.iter().position(|b| off >= b.offset && off < b.offset.saturating_add(b.size.max(1)));
+                let hit = image
+                    .blocks
+                    .iter()
+                    .position(|b| off >= b.offset && off < b.offset.saturating_add(b.size.max(1)));
                 if let Some(r) = hit.and_then(|b| owner_of(b as u32)) {
                     return Ok(found(r));
                 }
             } else if let Some(id) = node_id {
-                if let Some(r) = image.blocks.iter().position(|b| b.id == id).and_then(|b| owner_of(b as u32)) {
+                if let Some(r) = image.blocks.iter().position(|b| b.id == id).and_then(|b| owner_of(b as u32))
+                {
                     return Ok(found(r));
                 }
             } else if by_name.is_none() {
                 for sym in image.symbols.iter().filter(|s| s.name == spec) {
                     let Some(start) = sym.offset else { continue };
-                    let exact = rs.iter().position(|r| image.blocks.get(r.entry as usize).is_some_and(|b| b.offset == start));
+                    let exact = rs
+                        .iter()
+                        .position(|r| image.blocks.get(r.entry as usize).is_some_and(|b| b.offset == start));
                     let containing = || {
-                        let b = image.blocks.iter().position(|b| start >= b.offset && start < b.offset + b.size.max(1))?;
+                        let b = image
+                            .blocks
+                            .iter()
+                            .position(|b| start >= b.offset && start < b.offset + b.size.max(1))?;
                         owner_of(b as u32)
                     };
                     if let Some(r) = exact.or_else(containing) {
@@ -170,8 +182,11 @@ pub fn write_routine(
 
     // Edges touching the shown blocks, classified.
     let ev_name = options.event.as_deref();
-    let costs: HashMap<u32, u64> =
-        if event.is_some() { shown.iter().map(|&b| (b, index.block_cost(&image.blocks[b as usize]))).collect() } else { HashMap::new() };
+    let costs: HashMap<u32, u64> = if event.is_some() {
+        shown.iter().map(|&b| (b, index.block_cost(&image.blocks[b as usize]))).collect()
+    } else {
+        HashMap::new()
+    };
     let any_cost = costs.values().any(|&c| c > 0);
     warn_no_costs(findings, ev_name, any_cost);
     let heat_of = |b: u32| if any_cost { costs[&b] } else { counts[b as usize] };
@@ -199,7 +214,11 @@ pub fn write_routine(
                     let idx = indexes.entry(b.image as usize).or_insert_with(|| ImageIndex::new(img, None));
                     let blk = &img.blocks[b.block as usize];
                     if b.image as usize == f.image {
-                        format!("{} (BB {})", names::code_name(profile, img, &idx.symbols, blk.offset), blk.id)
+                        format!(
+                            "{} (BB {})",
+                            names::code_name(profile, img, &idx.symbols, blk.offset),
+                            blk.id
+                        )
                     } else {
                         names::code_name(profile, img, &idx.symbols, blk.offset)
                     }
@@ -217,7 +236,11 @@ pub fn write_routine(
         }
     };
     let local = |r: NodeRef| match r {
-        NodeRef::Block(b) if b.image as usize == f.image && (b.block as usize) < nb && is_shown[b.block as usize] => Some(b.block),
+        NodeRef::Block(b)
+            if b.image as usize == f.image && (b.block as usize) < nb && is_shown[b.block as usize] =>
+        {
+            Some(b.block)
+        }
         _ => None,
     };
     for e in &process.edges {
@@ -230,13 +253,21 @@ pub fn write_routine(
             (Some(s), _) if e.kind.is_call() => {
                 *calls.entry((s, name_of(e.target))).or_default() += count;
             }
-            (Some(s), _) if e.kind.is_return() || e.kind == EdgeKind::Exit || shown_loop.is_none() && e.target == NodeRef::End => {
+            (Some(s), _)
+                if e.kind.is_return()
+                    || e.kind == EdgeKind::Exit
+                    || shown_loop.is_none() && e.target == NodeRef::End =>
+            {
                 *returns.entry(s).or_default() += count;
             }
             (Some(s), _) => {
                 *outs.entry((s, name_of(e.target))).or_default() += count;
             }
-            (None, Some(t)) if shown_loop.is_none() && t == routine.entry && (e.kind.is_call() || e.kind == EdgeKind::Entry) => {
+            (None, Some(t))
+                if shown_loop.is_none()
+                    && t == routine.entry
+                    && (e.kind.is_call() || e.kind == EdgeKind::Entry) =>
+            {
                 entries = entries.saturating_add(count);
             }
             (None, Some(t)) if shown_loop.is_some() || !e.kind.is_return() => {
@@ -348,7 +379,13 @@ pub fn write_routine(
         let mut rs: Vec<_> = returns.iter().collect();
         rs.sort();
         for (&b, &c) in rs {
-            let _ = writeln!(out, "  {} -> exit [{}, label={}];", node(b), EdgeClass::Return.style(), quote(&thousands(c)));
+            let _ = writeln!(
+                out,
+                "  {} -> exit [{}, label={}];",
+                node(b),
+                EdgeClass::Return.style(),
+                quote(&thousands(c))
+            );
         }
     }
     // Internal edges.
@@ -380,7 +417,13 @@ pub fn write_routine(
             "  call{stub} [shape=box, style=\"rounded,dashed\", fontsize=9, color=\"#1f7f1f\", label={}];",
             quote(&format!("call {callee}\n× {}", thousands(c)))
         );
-        let _ = writeln!(out, "  {} -> call{stub} [{}, penwidth={}];", node(s), EdgeClass::Call.style(), pen_width(c, edge_max));
+        let _ = writeln!(
+            out,
+            "  {} -> call{stub} [{}, penwidth={}];",
+            node(s),
+            EdgeClass::Call.style(),
+            pen_width(c, edge_max)
+        );
     }
     let mut sorted: Vec<_> = outs.into_iter().collect();
     sorted.sort();
@@ -391,7 +434,13 @@ pub fn write_routine(
             "  out{stub} [shape=box, style=\"rounded,dotted\", fontsize=9, label={}];",
             quote(&format!("to {target}\n× {}", thousands(c)))
         );
-        let _ = writeln!(out, "  {} -> out{stub} [{}, penwidth={}];", node(s), EdgeClass::Other.style(), pen_width(c, edge_max));
+        let _ = writeln!(
+            out,
+            "  {} -> out{stub} [{}, penwidth={}];",
+            node(s),
+            EdgeClass::Other.style(),
+            pen_width(c, edge_max)
+        );
     }
     let mut sorted: Vec<_> = ins.into_iter().collect();
     sorted.sort();
@@ -402,7 +451,13 @@ pub fn write_routine(
             "  in{stub} [shape=box, style=\"rounded,dotted\", fontsize=9, label={}];",
             quote(&format!("from {source}\n× {}", thousands(c)))
         );
-        let _ = writeln!(out, "  in{stub} -> {} [{}, penwidth={}];", node(t), EdgeClass::Other.style(), pen_width(c, edge_max));
+        let _ = writeln!(
+            out,
+            "  in{stub} -> {} [{}, penwidth={}];",
+            node(t),
+            EdgeClass::Other.style(),
+            pen_width(c, edge_max)
+        );
     }
     out.push_str("}\n");
     Ok(())

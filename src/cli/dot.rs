@@ -5,11 +5,10 @@
 //! the call graph. `-o` picks the output by name: `.dot`/`.gv` writes DOT, `.svg`, `.png` and
 //! `.pdf` run Graphviz's `dot` (exit 2 with install instructions when it is missing).
 
-
 use clap::Args;
 
-use crate::converters::dot::{self, render, View};
 use crate::convert::load;
+use crate::converters::dot::{self, render, View};
 use crate::error::{Error, Findings, Result};
 use crate::io::{check_not_an_input, write_error, write_output};
 use crate::registry::ReadOptions;
@@ -96,7 +95,9 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         Some(format) => render::render(&text, format, &args.output)?,
         None => text.into_bytes(),
     };
-    write_output(&args.output, &[&args.input], |out| out.write_all(&bytes).map_err(write_error(&args.output)))?;
+    write_output(&args.output, &[&args.input], |out| {
+        out.write_all(&bytes).map_err(write_error(&args.output))
+    })?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }
