@@ -192,7 +192,7 @@ pub fn block_label(
 ) -> String {
     let image = index.image;
     let mut s = String::with_capacity(96);
-    let _ = write!(s, "BB {}  {:#x}\n", block.id, image.load_addr.wrapping_add(block.offset));
+    let _ = writeln!(s, "BB {}  {:#x}", block.id, image.load_addr.wrapping_add(block.offset));
     s.push_str(&crate::analysis::names::code_name(profile, image, &index.symbols, block.offset));
     let _ = write!(
         s,

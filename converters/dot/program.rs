@@ -122,10 +122,13 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     ))
                 );
                 // Innermost loop of each member, then loops as nested clusters.
-                let mut innermost = std::collections::HashMap::new();
+                let mut innermost: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
                 for (li, l) in routine.loops.iter().enumerate() {
                     for &b in &l.nodes {
-                        innermost.insert(b, li);
+                        let slot = innermost.entry(b).or_insert(li);
+                        if routine.loops[*slot].nodes.len() > l.nodes.len() {
+                            *slot = li;
+                        }
                     }
                 }
                 for &b in &members {

@@ -289,11 +289,15 @@ pub fn write_routine(
     header(out, &title, &title);
     // Blocks, in loop clusters.
     let node = |b: u32| format!("b{}", image.blocks[b as usize].id);
+    // Innermost loop of each block: the smallest loop containing it (whatever order the input
+    // lists its loops in).
     let mut innermost: Vec<i32> = vec![-1; nb];
     for (li, l) in loops.iter().enumerate() {
         for &b in &l.nodes {
-            if (b as usize) < nb {
-                innermost[b as usize] = li as i32;
+            if let Some(slot) = innermost.get_mut(b as usize) {
+                if *slot < 0 || loops[*slot as usize].nodes.len() > l.nodes.len() {
+                    *slot = li as i32;
+                }
             }
         }
     }
@@ -323,18 +327,22 @@ pub fn write_routine(
         }
     }
     // Loop clusters, outer first, nested by parent head.
+    /// The loop forest: blocks whose innermost loop each loop is, and its inner loops.
+    struct Forest<'f> {
+        loops: &'f [&'f Loop],
+        members: Vec<Vec<u32>>,
+        children: Vec<Vec<usize>>,
+    }
     fn emit_loop(
         out: &mut String,
         li: usize,
         depth: usize,
-        loops: &[&Loop],
-        shown: &[u32],
-        innermost: &[i32],
+        forest: &Forest<'_>,
         head_id: &dyn Fn(u32) -> u64,
         write_block: &dyn Fn(&mut String, u32, &str),
     ) {
         let indent = "  ".repeat(depth + 1);
-        let l = loops[li];
+        let l = forest.loops[li];
         let _ = writeln!(out, "{indent}subgraph cluster_loop_{} {{", head_id(l.head));
         let _ = writeln!(
             out,
@@ -342,27 +350,35 @@ pub fn write_routine(
             quote(&format!("loop BB {} (depth {depth})", head_id(l.head)))
         );
         let inner = format!("{indent}  ");
-        for &b in shown {
-            if innermost[b as usize] == li as i32 {
-                write_block(out, b, &inner);
-            }
+        for &b in &forest.members[li] {
+            write_block(out, b, &inner);
         }
-        for (ci, c) in loops.iter().enumerate() {
-            if c.parent == Some(l.head) && ci != li {
-                emit_loop(out, ci, depth + 1, loops, shown, innermost, head_id, write_block);
-            }
+        for &ci in &forest.children[li] {
+            emit_loop(out, ci, depth + 1, forest, head_id, write_block);
         }
         let _ = writeln!(out, "{indent}}}");
     }
     let head_id = |h: u32| image.blocks[h as usize].id;
-    for (li, l) in loops.iter().enumerate() {
-        let top = match l.parent {
-            None => true,
-            Some(p) => !loops.iter().any(|o| o.head == p),
-        };
-        if top {
-            emit_loop(out, li, 1, &loops, &shown, &innermost, &head_id, &write_block);
+    let slot_of: HashMap<u32, usize> = loops.iter().enumerate().map(|(i, l)| (l.head, i)).collect();
+    let mut forest = Forest {
+        loops: &loops,
+        members: vec![Vec::new(); loops.len()],
+        children: vec![Vec::new(); loops.len()],
+    };
+    for &b in &shown {
+        if innermost[b as usize] >= 0 {
+            forest.members[innermost[b as usize] as usize].push(b);
         }
+    }
+    let mut top = Vec::new();
+    for (li, l) in loops.iter().enumerate() {
+        match l.parent.and_then(|p| slot_of.get(&p)) {
+            Some(&pi) if pi != li => forest.children[pi].push(li),
+            _ => top.push(li),
+        }
+    }
+    for li in top {
+        emit_loop(out, li, 1, &forest, &head_id, &write_block);
     }
 
     // Entry and exit markers.
