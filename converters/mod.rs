@@ -5,6 +5,8 @@ use crate::registry::Format;
 
 pub mod callgrind;
 pub mod dcfg;
+pub mod dot;
+pub mod graphml;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind, &dot::Dot, &graphml::GraphMl];

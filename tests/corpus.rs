@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "corpus/callgrind.rs"]
 mod callgrind;
+
+#[path = "corpus/analysis.rs"]
+mod analysis;

@@ -7,3 +7,9 @@ mod dcfg;
 
 #[path = "real_clients/callgrind.rs"]
 mod callgrind;
+
+#[path = "real_clients/dot.rs"]
+mod dot;
+
+#[path = "real_clients/graphml.rs"]
+mod graphml;

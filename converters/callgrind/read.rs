@@ -26,7 +26,7 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
     SourceLine, StringTable, Symbol, SymbolRef,
 };
 
@@ -921,8 +921,8 @@ fn set_symbol_extents(process: &mut Process, arcs: &[RawArc]) {
     }
 }
 
-fn thread_counts(thread: usize, count: u64) -> Vec<u64> {
-    let mut v = vec![0; thread + 1];
+fn thread_counts(thread: usize, count: u64) -> Counts {
+    let mut v = Counts::from_elem(0, thread + 1);
     v[thread] = count;
     v
 }
@@ -1000,7 +1000,7 @@ type EdgeKey = (BlockRef, BlockRef, EdgeKind);
 
 #[derive(Default)]
 struct EdgeAcc {
-    counts: Vec<u64>,
+    counts: Counts,
     inclusive: Vec<u64>,
     site: Option<Box<Site>>,
 }
@@ -1032,7 +1032,7 @@ impl EdgeSet {
     }
 }
 
-fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
+fn add_counts(into: &mut Counts, thread: usize, n: u64) {
     if into.len() <= thread {
         into.resize(thread + 1, 0);
     }

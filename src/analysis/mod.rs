@@ -11,4 +11,5 @@ pub mod dominators;
 pub mod loops;
 pub mod names;
 pub mod routines;
+pub mod source;
 pub mod validate;

@@ -2,6 +2,7 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod dot;
 mod formats;
 mod info;
 mod synth;
@@ -34,6 +35,7 @@ Examples:
   cfghub info app.dcfg.json.bz2                     summary of a profile
   cfghub validate app.dcfg.json.bz2                 check every rule of the format
   cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
+  cfghub dot app.dcfg.json.bz2 --routine main -o main.svg   one routine's control flow
   cfghub formats                                    what can be read and written";
 
 #[derive(Subcommand, Debug)]
@@ -46,6 +48,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
+    Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
     Synth(synth::SynthArgs),
 }
@@ -70,6 +74,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };
     match result {

@@ -138,7 +138,7 @@ fn function_model(
             source: node(from),
             target: node(to),
             kind: EdgeKind::Call,
-            counts: vec![count],
+            counts: vec![count].into(),
             inclusive: vec![incl, incl / 2],
             site: Some(Box::new(Site {
                 source_offset: with_instr.then_some(0x1000 + count % 64),
@@ -160,7 +160,7 @@ fn function_model(
             source: node(from),
             target: node(to),
             kind: if not_taken > 0 { EdgeKind::ConditionalBranch } else { EdgeKind::UnconditionalBranch },
-            counts: vec![taken],
+            counts: vec![taken].into(),
             site: Some(Box::new(site.clone())),
             ..Edge::default()
         });
@@ -170,7 +170,7 @@ fn function_model(
                 source: node(from),
                 target: node(from),
                 kind: EdgeKind::FallThrough,
-                counts: vec![not_taken],
+                counts: vec![not_taken].into(),
                 site: Some(Box::new(Site { target_offset: None, target_line: None, ..site })),
                 ..Edge::default()
             });
