@@ -1322,20 +1322,17 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
         demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
     demands.sort_unstable();
+    // Exit blocks of every routine, with the executions each has left to hand out.
     let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>> = HashMap::new();
+    for (i, owner) in owners.iter().enumerate() {
+        for (b, &o) in owner.iter().enumerate() {
+            if !has_out.contains(&BlockRef { image: i as u32, block: b as u32 }) && !ends_in_jump[i][b] {
+                supply.entry((i as u32, o)).or_default().push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
+            }
+        }
+    }
     for (key, ret, thread, count) in demands {
-        let exits = supply.entry(key).or_insert_with(|| {
-            owners[key.0 as usize]
-                .iter()
-                .enumerate()
-                .filter(|&(b, &o)| {
-                    o == key.1
-                        && !has_out.contains(&BlockRef { image: key.0, block: b as u32 })
-                        && !ends_in_jump[key.0 as usize][b]
-                })
-                .map(|(b, _)| (b as u32, images[key.0 as usize].blocks[b].count.unwrap_or(0)))
-                .collect()
-        });
+        let Some(exits) = supply.get_mut(&key) else { continue };
         if let [(x, _)] = exits[..] {
             set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
             continue;
