@@ -54,23 +54,27 @@ fi
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 cfghub="$root/target/release/cfghub"
 
+# Prints wall time, CPU time (user + system: what the command itself costs, whatever else the
+# machine is doing) and peak memory of a command; keeps "wall cpu" in last.txt.
 timed() {
     local label=$1
     shift
-    /usr/bin/time -f "%e %M" -o time.txt "$@" > /dev/null
-    read -r secs kb < time.txt
-    printf '%-44s %8.2f s %8d MB max RSS\n' "$label" "$secs" "$((kb / 1024))"
-    echo "$secs" > "last.txt"
+    /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" > /dev/null
+    read -r secs user sys kb < time.txt
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+    printf '%-42s %7.2f s wall %7.2f s cpu %6d MB max RSS\n' "$label" "$secs" "$cpu" "$((kb / 1024))"
+    echo "$secs $cpu" > last.txt
 }
 
 echo "== whole commands"
-timed "callgrind_annotate $profile" callgrind_annotate "$profile"
-annotate=$(cat last.txt)
+timed "callgrind_annotate" callgrind_annotate "$profile"
+read -r annotate_wall annotate_cpu < last.txt
 timed "cfghub convert (read + write Callgrind)" "$cfghub" convert -q "$profile" --to callgrind -o "$work/out.callgrind"
-convert=$(cat last.txt)
+read -r convert_wall convert_cpu < last.txt
 timed "cfghub info (read + analyses)" "$cfghub" info -q "$profile"
-awk -v a="$annotate" -v c="$convert" -v s="$size" 'BEGIN {
-    printf "cfghub read+write is %.1fx faster than callgrind_annotate; %.0f MB/s end to end\n", a / c, s / c / 1e6 }'
+awk -v aw="$annotate_wall" -v ac="$annotate_cpu" -v cw="$convert_wall" -v cc="$convert_cpu" -v s="$size" 'BEGIN {
+    printf "cfghub read+write vs callgrind_annotate: %.1fx faster (wall), %.1fx (cpu); %.0f MB/s end to end (cpu)\n",
+        aw / cw, ac / cc, s / cc / 1e6 }'
 
 echo "== in memory (criterion): read and write throughput"
 cd "$root"
