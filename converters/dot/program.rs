@@ -83,6 +83,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
         for (ii, image) in process.images.iter().enumerate() {
             drawn[ii] = vec![false; image.blocks.len()];
             if !selected[ii] {
+                hidden_blocks += image.blocks.len();
                 continue;
             }
             let idx = &indexes[ii];
@@ -141,7 +142,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     .loops
                     .iter()
                     .enumerate()
-                    .filter(|(_, l)| l.parent.is_none())
+                    .filter(|(_, l)| l.parent.map_or(true, |p| !routine.loops.iter().any(|o| o.head == p)))
                     .map(|(li, _)| (li, 0usize, false))
                     .rev()
                     .collect();
