@@ -40,7 +40,7 @@ fn million_blocks(routines: usize) -> Profile {
     let b = |r: usize, i: u32| NodeRef::Block(BlockRef { image: 0, block: r as u32 * PER + i });
     let mut edge = |s: NodeRef, t: NodeRef, kind: EdgeKind| {
         let id = edges.len() as u64 + 1;
-        edges.push(Edge { id, source: s, target: t, kind, counts: vec![1], ..Edge::default() });
+        edges.push(Edge { id, source: s, target: t, kind, counts: vec![1].into(), ..Edge::default() });
     };
     for r in 0..routines {
         for i in 0..PER {

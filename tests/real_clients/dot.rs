@@ -192,7 +192,7 @@ fn awkward_names() -> Profile {
             source: b(0),
             target: b(1),
             kind: EdgeKind::FallThrough,
-            counts: vec![1],
+            counts: vec![1].into(),
             ..Edge::default()
         });
         if i > 0 {
@@ -200,14 +200,14 @@ fn awkward_names() -> Profile {
                 source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
                 target: b(0),
                 kind: EdgeKind::DirectCall,
-                counts: vec![1],
+                counts: vec![1].into(),
                 ..Edge::default()
             });
             edges.push(Edge {
                 source: b(1),
                 target: NodeRef::Block(BlockRef { image: 0, block: 1 }),
                 kind: EdgeKind::Return,
-                counts: vec![1],
+                counts: vec![1].into(),
                 ..Edge::default()
             });
         }
