@@ -3,9 +3,10 @@
 
 use crate::registry::Format;
 
+pub mod callgrind;
 pub mod dcfg;
 pub mod dot;
 pub mod graphml;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dot::Dot, &graphml::GraphMl];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind, &dot::Dot, &graphml::GraphMl];

@@ -5,5 +5,8 @@ mod common;
 #[path = "corpus/dcfg.rs"]
 mod dcfg;
 
+#[path = "corpus/callgrind.rs"]
+mod callgrind;
+
 #[path = "corpus/analysis.rs"]
 mod analysis;
