@@ -26,8 +26,8 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
-    SourceLine, StringTable, Symbol, SymbolRef,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine,
+    Site, SourceLine, StringTable, Symbol, SymbolRef,
 };
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
@@ -1379,7 +1379,10 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     for (i, owner) in owners.iter().enumerate() {
         for (b, &o) in owner.iter().enumerate() {
             if !has_out.contains(&BlockRef { image: i as u32, block: b as u32 }) && !ends_in_jump[i][b] {
-                supply.entry((i as u32, o)).or_default().push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
+                supply
+                    .entry((i as u32, o))
+                    .or_default()
+                    .push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
             }
         }
     }

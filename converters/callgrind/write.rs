@@ -490,9 +490,9 @@ impl Writer<'_> {
                                 file: image.symbols[s as usize].file,
                             },
                             None => {
-                                let node = c
-                                    .offset
-                                    .and_then(|o| graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?));
+                                let node = c.offset.and_then(|o| {
+                                    graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
+                                });
                                 match (node, c.offset) {
                                     (Some(n), _) => funcs.node_func(n),
                                     (None, Some(o)) => match index.covering(o) {
@@ -507,7 +507,9 @@ impl Writer<'_> {
                                             file: c.file,
                                         },
                                     },
-                                    (None, None) => Func { image: i as u32, name: "???".to_string(), file: c.file },
+                                    (None, None) => {
+                                        Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                    }
                                 }
                             }
                         };
@@ -872,7 +874,11 @@ impl Writer<'_> {
 /// dominators), or [`routines::all`] when an image has none.
 fn routines_of(process: &Process) -> Vec<std::borrow::Cow<'_, [crate::ir::Routine]>> {
     if process.images.iter().all(|i| i.routines.is_some()) {
-        return process.images.iter().map(|i| std::borrow::Cow::Borrowed(i.routines.as_deref().unwrap_or(&[]))).collect();
+        return process
+            .images
+            .iter()
+            .map(|i| std::borrow::Cow::Borrowed(i.routines.as_deref().unwrap_or(&[])))
+            .collect();
     }
     routines::all(process)
 }
@@ -930,7 +936,8 @@ impl<'g> FuncIndex<'g> {
             .collect();
         let mut nodes = Vec::new();
         if let Some(g) = graph {
-            let indexes: Vec<names::SymbolIndex> = process.images.iter().map(names::SymbolIndex::new).collect();
+            let indexes: Vec<names::SymbolIndex> =
+                process.images.iter().map(names::SymbolIndex::new).collect();
             for n in &g.nodes {
                 let image = &process.images[n.image as usize];
                 let entry = image.blocks.get(n.entry.block as usize);

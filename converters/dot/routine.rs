@@ -397,7 +397,11 @@ pub fn write_routine(
         let _ = writeln!(
             out,
             "  entry [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", label={}];",
-            quote(&format!("entry\n{} call{}", thousands(entries), if entries == 1 { "" } else { "s" }))
+            quote(&match entries {
+                0 => "entry".to_string(),
+                1 => "entry\n1 call".to_string(),
+                n => format!("entry\n{} calls", thousands(n)),
+            })
         );
         let _ = writeln!(out, "  entry -> {} [color=\"#1f7f1f\"];", node(routine.entry));
     }
