@@ -339,8 +339,22 @@ where
             w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))?;
         }
     }
+    set_output_permissions(temp.as_file(), &target);
     temp.persist(&target).map_err(|e| Error::io(path, e.error))?;
     Ok(())
+}
+
+/// Temporary files are private (0600); an output gets the permissions of the file it replaces,
+/// or the usual 0644 when it is new.
+fn set_output_permissions(file: &File, target: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(target).map(|m| m.permissions().mode()).unwrap_or(0o644);
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+    }
+    #[cfg(not(unix))]
+    let _ = (file, target);
 }
 
 fn flush_stdout(r: io::Result<()>) -> Result<()> {
@@ -419,6 +433,12 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         write_output(out_s, &[], |w| w.write_all(b"ok").map_err(write_error(out_s))).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"ok");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o644, "outputs are readable like any file the user writes");
+        }
         let err = write_output(out_s, &[out_s], |_| Ok(())).unwrap_err();
         assert!(err.to_string().contains("also an input"));
         assert_eq!(std::fs::read(&out).unwrap(), b"ok");

@@ -432,6 +432,13 @@ impl<'a> Walk<'a> {
         }
         process.thread_instr_counts = self.instrs_per_thread;
         process.instr_count = Some(process.thread_instr_counts.iter().sum());
+        // Dominators and loops, as Pin writes them into ROUTINES, from the shared analyses.
+        let cfgs = crate::analysis::cfg::build(&process);
+        for (image, g) in process.images.iter_mut().zip(&cfgs) {
+            if let Some(routines) = &mut image.routines {
+                crate::analysis::routines::complete(g, routines);
+            }
+        }
         profile.processes.push(process);
         Synth { profile, sequences: self.sequences }
     }

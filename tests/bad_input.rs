@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "bad_input/callgrind.rs"]
 mod callgrind;
+
+#[path = "bad_input/dot.rs"]
+mod dot;

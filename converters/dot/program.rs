@@ -33,6 +33,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
     let mut hidden_blocks = 0usize;
     let mut hidden_edges = 0usize;
     let mut any_cost = false;
+    let mut drawn_total = 0usize;
     for process in &profile.processes {
         if !options.processes.is_empty() && !options.processes.contains(&process.pid) {
             continue;
@@ -83,6 +84,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
         for (ii, image) in process.images.iter().enumerate() {
             drawn[ii] = vec![false; image.blocks.len()];
             if !selected[ii] {
+                hidden_blocks += image.blocks.len();
                 continue;
             }
             let idx = &indexes[ii];
@@ -141,7 +143,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     .loops
                     .iter()
                     .enumerate()
-                    .filter(|(_, l)| l.parent.is_none())
+                    .filter(|(_, l)| l.parent.map_or(true, |p| !routine.loops.iter().any(|o| o.head == p)))
                     .map(|(li, _)| (li, 0usize, false))
                     .rev()
                     .collect();
@@ -176,6 +178,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
             let _ = writeln!(out, "    }}");
         }
+        drawn_total += drawn.iter().map(|d| d.iter().filter(|&&x| x).count()).sum::<usize>();
         // Edges, with endpoints outside the drawn clusters drawn as free nodes (as Intel does).
         let mut extra: Vec<bool> = Vec::new();
         let back: std::collections::HashSet<(u32, u32, u32)> = all
@@ -280,6 +283,15 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
         let _ = writeln!(out, "  }} /* p{pid} */");
     }
     out.push_str("}\n");
+    if drawn_total > 1000 {
+        findings.warn(
+            None,
+            format!(
+                "dot: {drawn_total} blocks in clusters may take Graphviz minutes to lay out; \
+                 narrow the picture with --image, --min-count or cfghub dot --routine"
+            ),
+        );
+    }
     super::common::warn_no_costs(findings, options.event.as_deref(), any_cost || options.event.is_none());
     if hidden_blocks > 0 || hidden_edges > 0 {
         findings.warn(

@@ -117,8 +117,12 @@ pub fn write(
             })? as u32;
             let l = routine.loops.iter().filter(|l| l.nodes.contains(&block)).min_by_key(|l| l.nodes.len());
             Some(l.ok_or_else(|| {
-                let heads: Vec<String> =
-                    routine.loops.iter().map(|l| image.blocks[l.head as usize].id.to_string()).collect();
+                let heads: Vec<String> = routine
+                    .loops
+                    .iter()
+                    .filter_map(|l| image.blocks.get(l.head as usize))
+                    .map(|b| b.id.to_string())
+                    .collect();
                 Error::usage(format!("--loop {id}: block {id} is in no loop of this routine")).with_hint(
                     if heads.is_empty() {
                         "the routine has no loops".to_string()
@@ -148,6 +152,13 @@ pub fn write_routine(
     let index = ImageIndex::new(image, event);
     let counts = block_counts(process, f.image);
     let nb = image.blocks.len();
+    if routine.entry as usize >= nb || routine.loops.iter().any(|l| l.head as usize >= nb) {
+        return Err(Error::input(format!(
+            "a routine of image {} names a block the image does not have (the image has {nb} blocks)",
+            image.id
+        ))
+        .with_hint("`cfghub validate FILE` lists the broken references"));
+    }
 
     // Blocks shown: the routine's, or the loop's.
     let shown: Vec<u32> = match shown_loop {
@@ -386,7 +397,11 @@ pub fn write_routine(
         let _ = writeln!(
             out,
             "  entry [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", label={}];",
-            quote(&format!("entry\n{} call{}", thousands(entries), if entries == 1 { "" } else { "s" }))
+            quote(&match entries {
+                0 => "entry".to_string(),
+                1 => "entry\n1 call".to_string(),
+                n => format!("entry\n{} calls", thousands(n)),
+            })
         );
         let _ = writeln!(out, "  entry -> {} [color=\"#1f7f1f\"];", node(routine.entry));
     }

@@ -189,6 +189,9 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                 for &s in &l.back_edge_sources {
                     back.insert((ii as u32, s, l.head), ());
                 }
+                if l.head as usize >= n {
+                    continue;
+                }
                 for &b in &l.nodes {
                     if let Some(slot) = loop_of.get_mut(b as usize) {
                         if slot.0 == u32::MAX || slot.1 < depth {
@@ -227,8 +230,10 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
             if let Some(src) = source.describe(profile, image, block.offset, block.size) {
                 o.data("source", &src)?;
             }
-            if let Some(routine) = all[ii].get(routine_of[b] as usize) {
-                let entry = &image.blocks[routine.entry as usize];
+            let routine = all[ii].get(routine_of[b] as usize);
+            if let Some((routine, entry)) =
+                routine.and_then(|r| Some((r, image.blocks.get(r.entry as usize)?)))
+            {
                 o.data("routine", &names::code_name(profile, image, &symbols, entry.offset))?;
                 o.data("routine_entry", &entry.id.to_string())?;
                 o.data("routine_entry_block", if routine.entry as usize == b { "true" } else { "false" })?;

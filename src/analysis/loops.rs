@@ -221,4 +221,117 @@ mod tests {
         let got = loops(5, &[(0, 1), (1, 1), (1, 2), (2, 3), (3, 2), (3, 4)]);
         assert_eq!(got, [lp(1, &[1], &[1], None), lp(2, &[3], &[2, 3], None)]);
     }
+
+    /// Dominator sets by the textbook data-flow iteration: `dom[v]` as a bit set.
+    fn naive_dominators(n: usize, edges: &[(u32, u32)]) -> Vec<Vec<bool>> {
+        let mut reach = vec![false; n];
+        let mut stack = vec![0usize];
+        reach[0] = true;
+        while let Some(v) = stack.pop() {
+            for &(s, t) in edges {
+                if s as usize == v && !reach[t as usize] {
+                    reach[t as usize] = true;
+                    stack.push(t as usize);
+                }
+            }
+        }
+        let mut dom: Vec<Vec<bool>> =
+            (0..n).map(|v| if v == 0 { (0..n).map(|u| u == 0).collect() } else { reach.clone() }).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for v in 1..n {
+                if !reach[v] {
+                    continue;
+                }
+                let mut new: Vec<bool> = reach.clone();
+                for &(s, t) in edges {
+                    if t as usize == v && reach[s as usize] {
+                        for u in 0..n {
+                            new[u] = new[u] && dom[s as usize][u];
+                        }
+                    }
+                }
+                new[v] = true;
+                if new != dom[v] {
+                    dom[v] = new;
+                    changed = true;
+                }
+            }
+        }
+        for v in 0..n {
+            if !reach[v] {
+                dom[v] = vec![false; n];
+            }
+        }
+        dom
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn dominators_and_loops_agree_with_their_definitions(
+            n in 2usize..24,
+            raw in proptest::collection::vec((0u32..24, 0u32..24), 1..60),
+        ) {
+            let edges: Vec<(u32, u32)> = raw.into_iter().map(|(a, b)| (a % n as u32, b % n as u32)).collect();
+            let g = RoutineCfg::from_local(n, 0, &edges);
+            let d = compute(&g);
+            let dom = naive_dominators(n, &edges);
+            for v in 0..n {
+                if !d.reachable(v as u32) {
+                    continue;
+                }
+                for (u, &expected) in dom[v].iter().enumerate() {
+                    proptest::prop_assert_eq!(d.dominates(u as u32, v as u32), expected, "{} dom {}", u, v);
+                }
+                if v != 0 {
+                    // The immediate dominator: the strict dominator every other one dominates.
+                    let i = d.idom[v] as usize;
+                    proptest::prop_assert!(i != v && dom[v][i]);
+                    for (u, &strict) in dom[v].iter().enumerate() {
+                        if u != v && strict {
+                            proptest::prop_assert!(dom[i][u], "idom {} of {} not dominated by {}", i, v, u);
+                        }
+                    }
+                }
+            }
+            let found = natural_loops(&g, &d);
+            // Every back edge's head has exactly one loop, holding exactly the natural loop.
+            let mut heads: Vec<u32> = edges.iter().filter(|&&(s, t)| d.reachable(s) && dom[s as usize][t as usize]).map(|&(_, t)| t).collect();
+            heads.sort_unstable();
+            heads.dedup();
+            let mut got: Vec<u32> = found.iter().map(|l| l.head).collect();
+            got.sort_unstable();
+            proptest::prop_assert_eq!(&got, &heads);
+            for l in &found {
+                let h = l.head;
+                let mut body = vec![false; n];
+                body[h as usize] = true;
+                let mut stack: Vec<u32> = l.back_edge_sources.clone();
+                for &s in &stack {
+                    body[s as usize] = true;
+                }
+                while let Some(v) = stack.pop() {
+                    if v == h {
+                        continue;
+                    }
+                    for &(s, t) in &edges {
+                        if t == v && d.reachable(s) && !body[s as usize] {
+                            body[s as usize] = true;
+                            stack.push(s);
+                        }
+                    }
+                }
+                let expected: Vec<u32> = (0..n as u32).filter(|&v| body[v as usize]).collect();
+                proptest::prop_assert_eq!(&l.nodes, &expected, "loop {}", h);
+                // The parent is the smallest other loop containing the head.
+                let parent = found
+                    .iter()
+                    .filter(|o| o.head != h && o.nodes.contains(&h))
+                    .min_by_key(|o| o.nodes.len())
+                    .map(|o| o.head);
+                proptest::prop_assert_eq!(l.parent, parent, "parent of {}", h);
+            }
+        }
+    }
 }

@@ -23,6 +23,16 @@ fn dot_writes_dot_svg_and_png_by_output_name() {
     assert!(common::stdout(&o).starts_with("digraph \"callgraph\""));
     let o = common::run(&["dot", &input]);
     assert!(common::stdout(&o).contains("subgraph cluster_p"));
+    // `convert -o x.dot` writes the whole-program view, `-o x.graphml` the GraphML.
+    let out = dir.path().join("app.dot");
+    let o = common::run(&["convert", &input, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("digraph \"dcfg\"") && text.contains("subgraph cluster_p13723_i0 "), "{text}");
+    let out = dir.path().join("app.graphml");
+    let o = common::run(&["convert", &input, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("<graphml"));
 }
 
 #[test]

@@ -34,8 +34,11 @@ fn view(profile: &Profile, v: View, options: &Options) -> String {
 }
 
 fn corpus() -> Vec<(String, Profile)> {
-    let mut files =
-        vec![common::fixture("dcfg/hello-world.dcfg.json"), common::fixture("dcfg/two-processes.dcfg.json")];
+    let mut files = vec![
+        common::fixture("dcfg/hello-world.dcfg.json"),
+        common::fixture("dcfg/two-processes.dcfg.json"),
+        common::fixture("callgrind/callgrind.out.recursion-loops"),
+    ];
     files.extend(common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2"));
     files
         .into_iter()
@@ -85,7 +88,7 @@ fn every_routine_loop_and_call_graph_of_the_corpus_renders_silently() {
 #[test]
 fn the_program_view_renders_and_matches_intels_dcfg_to_dot() {
     for (name, profile) in corpus() {
-        if name.contains("simple-loop") {
+        if name.contains("simple-loop") || name.contains("callgrind") {
             continue; // below, filtered: the whole of ld.so and libc takes Graphviz minutes
         }
         render(&view(&profile, View::Program, &Options::default()), &name);
@@ -237,4 +240,35 @@ fn routine_names_with_dot_special_characters_render() {
         );
     }
     render(&view(&profile, View::Program, &Options::default()), "program");
+}
+
+#[test]
+fn a_callgrind_profile_with_jumps_draws_like_a_dcfg() {
+    let path = common::fixture("callgrind/callgrind.out.recursion-loops");
+    let profile = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
+    // main holds the (inlined) summing loop as nested clusters, with its back edges styled,
+    // and calls to fib and is_even as stubs.
+    let text = view(&profile, View::Routine { spec: "main".into(), loop_node: None }, &Options::default());
+    assert!(text.contains("subgraph cluster_loop_"), "{text}");
+    assert!(text.lines().any(|l| l.contains("label=\"back\\n") && l.contains("#c00000")), "{text}");
+    assert!(text.contains("call fib (BB ") && text.contains("call is_even (BB "), "{text}");
+    render(&text, "callgrind main");
+    // Heat by the profile's own event costs.
+    let mut findings = Findings::default();
+    let by_ir = Options { event: Some("Ir".into()), ..Options::default() };
+    let text = dot::to_string(
+        &profile,
+        &View::Routine { spec: "main".into(), loop_node: None },
+        &by_ir,
+        &mut findings,
+    )
+    .unwrap();
+    assert!(text.contains("\\nIr: "), "{text}");
+    assert!(findings.items.is_empty(), "{findings:?}");
+    render(&text, "callgrind main by Ir");
+    let options = Options { images: vec!["recursion-loops".into()], ..Options::default() };
+    render(&view(&profile, View::Program, &options), "callgrind program view");
+    let text = view(&profile, View::CallGraph, &Options::default());
+    assert!(text.contains("fib\\nrecursion-loops"), "{text}");
+    render(&text, "callgrind call graph");
 }

@@ -51,8 +51,11 @@ fn model_counts(path: &str) -> (usize, usize) {
 #[test]
 fn networkx_reads_the_graph_with_the_models_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let mut inputs =
-        vec![common::fixture("dcfg/hello-world.dcfg.json"), common::fixture("dcfg/two-processes.dcfg.json")];
+    let mut inputs = vec![
+        common::fixture("dcfg/hello-world.dcfg.json"),
+        common::fixture("dcfg/two-processes.dcfg.json"),
+        common::fixture("callgrind/callgrind.out.recursion-loops"),
+    ];
     inputs.extend(common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2"));
     for input in inputs {
         let input = input.to_str().unwrap().to_string();
