@@ -1014,10 +1014,18 @@ struct EdgeSet {
 }
 
 impl EdgeSet {
-    fn add(&mut self, key: EdgeKey, thread: usize, n: u64, inclusive: &[u64], site: Option<Box<Site>>) {
+    /// Adds traversals to the edge `key`; `site` is asked for only when the edge is new.
+    fn add(
+        &mut self,
+        key: EdgeKey,
+        thread: usize,
+        n: u64,
+        inclusive: &[u64],
+        site: impl FnOnce() -> Option<Box<Site>>,
+    ) {
         let items = &mut self.items;
         let k = *self.index.entry(key).or_insert_with(|| {
-            items.push((key, EdgeAcc { site, ..EdgeAcc::default() }));
+            items.push((key, EdgeAcc { site: site(), ..EdgeAcc::default() }));
             (items.len() - 1) as u32
         });
         let e = &mut self.items[k as usize].1;
@@ -1033,11 +1041,11 @@ impl EdgeSet {
     }
 }
 
-/// A hasher for the integer keys of the block rebuild (addresses, block references): a
-/// multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash and enough for keys
-/// the input cannot choose freely to collide.
+/// A hasher for the integer keys of the block rebuild and the writer (addresses, block
+/// references): a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
+/// collision-resistant: a file crafted to collide can make reading slow, never wrong.
 #[derive(Clone, Copy, Default)]
-struct FastHash;
+pub(super) struct FastHash;
 
 impl std::hash::BuildHasher for FastHash {
     type Hasher = FastHasher;
@@ -1046,7 +1054,7 @@ impl std::hash::BuildHasher for FastHash {
     }
 }
 
-struct FastHasher(u64);
+pub(super) struct FastHasher(u64);
 
 impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
@@ -1255,16 +1263,24 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
         image.source_lines = lines;
     }
 
-    let block_at = |image: u32, addr: u64| -> Option<BlockRef> {
-        let s = &starts[image as usize];
-        s.binary_search(&addr).ok().map(|b| BlockRef { image, block: b as u32 })
-    };
-    let block_containing = |image: u32, addr: u64| -> Option<BlockRef> {
-        let s = &starts[image as usize];
-        let b = s.partition_point(|&o| o <= addr).checked_sub(1)?;
-        Some(BlockRef { image, block: b as u32 })
-    };
     let images = &process.images;
+    // Blocks by first and by last instruction: where associations end and start.
+    let mut by_start: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
+    let mut by_last: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
+    for (i, image) in images.iter().enumerate() {
+        by_start.reserve(image.blocks.len());
+        by_last.reserve(image.blocks.len());
+        for (b, block) in image.blocks.iter().enumerate() {
+            by_start.insert((i as u32, block.offset), b as u32);
+            by_last.insert((i as u32, block.offset + block.last_instr_offset), b as u32);
+        }
+    }
+    let block_at = |image: u32, addr: u64| -> Option<BlockRef> {
+        by_start.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
+    };
+    let block_ending_at = |image: u32, addr: u64| -> Option<BlockRef> {
+        by_last.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
+    };
     let next_block = |r: BlockRef| -> Option<BlockRef> {
         let blocks = &images[r.image as usize].blocks;
         let b = &blocks[r.block as usize];
@@ -1284,18 +1300,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             unplaced.push(k);
             continue;
         };
-        let src = match block_containing(a.src_image, si) {
-            Some(b)
-                if images[b.image as usize].blocks[b.block as usize].offset
-                    + images[b.image as usize].blocks[b.block as usize].last_instr_offset
-                    == si =>
-            {
-                b
-            }
-            _ => {
-                unplaced.push(k);
-                continue;
-            }
+        let Some(src) = block_ending_at(a.src_image, si) else {
+            unplaced.push(k);
+            continue;
         };
         let tgt = block_at(a.tgt_image, ti);
         match a.kind {
@@ -1304,11 +1311,11 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                     unplaced.push(k);
                     continue;
                 };
-                set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, site(a));
+                set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, || site(a));
                 if let Some(ret) = next_block(src) {
                     // As Pin writes them: the bypass links call site and return site for the
                     // routine's shape; the returns carry the counts.
-                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], None);
+                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], || None);
                 }
                 call_sites.push((src, tgt, a.thread, a.count));
             }
@@ -1320,7 +1327,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                     EdgeKind::ConditionalBranch
                 };
                 match tgt {
-                    Some(tgt) if a.count > 0 => set.add((src, tgt, kind), a.thread, a.count, &[], None),
+                    Some(tgt) if a.count > 0 => set.add((src, tgt, kind), a.thread, a.count, &[], || None),
                     None if a.count > 0 => {
                         unplaced.push(k);
                         continue;
@@ -1329,7 +1336,13 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 }
                 if a.kind == ArcKind::Jcnd && a.executed > a.count {
                     if let Some(ft) = next_block(src) {
-                        set.add((src, ft, EdgeKind::FallThrough), a.thread, a.executed - a.count, &[], None);
+                        set.add(
+                            (src, ft, EdgeKind::FallThrough),
+                            a.thread,
+                            a.executed - a.count,
+                            &[],
+                            || None,
+                        );
                     }
                 }
             }
@@ -1354,7 +1367,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 let other = incoming.get(&n).copied().unwrap_or(0);
                 let ft = next_count.saturating_sub(other).min(img.blocks[b].count.unwrap_or(0));
                 if ft > 0 {
-                    set.add((r, n, EdgeKind::FallThrough), 0, ft, &[], None);
+                    set.add((r, n, EdgeKind::FallThrough), 0, ft, &[], || None);
                 }
             }
         }
@@ -1389,7 +1402,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     for (key, ret, thread, count) in demands {
         let Some(exits) = supply.get_mut(&key) else { continue };
         if let [(x, _)] = exits[..] {
-            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
+            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], || {
+                None
+            });
             continue;
         }
         let mut need = count;
@@ -1404,7 +1419,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                     thread,
                     take,
                     &[],
-                    None,
+                    || None,
                 );
                 *left -= take;
                 need -= take;

@@ -43,6 +43,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
+use super::read::FastHash;
 use crate::analysis::{callgraph, counts, names, routines};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Edge, EdgeKind, FileId, Image, NodeRef, Process, Profile};
@@ -94,7 +95,7 @@ pub fn write(
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
-        arc_edges: HashMap::new(),
+        arc_edges: HashMap::default(),
     };
     w.head(&columns)?;
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
@@ -236,7 +237,7 @@ struct Writer<'a> {
     /// Source-line indexes of the current process's images.
     lines: Vec<LineIndex>,
     /// Call-edge traversals per call graph arc of the current process.
-    arc_edges: HashMap<(BlockRef, u32), u64>,
+    arc_edges: HashMap<(BlockRef, u32), u64, FastHash>,
 }
 
 fn num(out: &mut Vec<u8>, v: u64) {
@@ -659,15 +660,15 @@ impl Writer<'_> {
                 e.site.as_ref().and_then(|s| s.source_line),
             )
         };
-        let mut fall: HashMap<Key, std::collections::VecDeque<usize>> = HashMap::new();
+        let mut fall: HashMap<Key, std::collections::VecDeque<usize>, FastHash> = HashMap::default();
         for &k in list {
             let e = &process.edges[k];
             if e.kind == EdgeKind::FallThrough {
                 fall.entry(key_of(e)).or_default().push_back(k);
             }
         }
-        let mut paired: std::collections::HashSet<usize> = std::collections::HashSet::new();
-        let mut partner: HashMap<usize, usize> = HashMap::new();
+        let mut paired: std::collections::HashSet<usize, FastHash> = Default::default();
+        let mut partner: HashMap<usize, usize, FastHash> = HashMap::default();
         for &k in list {
             let e = &process.edges[k];
             if e.kind.is_conditional() {
@@ -765,7 +766,7 @@ impl Writer<'_> {
         thread: Option<usize>,
         funcs: &FuncIndex,
         graph: Option<&callgraph::CallGraph>,
-        arc_edges: &HashMap<(BlockRef, u32), u64>,
+        arc_edges: &HashMap<(BlockRef, u32), u64, FastHash>,
         e: &Edge,
     ) {
         let (Some(caller), Some(callee), Some((src, tgt))) =
