@@ -295,3 +295,28 @@ fn lines_split_across_buffer_fills_read_the_same() {
         assert_same(&read(crlf.trim_end().as_bytes()), &whole, &format!("{} with CRLF", path.display()));
     }
 }
+
+#[test]
+fn costs_of_other_events_become_further_columns() {
+    // A DCFG with DCPI samples merged in: Ir from the blocks, cycles from the costs.
+    let mut model =
+        generate(&SynthSpec { threads: 1, steps_per_thread: 2000, ..SynthSpec::default() }).profile;
+    model.events = vec![Event { name: "cycles".into(), description: Some("CPU cycles".into()) }];
+    let image = &mut model.processes[0].images[0];
+    let offsets: Vec<u64> = image.blocks.iter().map(|b| b.offset).take(6).collect();
+    for (i, offset) in offsets.iter().enumerate() {
+        image.costs.push(Cost { offset: Some(*offset), values: vec![100 + i as u64], ..Cost::default() });
+    }
+    let bytes = write(&model, &WriteOptions::default());
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains("\nevents: Ir cycles\n"), "{}", &text[..400.min(text.len())]);
+    assert!(text.contains("event: cycles : CPU cycles\n"));
+    let back = read(&bytes);
+    let cycles = back.event_index("cycles").unwrap();
+    let ir = back.event_index("Ir").unwrap();
+    let sum = |e: usize| -> u64 {
+        back.processes[0].images.iter().flat_map(|i| &i.costs).map(|c| c.value(e)).sum()
+    };
+    assert_eq!(sum(cycles), (0..6).map(|i| 100 + i).sum::<u64>());
+    assert_eq!(sum(ir), counts::executed_instructions(&model.processes[0]));
+}
