@@ -4,6 +4,10 @@
 use crate::registry::Format;
 
 pub mod dcfg;
+pub mod dtrace;
+pub mod folded;
+pub mod perf;
+pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dtrace::Dtrace, &perf::Perf, &folded::Folded, &svg::Svg];

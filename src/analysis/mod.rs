@@ -7,4 +7,5 @@
 pub mod counts;
 pub mod names;
 pub mod routines;
+pub mod stacks;
 pub mod validate;

@@ -1,0 +1,74 @@
+//! `perf script` text: Linux perf's samples with their call chains.
+//!
+//! ```text
+//! dd 29776 666709.771979:   10101010 cpu-clock:
+//!           414b3b fsnotify (/lib/modules/4.1.0-virtual/build/vmlinux)
+//!           3d6b4c vfs_read (/lib/modules/4.1.0-virtual/build/vmlinux)
+//!            e5f70 read (/lib/x86_64-linux-gnu/libc-2.15.so)
+//! ```
+//!
+//! A header line per sample (command, pid/tid, time, period, event), then its frames leaf
+//! first (address, symbol, module), then a blank line. The collapse is inferno's
+//! (`inferno::collapse::perf`, the port of FlameGraph's `stackcollapse-perf.pl`): the command
+//! name becomes the root frame, kernel and JIT frames keep their names, only the first event
+//! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
+//! result lands in the model as stacks with the event `samples`. Read only. See
+//! docs/formats/perf.md.
+
+use std::io::BufRead;
+
+use inferno::collapse::Collapse;
+
+use crate::error::{Error, Findings, Result};
+use crate::ir::Profile;
+use crate::registry::{Format, ReadOptions};
+
+/// The `perf script` text format.
+pub struct Perf;
+
+/// Collapses `perf script` output with inferno and reads the folded stacks into the model.
+pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
+    let mut folded = Vec::new();
+    let mut folder = inferno::collapse::perf::Folder::default();
+    folder.collapse(input, &mut folded).map_err(|e| {
+        Error::input(format!("not `perf script` output: {e}"))
+            .with_hint("expected sample header lines each followed by indented frames")
+    })?;
+    crate::converters::folded::read_bytes(&folded, findings)
+}
+
+impl Format for Perf {
+    fn name(&self) -> &'static str {
+        "perf"
+    }
+
+    fn description(&self) -> &'static str {
+        "`perf script` text output with call chains (read only)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".perf.txt", ".perf-script", ".perf.script"]
+    }
+
+    fn matches_file_name(&self, base_name: &str) -> bool {
+        self.extensions().iter().any(|e| base_name.ends_with(e))
+            || (base_name.starts_with("perf") && base_name.contains("script"))
+    }
+
+    fn can_read(&self) -> bool {
+        true
+    }
+
+    fn can_write(&self) -> bool {
+        false
+    }
+
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        _options: &ReadOptions,
+        findings: &mut Findings,
+    ) -> Result<Profile> {
+        read(input, findings)
+    }
+}
