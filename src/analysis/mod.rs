@@ -4,6 +4,7 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod callgraph;
 pub mod counts;
 pub mod names;
 pub mod routines;
