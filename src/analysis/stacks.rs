@@ -17,8 +17,9 @@
 
 use std::collections::HashMap;
 
+use crate::analysis::callgraph::{self, CallGraph};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Cost, Edge, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Symbol, SymbolRef};
+use crate::ir::{Cost, Edge, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef};
 
 /// Rounds a non-negative sum of stack values to a cost.
 fn to_cost(v: f64) -> u64 {
@@ -116,16 +117,191 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
 }
 
 /// Stacks for a writer of stacks (folded, SVG): `None` when the profile has stacks (write
-/// them, exactly), else a copy of the profile with stacks estimated from its call graph, with
-/// a warning that says so.
-pub fn stacks_for_output(profile: &Profile, _findings: &mut Findings) -> Result<Option<Profile>> {
+/// them, exactly) or nothing to estimate them from, else a copy of the profile with stacks
+/// estimated from its call graph ([`estimate`]), with a warning that says so.
+pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<Option<Profile>> {
     let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
-    let has_other = profile
-        .processes
-        .iter()
-        .any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.blocks.is_empty() || !i.costs.is_empty()));
-    if has_stacks || !has_other {
+    let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
+    let has_other =
+        profile.processes.iter().any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.costs.is_empty()));
+    if has_stacks || (!has_blocks && !has_other) {
         return Ok(None);
     }
-    Err(Error::unsupported("the profile has no stacks to write"))
+    if !has_blocks {
+        return Err(Error::unsupported(
+            "the profile has no stacks, and no basic blocks to estimate them from a call graph",
+        )
+        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+    }
+    let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
+    findings.warn(
+        None,
+        "stacks estimated from the call graph: each routine's inclusive instructions are split among \
+         its callers in proportion to call counts and recursion is cut at its back edges; exact \
+         stacks need a stack profile or a DCFG-trace",
+    );
+    if truncated {
+        findings.warn(
+            None,
+            format!(
+                "more than {MAX_ESTIMATED_STACKS} estimated call paths: deeper calls are folded into \
+                 their callers' frames"
+            ),
+        );
+    }
+    Ok(Some(estimated))
+}
+
+/// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
+/// their callers.
+pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
+
+/// The event of estimated stacks: instructions executed (`num_instrs × count` of blocks).
+pub const ESTIMATED_EVENT: &str = "instructions";
+
+/// Stacks estimated from the call graph ([`crate::analysis::callgraph`]) of every process,
+/// for a model with blocks but without stacks. Returns a profile with the same meta data and
+/// processes (pids) holding only the stacks, one event `instructions`, and whether the
+/// enumeration stopped at `max_stacks` paths.
+///
+/// The rule: every root routine (nothing calls it; for a recursion cycle nothing outside calls,
+/// its first routine) starts a path carrying its inclusive instructions. At a routine reached
+/// with flow `f`, the call arcs to routines not already on the path (arcs back into the path are
+/// recursion and are cut) and the routine's self instructions share `f` in proportion to the
+/// arcs' inclusive instructions (the callee's inclusive cost split among its callers by call
+/// counts) and to the self instructions; the self share becomes a stack ending at the routine.
+/// Flow is conserved at every step, so the stacks add up to the instructions executed.
+pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
+    let mut out = Profile {
+        meta: profile.meta.clone(),
+        events: vec![crate::ir::Event::new(ESTIMATED_EVENT)],
+        ..Profile::default()
+    };
+    let mut truncated = false;
+    for process in &profile.processes {
+        let graph = callgraph::build(profile, process);
+        let frame_of: Vec<FrameId> = graph.nodes.iter().map(|n| out.frames.intern(&n.name)).collect();
+        let n = graph.nodes.len();
+        let mut has_caller = vec![false; n];
+        for a in &graph.arcs {
+            // A call never made (count 0) makes no caller: the loader's entry has such arcs.
+            if a.caller != a.callee && a.count > 0 {
+                has_caller[a.callee as usize] = true;
+            }
+        }
+        let mut stacks = Vec::new();
+        let mut walk =
+            Walk { graph: &graph, frame_of: &frame_of, stacks: &mut stacks, max_stacks, truncated: false };
+        let mut reached = vec![false; n];
+        let mut roots: Vec<u32> = (0..n as u32).filter(|&v| !has_caller[v as usize]).collect();
+        loop {
+            for &r in &roots {
+                mark_reachable(&graph, r, &mut reached);
+                let flow = graph.nodes[r as usize].inclusive_instrs as f64;
+                let mut path = vec![r];
+                walk.visit(&mut path, flow);
+            }
+            // Recursion cycles nothing outside calls: start at their first routine.
+            match (0..n as u32).find(|&v| !reached[v as usize]) {
+                Some(v) => roots = vec![v],
+                None => break,
+            }
+        }
+        truncated |= walk.truncated;
+        // Whole instructions, the sum kept exact: round each stack and give the rounding
+        // remainder to the largest stack.
+        // The call graph's shares are whole instructions rounded down, so the flows add up to a
+        // little less than the instructions executed: scale them back to that exact total, then
+        // round each stack to whole instructions keeping the total.
+        let total = graph.total_instrs();
+        let sum = stacks.iter().map(|s| s.values[0]).sum::<f64>();
+        if sum > 0.0 {
+            let k = total as f64 / sum;
+            for s in &mut stacks {
+                s.values[0] *= k;
+            }
+        }
+        round_preserving_total(&mut stacks, total);
+        stacks.retain(|s: &Stack| s.values[0] > 0.0);
+        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
+    }
+    (out, truncated)
+}
+
+fn mark_reachable(graph: &CallGraph, root: u32, reached: &mut [bool]) {
+    let mut todo = vec![root];
+    while let Some(v) = todo.pop() {
+        if std::mem::replace(&mut reached[v as usize], true) {
+            continue;
+        }
+        todo.extend(graph.calls_from(v).iter().map(|a| a.callee).filter(|&c| !reached[c as usize]));
+    }
+}
+
+struct Walk<'a> {
+    graph: &'a CallGraph,
+    frame_of: &'a [FrameId],
+    stacks: &'a mut Vec<Stack>,
+    max_stacks: usize,
+    truncated: bool,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, path: &mut Vec<u32>, flow: f64) {
+        let v = *path.last().expect("paths are never empty");
+        let node = &self.graph.nodes[v as usize];
+        let self_cost = node.self_instrs as f64;
+        // Calls to routines off the path, merged per callee (several call sites).
+        let mut calls: Vec<(u32, f64)> = Vec::new();
+        for a in self.graph.calls_from(v) {
+            if path.contains(&a.callee) || a.inclusive_instrs == 0 {
+                continue;
+            }
+            match calls.iter_mut().find(|(c, _)| *c == a.callee) {
+                Some(slot) => slot.1 += a.inclusive_instrs as f64,
+                None => calls.push((a.callee, a.inclusive_instrs as f64)),
+            }
+        }
+        let whole = self_cost + calls.iter().map(|c| c.1).sum::<f64>();
+        if whole <= 0.0 || flow <= 0.0 {
+            return;
+        }
+        let full = self.stacks.len() + calls.len() >= self.max_stacks;
+        if full && !calls.is_empty() {
+            self.truncated = true;
+        }
+        let own = if full { flow } else { flow * self_cost / whole };
+        if own > 0.0 {
+            let frames = path.iter().map(|&p| self.frame_of[p as usize]).collect();
+            self.stacks.push(Stack { frames, values: vec![own], thread: None });
+        }
+        if full {
+            return;
+        }
+        for (callee, cost) in calls {
+            path.push(callee);
+            self.visit(path, flow * cost / whole);
+            path.pop();
+        }
+    }
+}
+
+/// Rounds every stack's value to a whole number so that the values add up to `total`
+/// (largest-remainder rounding).
+fn round_preserving_total(stacks: &mut [Stack], total: u64) {
+    let floor_sum: u64 = stacks.iter().map(|s| s.values[0].floor() as u64).sum();
+    let mut remainders: Vec<(usize, f64)> =
+        stacks.iter().enumerate().map(|(i, s)| (i, s.values[0] - s.values[0].floor())).collect();
+    remainders.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut missing = total.saturating_sub(floor_sum) as usize;
+    for s in stacks.iter_mut() {
+        s.values[0] = s.values[0].floor();
+    }
+    for (i, _) in remainders {
+        if missing == 0 {
+            break;
+        }
+        stacks[i].values[0] += 1.0;
+        missing -= 1;
+    }
 }
