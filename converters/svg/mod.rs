@@ -8,8 +8,8 @@
 //! instead of merging them, `--colors` picks inferno's palette. Colours are chosen from a hash
 //! of each function's name, so the same profile always gives the same picture.
 //!
-//! inferno draws whole samples only: fractional values are scaled by a power of ten and the
-//! graph's `factor` scales the labels back. See docs/formats/svg.md.
+//! inferno draws whole samples only: fractional values are scaled by a power of ten (at most
+//! 10^6) and labelled in that unit (`25 × 0.1 cycles`). See docs/formats/svg.md.
 
 use std::io::Write;
 use std::str::FromStr;
@@ -157,7 +157,14 @@ pub fn write(
     let columns = if differential { vec![0, 1] } else { vec![event] };
     let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
-    opt.factor = 1.0 / scale;
+    if scale > 1.0 {
+        // inferno labels whole counts only (its `factor` rounds the labels and skews the
+        // percentages), so fractional counts are drawn in units of 1/scale.
+        let unit = format!("{}", 1.0 / scale);
+        findings
+            .warn(None, format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name));
+        opt.count_name = format!("\u{d7} {unit} {}", opt.count_name);
+    }
     flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), out)
         .map_err(|e| Error::io("svg output", e))
 }

@@ -305,3 +305,94 @@ fn round_preserving_total(stacks: &mut [Stack], total: u64) {
         missing -= 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Event;
+
+    fn profile(stacks: &[(&str, f64)]) -> Profile {
+        let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
+        let mut process = Process::default();
+        for (path, v) in stacks {
+            let frames = path.split(';').map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(Stack { frames, values: vec![*v], thread: None });
+        }
+        p.processes.push(process);
+        p
+    }
+
+    fn by_name(fl: &Process) -> (HashMap<String, u64>, HashMap<(String, String), (u64, u64)>) {
+        let image = &fl.images[0];
+        let name = |r: NodeRef| match r {
+            NodeRef::Symbol(s) => image.symbols[s.symbol as usize].name.clone(),
+            other => panic!("{other:?}"),
+        };
+        let selfs = image
+            .costs
+            .iter()
+            .map(|c| (image.symbols[c.symbol.unwrap() as usize].name.clone(), c.values[0]))
+            .collect();
+        let edges = fl
+            .edges
+            .iter()
+            .map(|e| ((name(e.source), name(e.target)), (e.counts[0], e.inclusive[0])))
+            .collect();
+        (selfs, edges)
+    }
+
+    #[test]
+    fn self_costs_are_leaf_sums_and_inclusive_counts_each_stack_once() {
+        let p = profile(&[("main;a;b", 3.0), ("main;a", 2.0), ("main;b", 5.0), ("main;a;b", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 9);
+        assert_eq!(selfs["a"], 2);
+        assert!(!selfs.contains_key("main"));
+        assert_eq!(edges[&("main".into(), "a".into())], (6, 6));
+        assert_eq!(edges[&("a".into(), "b".into())], (4, 4));
+        assert_eq!(edges[&("main".into(), "b".into())], (5, 5));
+        assert_eq!(fl.edges.iter().filter(|e| e.kind == EdgeKind::Call).count(), 3);
+    }
+
+    #[test]
+    fn recursion_never_double_counts() {
+        // a calls b calls a calls b: the pairs a->b and b->a each occur twice on the stack.
+        let p = profile(&[("main;a;b;a;b", 7.0), ("main;a", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 7);
+        assert_eq!(edges[&("a".into(), "b".into())], (7, 7));
+        assert_eq!(edges[&("b".into(), "a".into())], (7, 7));
+        assert_eq!(edges[&("main".into(), "a".into())], (8, 8));
+        // No inclusive cost exceeds the total.
+        assert!(fl.edges.iter().all(|e| e.inclusive[0] <= 8));
+    }
+
+    #[test]
+    fn fractional_values_are_rounded_once_per_sum() {
+        let p = profile(&[("m;x", 0.4), ("m;x", 0.4), ("m;y", 0.2)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["x"], 1);
+        assert_eq!(selfs.get("y").copied().unwrap_or(0), 0);
+        assert_eq!(edges[&("m".into(), "x".into())].1, 1);
+    }
+
+    #[test]
+    fn stacks_are_written_as_they_are() {
+        let p = profile(&[("a;b", 1.0)]);
+        assert!(stacks_for_output(&p, &mut Findings::default()).unwrap().is_none());
+    }
+
+    #[test]
+    fn largest_remainder_rounding_keeps_the_total() {
+        let mut stacks: Vec<Stack> = [1.4, 1.3, 1.3]
+            .iter()
+            .map(|&v| Stack { frames: vec![0], values: vec![v], thread: None })
+            .collect();
+        round_preserving_total(&mut stacks, 4);
+        let v: Vec<f64> = stacks.iter().map(|s| s.values[0]).collect();
+        assert_eq!(v, [2.0, 1.0, 1.0]);
+    }
+}
