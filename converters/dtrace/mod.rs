@@ -23,9 +23,7 @@
 
 use std::io::BufRead;
 
-use inferno::collapse::Collapse;
-
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions};
 
@@ -35,14 +33,15 @@ pub struct Dtrace;
 /// Collapses a DTrace aggregation with inferno and reads the folded stacks into the model.
 /// `options.include_offsets` keeps `+0xOFFSET` on every frame but the leaf.
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let mut folded = Vec::new();
     let mut collapse = inferno::collapse::dtrace::Options::default();
     collapse.includeoffset = options.include_offsets;
     let mut folder = inferno::collapse::dtrace::Folder::from(collapse);
-    folder.collapse(input, &mut folded).map_err(|e| {
-        Error::input(format!("not a DTrace stack aggregation: {e}"))
-            .with_hint("expected records of indented frames (leaf first), each ended by its count")
-    })?;
+    let folded = crate::converters::folded::collapse(
+        &mut folder,
+        input,
+        "a DTrace stack aggregation",
+        "expected records of indented frames (leaf first), each ended by its count",
+    )?;
     crate::converters::folded::read_bytes(&folded, findings)
 }
 

@@ -28,12 +28,22 @@ pub struct Perf;
 
 /// Collapses `perf script` output with inferno and reads the folded stacks into the model.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let mut folded = Vec::new();
+    const HINT: &str = "expected a sample header line (`comm pid time: period event:`) followed by \
+                        indented frames; record with `perf record -g`, print with `perf script`";
     let mut folder = inferno::collapse::perf::Folder::default();
-    folder.collapse(input, &mut folded).map_err(|e| {
-        Error::input(format!("not `perf script` output: {e}"))
-            .with_hint("expected sample header lines each followed by indented frames")
-    })?;
+    // inferno expects the first record to start with a sample header line: check the complete
+    // lines of the first buffer before handing the input over.
+    let head = input.fill_buf().map_err(|e| Error::io("-", e))?;
+    let complete = match memchr::memrchr(b'\n', head) {
+        Some(i) => &head[..=i],
+        None => head,
+    };
+    if folder.is_applicable(&String::from_utf8_lossy(complete)) == Some(false) {
+        return Err(Error::input("not `perf script` output: the first record has no sample header line")
+            .at_line(1)
+            .with_hint(HINT));
+    }
+    let folded = crate::converters::folded::collapse(&mut folder, input, "`perf script` output", HINT)?;
     crate::converters::folded::read_bytes(&folded, findings)
 }
 

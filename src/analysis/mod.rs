@@ -7,6 +7,7 @@
 pub mod callgraph;
 pub mod counts;
 pub mod names;
+pub mod routine_costs;
 pub mod routines;
 pub mod stacks;
 pub mod validate;

@@ -2,6 +2,7 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod diff;
 mod formats;
 mod info;
 mod table;
@@ -45,6 +46,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
+    Diff(diff::DiffArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -67,6 +70,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Diff(args) => diff::run(args, quiet),
     };
     match result {
         Ok(code) => code,
