@@ -111,8 +111,10 @@ impl Ctx {
     }
 
     fn render(&self) -> String {
+        let path = self.path.borrow();
         let mut out = String::new();
-        for seg in self.path.borrow().iter() {
+        for (i, seg) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
             match seg {
                 Seg::Key(k) if out.is_empty() => out.push_str(k),
                 Seg::Key(k) => {
@@ -126,8 +128,14 @@ impl Ctx {
                     let _ = write!(out, " row {n}");
                 }
                 Seg::Header => out.push_str(" header row"),
-                Seg::Column(c) => {
+                Seg::Column(c) if last => {
                     let _ = write!(out, " column {c}");
+                }
+                // PROCESS_DATA and IMAGE_DATA objects hold the named tables; name only those.
+                Seg::Column(c) if c.ends_with("_DATA") => {}
+                Seg::Column(c) => {
+                    out.push('.');
+                    out.push_str(c);
                 }
             }
         }
