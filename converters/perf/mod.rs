@@ -10,7 +10,7 @@
 //! A header line per sample (command, pid/tid, time, period, event), then its frames leaf
 //! first (address, symbol, module), then a blank line. The collapse is inferno's
 //! (`inferno::collapse::perf`, the port of FlameGraph's `stackcollapse-perf.pl`): the command
-//! name becomes the root frame, kernel and JIT frames keep their names, only the first event
+//! name becomes the root frame, inlined frames get the suffix `_[i]`, only the first event
 //! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
 //! result lands in the model as stacks with the event `samples`. Read only. See
 //! docs/formats/perf.md.
