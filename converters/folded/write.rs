@@ -135,7 +135,7 @@ fn first_line_is_ambiguous(profile: &Profile, stacks: &[&Stack]) -> bool {
     };
     let name = profile.frames.get(leaf).trim_end();
     match name.rfind([' ', '\t']) {
-        Some(i) => parse_count(name[i + 1..].as_bytes()).is_some(),
+        Some(i) => parse_count(&name.as_bytes()[i + 1..]).is_some(),
         None => false,
     }
 }

@@ -322,7 +322,10 @@ mod tests {
         p
     }
 
-    fn by_name(fl: &Process) -> (HashMap<String, u64>, HashMap<(String, String), (u64, u64)>) {
+    type Selfs = HashMap<String, u64>;
+    type Edges = HashMap<(String, String), (u64, u64)>;
+
+    fn by_name(fl: &Process) -> (Selfs, Edges) {
         let image = &fl.images[0];
         let name = |r: NodeRef| match r {
             NodeRef::Symbol(s) => image.symbols[s.symbol as usize].name.clone(),

@@ -9,8 +9,7 @@ use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
 
 fn model(events: Vec<String>, stacks: Vec<(Vec<String>, Vec<f64>)>, comments: Vec<String>) -> Profile {
-    let mut p = Profile::default();
-    p.events = events.into_iter().map(Event::new).collect();
+    let mut p = Profile { events: events.into_iter().map(Event::new).collect(), ..Profile::default() };
     p.meta.headers = comments.into_iter().map(|c| ("comment".to_string(), c)).collect();
     let mut process = Process::default();
     for (names, values) in stacks {
