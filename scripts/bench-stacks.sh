@@ -23,7 +23,8 @@ best() {
     local cmd=$1 best=
     for _ in $(seq "$RUNS"); do
         local t
-        t=$( { /usr/bin/time -f %e bash -c "$cmd" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+        /usr/bin/time -o "$WORK/t" -f %e bash -c "$cmd" >/dev/null 2>&1
+        t=$(tail -1 "$WORK/t")
         if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
     done
     echo "$best"
