@@ -422,6 +422,18 @@ mod tests {
     }
 
     #[test]
+    fn lines_straddling_buffers_read_like_bytes_in_memory() {
+        let text = "# events: a b\nroot;x;y 1 2\nroot;x;z 3.5 4\nroot;w 5 6\nother 7 8";
+        let expected = parse(text).unwrap();
+        for capacity in [1, 2, 3, 7, 16] {
+            let mut input = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            assert_eq!(read(&mut input, &mut Findings::default()).unwrap(), expected, "{capacity}");
+        }
+        let err = read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
+        assert_eq!(err.unwrap_err().location, Some(Location::Line(3)));
+    }
+
+    #[test]
     fn big_and_fractional_counts() {
         assert_eq!(parse_count(b"18446744073709551615"), Some(u64::MAX as f64));
         assert_eq!(parse_count(b"99999999999999999999999"), Some(1e23));
