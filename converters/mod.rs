@@ -3,6 +3,7 @@
 
 use crate::registry::Format;
 
+pub mod callgrind;
 pub mod dcfg;
 pub mod dtrace;
 pub mod folded;
@@ -10,4 +11,5 @@ pub mod perf;
 pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dtrace::Dtrace, &perf::Perf, &folded::Folded, &svg::Svg];
+pub static ALL: &[&dyn Format] =
+    &[&dcfg::Dcfg, &callgrind::Callgrind, &dtrace::Dtrace, &perf::Perf, &folded::Folded, &svg::Svg];

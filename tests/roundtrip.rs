@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "roundtrip/folded.rs"]
 mod folded;
+
+#[path = "roundtrip/callgrind.rs"]
+mod callgrind;
