@@ -429,7 +429,8 @@ mod tests {
             let mut input = std::io::BufReader::with_capacity(capacity, text.as_bytes());
             assert_eq!(read(&mut input, &mut Findings::default()).unwrap(), expected, "{capacity}");
         }
-        let err = read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
+        let err =
+            read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
         assert_eq!(err.unwrap_err().location, Some(Location::Line(3)));
     }
 
