@@ -95,7 +95,8 @@ fn check(input: &std::path::Path, from: &str) {
     let mut checked = 0;
     for (f, v) in &on {
         let (at_root, below_root) = root[f];
-        if !recursive.contains(f) && !(at_root && below_root) {
+        let mixed = at_root && below_root;
+        if !recursive.contains(f) && !mixed {
             assert_eq!(inclusive.get(f), Some(v), "{}: inclusive cost of {f}", input.display());
             checked += 1;
         }
