@@ -157,6 +157,9 @@ pub fn write(
     let columns = if differential { vec![0, 1] } else { vec![event] };
     let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
+    if differential {
+        opt.count_name = crate::converters::folded::DEFAULT_EVENT.to_string();
+    }
     if scale > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the
         // percentages), so fractional counts are drawn in units of 1/scale.
