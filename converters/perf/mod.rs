@@ -57,7 +57,7 @@ impl Format for Perf {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &[".perf.txt", ".perf-script", ".perf.script"]
+        &[".perf.txt", ".perf-script"]
     }
 
     fn matches_file_name(&self, base_name: &str) -> bool {
