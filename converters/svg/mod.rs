@@ -110,15 +110,11 @@ pub fn folded_lines(profile: &Profile, stacks: &[&Stack], columns: &[EventId], s
             let v = stack.values.get(e).copied().unwrap_or(0.0);
             let v = if v.is_finite() && v > 0.0 { (v * scale).round() as u64 } else { 0 };
             line.push(' ');
-            line.push_str(itoa(v).as_str());
+            line.push_str(itoa::Buffer::new().format(v));
         }
         lines.push(line);
     }
     lines
-}
-
-fn itoa(v: u64) -> String {
-    v.to_string()
 }
 
 /// Draws a flame graph of the profile's stacks (or of stacks estimated from its call graph).

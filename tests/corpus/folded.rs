@@ -80,7 +80,8 @@ fn a_dcfg_without_stacks_gives_estimated_stacks_that_add_up() {
 fn a_dcfg_with_stacks_writes_them_exactly() {
     // What a DCFG-trace replay gives: the DCFG's blocks plus exact stacks.
     let Some(path) = shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
-    let mut profile = cfghub::convert::load(path.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let mut profile =
+        cfghub::convert::load(path.to_str().unwrap(), None, &Default::default()).unwrap().profile;
     profile.events.push(cfghub::ir::Event::new("Ir"));
     let ir = profile.events.len() - 1;
     let frames: Vec<u32> = ["main", "work", "leaf"].iter().map(|f| profile.frames.intern(f)).collect();
