@@ -106,12 +106,19 @@ struct Parser {
     warned_utf8: bool,
 }
 
-/// Length of the common prefix of two byte strings, compared 16 bytes at a time.
+/// Length of the common prefix of two byte strings, compared eight bytes at a time.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
     let mut i = 0;
-    while i + 16 <= n && a[i..i + 16] == b[i..i + 16] {
-        i += 16;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let x = u64::from_le_bytes([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
+        let y = u64::from_le_bytes([y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]]);
+        let diff = x ^ y;
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
     }
     while i < n && a[i] == b[i] {
         i += 1;
@@ -432,6 +439,16 @@ mod tests {
         let err =
             read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
         assert_eq!(err.unwrap_err().location, Some(Location::Line(3)));
+    }
+
+    #[test]
+    fn common_prefixes() {
+        assert_eq!(common_prefix(b"", b"abc"), 0);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghij"), 10);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefgXij"), 7);
+        assert_eq!(common_prefix(b"abcdefghijklmnopq", b"abcdefghijklmnopZ"), 16);
+        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghi"), 9);
+        assert_eq!(common_prefix(b"Xbc", b"abc"), 0);
     }
 
     #[test]
