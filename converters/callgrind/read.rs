@@ -26,7 +26,7 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
     SourceLine, StringTable, Symbol, SymbolRef,
 };
 
@@ -38,19 +38,49 @@ const MAX_INSTR_LEN: u64 = 15;
 /// Reads a whole Callgrind file.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let mut r = Reader::default();
-    let mut line = Vec::with_capacity(512);
+    // Lines are parsed where they lie in the reader's buffer; only a line split across two
+    // buffer fills is copied (into `partial`).
+    let mut partial: Vec<u8> = Vec::new();
     loop {
-        line.clear();
-        let n = input.read_until(b'\n', &mut line).map_err(|e| {
+        let buf = input.fill_buf().map_err(|e| {
             let mut err = Error::io(String::new(), e);
             err.file = None;
             err.at_line(r.line_no + 1)
         })?;
-        if n == 0 {
+        if buf.is_empty() {
+            if !partial.is_empty() {
+                r.line_no += 1;
+                r.line(trim_end(&partial), findings).map_err(|e| e.at_line(r.line_no))?;
+            }
             break;
         }
-        r.line_no += 1;
-        r.line(trim_end(&line), findings).map_err(|e| e.at_line(r.line_no))?;
+        let len = buf.len();
+        let mut start = 0;
+        if !partial.is_empty() {
+            match memchr::memchr(b'\n', buf) {
+                Some(end) => {
+                    partial.extend_from_slice(&buf[..end]);
+                    r.line_no += 1;
+                    r.line(trim_end(&partial), findings).map_err(|e| e.at_line(r.line_no))?;
+                    partial.clear();
+                    start = end + 1;
+                }
+                None => {
+                    partial.extend_from_slice(buf);
+                    input.consume(len);
+                    continue;
+                }
+            }
+        }
+        let base = start;
+        for pos in memchr::memchr_iter(b'\n', &buf[base..]) {
+            let end = base + pos;
+            r.line_no += 1;
+            r.line(trim_end(&buf[start..end]), findings).map_err(|e| e.at_line(r.line_no))?;
+            start = end + 1;
+        }
+        partial.extend_from_slice(&buf[start..]);
+        input.consume(len);
     }
     if let Some(p) = &r.pending {
         return Err(Error::input(format!(
@@ -891,8 +921,8 @@ fn set_symbol_extents(process: &mut Process, arcs: &[RawArc]) {
     }
 }
 
-fn thread_counts(thread: usize, count: u64) -> Vec<u64> {
-    let mut v = vec![0; thread + 1];
+fn thread_counts(thread: usize, count: u64) -> Counts {
+    let mut v = Counts::from_elem(0, thread + 1);
     v[thread] = count;
     v
 }
@@ -970,7 +1000,7 @@ type EdgeKey = (BlockRef, BlockRef, EdgeKind);
 
 #[derive(Default)]
 struct EdgeAcc {
-    counts: Vec<u64>,
+    counts: Counts,
     inclusive: Vec<u64>,
     site: Option<Box<Site>>,
 }
@@ -1002,7 +1032,7 @@ impl EdgeSet {
     }
 }
 
-fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
+fn add_counts(into: &mut Counts, thread: usize, n: u64) {
     if into.len() <= thread {
         into.resize(thread + 1, 0);
     }
@@ -1069,25 +1099,29 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
                 .collect()
         };
-        let mut instrs: Vec<Instr> = Vec::with_capacity(image.costs.len());
-        for c in &image.costs {
-            if let (Some(addr), Some(s)) = (c.offset, c.symbol) {
-                instrs.push(Instr {
+        // (address, cost index): sorted, the first cost line at an address decides its owner
+        // and line.
+        let mut order: Vec<(u64, u32)> = image
+            .costs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.symbol.is_some())
+            .filter_map(|(k, c)| Some((c.offset?, k as u32)))
+            .collect();
+        order.sort_unstable();
+        let mut merged: Vec<Instr> = Vec::new();
+        for (addr, k) in order {
+            let c = &image.costs[k as usize];
+            let v = ir.map_or(0, |e| c.value(e));
+            match merged.last_mut() {
+                Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
+                _ => merged.push(Instr {
                     addr,
-                    ir: ir.map_or(0, |e| c.value(e)),
-                    owner: base[s as usize],
+                    ir: v,
+                    owner: c.symbol.map_or(0, |s| base[s as usize]),
                     file: c.file,
                     line: c.line.unwrap_or(0),
-                });
-            }
-        }
-        // Stable: the first cost line at an address decides its owner and line.
-        instrs.sort_by_key(|x| x.addr);
-        let mut merged: Vec<Instr> = Vec::with_capacity(instrs.len());
-        for x in instrs {
-            match merged.last_mut() {
-                Some(m) if m.addr == x.addr => m.ir = m.ir.saturating_add(x.ir),
-                _ => merged.push(x),
+                }),
             }
         }
         let is_call = |a: u64| call_execs[i].contains_key(&a);

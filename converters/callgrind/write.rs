@@ -177,8 +177,14 @@ impl NameTable {
             out.push(b'\n');
             return;
         }
-        let next = self.ids.len() as u32 + 1;
-        let id = *self.ids.entry(name.to_string()).or_insert(next);
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.len() as u32 + 1;
+                self.ids.insert(name.to_string(), id);
+                id
+            }
+        };
         if self.defined.len() <= id as usize {
             self.defined.resize(id as usize + 1, false);
         }
@@ -449,6 +455,7 @@ impl Writer<'_> {
     /// A cost line: positions and values (trailing zeros left out), added to the totals.
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
         self.positions(instr, line, true);
+        let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
         for (i, &v) in values[..n].iter().enumerate() {
             self.body.push(b' ');
@@ -482,39 +489,43 @@ impl Writer<'_> {
         if write_costs {
             for (i, image) in process.images.iter().enumerate() {
                 let index = names::SymbolIndex::new(image);
+                // The function of the previous cost line, by symbol, to skip the look-ups.
+                let mut current: Option<u32> = None;
                 for c in &image.costs {
                     // The cost's function: its symbol; else the routine of the block holding
                     // its address; else the symbol covering it.
-                    let f = match c.symbol {
-                        Some(s) => Func {
-                            image: i as u32,
-                            name: image.symbols[s as usize].name.clone(),
-                            file: image.symbols[s as usize].file,
-                        },
-                        None => {
-                            let node = c.offset.and_then(|o| {
-                                graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
-                            });
-                            match (node, c.offset) {
-                                (Some(n), _) => funcs.node_func(n),
-                                (None, Some(o)) => match index.covering(o) {
-                                    Some(s) => Func {
-                                        image: i as u32,
-                                        name: image.symbols[s as usize].name.clone(),
-                                        file: image.symbols[s as usize].file,
+                    if c.symbol.is_none() || c.symbol != current {
+                        let f = match c.symbol {
+                            Some(s) => Func {
+                                image: i as u32,
+                                name: image.symbols[s as usize].name.clone(),
+                                file: image.symbols[s as usize].file,
+                            },
+                            None => {
+                                let node = c
+                                    .offset
+                                    .and_then(|o| graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?));
+                                match (node, c.offset) {
+                                    (Some(n), _) => funcs.node_func(n),
+                                    (None, Some(o)) => match index.covering(o) {
+                                        Some(s) => Func {
+                                            image: i as u32,
+                                            name: image.symbols[s as usize].name.clone(),
+                                            file: image.symbols[s as usize].file,
+                                        },
+                                        None => Func {
+                                            image: i as u32,
+                                            name: names::code_name(self.profile, image, &index, o),
+                                            file: c.file,
+                                        },
                                     },
-                                    None => Func {
-                                        image: i as u32,
-                                        name: names::code_name(self.profile, image, &index, o),
-                                        file: c.file,
-                                    },
-                                },
-                                (None, None) => {
-                                    Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                    (None, None) => Func { image: i as u32, name: "???".to_string(), file: c.file },
                                 }
                             }
-                        }
-                    };
+                        };
+                        self.enter(process, &f);
+                        current = c.symbol;
+                    }
                     // A cost without a source position takes the line its address has.
                     let (file, line) = match (c.file, c.line, c.offset) {
                         (None, None, Some(o)) => {
@@ -522,11 +533,8 @@ impl Writer<'_> {
                         }
                         _ => (c.file, c.line),
                     };
-                    self.enter(process, &f);
                     self.set_file(file);
-                    let mut values = c.values.clone();
-                    values.resize(self.columns, 0);
-                    self.cost(c.offset.unwrap_or(0), line.unwrap_or(0), &values, true);
+                    self.cost(c.offset.unwrap_or(0), line.unwrap_or(0), &c.values, true);
                 }
             }
         }

@@ -12,5 +12,6 @@ pub mod loops;
 pub mod names;
 pub mod routine_costs;
 pub mod routines;
+pub mod source;
 pub mod stacks;
 pub mod validate;
