@@ -56,7 +56,17 @@ fn check(input: &std::path::Path, from: &str) {
     let dir = tempfile::tempdir().unwrap();
     let folded = dir.path().join("app.folded");
     let out = dir.path().join("callgrind.out.app");
-    let o = run(&["-q", "convert", input.to_str().unwrap(), "--from", from, "-o", folded.to_str().unwrap()]);
+    let o = run(&[
+        "-q",
+        "convert",
+        input.to_str().unwrap(),
+        "--from",
+        from,
+        "--to",
+        "folded",
+        "-o",
+        folded.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&["convert", folded.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -119,5 +129,16 @@ fn perf_profiles_open_in_callgrind_tools_with_exact_costs() {
     let Some(dir) = shared_fixture("perf") else { return };
     for entry in std::fs::read_dir(dir).unwrap() {
         check(&entry.unwrap().path(), "perf");
+    }
+}
+
+#[test]
+fn folded_files_open_in_callgrind_tools_with_exact_costs() {
+    for name in [
+        "tests_data_collapse-perf_results_go-stacks-collapsed.txt",
+        "tests_data_flamegraph_austin_flames.txt",
+    ] {
+        let Some(input) = shared_fixture(&format!("folded/{name}")) else { return };
+        check(&input, "folded");
     }
 }
