@@ -6,7 +6,20 @@ use crate::registry::Format;
 pub mod callgrind;
 pub mod dcfg;
 pub mod dot;
+pub mod dtrace;
+pub mod folded;
 pub mod graphml;
+pub mod perf;
+pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind, &dot::Dot, &graphml::GraphMl];
+pub static ALL: &[&dyn Format] = &[
+    &dcfg::Dcfg,
+    &callgrind::Callgrind,
+    &dot::Dot,
+    &graphml::GraphMl,
+    &dtrace::Dtrace,
+    &perf::Perf,
+    &folded::Folded,
+    &svg::Svg,
+];

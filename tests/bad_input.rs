@@ -5,6 +5,9 @@ mod common;
 #[path = "bad_input/dcfg.rs"]
 mod dcfg;
 
+#[path = "bad_input/folded.rs"]
+mod folded;
+
 #[path = "bad_input/callgrind.rs"]
 mod callgrind;
 

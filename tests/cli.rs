@@ -5,5 +5,8 @@ mod common;
 #[path = "cli/dcfg.rs"]
 mod dcfg;
 
+#[path = "cli/folded.rs"]
+mod folded;
+
 #[path = "cli/dot.rs"]
 mod dot;

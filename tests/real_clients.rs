@@ -5,8 +5,14 @@ mod common;
 #[path = "real_clients/dcfg.rs"]
 mod dcfg;
 
+#[path = "real_clients/svg.rs"]
+mod svg;
+
 #[path = "real_clients/callgrind.rs"]
 mod callgrind;
+
+#[path = "real_clients/folded.rs"]
+mod folded;
 
 #[path = "real_clients/dot.rs"]
 mod dot;

@@ -5,5 +5,8 @@ mod common;
 #[path = "roundtrip/dcfg.rs"]
 mod dcfg;
 
+#[path = "roundtrip/folded.rs"]
+mod folded;
+
 #[path = "roundtrip/callgrind.rs"]
 mod callgrind;

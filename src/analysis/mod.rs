@@ -10,6 +10,8 @@ pub mod counts;
 pub mod dominators;
 pub mod loops;
 pub mod names;
+pub mod routine_costs;
 pub mod routines;
 pub mod source;
+pub mod stacks;
 pub mod validate;

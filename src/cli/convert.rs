@@ -19,6 +19,9 @@ pub struct ConvertArgs {
     /// Output format (see `cfghub formats`); taken from the output name when absent.
     #[arg(long)]
     pub to: Option<String>,
+    /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
+    #[arg(long)]
+    pub include_offsets: bool,
     #[command(flatten)]
     pub write: WriteArgs,
 }
@@ -47,6 +50,10 @@ pub struct WriteArgs {
     /// Flame graph: keep stacks in input order (a flame chart).
     #[arg(long)]
     pub flamechart: bool,
+    /// Flame graph: colour palette (hot, mem, io, red, green, blue, aqua, yellow, purple,
+    /// orange, java, js, perl, python, rust, wakeup).
+    #[arg(long, value_name = "PALETTE")]
+    pub colors: Option<String>,
 }
 
 impl WriteArgs {
@@ -59,13 +66,15 @@ impl WriteArgs {
             reverse: self.reverse,
             inverted: self.inverted,
             flamechart: self.flamechart,
+            colors: self.colors.clone(),
         }
     }
 }
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.input])?;
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let read_options = ReadOptions { include_offsets: args.include_offsets, ..ReadOptions::default() };
+    let loaded = load(&args.input, args.from.as_deref(), &read_options)?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let findings =
         save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;

@@ -2,6 +2,7 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod diff;
 mod dot;
 mod formats;
 mod info;
@@ -48,6 +49,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
+    Diff(diff::DiffArgs),
     /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
     Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
@@ -74,6 +77,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Diff(args) => diff::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };
