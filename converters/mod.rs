@@ -4,6 +4,8 @@
 use crate::registry::Format;
 
 pub mod dcfg;
+pub mod dcpi;
+pub mod dcpicat;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dcpi::Dcpi, &dcpicat::Dcpicat];
