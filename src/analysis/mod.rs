@@ -4,7 +4,9 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod combine;
 pub mod counts;
+pub mod merge;
 pub mod names;
 pub mod routines;
 pub mod validate;

@@ -4,6 +4,7 @@
 mod convert;
 mod formats;
 mod info;
+mod merge;
 mod table;
 mod validate;
 
@@ -45,6 +46,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
+    Merge(merge::MergeArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -67,6 +70,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Merge(args) => merge::run(args, quiet),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,325 @@
+//! Merging sampled addresses (DCPI) with a control-flow graph's basic blocks (DCFG): what
+//! DCPI's `dcpicalc` estimated, measured: samples per executed instruction, per block, routine
+//! and loop.
+//!
+//! Rules:
+//! - Each sample image is matched to a graph image by path, else by file base name, or to the
+//!   one named with [`MergeOptions::image`].
+//! - Addresses are relocated: the sample image's text start sits at the graph image's load
+//!   address, or at [`MergeOptions::base`] when given (an address in the graph's space).
+//! - A sample belongs to the block that contains its address; where blocks overlap (a jump into
+//!   the middle of a block makes a second block sharing its tail), to the one that starts last.
+//!   Samples in no block are not carried into the model; they are returned with their
+//!   addresses in [`MergeReport::unattributed`].
+//! - The result is the graph with events `Ir` (instructions executed: `num_instrs x count` of
+//!   each block, as a cost at the block's first instruction) and every sample event, as costs
+//!   at instruction offsets in [`Image::costs`](crate::ir::Image).
+
+use std::collections::HashMap;
+
+use super::combine::sum_equal_offsets;
+use super::counts;
+use crate::error::{Error, Result};
+use crate::ir::{Cost, Event, Image, Profile};
+
+/// Where samples go.
+#[derive(Clone, Debug, Default)]
+pub struct MergeOptions {
+    /// The graph image (path or base name) the samples belong to; needed when names differ.
+    pub image: Option<String>,
+    /// The address, in the graph's address space, of the sample image's text start.
+    pub base: Option<u64>,
+}
+
+/// A sampled address no block contains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unattributed {
+    /// The sample image's name.
+    pub image: String,
+    /// The sampled address as the profile gives it (text start + offset).
+    pub address: u64,
+    /// Samples per sample event.
+    pub values: Vec<u64>,
+}
+
+/// What happened to the samples.
+#[derive(Clone, Debug, Default)]
+pub struct MergeReport {
+    /// The sample events, in the order of the values below.
+    pub events: Vec<String>,
+    /// Each sample image and the graph image it was matched to (`None`: no match).
+    pub matches: Vec<(String, Option<String>)>,
+    /// Samples attributed to blocks, per event.
+    pub attributed: Vec<u64>,
+    /// Samples in no block, per event.
+    pub unattributed_totals: Vec<u64>,
+    /// Distinct addresses in no block.
+    pub unattributed_addresses: usize,
+    /// The first [`MergeReport::LISTED`] of those addresses, ascending per image.
+    pub unattributed: Vec<Unattributed>,
+}
+
+impl MergeReport {
+    /// How many unattributed addresses are listed individually.
+    pub const LISTED: usize = 10_000;
+}
+
+/// The blocks of one image as disjoint address ranges, each owned by one block: where blocks
+/// overlap, the block that starts last owns the overlap.
+#[derive(Clone, Debug, Default)]
+pub struct BlockIndex {
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    blocks: Vec<u32>,
+}
+
+impl BlockIndex {
+    pub fn new(image: &Image) -> Self {
+        let mut order: Vec<u32> =
+            (0..image.blocks.len() as u32).filter(|&b| image.blocks[b as usize].size > 0).collect();
+        let span = |b: u32| {
+            let block = &image.blocks[b as usize];
+            (block.offset, block.offset.saturating_add(block.size))
+        };
+        // By start; for equal starts the longer first, so the shorter ends up innermost.
+        order.sort_by(|&a, &b| {
+            let (sa, ea) = span(a);
+            let (sb, eb) = span(b);
+            sa.cmp(&sb).then(eb.cmp(&ea)).then(a.cmp(&b))
+        });
+        let mut index = BlockIndex::default();
+        let mut stack: Vec<(u64, u32)> = Vec::new();
+        let mut cursor = 0u64;
+        let emit = |index: &mut BlockIndex, stack: &mut Vec<(u64, u32)>, cursor: &mut u64, until: u64| {
+            while *cursor < until {
+                let Some(&(end, block)) = stack.last() else { break };
+                if end <= *cursor {
+                    stack.pop();
+                    continue;
+                }
+                let seg_end = end.min(until);
+                index.starts.push(*cursor);
+                index.ends.push(seg_end);
+                index.blocks.push(block);
+                *cursor = seg_end;
+            }
+            *cursor = (*cursor).max(until);
+        };
+        for b in order {
+            let (start, end) = span(b);
+            emit(&mut index, &mut stack, &mut cursor, start);
+            stack.push((end, b));
+        }
+        emit(&mut index, &mut stack, &mut cursor, u64::MAX);
+        index
+    }
+
+    /// The block owning `offset`.
+    pub fn find(&self, offset: u64) -> Option<u32> {
+        let i = self.starts.partition_point(|&s| s <= offset).checked_sub(1)?;
+        (offset < self.ends[i]).then(|| self.blocks[i])
+    }
+
+    /// Like [`BlockIndex::find`], starting from the range `hint` (the previous answer's range)
+    /// and walking forward: linear over ascending offsets.
+    fn find_from(&self, offset: u64, hint: &mut usize) -> Option<u32> {
+        let mut i = *hint;
+        if i >= self.starts.len() || self.starts[i] > offset {
+            i = self.starts.partition_point(|&s| s <= offset).checked_sub(1)?;
+        } else {
+            let mut steps = 0;
+            while i + 1 < self.starts.len() && self.starts[i + 1] <= offset {
+                i += 1;
+                steps += 1;
+                if steps == 16 {
+                    i = self.starts.partition_point(|&s| s <= offset) - 1;
+                    break;
+                }
+            }
+        }
+        *hint = i;
+        (offset < self.ends[i]).then(|| self.blocks[i])
+    }
+}
+
+/// The costs of an image summed per block (by the address rules of [`BlockIndex`]), each
+/// vector `events` long, and the costs at addresses no block contains.
+pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
+    let index = BlockIndex::new(image);
+    let mut per_block = vec![Vec::new(); image.blocks.len()];
+    let mut outside = vec![0u64; events];
+    let mut hint = 0;
+    for c in &image.costs {
+        let slot = match c.offset.and_then(|o| index.find_from(o, &mut hint)) {
+            Some(b) => {
+                let v = &mut per_block[b as usize];
+                if v.is_empty() {
+                    *v = vec![0u64; events];
+                }
+                v
+            }
+            None => &mut outside,
+        };
+        for (e, s) in slot.iter_mut().enumerate() {
+            *s = s.saturating_add(c.value(e));
+        }
+    }
+    for v in &mut per_block {
+        if v.is_empty() {
+            *v = vec![0; events];
+        }
+    }
+    (per_block, outside)
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Merges the samples of `samples` into the graph `graph` (see the module documentation).
+pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> Result<(Profile, MergeReport)> {
+    // Event columns: the graph's own, Ir, then every sample event.
+    // A graph that already carries Ir (merged before) keeps its Ir costs.
+    let ir = if graph.event_index("Ir").is_some() {
+        None
+    } else {
+        graph.events.push(Event { name: "Ir".into(), description: Some("Instructions executed".into()) });
+        Some(graph.events.len() - 1)
+    };
+    let mut event_map = Vec::new();
+    for e in &samples.events {
+        if graph.event_index(&e.name).is_some() {
+            return Err(Error::usage(format!("the graph already has samples of event '{}'", e.name))
+                .with_hint("merge each event once"));
+        }
+        graph.events.push(e.clone());
+        event_map.push(graph.events.len() - 1);
+    }
+    let events = graph.events.len();
+    let mut report = MergeReport {
+        events: samples.events.iter().map(|e| e.name.clone()).collect(),
+        attributed: vec![0; samples.events.len()],
+        unattributed_totals: vec![0; samples.events.len()],
+        ..MergeReport::default()
+    };
+
+    // Instructions executed, per block.
+    let mut new_costs: Vec<Vec<Vec<Cost>>> =
+        graph.processes.iter().map(|p| vec![Vec::new(); p.images.len()]).collect();
+    if let Some(ir) = ir {
+        for (p, process) in graph.processes.iter().enumerate() {
+            let totals = counts::block_totals(process);
+            for (r, block) in process.blocks() {
+                let executed = block.num_instrs.saturating_mul(totals.get(&r).copied().unwrap_or(0));
+                if executed > 0 {
+                    let mut values = vec![0; events];
+                    values[ir] = executed;
+                    new_costs[p][r.image as usize].push(Cost { offset: Some(block.offset), values, ..Cost::default() });
+                }
+            }
+        }
+    }
+
+    // Graph images by path and by base name.
+    let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut by_base: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    for (p, process) in graph.processes.iter().enumerate() {
+        for (i, image) in process.images.iter().enumerate() {
+            if let Some(f) = image.file {
+                let path = graph.files.get(f);
+                by_path.entry(path).or_insert((p, i));
+                by_base.entry(base_name(path)).or_default().push((p, i));
+            }
+        }
+    }
+    let graph_images: Vec<String> =
+        graph.processes.iter().flat_map(|p| &p.images).map(|i| graph.image_name(i)).collect();
+    let sample_images: Vec<&Image> = samples.processes.iter().flat_map(|p| &p.images).collect();
+    if options.image.is_some() && sample_images.len() > 1 {
+        return Err(Error::usage("--image names the graph image of a single sample image, but the samples cover several")
+            .with_hint("merge one sample image at a time, or name the images the same way in both profiles"));
+    }
+    let find = |name: &str| -> Result<Option<(usize, usize)>> {
+        if let Some(&t) = by_path.get(name) {
+            return Ok(Some(t));
+        }
+        match by_base.get(base_name(name)).map(|v| v.as_slice()) {
+            Some([one]) => Ok(Some(*one)),
+            Some(many) if many.len() > 1 => Err(Error::usage(format!(
+                "several graph images are called {}; name one by its full path with --image",
+                base_name(name)
+            ))),
+            _ => Ok(None),
+        }
+    };
+    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
+    for image in &sample_images {
+        let name = samples.image_name(image);
+        let target = match &options.image {
+            Some(wanted) => Some(find(wanted)?.ok_or_else(|| {
+                Error::usage(format!("the graph has no image {wanted}"))
+                    .with_hint(format!("its images: {}", graph_images.join(", ")))
+            })?),
+            None if image.file.is_some() => find(&name)?,
+            None => None,
+        };
+        report.matches.push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
+        let target_image = target.map(|(p, i)| &graph.processes[p].images[i]);
+        let index = target.map(|t| &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1])));
+        // Offset in the graph image = (base - load address) + offset from the text start.
+        let shift: i128 = match target_image {
+            Some(g) => options.base.unwrap_or(g.load_addr) as i128 - g.load_addr as i128,
+            None => 0,
+        };
+        let mut hint = 0usize;
+        for c in &image.costs {
+            if c.values.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let Some(offset) = c.offset else { continue };
+            let relocated = shift + offset as i128;
+            let block = match index {
+                Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => ix.find_from(relocated as u64, &mut hint),
+                _ => None,
+            };
+            match (block, target) {
+                (Some(_), Some((p, i))) => {
+                    let mut values = vec![0; events];
+                    for (j, &v) in c.values.iter().enumerate() {
+                        if let Some(&e) = event_map.get(j) {
+                            values[e] = v;
+                            report.attributed[j] = report.attributed[j].saturating_add(v);
+                        }
+                    }
+                    new_costs[p][i].push(Cost { offset: Some(relocated as u64), values, ..Cost::default() });
+                }
+                _ => {
+                    let values: Vec<u64> = (0..samples.events.len()).map(|j| c.value(j)).collect();
+                    for (t, v) in report.unattributed_totals.iter_mut().zip(&values) {
+                        *t = t.saturating_add(*v);
+                    }
+                    report.unattributed_addresses += 1;
+                    if report.unattributed.len() < MergeReport::LISTED {
+                        report.unattributed.push(Unattributed {
+                            image: name.clone(),
+                            address: image.load_addr.wrapping_add(offset),
+                            values,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    for (p, process) in graph.processes.iter_mut().enumerate() {
+        for (i, image) in process.images.iter_mut().enumerate() {
+            let added = std::mem::take(&mut new_costs[p][i]);
+            if added.is_empty() && image.costs.is_empty() {
+                continue;
+            }
+            image.costs.extend(added);
+            sum_equal_offsets(&mut image.costs, events);
+        }
+    }
+    Ok((graph, report))
+}
