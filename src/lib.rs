@@ -17,6 +17,7 @@ pub mod error;
 pub mod io;
 pub mod ir;
 pub mod registry;
+pub mod synth;
 
 #[path = "../converters/mod.rs"]
 pub mod converters;

@@ -1,7 +1,1338 @@
-//! DCFG reader (in progress).
-use crate::error::{Error, Findings, Result};
-use crate::ir::Profile;
+//! DCFG reader: typed, streaming deserialization with serde visitors (no `serde_json::Value`
+//! tree), in two steps.
+//!
+//! 1. **Parse** the JSON into raw tables that keep the ids as written. The spec lets the
+//!    top-level keys come in any order (the edge-type table may follow the edges that use it),
+//!    so nothing can be resolved while parsing. Tables are read by their header row, never by
+//!    column position; header strings are trimmed (the spec's own example has `"SIZE "`); rows
+//!    may be shorter than the header (Pin omits trailing optional columns such as `LOOPS`);
+//!    integers may be JSON numbers or `"0x..."` strings anywhere; unknown tags and columns are
+//!    skipped. The JSON path of the value being read is tracked so every error can say where it
+//!    is, e.g. `PROCESSES[0].IMAGES[2].BASIC_BLOCKS row 17`.
+//! 2. **Resolve** ids into the model's indices. A reference that names nothing (an edge to an
+//!    unknown node, a duplicate id, an unknown file name id) is a *violation*: the model is still
+//!    built, so `cfghub validate` can list every problem, while conversions refuse the input.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
 use std::io::BufRead;
-pub fn read(_input: &mut dyn BufRead, _findings: &mut Findings) -> Result<Profile> {
-    Err(Error::unsupported("DCFG reading is being written"))
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::error::{Error, Findings, Location, Result};
+use crate::ir::{
+    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, Loop, NodeRef, Process, Profile, Routine,
+    SourceLine, Symbol,
+};
+
+/// Top-level tag of the extension table naming the events of [`Cost`] values. DCFG readers
+/// ignore unknown tags, so a DCFG carrying it stays valid for every other tool.
+pub(super) const EVENTS_TAG: &str = "CFGHUB_EVENTS";
+/// Image-level tag of the extension table of costs at addresses (e.g. merged DCPI samples).
+pub(super) const COSTS_TAG: &str = "CFGHUB_COSTS";
+
+/// Reads a DCFG from `input`, pushing rule violations and warnings to `findings`.
+pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
+    // Parsing from a slice is several times faster than serde_json's byte-at-a-time reader,
+    // and the raw text is dropped before the model is resolved.
+    let mut text = Vec::new();
+    input.read_to_end(&mut text).map_err(|e| Error::io("input", e))?;
+    let raw = parse(&text)?;
+    drop(text);
+    Ok(resolve(raw, findings))
+}
+
+/// Parses DCFG JSON text into raw tables.
+fn parse(text: &[u8]) -> Result<RawDcfg> {
+    let ctx = Ctx::default();
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let result = TopSeed { ctx: &ctx }.deserialize(&mut de).and_then(|raw| de.end().map(|_| raw));
+    result.map_err(|e| {
+        let path = ctx.render();
+        let message = describe_json_error(&e);
+        let err = Error::input(message);
+        if path.is_empty() {
+            err
+        } else {
+            err.at_path(path)
+        }
+    })
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let text = e.to_string();
+    match e.classify() {
+        Category::Eof => format!("the JSON ends too early (truncated file?): {text}"),
+        Category::Syntax => format!("malformed JSON: {text}"),
+        _ => text,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path tracking
+
+/// One step of the path to the value being parsed.
+#[derive(Clone, Copy, Debug)]
+enum Seg {
+    /// An object key: `.KEY`.
+    Key(&'static str),
+    /// A data row of a table holding nested tables: `[i]` (0-based, header not counted).
+    Item(usize),
+    /// A data row of a leaf table: ` row N` (1-based, header not counted).
+    Row(usize),
+    /// The header row of a table.
+    Header,
+    /// A named column of the current row.
+    Column(&'static str),
+}
+
+/// The path to the value being parsed. Segments are pushed on the way in and popped after a
+/// value parsed successfully, so after an error the stack names where it happened.
+#[derive(Default)]
+struct Ctx {
+    path: RefCell<Vec<Seg>>,
+}
+
+impl Ctx {
+    fn push(&self, seg: Seg) {
+        self.path.borrow_mut().push(seg);
+    }
+
+    fn pop(&self) {
+        self.path.borrow_mut().pop();
+    }
+
+    fn set_last(&self, seg: Seg) {
+        if let Some(last) = self.path.borrow_mut().last_mut() {
+            *last = seg;
+        }
+    }
+
+    fn render(&self) -> String {
+        let path = self.path.borrow();
+        let mut out = String::new();
+        for (i, seg) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            match seg {
+                Seg::Key(k) if out.is_empty() => out.push_str(k),
+                Seg::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+                Seg::Item(i) => {
+                    let _ = write!(out, "[{i}]");
+                }
+                Seg::Row(n) => {
+                    let _ = write!(out, " row {n}");
+                }
+                Seg::Header => out.push_str(" header row"),
+                Seg::Column(c) if last => {
+                    let _ = write!(out, " column {c}");
+                }
+                // PROCESS_DATA and IMAGE_DATA objects hold the named tables; name only those.
+                Seg::Column(c) if c.ends_with("_DATA") => {}
+                Seg::Column(c) => {
+                    out.push('.');
+                    out.push_str(c);
+                }
+            }
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw tables
+
+#[derive(Default)]
+struct RawDcfg {
+    major: Option<u64>,
+    minor: Option<u64>,
+    files: Vec<(u64, String)>,
+    edge_types: Vec<(u64, String)>,
+    special_nodes: Vec<(u64, String)>,
+    events: Vec<Event>,
+    processes: Vec<RawProcess>,
+}
+
+#[derive(Default)]
+struct RawProcess {
+    pid: u64,
+    instr_count: Option<u64>,
+    thread_instr_counts: Vec<u64>,
+    images: Vec<RawImage>,
+    edges: Vec<RawEdge>,
+}
+
+#[derive(Default)]
+struct RawImage {
+    id: u64,
+    load_addr: u64,
+    size: u64,
+    file: Option<u64>,
+    symbols: Vec<Symbol>,
+    source_lines: Vec<(u64, SourceLine)>,
+    blocks: Vec<Block>,
+    routines: Option<Vec<RawRoutine>>,
+    costs: Vec<Cost>,
+}
+
+#[derive(Default)]
+struct RawRoutine {
+    entry: u64,
+    exits: Vec<u64>,
+    nodes: Vec<(u64, Option<u64>)>,
+    loops: Vec<RawLoop>,
+}
+
+#[derive(Default)]
+struct RawLoop {
+    head: u64,
+    back_edge_sources: Vec<u64>,
+    nodes: Vec<u64>,
+    parent: Option<u64>,
+}
+
+struct RawEdge {
+    id: u64,
+    source: u64,
+    target: u64,
+    kind: u64,
+    counts: Vec<u64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalars
+
+/// An integer written as a JSON number or as a decimal or `0x` hex string.
+struct Int;
+
+impl<'de> DeserializeSeed<'de> for Int {
+    type Value = u64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(IntVisitor)
+    }
+}
+
+struct IntVisitor;
+
+impl<'de> Visitor<'de> for IntVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a non-negative integer (a number or a \"0x...\" string)")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        Ok(v)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        u64::try_from(v)
+            .map_err(|_| E::custom(format!("negative number {v} where a non-negative integer was expected")))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        if v.fract() == 0.0 && (0.0..1.8e19).contains(&v) {
+            Ok(v as u64)
+        } else {
+            Err(E::custom(format!("{v} is not a non-negative integer")))
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
+        parse_int(s).ok_or_else(|| E::custom(format!("\"{s}\" is not an integer (decimal, or hex with 0x)")))
+    }
+}
+
+/// Parses `"0x1f"`, `"0X1F"` or `"31"` (surrounding white space allowed).
+pub(crate) fn parse_int(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// An array of integers.
+struct IntList;
+
+impl<'de> DeserializeSeed<'de> for IntList {
+    type Value = Vec<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u64>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IntList {
+    type Value = Vec<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of integers")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+        let mut v = Vec::new();
+        while let Some(x) = seq.next_element_seed(Int)? {
+            v.push(x);
+        }
+        Ok(v)
+    }
+}
+
+/// A string (owned; table cells are short).
+struct Str;
+
+impl<'de> DeserializeSeed<'de> for Str {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        <String as serde::Deserialize>::deserialize(d)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+/// A kind of table: its name, the columns it knows, and how it stores a row.
+trait Table {
+    const NAME: &'static str;
+    /// Known column names, in field order.
+    const COLUMNS: &'static [&'static str];
+    /// How many leading entries of `COLUMNS` every header must have.
+    const REQUIRED: usize;
+    /// Whether its rows hold nested tables (paths show `[i]` instead of ` row N`).
+    const NESTED: bool = false;
+
+    /// Reads one data row. `cols[i]` is the field (index into `COLUMNS`) of the row's i-th value.
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error>;
+}
+
+struct TableSeed<'a, T> {
+    table: &'a mut T,
+    ctx: &'a Ctx,
+}
+
+impl<'de, T: Table> DeserializeSeed<'de> for TableSeed<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Table> Visitor<'de> for TableSeed<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a {} table: an array whose first row is the header", T::NAME)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let ctx = self.ctx;
+        ctx.push(Seg::Header);
+        let header = match seq.next_element_seed(HeaderSeed::<T>(std::marker::PhantomData))? {
+            Some(h) => h,
+            None => {
+                ctx.pop();
+                return Ok(());
+            }
+        };
+        let mut cols: Vec<Option<usize>> = Vec::with_capacity(header.len());
+        let mut seen = vec![false; T::COLUMNS.len()];
+        for name in &header {
+            let field = T::COLUMNS.iter().position(|c| *c == name.trim());
+            if let Some(f) = field {
+                if seen[f] {
+                    return Err(de::Error::custom(format!(
+                        "the header names column {} twice",
+                        T::COLUMNS[f]
+                    )));
+                }
+                seen[f] = true;
+            }
+            cols.push(field);
+        }
+        if let Some(missing) = (0..T::REQUIRED).find(|&f| !seen[f]) {
+            return Err(de::Error::custom(format!(
+                "the header has no {} column (it has {})",
+                T::COLUMNS[missing],
+                header.join(", ")
+            )));
+        }
+        let mut n = 0usize;
+        loop {
+            ctx.set_last(if T::NESTED { Seg::Item(n) } else { Seg::Row(n + 1) });
+            let row = RowSeed { table: &mut *self.table, cols: &cols, ctx };
+            if seq.next_element_seed(row)?.is_none() {
+                break;
+            }
+            n += 1;
+        }
+        ctx.pop();
+        Ok(())
+    }
+}
+
+/// The header row: an array of column-name strings.
+struct HeaderSeed<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Table> DeserializeSeed<'de> for HeaderSeed<T> {
+    type Value = Vec<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<String>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Table> Visitor<'de> for HeaderSeed<T> {
+    type Value = Vec<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "the {} header row: an array of column names such as {:?}", T::NAME, T::COLUMNS[0])
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+        let mut names = Vec::new();
+        loop {
+            match seq.next_element::<serde_json::Value>() {
+                Ok(Some(serde_json::Value::String(s))) => names.push(s),
+                Ok(Some(other)) => {
+                    return Err(de::Error::custom(format!(
+                        "the table has no header row: its first row starts with {other} where a column name \
+                         such as \"{}\" was expected",
+                        T::COLUMNS[0]
+                    )))
+                }
+                Ok(None) => return Ok(names),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+struct RowSeed<'a, T> {
+    table: &'a mut T,
+    cols: &'a [Option<usize>],
+    ctx: &'a Ctx,
+}
+
+impl<'de, T: Table> DeserializeSeed<'de> for RowSeed<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Table> Visitor<'de> for RowSeed<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a {} row (an array of values in header order)", T::NAME)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.table.row(self.cols, seq, self.ctx)
+    }
+}
+
+/// Reads the row's cells in header order into `set(field, seq)`; skips unknown columns and any
+/// values beyond the header. Returns which fields were present.
+fn read_cells<'de, A, F>(
+    cols: &[Option<usize>],
+    mut seq: A,
+    ctx: &Ctx,
+    names: &'static [&'static str],
+    mut set: F,
+) -> Result<u32, A::Error>
+where
+    A: SeqAccess<'de>,
+    F: FnMut(usize, &mut A) -> Result<bool, A::Error>,
+{
+    let mut present = 0u32;
+    for col in cols {
+        match col {
+            Some(f) => {
+                ctx.push(Seg::Column(names[*f]));
+                let got = set(*f, &mut seq)?;
+                ctx.pop();
+                if !got {
+                    return Ok(present);
+                }
+                present |= 1 << f;
+            }
+            None => {
+                if seq.next_element::<IgnoredAny>()?.is_none() {
+                    return Ok(present);
+                }
+            }
+        }
+    }
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(present)
+}
+
+/// Fails when a required field is missing from a row that stopped early.
+fn require<E: de::Error>(present: u32, required: usize, names: &[&str]) -> Result<(), E> {
+    for (f, name) in names.iter().enumerate().take(required) {
+        if present & (1 << f) == 0 {
+            return Err(E::custom(format!("the row has no value for {name}")));
+        }
+    }
+    Ok(())
+}
+
+/// Reads one value into `slot`, reporting whether the row had one.
+fn cell<'de, A: SeqAccess<'de>, S: DeserializeSeed<'de>>(
+    seq: &mut A,
+    seed: S,
+    slot: &mut S::Value,
+) -> Result<bool, A::Error> {
+    match seq.next_element_seed(seed)? {
+        Some(v) => {
+            *slot = v;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// A table of `(id, string)` pairs: FILE_NAMES, EDGE_TYPES, SPECIAL_NODES.
+struct IdNames<const K: usize> {
+    rows: Vec<(u64, String)>,
+}
+
+macro_rules! id_name_table {
+    ($k:literal, $name:literal, $id:literal, $str:literal) => {
+        impl Table for IdNames<$k> {
+            const NAME: &'static str = $name;
+            const COLUMNS: &'static [&'static str] = &[$id, $str];
+            const REQUIRED: usize = 2;
+            fn row<'de, A: SeqAccess<'de>>(
+                &mut self,
+                cols: &[Option<usize>],
+                seq: A,
+                ctx: &Ctx,
+            ) -> Result<(), A::Error> {
+                let (mut id, mut name) = (0, String::new());
+                let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+                    0 => cell(seq, Int, &mut id),
+                    _ => cell(seq, Str, &mut name),
+                })?;
+                require(present, Self::REQUIRED, Self::COLUMNS)?;
+                self.rows.push((id, name));
+                Ok(())
+            }
+        }
+    };
+}
+id_name_table!(0, "FILE_NAMES", "FILE_NAME_ID", "FILE_NAME");
+id_name_table!(1, "EDGE_TYPES", "EDGE_TYPE_ID", "EDGE_TYPE");
+id_name_table!(2, "SPECIAL_NODES", "NODE_ID", "NODE_NAME");
+
+struct Events {
+    rows: Vec<Event>,
+}
+
+impl Table for Events {
+    const NAME: &'static str = EVENTS_TAG;
+    const COLUMNS: &'static [&'static str] = &["EVENT", "DESCRIPTION"];
+    const REQUIRED: usize = 1;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let (mut name, mut description) = (String::new(), String::new());
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Str, &mut name),
+            _ => cell(seq, Str, &mut description),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        let description = (present & 2 != 0).then_some(description);
+        self.rows.push(Event { name, description });
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects
+
+struct TopSeed<'a> {
+    ctx: &'a Ctx,
+}
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = RawDcfg;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawDcfg, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = RawDcfg;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a DCFG: a JSON object with MAJOR_VERSION, FILE_NAMES, EDGE_TYPES, PROCESSES, ...")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawDcfg, A::Error> {
+        let ctx = self.ctx;
+        let mut raw = RawDcfg::default();
+        while let Some(key) = map.next_key::<String>()? {
+            macro_rules! id_names {
+                ($k:literal, $tag:literal, $field:ident) => {{
+                    ctx.push(Seg::Key($tag));
+                    let mut t = IdNames::<$k> { rows: Vec::new() };
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    raw.$field.extend(t.rows);
+                    ctx.pop();
+                }};
+            }
+            match key.as_str() {
+                "MAJOR_VERSION" => {
+                    ctx.push(Seg::Key("MAJOR_VERSION"));
+                    raw.major = Some(map.next_value_seed(Int)?);
+                    ctx.pop();
+                }
+                "MINOR_VERSION" => {
+                    ctx.push(Seg::Key("MINOR_VERSION"));
+                    raw.minor = Some(map.next_value_seed(Int)?);
+                    ctx.pop();
+                }
+                "FILE_NAMES" => id_names!(0, "FILE_NAMES", files),
+                "EDGE_TYPES" => id_names!(1, "EDGE_TYPES", edge_types),
+                "SPECIAL_NODES" => id_names!(2, "SPECIAL_NODES", special_nodes),
+                EVENTS_TAG => {
+                    ctx.push(Seg::Key(EVENTS_TAG));
+                    let mut t = Events { rows: Vec::new() };
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    raw.events.extend(t.rows);
+                    ctx.pop();
+                }
+                "PROCESSES" => {
+                    ctx.push(Seg::Key("PROCESSES"));
+                    let mut t = Processes { rows: Vec::new() };
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    raw.processes.extend(t.rows);
+                    ctx.pop();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(raw)
+    }
+}
+
+struct Processes {
+    rows: Vec<RawProcess>,
+}
+
+impl Table for Processes {
+    const NAME: &'static str = "PROCESSES";
+    const COLUMNS: &'static [&'static str] = &["PROCESS_ID", "PROCESS_DATA"];
+    const REQUIRED: usize = 1;
+    const NESTED: bool = true;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut p = RawProcess::default();
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Int, &mut p.pid),
+            _ => Ok(seq.next_element_seed(ProcessData { process: &mut p, ctx })?.is_some()),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(p);
+        Ok(())
+    }
+}
+
+struct ProcessData<'a> {
+    process: &'a mut RawProcess,
+    ctx: &'a Ctx,
+}
+
+impl<'de> DeserializeSeed<'de> for ProcessData<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProcessData<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a PROCESS_DATA object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (p, ctx) = (self.process, self.ctx);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "INSTR_COUNT" => {
+                    ctx.push(Seg::Key("INSTR_COUNT"));
+                    p.instr_count = Some(map.next_value_seed(Int)?);
+                    ctx.pop();
+                }
+                "INSTR_COUNT_PER_THREAD" => {
+                    ctx.push(Seg::Key("INSTR_COUNT_PER_THREAD"));
+                    p.thread_instr_counts = map.next_value_seed(IntList)?;
+                    ctx.pop();
+                }
+                "IMAGES" => {
+                    ctx.push(Seg::Key("IMAGES"));
+                    let mut t = Images { rows: Vec::new() };
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    p.images.extend(t.rows);
+                    ctx.pop();
+                }
+                "EDGES" => {
+                    ctx.push(Seg::Key("EDGES"));
+                    let mut t = Edges { rows: Vec::new() };
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    p.edges.extend(t.rows);
+                    ctx.pop();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Images {
+    rows: Vec<RawImage>,
+}
+
+impl Table for Images {
+    const NAME: &'static str = "IMAGES";
+    const COLUMNS: &'static [&'static str] = &["IMAGE_ID", "LOAD_ADDR", "SIZE", "IMAGE_DATA"];
+    const REQUIRED: usize = 3;
+    const NESTED: bool = true;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut im = RawImage::default();
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Int, &mut im.id),
+            1 => cell(seq, Int, &mut im.load_addr),
+            2 => cell(seq, Int, &mut im.size),
+            _ => Ok(seq.next_element_seed(ImageData { image: &mut im, ctx })?.is_some()),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(im);
+        Ok(())
+    }
+}
+
+struct ImageData<'a> {
+    image: &'a mut RawImage,
+    ctx: &'a Ctx,
+}
+
+impl<'de> DeserializeSeed<'de> for ImageData<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImageData<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an IMAGE_DATA object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (im, ctx) = (self.image, self.ctx);
+        while let Some(key) = map.next_key::<String>()? {
+            macro_rules! table {
+                ($tag:expr, $t:expr, $then:expr) => {{
+                    ctx.push(Seg::Key($tag));
+                    let mut t = $t;
+                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    #[allow(clippy::redundant_closure_call)]
+                    ($then)(t);
+                    ctx.pop();
+                }};
+            }
+            match key.as_str() {
+                "FILE_NAME_ID" => {
+                    ctx.push(Seg::Key("FILE_NAME_ID"));
+                    im.file = Some(map.next_value_seed(Int)?);
+                    ctx.pop();
+                }
+                "SYMBOLS" => {
+                    table!("SYMBOLS", Symbols { rows: Vec::new() }, |t: Symbols| im.symbols.extend(t.rows))
+                }
+                "SOURCE_DATA" => table!("SOURCE_DATA", Sources { rows: Vec::new() }, |t: Sources| im
+                    .source_lines
+                    .extend(t.rows)),
+                "BASIC_BLOCKS" => {
+                    table!("BASIC_BLOCKS", Blocks { rows: Vec::new() }, |t: Blocks| im.blocks.extend(t.rows))
+                }
+                "ROUTINES" => table!("ROUTINES", Routines { rows: Vec::new() }, |t: Routines| im
+                    .routines
+                    .get_or_insert_with(Vec::new)
+                    .extend(t.rows)),
+                COSTS_TAG => {
+                    table!(COSTS_TAG, Costs { rows: Vec::new() }, |t: Costs| im.costs.extend(t.rows))
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Symbols {
+    rows: Vec<Symbol>,
+}
+
+impl Table for Symbols {
+    const NAME: &'static str = "SYMBOLS";
+    const COLUMNS: &'static [&'static str] = &["NAME", "ADDR_OFFSET", "SIZE"];
+    const REQUIRED: usize = 2;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let (mut name, mut offset, mut size) = (String::new(), 0, 0);
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Str, &mut name),
+            1 => cell(seq, Int, &mut offset),
+            _ => cell(seq, Int, &mut size),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        let size = (present & 4 != 0).then_some(size);
+        self.rows.push(Symbol { name, offset: Some(offset), size, file: None });
+        Ok(())
+    }
+}
+
+struct Sources {
+    rows: Vec<(u64, SourceLine)>,
+}
+
+impl Table for Sources {
+    const NAME: &'static str = "SOURCE_DATA";
+    const COLUMNS: &'static [&'static str] =
+        &["FILE_NAME_ID", "LINE_NUM", "ADDR_OFFSET", "SIZE", "NUM_INSTRS"];
+    const REQUIRED: usize = 5;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut v = [0u64; 5];
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| cell(seq, Int, &mut v[f]))?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        let line =
+            u32::try_from(v[1]).map_err(|_| de::Error::custom(format!("LINE_NUM {} is too large", v[1])))?;
+        self.rows.push((v[0], SourceLine { file: None, line, offset: v[2], size: v[3], num_instrs: v[4] }));
+        Ok(())
+    }
+}
+
+struct Blocks {
+    rows: Vec<Block>,
+}
+
+impl Table for Blocks {
+    const NAME: &'static str = "BASIC_BLOCKS";
+    const COLUMNS: &'static [&'static str] =
+        &["NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT"];
+    const REQUIRED: usize = 5;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut v = [0u64; 6];
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| cell(seq, Int, &mut v[f]))?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(Block {
+            id: v[0],
+            offset: v[1],
+            size: v[2],
+            num_instrs: v[3],
+            last_instr_offset: v[4],
+            count: (present & 32 != 0).then_some(v[5]),
+        });
+        Ok(())
+    }
+}
+
+struct Routines {
+    rows: Vec<RawRoutine>,
+}
+
+impl Table for Routines {
+    const NAME: &'static str = "ROUTINES";
+    const COLUMNS: &'static [&'static str] = &["ENTRY_NODE_ID", "EXIT_NODE_IDS", "NODES", "LOOPS"];
+    const REQUIRED: usize = 3;
+    const NESTED: bool = true;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut r = RawRoutine::default();
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Int, &mut r.entry),
+            1 => cell(seq, IntList, &mut r.exits),
+            2 => {
+                let mut t = RoutineNodes { rows: Vec::new() };
+                let got = seq.next_element_seed(TableSeed { table: &mut t, ctx })?.is_some();
+                r.nodes = t.rows;
+                Ok(got)
+            }
+            _ => {
+                let mut t = Loops { rows: Vec::new() };
+                let got = seq.next_element_seed(TableSeed { table: &mut t, ctx })?.is_some();
+                r.loops = t.rows;
+                Ok(got)
+            }
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(r);
+        Ok(())
+    }
+}
+
+struct RoutineNodes {
+    rows: Vec<(u64, Option<u64>)>,
+}
+
+impl Table for RoutineNodes {
+    const NAME: &'static str = "NODES";
+    const COLUMNS: &'static [&'static str] = &["NODE_ID", "IDOM_NODE_ID"];
+    const REQUIRED: usize = 1;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut v = [0u64; 2];
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| cell(seq, Int, &mut v[f]))?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push((v[0], (present & 2 != 0).then_some(v[1])));
+        Ok(())
+    }
+}
+
+struct Loops {
+    rows: Vec<RawLoop>,
+}
+
+impl Table for Loops {
+    const NAME: &'static str = "LOOPS";
+    const COLUMNS: &'static [&'static str] =
+        &["LOOP_HEAD_NODE_ID", "LOOP_BACK_EDGE_SOURCE_NODE_IDS", "LOOP_NODE_IDS", "PARENT_LOOP_HEAD_NODE_ID"];
+    const REQUIRED: usize = 3;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut l = RawLoop::default();
+        let mut parent = 0;
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Int, &mut l.head),
+            1 => cell(seq, IntList, &mut l.back_edge_sources),
+            2 => cell(seq, IntList, &mut l.nodes),
+            _ => cell(seq, Int, &mut parent),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        l.parent = (parent != 0).then_some(parent);
+        self.rows.push(l);
+        Ok(())
+    }
+}
+
+struct Edges {
+    rows: Vec<RawEdge>,
+}
+
+impl Table for Edges {
+    const NAME: &'static str = "EDGES";
+    const COLUMNS: &'static [&'static str] =
+        &["EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD"];
+    const REQUIRED: usize = 4;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let mut v = [0u64; 4];
+        let mut counts = Vec::new();
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            4 => cell(seq, IntList, &mut counts),
+            _ => cell(seq, Int, &mut v[f]),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(RawEdge { id: v[0], source: v[1], target: v[2], kind: v[3], counts });
+        Ok(())
+    }
+}
+
+struct Costs {
+    rows: Vec<Cost>,
+}
+
+impl Table for Costs {
+    const NAME: &'static str = COSTS_TAG;
+    const COLUMNS: &'static [&'static str] = &["ADDR_OFFSET", "VALUES"];
+    const REQUIRED: usize = 2;
+    fn row<'de, A: SeqAccess<'de>>(
+        &mut self,
+        cols: &[Option<usize>],
+        seq: A,
+        ctx: &Ctx,
+    ) -> Result<(), A::Error> {
+        let (mut offset, mut values) = (0, Vec::new());
+        let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
+            0 => cell(seq, Int, &mut offset),
+            _ => cell(seq, IntList, &mut values),
+        })?;
+        require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.rows.push(Cost { offset: Some(offset), values, ..Cost::default() });
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolution
+
+fn path(s: String) -> Option<Location> {
+    Some(Location::Path(s))
+}
+
+/// Turns raw tables into the model, reporting every unresolvable or duplicate id.
+fn resolve(raw: RawDcfg, findings: &mut Findings) -> Profile {
+    let mut profile = Profile::default();
+    match (raw.major, raw.minor) {
+        (Some(major), minor) => {
+            if major > 1 {
+                findings.warn(
+                    path("MAJOR_VERSION".into()),
+                    format!(
+                        "format version {major} is newer than 1.00, which cfghub knows; reading it as 1.00"
+                    ),
+                );
+            }
+            profile.meta.format_version = Some((major, minor.unwrap_or(0)));
+        }
+        (None, _) => findings.warn(None, "no MAJOR_VERSION: reading as format version 1.00"),
+    }
+    profile.events = raw.events;
+
+    let mut files: HashMap<u64, FileId> = HashMap::new();
+    for (row, (id, name)) in raw.files.iter().enumerate() {
+        let fid = profile.files.intern(name);
+        if files.insert(*id, fid).is_some() {
+            findings.violation(
+                path(format!("FILE_NAMES row {}", row + 1)),
+                format!("FILE_NAME_ID {id} is used twice"),
+            );
+        }
+    }
+    let mut kinds: HashMap<u64, EdgeKind> = HashMap::new();
+    for (row, (id, name)) in raw.edge_types.iter().enumerate() {
+        let kind = name.trim().parse().unwrap_or_else(|_| {
+            findings.warn(
+                path(format!("EDGE_TYPES row {}", row + 1)),
+                format!("unknown edge type \"{name}\" (id {id}): read as UNKNOWN"),
+            );
+            EdgeKind::Unknown
+        });
+        if kinds.insert(*id, kind).is_some() {
+            findings.violation(
+                path(format!("EDGE_TYPES row {}", row + 1)),
+                format!("EDGE_TYPE_ID {id} is used twice"),
+            );
+        }
+    }
+    let mut specials: HashMap<u64, NodeRef> = HashMap::new();
+    for (row, (id, name)) in raw.special_nodes.iter().enumerate() {
+        let node = match name.trim() {
+            "START" => NodeRef::Start,
+            "END" => NodeRef::End,
+            "UNKNOWN" => NodeRef::Unknown,
+            other => {
+                findings.warn(
+                    path(format!("SPECIAL_NODES row {}", row + 1)),
+                    format!("unknown special node \"{other}\" (id {id}): read as UNKNOWN"),
+                );
+                NodeRef::Unknown
+            }
+        };
+        if specials.insert(*id, node).is_some() {
+            findings.violation(
+                path(format!("SPECIAL_NODES row {}", row + 1)),
+                format!("NODE_ID {id} is used twice"),
+            );
+        }
+    }
+
+    for (p, rp) in raw.processes.into_iter().enumerate() {
+        profile.processes.push(resolve_process(p, rp, &files, &kinds, &specials, findings));
+    }
+    profile
+}
+
+fn resolve_process(
+    p: usize,
+    rp: RawProcess,
+    files: &HashMap<u64, FileId>,
+    kinds: &HashMap<u64, EdgeKind>,
+    specials: &HashMap<u64, NodeRef>,
+    findings: &mut Findings,
+) -> Process {
+    let at = |rest: String| path(format!("PROCESSES[{p}].{rest}"));
+    let mut process = Process {
+        pid: rp.pid,
+        instr_count: rp.instr_count,
+        thread_instr_counts: rp.thread_instr_counts,
+        ..Process::default()
+    };
+
+    // Node id -> block, sorted for binary search (lighter than a hash map for millions of blocks).
+    let mut nodes: Vec<(u64, BlockRef)> = Vec::with_capacity(rp.images.iter().map(|i| i.blocks.len()).sum());
+    for (i, image) in rp.images.iter().enumerate() {
+        for (b, block) in image.blocks.iter().enumerate() {
+            nodes.push((block.id, BlockRef { image: i as u32, block: b as u32 }));
+        }
+    }
+    nodes.sort_unstable_by_key(|&(id, r)| (id, r));
+    for pair in nodes.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            let (a, b) = (pair[0].1, pair[1].1);
+            findings.violation(
+                at(format!("IMAGES[{}].BASIC_BLOCKS row {}", b.image, b.block + 1)),
+                format!(
+                    "NODE_ID {} is used twice (also IMAGES[{}].BASIC_BLOCKS row {})",
+                    pair[0].0,
+                    a.image,
+                    a.block + 1
+                ),
+            );
+        }
+    }
+    for (i, image) in rp.images.iter().enumerate() {
+        for (b, block) in image.blocks.iter().enumerate() {
+            if specials.contains_key(&block.id) {
+                findings.violation(
+                    at(format!("IMAGES[{i}].BASIC_BLOCKS row {}", b + 1)),
+                    format!("NODE_ID {} is also a special node's id", block.id),
+                );
+            }
+        }
+    }
+    let find = |id: u64| -> Option<BlockRef> {
+        nodes.binary_search_by_key(&id, |&(n, _)| n).ok().map(|k| {
+            // The first of equal ids, so duplicates resolve consistently.
+            let mut k = k;
+            while k > 0 && nodes[k - 1].0 == id {
+                k -= 1;
+            }
+            nodes[k].1
+        })
+    };
+
+    for (i, ri) in rp.images.into_iter().enumerate() {
+        let mut image = Image {
+            id: ri.id,
+            load_addr: ri.load_addr,
+            size: Some(ri.size),
+            symbols: ri.symbols,
+            blocks: ri.blocks,
+            costs: ri.costs,
+            ..Image::default()
+        };
+        if let Some(fid) = ri.file {
+            image.file = files.get(&fid).copied();
+            if image.file.is_none() {
+                findings.violation(
+                    at(format!("IMAGES[{i}].IMAGE_DATA.FILE_NAME_ID")),
+                    format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
+                );
+            }
+        }
+        for (row, (fid, mut line)) in ri.source_lines.into_iter().enumerate() {
+            line.file = files.get(&fid).copied();
+            if line.file.is_none() {
+                findings.violation(
+                    at(format!("IMAGES[{i}].SOURCE_DATA row {}", row + 1)),
+                    format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
+                );
+            }
+            image.source_lines.push(line);
+        }
+        if let Some(raw_routines) = ri.routines {
+            let mut routines = Vec::with_capacity(raw_routines.len());
+            for (r, rr) in raw_routines.into_iter().enumerate() {
+                let here = |what: &str| at(format!("IMAGES[{i}].ROUTINES[{r}].{what}"));
+                let local = |id: u64, what: &str, findings: &mut Findings| -> Option<u32> {
+                    match find(id) {
+                        Some(b) if b.image as usize == i => Some(b.block),
+                        Some(b) => {
+                            findings.violation(
+                                here(what),
+                                format!("node {id} is a block of IMAGES[{}], not of this image", b.image),
+                            );
+                            None
+                        }
+                        None => {
+                            findings.violation(
+                                here(what),
+                                format!("node {id} is not a basic block of this process"),
+                            );
+                            None
+                        }
+                    }
+                };
+                let Some(entry) = local(rr.entry, "ENTRY_NODE_ID", findings) else { continue };
+                let exits = rr.exits.iter().filter_map(|&id| local(id, "EXIT_NODE_IDS", findings)).collect();
+                let mut routine = Routine { entry, exits, ..Routine::default() };
+                let with_idoms = !rr.nodes.is_empty() && rr.nodes.iter().all(|n| n.1.is_some());
+                for (id, idom) in rr.nodes {
+                    let Some(node) = local(id, "NODES", findings) else { continue };
+                    if with_idoms {
+                        let Some(idom) = local(idom.unwrap_or(id), "NODES", findings) else { continue };
+                        routine.idoms.push(idom);
+                    }
+                    routine.nodes.push(node);
+                }
+                for rl in rr.loops {
+                    let Some(head) = local(rl.head, "LOOPS", findings) else { continue };
+                    let back_edge_sources =
+                        rl.back_edge_sources.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
+                    let nodes = rl.nodes.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
+                    let parent = rl.parent.and_then(|id| local(id, "LOOPS", findings));
+                    routine.loops.push(Loop { head, back_edge_sources, nodes, parent });
+                }
+                routines.push(routine);
+            }
+            image.routines = Some(routines);
+        }
+        process.images.push(image);
+    }
+
+    process.edges.reserve_exact(rp.edges.len());
+    for (row, re) in rp.edges.into_iter().enumerate() {
+        let mut node = |id: u64, column: &str| -> NodeRef {
+            if let Some(&s) = specials.get(&id) {
+                return s;
+            }
+            match find(id) {
+                Some(b) => NodeRef::Block(b),
+                None => {
+                    findings.violation(
+                        at(format!("EDGES row {}", row + 1)),
+                        format!("{column} {id} names no basic block or special node"),
+                    );
+                    NodeRef::Unknown
+                }
+            }
+        };
+        let source = node(re.source, "SOURCE_NODE_ID");
+        let target = node(re.target, "TARGET_NODE_ID");
+        let kind = match kinds.get(&re.kind) {
+            Some(&k) => k,
+            None => {
+                findings.violation(
+                    at(format!("EDGES row {}", row + 1)),
+                    format!("EDGE_TYPE_ID {} is not in EDGE_TYPES", re.kind),
+                );
+                EdgeKind::Unknown
+            }
+        };
+        process.edges.push(Edge { id: re.id, source, target, kind, counts: re.counts, ..Edge::default() });
+    }
+    process
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_str(s: &str) -> (Result<Profile>, Findings) {
+        let mut f = Findings::default();
+        let r = read(&mut s.as_bytes(), &mut f);
+        (r, f)
+    }
+
+    #[test]
+    fn integers_as_numbers_or_hex_strings() {
+        assert_eq!(parse_int("0x400000"), Some(4194304));
+        assert_eq!(parse_int(" 17 "), Some(17));
+        assert_eq!(parse_int("0xffffffffffffffff"), Some(u64::MAX));
+        assert_eq!(parse_int("x12"), None);
+    }
+
+    #[test]
+    fn header_names_are_trimmed_and_order_is_free() {
+        let (p, f) = read_str(
+            r#"{ "PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {"IMAGES": [["IMAGE_ID","LOAD_ADDR","SIZE ","IMAGE_DATA"],
+                 [1, "0x1000", "0x20", {"SYMBOLS": [["SIZE ", "NAME", "ADDR_OFFSET"], [4, "f", "0x10"]]}]]}]],
+               "MAJOR_VERSION": 1, "MINOR_VERSION": 0 }"#,
+        );
+        let p = p.unwrap();
+        assert!(f.items.is_empty(), "{f:?}");
+        let im = &p.processes[0].images[0];
+        assert_eq!((im.load_addr, im.size), (0x1000, Some(0x20)));
+        assert_eq!(im.symbols[0], Symbol { name: "f".into(), offset: Some(0x10), size: Some(4), file: None });
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let (r, _) = read_str(
+            r#"{"PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {"IMAGES": [["IMAGE_ID","LOAD_ADDR","SIZE","IMAGE_DATA"],
+                 [1, "0x1000", 32, {}], [2, "0x2000", 32, {"BASIC_BLOCKS": [["NODE_ID","ADDR_OFFSET","SIZE","NUM_INSTRS","LAST_INSTR_OFFSET"],
+                 [4, "0x0", 4, 1, 0], [5, "0x4", "four", 1, 0]]}]]}]]}"#,
+        );
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("PROCESSES[0].IMAGES[1].BASIC_BLOCKS row 2 column SIZE"), "{e}");
+        assert!(e.contains("\"four\" is not an integer"), "{e}");
+    }
+
+    #[test]
+    fn unknown_nodes_are_violations_not_panics() {
+        let (p, f) = read_str(
+            r#"{"EDGE_TYPES": [["EDGE_TYPE_ID","EDGE_TYPE"],[1,"ENTRY"]], "SPECIAL_NODES": [["NODE_ID","NODE_NAME"],[1,"START"]],
+               "PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {"EDGES": [["EDGE_ID","SOURCE_NODE_ID","TARGET_NODE_ID","EDGE_TYPE_ID","COUNT_PER_THREAD"],
+               [10, 1, 99, 1, [1]]]}]]}"#,
+        );
+        assert!(p.is_ok());
+        let v: Vec<_> = f.violations().collect();
+        assert_eq!(v.len(), 1);
+        assert!(v[0].message.contains("TARGET_NODE_ID 99"), "{:?}", v[0]);
+        assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 1".into())));
+    }
 }

@@ -1,12 +1,541 @@
-//! DCFG writer (in progress).
-use crate::error::{Error, Findings, Result};
-use crate::ir::Profile;
+//! DCFG writer, in Pin's style: addresses and offsets as hex strings, sizes and counts as
+//! integers, every table with its header row.
+//!
+//! The default layout puts one table row per line with no padding (small and still diffable);
+//! `--pretty` indents like Pin's own output. Costs at addresses (e.g. merged DCPI samples) go
+//! into the extension tables `CFGHUB_EVENTS` and `CFGHUB_COSTS`, which other DCFG readers
+//! ignore as the spec asks of unknown tags. What DCFG cannot express is named in a warning.
+
+use std::collections::HashSet;
 use std::io::Write;
-pub fn write(
-    _profile: &Profile,
-    _out: &mut dyn Write,
-    _pretty: bool,
-    _findings: &mut Findings,
+
+use super::read::{COSTS_TAG, EVENTS_TAG};
+use crate::error::{Error, Findings, Result};
+use crate::ir::{EdgeKind, Image, NodeRef, Process, Profile};
+
+/// Writes `profile` as DCFG JSON.
+pub fn write(profile: &Profile, out: &mut dyn Write, pretty: bool, findings: &mut Findings) -> Result<()> {
+    let mut w = JsonOut { out, pretty, buf: String::with_capacity(1 << 16) };
+    write_dcfg(&mut w, profile, findings)?;
+    w.flush()
+}
+
+/// A small buffered JSON emitter: rows are formatted into a string and written in blocks.
+struct JsonOut<'a> {
+    out: &'a mut dyn Write,
+    pretty: bool,
+    buf: String,
+}
+
+impl JsonOut<'_> {
+    fn s(&mut self, text: &str) -> Result<()> {
+        self.buf.push_str(text);
+        if self.buf.len() >= 1 << 16 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A line break plus indentation in pretty mode; a bare line break otherwise.
+    fn nl(&mut self, indent: usize) -> Result<()> {
+        self.buf.push('\n');
+        if self.pretty {
+            for _ in 0..indent {
+                self.buf.push(' ');
+            }
+        }
+        Ok(())
+    }
+
+    /// Separator after a comma or bracket: a space in pretty mode.
+    fn sp(&mut self) {
+        if self.pretty {
+            self.buf.push(' ');
+        }
+    }
+
+    fn int(&mut self, v: u64) {
+        let mut b = itoa::Buffer::new();
+        self.buf.push_str(b.format(v));
+    }
+
+    fn hex(&mut self, v: u64) {
+        use std::fmt::Write as _;
+        let _ = write!(self.buf, "\"{v:#x}\"");
+    }
+
+    fn string(&mut self, v: &str) {
+        // serde_json escapes exactly as JSON requires.
+        self.buf.push_str(&serde_json::to_string(v).expect("strings serialise"));
+    }
+
+    fn ints(&mut self, vs: impl IntoIterator<Item = u64>) {
+        self.buf.push('[');
+        self.sp();
+        for (i, v) in vs.into_iter().enumerate() {
+            if i > 0 {
+                self.buf.push(',');
+                self.sp();
+            }
+            self.int(v);
+        }
+        self.sp();
+        self.buf.push(']');
+    }
+
+    fn header(&mut self, names: &[&str]) {
+        self.buf.push('[');
+        self.sp();
+        for (i, n) in names.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(',');
+                self.sp();
+            }
+            self.buf.push('"');
+            self.buf.push_str(n);
+            self.buf.push('"');
+        }
+        self.sp();
+        self.buf.push(']');
+    }
+
+    fn key(&mut self, key: &str) {
+        self.buf.push('"');
+        self.buf.push_str(key);
+        self.buf.push_str(if self.pretty { "\" : " } else { "\":" });
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.write_all(self.buf.as_bytes()).map_err(|e| Error::io("output", e))?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Rows of a table: opens with the header, then each row on its own line.
+fn table<F>(w: &mut JsonOut, indent: usize, header: &[&str], rows: usize, mut row: F) -> Result<()>
+where
+    F: FnMut(&mut JsonOut, usize) -> Result<()>,
+{
+    w.buf.push('[');
+    w.sp();
+    w.header(header);
+    for i in 0..rows {
+        w.buf.push(',');
+        w.nl(indent + 2)?;
+        w.buf.push('[');
+        w.sp();
+        row(w, i)?;
+        w.sp();
+        w.buf.push(']');
+        if w.buf.len() >= 1 << 16 {
+            w.flush()?;
+        }
+    }
+    w.nl(indent)?;
+    w.buf.push(']');
+    Ok(())
+}
+
+/// A comma (with a space in pretty mode) between cells.
+fn c(w: &mut JsonOut) {
+    w.buf.push(',');
+    w.sp();
+}
+
+fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Result<()> {
+    let (major, minor) = (1, 0);
+    w.s("{")?;
+    w.sp();
+    w.key("MAJOR_VERSION");
+    w.int(major);
+    w.s(",")?;
+    w.nl(2)?;
+    w.key("MINOR_VERSION");
+    w.int(minor);
+    w.s(",")?;
+    w.nl(2)?;
+    w.key("FILE_NAMES");
+    let files: Vec<(u32, &str)> = profile.files.iter().collect();
+    table(w, 2, &["FILE_NAME_ID", "FILE_NAME"], files.len(), |w, i| {
+        w.int(u64::from(files[i].0) + 1);
+        c(w);
+        w.string(files[i].1);
+        Ok(())
+    })?;
+    w.s(",")?;
+    w.nl(2)?;
+    w.key("EDGE_TYPES");
+    table(w, 2, &["EDGE_TYPE_ID", "EDGE_TYPE"], EdgeKind::ALL.len(), |w, i| {
+        w.int(i as u64 + 1);
+        c(w);
+        w.string(EdgeKind::ALL[i].as_str());
+        Ok(())
+    })?;
+    let specials = special_ids(profile);
+    w.s(",")?;
+    w.nl(2)?;
+    w.key("SPECIAL_NODES");
+    let names = ["START", "END", "UNKNOWN"];
+    table(w, 2, &["NODE_ID", "NODE_NAME"], 3, |w, i| {
+        w.int(specials[i]);
+        c(w);
+        w.string(names[i]);
+        Ok(())
+    })?;
+    let has_costs = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.costs.is_empty()));
+    if has_costs || !profile.events.is_empty() {
+        w.s(",")?;
+        w.nl(2)?;
+        w.key(EVENTS_TAG);
+        let events = &profile.events;
+        table(w, 2, &["EVENT", "DESCRIPTION"], events.len(), |w, i| {
+            w.string(&events[i].name);
+            if let Some(d) = &events[i].description {
+                c(w);
+                w.string(d);
+            }
+            Ok(())
+        })?;
+    }
+    w.s(",")?;
+    w.nl(2)?;
+    w.key("PROCESSES");
+    let processes = &profile.processes;
+    table(w, 2, &["PROCESS_ID", "PROCESS_DATA"], processes.len(), |w, i| {
+        write_process(w, profile, &processes[i], &specials, findings)
+    })?;
+    w.nl(0)?;
+    w.s("}\n")?;
+    Ok(())
+}
+
+/// Ids for START, END and UNKNOWN: 1, 2, 3 unless blocks use them.
+fn special_ids(profile: &Profile) -> [u64; 3] {
+    let used: HashSet<u64> = profile
+        .processes
+        .iter()
+        .flat_map(|p| p.images.iter().flat_map(|i| i.blocks.iter().map(|b| b.id)))
+        .collect();
+    let mut ids = [0u64; 3];
+    let mut next = 1u64;
+    for id in &mut ids {
+        while used.contains(&next) {
+            next += 1;
+        }
+        *id = next;
+        next += 1;
+    }
+    ids
+}
+
+fn write_process(
+    w: &mut JsonOut,
+    profile: &Profile,
+    p: &Process,
+    specials: &[u64; 3],
+    findings: &mut Findings,
 ) -> Result<()> {
-    Err(Error::unsupported("DCFG writing is being written"))
+    let ind = 6;
+    w.int(p.pid);
+    c(w);
+    w.nl(ind)?;
+    w.s("{")?;
+    w.sp();
+    let threads = p.thread_count();
+    if !p.thread_instr_counts.is_empty() {
+        w.key("INSTR_COUNT_PER_THREAD");
+        w.ints(p.thread_instr_counts.iter().copied());
+        w.s(",")?;
+        w.nl(ind + 2)?;
+    }
+    if let Some(total) = p.instr_count {
+        w.key("INSTR_COUNT");
+        w.int(total);
+        w.s(",")?;
+        w.nl(ind + 2)?;
+    }
+    w.key("IMAGES");
+    table(w, ind + 2, &["IMAGE_ID", "LOAD_ADDR", "SIZE", "IMAGE_DATA"], p.images.len(), |w, i| {
+        write_image(w, profile, &p.images[i], findings)
+    })?;
+    w.s(",")?;
+    w.nl(ind + 2)?;
+    w.key("EDGES");
+    let node_id = |n: NodeRef| -> Option<u64> {
+        match n {
+            NodeRef::Start => Some(specials[0]),
+            NodeRef::End => Some(specials[1]),
+            NodeRef::Unknown => Some(specials[2]),
+            NodeRef::Block(b) => Some(p.block(b).id),
+            NodeRef::Symbol(_) => None,
+        }
+    };
+    let edges: Vec<(u64, u64, usize)> = p
+        .edges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((node_id(e.source)?, node_id(e.target)?, i)))
+        .collect();
+    let dropped = p.edges.len() - edges.len();
+    if dropped > 0 {
+        findings.warn(
+            None,
+            format!("process {}: {dropped} edge(s) between functions rather than blocks cannot be written to DCFG", p.pid),
+        );
+    }
+    if p.edges.iter().any(|e| !e.inclusive.is_empty()) {
+        findings.warn(
+            None,
+            format!("process {}: inclusive costs of calls have no place in DCFG and were left out", p.pid),
+        );
+    }
+    if !p.stacks.is_empty() {
+        findings.warn(
+            None,
+            format!(
+                "process {}: {} call stack(s) have no place in DCFG and were left out",
+                p.pid,
+                p.stacks.len()
+            ),
+        );
+    }
+    let renumber = !edge_ids_usable(p);
+    if renumber {
+        findings.warn(
+            None,
+            format!("process {}: edge ids were missing or repeated; edges were numbered 1..n", p.pid),
+        );
+    }
+    table(
+        w,
+        ind + 2,
+        &["EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD"],
+        edges.len(),
+        |w, k| {
+            let (src, dst, i) = edges[k];
+            let e = &p.edges[i];
+            w.int(if renumber { k as u64 + 1 } else { e.id });
+            c(w);
+            w.int(src);
+            c(w);
+            w.int(dst);
+            c(w);
+            let kind = EdgeKind::ALL.iter().position(|&k| k == e.kind).unwrap_or(0);
+            w.int(kind as u64 + 1);
+            c(w);
+            // Every edge lists all threads, so the array lengths agree across the table.
+            let mut counts = e.counts.clone();
+            counts.resize(threads.max(e.counts.len()), 0);
+            w.ints(counts);
+            Ok(())
+        },
+    )?;
+    w.nl(ind)?;
+    w.s("}")?;
+    Ok(())
+}
+
+fn edge_ids_usable(p: &Process) -> bool {
+    let mut seen = HashSet::with_capacity(p.edges.len());
+    p.edges.iter().all(|e| e.id != 0 && seen.insert(e.id))
+}
+
+fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut Findings) -> Result<()> {
+    let ind = 12;
+    w.int(image.id);
+    c(w);
+    w.hex(image.load_addr);
+    c(w);
+    let size = image
+        .size
+        .unwrap_or_else(|| image.blocks.iter().map(|b| b.offset.saturating_add(b.size)).max().unwrap_or(0));
+    w.int(size);
+    c(w);
+    w.nl(ind)?;
+    w.s("{")?;
+    w.sp();
+    let mut first = true;
+    let mut sep = |w: &mut JsonOut| -> Result<()> {
+        if !first {
+            w.s(",")?;
+            w.nl(ind + 2)?;
+        }
+        first = false;
+        Ok(())
+    };
+    if let Some(f) = image.file {
+        sep(w)?;
+        w.key("FILE_NAME_ID");
+        w.int(u64::from(f) + 1);
+    }
+    let symbols: Vec<_> = image.symbols.iter().filter(|s| s.offset.is_some()).collect();
+    if symbols.len() < image.symbols.len() {
+        findings.warn(
+            None,
+            format!(
+                "image {}: {} symbol(s) without an address cannot be written to DCFG",
+                profile.image_name(image),
+                image.symbols.len() - symbols.len()
+            ),
+        );
+    }
+    if !symbols.is_empty() {
+        sep(w)?;
+        w.key("SYMBOLS");
+        table(w, ind + 2, &["NAME", "ADDR_OFFSET", "SIZE"], symbols.len(), |w, i| {
+            let s = symbols[i];
+            w.string(&s.name);
+            c(w);
+            w.hex(s.offset.unwrap_or(0));
+            if let Some(size) = s.size {
+                c(w);
+                w.int(size);
+            }
+            Ok(())
+        })?;
+    }
+    let lines: Vec<_> = image.source_lines.iter().filter(|l| l.file.is_some()).collect();
+    if !lines.is_empty() {
+        sep(w)?;
+        w.key("SOURCE_DATA");
+        table(
+            w,
+            ind + 2,
+            &["FILE_NAME_ID", "LINE_NUM", "ADDR_OFFSET", "SIZE", "NUM_INSTRS"],
+            lines.len(),
+            |w, i| {
+                let l = lines[i];
+                w.int(u64::from(l.file.unwrap_or(0)) + 1);
+                c(w);
+                w.int(u64::from(l.line));
+                c(w);
+                w.hex(l.offset);
+                c(w);
+                w.int(l.size);
+                c(w);
+                w.int(l.num_instrs);
+                Ok(())
+            },
+        )?;
+    }
+    if !image.blocks.is_empty() {
+        sep(w)?;
+        w.key("BASIC_BLOCKS");
+        let blocks = &image.blocks;
+        table(
+            w,
+            ind + 2,
+            &["NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT"],
+            blocks.len(),
+            |w, i| {
+                let b = &blocks[i];
+                w.int(b.id);
+                c(w);
+                w.hex(b.offset);
+                c(w);
+                w.int(b.size);
+                c(w);
+                w.int(b.num_instrs);
+                c(w);
+                w.int(b.last_instr_offset);
+                if let Some(count) = b.count {
+                    c(w);
+                    w.int(count);
+                }
+                Ok(())
+            },
+        )?;
+    }
+    if let Some(routines) = &image.routines {
+        sep(w)?;
+        w.key("ROUTINES");
+        let id = |b: u32| image.blocks[b as usize].id;
+        table(w, ind + 2, &["ENTRY_NODE_ID", "EXIT_NODE_IDS", "NODES", "LOOPS"], routines.len(), |w, i| {
+            let r = &routines[i];
+            w.int(id(r.entry));
+            c(w);
+            w.ints(r.exits.iter().map(|&b| id(b)));
+            c(w);
+            let header: &[&str] = if r.idoms.len() == r.nodes.len() && !r.idoms.is_empty() {
+                &["NODE_ID", "IDOM_NODE_ID"]
+            } else {
+                &["NODE_ID"]
+            };
+            inline_table(w, header, r.nodes.len(), |w, k| {
+                w.int(id(r.nodes[k]));
+                if header.len() == 2 {
+                    c(w);
+                    w.int(id(r.idoms[k]));
+                }
+            });
+            if !r.loops.is_empty() {
+                c(w);
+                inline_table(
+                    w,
+                    &[
+                        "LOOP_HEAD_NODE_ID",
+                        "LOOP_BACK_EDGE_SOURCE_NODE_IDS",
+                        "LOOP_NODE_IDS",
+                        "PARENT_LOOP_HEAD_NODE_ID",
+                    ],
+                    r.loops.len(),
+                    |w, k| {
+                        let l = &r.loops[k];
+                        w.int(id(l.head));
+                        c(w);
+                        w.ints(l.back_edge_sources.iter().map(|&b| id(b)));
+                        c(w);
+                        w.ints(l.nodes.iter().map(|&b| id(b)));
+                        if let Some(p) = l.parent {
+                            c(w);
+                            w.int(id(p));
+                        }
+                    },
+                );
+            }
+            Ok(())
+        })?;
+    }
+    let costs: Vec<_> = image.costs.iter().filter(|c| c.offset.is_some()).collect();
+    if costs.len() < image.costs.len() {
+        findings.warn(
+            None,
+            format!(
+                "image {}: {} cost(s) at a function or line but no address cannot be written to DCFG",
+                profile.image_name(image),
+                image.costs.len() - costs.len()
+            ),
+        );
+    }
+    if !costs.is_empty() {
+        sep(w)?;
+        w.key(COSTS_TAG);
+        table(w, ind + 2, &["ADDR_OFFSET", "VALUES"], costs.len(), |w, i| {
+            w.hex(costs[i].offset.unwrap_or(0));
+            c(w);
+            w.ints(costs[i].values.iter().copied());
+            Ok(())
+        })?;
+    }
+    w.sp();
+    w.s("}")?;
+    Ok(())
+}
+
+/// A nested table written on one line (routine nodes and loops, as Pin does).
+fn inline_table<F: FnMut(&mut JsonOut, usize)>(w: &mut JsonOut, header: &[&str], rows: usize, mut row: F) {
+    w.buf.push('[');
+    w.sp();
+    w.header(header);
+    for i in 0..rows {
+        c(w);
+        w.buf.push('[');
+        w.sp();
+        row(w, i);
+        w.sp();
+        w.buf.push(']');
+    }
+    w.sp();
+    w.buf.push(']');
 }

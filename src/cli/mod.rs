@@ -5,6 +5,7 @@ mod convert;
 mod formats;
 mod info;
 mod merge;
+mod synth;
 mod table;
 mod validate;
 
@@ -48,6 +49,8 @@ pub enum Command {
     Convert(convert::ConvertArgs),
     /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
     Merge(merge::MergeArgs),
+    /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
+    Synth(synth::SynthArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -71,6 +74,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
         Command::Merge(args) => merge::run(args, quiet),
+        Command::Synth(args) => synth::run(args, quiet),
     };
     match result {
         Ok(code) => code,

@@ -124,6 +124,7 @@ impl EdgeKind {
     }
 }
 
+#[allow(clippy::derivable_impls)] // the enum is declared by a macro
 impl Default for EdgeKind {
     fn default() -> Self {
         EdgeKind::Unknown

@@ -1,1 +1,88 @@
-//! DCFG: bad_input.
+//! DCFG: bad input exits 2 with a message that says where (the JSON path) and what, and leaves
+//! no output file behind.
+
+use crate::common;
+use std::path::Path;
+
+/// Converts `content` (written to a file named `name`) and checks the failure.
+fn refused(name: &str, content: &[u8], expected: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join(name);
+    std::fs::write(&input, content).unwrap();
+    let output = dir.path().join("out.dcfg.json");
+    let o =
+        common::run(&["convert", input.to_str().unwrap(), "--from", "dcfg", "-o", output.to_str().unwrap()]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+    for e in expected {
+        assert!(err.contains(e), "{name}: expected {e:?} in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!output.exists(), "{name}: a failed conversion left {}", output.display());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "only the input may remain: {leftovers:?}");
+    assert_eq!(std::fs::read(&input).unwrap(), content, "the input was changed");
+}
+
+fn hello() -> String {
+    std::fs::read_to_string(common::fixture("dcfg/hello-world.dcfg.json")).unwrap()
+}
+
+#[test]
+fn truncated_json() {
+    let text = hello();
+    refused(
+        "cut.dcfg.json",
+        &text.as_bytes()[..text.len() / 2],
+        &["PROCESSES[0].IMAGES[0]", "ends too early"],
+    );
+}
+
+#[test]
+fn wrong_type_in_a_row() {
+    let text = hello().replace("[ 7, \"0x536\", 10, 2, 5, 3 ]", "[ 7, \"0x536\", \"ten\", 2, 5, 3 ]");
+    refused(
+        "type.dcfg.json",
+        text.as_bytes(),
+        &["PROCESSES[0].IMAGES[0].BASIC_BLOCKS row 4 column SIZE", "\"ten\""],
+    );
+}
+
+#[test]
+fn edge_naming_an_unknown_node() {
+    let text = hello().replace("[ 9, 8, 9, 18, [ 1 ] ]", "[ 9, 8, 99, 18, [ 1 ] ]");
+    refused("node.dcfg.json", text.as_bytes(), &["PROCESSES[0].EDGES row 9", "TARGET_NODE_ID 99"]);
+}
+
+#[test]
+fn table_without_its_header_row() {
+    let text = hello().replace("[ [ \"NAME\", \"ADDR_OFFSET\", \"SIZE\" ], [ \"puts\"", "[ [ \"puts\"");
+    refused("header.dcfg.json", text.as_bytes(), &["PROCESSES[0].IMAGES[1].SYMBOLS", "no header row"]);
+}
+
+#[test]
+fn array_nested_100000_deep() {
+    let deep =
+        format!("{{\"MAJOR_VERSION\":1,\"PROCESSES\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    refused("deep.dcfg.json", deep.as_bytes(), &["PROCESSES", "recursion limit"]);
+}
+
+#[test]
+fn bz2_that_is_not_bzip2() {
+    refused("fake.dcfg.json.bz2", hello().as_bytes(), &["fake.dcfg.json.bz2", "not bzip2"]);
+    let mut corrupt = b"BZh91AY&SY".to_vec();
+    corrupt.extend(std::iter::repeat(0x42).take(4000));
+    refused("corrupt.dcfg.json.bz2", &corrupt, &["corrupt.dcfg.json.bz2"]);
+}
+
+#[test]
+fn output_may_not_be_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.dcfg.json");
+    std::fs::write(&input, hello()).unwrap();
+    let same = input.to_str().unwrap();
+    let o = common::run(&["convert", same, "-o", same]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("also an input"), "{}", common::stderr(&o));
+    assert_eq!(std::fs::read_to_string(Path::new(same)).unwrap(), hello());
+}
