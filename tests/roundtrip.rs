@@ -4,3 +4,9 @@ mod common;
 
 #[path = "roundtrip/dcfg.rs"]
 mod dcfg;
+
+#[path = "roundtrip/dcpi.rs"]
+mod dcpi;
+
+#[path = "roundtrip/dcpicat.rs"]
+mod dcpicat;

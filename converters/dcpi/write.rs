@@ -120,9 +120,6 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
             }
             continue;
         }
-        if key == "text_start" || key == "text_size" {
-            continue;
-        }
         done.push(key);
         if owned {
             match model_value(key) {
