@@ -4,3 +4,6 @@ mod common;
 
 #[path = "bad_input/dcfg.rs"]
 mod dcfg;
+
+#[path = "bad_input/dcpi.rs"]
+mod dcpi;
