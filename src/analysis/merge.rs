@@ -172,6 +172,60 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
     (per_block, outside)
 }
 
+/// Joins instruction counts `(offset, n)` (sorted) with sample costs into one cost list sorted
+/// by offset, one cost per offset.
+fn join(instructions: Vec<(u64, u64)>, mut samples: Vec<Cost>, ir: Option<usize>, events: usize) -> Vec<Cost> {
+    if !samples.windows(2).all(|w| w[0].offset <= w[1].offset) {
+        samples.sort_by_key(|c| c.offset);
+    }
+    let mut out: Vec<Cost> = Vec::with_capacity(instructions.len() + samples.len());
+    let mut ins = instructions.into_iter().peekable();
+    let ir_cost = |(offset, n): (u64, u64)| {
+        let mut values = vec![0; events];
+        if let Some(ir) = ir {
+            values[ir] = n;
+        }
+        Cost { offset: Some(offset), values, ..Cost::default() }
+    };
+    for mut c in samples {
+        let at = c.offset.unwrap_or(0);
+        while let Some(&(o, n)) = ins.peek() {
+            if o > at {
+                break;
+            }
+            ins.next();
+            if o == at {
+                if let Some(ir) = ir {
+                    c.values[ir] = c.values[ir].saturating_add(n);
+                }
+            } else {
+                out.push(ir_cost((o, n)));
+            }
+        }
+        match out.last_mut() {
+            Some(last) if last.offset == c.offset => {
+                for (x, y) in last.values.iter_mut().zip(&c.values) {
+                    *x = x.saturating_add(*y);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out.extend(ins.map(ir_cost));
+    // Blocks sharing a first instruction give one cost.
+    out.dedup_by(|b, a| {
+        if a.offset == b.offset {
+            for (x, y) in a.values.iter_mut().zip(&b.values) {
+                *x = x.saturating_add(*y);
+            }
+            true
+        } else {
+            false
+        }
+    });
+    out
+}
+
 fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -203,22 +257,30 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
         ..MergeReport::default()
     };
 
-    // Instructions executed, per block.
-    let mut new_costs: Vec<Vec<Vec<Cost>>> =
+    // Instructions executed per block, as (offset, instructions) sorted by offset.
+    let mut executed: Vec<Vec<Vec<(u64, u64)>>> =
         graph.processes.iter().map(|p| vec![Vec::new(); p.images.len()]).collect();
-    if let Some(ir) = ir {
+    if ir.is_some() {
         for (p, process) in graph.processes.iter().enumerate() {
-            let totals = counts::block_totals(process);
+            let stated = process.images.iter().all(|i| i.blocks.iter().all(|b| b.count.is_some()));
+            let totals = if stated { Default::default() } else { counts::block_totals(process) };
             for (r, block) in process.blocks() {
-                let executed = block.num_instrs.saturating_mul(totals.get(&r).copied().unwrap_or(0));
-                if executed > 0 {
-                    let mut values = vec![0; events];
-                    values[ir] = executed;
-                    new_costs[p][r.image as usize].push(Cost { offset: Some(block.offset), values, ..Cost::default() });
+                let count = match block.count {
+                    Some(c) => c,
+                    None => totals.get(&r).copied().unwrap_or(0),
+                };
+                let n = block.num_instrs.saturating_mul(count);
+                if n > 0 {
+                    executed[p][r.image as usize].push((block.offset, n));
                 }
+            }
+            for list in &mut executed[p] {
+                list.sort_unstable();
             }
         }
     }
+    let mut new_costs: Vec<Vec<Vec<Cost>>> =
+        graph.processes.iter().map(|p| vec![Vec::new(); p.images.len()]).collect();
 
     // Graph images by path and by base name.
     let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
@@ -284,6 +346,9 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
             };
             match (block, target) {
                 (Some(_), Some((p, i))) => {
+                    if new_costs[p][i].capacity() == 0 {
+                        new_costs[p][i].reserve_exact(image.costs.len());
+                    }
                     let mut values = vec![0; events];
                     for (j, &v) in c.values.iter().enumerate() {
                         if let Some(&e) = event_map.get(j) {
@@ -314,11 +379,16 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
     for (p, process) in graph.processes.iter_mut().enumerate() {
         for (i, image) in process.images.iter_mut().enumerate() {
             let added = std::mem::take(&mut new_costs[p][i]);
-            if added.is_empty() && image.costs.is_empty() {
+            let instructions = std::mem::take(&mut executed[p][i]);
+            if added.is_empty() && instructions.is_empty() && image.costs.is_empty() {
                 continue;
             }
-            image.costs.extend(added);
-            sum_equal_offsets(&mut image.costs, events);
+            let mut costs = join(instructions, added, ir, events);
+            if !image.costs.is_empty() {
+                costs.append(&mut image.costs);
+                sum_equal_offsets(&mut costs, events);
+            }
+            image.costs = costs;
         }
     }
     Ok((graph, report))
