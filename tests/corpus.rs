@@ -4,3 +4,6 @@ mod common;
 
 #[path = "corpus/dcfg.rs"]
 mod dcfg;
+
+#[path = "corpus/dcpicat.rs"]
+mod dcpicat;

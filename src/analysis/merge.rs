@@ -172,58 +172,82 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
     (per_block, outside)
 }
 
-/// Joins instruction counts `(offset, n)` (sorted) with sample costs into one cost list sorted
-/// by offset, one cost per offset.
-fn join(instructions: Vec<(u64, u64)>, mut samples: Vec<Cost>, ir: Option<usize>, events: usize) -> Vec<Cost> {
-    if !samples.windows(2).all(|w| w[0].offset <= w[1].offset) {
-        samples.sort_by_key(|c| c.offset);
+/// The costs of one graph image being built: instruction counts `(offset, n)` (sorted) are
+/// joined with samples as they arrive in ascending order, so that the cost list is built once,
+/// in order, without sorting; samples out of order fall back to a sort at the end.
+struct Sink {
+    costs: Vec<Cost>,
+    instructions: Vec<(u64, u64)>,
+    next: usize,
+    sorted: bool,
+    ir: Option<usize>,
+    events: usize,
+}
+
+impl Sink {
+    fn new(instructions: Vec<(u64, u64)>, ir: Option<usize>, events: usize) -> Self {
+        Sink { costs: Vec::new(), instructions, next: 0, sorted: true, ir, events }
     }
-    let mut out: Vec<Cost> = Vec::with_capacity(instructions.len() + samples.len());
-    let mut ins = instructions.into_iter().peekable();
-    let ir_cost = |(offset, n): (u64, u64)| {
-        let mut values = vec![0; events];
-        if let Some(ir) = ir {
-            values[ir] = n;
+
+    fn add(last: &mut Cost, values: &[u64]) {
+        for (x, y) in last.values.iter_mut().zip(values) {
+            *x = x.saturating_add(*y);
         }
-        Cost { offset: Some(offset), values, ..Cost::default() }
-    };
-    for mut c in samples {
-        let at = c.offset.unwrap_or(0);
-        while let Some(&(o, n)) = ins.peek() {
-            if o > at {
+    }
+
+    /// Appends the instruction counts of blocks starting before `until`.
+    fn flush(&mut self, until: u64) {
+        while let Some(&(o, n)) = self.instructions.get(self.next) {
+            if o >= until {
                 break;
             }
-            ins.next();
-            if o == at {
-                if let Some(ir) = ir {
-                    c.values[ir] = c.values[ir].saturating_add(n);
-                }
-            } else {
-                out.push(ir_cost((o, n)));
-            }
-        }
-        match out.last_mut() {
-            Some(last) if last.offset == c.offset => {
-                for (x, y) in last.values.iter_mut().zip(&c.values) {
-                    *x = x.saturating_add(*y);
+            self.next += 1;
+            let Some(ir) = self.ir else { continue };
+            match self.costs.last_mut() {
+                Some(last) if last.offset == Some(o) => last.values[ir] = last.values[ir].saturating_add(n),
+                _ => {
+                    let mut values = vec![0; self.events];
+                    values[ir] = n;
+                    self.costs.push(Cost { offset: Some(o), values, ..Cost::default() });
                 }
             }
-            _ => out.push(c),
         }
     }
-    out.extend(ins.map(ir_cost));
-    // Blocks sharing a first instruction give one cost.
-    out.dedup_by(|b, a| {
-        if a.offset == b.offset {
-            for (x, y) in a.values.iter_mut().zip(&b.values) {
-                *x = x.saturating_add(*y);
-            }
-            true
-        } else {
-            false
+
+    fn push(&mut self, mut c: Cost, expected: usize) {
+        if self.costs.capacity() == 0 {
+            self.costs.reserve_exact(expected + self.instructions.len());
         }
-    });
-    out
+        let at = c.offset.unwrap_or(0);
+        if self.sorted && self.costs.last().is_some_and(|l| l.offset.unwrap_or(0) > at) {
+            self.sorted = false;
+        }
+        if self.sorted {
+            self.flush(at);
+            while let Some(&(o, n)) = self.instructions.get(self.next) {
+                if o != at {
+                    break;
+                }
+                self.next += 1;
+                if let Some(ir) = self.ir {
+                    c.values[ir] = c.values[ir].saturating_add(n);
+                }
+            }
+            if let Some(last) = self.costs.last_mut().filter(|l| l.offset == c.offset) {
+                Self::add(last, &c.values);
+                return;
+            }
+        }
+        self.costs.push(c);
+    }
+
+    fn finish(mut self) -> Vec<Cost> {
+        self.flush(u64::MAX);
+        if !self.sorted {
+            sum_equal_offsets(&mut self.costs, self.events);
+        }
+        self.costs
+    }
 }
 
 fn base_name(path: &str) -> &str {
@@ -279,8 +303,10 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
             }
         }
     }
-    let mut new_costs: Vec<Vec<Vec<Cost>>> =
-        graph.processes.iter().map(|p| vec![Vec::new(); p.images.len()]).collect();
+    let mut sinks: Vec<Vec<Sink>> = executed
+        .into_iter()
+        .map(|images| images.into_iter().map(|list| Sink::new(list, ir, events)).collect())
+        .collect();
 
     // Graph images by path and by base name.
     let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
@@ -346,9 +372,6 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
             };
             match (block, target) {
                 (Some(_), Some((p, i))) => {
-                    if new_costs[p][i].capacity() == 0 {
-                        new_costs[p][i].reserve_exact(image.costs.len());
-                    }
                     let mut values = vec![0; events];
                     for (j, &v) in c.values.iter().enumerate() {
                         if let Some(&e) = event_map.get(j) {
@@ -356,7 +379,7 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
                             report.attributed[j] = report.attributed[j].saturating_add(v);
                         }
                     }
-                    new_costs[p][i].push(Cost { offset: Some(relocated as u64), values, ..Cost::default() });
+                    sinks[p][i].push(Cost { offset: Some(relocated as u64), values, ..Cost::default() }, image.costs.len());
                 }
                 _ => {
                     let values: Vec<u64> = (0..samples.events.len()).map(|j| c.value(j)).collect();
@@ -378,12 +401,11 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
 
     for (p, process) in graph.processes.iter_mut().enumerate() {
         for (i, image) in process.images.iter_mut().enumerate() {
-            let added = std::mem::take(&mut new_costs[p][i]);
-            let instructions = std::mem::take(&mut executed[p][i]);
-            if added.is_empty() && instructions.is_empty() && image.costs.is_empty() {
+            let sink = std::mem::replace(&mut sinks[p][i], Sink::new(Vec::new(), ir, events));
+            let mut costs = sink.finish();
+            if costs.is_empty() && image.costs.is_empty() {
                 continue;
             }
-            let mut costs = join(instructions, added, ir, events);
             if !image.costs.is_empty() {
                 costs.append(&mut image.costs);
                 sum_equal_offsets(&mut costs, events);
@@ -392,4 +414,71 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
         }
     }
     Ok((graph, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Block, Process};
+
+    fn graph() -> Profile {
+        let mut g = Profile::default();
+        let file = g.files.intern("/bin/app");
+        let block = |id, offset, size, count| Block { id, offset, size, num_instrs: 2, count: Some(count), ..Block::default() };
+        // Block 1 [0x10, 0x30) and block 2 [0x20, 0x30) share a tail; block 3 [0x40, 0x48);
+        // block 4 starts where block 1 does.
+        let blocks = vec![block(1, 0x10, 0x20, 5), block(2, 0x20, 0x10, 7), block(3, 0x40, 8, 1), block(4, 0x10, 4, 1)];
+        g.processes.push(Process {
+            images: vec![Image { file: Some(file), load_addr: 0x1000, blocks, ..Image::default() }],
+            ..Process::default()
+        });
+        g
+    }
+
+    fn samples(offsets: &[(u64, u64)]) -> Profile {
+        let mut s = Profile { events: vec![Event::new("cycles")], ..Profile::default() };
+        let file = s.files.intern("/elsewhere/app");
+        let costs = offsets.iter().map(|&(o, v)| Cost { offset: Some(o), values: vec![v], ..Cost::default() }).collect();
+        s.processes.push(Process {
+            images: vec![Image { file: Some(file), load_addr: 0x9000, costs, ..Image::default() }],
+            ..Process::default()
+        });
+        s
+    }
+
+    #[test]
+    fn overlapping_blocks_give_the_overlap_to_the_later_start() {
+        let g = graph();
+        let index = BlockIndex::new(&g.processes[0].images[0]);
+        let owner: Vec<Option<u32>> = [0x0f, 0x10, 0x13, 0x14, 0x1f, 0x20, 0x2f, 0x30, 0x40, 0x47, 0x48].iter().map(|&o| index.find(o)).collect();
+        assert_eq!(owner, [None, Some(3), Some(3), Some(0), Some(0), Some(1), Some(1), None, Some(2), Some(2), None]);
+    }
+
+    #[test]
+    fn samples_in_any_order_land_in_their_blocks() {
+        for order in [vec![(0x12, 1), (0x14, 2), (0x24, 3), (0x44, 4), (0x60, 5)], vec![(0x44, 4), (0x60, 5), (0x24, 3), (0x12, 1), (0x14, 2)]] {
+            // Matched by base name; the text start sits at the load address.
+            let (merged, report) = merge(graph(), &samples(&order), &MergeOptions::default()).unwrap();
+            assert_eq!(report.attributed, [10]);
+            assert_eq!(report.unattributed_totals, [5]);
+            assert_eq!(report.unattributed, [Unattributed { image: "/elsewhere/app".into(), address: 0x9060, values: vec![5] }]);
+            let image = &merged.processes[0].images[0];
+            assert!(image.costs.windows(2).all(|w| w[0].offset < w[1].offset), "one cost per offset, ascending");
+            let (per_block, outside) = block_costs(image, 2);
+            // [Ir, cycles]: Ir = 2 instructions x count at each block's start (blocks 1 and 4
+            // share 0x10, whose single cost belongs to block 4).
+            assert_eq!(per_block, [vec![0, 2], vec![14, 3], vec![2, 4], vec![12, 1]]);
+            assert_eq!(outside, [0, 0]);
+        }
+    }
+
+    #[test]
+    fn base_relocates_and_unknown_images_are_refused() {
+        let options = MergeOptions { image: Some("app".into()), base: Some(0x1000 + 0x30) };
+        let (_, report) = merge(graph(), &samples(&[(0x10, 9)]), &options).unwrap();
+        // 0x30 + 0x10 = 0x40: block 3.
+        assert_eq!(report.attributed, [9]);
+        let options = MergeOptions { image: Some("nosuch".into()), base: None };
+        assert!(merge(graph(), &samples(&[(0x10, 9)]), &options).is_err());
+    }
 }
