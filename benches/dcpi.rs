@@ -74,7 +74,13 @@ fn merging(c: &mut Criterion) {
         })
         .collect();
     graph.processes.push(Process {
-        images: vec![Image { file: Some(path), load_addr: 0x400000, size: Some(BLOCKS * 16), blocks, ..Image::default() }],
+        images: vec![Image {
+            file: Some(path),
+            load_addr: 0x400000,
+            size: Some(BLOCKS * 16),
+            blocks,
+            ..Image::default()
+        }],
         ..Process::default()
     });
     let mut samples = Profile { events: vec![Event::new("cycles")], ..Profile::default() };

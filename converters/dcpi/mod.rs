@@ -56,11 +56,22 @@ impl Format for Dcpi {
         true
     }
 
-    fn read(&self, input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        options: &ReadOptions,
+        findings: &mut Findings,
+    ) -> Result<Profile> {
         read::read(input, options, findings)
     }
 
-    fn write(&self, profile: &Profile, out: &mut dyn Write, options: &WriteOptions, findings: &mut Findings) -> Result<()> {
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
         write::write(profile, out, options, findings)
     }
 }

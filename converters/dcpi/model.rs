@@ -80,16 +80,25 @@ pub fn event_specs(profile: &Profile) -> Vec<EventSpec> {
 
 /// The index of the event a one-event file should hold: the one named, else the only one,
 /// else the first (with a warning naming the others).
-pub fn choose_event(profile: &Profile, wanted: Option<&str>, findings: &mut Findings, format: &str) -> Result<usize> {
+pub fn choose_event(
+    profile: &Profile,
+    wanted: Option<&str>,
+    findings: &mut Findings,
+    format: &str,
+) -> Result<usize> {
     let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
     if let Some(w) = wanted {
         return profile.event_index(w).ok_or_else(|| {
-            Error::usage(format!("the profile has no event '{w}'"))
-                .with_hint(format!("its events: {}", if names.is_empty() { "none".into() } else { names.join(", ") }))
+            Error::usage(format!("the profile has no event '{w}'")).with_hint(format!(
+                "its events: {}",
+                if names.is_empty() { "none".into() } else { names.join(", ") }
+            ))
         });
     }
     match names.len() {
-        0 => Err(Error::unsupported(format!("{format}: the profile has no events (nothing was sampled or counted)"))),
+        0 => Err(Error::unsupported(format!(
+            "{format}: the profile has no events (nothing was sampled or counted)"
+        ))),
         1 => Ok(0),
         _ => {
             findings.warn(
@@ -107,7 +116,12 @@ pub fn choose_event(profile: &Profile, wanted: Option<&str>, findings: &mut Find
 
 /// The image a per-image file should hold: the one with the most cost for `events` (all
 /// events when empty); other images with costs are named in a warning.
-pub fn choose_image<'p>(profile: &'p Profile, events: &[usize], findings: &mut Findings, format: &str) -> Result<&'p Image> {
+pub fn choose_image<'p>(
+    profile: &'p Profile,
+    events: &[usize],
+    findings: &mut Findings,
+    format: &str,
+) -> Result<&'p Image> {
     let total = |image: &Image| -> u64 {
         image
             .costs
@@ -130,15 +144,17 @@ pub fn choose_image<'p>(profile: &'p Profile, events: &[usize], findings: &mut F
         .collect();
     if with_costs.is_empty() {
         // No samples anywhere: an empty profile of the first image.
-        return profile
-            .processes
-            .iter()
-            .flat_map(|p| &p.images)
-            .next()
-            .ok_or_else(|| Error::unsupported(format!("{format}: the profile has no image to write samples of")));
+        return profile.processes.iter().flat_map(|p| &p.images).next().ok_or_else(|| {
+            Error::unsupported(format!("{format}: the profile has no image to write samples of"))
+        });
     }
     // Stable: the first of equally hot images wins.
-    let best = with_costs.iter().enumerate().max_by(|a, b| a.1 .1.cmp(&b.1 .1).then(b.0.cmp(&a.0))).map(|(i, _)| i).unwrap_or(0);
+    let best = with_costs
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1 .1.cmp(&b.1 .1).then(b.0.cmp(&a.0)))
+        .map(|(i, _)| i)
+        .unwrap_or(0);
     let chosen = with_costs.swap_remove(best).0;
     let others: Vec<String> =
         with_costs.iter().filter(|(_, t)| *t > 0).map(|(i, _)| profile.image_name(i)).collect();

@@ -231,7 +231,8 @@ fn finish(
     path: Option<String>,
     body_start: usize,
 ) -> Result<Header> {
-    let missing: Vec<&str> = REQUIRED.iter().zip(seen).filter(|(_, s)| s.is_none()).map(|(k, _)| *k).collect();
+    let missing: Vec<&str> =
+        REQUIRED.iter().zip(seen).filter(|(_, s)| s.is_none()).map(|(k, _)| *k).collect();
     if !missing.is_empty() {
         return Err(bad(
             body_start.saturating_sub(1),
@@ -264,10 +265,13 @@ fn u32_at(data: &[u8], at: usize) -> u32 {
 pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
     let end = data.len();
     if end < start || end - start < 8 {
-        return Err(bad(start, format!(
+        return Err(bad(
+            start,
+            format!(
             "the body has {} byte(s); it needs at least the 8-byte footer (total addresses, total samples)",
             end.saturating_sub(start)
-        )));
+        ),
+        ));
     }
     let footer = end - 8;
     let mut chunks: Vec<Chunk> = Vec::new();
@@ -290,10 +294,13 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
             return Err(bad(pos, "chunk with 0 counts (a chunk holds at least one count)"));
         }
         if number > left / 4 {
-            return Err(bad(pos, format!(
+            return Err(bad(
+                pos,
+                format!(
                 "chunk claims {number} counts ({} bytes) but only {left} bytes are left before the footer",
                 number as u64 * 4
-            ))
+            ),
+            )
             .with_hint("the file is truncated or not a DCPI profile"));
         }
         let chunk_end = offset as u64 + number as u64 * step;
@@ -324,14 +331,16 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
     let total_offsets = u32_at(data, footer);
     let total_samples = u32_at(data, footer + 4);
     if nonzero != total_offsets as u64 {
-        return Err(bad(footer, format!(
-            "footer says {total_offsets} addresses have samples, the chunks have {nonzero}"
-        )));
+        return Err(bad(
+            footer,
+            format!("footer says {total_offsets} addresses have samples, the chunks have {nonzero}"),
+        ));
     }
     if sum as u32 != total_samples {
-        return Err(bad(footer + 4, format!(
-            "footer says {total_samples} samples in all, the chunks sum to {sum}"
-        )));
+        return Err(bad(
+            footer + 4,
+            format!("footer says {total_samples} samples in all, the chunks sum to {sum}"),
+        ));
     }
     Ok(Body { chunks, total_offsets, total_samples, slots, sum })
 }

@@ -20,7 +20,12 @@ fn io_err(e: std::io::Error) -> Error {
 }
 
 /// Writes the event `options.event` (or the only event) of the image with the most samples.
-pub fn write(profile: &Profile, out: &mut dyn Write, options: &WriteOptions, findings: &mut Findings) -> Result<()> {
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
     let bytes = to_bytes(profile, options.event.as_deref(), findings)?;
     out.write_all(&bytes).map_err(io_err)
 }
@@ -70,12 +75,18 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
     let file = image.file.map(|f| profile.file_name(f).to_string());
     let size = image.size.unwrap_or_else(|| slots.last().map(|s| s.0 + step).unwrap_or(0));
     if image.size.is_none() {
-        findings.warn(None, format!("dcpi: the image size is unknown; wrote tsize {size} (up to the last sample)"));
+        findings.warn(
+            None,
+            format!("dcpi: the image size is unknown; wrote tsize {size} (up to the last sample)"),
+        );
     }
     let period = match spec.period {
         Some(p) => p,
         None => {
-            findings.warn(None, format!("dcpi: the sampling period of '{}' is unknown; wrote period 1", spec.name));
+            findings.warn(
+                None,
+                format!("dcpi: the sampling period of '{}' is unknown; wrote period 1", spec.name),
+            );
             1
         }
     };
@@ -102,7 +113,8 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
         }
     };
 
-    let template: &[(String, String)] = if is_dcpi_family(&profile.meta) { &profile.meta.headers } else { &[] };
+    let template: &[(String, String)] =
+        if is_dcpi_family(&profile.meta) { &profile.meta.headers } else { &[] };
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut done: Vec<&str> = Vec::new();
     if !template.iter().any(|(k, _)| k == "version") {
@@ -155,14 +167,19 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
     if !invented.is_empty() {
         findings.warn(
             None,
-            format!("dcpi: the model does not say what these required header lines hold; wrote {}", invented.join(", ")),
+            format!(
+                "dcpi: the model does not say what these required header lines hold; wrote {}",
+                invented.join(", ")
+            ),
         );
     }
 
     let mut header = String::new();
     for (k, v) in &lines {
         if v.contains('\n') || k.is_empty() || k.contains([' ', '\t', '\n']) || v.is_empty() {
-            return Err(Error::unsupported(format!("dcpi: the header line {k:?} {v:?} cannot be written as KEY VALUE")));
+            return Err(Error::unsupported(format!(
+                "dcpi: the header line {k:?} {v:?} cannot be written as KEY VALUE"
+            )));
         }
         header.push_str(k);
         header.push(' ');

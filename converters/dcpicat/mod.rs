@@ -57,11 +57,22 @@ impl Format for Dcpicat {
         true
     }
 
-    fn read(&self, input: &mut dyn BufRead, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        _options: &ReadOptions,
+        findings: &mut Findings,
+    ) -> Result<Profile> {
         read::read(input, findings)
     }
 
-    fn write(&self, profile: &Profile, out: &mut dyn Write, _options: &WriteOptions, findings: &mut Findings) -> Result<()> {
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        _options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
         write::write(profile, out, findings)
     }
 }

@@ -63,19 +63,21 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             if profile.events.is_empty() {
                 return Err(at("an address line before any `event` line: the columns mean nothing".into()));
             }
-            let start = text_start.ok_or_else(|| at("an address line before the `text_start` line".into()))?;
+            let start =
+                text_start.ok_or_else(|| at("an address line before the `text_start` line".into()))?;
             let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
             let addr_text = fields.next().unwrap_or_default();
-            let addr = std::str::from_utf8(addr_text)
-                .ok()
-                .and_then(parse_hex)
-                .ok_or_else(|| at(format!("expected a hexadecimal address, found {:?}", String::from_utf8_lossy(addr_text))))?;
+            let addr = std::str::from_utf8(addr_text).ok().and_then(parse_hex).ok_or_else(|| {
+                at(format!("expected a hexadecimal address, found {:?}", String::from_utf8_lossy(addr_text)))
+            })?;
             if addr < start {
                 return Err(at(format!("address {addr:#x} lies before text_start {start:#x}")));
             }
             if let Some(prev) = last_addr {
                 if addr <= prev {
-                    return Err(at(format!("address {addr:#x} does not come after {prev:#x} (addresses ascend)")));
+                    return Err(at(format!(
+                        "address {addr:#x} does not come after {prev:#x} (addresses ascend)"
+                    )));
                 }
             }
             last_addr = Some(addr);
@@ -111,7 +113,8 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         }
         match key {
             "text_start" | "text_size" => {
-                let v = parse_hex(value).ok_or_else(|| at(format!("`{key}` expects 0xHEX, found {value:?}")))?;
+                let v =
+                    parse_hex(value).ok_or_else(|| at(format!("`{key}` expects 0xHEX, found {value:?}")))?;
                 let slot = if key == "text_start" { &mut text_start } else { &mut text_size };
                 if slot.is_some() {
                     return Err(at(format!("`{key}` appears twice")));
@@ -123,7 +126,9 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
                     .split_once([' ', '\t'])
                     .and_then(|(t, s)| Some((parse_dec(t.as_bytes())?, s.trim_start_matches([' ', '\t']))))
                     .filter(|(_, s)| !s.is_empty() && !s.contains([' ', '\t']))
-                    .ok_or_else(|| at(format!("`event` expects `TOTAL NAME:PERIOD:FRACTION`, found {value:?}")))?;
+                    .ok_or_else(|| {
+                        at(format!("`event` expects `TOTAL NAME:PERIOD:FRACTION`, found {value:?}"))
+                    })?;
                 let name = split_spec(spec).map(|(n, _, _)| n).unwrap_or(spec);
                 if profile.event_index(name).is_some() {
                     return Err(at(format!("event '{name}' is declared twice")));
@@ -141,7 +146,8 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             }
         }
     }
-    let start = text_start.ok_or_else(|| Error::input("the dump has no `text_start` line").at_line(line_no.max(1)))?;
+    let start = text_start
+        .ok_or_else(|| Error::input("the dump has no `text_start` line").at_line(line_no.max(1)))?;
     for (k, ((total, line), sum)) in stated.iter().zip(&sums).enumerate() {
         if total != sum {
             findings.warn(

@@ -25,7 +25,10 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         }
     }
     if without_offset > 0 {
-        findings.warn(None, format!("dcpicat: {without_offset} cost(s) have no instruction address and are left out"));
+        findings.warn(
+            None,
+            format!("dcpicat: {without_offset} cost(s) have no instruction address and are left out"),
+        );
     }
     if !rows.windows(2).all(|w| w[0].0 <= w[1].0) {
         rows.sort_by_key(|r| r.0);
@@ -47,7 +50,8 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         text.push_str(&format!("{k:<20} {v}\n"));
     };
     let file = image.file.map(|f| profile.file_name(f));
-    let template: &[(String, String)] = if is_dcpi_family(&profile.meta) { &profile.meta.headers } else { &[] };
+    let template: &[(String, String)] =
+        if is_dcpi_family(&profile.meta) { &profile.meta.headers } else { &[] };
     if !template.iter().any(|(k, _)| k == "name") {
         if let Some(f) = file {
             line("name", base_name(f));
@@ -74,14 +78,20 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     line("text_start", &format!("{:#014x}", image.load_addr));
     let size = image.size.unwrap_or_else(|| rows.last().map(|r| r.0 + 4).unwrap_or(0));
     if image.size.is_none() {
-        findings.warn(None, format!("dcpicat: the image size is unknown; wrote text_size {size:#x} (up to the last sample)"));
+        findings.warn(
+            None,
+            format!("dcpicat: the image size is unknown; wrote text_size {size:#x} (up to the last sample)"),
+        );
     }
     line("text_size", &format!("{size:#014x}"));
     let mut guessed = Vec::new();
     let specs = event_specs(profile);
     for (e, spec) in specs.iter().enumerate() {
         if spec.name.contains([' ', '\t', '\n']) {
-            return Err(Error::unsupported(format!("dcpicat: the event name {:?} contains white space", spec.name)));
+            return Err(Error::unsupported(format!(
+                "dcpicat: the event name {:?} contains white space",
+                spec.name
+            )));
         }
         let described = match (spec.period, spec.fraction) {
             (Some(p), Some(z)) => format!("{}:{p}:{z}", spec.name),

@@ -255,7 +255,11 @@ fn base_name(path: &str) -> &str {
 }
 
 /// Merges the samples of `samples` into the graph `graph` (see the module documentation).
-pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> Result<(Profile, MergeReport)> {
+pub fn merge(
+    mut graph: Profile,
+    samples: &Profile,
+    options: &MergeOptions,
+) -> Result<(Profile, MergeReport)> {
     // Event columns: the graph's own, Ir, then every sample event.
     // A graph that already carries Ir (merged before) keeps its Ir costs.
     let ir = if graph.event_index("Ir").is_some() {
@@ -324,8 +328,10 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
         graph.processes.iter().flat_map(|p| &p.images).map(|i| graph.image_name(i)).collect();
     let sample_images: Vec<&Image> = samples.processes.iter().flat_map(|p| &p.images).collect();
     if options.image.is_some() && sample_images.len() > 1 {
-        return Err(Error::usage("--image names the graph image of a single sample image, but the samples cover several")
-            .with_hint("merge one sample image at a time, or name the images the same way in both profiles"));
+        return Err(Error::usage(
+            "--image names the graph image of a single sample image, but the samples cover several",
+        )
+        .with_hint("merge one sample image at a time, or name the images the same way in both profiles"));
     }
     let find = |name: &str| -> Result<Option<(usize, usize)>> {
         if let Some(&t) = by_path.get(name) {
@@ -351,9 +357,13 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
             None if image.file.is_some() => find(&name)?,
             None => None,
         };
-        report.matches.push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
+        report
+            .matches
+            .push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
         let target_image = target.map(|(p, i)| &graph.processes[p].images[i]);
-        let index = target.map(|t| &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1])));
+        let index = target.map(|t| {
+            &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1]))
+        });
         // Offset in the graph image = (base - load address) + offset from the text start.
         let shift: i128 = match target_image {
             Some(g) => options.base.unwrap_or(g.load_addr) as i128 - g.load_addr as i128,
@@ -367,7 +377,9 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
             let Some(offset) = c.offset else { continue };
             let relocated = shift + offset as i128;
             let block = match index {
-                Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => ix.find_from(relocated as u64, &mut hint),
+                Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => {
+                    ix.find_from(relocated as u64, &mut hint)
+                }
                 _ => None,
             };
             match (block, target) {
@@ -379,7 +391,10 @@ pub fn merge(mut graph: Profile, samples: &Profile, options: &MergeOptions) -> R
                             report.attributed[j] = report.attributed[j].saturating_add(v);
                         }
                     }
-                    sinks[p][i].push(Cost { offset: Some(relocated as u64), values, ..Cost::default() }, image.costs.len());
+                    sinks[p][i].push(
+                        Cost { offset: Some(relocated as u64), values, ..Cost::default() },
+                        image.costs.len(),
+                    );
                 }
                 _ => {
                     let values: Vec<u64> = (0..samples.events.len()).map(|j| c.value(j)).collect();
@@ -424,10 +439,22 @@ mod tests {
     fn graph() -> Profile {
         let mut g = Profile::default();
         let file = g.files.intern("/bin/app");
-        let block = |id, offset, size, count| Block { id, offset, size, num_instrs: 2, count: Some(count), ..Block::default() };
+        let block = |id, offset, size, count| Block {
+            id,
+            offset,
+            size,
+            num_instrs: 2,
+            count: Some(count),
+            ..Block::default()
+        };
         // Block 1 [0x10, 0x30) and block 2 [0x20, 0x30) share a tail; block 3 [0x40, 0x48);
         // block 4 starts where block 1 does.
-        let blocks = vec![block(1, 0x10, 0x20, 5), block(2, 0x20, 0x10, 7), block(3, 0x40, 8, 1), block(4, 0x10, 4, 1)];
+        let blocks = vec![
+            block(1, 0x10, 0x20, 5),
+            block(2, 0x20, 0x10, 7),
+            block(3, 0x40, 8, 1),
+            block(4, 0x10, 4, 1),
+        ];
         g.processes.push(Process {
             images: vec![Image { file: Some(file), load_addr: 0x1000, blocks, ..Image::default() }],
             ..Process::default()
@@ -438,7 +465,10 @@ mod tests {
     fn samples(offsets: &[(u64, u64)]) -> Profile {
         let mut s = Profile { events: vec![Event::new("cycles")], ..Profile::default() };
         let file = s.files.intern("/elsewhere/app");
-        let costs = offsets.iter().map(|&(o, v)| Cost { offset: Some(o), values: vec![v], ..Cost::default() }).collect();
+        let costs = offsets
+            .iter()
+            .map(|&(o, v)| Cost { offset: Some(o), values: vec![v], ..Cost::default() })
+            .collect();
         s.processes.push(Process {
             images: vec![Image { file: Some(file), load_addr: 0x9000, costs, ..Image::default() }],
             ..Process::default()
@@ -450,20 +480,35 @@ mod tests {
     fn overlapping_blocks_give_the_overlap_to_the_later_start() {
         let g = graph();
         let index = BlockIndex::new(&g.processes[0].images[0]);
-        let owner: Vec<Option<u32>> = [0x0f, 0x10, 0x13, 0x14, 0x1f, 0x20, 0x2f, 0x30, 0x40, 0x47, 0x48].iter().map(|&o| index.find(o)).collect();
-        assert_eq!(owner, [None, Some(3), Some(3), Some(0), Some(0), Some(1), Some(1), None, Some(2), Some(2), None]);
+        let owner: Vec<Option<u32>> = [0x0f, 0x10, 0x13, 0x14, 0x1f, 0x20, 0x2f, 0x30, 0x40, 0x47, 0x48]
+            .iter()
+            .map(|&o| index.find(o))
+            .collect();
+        assert_eq!(
+            owner,
+            [None, Some(3), Some(3), Some(0), Some(0), Some(1), Some(1), None, Some(2), Some(2), None]
+        );
     }
 
     #[test]
     fn samples_in_any_order_land_in_their_blocks() {
-        for order in [vec![(0x12, 1), (0x14, 2), (0x24, 3), (0x44, 4), (0x60, 5)], vec![(0x44, 4), (0x60, 5), (0x24, 3), (0x12, 1), (0x14, 2)]] {
+        for order in [
+            vec![(0x12, 1), (0x14, 2), (0x24, 3), (0x44, 4), (0x60, 5)],
+            vec![(0x44, 4), (0x60, 5), (0x24, 3), (0x12, 1), (0x14, 2)],
+        ] {
             // Matched by base name; the text start sits at the load address.
             let (merged, report) = merge(graph(), &samples(&order), &MergeOptions::default()).unwrap();
             assert_eq!(report.attributed, [10]);
             assert_eq!(report.unattributed_totals, [5]);
-            assert_eq!(report.unattributed, [Unattributed { image: "/elsewhere/app".into(), address: 0x9060, values: vec![5] }]);
+            assert_eq!(
+                report.unattributed,
+                [Unattributed { image: "/elsewhere/app".into(), address: 0x9060, values: vec![5] }]
+            );
             let image = &merged.processes[0].images[0];
-            assert!(image.costs.windows(2).all(|w| w[0].offset < w[1].offset), "one cost per offset, ascending");
+            assert!(
+                image.costs.windows(2).all(|w| w[0].offset < w[1].offset),
+                "one cost per offset, ascending"
+            );
             let (per_block, outside) = block_costs(image, 2);
             // [Ir, cycles]: Ir = 2 instructions x count at each block's start (blocks 1 and 4
             // share 0x10, whose single cost belongs to block 4).

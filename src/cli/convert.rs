@@ -68,7 +68,11 @@ impl WriteArgs {
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.input])?;
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() })?;
+    let loaded = load(
+        &args.input,
+        args.from.as_deref(),
+        &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() },
+    )?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let findings =
         save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;

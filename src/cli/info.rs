@@ -154,7 +154,11 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() })?;
+    let loaded = load(
+        &args.input,
+        args.from.as_deref(),
+        &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() },
+    )?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
@@ -234,7 +238,8 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
             let n: u64 = nodes.iter().map(|&b| blocks[b as usize][e]).sum();
             s.samples.insert(name.clone(), n);
             s.samples_percent.insert(name.clone(), percent(n, event_totals[e]));
-            let per_k = (instructions > 0).then(|| (n as f64 * 1000.0 / instructions as f64 * 1000.0).round() / 1000.0);
+            let per_k = (instructions > 0)
+                .then(|| (n as f64 * 1000.0 / instructions as f64 * 1000.0).round() / 1000.0);
             s.samples_per_1000_instructions.insert(name, per_k);
         }
         s
@@ -321,7 +326,10 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                     costs.insert(ev.name.clone(), c.value(e));
                 }
                 let address = image.load_addr.wrapping_add(c.offset.unwrap_or(0));
-                top_addresses.push((c.value(0), AddressCosts { image: name.clone(), address: format!("{address:#x}"), costs }));
+                top_addresses.push((
+                    c.value(0),
+                    AddressCosts { image: name.clone(), address: format!("{address:#x}"), costs },
+                ));
             }
         }
     }

@@ -20,7 +20,11 @@ pub struct ValidateArgs {
 
 /// Exit 0 when valid (warnings allowed), 1 on violations; unreadable input is an error (2).
 pub fn run(args: ValidateArgs) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() })?;
+    let loaded = load(
+        &args.input,
+        args.from.as_deref(),
+        &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() },
+    )?;
     let mut findings = loaded.findings;
     findings.extend(crate::analysis::validate::check(&loaded.profile));
     for f in &findings.items {

@@ -41,7 +41,11 @@ fn a_chunk_longer_than_the_file() {
     let mut b = alpha();
     let s = body_start(&b);
     put_u32(&mut b, s + 12 + 4, 0x4000_0000);
-    refused("long.dcpi", &b, &[&format!("byte {}", s + 12), "claims 1073741824 counts", "left before the footer"]);
+    refused(
+        "long.dcpi",
+        &b,
+        &[&format!("byte {}", s + 12), "claims 1073741824 counts", "left before the footer"],
+    );
 }
 
 #[test]
@@ -68,7 +72,11 @@ fn footer_mismatches() {
     refused("sum.dcpi", &b, &[&format!("byte {}", s + 84), "footer says 12 samples", "sum to 4000000055"]);
     let mut b = alpha();
     put_u32(&mut b, s + 80, 3);
-    refused("offsets.dcpi", &b, &[&format!("byte {}", s + 80), "footer says 3 addresses", "the chunks have 9"]);
+    refused(
+        "offsets.dcpi",
+        &b,
+        &[&format!("byte {}", s + 80), "footer says 3 addresses", "the chunks have 9"],
+    );
     let b = alpha();
     refused("cut.dcpi", &b[..b.len() - 3], &["byte", "before the footer"]);
 }
@@ -103,8 +111,16 @@ fn no_samples_line() {
 
 #[test]
 fn bad_header_values() {
-    refused("tstart.dcpi", &replace(&alpha(), "tstart 120000000", "tstart 0xzz"), &["byte", "`tstart` expects a hexadecimal address"]);
-    refused("line.dcpi", &replace(&alpha(), "platform walnut", "platform"), &["byte", "expected a header line `KEY VALUE`"]);
+    refused(
+        "tstart.dcpi",
+        &replace(&alpha(), "tstart 120000000", "tstart 0xzz"),
+        &["byte", "`tstart` expects a hexadecimal address"],
+    );
+    refused(
+        "line.dcpi",
+        &replace(&alpha(), "platform walnut", "platform"),
+        &["byte", "expected a header line `KEY VALUE`"],
+    );
 }
 
 #[test]
@@ -116,9 +132,25 @@ fn major_version_1_points_at_the_text_dump() {
 #[test]
 fn bad_dcpicat_dumps() {
     let good = "name x\npath /bin/x\ntext_start 0x1000\ntext_size 0x100\nevent 5 cycles:100:10000\n0x1004 2\n0x1008 3\n";
-    refused("order.dcpicat.txt", good.replace("0x1004", "0x100c").as_bytes(), &["order.dcpicat.txt:7", "does not come after"]);
-    refused("cols.dcpicat.txt", good.replace("0x1008 3", "0x1008 3 4").as_bytes(), &[":7", "2 sample column(s)", "1 event"]);
+    refused(
+        "order.dcpicat.txt",
+        good.replace("0x1004", "0x100c").as_bytes(),
+        &["order.dcpicat.txt:7", "does not come after"],
+    );
+    refused(
+        "cols.dcpicat.txt",
+        good.replace("0x1008 3", "0x1008 3 4").as_bytes(),
+        &[":7", "2 sample column(s)", "1 event"],
+    );
     refused("below.dcpicat.txt", good.replace("0x1004", "0x0ff0").as_bytes(), &[":6", "before text_start"]);
-    refused("num.dcpicat.txt", good.replace("0x1008 3", "0x1008 x3").as_bytes(), &[":7", "expected a sample count"]);
-    refused("event.dcpicat.txt", good.replace("event 5 cycles", "event cycles").as_bytes(), &[":5", "TOTAL NAME:PERIOD:FRACTION"]);
+    refused(
+        "num.dcpicat.txt",
+        good.replace("0x1008 3", "0x1008 x3").as_bytes(),
+        &[":7", "expected a sample count"],
+    );
+    refused(
+        "event.dcpicat.txt",
+        good.replace("event 5 cycles", "event cycles").as_bytes(),
+        &[":5", "TOTAL NAME:PERIOD:FRACTION"],
+    );
 }

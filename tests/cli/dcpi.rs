@@ -23,7 +23,8 @@ fn info_prints_a_dcpiprof_like_table() {
     assert!(out.contains("costs by image"), "{out}");
     let row = out.lines().find(|l| l.trim_start().starts_with("xemacs ")).expect("image row");
     assert_eq!(row.split_whitespace().collect::<Vec<_>>(), ["xemacs", "4000000055", "100.00", "100.00"]);
-    let hottest: Vec<&str> = out.lines().skip_while(|l| !l.contains("hottest addresses")).skip(2).take(2).collect();
+    let hottest: Vec<&str> =
+        out.lines().skip_while(|l| !l.contains("hottest addresses")).skip(2).take(2).collect();
     assert!(hottest[0].contains("0x120070004") && hottest[0].contains("4000000000"), "{hottest:?}");
     assert!(hottest[1].contains("0x12006cbb8") && hottest[1].ends_with(" 29"), "{hottest:?}");
 
@@ -72,8 +73,12 @@ fn merge_attributes_every_sample_to_its_block() {
     let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
     let graph = load(&dcfg);
     let process = &graph.processes[0];
-    let (exe_index, exe) =
-        process.images.iter().enumerate().find(|(_, i)| graph.image_name(i).ends_with("/simple_loop")).unwrap();
+    let (exe_index, exe) = process
+        .images
+        .iter()
+        .enumerate()
+        .find(|(_, i)| graph.image_name(i).ends_with("/simple_loop"))
+        .unwrap();
     let exe_path = graph.image_name(exe);
     let inside = |o: u64| exe.blocks.iter().filter(|b| b.offset <= o && o < b.offset + b.size).count();
 
@@ -98,7 +103,8 @@ fn merge_attributes_every_sample_to_its_block() {
     }
     // Three addresses in no block: past the image, and in a gap between blocks if there is one.
     let mut stray = vec![exe.size.unwrap() + 0x100, exe.size.unwrap() + 0x204];
-    let gap = exe.blocks.iter().map(|b| b.offset + b.size).find(|&o| inside(o) == 0 && !cycles.contains_key(&o));
+    let gap =
+        exe.blocks.iter().map(|b| b.offset + b.size).find(|&o| inside(o) == 0 && !cycles.contains_key(&o));
     stray.push(gap.unwrap_or(exe.size.unwrap() + 0x300));
     for (i, &o) in stray.iter().enumerate() {
         cycles.insert(o, 7 + i as u64);
@@ -133,7 +139,10 @@ fn merge_attributes_every_sample_to_its_block() {
     ]);
     let err = common::stderr(&o);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains(&format!("cycles: {attributed} sample(s) attributed to blocks, 24 in no block")), "{err}");
+    assert!(
+        err.contains(&format!("cycles: {attributed} sample(s) attributed to blocks, 24 in no block")),
+        "{err}"
+    );
     assert!(err.contains("3 sampled address(es) lie in no block"), "{err}");
     for &s in &stray {
         assert!(err.contains(&format!("{:#x}", exe.load_addr + s)), "{err}");
@@ -176,7 +185,15 @@ fn merge_attributes_every_sample_to_its_block() {
 
     // Back to DCPI: the merged model's cycles in the executable, as a profile of their own.
     let back_file = dir.path().join("back.dcpi");
-    let o = common::run(&["convert", merged_file.to_str().unwrap(), "-o", back_file.to_str().unwrap(), "--event", "cycles", "-q"]);
+    let o = common::run(&[
+        "convert",
+        merged_file.to_str().unwrap(),
+        "-o",
+        back_file.to_str().unwrap(),
+        "--event",
+        "cycles",
+        "-q",
+    ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let back = cfghub::convert::load(
         back_file.to_str().unwrap(),
@@ -197,22 +214,49 @@ fn merge_without_a_matching_image_reports_every_sample() {
     let file = dir.path().join("other.dcpi");
     std::fs::write(&file, dcpi_bytes("/usr/bin/other", "cycles", 0x400000, &samples)).unwrap();
     let out = dir.path().join("m.dcfg.json");
-    let o = common::run(&["merge", dcfg.to_str().unwrap(), file.to_str().unwrap(), "--address-step", "1", "-o", out.to_str().unwrap()]);
+    let o = common::run(&[
+        "merge",
+        dcfg.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--address-step",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let err = common::stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("/usr/bin/other match no graph image"), "{err}");
     assert!(err.contains("cycles: 0 sample(s) attributed to blocks, 11 in no block"), "{err}");
     // --image names the graph image; --base places the text start.
     let o = common::run(&[
-        "merge", dcfg.to_str().unwrap(), file.to_str().unwrap(), "--address-step", "1",
-        "--image", "simple_loop", "--base", "0x3420000000", "-o", out.to_str().unwrap(),
+        "merge",
+        dcfg.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--address-step",
+        "1",
+        "--image",
+        "simple_loop",
+        "--base",
+        "0x3420000000",
+        "-o",
+        out.to_str().unwrap(),
     ]);
     let err = common::stderr(&o);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("-> graph image /home/yan/pintool/DCFG/simple_loop_dependency-pinplay/simple_loop"), "{err}");
+    assert!(
+        err.contains("-> graph image /home/yan/pintool/DCFG/simple_loop_dependency-pinplay/simple_loop"),
+        "{err}"
+    );
     let o = common::run(&[
-        "merge", dcfg.to_str().unwrap(), file.to_str().unwrap(), "--image", "nosuch", "-o", out.to_str().unwrap(),
-        "--address-step", "1",
+        "merge",
+        dcfg.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--image",
+        "nosuch",
+        "-o",
+        out.to_str().unwrap(),
+        "--address-step",
+        "1",
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("the graph has no image nosuch"), "{}", common::stderr(&o));

@@ -16,8 +16,14 @@ fn the_manual_page_dump_reads_with_both_events() {
     // The stated totals (470352, 134705) belong to the whole profile; the page shows six lines.
     let warnings: Vec<String> = loaded.findings.warnings().map(|w| w.to_string()).collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].contains("line 9") && warnings[0].contains("470352") && warnings[0].contains("sum to 47"));
-    assert!(warnings[1].contains("line 10") && warnings[1].contains("134705") && warnings[1].contains("sum to 29"));
+    assert!(
+        warnings[0].contains("line 9") && warnings[0].contains("470352") && warnings[0].contains("sum to 47")
+    );
+    assert!(
+        warnings[1].contains("line 10")
+            && warnings[1].contains("134705")
+            && warnings[1].contains("sum to 29")
+    );
     let headers: Vec<(&str, &str)> = p.meta.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(
         headers,
@@ -36,7 +42,8 @@ fn the_manual_page_dump_reads_with_both_events() {
     assert_eq!(p.image_name(image), "/usr/local/bin/xemacs");
     assert_eq!(image.load_addr, 0x1_2000_0000);
     assert_eq!(image.size, Some(0x80_0000));
-    let rows: Vec<(u64, Vec<u64>)> = image.costs.iter().map(|c| (c.offset.unwrap(), c.values.clone())).collect();
+    let rows: Vec<(u64, Vec<u64>)> =
+        image.costs.iter().map(|c| (c.offset.unwrap(), c.values.clone())).collect();
     assert_eq!(
         rows,
         [
@@ -57,7 +64,15 @@ fn each_event_becomes_a_binary_profile_and_they_combine_back() {
     let mut files = Vec::new();
     for (event, period) in [("cycles", "63488"), ("imiss", "4096")] {
         let out = dir.path().join(format!("{event}.dcpi"));
-        let o = common::run(&["-q", "convert", path.to_str().unwrap(), "-o", out.to_str().unwrap(), "--event", event]);
+        let o = common::run(&[
+            "-q",
+            "convert",
+            path.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--event",
+            event,
+        ]);
         assert!(o.status.success(), "{}", common::stderr(&o));
         let one = load(out.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
         assert_eq!(one.events, vec![Event::new(event)]);

@@ -39,7 +39,11 @@ fn check_against_expected(name: &str, bytes: &[u8], expected: &Value) {
     let image = &p.processes[0].images[0];
     assert_eq!(image.load_addr, expected["tstart"].as_u64().unwrap(), "{name}: tstart");
     assert_eq!(image.size, expected["tsize"].as_u64(), "{name}: tsize");
-    assert_eq!(image.file.map(|f| p.file_name(f).to_string()), expected["path"].as_str().map(String::from), "{name}");
+    assert_eq!(
+        image.file.map(|f| p.file_name(f).to_string()),
+        expected["path"].as_str().map(String::from),
+        "{name}"
+    );
     let samples: Vec<(u64, u64)> = expected["samples"]
         .as_array()
         .unwrap()
@@ -58,9 +62,10 @@ fn check_against_expected(name: &str, bytes: &[u8], expected: &Value) {
 fn committed_fixtures_read_exactly_and_write_back_byte_identical() {
     for name in CASES {
         let bytes = std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi"))).unwrap();
-        let expected: Value =
-            serde_json::from_slice(&std::fs::read(common::fixture(&format!("dcpi/{name}.expected.json"))).unwrap())
-                .unwrap();
+        let expected: Value = serde_json::from_slice(
+            &std::fs::read(common::fixture(&format!("dcpi/{name}.expected.json"))).unwrap(),
+        )
+        .unwrap();
         check_against_expected(name, &bytes, &expected);
     }
 }
@@ -76,7 +81,10 @@ fn the_python_writer_still_makes_the_committed_fixtures() {
         for ext in ["dcpi", "expected.json"] {
             let made = std::fs::read(dir.path().join(format!("{name}.{ext}"))).unwrap();
             let committed = std::fs::read(common::fixture(&format!("dcpi/{name}.{ext}"))).unwrap();
-            assert_eq!(made, committed, "{name}.{ext}: regenerate with python3 tests/dcpi_make_fixture.py fixtures/dcpi");
+            assert_eq!(
+                made, committed,
+                "{name}.{ext}: regenerate with python3 tests/dcpi_make_fixture.py fixtures/dcpi"
+            );
         }
     }
 }
@@ -107,8 +115,10 @@ fn binary_to_dcpicat_and_back_keeps_every_slot_and_line() {
         let bytes = std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi"))).unwrap();
         let first = read(&bytes, 4);
         let (text, _) =
-            cfghub::convert::write_to_vec(&cfghub::converters::dcpicat::Dcpicat, &first, &Default::default()).unwrap();
-        let (second, _) = cfghub::convert::read_with(&cfghub::converters::dcpicat::Dcpicat, &mut text.as_slice()).unwrap();
+            cfghub::convert::write_to_vec(&cfghub::converters::dcpicat::Dcpicat, &first, &Default::default())
+                .unwrap();
+        let (second, _) =
+            cfghub::convert::read_with(&cfghub::converters::dcpicat::Dcpicat, &mut text.as_slice()).unwrap();
         let a = &first.processes[0].images[0];
         let b = &second.processes[0].images[0];
         assert_eq!((a.load_addr, a.size), (b.load_addr, b.size), "{name}");
@@ -158,8 +168,11 @@ fn arb_profile() -> impl Strategy<Value = (Profile, u64)> {
                 ("cpuspeed".into(), "500".into()),
             ]);
             for (k, v) in unknown {
-                if !["version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed", "path", "samples", "cpuamask", "cpuimplv", "cpucount"]
-                    .contains(&k.as_str())
+                if ![
+                    "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize",
+                    "cpuspeed", "path", "samples", "cpuamask", "cpuimplv", "cpucount",
+                ]
+                .contains(&k.as_str())
                 {
                     headers.push((k, v.trim_end().to_string()));
                 }
@@ -167,12 +180,27 @@ fn arb_profile() -> impl Strategy<Value = (Profile, u64)> {
             headers.retain(|(_, v)| !v.is_empty());
             let costs = slots
                 .into_iter()
-                .map(|(slot, count)| Cost { offset: Some(slot as u64 * step), values: vec![count as u64], ..Cost::default() })
+                .map(|(slot, count)| Cost {
+                    offset: Some(slot as u64 * step),
+                    values: vec![count as u64],
+                    ..Cost::default()
+                })
                 .collect();
-            profile.meta = Meta { format_version: Some((0, version.1)), headers, address_step: Some(step), ..Meta::default() };
+            profile.meta = Meta {
+                format_version: Some((0, version.1)),
+                headers,
+                address_step: Some(step),
+                ..Meta::default()
+            };
             profile.events = vec![Event::new(event)];
             profile.processes = vec![Process {
-                images: vec![Image { file, load_addr: tstart, size: Some(8388608), costs, ..Image::default() }],
+                images: vec![Image {
+                    file,
+                    load_addr: tstart,
+                    size: Some(8388608),
+                    costs,
+                    ..Image::default()
+                }],
                 ..Process::default()
             }];
             (profile, step)

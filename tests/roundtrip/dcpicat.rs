@@ -48,10 +48,8 @@ fn arb_profile() -> impl Strategy<Value = Profile> {
             let n = events.len();
             let mut p = Profile::default();
             let file = p.files.intern("/usr/local/bin/xemacs");
-            let mut headers: Vec<(String, String)> = vec![
-                ("name".into(), "xemacs".into()),
-                ("image".into(), "19970328081403c0c18b".into()),
-            ];
+            let mut headers: Vec<(String, String)> =
+                vec![("name".into(), "xemacs".into()), ("image".into(), "19970328081403c0c18b".into())];
             if label {
                 headers.push(("label".into(), "foo bar".into()));
             }
@@ -70,7 +68,13 @@ fn arb_profile() -> impl Strategy<Value = Profile> {
                 .map(|(o, v)| Cost { offset: Some(o), values: v[..n].to_vec(), ..Cost::default() })
                 .collect();
             p.processes = vec![Process {
-                images: vec![Image { file: Some(file), load_addr: start, size: Some(1 << 24), costs, ..Image::default() }],
+                images: vec![Image {
+                    file: Some(file),
+                    load_addr: start,
+                    size: Some(1 << 24),
+                    costs,
+                    ..Image::default()
+                }],
                 ..Process::default()
             }];
             p
