@@ -184,21 +184,19 @@ pub fn parse_header(data: &[u8], findings: &mut Findings) -> Result<Header> {
                 if v != (0, 6) && v != (0, 7) {
                     findings.warn(
                         Some(Location::Byte((pos + value_start) as u64)),
-                        format!("version {value}: only 0.06 and 0.07 are documented; reading it as 0.07"),
+                        format!(
+                            "version {value}: only 0.06 and 0.07 are documented; reading the body as theirs"
+                        ),
                     );
                 }
                 version = Some(v);
             }
-            "image" | "cpuamask" => {
-                if !value.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(expect("hexadecimal digits"));
-                }
+            "image" | "cpuamask" if !value.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                return Err(expect("hexadecimal digits"));
             }
-            "epoch" => {
-                // dcpiformat(4) names YYMMDDHHMM and YYYYMMDDHHMMSS; real dumps show YYYYMMDDHHMM.
-                if !(10..=14).contains(&value.len()) || !value.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(expect("a time YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS"));
-                }
+            // dcpiformat(4) names YYMMDDHHMM and YYYYMMDDHHMMSS; real dumps show YYYYMMDDHHMM.
+            "epoch" if !(10..=14).contains(&value.len()) || !value.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(expect("a time YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS"));
             }
             "tstart" => tstart = Some(hex(value).ok_or_else(|| expect("a hexadecimal address"))?),
             "tsize" => tsize = Some(dec(value).ok_or_else(|| expect("a decimal size"))?),
@@ -207,11 +205,7 @@ pub fn parse_header(data: &[u8], findings: &mut Findings) -> Result<Header> {
                 dec(value).ok_or_else(|| expect("a decimal number"))?;
             }
             "event" => event = Some(value.to_string()),
-            "path" => {
-                if path.is_none() {
-                    path = Some(value.to_string());
-                }
-            }
+            "path" if path.is_none() => path = Some(value.to_string()),
             _ => {}
         }
         lines.push((key.to_string(), value.to_string()));

@@ -154,7 +154,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
 /// Sorts costs by offset and sums those at the same offset (with the same symbol, file and
 /// line) into one, every value vector `events` long. Costs without an offset stay as they are.
 pub fn sum_equal_offsets(costs: &mut Vec<Cost>, events: usize) {
-    costs.sort_by(|a, b| (a.offset.is_none(), a.offset).cmp(&(b.offset.is_none(), b.offset)));
+    costs.sort_by_key(|c| (c.offset.is_none(), c.offset));
     let mut merged: Vec<Cost> = Vec::with_capacity(costs.len());
     for mut c in costs.drain(..) {
         c.values.resize(events.max(c.values.len()), 0);

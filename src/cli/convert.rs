@@ -21,9 +21,22 @@ pub struct ConvertArgs {
     pub to: Option<String>,
     #[command(flatten)]
     pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// Options shared by every command that reads a profile.
+#[derive(Args, Debug, Default)]
+pub struct ReadArgs {
     /// DCPI: bytes between consecutive sample slots (default 4, as on Alpha).
     #[arg(long, value_name = "BYTES")]
     pub address_step: Option<u64>,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions { dcpi_address_step: self.address_step }
+    }
 }
 
 /// Options shared by every command that writes a profile.
@@ -68,11 +81,7 @@ impl WriteArgs {
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.input])?;
-    let loaded = load(
-        &args.input,
-        args.from.as_deref(),
-        &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() },
-    )?;
+    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let findings =
         save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;

@@ -28,12 +28,12 @@ use std::collections::BTreeMap;
 use clap::Args;
 use serde::Serialize;
 
+use super::convert::ReadArgs;
 use super::table::Table;
 use crate::analysis::{counts, merge, names, routines};
 use crate::convert::load;
 use crate::error::Result;
 use crate::ir::{Process, Profile};
-use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -45,9 +45,8 @@ pub struct InfoArgs {
     /// Print JSON for scripts instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// DCPI: bytes between consecutive sample slots (default 4, as on Alpha).
-    #[arg(long, value_name = "BYTES")]
-    pub address_step: Option<u64>,
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// How many routines and loops to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -154,11 +153,7 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(
-        &args.input,
-        args.from.as_deref(),
-        &ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() },
-    )?;
+    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);

@@ -3,12 +3,11 @@
 
 use clap::Args;
 
-use super::convert::WriteArgs;
+use super::convert::{ReadArgs, WriteArgs};
 use crate::analysis::combine::combine;
 use crate::analysis::merge::{merge, MergeOptions, MergeReport};
 use crate::convert::{load, save};
 use crate::error::{Error, Findings, Result};
-use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
@@ -35,9 +34,8 @@ pub struct MergeArgs {
     /// default: the graph image's load address.
     #[arg(long, value_name = "ADDRESS", value_parser = parse_address)]
     pub base: Option<u64>,
-    /// DCPI: bytes between consecutive sample slots (default 4, as on Alpha).
-    #[arg(long, value_name = "BYTES")]
-    pub address_step: Option<u64>,
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// How many unattributed addresses to list on standard error.
     #[arg(long, default_value_t = 20)]
     pub list: usize,
@@ -58,7 +56,7 @@ pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
     let mut inputs: Vec<&str> = vec![&args.graph];
     inputs.extend(args.samples.iter().map(|s| s.as_str()));
     crate::io::check_not_an_input(&args.output, &inputs)?;
-    let options = ReadOptions { dcpi_address_step: args.address_step, ..ReadOptions::default() };
+    let options = args.read.options();
     let graph = load(&args.graph, args.from.as_deref(), &options)?;
     super::check_findings(&args.graph, &graph.findings, quiet)?;
     if graph.profile.processes.iter().all(|p| p.images.iter().all(|i| i.blocks.is_empty())) {

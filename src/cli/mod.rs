@@ -35,6 +35,7 @@ Examples:
   cfghub info app.dcfg.json.bz2                     summary of a profile
   cfghub validate app.dcfg.json.bz2                 check every rule of the format
   cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
+  cfghub merge app.dcfg.json.bz2 cycles.dcpi -o merged.dcfg.json   DCPI samples per block
   cfghub formats                                    what can be read and written";
 
 #[derive(Subcommand, Debug)]

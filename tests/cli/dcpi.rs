@@ -198,7 +198,7 @@ fn merge_attributes_every_sample_to_its_block() {
     let back = cfghub::convert::load(
         back_file.to_str().unwrap(),
         None,
-        &cfghub::registry::ReadOptions { dcpi_address_step: Some(1), ..Default::default() },
+        &cfghub::registry::ReadOptions { dcpi_address_step: Some(1) },
     )
     .unwrap()
     .profile;
