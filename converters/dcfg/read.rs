@@ -1276,7 +1276,14 @@ fn resolve_process(
                 EdgeKind::Unknown
             }
         };
-        process.edges.push(Edge { id: re.id, source, target, kind, counts: re.counts.into(), ..Edge::default() });
+        process.edges.push(Edge {
+            id: re.id,
+            source,
+            target,
+            kind,
+            counts: re.counts.into(),
+            ..Edge::default()
+        });
     }
     process
 }

@@ -303,8 +303,12 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
     });
     top_loops.truncate(top);
     let mut costs_by_image = Vec::new();
-    let mut top_addresses: Vec<(u64, AddressCosts)> = Vec::new();
-    for image in process.images.iter().filter(|i| !i.costs.is_empty()) {
+    // Hottest addresses of images without blocks: (first event's value, address, image, cost),
+    // the `top` largest kept while scanning, so a profile of millions of addresses costs nothing.
+    let mut hottest: std::collections::BinaryHeap<
+        std::cmp::Reverse<(u64, std::cmp::Reverse<u64>, usize, usize)>,
+    > = std::collections::BinaryHeap::new();
+    for (i, image) in process.images.iter().enumerate().filter(|(_, i)| !i.costs.is_empty()) {
         let name = names::image_base_name(profile, image);
         let mut costs = BTreeMap::new();
         let mut pct = BTreeMap::new();
@@ -314,17 +318,17 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
             pct.insert(ev.name.clone(), percent(n, event_totals[e]));
         }
         costs_by_image.push(ImageCosts { image: name.clone(), costs, percent: pct });
-        if image.blocks.is_empty() && events > 0 {
-            for c in image.costs.iter().filter(|c| c.offset.is_some() && c.values.iter().any(|&v| v > 0)) {
-                let mut costs = BTreeMap::new();
-                for (e, ev) in profile.events.iter().enumerate() {
-                    costs.insert(ev.name.clone(), c.value(e));
+        if image.blocks.is_empty() && events > 0 && top > 0 {
+            for (k, c) in image.costs.iter().enumerate() {
+                let Some(offset) = c.offset else { continue };
+                if c.values.iter().all(|&v| v == 0) {
+                    continue;
                 }
-                let address = image.load_addr.wrapping_add(c.offset.unwrap_or(0));
-                top_addresses.push((
-                    c.value(0),
-                    AddressCosts { image: name.clone(), address: format!("{address:#x}"), costs },
-                ));
+                let address = image.load_addr.wrapping_add(offset);
+                hottest.push(std::cmp::Reverse((c.value(0), std::cmp::Reverse(address), i, k)));
+                if hottest.len() > top {
+                    hottest.pop();
+                }
             }
         }
     }
@@ -332,9 +336,22 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         let first = profile.events.first().map(|e| e.name.as_str()).unwrap_or("");
         b.costs.get(first).cmp(&a.costs.get(first)).then_with(|| a.image.cmp(&b.image))
     });
-    top_addresses.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.address.cmp(&b.1.address)));
-    top_addresses.truncate(top);
-    let top_addresses = top_addresses.into_iter().map(|(_, a)| a).collect();
+    let mut hottest: Vec<_> = hottest.into_iter().map(|r| r.0).collect();
+    hottest.sort_unstable_by(|a, b| b.cmp(a));
+    let top_addresses = hottest
+        .into_iter()
+        .map(|(_, std::cmp::Reverse(address), i, k)| {
+            let image = &process.images[i];
+            let c = &image.costs[k];
+            let costs =
+                profile.events.iter().enumerate().map(|(e, ev)| (ev.name.clone(), c.value(e))).collect();
+            AddressCosts {
+                image: names::image_base_name(profile, image),
+                address: format!("{address:#x}"),
+                costs,
+            }
+        })
+        .collect();
     ProcessReport {
         pid: process.pid,
         threads: process.thread_count(),
