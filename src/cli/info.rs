@@ -23,7 +23,8 @@
 //! and are ranked by the first sampled event. `costs_by_image` is the `dcpiprof -i` view (every
 //! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use clap::Args;
 use serde::Serialize;
@@ -168,6 +169,9 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     Ok(0)
 }
 
+/// An address ranked by its first event's value: (value, address (lower first), image, cost).
+type Hot = (u64, Reverse<u64>, usize, usize);
+
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -305,9 +309,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
     let mut costs_by_image = Vec::new();
     // Hottest addresses of images without blocks: (first event's value, address, image, cost),
     // the `top` largest kept while scanning, so a profile of millions of addresses costs nothing.
-    let mut hottest: std::collections::BinaryHeap<
-        std::cmp::Reverse<(u64, std::cmp::Reverse<u64>, usize, usize)>,
-    > = std::collections::BinaryHeap::new();
+    let mut hottest: BinaryHeap<Reverse<Hot>> = BinaryHeap::new();
     for (i, image) in process.images.iter().enumerate().filter(|(_, i)| !i.costs.is_empty()) {
         let name = names::image_base_name(profile, image);
         let mut costs = BTreeMap::new();
@@ -325,7 +327,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                     continue;
                 }
                 let address = image.load_addr.wrapping_add(offset);
-                hottest.push(std::cmp::Reverse((c.value(0), std::cmp::Reverse(address), i, k)));
+                hottest.push(Reverse((c.value(0), Reverse(address), i, k)));
                 if hottest.len() > top {
                     hottest.pop();
                 }
@@ -340,7 +342,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
     hottest.sort_unstable_by(|a, b| b.cmp(a));
     let top_addresses = hottest
         .into_iter()
-        .map(|(_, std::cmp::Reverse(address), i, k)| {
+        .map(|(_, Reverse(address), i, k)| {
             let image = &process.images[i];
             let c = &image.costs[k];
             let costs =
