@@ -11,16 +11,16 @@
 //!   the middle of a block makes a second block sharing its tail), to the one that starts last.
 //!   Samples in no block are not carried into the model; they are returned with their
 //!   addresses in [`MergeReport::unattributed`].
-//! - The result is the graph with events `Ir` (instructions executed: `num_instrs x count` of
-//!   each block, as a cost at the block's first instruction) and every sample event, as costs
-//!   at instruction offsets in [`Image::costs`](crate::ir::Image).
+//! - The result is the graph with every sample event added to [`Profile::events`] and the
+//!   samples as costs at instruction offsets in [`Image::costs`](crate::ir::Image), one cost per
+//!   address. Instructions executed stay where the model keeps them: `num_instrs x count` of
+//!   each block, from which every writer derives `Ir` (so `Ir` is never counted twice).
 
 use std::collections::HashMap;
 
 use super::combine::sum_equal_offsets;
-use super::counts;
 use crate::error::{Error, Result};
-use crate::ir::{Cost, Event, Image, Profile};
+use crate::ir::{Cost, Image, Profile};
 
 /// Where samples go.
 #[derive(Clone, Debug, Default)]
@@ -172,79 +172,37 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
     (per_block, outside)
 }
 
-/// The costs of one graph image being built: instruction counts `(offset, n)` (sorted) are
-/// joined with samples as they arrive in ascending order, so that the cost list is built once,
-/// in order, without sorting; samples out of order fall back to a sort at the end.
+/// The costs of one graph image being built, in ascending order as samples usually arrive;
+/// samples out of order fall back to a sort at the end.
+#[derive(Default)]
 struct Sink {
     costs: Vec<Cost>,
-    instructions: Vec<(u64, u64)>,
-    next: usize,
     sorted: bool,
-    ir: Option<usize>,
-    events: usize,
 }
 
 impl Sink {
-    fn new(instructions: Vec<(u64, u64)>, ir: Option<usize>, events: usize) -> Self {
-        Sink { costs: Vec::new(), instructions, next: 0, sorted: true, ir, events }
-    }
-
-    fn add(last: &mut Cost, values: &[u64]) {
-        for (x, y) in last.values.iter_mut().zip(values) {
-            *x = x.saturating_add(*y);
-        }
-    }
-
-    /// Appends the instruction counts of blocks starting before `until`.
-    fn flush(&mut self, until: u64) {
-        while let Some(&(o, n)) = self.instructions.get(self.next) {
-            if o >= until {
-                break;
-            }
-            self.next += 1;
-            let Some(ir) = self.ir else { continue };
-            match self.costs.last_mut() {
-                Some(last) if last.offset == Some(o) => last.values[ir] = last.values[ir].saturating_add(n),
-                _ => {
-                    let mut values = vec![0; self.events];
-                    values[ir] = n;
-                    self.costs.push(Cost { offset: Some(o), values, ..Cost::default() });
-                }
-            }
-        }
-    }
-
-    fn push(&mut self, mut c: Cost, expected: usize) {
+    fn push(&mut self, c: Cost, expected: usize) {
         if self.costs.capacity() == 0 {
-            self.costs.reserve_exact(expected + self.instructions.len());
+            self.costs.reserve_exact(expected);
+            self.sorted = true;
         }
-        let at = c.offset.unwrap_or(0);
-        if self.sorted && self.costs.last().is_some_and(|l| l.offset.unwrap_or(0) > at) {
-            self.sorted = false;
-        }
-        if self.sorted {
-            self.flush(at);
-            while let Some(&(o, n)) = self.instructions.get(self.next) {
-                if o != at {
-                    break;
+        if let Some(last) = self.costs.last_mut() {
+            if last.offset == c.offset {
+                for (x, y) in last.values.iter_mut().zip(&c.values) {
+                    *x = x.saturating_add(*y);
                 }
-                self.next += 1;
-                if let Some(ir) = self.ir {
-                    c.values[ir] = c.values[ir].saturating_add(n);
-                }
-            }
-            if let Some(last) = self.costs.last_mut().filter(|l| l.offset == c.offset) {
-                Self::add(last, &c.values);
                 return;
+            }
+            if last.offset > c.offset {
+                self.sorted = false;
             }
         }
         self.costs.push(c);
     }
 
-    fn finish(mut self) -> Vec<Cost> {
-        self.flush(u64::MAX);
+    fn finish(mut self, events: usize) -> Vec<Cost> {
         if !self.sorted {
-            sum_equal_offsets(&mut self.costs, self.events);
+            sum_equal_offsets(&mut self.costs, events);
         }
         self.costs
     }
@@ -260,14 +218,7 @@ pub fn merge(
     samples: &Profile,
     options: &MergeOptions,
 ) -> Result<(Profile, MergeReport)> {
-    // Event columns: the graph's own, Ir, then every sample event.
-    // A graph that already carries Ir (merged before) keeps its Ir costs.
-    let ir = if graph.event_index("Ir").is_some() {
-        None
-    } else {
-        graph.events.push(Event { name: "Ir".into(), description: Some("Instructions executed".into()) });
-        Some(graph.events.len() - 1)
-    };
+    // Event columns: the graph's own, then every sample event.
     let mut event_map = Vec::new();
     for e in &samples.events {
         if graph.event_index(&e.name).is_some() {
@@ -285,32 +236,8 @@ pub fn merge(
         ..MergeReport::default()
     };
 
-    // Instructions executed per block, as (offset, instructions) sorted by offset.
-    let mut executed: Vec<Vec<Vec<(u64, u64)>>> =
-        graph.processes.iter().map(|p| vec![Vec::new(); p.images.len()]).collect();
-    if ir.is_some() {
-        for (p, process) in graph.processes.iter().enumerate() {
-            let stated = process.images.iter().all(|i| i.blocks.iter().all(|b| b.count.is_some()));
-            let totals = if stated { Default::default() } else { counts::block_totals(process) };
-            for (r, block) in process.blocks() {
-                let count = match block.count {
-                    Some(c) => c,
-                    None => totals.get(&r).copied().unwrap_or(0),
-                };
-                let n = block.num_instrs.saturating_mul(count);
-                if n > 0 {
-                    executed[p][r.image as usize].push((block.offset, n));
-                }
-            }
-            for list in &mut executed[p] {
-                list.sort_unstable();
-            }
-        }
-    }
-    let mut sinks: Vec<Vec<Sink>> = executed
-        .into_iter()
-        .map(|images| images.into_iter().map(|list| Sink::new(list, ir, events)).collect())
-        .collect();
+    let mut sinks: Vec<Vec<Sink>> =
+        graph.processes.iter().map(|p| (0..p.images.len()).map(|_| Sink::default()).collect()).collect();
 
     // Graph images by path and by base name.
     let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
@@ -416,8 +343,7 @@ pub fn merge(
 
     for (p, process) in graph.processes.iter_mut().enumerate() {
         for (i, image) in process.images.iter_mut().enumerate() {
-            let sink = std::mem::replace(&mut sinks[p][i], Sink::new(Vec::new(), ir, events));
-            let mut costs = sink.finish();
+            let mut costs = std::mem::take(&mut sinks[p][i]).finish(events);
             if costs.is_empty() && image.costs.is_empty() {
                 continue;
             }
@@ -434,7 +360,7 @@ pub fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Block, Process};
+    use crate::ir::{Block, Event, Process};
 
     fn graph() -> Profile {
         let mut g = Profile::default();
@@ -509,11 +435,10 @@ mod tests {
                 image.costs.windows(2).all(|w| w[0].offset < w[1].offset),
                 "one cost per offset, ascending"
             );
-            let (per_block, outside) = block_costs(image, 2);
-            // [Ir, cycles]: Ir = 2 instructions x count at each block's start (blocks 1 and 4
-            // share 0x10, whose single cost belongs to block 4).
-            assert_eq!(per_block, [vec![0, 2], vec![14, 3], vec![2, 4], vec![12, 1]]);
-            assert_eq!(outside, [0, 0]);
+            let (per_block, outside) = block_costs(image, 1);
+            assert_eq!(per_block, [vec![2], vec![3], vec![4], vec![1]]);
+            assert_eq!(outside, [0]);
+            assert_eq!(merged.events, [Event::new("cycles")], "Ir stays in the blocks");
         }
     }
 
