@@ -3,9 +3,13 @@
 
 use crate::registry::Format;
 
+pub mod callgrind;
 pub mod dcfg;
 pub mod dcpi;
 pub mod dcpicat;
+pub mod dot;
+pub mod graphml;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dcpi::Dcpi, &dcpicat::Dcpicat];
+pub static ALL: &[&dyn Format] =
+    &[&dcfg::Dcfg, &callgrind::Callgrind, &dot::Dot, &graphml::GraphMl, &dcpi::Dcpi, &dcpicat::Dcpicat];

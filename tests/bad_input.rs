@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "bad_input/dcpi.rs"]
 mod dcpi;
+
+#[path = "bad_input/callgrind.rs"]
+mod callgrind;

@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "cli/dcpi.rs"]
 mod dcpi;
+
+#[path = "cli/dot.rs"]
+mod dot;

@@ -7,3 +7,9 @@ mod dcfg;
 
 #[path = "corpus/dcpicat.rs"]
 mod dcpicat;
+
+#[path = "corpus/callgrind.rs"]
+mod callgrind;
+
+#[path = "corpus/analysis.rs"]
+mod analysis;

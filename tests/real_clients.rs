@@ -4,3 +4,12 @@ mod common;
 
 #[path = "real_clients/dcfg.rs"]
 mod dcfg;
+
+#[path = "real_clients/callgrind.rs"]
+mod callgrind;
+
+#[path = "real_clients/dot.rs"]
+mod dot;
+
+#[path = "real_clients/graphml.rs"]
+mod graphml;

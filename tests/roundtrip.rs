@@ -10,3 +10,6 @@ mod dcpi;
 
 #[path = "roundtrip/dcpicat.rs"]
 mod dcpicat;
+
+#[path = "roundtrip/callgrind.rs"]
+mod callgrind;

@@ -4,9 +4,14 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod callgraph;
+pub mod cfg;
 pub mod combine;
 pub mod counts;
+pub mod dominators;
+pub mod loops;
 pub mod merge;
 pub mod names;
 pub mod routines;
+pub mod source;
 pub mod validate;
