@@ -24,7 +24,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("read", |b| b.iter(|| read_with(&Callgrind, &mut bytes.as_slice()).unwrap()));
     g.throughput(Throughput::Bytes(written.len() as u64));
-    g.bench_function("write", |b| b.iter(|| write_to_vec(&Callgrind, &profile, &WriteOptions::default()).unwrap()));
+    g.bench_function("write", |b| {
+        b.iter(|| write_to_vec(&Callgrind, &profile, &WriteOptions::default()).unwrap())
+    });
     g.finish();
 }
 

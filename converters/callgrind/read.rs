@@ -26,8 +26,8 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
-    SourceLine, StringTable, Symbol, SymbolRef,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine,
+    Site, SourceLine, StringTable, Symbol, SymbolRef,
 };
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).

@@ -485,9 +485,9 @@ impl Writer<'_> {
                                 file: image.symbols[s as usize].file,
                             },
                             None => {
-                                let node = c
-                                    .offset
-                                    .and_then(|o| graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?));
+                                let node = c.offset.and_then(|o| {
+                                    graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
+                                });
                                 match (node, c.offset) {
                                     (Some(n), _) => funcs.node_func(n),
                                     (None, Some(o)) => match index.covering(o) {
@@ -502,7 +502,9 @@ impl Writer<'_> {
                                             file: c.file,
                                         },
                                     },
-                                    (None, None) => Func { image: i as u32, name: "???".to_string(), file: c.file },
+                                    (None, None) => {
+                                        Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                    }
                                 }
                             }
                         };

@@ -225,8 +225,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         .images
         .iter()
         .map(|image| {
-            (!sampled.is_empty() && !image.costs.is_empty() && !image.blocks.is_empty())
-                .then(|| merge::block_costs(image, events).0)
+            (!sampled.is_empty() && !image.blocks.is_empty()).then(|| merge::block_costs(image, events).0)
         })
         .collect();
     let samples_of = |i: usize, nodes: &[u32], instructions: u64| -> Samples {
