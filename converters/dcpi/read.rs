@@ -354,9 +354,19 @@ pub fn step_of(options: &ReadOptions) -> Result<u64> {
 /// exact).
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let step = step_of(options)?;
-    let mut data = Vec::new();
-    input.read_to_end(&mut data).map_err(|e| Error::io("-", e))?;
+    let data = read_all(input)?;
     from_bytes(&data, step, findings)
+}
+
+/// The whole input; a failure names no file, so that the caller's file name is used.
+pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    input.read_to_end(&mut data).map_err(|e| {
+        let mut err = Error::io(String::new(), e);
+        err.file = None;
+        err
+    })?;
+    Ok(data)
 }
 
 /// [`read`] over bytes in memory.

@@ -15,8 +15,11 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::WriteOptions;
 
-fn io_err(e: std::io::Error) -> Error {
-    Error::io("-", e)
+/// A write failure; the output's name is added by the caller.
+pub(crate) fn io_err(e: std::io::Error) -> Error {
+    let mut err = Error::io(String::new(), e);
+    err.file = None;
+    err
 }
 
 /// Writes the event `options.event` (or the only event) of the image with the most samples.

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::converters::dcpi::model::{base_name, choose_image, event_specs, is_dcpi_family};
+use crate::converters::dcpi::write::io_err;
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 
@@ -115,7 +116,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             ),
         );
     }
-    out.write_all(text.as_bytes()).map_err(|e| Error::io("-", e))?;
+    out.write_all(text.as_bytes()).map_err(io_err)?;
     let mut buf = String::with_capacity(64 * 1024);
     for (offset, values) in &rows {
         use std::fmt::Write as _;
@@ -125,9 +126,9 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         }
         buf.push('\n');
         if buf.len() > 60 * 1024 {
-            out.write_all(buf.as_bytes()).map_err(|e| Error::io("-", e))?;
+            out.write_all(buf.as_bytes()).map_err(io_err)?;
             buf.clear();
         }
     }
-    out.write_all(buf.as_bytes()).map_err(|e| Error::io("-", e))
+    out.write_all(buf.as_bytes()).map_err(io_err)
 }
