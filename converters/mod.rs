@@ -5,6 +5,8 @@ use crate::registry::Format;
 
 pub mod callgrind;
 pub mod dcfg;
+pub mod dcpi;
+pub mod dcpicat;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
@@ -16,6 +18,8 @@ pub mod svg;
 pub static ALL: &[&dyn Format] = &[
     &dcfg::Dcfg,
     &callgrind::Callgrind,
+    &dcpi::Dcpi,
+    &dcpicat::Dcpicat,
     &dot::Dot,
     &graphml::GraphMl,
     &dtrace::Dtrace,

@@ -8,6 +8,9 @@ mod dcfg;
 #[path = "bad_input/folded.rs"]
 mod folded;
 
+#[path = "bad_input/dcpi.rs"]
+mod dcpi;
+
 #[path = "bad_input/callgrind.rs"]
 mod callgrind;
 

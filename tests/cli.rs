@@ -8,5 +8,8 @@ mod dcfg;
 #[path = "cli/folded.rs"]
 mod folded;
 
+#[path = "cli/dcpi.rs"]
+mod dcpi;
+
 #[path = "cli/dot.rs"]
 mod dot;

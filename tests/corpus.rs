@@ -14,6 +14,9 @@ mod perf;
 #[path = "corpus/folded.rs"]
 mod folded;
 
+#[path = "corpus/dcpicat.rs"]
+mod dcpicat;
+
 #[path = "corpus/callgrind.rs"]
 mod callgrind;
 

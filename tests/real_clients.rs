@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "real_clients/graphml.rs"]
 mod graphml;
+
+#[path = "real_clients/dcpi.rs"]
+mod dcpi;

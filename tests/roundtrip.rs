@@ -8,5 +8,11 @@ mod dcfg;
 #[path = "roundtrip/folded.rs"]
 mod folded;
 
+#[path = "roundtrip/dcpi.rs"]
+mod dcpi;
+
+#[path = "roundtrip/dcpicat.rs"]
+mod dcpicat;
+
 #[path = "roundtrip/callgrind.rs"]
 mod callgrind;

@@ -6,9 +6,11 @@
 
 pub mod callgraph;
 pub mod cfg;
+pub mod combine;
 pub mod counts;
 pub mod dominators;
 pub mod loops;
+pub mod merge;
 pub mod names;
 pub mod routine_costs;
 pub mod routines;

@@ -19,11 +19,27 @@ pub struct ConvertArgs {
     /// Output format (see `cfghub formats`); taken from the output name when absent.
     #[arg(long)]
     pub to: Option<String>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// Options shared by every command that reads a profile.
+#[derive(Args, Debug, Default)]
+pub struct ReadArgs {
+    /// DCPI: bytes between consecutive sample slots (default 4, as on Alpha).
+    #[arg(long, value_name = "BYTES")]
+    pub address_step: Option<u64>,
     /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
     #[arg(long)]
     pub include_offsets: bool,
-    #[command(flatten)]
-    pub write: WriteArgs,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions { dcpi_address_step: self.address_step, include_offsets: self.include_offsets }
+    }
 }
 
 /// Options shared by every command that writes a profile.
@@ -73,8 +89,7 @@ impl WriteArgs {
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.input])?;
-    let read_options = ReadOptions { include_offsets: args.include_offsets, ..ReadOptions::default() };
-    let loaded = load(&args.input, args.from.as_deref(), &read_options)?;
+    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let findings =
         save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;
