@@ -4,6 +4,7 @@
 use crate::registry::Format;
 
 pub mod dcfg;
+pub mod dcfg_trace;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg];
+pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dcfg_trace::DcfgTrace];
