@@ -4,3 +4,6 @@ mod common;
 
 #[path = "roundtrip/dcfg.rs"]
 mod dcfg;
+
+#[path = "roundtrip/dcfg_trace.rs"]
+mod dcfg_trace;

@@ -1131,3 +1131,97 @@ impl<F: FnMut(u64, u64, &Chunk) -> Result<()> + Sync> Job for EachEdge<F> {
         Ok(())
     }
 }
+
+/// Every thread's decoded edges, materialised (for tests and small traces; the streaming jobs
+/// above never hold a whole sequence). Threads in file order; a thread's chunks concatenated.
+pub fn decode_all(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Vec<super::encode::ThreadEdges>> {
+    use std::sync::mpsc;
+    let (tx, rx) = mpsc::channel::<(u64, u64)>();
+    let job = EachEdge {
+        f: move |t: u64, id: u64, _c: &Chunk| {
+            let _ = tx.send((t, id));
+            Ok(())
+        },
+        thread: None,
+    };
+    let job = stream(input, paired, job)?;
+    drop(job);
+    let mut out: Vec<super::encode::ThreadEdges> = Vec::new();
+    for (t, id) in rx {
+        match out.iter_mut().find(|x| x.thread == t) {
+            Some(x) => x.edges.push(id),
+            None => out.push(super::encode::ThreadEdges { thread: t, edges: vec![id] }),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC_TABLE: &str = r#"[ [ "CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS" ],
+        [ 123, "0", [ 124 ] ], [ 123, "1", [ 125 ] ], [ 124, "", [ 456 ] ],
+        [ 125, "0", [ 543 ] ], [ 125, "10", [ 542, 549 ] ], [ 125, "11", [ 540, 541 ] ] ]"#;
+
+    fn trace(dict: &str, table: &str, chunks: &str) -> String {
+        format!(
+            r#"{{ "MAJOR_VERSION" : 1, "MINOR_VERSION" : 0, "PROCESSES" : [
+              [ "PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA" ],
+              [ 7, {dict}, {table}, [ [ "THREAD_ID", "TRACE_DATA" ],
+                [ 0, [ [ "PRECEDING_INSTR_COUNT", "INSTR_COUNT", "EDGE_COUNT", "FIRST_EDGE_ID", "EDGE_ID_SEQUENCE" ],
+                  {chunks} ] ] ] ] ] }}"#
+        )
+    }
+
+    fn edges(text: &str) -> Result<Vec<u64>> {
+        let all = decode_all(&mut text.as_bytes(), None)?;
+        Ok(all.into_iter().flat_map(|t| t.edges).collect())
+    }
+
+    #[test]
+    fn transition_table_examples_decode_as_the_spec_says() {
+        // Example 1: from 123 with bits "110", three more edges. "w" is 110000.
+        let t = trace("{}", SPEC_TABLE, r#"[ 0, 0, 4, 123, "w" ]"#);
+        assert_eq!(edges(&t).unwrap(), vec![123, 125, 542, 549]);
+        // Example 2: from 123 with bits "0", two more edges. "A" is 000000.
+        let t = trace("{}", SPEC_TABLE, r#"[ 0, 0, 3, 123, "A" ]"#);
+        assert_eq!(edges(&t).unwrap(), vec![123, 124, 456]);
+        // Hex strings are integers too, and the iterator stops mid-sequence at EDGE_COUNT.
+        let t = trace("{}", SPEC_TABLE, r#"[ "0x0", 0, "0x3", "0x7b", "w" ]"#);
+        assert_eq!(edges(&t).unwrap(), vec![123, 125, 542]);
+    }
+
+    #[test]
+    fn huge_repeat_counts_decode_only_what_edge_count_needs() {
+        let table = r#"[ [ "CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS" ],
+            [ 1, "0", [ 1 ] ], [ 1, "1", [ 2 ] ] ]"#;
+        let t = trace("{}", table, r#"[ 0, 0, 10, 1, "(99999999999*A)" ]"#);
+        assert_eq!(edges(&t).unwrap(), vec![1; 10]);
+        let t = trace(r#"{ "x": "(1000000000000*A)" }"#, table, r#"[ 0, 0, 10, 1, "(1000000000000*<x>)" ]"#);
+        let started = std::time::Instant::now();
+        assert_eq!(totals(&mut t.as_bytes(), None).unwrap().processes[0].threads[&0].edges, 10);
+        assert!(started.elapsed().as_secs() < 5);
+    }
+
+    #[test]
+    fn bad_traces_say_which_chunk_and_where() {
+        let table = r#"[ [ "CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS" ],
+            [ 1, "0", [ 1 ] ], [ 1, "1", [ 2 ] ], [ 2, "1", [ 1 ] ] ]"#;
+        let cases = [
+            (trace("{}", table, r#"[ 0, 0, 20, 1, "A" ]"#), "chunk 0 (row 1): edge 7, bit 6"),
+            (trace("{}", table, r#"[ 0, 0, 3, 1, "g" ]"#), "no TRANSITION_CODE of edge 2"),
+            (trace("{}", table, r#"[ 0, 0, 3, 9, "A" ]"#), "edge 9 has no row"),
+            (trace(r#"{ "a": "<b>", "b": "<a>" }"#, table, r#"[ 0, 0, 3, 1, "A" ]"#), "cycle"),
+            (trace("{}", table, r#"[ 0, 0, 3, 1, "A<q>" ]"#), "unknown dictionary key <q>"),
+            (trace("{}", &table.replace(r#"[ 2, "1", [ 1 ] ]"#, r#"[ 1, "01", [ 1 ] ]"#), "[ 0, 0, 1, 1 ]"), "ambiguous"),
+        ];
+        for (text, needle) in cases {
+            let e = edges(&text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+        let e = edges(&trace("{}", table, r#"[ 0, 0, 20, 1, "A" ], [ 0, 0, 20, 1, "AAAA" ]"#)).unwrap_err();
+        assert!(e.to_string().contains("PROCESSES row 1 (PROCESS_ID 7).THREAD_DATA thread 0.TRACE_DATA chunk 0"), "{e}");
+        assert!(e.to_string().contains("too few bits"), "{e}");
+    }
+}
