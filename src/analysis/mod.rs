@@ -6,5 +6,6 @@
 
 pub mod counts;
 pub mod names;
+pub mod replay;
 pub mod routines;
 pub mod validate;
