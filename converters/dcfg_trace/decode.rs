@@ -1101,14 +1101,15 @@ pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Total
     stream(input, paired, Totals::default())
 }
 
-/// The job behind `trace edges`: calls `f(thread, edge id)` for every edge, in file order.
+/// The job behind `trace edges`: calls `f(process id, thread, edge id)` for every edge, in
+/// file order (decoding is sequential: the order is the point).
 pub struct EachEdge<F> {
     pub f: F,
     /// Only this thread, when set.
     pub thread: Option<u64>,
 }
 
-impl<F: FnMut(u64, u64, &Chunk) -> Result<()> + Sync> Job for EachEdge<F> {
+impl<F: FnMut(u64, u64, u64) -> Result<()> + Sync> Job for EachEdge<F> {
     type Local = ();
     type Part = ();
     fn begin_process(&mut self, _p: &TraceProcess) -> Result<()> {
@@ -1123,7 +1124,7 @@ impl<F: FnMut(u64, u64, &Chunk) -> Result<()> + Sync> Job for EachEdge<F> {
             return Ok(());
         }
         for id in ChunkEdges::new(p, c) {
-            (self.f)(c.thread, id?, c)?;
+            (self.f)(p.pid, c.thread, id?)?;
         }
         Ok(())
     }
@@ -1138,7 +1139,7 @@ pub fn decode_all(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<V
     use std::sync::mpsc;
     let (tx, rx) = mpsc::channel::<(u64, u64)>();
     let job = EachEdge {
-        f: move |t: u64, id: u64, _c: &Chunk| {
+        f: move |_pid: u64, t: u64, id: u64| {
             let _ = tx.send((t, id));
             Ok(())
         },

@@ -6,6 +6,7 @@ mod formats;
 mod info;
 mod synth;
 mod table;
+mod trace;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -46,6 +47,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Decode, check and replay DCFG-traces: edges, stats, timeline, generate.
+    Trace(trace::TraceArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
     Synth(synth::SynthArgs),
 }
@@ -70,6 +73,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Trace(args) => trace::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };
     match result {
