@@ -5,6 +5,11 @@ use crate::registry::Format;
 
 pub mod dcfg;
 pub mod dcfg_trace;
+pub mod dtrace;
+pub mod folded;
+pub mod perf;
+pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &dcfg_trace::DcfgTrace];
+pub static ALL: &[&dyn Format] =
+    &[&dcfg::Dcfg, &dcfg_trace::DcfgTrace, &dtrace::Dtrace, &perf::Perf, &folded::Folded, &svg::Svg];

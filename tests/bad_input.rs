@@ -4,3 +4,6 @@ mod common;
 
 #[path = "bad_input/dcfg.rs"]
 mod dcfg;
+
+#[path = "bad_input/folded.rs"]
+mod folded;

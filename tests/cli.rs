@@ -4,3 +4,6 @@ mod common;
 
 #[path = "cli/dcfg.rs"]
 mod dcfg;
+
+#[path = "cli/folded.rs"]
+mod folded;

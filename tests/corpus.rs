@@ -4,3 +4,12 @@ mod common;
 
 #[path = "corpus/dcfg.rs"]
 mod dcfg;
+
+#[path = "corpus/dtrace.rs"]
+mod dtrace;
+
+#[path = "corpus/perf.rs"]
+mod perf;
+
+#[path = "corpus/folded.rs"]
+mod folded;

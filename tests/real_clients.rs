@@ -4,3 +4,6 @@ mod common;
 
 #[path = "real_clients/dcfg.rs"]
 mod dcfg;
+
+#[path = "real_clients/svg.rs"]
+mod svg;

@@ -7,3 +7,5 @@ mod dcfg;
 
 #[path = "roundtrip/dcfg_trace.rs"]
 mod dcfg_trace;
+#[path = "roundtrip/folded.rs"]
+mod folded;

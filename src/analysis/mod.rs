@@ -4,8 +4,11 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod callgraph;
 pub mod counts;
 pub mod names;
 pub mod replay;
+pub mod routine_costs;
 pub mod routines;
+pub mod stacks;
 pub mod validate;

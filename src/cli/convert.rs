@@ -19,6 +19,9 @@ pub struct ConvertArgs {
     /// Output format (see `cfghub formats`); taken from the output name when absent.
     #[arg(long)]
     pub to: Option<String>,
+    /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
+    #[arg(long)]
+    pub include_offsets: bool,
     #[command(flatten)]
     pub write: WriteArgs,
     /// With a DCFG input: replay this DCFG-trace over it first (exact call stacks and
@@ -58,6 +61,10 @@ pub struct WriteArgs {
     /// Flame graph: keep stacks in input order (a flame chart).
     #[arg(long)]
     pub flamechart: bool,
+    /// Flame graph: colour palette (hot, mem, io, red, green, blue, aqua, yellow, purple,
+    /// orange, java, js, perl, python, rust, wakeup).
+    #[arg(long, value_name = "PALETTE")]
+    pub colors: Option<String>,
 }
 
 impl WriteArgs {
@@ -70,6 +77,7 @@ impl WriteArgs {
             reverse: self.reverse,
             inverted: self.inverted,
             flamechart: self.flamechart,
+            colors: self.colors.clone(),
         }
     }
 }
@@ -79,7 +87,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
-    let mut loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let read_options = ReadOptions { include_offsets: args.include_offsets, ..ReadOptions::default() };
+    let mut loaded = load(&args.input, args.from.as_deref(), &read_options)?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let mut inputs = vec![args.input.as_str()];
     if let Some(trace) = args.trace.as_deref() {

@@ -2,6 +2,7 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod diff;
 mod formats;
 mod info;
 mod synth;
@@ -49,6 +50,8 @@ pub enum Command {
     Convert(convert::ConvertArgs),
     /// Decode, check and replay DCFG-traces: edges, stats, timeline, generate.
     Trace(trace::TraceArgs),
+    /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
+    Diff(diff::DiffArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
     Synth(synth::SynthArgs),
 }
@@ -74,6 +77,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
         Command::Trace(args) => trace::run(args, quiet),
+        Command::Diff(args) => diff::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };
     match result {
