@@ -3,6 +3,7 @@
 
 use crate::registry::Format;
 
+pub mod callgrind;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dtrace;
@@ -11,5 +12,12 @@ pub mod perf;
 pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] =
-    &[&dcfg::Dcfg, &dcfg_trace::DcfgTrace, &dtrace::Dtrace, &perf::Perf, &folded::Folded, &svg::Svg];
+pub static ALL: &[&dyn Format] = &[
+    &dcfg::Dcfg,
+    &dcfg_trace::DcfgTrace,
+    &callgrind::Callgrind,
+    &dtrace::Dtrace,
+    &perf::Perf,
+    &folded::Folded,
+    &svg::Svg,
+];

@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "bad_input/folded.rs"]
 mod folded;
+
+#[path = "bad_input/callgrind.rs"]
+mod callgrind;

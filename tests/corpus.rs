@@ -13,3 +13,6 @@ mod perf;
 
 #[path = "corpus/folded.rs"]
 mod folded;
+
+#[path = "corpus/callgrind.rs"]
+mod callgrind;

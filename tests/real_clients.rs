@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "real_clients/svg.rs"]
 mod svg;
+
+#[path = "real_clients/callgrind.rs"]
+mod callgrind;

@@ -9,3 +9,6 @@ mod dcfg;
 mod dcfg_trace;
 #[path = "roundtrip/folded.rs"]
 mod folded;
+
+#[path = "roundtrip/callgrind.rs"]
+mod callgrind;

@@ -5,7 +5,10 @@
 //! stacks) is computed here.
 
 pub mod callgraph;
+pub mod cfg;
 pub mod counts;
+pub mod dominators;
+pub mod loops;
 pub mod names;
 pub mod replay;
 pub mod routine_costs;

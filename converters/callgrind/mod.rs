@@ -1,0 +1,130 @@
+//! Callgrind: the profile format of Valgrind's `callgrind` tool, read by KCachegrind and
+//! `callgrind_annotate` (usually `callgrind.out.<pid>`). Format version 1; see
+//! docs/formats/callgrind.md for the mapping to the model.
+//!
+//! A Callgrind file is line-based text. Header lines (`key: value`) name the events measured
+//! (`events: Ir`), what the leading numbers of a cost line are (`positions: instr line`) and
+//! facts about the run (`cmd:`, `pid:`, `thread:`, `desc:`). Body lines set the current place
+//! (`ob=` object, `fl=`/`fi=`/`fe=` source file, `fn=` function, with `(id)` name compression),
+//! give self costs at a position (`0x1139 2 10`), and describe associations: a call
+//! (`cfn=` + `calls=count target` followed by the call site with the callee's inclusive cost),
+//! an unconditional jump (`jump=count target`) or a conditional one
+//! (`jcnd=followed/executed target`), each followed by its source position.
+
+mod parse;
+mod read;
+mod write;
+
+use std::io::{BufRead, Write};
+
+use crate::error::{Findings, Result};
+use crate::ir::Profile;
+use crate::registry::{Format, ReadOptions, WriteOptions};
+
+pub use read::read;
+pub use write::write;
+
+/// The Callgrind format.
+pub struct Callgrind;
+
+impl Format for Callgrind {
+    fn name(&self) -> &'static str {
+        "callgrind"
+    }
+
+    fn description(&self) -> &'static str {
+        "Callgrind profile (valgrind --tool=callgrind; KCachegrind, callgrind_annotate)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["callgrind.out.*", ".callgrind"]
+    }
+
+    /// Valgrind names its output `callgrind.out.<pid>` (a prefix, not an extension);
+    /// other producers use a `.callgrind` ending.
+    fn matches_file_name(&self, base_name: &str) -> bool {
+        base_name.starts_with("callgrind.out") || base_name.ends_with(".callgrind")
+    }
+
+    /// The `# callgrind format` first line (Valgrind 3.13 and later), or, as KCachegrind
+    /// detects older files, a `version:`, `events:`, `positions:` or `creator: callgrind`
+    /// header at the start of a line before any body line, within the first 2 KiB.
+    fn sniff(&self, head: &[u8]) -> bool {
+        sniff(head)
+    }
+
+    fn can_read(&self) -> bool {
+        true
+    }
+
+    fn can_write(&self) -> bool {
+        true
+    }
+
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        _options: &ReadOptions,
+        findings: &mut Findings,
+    ) -> Result<Profile> {
+        read(input, findings)
+    }
+
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
+        write(profile, out, options, findings)
+    }
+}
+
+fn sniff(head: &[u8]) -> bool {
+    if head.starts_with(b"# callgrind format") {
+        return true;
+    }
+    let head = &head[..head.len().min(2048)];
+    for line in head.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        if line.starts_with(b"version:")
+            || line.starts_with(b"events:")
+            || line.starts_with(b"positions:")
+            || line.starts_with(b"creator: callgrind")
+        {
+            return true;
+        }
+        // Other header lines may precede the telling ones; a body line ends the header.
+        let is_header = line.iter().take_while(|b| b.is_ascii_alphabetic()).count() > 0
+            && line.iter().find(|b| !b.is_ascii_alphabetic()) == Some(&b':');
+        if !is_header {
+            return false;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_headers_and_names() {
+        assert!(sniff(b"# callgrind format\nversion: 1\n"));
+        assert!(sniff(b"version: 1\ncreator: callgrind-3.19.0\n"));
+        assert!(sniff(b"# comment\nevents: Ir\nfn=main\n"));
+        assert!(sniff(b"cmd: ./a\npid: 3\nevents: Ir\n"));
+        assert!(!sniff(b"{\"FILE_NAMES\": []}"));
+        assert!(!sniff(b"main;foo 12\n"));
+        assert!(!sniff(b"fn=main\nevents: Ir\n"));
+        let f = Callgrind;
+        assert!(f.matches_file_name("callgrind.out.1234"));
+        assert!(f.matches_file_name("callgrind.out"));
+        assert!(f.matches_file_name("app.callgrind"));
+        assert!(!f.matches_file_name("app.dcfg.json"));
+    }
+}

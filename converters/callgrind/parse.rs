@@ -1,0 +1,159 @@
+//! Byte-level pieces of the Callgrind grammar: numbers, subpositions and tokens.
+//!
+//! Every function works on a borrowed line (`&[u8]`) and allocates nothing; the caller turns
+//! a [`Bad`] into an error carrying the file and line.
+
+/// What was wrong with a token: the message names what was expected.
+#[derive(Debug)]
+pub struct Bad(pub String);
+
+pub type Parsed<T> = std::result::Result<T, Bad>;
+
+#[inline]
+pub fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Skips spaces and tabs.
+#[inline]
+pub fn skip_space(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&b| is_space(b)).count();
+    &s[n..]
+}
+
+/// Splits off the next token (up to a space or tab) and the rest after its spaces.
+#[inline]
+pub fn next_token(s: &[u8]) -> (&[u8], &[u8]) {
+    let n = s.iter().position(|&b| is_space(b)).unwrap_or(s.len());
+    (&s[..n], skip_space(&s[n..]))
+}
+
+fn show(token: &[u8]) -> String {
+    let t = String::from_utf8_lossy(&token[..token.len().min(40)]).into_owned();
+    if token.len() > 40 {
+        format!("{t}...")
+    } else {
+        t
+    }
+}
+
+/// A number: decimal digits, or `0x` followed by hex digits.
+#[inline]
+pub fn number(token: &[u8]) -> Parsed<u64> {
+    let bad = || Bad(format!("expected a number (decimal, or hex with 0x), found '{}'", show(token)));
+    if token.len() > 2 && token[0] == b'0' && (token[1] == b'x' || token[1] == b'X') {
+        let mut v: u64 = 0;
+        for &b in &token[2..] {
+            let d = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                b'A'..=b'F' => b - b'A' + 10,
+                _ => return Err(bad()),
+            };
+            if v >> 60 != 0 {
+                return Err(Bad(format!("number '{}' does not fit in 64 bits", show(token))));
+            }
+            v = (v << 4) | d as u64;
+        }
+        return Ok(v);
+    }
+    if token.is_empty() {
+        return Err(bad());
+    }
+    let mut v: u64 = 0;
+    for &b in token {
+        if !b.is_ascii_digit() {
+            return Err(bad());
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((b - b'0') as u64))
+            .ok_or_else(|| Bad(format!("number '{}' does not fit in 64 bits", show(token))))?;
+    }
+    Ok(v)
+}
+
+/// A subposition: absolute (`1234`, `0x4f0`), relative to `base` (`+3`, `-2`) or the same
+/// as `base` (`*`).
+#[inline]
+pub fn subposition(token: &[u8], base: u64) -> Parsed<u64> {
+    match token.first() {
+        Some(b'*') if token.len() == 1 => Ok(base),
+        Some(b'+') => base
+            .checked_add(number(&token[1..])?)
+            .ok_or_else(|| Bad(format!("position '{}' overflows 64 bits", show(token)))),
+        Some(b'-') => base
+            .checked_sub(number(&token[1..])?)
+            .ok_or_else(|| Bad(format!("position '{}' is below zero", show(token)))),
+        _ => number(token).map_err(|_| {
+            Bad(format!(
+                "expected a position (number, 0x hex, +N, -N or *), found '{}'",
+                show(token)
+            ))
+        }),
+    }
+}
+
+/// A name specification's value: `(id) name` defines id, `(id)` refers to it, `name` is plain.
+pub enum NameSpec<'a> {
+    Plain(&'a [u8]),
+    Define(u64, &'a [u8]),
+    Refer(u64),
+}
+
+pub fn name_spec(value: &[u8]) -> Parsed<NameSpec<'_>> {
+    let value = skip_space(value);
+    if value.first() == Some(&b'(') && value.get(1).is_some_and(|b| b.is_ascii_digit()) {
+        let close = value.iter().position(|&b| b == b')').ok_or_else(|| {
+            Bad(format!("expected '(id)' with a closing ')', found '{}'", show(value)))
+        })?;
+        let id = number(&value[1..close])
+            .map_err(|_| Bad(format!("expected a decimal name id in '{}'", show(value))))?;
+        let name = trim_end(skip_space(&value[close + 1..]));
+        if name.is_empty() {
+            Ok(NameSpec::Refer(id))
+        } else {
+            Ok(NameSpec::Define(id, name))
+        }
+    } else {
+        Ok(NameSpec::Plain(trim_end(value)))
+    }
+}
+
+/// Strips trailing spaces, tabs, a carriage return and the line feed.
+#[inline]
+pub fn trim_end(s: &[u8]) -> &[u8] {
+    let n = s.iter().rposition(|&b| !(is_space(b) || b == b'\r' || b == b'\n')).map_or(0, |p| p + 1);
+    &s[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_subpositions() {
+        assert_eq!(number(b"1234").unwrap(), 1234);
+        assert_eq!(number(b"0x4F0").unwrap(), 0x4f0);
+        assert_eq!(number(b"18446744073709551615").unwrap(), u64::MAX);
+        assert!(number(b"18446744073709551616").is_err());
+        assert!(number(b"0x1ffffffffffffffff").is_err());
+        assert!(number(b"12a").is_err());
+        assert!(number(b"").is_err());
+        assert_eq!(subposition(b"+3", 10).unwrap(), 13);
+        assert_eq!(subposition(b"-3", 10).unwrap(), 7);
+        assert_eq!(subposition(b"*", 10).unwrap(), 10);
+        assert_eq!(subposition(b"0x10", 10).unwrap(), 16);
+        assert!(subposition(b"-11", 10).is_err());
+        assert!(subposition(b"x", 10).is_err());
+    }
+
+    #[test]
+    fn name_specs() {
+        assert!(matches!(name_spec(b"(3) main").unwrap(), NameSpec::Define(3, b"main")));
+        assert!(matches!(name_spec(b"(3)").unwrap(), NameSpec::Refer(3)));
+        assert!(matches!(name_spec(b"main\r").unwrap(), NameSpec::Plain(b"main")));
+        assert!(matches!(name_spec(b"(anonymous)").unwrap(), NameSpec::Plain(b"(anonymous)")));
+        assert!(name_spec(b"(3 main").is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Callgrind: bad_input.
