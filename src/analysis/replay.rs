@@ -8,7 +8,10 @@
 //! 2. `ENTRY` and every call kind (`CALL`, `DIRECT_CALL`, `INDIRECT_CALL`, `SYSTEM_CALL`,
 //!    `CONTEXT_CHANGE`, `INTERRUPT`) push the routine containing `t`; calls also open a call
 //!    record. `EXIT` and every return kind pop; returns close the innermost call record, whose
-//!    call edge gains the instructions executed since the call (its exact inclusive cost).
+//!    call edge gains the instructions executed since the call (its exact inclusive cost),
+//!    unless the callee was already on the stack when it was called: recursion's inner
+//!    activations are inside an outer one's cost already and are not counted twice, so no
+//!    routine's inclusive cost exceeds the thread's instructions.
 //! 3. After any edge, when `t` lies in another routine than the stack's top (a jump between
 //!    routines, a return to an unexpected place), the top frame becomes `t`'s routine.
 //!
@@ -143,6 +146,16 @@ enum RelNode {
     Child { parent: u32, frame: u32 },
 }
 
+/// Whether a call's cost counts: its callee was not on the stack (`Yes`), was (`No`), or is
+/// known only against the base stack (`Base`: the callee is on it when it is among the base's
+/// first frames as the root `(k, top)` leaves them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Counted {
+    Yes,
+    No,
+    Base { callee: u32, k: u64, top: u32 },
+}
+
 /// A chunk replayed against an unknown base stack.
 #[derive(Debug, Default)]
 pub struct ChunkReplay {
@@ -153,9 +166,10 @@ pub struct ChunkReplay {
     /// Instruction counter (chunk-local) at each return that closed a call of an earlier chunk.
     unmatched_returns: Vec<u64>,
     /// Calls still open at the chunk's end: (edge index, chunk-local counter at the call).
-    open_calls: Vec<(u32, u64)>,
-    /// Inclusive cost of calls opened and closed in the chunk, per edge index.
-    inclusive: HashMap<u32, u64>,
+    open_calls: Vec<(u32, u64, Counted)>,
+    /// Inclusive cost of calls opened and closed in the chunk, per edge index and whether it
+    /// counts.
+    inclusive: HashMap<(u32, Counted), u64>,
 }
 
 struct RelTree {
@@ -190,6 +204,23 @@ impl RelTree {
         }
     }
 
+    /// Whether routine `r` is on the stack `n`, as far as the chunk knows.
+    fn holds(&self, mut n: u32, r: u32) -> Counted {
+        loop {
+            match self.nodes[n as usize] {
+                RelNode::Child { parent, frame } => {
+                    if frame == r {
+                        return Counted::No;
+                    }
+                    n = parent;
+                }
+                RelNode::Root { k, top } => {
+                    return if top == r { Counted::No } else { Counted::Base { callee: r, k, top } };
+                }
+            }
+        }
+    }
+
     fn pop(&mut self, n: u32, r: u32) -> u32 {
         match self.nodes[n as usize] {
             RelNode::Root { k, .. } => self.node(RelNode::Root { k: k + 1, top: r }),
@@ -207,7 +238,7 @@ struct ThreadState {
     costs: Vec<u64>,
     /// Node of each prefix of the current stack (`path[d]` = the stack's first d+1 frames).
     path: Vec<u32>,
-    pending_calls: Vec<(u32, u64)>,
+    pending_calls: Vec<(u32, u64, bool)>,
     counter: u64,
     next_preceding: Option<u64>,
     gaps: u64,
@@ -244,6 +275,22 @@ impl ThreadState {
             0
         } else {
             self.child(0, top)
+        }
+    }
+
+    /// Whether a call's cost counts, against the current (base) stack.
+    fn counts(&mut self, c: Counted) -> bool {
+        match c {
+            Counted::Yes => true,
+            Counted::No => false,
+            Counted::Base { callee, k, top } => {
+                let m = self.path.len() as u64;
+                if m <= k {
+                    return true;
+                }
+                let keep = if top == NONE { m - k } else { m - k - 1 };
+                !(0..keep as usize).any(|d| self.nodes[self.path[d] as usize].1 == callee)
+            }
         }
     }
 
@@ -329,9 +376,9 @@ impl Job for Replayer<'_> {
             .unwrap_or(NONE);
         let mut node = tree.node(RelNode::Root { k: 0, top: first_top });
         let mut instrs = 0u64;
-        let mut calls: Vec<(u32, u64)> = Vec::new();
+        let mut calls: Vec<(u32, u64, Counted)> = Vec::new();
         let mut unmatched = Vec::new();
-        let mut inclusive: HashMap<u32, u64> = HashMap::new();
+        let mut inclusive: HashMap<(u32, Counted), u64> = HashMap::new();
         decode_chunk(p, c, |s| {
             let ei = pairing.edge[s as usize];
             let f = facts.edges[ei as usize];
@@ -341,14 +388,19 @@ impl Job for Replayer<'_> {
             match f.act {
                 Act::Push { call } => {
                     if call {
-                        calls.push((ei, instrs));
+                        let counts = if f.target_routine == NONE { Counted::Yes } else { tree.holds(node, f.target_routine) };
+                        calls.push((ei, instrs, counts));
                     }
                     node = tree.node(RelNode::Child { parent: node, frame: f.target_routine });
                 }
                 Act::Pop { ret } => {
                     if ret {
                         match calls.pop() {
-                            Some((ce, at)) => *inclusive.entry(ce).or_default() += instrs - at,
+                            Some((ce, at, counts)) => {
+                                if counts != Counted::No {
+                                    *inclusive.entry((ce, counts)).or_default() += instrs - at;
+                                }
+                            }
                             None => unmatched.push(instrs),
                         }
                     }
@@ -399,17 +451,22 @@ impl Job for Replayer<'_> {
         for (i, &cost) in part.costs.iter().enumerate() {
             t.costs[map[i] as usize] += cost;
         }
-        for ret in part.unmatched_returns {
-            if let Some((edge, at)) = t.pending_calls.pop() {
-                out.inclusive[edge as usize] += t.counter + ret - at;
+        // Whether calls count is decided against the stack as the chunk found it.
+        for ((edge, counts), n) in part.inclusive {
+            if t.counts(counts) {
+                out.inclusive[edge as usize] += n;
             }
         }
-        for (edge, n) in part.inclusive {
-            out.inclusive[edge as usize] += n;
+        let open: Vec<(u32, u64, bool)> =
+            part.open_calls.iter().map(|&(edge, at, c)| (edge, t.counter + at, t.counts(c))).collect();
+        for ret in part.unmatched_returns {
+            if let Some((edge, at, counts)) = t.pending_calls.pop() {
+                if counts {
+                    out.inclusive[edge as usize] += t.counter + ret - at;
+                }
+            }
         }
-        for (edge, at) in part.open_calls {
-            t.pending_calls.push((edge, t.counter + at));
-        }
+        t.pending_calls.extend(open);
         t.counter += part.instrs;
         t.set_stack(map[part.end as usize]);
         Ok(())
@@ -680,7 +737,7 @@ mod tests {
         let facts = ProcessFacts::new(profile, process);
         let by_id: HashMap<u64, usize> = process.edges.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
         let mut stack: Vec<u32> = Vec::new();
-        let mut calls: Vec<(usize, u64)> = Vec::new();
+        let mut calls: Vec<(usize, u64, bool)> = Vec::new();
         let mut costs: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
         let mut inclusive = vec![0; process.edges.len()];
         let mut instrs = 0;
@@ -699,14 +756,16 @@ mod tests {
             match f.act {
                 Act::Push { call } => {
                     if call {
-                        calls.push((i, instrs));
+                        calls.push((i, instrs, !stack.contains(&f.target_routine)));
                     }
                     stack.push(f.target_routine);
                 }
                 Act::Pop { ret } => {
                     if ret {
-                        if let Some((c, at)) = calls.pop() {
-                            inclusive[c] += instrs - at;
+                        if let Some((c, at, counts)) = calls.pop() {
+                            if counts {
+                                inclusive[c] += instrs - at;
+                            }
                         }
                     }
                     stack.pop();
