@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::seq::{BitReader, BitWindow, Dictionary, Program};
-use super::table::{Kind, Row, Table};
+use super::table::{Kind, Row, Table, FAST};
 use crate::error::{Error, Result};
 use crate::ir::{NodeRef, Process, Profile};
 
@@ -149,6 +149,7 @@ impl TraceProcess {
             p.table.for_each_entry_mut(&mut mark);
             p.pairing = Some(pairing);
         }
+        p.table.build_fast();
         Ok(p)
     }
 
@@ -162,6 +163,7 @@ impl TraceProcess {
         self.table.ids.push(id);
         self.table.states.insert(id, s);
         self.table.kinds.push(Kind::None);
+        self.table.fast.push(0);
         let known = match &mut self.pairing {
             Some(p) => p.add_state(id),
             None => true,
@@ -249,60 +251,93 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
     f(cur);
     let mut left = c.edge_count - 1;
     let mut w = BitWindow::new(BitReader::new(&c.code, &p.dict));
-    let kinds = &t.kinds[..];
-    let lut = &t.lut[..];
+    let fast = &t.fast[..];
+    let flut = &t.flut[..];
     while left > 0 {
-        let e = match kinds[cur as usize] {
-            Kind::Direct(e) => e,
-            Kind::Lut { peek, base } => {
-                let bits = w.peek(peek as u32);
-                let e = lut[base as usize + bits as usize];
-                if e.count == 0 || e.len as u32 > w.available() {
-                    return Err(no_match(p, c, &w, cur, peek as u32, c.edge_count - left));
-                }
-                w.consume(e.len as u32);
-                e
-            }
-            Kind::Trie { root } => {
-                let bits = w.peek(32);
-                match t.trie_match(root, bits) {
-                    Some(e) if e.len as u32 <= w.available() => {
-                        w.consume(e.len as u32);
-                        e
-                    }
-                    _ => return Err(no_match(p, c, &w, cur, 32, c.edge_count - left)),
-                }
-            }
-            Kind::None => {
-                return Err(c.error_at(
-                    p,
-                    c.edge_count - left,
-                    w.consumed,
-                    format!(
-                        "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
-                        t.ids[cur as usize], c.edge_count
-                    ),
-                ))
-            }
-        };
-        if e.bad {
-            return Err(bad_transition(p, c, cur, &e, c.edge_count - left, w.consumed));
+        // The common case without branches on the kind of state: one lookup of the next
+        // `peek` bits (0 bits for an edge with one successor) gives a single, checked edge.
+        if w.have < 32 {
+            w.refill();
         }
-        if e.count == 1 {
-            f(e.next);
-            cur = e.next;
+        let st = fast[cur as usize];
+        let peek = (st & 0xff) as u32;
+        let idx = ((w.acc >> (63 - peek)) >> 1) as usize;
+        let e = flut[(st >> 8) as usize + idx];
+        let len = ((e >> 32) & 0xff) as u32;
+        if e & FAST != 0 && len <= w.have {
+            w.acc <<= len;
+            w.have -= len;
+            let next = e as u32;
+            f(next);
+            cur = next;
             left -= 1;
-        } else {
-            let seq = t.next_states(&e);
-            let n = (seq.len() as u64).min(left) as usize;
-            for &s in &seq[..n] {
-                f(s);
-            }
-            cur = seq[n - 1];
-            left -= n as u64;
+            continue;
         }
+        cur = slow_step(p, c, &mut w, cur, &mut left, f)?;
     }
     Ok(())
+}
+
+/// One transition the fast table does not serve: long codes, several next edges, and errors.
+#[inline(never)]
+fn slow_step<F: FnMut(u32)>(
+    p: &TraceProcess,
+    c: &Chunk,
+    w: &mut BitWindow,
+    cur: u32,
+    left: &mut u64,
+    f: &mut F,
+) -> Result<u32> {
+    let t = &p.table;
+    let pos = c.edge_count - *left;
+    let e = match t.kinds[cur as usize] {
+        Kind::Direct(e) => e,
+        Kind::Lut { peek, base } => {
+            let bits = w.peek(peek as u32);
+            let e = t.lut[base as usize + bits as usize];
+            if e.count == 0 || e.len as u32 > w.available() {
+                return Err(no_match(p, c, w, cur, peek as u32, pos));
+            }
+            w.consume(e.len as u32);
+            e
+        }
+        Kind::Trie { root } => {
+            let bits = w.peek(32);
+            match t.trie_match(root, bits) {
+                Some(e) if e.len as u32 <= w.available() => {
+                    w.consume(e.len as u32);
+                    e
+                }
+                _ => return Err(no_match(p, c, w, cur, 32, pos)),
+            }
+        }
+        Kind::None => {
+            return Err(c.error_at(
+                p,
+                pos,
+                w.consumed(),
+                format!(
+                    "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
+                    t.ids[cur as usize], c.edge_count
+                ),
+            ))
+        }
+    };
+    if e.bad {
+        return Err(bad_transition(p, c, cur, &e, pos, w.consumed()));
+    }
+    if e.count == 1 {
+        f(e.next);
+        *left -= 1;
+        return Ok(e.next);
+    }
+    let seq = t.next_states(&e);
+    let n = (seq.len() as u64).min(*left) as usize;
+    for &s in &seq[..n] {
+        f(s);
+    }
+    *left -= n as u64;
+    Ok(seq[n - 1])
 }
 
 #[cold]
@@ -312,10 +347,10 @@ fn no_match(p: &TraceProcess, c: &Chunk, w: &BitWindow, cur: u32, peek: u32, edg
         c.error_at(
             p,
             edge,
-            w.consumed,
+            w.consumed(),
             format!(
                 "too few bits: the sequence ends after {} bits with {} of EDGE_COUNT {} edges decoded",
-                w.consumed + avail as u64,
+                w.consumed() + avail as u64,
                 edge,
                 c.edge_count
             ),
@@ -324,7 +359,7 @@ fn no_match(p: &TraceProcess, c: &Chunk, w: &BitWindow, cur: u32, peek: u32, edg
         c.error_at(
             p,
             edge,
-            w.consumed,
+            w.consumed(),
             format!("no TRANSITION_CODE of edge {} matches the next bits", p.table.ids[cur as usize]),
         )
     }
@@ -424,7 +459,7 @@ impl<'a> ChunkEdges<'a> {
                 return Err(c.error_at(
                     p,
                     pos,
-                    self.w.consumed,
+                    self.w.consumed(),
                     format!(
                         "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
                         t.ids[self.cur as usize], c.edge_count
@@ -433,7 +468,7 @@ impl<'a> ChunkEdges<'a> {
             }
         };
         if e.bad {
-            return Err(bad_transition(p, c, self.cur, &e, pos, self.w.consumed));
+            return Err(bad_transition(p, c, self.cur, &e, pos, self.w.consumed()));
         }
         if e.count == 1 {
             self.cur = e.next;

@@ -587,17 +587,22 @@ impl<'a> BitReader<'a> {
 /// what the matched code used.
 pub struct BitWindow<'a> {
     reader: BitReader<'a>,
-    /// Valid bits, most significant first.
-    acc: u64,
-    have: u32,
-    /// Bits consumed so far (for error positions).
-    pub consumed: u64,
+    /// Valid bits, most significant first (bits past `have` are zero).
+    pub acc: u64,
+    pub have: u32,
+    /// Bits taken from the reader so far.
+    read: u64,
     exhausted: bool,
 }
 
 impl<'a> BitWindow<'a> {
     pub fn new(reader: BitReader<'a>) -> Self {
-        BitWindow { reader, acc: 0, have: 0, consumed: 0, exhausted: false }
+        BitWindow { reader, acc: 0, have: 0, read: 0, exhausted: false }
+    }
+
+    /// Bits consumed so far (for error positions).
+    pub fn consumed(&self) -> u64 {
+        self.read - self.have as u64
     }
 
     /// Fills the window to more than 32 bits when the sequence has them.
@@ -612,6 +617,7 @@ impl<'a> BitWindow<'a> {
             }
             self.acc |= v << (64 - self.have - n);
             self.have += n;
+            self.read += n as u64;
         }
     }
 
@@ -636,7 +642,6 @@ impl<'a> BitWindow<'a> {
         debug_assert!(n <= self.have);
         self.acc = if n >= 64 { 0 } else { self.acc << n };
         self.have -= n;
-        self.consumed += n as u64;
     }
 }
 

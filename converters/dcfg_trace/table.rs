@@ -104,7 +104,14 @@ pub struct Table {
     pub bad_state: Vec<bool>,
     /// Number of rows read.
     pub rows: usize,
+    /// Fast path per state: `base << 8 | peek`, into `flut` (see [`Table::build_fast`]).
+    pub fast: Vec<u64>,
+    /// Fast-path entries: `next | len << 32 | FAST`; entry 0 is empty.
+    pub flut: Vec<u64>,
 }
+
+/// Flag of a fast-path entry that yields exactly one edge and passed every check.
+pub const FAST: u64 = 1 << 40;
 
 impl Table {
     /// The state of `id`, adding it when new.
@@ -201,7 +208,42 @@ impl Table {
                 t.kinds[s] = Kind::Trie { root };
             }
         }
+        t.build_fast();
         Ok(t)
+    }
+
+    /// Builds the fast path: every state becomes one lookup of `peek` bits (0 for one
+    /// successor) into packed entries; states whose transitions need more (long codes,
+    /// several next edges, failed checks, no rows) lead to an empty entry, which sends the
+    /// decoder to the general path. Call again after flagging entries.
+    pub fn build_fast(&mut self) {
+        let pack = |e: &Entry| -> u64 {
+            if e.count == 1 && !e.bad {
+                e.next as u64 | (e.len as u64) << 32 | FAST
+            } else {
+                0
+            }
+        };
+        self.flut = vec![0];
+        self.fast = Vec::with_capacity(self.kinds.len());
+        for k in &self.kinds {
+            let st = match k {
+                Kind::None | Kind::Trie { .. } => 0,
+                Kind::Direct(e) => {
+                    self.flut.push(pack(e));
+                    ((self.flut.len() - 1) as u64) << 8
+                }
+                Kind::Lut { peek, base } => {
+                    let start = self.flut.len() as u64;
+                    let (p, b) = (*peek as usize, *base as usize);
+                    for e in &self.lut[b..b + (1 << p)] {
+                        self.flut.push(pack(e));
+                    }
+                    start << 8 | *peek as u64
+                }
+            };
+            self.fast.push(st);
+        }
     }
 
     /// Matches the code at the front of `bits` (the next 32 bits, most significant first) in
