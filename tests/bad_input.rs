@@ -10,3 +10,6 @@ mod folded;
 
 #[path = "bad_input/callgrind.rs"]
 mod callgrind;
+
+#[path = "bad_input/dcfg_trace.rs"]
+mod dcfg_trace;

@@ -7,3 +7,6 @@ mod dcfg;
 
 #[path = "cli/folded.rs"]
 mod folded;
+
+#[path = "cli/dcfg_trace.rs"]
+mod dcfg_trace;

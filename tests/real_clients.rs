@@ -10,3 +10,6 @@ mod svg;
 
 #[path = "real_clients/callgrind.rs"]
 mod callgrind;
+
+#[path = "real_clients/dcfg_trace.rs"]
+mod dcfg_trace;

@@ -414,6 +414,16 @@ impl<'a> ChunkEdges<'a> {
         }
     }
 
+    /// The next edge's state (see [`TraceProcess::table`]), `None` after `EDGE_COUNT` edges.
+    pub fn next_state(&mut self) -> Result<Option<u32>> {
+        if self.failed {
+            return Ok(None);
+        }
+        let r = self.step();
+        self.failed = r.is_err();
+        r
+    }
+
     fn step(&mut self) -> Result<Option<u32>> {
         if self.left == 0 {
             return Ok(None);
@@ -1158,8 +1168,20 @@ impl<F: FnMut(u64, u64, u64) -> Result<()> + Sync> Job for EachEdge<F> {
         if self.thread.is_some_and(|t| t != c.thread) {
             return Ok(());
         }
-        for id in ChunkEdges::new(p, c) {
-            (self.f)(p.pid, c.thread, id?)?;
+        let mut edges = ChunkEdges::new(p, c);
+        let mut instrs = 0u64;
+        while let Some(s) = edges.next_state()? {
+            if let Some(pairing) = &p.pairing {
+                instrs = instrs.wrapping_add(pairing.instrs[s as usize]);
+            }
+            (self.f)(p.pid, c.thread, p.table.ids[s as usize])?;
+        }
+        if p.pairing.is_some() && instrs != c.instr_count {
+            return Err(Error::input(format!(
+                "INSTR_COUNT is {} but the source blocks of the chunk's {} edges hold {} instructions in the paired DCFG",
+                c.instr_count, c.edge_count, instrs
+            ))
+            .at_path(c.place(p)));
         }
         Ok(())
     }
