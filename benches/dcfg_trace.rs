@@ -27,7 +27,13 @@ fn decoding(c: &mut Criterion) {
 }
 
 fn encoding(c: &mut Criterion) {
-    let spec = SynthSpec { seed: 1, threads: 2, steps_per_thread: 100_000, keep_sequences: true, ..SynthSpec::default() };
+    let spec = SynthSpec {
+        seed: 1,
+        threads: 2,
+        steps_per_thread: 100_000,
+        keep_sequences: true,
+        ..SynthSpec::default()
+    };
     let p = pair(&spec, &EncodeOptions::default()).unwrap();
     let edges: usize = p.sequences.iter().map(|t| t.edges.len()).sum();
     let mut group = c.benchmark_group("dcfg-trace encode");
@@ -36,8 +42,14 @@ fn encoding(c: &mut Criterion) {
     group.bench_function("whole walks", |b| {
         b.iter(|| {
             let mut out = Vec::new();
-            cfghub::converters::dcfg_trace::encode::encode(&p.profile, 4242, &p.sequences, &EncodeOptions::default(), &mut out)
-                .unwrap();
+            cfghub::converters::dcfg_trace::encode::encode(
+                &p.profile,
+                4242,
+                &p.sequences,
+                &EncodeOptions::default(),
+                &mut out,
+            )
+            .unwrap();
             out
         })
     });

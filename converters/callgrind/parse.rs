@@ -86,10 +86,7 @@ pub fn subposition(token: &[u8], base: u64) -> Parsed<u64> {
             .checked_sub(number(&token[1..])?)
             .ok_or_else(|| Bad(format!("position '{}' is below zero", show(token)))),
         _ => number(token).map_err(|_| {
-            Bad(format!(
-                "expected a position (number, 0x hex, +N, -N or *), found '{}'",
-                show(token)
-            ))
+            Bad(format!("expected a position (number, 0x hex, +N, -N or *), found '{}'", show(token)))
         }),
     }
 }
@@ -104,9 +101,10 @@ pub enum NameSpec<'a> {
 pub fn name_spec(value: &[u8]) -> Parsed<NameSpec<'_>> {
     let value = skip_space(value);
     if value.first() == Some(&b'(') && value.get(1).is_some_and(|b| b.is_ascii_digit()) {
-        let close = value.iter().position(|&b| b == b')').ok_or_else(|| {
-            Bad(format!("expected '(id)' with a closing ')', found '{}'", show(value)))
-        })?;
+        let close = value
+            .iter()
+            .position(|&b| b == b')')
+            .ok_or_else(|| Bad(format!("expected '(id)' with a closing ')', found '{}'", show(value))))?;
         let id = number(&value[1..close])
             .map_err(|_| Bad(format!("expected a decimal name id in '{}'", show(value))))?;
         let name = trim_end(skip_space(&value[close + 1..]));

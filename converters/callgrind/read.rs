@@ -26,8 +26,8 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile,
-    Routine, Site, SourceLine, StringTable, Symbol, SymbolRef,
+    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
+    SourceLine, StringTable, Symbol, SymbolRef,
 };
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
@@ -395,14 +395,18 @@ impl Reader {
                 let (t, rest) = next_token(value);
                 if let Some(slash) = t.iter().position(|&b| b == b'/') {
                     // What Callgrind writes: followed/executed.
-                    let f = parse::number(&t[..slash]).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    let x = parse::number(&t[slash + 1..]).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
+                    let f = parse::number(&t[..slash])
+                        .map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
+                    let x = parse::number(&t[slash + 1..])
+                        .map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
                     (ArcKind::Jcnd, f, x, rest)
                 } else {
                     // The documented grammar: executed followed.
-                    let x = parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
+                    let x =
+                        parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
                     let (t2, rest) = next_token(rest);
-                    let f = parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
+                    let f =
+                        parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
                     (ArcKind::Jcnd, f, x, rest)
                 }
             }
@@ -432,7 +436,9 @@ impl Reader {
         let (target_image, target_symbol) = match kind {
             ArcKind::Call => {
                 let Some(cfn) = self.cfn else {
-                    return Err(Error::input("calls= without a cfn= line before it; expected cfn=NAME naming the called function"));
+                    return Err(Error::input(
+                        "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
+                    ));
                 };
                 let ob = self.cob.unwrap_or(self.ob);
                 let file = self.cfi.unwrap_or(self.fl);
@@ -486,9 +492,7 @@ impl Reader {
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
         let text = || String::from_utf8_lossy(value).into_owned();
-        let num = |what: &str| {
-            parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)))
-        };
+        let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
             b"version" => {
                 let v = num("version:")?;
@@ -562,7 +566,11 @@ impl Reader {
                     let idx = match self.profile.event_index(&name) {
                         Some(i) => i,
                         None => {
-                            if self.profile.processes.iter().any(|p| p.images.iter().any(|i| !i.costs.is_empty()))
+                            if self
+                                .profile
+                                .processes
+                                .iter()
+                                .any(|p| p.images.iter().any(|i| !i.costs.is_empty()))
                                 || self.states.iter().any(|s| !s.arcs.is_empty())
                             {
                                 self.events_grew = true;
@@ -572,7 +580,10 @@ impl Reader {
                         }
                     };
                     if map.contains(&idx) {
-                        return Err(Error::input(format!("events: names '{}' twice", String::from_utf8_lossy(t))));
+                        return Err(Error::input(format!(
+                            "events: names '{}' twice",
+                            String::from_utf8_lossy(t)
+                        )));
                     }
                     map.push(idx);
                     rest = r;
@@ -623,7 +634,8 @@ impl Reader {
 
     /// `event: Name [= expression] [: long name]`.
     fn event(&mut self, value: &[u8]) -> Result<()> {
-        let name_len = value.iter().take_while(|b| !(parse::is_space(**b) || **b == b'=' || **b == b':')).count();
+        let name_len =
+            value.iter().take_while(|b| !(parse::is_space(**b) || **b == b'=' || **b == b':')).count();
         if name_len == 0 {
             return Err(Error::input("event: without a name; expected 'event: NAME [: long name]'"));
         }
@@ -687,7 +699,8 @@ impl Reader {
                     self.event_names()
                 )));
             };
-            values[idx] = parse::number(t).map_err(|e| Error::input(format!("cost of {}: {}", self.profile.events[idx].name, e.0)))?;
+            values[idx] = parse::number(t)
+                .map_err(|e| Error::input(format!("cost of {}: {}", self.profile.events[idx].name, e.0)))?;
             col += 1;
             rest = r;
         }
@@ -705,7 +718,11 @@ impl Reader {
             let image = self.image.unwrap_or(0);
             let tgt_line = match self.line_col {
                 Some(c) => Some(u32::try_from(p.target[c]).map_err(|_| {
-                    Error::input(format!("line number {} is too large; expected at most {}", p.target[c], u32::MAX))
+                    Error::input(format!(
+                        "line number {} is too large; expected at most {}",
+                        p.target[c],
+                        u32::MAX
+                    ))
                 })?),
                 None => None,
             };
@@ -736,7 +753,9 @@ impl Reader {
             return Ok(());
         }
         let Some(symbol) = self.symbol else {
-            return Err(Error::input("cost line before any fn= line; expected fn=NAME to say which function the cost belongs to"));
+            return Err(Error::input(
+                "cost line before any fn= line; expected fn=NAME to say which function the cost belongs to",
+            ));
         };
         for (t, &idx) in self.part_totals.iter_mut().zip(&self.event_map) {
             *t = t.wrapping_add(values[idx]);
@@ -1160,7 +1179,13 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             continue;
         };
         let src = match block_containing(a.src_image, si) {
-            Some(b) if images[b.image as usize].blocks[b.block as usize].offset + images[b.image as usize].blocks[b.block as usize].last_instr_offset == si => b,
+            Some(b)
+                if images[b.image as usize].blocks[b.block as usize].offset
+                    + images[b.image as usize].blocks[b.block as usize].last_instr_offset
+                    == si =>
+            {
+                b
+            }
             _ => {
                 unplaced.push(k);
                 continue;
@@ -1246,7 +1271,13 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 .collect()
         });
         if let [x] = exits[..] {
-            set.add((BlockRef { image: callee.image, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
+            set.add(
+                (BlockRef { image: callee.image, block: x }, ret, EdgeKind::Return),
+                thread,
+                count,
+                &[],
+                None,
+            );
         }
     }
     let mut order = set.order;

@@ -49,7 +49,12 @@ use crate::ir::{BlockRef, Edge, EdgeKind, FileId, Image, NodeRef, Process, Profi
 use crate::registry::WriteOptions;
 
 /// Writes `profile` as a Callgrind file.
-pub fn write(profile: &Profile, out: &mut dyn Write, options: &WriteOptions, findings: &mut Findings) -> Result<()> {
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
     // Ir comes from blocks when the profile has blocks and no cost at an address carries Ir
     // (an `Ir` event may still be there: stacks and call inclusive costs replayed from a
     // DCFG-trace measure it).
@@ -143,14 +148,19 @@ pub fn write(profile: &Profile, out: &mut dyn Write, options: &WriteOptions, fin
         );
     }
     if w.unplaced > 0 {
-        findings.warn(None, format!("callgrind: {} jump(s) into another object cannot be written; left out", w.unplaced));
+        findings.warn(
+            None,
+            format!("callgrind: {} jump(s) into another object cannot be written; left out", w.unplaced),
+        );
     }
     if !w.dropped.is_empty() {
         let mut kinds: Vec<String> = w.dropped.iter().map(|(k, n)| format!("{n} {k}")).collect();
         kinds.sort();
-        findings.warn(None, format!("callgrind: edges with no Callgrind form left out: {}", kinds.join(", ")));
+        findings
+            .warn(None, format!("callgrind: edges with no Callgrind form left out: {}", kinds.join(", ")));
     }
-    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") && profile.event_index("Ir").is_none() {
+    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") && profile.event_index("Ir").is_none()
+    {
         findings.warn(
             None,
             "callgrind: inclusive costs of calls are computed for Ir only; the other events' inclusive costs are 0",
@@ -263,8 +273,8 @@ impl Writer<'_> {
             match k.as_str() {
                 "desc" => h.push_str(&format!("desc: {}\n", one_line(v))),
                 "event" if v.contains('=') => h.push_str(&format!("event: {}\n", one_line(v))),
-                "version" | "creator" | "pid" | "cmd" | "part" | "thread" | "positions" | "event" | "events"
-                | "summary" | "totals" => h.push_str(&format!("desc: {k}: {}\n", one_line(v))),
+                "version" | "creator" | "pid" | "cmd" | "part" | "thread" | "positions" | "event"
+                | "events" | "summary" | "totals" => h.push_str(&format!("desc: {k}: {}\n", one_line(v))),
                 _ if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
                     h.push_str(&format!("{k}: {}\n", one_line(v)))
                 }
@@ -280,7 +290,14 @@ impl Writer<'_> {
     }
 
     /// Writes one part: header lines, name definitions, costs, calls and jumps.
-    fn part(&mut self, k: usize, n: usize, process: &Process, thread: Option<usize>, costs_unsplit: &mut bool) -> Result<()> {
+    fn part(
+        &mut self,
+        k: usize,
+        n: usize,
+        process: &Process,
+        thread: Option<usize>,
+        costs_unsplit: &mut bool,
+    ) -> Result<()> {
         self.body.clear();
         self.last = [0; 2];
         self.ctx = Context::default();
@@ -301,7 +318,13 @@ impl Writer<'_> {
         self.flush_part(k, n, Some(process), thread)
     }
 
-    fn flush_part(&mut self, k: usize, _n: usize, process: Option<&Process>, thread: Option<usize>) -> Result<()> {
+    fn flush_part(
+        &mut self,
+        k: usize,
+        _n: usize,
+        process: Option<&Process>,
+        thread: Option<usize>,
+    ) -> Result<()> {
         let mut h = String::new();
         if k > 1 {
             h.push('\n');
@@ -460,22 +483,40 @@ impl Writer<'_> {
                     // The cost's function: its symbol; else the routine of the block holding
                     // its address; else the symbol covering it.
                     let f = match c.symbol {
-                        Some(s) => Func { image: i as u32, name: image.symbols[s as usize].name.clone(), file: image.symbols[s as usize].file },
+                        Some(s) => Func {
+                            image: i as u32,
+                            name: image.symbols[s as usize].name.clone(),
+                            file: image.symbols[s as usize].file,
+                        },
                         None => {
-                            let node = c.offset.and_then(|o| graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?));
+                            let node = c.offset.and_then(|o| {
+                                graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
+                            });
                             match (node, c.offset) {
                                 (Some(n), _) => funcs.node_func(n),
                                 (None, Some(o)) => match index.covering(o) {
-                                    Some(s) => Func { image: i as u32, name: image.symbols[s as usize].name.clone(), file: image.symbols[s as usize].file },
-                                    None => Func { image: i as u32, name: names::code_name(self.profile, image, &index, o), file: c.file },
+                                    Some(s) => Func {
+                                        image: i as u32,
+                                        name: image.symbols[s as usize].name.clone(),
+                                        file: image.symbols[s as usize].file,
+                                    },
+                                    None => Func {
+                                        image: i as u32,
+                                        name: names::code_name(self.profile, image, &index, o),
+                                        file: c.file,
+                                    },
                                 },
-                                (None, None) => Func { image: i as u32, name: "???".to_string(), file: c.file },
+                                (None, None) => {
+                                    Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                }
                             }
                         }
                     };
                     // A cost without a source position takes the line its address has.
                     let (file, line) = match (c.file, c.line, c.offset) {
-                        (None, None, Some(o)) => self.lines[i].at(image, o).map_or((None, None), |l| (l.file, Some(l.line))),
+                        (None, None, Some(o)) => {
+                            self.lines[i].at(image, o).map_or((None, None), |l| (l.file, Some(l.line)))
+                        }
                         _ => (c.file, c.line),
                     };
                     self.enter(process, &f);
@@ -572,7 +613,9 @@ impl Writer<'_> {
             let index = &indexes[i as usize];
             let name = match c.symbol {
                 Some(s) => image.symbols[s as usize].name.clone(),
-                None => c.offset.map_or_else(|| "???".to_string(), |o| names::code_name(self.profile, image, index, o)),
+                None => c
+                    .offset
+                    .map_or_else(|| "???".to_string(), |o| names::code_name(self.profile, image, index, o)),
             };
             self.enter(process, &Func { image: i, name, file: c.file });
             self.set_file(c.file);
@@ -608,7 +651,11 @@ impl Writer<'_> {
         // first fall-through of the same source (and site) not taken yet.
         type Key = (NodeRef, Option<u64>, Option<u32>);
         let key_of = |e: &Edge| -> Key {
-            (e.source, e.site.as_ref().and_then(|s| s.source_offset), e.site.as_ref().and_then(|s| s.source_line))
+            (
+                e.source,
+                e.site.as_ref().and_then(|s| s.source_offset),
+                e.site.as_ref().and_then(|s| s.source_line),
+            )
         };
         let mut fall: HashMap<Key, std::collections::VecDeque<usize>> = HashMap::new();
         for &k in list {
@@ -678,19 +725,28 @@ impl Writer<'_> {
             NodeRef::Block(b) => {
                 let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
                 let addr = block.offset + block.last_instr_offset;
-                let line = site.and_then(|s| s.source_line).unwrap_or_else(|| self.line_at(process, b.image, addr));
+                let line =
+                    site.and_then(|s| s.source_line).unwrap_or_else(|| self.line_at(process, b.image, addr));
                 (site.and_then(|s| s.source_offset).unwrap_or(addr), line)
             }
-            NodeRef::Symbol(_) => (site.and_then(|s| s.source_offset).unwrap_or(0), site.and_then(|s| s.source_line).unwrap_or(0)),
+            NodeRef::Symbol(_) => (
+                site.and_then(|s| s.source_offset).unwrap_or(0),
+                site.and_then(|s| s.source_line).unwrap_or(0),
+            ),
             _ => return None,
         };
         let tgt = match e.target {
             NodeRef::Block(b) => {
                 let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
-                let line = site.and_then(|s| s.target_line).unwrap_or_else(|| self.line_at(process, b.image, block.offset));
+                let line = site
+                    .and_then(|s| s.target_line)
+                    .unwrap_or_else(|| self.line_at(process, b.image, block.offset));
                 (site.and_then(|s| s.target_offset).unwrap_or(block.offset), line)
             }
-            NodeRef::Symbol(_) => (site.and_then(|s| s.target_offset).unwrap_or(0), site.and_then(|s| s.target_line).unwrap_or(0)),
+            NodeRef::Symbol(_) => (
+                site.and_then(|s| s.target_offset).unwrap_or(0),
+                site.and_then(|s| s.target_line).unwrap_or(0),
+            ),
             _ => return None,
         };
         Some((src, tgt))
@@ -705,7 +761,9 @@ impl Writer<'_> {
         arc_edges: &HashMap<(BlockRef, u32), u64>,
         e: &Edge,
     ) {
-        let (Some(caller), Some(callee), Some((src, tgt))) = (funcs.of(e.source), funcs.of(e.target), self.ends(process, e)) else {
+        let (Some(caller), Some(callee), Some((src, tgt))) =
+            (funcs.of(e.source), funcs.of(e.target), self.ends(process, e))
+        else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             return;
         };
@@ -722,7 +780,11 @@ impl Writer<'_> {
                 let arcs = g.calls_from(cn);
                 if let Some(a) = arcs.iter().find(|a| a.site == s && a.callee == callee_node) {
                     let edges_total = arc_edges.get(&(s, callee_node)).copied().unwrap_or(0);
-                    let share = if edges_total == 0 { 0 } else { scale(a.inclusive_instrs, e.total(), edges_total, true) };
+                    let share = if edges_total == 0 {
+                        0
+                    } else {
+                        scale(a.inclusive_instrs, e.total(), edges_total, true)
+                    };
                     inclusive[0] = scale(share, count, e.total(), thread.is_some());
                 }
             }
@@ -748,8 +810,17 @@ impl Writer<'_> {
         self.cost(src.0, src.1, &inclusive, false);
     }
 
-    fn jump(&mut self, process: &Process, thread: Option<usize>, funcs: &FuncIndex, e: &Edge, fall_through: Option<u64>) {
-        let (Some(from), Some(to), Some((src, tgt))) = (funcs.of(e.source), funcs.of(e.target), self.ends(process, e)) else {
+    fn jump(
+        &mut self,
+        process: &Process,
+        thread: Option<usize>,
+        funcs: &FuncIndex,
+        e: &Edge,
+        fall_through: Option<u64>,
+    ) {
+        let (Some(from), Some(to), Some((src, tgt))) =
+            (funcs.of(e.source), funcs.of(e.target), self.ends(process, e))
+        else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             return;
         };
@@ -792,7 +863,10 @@ impl Writer<'_> {
 }
 
 fn has_block_edges(process: &Process) -> bool {
-    process.edges.iter().any(|e| matches!(e.source, NodeRef::Block(_)) || matches!(e.target, NodeRef::Block(_)))
+    process
+        .edges
+        .iter()
+        .any(|e| matches!(e.source, NodeRef::Block(_)) || matches!(e.target, NodeRef::Block(_)))
 }
 
 /// Traversals of an edge in one thread, or over all threads.
@@ -832,7 +906,11 @@ impl<'g> FuncIndex<'g> {
             .iter()
             .enumerate()
             .map(|(i, image)| {
-                image.symbols.iter().map(|s| Func { image: i as u32, name: s.name.clone(), file: s.file }).collect()
+                image
+                    .symbols
+                    .iter()
+                    .map(|s| Func { image: i as u32, name: s.name.clone(), file: s.file })
+                    .collect()
             })
             .collect();
         let mut nodes = Vec::new();
@@ -844,7 +922,9 @@ impl<'g> FuncIndex<'g> {
                 let file = entry
                     .and_then(|b| index.covering(b.offset))
                     .and_then(|s| image.symbols[s as usize].file)
-                    .or_else(|| entry.and_then(|b| lines[n.image as usize].at(image, b.offset)).and_then(|l| l.file));
+                    .or_else(|| {
+                        entry.and_then(|b| lines[n.image as usize].at(image, b.offset)).and_then(|l| l.file)
+                    });
                 nodes.push(Func { image: n.image, name: n.name.clone(), file });
             }
         }
@@ -878,7 +958,8 @@ impl BlockIndex {
             .images
             .iter()
             .map(|image| {
-                let mut v: Vec<(u64, u32)> = image.blocks.iter().enumerate().map(|(b, bl)| (bl.offset, b as u32)).collect();
+                let mut v: Vec<(u64, u32)> =
+                    image.blocks.iter().enumerate().map(|(b, bl)| (bl.offset, b as u32)).collect();
                 v.sort_unstable();
                 v
             })
@@ -929,7 +1010,13 @@ impl LineIndex {
 
     /// Spreads `num_instrs x count` of a block over its source lines:
     /// `(address, file, line, instructions executed)`, in address order.
-    fn spread(&self, image: &Image, block: &crate::ir::Block, count: u64, out: &mut Vec<(u64, Option<FileId>, u32, u64)>) {
+    fn spread(
+        &self,
+        image: &Image,
+        block: &crate::ir::Block,
+        count: u64,
+        out: &mut Vec<(u64, Option<FileId>, u32, u64)>,
+    ) {
         let lo = block.offset;
         let hi = block.offset.saturating_add(block.size.max(1));
         let lines = &image.source_lines;
@@ -987,4 +1074,3 @@ impl LineIndex {
         }
     }
 }
-

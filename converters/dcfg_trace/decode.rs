@@ -32,8 +32,7 @@ use crate::ir::{NodeRef, Process, Profile};
 const BATCH_BYTES: usize = 32 << 20;
 
 /// The spec's headers.
-pub const PROCESS_HEADER: [&str; 4] =
-    ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
+pub const PROCESS_HEADER: [&str; 4] = ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
 pub const TABLE_HEADER: [&str; 3] = ["CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS"];
 pub const THREAD_HEADER: [&str; 2] = ["THREAD_ID", "TRACE_DATA"];
 pub const CHUNK_HEADER: [&str; 5] =
@@ -136,8 +135,11 @@ impl TraceProcess {
                 ea != u32::MAX && eb != u32::MAX && dst[ea as usize] == src[eb as usize]
             };
             let mut mark = |s: u32, e: &mut super::table::Entry, seqs: &[u32]| {
-                let next: &[u32] =
-                    if e.count == 1 { std::slice::from_ref(&e.next) } else { &seqs[e.next as usize..][..e.count as usize] };
+                let next: &[u32] = if e.count == 1 {
+                    std::slice::from_ref(&e.next)
+                } else {
+                    &seqs[e.next as usize..][..e.count as usize]
+                };
                 let mut prev = s;
                 for &n in next {
                     if !follows(prev, n) {
@@ -246,7 +248,12 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
     let t = &p.table;
     let mut cur = c.first_state;
     if t.bad_state[cur as usize] {
-        return Err(c.error_at(p, 0, 0, format!("FIRST_EDGE_ID {} is not an edge of the paired DCFG", c.first_edge)));
+        return Err(c.error_at(
+            p,
+            0,
+            0,
+            format!("FIRST_EDGE_ID {} is not an edge of the paired DCFG", c.first_edge),
+        ));
     }
     f(cur);
     let mut left = c.edge_count - 1;
@@ -366,12 +373,24 @@ fn no_match(p: &TraceProcess, c: &Chunk, w: &BitWindow, cur: u32, peek: u32, edg
 }
 
 #[cold]
-fn bad_transition(p: &TraceProcess, c: &Chunk, cur: u32, e: &super::table::Entry, edge: u64, bit: u64) -> Error {
+fn bad_transition(
+    p: &TraceProcess,
+    c: &Chunk,
+    cur: u32,
+    e: &super::table::Entry,
+    edge: u64,
+    bit: u64,
+) -> Error {
     let ids = &p.table.ids;
     let next = p.table.next_states(e);
     for &n in next {
         if p.table.bad_state[n as usize] {
-            return c.error_at(p, edge, bit, format!("edge {} is not an edge of the paired DCFG", ids[n as usize]));
+            return c.error_at(
+                p,
+                edge,
+                bit,
+                format!("edge {} is not an edge of the paired DCFG", ids[n as usize]),
+            );
         }
     }
     let seq: Vec<String> = next.iter().map(|&n| ids[n as usize].to_string()).collect();
@@ -433,7 +452,12 @@ impl<'a> ChunkEdges<'a> {
         if !self.started {
             self.started = true;
             if t.bad_state[self.cur as usize] {
-                return Err(c.error_at(p, 0, 0, format!("FIRST_EDGE_ID {} is not an edge of the paired DCFG", c.first_edge)));
+                return Err(c.error_at(
+                    p,
+                    0,
+                    0,
+                    format!("FIRST_EDGE_ID {} is not an edge of the paired DCFG", c.first_edge),
+                ));
             }
             self.left -= 1;
             return Ok(Some(self.cur));
@@ -465,17 +489,15 @@ impl<'a> ChunkEdges<'a> {
                     _ => return Err(no_match(p, c, &self.w, self.cur, 32, pos)),
                 }
             }
-            Kind::None => {
-                return Err(c.error_at(
-                    p,
-                    pos,
-                    self.w.consumed(),
-                    format!(
-                        "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
-                        t.ids[self.cur as usize], c.edge_count
-                    ),
-                ))
-            }
+            Kind::None => return Err(c.error_at(
+                p,
+                pos,
+                self.w.consumed(),
+                format!(
+                    "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
+                    t.ids[self.cur as usize], c.edge_count
+                ),
+            )),
         };
         if e.bad {
             return Err(bad_transition(p, c, self.cur, &e, pos, self.w.consumed()));
@@ -528,6 +550,15 @@ pub trait Job: Sync {
 /// Runs a job over a trace read from `input`. `paired`, when given, is the DCFG the trace
 /// belongs to (its edges are checked and weigh the chunks' instruction counts).
 pub fn stream<J: Job>(input: &mut dyn BufRead, paired: Option<&Profile>, job: J) -> Result<J> {
+    stream_versioned(input, paired, job).map(|(j, _)| j)
+}
+
+/// [`stream`], also returning the trace's `(MAJOR_VERSION, MINOR_VERSION)` when it states them.
+pub fn stream_versioned<J: Job>(
+    input: &mut dyn BufRead,
+    paired: Option<&Profile>,
+    job: J,
+) -> Result<(J, Option<(u64, u64)>)> {
     let mut ctx = Ctx {
         job,
         paired,
@@ -547,7 +578,7 @@ pub fn stream<J: Job>(input: &mut dyn BufRead, paired: Option<&Profile>, job: J)
     if ctx.processes == 0 {
         return Err(Error::input("the trace has no PROCESSES table"));
     }
-    Ok(ctx.job)
+    Ok((ctx.job, ctx.version))
 }
 
 fn json_error(e: serde_json::Error) -> Error {
@@ -632,7 +663,9 @@ impl<'de> de::Deserialize<'de> for Int {
                 Ok(Int(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Int, E> {
-                u64::try_from(v).map(Int).map_err(|_| E::custom(format!("{v} is negative; expected a non-negative integer")))
+                u64::try_from(v)
+                    .map(Int)
+                    .map_err(|_| E::custom(format!("{v} is negative; expected a non-negative integer")))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Int, E> {
                 let t = v.trim();
@@ -649,7 +682,11 @@ impl<'de> de::Deserialize<'de> for Int {
 }
 
 /// Checks a table's header row.
-fn check_header<'de, A: SeqAccess<'de>>(seq: &mut A, expected: &[&str], what: &str) -> std::result::Result<Result<()>, A::Error> {
+fn check_header<'de, A: SeqAccess<'de>>(
+    seq: &mut A,
+    expected: &[&str],
+    what: &str,
+) -> std::result::Result<Result<()>, A::Error> {
     let header: Option<Vec<String>> = seq.next_element()?;
     Ok(match header {
         Some(h) if h.iter().map(String::as_str).eq(expected.iter().copied()) => Ok(()),
@@ -882,11 +919,15 @@ impl<'de, J: Job> Visitor<'de> for ThreadsSeed<'_, '_, '_, J> {
         f.write_str("a THREAD_DATA table")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        let place = format!("PROCESSES row {} (PROCESS_ID {}).THREAD_DATA", self.process.row, self.process.pid);
+        let place =
+            format!("PROCESSES row {} (PROCESS_ID {}).THREAD_DATA", self.process.row, self.process.pid);
         if let Err(e) = check_header(&mut seq, &THREAD_HEADER, &place)? {
             return Err(self.ctx.fail(e));
         }
-        while seq.next_element_seed(ThreadRowSeed { ctx: &mut *self.ctx, process: &mut *self.process })?.is_some() {}
+        while seq
+            .next_element_seed(ThreadRowSeed { ctx: &mut *self.ctx, process: &mut *self.process })?
+            .is_some()
+        {}
         Ok(())
     }
 }
@@ -913,7 +954,11 @@ impl<'de, J: Job> Visitor<'de> for ThreadRowSeed<'_, '_, '_, J> {
             let e = Error::input(format!("PROCESSES row {}: a THREAD_DATA row is empty", self.process.row));
             return Err(self.ctx.fail(e));
         };
-        let found = seq.next_element_seed(ChunksSeed { ctx: &mut *self.ctx, process: &mut *self.process, thread: thread.0 })?;
+        let found = seq.next_element_seed(ChunksSeed {
+            ctx: &mut *self.ctx,
+            process: &mut *self.process,
+            thread: thread.0,
+        })?;
         if found.is_none() {
             let e = Error::input(format!(
                 "PROCESSES row {}: THREAD_DATA thread {} has no TRACE_DATA",
@@ -1044,8 +1089,9 @@ impl<'de> Visitor<'de> for ChunkRowSeed<'_> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 return Ok(Err(e));
             }
-            None if chunk.edge_count <= 1 => chunk.code = Program::compile("", &self.process.dict, "")
-                .unwrap_or_default(),
+            None if chunk.edge_count <= 1 => {
+                chunk.code = Program::compile("", &self.process.dict, "").unwrap_or_default()
+            }
             None => return missing("EDGE_ID_SEQUENCE"),
         }
         if seq.next_element::<IgnoredAny>()?.is_some() {
@@ -1080,6 +1126,8 @@ pub struct ProcessTotals {
 #[derive(Debug, Default)]
 pub struct Totals {
     pub processes: Vec<ProcessTotals>,
+    /// `(MAJOR_VERSION, MINOR_VERSION)` as the trace states them.
+    pub version: Option<(u64, u64)>,
 }
 
 /// Per-worker counts: per thread, traversals per state.
@@ -1143,7 +1191,9 @@ impl Job for Totals {
 
 /// Decodes every chunk of a trace, counting edges per thread.
 pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Totals> {
-    stream(input, paired, Totals::default())
+    let (mut t, version) = stream_versioned(input, paired, Totals::default())?;
+    t.version = version;
+    Ok(t)
 }
 
 /// The job behind `trace edges`: calls `f(process id, thread, edge id)` for every edge, in
@@ -1192,7 +1242,10 @@ impl<F: FnMut(u64, u64, u64) -> Result<()> + Sync> Job for EachEdge<F> {
 
 /// Every thread's decoded edges, materialised (for tests and small traces; the streaming jobs
 /// above never hold a whole sequence). Threads in file order; a thread's chunks concatenated.
-pub fn decode_all(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Vec<super::encode::ThreadEdges>> {
+pub fn decode_all(
+    input: &mut dyn BufRead,
+    paired: Option<&Profile>,
+) -> Result<Vec<super::encode::ThreadEdges>> {
     use std::sync::mpsc;
     let (tx, rx) = mpsc::channel::<(u64, u64)>();
     let job = EachEdge {
@@ -1272,14 +1325,24 @@ mod tests {
             (trace("{}", table, r#"[ 0, 0, 3, 9, "A" ]"#), "edge 9 has no row"),
             (trace(r#"{ "a": "<b>", "b": "<a>" }"#, table, r#"[ 0, 0, 3, 1, "A" ]"#), "cycle"),
             (trace("{}", table, r#"[ 0, 0, 3, 1, "A<q>" ]"#), "unknown dictionary key <q>"),
-            (trace("{}", &table.replace(r#"[ 2, "1", [ 1 ] ]"#, r#"[ 1, "01", [ 1 ] ]"#), "[ 0, 0, 1, 1 ]"), "ambiguous"),
+            (
+                trace(
+                    "{}",
+                    &table.replace(r#"[ 2, "1", [ 1 ] ]"#, r#"[ 1, "01", [ 1 ] ]"#),
+                    "[ 0, 0, 1, 1 ]",
+                ),
+                "ambiguous",
+            ),
         ];
         for (text, needle) in cases {
             let e = edges(&text).unwrap_err().to_string();
             assert!(e.contains(needle), "{needle}: {e}");
         }
         let e = edges(&trace("{}", table, r#"[ 0, 0, 20, 1, "A" ], [ 0, 0, 20, 1, "AAAA" ]"#)).unwrap_err();
-        assert!(e.to_string().contains("PROCESSES row 1 (PROCESS_ID 7).THREAD_DATA thread 0.TRACE_DATA chunk 0"), "{e}");
+        assert!(
+            e.to_string().contains("PROCESSES row 1 (PROCESS_ID 7).THREAD_DATA thread 0.TRACE_DATA chunk 0"),
+            "{e}"
+        );
         assert!(e.to_string().contains("too few bits"), "{e}");
     }
 }

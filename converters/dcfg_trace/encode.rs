@@ -70,8 +70,9 @@ pub fn parse_edge_list(text: &str) -> Result<Vec<ThreadEdges>> {
             }
             continue;
         }
-        let id = parse_int(line)
-            .ok_or_else(|| Error::input(format!("expected an edge id, found \"{line}\"")).at_line(n as u64 + 1))?;
+        let id = parse_int(line).ok_or_else(|| {
+            Error::input(format!("expected an edge id, found \"{line}\"")).at_line(n as u64 + 1)
+        })?;
         let slot = match current {
             Some(c) => c,
             None => {
@@ -161,9 +162,11 @@ pub fn encode(
     options: &EncodeOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let process = profile.processes.iter().find(|p| p.pid == pid).ok_or_else(|| {
-        Error::usage(format!("the DCFG has no process {pid}"))
-    })?;
+    let process = profile
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .ok_or_else(|| Error::usage(format!("the DCFG has no process {pid}")))?;
     let edges = EdgeInfo::new(process);
     let chunk_instrs = options.chunk_instrs.max(1);
     // Chunks as ranges of each thread's sequence, checked against the DCFG.
@@ -175,7 +178,10 @@ pub fn encode(
         let mut instrs = 0u64;
         for (i, &id) in t.edges.iter().enumerate() {
             let w = edges.instrs(id).ok_or_else(|| {
-                Error::input(format!("thread {}, edge {i}: edge id {id} is not an edge of the DCFG", t.thread))
+                Error::input(format!(
+                    "thread {}, edge {i}: edge id {id} is not an edge of the DCFG",
+                    t.thread
+                ))
             })?;
             if i > 0 && !edges.follows(t.edges[i - 1], id) {
                 return Err(Error::input(format!(
@@ -242,11 +248,17 @@ pub fn encode(
                 }
             }
         }
-        let mut bodies: Vec<(String, u64)> = seen.into_iter().filter(|(b, n)| *n >= 2 && b.len() >= 6).collect();
-        bodies.sort_unstable_by(|a, b| (b.1 * b.0.len() as u64).cmp(&(a.1 * a.0.len() as u64)).then(a.0.cmp(&b.0)));
+        let mut bodies: Vec<(String, u64)> =
+            seen.into_iter().filter(|(b, n)| *n >= 2 && b.len() >= 6).collect();
+        bodies.sort_unstable_by(|a, b| {
+            (b.1 * b.0.len() as u64).cmp(&(a.1 * a.0.len() as u64)).then(a.0.cmp(&b.0))
+        });
         for (body, n) in bodies {
             let key = key_name(dict.len());
-            let saved = (n as i64 - 1) * body.len() as i64 - (n as i64) * (key.len() as i64 + 2) - key.len() as i64 - 6;
+            let saved = (n as i64 - 1) * body.len() as i64
+                - (n as i64) * (key.len() as i64 + 2)
+                - key.len() as i64
+                - 6;
             if saved <= 0 {
                 continue;
             }
@@ -433,7 +445,7 @@ fn compress(s: &[u8], max_period: usize) -> Vec<Piece> {
             let cost = p + 3 + digits(r);
             if covered > cost {
                 let saving = covered - cost;
-                if best.is_none_or(|b| saving > b.0) {
+                if best.map_or(true, |b| saving > b.0) {
                     best = Some((saving, p, r));
                 }
             }
@@ -569,7 +581,7 @@ mod tests {
         let p = compress(s, 64);
         assert_eq!(render(&p, &HashMap::new()), "xy(5*ABC)qq");
         let inner = "ab".repeat(10) + "Q";
-        let s = format!("{}", inner.repeat(6));
+        let s = inner.repeat(6);
         let p = compress(s.as_bytes(), 64);
         assert_eq!(render(&p, &HashMap::new()), "(6*(10*ab)Q)");
     }
@@ -577,7 +589,10 @@ mod tests {
     #[test]
     fn edge_lists_parse_with_threads_and_comments() {
         let t = parse_edge_list("# a comment\n1\n2\n# thread 3\n5\n0x10\n").unwrap();
-        assert_eq!(t, vec![ThreadEdges { thread: 0, edges: vec![1, 2] }, ThreadEdges { thread: 3, edges: vec![5, 16] }]);
+        assert_eq!(
+            t,
+            vec![ThreadEdges { thread: 0, edges: vec![1, 2] }, ThreadEdges { thread: 3, edges: vec![5, 16] }]
+        );
         assert!(parse_edge_list("1\nx\n").unwrap_err().to_string().contains("line 2"));
         assert!(parse_edge_list("# thread 1\n1\n# thread 1\n").is_err());
         assert_eq!(key_name(0), "A");

@@ -95,7 +95,8 @@ pub fn looped(spec: &SynthSpec, edges_per_thread: u64, chunk_edges: u64) -> Resu
         dict.push((key, unit.clone()));
         let per_chunk = (chunk_edges / unit_edges).max(1);
         let mut units_left = edges_per_thread.div_ceil(unit_edges);
-        let mut preceding: u64 = t.edges[..=start].iter().map(|e| weight[e]).sum::<u64>() - weight[&t.edges[start]];
+        let mut preceding: u64 =
+            t.edges[..=start].iter().map(|e| weight[e]).sum::<u64>() - weight[&t.edges[start]];
         let mut chunks = Vec::new();
         while units_left > 0 {
             let n = per_chunk.min(units_left);
@@ -134,7 +135,7 @@ fn find_cycle(edges: &[u64]) -> Option<(usize, &[u64])> {
         if let Some(&i) = last.get(&e) {
             let len = j - i;
             let score = |l: usize| (l as i64 - 2000).abs();
-            if best.is_none_or(|(bi, bj)| score(len) < score(bj - bi)) {
+            if best.map_or(true, |(bi, bj)| score(len) < score(bj - bi)) {
                 best = Some((i, j));
             }
         }

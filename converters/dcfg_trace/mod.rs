@@ -65,9 +65,14 @@ impl Format for DcfgTrace {
     /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
     /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
     /// kinds are in the paired DCFG, not here; they are left unknown.
-    fn read(&self, input: &mut dyn BufRead, _options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        _options: &ReadOptions,
+        _findings: &mut Findings,
+    ) -> Result<Profile> {
         let totals = decode::totals(input, None)?;
-        Ok(totals_to_profile(&totals))
+        totals_to_profile(&totals)
     }
 
     fn write(
@@ -82,11 +87,21 @@ impl Format for DcfgTrace {
     }
 }
 
+/// Most threads a process may have (thread ids index `INSTR_COUNT_PER_THREAD`).
+pub const MAX_THREADS: u64 = 1 << 20;
+
 /// The model of a trace read alone.
-pub fn totals_to_profile(totals: &decode::Totals) -> Profile {
+pub fn totals_to_profile(totals: &decode::Totals) -> Result<Profile> {
     let mut profile = Profile::default();
-    profile.meta.format_version = Some((1, 0));
+    profile.meta.format_version = totals.version;
     for p in &totals.processes {
+        if let Some(&t) = p.threads.keys().max().filter(|&&t| t >= MAX_THREADS) {
+            return Err(Error::input(format!(
+                "process {}: THREAD_ID {t} is not a thread index (at most {})",
+                p.pid,
+                MAX_THREADS - 1
+            )));
+        }
         let threads = p.threads.keys().max().map(|&t| t as usize + 1).unwrap_or(0);
         let mut process = Process { pid: p.pid, ..Process::default() };
         process.thread_instr_counts = vec![0; threads];
@@ -111,5 +126,5 @@ pub fn totals_to_profile(totals: &decode::Totals) -> Profile {
             .collect();
         profile.processes.push(process);
     }
-    profile
+    Ok(profile)
 }

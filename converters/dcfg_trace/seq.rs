@@ -128,12 +128,7 @@ fn get_bits(words: &[u64], pos: u64, k: u32) -> u64 {
 
 /// Parses sequence text into a program. `lookup` resolves a dictionary key to an entry index
 /// (an unknown key is an error); `what` names the string in messages.
-fn parse(
-    text: &[u8],
-    what: &str,
-    lookup: &dyn Fn(&str) -> Option<u32>,
-    code: &mut Program,
-) -> Result<()> {
+fn parse(text: &[u8], what: &str, lookup: &dyn Fn(&str) -> Option<u32>, code: &mut Program) -> Result<()> {
     let mut open: Vec<(usize, usize)> = Vec::new(); // (op index of the Rep, text position)
     let mut lit: Option<(usize, u64)> = None; // (op index, bit position where it started)
     let mut bitpos: u64 = code.words.len() as u64 * 64;
@@ -193,11 +188,7 @@ fn parse(
                     .ok_or_else(|| syntax(what, i, "'<' without a closing '>'"))?;
                 let key = std::str::from_utf8(&text[i + 1..end]).unwrap_or("");
                 if !is_valid_key(key) {
-                    return Err(syntax(
-                        what,
-                        i,
-                        "a dictionary key is one or more of A-Z a-z 0-9 + -",
-                    ));
+                    return Err(syntax(what, i, "a dictionary key is one or more of A-Z a-z 0-9 + -"));
                 }
                 let entry = lookup(key).ok_or_else(|| {
                     syntax(what, i, format!("unknown dictionary key <{key}> (not in STRING_DICTIONARY)"))
@@ -206,7 +197,8 @@ fn parse(
                 i = end + 1;
             }
             _ => {
-                let shown = if c.is_ascii_graphic() { format!("'{}'", c as char) } else { format!("byte {c:#04x}") };
+                let shown =
+                    if c.is_ascii_graphic() { format!("'{}'", c as char) } else { format!("byte {c:#04x}") };
                 return Err(syntax(
                     what,
                     i,
@@ -438,8 +430,7 @@ fn apply_replacements(code: &mut Program, replacements: Vec<(usize, Vec<u64>, u6
         let start = code.words.len() as u64 * 64;
         code.words.extend_from_slice(&pattern);
         code.words.push(0);
-        code.ops[op] =
-            Op::Periodic { start, period, total: count.saturating_mul(period), skip: body };
+        code.ops[op] = Op::Periodic { start, period, total: count.saturating_mul(period), skip: body };
     }
 }
 

@@ -43,7 +43,9 @@ impl Row {
                 | match c {
                     b'0' => 0,
                     b'1' => 1,
-                    _ => return Err(format!("transition code \"{text}\" has a character other than 0 and 1")),
+                    _ => {
+                        return Err(format!("transition code \"{text}\" has a character other than 0 and 1"))
+                    }
                 };
         }
         Ok((code, text.len() as u8))

@@ -53,6 +53,9 @@ struct EdgeFacts {
     enters_loop: u32,
 }
 
+/// A loop (index into `ProcessFacts::loops`) and its blocks.
+type LoopNodes = (u32, Vec<u32>);
+
 /// The routines, names and edge facts of one DCFG process.
 struct ProcessFacts {
     names: Vec<String>,
@@ -67,8 +70,9 @@ impl ProcessFacts {
         let mut names = Vec::new();
         let mut loops = Vec::new();
         // routine of each block, per image; and loops by head block.
-        let mut routine_of: Vec<Vec<u32>> = process.images.iter().map(|i| vec![NONE; i.blocks.len()]).collect();
-        let mut loop_heads: HashMap<(u32, u32), Vec<(u32, Vec<u32>)>> = HashMap::new();
+        let mut routine_of: Vec<Vec<u32>> =
+            process.images.iter().map(|i| vec![NONE; i.blocks.len()]).collect();
+        let mut loop_heads: HashMap<(u32, u32), Vec<LoopNodes>> = HashMap::new();
         for (i, image) in process.images.iter().enumerate() {
             let index = names::SymbolIndex::new(image);
             for r in all[i].iter() {
@@ -89,9 +93,11 @@ impl ProcessFacts {
             }
         }
         let routine = |n: NodeRef| match n {
-            NodeRef::Block(b) => {
-                routine_of.get(b.image as usize).and_then(|v| v.get(b.block as usize)).copied().unwrap_or(NONE)
-            }
+            NodeRef::Block(b) => routine_of
+                .get(b.image as usize)
+                .and_then(|v| v.get(b.block as usize))
+                .copied()
+                .unwrap_or(NONE),
             _ => NONE,
         };
         let edges = process
@@ -142,8 +148,14 @@ impl ProcessFacts {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum RelNode {
     /// The base stack without its top `k` frames, its top frame then replaced by `top`.
-    Root { k: u64, top: u32 },
-    Child { parent: u32, frame: u32 },
+    Root {
+        k: u64,
+        top: u32,
+    },
+    Child {
+        parent: u32,
+        frame: u32,
+    },
 }
 
 /// Whether a call's cost counts: its callee was not on the stack (`Yes`), was (`No`), or is
@@ -230,7 +242,6 @@ impl RelTree {
 }
 
 /// Per-thread replay state while merging chunks in order.
-#[derive(Default)]
 struct ThreadState {
     /// Global stack tree: (parent, frame); node 0 is the empty stack.
     nodes: Vec<(u32, u32)>,
@@ -244,10 +255,22 @@ struct ThreadState {
     gaps: u64,
 }
 
-impl ThreadState {
-    fn new() -> Self {
-        ThreadState { nodes: vec![(NONE, NONE)], costs: vec![0], ..Default::default() }
+impl Default for ThreadState {
+    fn default() -> Self {
+        ThreadState {
+            nodes: vec![(NONE, NONE)],
+            index: HashMap::new(),
+            costs: vec![0],
+            path: Vec::new(),
+            pending_calls: Vec::new(),
+            counter: 0,
+            next_preceding: None,
+            gaps: 0,
+        }
     }
+}
+
+impl ThreadState {
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
         if let Some(&i) = self.index.get(&(parent, frame)) {
@@ -341,7 +364,11 @@ impl Job for Replayer<'_> {
     type Part = ChunkReplay;
 
     fn begin_process(&mut self, p: &TraceProcess) -> Result<()> {
-        let index = p.pairing.as_ref().map(|x| x.process).ok_or_else(|| Error::usage("replay needs the paired DCFG"))?;
+        let index = p
+            .pairing
+            .as_ref()
+            .map(|x| x.process)
+            .ok_or_else(|| Error::usage("replay needs the paired DCFG"))?;
         let process = &self.profile.processes[index];
         let facts = ProcessFacts::new(self.profile, process);
         self.processes.push(ProcessReplay {
@@ -388,7 +415,11 @@ impl Job for Replayer<'_> {
             match f.act {
                 Act::Push { call } => {
                     if call {
-                        let counts = if f.target_routine == NONE { Counted::Yes } else { tree.holds(node, f.target_routine) };
+                        let counts = if f.target_routine == NONE {
+                            Counted::Yes
+                        } else {
+                            tree.holds(node, f.target_routine)
+                        };
                         calls.push((ei, instrs, counts));
                     }
                     node = tree.node(RelNode::Child { parent: node, frame: f.target_routine });
@@ -429,7 +460,7 @@ impl Job for Replayer<'_> {
 
     fn merge(&mut self, _p: &TraceProcess, c: &Chunk, part: ChunkReplay) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
-        let t = self.threads.entry(c.thread).or_insert_with(ThreadState::new);
+        let t = self.threads.entry(c.thread).or_default();
         if c.edge_count == 0 {
             return Ok(());
         }
@@ -525,7 +556,9 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
     let ir = match profile.event_index("Ir") {
         Some(i) => i,
         None => {
-            profile.events.push(Event { name: "Ir".into(), description: Some("Instructions executed".into()) });
+            profile
+                .events
+                .push(Event { name: "Ir".into(), description: Some("Instructions executed".into()) });
             profile.events.len() - 1
         }
     };
@@ -555,7 +588,8 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
             }
             let traced = &r.edge_counts[i];
             let n = edge.counts.len().max(traced.len());
-            let differs = (0..n).any(|t| edge.counts.get(t).copied().unwrap_or(0) != traced.get(t).copied().unwrap_or(0));
+            let differs = (0..n)
+                .any(|t| edge.counts.get(t).copied().unwrap_or(0) != traced.get(t).copied().unwrap_or(0));
             if differs {
                 differing += 1;
                 example.get_or_insert((edge.id, edge.counts.clone(), traced.clone()));
@@ -619,7 +653,11 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> Job for Timeline<'_, F> {
     type Local = ();
     type Part = ();
     fn begin_process(&mut self, p: &TraceProcess) -> Result<()> {
-        let index = p.pairing.as_ref().map(|x| x.process).ok_or_else(|| Error::usage("a timeline needs the paired DCFG"))?;
+        let index = p
+            .pairing
+            .as_ref()
+            .map(|x| x.process)
+            .ok_or_else(|| Error::usage("a timeline needs the paired DCFG"))?;
         self.facts = Some(ProcessFacts::new(self.profile, &self.profile.processes[index]));
         self.stacks.clear();
         Ok(())
@@ -820,7 +858,10 @@ mod tests {
         let process = &profile.processes[0];
         let total: f64 = process.stacks.iter().map(|s| s.values[ir]).sum();
         assert_eq!(total as u64, process.thread_instr_counts.iter().sum::<u64>());
-        assert!(process.stacks.iter().all(|s| profile.frames.get(s.frames[0]) == "main"), "every stack starts in main");
+        assert!(
+            process.stacks.iter().all(|s| profile.frames.get(s.frames[0]) == "main"),
+            "every stack starts in main"
+        );
         let calls: Vec<_> = process.edges.iter().filter(|e| e.kind.is_call() && e.total() > 0).collect();
         assert!(!calls.is_empty());
         assert!(calls.iter().all(|e| e.inclusive.len() == profile.events.len() && e.inclusive[ir] > 0));
@@ -840,7 +881,8 @@ mod tests {
         assert_eq!(entries[0].name, "main");
         assert_eq!((entries[0].instr, entries[0].depth), (0, 1));
         assert!(entries.windows(2).all(|w| w[0].instr <= w[1].instr));
-        let calls: u64 = p.profile.processes[0].edges.iter().filter(|e| e.kind.is_call()).map(|e| e.total()).sum();
+        let calls: u64 =
+            p.profile.processes[0].edges.iter().filter(|e| e.kind.is_call()).map(|e| e.total()).sum();
         let routine_entries = entries.iter().filter(|e| e.kind == "routine").count() as u64;
         assert!(routine_entries > calls, "{routine_entries} entries for {calls} calls");
     }

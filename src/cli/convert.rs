@@ -95,8 +95,7 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         super::trace::replay_into(&mut loaded.profile, trace, quiet)?;
         inputs.push(trace);
     }
-    let findings =
-        save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }

@@ -210,7 +210,7 @@ fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
             f: |pid: u64, thread: u64, id: u64| {
                 let mut b = blocks.lock().unwrap_or_else(|e| e.into_inner());
                 if last != Some((pid, thread)) {
-                    let new_process = last.is_none_or(|(p, _)| p != pid);
+                    let new_process = last.map_or(true, |(p, _)| p != pid);
                     last = Some((pid, thread));
                     b.push(|buf| {
                         if new_process {
@@ -271,9 +271,11 @@ fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
             q.edges
                 .iter()
                 .filter(|e| {
-                    let threads = e.counts.len().max(p.threads.keys().max().map(|&t| t as usize + 1).unwrap_or(0));
+                    let threads =
+                        e.counts.len().max(p.threads.keys().max().map(|&t| t as usize + 1).unwrap_or(0));
                     (0..threads).any(|t| {
-                        let traced = p.threads.get(&(t as u64)).and_then(|x| x.edge_counts.get(&e.id)).copied();
+                        let traced =
+                            p.threads.get(&(t as u64)).and_then(|x| x.edge_counts.get(&e.id)).copied();
                         traced.unwrap_or(0) != e.counts.get(t).copied().unwrap_or(0)
                     })
                 })
@@ -308,7 +310,10 @@ fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
             "process {}: {} dictionary entries, {} transition-table rows",
             p.pid, p.dictionary_entries, p.transition_table_rows
         );
-        let mut table = super::table::Table::new(&["thread", "chunks", "edges", "instructions", "distinct edges", "DCFG instructions"], &[0, 1, 2, 3, 4, 5]);
+        let mut table = super::table::Table::new(
+            &["thread", "chunks", "edges", "instructions", "distinct edges", "DCFG instructions"],
+            &[0, 1, 2, 3, 4, 5],
+        );
         for t in &p.threads {
             table.row(vec![
                 t.thread.to_string(),
@@ -367,7 +372,9 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
         (p.profile, p.trace)
     };
     crate::convert::save(&profile, &args.dcfg_out, Some("dcfg"), &[], &WriteOptions::default())?;
-    write_output(&args.trace_out, &[&args.dcfg_out], |out| out.write_all(&trace).map_err(write_error(&args.trace_out)))?;
+    write_output(&args.trace_out, &[&args.dcfg_out], |out| {
+        out.write_all(&trace).map_err(write_error(&args.trace_out))
+    })?;
     Ok(0)
 }
 
@@ -375,7 +382,8 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
 /// inclusive costs of calls), naming count differences as warnings.
 pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Result<()> {
     let input = Input::open(trace)?;
-    let replays = crate::analysis::replay::replay(&mut input.reader(), profile).map_err(|e| e.in_file(trace))?;
+    let replays =
+        crate::analysis::replay::replay(&mut input.reader(), profile).map_err(|e| e.in_file(trace))?;
     let mut findings = crate::error::Findings::default();
     crate::analysis::replay::apply(profile, &replays, &mut findings);
     super::check_findings(trace, &findings, quiet)
@@ -383,12 +391,22 @@ pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Re
 
 /// `cfghub convert DCFG --trace-from EDGES -o OUT`: encodes edge sequences into a DCFG-trace of
 /// the DCFG's first process.
-pub(crate) fn encode_from(dcfg: &str, edges: &str, output: &str, chunk_instrs: u64, quiet: bool) -> Result<i32> {
+pub(crate) fn encode_from(
+    dcfg: &str,
+    edges: &str,
+    output: &str,
+    chunk_instrs: u64,
+    quiet: bool,
+) -> Result<i32> {
     use crate::converters::dcfg_trace::encode::{encode, parse_edge_list};
-    let format = crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::DcfgTrace);
+    let format =
+        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::DcfgTrace);
     if format.name() != "dcfg-trace" {
-        return Err(Error::usage(format!("--trace-from writes a DCFG-trace, but {output} names a {} file", format.name()))
-            .with_hint("name the output *.trace.json (optionally .bz2 or .gz)"));
+        return Err(Error::usage(format!(
+            "--trace-from writes a DCFG-trace, but {output} names a {} file",
+            format.name()
+        ))
+        .with_hint("name the output *.trace.json (optionally .bz2 or .gz)"));
     }
     let profile = load_dcfg(dcfg, quiet)?;
     let process = profile

@@ -49,10 +49,26 @@ const CHUNK1: &str = "PROCESSES row 1 (PROCESS_ID 4242).THREAD_DATA thread 1.TRA
 #[test]
 fn sequence_and_table_errors_name_the_chunk_and_position() {
     let ok = r#"[ 0, 0, 3, 1, "A" ]"#;
-    refused(&trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 20, 1, "A" ]"#)), None, &[CHUNK1, "edge 7, bit 6", "too few bits"]);
-    refused(&trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 1, "A<zz>" ]"#)), None, &[CHUNK1, "character 1", "unknown dictionary key <zz>"]);
-    refused(&trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 1, "A(3B)" ]"#)), None, &[CHUNK1, "character 3", "expected '*'"]);
-    refused(&trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 2, "A" ]"#)), None, &[CHUNK1, "edge 1, bit 0", "no TRANSITION_CODE of edge 2"]);
+    refused(
+        &trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 20, 1, "A" ]"#)),
+        None,
+        &[CHUNK1, "edge 7, bit 6", "too few bits"],
+    );
+    refused(
+        &trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 1, "A<zz>" ]"#)),
+        None,
+        &[CHUNK1, "character 1", "unknown dictionary key <zz>"],
+    );
+    refused(
+        &trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 1, "A(3B)" ]"#)),
+        None,
+        &[CHUNK1, "character 3", "expected '*'"],
+    );
+    refused(
+        &trace("{}", LOOP, &format!(r#"{ok}, [ 0, 0, 3, 2, "A" ]"#)),
+        None,
+        &[CHUNK1, "edge 1, bit 0", "no TRANSITION_CODE of edge 2"],
+    );
     refused(
         &trace(r#"{ "a": "A<b>", "b": "(2*<c>)", "c": "<a>" }"#, LOOP, ok),
         None,
@@ -63,8 +79,16 @@ fn sequence_and_table_errors_name_the_chunk_and_position() {
         None,
         &["TRANSITION_TABLE", "\"0\" (row 1) and \"01\" (row 2)", "ambiguous"],
     );
-    refused(&trace("{}", LOOP, r#"[ 0, 0, 3, 1 ]"#), None, &["chunk 0", "EDGE_ID_SEQUENCE column is missing"]);
-    refused(&trace("{}", r#", [ 1, "2", [ 1 ] ]"#, ok), None, &["TRANSITION_TABLE row 1", "other than 0 and 1"]);
+    refused(
+        &trace("{}", LOOP, r#"[ 0, 0, 3, 1 ]"#),
+        None,
+        &["chunk 0", "EDGE_ID_SEQUENCE column is missing"],
+    );
+    refused(
+        &trace("{}", r#", [ 1, "2", [ 1 ] ]"#, ok),
+        None,
+        &["TRANSITION_TABLE row 1", "other than 0 and 1"],
+    );
     refused("{ \"PROCESSES\" : [ [ \"PROCESS_ID\" ], [ 1 ] ] }", None, &["header row", "PROCESS_ID"]);
     refused("{ \"MAJOR_VERSION\" : 1, \"PROCESSES\" : [ ", None, &["bad.trace.json:1: EOF while parsing"]);
 }
@@ -75,17 +99,37 @@ fn edges_absent_from_the_paired_dcfg_are_refused_where_they_occur() {
     let dcfg = dir.path().join("app.dcfg.json");
     let t = dir.path().join("app.trace.json");
     let o = common::run(&[
-        "trace", "generate", "--edges", "200", "--threads", "1",
-        "--dcfg-out", dcfg.to_str().unwrap(), "--trace-out", t.to_str().unwrap(),
+        "trace",
+        "generate",
+        "--edges",
+        "200",
+        "--threads",
+        "1",
+        "--dcfg-out",
+        dcfg.to_str().unwrap(),
+        "--trace-out",
+        t.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     // Edge 1 is the synthetic program's ENTRY edge; 999999 is no edge of it.
     let table = r#", [ 1, "", [ 999999 ] ]"#;
-    refused(&trace("{}", table, r#"[ 0, 0, 2, 1, "" ]"#), Some(&dcfg), &[CHUNK0, "edge 1, bit 0", "edge 999999 is not an edge of the paired DCFG"]);
-    refused(&trace("{}", table, r#"[ 0, 0, 1, 777777, "" ]"#), Some(&dcfg), &[CHUNK0, "FIRST_EDGE_ID 777777"]);
+    refused(
+        &trace("{}", table, r#"[ 0, 0, 2, 1, "" ]"#),
+        Some(&dcfg),
+        &[CHUNK0, "edge 1, bit 0", "edge 999999 is not an edge of the paired DCFG"],
+    );
+    refused(
+        &trace("{}", table, r#"[ 0, 0, 1, 777777, "" ]"#),
+        Some(&dcfg),
+        &[CHUNK0, "FIRST_EDGE_ID 777777"],
+    );
     // A wrong INSTR_COUNT, and an edge that does not start where its predecessor ends.
     refused(&trace("{}", "", r#"[ 0, 12345, 1, 1, "" ]"#), Some(&dcfg), &[CHUNK0, "INSTR_COUNT is 12345"]);
-    refused(&trace("{}", r#", [ 1, "", [ 1 ] ]"#, r#"[ 0, 0, 2, 1, "" ]"#), Some(&dcfg), &[CHUNK0, "edge 1", "does not start at the node"]);
+    refused(
+        &trace("{}", r#", [ 1, "", [ 1 ] ]"#, r#"[ 0, 0, 2, 1, "" ]"#),
+        Some(&dcfg),
+        &[CHUNK0, "edge 1", "does not start at the node"],
+    );
     let other = std::fs::read_to_string(&t).unwrap().replace("[ 4242,", "[ 99,");
     refused(&other, Some(&dcfg), &["PROCESS_ID 99 is not a process of the paired DCFG"]);
 }

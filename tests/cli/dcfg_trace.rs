@@ -7,8 +7,18 @@ fn generated(dir: &std::path::Path, edges: &str, threads: &str) -> (String, Stri
     let dcfg = dir.join("app.dcfg.json.bz2").to_str().unwrap().to_string();
     let trace = dir.join("app.trace.json.bz2").to_str().unwrap().to_string();
     let o = common::run(&[
-        "trace", "generate", "--edges", edges, "--threads", threads, "--chunk-instrs", "3000",
-        "--dcfg-out", &dcfg, "--trace-out", &trace,
+        "trace",
+        "generate",
+        "--edges",
+        edges,
+        "--threads",
+        threads,
+        "--chunk-instrs",
+        "3000",
+        "--dcfg-out",
+        &dcfg,
+        "--trace-out",
+        &trace,
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     (dcfg, trace)
@@ -22,9 +32,20 @@ fn edges_encode_back_to_the_same_edges() {
     let o = common::run(&["trace", "edges", &trace, "--dcfg", &dcfg, "-o", edges.to_str().unwrap()]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let text = std::fs::read_to_string(&edges).unwrap();
-    assert!(text.contains("# thread 0\n1\n") && text.contains("# thread 2\n"), "{}", &text[..200.min(text.len())]);
+    assert!(
+        text.contains("# thread 0\n1\n") && text.contains("# thread 2\n"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
     let again = dir.path().join("again.trace.json");
-    let o = common::run(&["convert", &dcfg, "--trace-from", edges.to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    let o = common::run(&[
+        "convert",
+        &dcfg,
+        "--trace-from",
+        edges.to_str().unwrap(),
+        "-o",
+        again.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let o = common::run(&["trace", "edges", again.to_str().unwrap()]);
     assert_eq!(common::stdout(&o), text);
@@ -80,6 +101,11 @@ fn timeline_and_replayed_stacks() {
         .sum();
     let v: serde_json::Value =
         serde_json::from_slice(&common::run(&["trace", "stats", &trace, "--json"]).stdout).unwrap();
-    let instrs: u64 = v["processes"][0]["threads"].as_array().unwrap().iter().map(|t| t["instructions"].as_u64().unwrap()).sum();
+    let instrs: u64 = v["processes"][0]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["instructions"].as_u64().unwrap())
+        .sum();
     assert_eq!(total, instrs, "folded stacks sum to the instructions");
 }

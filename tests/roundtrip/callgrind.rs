@@ -37,7 +37,11 @@ fn assert_same(a: &Profile, b: &Profile, what: &str) {
     }
     assert_eq!(a.meta, b.meta, "{what}: meta");
     assert_eq!(a.events, b.events, "{what}: events");
-    first(&a.files.iter().collect::<Vec<_>>(), &b.files.iter().collect::<Vec<_>>(), &format!("{what}: files"));
+    first(
+        &a.files.iter().collect::<Vec<_>>(),
+        &b.files.iter().collect::<Vec<_>>(),
+        &format!("{what}: files"),
+    );
     assert_eq!(a.processes.len(), b.processes.len(), "{what}: processes");
     for (p, (x, y)) in a.processes.iter().zip(&b.processes).enumerate() {
         assert_eq!(x.pid, y.pid);
@@ -48,7 +52,11 @@ fn assert_same(a: &Profile, b: &Profile, what: &str) {
             first(&u.symbols, &v.symbols, &format!("{w} symbols"));
             first(&u.source_lines, &v.source_lines, &format!("{w} source_lines"));
             first(&u.blocks, &v.blocks, &format!("{w} blocks"));
-            first(u.routines.as_deref().unwrap_or(&[]), v.routines.as_deref().unwrap_or(&[]), &format!("{w} routines"));
+            first(
+                u.routines.as_deref().unwrap_or(&[]),
+                v.routines.as_deref().unwrap_or(&[]),
+                &format!("{w} routines"),
+            );
             assert_eq!(u.routines.is_some(), v.routines.is_some(), "{w} routines");
             first(&u.costs, &v.costs, &format!("{w} costs"));
         }
@@ -105,7 +113,8 @@ fn function_model(
     profile.meta.format_version = Some((1, 0));
     profile.meta.creator = Some("proptest".into());
     profile.meta.command = Some("./app --flag".into());
-    profile.events = vec![Event { name: "Ir".into(), description: Some("Instruction Fetch".into()) }, Event::new("Dr")];
+    profile.events =
+        vec![Event { name: "Ir".into(), description: Some("Instruction Fetch".into()) }, Event::new("Dr")];
     let src = profile.files.intern("app.c");
     let obj = profile.files.intern("/bin/app");
     let mut image = Image { id: 0, file: Some(obj), ..Image::default() };
