@@ -16,3 +16,6 @@ mod folded;
 
 #[path = "corpus/callgrind.rs"]
 mod callgrind;
+
+#[path = "corpus/dcfg_trace.rs"]
+mod dcfg_trace;

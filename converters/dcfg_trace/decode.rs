@@ -489,15 +489,17 @@ impl<'a> ChunkEdges<'a> {
                     _ => return Err(no_match(p, c, &self.w, self.cur, 32, pos)),
                 }
             }
-            Kind::None => return Err(c.error_at(
-                p,
-                pos,
-                self.w.consumed(),
-                format!(
+            Kind::None => {
+                return Err(c.error_at(
+                    p,
+                    pos,
+                    self.w.consumed(),
+                    format!(
                     "edge {} has no row in TRANSITION_TABLE, so no edge can follow it, but EDGE_COUNT is {}",
                     t.ids[self.cur as usize], c.edge_count
                 ),
-            )),
+                ))
+            }
         };
         if e.bad {
             return Err(bad_transition(p, c, self.cur, &e, pos, self.w.consumed()));

@@ -271,7 +271,6 @@ impl Default for ThreadState {
 }
 
 impl ThreadState {
-
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
         if let Some(&i) = self.index.get(&(parent, frame)) {
             return i;
