@@ -46,7 +46,7 @@ read -r w1 u1 m1 < <(measure $CFGHUB trace -j 1 stats "$WORK/app.trace.json")
 read -r w2 u2 m2 < <(measure $CFGHUB trace -j 2 stats "$WORK/app.trace.json")
 awk -v e="$EDGES" -v w1="$w1" -v u1="$u1" -v w2="$w2" -v u2="$u2" 'BEGIN {
     printf "== 1. one core:  %.2f s wall (%.0f M edges/s), %.2f s user (%.0f M edges/s per CPU second)\n", w1, e/w1/1e6, u1, e/u1/1e6;
-    printf "== 2. two cores: %.2f s wall (%.0f M edges/s), speed-up %.2fx wall\n", w2, e/w2/1e6, w1/w2;
+    printf "== 2. two cores: %.2f s wall (%.0f M edges/s), speed-up %.2fx wall; %.2f s user (CPU work %.2fx of one core: the rest is parallel)\n", w2, e/w2/1e6, w1/w2, u2, u2/u1;
 }'
 echo "   peak memory: $m1 KB (-j 1), $m2 KB (-j 2)"
 
