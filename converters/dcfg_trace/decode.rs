@@ -867,12 +867,10 @@ impl<'de, J: Job> Visitor<'de> for ProcessRowSeed<'_, '_, J> {
         let Some(rows) = seq.next_element::<TableRows>()? else {
             return Err(ctx.fail(missing("TRANSITION_TABLE")));
         };
-        let table = match rows.0.and_then(|rows| Table::build(&rows, &format!("{place}.TRANSITION_TABLE"))) {
+        let rows = rows.0.map_err(|e| Error::input(format!("{place}.{}", e.message)));
+        let table = match rows.and_then(|rows| Table::build(&rows, &format!("{place}.TRANSITION_TABLE"))) {
             Ok(t) => t,
-            Err(e) => {
-                let e = Error::input(format!("{place}: {}", e.message));
-                return Err(ctx.fail(e));
-            }
+            Err(e) => return Err(ctx.fail(e)),
         };
         let mut process = match TraceProcess::new(pid, row, dict, table, ctx.paired) {
             Ok(p) => p,

@@ -150,3 +150,52 @@ fn huge_repeat_counts_decode_only_what_edge_count_needs() {
         assert_eq!(edges.len(), 10, "{seq}");
     }
 }
+
+mod never_panics {
+    use crate::common;
+    use cfghub::converters::dcfg_trace::decode::{decode_all, totals};
+    use proptest::prelude::*;
+
+    fn small() -> (Vec<u8>, cfghub::Profile) {
+        let trace = std::fs::read(common::fixture("dcfg-trace/small.trace.json")).unwrap();
+        let dcfg = common::fixture("dcfg-trace/small.dcfg.json");
+        let profile =
+            cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+        (trace, profile)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Damaged traces decode or fail with an error; they never panic or hang.
+        #[test]
+        fn damaged_traces_are_errors_not_panics(
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), prop::sample::select(
+                b"()<>*0123456789AZaz+-/\"[]{},: x\xff".to_vec())), 1..6),
+        ) {
+            let (mut trace, profile) = small();
+            for (at, byte) in edits {
+                let i = at.index(trace.len());
+                trace[i] = byte;
+            }
+            let _ = totals(&mut trace.as_slice(), None);
+            let _ = totals(&mut trace.as_slice(), Some(&profile));
+            let _ = decode_all(&mut trace.as_slice(), Some(&profile));
+        }
+
+        /// Arbitrary sequence text against a small table: an error or edges, never a panic.
+        #[test]
+        fn arbitrary_sequences_are_errors_not_panics(seq in "[A-Za-z0-9+(<>)*-]{0,40}", count in 0u64..50) {
+            let text = format!(
+                r#"{{ "PROCESSES" : [ [ "PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA" ],
+                  [ 1, {{ "a": "(3*B)", "b": "<a>A" }}, [ [ "CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS" ],
+                    [ 1, "0", [ 1 ] ], [ 1, "10", [ 2 ] ], [ 1, "11", [ 3, 1 ] ], [ 2, "", [ 1 ] ] ],
+                  [ [ "THREAD_ID", "TRACE_DATA" ], [ 0, [ [ "PRECEDING_INSTR_COUNT", "INSTR_COUNT", "EDGE_COUNT",
+                    "FIRST_EDGE_ID", "EDGE_ID_SEQUENCE" ], [ 0, 0, {count}, 1, "{seq}" ] ] ] ] ] ] }}"#
+            );
+            if let Ok(t) = decode_all(&mut text.as_bytes(), None) {
+                let n: usize = t.iter().map(|x| x.edges.len()).sum();
+                prop_assert_eq!(n as u64, count);
+            }
+        }
+    }
+}
