@@ -8,8 +8,12 @@
 //! thread's instruction count equals the sum of `NUM_INSTRS` over the blocks it ran, and the
 //! per-thread edge sequences can be kept to build a matching DCFG-trace.
 //!
-//! Recursion (direct and mutual) happens through *guarded* calls: a conditional branch that skips
-//! the call, taken whenever the stack is deep or the budget is spent, so every walk terminates.
+//! Calls are layered so the executed call tree stays bounded however large the program: routines
+//! sit on levels 1 to 3 and plain calls go one level down; `main` loops over an indirect call
+//! that dispatches to every level-1 routine in turn, so a long enough walk covers the whole
+//! program. Recursion (direct and mutual) happens through *guarded* calls: a conditional branch
+//! that skips the call, taken whenever the stack is deep or the budget is spent, so every walk
+//! terminates.
 
 use std::collections::HashMap;
 
@@ -91,6 +95,8 @@ enum Kind {
     Latch { head: u32, percent: u8 },
     /// Calls routine `callee` (global index); execution resumes at the next block.
     Call { callee: u32 },
+    /// Indirect call to the next level-1 routine in turn (`main`'s dispatch loop).
+    Dispatch,
     /// Returns to the caller (the last block of every routine).
     Ret,
 }
@@ -115,14 +121,16 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         let target = (spec.blocks_per_routine.max(3) as u64 / 2
             + rng.below(spec.blocks_per_routine.max(3) as u64)) as usize;
         let mut kinds = Vec::with_capacity(target + 4);
+        let shape = Shape { me: g as u32, total: total as u32 };
         if g == 0 {
-            // main: an outer loop that runs while the thread's budget lasts.
+            // main: an outer loop around the dispatch, run while the thread's budget lasts.
             kinds.push(Kind::Fall);
             let head = kinds.len() as u32;
-            region(&mut rng, &mut kinds, target.saturating_sub(3).max(1), g as u32, total as u32, 0);
+            kinds.push(Kind::Dispatch);
+            region(&mut rng, &mut kinds, target.saturating_sub(4).max(1), shape, 0);
             kinds.push(Kind::Latch { head, percent: 255 });
         } else {
-            region(&mut rng, &mut kinds, target.saturating_sub(1).max(1), g as u32, total as u32, 0);
+            region(&mut rng, &mut kinds, target.saturating_sub(1).max(1), shape, 0);
         }
         kinds.push(Kind::Ret);
         let instrs = kinds.iter().map(|_| 1 + rng.below(10) as u8).collect();
@@ -140,36 +148,57 @@ pub fn generate(spec: &SynthSpec) -> Synth {
     walk.into_profile(spec, &routines, &image_blocks)
 }
 
+/// Where a routine sits in the program.
+#[derive(Clone, Copy)]
+struct Shape {
+    me: u32,
+    total: u32,
+}
+
+/// Call level of a routine: `main` is 0, the others 1, 2, 3 in turn.
+fn level(g: u32) -> u32 {
+    if g == 0 {
+        0
+    } else {
+        1 + (g - 1) % 3
+    }
+}
+
 /// Appends a structured region of about `budget` blocks.
-fn region(rng: &mut Rng, kinds: &mut Vec<Kind>, budget: usize, me: u32, total: u32, depth: u32) {
+fn region(rng: &mut Rng, kinds: &mut Vec<Kind>, budget: usize, shape: Shape, depth: u32) {
+    let Shape { me, total } = shape;
     let end = kinds.len() + budget;
     while kinds.len() < end {
         let left = end - kinds.len();
         let pick = rng.below(100);
-        if pick < 12 && left >= 3 && depth < 4 {
+        if pick < 12 && left >= 3 && depth < 3 {
             // if-then: the branch skips the then-part.
             let at = kinds.len();
             kinds.push(Kind::Fall);
             let size = 1 + rng.below((left as u64 - 1).min(6)) as usize;
-            region(rng, kinds, size, me, total, depth + 1);
+            region(rng, kinds, size, shape, depth + 1);
             kinds[at] = Kind::Cond { target: kinds.len() as u32, guard: false };
-        } else if pick < 24 && left >= 2 && depth < 4 {
+        } else if pick < 22 && left >= 2 && depth < 2 {
             // loop: body then latch.
             let head = kinds.len() as u32;
             let size = rng.below((left as u64 - 1).min(8)) as usize + 1;
-            region(rng, kinds, size, me, total, depth + 1);
-            kinds.push(Kind::Latch { head, percent: 60 + rng.below(35) as u8 });
-        } else if pick < 36 && me + 1 < total {
-            // call a later routine (the call graph of unguarded calls is acyclic).
-            let callee = me + 1 + rng.below(u64::from((total - me - 1).min(6))) as u32;
-            kinds.push(Kind::Call { callee });
-        } else if pick < 40 && left >= 2 {
-            // guarded recursive call: to itself or an earlier routine (not main).
-            let callee = if me > 1 && rng.chance(40) { 1 + rng.below(u64::from(me - 1)) as u32 } else { me };
-            if callee == 0 {
+            region(rng, kinds, size, shape, depth + 1);
+            kinds.push(Kind::Latch { head, percent: 20 + rng.below(40) as u8 });
+        } else if pick < 28 && level(me) < 3 {
+            // a plain call one level down (to a routine of the next level, nearby).
+            let first = if me == 0 { 1 } else { me + 1 };
+            let callee = first + 3 * rng.below(4) as u32;
+            if callee < total {
+                kinds.push(Kind::Call { callee });
+            } else {
                 kinds.push(Kind::Fall);
-                continue;
             }
+        } else if pick < 31 && left >= 2 && me > 0 && depth == 0 {
+            // guarded recursive call (outside loops, so recursion stays subcritical): to itself,
+            // or mutual recursion with an earlier routine.
+            // Mutual recursion stays on one level, so a recursive call never re-enters a
+            // higher level's larger subtree.
+            let callee = if me > 3 && rng.chance(40) { me - 3 } else { me };
             let at = kinds.len();
             kinds.push(Kind::Cond { target: at as u32 + 2, guard: true });
             kinds.push(Kind::Call { callee });
@@ -197,7 +226,8 @@ struct Walk<'a> {
     keep: bool,
 }
 
-const MAX_DEPTH: usize = 48;
+/// Guarded (recursive) calls are only taken below this stack depth.
+const MAX_DEPTH: usize = 12;
 
 impl<'a> Walk<'a> {
     fn new(routines: &'a [ProtoRoutine], threads: usize, keep: bool) -> Self {
@@ -237,6 +267,10 @@ impl<'a> Walk<'a> {
         let mut steps = 0u64;
         let mut stack: Vec<Node> = Vec::new();
         let mut at: Node = (0, 0);
+        let level_one = (self.routines.len() as u32).saturating_sub(1).div_ceil(3);
+        // Threads start their dispatch rotation at different points, so they cover the
+        // program in parallel as real worker threads divide work.
+        let mut dispatched = (t as u64 * u64::from(level_one) / self.threads as u64) as u32;
         self.edge(t, None, Some(at), EdgeKind::Entry, true);
         loop {
             let unwinding = steps >= budget;
@@ -278,6 +312,19 @@ impl<'a> Walk<'a> {
                     self.edge(t, Some(at), Some(next), EdgeKind::CallBypass, false);
                     let kind = if callee % 5 == 3 { EdgeKind::IndirectCall } else { EdgeKind::DirectCall };
                     self.edge(t, Some(at), Some((callee, 0)), kind, true);
+                    stack.push(next);
+                    at = (callee, 0);
+                }
+                Kind::Dispatch if level_one == 0 => {
+                    self.edge(t, Some(at), Some(next), EdgeKind::FallThrough, true);
+                    at = next;
+                }
+                Kind::Dispatch => {
+                    // A prime stride visits every level-1 routine, spread over the images.
+                    let callee = 1 + 3 * ((dispatched as u64 * 7919) % u64::from(level_one)) as u32;
+                    dispatched += 1;
+                    self.edge(t, Some(at), Some(next), EdgeKind::CallBypass, false);
+                    self.edge(t, Some(at), Some((callee, 0)), EdgeKind::IndirectCall, true);
                     stack.push(next);
                     at = (callee, 0);
                 }
@@ -379,7 +426,7 @@ impl<'a> Walk<'a> {
                 source: node(src, true),
                 target: node(dst, false),
                 kind,
-                counts,
+                counts: counts.into(),
                 ..Edge::default()
             });
         }

@@ -120,7 +120,7 @@ pub fn totals_to_profile(totals: &decode::Totals) -> Result<Profile> {
                 source: NodeRef::Unknown,
                 target: NodeRef::Unknown,
                 kind: EdgeKind::Unknown,
-                counts,
+                counts: counts.into(),
                 ..Edge::default()
             })
             .collect();

@@ -34,6 +34,11 @@ pub type FrameId = u32;
 /// Index into [`Profile::events`].
 pub type EventId = usize;
 
+/// Per-thread counts of an edge, thread 0 first. Inline for up to two threads: a DCFG has
+/// millions of edges and most processes have one or two threads, so no edge pays for a heap
+/// allocation (build one with `.into()` from a `Vec<u64>`, or `Counts::from_slice`).
+pub type Counts = smallvec::SmallVec<[u64; 2]>;
+
 /// One whole conversion: everything read from one or more inputs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
@@ -260,7 +265,7 @@ pub struct Edge {
     pub target: NodeRef,
     pub kind: EdgeKind,
     /// Traversals per thread, thread 0 first.
-    pub counts: Vec<u64>,
+    pub counts: Counts,
     /// For calls: the callee's inclusive cost per event, when the format states it
     /// (Callgrind `calls=` cost lines). Empty when unknown.
     pub inclusive: Vec<u64>,
