@@ -6,8 +6,10 @@ use crate::registry::Format;
 pub mod callgrind;
 pub mod dcfg;
 pub mod dcfg_trace;
+pub mod dot;
 pub mod dtrace;
 pub mod folded;
+pub mod graphml;
 pub mod perf;
 pub mod svg;
 
@@ -16,6 +18,8 @@ pub static ALL: &[&dyn Format] = &[
     &dcfg::Dcfg,
     &dcfg_trace::DcfgTrace,
     &callgrind::Callgrind,
+    &dot::Dot,
+    &graphml::GraphMl,
     &dtrace::Dtrace,
     &perf::Perf,
     &folded::Folded,

@@ -10,3 +10,6 @@ mod folded;
 
 #[path = "cli/dcfg_trace.rs"]
 mod dcfg_trace;
+
+#[path = "cli/dot.rs"]
+mod dot;

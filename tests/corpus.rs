@@ -19,3 +19,6 @@ mod callgrind;
 
 #[path = "corpus/dcfg_trace.rs"]
 mod dcfg_trace;
+
+#[path = "corpus/analysis.rs"]
+mod analysis;

@@ -13,3 +13,9 @@ mod callgrind;
 
 #[path = "real_clients/dcfg_trace.rs"]
 mod dcfg_trace;
+
+#[path = "real_clients/dot.rs"]
+mod dot;
+
+#[path = "real_clients/graphml.rs"]
+mod graphml;

@@ -26,7 +26,7 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine, Site,
     SourceLine, StringTable, Symbol, SymbolRef,
 };
 
@@ -38,19 +38,49 @@ const MAX_INSTR_LEN: u64 = 15;
 /// Reads a whole Callgrind file.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let mut r = Reader::default();
-    let mut line = Vec::with_capacity(512);
+    // Lines are parsed where they lie in the reader's buffer; only a line split across two
+    // buffer fills is copied (into `partial`).
+    let mut partial: Vec<u8> = Vec::new();
     loop {
-        line.clear();
-        let n = input.read_until(b'\n', &mut line).map_err(|e| {
+        let buf = input.fill_buf().map_err(|e| {
             let mut err = Error::io(String::new(), e);
             err.file = None;
             err.at_line(r.line_no + 1)
         })?;
-        if n == 0 {
+        if buf.is_empty() {
+            if !partial.is_empty() {
+                r.line_no += 1;
+                r.line(trim_end(&partial), findings).map_err(|e| e.at_line(r.line_no))?;
+            }
             break;
         }
-        r.line_no += 1;
-        r.line(trim_end(&line), findings).map_err(|e| e.at_line(r.line_no))?;
+        let len = buf.len();
+        let mut start = 0;
+        if !partial.is_empty() {
+            match memchr::memchr(b'\n', buf) {
+                Some(end) => {
+                    partial.extend_from_slice(&buf[..end]);
+                    r.line_no += 1;
+                    r.line(trim_end(&partial), findings).map_err(|e| e.at_line(r.line_no))?;
+                    partial.clear();
+                    start = end + 1;
+                }
+                None => {
+                    partial.extend_from_slice(buf);
+                    input.consume(len);
+                    continue;
+                }
+            }
+        }
+        let base = start;
+        for pos in memchr::memchr_iter(b'\n', &buf[base..]) {
+            let end = base + pos;
+            r.line_no += 1;
+            r.line(trim_end(&buf[start..end]), findings).map_err(|e| e.at_line(r.line_no))?;
+            start = end + 1;
+        }
+        partial.extend_from_slice(&buf[start..]);
+        input.consume(len);
     }
     if let Some(p) = &r.pending {
         return Err(Error::input(format!(
@@ -217,11 +247,7 @@ impl Reader {
         match first {
             b'0'..=b'9' | b'+' | b'-' | b'*' => return self.cost_line(line),
             b'#' => return Ok(()),
-            b' ' | b'\t' => {
-                if skip_space(line).is_empty() {
-                    return Ok(());
-                }
-            }
+            b' ' | b'\t' if skip_space(line).is_empty() => return Ok(()),
             _ => {}
         }
         if let Some(p) = &self.pending {
@@ -895,8 +921,8 @@ fn set_symbol_extents(process: &mut Process, arcs: &[RawArc]) {
     }
 }
 
-fn thread_counts(thread: usize, count: u64) -> Vec<u64> {
-    let mut v = vec![0; thread + 1];
+fn thread_counts(thread: usize, count: u64) -> Counts {
+    let mut v = Counts::from_elem(0, thread + 1);
     v[thread] = count;
     v
 }
@@ -921,7 +947,7 @@ fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a 
             ArcKind::Jump => EdgeKind::UnconditionalBranch,
             ArcKind::Jcnd => EdgeKind::ConditionalBranch,
         };
-        let site = site(&a);
+        let site = site(a);
         if a.kind == ArcKind::Jcnd && a.executed > a.count {
             process.edges.push(Edge {
                 id,
@@ -974,7 +1000,7 @@ type EdgeKey = (BlockRef, BlockRef, EdgeKind);
 
 #[derive(Default)]
 struct EdgeAcc {
-    counts: Vec<u64>,
+    counts: Counts,
     inclusive: Vec<u64>,
     site: Option<Box<Site>>,
 }
@@ -1006,7 +1032,7 @@ impl EdgeSet {
     }
 }
 
-fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
+fn add_counts(into: &mut Counts, thread: usize, n: u64) {
     if into.len() <= thread {
         into.resize(thread + 1, 0);
     }
@@ -1018,17 +1044,22 @@ fn add_counts(into: &mut Vec<u64>, thread: usize, n: u64) {
 ///
 /// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
 /// target, at a function entry, after a jump or call source, where the owning function changes
-/// and where the executed count (`Ir`) changes (so every instruction of a block ran equally
-/// often). A block's `count` is the `Ir` of its instructions; its last instruction's length is
-/// the distance to the next executed address when at most 15 bytes, else 1 (the file does not
-/// give instruction lengths).
+/// and where the executed count changes (so every instruction of a block ran equally often).
+/// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
+/// A call instruction runs as often as the block it ends; a call that starts a block runs the
+/// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
+/// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
+/// its first instruction. Its last instruction's length is the distance to the next executed
+/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
 ///
 /// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
 /// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
-/// `CALL_BYPASS` from the call site to its return site, and a `RETURN` from the callee's exit
-/// when it has exactly one; a block that ends without a jump or call falls through to the next
-/// one as often as the next block's count exceeds its other incoming edges. Routines are the
-/// functions of the file: every block belongs to the function of its first instruction.
+/// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
+/// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
+/// or call falls through to the next one as often as the next block's count exceeds its other
+/// incoming edges. Associations at addresses without costs stay edges between functions.
+/// Routines are the functions of the file: every block belongs to the function of its first
+/// instruction (a recursion level's base function).
 fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     let nimages = process.images.len();
     // Addresses where blocks must start and end, per image.
@@ -1042,6 +1073,15 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
         }
         if let Some(s) = a.src_instr {
             enders[a.src_image as usize].push(s);
+        }
+    }
+    // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
+    // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
+    let mut call_execs: Vec<HashMap<u64, u64>> = vec![HashMap::new(); nimages];
+    for a in arcs {
+        if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
+            let e = call_execs[a.src_image as usize].entry(s).or_default();
+            *e = e.saturating_add(a.count);
         }
     }
     let mut next_id = 4u64;
@@ -1059,25 +1099,37 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
                 .collect()
         };
-        let mut instrs: Vec<Instr> = Vec::with_capacity(image.costs.len());
-        for c in &image.costs {
-            if let (Some(addr), Some(s)) = (c.offset, c.symbol) {
-                instrs.push(Instr {
+        // (address, cost index): sorted, the first cost line at an address decides its owner
+        // and line.
+        let mut order: Vec<(u64, u32)> = image
+            .costs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.symbol.is_some())
+            .filter_map(|(k, c)| Some((c.offset?, k as u32)))
+            .collect();
+        order.sort_unstable();
+        let mut merged: Vec<Instr> = Vec::new();
+        for (addr, k) in order {
+            let c = &image.costs[k as usize];
+            let v = ir.map_or(0, |e| c.value(e));
+            match merged.last_mut() {
+                Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
+                _ => merged.push(Instr {
                     addr,
-                    ir: ir.map_or(0, |e| c.value(e)),
-                    owner: base[s as usize],
+                    ir: v,
+                    owner: c.symbol.map_or(0, |s| base[s as usize]),
                     file: c.file,
                     line: c.line.unwrap_or(0),
-                });
+                }),
             }
         }
-        // Stable: the first cost line at an address decides its owner and line.
-        instrs.sort_by_key(|x| x.addr);
-        let mut merged: Vec<Instr> = Vec::with_capacity(instrs.len());
-        for x in instrs {
-            match merged.last_mut() {
-                Some(m) if m.addr == x.addr => m.ir = m.ir.saturating_add(x.ir),
-                _ => merged.push(x),
+        let is_call = |a: u64| call_execs[i].contains_key(&a);
+        for m in &mut merged {
+            if let Some(&n) = call_execs[i].get(&m.addr) {
+                if n > 0 {
+                    m.ir = m.ir.min(n);
+                }
             }
         }
         let mut lead = std::mem::take(&mut leaders[i]);
@@ -1099,10 +1151,12 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             while j < merged.len() {
                 let prev = &merged[j - 1];
                 let x = &merged[j];
+                // A call inside a block runs as often as the block: its own Ir may carry
+                // skipped code and its calls may count a lazy binding twice.
                 if is_in(&lead, x.addr)
                     || is_in(&end, prev.addr)
                     || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir)
+                    || (ir.is_some() && x.ir != first.ir && !is_call(x.addr))
                 {
                     break;
                 }
@@ -1200,7 +1254,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 };
                 set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, site(a));
                 if let Some(ret) = next_block(src) {
-                    set.add((src, ret, EdgeKind::CallBypass), a.thread, a.count, &[], None);
+                    // As Pin writes them: the bypass links call site and return site for the
+                    // routine's shape; the returns carry the counts.
+                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], None);
                 }
                 call_sites.push((src, tgt, a.thread, a.count));
             }
@@ -1236,9 +1292,9 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             has_out.insert(k.0);
         }
         for (i, img) in images.iter().enumerate() {
-            for b in 0..img.blocks.len() {
+            for (b, &jumps) in ends_in_jump[i].iter().enumerate() {
                 let r = BlockRef { image: i as u32, block: b as u32 };
-                if has_out.contains(&r) || ends_in_jump[i][b] {
+                if has_out.contains(&r) || jumps {
                     continue;
                 }
                 let Some(n) = next_block(r) else { continue };
@@ -1251,33 +1307,56 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             }
         }
     }
-    // Returns: from the callee's single exit block (no way out of it inside the routine) to
-    // the return site.
+    // Returns: from the callee's exit blocks (those with no way on inside the routine) to the
+    // return sites of its calls. With one exit, each call site gets its calls back from it;
+    // with several, the exits' executions are handed out to the return sites in address order (the
+    // file does not say which return went where; the counts still add up).
     let has_out: std::collections::HashSet<BlockRef> = set.order.iter().map(|k| k.0).collect();
-    let mut exits_of: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+    // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
+    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64> = HashMap::new();
     for (src, callee, thread, count) in call_sites {
         let Some(ret) = next_block(src) else { continue };
         let owner = owners[callee.image as usize][callee.block as usize];
-        let exits = exits_of.entry((callee.image, owner)).or_insert_with(|| {
-            owners[callee.image as usize]
+        *demand.entry(((callee.image, owner), ret, thread)).or_default() += count;
+    }
+    let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
+        demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
+    demands.sort_unstable();
+    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>> = HashMap::new();
+    for (key, ret, thread, count) in demands {
+        let exits = supply.entry(key).or_insert_with(|| {
+            owners[key.0 as usize]
                 .iter()
                 .enumerate()
                 .filter(|&(b, &o)| {
-                    o == owner
-                        && !has_out.contains(&BlockRef { image: callee.image, block: b as u32 })
-                        && !ends_in_jump[callee.image as usize][b]
+                    o == key.1
+                        && !has_out.contains(&BlockRef { image: key.0, block: b as u32 })
+                        && !ends_in_jump[key.0 as usize][b]
                 })
-                .map(|(b, _)| b as u32)
+                .map(|(b, _)| (b as u32, images[key.0 as usize].blocks[b].count.unwrap_or(0)))
                 .collect()
         });
-        if let [x] = exits[..] {
-            set.add(
-                (BlockRef { image: callee.image, block: x }, ret, EdgeKind::Return),
-                thread,
-                count,
-                &[],
-                None,
-            );
+        if let [(x, _)] = exits[..] {
+            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
+            continue;
+        }
+        let mut need = count;
+        for (x, left) in exits.iter_mut() {
+            if need == 0 {
+                break;
+            }
+            let take = need.min(*left);
+            if take > 0 {
+                set.add(
+                    (BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return),
+                    thread,
+                    take,
+                    &[],
+                    None,
+                );
+                *left -= take;
+                need -= take;
+            }
         }
     }
     let mut order = set.order;

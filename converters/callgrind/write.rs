@@ -159,8 +159,7 @@ pub fn write(
         findings
             .warn(None, format!("callgrind: edges with no Callgrind form left out: {}", kinds.join(", ")));
     }
-    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") && profile.event_index("Ir").is_none()
-    {
+    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") && ir_event.is_none() {
         findings.warn(
             None,
             "callgrind: inclusive costs of calls are computed for Ir only; the other events' inclusive costs are 0",
@@ -185,8 +184,14 @@ impl NameTable {
             out.push(b'\n');
             return;
         }
-        let next = self.ids.len() as u32 + 1;
-        let id = *self.ids.entry(name.to_string()).or_insert(next);
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.len() as u32 + 1;
+                self.ids.insert(name.to_string(), id);
+                id
+            }
+        };
         if self.defined.len() <= id as usize {
             self.defined.resize(id as usize + 1, false);
         }
@@ -306,7 +311,7 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(LineIndex::new).collect();
-        let write_costs = thread.is_none_or(|t| t == 0);
+        let write_costs = thread.map_or(true, |t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;
         }
@@ -446,6 +451,7 @@ impl Writer<'_> {
     /// A cost line: positions and values (trailing zeros left out), added to the totals.
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
         self.positions(instr, line, true);
+        let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
         for (i, &v) in values[..n].iter().enumerate() {
             self.body.push(b' ');
@@ -479,39 +485,43 @@ impl Writer<'_> {
         if write_costs {
             for (i, image) in process.images.iter().enumerate() {
                 let index = names::SymbolIndex::new(image);
+                // The function of the previous cost line, by symbol, to skip the look-ups.
+                let mut current: Option<u32> = None;
                 for c in &image.costs {
                     // The cost's function: its symbol; else the routine of the block holding
                     // its address; else the symbol covering it.
-                    let f = match c.symbol {
-                        Some(s) => Func {
-                            image: i as u32,
-                            name: image.symbols[s as usize].name.clone(),
-                            file: image.symbols[s as usize].file,
-                        },
-                        None => {
-                            let node = c.offset.and_then(|o| {
-                                graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
-                            });
-                            match (node, c.offset) {
-                                (Some(n), _) => funcs.node_func(n),
-                                (None, Some(o)) => match index.covering(o) {
-                                    Some(s) => Func {
-                                        image: i as u32,
-                                        name: image.symbols[s as usize].name.clone(),
-                                        file: image.symbols[s as usize].file,
+                    if c.symbol.is_none() || c.symbol != current {
+                        let f = match c.symbol {
+                            Some(s) => Func {
+                                image: i as u32,
+                                name: image.symbols[s as usize].name.clone(),
+                                file: image.symbols[s as usize].file,
+                            },
+                            None => {
+                                let node = c
+                                    .offset
+                                    .and_then(|o| graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?));
+                                match (node, c.offset) {
+                                    (Some(n), _) => funcs.node_func(n),
+                                    (None, Some(o)) => match index.covering(o) {
+                                        Some(s) => Func {
+                                            image: i as u32,
+                                            name: image.symbols[s as usize].name.clone(),
+                                            file: image.symbols[s as usize].file,
+                                        },
+                                        None => Func {
+                                            image: i as u32,
+                                            name: names::code_name(self.profile, image, &index, o),
+                                            file: c.file,
+                                        },
                                     },
-                                    None => Func {
-                                        image: i as u32,
-                                        name: names::code_name(self.profile, image, &index, o),
-                                        file: c.file,
-                                    },
-                                },
-                                (None, None) => {
-                                    Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                    (None, None) => Func { image: i as u32, name: "???".to_string(), file: c.file },
                                 }
                             }
-                        }
-                    };
+                        };
+                        self.enter(process, &f);
+                        current = c.symbol;
+                    }
                     // A cost without a source position takes the line its address has.
                     let (file, line) = match (c.file, c.line, c.offset) {
                         (None, None, Some(o)) => {
@@ -519,11 +529,8 @@ impl Writer<'_> {
                         }
                         _ => (c.file, c.line),
                     };
-                    self.enter(process, &f);
                     self.set_file(file);
-                    let mut values = c.values.clone();
-                    values.resize(self.columns, 0);
-                    self.cost(c.offset.unwrap_or(0), line.unwrap_or(0), &values, true);
+                    self.cost(c.offset.unwrap_or(0), line.unwrap_or(0), &c.values, true);
                 }
             }
         }
@@ -1026,7 +1033,8 @@ impl LineIndex {
             first -= 1;
         }
         // (start, file, line, full instrs or None for partial, overlapping bytes)
-        let mut parts: Vec<(u64, Option<FileId>, u32, Option<u64>, u64)> = Vec::new();
+        type Part = (u64, Option<FileId>, u32, Option<u64>, u64);
+        let mut parts: Vec<Part> = Vec::new();
         for &i in &self.order[first..end] {
             let l = &lines[i as usize];
             let l_end = l.offset.saturating_add(l.size.max(1));

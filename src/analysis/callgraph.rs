@@ -380,7 +380,7 @@ mod tests {
                         source: NodeRef::Block(BlockRef { image: 0, block: prev }),
                         target: NodeRef::Block(BlockRef { image: 0, block: b }),
                         kind: EdgeKind::FallThrough,
-                        counts: vec![count],
+                        counts: vec![count].into(),
                         ..Edge::default()
                     });
                 }
@@ -393,7 +393,7 @@ mod tests {
                 source: NodeRef::Block(BlockRef { image: 0, block: blocks_of[caller][site] }),
                 target: NodeRef::Block(BlockRef { image: 0, block: blocks_of[callee][0] }),
                 kind: EdgeKind::DirectCall,
-                counts: vec![count],
+                counts: vec![count].into(),
                 ..Edge::default()
             });
         }
@@ -497,14 +497,14 @@ mod tests {
             source: NodeRef::Start,
             target: NodeRef::Block(BlockRef { image: 0, block: 0 }),
             kind: EdgeKind::Call,
-            counts: vec![1],
+            counts: vec![1].into(),
             ..Edge::default()
         });
         proc0.edges.push(Edge {
             source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
             target: NodeRef::Block(BlockRef { image: 7, block: 0 }),
             kind: EdgeKind::Call,
-            counts: vec![1],
+            counts: vec![1].into(),
             ..Edge::default()
         });
         let g = build(&p, &p.processes[0]);

@@ -14,4 +14,5 @@ pub mod replay;
 pub mod routine_costs;
 pub mod routines;
 pub mod stacks;
+pub mod source;
 pub mod validate;

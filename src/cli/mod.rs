@@ -3,6 +3,7 @@
 
 mod convert;
 mod diff;
+mod dot;
 mod formats;
 mod info;
 mod synth;
@@ -36,6 +37,7 @@ Examples:
   cfghub info app.dcfg.json.bz2                     summary of a profile
   cfghub validate app.dcfg.json.bz2                 check every rule of the format
   cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
+  cfghub dot app.dcfg.json.bz2 --routine main -o main.svg   one routine's control flow
   cfghub formats                                    what can be read and written";
 
 #[derive(Subcommand, Debug)]
@@ -52,6 +54,8 @@ pub enum Command {
     Trace(trace::TraceArgs),
     /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
     Diff(diff::DiffArgs),
+    /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
+    Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
     Synth(synth::SynthArgs),
 }
@@ -78,6 +82,7 @@ pub fn main() -> i32 {
         Command::Convert(args) => convert::run(args, quiet),
         Command::Trace(args) => trace::run(args, quiet),
         Command::Diff(args) => diff::run(args, quiet),
+        Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };
     match result {

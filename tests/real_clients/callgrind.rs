@@ -1,1 +1,241 @@
-//! Callgrind: real_clients.
+//! Callgrind: real producers and real clients. Valgrind profiles a small C program; cfghub
+//! converts the profile Callgrind -> Callgrind and Callgrind -> DCFG -> Callgrind; and
+//! `callgrind_annotate` must print the same program total and the same per-function self costs
+//! on every result as on Valgrind's own file. A Pin DCFG converted to Callgrind must give
+//! `callgrind_annotate` the DCFG's own instruction counts.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common;
+
+/// `callgrind_annotate` output: the program total and the self cost of every `file:function`
+/// (all of them: threshold 100%), object suffixes left out.
+struct Annotated {
+    total: u64,
+    functions: BTreeMap<String, u64>,
+}
+
+fn number(s: &str) -> u64 {
+    s.replace(',', "").parse().unwrap_or_else(|_| panic!("not a number: {s}"))
+}
+
+/// Runs `callgrind_annotate` in the file's folder (it shortens source paths under the current
+/// folder).
+fn annotate(file: &Path) -> Annotated {
+    let o = Command::new("callgrind_annotate")
+        .args(["--threshold=100", "--auto=no"])
+        .arg(file)
+        .current_dir(file.parent().unwrap())
+        .output()
+        .expect("callgrind_annotate runs");
+    assert!(o.status.success(), "callgrind_annotate {}: {}", file.display(), common::stderr(&o));
+    let text = common::stdout(&o);
+    parse_annotate(&text)
+}
+
+fn parse_annotate(text: &str) -> Annotated {
+    let mut total = None;
+    let mut functions = BTreeMap::new();
+    let mut in_functions = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.ends_with("PROGRAM TOTALS") {
+            total = Some(number(t.split_whitespace().next().unwrap()));
+        } else if t.ends_with("file:function") {
+            in_functions = true;
+        } else if in_functions && t.starts_with(|c: char| c.is_ascii_digit()) {
+            // "1,234 (12.34%)  file:function [object]"
+            let cost = number(t.split_whitespace().next().unwrap());
+            let rest = t.split_once(")  ").map(|(_, r)| r).unwrap_or_else(|| panic!("unexpected line: {t}"));
+            let name = match rest.rfind(" [") {
+                Some(p) if rest.ends_with(']') => &rest[..p],
+                _ => rest,
+            };
+            *functions.entry(name.to_string()).or_default() += cost;
+        }
+    }
+    Annotated { total: total.expect("a PROGRAM TOTALS line"), functions }
+}
+
+/// Folds recursion levels (`fib'2`) into their function, as a DCFG (one routine per code range)
+/// does.
+fn fold_recursion(functions: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (name, &cost) in functions {
+        let base = match name.rsplit_once('\'') {
+            Some((b, level)) if !level.is_empty() && level.bytes().all(|c| c.is_ascii_digit()) => b,
+            _ => name.as_str(),
+        };
+        *out.entry(base.to_string()).or_default() += cost;
+    }
+    out
+}
+
+fn convert(input: &Path, output: &Path) {
+    let o = common::run(&["convert", "-q", input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "convert {} -> {}: {}",
+        input.display(),
+        output.display(),
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn valgrind_profiles_keep_totals_and_self_costs_through_callgrind_and_dcfg() {
+    for tool in ["gcc", "valgrind", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("recursion-loops");
+    std::fs::copy(common::fixture("callgrind/recursion-loops.c"), dir.path().join("recursion-loops.c"))
+        .unwrap();
+    let o = Command::new("gcc")
+        .args(["-O1", "-g", "-o", "recursion-loops", "recursion-loops.c"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "gcc: {}", common::stderr(&o));
+    let profile = dir.path().join("callgrind.out.1");
+    let o = Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(&exe)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
+    let original = annotate(&profile);
+    assert!(original.total > 100_000, "the program ran: {}", original.total);
+    assert!(original.functions.keys().any(|k| k.ends_with(":fib'2")), "{:?}", original.functions);
+
+    // Callgrind -> Callgrind: everything identical.
+    let again = dir.path().join("again.callgrind");
+    convert(&profile, &again);
+    let a = annotate(&again);
+    assert_eq!(a.total, original.total);
+    assert_eq!(a.functions, original.functions);
+
+    // Callgrind -> DCFG -> Callgrind: the total is exact; every function of the program is exact
+    // once recursion levels are folded (a DCFG has one routine per code range).
+    let dcfg = dir.path().join("app.dcfg.json");
+    let back = dir.path().join("back.callgrind");
+    convert(&profile, &dcfg);
+    convert(&dcfg, &back);
+    let b = annotate(&back);
+    assert_eq!(b.total, original.total);
+    let want = fold_recursion(&original.functions);
+    let got = fold_recursion(&b.functions);
+    for name in ["main", "fib", "is_even"] {
+        let key = format!("recursion-loops.c:{name}");
+        assert!(want.get(&key).is_some_and(|&c| c > 0), "{key} in {want:?}");
+        assert_eq!(got.get(&key), want.get(&key), "{key}");
+    }
+    for (name, cost) in want.iter().filter(|(k, _)| k.starts_with("recursion-loops.c:")) {
+        assert_eq!(got.get(name), Some(cost), "{name}");
+    }
+    // Library code that several function names share (memcpy entering mempcpy's body) has one
+    // owner in a DCFG; everything else matches too.
+    let differing: Vec<&String> = want.keys().filter(|k| got.get(*k) != want.get(*k)).collect();
+    assert!(differing.len() * 20 <= want.len(), "too many functions differ: {differing:?}");
+
+    // And the DCFG path without the Ir costs the DCFG carries: Ir from blocks alone.
+    let stripped = dir.path().join("blocks-only.dcfg.json");
+    let mut loaded =
+        cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    loaded.events.clear();
+    for p in &mut loaded.processes {
+        for i in &mut p.images {
+            i.costs.clear();
+        }
+    }
+    cfghub::convert::save(&loaded, stripped.to_str().unwrap(), None, &[], &Default::default()).unwrap();
+    let from_blocks = dir.path().join("from-blocks.callgrind");
+    convert(&stripped, &from_blocks);
+    // Blocks count executions: the PLT stubs Valgrind skips (--skip-plt=yes) and charges to the
+    // calling instruction are not in them, so the total is a little lower and exactly that.
+    let c = annotate(&from_blocks);
+    let plt = original.total - c.total;
+    assert!(c.total <= original.total && plt * 1000 < original.total, "{} vs {}", c.total, original.total);
+    let got = fold_recursion(&c.functions);
+    for name in ["fib", "is_even"] {
+        let key = format!("recursion-loops.c:{name}");
+        assert_eq!(got.get(&key), want.get(&key), "{key} (Ir from blocks)");
+    }
+    let (m_got, m_want) = (got["recursion-loops.c:main"], want["recursion-loops.c:main"]);
+    assert!(m_got <= m_want && m_want - m_got <= plt, "main: {m_got} vs {m_want}");
+}
+
+#[test]
+fn the_committed_valgrind_fixture_annotates_as_valgrind_wrote_it() {
+    common::require("callgrind_annotate");
+    let fixture = common::fixture("callgrind/callgrind.out.recursion-loops");
+    let expected = parse_annotate(
+        &std::fs::read_to_string(common::fixture("callgrind/callgrind.out.recursion-loops.annotate.txt"))
+            .unwrap(),
+    );
+    assert_eq!(annotate(&fixture).functions, expected.functions);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out.converted");
+    convert(&fixture, &out);
+    let a = annotate(&out);
+    assert_eq!(a.total, expected.total);
+    assert_eq!(a.functions, expected.functions);
+}
+
+/// Executions of every block (`NUM_INSTRS x COUNT`) of a DCFG, read straight from its JSON.
+fn dcfg_block_instrs(path: &Path) -> (u64, u64) {
+    let raw = std::fs::File::open(path).unwrap();
+    let json: serde_json::Value = serde_json::from_reader(bzip2::read::MultiBzDecoder::new(raw)).unwrap();
+    let mut total = 0;
+    let mut main = 0;
+    let hex = |v: &serde_json::Value| {
+        u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+    for process in json["PROCESSES"].as_array().unwrap().iter().skip(1) {
+        for image in process[1]["IMAGES"].as_array().unwrap().iter().skip(1) {
+            let data = &image[3];
+            let mut blocks = std::collections::HashMap::new();
+            for b in data["BASIC_BLOCKS"].as_array().unwrap().iter().skip(1) {
+                let n = b[3].as_u64().unwrap() * b[5].as_u64().unwrap();
+                total += n;
+                blocks.insert(b[0].as_u64().unwrap(), (hex(&b[1]), n));
+            }
+            let main_at = data["SYMBOLS"]
+                .as_array()
+                .map(|s| s.iter().skip(1).find(|s| s[0] == "main").map(|s| hex(&s[1])))
+                .unwrap_or(None);
+            let Some(main_at) = main_at else { continue };
+            for r in data["ROUTINES"].as_array().unwrap().iter().skip(1) {
+                if blocks[&r[0].as_u64().unwrap()].0 == main_at {
+                    for node in r[2].as_array().unwrap().iter().skip(1) {
+                        main += blocks[&node[0].as_u64().unwrap()].1;
+                    }
+                }
+            }
+        }
+    }
+    (total, main)
+}
+
+#[test]
+fn pin_dcfg_converts_to_a_profile_callgrind_annotate_reads() {
+    common::require("callgrind_annotate");
+    let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let (total, main) = dcfg_block_instrs(&dcfg);
+    assert_eq!(total, 135_188);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out.simple-loop");
+    convert(&dcfg, &out);
+    let a = annotate(&out);
+    assert_eq!(a.total, total);
+    let mains: Vec<(&String, &u64)> = a.functions.iter().filter(|(k, _)| k.ends_with(":main")).collect();
+    assert_eq!(mains.len(), 1, "{mains:?}");
+    assert_eq!(*mains[0].1, main);
+    assert!(mains[0].0.ends_with("simple_loop.c:main"), "{}", mains[0].0);
+    // The sum of all functions is the total: nothing lost, nothing counted twice.
+    assert_eq!(a.functions.values().sum::<u64>(), total);
+}

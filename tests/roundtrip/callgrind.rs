@@ -138,7 +138,7 @@ fn function_model(
             source: node(from),
             target: node(to),
             kind: EdgeKind::Call,
-            counts: vec![count],
+            counts: vec![count].into(),
             inclusive: vec![incl, incl / 2],
             site: Some(Box::new(Site {
                 source_offset: with_instr.then_some(0x1000 + count % 64),
@@ -160,7 +160,7 @@ fn function_model(
             source: node(from),
             target: node(to),
             kind: if not_taken > 0 { EdgeKind::ConditionalBranch } else { EdgeKind::UnconditionalBranch },
-            counts: vec![taken],
+            counts: vec![taken].into(),
             site: Some(Box::new(site.clone())),
             ..Edge::default()
         });
@@ -170,7 +170,7 @@ fn function_model(
                 source: node(from),
                 target: node(from),
                 kind: EdgeKind::FallThrough,
-                counts: vec![not_taken],
+                counts: vec![not_taken].into(),
                 site: Some(Box::new(Site { target_offset: None, target_line: None, ..site })),
                 ..Edge::default()
             });
@@ -277,5 +277,21 @@ proptest! {
             let got: u64 = back.processes[0].edges.iter().filter(|e| e.kind == EdgeKind::Call).map(|e| if threads > 1 { e.counts.get(t).copied().unwrap_or(0) } else { e.total() }).sum();
             prop_assert_eq!(got, want, "thread {}", t);
         }
+    }
+}
+
+#[test]
+fn lines_split_across_buffer_fills_read_the_same() {
+    for path in callgrind_files() {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = read(&bytes);
+        for capacity in [1, 7, 64] {
+            let mut reader = std::io::BufReader::with_capacity(capacity, bytes.as_slice());
+            let (split, _) = read_with(&Callgrind, &mut reader).unwrap();
+            assert_same(&split, &whole, &format!("{} with a {capacity}-byte buffer", path.display()));
+        }
+        // Windows line ends and a missing final line end change nothing.
+        let crlf = String::from_utf8(bytes.clone()).unwrap().replace('\n', "\r\n");
+        assert_same(&read(crlf.trim_end().as_bytes()), &whole, &format!("{} with CRLF", path.display()));
     }
 }

@@ -1,0 +1,32 @@
+//! Callgrind reading and writing throughput on a real profile.
+//!
+//! The profile is large (tens of MB) and made by `scripts/bench-callgrind.sh`, which passes its
+//! path in `CFGHUB_CALLGRIND_BENCH`; without it, the committed small valgrind fixture is used.
+//! Reading runs from memory, so the figure is the parser's, not the disk's.
+
+use std::time::Duration;
+
+use cfghub::convert::{read_with, write_to_vec};
+use cfghub::converters::callgrind::Callgrind;
+use cfghub::registry::WriteOptions;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn bench(c: &mut Criterion) {
+    let path = std::env::var("CFGHUB_CALLGRIND_BENCH").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/callgrind/callgrind.out.recursion-loops").to_string()
+    });
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (profile, _) = read_with(&Callgrind, &mut bytes.as_slice()).unwrap();
+    let written = write_to_vec(&Callgrind, &profile, &WriteOptions::default()).unwrap().0;
+
+    let mut g = c.benchmark_group("callgrind");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("read", |b| b.iter(|| read_with(&Callgrind, &mut bytes.as_slice()).unwrap()));
+    g.throughput(Throughput::Bytes(written.len() as u64));
+    g.bench_function("write", |b| b.iter(|| write_to_vec(&Callgrind, &profile, &WriteOptions::default()).unwrap()));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,269 @@
+//! Pieces every DOT view shares: quoting, heat colours, block labels, edge styles.
+
+use std::fmt::Write as _;
+
+use crate::analysis::{names::SymbolIndex, source::SourceIndex};
+use crate::error::{Error, Findings, Result};
+use crate::ir::{Block, EdgeKind, EventId, Image, NodeRef, Process, Profile};
+
+/// A DOT double-quoted string: `"` and `\` are escaped, line breaks become `\n` (centred
+/// lines), other control characters are dropped. Everything else (braces, `<`, `|`, C++
+/// template brackets, non-ASCII) is literal inside a quoted string of a non-record node.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    push_escaped(&mut out, s);
+    out.push('"');
+    out
+}
+
+/// Appends `s` escaped for use inside a DOT quoted string.
+pub fn push_escaped(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+}
+
+/// Graphviz's `ylorrd9` colours, coldest first: the heat scale of every view.
+pub const HEAT: [&str; 9] =
+    ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"];
+
+/// Node attributes for a value on a heat scale whose maximum is `max`: a fill colour (white
+/// when the value is 0) and a font colour that stays readable.
+pub fn heat_attrs(value: u64, max: u64) -> String {
+    if value == 0 || max == 0 {
+        return "style=filled, fillcolor=\"#ffffff\"".to_string();
+    }
+    let f = value as f64 / max as f64;
+    let i = ((f * 8.0).ceil() as usize).clamp(0, 8);
+    let font = if i >= 6 { ", fontcolor=\"#ffffff\"" } else { "" };
+    format!("style=filled, fillcolor=\"{}\"{font}", HEAT[i])
+}
+
+/// Pen width of an edge traversed `count` times out of a maximum `max`: 1 to 5.
+pub fn pen_width(count: u64, max: u64) -> f64 {
+    if max == 0 {
+        return 1.0;
+    }
+    let w = 1.0 + 4.0 * (count as f64 / max as f64);
+    (w * 10.0).round() / 10.0
+}
+
+/// Groups digits by thousands: `135213` -> `135,213`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How an edge is drawn, by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeClass {
+    FallThrough,
+    /// A branch taken (conditional or not).
+    Taken,
+    /// A branch back to a loop head from inside its loop.
+    Back,
+    Bypass,
+    Rep,
+    Call,
+    Return,
+    Other,
+}
+
+impl EdgeClass {
+    pub fn of(kind: EdgeKind, back: bool) -> EdgeClass {
+        if back {
+            EdgeClass::Back
+        } else if kind == EdgeKind::FallThrough {
+            EdgeClass::FallThrough
+        } else if kind.is_branch() {
+            EdgeClass::Taken
+        } else if kind.is_bypass() {
+            EdgeClass::Bypass
+        } else if kind == EdgeKind::Rep {
+            EdgeClass::Rep
+        } else if kind.is_call() {
+            EdgeClass::Call
+        } else if kind.is_return() {
+            EdgeClass::Return
+        } else {
+            EdgeClass::Other
+        }
+    }
+
+    /// Style attributes (colour, line style) of the class.
+    pub fn style(self) -> &'static str {
+        match self {
+            EdgeClass::FallThrough => "color=\"#555555\"",
+            EdgeClass::Taken => "color=\"#000000\"",
+            EdgeClass::Back => "color=\"#c00000\", fontcolor=\"#c00000\", style=bold",
+            EdgeClass::Bypass => "color=\"#888888\", fontcolor=\"#888888\", style=dashed",
+            EdgeClass::Rep => "color=\"#1f5fbf\", style=dotted",
+            EdgeClass::Call => "color=\"#1f7f1f\", fontcolor=\"#1f7f1f\", style=dotted",
+            EdgeClass::Return => "color=\"#7f1f7f\", fontcolor=\"#7f1f7f\", style=dotted",
+            EdgeClass::Other => "color=\"#555555\", style=dashed",
+        }
+    }
+
+    /// The short word shown on the edge.
+    pub fn word(self, kind: EdgeKind) -> &'static str {
+        match self {
+            EdgeClass::FallThrough => "fall-through",
+            EdgeClass::Back => "back",
+            EdgeClass::Taken if kind.is_conditional() => "taken",
+            EdgeClass::Taken => "jump",
+            EdgeClass::Bypass => "bypass",
+            EdgeClass::Rep => "rep",
+            EdgeClass::Call => "call",
+            EdgeClass::Return => "return",
+            EdgeClass::Other => "edge",
+        }
+    }
+}
+
+/// The event chosen with `--event`, resolved against the profile.
+pub fn event_index(profile: &Profile, event: Option<&str>) -> Result<Option<EventId>> {
+    let Some(name) = event else { return Ok(None) };
+    match profile.event_index(name) {
+        Some(i) => Ok(Some(i)),
+        None => {
+            let known: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
+            Err(Error::usage(format!("the profile has no event '{name}'")).with_hint(if known.is_empty() {
+                "this profile has no event columns; heat is by execution count".to_string()
+            } else {
+                format!("its events are: {}", known.join(", "))
+            }))
+        }
+    }
+}
+
+/// Per-image look-ups built once per view.
+pub struct ImageIndex<'a> {
+    pub image: &'a Image,
+    pub symbols: SymbolIndex,
+    pub source: SourceIndex,
+    /// Costs of the chosen event sorted by offset: (offset, value).
+    costs: Vec<(u64, u64)>,
+}
+
+impl<'a> ImageIndex<'a> {
+    pub fn new(image: &'a Image, event: Option<EventId>) -> Self {
+        let mut costs: Vec<(u64, u64)> = match event {
+            Some(ev) => image.costs.iter().filter_map(|c| Some((c.offset?, c.value(ev)))).collect(),
+            None => Vec::new(),
+        };
+        costs.sort_unstable();
+        ImageIndex { image, symbols: SymbolIndex::new(image), source: SourceIndex::new(image), costs }
+    }
+
+    /// The chosen event's cost inside a block's address range.
+    pub fn block_cost(&self, block: &Block) -> u64 {
+        let end = block.offset.saturating_add(block.size.max(1));
+        let from = self.costs.partition_point(|c| c.0 < block.offset);
+        self.costs[from..].iter().take_while(|c| c.0 < end).fold(0u64, |a, c| a.saturating_add(c.1))
+    }
+
+    pub fn has_costs(&self) -> bool {
+        !self.costs.is_empty()
+    }
+}
+
+/// The label of a block: id and address, symbol+offset, instructions and executions, source
+/// lines, and the chosen event's cost.
+pub fn block_label(
+    profile: &Profile,
+    index: &ImageIndex<'_>,
+    block: &Block,
+    count: u64,
+    event: Option<(&str, u64)>,
+) -> String {
+    let image = index.image;
+    let mut s = String::with_capacity(96);
+    let _ = writeln!(s, "BB {}  {:#x}", block.id, image.load_addr.wrapping_add(block.offset));
+    s.push_str(&crate::analysis::names::code_name(profile, image, &index.symbols, block.offset));
+    let _ = write!(
+        s,
+        "\n{} instr{} × {}",
+        block.num_instrs,
+        if block.num_instrs == 1 { "" } else { "s" },
+        thousands(count)
+    );
+    if let Some(src) = index.source.describe(profile, image, block.offset, block.size) {
+        s.push('\n');
+        s.push_str(&src);
+    }
+    if let Some((name, value)) = event {
+        let _ = write!(s, "\n{name}: {}", thousands(value));
+    }
+    s
+}
+
+/// Executions of the blocks of one image: the stated count, or else the sum of incoming edges.
+pub fn block_counts(process: &Process, image: usize) -> Vec<u64> {
+    let blocks = &process.images[image].blocks;
+    let mut from_edges = vec![0u64; blocks.len()];
+    if blocks.iter().any(|b| b.count.is_none()) {
+        for e in &process.edges {
+            if let NodeRef::Block(t) = e.target {
+                if t.image as usize == image {
+                    if let Some(slot) = from_edges.get_mut(t.block as usize) {
+                        *slot = slot.saturating_add(e.total());
+                    }
+                }
+            }
+        }
+    }
+    blocks.iter().zip(from_edges).map(|(b, e)| b.count.unwrap_or(e)).collect()
+}
+
+/// Warns when `--event` was asked for but the shown code has no cost for it.
+pub fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
+    if let (Some(name), false) = (event, any) {
+        findings
+            .warn(None, format!("dot: no '{name}' costs in the blocks shown; heat is by execution count"));
+    }
+}
+
+/// The DOT header shared by every view.
+pub fn header(out: &mut String, name: &str, label: &str) {
+    let _ = writeln!(out, "digraph {} {{", quote(name));
+    let _ =
+        writeln!(out, "  graph [label={}, labelloc=t, fontname=\"Helvetica\", fontsize=14];", quote(label));
+    out.push_str("  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n");
+    out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_dot_special_characters_literal() {
+        assert_eq!(quote(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(quote("std::map<int, {x}>|y"), "\"std::map<int, {x}>|y\"");
+        assert_eq!(quote("two\nlines\u{7}"), "\"two\\nlines\"");
+    }
+
+    #[test]
+    fn heat_and_numbers() {
+        assert_eq!(thousands(135213), "135,213");
+        assert_eq!(thousands(12), "12");
+        assert!(heat_attrs(10, 10).contains(HEAT[8]));
+        assert!(heat_attrs(1, 100).contains(HEAT[1]));
+        assert!(heat_attrs(0, 100).contains("#ffffff"));
+        assert_eq!(pen_width(5, 10), 3.0);
+    }
+}

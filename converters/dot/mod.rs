@@ -1,0 +1,128 @@
+//! Graphviz DOT: control-flow graphs and call graphs as pictures (docs/formats/dot.md).
+//!
+//! Three views, all computed from the model and the shared analyses (routines, dominators,
+//! loops, call graph), never from the input format:
+//! - **routine** ([`routine`]): one routine's blocks with loops as nested clusters, edges styled
+//!   by kind (fall-through, taken branch, back edge, bypass), calls as stubs naming the callee,
+//!   entry and exit marked, heat by execution count or by an event's cost. `cfghub dot --routine`.
+//! - **program** ([`program`]): every block in process > image > routine > loop clusters, the
+//!   layout of Intel's `dcfg-to-dot`, with `--image`, `--process` and `--min-count` filters.
+//!   What `cfghub convert -o x.dot` writes.
+//! - **call graph** ([`callgraph`]): routines with self and inclusive cost, calls with counts,
+//!   pruned like gprof2dot. `cfghub dot --callgraph`.
+//!
+//! DOT is write-only: a picture is not a profile (layouts, colours and rounded labels do not
+//! carry the model back).
+
+mod callgraph;
+pub mod common;
+mod program;
+pub mod render;
+pub mod routine;
+
+use std::io::Write;
+
+use crate::error::{Findings, Result};
+use crate::ir::Profile;
+use crate::registry::{Format, WriteOptions};
+
+/// The DOT format (write-only).
+pub struct Dot;
+
+/// What to draw.
+#[derive(Clone, Debug, PartialEq)]
+pub enum View {
+    /// Every block of the selected processes and images.
+    Program,
+    /// One routine named by symbol, address or node id; with `loop_node`, only the innermost
+    /// loop containing that block.
+    Routine { spec: String, loop_node: Option<u64> },
+    /// Routines and the calls between them.
+    CallGraph,
+}
+
+/// Options of the DOT views.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Heat by this event's costs ([`crate::ir::Image::costs`]) instead of execution counts.
+    pub event: Option<String>,
+    /// Derive routines, dominators and loops from the edges even when the input gives them.
+    pub recompute: bool,
+    /// Program view: only images whose id equals, or whose path contains, one of these.
+    pub images: Vec<String>,
+    /// Only these process ids (all when empty).
+    pub processes: Vec<u64>,
+    /// Program view: leave out blocks and edges executed fewer times.
+    pub min_count: u64,
+    /// Call graph: leave out routines whose inclusive cost is below this fraction of the total.
+    pub node_fraction: f64,
+    /// Call graph: leave out calls whose inclusive cost is below this fraction of the total.
+    pub edge_fraction: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            event: None,
+            recompute: false,
+            images: Vec::new(),
+            processes: Vec::new(),
+            min_count: 0,
+            node_fraction: 0.005,
+            edge_fraction: 0.001,
+        }
+    }
+}
+
+/// The DOT text of a view.
+pub fn to_string(
+    profile: &Profile,
+    view: &View,
+    options: &Options,
+    findings: &mut Findings,
+) -> Result<String> {
+    let mut out = String::new();
+    match view {
+        View::Program => program::write(profile, options, &mut out, findings)?,
+        View::Routine { spec, loop_node } => {
+            routine::write(profile, spec, *loop_node, options, &mut out, findings)?
+        }
+        View::CallGraph => callgraph::write(profile, options, &mut out, findings)?,
+    }
+    Ok(out)
+}
+
+impl Format for Dot {
+    fn name(&self) -> &'static str {
+        "dot"
+    }
+
+    fn description(&self) -> &'static str {
+        "Graphviz DOT control-flow graph (write only; `cfghub dot` for routine and call-graph views)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".dot", ".gv"]
+    }
+
+    fn can_read(&self) -> bool {
+        false
+    }
+
+    fn can_write(&self) -> bool {
+        true
+    }
+
+    /// The whole-program view.
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
+        let opts = Options { event: options.event.clone(), ..Options::default() };
+        let text = to_string(profile, &View::Program, &opts, findings)?;
+        out.write_all(text.as_bytes()).map_err(|e| crate::error::Error::io("output", e))
+    }
+}

@@ -1,0 +1,480 @@
+//! The view of one routine (or one loop of it): its control-flow graph with loops as nested
+//! clusters, calls as stubs, heat by execution count or by an event's cost.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::common::{
+    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, thousands,
+    warn_no_costs, EdgeClass, ImageIndex,
+};
+use super::Options;
+use crate::analysis::{names, routines};
+use crate::error::{Error, Findings, Result};
+use crate::ir::{EdgeKind, Loop, NodeRef, Process, Profile, Routine};
+
+/// A routine found by [`find_routine`]: process, image and routine indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub process: usize,
+    pub image: usize,
+    pub routine: usize,
+}
+
+/// Finds the routine `spec` names: an address (`0x40059d`, absolute, any block of the
+/// routine), a routine's entry node id (decimal; any block id of the routine is accepted), or a
+/// symbol name (the routine whose entry is the symbol's start, else the one containing it).
+/// `routines` holds the routines of every process, as `routines::derive` gives them.
+pub fn find_routine(
+    profile: &Profile,
+    routines: &[Vec<std::borrow::Cow<'_, [Routine]>>],
+    spec: &str,
+    processes: &[u64],
+) -> Result<Found> {
+    let spec = spec.trim();
+    let wanted = |p: &Process| processes.is_empty() || processes.contains(&p.pid);
+    let address = spec
+        .strip_prefix("0x")
+        .or_else(|| spec.strip_prefix("0X"))
+        .map(|h| {
+            u64::from_str_radix(h, 16)
+                .map_err(|_| Error::usage(format!("'{spec}' is not a hexadecimal address")))
+        })
+        .transpose()?;
+    let node_id = if address.is_none() { spec.parse::<u64>().ok() } else { None };
+    let mut by_name: Option<Found> = None;
+    for (pi, process) in profile.processes.iter().enumerate() {
+        if !wanted(process) {
+            continue;
+        }
+        for (ii, image) in process.images.iter().enumerate() {
+            let rs = &routines[pi][ii];
+            let owner_of = |block: u32| rs.iter().position(|r| r.entry == block || r.nodes.contains(&block));
+            let found = |r: usize| Found { process: pi, image: ii, routine: r };
+            if let Some(addr) = address {
+                let Some(off) = addr.checked_sub(image.load_addr) else { continue };
+                let hit = image
+                    .blocks
+                    .iter()
+                    .position(|b| off >= b.offset && off < b.offset.saturating_add(b.size.max(1)));
+                if let Some(r) = hit.and_then(|b| owner_of(b as u32)) {
+                    return Ok(found(r));
+                }
+            } else if let Some(id) = node_id {
+                if let Some(r) = image.blocks.iter().position(|b| b.id == id).and_then(|b| owner_of(b as u32))
+                {
+                    return Ok(found(r));
+                }
+            } else if by_name.is_none() {
+                for sym in image.symbols.iter().filter(|s| s.name == spec) {
+                    let Some(start) = sym.offset else { continue };
+                    let exact = rs
+                        .iter()
+                        .position(|r| image.blocks.get(r.entry as usize).is_some_and(|b| b.offset == start));
+                    let containing = || {
+                        let b = image
+                            .blocks
+                            .iter()
+                            .position(|b| start >= b.offset && start < b.offset + b.size.max(1))?;
+                        owner_of(b as u32)
+                    };
+                    if let Some(r) = exact.or_else(containing) {
+                        by_name = Some(found(r));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    by_name.ok_or_else(|| {
+        Error::usage(format!("no routine matches '{spec}'")).with_hint(
+            "give a symbol name (main), an address (0x40059d) or a block id (29); \
+             `cfghub info FILE` lists the hottest routines",
+        )
+    })
+}
+
+/// Writes the DOT of one routine, or with `loop_node` of the innermost loop containing the
+/// block with that id.
+pub fn write(
+    profile: &Profile,
+    spec: &str,
+    loop_node: Option<u64>,
+    options: &Options,
+    out: &mut String,
+    findings: &mut Findings,
+) -> Result<()> {
+    let all: Vec<Vec<_>> = profile.processes.iter().map(|p| routines::derive(p, options.recompute)).collect();
+    let f = find_routine(profile, &all, spec, &options.processes)?;
+    let process = &profile.processes[f.process];
+    let routine = &all[f.process][f.image][f.routine];
+    let shown_loop = match loop_node {
+        None => None,
+        Some(id) => {
+            let image = &process.images[f.image];
+            let block = image.blocks.iter().position(|b| b.id == id).ok_or_else(|| {
+                Error::usage(format!("--loop {id}: no block with that id in the routine's image"))
+            })? as u32;
+            let l = routine.loops.iter().filter(|l| l.nodes.contains(&block)).min_by_key(|l| l.nodes.len());
+            Some(l.ok_or_else(|| {
+                let heads: Vec<String> =
+                    routine.loops.iter().map(|l| image.blocks[l.head as usize].id.to_string()).collect();
+                Error::usage(format!("--loop {id}: block {id} is in no loop of this routine")).with_hint(
+                    if heads.is_empty() {
+                        "the routine has no loops".to_string()
+                    } else {
+                        format!("its loop heads are blocks {}", heads.join(", "))
+                    },
+                )
+            })?)
+        }
+    };
+    write_routine(profile, f, routine, shown_loop, options, out, findings)
+}
+
+/// The DOT of a routine found already (library entry point for benchmarks and tests).
+pub fn write_routine(
+    profile: &Profile,
+    f: Found,
+    routine: &Routine,
+    shown_loop: Option<&Loop>,
+    options: &Options,
+    out: &mut String,
+    findings: &mut Findings,
+) -> Result<()> {
+    let process = &profile.processes[f.process];
+    let image = &process.images[f.image];
+    let event = event_index(profile, options.event.as_deref())?;
+    let index = ImageIndex::new(image, event);
+    let counts = block_counts(process, f.image);
+    let nb = image.blocks.len();
+
+    // Blocks shown: the routine's, or the loop's.
+    let shown: Vec<u32> = match shown_loop {
+        Some(l) => l.nodes.iter().copied().filter(|&b| (b as usize) < nb).collect(),
+        None => {
+            let mut v: Vec<u32> = routine.nodes.iter().copied().filter(|&b| (b as usize) < nb).collect();
+            if !v.contains(&routine.entry) && (routine.entry as usize) < nb {
+                v.insert(0, routine.entry);
+            }
+            v
+        }
+    };
+    let mut is_shown = vec![false; nb];
+    for &b in &shown {
+        is_shown[b as usize] = true;
+    }
+    let loops: Vec<&Loop> = match shown_loop {
+        Some(l) => routine.loops.iter().filter(|o| o.nodes.iter().all(|&b| l.nodes.contains(&b))).collect(),
+        None => routine.loops.iter().collect(),
+    };
+    let back: std::collections::HashSet<(u32, u32)> =
+        loops.iter().flat_map(|l| l.back_edge_sources.iter().map(move |&s| (s, l.head))).collect();
+
+    let name = {
+        let entry = &image.blocks[routine.entry as usize];
+        names::code_name(profile, image, &index.symbols, entry.offset)
+    };
+    let title = match shown_loop {
+        Some(l) => format!("loop at BB {} in {name}", image.blocks[l.head as usize].id),
+        None => format!("{name} ({})", names::image_base_name(profile, image)),
+    };
+
+    // Edges touching the shown blocks, classified.
+    let ev_name = options.event.as_deref();
+    let costs: HashMap<u32, u64> = if event.is_some() {
+        shown.iter().map(|&b| (b, index.block_cost(&image.blocks[b as usize]))).collect()
+    } else {
+        HashMap::new()
+    };
+    let any_cost = costs.values().any(|&c| c > 0);
+    warn_no_costs(findings, ev_name, any_cost);
+    let heat_of = |b: u32| if any_cost { costs[&b] } else { counts[b as usize] };
+    let heat_max = shown.iter().map(|&b| heat_of(b)).max().unwrap_or(0);
+
+    struct Internal {
+        s: u32,
+        t: u32,
+        kind: EdgeKind,
+        count: u64,
+        id: u64,
+    }
+    let mut internal: Vec<Internal> = Vec::new();
+    // Stubs: (source block, label) -> count, for calls and other ways out; (label, target) for ways in.
+    let mut calls: HashMap<(u32, String), u64> = HashMap::new();
+    let mut outs: HashMap<(u32, String), u64> = HashMap::new();
+    let mut ins: HashMap<(String, u32), u64> = HashMap::new();
+    let mut returns: HashMap<u32, u64> = HashMap::new();
+    let mut entries: u64 = 0;
+    let mut indexes: HashMap<usize, ImageIndex<'_>> = HashMap::new();
+    let mut name_of = |r: NodeRef| -> String {
+        match r {
+            NodeRef::Block(b) => match process.images.get(b.image as usize) {
+                Some(img) if (b.block as usize) < img.blocks.len() => {
+                    let idx = indexes.entry(b.image as usize).or_insert_with(|| ImageIndex::new(img, None));
+                    let blk = &img.blocks[b.block as usize];
+                    if b.image as usize == f.image {
+                        format!(
+                            "{} (BB {})",
+                            names::code_name(profile, img, &idx.symbols, blk.offset),
+                            blk.id
+                        )
+                    } else {
+                        names::code_name(profile, img, &idx.symbols, blk.offset)
+                    }
+                }
+                _ => "?".to_string(),
+            },
+            NodeRef::Symbol(s) => process
+                .images
+                .get(s.image as usize)
+                .and_then(|i| i.symbols.get(s.symbol as usize))
+                .map_or_else(|| "?".to_string(), |s| s.name.clone()),
+            NodeRef::Start => "START".to_string(),
+            NodeRef::End => "END".to_string(),
+            NodeRef::Unknown => "UNKNOWN".to_string(),
+        }
+    };
+    let local = |r: NodeRef| match r {
+        NodeRef::Block(b)
+            if b.image as usize == f.image && (b.block as usize) < nb && is_shown[b.block as usize] =>
+        {
+            Some(b.block)
+        }
+        _ => None,
+    };
+    for e in &process.edges {
+        let (s, t) = (local(e.source), local(e.target));
+        let count = e.total();
+        match (s, t) {
+            (Some(s), Some(t)) if !e.kind.is_call() && !e.kind.is_return() => {
+                internal.push(Internal { s, t, kind: e.kind, count, id: e.id })
+            }
+            (Some(s), _) if e.kind.is_call() => {
+                *calls.entry((s, name_of(e.target))).or_default() += count;
+            }
+            (Some(s), _)
+                if e.kind.is_return()
+                    || e.kind == EdgeKind::Exit
+                    || shown_loop.is_none() && e.target == NodeRef::End =>
+            {
+                *returns.entry(s).or_default() += count;
+            }
+            (Some(s), _) => {
+                *outs.entry((s, name_of(e.target))).or_default() += count;
+            }
+            (None, Some(t))
+                if shown_loop.is_none()
+                    && t == routine.entry
+                    && (e.kind.is_call() || e.kind == EdgeKind::Entry) =>
+            {
+                entries = entries.saturating_add(count);
+            }
+            (None, Some(t)) if shown_loop.is_some() || !e.kind.is_return() => {
+                *ins.entry((name_of(e.source), t)).or_default() += count;
+            }
+            _ => {}
+        }
+    }
+    let edge_max = internal
+        .iter()
+        .map(|e| e.count)
+        .chain(calls.values().copied())
+        .chain(outs.values().copied())
+        .chain(ins.values().copied())
+        .max()
+        .unwrap_or(0);
+
+    out.reserve(shown.len() * 220 + internal.len() * 120);
+    header(out, &title, &title);
+    // Blocks, in loop clusters.
+    let node = |b: u32| format!("b{}", image.blocks[b as usize].id);
+    // Innermost loop of each block: the smallest loop containing it (whatever order the input
+    // lists its loops in).
+    let mut innermost: Vec<i32> = vec![-1; nb];
+    for (li, l) in loops.iter().enumerate() {
+        for &b in &l.nodes {
+            if let Some(slot) = innermost.get_mut(b as usize) {
+                if *slot < 0 || loops[*slot as usize].nodes.len() > l.nodes.len() {
+                    *slot = li as i32;
+                }
+            }
+        }
+    }
+    let exits: std::collections::HashSet<u32> = routine.exits.iter().copied().collect();
+    let write_block = |out: &mut String, b: u32, indent: &str| {
+        let block = &image.blocks[b as usize];
+        let ev = ev_name.filter(|_| any_cost).map(|n| (n, costs[&b]));
+        let label = block_label(profile, &index, block, counts[b as usize], ev);
+        let mut extra = String::new();
+        if b == routine.entry && shown_loop.is_none() {
+            extra.push_str(", peripheries=2");
+        }
+        if exits.contains(&b) && returns.contains_key(&b) {
+            extra.push_str(", penwidth=2");
+        }
+        let _ = writeln!(
+            out,
+            "{indent}{} [label={}, {}{extra}];",
+            node(b),
+            quote(&label),
+            heat_attrs(heat_of(b), heat_max)
+        );
+    };
+    for &b in &shown {
+        if innermost[b as usize] < 0 {
+            write_block(out, b, "  ");
+        }
+    }
+    // Loop clusters, outer first, nested by parent head.
+    /// The loop forest: blocks whose innermost loop each loop is, and its inner loops.
+    struct Forest<'f> {
+        loops: &'f [&'f Loop],
+        members: Vec<Vec<u32>>,
+        children: Vec<Vec<usize>>,
+    }
+    fn emit_loop(
+        out: &mut String,
+        li: usize,
+        depth: usize,
+        forest: &Forest<'_>,
+        head_id: &dyn Fn(u32) -> u64,
+        write_block: &dyn Fn(&mut String, u32, &str),
+    ) {
+        let indent = "  ".repeat(depth + 1);
+        let l = forest.loops[li];
+        let _ = writeln!(out, "{indent}subgraph cluster_loop_{} {{", head_id(l.head));
+        let _ = writeln!(
+            out,
+            "{indent}  label={}; style=\"rounded,dashed\"; color=\"#c00000\"; fontcolor=\"#c00000\";",
+            quote(&format!("loop BB {} (depth {depth})", head_id(l.head)))
+        );
+        let inner = format!("{indent}  ");
+        for &b in &forest.members[li] {
+            write_block(out, b, &inner);
+        }
+        for &ci in &forest.children[li] {
+            emit_loop(out, ci, depth + 1, forest, head_id, write_block);
+        }
+        let _ = writeln!(out, "{indent}}}");
+    }
+    let head_id = |h: u32| image.blocks[h as usize].id;
+    let slot_of: HashMap<u32, usize> = loops.iter().enumerate().map(|(i, l)| (l.head, i)).collect();
+    let mut forest = Forest {
+        loops: &loops,
+        members: vec![Vec::new(); loops.len()],
+        children: vec![Vec::new(); loops.len()],
+    };
+    for &b in &shown {
+        if innermost[b as usize] >= 0 {
+            forest.members[innermost[b as usize] as usize].push(b);
+        }
+    }
+    let mut top = Vec::new();
+    for (li, l) in loops.iter().enumerate() {
+        match l.parent.and_then(|p| slot_of.get(&p)) {
+            Some(&pi) if pi != li => forest.children[pi].push(li),
+            _ => top.push(li),
+        }
+    }
+    for li in top {
+        emit_loop(out, li, 1, &forest, &head_id, &write_block);
+    }
+
+    // Entry and exit markers.
+    if shown_loop.is_none() {
+        let _ = writeln!(
+            out,
+            "  entry [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", label={}];",
+            quote(&format!("entry\n{} call{}", thousands(entries), if entries == 1 { "" } else { "s" }))
+        );
+        let _ = writeln!(out, "  entry -> {} [color=\"#1f7f1f\"];", node(routine.entry));
+    }
+    if !returns.is_empty() {
+        out.push_str("  exit [shape=house, style=filled, fillcolor=\"#ead1dc\", label=\"exit\"];\n");
+        let mut rs: Vec<_> = returns.iter().collect();
+        rs.sort();
+        for (&b, &c) in rs {
+            let _ = writeln!(
+                out,
+                "  {} -> exit [{}, label={}];",
+                node(b),
+                EdgeClass::Return.style(),
+                quote(&thousands(c))
+            );
+        }
+    }
+    // Internal edges.
+    for e in &internal {
+        let class = EdgeClass::of(e.kind, back.contains(&(e.s, e.t)));
+        let mut label = String::new();
+        push_escaped(&mut label, class.word(e.kind));
+        label.push_str("\\n");
+        label.push_str(&thousands(e.count));
+        let _ = writeln!(
+            out,
+            "  {} -> {} [label=\"{label}\", tooltip=\"edge {} {}\", {}, penwidth={}];",
+            node(e.s),
+            node(e.t),
+            e.id,
+            e.kind.as_str(),
+            class.style(),
+            pen_width(e.count, edge_max).max(if class == EdgeClass::Back { 2.0 } else { 0.0 })
+        );
+    }
+    // Call stubs, other ways out and in.
+    let mut stub = 0usize;
+    let mut sorted: Vec<_> = calls.into_iter().collect();
+    sorted.sort();
+    for ((s, callee), c) in sorted {
+        stub += 1;
+        let _ = writeln!(
+            out,
+            "  call{stub} [shape=box, style=\"rounded,dashed\", fontsize=9, color=\"#1f7f1f\", label={}];",
+            quote(&format!("call {callee}\n× {}", thousands(c)))
+        );
+        let _ = writeln!(
+            out,
+            "  {} -> call{stub} [{}, penwidth={}];",
+            node(s),
+            EdgeClass::Call.style(),
+            pen_width(c, edge_max)
+        );
+    }
+    let mut sorted: Vec<_> = outs.into_iter().collect();
+    sorted.sort();
+    for ((s, target), c) in sorted {
+        stub += 1;
+        let _ = writeln!(
+            out,
+            "  out{stub} [shape=box, style=\"rounded,dotted\", fontsize=9, label={}];",
+            quote(&format!("to {target}\n× {}", thousands(c)))
+        );
+        let _ = writeln!(
+            out,
+            "  {} -> out{stub} [{}, penwidth={}];",
+            node(s),
+            EdgeClass::Other.style(),
+            pen_width(c, edge_max)
+        );
+    }
+    let mut sorted: Vec<_> = ins.into_iter().collect();
+    sorted.sort();
+    for ((source, t), c) in sorted {
+        stub += 1;
+        let _ = writeln!(
+            out,
+            "  in{stub} [shape=box, style=\"rounded,dotted\", fontsize=9, label={}];",
+            quote(&format!("from {source}\n× {}", thousands(c)))
+        );
+        let _ = writeln!(
+            out,
+            "  in{stub} -> {} [{}, penwidth={}];",
+            node(t),
+            EdgeClass::Other.style(),
+            pen_width(c, edge_max)
+        );
+    }
+    out.push_str("}\n");
+    Ok(())
+}

@@ -1,0 +1,365 @@
+//! GraphML: the control-flow graph as typed XML for NetworkX, yEd, Gephi and igraph
+//! (docs/formats/graphml.md).
+//!
+//! One `<graph>` holds every process: a node per block (plus the `START`, `END` and `UNKNOWN`
+//! special nodes and function nodes that edges use), an edge per control-flow edge. Every
+//! attribute is declared with a `<key>` and a type (`long`, `string`, `boolean`, `double`), so
+//! NetworkX's `read_graphml` gives Python ints and bools. Routine and loop membership come from
+//! the shared analyses (routines as the input gives them, else discovered), never guessed here.
+//!
+//! GraphML is write-only: it carries the graph, not the whole profile (no per-thread
+//! instruction counts, no stacks, no header lines; these are named in a warning when present).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+use quick_xml::Writer;
+
+use crate::analysis::{names, routines, source::SourceIndex};
+use crate::converters::dot::common::EdgeClass;
+use crate::error::{Error, Findings, Result};
+use crate::ir::{NodeRef, Profile};
+use crate::registry::{Format, WriteOptions};
+
+/// The GraphML format (write-only).
+pub struct GraphMl;
+
+/// Attribute declarations: (id, for, name, type).
+const NODE_KEYS: &[(&str, &str, &str)] = &[
+    ("label", "label", "string"),
+    ("kind", "kind", "string"),
+    ("process", "process", "long"),
+    ("node_id", "node_id", "long"),
+    ("image", "image", "string"),
+    ("image_id", "image_id", "long"),
+    ("address", "address", "string"),
+    ("address_int", "address_int", "long"),
+    ("size", "size", "long"),
+    ("instrs", "instrs", "long"),
+    ("count", "count", "long"),
+    ("executed_instrs", "executed_instrs", "long"),
+    ("symbol", "symbol", "string"),
+    ("source", "source", "string"),
+    ("routine", "routine", "string"),
+    ("routine_entry", "routine_entry", "long"),
+    ("routine_entry_block", "routine_entry_block", "boolean"),
+    ("routine_exit_block", "routine_exit_block", "boolean"),
+    ("loop_head", "loop_head", "long"),
+    ("loop_depth", "loop_depth", "int"),
+    ("is_loop_head", "is_loop_head", "boolean"),
+];
+
+const EDGE_KEYS: &[(&str, &str, &str)] = &[
+    ("e_label", "label", "string"),
+    ("e_id", "edge_id", "long"),
+    ("e_kind", "kind", "string"),
+    ("e_class", "class", "string"),
+    ("e_count", "count", "long"),
+    ("e_counts", "counts_per_thread", "string"),
+    ("e_back", "back_edge", "boolean"),
+    ("e_inclusive", "inclusive", "string"),
+];
+
+fn io(e: impl std::fmt::Display) -> Error {
+    Error::unsupported(format!("writing GraphML: {e}"))
+}
+
+struct Out<'w> {
+    w: Writer<&'w mut dyn Write>,
+}
+
+impl Out<'_> {
+    fn start(&mut self, tag: &str, attrs: &[(&str, &str)]) -> Result<()> {
+        let mut s = BytesStart::new(tag);
+        for &(k, v) in attrs {
+            s.push_attribute((k, v));
+        }
+        self.w.write_event(Event::Start(s)).map_err(io)
+    }
+
+    fn empty(&mut self, tag: &str, attrs: &[(&str, &str)]) -> Result<()> {
+        let mut s = BytesStart::new(tag);
+        for &(k, v) in attrs {
+            s.push_attribute((k, v));
+        }
+        self.w.write_event(Event::Empty(s)).map_err(io)
+    }
+
+    fn end(&mut self, tag: &str) -> Result<()> {
+        self.w.write_event(Event::End(BytesEnd::new(tag))).map_err(io)
+    }
+
+    fn data(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut s = BytesStart::new("data");
+        s.push_attribute(("key", key));
+        self.w.write_event(Event::Start(s)).map_err(io)?;
+        self.w.write_event(Event::Text(BytesText::new(&xml_safe(value)))).map_err(io)?;
+        self.end("data")
+    }
+}
+
+/// XML 1.0 cannot hold most control characters, even escaped: they are dropped.
+fn xml_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        s.chars().filter(|&c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')).collect::<String>().into()
+    } else {
+        s.into()
+    }
+}
+
+/// Writes the GraphML of every process of `profile`.
+pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) -> Result<()> {
+    let mut o = Out { w: Writer::new_with_indent(out, b' ', 1) };
+    o.w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None))).map_err(io)?;
+    o.start(
+        "graphml",
+        &[
+            ("xmlns", "http://graphml.graphdrawing.org/xmlns"),
+            ("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance"),
+            (
+                "xsi:schemaLocation",
+                "http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd",
+            ),
+        ],
+    )?;
+    for &(id, name, ty) in NODE_KEYS {
+        o.empty("key", &[("id", id), ("for", "node"), ("attr.name", name), ("attr.type", ty)])?;
+    }
+    for &(id, name, ty) in EDGE_KEYS {
+        o.empty("key", &[("id", id), ("for", "edge"), ("attr.name", name), ("attr.type", ty)])?;
+    }
+    o.start("graph", &[("id", "cfg"), ("edgedefault", "directed")])?;
+    for process in &profile.processes {
+        write_process(profile, process, &mut o)?;
+    }
+    o.end("graph")?;
+    o.end("graphml")?;
+    o.w.get_mut().write_all(b"\n").map_err(|e| Error::io("output", e))?;
+    let stacks: usize = profile.processes.iter().map(|p| p.stacks.len()).sum();
+    if stacks > 0 {
+        findings.warn(
+            None,
+            format!("graphml: {stacks} call stack(s) are not part of the graph and were left out"),
+        );
+    }
+    let costs: usize = profile.processes.iter().flat_map(|p| &p.images).map(|i| i.costs.len()).sum();
+    if costs > 0 {
+        findings.warn(None, format!("graphml: {costs} cost record(s) (events per address) were left out"));
+    }
+    Ok(())
+}
+
+fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_>) -> Result<()> {
+    let pid = process.pid;
+    let all = routines::all(process);
+    let pid_s = pid.to_string();
+    // Routine and innermost loop of every block, per image.
+    let mut back: HashMap<(u32, u32, u32), ()> = HashMap::new();
+    for (ii, image) in process.images.iter().enumerate() {
+        let n = image.blocks.len();
+        let mut routine_of = vec![u32::MAX; n];
+        let mut loop_of: Vec<(u32, u32)> = vec![(u32::MAX, 0); n]; // (head, depth)
+        let mut heads = vec![false; n];
+        let mut exits = vec![false; n];
+        for (r, routine) in all[ii].iter().enumerate() {
+            for &b in routine.nodes.iter().chain(std::iter::once(&routine.entry)) {
+                if let Some(slot) = routine_of.get_mut(b as usize) {
+                    *slot = r as u32;
+                }
+            }
+            for &b in &routine.exits {
+                if let Some(slot) = exits.get_mut(b as usize) {
+                    *slot = true;
+                }
+            }
+            for l in routine.loops.iter() {
+                let mut depth = 1u32;
+                let mut parent = l.parent;
+                while let Some(p) = parent {
+                    depth += 1;
+                    if depth as usize > routine.loops.len() {
+                        break;
+                    }
+                    parent = routine.loops.iter().find(|x| x.head == p).and_then(|x| x.parent);
+                }
+                if let Some(h) = heads.get_mut(l.head as usize) {
+                    *h = true;
+                }
+                for &s in &l.back_edge_sources {
+                    back.insert((ii as u32, s, l.head), ());
+                }
+                for &b in &l.nodes {
+                    if let Some(slot) = loop_of.get_mut(b as usize) {
+                        if slot.0 == u32::MAX || slot.1 < depth {
+                            *slot = (l.head, depth);
+                        }
+                    }
+                }
+            }
+        }
+        let symbols = names::SymbolIndex::new(image);
+        let source = SourceIndex::new(image);
+        let image_name = profile.image_name(image);
+        let image_id = image.id.to_string();
+        for (b, block) in image.blocks.iter().enumerate() {
+            let id = format!("p{pid}_b{}", block.id);
+            o.start("node", &[("id", &id)])?;
+            let addr = image.load_addr.wrapping_add(block.offset);
+            let sym = names::code_name(profile, image, &symbols, block.offset);
+            o.data("label", &format!("BB {} {sym}", block.id))?;
+            o.data("kind", "block")?;
+            o.data("process", &pid_s)?;
+            o.data("node_id", &block.id.to_string())?;
+            o.data("image", &image_name)?;
+            o.data("image_id", &image_id)?;
+            o.data("address", &format!("{addr:#x}"))?;
+            if addr <= i64::MAX as u64 {
+                o.data("address_int", &addr.to_string())?;
+            }
+            o.data("size", &block.size.to_string())?;
+            o.data("instrs", &block.num_instrs.to_string())?;
+            if let Some(c) = block.count {
+                o.data("count", &c.to_string())?;
+                o.data("executed_instrs", &block.executed_instrs().to_string())?;
+            }
+            o.data("symbol", &sym)?;
+            if let Some(src) = source.describe(profile, image, block.offset, block.size) {
+                o.data("source", &src)?;
+            }
+            if let Some(routine) = all[ii].get(routine_of[b] as usize) {
+                let entry = &image.blocks[routine.entry as usize];
+                o.data("routine", &names::code_name(profile, image, &symbols, entry.offset))?;
+                o.data("routine_entry", &entry.id.to_string())?;
+                o.data("routine_entry_block", if routine.entry as usize == b { "true" } else { "false" })?;
+                o.data("routine_exit_block", if exits[b] { "true" } else { "false" })?;
+            }
+            if loop_of[b].0 != u32::MAX {
+                o.data("loop_head", &image.blocks[loop_of[b].0 as usize].id.to_string())?;
+                o.data("loop_depth", &loop_of[b].1.to_string())?;
+            }
+            o.data("is_loop_head", if heads[b] { "true" } else { "false" })?;
+            o.end("node")?;
+        }
+    }
+    // Special and function nodes that edges use.
+    let mut extra: Vec<NodeRef> = Vec::new();
+    for e in &process.edges {
+        for r in [e.source, e.target] {
+            if !matches!(r, NodeRef::Block(_)) && !extra.contains(&r) {
+                extra.push(r);
+            }
+        }
+    }
+    for r in &extra {
+        let id = node_id(process, *r);
+        o.start("node", &[("id", &id)])?;
+        match r {
+            NodeRef::Symbol(s) => {
+                let name = process
+                    .images
+                    .get(s.image as usize)
+                    .and_then(|i| i.symbols.get(s.symbol as usize))
+                    .map_or("?", |s| s.name.as_str());
+                o.data("label", name)?;
+                o.data("kind", "function")?;
+                o.data("process", &pid_s)?;
+                o.data("symbol", name)?;
+            }
+            _ => {
+                let word = special_word(*r);
+                o.data("label", word)?;
+                o.data("kind", &word.to_ascii_lowercase())?;
+                o.data("process", &pid_s)?;
+            }
+        }
+        o.end("node")?;
+    }
+    for (k, e) in process.edges.iter().enumerate() {
+        let valid = |r: NodeRef| match r {
+            NodeRef::Block(b) => {
+                process.images.get(b.image as usize).is_some_and(|i| (b.block as usize) < i.blocks.len())
+            }
+            _ => true,
+        };
+        if !valid(e.source) || !valid(e.target) {
+            continue;
+        }
+        let is_back = match (e.source, e.target) {
+            (NodeRef::Block(a), NodeRef::Block(b)) => {
+                a.image == b.image && back.contains_key(&(a.image, a.block, b.block))
+            }
+            _ => false,
+        };
+        let class = EdgeClass::of(e.kind, is_back);
+        let id = format!("p{pid}_e{k}");
+        let (s, t) = (node_id(process, e.source), node_id(process, e.target));
+        o.start("edge", &[("id", &id), ("source", &s), ("target", &t)])?;
+        o.data("e_label", &format!("{} {}", class.word(e.kind), e.total()))?;
+        o.data("e_id", &e.id.to_string())?;
+        o.data("e_kind", e.kind.as_str())?;
+        o.data("e_class", class.word(e.kind))?;
+        o.data("e_count", &e.total().to_string())?;
+        let per: Vec<String> = e.counts.iter().map(|c| c.to_string()).collect();
+        o.data("e_counts", &per.join(","))?;
+        o.data("e_back", if is_back { "true" } else { "false" })?;
+        if !e.inclusive.is_empty() {
+            let inc: Vec<String> = e.inclusive.iter().map(|c| c.to_string()).collect();
+            o.data("e_inclusive", &inc.join(","))?;
+        }
+        o.end("edge")?;
+    }
+    Ok(())
+}
+
+fn special_word(r: NodeRef) -> &'static str {
+    match r {
+        NodeRef::Start => "START",
+        NodeRef::End => "END",
+        _ => "UNKNOWN",
+    }
+}
+
+/// The GraphML id of a node: `p<pid>_b<block id>`, `p<pid>_START`, `p<pid>_f<image>_<symbol>`.
+fn node_id(process: &crate::ir::Process, r: NodeRef) -> String {
+    let pid = process.pid;
+    match r {
+        NodeRef::Block(b) => {
+            format!("p{pid}_b{}", process.images[b.image as usize].blocks[b.block as usize].id)
+        }
+        NodeRef::Symbol(s) => format!("p{pid}_f{}_{}", s.image, s.symbol),
+        other => format!("p{pid}_{}", special_word(other)),
+    }
+}
+
+impl Format for GraphMl {
+    fn name(&self) -> &'static str {
+        "graphml"
+    }
+
+    fn description(&self) -> &'static str {
+        "GraphML control-flow graph with typed attributes (write only; NetworkX, yEd, Gephi)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".graphml"]
+    }
+
+    fn can_read(&self) -> bool {
+        false
+    }
+
+    fn can_write(&self) -> bool {
+        true
+    }
+
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        _options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
+        write(profile, out, findings)
+    }
+}

@@ -1,0 +1,240 @@
+//! DOT: Graphviz's `dot` renders every view cfghub writes for the corpus, silently.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::common;
+use cfghub::analysis::routines;
+use cfghub::convert::load;
+use cfghub::converters::dot::{self, Options, View};
+use cfghub::error::Findings;
+use cfghub::ir::{Block, BlockRef, Edge, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
+use cfghub::registry::ReadOptions;
+
+/// Renders DOT text to SVG with Graphviz, asserting success and an empty standard error.
+fn render(dot_text: &str, what: &str) -> String {
+    common::require("dot");
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dot runs");
+    child.stdin.take().unwrap().write_all(dot_text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "{what}: dot said: {err}\n{dot_text}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn view(profile: &Profile, v: View, options: &Options) -> String {
+    let mut findings = Findings::default();
+    dot::to_string(profile, &v, options, &mut findings).unwrap()
+}
+
+fn corpus() -> Vec<(String, Profile)> {
+    let mut files =
+        vec![common::fixture("dcfg/hello-world.dcfg.json"), common::fixture("dcfg/two-processes.dcfg.json")];
+    files.extend(common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2"));
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.display().to_string();
+            (name.clone(), load(&name, None, &ReadOptions::default()).unwrap().profile)
+        })
+        .collect()
+}
+
+#[test]
+fn every_routine_loop_and_call_graph_of_the_corpus_renders_silently() {
+    let mut rendered = 0;
+    for (name, profile) in corpus() {
+        let options = Options::default();
+        for process in &profile.processes {
+            let all = routines::all(process);
+            for (ii, image) in process.images.iter().enumerate() {
+                for r in all[ii].iter() {
+                    let entry = image.blocks[r.entry as usize].id.to_string();
+                    let options = Options { processes: vec![process.pid], ..Options::default() };
+                    let text =
+                        view(&profile, View::Routine { spec: entry.clone(), loop_node: None }, &options);
+                    render(&text, &format!("{name}: routine {entry}"));
+                    rendered += 1;
+                    for l in r.loops.iter() {
+                        let head = image.blocks[l.head as usize].id;
+                        let text = view(
+                            &profile,
+                            View::Routine { spec: entry.clone(), loop_node: Some(head) },
+                            &options,
+                        );
+                        render(&text, &format!("{name}: loop {head}"));
+                        rendered += 1;
+                    }
+                }
+            }
+        }
+        render(&view(&profile, View::CallGraph, &options), &format!("{name}: call graph"));
+        let all = Options { node_fraction: 0.0, edge_fraction: 0.0, ..Options::default() };
+        render(&view(&profile, View::CallGraph, &all), &format!("{name}: whole call graph"));
+        rendered += 2;
+    }
+    assert!(rendered >= 8, "{rendered}");
+}
+
+#[test]
+fn the_program_view_renders_and_matches_intels_dcfg_to_dot() {
+    for (name, profile) in corpus() {
+        if name.contains("simple-loop") {
+            continue; // below, filtered: the whole of ld.so and libc takes Graphviz minutes
+        }
+        render(&view(&profile, View::Program, &Options::default()), &name);
+    }
+    let Some(path) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let Some(intel) = common::shared_fixture("dcfg/simple-loop.intel-dcfg-to-dot.dot") else { return };
+    let profile = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
+    let options = Options { images: vec!["simple_loop".into()], ..Options::default() };
+    let ours = view(&profile, View::Program, &options);
+    render(&ours, "simple-loop program view of the executable");
+    // Every edge Intel's tool drew (it drew main's) is in ours between the same blocks, with
+    // the same edge id, kind and count.
+    let intel = std::fs::read_to_string(intel).unwrap();
+    let mut edges = 0;
+    for line in intel.lines().filter(|l| l.contains(" -> ")) {
+        let (ends, rest) = line.split_once(" [label=\"").unwrap();
+        let (s, t) = ends.split_once(" -> ").unwrap();
+        let label = rest.split('"').next().unwrap();
+        let expected = format!(
+            "p29003_b{} -> p29003_b{} [label=\"{label}\"",
+            s.trim().trim_start_matches("node"),
+            t.trim().trim_start_matches("node")
+        );
+        assert!(ours.contains(&expected), "missing {expected}");
+        edges += 1;
+    }
+    assert_eq!(edges, 9);
+    for cluster in [
+        "cluster_p29003 ",
+        "cluster_p29003_i0 ",
+        "cluster_p29003_r29 ",
+        "label=\"Routine 29\\nname='main'\\naddr=0x40059d\"",
+    ] {
+        assert!(ours.contains(cluster), "missing {cluster}");
+    }
+}
+
+#[test]
+fn main_of_simple_loop_shows_its_loop_as_a_cluster_with_the_back_edge_styled() {
+    let Some(path) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let profile = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
+    for recompute in [false, true] {
+        let options = Options { recompute, ..Options::default() };
+        let text = view(&profile, View::Routine { spec: "main".into(), loop_node: None }, &options);
+        let cluster = text.split("subgraph cluster_loop_31 {").nth(1).expect("loop cluster");
+        let cluster = cluster.split('}').next().unwrap();
+        assert!(cluster.contains("b30 [") && cluster.contains("b31 ["), "{cluster}");
+        assert!(!cluster.contains("b29 ["));
+        let back = text.lines().find(|l| l.trim_start().starts_with("b30 -> b31")).expect("back edge");
+        assert!(
+            back.contains("label=\"back\\n10\"") && back.contains("#c00000") && back.contains("bold"),
+            "{back}"
+        );
+        assert!(text.contains("b29 [") && text.contains("peripheries=2"), "entry marked");
+        assert!(text.contains("simple_loop.c:5-6"), "source lines");
+        let svg = render(&text, "main");
+        assert!(svg.contains("<title>cluster_loop_31</title>"));
+        // The same view named by address and by node id.
+        for spec in ["0x40059d", "29", "0x4005b5"] {
+            let other = view(&profile, View::Routine { spec: spec.into(), loop_node: None }, &options);
+            assert_eq!(other, text, "{spec}");
+        }
+    }
+    // The loop alone.
+    let text =
+        view(&profile, View::Routine { spec: "0x40059d".into(), loop_node: Some(30) }, &Options::default());
+    assert!(text.contains("subgraph cluster_loop_31") && !text.contains("b29 ["));
+    assert!(text.contains("from main (BB 29)"), "{text}");
+    render(&text, "loop 30");
+}
+
+/// A model whose routine names are full of DOT-special characters.
+fn awkward_names() -> Profile {
+    let names = [
+        "main",
+        "std::map<int, std::string>::operator[](int const&)",
+        "say \"hello\"",
+        "{lambda(int)#1}::operator()",
+        "back\\slash\\n",
+        "a|b <c> {d}",
+        "label=\"x\"]; evil -> node [",
+    ];
+    let mut image = Image { id: 1, load_addr: 0x1000, ..Image::default() };
+    let mut edges = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        image.symbols.push(Symbol {
+            name: name.to_string(),
+            offset: Some(0x100 * i as u64),
+            size: Some(0x100),
+            file: None,
+        });
+        for k in 0..2u64 {
+            image.blocks.push(Block {
+                id: 10 + 2 * i as u64 + k,
+                offset: 0x100 * i as u64 + 0x10 * k,
+                size: 0x10,
+                num_instrs: 3,
+                last_instr_offset: 8,
+                count: Some(1),
+            });
+        }
+        let b = |k: u32| NodeRef::Block(BlockRef { image: 0, block: 2 * i as u32 + k });
+        edges.push(Edge {
+            source: b(0),
+            target: b(1),
+            kind: EdgeKind::FallThrough,
+            counts: vec![1].into(),
+            ..Edge::default()
+        });
+        if i > 0 {
+            edges.push(Edge {
+                source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
+                target: b(0),
+                kind: EdgeKind::DirectCall,
+                counts: vec![1].into(),
+                ..Edge::default()
+            });
+            edges.push(Edge {
+                source: b(1),
+                target: NodeRef::Block(BlockRef { image: 0, block: 1 }),
+                kind: EdgeKind::Return,
+                counts: vec![1].into(),
+                ..Edge::default()
+            });
+        }
+    }
+    let process = Process { pid: 7, images: vec![image], edges, ..Process::default() };
+    Profile { processes: vec![process], ..Profile::default() }
+}
+
+#[test]
+fn routine_names_with_dot_special_characters_render() {
+    let profile = awkward_names();
+    let svg = render(
+        &view(&profile, View::Routine { spec: "main".into(), loop_node: None }, &Options::default()),
+        "main",
+    );
+    assert!(svg.contains("std::map&lt;int, std::string&gt;::operator[](int const&amp;)"), "{svg}");
+    assert!(svg.contains("say &quot;hello&quot;") || svg.contains("say \"hello\""));
+    assert!(svg.contains("back\\slash\\n"));
+    let all = Options { node_fraction: 0.0, edge_fraction: 0.0, ..Options::default() };
+    let svg = render(&view(&profile, View::CallGraph, &all), "call graph");
+    assert!(svg.contains("{lambda(int)#1}::operator()"));
+    assert!(svg.contains("a|b &lt;c&gt; {d}"));
+    for spec in ["a|b <c> {d}", "std::map<int, std::string>::operator[](int const&)"] {
+        render(
+            &view(&profile, View::Routine { spec: spec.into(), loop_node: None }, &Options::default()),
+            spec,
+        );
+    }
+    render(&view(&profile, View::Program, &Options::default()), "program");
+}
