@@ -41,7 +41,8 @@ fn repeated_cycles_become_repeat_groups_and_dictionary_entries() {
     for _ in 0..200 {
         edges.extend_from_slice(&walk[i + 1..=j]);
     }
-    let threads = vec![ThreadEdges { thread: 0, edges: edges.clone() }, ThreadEdges { thread: 1, edges }];
+    // The same cycle on four threads: its repeat body recurs, so it goes into the dictionary.
+    let threads: Vec<ThreadEdges> = (0..4).map(|t| ThreadEdges { thread: t, edges: edges.clone() }).collect();
     let mut out = Vec::new();
     encode(&p.profile, 4242, &threads, &EncodeOptions::default(), &mut out).unwrap();
     let text = String::from_utf8(out.clone()).unwrap();
