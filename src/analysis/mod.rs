@@ -13,6 +13,6 @@ pub mod names;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;
-pub mod stacks;
 pub mod source;
+pub mod stacks;
 pub mod validate;
