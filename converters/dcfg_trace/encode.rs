@@ -234,39 +234,50 @@ pub fn encode(
         }
         encoded.push((t.thread, chunks));
     }
-    // Dictionary: repeat bodies that occur more than once and are worth a key.
-    let mut dict: Vec<(String, String)> = Vec::new();
-    let mut keys: HashMap<String, String> = HashMap::new();
-    if options.dictionary {
-        let mut seen: HashMap<String, u64> = HashMap::new();
-        for (_, chunks) in &encoded {
-            for c in chunks {
-                for p in &c.pieces {
-                    if let Piece::Rep(_, body) = p {
-                        *seen.entry(render(body, &HashMap::new())).or_default() += 1;
-                    }
+    // Dictionary: repeat bodies and long literal runs that occur more than once.
+    let (dict, keys) = if options.dictionary {
+        let all: Vec<&[Piece]> =
+            encoded.iter().flat_map(|(_, cs)| cs.iter().map(|c| c.pieces.as_slice())).collect();
+        build_dictionary(&all)
+    } else {
+        (Vec::new(), HashMap::new())
+    };
+    write_parts(out, pid, &dict, &codes, &encoded, &keys).map_err(|e| Error::io("output", e))
+}
+
+/// Dictionary entries `(key, value)` and the map from text to key for the repeat bodies and
+/// literal runs (16 characters or more) of `chunks` that occur more than once, when a reference
+/// saves characters, most valuable first.
+fn build_dictionary(chunks: &[&[Piece]]) -> (Vec<(String, String)>, HashMap<String, String>) {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    for pieces in chunks {
+        for p in pieces.iter() {
+            match p {
+                Piece::Rep(_, body) => *seen.entry(render(body, &HashMap::new())).or_default() += 1,
+                Piece::Lit(t) if t.len() >= 16 => {
+                    *seen.entry(String::from_utf8_lossy(t).into_owned()).or_default() += 1
                 }
+                Piece::Lit(_) => {}
             }
-        }
-        let mut bodies: Vec<(String, u64)> =
-            seen.into_iter().filter(|(b, n)| *n >= 2 && b.len() >= 6).collect();
-        bodies.sort_unstable_by(|a, b| {
-            (b.1 * b.0.len() as u64).cmp(&(a.1 * a.0.len() as u64)).then(a.0.cmp(&b.0))
-        });
-        for (body, n) in bodies {
-            let key = key_name(dict.len());
-            let saved = (n as i64 - 1) * body.len() as i64
-                - (n as i64) * (key.len() as i64 + 2)
-                - key.len() as i64
-                - 6;
-            if saved <= 0 {
-                continue;
-            }
-            keys.insert(body.clone(), key.clone());
-            dict.push((key, body));
         }
     }
-    write_parts(out, pid, &dict, &codes, &encoded, &keys).map_err(|e| Error::io("output", e))
+    let mut texts: Vec<(String, u64)> = seen.into_iter().filter(|(b, n)| *n >= 2 && b.len() >= 6).collect();
+    texts
+        .sort_unstable_by(|a, b| (b.1 * b.0.len() as u64).cmp(&(a.1 * a.0.len() as u64)).then(a.0.cmp(&b.0)));
+    let mut dict: Vec<(String, String)> = Vec::new();
+    let mut keys: HashMap<String, String> = HashMap::new();
+    for (text, n) in texts {
+        let key = key_name(dict.len());
+        // n copies become n references plus one entry (`"key" : "text",`).
+        let saved =
+            (n as i64 - 1) * text.len() as i64 - (n as i64) * (key.len() as i64 + 2) - key.len() as i64 - 6;
+        if saved <= 0 {
+            continue;
+        }
+        keys.insert(text.clone(), key.clone());
+        dict.push((key, text));
+    }
+    (dict, keys)
 }
 
 /// The `n`th dictionary key: Base64 digits, shortest first.
@@ -480,7 +491,17 @@ fn render(pieces: &[Piece], keys: &HashMap<String, String>) -> String {
 fn render_into(pieces: &[Piece], keys: &HashMap<String, String>, s: &mut String) {
     for p in pieces {
         match p {
-            Piece::Lit(t) => s.push_str(std::str::from_utf8(t).unwrap_or("")),
+            Piece::Lit(t) => {
+                let text = std::str::from_utf8(t).unwrap_or("");
+                match keys.get(text) {
+                    Some(k) if t.len() >= 16 => {
+                        s.push('<');
+                        s.push_str(k);
+                        s.push('>');
+                    }
+                    _ => s.push_str(text),
+                }
+            }
             Piece::Rep(r, body) => {
                 s.push('(');
                 s.push_str(&r.to_string());
@@ -584,6 +605,20 @@ mod tests {
         let s = inner.repeat(6);
         let p = compress(s.as_bytes(), 64);
         assert_eq!(render(&p, &HashMap::new()), "(6*(10*ab)Q)");
+    }
+
+    #[test]
+    fn recurring_bodies_and_literal_runs_go_into_the_dictionary() {
+        let long = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef".to_vec();
+        let a = vec![Piece::Lit(long.clone()), Piece::Rep(9, vec![Piece::Lit(b"xyzxyzQRSTUV".to_vec())])];
+        let b = vec![Piece::Rep(4, vec![Piece::Lit(b"xyzxyzQRSTUV".to_vec())]), Piece::Lit(b"q".to_vec())];
+        let c = vec![Piece::Lit(long.clone()), Piece::Rep(2, vec![Piece::Lit(b"xyzxyzQRSTUV".to_vec())])];
+        let (dict, keys) = build_dictionary(&[&a, &b, &c]);
+        assert_eq!(dict.len(), 2, "{dict:?}");
+        let ka = &keys[std::str::from_utf8(&long).unwrap()];
+        let kb = &keys["xyzxyzQRSTUV"];
+        assert_eq!(render(&a, &keys), format!("<{ka}>(9*<{kb}>)"));
+        assert_eq!(render(&b, &keys), format!("(4*<{kb}>)q"));
     }
 
     #[test]
