@@ -173,7 +173,7 @@ fn pump(
     })
 }
 
-/// Sends bytes in blocks of about 64 KiB.
+/// Sends bytes in blocks of about 64 KiB; what is left is sent when dropped.
 struct Blocks {
     tx: mpsc::SyncSender<Vec<u8>>,
     buf: Vec<u8>,
@@ -197,6 +197,12 @@ impl Blocks {
     }
 }
 
+impl Drop for Blocks {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
 fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
     let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
     let input = Input::open(&args.trace)?;
@@ -204,29 +210,31 @@ fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
     let mut inputs = vec![args.trace.as_str()];
     inputs.extend(args.dcfg.as_deref());
     pump(&args.output, &inputs, |tx| {
-        let blocks = std::sync::Mutex::new(Blocks { tx, buf: Vec::with_capacity(1 << 16) });
+        let mut blocks = Blocks { tx, buf: Vec::with_capacity(1 << 16) };
         let mut last: Option<(u64, u64)> = None;
+        let mut digits = itoa::Buffer::new();
         let job = EachEdge {
-            f: |pid: u64, thread: u64, id: u64| {
-                let mut b = blocks.lock().unwrap_or_else(|e| e.into_inner());
+            f: move |pid: u64, thread: u64, id: u64| {
                 if last != Some((pid, thread)) {
                     let new_process = last.map_or(true, |(p, _)| p != pid);
                     last = Some((pid, thread));
-                    b.push(|buf| {
-                        if new_process {
-                            let _ = writeln!(buf, "# process {pid}");
-                        }
-                        let _ = writeln!(buf, "# thread {thread}");
-                    })?;
+                    if new_process {
+                        let _ = writeln!(blocks.buf, "# process {pid}");
+                    }
+                    let _ = writeln!(blocks.buf, "# thread {thread}");
                 }
-                b.push(|buf| {
-                    let _ = writeln!(buf, "{id}");
-                })
+                blocks.buf.extend_from_slice(digits.format(id).as_bytes());
+                blocks.buf.push(b'\n');
+                if blocks.buf.len() >= 1 << 16 {
+                    blocks.flush()?;
+                }
+                Ok(())
             },
             thread: args.thread,
         };
+        // The rest of the output goes when the job (and its buffer) is dropped.
         decode::stream(&mut input.reader(), dcfg.as_ref(), job).map_err(|e| e.in_file(&name))?;
-        blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
+        Ok(())
     })?;
     Ok(0)
 }
