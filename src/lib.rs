@@ -16,6 +16,7 @@ pub mod convert;
 pub mod error;
 pub mod io;
 pub mod ir;
+pub mod json;
 pub mod registry;
 pub mod synth;
 

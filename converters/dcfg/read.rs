@@ -13,7 +13,7 @@
 //!    unknown node, a duplicate id, an unknown file name id) is a *violation*: the model is still
 //!    built, so `cfghub validate` can list every problem, while conversions refuse the input.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::io::BufRead;
@@ -22,9 +22,10 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 
 use crate::error::{Error, Findings, Location, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Edge, EdgeKind, Event, FileId, Image, Loop, NodeRef, Process, Profile, Routine,
-    SourceLine, Symbol,
+    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, Loop, NodeRef, Process, Profile,
+    Routine, SourceLine, Symbol,
 };
+use crate::json::{JsonError, JsonReader};
 
 /// Top-level tag of the extension table naming the events of [`Cost`] values. DCFG readers
 /// ignore unknown tags, so a DCFG carrying it stays valid for every other tool.
@@ -34,27 +35,22 @@ pub(super) const COSTS_TAG: &str = "CFGHUB_COSTS";
 
 /// Reads a DCFG from `input`, pushing rule violations and warnings to `findings`.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let raw = if std::env::var_os("CFGHUB_DCFG_SLICE").is_some() {
-        let mut text = Vec::new();
-        input.read_to_end(&mut text).map_err(|e| Error::io("input", e))?;
-        parse(serde_json::Deserializer::from_slice(&text))?
-    } else {
-        parse(serde_json::Deserializer::from_reader(input))?
-    };
+    let raw = parse(input)?;
     Ok(resolve(raw, findings))
 }
 
-/// Parses DCFG JSON text into raw tables.
-fn parse<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer<R>) -> Result<RawDcfg> {
+/// Parses DCFG JSON text into raw tables, streaming: the text is never held whole.
+fn parse(input: &mut dyn BufRead) -> Result<RawDcfg> {
     let ctx = Ctx::default();
-    let result = TopSeed { ctx: &ctx }.deserialize(&mut de).and_then(|raw| de.end().map(|_| raw));
+    let mut json = JsonReader::new(input);
+    let result = TopSeed { ctx: &ctx }.deserialize(&mut json).and_then(|raw| json.end().map(|_| raw));
     result.map_err(|e| {
-        if e.is_io() {
-            return Error::io("input", std::io::Error::other(e.to_string()));
+        if e.io {
+            return Error::input(e.message);
         }
+        let e = json.place(e);
         let path = ctx.render();
-        let message = describe_json_error(&e);
-        let err = Error::input(message);
+        let err = Error::input(describe_json_error(&e));
         if path.is_empty() {
             err
         } else {
@@ -63,13 +59,11 @@ fn parse<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer<R>)
     })
 }
 
-fn describe_json_error(e: &serde_json::Error) -> String {
-    use serde_json::error::Category;
-    let text = e.to_string();
-    match e.classify() {
-        Category::Eof => format!("the JSON ends too early (truncated file?): {text}"),
-        Category::Syntax => format!("malformed JSON: {text}"),
-        _ => text,
+fn describe_json_error(e: &JsonError) -> String {
+    if e.eof {
+        format!("the JSON ends too early (truncated file?): {e}")
+    } else {
+        e.to_string()
     }
 }
 
@@ -87,8 +81,6 @@ enum Seg {
     Row(usize),
     /// The header row of a table.
     Header,
-    /// A named column of the current row.
-    Column(&'static str),
 }
 
 /// The path to the value being parsed. Segments are pushed on the way in and popped after a
@@ -96,6 +88,8 @@ enum Seg {
 #[derive(Default)]
 struct Ctx {
     path: RefCell<Vec<Seg>>,
+    /// The column of the innermost row being read (set per cell: cheaper than a push).
+    column: Cell<Option<&'static str>>,
 }
 
 impl Ctx {
@@ -114,10 +108,8 @@ impl Ctx {
     }
 
     fn render(&self) -> String {
-        let path = self.path.borrow();
         let mut out = String::new();
-        for (i, seg) in path.iter().enumerate() {
-            let last = i + 1 == path.len();
+        for seg in self.path.borrow().iter() {
             match seg {
                 Seg::Key(k) if out.is_empty() => out.push_str(k),
                 Seg::Key(k) => {
@@ -131,16 +123,10 @@ impl Ctx {
                     let _ = write!(out, " row {n}");
                 }
                 Seg::Header => out.push_str(" header row"),
-                Seg::Column(c) if last => {
-                    let _ = write!(out, " column {c}");
-                }
-                // PROCESS_DATA and IMAGE_DATA objects hold the named tables; name only those.
-                Seg::Column(c) if c.ends_with("_DATA") => {}
-                Seg::Column(c) => {
-                    out.push('.');
-                    out.push_str(c);
-                }
             }
+        }
+        if let Some(c) = self.column.get() {
+            let _ = write!(out, " column {c}");
         }
         out
     }
@@ -166,7 +152,26 @@ struct RawProcess {
     instr_count: Option<u64>,
     thread_instr_counts: Vec<u64>,
     images: Vec<RawImage>,
-    edges: Vec<RawEdge>,
+    /// Edges in their final form, except that `source` and `target` hold the raw node ids
+    /// (see [`park`]) and `kind` is resolved from `edge_kinds` afterwards: building them once,
+    /// in place, keeps a multi-million-edge table from existing twice.
+    edges: Vec<Edge>,
+    /// Raw EDGE_TYPE_ID of each edge.
+    edge_kinds: Vec<u64>,
+}
+
+/// Parks a raw node id in a `NodeRef` until ids can be resolved (the tables they refer to may
+/// come later in the file).
+fn park(id: u64) -> NodeRef {
+    NodeRef::Block(BlockRef { image: (id >> 32) as u32, block: id as u32 })
+}
+
+/// The raw node id [`park`] stored.
+fn unpark(node: NodeRef) -> u64 {
+    match node {
+        NodeRef::Block(b) => (u64::from(b.image) << 32) | u64::from(b.block),
+        _ => unreachable!("only parked ids are unparked"),
+    }
 }
 
 #[derive(Default)]
@@ -186,7 +191,8 @@ struct RawImage {
 struct RawRoutine {
     entry: u64,
     exits: Vec<u64>,
-    nodes: Vec<(u64, Option<u64>)>,
+    /// (NODE_ID, IDOM_NODE_ID), the idom [`NO_IDOM`] when the row has none.
+    nodes: Vec<(u64, u64)>,
     loops: Vec<RawLoop>,
 }
 
@@ -198,14 +204,6 @@ struct RawLoop {
     parent: Option<u64>,
 }
 
-struct RawEdge {
-    id: u64,
-    source: u64,
-    target: u64,
-    kind: u64,
-    counts: Vec<u64>,
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scalars
 
@@ -215,7 +213,7 @@ struct Int;
 impl<'de> DeserializeSeed<'de> for Int {
     type Value = u64;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
-        d.deserialize_any(IntVisitor)
+        d.deserialize_u64(IntVisitor)
     }
 }
 
@@ -336,6 +334,7 @@ impl<'de, T: Table> Visitor<'de> for TableSeed<'_, T> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let ctx = self.ctx;
+        ctx.column.set(None);
         ctx.push(Seg::Header);
         let header = match seq.next_element_seed(HeaderSeed::<T>(std::marker::PhantomData))? {
             Some(h) => h,
@@ -399,20 +398,32 @@ impl<'de, T: Table> Visitor<'de> for HeaderSeed<T> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
         let mut names = Vec::new();
-        loop {
-            match seq.next_element::<serde_json::Value>() {
-                Ok(Some(serde_json::Value::String(s))) => names.push(s),
-                Ok(Some(other)) => {
-                    return Err(de::Error::custom(format!(
-                        "the table has no header row: its first row starts with {other} where a column name \
-                         such as \"{}\" was expected",
-                        T::COLUMNS[0]
-                    )))
-                }
-                Ok(None) => return Ok(names),
-                Err(e) => return Err(e),
-            }
+        while let Some(name) = seq.next_element_seed(ColumnName(T::COLUMNS[0]))? {
+            names.push(name);
         }
+        Ok(names)
+    }
+}
+
+/// One column name of a header row.
+struct ColumnName(&'static str);
+
+impl<'de> DeserializeSeed<'de> for ColumnName {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ColumnName {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a column name such as \"{}\": the table has no header row", self.0)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<String, E> {
+        Ok(s.to_string())
     }
 }
 
@@ -458,22 +469,24 @@ where
     for col in cols {
         match col {
             Some(f) => {
-                ctx.push(Seg::Column(names[*f]));
+                ctx.column.set(Some(names[*f]));
                 let got = set(*f, &mut seq)?;
-                ctx.pop();
                 if !got {
+                    ctx.column.set(None);
                     return Ok(present);
                 }
                 present |= 1 << f;
             }
             None => {
                 if seq.next_element::<IgnoredAny>()?.is_none() {
+                    ctx.column.set(None);
                     return Ok(present);
                 }
             }
         }
     }
     while seq.next_element::<IgnoredAny>()?.is_some() {}
+    ctx.column.set(None);
     Ok(present)
 }
 
@@ -650,7 +663,10 @@ impl Table for Processes {
         let mut p = RawProcess::default();
         let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
             0 => cell(seq, Int, &mut p.pid),
-            _ => Ok(seq.next_element_seed(ProcessData { process: &mut p, ctx })?.is_some()),
+            _ => {
+                ctx.column.set(None);
+                Ok(seq.next_element_seed(ProcessData { process: &mut p, ctx })?.is_some())
+            }
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
         self.rows.push(p);
@@ -700,9 +716,13 @@ impl<'de> Visitor<'de> for ProcessData<'_> {
                 }
                 "EDGES" => {
                     ctx.push(Seg::Key("EDGES"));
-                    let mut t = Edges { rows: Vec::new() };
+                    let mut t = Edges {
+                        rows: std::mem::take(&mut p.edges),
+                        kinds: std::mem::take(&mut p.edge_kinds),
+                    };
                     map.next_value_seed(TableSeed { table: &mut t, ctx })?;
-                    p.edges.extend(t.rows);
+                    p.edges = t.rows;
+                    p.edge_kinds = t.kinds;
                     ctx.pop();
                 }
                 _ => {
@@ -734,7 +754,10 @@ impl Table for Images {
             0 => cell(seq, Int, &mut im.id),
             1 => cell(seq, Int, &mut im.load_addr),
             2 => cell(seq, Int, &mut im.size),
-            _ => Ok(seq.next_element_seed(ImageData { image: &mut im, ctx })?.is_some()),
+            _ => {
+                ctx.column.set(None);
+                Ok(seq.next_element_seed(ImageData { image: &mut im, ctx })?.is_some())
+            }
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
         self.rows.push(im);
@@ -908,13 +931,17 @@ impl Table for Routines {
             1 => cell(seq, IntList, &mut r.exits),
             2 => {
                 let mut t = RoutineNodes { rows: Vec::new() };
+                ctx.push(Seg::Key("NODES"));
                 let got = seq.next_element_seed(TableSeed { table: &mut t, ctx })?.is_some();
+                ctx.pop();
                 r.nodes = t.rows;
                 Ok(got)
             }
             _ => {
                 let mut t = Loops { rows: Vec::new() };
+                ctx.push(Seg::Key("LOOPS"));
                 let got = seq.next_element_seed(TableSeed { table: &mut t, ctx })?.is_some();
+                ctx.pop();
                 r.loops = t.rows;
                 Ok(got)
             }
@@ -925,8 +952,11 @@ impl Table for Routines {
     }
 }
 
+/// Stands for a missing IDOM_NODE_ID in [`RawRoutine::nodes`].
+const NO_IDOM: u64 = u64::MAX;
+
 struct RoutineNodes {
-    rows: Vec<(u64, Option<u64>)>,
+    rows: Vec<(u64, u64)>,
 }
 
 impl Table for RoutineNodes {
@@ -942,7 +972,7 @@ impl Table for RoutineNodes {
         let mut v = [0u64; 2];
         let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| cell(seq, Int, &mut v[f]))?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
-        self.rows.push((v[0], (present & 2 != 0).then_some(v[1])));
+        self.rows.push((v[0], if present & 2 != 0 { v[1] } else { NO_IDOM }));
         Ok(())
     }
 }
@@ -978,7 +1008,8 @@ impl Table for Loops {
 }
 
 struct Edges {
-    rows: Vec<RawEdge>,
+    rows: Vec<Edge>,
+    kinds: Vec<u64>,
 }
 
 impl Table for Edges {
@@ -993,14 +1024,39 @@ impl Table for Edges {
         ctx: &Ctx,
     ) -> Result<(), A::Error> {
         let mut v = [0u64; 4];
-        let mut counts = Vec::new();
+        let mut counts = Counts::new();
         let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
-            4 => cell(seq, IntList, &mut counts),
+            4 => cell(seq, CountList, &mut counts),
             _ => cell(seq, Int, &mut v[f]),
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
-        self.rows.push(RawEdge { id: v[0], source: v[1], target: v[2], kind: v[3], counts });
+        self.rows.push(Edge { id: v[0], source: park(v[1]), target: park(v[2]), counts, ..Edge::default() });
+        self.kinds.push(v[3]);
         Ok(())
+    }
+}
+
+/// COUNT_PER_THREAD, straight into the inline small vector.
+struct CountList;
+
+impl<'de> DeserializeSeed<'de> for CountList {
+    type Value = Counts;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Counts, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CountList {
+    type Value = Counts;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of per-thread counts")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Counts, A::Error> {
+        let mut v = Counts::new();
+        while let Some(x) = seq.next_element_seed(Int)? {
+            v.push(x);
+        }
+        Ok(v)
     }
 }
 
@@ -1081,7 +1137,7 @@ fn resolve(raw: RawDcfg, findings: &mut Findings) -> Profile {
             );
         }
     }
-    let mut specials: HashMap<u64, NodeRef> = HashMap::new();
+    let mut specials: Vec<(u64, NodeRef)> = Vec::new();
     for (row, (id, name)) in raw.special_nodes.iter().enumerate() {
         let node = match name.trim() {
             "START" => NodeRef::Start,
@@ -1095,12 +1151,13 @@ fn resolve(raw: RawDcfg, findings: &mut Findings) -> Profile {
                 NodeRef::Unknown
             }
         };
-        if specials.insert(*id, node).is_some() {
+        if specials.iter().any(|(s, _)| s == id) {
             findings.violation(
                 path(format!("SPECIAL_NODES row {}", row + 1)),
                 format!("NODE_ID {id} is used twice"),
             );
         }
+        specials.push((*id, node));
     }
 
     for (p, rp) in raw.processes.into_iter().enumerate() {
@@ -1109,12 +1166,74 @@ fn resolve(raw: RawDcfg, findings: &mut Findings) -> Profile {
     profile
 }
 
+/// Node id -> block of a process. Producers number nodes densely from 1, so a direct table
+/// (8 bytes per id) serves; scattered 64-bit ids fall back to a sorted list.
+enum NodeIndex {
+    Dense(Vec<u64>),
+    Sorted(Vec<(u64, BlockRef)>),
+}
+
+const NO_BLOCK: u64 = u64::MAX;
+
+fn pack(r: BlockRef) -> u64 {
+    (u64::from(r.image) << 32) | u64::from(r.block)
+}
+
+fn unpack(v: u64) -> BlockRef {
+    BlockRef { image: (v >> 32) as u32, block: v as u32 }
+}
+
+impl NodeIndex {
+    /// Indexes every block; returns the duplicates as (id, first, second).
+    fn new(images: &[RawImage]) -> (NodeIndex, Vec<(u64, BlockRef, BlockRef)>) {
+        let count: usize = images.iter().map(|i| i.blocks.len()).sum();
+        let max = images.iter().flat_map(|i| i.blocks.iter().map(|b| b.id)).max().unwrap_or(0);
+        let mut dups = Vec::new();
+        let blocks = images.iter().enumerate().flat_map(|(i, im)| {
+            im.blocks
+                .iter()
+                .enumerate()
+                .map(move |(b, block)| (block.id, BlockRef { image: i as u32, block: b as u32 }))
+        });
+        if max <= (count as u64).saturating_mul(4).saturating_add(1024) {
+            let mut table = vec![NO_BLOCK; max as usize + 1];
+            for (id, r) in blocks {
+                let slot = &mut table[id as usize];
+                if *slot == NO_BLOCK {
+                    *slot = pack(r);
+                } else {
+                    dups.push((id, unpack(*slot), r));
+                }
+            }
+            (NodeIndex::Dense(table), dups)
+        } else {
+            let mut sorted: Vec<(u64, BlockRef)> = blocks.collect();
+            sorted.sort_unstable();
+            sorted.dedup_by(|b, a| {
+                let same = a.0 == b.0;
+                if same {
+                    dups.push((a.0, a.1, b.1));
+                }
+                same
+            });
+            (NodeIndex::Sorted(sorted), dups)
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<BlockRef> {
+        match self {
+            NodeIndex::Dense(t) => t.get(id as usize).filter(|&&v| v != NO_BLOCK).map(|&v| unpack(v)),
+            NodeIndex::Sorted(s) => s.binary_search_by_key(&id, |&(n, _)| n).ok().map(|k| s[k].1),
+        }
+    }
+}
+
 fn resolve_process(
     p: usize,
-    rp: RawProcess,
+    mut rp: RawProcess,
     files: &HashMap<u64, FileId>,
     kinds: &HashMap<u64, EdgeKind>,
-    specials: &HashMap<u64, NodeRef>,
+    specials: &[(u64, NodeRef)],
     findings: &mut Findings,
 ) -> Process {
     let at = |rest: String| path(format!("PROCESSES[{p}].{rest}"));
@@ -1125,31 +1244,16 @@ fn resolve_process(
         ..Process::default()
     };
 
-    // Node id -> block, sorted for binary search (lighter than a hash map for millions of blocks).
-    let mut nodes: Vec<(u64, BlockRef)> = Vec::with_capacity(rp.images.iter().map(|i| i.blocks.len()).sum());
-    for (i, image) in rp.images.iter().enumerate() {
-        for (b, block) in image.blocks.iter().enumerate() {
-            nodes.push((block.id, BlockRef { image: i as u32, block: b as u32 }));
-        }
-    }
-    nodes.sort_unstable_by_key(|&(id, r)| (id, r));
-    for pair in nodes.windows(2) {
-        if pair[0].0 == pair[1].0 {
-            let (a, b) = (pair[0].1, pair[1].1);
-            findings.violation(
-                at(format!("IMAGES[{}].BASIC_BLOCKS row {}", b.image, b.block + 1)),
-                format!(
-                    "NODE_ID {} is used twice (also IMAGES[{}].BASIC_BLOCKS row {})",
-                    pair[0].0,
-                    a.image,
-                    a.block + 1
-                ),
-            );
-        }
+    let (nodes, dups) = NodeIndex::new(&rp.images);
+    for (id, a, b) in dups {
+        findings.violation(
+            at(format!("IMAGES[{}].BASIC_BLOCKS row {}", b.image, b.block + 1)),
+            format!("NODE_ID {id} is used twice (also IMAGES[{}].BASIC_BLOCKS row {})", a.image, a.block + 1),
+        );
     }
     for (i, image) in rp.images.iter().enumerate() {
         for (b, block) in image.blocks.iter().enumerate() {
-            if specials.contains_key(&block.id) {
+            if specials.iter().any(|(s, _)| *s == block.id) {
                 findings.violation(
                     at(format!("IMAGES[{i}].BASIC_BLOCKS row {}", b + 1)),
                     format!("NODE_ID {} is also a special node's id", block.id),
@@ -1157,16 +1261,6 @@ fn resolve_process(
             }
         }
     }
-    let find = |id: u64| -> Option<BlockRef> {
-        nodes.binary_search_by_key(&id, |&(n, _)| n).ok().map(|k| {
-            // The first of equal ids, so duplicates resolve consistently.
-            let mut k = k;
-            while k > 0 && nodes[k - 1].0 == id {
-                k -= 1;
-            }
-            nodes[k].1
-        })
-    };
 
     for (i, ri) in rp.images.into_iter().enumerate() {
         let mut image = Image {
@@ -1187,6 +1281,7 @@ fn resolve_process(
                 );
             }
         }
+        image.source_lines.reserve_exact(ri.source_lines.len());
         for (row, (fid, mut line)) in ri.source_lines.into_iter().enumerate() {
             line.file = files.get(&fid).copied();
             if line.file.is_none() {
@@ -1198,62 +1293,19 @@ fn resolve_process(
             image.source_lines.push(line);
         }
         if let Some(raw_routines) = ri.routines {
-            let mut routines = Vec::with_capacity(raw_routines.len());
-            for (r, rr) in raw_routines.into_iter().enumerate() {
-                let here = |what: &str| at(format!("IMAGES[{i}].ROUTINES[{r}].{what}"));
-                let local = |id: u64, what: &str, findings: &mut Findings| -> Option<u32> {
-                    match find(id) {
-                        Some(b) if b.image as usize == i => Some(b.block),
-                        Some(b) => {
-                            findings.violation(
-                                here(what),
-                                format!("node {id} is a block of IMAGES[{}], not of this image", b.image),
-                            );
-                            None
-                        }
-                        None => {
-                            findings.violation(
-                                here(what),
-                                format!("node {id} is not a basic block of this process"),
-                            );
-                            None
-                        }
-                    }
-                };
-                let Some(entry) = local(rr.entry, "ENTRY_NODE_ID", findings) else { continue };
-                let exits = rr.exits.iter().filter_map(|&id| local(id, "EXIT_NODE_IDS", findings)).collect();
-                let mut routine = Routine { entry, exits, ..Routine::default() };
-                let with_idoms = !rr.nodes.is_empty() && rr.nodes.iter().all(|n| n.1.is_some());
-                for (id, idom) in rr.nodes {
-                    let Some(node) = local(id, "NODES", findings) else { continue };
-                    if with_idoms {
-                        let Some(idom) = local(idom.unwrap_or(id), "NODES", findings) else { continue };
-                        routine.idoms.push(idom);
-                    }
-                    routine.nodes.push(node);
-                }
-                for rl in rr.loops {
-                    let Some(head) = local(rl.head, "LOOPS", findings) else { continue };
-                    let back_edge_sources =
-                        rl.back_edge_sources.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
-                    let nodes = rl.nodes.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
-                    let parent = rl.parent.and_then(|id| local(id, "LOOPS", findings));
-                    routine.loops.push(Loop { head, back_edge_sources, nodes, parent });
-                }
-                routines.push(routine);
-            }
-            image.routines = Some(routines);
+            image.routines = Some(resolve_routines(i, raw_routines, &nodes, &at, findings));
         }
         process.images.push(image);
     }
 
-    process.edges.reserve_exact(rp.edges.len());
-    for (row, re) in rp.edges.into_iter().enumerate() {
-        let mut node = |id: u64, column: &str| -> NodeRef {
-            if let Some(&s) = specials.get(&id) {
+    let mut kind_cache: Option<(u64, EdgeKind)> = None;
+    for (row, (edge, raw_kind)) in rp.edges.iter_mut().zip(rp.edge_kinds).enumerate() {
+        let mut node = |parked: NodeRef, column: &str| -> NodeRef {
+            let id = unpark(parked);
+            if let Some(&(_, s)) = specials.iter().find(|(s, _)| *s == id) {
                 return s;
             }
-            match find(id) {
+            match nodes.get(id) {
                 Some(b) => NodeRef::Block(b),
                 None => {
                     findings.violation(
@@ -1264,21 +1316,79 @@ fn resolve_process(
                 }
             }
         };
-        let source = node(re.source, "SOURCE_NODE_ID");
-        let target = node(re.target, "TARGET_NODE_ID");
-        let kind = match kinds.get(&re.kind) {
-            Some(&k) => k,
-            None => {
-                findings.violation(
-                    at(format!("EDGES row {}", row + 1)),
-                    format!("EDGE_TYPE_ID {} is not in EDGE_TYPES", re.kind),
-                );
-                EdgeKind::Unknown
+        edge.source = node(edge.source, "SOURCE_NODE_ID");
+        edge.target = node(edge.target, "TARGET_NODE_ID");
+        edge.kind = match kind_cache {
+            Some((k, kind)) if k == raw_kind => kind,
+            _ => match kinds.get(&raw_kind) {
+                Some(&kind) => {
+                    kind_cache = Some((raw_kind, kind));
+                    kind
+                }
+                None => {
+                    findings.violation(
+                        at(format!("EDGES row {}", row + 1)),
+                        format!("EDGE_TYPE_ID {raw_kind} is not in EDGE_TYPES"),
+                    );
+                    EdgeKind::Unknown
+                }
+            },
+        };
+    }
+    process.edges = rp.edges;
+    process
+}
+
+fn resolve_routines(
+    i: usize,
+    raw_routines: Vec<RawRoutine>,
+    nodes: &NodeIndex,
+    at: &dyn Fn(String) -> Option<Location>,
+    findings: &mut Findings,
+) -> Vec<Routine> {
+    let mut routines = Vec::with_capacity(raw_routines.len());
+    for (r, rr) in raw_routines.into_iter().enumerate() {
+        let here = |what: &str| at(format!("IMAGES[{i}].ROUTINES[{r}].{what}"));
+        let local = |id: u64, what: &str, findings: &mut Findings| -> Option<u32> {
+            match nodes.get(id) {
+                Some(b) if b.image as usize == i => Some(b.block),
+                Some(b) => {
+                    findings.violation(
+                        here(what),
+                        format!("node {id} is a block of IMAGES[{}], not of this image", b.image),
+                    );
+                    None
+                }
+                None => {
+                    findings.violation(here(what), format!("node {id} is not a basic block of this process"));
+                    None
+                }
             }
         };
-        process.edges.push(Edge { id: re.id, source, target, kind, counts: re.counts.into(), ..Edge::default() });
+        let Some(entry) = local(rr.entry, "ENTRY_NODE_ID", findings) else { continue };
+        let exits = rr.exits.iter().filter_map(|&id| local(id, "EXIT_NODE_IDS", findings)).collect();
+        let mut routine = Routine { entry, exits, ..Routine::default() };
+        let with_idoms = !rr.nodes.is_empty() && rr.nodes.iter().all(|n| n.1 != NO_IDOM);
+        routine.nodes.reserve_exact(rr.nodes.len());
+        for (id, idom) in rr.nodes {
+            let Some(node) = local(id, "NODES", findings) else { continue };
+            if with_idoms {
+                let Some(idom) = local(idom, "NODES", findings) else { continue };
+                routine.idoms.push(idom);
+            }
+            routine.nodes.push(node);
+        }
+        for rl in rr.loops {
+            let Some(head) = local(rl.head, "LOOPS", findings) else { continue };
+            let back_edge_sources =
+                rl.back_edge_sources.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
+            let nodes = rl.nodes.iter().filter_map(|&id| local(id, "LOOPS", findings)).collect();
+            let parent = rl.parent.and_then(|id| local(id, "LOOPS", findings));
+            routine.loops.push(Loop { head, back_edge_sources, nodes, parent });
+        }
+        routines.push(routine);
     }
-    process
+    routines
 }
 
 #[cfg(test)]

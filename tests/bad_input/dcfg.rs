@@ -63,8 +63,13 @@ fn table_without_its_header_row() {
 #[test]
 fn array_nested_100000_deep() {
     let deep =
-        format!("{{\"MAJOR_VERSION\":1,\"PROCESSES\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
-    refused("deep.dcfg.json", deep.as_bytes(), &["PROCESSES", "recursion limit"]);
+        |inner: &str| inner.replace("DEEP", &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)));
+    // Where a table is expected: the first row must be a header.
+    let text = deep(r#"{"MAJOR_VERSION":1,"PROCESSES":DEEP}"#);
+    refused("deep1.dcfg.json", text.as_bytes(), &["PROCESSES header row", "no header row"]);
+    // Inside a value the reader skips: the nesting limit stops it, no stack overflow.
+    let text = deep(r#"{"PROCESSES":[["PROCESS_ID","PROCESS_DATA"],[1,{"EXTRA":DEEP}]]}"#);
+    refused("deep2.dcfg.json", text.as_bytes(), &["PROCESSES[0]", "recursion limit"]);
 }
 
 #[test]

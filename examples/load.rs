@@ -1,0 +1,35 @@
+//! Loads a profile and reports how long reading took: the read-only half of
+//! `scripts/bench.sh`, measured without any command's own work on top.
+//!
+//! `cargo run --release --example load -- FILE [FILE...]`
+
+use std::time::Instant;
+
+fn main() {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if paths.is_empty() {
+        eprintln!("usage: load FILE...");
+        std::process::exit(2);
+    }
+    for path in paths {
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let start = Instant::now();
+        match cfghub::convert::load(&path, None, &Default::default()) {
+            Ok(loaded) => {
+                let secs = start.elapsed().as_secs_f64();
+                let blocks: usize =
+                    loaded.profile.processes.iter().flat_map(|p| &p.images).map(|i| i.blocks.len()).sum();
+                let edges: usize = loaded.profile.processes.iter().map(|p| p.edges.len()).sum();
+                println!(
+                    "{path}: {} bytes in {secs:.3} s = {:.0} MB/s ({blocks} blocks, {edges} edges)",
+                    size,
+                    size as f64 / secs / 1e6
+                );
+            }
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, first installing the real programs the tests drive when they are
+# missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, and python's
+# networkx. Needs root for apt-get on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export DEBIAN_FRONTEND=noninteractive
+need_apt=()
+for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing ${need_apt[*]}" >&2
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+python3 -c 'import networkx' 2>/dev/null || python3 -m pip install --quiet networkx
+
+cargo test "$@"
