@@ -182,7 +182,7 @@ impl IdTable {
 #[derive(Default)]
 struct ProcessState {
     images: HashMap<Option<FileId>, u32>,
-    symbols: HashMap<(u32, u32), u32>,
+    symbols: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
 }
 
@@ -1009,17 +1009,18 @@ struct EdgeAcc {
 /// several parts) add up.
 #[derive(Default)]
 struct EdgeSet {
-    acc: HashMap<EdgeKey, EdgeAcc>,
-    order: Vec<EdgeKey>,
+    index: HashMap<EdgeKey, u32, FastHash>,
+    items: Vec<(EdgeKey, EdgeAcc)>,
 }
 
 impl EdgeSet {
     fn add(&mut self, key: EdgeKey, thread: usize, n: u64, inclusive: &[u64], site: Option<Box<Site>>) {
-        let order = &mut self.order;
-        let e = self.acc.entry(key).or_insert_with(|| {
-            order.push(key);
-            EdgeAcc { site, ..EdgeAcc::default() }
+        let items = &mut self.items;
+        let k = *self.index.entry(key).or_insert_with(|| {
+            items.push((key, EdgeAcc { site, ..EdgeAcc::default() }));
+            (items.len() - 1) as u32
         });
+        let e = &mut self.items[k as usize].1;
         add_counts(&mut e.counts, thread, n);
         if !inclusive.is_empty() {
             if e.inclusive.len() < inclusive.len() {
@@ -1029,6 +1030,44 @@ impl EdgeSet {
                 *a = a.saturating_add(b);
             }
         }
+    }
+}
+
+/// A hasher for the integer keys of the block rebuild (addresses, block references): a
+/// multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash and enough for keys
+/// the input cannot choose freely to collide.
+#[derive(Clone, Copy, Default)]
+struct FastHash;
+
+impl std::hash::BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0)
+    }
+}
+
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(n as u64);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
@@ -1077,7 +1116,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     }
     // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
     // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
-    let mut call_execs: Vec<HashMap<u64, u64>> = vec![HashMap::new(); nimages];
+    let mut call_execs: Vec<HashMap<u64, u64, FastHash>> = vec![HashMap::default(); nimages];
     for a in arcs {
         if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
             let e = call_execs[a.src_image as usize].entry(s).or_default();
@@ -1139,7 +1178,20 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
         let mut end = std::mem::take(&mut enders[i]);
         end.sort_unstable();
         end.dedup();
-        let is_in = |v: &[u64], a: u64| v.binary_search(&a).is_ok();
+        // Cursors into the sorted leaders and enders: the walk below visits addresses in order.
+        let (mut li, mut ei) = (0usize, 0usize);
+        let mut is_lead = |a: u64| {
+            while li < lead.len() && lead[li] < a {
+                li += 1;
+            }
+            li < lead.len() && lead[li] == a
+        };
+        let mut is_end = |a: u64| {
+            while ei < end.len() && end[ei] < a {
+                ei += 1;
+            }
+            ei < end.len() && end[ei] == a
+        };
 
         let mut blocks: Vec<Block> = Vec::new();
         let mut block_owner: Vec<u32> = Vec::new();
@@ -1153,8 +1205,8 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 let x = &merged[j];
                 // A call inside a block runs as often as the block: its own Ir may carry
                 // skipped code and its calls may count a lazy binding twice.
-                if is_in(&lead, x.addr)
-                    || is_in(&end, prev.addr)
+                if is_lead(x.addr)
+                    || is_end(prev.addr)
                     || x.owner != first.owner
                     || (ir.is_some() && x.ir != first.ir && !is_call(x.addr))
                 {
@@ -1285,10 +1337,10 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     }
     // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
     if ir.is_some() {
-        let mut incoming: HashMap<BlockRef, u64> = HashMap::new();
-        let mut has_out: std::collections::HashSet<BlockRef> = std::collections::HashSet::new();
-        for k in &set.order {
-            *incoming.entry(k.1).or_default() += set.acc[k].counts.iter().sum::<u64>();
+        let mut incoming: HashMap<BlockRef, u64, FastHash> = HashMap::default();
+        let mut has_out: std::collections::HashSet<BlockRef, FastHash> = Default::default();
+        for (k, e) in &set.items {
+            *incoming.entry(k.1).or_default() += e.counts.iter().sum::<u64>();
             has_out.insert(k.0);
         }
         for (i, img) in images.iter().enumerate() {
@@ -1311,7 +1363,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     // return sites of its calls. With one exit, each call site gets its calls back from it;
     // with several, the exits' executions are handed out to the return sites in address order (the
     // file does not say which return went where; the counts still add up).
-    let has_out: std::collections::HashSet<BlockRef> = set.order.iter().map(|k| k.0).collect();
+    let has_out: std::collections::HashSet<BlockRef, FastHash> = set.items.iter().map(|(k, _)| k.0).collect();
     // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
     let mut demand: HashMap<((u32, u32), BlockRef, usize), u64> = HashMap::new();
     for (src, callee, thread, count) in call_sites {
@@ -1322,20 +1374,17 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
         demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
     demands.sort_unstable();
-    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>> = HashMap::new();
+    // Exit blocks of every routine, with the executions each has left to hand out.
+    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>, FastHash> = HashMap::default();
+    for (i, owner) in owners.iter().enumerate() {
+        for (b, &o) in owner.iter().enumerate() {
+            if !has_out.contains(&BlockRef { image: i as u32, block: b as u32 }) && !ends_in_jump[i][b] {
+                supply.entry((i as u32, o)).or_default().push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
+            }
+        }
+    }
     for (key, ret, thread, count) in demands {
-        let exits = supply.entry(key).or_insert_with(|| {
-            owners[key.0 as usize]
-                .iter()
-                .enumerate()
-                .filter(|&(b, &o)| {
-                    o == key.1
-                        && !has_out.contains(&BlockRef { image: key.0, block: b as u32 })
-                        && !ends_in_jump[key.0 as usize][b]
-                })
-                .map(|(b, _)| (b as u32, images[key.0 as usize].blocks[b].count.unwrap_or(0)))
-                .collect()
-        });
+        let Some(exits) = supply.get_mut(&key) else { continue };
         if let [(x, _)] = exits[..] {
             set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], None);
             continue;
@@ -1359,12 +1408,10 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             }
         }
     }
-    let mut order = set.order;
-    let mut acc = set.acc;
-    order.sort();
-    let mut edges: Vec<Edge> = Vec::with_capacity(order.len());
-    for (n, key) in order.iter().enumerate() {
-        let e = acc.remove(key).unwrap_or_default();
+    let mut items = set.items;
+    items.sort_unstable_by_key(|(k, _)| *k);
+    let mut edges: Vec<Edge> = Vec::with_capacity(items.len());
+    for (n, (key, e)) in items.into_iter().enumerate() {
         edges.push(Edge {
             id: n as u64 + 1,
             source: NodeRef::Block(key.0),

@@ -109,6 +109,7 @@ pub fn write(
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
+        arc_edges: HashMap::new(),
     };
     w.head(&columns)?;
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
@@ -253,6 +254,8 @@ struct Writer<'a> {
     unplaced: u64,
     /// Source-line indexes of the current process's images.
     lines: Vec<LineIndex>,
+    /// Call-edge traversals per call graph arc of the current process.
+    arc_edges: HashMap<(BlockRef, u32), u64>,
 }
 
 fn num(out: &mut Vec<u8>, v: u64) {
@@ -479,8 +482,10 @@ impl Writer<'_> {
             }
         }
         let has_blocks = process.images.iter().any(|i| !i.blocks.is_empty());
-        let graph = (has_blocks || has_block_edges(process)).then(|| callgraph::build(self.profile, process));
+        let rs = (has_blocks || has_block_edges(process)).then(|| routines_of(process));
+        let graph = rs.as_ref().map(|rs| callgraph::build_with(self.profile, process, rs));
         let funcs = FuncIndex::new(&self.lines, process, graph.as_ref());
+        self.set_arc_edges(process, graph.as_ref());
         let blocks = BlockIndex::new(process);
         if write_costs {
             for (i, image) in process.images.iter().enumerate() {
@@ -539,9 +544,10 @@ impl Writer<'_> {
 
     /// Ir from blocks (a DCFG), spread over source lines, plus other events' costs.
     fn blocks_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) {
-        let rs = routines::all(process);
+        let rs = routines_of(process);
         let graph = callgraph::build_with(self.profile, process, &rs);
         let funcs = FuncIndex::new(&self.lines, process, Some(&graph));
+        self.set_arc_edges(process, Some(&graph));
         let thread_counts = thread.map(|_| counts::block_thread_counts(process));
         let totals = counts::block_totals(process);
         // Costs of other events, by the node of the block that holds their address.
@@ -671,28 +677,18 @@ impl Writer<'_> {
                 fall.entry(key_of(e)).or_default().push_back(k);
             }
         }
-        let mut paired = vec![false; process.edges.len()];
+        let mut paired: std::collections::HashSet<usize> = std::collections::HashSet::new();
         let mut partner: HashMap<usize, usize> = HashMap::new();
         for &k in list {
             let e = &process.edges[k];
             if e.kind.is_conditional() {
                 if let Some(f) = fall.get_mut(&key_of(e)).and_then(|q| q.pop_front()) {
-                    paired[f] = true;
+                    paired.insert(f);
                     partner.insert(k, f);
                 }
             }
         }
-        // Arc sizes, to share a call graph arc's inclusive cost among its edges.
-        let mut arc_edges: HashMap<(BlockRef, u32), u64> = HashMap::new();
-        if let Some(g) = graph {
-            for e in &process.edges {
-                if let (true, NodeRef::Block(s), NodeRef::Block(t)) = (e.kind.is_call(), e.source, e.target) {
-                    if let Some(callee) = g.node_of(t) {
-                        *arc_edges.entry((s, callee)).or_default() += e.total();
-                    }
-                }
-            }
-        }
+        let arc_edges = std::mem::take(&mut self.arc_edges);
         for &k in list {
             let e = &process.edges[k];
             if e.kind.is_call() {
@@ -704,7 +700,7 @@ impl Writer<'_> {
                     .then(|| partner.get(&k).map_or(0, |&f| count_of(&process.edges[f], thread)));
                 self.jump(process, thread, funcs, e, executed);
             } else if e.kind == EdgeKind::FallThrough {
-                if paired[k] || matches!(e.source, NodeRef::Block(_)) {
+                if paired.contains(&k) || matches!(e.source, NodeRef::Block(_)) {
                     // Part of a jcnd=, or implied by the blocks (a reader rebuilds it).
                     continue;
                 }
@@ -716,6 +712,21 @@ impl Writer<'_> {
                 }
             } else {
                 *self.dropped.entry(e.kind.as_str()).or_default() += 1;
+            }
+        }
+        self.arc_edges = arc_edges;
+    }
+
+    /// Traversals of the call edges of every (calling block, callee routine) arc, to share a
+    /// call graph arc's inclusive cost among its edges.
+    fn set_arc_edges(&mut self, process: &Process, graph: Option<&callgraph::CallGraph>) {
+        self.arc_edges.clear();
+        let Some(g) = graph else { return };
+        for e in &process.edges {
+            if let (true, NodeRef::Block(s), NodeRef::Block(t)) = (e.kind.is_call(), e.source, e.target) {
+                if let Some(callee) = g.node_of(t) {
+                    *self.arc_edges.entry((s, callee)).or_default() += e.total();
+                }
             }
         }
     }
@@ -869,6 +880,15 @@ impl Writer<'_> {
     }
 }
 
+/// The routines of every image: as the input gave them (a writer needs their blocks, not their
+/// dominators), or [`routines::all`] when an image has none.
+fn routines_of(process: &Process) -> Vec<std::borrow::Cow<'_, [crate::ir::Routine]>> {
+    if process.images.iter().all(|i| i.routines.is_some()) {
+        return process.images.iter().map(|i| std::borrow::Cow::Borrowed(i.routines.as_deref().unwrap_or(&[]))).collect();
+    }
+    routines::all(process)
+}
+
 fn has_block_edges(process: &Process) -> bool {
     process
         .edges
@@ -922,10 +942,11 @@ impl<'g> FuncIndex<'g> {
             .collect();
         let mut nodes = Vec::new();
         if let Some(g) = graph {
+            let indexes: Vec<names::SymbolIndex> = process.images.iter().map(names::SymbolIndex::new).collect();
             for n in &g.nodes {
                 let image = &process.images[n.image as usize];
                 let entry = image.blocks.get(n.entry.block as usize);
-                let index = names::SymbolIndex::new(image);
+                let index = &indexes[n.image as usize];
                 let file = entry
                     .and_then(|b| index.covering(b.offset))
                     .and_then(|s| image.symbols[s as usize].file)
