@@ -14,6 +14,9 @@ mod callgrind;
 #[path = "real_clients/dcfg_trace.rs"]
 mod dcfg_trace;
 
+#[path = "real_clients/folded.rs"]
+mod folded;
+
 #[path = "real_clients/dot.rs"]
 mod dot;
 

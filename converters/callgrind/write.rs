@@ -43,7 +43,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::analysis::{callgraph, counts, names, routines};
+use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Edge, EdgeKind, FileId, Image, NodeRef, Process, Profile};
 use crate::registry::WriteOptions;
@@ -167,6 +167,14 @@ pub fn write(
         );
     }
     w.out.flush().map_err(|e| Error::io("output", e))
+}
+
+/// Whether a process holds stacks and nothing else the writer could use (no blocks, costs or
+/// edges).
+fn stacks_only(process: &Process) -> bool {
+    !process.stacks.is_empty()
+        && process.edges.is_empty()
+        && process.images.iter().all(|i| i.blocks.is_empty() && i.costs.is_empty())
 }
 
 /// Compressed names of one namespace: `(id) name` the first time in a part, `(id)` after.
@@ -306,6 +314,15 @@ impl Writer<'_> {
         thread: Option<usize>,
         costs_unsplit: &mut bool,
     ) -> Result<()> {
+        // A process of stacks only (folded, DTrace, perf) is written as its function-level
+        // view: exact self costs at leaf frames, calls with inclusive costs.
+        let function_level;
+        let process = if stacks_only(process) {
+            function_level = stacks::function_level(self.profile, process);
+            &function_level
+        } else {
+            process
+        };
         self.body.clear();
         self.last = [0; 2];
         self.ctx = Context::default();

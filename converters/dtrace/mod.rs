@@ -58,18 +58,24 @@ impl Format for Dtrace {
         &[".stacks", ".dtrace"]
     }
 
-    /// The header DTrace prints before an aggregation, or a first record of indented
-    /// ``module`symbol`` frames.
+    /// The header DTrace prints before an aggregation, a first record of indented
+    /// ``module`symbol`` frames (`dtrace -q`), or what inferno's collapser recognises.
     fn sniff(&self, head: &[u8]) -> bool {
         let text = String::from_utf8_lossy(head);
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
         match lines.next() {
             Some(first) if first.split_whitespace().eq(["CPU", "ID", "FUNCTION:NAME"]) => true,
-            Some(first) => {
-                first.starts_with([' ', '\t'])
-                    && first.contains('`')
-                    && !first.contains('(')
-                    && !text.contains(';')
+            Some(first) if first.starts_with([' ', '\t']) && first.contains('`') => true,
+            // Any other header: inferno's own test (a record of frames ended by a count
+            // after the first blank line).
+            Some(_) => {
+                let complete = match memchr::memrchr(b'\n', head) {
+                    Some(i) => &head[..=i],
+                    None => head,
+                };
+                let mut folder = inferno::collapse::dtrace::Folder::default();
+                inferno::collapse::Collapse::is_applicable(&mut folder, &String::from_utf8_lossy(complete))
+                    == Some(true)
             }
             None => false,
         }

@@ -11,6 +11,8 @@
 //! into [`Profile::frames`], and the frames a line shares with the previous one (sorted folded
 //! files share long prefixes) are reused without hashing them again.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::BufRead;
 
 use memchr::{memchr_iter, memrchr2};
@@ -40,16 +42,34 @@ pub fn default_event_names(columns: usize) -> Vec<String> {
 /// (equal stacks are not merged: a flame chart needs the order).
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let mut parser = Parser::default();
-    let mut line = Vec::with_capacity(4096);
+    // Lines are parsed in place in the reader's buffer; only a line that straddles two
+    // buffers is copied.
+    let mut carry: Vec<u8> = Vec::new();
     let mut line_no = 0u64;
     loop {
-        line.clear();
-        let n = input.read_until(b'\n', &mut line).map_err(|e| Error::io("-", e))?;
-        if n == 0 {
+        let buf = input.fill_buf().map_err(|e| Error::io("-", e))?;
+        if buf.is_empty() {
+            if !carry.is_empty() {
+                line_no += 1;
+                parser.line(&carry, line_no, findings)?;
+            }
             break;
         }
-        line_no += 1;
-        parser.line(&line, line_no, findings)?;
+        let len = buf.len();
+        let mut start = 0;
+        for end in memchr_iter(b'\n', buf) {
+            line_no += 1;
+            if carry.is_empty() {
+                parser.line(&buf[start..end], line_no, findings)?;
+            } else {
+                carry.extend_from_slice(&buf[start..end]);
+                parser.line(&carry, line_no, findings)?;
+                carry.clear();
+            }
+            start = end + 1;
+        }
+        carry.extend_from_slice(&buf[start..]);
+        input.consume(len);
     }
     Ok(parser.finish())
 }
@@ -81,7 +101,70 @@ struct Parser {
     /// of its name in that text.
     prev_text: Vec<u8>,
     prev_frames: Vec<(FrameId, usize)>,
+    /// Frame ids by the raw bytes of their names.
+    ids: HashMap<Box<[u8]>, FrameId, BuildHasherDefault<FxHasher>>,
     warned_utf8: bool,
+}
+
+/// Length of the common prefix of two byte strings, compared eight bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut i = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let x = u64::from_le_bytes([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]);
+        let y = u64::from_le_bytes([y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]]);
+        let diff = x ^ y;
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The multiply-rotate hash of rustc (FxHash): fast on short keys; frame names come from
+/// the profile itself, not from an adversary choosing collisions.
+#[derive(Default)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
 }
 
 impl Parser {
@@ -157,46 +240,49 @@ impl Parser {
     /// Interns the frames of one stack, reusing the previous line's ids for a shared prefix.
     fn frames(&mut self, text: &[u8], line_no: u64, findings: &mut Findings) -> Vec<FrameId> {
         // Length of the common prefix, cut back to a frame boundary of both lines.
-        let common = text.iter().zip(&self.prev_text).take_while(|(a, b)| a == b).count();
+        let common = common_prefix(text, &self.prev_text);
         let reused = self
             .prev_frames
             .iter()
             .take_while(|&&(_, end)| end <= common && (end == text.len() || text.get(end) == Some(&b';')))
             .count();
-        let mut frames: Vec<(FrameId, usize)> = self.prev_frames[..reused].to_vec();
-        let mut start = match frames.last() {
+        self.prev_frames.truncate(reused);
+        let mut start = match self.prev_frames.last() {
             Some(&(_, end)) => end + 1,
             None => 0,
         };
-        if start <= text.len() {
-            loop {
-                let end = memchr::memchr(b';', &text[start..]).map_or(text.len(), |i| start + i);
-                let name = &text[start..end];
-                let id = match std::str::from_utf8(name) {
-                    Ok(s) => self.profile.frames.intern(s),
-                    Err(_) => {
-                        if !self.warned_utf8 {
-                            self.warned_utf8 = true;
-                            findings.warn(
-                                Some(Location::Line(line_no)),
-                                "frame names that are not UTF-8 were read with U+FFFD for the bad bytes",
-                            );
-                        }
-                        self.profile.frames.intern(&String::from_utf8_lossy(name))
-                    }
-                };
-                frames.push((id, end));
-                if end == text.len() {
-                    break;
-                }
-                start = end + 1;
-            }
+        while start <= text.len() {
+            let end = memchr::memchr(b';', &text[start..]).map_or(text.len(), |i| start + i);
+            let id = self.intern(&text[start..end], line_no, findings);
+            self.prev_frames.push((id, end));
+            start = end + 1;
         }
-        let ids = frames.iter().map(|&(id, _)| id).collect();
         self.prev_text.clear();
         self.prev_text.extend_from_slice(text);
-        self.prev_frames = frames;
-        ids
+        self.prev_frames.iter().map(|&(id, _)| id).collect()
+    }
+
+    /// The id of a frame name: looked up by its bytes with a fast hash first, interned into
+    /// [`Profile::frames`] when new.
+    fn intern(&mut self, name: &[u8], line_no: u64, findings: &mut Findings) -> FrameId {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = match std::str::from_utf8(name) {
+            Ok(s) => self.profile.frames.intern(s),
+            Err(_) => {
+                if !self.warned_utf8 {
+                    self.warned_utf8 = true;
+                    findings.warn(
+                        Some(Location::Line(line_no)),
+                        "frame names that are not UTF-8 were read with U+FFFD for the bad bytes",
+                    );
+                }
+                self.profile.frames.intern(&String::from_utf8_lossy(name))
+            }
+        };
+        self.ids.insert(name.into(), id);
+        id
     }
 
     fn finish(mut self) -> Profile {
@@ -340,6 +426,29 @@ mod tests {
         assert!(parse("justaword\n").is_err());
         assert!(parse("a -3\n").is_err());
         assert!(parse("# events:\na 1\n").is_err());
+    }
+
+    #[test]
+    fn lines_straddling_buffers_read_like_bytes_in_memory() {
+        let text = "# events: a b\nroot;x;y 1 2\nroot;x;z 3.5 4\nroot;w 5 6\nother 7 8";
+        let expected = parse(text).unwrap();
+        for capacity in [1, 2, 3, 7, 16] {
+            let mut input = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            assert_eq!(read(&mut input, &mut Findings::default()).unwrap(), expected, "{capacity}");
+        }
+        let err =
+            read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
+        assert_eq!(err.unwrap_err().location, Some(Location::Line(3)));
+    }
+
+    #[test]
+    fn common_prefixes() {
+        assert_eq!(common_prefix(b"", b"abc"), 0);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghij"), 10);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefgXij"), 7);
+        assert_eq!(common_prefix(b"abcdefghijklmnopq", b"abcdefghijklmnopZ"), 16);
+        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghi"), 9);
+        assert_eq!(common_prefix(b"Xbc", b"abc"), 0);
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn write(
     let mut renamed = 0usize;
     let mut empty = 0usize;
     let mut line = Vec::with_capacity(1024);
-    let mut number = ryu_like::Buffer::default();
+    let mut number = count_text::Buffer::default();
     for stack in &stacks {
         if stack.frames.is_empty() {
             empty += 1;
@@ -141,36 +141,25 @@ fn first_line_is_ambiguous(profile: &Profile, stacks: &[&Stack]) -> bool {
 }
 
 /// Shortest decimal text of a count that reads back to the same `f64`.
-mod ryu_like {
+mod count_text {
     use std::io::Write;
 
     #[derive(Default)]
     pub struct Buffer {
         bytes: Vec<u8>,
+        int: itoa::Buffer,
     }
 
     impl Buffer {
         pub fn format(&mut self, v: f64) -> &[u8] {
-            self.bytes.clear();
             if v.fract() == 0.0 && v < 9.007_199_254_740_992e15 {
-                // Integers: no `.0`, and fast.
-                let mut n = v as u64;
-                let mut digits = [0u8; 20];
-                let mut i = digits.len();
-                loop {
-                    i -= 1;
-                    digits[i] = b'0' + (n % 10) as u8;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                self.bytes.extend_from_slice(&digits[i..]);
-            } else {
-                // `Display` for f64 is the shortest text that parses back exactly, never in
-                // exponent form.
-                let _ = write!(self.bytes, "{v}");
+                // Whole numbers below 2^53: no `.0`, and fast.
+                return self.int.format(v as u64).as_bytes();
             }
+            // `Display` for f64 is the shortest text that parses back exactly, never in
+            // exponent form.
+            self.bytes.clear();
+            let _ = write!(self.bytes, "{v}");
             &self.bytes
         }
     }

@@ -57,12 +57,22 @@ impl Format for Perf {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &[".perf.txt", ".perf-script", ".perf.script"]
+        &[".perf.txt", ".perf-script"]
     }
 
     fn matches_file_name(&self, base_name: &str) -> bool {
         self.extensions().iter().any(|e| base_name.ends_with(e))
             || (base_name.starts_with("perf") && base_name.contains("script"))
+    }
+
+    /// inferno's own test: a sample header line followed by a frame line.
+    fn sniff(&self, head: &[u8]) -> bool {
+        let complete = match memchr::memrchr(b'\n', head) {
+            Some(i) => &head[..=i],
+            None => head,
+        };
+        let mut folder = inferno::collapse::perf::Folder::default();
+        folder.is_applicable(&String::from_utf8_lossy(complete)) == Some(true)
     }
 
     fn can_read(&self) -> bool {

@@ -110,15 +110,11 @@ pub fn folded_lines(profile: &Profile, stacks: &[&Stack], columns: &[EventId], s
             let v = stack.values.get(e).copied().unwrap_or(0.0);
             let v = if v.is_finite() && v > 0.0 { (v * scale).round() as u64 } else { 0 };
             line.push(' ');
-            line.push_str(itoa(v).as_str());
+            line.push_str(itoa::Buffer::new().format(v));
         }
         lines.push(line);
     }
     lines
-}
-
-fn itoa(v: u64) -> String {
-    v.to_string()
 }
 
 /// Draws a flame graph of the profile's stacks (or of stacks estimated from its call graph).
@@ -157,6 +153,9 @@ pub fn write(
     let columns = if differential { vec![0, 1] } else { vec![event] };
     let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
+    if differential {
+        opt.count_name = crate::converters::folded::DEFAULT_EVENT.to_string();
+    }
     if scale > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the
         // percentages), so fractional counts are drawn in units of 1/scale.

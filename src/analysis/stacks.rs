@@ -388,6 +388,116 @@ mod tests {
         assert!(stacks_for_output(&p, &mut Findings::default()).unwrap().is_none());
     }
 
+    /// One image; routine `i` is one block of `instrs[i]` instructions run `runs[i]` times at
+    /// 0x1000 + 0x100·i, named by a symbol; `calls` are (caller, callee, count).
+    fn block_model(names: &[&str], instrs: &[(u64, u64)], calls: &[(u32, u32, u64)]) -> Profile {
+        use crate::ir::{Block, BlockRef};
+        let mut image = Image::default();
+        for (i, (name, &(n, runs))) in names.iter().zip(instrs).enumerate() {
+            let offset = 0x1000 + 0x100 * i as u64;
+            image.symbols.push(Symbol {
+                name: name.to_string(),
+                offset: Some(offset),
+                size: Some(16),
+                file: None,
+            });
+            image.blocks.push(Block {
+                id: 10 + i as u64,
+                offset,
+                size: 16,
+                num_instrs: n,
+                last_instr_offset: 12,
+                count: Some(runs),
+            });
+        }
+        let edges = calls
+            .iter()
+            .map(|&(from, to, count)| Edge {
+                source: NodeRef::Block(BlockRef { image: 0, block: from }),
+                target: NodeRef::Block(BlockRef { image: 0, block: to }),
+                kind: EdgeKind::DirectCall,
+                counts: vec![count].into(),
+                ..Edge::default()
+            })
+            .collect();
+        let process = Process { pid: 7, images: vec![image], edges, ..Process::default() };
+        Profile { processes: vec![process], ..Profile::default() }
+    }
+
+    fn folded(p: &Profile) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = p.processes[0]
+            .stacks
+            .iter()
+            .map(|s| {
+                let names: Vec<&str> = s.frames.iter().map(|&f| p.frames.get(f)).collect();
+                (names.join(";"), s.values[0])
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    #[test]
+    fn estimated_stacks_split_callees_by_call_counts() {
+        // main calls a and b once; a calls d once, b calls d three times; d runs 4 times.
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 1000);
+        assert!(!truncated);
+        assert_eq!(est.events[0].name, "instructions");
+        assert_eq!(est.processes[0].pid, 7);
+        assert_eq!(
+            folded(&est),
+            [
+                ("main".to_string(), 5.0),
+                ("main;a".to_string(), 10.0),
+                ("main;a;d".to_string(), 10.0),
+                ("main;b".to_string(), 20.0),
+                ("main;b;d".to_string(), 30.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn estimated_stacks_cut_recursion_and_keep_the_total() {
+        // main -> a (1); a -> b (5); b -> a (4); b -> leaf (5): a and b form a cycle.
+        let p = block_model(
+            &["main", "a", "b", "leaf"],
+            &[(1, 1), (2, 5), (4, 5), (10, 5)],
+            &[(0, 1, 1), (1, 2, 5), (2, 1, 4), (2, 3, 5)],
+        );
+        let (est, _) = estimate(&p, 1000);
+        let stacks = folded(&est);
+        let total: f64 = stacks.iter().map(|s| s.1).sum();
+        assert_eq!(total, 81.0);
+        // The back edge b -> a is never followed: no frame repeats on a stack.
+        for (path, _) in &stacks {
+            let frames: Vec<&str> = path.split(';').collect();
+            let mut unique = frames.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), frames.len(), "{path}");
+        }
+        assert!(stacks.iter().any(|s| s.0 == "main;a;b;leaf" && s.1 == 50.0), "{stacks:?}");
+        assert!(stacks.iter().all(|s| s.1.fract() == 0.0));
+    }
+
+    #[test]
+    fn estimation_stops_at_the_path_limit_and_keeps_the_total() {
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 2);
+        assert!(truncated);
+        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 75.0);
+    }
+
     #[test]
     fn largest_remainder_rounding_keeps_the_total() {
         let mut stacks: Vec<Stack> = [1.4, 1.3, 1.3]

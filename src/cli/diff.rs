@@ -203,5 +203,10 @@ fn cost_table(before: &Profile, after: &Profile, args: &DiffArgs) -> Result<Stri
             signed(delta(x.inclusive, y.inclusive)),
         ]);
     }
-    Ok(format!("costs in {unit}; inclusive costs as the call graph estimates them\n{}", table.render()))
+    let note = if blocks_a {
+        "self: instructions executed in the routine; inclusive: the call graph's estimate (callee costs split by call counts)"
+    } else {
+        "self: the function's own cost; inclusive: self plus the inclusive cost of its calls as the profiles state it"
+    };
+    Ok(format!("costs in {unit}; {note}\n{}", table.render()))
 }

@@ -91,6 +91,7 @@ fn diff_of_block_profiles_is_a_routine_table() {
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[0].starts_with("costs in instructions"), "{out}");
     assert!(lines[1].starts_with("routine") && lines[1].contains("incl change"));
     assert!(lines[2..].iter().all(|l| l.trim_end().ends_with(" 0")), "{out}");
 }
@@ -103,4 +104,27 @@ fn diff_of_different_kinds_is_a_usage_error() {
     let o = run(&["diff", &a, input.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("same kind"), "{}", stderr(&o));
+}
+
+#[test]
+fn diff_of_callgrind_profiles_compares_functions() {
+    let (Some(a), Some(b)) = (
+        shared_fixture("callgrind/recursive-cost.callgrind"),
+        shared_fixture("callgrind/zero-call-count.callgrind"),
+    ) else {
+        return;
+    };
+    let o = run(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let row = |name: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in {out}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(row("recur")[1..], ["7", "0", "-7", "7", "0", "-7"]);
+    assert_eq!(row("main")[1..], ["2", "2", "0", "9", "9", "0"]);
 }

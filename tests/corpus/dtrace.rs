@@ -77,8 +77,15 @@ fn a_header_without_records_is_an_empty_profile() {
 }
 
 #[test]
-fn the_header_is_recognised_by_content() {
-    let Some(path) = shared_fixture("dtrace/inferno__stack-ustack.txt") else { return };
-    let input = cfghub::io::Input::open(path.to_str().unwrap()).unwrap();
-    assert_eq!(cfghub::registry::detect_input(&input, None).unwrap().name(), "dtrace");
+fn aggregations_are_recognised_by_content() {
+    let Some(dir) = shared_fixture("dtrace") else { return };
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.contains("results") {
+            continue;
+        }
+        let input = cfghub::io::Input::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(cfghub::registry::detect_input(&input, None).unwrap().name(), "dtrace", "{name}");
+    }
 }

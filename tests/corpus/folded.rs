@@ -75,3 +75,21 @@ fn a_dcfg_without_stacks_gives_estimated_stacks_that_add_up() {
         "{text}"
     );
 }
+
+#[test]
+fn a_dcfg_with_stacks_writes_them_exactly() {
+    // What a DCFG-trace replay gives: the DCFG's blocks plus exact stacks.
+    let Some(path) = shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let mut profile =
+        cfghub::convert::load(path.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    profile.events.push(cfghub::ir::Event::new("Ir"));
+    let ir = profile.events.len() - 1;
+    let frames: Vec<u32> = ["main", "work", "leaf"].iter().map(|f| profile.frames.intern(f)).collect();
+    let mut values = vec![0.0; profile.events.len()];
+    values[ir] = 1234.0;
+    profile.processes[0].stacks.push(cfghub::ir::Stack { frames, values, thread: None });
+    let options = WriteOptions { event: Some("Ir".into()), ..WriteOptions::default() };
+    let (text, findings) = cfghub::convert::write_to_vec(&Folded, &profile, &options).unwrap();
+    assert!(!findings.warnings().any(|w| w.message.contains("estimated")), "{findings:?}");
+    assert_eq!(String::from_utf8(text).unwrap(), "# events: Ir\nmain;work;leaf 1234\n");
+}

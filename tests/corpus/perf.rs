@@ -50,3 +50,18 @@ fn every_perf_fixture_reads_into_stacks() {
         assert!(stacks.iter().all(|s| !s.frames.is_empty() && s.values[0] > 0.0));
     }
 }
+
+#[test]
+fn perf_script_is_recognised_by_content() {
+    let Some(dir) = shared_fixture("perf") else { return };
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let input = cfghub::io::Input::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(
+            cfghub::registry::detect_input(&input, None).unwrap().name(),
+            "perf",
+            "{}",
+            path.display()
+        );
+    }
+}

@@ -14,7 +14,7 @@ fn titles(svg: &str) -> Vec<String> {
     let mut reader = Reader::from_str(svg);
     let mut depth = 0i64;
     let mut in_title = false;
-    let mut raw = String::new();
+    let mut text = String::new();
     let mut out = Vec::new();
     loop {
         match reader.read_event().unwrap_or_else(|e| panic!("not well-formed XML: {e}")) {
@@ -22,22 +22,17 @@ fn titles(svg: &str) -> Vec<String> {
                 depth += 1;
                 if e.name().as_ref() == b"title" {
                     in_title = true;
-                    raw.clear();
+                    text.clear();
                 }
             }
             Event::End(e) => {
                 depth -= 1;
                 if e.name().as_ref() == b"title" {
                     in_title = false;
-                    out.push(quick_xml::escape::unescape(&raw).expect("valid entities").into_owned());
+                    out.push(text.clone());
                 }
             }
-            Event::Text(t) if in_title => raw.push_str(&t.decode().unwrap()),
-            Event::GeneralRef(r) if in_title => {
-                raw.push('&');
-                raw.push_str(&r.decode().unwrap());
-                raw.push(';');
-            }
+            Event::Text(t) if in_title => text.push_str(&t.unescape().expect("valid entities")),
             Event::Eof => break,
             _ => {}
         }
