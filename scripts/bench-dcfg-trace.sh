@@ -50,6 +50,22 @@ awk -v e="$EDGES" -v w1="$w1" -v u1="$u1" -v w2="$w2" -v u2="$u2" 'BEGIN {
 }'
 echo "   peak memory: $m1 KB (-j 1), $m2 KB (-j 2)"
 
+# How the two-thread run splits its CPU time between threads (from /proc, polled until it
+# exits): on a machine busy with other work, wall-clock speed-up is bounded by the CPU share
+# the scheduler grants, but an even split shows the decoding itself runs in parallel.
+$CFGHUB trace -j 2 stats "$WORK/app.trace.json" >/dev/null &
+pid=$!
+declare -A ticks
+while kill -0 "$pid" 2>/dev/null; do
+    for f in /proc/"$pid"/task/*/stat; do
+        read -r -a st < "$f" 2>/dev/null || continue
+        ticks[${st[0]}]=$(( st[13] + st[14] ))
+    done
+    sleep 0.05
+done
+wait "$pid" || true
+echo "   CPU ticks per thread (-j 2): $(for t in "${!ticks[@]}"; do printf '%s ' "${ticks[$t]}"; done)"
+
 $CFGHUB trace generate --looped --edges 500000000 --threads 2 --chunk-edges 10000000 \
     --dcfg-out "$WORK/giga.dcfg.json.bz2" --trace-out "$WORK/giga.trace.json.bz2"
 read -r wg ug mg < <(RUNS=1 measure $CFGHUB trace stats "$WORK/giga.trace.json.bz2" --dcfg "$WORK/giga.dcfg.json.bz2")
