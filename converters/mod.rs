@@ -7,6 +7,7 @@ pub mod callgrind;
 pub mod dcfg;
 pub mod dcpi;
 pub mod dcpicat;
+pub mod dcfg_trace;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
@@ -17,6 +18,7 @@ pub mod svg;
 /// Every format cfghub knows.
 pub static ALL: &[&dyn Format] = &[
     &dcfg::Dcfg,
+    &dcfg_trace::DcfgTrace,
     &callgrind::Callgrind,
     &dcpi::Dcpi,
     &dcpicat::Dcpicat,

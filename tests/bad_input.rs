@@ -16,3 +16,6 @@ mod callgrind;
 
 #[path = "bad_input/dot.rs"]
 mod dot;
+
+#[path = "bad_input/dcfg_trace.rs"]
+mod dcfg_trace;

@@ -11,5 +11,8 @@ mod folded;
 #[path = "cli/dcpi.rs"]
 mod dcpi;
 
+#[path = "cli/dcfg_trace.rs"]
+mod dcfg_trace;
+
 #[path = "cli/dot.rs"]
 mod dot;

@@ -20,5 +20,8 @@ mod dcpicat;
 #[path = "corpus/callgrind.rs"]
 mod callgrind;
 
+#[path = "corpus/dcfg_trace.rs"]
+mod dcfg_trace;
+
 #[path = "corpus/analysis.rs"]
 mod analysis;

@@ -11,6 +11,9 @@ mod svg;
 #[path = "real_clients/callgrind.rs"]
 mod callgrind;
 
+#[path = "real_clients/dcfg_trace.rs"]
+mod dcfg_trace;
+
 #[path = "real_clients/folded.rs"]
 mod folded;
 

@@ -5,6 +5,8 @@ mod common;
 #[path = "roundtrip/dcfg.rs"]
 mod dcfg;
 
+#[path = "roundtrip/dcfg_trace.rs"]
+mod dcfg_trace;
 #[path = "roundtrip/folded.rs"]
 mod folded;
 

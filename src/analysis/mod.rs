@@ -12,6 +12,7 @@ pub mod dominators;
 pub mod loops;
 pub mod merge;
 pub mod names;
+pub mod replay;
 pub mod routine_costs;
 pub mod routines;
 pub mod source;

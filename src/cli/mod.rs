@@ -9,6 +9,7 @@ mod info;
 mod merge;
 mod synth;
 mod table;
+mod trace;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Decode, check and replay DCFG-traces: edges, stats, timeline, generate.
+    Trace(trace::TraceArgs),
     /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
     Diff(diff::DiffArgs),
     /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
@@ -81,6 +84,7 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Trace(args) => trace::run(args, quiet),
         Command::Diff(args) => diff::run(args, quiet),
         Command::Merge(args) => merge::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
