@@ -5,9 +5,9 @@ use crate::registry::Format;
 
 pub mod callgrind;
 pub mod dcfg;
+pub mod dcfg_trace;
 pub mod dcpi;
 pub mod dcpicat;
-pub mod dcfg_trace;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
