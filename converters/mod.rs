@@ -5,8 +5,27 @@ use crate::registry::Format;
 
 pub mod callgrind;
 pub mod dcfg;
+pub mod dcfg_trace;
+pub mod dcpi;
+pub mod dcpicat;
 pub mod dot;
+pub mod dtrace;
+pub mod folded;
 pub mod graphml;
+pub mod perf;
+pub mod svg;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[&dcfg::Dcfg, &callgrind::Callgrind, &dot::Dot, &graphml::GraphMl];
+pub static ALL: &[&dyn Format] = &[
+    &dcfg::Dcfg,
+    &dcfg_trace::DcfgTrace,
+    &callgrind::Callgrind,
+    &dcpi::Dcpi,
+    &dcpicat::Dcpicat,
+    &dot::Dot,
+    &graphml::GraphMl,
+    &dtrace::Dtrace,
+    &perf::Perf,
+    &folded::Folded,
+    &svg::Svg,
+];

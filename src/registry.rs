@@ -15,6 +15,8 @@ use crate::ir::Profile;
 pub struct ReadOptions {
     /// Bytes of code per DCPI sample slot (4 on Alpha); `None` uses the format's default.
     pub dcpi_address_step: Option<u64>,
+    /// DTrace: keep `+0xOFFSET` on every frame but the leaf instead of merging by function.
+    pub include_offsets: bool,
 }
 
 /// Options a writer may use; each writer takes what it needs and ignores the rest.
@@ -34,6 +36,8 @@ pub struct WriteOptions {
     pub inverted: bool,
     /// Flame graphs: keep stacks in input order (time on the x axis).
     pub flamechart: bool,
+    /// Flame graphs: colour palette (inferno's names: hot, mem, io, java, rust, ...).
+    pub colors: Option<String>,
 }
 
 /// One file format: how to recognise it, read it into the model and write the model out.

@@ -5,8 +5,17 @@ mod common;
 #[path = "bad_input/dcfg.rs"]
 mod dcfg;
 
+#[path = "bad_input/folded.rs"]
+mod folded;
+
+#[path = "bad_input/dcpi.rs"]
+mod dcpi;
+
 #[path = "bad_input/callgrind.rs"]
 mod callgrind;
 
 #[path = "bad_input/dot.rs"]
 mod dot;
+
+#[path = "bad_input/dcfg_trace.rs"]
+mod dcfg_trace;

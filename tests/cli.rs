@@ -5,5 +5,14 @@ mod common;
 #[path = "cli/dcfg.rs"]
 mod dcfg;
 
+#[path = "cli/folded.rs"]
+mod folded;
+
+#[path = "cli/dcpi.rs"]
+mod dcpi;
+
+#[path = "cli/dcfg_trace.rs"]
+mod dcfg_trace;
+
 #[path = "cli/dot.rs"]
 mod dot;

@@ -5,8 +5,23 @@ mod common;
 #[path = "corpus/dcfg.rs"]
 mod dcfg;
 
+#[path = "corpus/dtrace.rs"]
+mod dtrace;
+
+#[path = "corpus/perf.rs"]
+mod perf;
+
+#[path = "corpus/folded.rs"]
+mod folded;
+
+#[path = "corpus/dcpicat.rs"]
+mod dcpicat;
+
 #[path = "corpus/callgrind.rs"]
 mod callgrind;
+
+#[path = "corpus/dcfg_trace.rs"]
+mod dcfg_trace;
 
 #[path = "corpus/analysis.rs"]
 mod analysis;

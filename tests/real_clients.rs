@@ -5,11 +5,23 @@ mod common;
 #[path = "real_clients/dcfg.rs"]
 mod dcfg;
 
+#[path = "real_clients/svg.rs"]
+mod svg;
+
 #[path = "real_clients/callgrind.rs"]
 mod callgrind;
+
+#[path = "real_clients/dcfg_trace.rs"]
+mod dcfg_trace;
+
+#[path = "real_clients/folded.rs"]
+mod folded;
 
 #[path = "real_clients/dot.rs"]
 mod dot;
 
 #[path = "real_clients/graphml.rs"]
 mod graphml;
+
+#[path = "real_clients/dcpi.rs"]
+mod dcpi;

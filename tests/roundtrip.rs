@@ -5,5 +5,16 @@ mod common;
 #[path = "roundtrip/dcfg.rs"]
 mod dcfg;
 
+#[path = "roundtrip/dcfg_trace.rs"]
+mod dcfg_trace;
+#[path = "roundtrip/folded.rs"]
+mod folded;
+
+#[path = "roundtrip/dcpi.rs"]
+mod dcpi;
+
+#[path = "roundtrip/dcpicat.rs"]
+mod dcpicat;
+
 #[path = "roundtrip/callgrind.rs"]
 mod callgrind;

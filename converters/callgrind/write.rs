@@ -44,7 +44,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use super::read::FastHash;
-use crate::analysis::{callgraph, counts, names, routines};
+use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Edge, EdgeKind, FileId, Image, NodeRef, Process, Profile};
 use crate::registry::WriteOptions;
@@ -56,14 +56,27 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let ir_from_blocks = profile.event_index("Ir").is_none()
-        && profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
-    // Event columns: Ir first when it comes from blocks, then the profile's events.
+    // Ir comes from blocks when the profile has blocks and no cost at an address carries Ir
+    // (an `Ir` event may still be there: stacks and call inclusive costs replayed from a
+    // DCFG-trace measure it).
+    let ir_event = profile.event_index("Ir");
+    let ir_in_costs = ir_event.is_some_and(|k| {
+        profile.processes.iter().any(|p| p.images.iter().any(|i| i.costs.iter().any(|c| c.value(k) != 0)))
+    });
+    let ir_from_blocks =
+        !ir_in_costs && profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
+    // Event columns: Ir first when it comes from blocks, then the profile's (other) events.
     let mut columns: Vec<(String, Option<String>)> = Vec::new();
+    let mut event_columns: Vec<usize> = Vec::with_capacity(profile.events.len());
     if ir_from_blocks {
         columns.push(("Ir".into(), Some("Instruction Fetch".into())));
     }
-    for e in &profile.events {
+    for (k, e) in profile.events.iter().enumerate() {
+        if ir_from_blocks && Some(k) == ir_event {
+            event_columns.push(0);
+            continue;
+        }
+        event_columns.push(columns.len());
         columns.push((e.name.clone(), e.description.clone()));
     }
     if columns.is_empty() {
@@ -82,6 +95,8 @@ pub fn write(
         out,
         profile,
         columns: columns.len(),
+        column_names: columns.iter().map(|c| c.0.clone()).collect(),
+        event_columns,
         ir_from_blocks,
         has_instr,
         has_line,
@@ -146,13 +161,21 @@ pub fn write(
         findings
             .warn(None, format!("callgrind: edges with no Callgrind form left out: {}", kinds.join(", ")));
     }
-    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") {
+    if ir_from_blocks && profile.events.iter().any(|e| e.name != "Ir") && ir_event.is_none() {
         findings.warn(
             None,
             "callgrind: inclusive costs of calls are computed for Ir only; the other events' inclusive costs are 0",
         );
     }
     w.out.flush().map_err(|e| Error::io("output", e))
+}
+
+/// Whether a process holds stacks and nothing else the writer could use (no blocks, costs or
+/// edges).
+fn stacks_only(process: &Process) -> bool {
+    !process.stacks.is_empty()
+        && process.edges.is_empty()
+        && process.images.iter().all(|i| i.blocks.is_empty() && i.costs.is_empty())
 }
 
 /// Compressed names of one namespace: `(id) name` the first time in a part, `(id)` after.
@@ -221,6 +244,10 @@ struct Writer<'a> {
     out: &'a mut dyn Write,
     profile: &'a Profile,
     columns: usize,
+    /// Name of each column.
+    column_names: Vec<String>,
+    /// Column of each profile event.
+    event_columns: Vec<usize>,
     ir_from_blocks: bool,
     has_instr: bool,
     has_line: bool,
@@ -288,6 +315,15 @@ impl Writer<'_> {
         thread: Option<usize>,
         costs_unsplit: &mut bool,
     ) -> Result<()> {
+        // A process of stacks only (folded, DTrace, perf) is written as its function-level
+        // view: exact self costs at leaf frames, calls with inclusive costs.
+        let function_level;
+        let process = if stacks_only(process) {
+            function_level = stacks::function_level(self.profile, process);
+            &function_level
+        } else {
+            process
+        };
         self.body.clear();
         self.last = [0; 2];
         self.ctx = Context::default();
@@ -331,13 +367,7 @@ impl Writer<'_> {
             (true, false) => "positions: instr\n",
             _ => "positions: line\n",
         });
-        let names: Vec<&str> = if self.ir_from_blocks {
-            std::iter::once("Ir").chain(self.profile.events.iter().map(|e| e.name.as_str())).collect()
-        } else if self.profile.events.is_empty() {
-            vec!["Ir"]
-        } else {
-            self.profile.events.iter().map(|e| e.name.as_str()).collect()
-        };
+        let names: Vec<&str> = self.column_names.iter().map(String::as_str).collect();
         h.push_str(&format!("events: {}\n", names.join(" ")));
         let totals: Vec<String> = self.totals.iter().map(|t| t.to_string()).collect();
         h.push_str(&format!("summary: {}\n\n", totals.join(" ")));
@@ -600,9 +630,9 @@ impl Writer<'_> {
                 let c = &process.images[i as usize].costs[k];
                 self.set_file(c.file);
                 let mut values = vec![0u64; self.columns];
-                for (col, v) in c.values.iter().enumerate() {
-                    if col + 1 < self.columns {
-                        values[col + 1] = *v;
+                for (k, v) in c.values.iter().enumerate() {
+                    if let Some(&col) = self.event_columns.get(k) {
+                        values[col] = *v;
                     }
                 }
                 self.cost(c.offset.unwrap_or(0), c.line.unwrap_or(0), &values, true);
@@ -623,9 +653,9 @@ impl Writer<'_> {
             self.enter(process, &Func { image: i, name, file: c.file });
             self.set_file(c.file);
             let mut values = vec![0u64; self.columns];
-            for (col, v) in c.values.iter().enumerate() {
-                if col + 1 < self.columns {
-                    values[col + 1] = *v;
+            for (k, v) in c.values.iter().enumerate() {
+                if let Some(&col) = self.event_columns.get(k) {
+                    values[col] = *v;
                 }
             }
             self.cost(c.offset.unwrap_or(0), c.line.unwrap_or(0), &values, true);
@@ -778,10 +808,9 @@ impl Writer<'_> {
         let count = count_of(e, thread);
         let mut inclusive = vec![0u64; self.columns];
         if !e.inclusive.is_empty() {
-            let offset = usize::from(self.ir_from_blocks);
             for (i, &v) in e.inclusive.iter().enumerate() {
-                if i + offset < self.columns {
-                    inclusive[i + offset] = scale(v, count, e.total(), thread.is_some());
+                if let Some(&col) = self.event_columns.get(i) {
+                    inclusive[col] = scale(v, count, e.total(), thread.is_some());
                 }
             }
         } else if let (Some(g), NodeRef::Block(s), NodeRef::Block(t)) = (graph, e.source, e.target) {

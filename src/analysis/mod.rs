@@ -6,10 +6,15 @@
 
 pub mod callgraph;
 pub mod cfg;
+pub mod combine;
 pub mod counts;
 pub mod dominators;
 pub mod loops;
+pub mod merge;
 pub mod names;
+pub mod replay;
+pub mod routine_costs;
 pub mod routines;
 pub mod source;
+pub mod stacks;
 pub mod validate;

@@ -19,8 +19,38 @@ pub struct ConvertArgs {
     /// Output format (see `cfghub formats`); taken from the output name when absent.
     #[arg(long)]
     pub to: Option<String>,
+    /// With a DCFG input: replay this DCFG-trace over it first (exact call stacks and
+    /// inclusive costs, e.g. for folded stacks or Callgrind output).
+    #[arg(long, conflicts_with = "trace_from")]
+    pub trace: Option<String>,
+    /// With a DCFG input: encode the edge ids in this file (as `cfghub trace edges` prints
+    /// them) into a DCFG-trace written to the output.
+    #[arg(long)]
+    pub trace_from: Option<String>,
+    /// With --trace-from: a new chunk starts after this many instructions.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub chunk_instrs: u64,
     #[command(flatten)]
     pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// Options shared by every command that reads a profile.
+#[derive(Args, Debug, Default)]
+pub struct ReadArgs {
+    /// DCPI: bytes between consecutive sample slots (default 4, as on Alpha).
+    #[arg(long, value_name = "BYTES")]
+    pub address_step: Option<u64>,
+    /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
+    #[arg(long)]
+    pub include_offsets: bool,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions { dcpi_address_step: self.address_step, include_offsets: self.include_offsets }
+    }
 }
 
 /// Options shared by every command that writes a profile.
@@ -47,6 +77,10 @@ pub struct WriteArgs {
     /// Flame graph: keep stacks in input order (a flame chart).
     #[arg(long)]
     pub flamechart: bool,
+    /// Flame graph: colour palette (hot, mem, io, red, green, blue, aqua, yellow, purple,
+    /// orange, java, js, perl, python, rust, wakeup).
+    #[arg(long, value_name = "PALETTE")]
+    pub colors: Option<String>,
 }
 
 impl WriteArgs {
@@ -59,16 +93,24 @@ impl WriteArgs {
             reverse: self.reverse,
             inverted: self.inverted,
             flamechart: self.flamechart,
+            colors: self.colors.clone(),
         }
     }
 }
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.input])?;
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    if let Some(edges) = args.trace_from.as_deref() {
+        return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
+    }
+    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
-    let findings =
-        save(&loaded.profile, &args.output, args.to.as_deref(), &[&args.input], &args.write.options())?;
+    let mut inputs = vec![args.input.as_str()];
+    if let Some(trace) = args.trace.as_deref() {
+        super::trace::replay_into(&mut loaded.profile, trace, quiet)?;
+        inputs.push(trace);
+    }
+    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }

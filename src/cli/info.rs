@@ -13,20 +13,28 @@
 //!       "top_routines": [ { "name": str, "image": str, "entry": "0x..", "blocks": int,
 //!                           "instructions": int, "percent": float } ],
 //!       "top_loops": [ { "routine": str, "head": int, "address": "0x..", "blocks": int,
-//!                        "depth": int, "instructions": int, "percent": float } ] } ] }
+//!                        "depth": int, "instructions": int, "percent": float } ],
+//!       "costs_by_image": [ { "image": str, "costs": { EVENT: int }, "percent": { EVENT: float } } ],
+//!       "top_addresses": [ { "image": str, "address": "0x..", "costs": { EVENT: int } } ] } ] }
 //! ```
+//! When the profile has sampled events (every event but `Ir`) and blocks (a DCFG merged with
+//! DCPI samples), routines and loops also carry, per sampled event, `"samples": { EVENT: int }`,
+//! `"samples_percent": { EVENT: float }` and `"samples_per_1000_instructions": { EVENT: float|null }`,
+//! and are ranked by the first sampled event. `costs_by_image` is the `dcpiprof -i` view (every
+//! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use clap::Args;
 use serde::Serialize;
 
+use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{counts, names, routines};
+use crate::analysis::{counts, merge, names, routines};
 use crate::convert::load;
 use crate::error::Result;
 use crate::ir::{Process, Profile};
-use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -38,6 +46,8 @@ pub struct InfoArgs {
     /// Print JSON for scripts instead of tables.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// How many routines and loops to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -65,6 +75,37 @@ pub struct ProcessReport {
     pub stacks: usize,
     pub top_routines: Vec<RoutineReport>,
     pub top_loops: Vec<LoopReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub costs_by_image: Vec<ImageCosts>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top_addresses: Vec<AddressCosts>,
+}
+
+/// Costs of one image per event, as `dcpiprof -i` shows them.
+#[derive(Serialize, Debug)]
+pub struct ImageCosts {
+    pub image: String,
+    pub costs: BTreeMap<String, u64>,
+    pub percent: BTreeMap<String, f64>,
+}
+
+/// Costs at one address.
+#[derive(Serialize, Debug)]
+pub struct AddressCosts {
+    pub image: String,
+    pub address: String,
+    pub costs: BTreeMap<String, u64>,
+}
+
+/// Samples of a routine or loop, per sampled event.
+#[derive(Serialize, Debug, Default)]
+pub struct Samples {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples_percent: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples_per_1000_instructions: BTreeMap<String, Option<f64>>,
 }
 
 #[derive(Serialize, Debug)]
@@ -95,6 +136,8 @@ pub struct RoutineReport {
     pub blocks: usize,
     pub instructions: u64,
     pub percent: f64,
+    #[serde(flatten)]
+    pub sampled: Samples,
 }
 
 #[derive(Serialize, Debug)]
@@ -106,10 +149,12 @@ pub struct LoopReport {
     pub depth: usize,
     pub instructions: u64,
     pub percent: f64,
+    #[serde(flatten)]
+    pub sampled: Samples,
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
@@ -123,6 +168,9 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     }
     Ok(0)
 }
+
+/// An address ranked by its first event's value: (value, address (lower first), image, cost).
+type Hot = (u64, Reverse<u64>, usize, usize);
 
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -168,6 +216,32 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         k.edges += 1;
         k.count = k.count.saturating_add(e.total());
     }
+    let events = profile.events.len();
+    let sampled: Vec<usize> = (0..events).filter(|&e| profile.events[e].name != "Ir").collect();
+    let event_totals: Vec<u64> = (0..events)
+        .map(|e| process.images.iter().flat_map(|i| &i.costs).fold(0u64, |s, c| s.saturating_add(c.value(e))))
+        .collect();
+    let per_block: Vec<Option<Vec<Vec<u64>>>> = process
+        .images
+        .iter()
+        .map(|image| {
+            (!sampled.is_empty() && !image.blocks.is_empty()).then(|| merge::block_costs(image, events).0)
+        })
+        .collect();
+    let samples_of = |i: usize, nodes: &[u32], instructions: u64| -> Samples {
+        let mut s = Samples::default();
+        let Some(blocks) = &per_block[i] else { return s };
+        for &e in &sampled {
+            let name = profile.events[e].name.clone();
+            let n: u64 = nodes.iter().map(|&b| blocks[b as usize][e]).sum();
+            s.samples.insert(name.clone(), n);
+            s.samples_percent.insert(name.clone(), percent(n, event_totals[e]));
+            let per_k = (instructions > 0)
+                .then(|| (n as f64 * 1000.0 / instructions as f64 * 1000.0).round() / 1000.0);
+            s.samples_per_1000_instructions.insert(name, per_k);
+        }
+        s
+    };
     let mut top_routines = Vec::new();
     let mut top_loops = Vec::new();
     for (i, image) in process.images.iter().enumerate() {
@@ -187,6 +261,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                 blocks: r.nodes.len(),
                 instructions,
                 percent: percent(instructions, executed),
+                sampled: samples_of(i, &r.nodes, instructions),
             });
             for l in &r.loops {
                 let head = &image.blocks[l.head as usize];
@@ -208,14 +283,76 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                     depth,
                     instructions,
                     percent: percent(instructions, executed),
+                    sampled: samples_of(i, &l.nodes, instructions),
                 });
             }
         }
     }
-    top_routines.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+    // Ranked by the first sampled event when there is one, else by instructions.
+    let rank_event = sampled.first().map(|&e| profile.events[e].name.clone());
+    let rank = |s: &Samples| rank_event.as_ref().and_then(|n| s.samples.get(n)).copied().unwrap_or(0);
+    top_routines.sort_by(|a, b| {
+        rank(&b.sampled)
+            .cmp(&rank(&a.sampled))
+            .then(b.instructions.cmp(&a.instructions))
+            .then_with(|| a.name.cmp(&b.name))
+    });
     top_routines.truncate(top);
-    top_loops.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.head.cmp(&b.head)));
+    top_loops.sort_by(|a, b| {
+        rank(&b.sampled)
+            .cmp(&rank(&a.sampled))
+            .then(b.instructions.cmp(&a.instructions))
+            .then_with(|| a.head.cmp(&b.head))
+    });
     top_loops.truncate(top);
+    let mut costs_by_image = Vec::new();
+    // Hottest addresses of images without blocks: (first event's value, address, image, cost),
+    // the `top` largest kept while scanning, so a profile of millions of addresses costs nothing.
+    let mut hottest: BinaryHeap<Reverse<Hot>> = BinaryHeap::new();
+    for (i, image) in process.images.iter().enumerate().filter(|(_, i)| !i.costs.is_empty()) {
+        let name = names::image_base_name(profile, image);
+        let mut costs = BTreeMap::new();
+        let mut pct = BTreeMap::new();
+        for (e, ev) in profile.events.iter().enumerate() {
+            let n = image.costs.iter().fold(0u64, |s, c| s.saturating_add(c.value(e)));
+            costs.insert(ev.name.clone(), n);
+            pct.insert(ev.name.clone(), percent(n, event_totals[e]));
+        }
+        costs_by_image.push(ImageCosts { image: name.clone(), costs, percent: pct });
+        if image.blocks.is_empty() && events > 0 && top > 0 {
+            for (k, c) in image.costs.iter().enumerate() {
+                let Some(offset) = c.offset else { continue };
+                if c.values.iter().all(|&v| v == 0) {
+                    continue;
+                }
+                let address = image.load_addr.wrapping_add(offset);
+                hottest.push(Reverse((c.value(0), Reverse(address), i, k)));
+                if hottest.len() > top {
+                    hottest.pop();
+                }
+            }
+        }
+    }
+    costs_by_image.sort_by(|a, b| {
+        let first = profile.events.first().map(|e| e.name.as_str()).unwrap_or("");
+        b.costs.get(first).cmp(&a.costs.get(first)).then_with(|| a.image.cmp(&b.image))
+    });
+    let mut hottest: Vec<_> = hottest.into_iter().map(|r| r.0).collect();
+    hottest.sort_unstable_by(|a, b| b.cmp(a));
+    let top_addresses = hottest
+        .into_iter()
+        .map(|(_, Reverse(address), i, k)| {
+            let image = &process.images[i];
+            let c = &image.costs[k];
+            let costs =
+                profile.events.iter().enumerate().map(|(e, ev)| (ev.name.clone(), c.value(e))).collect();
+            AddressCosts {
+                image: names::image_base_name(profile, image),
+                address: format!("{address:#x}"),
+                costs,
+            }
+        })
+        .collect();
     ProcessReport {
         pid: process.pid,
         threads: process.thread_count(),
@@ -228,6 +365,8 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         stacks: process.stacks.len(),
         top_routines,
         top_loops,
+        costs_by_image,
+        top_addresses,
     }
 }
 
@@ -291,28 +430,103 @@ pub fn render(report: &Report) -> String {
             out.push('\n');
             out.push_str(&indent(&t.render()));
         }
+        let sampled: Vec<&String> = report.events.iter().filter(|e| *e != "Ir").collect();
+        let has_samples = p.top_routines.iter().any(|r| !r.sampled.samples.is_empty());
+        if !p.costs_by_image.is_empty() {
+            let mut header: Vec<String> = vec!["image".into()];
+            for e in &report.events {
+                header.extend([e.clone(), "%".into(), "cum%".into()]);
+            }
+            let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
+            let right: Vec<usize> = (1..h.len()).collect();
+            let mut t = Table::new(&h, &right);
+            let mut cum = vec![0.0f64; report.events.len()];
+            for i in &p.costs_by_image {
+                let mut row = vec![i.image.clone()];
+                for (k, e) in report.events.iter().enumerate() {
+                    let pc = i.percent.get(e).copied().unwrap_or(0.0);
+                    cum[k] += pc;
+                    row.extend([
+                        i.costs.get(e).copied().unwrap_or(0).to_string(),
+                        format!("{pc:.2}"),
+                        format!("{:.2}", cum[k].min(100.0)),
+                    ]);
+                }
+                t.row(row);
+            }
+            out.push_str("\n  costs by image\n");
+            out.push_str(&indent(&t.render()));
+        }
+        if !p.top_addresses.is_empty() {
+            let mut header: Vec<&str> = vec!["address", "image"];
+            header.extend(report.events.iter().map(|e| e.as_str()));
+            let right: Vec<usize> = (2..header.len()).collect();
+            let mut t = Table::new(&header, &right);
+            for a in &p.top_addresses {
+                let mut row = vec![a.address.clone(), a.image.clone()];
+                row.extend(report.events.iter().map(|e| a.costs.get(e).copied().unwrap_or(0).to_string()));
+                t.row(row);
+            }
+            out.push_str(&format!(
+                "\n  hottest addresses by {}\n",
+                report.events.first().map(|s| s.as_str()).unwrap_or("cost")
+            ));
+            out.push_str(&indent(&t.render()));
+        }
+        // Numbers from column 3 on are right-aligned.
+        let sample_header = |base: &[&str]| -> (Vec<String>, Vec<usize>) {
+            let mut h: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+            if has_samples {
+                for e in &sampled {
+                    h.extend([e.to_string(), format!("{e} %"), format!("{e}/1k instr")]);
+                }
+            }
+            let right = (3..h.len()).collect();
+            (h, right)
+        };
+        let sample_cells = |s: &Samples, row: &mut Vec<String>| {
+            if has_samples {
+                for e in &sampled {
+                    row.push(s.samples.get(*e).copied().unwrap_or(0).to_string());
+                    row.push(format!("{:.2}", s.samples_percent.get(*e).copied().unwrap_or(0.0)));
+                    row.push(match s.samples_per_1000_instructions.get(*e).copied().flatten() {
+                        Some(v) => format!("{v:.3}"),
+                        None => "-".into(),
+                    });
+                }
+            }
+        };
         if !p.top_routines.is_empty() {
-            let mut t = Table::new(&["routine", "image", "entry", "blocks", "instructions", "%"], &[3, 4, 5]);
+            let (h, right) = sample_header(&["routine", "image", "entry", "blocks", "instructions", "%"]);
+            let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+            let mut t = Table::new(&h, &right);
             for r in &p.top_routines {
-                t.row(vec![
+                let mut row = vec![
                     r.name.clone(),
                     r.image.clone(),
                     r.entry.clone(),
                     r.blocks.to_string(),
                     r.instructions.to_string(),
                     format!("{:.2}", r.percent),
-                ]);
+                ];
+                sample_cells(&r.sampled, &mut row);
+                t.row(row);
             }
-            out.push_str("\n  top routines by instructions executed\n");
+            out.push_str(if has_samples {
+                "\n  top routines by samples\n"
+            } else {
+                "\n  top routines by instructions executed\n"
+            });
             out.push_str(&indent(&t.render()));
         }
         if !p.top_loops.is_empty() {
-            let mut t = Table::new(
-                &["loop head", "address", "routine", "depth", "blocks", "instructions", "%"],
-                &[0, 3, 4, 5, 6],
-            );
+            let (h, mut right) =
+                sample_header(&["loop head", "address", "routine", "depth", "blocks", "instructions", "%"]);
+            right.push(0);
+            let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+            let mut t = Table::new(&h, &right);
             for l in &p.top_loops {
-                t.row(vec![
+                let mut row = vec![
                     l.head.to_string(),
                     l.address.clone(),
                     l.routine.clone(),
@@ -320,9 +534,15 @@ pub fn render(report: &Report) -> String {
                     l.blocks.to_string(),
                     l.instructions.to_string(),
                     format!("{:.2}", l.percent),
-                ]);
+                ];
+                sample_cells(&l.sampled, &mut row);
+                t.row(row);
             }
-            out.push_str("\n  top loops by instructions executed\n");
+            out.push_str(if has_samples {
+                "\n  top loops by samples\n"
+            } else {
+                "\n  top loops by instructions executed\n"
+            });
             out.push_str(&indent(&t.render()));
         }
     }

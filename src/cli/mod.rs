@@ -2,11 +2,14 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod diff;
 mod dot;
 mod formats;
 mod info;
+mod merge;
 mod synth;
 mod table;
+mod trace;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +38,7 @@ Examples:
   cfghub info app.dcfg.json.bz2                     summary of a profile
   cfghub validate app.dcfg.json.bz2                 check every rule of the format
   cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
+  cfghub merge app.dcfg.json.bz2 cycles.dcpi -o merged.dcfg.json   DCPI samples per block
   cfghub dot app.dcfg.json.bz2 --routine main -o main.svg   one routine's control flow
   cfghub formats                                    what can be read and written";
 
@@ -48,6 +52,12 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Convert a profile from one format to another.
     Convert(convert::ConvertArgs),
+    /// Decode, check and replay DCFG-traces: edges, stats, timeline, generate.
+    Trace(trace::TraceArgs),
+    /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
+    Diff(diff::DiffArgs),
+    /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
+    Merge(merge::MergeArgs),
     /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
     Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
@@ -74,6 +84,9 @@ pub fn main() -> i32 {
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args, quiet),
+        Command::Trace(args) => trace::run(args, quiet),
+        Command::Diff(args) => diff::run(args, quiet),
+        Command::Merge(args) => merge::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };

@@ -2,9 +2,9 @@
 
 use clap::Args;
 
+use super::convert::ReadArgs;
 use crate::convert::load;
 use crate::error::Result;
-use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
@@ -13,11 +13,13 @@ pub struct ValidateArgs {
     /// Input format; detected from content and name when absent.
     #[arg(long)]
     pub from: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 /// Exit 0 when valid (warnings allowed), 1 on violations; unreadable input is an error (2).
 pub fn run(args: ValidateArgs) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     let mut findings = loaded.findings;
     findings.extend(crate::analysis::validate::check(&loaded.profile));
     for f in &findings.items {

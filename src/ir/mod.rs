@@ -67,6 +67,9 @@ pub struct Meta {
     /// own spelling (e.g. `desc` for Callgrind, `event` for DCPI) so a writer of the same
     /// format can put them back.
     pub headers: Vec<(String, String)>,
+    /// Bytes between consecutive sample slots, for formats that store one count per
+    /// instruction slot rather than per address (DCPI: 4 on Alpha); `None` otherwise.
+    pub address_step: Option<u64>,
 }
 
 /// One measured quantity, e.g. `Ir` (instructions executed) or DCPI `cycles` samples.

@@ -1,0 +1,130 @@
+//! Intel DCFG-trace: the order in which a program traversed the edges of its DCFG
+//! (spec section 3; `*.trace.json`, usually bzip2-compressed), written by Pin's DCFG tool,
+//! PinPlay and SDE beside the DCFG they pair with (edge ids are shared).
+//!
+//! A trace holds, per process, a string dictionary, a transition table of prefix codes, and per
+//! thread a table of chunks; each chunk is a first edge id and a bit string (modified Base64
+//! with repeat groups and dictionary references) from which the following edge ids are decoded
+//! with the table. See docs/formats/dcfg-trace.md for the mapping to the model.
+//!
+//! - [`seq`]: sequence strings compiled into bit programs and read without expansion;
+//! - [`table`]: the transition table as prefix codes;
+//! - [`decode`]: the streaming, parallel decoder and its jobs;
+//! - [`encode`]: the encoder (Huffman codes, chunks, repeat groups, dictionary);
+//! - [`generate`]: consistent DCFG + trace pairs for tests and benchmarks.
+//!
+//! Reading a trace alone gives, per process and thread, the edges it traversed with their
+//! counts and the instructions its chunks declare; with its DCFG, `cfghub convert --trace`
+//! replays it exactly (see `crate::analysis::replay`). Writing needs the edge sequences, so a
+//! trace is written by `cfghub convert DCFG --trace-from EDGES`, not from a model.
+
+pub mod decode;
+pub mod encode;
+pub mod generate;
+pub mod seq;
+pub mod table;
+
+use std::io::BufRead;
+
+use crate::error::{Error, Findings, Result};
+use crate::ir::{Edge, EdgeKind, NodeRef, Process, Profile};
+use crate::registry::{Format, ReadOptions};
+
+/// The DCFG-trace format.
+pub struct DcfgTrace;
+
+impl Format for DcfgTrace {
+    fn name(&self) -> &'static str {
+        "dcfg-trace"
+    }
+
+    fn description(&self) -> &'static str {
+        "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".trace.json"]
+    }
+
+    /// A JSON object that names `TRANSITION_TABLE` or `THREAD_DATA` in its first bytes.
+    fn sniff(&self, head: &[u8]) -> bool {
+        let head = &head[..head.len().min(4096)];
+        let text = String::from_utf8_lossy(head);
+        text.trim_start().starts_with('{')
+            && (text.contains("\"TRANSITION_TABLE\"") || text.contains("\"THREAD_DATA\""))
+    }
+
+    fn can_read(&self) -> bool {
+        true
+    }
+
+    fn can_write(&self) -> bool {
+        false
+    }
+
+    /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
+    /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
+    /// kinds are in the paired DCFG, not here; they are left unknown.
+    fn read(
+        &self,
+        input: &mut dyn BufRead,
+        _options: &ReadOptions,
+        _findings: &mut Findings,
+    ) -> Result<Profile> {
+        let totals = decode::totals(input, None)?;
+        totals_to_profile(&totals)
+    }
+
+    fn write(
+        &self,
+        _profile: &Profile,
+        _out: &mut dyn std::io::Write,
+        _options: &crate::registry::WriteOptions,
+        _findings: &mut Findings,
+    ) -> Result<()> {
+        Err(Error::unsupported("a DCFG-trace is written from edge sequences, not from a profile")
+            .with_hint("cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json"))
+    }
+}
+
+/// Most threads a process may have (thread ids index `INSTR_COUNT_PER_THREAD`).
+pub const MAX_THREADS: u64 = 1 << 20;
+
+/// The model of a trace read alone.
+pub fn totals_to_profile(totals: &decode::Totals) -> Result<Profile> {
+    let mut profile = Profile::default();
+    profile.meta.format_version = totals.version;
+    for p in &totals.processes {
+        if let Some(&t) = p.threads.keys().max().filter(|&&t| t >= MAX_THREADS) {
+            return Err(Error::input(format!(
+                "process {}: THREAD_ID {t} is not a thread index (at most {})",
+                p.pid,
+                MAX_THREADS - 1
+            )));
+        }
+        let threads = p.threads.keys().max().map(|&t| t as usize + 1).unwrap_or(0);
+        let mut process = Process { pid: p.pid, ..Process::default() };
+        process.thread_instr_counts = vec![0; threads];
+        let mut edges: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+        for (&t, tt) in &p.threads {
+            process.thread_instr_counts[t as usize] = tt.instrs;
+            for (&id, &n) in &tt.edge_counts {
+                edges.entry(id).or_insert_with(|| vec![0; threads])[t as usize] += n;
+            }
+        }
+        process.instr_count = Some(process.thread_instr_counts.iter().sum());
+        process.edges = edges
+            .into_iter()
+            .map(|(id, counts)| Edge {
+                id,
+                source: NodeRef::Unknown,
+                target: NodeRef::Unknown,
+                kind: EdgeKind::Unknown,
+                counts: counts.into(),
+                ..Edge::default()
+            })
+            .collect();
+        profile.processes.push(process);
+    }
+    Ok(profile)
+}

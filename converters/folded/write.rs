@@ -1,0 +1,166 @@
+//! Writing folded stacks: one line per model stack, root first, frames joined by `;`, then
+//! the counts. Models without stacks get them from `crate::analysis::stacks`.
+
+use std::io::Write;
+
+use crate::analysis::stacks as derived;
+use crate::error::{Error, Findings, Result};
+use crate::io::write_error;
+use crate::ir::{EventId, Profile, Stack};
+use crate::registry::WriteOptions;
+
+use super::read::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
+
+/// Which event columns to write: the one `--event` names, else all of them.
+pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
+    match event {
+        Some(name) => profile.event_index(name).map(|i| vec![i]).ok_or_else(|| {
+            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
+            Error::usage(format!("the profile has no event '{name}'"))
+                .with_hint(format!("its events: {}", names.join(", ")))
+        }),
+        None => Ok((0..profile.events.len()).collect()),
+    }
+}
+
+/// Writes the profile's stacks (or stacks derived from its call graph, with a warning).
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let derived = derived::stacks_for_output(profile, findings)?;
+    let profile = derived.as_ref().unwrap_or(profile);
+    let events = chosen_events(profile, options.event.as_deref())?;
+    if events.is_empty() {
+        return Err(Error::unsupported("folded stacks need at least one event, the profile has none"));
+    }
+    let err = write_error("folded output");
+    for (key, value) in &profile.meta.headers {
+        if key == COMMENT_KEY && !value.starts_with(EVENTS_PREFIX) && !value.contains('\n') {
+            writeln!(out, "# {value}").map_err(&err)?;
+        }
+    }
+    let names: Vec<String> = events
+        .iter()
+        .map(|&e| {
+            let name = &profile.events[e].name;
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                let fixed: String = name.split_whitespace().collect::<Vec<_>>().join("_");
+                let fixed = if fixed.is_empty() { format!("event{e}") } else { fixed };
+                findings.warn(None, format!("folded: event name '{name}' written as '{fixed}'"));
+                fixed
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    let stacks: Vec<&Stack> = profile.processes.iter().flat_map(|p| &p.stacks).collect();
+    if names.len() != 1 || names[0] != DEFAULT_EVENT || first_line_is_ambiguous(profile, &stacks) {
+        writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
+    }
+    if profile.processes.len() > 1 {
+        findings.warn(
+            None,
+            format!(
+                "folded: the stacks of {} processes are written as one (folded stacks have no processes)",
+                profile.processes.len()
+            ),
+        );
+    }
+    if stacks.iter().any(|s| s.thread.is_some()) {
+        findings.warn(None, "folded: threads of stacks are not written (folded stacks have no threads)");
+    }
+    let mut renamed = 0usize;
+    let mut empty = 0usize;
+    let mut line = Vec::with_capacity(1024);
+    let mut number = count_text::Buffer::default();
+    for stack in &stacks {
+        if stack.frames.is_empty() {
+            empty += 1;
+            continue;
+        }
+        line.clear();
+        for (i, &f) in stack.frames.iter().enumerate() {
+            if i > 0 {
+                line.push(b';');
+            }
+            let name = profile.frames.get(f);
+            if name.bytes().any(|b| b == b';' || b == b'\n' || b == b'\r') {
+                renamed += 1;
+                line.extend(name.bytes().map(|b| match b {
+                    b';' => b':',
+                    b'\n' | b'\r' => b' ',
+                    b => b,
+                }));
+            } else {
+                line.extend_from_slice(name.as_bytes());
+            }
+        }
+        for &e in &events {
+            line.push(b' ');
+            let v = stack.values.get(e).copied().unwrap_or(0.0);
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::unsupported(format!(
+                    "folded stacks hold non-negative counts; a stack has {v} for '{}'",
+                    profile.events[e].name
+                )));
+            }
+            line.extend_from_slice(number.format(v));
+        }
+        line.push(b'\n');
+        out.write_all(&line).map_err(&err)?;
+    }
+    if empty > 0 {
+        findings.warn(None, format!("folded: {empty} stack(s) without frames not written"));
+    }
+    if renamed > 0 {
+        findings.warn(
+            None,
+            format!("folded: ';' and line breaks in {renamed} frame name(s) written as ':' and ' '"),
+        );
+    }
+    Ok(())
+}
+
+/// Whether a reader would take the end of the first stack's leaf frame for a count column
+/// (a leaf named `main 7`), so that the columns must be named in a header.
+fn first_line_is_ambiguous(profile: &Profile, stacks: &[&Stack]) -> bool {
+    let Some(stack) = stacks.iter().find(|s| !s.frames.is_empty()) else {
+        return false;
+    };
+    let Some(&leaf) = stack.frames.last() else {
+        return false;
+    };
+    let name = profile.frames.get(leaf).trim_end();
+    match name.rfind([' ', '\t']) {
+        Some(i) => parse_count(&name.as_bytes()[i + 1..]).is_some(),
+        None => false,
+    }
+}
+
+/// Shortest decimal text of a count that reads back to the same `f64`.
+mod count_text {
+    use std::io::Write;
+
+    #[derive(Default)]
+    pub struct Buffer {
+        bytes: Vec<u8>,
+        int: itoa::Buffer,
+    }
+
+    impl Buffer {
+        pub fn format(&mut self, v: f64) -> &[u8] {
+            if v.fract() == 0.0 && v < 9.007_199_254_740_992e15 {
+                // Whole numbers below 2^53: no `.0`, and fast.
+                return self.int.format(v as u64).as_bytes();
+            }
+            // `Display` for f64 is the shortest text that parses back exactly, never in
+            // exponent form.
+            self.bytes.clear();
+            let _ = write!(self.bytes, "{v}");
+            &self.bytes
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! SVG flame graphs, drawn by inferno (`inferno::flamegraph`, the port of FlameGraph's
+//! `flamegraph.pl`). Write only.
+//!
+//! Every stack of the model becomes one folded line handed to inferno: the frame names root
+//! first, and the value of one event (`--event`, else the first). The event's name is the
+//! graph's count name (`12 samples`), `--title` its title; `--reverse` merges stacks from the
+//! leaf, `--inverted` draws an icicle graph, `--flamechart` keeps the stacks in model order
+//! instead of merging them, `--colors` picks inferno's palette. Colours are chosen from a hash
+//! of each function's name, so the same profile always gives the same picture.
+//!
+//! inferno draws whole samples only: fractional values are scaled by a power of ten (at most
+//! 10^6) and labelled in that unit (`25 × 0.1 cycles`). See docs/formats/svg.md.
+
+use std::io::Write;
+use std::str::FromStr;
+
+use inferno::flamegraph::{self, color::Palette, Direction};
+
+use crate::analysis::stacks as derived;
+use crate::error::{Error, Findings, Result};
+use crate::ir::{EventId, Profile, Stack};
+use crate::registry::{Format, WriteOptions};
+
+/// The SVG flame-graph format.
+pub struct Svg;
+
+/// The largest power of ten fractional values are scaled by.
+const MAX_SCALE_DIGITS: i32 = 6;
+
+/// The power of ten that makes every value a whole number (at most 10^6), and whether some
+/// value still has digits beyond that.
+pub fn integer_scale(values: impl Iterator<Item = f64>) -> (f64, bool) {
+    let mut digits = 0;
+    let mut lossy = false;
+    for v in values {
+        while digits < MAX_SCALE_DIGITS && (v * 10f64.powi(digits)).fract() != 0.0 {
+            digits += 1;
+        }
+        if (v * 10f64.powi(digits)).fract() != 0.0 {
+            lossy = true;
+        }
+    }
+    (10f64.powi(digits), lossy)
+}
+
+/// inferno's options for a picture of `event`.
+pub fn inferno_options(
+    profile: &Profile,
+    event: EventId,
+    options: &WriteOptions,
+) -> Result<flamegraph::Options<'static>> {
+    let mut opt = flamegraph::Options::default();
+    if let Some(title) = &options.title {
+        opt.title = title.clone();
+    }
+    opt.count_name = profile.events[event].name.clone();
+    opt.reverse_stack_order = options.reverse;
+    opt.flame_chart = options.flamechart;
+    if options.inverted {
+        opt.direction = Direction::Inverted;
+    }
+    opt.hash = true;
+    if let Some(name) = &options.colors {
+        opt.colors = Palette::from_str(name)
+            .map_err(|e| Error::usage(e).with_hint(format!("palettes: {}", Palette::VARIANTS.join(", "))))?;
+    }
+    Ok(opt)
+}
+
+/// The event to draw: `--event`, else the first, with a warning naming the others.
+pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
+    match &options.event {
+        Some(_) => Ok(crate::converters::folded::chosen_events(profile, options.event.as_deref())?[0]),
+        None if profile.events.is_empty() => {
+            Err(Error::unsupported("a flame graph needs an event, the profile has none"))
+        }
+        None => {
+            if profile.events.len() > 1 {
+                let others: Vec<&str> = profile.events[1..].iter().map(|e| e.name.as_str()).collect();
+                findings.warn(
+                    None,
+                    format!(
+                        "svg: drew '{}'; not drawn: {} (choose one with --event)",
+                        profile.events[0].name,
+                        others.join(", ")
+                    ),
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Folded lines (`frames value [value]`) of the stacks, values multiplied by `scale` and
+/// rounded; stacks without frames are left out.
+pub fn folded_lines(profile: &Profile, stacks: &[&Stack], columns: &[EventId], scale: f64) -> Vec<String> {
+    let mut lines = Vec::with_capacity(stacks.len());
+    for stack in stacks {
+        if stack.frames.is_empty() {
+            continue;
+        }
+        let mut line = String::with_capacity(stack.frames.len() * 24);
+        for (i, &f) in stack.frames.iter().enumerate() {
+            if i > 0 {
+                line.push(';');
+            }
+            line.push_str(profile.frames.get(f));
+        }
+        for &e in columns {
+            let v = stack.values.get(e).copied().unwrap_or(0.0);
+            let v = if v.is_finite() && v > 0.0 { (v * scale).round() as u64 } else { 0 };
+            line.push(' ');
+            line.push_str(itoa::Buffer::new().format(v));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// Draws a flame graph of the profile's stacks (or of stacks estimated from its call graph).
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let derived = derived::stacks_for_output(profile, findings)?;
+    let profile = derived.as_ref().unwrap_or(profile);
+    let differential = options.event.is_none()
+        && profile
+            .events
+            .iter()
+            .map(|e| e.name.clone())
+            .eq(crate::converters::folded::default_event_names(2));
+    let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
+    // Two unnamed count columns are a differential profile (before, after): inferno draws the
+    // change, as it does from the same folded file.
+    let stacks: Vec<&Stack> = profile.processes.iter().flat_map(|p| &p.stacks).collect();
+    if stacks.iter().all(|s| s.frames.is_empty()) {
+        return Err(Error::unsupported("the profile has no stacks to draw"));
+    }
+    let (scale, lossy) = integer_scale(stacks.iter().flat_map(|s| {
+        let v = |e: usize| s.values.get(e).copied().unwrap_or(0.0);
+        [v(event), if differential { v(0) } else { 0.0 }]
+    }));
+    if lossy {
+        findings.warn(None, "svg: values with more than 6 decimal digits are rounded to 6");
+    }
+    if profile.processes.len() > 1 {
+        findings
+            .warn(None, format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()));
+    }
+    let columns = if differential { vec![0, 1] } else { vec![event] };
+    let lines = folded_lines(profile, &stacks, &columns, scale);
+    let mut opt = inferno_options(profile, event, options)?;
+    if differential {
+        opt.count_name = crate::converters::folded::DEFAULT_EVENT.to_string();
+    }
+    if scale > 1.0 {
+        // inferno labels whole counts only (its `factor` rounds the labels and skews the
+        // percentages), so fractional counts are drawn in units of 1/scale.
+        let unit = format!("{}", 1.0 / scale);
+        findings
+            .warn(None, format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name));
+        opt.count_name = format!("\u{d7} {unit} {}", opt.count_name);
+    }
+    flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), out)
+        .map_err(|e| Error::io("svg output", e))
+}
+
+impl Format for Svg {
+    fn name(&self) -> &'static str {
+        "svg"
+    }
+
+    fn description(&self) -> &'static str {
+        "SVG flame graph drawn by inferno (write only)"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".svg"]
+    }
+
+    fn can_read(&self) -> bool {
+        false
+    }
+
+    fn can_write(&self) -> bool {
+        true
+    }
+
+    fn write(
+        &self,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
+    ) -> Result<()> {
+        write(profile, out, options, findings)
+    }
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Times whole cfghub commands on DCPI inputs (release build), with /usr/bin/time -v:
+#   1. reading a 100 MB DCPI binary profile (25 million slots): `cfghub convert BIG.dcpi -o BIG2.dcpi`
+#      (read, check, build the model, write back) and `cfghub info BIG.dcpi`;
+#   2. merging 10^7 sampled addresses into a DCFG of 10^6 basic blocks (`cfghub merge`), beside
+#      reading each input alone (`cfghub info`), which the merge includes.
+# The library-level figures (decoding alone, reading into the model, the merge step alone) come
+# from `cargo bench --bench dcpi`.
+#
+# Usage: scripts/bench-dcpi.sh [WORKDIR]   (needs python3; WORKDIR defaults to a temporary folder)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+BIN="$PWD/target/release/cfghub"
+WORK="${1:-$(mktemp -d)}"
+mkdir -p "$WORK"
+echo "work folder: $WORK"
+
+timed() {
+    echo "== $*"
+    /usr/bin/time -v "$@" 2> "$WORK/time.txt" > /dev/null || { cat "$WORK/time.txt"; exit 1; }
+    grep -E "Elapsed \(wall clock\)|Maximum resident set size" "$WORK/time.txt"
+}
+
+# 1. A 100 MB profile: chunks of 64 slots, 64-byte gaps, non-zero counts mostly.
+python3 - "$WORK/big.dcpi" <<'PY'
+import struct, sys, array
+slots = 25_000_000
+head = ("version pdb-0.07\nimage 19970328081403c0c18b\npath /usr/bin/app\nepoch 9805191724\n"
+        "platform walnut\nevent cycles\nperiod 63488\ntstart 120000000\ntsize 4294967295\n"
+        "cpuspeed 500\nsamples")
+while (len(head) + 1) % 4:
+    head += " "
+head += "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(head.encode())
+    counts = array.array("I", [(i * 2654435761 >> 20) & 0x3FF for i in range(64)])
+    nz = sum(1 for c in counts if c) * (slots // 64)
+    total = sum(counts) * (slots // 64)
+    offset = 0
+    for _ in range(slots // 64):
+        f.write(struct.pack("<II", offset, 64))
+        f.write(counts.tobytes())
+        offset += 64 * 4 + 64
+    f.write(struct.pack("<II", nz, total & 0xFFFFFFFF))
+PY
+ls -l "$WORK/big.dcpi"
+timed "$BIN" -q convert "$WORK/big.dcpi" -o "$WORK/big2.dcpi"
+cmp "$WORK/big.dcpi" "$WORK/big2.dcpi" && echo "byte-identical copy"
+timed "$BIN" -q info "$WORK/big.dcpi"
+
+# 2. A DCFG of 10^6 blocks (one image, 16 bytes and 4 instructions each, run once in a chain),
+#    then 10^7 sampled addresses inside them (1-byte slots: chunks of 100 addresses, 60-byte gaps).
+python3 - "$WORK" <<'PY'
+import struct, sys
+work = sys.argv[1]
+blocks = 1_000_000
+with open(f"{work}/big.dcfg.json", "w") as f:
+    f.write('{ "MAJOR_VERSION" : 1, "MINOR_VERSION" : 0,\n'
+            '  "FILE_NAMES" : [ [ "FILE_NAME_ID", "FILE_NAME" ], [ 1, "/usr/bin/app" ] ],\n'
+            '  "EDGE_TYPES" : [ [ "EDGE_TYPE_ID", "EDGE_TYPE" ], [ 1, "ENTRY" ], [ 2, "EXIT" ], [ 18, "FALL_THROUGH" ] ],\n'
+            '  "SPECIAL_NODES" : [ [ "NODE_ID", "NODE_NAME" ], [ 1, "START" ], [ 2, "END" ], [ 3, "UNKNOWN" ] ],\n'
+            '  "PROCESSES" : [ [ "PROCESS_ID", "PROCESS_DATA" ], [ 1000, {\n'
+            f'    "INSTR_COUNT_PER_THREAD" : [ {4 * blocks} ], "INSTR_COUNT" : {4 * blocks},\n'
+            '    "IMAGES" : [ [ "IMAGE_ID", "LOAD_ADDR", "SIZE", "IMAGE_DATA" ],\n'
+            f'      [ 1, "0x400000", {16 * blocks}, {{ "FILE_NAME_ID" : 1,\n'
+            '        "BASIC_BLOCKS" : [ [ "NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT" ]')
+    f.write("".join(f',\n          [ {i + 4}, "{16 * i:#x}", 16, 4, 12, 1 ]' for i in range(blocks)))
+    f.write(' ] } ] ],\n    "EDGES" : [ [ "EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD" ],\n'
+            '      [ 1, 1, 4, 1, [ 1 ] ]')
+    f.write("".join(f',\n      [ {i + 2}, {i + 4}, {i + 5}, 18, [ 1 ] ]' for i in range(blocks - 1)))
+    f.write(f',\n      [ {blocks + 1}, {blocks + 3}, 2, 2, [ 1 ] ] ] }} ] ] }}\n')
+samples, per_chunk, gap = 10_000_000, 100, 60
+head = ("version pdb-0.07\nimage 20240101000000000000\npath /usr/bin/app\nepoch 2401010000\n"
+        f"platform x86_64\nevent cycles\nperiod 100000\ntstart 400000\ntsize {16 * blocks}\ncpuspeed 3000\nsamples")
+while (len(head) + 1) % 4:
+    head += " "
+head += "\n"
+counts = [1 + i % 7 for i in range(per_chunk)]
+packed = struct.pack(f"<{per_chunk}I", *counts)
+with open(f"{work}/samples.dcpi", "wb") as f:
+    f.write(head.encode())
+    for c in range(samples // per_chunk):
+        f.write(struct.pack("<II", c * (per_chunk + gap), per_chunk))
+        f.write(packed)
+    f.write(struct.pack("<II", samples, (sum(counts) * (samples // per_chunk)) & 0xFFFFFFFF))
+PY
+ls -l "$WORK/big.dcfg.json" "$WORK/samples.dcpi"
+timed "$BIN" -q info "$WORK/big.dcfg.json"
+timed "$BIN" -q info "$WORK/samples.dcpi" --address-step 1
+timed "$BIN" -q merge "$WORK/big.dcfg.json" "$WORK/samples.dcpi" --address-step 1 -o "$WORK/merged.dcpi" --event cycles

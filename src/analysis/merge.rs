@@ -1,0 +1,454 @@
+//! Merging sampled addresses (DCPI) with a control-flow graph's basic blocks (DCFG): what
+//! DCPI's `dcpicalc` estimated, measured: samples per executed instruction, per block, routine
+//! and loop.
+//!
+//! Rules:
+//! - Each sample image is matched to a graph image by path, else by file base name, or to the
+//!   one named with [`MergeOptions::image`].
+//! - Addresses are relocated: the sample image's text start sits at the graph image's load
+//!   address, or at [`MergeOptions::base`] when given (an address in the graph's space).
+//! - A sample belongs to the block that contains its address; where blocks overlap (a jump into
+//!   the middle of a block makes a second block sharing its tail), to the one that starts last.
+//!   Samples in no block are not carried into the model; they are returned with their
+//!   addresses in [`MergeReport::unattributed`].
+//! - The result is the graph with every sample event added to [`Profile::events`] and the
+//!   samples as costs at instruction offsets in [`Image::costs`](crate::ir::Image), one cost per
+//!   address. Instructions executed stay where the model keeps them: `num_instrs x count` of
+//!   each block, from which every writer derives `Ir` (so `Ir` is never counted twice).
+
+use std::collections::HashMap;
+
+use super::combine::sum_equal_offsets;
+use crate::error::{Error, Result};
+use crate::ir::{Cost, Image, Profile};
+
+/// Where samples go.
+#[derive(Clone, Debug, Default)]
+pub struct MergeOptions {
+    /// The graph image (path or base name) the samples belong to; needed when names differ.
+    pub image: Option<String>,
+    /// The address, in the graph's address space, of the sample image's text start.
+    pub base: Option<u64>,
+}
+
+/// A sampled address no block contains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unattributed {
+    /// The sample image's name.
+    pub image: String,
+    /// The sampled address as the profile gives it (text start + offset).
+    pub address: u64,
+    /// Samples per sample event.
+    pub values: Vec<u64>,
+}
+
+/// What happened to the samples.
+#[derive(Clone, Debug, Default)]
+pub struct MergeReport {
+    /// The sample events, in the order of the values below.
+    pub events: Vec<String>,
+    /// Each sample image and the graph image it was matched to (`None`: no match).
+    pub matches: Vec<(String, Option<String>)>,
+    /// Samples attributed to blocks, per event.
+    pub attributed: Vec<u64>,
+    /// Samples in no block, per event.
+    pub unattributed_totals: Vec<u64>,
+    /// Distinct addresses in no block.
+    pub unattributed_addresses: usize,
+    /// The first [`MergeReport::LISTED`] of those addresses, ascending per image.
+    pub unattributed: Vec<Unattributed>,
+}
+
+impl MergeReport {
+    /// How many unattributed addresses are listed individually.
+    pub const LISTED: usize = 10_000;
+}
+
+/// The blocks of one image as disjoint address ranges, each owned by one block: where blocks
+/// overlap, the block that starts last owns the overlap.
+#[derive(Clone, Debug, Default)]
+pub struct BlockIndex {
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    blocks: Vec<u32>,
+}
+
+impl BlockIndex {
+    pub fn new(image: &Image) -> Self {
+        let mut order: Vec<u32> =
+            (0..image.blocks.len() as u32).filter(|&b| image.blocks[b as usize].size > 0).collect();
+        let span = |b: u32| {
+            let block = &image.blocks[b as usize];
+            (block.offset, block.offset.saturating_add(block.size))
+        };
+        // By start; for equal starts the longer first, so the shorter ends up innermost.
+        order.sort_by(|&a, &b| {
+            let (sa, ea) = span(a);
+            let (sb, eb) = span(b);
+            sa.cmp(&sb).then(eb.cmp(&ea)).then(a.cmp(&b))
+        });
+        let mut index = BlockIndex::default();
+        let mut stack: Vec<(u64, u32)> = Vec::new();
+        let mut cursor = 0u64;
+        let emit = |index: &mut BlockIndex, stack: &mut Vec<(u64, u32)>, cursor: &mut u64, until: u64| {
+            while *cursor < until {
+                let Some(&(end, block)) = stack.last() else { break };
+                if end <= *cursor {
+                    stack.pop();
+                    continue;
+                }
+                let seg_end = end.min(until);
+                index.starts.push(*cursor);
+                index.ends.push(seg_end);
+                index.blocks.push(block);
+                *cursor = seg_end;
+            }
+            *cursor = (*cursor).max(until);
+        };
+        for b in order {
+            let (start, end) = span(b);
+            emit(&mut index, &mut stack, &mut cursor, start);
+            stack.push((end, b));
+        }
+        emit(&mut index, &mut stack, &mut cursor, u64::MAX);
+        index
+    }
+
+    /// The block owning `offset`.
+    pub fn find(&self, offset: u64) -> Option<u32> {
+        let i = self.starts.partition_point(|&s| s <= offset).checked_sub(1)?;
+        (offset < self.ends[i]).then(|| self.blocks[i])
+    }
+
+    /// Like [`BlockIndex::find`], starting from the range `hint` (the previous answer's range)
+    /// and walking forward: linear over ascending offsets.
+    fn find_from(&self, offset: u64, hint: &mut usize) -> Option<u32> {
+        let mut i = *hint;
+        if i >= self.starts.len() || self.starts[i] > offset {
+            i = self.starts.partition_point(|&s| s <= offset).checked_sub(1)?;
+        } else {
+            let mut steps = 0;
+            while i + 1 < self.starts.len() && self.starts[i + 1] <= offset {
+                i += 1;
+                steps += 1;
+                if steps == 16 {
+                    i = self.starts.partition_point(|&s| s <= offset) - 1;
+                    break;
+                }
+            }
+        }
+        *hint = i;
+        (offset < self.ends[i]).then(|| self.blocks[i])
+    }
+}
+
+/// The costs of an image summed per block (by the address rules of [`BlockIndex`]), each
+/// vector `events` long, and the costs at addresses no block contains.
+pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
+    let index = BlockIndex::new(image);
+    let mut per_block = vec![Vec::new(); image.blocks.len()];
+    let mut outside = vec![0u64; events];
+    let mut hint = 0;
+    for c in &image.costs {
+        let slot = match c.offset.and_then(|o| index.find_from(o, &mut hint)) {
+            Some(b) => {
+                let v = &mut per_block[b as usize];
+                if v.is_empty() {
+                    *v = vec![0u64; events];
+                }
+                v
+            }
+            None => &mut outside,
+        };
+        for (e, s) in slot.iter_mut().enumerate() {
+            *s = s.saturating_add(c.value(e));
+        }
+    }
+    for v in &mut per_block {
+        if v.is_empty() {
+            *v = vec![0; events];
+        }
+    }
+    (per_block, outside)
+}
+
+/// The costs of one graph image being built, in ascending order as samples usually arrive;
+/// samples out of order fall back to a sort at the end.
+#[derive(Default)]
+struct Sink {
+    costs: Vec<Cost>,
+    sorted: bool,
+}
+
+impl Sink {
+    fn push(&mut self, c: Cost, expected: usize) {
+        if self.costs.capacity() == 0 {
+            self.costs.reserve_exact(expected);
+            self.sorted = true;
+        }
+        if let Some(last) = self.costs.last_mut() {
+            if last.offset == c.offset {
+                for (x, y) in last.values.iter_mut().zip(&c.values) {
+                    *x = x.saturating_add(*y);
+                }
+                return;
+            }
+            if last.offset > c.offset {
+                self.sorted = false;
+            }
+        }
+        self.costs.push(c);
+    }
+
+    fn finish(mut self, events: usize) -> Vec<Cost> {
+        if !self.sorted {
+            sum_equal_offsets(&mut self.costs, events);
+        }
+        self.costs
+    }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Merges the samples of `samples` into the graph `graph` (see the module documentation).
+pub fn merge(
+    mut graph: Profile,
+    samples: &Profile,
+    options: &MergeOptions,
+) -> Result<(Profile, MergeReport)> {
+    // Event columns: the graph's own, then every sample event.
+    let mut event_map = Vec::new();
+    for e in &samples.events {
+        if graph.event_index(&e.name).is_some() {
+            return Err(Error::usage(format!("the graph already has samples of event '{}'", e.name))
+                .with_hint("merge each event once"));
+        }
+        graph.events.push(e.clone());
+        event_map.push(graph.events.len() - 1);
+    }
+    let events = graph.events.len();
+    let mut report = MergeReport {
+        events: samples.events.iter().map(|e| e.name.clone()).collect(),
+        attributed: vec![0; samples.events.len()],
+        unattributed_totals: vec![0; samples.events.len()],
+        ..MergeReport::default()
+    };
+
+    let mut sinks: Vec<Vec<Sink>> =
+        graph.processes.iter().map(|p| (0..p.images.len()).map(|_| Sink::default()).collect()).collect();
+
+    // Graph images by path and by base name.
+    let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut by_base: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    for (p, process) in graph.processes.iter().enumerate() {
+        for (i, image) in process.images.iter().enumerate() {
+            if let Some(f) = image.file {
+                let path = graph.files.get(f);
+                by_path.entry(path).or_insert((p, i));
+                by_base.entry(base_name(path)).or_default().push((p, i));
+            }
+        }
+    }
+    let graph_images: Vec<String> =
+        graph.processes.iter().flat_map(|p| &p.images).map(|i| graph.image_name(i)).collect();
+    let sample_images: Vec<&Image> = samples.processes.iter().flat_map(|p| &p.images).collect();
+    if options.image.is_some() && sample_images.len() > 1 {
+        return Err(Error::usage(
+            "--image names the graph image of a single sample image, but the samples cover several",
+        )
+        .with_hint("merge one sample image at a time, or name the images the same way in both profiles"));
+    }
+    let find = |name: &str| -> Result<Option<(usize, usize)>> {
+        if let Some(&t) = by_path.get(name) {
+            return Ok(Some(t));
+        }
+        match by_base.get(base_name(name)).map(|v| v.as_slice()) {
+            Some([one]) => Ok(Some(*one)),
+            Some(many) if many.len() > 1 => Err(Error::usage(format!(
+                "several graph images are called {}; name one by its full path with --image",
+                base_name(name)
+            ))),
+            _ => Ok(None),
+        }
+    };
+    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
+    for image in &sample_images {
+        let name = samples.image_name(image);
+        let target = match &options.image {
+            Some(wanted) => Some(find(wanted)?.ok_or_else(|| {
+                Error::usage(format!("the graph has no image {wanted}"))
+                    .with_hint(format!("its images: {}", graph_images.join(", ")))
+            })?),
+            None if image.file.is_some() => find(&name)?,
+            None => None,
+        };
+        report
+            .matches
+            .push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
+        let target_image = target.map(|(p, i)| &graph.processes[p].images[i]);
+        let index = target.map(|t| {
+            &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1]))
+        });
+        // Offset in the graph image = (base - load address) + offset from the text start.
+        let shift: i128 = match target_image {
+            Some(g) => options.base.unwrap_or(g.load_addr) as i128 - g.load_addr as i128,
+            None => 0,
+        };
+        let mut hint = 0usize;
+        for c in &image.costs {
+            if c.values.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let Some(offset) = c.offset else { continue };
+            let relocated = shift + offset as i128;
+            let block = match index {
+                Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => {
+                    ix.find_from(relocated as u64, &mut hint)
+                }
+                _ => None,
+            };
+            match (block, target) {
+                (Some(_), Some((p, i))) => {
+                    let mut values = vec![0; events];
+                    for (j, &v) in c.values.iter().enumerate() {
+                        if let Some(&e) = event_map.get(j) {
+                            values[e] = v;
+                            report.attributed[j] = report.attributed[j].saturating_add(v);
+                        }
+                    }
+                    sinks[p][i].push(
+                        Cost { offset: Some(relocated as u64), values, ..Cost::default() },
+                        image.costs.len(),
+                    );
+                }
+                _ => {
+                    let values: Vec<u64> = (0..samples.events.len()).map(|j| c.value(j)).collect();
+                    for (t, v) in report.unattributed_totals.iter_mut().zip(&values) {
+                        *t = t.saturating_add(*v);
+                    }
+                    report.unattributed_addresses += 1;
+                    if report.unattributed.len() < MergeReport::LISTED {
+                        report.unattributed.push(Unattributed {
+                            image: name.clone(),
+                            address: image.load_addr.wrapping_add(offset),
+                            values,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    for (p, process) in graph.processes.iter_mut().enumerate() {
+        for (i, image) in process.images.iter_mut().enumerate() {
+            let mut costs = std::mem::take(&mut sinks[p][i]).finish(events);
+            if costs.is_empty() && image.costs.is_empty() {
+                continue;
+            }
+            if !image.costs.is_empty() {
+                costs.append(&mut image.costs);
+                sum_equal_offsets(&mut costs, events);
+            }
+            image.costs = costs;
+        }
+    }
+    Ok((graph, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Block, Event, Process};
+
+    fn graph() -> Profile {
+        let mut g = Profile::default();
+        let file = g.files.intern("/bin/app");
+        let block = |id, offset, size, count| Block {
+            id,
+            offset,
+            size,
+            num_instrs: 2,
+            count: Some(count),
+            ..Block::default()
+        };
+        // Block 1 [0x10, 0x30) and block 2 [0x20, 0x30) share a tail; block 3 [0x40, 0x48);
+        // block 4 starts where block 1 does.
+        let blocks = vec![
+            block(1, 0x10, 0x20, 5),
+            block(2, 0x20, 0x10, 7),
+            block(3, 0x40, 8, 1),
+            block(4, 0x10, 4, 1),
+        ];
+        g.processes.push(Process {
+            images: vec![Image { file: Some(file), load_addr: 0x1000, blocks, ..Image::default() }],
+            ..Process::default()
+        });
+        g
+    }
+
+    fn samples(offsets: &[(u64, u64)]) -> Profile {
+        let mut s = Profile { events: vec![Event::new("cycles")], ..Profile::default() };
+        let file = s.files.intern("/elsewhere/app");
+        let costs = offsets
+            .iter()
+            .map(|&(o, v)| Cost { offset: Some(o), values: vec![v], ..Cost::default() })
+            .collect();
+        s.processes.push(Process {
+            images: vec![Image { file: Some(file), load_addr: 0x9000, costs, ..Image::default() }],
+            ..Process::default()
+        });
+        s
+    }
+
+    #[test]
+    fn overlapping_blocks_give_the_overlap_to_the_later_start() {
+        let g = graph();
+        let index = BlockIndex::new(&g.processes[0].images[0]);
+        let owner: Vec<Option<u32>> = [0x0f, 0x10, 0x13, 0x14, 0x1f, 0x20, 0x2f, 0x30, 0x40, 0x47, 0x48]
+            .iter()
+            .map(|&o| index.find(o))
+            .collect();
+        assert_eq!(
+            owner,
+            [None, Some(3), Some(3), Some(0), Some(0), Some(1), Some(1), None, Some(2), Some(2), None]
+        );
+    }
+
+    #[test]
+    fn samples_in_any_order_land_in_their_blocks() {
+        for order in [
+            vec![(0x12, 1), (0x14, 2), (0x24, 3), (0x44, 4), (0x60, 5)],
+            vec![(0x44, 4), (0x60, 5), (0x24, 3), (0x12, 1), (0x14, 2)],
+        ] {
+            // Matched by base name; the text start sits at the load address.
+            let (merged, report) = merge(graph(), &samples(&order), &MergeOptions::default()).unwrap();
+            assert_eq!(report.attributed, [10]);
+            assert_eq!(report.unattributed_totals, [5]);
+            assert_eq!(
+                report.unattributed,
+                [Unattributed { image: "/elsewhere/app".into(), address: 0x9060, values: vec![5] }]
+            );
+            let image = &merged.processes[0].images[0];
+            assert!(
+                image.costs.windows(2).all(|w| w[0].offset < w[1].offset),
+                "one cost per offset, ascending"
+            );
+            let (per_block, outside) = block_costs(image, 1);
+            assert_eq!(per_block, [vec![2], vec![3], vec![4], vec![1]]);
+            assert_eq!(outside, [0]);
+            assert_eq!(merged.events, [Event::new("cycles")], "Ir stays in the blocks");
+        }
+    }
+
+    #[test]
+    fn base_relocates_and_unknown_images_are_refused() {
+        let options = MergeOptions { image: Some("app".into()), base: Some(0x1000 + 0x30) };
+        let (_, report) = merge(graph(), &samples(&[(0x10, 9)]), &options).unwrap();
+        // 0x30 + 0x10 = 0x40: block 3.
+        assert_eq!(report.attributed, [9]);
+        let options = MergeOptions { image: Some("nosuch".into()), base: None };
+        assert!(merge(graph(), &samples(&[(0x10, 9)]), &options).is_err());
+    }
+}

@@ -1,0 +1,511 @@
+//! Stacks: what call-path profiles (folded stacks, DTrace, perf) say about functions, and
+//! stacks for models that have none.
+//!
+//! [`function_level`] turns a process's stacks into a function-level profile that
+//! function-level writers (Callgrind) express directly:
+//! - one symbol per distinct frame name (in one image without a file);
+//! - **self cost**: each stack's values go to its leaf frame, exactly;
+//! - **call edges** between [`NodeRef::Symbol`]s, one per distinct caller->callee pair seen on
+//!   any stack, with the **inclusive cost**: the sum of the values of the stacks on which the
+//!   pair occurs, each stack counted *once per distinct pair* however often the pair repeats on
+//!   it, so recursion (`a;b;a;b`) never counts a sample twice. The edge's count is the number
+//!   of samples (first event) whose stack holds the pair: sampling does not see calls, only
+//!   that a call was under way.
+//!
+//! Values are `f64` on stacks and integers in costs: sums are rounded once per symbol or edge,
+//! so totals stay exact for integer inputs.
+
+use std::collections::HashMap;
+
+use crate::analysis::callgraph::{self, CallGraph};
+use crate::error::{Error, Findings, Result};
+use crate::ir::{Cost, Edge, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef};
+
+/// Rounds a non-negative sum of stack values to a cost.
+fn to_cost(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.round() as u64
+    } else {
+        0
+    }
+}
+
+/// The function-level view of a process's stacks: one image whose symbols are the frame names
+/// (in order of first appearance), self costs per leaf symbol, and call edges with inclusive
+/// costs. `events` is the number of events in the profile ([`crate::ir::Profile::events`]).
+pub fn function_level(profile: &Profile, process: &Process) -> Process {
+    let events = profile.events.len();
+    let mut symbol_of: HashMap<FrameId, u32> = HashMap::new();
+    let mut symbols: Vec<Symbol> = Vec::new();
+    let mut self_cost: Vec<Vec<f64>> = Vec::new();
+    // (caller, callee) -> (edge index)
+    let mut edge_of: HashMap<(u32, u32), usize> = HashMap::new();
+    struct Acc {
+        pair: (u32, u32),
+        counts: Vec<f64>,
+        inclusive: Vec<f64>,
+    }
+    let mut edges: Vec<Acc> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    let mut frame_syms: Vec<u32> = Vec::new();
+    let threads = process.stacks.iter().filter_map(|s| s.thread).max().map_or(1, |t| t as usize + 1);
+    for stack in &process.stacks {
+        frame_syms.clear();
+        for &f in &stack.frames {
+            let s = *symbol_of.entry(f).or_insert_with(|| {
+                symbols.push(Symbol { name: profile.frames.get(f).to_string(), ..Symbol::default() });
+                self_cost.push(vec![0.0; events]);
+                (symbols.len() - 1) as u32
+            });
+            frame_syms.push(s);
+        }
+        let Some(&leaf) = frame_syms.last() else { continue };
+        for (slot, v) in self_cost[leaf as usize].iter_mut().zip(&stack.values) {
+            *slot += v;
+        }
+        let thread = stack.thread.unwrap_or(0) as usize;
+        let samples = stack.values.first().copied().unwrap_or(0.0);
+        seen.clear();
+        for pair in frame_syms.windows(2) {
+            let pair = (pair[0], pair[1]);
+            let e = *edge_of.entry(pair).or_insert_with(|| {
+                edges.push(Acc { pair, counts: vec![0.0; threads], inclusive: vec![0.0; events] });
+                edges.len() - 1
+            });
+            // Once per distinct pair on this stack: recursion repeats pairs.
+            if seen.contains(&e) {
+                continue;
+            }
+            seen.push(e);
+            let acc = &mut edges[e];
+            acc.counts[thread] += samples;
+            for (slot, v) in acc.inclusive.iter_mut().zip(&stack.values) {
+                *slot += v;
+            }
+        }
+    }
+    let costs = self_cost
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+        .map(|(s, v)| Cost {
+            symbol: Some(s as u32),
+            values: v.iter().map(|&x| to_cost(x)).collect(),
+            ..Cost::default()
+        })
+        .collect();
+    let sym = |s: u32| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
+    let edges = edges
+        .into_iter()
+        .enumerate()
+        .map(|(id, acc)| Edge {
+            id: id as u64,
+            source: sym(acc.pair.0),
+            target: sym(acc.pair.1),
+            kind: EdgeKind::Call,
+            counts: acc.counts.iter().map(|&c| to_cost(c)).collect(),
+            inclusive: acc.inclusive.iter().map(|&c| to_cost(c)).collect(),
+            site: None,
+        })
+        .collect();
+    Process {
+        pid: process.pid,
+        images: vec![Image { symbols, costs, ..Image::default() }],
+        edges,
+        ..Process::default()
+    }
+}
+
+/// Stacks for a writer of stacks (folded, SVG): `None` when the profile has stacks (write
+/// them, exactly) or nothing to estimate them from, else a copy of the profile with stacks
+/// estimated from its call graph ([`estimate`]), with a warning that says so.
+pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<Option<Profile>> {
+    let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
+    let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
+    let has_other =
+        profile.processes.iter().any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.costs.is_empty()));
+    if has_stacks || (!has_blocks && !has_other) {
+        return Ok(None);
+    }
+    if !has_blocks {
+        return Err(Error::unsupported(
+            "the profile has no stacks, and no basic blocks to estimate them from a call graph",
+        )
+        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+    }
+    let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
+    findings.warn(
+        None,
+        "stacks estimated from the call graph: each routine's inclusive instructions are split among \
+         its callers in proportion to call counts and recursion is cut at its back edges; exact \
+         stacks need a stack profile or a DCFG-trace",
+    );
+    if truncated {
+        findings.warn(
+            None,
+            format!(
+                "more than {MAX_ESTIMATED_STACKS} estimated call paths: deeper calls are folded into \
+                 their callers' frames"
+            ),
+        );
+    }
+    Ok(Some(estimated))
+}
+
+/// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
+/// their callers.
+pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
+
+/// The event of estimated stacks: instructions executed (`num_instrs × count` of blocks).
+pub const ESTIMATED_EVENT: &str = "instructions";
+
+/// Stacks estimated from the call graph ([`crate::analysis::callgraph`]) of every process,
+/// for a model with blocks but without stacks. Returns a profile with the same meta data and
+/// processes (pids) holding only the stacks, one event `instructions`, and whether the
+/// enumeration stopped at `max_stacks` paths.
+///
+/// The rule: every root routine (nothing calls it; for a recursion cycle nothing outside calls,
+/// its first routine) starts a path carrying its inclusive instructions. At a routine reached
+/// with flow `f`, the call arcs to routines not already on the path (arcs back into the path are
+/// recursion and are cut) and the routine's self instructions share `f` in proportion to the
+/// arcs' inclusive instructions (the callee's inclusive cost split among its callers by call
+/// counts) and to the self instructions; the self share becomes a stack ending at the routine.
+/// Flow is conserved at every step, so the stacks add up to the instructions executed.
+pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
+    let mut out = Profile {
+        meta: profile.meta.clone(),
+        events: vec![crate::ir::Event::new(ESTIMATED_EVENT)],
+        ..Profile::default()
+    };
+    let mut truncated = false;
+    for process in &profile.processes {
+        let graph = callgraph::build(profile, process);
+        let frame_of: Vec<FrameId> = graph.nodes.iter().map(|n| out.frames.intern(&n.name)).collect();
+        let n = graph.nodes.len();
+        let mut has_caller = vec![false; n];
+        for a in &graph.arcs {
+            // A call never made (count 0) makes no caller: the loader's entry has such arcs.
+            if a.caller != a.callee && a.count > 0 {
+                has_caller[a.callee as usize] = true;
+            }
+        }
+        let mut stacks = Vec::new();
+        let mut walk =
+            Walk { graph: &graph, frame_of: &frame_of, stacks: &mut stacks, max_stacks, truncated: false };
+        let mut reached = vec![false; n];
+        let mut roots: Vec<u32> = (0..n as u32).filter(|&v| !has_caller[v as usize]).collect();
+        loop {
+            for &r in &roots {
+                mark_reachable(&graph, r, &mut reached);
+                let flow = graph.nodes[r as usize].inclusive_instrs as f64;
+                let mut path = vec![r];
+                walk.visit(&mut path, flow);
+            }
+            // Recursion cycles nothing outside calls: start at their first routine.
+            match (0..n as u32).find(|&v| !reached[v as usize]) {
+                Some(v) => roots = vec![v],
+                None => break,
+            }
+        }
+        truncated |= walk.truncated;
+        // Whole instructions, the sum kept exact: round each stack and give the rounding
+        // remainder to the largest stack.
+        // The call graph's shares are whole instructions rounded down, so the flows add up to a
+        // little less than the instructions executed: scale them back to that exact total, then
+        // round each stack to whole instructions keeping the total.
+        let total = graph.total_instrs();
+        let sum = stacks.iter().map(|s| s.values[0]).sum::<f64>();
+        if sum > 0.0 {
+            let k = total as f64 / sum;
+            for s in &mut stacks {
+                s.values[0] *= k;
+            }
+        }
+        round_preserving_total(&mut stacks, total);
+        stacks.retain(|s: &Stack| s.values[0] > 0.0);
+        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
+    }
+    (out, truncated)
+}
+
+fn mark_reachable(graph: &CallGraph, root: u32, reached: &mut [bool]) {
+    let mut todo = vec![root];
+    while let Some(v) = todo.pop() {
+        if std::mem::replace(&mut reached[v as usize], true) {
+            continue;
+        }
+        todo.extend(graph.calls_from(v).iter().map(|a| a.callee).filter(|&c| !reached[c as usize]));
+    }
+}
+
+struct Walk<'a> {
+    graph: &'a CallGraph,
+    frame_of: &'a [FrameId],
+    stacks: &'a mut Vec<Stack>,
+    max_stacks: usize,
+    truncated: bool,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, path: &mut Vec<u32>, flow: f64) {
+        let v = *path.last().expect("paths are never empty");
+        let node = &self.graph.nodes[v as usize];
+        let self_cost = node.self_instrs as f64;
+        // Calls to routines off the path, merged per callee (several call sites).
+        let mut calls: Vec<(u32, f64)> = Vec::new();
+        for a in self.graph.calls_from(v) {
+            if path.contains(&a.callee) || a.inclusive_instrs == 0 {
+                continue;
+            }
+            match calls.iter_mut().find(|(c, _)| *c == a.callee) {
+                Some(slot) => slot.1 += a.inclusive_instrs as f64,
+                None => calls.push((a.callee, a.inclusive_instrs as f64)),
+            }
+        }
+        let whole = self_cost + calls.iter().map(|c| c.1).sum::<f64>();
+        if whole <= 0.0 || flow <= 0.0 {
+            return;
+        }
+        let full = self.stacks.len() + calls.len() >= self.max_stacks;
+        if full && !calls.is_empty() {
+            self.truncated = true;
+        }
+        let own = if full { flow } else { flow * self_cost / whole };
+        if own > 0.0 {
+            let frames = path.iter().map(|&p| self.frame_of[p as usize]).collect();
+            self.stacks.push(Stack { frames, values: vec![own], thread: None });
+        }
+        if full {
+            return;
+        }
+        for (callee, cost) in calls {
+            path.push(callee);
+            self.visit(path, flow * cost / whole);
+            path.pop();
+        }
+    }
+}
+
+/// Rounds every stack's value to a whole number so that the values add up to `total`
+/// (largest-remainder rounding).
+fn round_preserving_total(stacks: &mut [Stack], total: u64) {
+    let floor_sum: u64 = stacks.iter().map(|s| s.values[0].floor() as u64).sum();
+    let mut remainders: Vec<(usize, f64)> =
+        stacks.iter().enumerate().map(|(i, s)| (i, s.values[0] - s.values[0].floor())).collect();
+    remainders.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut missing = total.saturating_sub(floor_sum) as usize;
+    for s in stacks.iter_mut() {
+        s.values[0] = s.values[0].floor();
+    }
+    for (i, _) in remainders {
+        if missing == 0 {
+            break;
+        }
+        stacks[i].values[0] += 1.0;
+        missing -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Event;
+
+    fn profile(stacks: &[(&str, f64)]) -> Profile {
+        let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
+        let mut process = Process::default();
+        for (path, v) in stacks {
+            let frames = path.split(';').map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(Stack { frames, values: vec![*v], thread: None });
+        }
+        p.processes.push(process);
+        p
+    }
+
+    type Selfs = HashMap<String, u64>;
+    type Edges = HashMap<(String, String), (u64, u64)>;
+
+    fn by_name(fl: &Process) -> (Selfs, Edges) {
+        let image = &fl.images[0];
+        let name = |r: NodeRef| match r {
+            NodeRef::Symbol(s) => image.symbols[s.symbol as usize].name.clone(),
+            other => panic!("{other:?}"),
+        };
+        let selfs = image
+            .costs
+            .iter()
+            .map(|c| (image.symbols[c.symbol.unwrap() as usize].name.clone(), c.values[0]))
+            .collect();
+        let edges = fl
+            .edges
+            .iter()
+            .map(|e| ((name(e.source), name(e.target)), (e.counts[0], e.inclusive[0])))
+            .collect();
+        (selfs, edges)
+    }
+
+    #[test]
+    fn self_costs_are_leaf_sums_and_inclusive_counts_each_stack_once() {
+        let p = profile(&[("main;a;b", 3.0), ("main;a", 2.0), ("main;b", 5.0), ("main;a;b", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 9);
+        assert_eq!(selfs["a"], 2);
+        assert!(!selfs.contains_key("main"));
+        assert_eq!(edges[&("main".into(), "a".into())], (6, 6));
+        assert_eq!(edges[&("a".into(), "b".into())], (4, 4));
+        assert_eq!(edges[&("main".into(), "b".into())], (5, 5));
+        assert_eq!(fl.edges.iter().filter(|e| e.kind == EdgeKind::Call).count(), 3);
+    }
+
+    #[test]
+    fn recursion_never_double_counts() {
+        // a calls b calls a calls b: the pairs a->b and b->a each occur twice on the stack.
+        let p = profile(&[("main;a;b;a;b", 7.0), ("main;a", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 7);
+        assert_eq!(edges[&("a".into(), "b".into())], (7, 7));
+        assert_eq!(edges[&("b".into(), "a".into())], (7, 7));
+        assert_eq!(edges[&("main".into(), "a".into())], (8, 8));
+        // No inclusive cost exceeds the total.
+        assert!(fl.edges.iter().all(|e| e.inclusive[0] <= 8));
+    }
+
+    #[test]
+    fn fractional_values_are_rounded_once_per_sum() {
+        let p = profile(&[("m;x", 0.4), ("m;x", 0.4), ("m;y", 0.2)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["x"], 1);
+        assert_eq!(selfs.get("y").copied().unwrap_or(0), 0);
+        assert_eq!(edges[&("m".into(), "x".into())].1, 1);
+    }
+
+    #[test]
+    fn stacks_are_written_as_they_are() {
+        let p = profile(&[("a;b", 1.0)]);
+        assert!(stacks_for_output(&p, &mut Findings::default()).unwrap().is_none());
+    }
+
+    /// One image; routine `i` is one block of `instrs[i]` instructions run `runs[i]` times at
+    /// 0x1000 + 0x100·i, named by a symbol; `calls` are (caller, callee, count).
+    fn block_model(names: &[&str], instrs: &[(u64, u64)], calls: &[(u32, u32, u64)]) -> Profile {
+        use crate::ir::{Block, BlockRef};
+        let mut image = Image::default();
+        for (i, (name, &(n, runs))) in names.iter().zip(instrs).enumerate() {
+            let offset = 0x1000 + 0x100 * i as u64;
+            image.symbols.push(Symbol {
+                name: name.to_string(),
+                offset: Some(offset),
+                size: Some(16),
+                file: None,
+            });
+            image.blocks.push(Block {
+                id: 10 + i as u64,
+                offset,
+                size: 16,
+                num_instrs: n,
+                last_instr_offset: 12,
+                count: Some(runs),
+            });
+        }
+        let edges = calls
+            .iter()
+            .map(|&(from, to, count)| Edge {
+                source: NodeRef::Block(BlockRef { image: 0, block: from }),
+                target: NodeRef::Block(BlockRef { image: 0, block: to }),
+                kind: EdgeKind::DirectCall,
+                counts: vec![count].into(),
+                ..Edge::default()
+            })
+            .collect();
+        let process = Process { pid: 7, images: vec![image], edges, ..Process::default() };
+        Profile { processes: vec![process], ..Profile::default() }
+    }
+
+    fn folded(p: &Profile) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = p.processes[0]
+            .stacks
+            .iter()
+            .map(|s| {
+                let names: Vec<&str> = s.frames.iter().map(|&f| p.frames.get(f)).collect();
+                (names.join(";"), s.values[0])
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    #[test]
+    fn estimated_stacks_split_callees_by_call_counts() {
+        // main calls a and b once; a calls d once, b calls d three times; d runs 4 times.
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 1000);
+        assert!(!truncated);
+        assert_eq!(est.events[0].name, "instructions");
+        assert_eq!(est.processes[0].pid, 7);
+        assert_eq!(
+            folded(&est),
+            [
+                ("main".to_string(), 5.0),
+                ("main;a".to_string(), 10.0),
+                ("main;a;d".to_string(), 10.0),
+                ("main;b".to_string(), 20.0),
+                ("main;b;d".to_string(), 30.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn estimated_stacks_cut_recursion_and_keep_the_total() {
+        // main -> a (1); a -> b (5); b -> a (4); b -> leaf (5): a and b form a cycle.
+        let p = block_model(
+            &["main", "a", "b", "leaf"],
+            &[(1, 1), (2, 5), (4, 5), (10, 5)],
+            &[(0, 1, 1), (1, 2, 5), (2, 1, 4), (2, 3, 5)],
+        );
+        let (est, _) = estimate(&p, 1000);
+        let stacks = folded(&est);
+        let total: f64 = stacks.iter().map(|s| s.1).sum();
+        assert_eq!(total, 81.0);
+        // The back edge b -> a is never followed: no frame repeats on a stack.
+        for (path, _) in &stacks {
+            let frames: Vec<&str> = path.split(';').collect();
+            let mut unique = frames.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), frames.len(), "{path}");
+        }
+        assert!(stacks.iter().any(|s| s.0 == "main;a;b;leaf" && s.1 == 50.0), "{stacks:?}");
+        assert!(stacks.iter().all(|s| s.1.fract() == 0.0));
+    }
+
+    #[test]
+    fn estimation_stops_at_the_path_limit_and_keeps_the_total() {
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 2);
+        assert!(truncated);
+        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 75.0);
+    }
+
+    #[test]
+    fn largest_remainder_rounding_keeps_the_total() {
+        let mut stacks: Vec<Stack> = [1.4, 1.3, 1.3]
+            .iter()
+            .map(|&v| Stack { frames: vec![0], values: vec![v], thread: None })
+            .collect();
+        round_preserving_total(&mut stacks, 4);
+        let v: Vec<f64> = stacks.iter().map(|s| s.values[0]).collect();
+        assert_eq!(v, [2.0, 1.0, 1.0]);
+    }
+}

@@ -1,0 +1,120 @@
+//! `cfghub merge GRAPH SAMPLES... -o OUT`: sampled addresses (DCPI) attributed to the basic
+//! blocks of a control-flow graph (DCFG). The rules are in `crate::analysis::merge`.
+
+use clap::Args;
+
+use super::convert::{ReadArgs, WriteArgs};
+use crate::analysis::combine::combine;
+use crate::analysis::merge::{merge, MergeOptions, MergeReport};
+use crate::convert::{load, save};
+use crate::error::{Error, Findings, Result};
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The control-flow graph: a DCFG (or any profile with basic blocks).
+    pub graph: String,
+    /// Sample profiles: DCPI binary profiles or dcpicat dumps, one per event or per image.
+    #[arg(required = true)]
+    pub samples: Vec<String>,
+    /// Output file, or - for standard output. Its name picks the format unless --to is given
+    /// (callgrind.out.*, *.dcfg.json, *.dot, ...).
+    #[arg(short, long)]
+    pub output: String,
+    /// Output format (see `cfghub formats`).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Graph format; detected from content and name when absent.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// The graph image the samples belong to (full path or base name), when the sample
+    /// profile names it differently or not at all.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Where the sampled text starts in the graph's address space (hex with 0x, or decimal);
+    /// default: the graph image's load address.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_address)]
+    pub base: Option<u64>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// How many unattributed addresses to list on standard error.
+    #[arg(long, default_value_t = 20)]
+    pub list: usize,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// Parses `0x1f00` or `7936`.
+pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("expected an address (0xHEX or decimal), found {s:?}"))
+}
+
+pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
+    let mut inputs: Vec<&str> = vec![&args.graph];
+    inputs.extend(args.samples.iter().map(|s| s.as_str()));
+    crate::io::check_not_an_input(&args.output, &inputs)?;
+    let options = args.read.options();
+    let graph = load(&args.graph, args.from.as_deref(), &options)?;
+    super::check_findings(&args.graph, &graph.findings, quiet)?;
+    if graph.profile.processes.iter().all(|p| p.images.iter().all(|i| i.blocks.is_empty())) {
+        return Err(Error::usage(format!("{} has no basic blocks to attribute samples to", args.graph))
+            .with_hint("the first input is the control-flow graph (a DCFG); the sample profiles follow"));
+    }
+    let mut profiles = Vec::new();
+    for s in &args.samples {
+        let loaded = load(s, None, &options)?;
+        super::check_findings(s, &loaded.findings, quiet)?;
+        profiles.push(loaded.profile);
+    }
+    let mut findings = Findings::default();
+    let samples = combine(profiles, &mut findings)?;
+    super::check_findings("merge", &findings, quiet)?;
+    let merge_options = MergeOptions { image: args.image.clone(), base: args.base };
+    let (merged, report) = merge(graph.profile, &samples, &merge_options)?;
+    if !quiet {
+        eprint!("{}", describe(&report, args.list));
+    }
+    let findings = save(&merged, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+    super::check_findings(&args.output, &findings, quiet)?;
+    Ok(0)
+}
+
+/// The merge report as lines for standard error.
+pub fn describe(report: &MergeReport, list: usize) -> String {
+    let mut out = String::new();
+    for (sample, graph) in &report.matches {
+        match graph {
+            Some(g) => out.push_str(&format!("cfghub: merge: samples of {sample} -> graph image {g}\n")),
+            None => out.push_str(&format!(
+                "cfghub: merge: samples of {sample} match no graph image (name one with --image)\n"
+            )),
+        }
+    }
+    for (e, name) in report.events.iter().enumerate() {
+        out.push_str(&format!(
+            "cfghub: merge: {name}: {} sample(s) attributed to blocks, {} in no block\n",
+            report.attributed[e], report.unattributed_totals[e]
+        ));
+    }
+    if report.unattributed_addresses > 0 {
+        out.push_str(&format!(
+            "cfghub: merge: {} sampled address(es) lie in no block:\n",
+            report.unattributed_addresses
+        ));
+        for u in report.unattributed.iter().take(list) {
+            let values: Vec<String> =
+                report.events.iter().zip(&u.values).map(|(n, v)| format!("{n}={v}")).collect();
+            out.push_str(&format!("  {:#x}  {}  {}\n", u.address, u.image, values.join(" ")));
+        }
+        if report.unattributed_addresses > list {
+            out.push_str(&format!(
+                "  ... and {} more (--list N shows more)\n",
+                report.unattributed_addresses - list.min(report.unattributed_addresses)
+            ));
+        }
+    }
+    out
+}

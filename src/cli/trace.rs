@@ -1,0 +1,433 @@
+//! `cfghub trace ...`: look inside a DCFG-trace without converting it.
+//!
+//! - `edges`: the decoded edge ids, one per line, `# thread N` before each thread's sequence
+//!   (the text `cfghub convert DCFG --trace-from EDGES` encodes back);
+//! - `stats`: chunks, edges and instructions per thread; with `--dcfg`, every edge checked
+//!   against the DCFG and the recomputed edge counts compared with the DCFG's;
+//! - `timeline`: routine and loop entries in time order, as JSON lines;
+//! - `generate`: a synthetic DCFG and a consistent trace, for tests and benchmarks.
+//!
+//! Decoding streams: memory does not grow with the trace. Chunks decode in parallel on
+//! `--jobs` threads (all cores by default).
+
+use std::io::Write;
+use std::sync::mpsc;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::analysis::replay::{Timeline, TimelineEntry};
+use crate::convert::load;
+use crate::converters::dcfg_trace::decode::{self, EachEdge};
+use crate::converters::dcfg_trace::encode::EncodeOptions;
+use crate::converters::dcfg_trace::generate;
+use crate::error::{Error, Result};
+use crate::io::{write_error, write_output, Input};
+use crate::ir::Profile;
+use crate::registry::{ReadOptions, WriteOptions};
+use crate::synth::SynthSpec;
+
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// Threads that decode chunks in parallel (default: all cores).
+    #[arg(short, long, global = true)]
+    pub jobs: Option<usize>,
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Print the decoded edge ids, one per line (`# thread N` starts each thread).
+    Edges(EdgesArgs),
+    /// Chunks, edges and instructions per thread; with --dcfg, check the trace against it.
+    Stats(StatsArgs),
+    /// Routine and loop entries in time order, one JSON object per line (needs --dcfg).
+    Timeline(TimelineArgs),
+    /// Write a synthetic DCFG and a consistent DCFG-trace (for tests and benchmarks).
+    Generate(GenerateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EdgesArgs {
+    /// The DCFG-trace, or - for standard input.
+    pub trace: String,
+    /// Only this thread.
+    #[arg(long)]
+    pub thread: Option<u64>,
+    /// Check every edge against this DCFG while decoding.
+    #[arg(long)]
+    pub dcfg: Option<String>,
+    /// Output file (default: standard output).
+    #[arg(short, long, default_value = "-")]
+    pub output: String,
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// The DCFG-trace, or - for standard input.
+    pub trace: String,
+    /// The paired DCFG: check every edge and chunk against it and compare edge counts.
+    #[arg(long)]
+    pub dcfg: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// The DCFG-trace, or - for standard input.
+    pub trace: String,
+    /// The paired DCFG.
+    #[arg(long)]
+    pub dcfg: String,
+    /// Only this thread.
+    #[arg(long)]
+    pub thread: Option<u64>,
+    /// Output file (default: standard output).
+    #[arg(short, long, default_value = "-")]
+    pub output: String,
+}
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// Where to write the DCFG.
+    #[arg(long)]
+    pub dcfg_out: String,
+    /// Where to write the trace.
+    #[arg(long)]
+    pub trace_out: String,
+    /// Edges per thread.
+    #[arg(long, default_value_t = 100_000)]
+    pub edges: u64,
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Repeat one cycle of each thread's walk with repeat groups (a small file for any number
+    /// of edges) instead of encoding the whole walk.
+    #[arg(long)]
+    pub looped: bool,
+    /// Looped traces: edges per chunk.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub chunk_edges: u64,
+    /// Whole walks: instructions per chunk.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub chunk_instrs: u64,
+}
+
+pub fn run(args: TraceArgs, quiet: bool) -> Result<i32> {
+    let command = args.command;
+    match args.jobs {
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+                .map_err(|e| Error::usage(format!("cannot start {n} threads: {e}")))?;
+            pool.install(|| dispatch(command, quiet))
+        }
+        None => dispatch(command, quiet),
+    }
+}
+
+fn dispatch(command: TraceCommand, quiet: bool) -> Result<i32> {
+    match command {
+        TraceCommand::Edges(a) => edges(a, quiet),
+        TraceCommand::Stats(a) => stats(a, quiet),
+        TraceCommand::Timeline(a) => timeline(a, quiet),
+        TraceCommand::Generate(a) => generate_files(a),
+    }
+}
+
+/// Loads the paired DCFG, refusing one with rule violations.
+pub(crate) fn load_dcfg(path: &str, quiet: bool) -> Result<Profile> {
+    let loaded = load(path, None, &ReadOptions::default())?;
+    super::check_findings(path, &loaded.findings, quiet)?;
+    Ok(loaded.profile)
+}
+
+/// Runs `produce` (which decodes and sends blocks of output bytes) on its own thread while
+/// this one writes the blocks to `out`: decoding keeps streaming, the output stays atomic.
+fn pump(
+    output: &str,
+    inputs: &[&str],
+    produce: impl FnOnce(mpsc::SyncSender<Vec<u8>>) -> Result<()> + Send,
+) -> Result<()> {
+    write_output(output, inputs, |out| {
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(8);
+            let producer = scope.spawn(move || produce(tx));
+            let mut written = Ok(());
+            for block in rx.iter() {
+                if let Err(e) = out.write_all(&block) {
+                    written = Err(write_error(output)(e));
+                    break;
+                }
+            }
+            drop(rx);
+            let produced = producer.join().unwrap_or_else(|_| Err(Error::input("the decoder thread failed")));
+            written?;
+            produced
+        })
+    })
+}
+
+/// Sends bytes in blocks of about 64 KiB; what is left is sent when dropped.
+struct Blocks {
+    tx: mpsc::SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Blocks {
+    fn push(&mut self, f: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
+        f(&mut self.buf);
+        if self.buf.len() >= 1 << 16 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let block = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 16));
+        self.tx.send(block).map_err(|_| Error::input("output closed"))
+    }
+}
+
+impl Drop for Blocks {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
+    let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
+    let input = Input::open(&args.trace)?;
+    let name = args.trace.clone();
+    let mut inputs = vec![args.trace.as_str()];
+    inputs.extend(args.dcfg.as_deref());
+    pump(&args.output, &inputs, |tx| {
+        let mut blocks = Blocks { tx, buf: Vec::with_capacity(1 << 16) };
+        let mut last: Option<(u64, u64)> = None;
+        let mut digits = itoa::Buffer::new();
+        let job = EachEdge {
+            f: move |pid: u64, thread: u64, id: u64| {
+                if last != Some((pid, thread)) {
+                    let new_process = last.map_or(true, |(p, _)| p != pid);
+                    last = Some((pid, thread));
+                    if new_process {
+                        let _ = writeln!(blocks.buf, "# process {pid}");
+                    }
+                    let _ = writeln!(blocks.buf, "# thread {thread}");
+                }
+                blocks.buf.extend_from_slice(digits.format(id).as_bytes());
+                blocks.buf.push(b'\n');
+                if blocks.buf.len() >= 1 << 16 {
+                    blocks.flush()?;
+                }
+                Ok(())
+            },
+            thread: args.thread,
+        };
+        // The rest of the output goes when the job (and its buffer) is dropped.
+        decode::stream(&mut input.reader(), dcfg.as_ref(), job).map_err(|e| e.in_file(&name))?;
+        Ok(())
+    })?;
+    Ok(0)
+}
+
+#[derive(Serialize)]
+struct StatsReport {
+    file: String,
+    processes: Vec<ProcessStats>,
+}
+
+#[derive(Serialize)]
+struct ProcessStats {
+    pid: u64,
+    dictionary_entries: usize,
+    transition_table_rows: usize,
+    threads: Vec<ThreadStats>,
+    /// With --dcfg: edges whose traversal count in the trace differs from the DCFG's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edges_differing_from_dcfg: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct ThreadStats {
+    thread: u64,
+    chunks: u64,
+    edges: u64,
+    instructions: u64,
+    distinct_edges: usize,
+    /// With --dcfg: the thread's instruction count in the DCFG.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dcfg_instructions: Option<u64>,
+}
+
+fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
+    let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
+    let input = Input::open(&args.trace)?;
+    let totals = decode::totals(&mut input.reader(), dcfg.as_ref()).map_err(|e| e.in_file(&args.trace))?;
+    let mut report = StatsReport { file: args.trace.clone(), processes: Vec::new() };
+    for p in &totals.processes {
+        let paired = dcfg.as_ref().and_then(|d| d.processes.iter().find(|q| q.pid == p.pid));
+        let differing = paired.map(|q| {
+            q.edges
+                .iter()
+                .filter(|e| {
+                    let threads =
+                        e.counts.len().max(p.threads.keys().max().map(|&t| t as usize + 1).unwrap_or(0));
+                    (0..threads).any(|t| {
+                        let traced =
+                            p.threads.get(&(t as u64)).and_then(|x| x.edge_counts.get(&e.id)).copied();
+                        traced.unwrap_or(0) != e.counts.get(t).copied().unwrap_or(0)
+                    })
+                })
+                .count()
+        });
+        report.processes.push(ProcessStats {
+            pid: p.pid,
+            dictionary_entries: p.dictionary_entries,
+            transition_table_rows: p.table_rows,
+            threads: p
+                .threads
+                .iter()
+                .map(|(&t, x)| ThreadStats {
+                    thread: t,
+                    chunks: x.chunks,
+                    edges: x.edges,
+                    instructions: x.instrs,
+                    distinct_edges: x.edge_counts.len(),
+                    dcfg_instructions: paired.and_then(|q| q.thread_instr_counts.get(t as usize).copied()),
+                })
+                .collect(),
+            edges_differing_from_dcfg: differing,
+        });
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::input(e.to_string()))?);
+        return Ok(0);
+    }
+    println!("{}", report.file);
+    for p in &report.processes {
+        println!(
+            "process {}: {} dictionary entries, {} transition-table rows",
+            p.pid, p.dictionary_entries, p.transition_table_rows
+        );
+        let mut table = super::table::Table::new(
+            &["thread", "chunks", "edges", "instructions", "distinct edges", "DCFG instructions"],
+            &[0, 1, 2, 3, 4, 5],
+        );
+        for t in &p.threads {
+            table.row(vec![
+                t.thread.to_string(),
+                t.chunks.to_string(),
+                t.edges.to_string(),
+                t.instructions.to_string(),
+                t.distinct_edges.to_string(),
+                t.dcfg_instructions.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        print!("{}", table.render());
+        match p.edges_differing_from_dcfg {
+            Some(0) => println!("every edge exists in the DCFG and follows its predecessor; edge counts equal the DCFG's"),
+            Some(n) => println!(
+                "every edge exists in the DCFG and follows its predecessor; {n} edge(s) counted differently than in the DCFG (a partial trace?)"
+            ),
+            None => {}
+        }
+    }
+    Ok(0)
+}
+
+fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
+    let dcfg = load_dcfg(&args.dcfg, quiet)?;
+    let input = Input::open(&args.trace)?;
+    let name = args.trace.clone();
+    pump(&args.output, &[&args.trace, &args.dcfg], |tx| {
+        let blocks = std::sync::Mutex::new(Blocks { tx, buf: Vec::with_capacity(1 << 16) });
+        let job = Timeline::new(&dcfg, args.thread, |e: TimelineEntry| {
+            let line = serde_json::to_string(&e).map_err(|e| Error::input(e.to_string()))?;
+            blocks.lock().unwrap_or_else(|e| e.into_inner()).push(|buf| {
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            })
+        });
+        decode::stream(&mut input.reader(), Some(&dcfg), job).map_err(|e| e.in_file(&name))?;
+        blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
+    })?;
+    Ok(0)
+}
+
+fn generate_files(args: GenerateArgs) -> Result<i32> {
+    let threads = args.threads.max(1);
+    let spec = SynthSpec {
+        seed: args.seed,
+        threads,
+        steps_per_thread: if args.looped { 20_000 } else { args.edges },
+        keep_sequences: true,
+        ..SynthSpec::default()
+    };
+    let (profile, trace) = if args.looped {
+        generate::looped(&spec, args.edges, args.chunk_edges)?
+    } else {
+        let options = EncodeOptions { chunk_instrs: args.chunk_instrs, ..EncodeOptions::default() };
+        let p = generate::pair(&spec, &options)?;
+        (p.profile, p.trace)
+    };
+    crate::convert::save(&profile, &args.dcfg_out, Some("dcfg"), &[], &WriteOptions::default())?;
+    write_output(&args.trace_out, &[&args.dcfg_out], |out| {
+        out.write_all(&trace).map_err(write_error(&args.trace_out))
+    })?;
+    Ok(0)
+}
+
+/// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (stacks, exact
+/// inclusive costs of calls), naming count differences as warnings.
+pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Result<()> {
+    let input = Input::open(trace)?;
+    let replays =
+        crate::analysis::replay::replay(&mut input.reader(), profile).map_err(|e| e.in_file(trace))?;
+    let mut findings = crate::error::Findings::default();
+    crate::analysis::replay::apply(profile, &replays, &mut findings);
+    super::check_findings(trace, &findings, quiet)
+}
+
+/// `cfghub convert DCFG --trace-from EDGES -o OUT`: encodes edge sequences into a DCFG-trace of
+/// the DCFG's first process.
+pub(crate) fn encode_from(
+    dcfg: &str,
+    edges: &str,
+    output: &str,
+    chunk_instrs: u64,
+    quiet: bool,
+) -> Result<i32> {
+    use crate::converters::dcfg_trace::encode::{encode, parse_edge_list};
+    let format =
+        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::DcfgTrace);
+    if format.name() != "dcfg-trace" {
+        return Err(Error::usage(format!(
+            "--trace-from writes a DCFG-trace, but {output} names a {} file",
+            format.name()
+        ))
+        .with_hint("name the output *.trace.json (optionally .bz2 or .gz)"));
+    }
+    let profile = load_dcfg(dcfg, quiet)?;
+    let process = profile
+        .processes
+        .first()
+        .ok_or_else(|| Error::input("the DCFG has no process to pair the trace with").in_file(dcfg))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut Input::open(edges)?.reader(), &mut text)
+        .map_err(|e| Error::io(edges, e))?;
+    let threads = parse_edge_list(&text).map_err(|e| e.in_file(edges))?;
+    let options = EncodeOptions { chunk_instrs, ..EncodeOptions::default() };
+    write_output(output, &[dcfg, edges], |out| {
+        encode(&profile, process.pid, &threads, &options, out).map_err(|e| e.in_file(edges))
+    })?;
+    Ok(0)
+}
