@@ -793,7 +793,7 @@ impl Reader {
             offset: instr,
             file: self.file,
             line: line_no,
-            values,
+            values: values.into(),
         });
         Ok(())
     }

@@ -1080,7 +1080,7 @@ impl Table for Costs {
             _ => cell(seq, IntList, &mut values),
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
-        self.rows.push(Cost { offset: Some(offset), values, ..Cost::default() });
+        self.rows.push(Cost { offset: Some(offset), values: values.into(), ..Cost::default() });
         Ok(())
     }
 }

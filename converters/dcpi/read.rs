@@ -394,7 +394,11 @@ pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Pro
     for chunk in &body.chunks {
         let mut offset = chunk.offset as u64;
         for count in chunk.counts() {
-            costs.push(Cost { offset: Some(offset), values: vec![count as u64], ..Cost::default() });
+            costs.push(Cost {
+                offset: Some(offset),
+                values: smallvec::smallvec![u64::from(count)],
+                ..Cost::default()
+            });
             offset += step;
         }
     }

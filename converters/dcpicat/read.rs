@@ -97,7 +97,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             for (s, v) in sums.iter_mut().zip(&values) {
                 *s = s.saturating_add(*v);
             }
-            costs.push(Cost { offset: Some(addr - start), values, ..Cost::default() });
+            costs.push(Cost { offset: Some(addr - start), values: values.into(), ..Cost::default() });
             continue;
         }
         if last_addr.is_some() {

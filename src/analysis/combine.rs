@@ -138,7 +138,11 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                             values[e] = values[e].saturating_add(v);
                         }
                     }
-                    costs.push(Cost { values, file: remap(&mut out.files, input, c.file), ..c.clone() });
+                    costs.push(Cost {
+                        values: values.into(),
+                        file: remap(&mut out.files, input, c.file),
+                        ..c.clone()
+                    });
                 }
             }
         }

@@ -319,7 +319,7 @@ pub fn merge(
                         }
                     }
                     sinks[p][i].push(
-                        Cost { offset: Some(relocated as u64), values, ..Cost::default() },
+                        Cost { offset: Some(relocated as u64), values: values.into(), ..Cost::default() },
                         image.costs.len(),
                     );
                 }
@@ -393,7 +393,7 @@ mod tests {
         let file = s.files.intern("/elsewhere/app");
         let costs = offsets
             .iter()
-            .map(|&(o, v)| Cost { offset: Some(o), values: vec![v], ..Cost::default() })
+            .map(|&(o, v)| Cost { offset: Some(o), values: smallvec::smallvec![v], ..Cost::default() })
             .collect();
         s.processes.push(Process {
             images: vec![Image { file: Some(file), load_addr: 0x9000, costs, ..Image::default() }],

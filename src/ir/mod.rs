@@ -39,6 +39,10 @@ pub type EventId = usize;
 /// allocation (build one with `.into()` from a `Vec<u64>`, or `Counts::from_slice`).
 pub type Counts = smallvec::SmallVec<[u64; 2]>;
 
+/// Values of a cost record, one per event. Inline for up to two events: profiles hold millions
+/// of cost lines and samples, most with one or two events.
+pub type Values = smallvec::SmallVec<[u64; 2]>;
+
 /// One whole conversion: everything read from one or more inputs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
@@ -302,7 +306,7 @@ pub struct Cost {
     pub file: Option<FileId>,
     pub line: Option<u32>,
     /// One value per [`Profile::events`] entry (missing trailing values are 0).
-    pub values: Vec<u64>,
+    pub values: Values,
 }
 
 impl Cost {

@@ -43,7 +43,7 @@ fn the_manual_page_dump_reads_with_both_events() {
     assert_eq!(image.load_addr, 0x1_2000_0000);
     assert_eq!(image.size, Some(0x80_0000));
     let rows: Vec<(u64, Vec<u64>)> =
-        image.costs.iter().map(|c| (c.offset.unwrap(), c.values.clone())).collect();
+        image.costs.iter().map(|c| (c.offset.unwrap(), c.values.to_vec())).collect();
     assert_eq!(
         rows,
         [
