@@ -87,7 +87,11 @@ fn merging(c: &mut Criterion) {
     let path = samples.files.intern("/usr/bin/app");
     // 10^7 distinct addresses, ascending, 1.6 bytes apart on average: every block gets some.
     let costs = (0..SAMPLES)
-        .map(|i| Cost { offset: Some(i * 16 / 10), values: vec![1 + i % 7], ..Cost::default() })
+        .map(|i| Cost {
+            offset: Some(i * 16 / 10),
+            values: smallvec::smallvec![1 + i % 7],
+            ..Cost::default()
+        })
         .collect();
     samples.processes.push(Process {
         images: vec![Image { file: Some(path), load_addr: 0x400000, costs, ..Image::default() }],

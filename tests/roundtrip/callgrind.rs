@@ -127,7 +127,7 @@ fn function_model(
             offset: with_instr.then_some(0x1000 + offset),
             file: Some(src),
             line: Some(line),
-            values: vec![ir, dr],
+            values: smallvec::smallvec![ir, dr],
         });
     }
     let node = |s: usize| NodeRef::Symbol(SymbolRef { image: 0, symbol: s as u32 });
@@ -305,7 +305,11 @@ fn costs_of_other_events_become_further_columns() {
     let image = &mut model.processes[0].images[0];
     let offsets: Vec<u64> = image.blocks.iter().map(|b| b.offset).take(6).collect();
     for (i, offset) in offsets.iter().enumerate() {
-        image.costs.push(Cost { offset: Some(*offset), values: vec![100 + i as u64], ..Cost::default() });
+        image.costs.push(Cost {
+            offset: Some(*offset),
+            values: vec![100 + i as u64].into(),
+            ..Cost::default()
+        });
     }
     let bytes = write(&model, &WriteOptions::default());
     let text = String::from_utf8(bytes.clone()).unwrap();

@@ -55,7 +55,11 @@ fn costs_survive_in_the_extension_tables() {
     let image = &mut profile.processes[0].images[0];
     let offsets: Vec<u64> = image.blocks.iter().map(|b| b.offset).take(5).collect();
     for (i, offset) in offsets.into_iter().enumerate() {
-        image.costs.push(Cost { offset: Some(offset), values: vec![i as u64 * 10, 1], ..Cost::default() });
+        image.costs.push(Cost {
+            offset: Some(offset),
+            values: vec![i as u64 * 10, 1].into(),
+            ..Cost::default()
+        });
     }
     assert_eq!(round_trip(&profile, false), profile);
 }

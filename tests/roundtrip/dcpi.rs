@@ -182,7 +182,7 @@ fn arb_profile() -> impl Strategy<Value = (Profile, u64)> {
                 .into_iter()
                 .map(|(slot, count)| Cost {
                     offset: Some(slot as u64 * step),
-                    values: vec![count as u64],
+                    values: vec![count as u64].into(),
                     ..Cost::default()
                 })
                 .collect();

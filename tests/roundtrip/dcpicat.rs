@@ -65,7 +65,7 @@ fn arb_profile() -> impl Strategy<Value = Profile> {
             p.events = events.iter().map(|e| Event::new(e.0.clone())).collect();
             let costs = rows
                 .into_iter()
-                .map(|(o, v)| Cost { offset: Some(o), values: v[..n].to_vec(), ..Cost::default() })
+                .map(|(o, v)| Cost { offset: Some(o), values: v[..n].into(), ..Cost::default() })
                 .collect();
             p.processes = vec![Process {
                 images: vec![Image {
