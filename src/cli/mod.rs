@@ -17,8 +17,8 @@ use clap::{Parser, Subcommand};
 use crate::error::{Error, ErrorKind, Findings};
 
 /// cfghub converts control-flow profiles between the tools that make and show them:
-/// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI, folded
-/// stacks and flame graphs, DTrace, Graphviz DOT and GraphML.
+/// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, folded stacks
+/// and flame graphs, DTrace and perf aggregations, Graphviz DOT and GraphML.
 ///
 /// Formats are recognised by content, then by file name; `--from`/`--to` override both.
 /// Inputs may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.
