@@ -21,8 +21,15 @@ pub const MAX_DEPTH: u32 = 128;
 const CHUNK: usize = 1 << 20;
 
 /// A JSON syntax or type error, or an I/O error of the underlying reader, with its position.
+///
+/// Boxed, so that every `Result` the parser returns fits in registers: the hot path returns
+/// millions of them.
 #[derive(Debug)]
-pub struct JsonError {
+pub struct JsonError(Box<ErrorInfo>);
+
+/// What [`JsonError`] holds.
+#[derive(Debug)]
+pub struct ErrorInfo {
     pub message: String,
     /// 1-based line and column; 0 when the error was raised outside the parser (a visitor's
     /// custom error) and not yet placed.
@@ -32,6 +39,19 @@ pub struct JsonError {
     pub io: bool,
     /// The input ended before the JSON value did.
     pub eof: bool,
+}
+
+impl std::ops::Deref for JsonError {
+    type Target = ErrorInfo;
+    fn deref(&self) -> &ErrorInfo {
+        &self.0
+    }
+}
+
+impl JsonError {
+    fn new(message: String, line: u64, column: u64, io: bool, eof: bool) -> Self {
+        JsonError(Box::new(ErrorInfo { message, line, column, io, eof }))
+    }
 }
 
 impl fmt::Display for JsonError {
@@ -48,7 +68,7 @@ impl std::error::Error for JsonError {}
 
 impl de::Error for JsonError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        JsonError { message: msg.to_string(), line: 0, column: 0, io: false, eof: false }
+        JsonError::new(msg.to_string(), 0, 0, false, false)
     }
 }
 
@@ -96,8 +116,8 @@ impl<R: Read> JsonReader<R> {
     pub fn place(&self, mut e: JsonError) -> JsonError {
         if e.line == 0 && !e.io {
             let (line, column) = self.position();
-            e.line = line;
-            e.column = column;
+            e.0.line = line;
+            e.0.column = column;
         }
         e
     }
@@ -112,14 +132,16 @@ impl<R: Read> JsonReader<R> {
         (self.lines_before + newlines + 1, column)
     }
 
+    #[cold]
     fn error(&self, message: impl Into<String>) -> JsonError {
         let (line, column) = self.position();
-        JsonError { message: message.into(), line, column, io: false, eof: false }
+        JsonError::new(message.into(), line, column, false, false)
     }
 
+    #[cold]
     fn eof_error(&self, what: &str) -> JsonError {
         let mut e = self.error(format!("EOF while parsing {what}"));
-        e.eof = true;
+        e.0.eof = true;
         e
     }
 
@@ -150,21 +172,24 @@ impl<R: Read> JsonReader<R> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    return Err(JsonError {
-                        message: e.to_string(),
-                        line: 0,
-                        column: 0,
-                        io: true,
-                        eof: false,
-                    });
+                    return Err(JsonError::new(e.to_string(), 0, 0, true, false));
                 }
             }
         }
     }
 
     /// The next byte that is not white space, without consuming it.
-    #[inline]
+    #[inline(always)]
     fn peek(&mut self) -> Result<Option<u8>> {
+        // Every JSON white-space byte is at most b' ': anything above is the next token.
+        if self.pos < self.end && self.buf[self.pos] > b' ' {
+            return Ok(Some(self.buf[self.pos]));
+        }
+        self.peek_slow()
+    }
+
+    #[inline(never)]
+    fn peek_slow(&mut self) -> Result<Option<u8>> {
         loop {
             while self.pos < self.end {
                 let b = self.buf[self.pos];
@@ -179,9 +204,18 @@ impl<R: Read> JsonReader<R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn peek_or_eof(&mut self, what: &str) -> Result<u8> {
-        match self.peek()? {
+        if self.pos < self.end && self.buf[self.pos] > b' ' {
+            return Ok(self.buf[self.pos]);
+        }
+        self.peek_or_eof_slow(what)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn peek_or_eof_slow(&mut self, what: &str) -> Result<u8> {
+        match self.peek_slow()? {
             Some(b) => Ok(b),
             None => Err(self.eof_error(what)),
         }
@@ -202,19 +236,29 @@ impl<R: Read> JsonReader<R> {
     }
 
     /// Parses a number; integers without fraction or exponent stay exact.
-    #[inline]
+    #[inline(always)]
     fn number<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value> {
-        // Fast path: an unsigned integer of up to 19 digits ending inside the chunk.
+        // Fast path: an unsigned integer of up to 19 digits (always fits 64 bits) ending
+        // inside the chunk, in one pass.
         let rest = &self.buf[self.pos..self.end];
-        let digits = rest.iter().take(20).take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0 && digits < 20 && digits < rest.len() && !matches!(rest[digits], b'.' | b'e' | b'E') {
-            let value = rest[..digits].iter().fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'));
-            self.pos += digits;
+        let mut i = 0;
+        let mut value = 0u64;
+        while i < rest.len() && i < 19 {
+            let d = rest[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            value = value * 10 + u64::from(d);
+            i += 1;
+        }
+        if i > 0 && i < rest.len() && !matches!(rest[i], b'0'..=b'9' | b'.' | b'e' | b'E') {
+            self.pos += i;
             return visitor.visit_u64(value);
         }
         self.number_slow(visitor)
     }
 
+    #[inline(never)]
     fn number_slow<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value> {
         let negative = self.buf[self.pos] == b'-';
         if negative {
@@ -545,16 +589,20 @@ impl<'de, R: Read> de::Deserializer<'de> for &mut JsonReader<R> {
     /// do): a string holding a whole decimal or `0x` hex number that fits 64 bits reaches the
     /// visitor as `visit_u64`; any other value goes to the visitor as it is.
     fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        if self.peek()? == Some(b'"') {
-            let rest = &self.buf[self.pos + 1..self.end];
-            if let Some(close) = memchr::memchr(b'"', &rest[..rest.len().min(40)]) {
-                if let Some(v) = parse_u64_text(&rest[..close]) {
-                    self.pos += close + 2;
-                    return visitor.visit_u64(v);
+        match self.peek_or_eof("a value")? {
+            b'0'..=b'9' => self.number(visitor).map_err(|e| self.place(e)),
+            b'"' => {
+                let rest = &self.buf[self.pos + 1..self.end];
+                if let Some(close) = memchr::memchr(b'"', &rest[..rest.len().min(40)]) {
+                    if let Some(v) = parse_u64_text(&rest[..close]) {
+                        self.pos += close + 2;
+                        return visitor.visit_u64(v).map_err(|e| self.place(e));
+                    }
                 }
+                self.deserialize_any(visitor)
             }
+            _ => self.deserialize_any(visitor),
         }
-        self.deserialize_any(visitor)
     }
 
     serde::forward_to_deserialize_any! {

@@ -46,7 +46,7 @@ fn parse(input: &mut dyn BufRead) -> Result<RawDcfg> {
     let result = TopSeed { ctx: &ctx }.deserialize(&mut json).and_then(|raw| json.end().map(|_| raw));
     result.map_err(|e| {
         if e.io {
-            return Error::input(e.message);
+            return Error::input(e.message.clone());
         }
         let e = json.place(e);
         let path = ctx.render();
