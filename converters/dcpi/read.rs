@@ -8,7 +8,7 @@
 use std::io::BufRead;
 
 use crate::error::{Error, Findings, Location, Result};
-use crate::ir::{Cost, Event, Image, Meta, Process, Profile};
+use crate::ir::{Cost, Event, Image, Meta, Process, Profile, Values};
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
@@ -252,11 +252,17 @@ fn u32_at(data: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]])
 }
 
-/// Parses and checks the body of a major-version-0 profile starting at `start`.
-///
-/// `step` is the number of bytes between consecutive slots, used to check that chunks do not
-/// overlap. Errors give the byte offset of the chunk or footer concerned.
-pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
+/// The chunks of a body, their structure checked (counts not yet looked at).
+struct Layout<'a> {
+    chunks: Vec<Chunk<'a>>,
+    slots: usize,
+    /// Byte offset of the footer.
+    footer: usize,
+}
+
+/// Walks the chunk headers of the body starting at `start`, checking every structural rule
+/// (sizes, order, overlap) without reading the counts themselves.
+fn layout(data: &[u8], start: usize, step: u64) -> Result<Layout<'_>> {
     let end = data.len();
     if end < start || end - start < 8 {
         return Err(bad(
@@ -272,8 +278,6 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
     let mut pos = start;
     let mut prev: Option<(u32, u64)> = None; // (offset, end offset)
     let mut slots = 0usize;
-    let mut nonzero: u64 = 0;
-    let mut sum: u64 = 0;
     while pos < footer {
         if footer - pos < 8 {
             return Err(bad(pos, format!(
@@ -312,16 +316,17 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
             }
         }
         let raw = &data[pos + 8..pos + 8 + number * 4];
-        let chunk = Chunk { offset, raw, at: pos };
-        for c in chunk.counts() {
-            nonzero += (c != 0) as u64;
-            sum += c as u64;
-        }
-        chunks.push(chunk);
+        chunks.push(Chunk { offset, raw, at: pos });
         slots += number;
         prev = Some((offset, chunk_end));
         pos += 8 + number * 4;
     }
+    Ok(Layout { chunks, slots, footer })
+}
+
+/// Checks the footer against the number of non-zero counts and their sum, and makes the body.
+fn check_footer<'a>(data: &[u8], layout: Layout<'a>, nonzero: u64, sum: u64) -> Result<Body<'a>> {
+    let footer = layout.footer;
     let total_offsets = u32_at(data, footer);
     let total_samples = u32_at(data, footer + 4);
     if nonzero != total_offsets as u64 {
@@ -336,7 +341,23 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
             format!("footer says {total_samples} samples in all, the chunks sum to {sum}"),
         ));
     }
-    Ok(Body { chunks, total_offsets, total_samples, slots, sum })
+    Ok(Body { chunks: layout.chunks, total_offsets, total_samples, slots: layout.slots, sum })
+}
+
+/// Parses and checks the body of a major-version-0 profile starting at `start`.
+///
+/// `step` is the number of bytes between consecutive slots, used to check that chunks do not
+/// overlap. Errors give the byte offset of the chunk or footer concerned.
+pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
+    let layout = layout(data, start, step)?;
+    let (mut nonzero, mut sum) = (0u64, 0u64);
+    for chunk in &layout.chunks {
+        for c in chunk.counts() {
+            nonzero += (c != 0) as u64;
+            sum += c as u64;
+        }
+    }
+    check_footer(data, layout, nonzero, sum)
 }
 
 /// The slot step the options ask for.
@@ -372,7 +393,26 @@ pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
 /// [`read`] over bytes in memory.
 pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Profile> {
     let header = parse_header(data, findings)?;
-    let body = parse_body(data, header.body_start, step)?;
+    let layout = layout(data, header.body_start, step)?;
+    // One pass over the counts: the model's costs (exact capacity, no per-slot allocation, the
+    // value stored inline) and the footer's totals at once.
+    let mut costs = Vec::with_capacity(layout.slots);
+    let (mut nonzero, mut sum) = (0u64, 0u64);
+    for chunk in &layout.chunks {
+        let base = chunk.offset as u64;
+        costs.extend(chunk.counts().enumerate().map(|(i, count)| {
+            nonzero += (count != 0) as u64;
+            sum += count as u64;
+            Cost {
+                symbol: None,
+                offset: Some(base + i as u64 * step),
+                file: None,
+                line: None,
+                values: Values::from_buf_and_len([u64::from(count), 0], 1),
+            }
+        }));
+    }
+    let body = check_footer(data, layout, nonzero, sum)?;
     if body.total_samples as u64 != body.sum {
         findings.warn(
             Some(Location::Byte((data.len() - 4) as u64)),
@@ -390,18 +430,6 @@ pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Pro
         ..Profile::default()
     };
     let file = header.path.as_deref().map(|p| profile.files.intern(p));
-    let mut costs = Vec::with_capacity(body.slots);
-    for chunk in &body.chunks {
-        let mut offset = chunk.offset as u64;
-        for count in chunk.counts() {
-            costs.push(Cost {
-                offset: Some(offset),
-                values: smallvec::smallvec![u64::from(count)],
-                ..Cost::default()
-            });
-            offset += step;
-        }
-    }
     let image = Image { file, load_addr: header.tstart, size: Some(header.tsize), costs, ..Image::default() };
     profile.processes.push(Process { images: vec![image], ..Process::default() });
     Ok(profile)

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use super::combine::sum_equal_offsets;
 use crate::error::{Error, Result};
-use crate::ir::{Cost, Image, Profile};
+use crate::ir::{Cost, Image, Profile, Values};
 
 /// Where samples go.
 #[derive(Clone, Debug, Default)]
@@ -311,7 +311,8 @@ pub fn merge(
             };
             match (block, target) {
                 (Some(_), Some((p, i))) => {
-                    let mut values = vec![0; events];
+                    // Inline for up to two events: no allocation per sample.
+                    let mut values = Values::from_elem(0, events);
                     for (j, &v) in c.values.iter().enumerate() {
                         if let Some(&e) = event_map.get(j) {
                             values[e] = v;
@@ -319,7 +320,7 @@ pub fn merge(
                         }
                     }
                     sinks[p][i].push(
-                        Cost { offset: Some(relocated as u64), values: values.into(), ..Cost::default() },
+                        Cost { offset: Some(relocated as u64), values, ..Cost::default() },
                         image.costs.len(),
                     );
                 }

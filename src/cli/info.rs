@@ -326,9 +326,15 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                     continue;
                 }
                 let address = image.load_addr.wrapping_add(offset);
-                hottest.push(Reverse((c.value(0), Reverse(address), i, k)));
-                if hottest.len() > top {
-                    hottest.pop();
+                let hot = Reverse((c.value(0), Reverse(address), i, k));
+                if hottest.len() < top {
+                    hottest.push(hot);
+                } else if let Some(mut coldest) = hottest.peek_mut() {
+                    // Full: only an address hotter than the coldest kept one gets in (no tie:
+                    // `(i, k)` is unique), replacing it in place.
+                    if hot < *coldest {
+                        *coldest = hot;
+                    }
                 }
             }
         }
