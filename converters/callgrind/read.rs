@@ -714,7 +714,8 @@ impl Reader {
         }
         self.last = pos;
         let nevents = self.profile.events.len();
-        let mut values = vec![0u64; nevents];
+        // Inline for up to two events, as in the model: no heap allocation per cost line.
+        let mut values = crate::ir::Values::from_elem(0, nevents);
         let mut col = 0;
         while !rest.is_empty() {
             let (t, r) = next_token(rest);
@@ -765,7 +766,7 @@ impl Reader {
                 tgt_line,
                 count: p.count,
                 executed: p.executed,
-                inclusive: if p.kind == ArcKind::Call { values } else { Vec::new() },
+                inclusive: if p.kind == ArcKind::Call { values.into_vec() } else { Vec::new() },
             };
             if p.kind == ArcKind::Call {
                 self.cob = None;
@@ -793,7 +794,7 @@ impl Reader {
             offset: instr,
             file: self.file,
             line: line_no,
-            values: values.into(),
+            values,
         });
         Ok(())
     }
