@@ -714,7 +714,8 @@ impl Reader {
         }
         self.last = pos;
         let nevents = self.profile.events.len();
-        let mut values = vec![0u64; nevents];
+        // Inline for up to two events, as in the model: no heap allocation per cost line.
+        let mut values = crate::ir::Values::from_elem(0, nevents);
         let mut col = 0;
         while !rest.is_empty() {
             let (t, r) = next_token(rest);
@@ -765,7 +766,7 @@ impl Reader {
                 tgt_line,
                 count: p.count,
                 executed: p.executed,
-                inclusive: if p.kind == ArcKind::Call { values } else { Vec::new() },
+                inclusive: if p.kind == ArcKind::Call { values.into_vec() } else { Vec::new() },
             };
             if p.kind == ArcKind::Call {
                 self.cob = None;
@@ -793,7 +794,7 @@ impl Reader {
             offset: instr,
             file: self.file,
             line: line_no,
-            values: values.into(),
+            values,
         });
         Ok(())
     }
@@ -993,6 +994,8 @@ struct Instr {
     owner: u32,
     file: Option<FileId>,
     line: u32,
+    /// A call instruction (the source of a `calls=` line).
+    call: bool,
 }
 
 /// Edge key while aggregating: (source, target, kind).
@@ -1124,12 +1127,24 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     }
     // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
     // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
-    let mut call_execs: Vec<HashMap<u64, u64, FastHash>> = vec![HashMap::default(); nimages];
+    // Sorted (address, calls) vectors rather than hash maps: the instructions are visited in
+    // address order, so a cursor finds each call site without a look-up.
+    let mut call_execs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); nimages];
     for a in arcs {
         if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
-            let e = call_execs[a.src_image as usize].entry(s).or_default();
-            *e = e.saturating_add(a.count);
+            call_execs[a.src_image as usize].push((s, a.count));
         }
+    }
+    for calls in &mut call_execs {
+        calls.sort_unstable_by_key(|&(addr, _)| addr);
+        calls.dedup_by(|next, kept| {
+            if next.0 == kept.0 {
+                kept.1 = kept.1.saturating_add(next.1);
+                true
+            } else {
+                false
+            }
+        });
     }
     let mut next_id = 4u64;
     // Per image: block starts (sorted) for address look-ups, and each block's owner.
@@ -1156,7 +1171,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             .filter_map(|(k, c)| Some((c.offset?, k as u32)))
             .collect();
         order.sort_unstable();
-        let mut merged: Vec<Instr> = Vec::new();
+        let mut merged: Vec<Instr> = Vec::with_capacity(order.len());
         for (addr, k) in order {
             let c = &image.costs[k as usize];
             let v = ir.map_or(0, |e| c.value(e));
@@ -1168,12 +1183,19 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                     owner: c.symbol.map_or(0, |s| base[s as usize]),
                     file: c.file,
                     line: c.line.unwrap_or(0),
+                    call: false,
                 }),
             }
         }
-        let is_call = |a: u64| call_execs[i].contains_key(&a);
+        let calls = &call_execs[i];
+        let mut ci = 0usize;
         for m in &mut merged {
-            if let Some(&n) = call_execs[i].get(&m.addr) {
+            while ci < calls.len() && calls[ci].0 < m.addr {
+                ci += 1;
+            }
+            if ci < calls.len() && calls[ci].0 == m.addr {
+                m.call = true;
+                let n = calls[ci].1;
                 if n > 0 {
                     m.ir = m.ir.min(n);
                 }
@@ -1216,7 +1238,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
                 if is_lead(x.addr)
                     || is_end(prev.addr)
                     || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir && !is_call(x.addr))
+                    || (ir.is_some() && x.ir != first.ir && !x.call)
                 {
                     break;
                 }
@@ -1378,7 +1400,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     // file does not say which return went where; the counts still add up).
     let has_out: std::collections::HashSet<BlockRef, FastHash> = set.items.iter().map(|(k, _)| k.0).collect();
     // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
-    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64> = HashMap::new();
+    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64, FastHash> = HashMap::default();
     for (src, callee, thread, count) in call_sites {
         let Some(ret) = next_block(src) else { continue };
         let owner = owners[callee.image as usize][callee.block as usize];
@@ -1426,10 +1448,14 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             }
         }
     }
+    // Sorted by key through a permutation of small (key, index) pairs, so that the sort moves
+    // neither counts nor inclusive costs; keys are distinct, so the order is fully determined.
     let mut items = set.items;
-    items.sort_unstable_by_key(|(k, _)| *k);
+    let mut perm: Vec<(EdgeKey, u32)> = items.iter().enumerate().map(|(n, (k, _))| (*k, n as u32)).collect();
+    perm.sort_unstable();
     let mut edges: Vec<Edge> = Vec::with_capacity(items.len());
-    for (n, (key, e)) in items.into_iter().enumerate() {
+    for (n, (key, at)) in perm.into_iter().enumerate() {
+        let e = std::mem::take(&mut items[at as usize].1);
         edges.push(Edge {
             id: n as u64 + 1,
             source: NodeRef::Block(key.0),
@@ -1455,7 +1481,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
     }
     for (i, image) in process.images.iter_mut().enumerate() {
         let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut slot: HashMap<u32, usize> = HashMap::new();
+        let mut slot: HashMap<u32, usize, FastHash> = HashMap::default();
         for (b, &o) in owners[i].iter().enumerate() {
             let k = *slot.entry(o).or_insert_with(|| {
                 by_owner.push((o, Vec::new()));

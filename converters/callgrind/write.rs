@@ -178,6 +178,16 @@ fn stacks_only(process: &Process) -> bool {
         && process.images.iter().all(|i| i.blocks.is_empty() && i.costs.is_empty())
 }
 
+/// A file or object name ("" for none), borrowed from the profile rather than the writer, so
+/// that it can be written into the writer's name tables without a copy.
+fn file_name(profile: &Profile, f: Option<FileId>) -> &str {
+    f.map_or("", |f| profile.file_name(f))
+}
+
+fn object_name<'p>(profile: &'p Profile, process: &Process, image: u32) -> &'p str {
+    file_name(profile, process.images[image as usize].file)
+}
+
 /// Compressed names of one namespace: `(id) name` the first time in a part, `(id)` after.
 #[derive(Default)]
 struct NameTable {
@@ -378,19 +388,11 @@ impl Writer<'_> {
         self.put(format!("\ntotals: {}\n", totals.join(" ")).as_bytes())
     }
 
-    fn file_name(&self, f: Option<FileId>) -> &str {
-        f.map_or("", |f| self.profile.file_name(f))
-    }
-
-    fn object_name(&self, process: &Process, image: u32) -> &str {
-        self.file_name(process.images[image as usize].file)
-    }
-
     /// Switches to function `f`, writing `ob=`, `fl=` and `fn=` as needed.
     fn enter(&mut self, process: &Process, f: &Func) {
         if self.ctx.image != Some(f.image) {
-            let name = self.object_name(process, f.image).to_string();
-            self.objects.write(&mut self.body, "ob", &name);
+            let name = object_name(self.profile, process, f.image);
+            self.objects.write(&mut self.body, "ob", name);
             self.ctx.image = Some(f.image);
             self.ctx.function = None;
         }
@@ -400,8 +402,8 @@ impl Writer<'_> {
         // `fn=` goes back to the `fl=` file for KCachegrind but stays in the last `fi=` file for
         // callgrind_annotate: write `fl=` unless both agree.
         if self.ctx.fl != Some(f.file) || self.ctx.file != Some(f.file) {
-            let name = self.file_name(f.file).to_string();
-            self.files.write(&mut self.body, "fl", &name);
+            let name = file_name(self.profile, f.file);
+            self.files.write(&mut self.body, "fl", name);
             self.ctx.fl = Some(f.file);
         }
         self.functions.write(&mut self.body, "fn", &f.name);
@@ -415,8 +417,8 @@ impl Writer<'_> {
             return;
         }
         let key = if self.ctx.fl == Some(file) { "fe" } else { "fi" };
-        let name = self.file_name(file).to_string();
-        self.files.write(&mut self.body, key, &name);
+        let name = file_name(self.profile, file);
+        self.files.write(&mut self.body, key, name);
         self.ctx.file = Some(file);
     }
 
@@ -488,10 +490,10 @@ impl Writer<'_> {
     fn costs_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) {
         // Name definitions in the model's order, so that reading the file back interns files,
         // images and symbols in the same order.
-        for (id, name) in self.profile.files.iter() {
+        let profile = self.profile;
+        for (id, name) in profile.files.iter() {
             let _ = id;
-            let name = name.to_string();
-            self.files.write(&mut self.body, "fl", &name);
+            self.files.write(&mut self.body, "fl", name);
         }
         self.ctx.fl = None;
         for (i, image) in process.images.iter().enumerate() {
@@ -832,12 +834,12 @@ impl Writer<'_> {
         }
         self.enter(process, &caller);
         if callee.image != caller.image {
-            let name = self.object_name(process, callee.image).to_string();
-            self.objects.write(&mut self.body, "cob", &name);
+            let name = object_name(self.profile, process, callee.image);
+            self.objects.write(&mut self.body, "cob", name);
         }
         if Some(callee.file) != self.ctx.file {
-            let name = self.file_name(callee.file).to_string();
-            self.files.write(&mut self.body, "cfi", &name);
+            let name = file_name(self.profile, callee.file);
+            self.files.write(&mut self.body, "cfi", name);
         }
         self.functions.write(&mut self.body, "cfn", &callee.name);
         self.body.extend_from_slice(b"calls=");
@@ -875,8 +877,8 @@ impl Writer<'_> {
         self.enter(process, &from);
         if to.name != from.name {
             if to.file != from.file {
-                let name = self.file_name(to.file).to_string();
-                self.files.write(&mut self.body, "jfi", &name);
+                let name = file_name(self.profile, to.file);
+                self.files.write(&mut self.body, "jfi", name);
             }
             self.functions.write(&mut self.body, "jfn", &to.name);
         }
