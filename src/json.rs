@@ -502,6 +502,12 @@ impl<R: Read> JsonReader<R> {
     }
 }
 
+/// An integer as profile formats spell it in text: decimal, or hexadecimal after `0x`
+/// (`"0x400000"`, `"17"`), surrounding white space allowed; `None` unless it fits 64 bits.
+pub fn parse_int(text: &str) -> Option<u64> {
+    parse_u64_text(text.trim().as_bytes())
+}
+
 /// A decimal or `0x` hexadecimal integer spelled in ASCII, if it is one and fits 64 bits.
 pub fn parse_u64_text(text: &[u8]) -> Option<u64> {
     let (digits, radix) = match text {
@@ -707,6 +713,18 @@ mod tests {
         let ours: serde_json::Value = parse(&text).unwrap();
         let theirs: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn integers_as_profile_formats_spell_them() {
+        assert_eq!(parse_int("0x400000"), Some(4194304));
+        assert_eq!(parse_int("0X1F"), Some(31));
+        assert_eq!(parse_int(" 17 "), Some(17));
+        assert_eq!(parse_int("0xffffffffffffffff"), Some(u64::MAX));
+        assert_eq!(parse_int("0x10000000000000000"), None);
+        assert_eq!(parse_int("x12"), None);
+        assert_eq!(parse_int("0x"), None);
+        assert_eq!(parse_int("-1"), None);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::ir::{
     Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, Loop, NodeRef, Process, Profile,
     Routine, SourceLine, Symbol,
 };
-use crate::json::{JsonError, JsonReader};
+use crate::json::{parse_int, JsonError, JsonReader};
 
 /// Top-level tag of the extension table naming the events of [`Cost`] values. DCFG readers
 /// ignore unknown tags, so a DCFG carrying it stays valid for every other tool.
@@ -245,15 +245,6 @@ impl<'de> Visitor<'de> for IntVisitor {
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
         parse_int(s).ok_or_else(|| E::custom(format!("\"{s}\" is not an integer (decimal, or hex with 0x)")))
-    }
-}
-
-/// Parses `"0x1f"`, `"0X1F"` or `"31"` (surrounding white space allowed).
-pub(crate) fn parse_int(s: &str) -> Option<u64> {
-    let s = s.trim();
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
     }
 }
 
@@ -577,6 +568,28 @@ impl Table for Events {
 // ---------------------------------------------------------------------------------------------
 // Objects
 
+/// Reads the value under `key`, with the path naming the key while it is read.
+fn value_at<'de, A, S>(map: &mut A, ctx: &Ctx, key: &'static str, seed: S) -> Result<S::Value, A::Error>
+where
+    A: MapAccess<'de>,
+    S: DeserializeSeed<'de>,
+{
+    ctx.push(Seg::Key(key));
+    let value = map.next_value_seed(seed)?;
+    ctx.pop();
+    Ok(value)
+}
+
+/// Reads the table under `key` into `table`.
+fn table_at<'de, A: MapAccess<'de>, T: Table>(
+    map: &mut A,
+    ctx: &Ctx,
+    key: &'static str,
+    table: &mut T,
+) -> Result<(), A::Error> {
+    value_at(map, ctx, key, TableSeed { table, ctx })
+}
+
 struct TopSeed<'a> {
     ctx: &'a Ctx,
 }
@@ -599,42 +612,33 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
         let ctx = self.ctx;
         let mut raw = RawDcfg::default();
         while let Some(key) = map.next_key::<String>()? {
-            macro_rules! id_names {
-                ($k:literal, $tag:literal, $field:ident) => {{
-                    ctx.push(Seg::Key($tag));
-                    let mut t = IdNames::<$k> { rows: Vec::new() };
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
-                    raw.$field.extend(t.rows);
-                    ctx.pop();
-                }};
-            }
             match key.as_str() {
-                "MAJOR_VERSION" => {
-                    ctx.push(Seg::Key("MAJOR_VERSION"));
-                    raw.major = Some(map.next_value_seed(Int)?);
-                    ctx.pop();
+                "MAJOR_VERSION" => raw.major = Some(value_at(&mut map, ctx, "MAJOR_VERSION", Int)?),
+                "MINOR_VERSION" => raw.minor = Some(value_at(&mut map, ctx, "MINOR_VERSION", Int)?),
+                "FILE_NAMES" => {
+                    let mut t = IdNames::<0> { rows: Vec::new() };
+                    table_at(&mut map, ctx, "FILE_NAMES", &mut t)?;
+                    raw.files.extend(t.rows);
                 }
-                "MINOR_VERSION" => {
-                    ctx.push(Seg::Key("MINOR_VERSION"));
-                    raw.minor = Some(map.next_value_seed(Int)?);
-                    ctx.pop();
+                "EDGE_TYPES" => {
+                    let mut t = IdNames::<1> { rows: Vec::new() };
+                    table_at(&mut map, ctx, "EDGE_TYPES", &mut t)?;
+                    raw.edge_types.extend(t.rows);
                 }
-                "FILE_NAMES" => id_names!(0, "FILE_NAMES", files),
-                "EDGE_TYPES" => id_names!(1, "EDGE_TYPES", edge_types),
-                "SPECIAL_NODES" => id_names!(2, "SPECIAL_NODES", special_nodes),
+                "SPECIAL_NODES" => {
+                    let mut t = IdNames::<2> { rows: Vec::new() };
+                    table_at(&mut map, ctx, "SPECIAL_NODES", &mut t)?;
+                    raw.special_nodes.extend(t.rows);
+                }
                 EVENTS_TAG => {
-                    ctx.push(Seg::Key(EVENTS_TAG));
                     let mut t = Events { rows: Vec::new() };
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    table_at(&mut map, ctx, EVENTS_TAG, &mut t)?;
                     raw.events.extend(t.rows);
-                    ctx.pop();
                 }
                 "PROCESSES" => {
-                    ctx.push(Seg::Key("PROCESSES"));
                     let mut t = Processes { rows: Vec::new() };
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    table_at(&mut map, ctx, "PROCESSES", &mut t)?;
                     raw.processes.extend(t.rows);
-                    ctx.pop();
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -697,33 +701,24 @@ impl<'de> Visitor<'de> for ProcessData<'_> {
         let (p, ctx) = (self.process, self.ctx);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "INSTR_COUNT" => {
-                    ctx.push(Seg::Key("INSTR_COUNT"));
-                    p.instr_count = Some(map.next_value_seed(Int)?);
-                    ctx.pop();
-                }
+                "INSTR_COUNT" => p.instr_count = Some(value_at(&mut map, ctx, "INSTR_COUNT", Int)?),
                 "INSTR_COUNT_PER_THREAD" => {
-                    ctx.push(Seg::Key("INSTR_COUNT_PER_THREAD"));
-                    p.thread_instr_counts = map.next_value_seed(IntList)?;
-                    ctx.pop();
+                    p.thread_instr_counts = value_at(&mut map, ctx, "INSTR_COUNT_PER_THREAD", IntList)?
                 }
                 "IMAGES" => {
-                    ctx.push(Seg::Key("IMAGES"));
                     let mut t = Images { rows: Vec::new() };
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    table_at(&mut map, ctx, "IMAGES", &mut t)?;
                     p.images.extend(t.rows);
-                    ctx.pop();
                 }
                 "EDGES" => {
-                    ctx.push(Seg::Key("EDGES"));
+                    // Appends to what an earlier EDGES key gave, without copying the table.
                     let mut t = Edges {
                         rows: std::mem::take(&mut p.edges),
                         kinds: std::mem::take(&mut p.edge_kinds),
                     };
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
+                    table_at(&mut map, ctx, "EDGES", &mut t)?;
                     p.edges = t.rows;
                     p.edge_kinds = t.kinds;
-                    ctx.pop();
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -787,37 +782,32 @@ impl<'de> Visitor<'de> for ImageData<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let (im, ctx) = (self.image, self.ctx);
         while let Some(key) = map.next_key::<String>()? {
-            macro_rules! table {
-                ($tag:expr, $t:expr, $then:expr) => {{
-                    ctx.push(Seg::Key($tag));
-                    let mut t = $t;
-                    map.next_value_seed(TableSeed { table: &mut t, ctx })?;
-                    #[allow(clippy::redundant_closure_call)]
-                    ($then)(t);
-                    ctx.pop();
-                }};
-            }
             match key.as_str() {
-                "FILE_NAME_ID" => {
-                    ctx.push(Seg::Key("FILE_NAME_ID"));
-                    im.file = Some(map.next_value_seed(Int)?);
-                    ctx.pop();
-                }
+                "FILE_NAME_ID" => im.file = Some(value_at(&mut map, ctx, "FILE_NAME_ID", Int)?),
                 "SYMBOLS" => {
-                    table!("SYMBOLS", Symbols { rows: Vec::new() }, |t: Symbols| im.symbols.extend(t.rows))
+                    let mut t = Symbols { rows: Vec::new() };
+                    table_at(&mut map, ctx, "SYMBOLS", &mut t)?;
+                    im.symbols.extend(t.rows);
                 }
-                "SOURCE_DATA" => table!("SOURCE_DATA", Sources { rows: Vec::new() }, |t: Sources| im
-                    .source_lines
-                    .extend(t.rows)),
+                "SOURCE_DATA" => {
+                    let mut t = Sources { rows: Vec::new() };
+                    table_at(&mut map, ctx, "SOURCE_DATA", &mut t)?;
+                    im.source_lines.extend(t.rows);
+                }
                 "BASIC_BLOCKS" => {
-                    table!("BASIC_BLOCKS", Blocks { rows: Vec::new() }, |t: Blocks| im.blocks.extend(t.rows))
+                    let mut t = Blocks { rows: Vec::new() };
+                    table_at(&mut map, ctx, "BASIC_BLOCKS", &mut t)?;
+                    im.blocks.extend(t.rows);
                 }
-                "ROUTINES" => table!("ROUTINES", Routines { rows: Vec::new() }, |t: Routines| im
-                    .routines
-                    .get_or_insert_with(Vec::new)
-                    .extend(t.rows)),
+                "ROUTINES" => {
+                    let mut t = Routines { rows: Vec::new() };
+                    table_at(&mut map, ctx, "ROUTINES", &mut t)?;
+                    im.routines.get_or_insert_with(Vec::new).extend(t.rows);
+                }
                 COSTS_TAG => {
-                    table!(COSTS_TAG, Costs { rows: Vec::new() }, |t: Costs| im.costs.extend(t.rows))
+                    let mut t = Costs { rows: Vec::new() };
+                    table_at(&mut map, ctx, COSTS_TAG, &mut t)?;
+                    im.costs.extend(t.rows);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -1399,14 +1389,6 @@ mod tests {
         let mut f = Findings::default();
         let r = read(&mut s.as_bytes(), &mut f);
         (r, f)
-    }
-
-    #[test]
-    fn integers_as_numbers_or_hex_strings() {
-        assert_eq!(parse_int("0x400000"), Some(4194304));
-        assert_eq!(parse_int(" 17 "), Some(17));
-        assert_eq!(parse_int("0xffffffffffffffff"), Some(u64::MAX));
-        assert_eq!(parse_int("x12"), None);
     }
 
     #[test]

@@ -670,13 +670,9 @@ impl<'de> de::Deserialize<'de> for Int {
                     .map_err(|_| E::custom(format!("{v} is negative; expected a non-negative integer")))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Int, E> {
-                let t = v.trim();
-                let r = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                    u64::from_str_radix(h, 16)
-                } else {
-                    t.parse::<u64>()
-                };
-                r.map(Int).map_err(|_| E::custom(format!("\"{v}\" is not an integer")))
+                crate::json::parse_int(v)
+                    .map(Int)
+                    .ok_or_else(|| E::custom(format!("\"{v}\" is not an integer")))
             }
         }
         d.deserialize_any(V)

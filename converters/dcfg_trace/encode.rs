@@ -12,6 +12,7 @@
 //!    a body repeats inside, and bodies that recur across chunks and threads go into the
 //!    `STRING_DICTIONARY` as `<key>` references.
 
+use crate::json::parse_int;
 use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
 
@@ -87,13 +88,6 @@ pub fn parse_edge_list(text: &str) -> Result<Vec<ThreadEdges>> {
         threads[slot].edges.push(id);
     }
     Ok(threads)
-}
-
-fn parse_int(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
 }
 
 /// A piece of an encoded sequence string.

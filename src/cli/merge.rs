@@ -45,11 +45,7 @@ pub struct MergeArgs {
 
 /// Parses `0x1f00` or `7936`.
 pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => s.parse(),
-    };
-    r.map_err(|_| format!("expected an address (0xHEX or decimal), found {s:?}"))
+    crate::json::parse_int(s).ok_or_else(|| format!("expected an address (0xHEX or decimal), found {s:?}"))
 }
 
 pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
