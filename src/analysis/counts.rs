@@ -1,6 +1,6 @@
 //! Execution counts that follow from the edges.
 
-use crate::ir::{BlockRef, NodeRef, Process};
+use crate::ir::{BlockRef, Image, NodeRef, Process};
 use std::collections::HashMap;
 
 /// Per-thread execution counts of every block: the sum of its incoming edges' counts.
@@ -37,4 +37,13 @@ pub fn block_totals(process: &Process) -> HashMap<BlockRef, u64> {
 /// Instructions executed in the process according to its blocks: sum of `num_instrs * count`.
 pub fn executed_instructions(process: &Process) -> u64 {
     process.images.iter().flat_map(|i| &i.blocks).map(|b| b.executed_instrs()).sum()
+}
+
+/// Instructions executed in some blocks of an image (a routine's or a loop's nodes): the sum of
+/// `num_instrs * count`. Indices outside the image count nothing.
+pub fn executed_in(image: &Image, blocks: &[u32]) -> u64 {
+    blocks
+        .iter()
+        .filter_map(|&b| image.blocks.get(b as usize))
+        .fold(0u64, |sum, block| sum.saturating_add(block.executed_instrs()))
 }

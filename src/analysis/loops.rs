@@ -143,9 +143,42 @@ fn find(uf: &mut [u32], mut v: u32) -> u32 {
     v
 }
 
+/// Nesting depth of `loops[index]` among a routine's loops: 1 for an outermost loop, its
+/// parent's depth plus one otherwise (parents are named by head block). A parent chain that
+/// names a missing loop or cycles stops counting there.
+pub fn depth(loops: &[Loop], index: usize) -> usize {
+    let mut depth = 1;
+    let mut parent = loops[index].parent;
+    while let Some(head) = parent {
+        if depth > loops.len() {
+            break;
+        }
+        match loops.iter().find(|l| l.head == head) {
+            Some(outer) => {
+                depth += 1;
+                parent = outer.parent;
+            }
+            None => break,
+        }
+    }
+    depth
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depth_follows_parent_heads() {
+        let l = |head, parent| Loop { head, parent, ..Loop::default() };
+        // Pin lists inner loops before their parents at times: order must not matter.
+        let loops = [l(7, Some(3)), l(3, None), l(9, Some(7)), l(5, Some(42)), l(1, Some(2)), l(2, Some(1))];
+        assert_eq!(depth(&loops, 1), 1);
+        assert_eq!(depth(&loops, 0), 2);
+        assert_eq!(depth(&loops, 2), 3);
+        assert_eq!(depth(&loops, 3), 1, "a parent that heads no loop counts as none");
+        assert!(depth(&loops, 4) <= loops.len() + 1, "a parent cycle terminates");
+    }
     use crate::analysis::dominators::compute;
 
     fn loops(n: usize, edges: &[(u32, u32)]) -> Vec<Loop> {

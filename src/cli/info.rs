@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{counts, merge, names, routines};
+use crate::analysis::{counts, loops, merge, names, routines};
 use crate::convert::load;
 use crate::error::Result;
 use crate::ir::{Process, Profile};
@@ -248,12 +248,9 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         let index = names::SymbolIndex::new(image);
         let base = names::image_base_name(profile, image);
         for r in all_routines[i].iter() {
-            let instrs = |nodes: &[u32]| -> u64 {
-                nodes.iter().map(|&b| image.blocks[b as usize].executed_instrs()).sum()
-            };
             let entry = &image.blocks[r.entry as usize];
             let name = names::code_name(profile, image, &index, entry.offset);
-            let instructions = instrs(&r.nodes);
+            let instructions = counts::executed_in(image, &r.nodes);
             top_routines.push(RoutineReport {
                 name: name.clone(),
                 image: base.clone(),
@@ -263,18 +260,10 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                 percent: percent(instructions, executed),
                 sampled: samples_of(i, &r.nodes, instructions),
             });
-            for l in &r.loops {
+            for (k, l) in r.loops.iter().enumerate() {
                 let head = &image.blocks[l.head as usize];
-                let mut depth = 1;
-                let mut parent = l.parent;
-                while let Some(p) = parent {
-                    depth += 1;
-                    if depth > r.loops.len() {
-                        break;
-                    }
-                    parent = r.loops.iter().find(|o| o.head == p).and_then(|o| o.parent);
-                }
-                let instructions = instrs(&l.nodes);
+                let depth = loops::depth(&r.loops, k);
+                let instructions = counts::executed_in(image, &l.nodes);
                 top_loops.push(LoopReport {
                     routine: name.clone(),
                     head: head.id,
