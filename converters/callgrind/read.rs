@@ -26,8 +26,8 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, NodeRef, Process, Profile, Routine,
-    Site, SourceLine, StringTable, Symbol, SymbolRef,
+    Block, BlockRef, Cost, Counts, Edge, EdgeDetails, EdgeKind, Event, FileId, Image, NodeRef, Process,
+    Profile, Routine, Site, SourceLine, StringTable, Symbol, SymbolRef,
 };
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
@@ -928,13 +928,13 @@ fn thread_counts(thread: usize, count: u64) -> Counts {
     v
 }
 
-fn site(a: &RawArc) -> Option<Box<Site>> {
-    Some(Box::new(Site {
+fn site(a: &RawArc) -> Option<Site> {
+    Some(Site {
         source_offset: a.src_instr,
         source_line: a.src_line,
         target_offset: a.tgt_instr,
         target_line: a.tgt_line,
-    }))
+    })
 }
 
 /// Edges between functions, one per association line, in file order.
@@ -956,19 +956,17 @@ fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a 
                 target,
                 kind,
                 counts: thread_counts(a.thread, a.count),
-                inclusive: Vec::new(),
-                site: site.clone(),
+                details: EdgeDetails::boxed(Vec::new(), site.clone()),
             });
             id += 1;
-            let ft_site = site.map(|s| Box::new(Site { target_offset: None, target_line: None, ..*s }));
+            let ft_site = site.map(|s| Site { target_offset: None, target_line: None, ..s });
             process.edges.push(Edge {
                 id,
                 source,
                 target: source,
                 kind: EdgeKind::FallThrough,
                 counts: thread_counts(a.thread, a.executed - a.count),
-                inclusive: Vec::new(),
-                site: ft_site,
+                details: EdgeDetails::boxed(Vec::new(), ft_site),
             });
         } else {
             process.edges.push(Edge {
@@ -977,8 +975,7 @@ fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a 
                 target,
                 kind,
                 counts: thread_counts(a.thread, a.count),
-                inclusive: a.inclusive.clone(),
-                site,
+                details: EdgeDetails::boxed(a.inclusive.clone(), site),
             });
         }
         id += 1;
@@ -1005,7 +1002,7 @@ type EdgeKey = (BlockRef, BlockRef, EdgeKind);
 struct EdgeAcc {
     counts: Counts,
     inclusive: Vec<u64>,
-    site: Option<Box<Site>>,
+    site: Option<Site>,
 }
 
 /// Edges being aggregated: parallel associations (several function contexts at one address,
@@ -1024,7 +1021,7 @@ impl EdgeSet {
         thread: usize,
         n: u64,
         inclusive: &[u64],
-        site: impl FnOnce() -> Option<Box<Site>>,
+        site: impl FnOnce() -> Option<Site>,
     ) {
         let items = &mut self.items;
         let k = *self.index.entry(key).or_insert_with(|| {
@@ -1462,8 +1459,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
             target: NodeRef::Block(key.1),
             kind: key.2,
             counts: e.counts,
-            inclusive: e.inclusive,
-            site: e.site,
+            details: EdgeDetails::boxed(e.inclusive, e.site),
         });
     }
     // Routines: the functions of the file.

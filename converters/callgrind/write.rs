@@ -84,12 +84,12 @@ pub fn write(
     }
     let has_instr = profile.processes.iter().any(|p| {
         p.images.iter().any(|i| !i.blocks.is_empty() || i.costs.iter().any(|c| c.offset.is_some()))
-            || p.edges.iter().any(|e| e.site.as_ref().is_some_and(|s| s.source_offset.is_some()))
+            || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_offset.is_some()))
     });
     let has_line = !has_instr
         || profile.processes.iter().any(|p| {
             p.images.iter().any(|i| !i.source_lines.is_empty() || i.costs.iter().any(|c| c.line.is_some()))
-                || p.edges.iter().any(|e| e.site.as_ref().is_some_and(|s| s.source_line.is_some()))
+                || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_line.is_some()))
         });
     let mut w = Writer {
         out,
@@ -686,11 +686,7 @@ impl Writer<'_> {
         // first fall-through of the same source (and site) not taken yet.
         type Key = (NodeRef, Option<u64>, Option<u32>);
         let key_of = |e: &Edge| -> Key {
-            (
-                e.source,
-                e.site.as_ref().and_then(|s| s.source_offset),
-                e.site.as_ref().and_then(|s| s.source_line),
-            )
+            (e.source, e.site().and_then(|s| s.source_offset), e.site().and_then(|s| s.source_line))
         };
         let mut fall: HashMap<Key, std::collections::VecDeque<usize>, FastHash> = HashMap::default();
         for &k in list {
@@ -760,7 +756,7 @@ impl Writer<'_> {
 
     /// Source and target positions of an edge: its site, else the blocks' addresses and lines.
     fn ends(&self, process: &Process, e: &Edge) -> Option<((u64, u32), (u64, u32))> {
-        let site = e.site.as_deref();
+        let site = e.site();
         let src = match e.source {
             NodeRef::Block(b) => {
                 let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
@@ -809,8 +805,8 @@ impl Writer<'_> {
         };
         let count = count_of(e, thread);
         let mut inclusive = vec![0u64; self.columns];
-        if !e.inclusive.is_empty() {
-            for (i, &v) in e.inclusive.iter().enumerate() {
+        if !e.inclusive().is_empty() {
+            for (i, &v) in e.inclusive().iter().enumerate() {
                 if let Some(&col) = self.event_columns.get(i) {
                     inclusive[col] = scale(v, count, e.total(), thread.is_some());
                 }

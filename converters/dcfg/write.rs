@@ -284,7 +284,7 @@ fn write_process(
             format!("process {}: {dropped} edge(s) between functions rather than blocks cannot be written to DCFG", p.pid),
         );
     }
-    if p.edges.iter().any(|e| !e.inclusive.is_empty()) {
+    if p.edges.iter().any(|e| !e.inclusive().is_empty()) {
         findings.warn(
             None,
             format!("process {}: inclusive costs of calls have no place in DCFG and were left out", p.pid),

@@ -308,8 +308,8 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
         let per: Vec<String> = e.counts.iter().map(|c| c.to_string()).collect();
         o.data("e_counts", &per.join(","))?;
         o.data("e_back", if is_back { "true" } else { "false" })?;
-        if !e.inclusive.is_empty() {
-            let inc: Vec<String> = e.inclusive.iter().map(|c| c.to_string()).collect();
+        if !e.inclusive().is_empty() {
+            let inc: Vec<String> = e.inclusive().iter().map(|c| c.to_string()).collect();
             o.data("e_inclusive", &inc.join(","))?;
         }
         o.end("edge")?;

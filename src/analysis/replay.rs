@@ -583,7 +583,7 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
             if edge.kind.is_call() {
                 let mut v = vec![0; events];
                 v[ir] = r.inclusive[i];
-                edge.inclusive = v;
+                edge.set_inclusive(v);
             }
             let traced = &r.edge_counts[i];
             let n = edge.counts.len().max(traced.len());
@@ -863,7 +863,7 @@ mod tests {
         );
         let calls: Vec<_> = process.edges.iter().filter(|e| e.kind.is_call() && e.total() > 0).collect();
         assert!(!calls.is_empty());
-        assert!(calls.iter().all(|e| e.inclusive.len() == profile.events.len() && e.inclusive[ir] > 0));
+        assert!(calls.iter().all(|e| e.inclusive().len() == profile.events.len() && e.inclusive()[ir] > 0));
     }
 
     #[test]

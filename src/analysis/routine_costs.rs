@@ -78,7 +78,7 @@ fn symbol_costs(process: &Process, event: EventId, add: &mut impl FnMut(&str, u6
             if let (NodeRef::Symbol(from), NodeRef::Symbol(to)) = (e.source, e.target) {
                 if from.image as usize == i && from != to {
                     if let Some(slot) = calls.get_mut(from.symbol as usize) {
-                        *slot = slot.saturating_add(e.inclusive.get(event).copied().unwrap_or(0));
+                        *slot = slot.saturating_add(e.inclusive().get(event).copied().unwrap_or(0));
                     }
                 }
             }

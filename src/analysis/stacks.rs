@@ -19,7 +19,9 @@ use std::collections::HashMap;
 
 use crate::analysis::callgraph::{self, CallGraph};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Cost, Edge, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef};
+use crate::ir::{
+    Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef,
+};
 
 /// Rounds a non-negative sum of stack values to a cost.
 fn to_cost(v: f64) -> u64 {
@@ -104,8 +106,7 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
             target: sym(acc.pair.1),
             kind: EdgeKind::Call,
             counts: acc.counts.iter().map(|&c| to_cost(c)).collect(),
-            inclusive: acc.inclusive.iter().map(|&c| to_cost(c)).collect(),
-            site: None,
+            details: EdgeDetails::boxed(acc.inclusive.iter().map(|&c| to_cost(c)).collect(), None),
         })
         .collect();
     Process {
@@ -339,7 +340,7 @@ mod tests {
         let edges = fl
             .edges
             .iter()
-            .map(|e| ((name(e.source), name(e.target)), (e.counts[0], e.inclusive[0])))
+            .map(|e| ((name(e.source), name(e.target)), (e.counts[0], e.inclusive()[0])))
             .collect();
         (selfs, edges)
     }
@@ -369,7 +370,7 @@ mod tests {
         assert_eq!(edges[&("b".into(), "a".into())], (7, 7));
         assert_eq!(edges[&("main".into(), "a".into())], (8, 8));
         // No inclusive cost exceeds the total.
-        assert!(fl.edges.iter().all(|e| e.inclusive[0] <= 8));
+        assert!(fl.edges.iter().all(|e| e.inclusive()[0] <= 8));
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub type Values = smallvec::SmallVec<[u64; 2]>;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
     pub meta: Meta,
-    /// What the numbers in [`Cost::values`], [`Edge::inclusive`] and [`Stack::values`] measure,
+    /// What the numbers in [`Cost::values`], [`EdgeDetails::inclusive`] and [`Stack::values`] measure,
     /// in column order. Executed instructions of blocks are not an event column: they are
     /// `num_instrs * count` of each [`Block`] and every writer derives them from there.
     pub events: Vec<Event>,
@@ -264,6 +264,10 @@ pub enum NodeRef {
 }
 
 /// A control-flow transfer with its execution counts.
+///
+/// Kept small (72 bytes): a DCFG has millions of edges, so what only function-level formats
+/// state (inclusive costs, source positions) lives in [`Edge::details`], allocated only for the
+/// edges that have it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Edge {
     /// The format's edge id (DCFG `EDGE_ID`; what a DCFG-trace refers to).
@@ -273,17 +277,48 @@ pub struct Edge {
     pub kind: EdgeKind,
     /// Traversals per thread, thread 0 first.
     pub counts: Counts,
-    /// For calls: the callee's inclusive cost per event, when the format states it
-    /// (Callgrind `calls=` cost lines). Empty when unknown.
+    /// Inclusive cost and source positions, when the format states them; `None` otherwise
+    /// (never `Some` of an empty record: build it with [`EdgeDetails::boxed`]).
+    pub details: Option<Box<EdgeDetails>>,
+}
+
+/// What function-level formats say about an edge beyond its counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EdgeDetails {
+    /// For calls: the callee's inclusive cost per event (Callgrind `calls=` cost lines).
+    /// Empty when unknown.
     pub inclusive: Vec<u64>,
-    /// For edges between functions: where in the source the transfer happens, when known.
-    pub site: Option<Box<Site>>,
+    /// For edges between functions: where in the source the transfer happens.
+    pub site: Option<Site>,
+}
+
+impl EdgeDetails {
+    /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
+    pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
+        (!inclusive.is_empty() || site.is_some()).then(|| Box::new(EdgeDetails { inclusive, site }))
+    }
 }
 
 impl Edge {
     /// Traversals over all threads.
     pub fn total(&self) -> u64 {
         self.counts.iter().fold(0u64, |a, &c| a.saturating_add(c))
+    }
+
+    /// For calls: the callee's inclusive cost per event, as the input stated it; empty when unknown.
+    pub fn inclusive(&self) -> &[u64] {
+        self.details.as_ref().map_or(&[], |d| &d.inclusive)
+    }
+
+    /// Where in the source the transfer happens, when the input stated it.
+    pub fn site(&self) -> Option<&Site> {
+        self.details.as_ref().and_then(|d| d.site.as_ref())
+    }
+
+    /// Replaces the inclusive cost (empty: unknown).
+    pub fn set_inclusive(&mut self, inclusive: Vec<u64>) {
+        let site = self.details.take().and_then(|d| d.site);
+        self.details = EdgeDetails::boxed(inclusive, site);
     }
 }
 
@@ -343,5 +378,30 @@ impl Profile {
             Some(f) => self.files.get(f).to_string(),
             None => format!("image{}", image.id),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading a large DCFG is bounded by memory traffic: an edge must stay this small.
+    #[test]
+    fn edges_stay_small() {
+        assert!(std::mem::size_of::<Edge>() <= 72, "{}", std::mem::size_of::<Edge>());
+    }
+
+    #[test]
+    fn empty_details_are_none_and_setting_inclusive_keeps_the_site() {
+        assert_eq!(EdgeDetails::boxed(Vec::new(), None), None);
+        let site = Site { source_line: Some(3), ..Site::default() };
+        let mut e = Edge { details: EdgeDetails::boxed(Vec::new(), Some(site.clone())), ..Edge::default() };
+        e.set_inclusive(vec![5]);
+        assert_eq!((e.inclusive(), e.site()), (&[5][..], Some(&site)));
+        e.set_inclusive(Vec::new());
+        assert_eq!((e.inclusive(), e.site()), (&[][..], Some(&site)));
+        let mut bare = Edge::default();
+        bare.set_inclusive(Vec::new());
+        assert_eq!(bare.details, None);
     }
 }

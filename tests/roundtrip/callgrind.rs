@@ -8,7 +8,9 @@ use crate::common;
 use cfghub::analysis::{callgraph, counts};
 use cfghub::convert::{read_with, write_to_vec};
 use cfghub::converters::callgrind::Callgrind;
-use cfghub::ir::{Cost, Edge, EdgeKind, Event, Image, NodeRef, Process, Profile, Site, Symbol, SymbolRef};
+use cfghub::ir::{
+    Cost, Edge, EdgeDetails, EdgeKind, Event, Image, NodeRef, Process, Profile, Site, Symbol, SymbolRef,
+};
 use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
@@ -139,13 +141,15 @@ fn function_model(
             target: node(to),
             kind: EdgeKind::Call,
             counts: vec![count].into(),
-            inclusive: vec![incl, incl / 2],
-            site: Some(Box::new(Site {
-                source_offset: with_instr.then_some(0x1000 + count % 64),
-                source_line: Some(7),
-                target_offset: with_instr.then_some(0x1000 + 2 * to as u64),
-                target_line: Some(3),
-            })),
+            details: EdgeDetails::boxed(
+                vec![incl, incl / 2],
+                Some(Site {
+                    source_offset: with_instr.then_some(0x1000 + count % 64),
+                    source_line: Some(7),
+                    target_offset: with_instr.then_some(0x1000 + 2 * to as u64),
+                    target_line: Some(3),
+                }),
+            ),
         });
     }
     for (from, to, taken, not_taken) in jumps {
@@ -161,7 +165,7 @@ fn function_model(
             target: node(to),
             kind: if not_taken > 0 { EdgeKind::ConditionalBranch } else { EdgeKind::UnconditionalBranch },
             counts: vec![taken].into(),
-            site: Some(Box::new(site.clone())),
+            details: EdgeDetails::boxed(Vec::new(), Some(site.clone())),
             ..Edge::default()
         });
         if not_taken > 0 {
@@ -171,7 +175,10 @@ fn function_model(
                 target: node(from),
                 kind: EdgeKind::FallThrough,
                 counts: vec![not_taken].into(),
-                site: Some(Box::new(Site { target_offset: None, target_line: None, ..site })),
+                details: EdgeDetails::boxed(
+                    Vec::new(),
+                    Some(Site { target_offset: None, target_line: None, ..site }),
+                ),
                 ..Edge::default()
             });
         }
