@@ -166,7 +166,6 @@ fn function_model(
             kind: if not_taken > 0 { EdgeKind::ConditionalBranch } else { EdgeKind::UnconditionalBranch },
             counts: vec![taken].into(),
             details: EdgeDetails::boxed(Vec::new(), Some(site.clone())),
-            ..Edge::default()
         });
         if not_taken > 0 {
             edges.push(Edge {
@@ -179,7 +178,6 @@ fn function_model(
                     Vec::new(),
                     Some(Site { target_offset: None, target_line: None, ..site }),
                 ),
-                ..Edge::default()
             });
         }
     }
