@@ -819,9 +819,7 @@ impl Reader {
         if self.events_grew {
             for p in &mut self.profile.processes {
                 for i in &mut p.images {
-                    for c in &mut i.costs {
-                        c.values.resize(nevents, 0);
-                    }
+                    i.costs.widen(nevents);
                 }
             }
             for s in &mut self.states {
@@ -1170,7 +1168,7 @@ fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
         order.sort_unstable();
         let mut merged: Vec<Instr> = Vec::with_capacity(order.len());
         for (addr, k) in order {
-            let c = &image.costs[k as usize];
+            let c = image.costs.get(k as usize);
             let v = ir.map_or(0, |e| c.value(e));
             match merged.last_mut() {
                 Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
