@@ -40,14 +40,39 @@
 //! call graph's estimate ([`analysis::callgraph`]). Conditional branches become
 //! `jcnd=taken/executed` (executed = taken + the block's fall-through), other branches `jump=`.
 
+//!
+//! # How it is made fast
+//! A profile read back from Valgrind has millions of cost lines, so writing one must cost a
+//! few dozen nanoseconds. Names are compressed through integer keys ([`write_names`]): a
+//! string is hashed once per distinct name, never per line. Everything a line needs is looked
+//! up in tables built once per part ([`write_index`]): the function of every symbol and block,
+//! the source line of every block's ends, the fall-through of every conditional branch. The
+//! output is formatted into one reused buffer; when the part's totals are known before its
+//! body (costs written as they are), the buffer goes to the output every few hundred KiB
+//! instead of holding the whole file. The call graph's arcs and inclusive estimates are built
+//! only when some call has no inclusive cost of its own.
+
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
 
-use super::read::FastHash;
+#[path = "write_index.rs"]
+mod write_index;
+#[path = "write_names.rs"]
+mod write_names;
+#[path = "write_text.rs"]
+mod write_text;
+
 use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{BlockRef, Edge, EdgeKind, FileId, Image, NodeRef, Process, Profile};
+use crate::ir::{BlockRef, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
+use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part};
+use write_names::NameTable;
+use write_text::{put_num, put_position, Out, WINDOW_VALUES};
+
+/// Bytes gathered before they go to the output, when a part is streamed.
+const CHUNK: usize = 1 << 18;
 
 /// Writes `profile` as a Callgrind file.
 pub fn write(
@@ -61,7 +86,10 @@ pub fn write(
     // DCFG-trace measure it).
     let ir_event = profile.event_index("Ir");
     let ir_in_costs = ir_event.is_some_and(|k| {
-        profile.processes.iter().any(|p| p.images.iter().any(|i| i.costs.iter().any(|c| c.value(k) != 0)))
+        profile
+            .processes
+            .iter()
+            .any(|p| p.images.iter().any(|i| (0..i.costs.len()).any(|r| i.costs.value(r, k) != 0)))
     });
     let ir_from_blocks =
         !ir_in_costs && profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
@@ -83,12 +111,12 @@ pub fn write(
         columns.push(("Ir".into(), Some("Instruction Fetch".into())));
     }
     let has_instr = profile.processes.iter().any(|p| {
-        p.images.iter().any(|i| !i.blocks.is_empty() || i.costs.iter().any(|c| c.offset.is_some()))
+        p.images.iter().any(|i| !i.blocks.is_empty() || i.costs.has_offsets())
             || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_offset.is_some()))
     });
     let has_line = !has_instr
         || profile.processes.iter().any(|p| {
-            p.images.iter().any(|i| !i.source_lines.is_empty() || i.costs.iter().any(|c| c.line.is_some()))
+            p.images.iter().any(|i| !i.source_lines.is_empty() || i.costs.has_lines())
                 || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_line.is_some()))
         });
     let mut w = Writer {
@@ -103,14 +131,16 @@ pub fn write(
         objects: NameTable::default(),
         files: NameTable::default(),
         functions: NameTable::default(),
-        body: Vec::with_capacity(1 << 20),
+        body: Out::with_capacity(CHUNK + (1 << 16)),
+        streaming: false,
         last: [0; 2],
         ctx: Context::default(),
         totals: vec![0; columns.len()],
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
-        arc_edges: HashMap::default(),
+        block_lines: Vec::new(),
+        inclusive: Vec::new(),
     };
     w.head(&columns)?;
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
@@ -133,15 +163,15 @@ pub fn write(
             parts.push((p, None));
         }
     }
-    let nparts = parts.len();
     let mut costs_unsplit = false;
     for (k, &(p, thread)) in parts.iter().enumerate() {
         let process = &profile.processes[p];
-        w.part(k + 1, nparts, process, thread, &mut costs_unsplit)?;
+        w.part(k + 1, process, thread, &mut costs_unsplit)?;
     }
     if profile.processes.is_empty() {
         // An empty profile is still a valid file with its events and zero totals.
-        w.flush_part(1, 1, None, None)?;
+        w.part_head(1, None, None)?;
+        w.part_tail()?;
     }
     if costs_unsplit {
         findings.warn(
@@ -178,76 +208,15 @@ fn stacks_only(process: &Process) -> bool {
         && process.images.iter().all(|i| i.blocks.is_empty() && i.costs.is_empty())
 }
 
-/// A file or object name ("" for none), borrowed from the profile rather than the writer, so
-/// that it can be written into the writer's name tables without a copy.
-fn file_name(profile: &Profile, f: Option<FileId>) -> &str {
-    f.map_or("", |f| profile.file_name(f))
-}
-
-fn object_name<'p>(profile: &'p Profile, process: &Process, image: u32) -> &'p str {
-    file_name(profile, process.images[image as usize].file)
-}
-
-/// Compressed names of one namespace: `(id) name` the first time in a part, `(id)` after.
-#[derive(Default)]
-struct NameTable {
-    ids: HashMap<String, u32>,
-    /// Ids defined in the current part (KCachegrind forgets ids at a new part).
-    defined: Vec<bool>,
-}
-
-impl NameTable {
-    fn write(&mut self, out: &mut Vec<u8>, key: &str, name: &str) {
-        out.extend_from_slice(key.as_bytes());
-        out.push(b'=');
-        if name.is_empty() {
-            out.push(b'\n');
-            return;
-        }
-        let id = match self.ids.get(name) {
-            Some(&id) => id,
-            None => {
-                let id = self.ids.len() as u32 + 1;
-                self.ids.insert(name.to_string(), id);
-                id
-            }
-        };
-        if self.defined.len() <= id as usize {
-            self.defined.resize(id as usize + 1, false);
-        }
-        out.push(b'(');
-        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-        out.push(b')');
-        if !self.defined[id as usize] {
-            self.defined[id as usize] = true;
-            out.push(b' ');
-            out.extend_from_slice(name.as_bytes());
-        }
-        out.push(b'\n');
-    }
-
-    fn new_part(&mut self) {
-        self.defined.iter_mut().for_each(|d| *d = false);
-    }
-}
-
 /// The place the last written lines refer to.
 #[derive(Default, Clone, PartialEq)]
 struct Context {
     /// Image index (`Some`) once an `ob=` was written in this part.
     image: Option<u32>,
-    /// (image, function name) of the last `fn=`.
-    function: Option<(u32, String)>,
+    /// (image, function name key) of the last `fn=`.
+    function: Option<(u32, u32)>,
     fl: Option<Option<FileId>>,
     file: Option<Option<FileId>>,
-}
-
-/// A function as written: its object, name and `fl=` file.
-#[derive(Clone)]
-struct Func {
-    image: u32,
-    name: String,
-    file: Option<FileId>,
 }
 
 struct Writer<'a> {
@@ -264,7 +233,10 @@ struct Writer<'a> {
     objects: NameTable,
     files: NameTable,
     functions: NameTable,
-    body: Vec<u8>,
+    /// The part's text not yet written out.
+    body: Out,
+    /// Whether the part's header is written already, so that `body` may go out as it fills.
+    streaming: bool,
     /// Subposition bases: instr, line.
     last: [u64; 2],
     ctx: Context,
@@ -273,17 +245,25 @@ struct Writer<'a> {
     unplaced: u64,
     /// Source-line indexes of the current process's images.
     lines: Vec<LineIndex>,
-    /// Call-edge traversals per call graph arc of the current process.
-    arc_edges: HashMap<(BlockRef, u32), u64, FastHash>,
-}
-
-fn num(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    /// Per image of the current process, the line of every block's first and last instruction.
+    block_lines: Vec<Vec<[u32; 2]>>,
+    /// Scratch: the inclusive cost of a call, by column.
+    inclusive: Vec<u64>,
 }
 
 impl Writer<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.out.write_all(bytes).map_err(|e| Error::io("output", e))
+    }
+
+    /// Sends the buffered text out once enough has gathered, when the part is streamed.
+    #[inline]
+    fn spill(&mut self) -> Result<()> {
+        if self.streaming && self.body.len() >= CHUNK {
+            self.out.write_all(self.body.text()).map_err(|e| Error::io("output", e))?;
+            self.body.clear();
+        }
+        Ok(())
     }
 
     fn head(&mut self, columns: &[(String, Option<String>)]) -> Result<()> {
@@ -320,7 +300,6 @@ impl Writer<'_> {
     fn part(
         &mut self,
         k: usize,
-        n: usize,
         process: &Process,
         thread: Option<usize>,
         costs_unsplit: &mut bool,
@@ -342,25 +321,48 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(LineIndex::new).collect();
+        self.block_lines = self.lines.iter().zip(&process.images).map(|(ix, i)| ix.block_lines(i)).collect();
         let write_costs = thread.map_or(true, |t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;
         }
         if self.ir_from_blocks {
-            self.blocks_body(process, thread, write_costs);
+            // The totals are known once the body is written: the part is gathered first.
+            self.blocks_body(process, thread, write_costs)?;
+            self.part_head(k, Some(process), thread)?;
         } else {
-            self.costs_body(process, thread, write_costs);
+            // The totals are the costs' sums: the header goes first and the body streams.
+            self.totals = self.cost_totals(process, write_costs);
+            self.part_head(k, Some(process), thread)?;
+            let totals = std::mem::replace(&mut self.totals, vec![0; self.columns]);
+            self.streaming = true;
+            let written = self.costs_body(process, thread, write_costs);
+            self.streaming = false;
+            written?;
+            debug_assert_eq!(self.totals, totals, "the summary states what the cost lines add up to");
+            self.totals = totals;
         }
-        self.flush_part(k, n, Some(process), thread)
+        self.part_tail()
     }
 
-    fn flush_part(
-        &mut self,
-        k: usize,
-        _n: usize,
-        process: Option<&Process>,
-        thread: Option<usize>,
-    ) -> Result<()> {
+    /// The sums of the costs a part writes, by column.
+    fn cost_totals(&self, process: &Process, write_costs: bool) -> Vec<u64> {
+        let mut totals = vec![0u64; self.columns];
+        if write_costs {
+            for image in &process.images {
+                let costs = &image.costs;
+                for r in 0..costs.len() {
+                    for (t, &v) in totals.iter_mut().zip(costs.values(r)) {
+                        *t = t.wrapping_add(v);
+                    }
+                }
+            }
+        }
+        totals
+    }
+
+    /// The part's header lines, up to the `summary:` of [`Writer::totals`].
+    fn part_head(&mut self, k: usize, process: Option<&Process>, thread: Option<usize>) -> Result<()> {
         let mut h = String::new();
         if k > 1 {
             h.push('\n');
@@ -379,232 +381,262 @@ impl Writer<'_> {
         });
         let names: Vec<&str> = self.column_names.iter().map(String::as_str).collect();
         h.push_str(&format!("events: {}\n", names.join(" ")));
+        h.push_str(&format!("summary: {}\n\n", self.totals_text()));
+        self.put(h.as_bytes())
+    }
+
+    /// What is left of the body, and the `totals:` line.
+    fn part_tail(&mut self) -> Result<()> {
+        self.out.write_all(self.body.text()).map_err(|e| Error::io("output", e))?;
+        self.body.clear();
+        self.put(format!("\ntotals: {}\n", self.totals_text()).as_bytes())
+    }
+
+    fn totals_text(&self) -> String {
         let totals: Vec<String> = self.totals.iter().map(|t| t.to_string()).collect();
-        h.push_str(&format!("summary: {}\n\n", totals.join(" ")));
-        self.put(h.as_bytes())?;
-        let body = std::mem::take(&mut self.body);
-        self.put(&body)?;
-        self.body = body;
-        self.put(format!("\ntotals: {}\n", totals.join(" ")).as_bytes())
+        totals.join(" ")
     }
 
     /// Switches to function `f`, writing `ob=`, `fl=` and `fn=` as needed.
-    fn enter(&mut self, process: &Process, f: &Func) {
+    #[inline]
+    fn enter(&mut self, process: &Process, f: Func) {
         if self.ctx.image != Some(f.image) {
-            let name = object_name(self.profile, process, f.image);
-            self.objects.write(&mut self.body, "ob", name);
+            let file = process.images[f.image as usize].file;
+            let key = self.objects.file_key(self.profile, file);
+            self.objects.write(&mut self.body, b"ob", key);
             self.ctx.image = Some(f.image);
             self.ctx.function = None;
         }
-        if self.ctx.function.as_ref().is_some_and(|(i, n)| *i == f.image && *n == f.name) {
+        if self.ctx.function == Some((f.image, f.name)) {
             return;
         }
         // `fn=` goes back to the `fl=` file for KCachegrind but stays in the last `fi=` file for
         // callgrind_annotate: write `fl=` unless both agree.
         if self.ctx.fl != Some(f.file) || self.ctx.file != Some(f.file) {
-            let name = file_name(self.profile, f.file);
-            self.files.write(&mut self.body, "fl", name);
+            let key = self.files.file_key(self.profile, f.file);
+            self.files.write(&mut self.body, b"fl", key);
             self.ctx.fl = Some(f.file);
         }
-        self.functions.write(&mut self.body, "fn", &f.name);
-        self.ctx.function = Some((f.image, f.name.clone()));
+        self.functions.write(&mut self.body, b"fn", f.name);
+        self.ctx.function = Some((f.image, f.name));
         self.ctx.file = Some(f.file);
     }
 
     /// Sets the source file of the following cost lines (`fi=`, or `fe=` back to the function's).
+    #[inline]
     fn set_file(&mut self, file: Option<FileId>) {
         if self.ctx.file == Some(file) {
             return;
         }
-        let key = if self.ctx.fl == Some(file) { "fe" } else { "fi" };
-        let name = file_name(self.profile, file);
-        self.files.write(&mut self.body, key, name);
+        let tag: &[u8] = if self.ctx.fl == Some(file) { b"fe" } else { b"fi" };
+        let key = self.files.file_key(self.profile, file);
+        self.files.write(&mut self.body, tag, key);
         self.ctx.file = Some(file);
     }
 
-    /// Writes the positions of a line; `update` for cost and source lines (targets of calls and
-    /// jumps do not move the bases).
-    fn positions(&mut self, instr: u64, line: u32, update: bool) {
-        let mut vals = [(instr, 0usize); 2];
-        let mut n = 0;
-        if self.has_instr {
-            vals[n] = (instr, 0);
-            n += 1;
-        }
-        if self.has_line {
-            vals[n] = (line as u64, 1);
-            n += 1;
-        }
-        for (i, &(v, col)) in vals[..n].iter().enumerate() {
-            if i > 0 {
-                self.body.push(b' ');
-            }
-            let base = self.last[col];
-            if v == base {
-                self.body.push(b'*');
-            } else if base != 0 && v > base && v - base < (1 << 16) {
-                self.body.push(b'+');
-                num(&mut self.body, v - base);
-            } else if base != 0 && v < base && base - v < (1 << 16) {
-                self.body.push(b'-');
-                num(&mut self.body, base - v);
-            } else if col == 0 {
-                self.body.extend_from_slice(b"0x");
-                let mut buf = [0u8; 16];
-                let mut k = 16;
-                let mut x = v;
-                loop {
-                    k -= 1;
-                    buf[k] = b"0123456789abcdef"[(x & 15) as usize];
-                    x >>= 4;
-                    if x == 0 {
-                        break;
-                    }
-                }
-                self.body.extend_from_slice(&buf[k..]);
-            } else {
-                num(&mut self.body, v);
-            }
-            if update {
-                self.last[col] = v;
+    /// Writes the positions of a line at `w[i..]`; `update` for cost and source lines (targets
+    /// of calls and jumps do not move the bases).
+    #[inline]
+    fn put_positions(&mut self, w_at: usize, instr: u64, line: u32, update: bool) -> usize {
+        let Writer { body, last, has_instr, has_line, .. } = self;
+        let w = body.window();
+        let mut i = w_at;
+        let [last_instr, last_line] = last;
+        if *has_instr {
+            i = put_position(w, i, instr, last_instr, true, update);
+            if *has_line {
+                w[i] = b' ';
+                i += 1;
             }
         }
+        if *has_line {
+            i = put_position(w, i, line as u64, last_line, false, update);
+        }
+        i
     }
 
-    /// A cost line: positions and values (trailing zeros left out), added to the totals.
+    /// A whole line of positions (a jump's source).
+    fn positions_line(&mut self, instr: u64, line: u32, update: bool) {
+        let i = self.put_positions(0, instr, line, update);
+        let w = self.body.window();
+        w[i] = b'\n';
+        self.body.advance(i + 1);
+    }
+
+    /// A cost line: positions and values (trailing zeros left out), added to the totals when
+    /// `self_cost`.
+    #[inline]
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
-        self.positions(instr, line, true);
         let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
-        for (i, &v) in values[..n].iter().enumerate() {
-            self.body.push(b' ');
-            num(&mut self.body, v);
-            if self_cost {
-                self.totals[i] = self.totals[i].wrapping_add(v);
+        let values = &values[..n];
+        let mut i = self.put_positions(0, instr, line, true);
+        if self_cost {
+            for (t, &v) in self.totals.iter_mut().zip(values) {
+                *t = t.wrapping_add(v);
             }
         }
-        self.body.push(b'\n');
+        if n <= WINDOW_VALUES {
+            let w = self.body.window();
+            for &v in values {
+                w[i] = b' ';
+                i = put_num(w, i + 1, v);
+            }
+            w[i] = b'\n';
+            self.body.advance(i + 1);
+        } else {
+            self.body.advance(i);
+            for &v in values {
+                self.body.byte(b' ');
+                self.body.num(v);
+            }
+            self.body.byte(b'\n');
+        }
     }
 
     /// The costs of a profile that has its own cost columns, written as they are.
-    fn costs_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) {
+    fn costs_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) -> Result<()> {
+        let profile = self.profile;
         // Name definitions in the model's order, so that reading the file back interns files,
         // images and symbols in the same order.
-        let profile = self.profile;
-        for (id, name) in profile.files.iter() {
-            let _ = id;
-            self.files.write(&mut self.body, "fl", name);
+        for (id, _) in profile.files.iter() {
+            let key = self.files.file_key(profile, Some(id));
+            self.files.write(&mut self.body, b"fl", key);
         }
         self.ctx.fl = None;
-        for (i, image) in process.images.iter().enumerate() {
-            for s in &image.symbols {
-                self.enter(process, &Func { image: i as u32, name: s.name.clone(), file: s.file });
-            }
-        }
+        // The routines' call graph, to name the function of a block; with its arcs only when
+        // some call states no inclusive cost and one is estimated.
         let has_blocks = process.images.iter().any(|i| !i.blocks.is_empty());
         let rs = (has_blocks || has_block_edges(process)).then(|| routines_of(process));
-        let graph = rs.as_ref().map(|rs| callgraph::build_with(self.profile, process, rs));
-        let funcs = FuncIndex::new(&self.lines, process, graph.as_ref());
-        self.set_arc_edges(process, graph.as_ref());
-        let blocks = BlockIndex::new(process);
+        let graph = rs.as_ref().map(|rs| callgraph::nodes_with(profile, process, rs));
+        let funcs = FuncIndex::new(&mut self.functions, &self.lines, process, graph.as_ref());
+        for (i, image) in process.images.iter().enumerate() {
+            for s in 0..image.symbols.len() as u32 {
+                if let Some(f) = funcs.symbol(i, s) {
+                    self.enter(process, f);
+                }
+            }
+            self.spill()?;
+        }
         if write_costs {
+            let mut blocks: Option<BlockIndex> = None;
             for (i, image) in process.images.iter().enumerate() {
-                let index = names::SymbolIndex::new(image);
+                let costs = &image.costs;
+                let mut symbols: Option<names::SymbolIndex> = None;
                 // The function of the previous cost line, by symbol, to skip the look-ups.
                 let mut current: Option<u32> = None;
-                for c in &image.costs {
-                    // The cost's function: its symbol; else the routine of the block holding
-                    // its address; else the symbol covering it.
-                    if c.symbol.is_none() || c.symbol != current {
-                        let f = match c.symbol {
-                            Some(s) => Func {
-                                image: i as u32,
-                                name: image.symbols[s as usize].name.clone(),
-                                file: image.symbols[s as usize].file,
-                            },
+                let mut hint = 0;
+                for r in 0..costs.len() {
+                    let symbol = costs.symbol(r);
+                    let offset = costs.offset(r);
+                    if symbol.is_none() || symbol != current {
+                        // The cost's function: its symbol; else the routine of the block holding
+                        // its address; else the symbol covering it.
+                        let f = match symbol.and_then(|s| funcs.symbol(i, s)) {
+                            Some(f) => f,
                             None => {
-                                let node = c.offset.and_then(|o| {
+                                let node = offset.and_then(|o| {
+                                    let blocks = blocks.get_or_insert_with(|| BlockIndex::new(process));
                                     graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
                                 });
-                                match (node, c.offset) {
-                                    (Some(n), _) => funcs.node_func(n),
-                                    (None, Some(o)) => match index.covering(o) {
-                                        Some(s) => Func {
-                                            image: i as u32,
-                                            name: image.symbols[s as usize].name.clone(),
-                                            file: image.symbols[s as usize].file,
-                                        },
-                                        None => Func {
-                                            image: i as u32,
-                                            name: names::code_name(self.profile, image, &index, o),
-                                            file: c.file,
-                                        },
-                                    },
-                                    (None, None) => {
-                                        Func { image: i as u32, name: "???".to_string(), file: c.file }
+                                match (node, offset) {
+                                    (Some(n), _) => funcs.node(n),
+                                    (None, Some(o)) => {
+                                        let index =
+                                            symbols.get_or_insert_with(|| names::SymbolIndex::new(image));
+                                        match index.covering(o).and_then(|s| funcs.symbol(i, s)) {
+                                            Some(f) => f,
+                                            None => Func {
+                                                image: i as u32,
+                                                name: self
+                                                    .functions
+                                                    .key(&names::code_name(profile, image, index, o)),
+                                                file: costs.file(r),
+                                            },
+                                        }
                                     }
+                                    (None, None) => Func {
+                                        image: i as u32,
+                                        name: self.functions.key("???"),
+                                        file: costs.file(r),
+                                    },
                                 }
                             }
                         };
-                        self.enter(process, &f);
-                        current = c.symbol;
+                        self.enter(process, f);
+                        current = symbol;
                     }
                     // A cost without a source position takes the line its address has.
-                    let (file, line) = match (c.file, c.line, c.offset) {
-                        (None, None, Some(o)) => {
-                            self.lines[i].at(image, o).map_or((None, None), |l| (l.file, Some(l.line)))
-                        }
-                        _ => (c.file, c.line),
+                    let (file, line) = match (costs.file(r), costs.line(r), offset) {
+                        (None, None, Some(o)) => self.lines[i]
+                            .at_from(image, o, &mut hint)
+                            .map_or((None, None), |l| (l.file, Some(l.line))),
+                        (file, line, _) => (file, line),
                     };
                     self.set_file(file);
-                    self.cost(c.offset.unwrap_or(0), line.unwrap_or(0), &c.values, true);
+                    self.cost(offset.unwrap_or(0), line.unwrap_or(0), costs.values(r), true);
+                    self.spill()?;
                 }
             }
         }
-        self.edges(process, thread, &funcs, graph.as_ref(), None);
+        let pairs = Pairs::new(process);
+        let mut estimates = Estimates::new(profile, process, rs.as_deref(), None);
+        self.edges(process, thread, &funcs, &mut estimates, &pairs, None)
     }
 
     /// Ir from blocks (a DCFG), spread over source lines, plus other events' costs.
-    fn blocks_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) {
+    fn blocks_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) -> Result<()> {
         let rs = routines_of(process);
         let graph = callgraph::build_with(self.profile, process, &rs);
-        let funcs = FuncIndex::new(&self.lines, process, Some(&graph));
-        self.set_arc_edges(process, Some(&graph));
+        let funcs = FuncIndex::new(&mut self.functions, &self.lines, process, Some(&graph));
+        let mut estimates = Estimates::new(self.profile, process, None, Some(&graph));
+        let pairs = Pairs::new(process);
         let thread_counts = thread.map(|_| counts::block_thread_counts(process));
         let totals = counts::block_totals(process);
+        let nnodes = graph.nodes.len();
         // Costs of other events, by the node of the block that holds their address.
-        let mut node_costs: Vec<Vec<(u32, usize)>> = vec![Vec::new(); graph.nodes.len()];
-        let mut loose: Vec<(u32, usize)> = Vec::new();
+        let mut node_costs: Vec<(u32, (u32, u32))> = Vec::new();
+        let mut loose: Vec<(u32, u32)> = Vec::new();
         if write_costs {
             let blocks = BlockIndex::new(process);
             for (i, image) in process.images.iter().enumerate() {
-                for (k, c) in image.costs.iter().enumerate() {
-                    let node = c.offset.and_then(|o| graph.node_of(blocks.containing(process, i as u32, o)?));
+                for k in 0..image.costs.len() {
+                    let node = image
+                        .costs
+                        .offset(k)
+                        .and_then(|o| graph.node_of(blocks.containing(process, i as u32, o)?));
                     match node {
-                        Some(n) => node_costs[n as usize].push((i as u32, k)),
-                        None => loose.push((i as u32, k)),
+                        Some(n) => node_costs.push((n, (i as u32, k as u32))),
+                        None => loose.push((i as u32, k as u32)),
                     }
                 }
             }
         }
-        let mut edges_by_node: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
+        let node_costs = Groups::new(nnodes, node_costs);
+        // Edges by the node of their source block; the others after every node.
+        let mut by_node: Vec<(u32, u32)> = Vec::with_capacity(process.edges.len());
         let mut other_edges = Vec::new();
         for (k, e) in process.edges.iter().enumerate() {
             match e.source {
                 NodeRef::Block(s) => match graph.node_of(s) {
-                    Some(n) => edges_by_node[n as usize].push(k),
-                    None => other_edges.push(k),
+                    Some(n) => by_node.push((n, k as u32)),
+                    None => other_edges.push(k as u32),
                 },
-                _ => other_edges.push(k),
+                _ => other_edges.push(k as u32),
             }
         }
+        let edges_by_node = Groups::new(nnodes, by_node);
+        let mut blocks: Vec<u32> = Vec::new();
+        let mut parts: Vec<Part> = Vec::new();
+        let mut lines_out: Vec<(u64, Option<FileId>, u32, u64)> = Vec::new();
+        let mut values = vec![0u64; self.columns];
         for (n, node) in graph.nodes.iter().enumerate() {
             let image = &process.images[node.image as usize];
             let routine = &rs[node.image as usize][node.routine as usize];
-            let func = funcs.node_func(n as u32);
-            let mut blocks: Vec<u32> = routine.nodes.clone();
+            blocks.clear();
+            blocks.extend_from_slice(&routine.nodes);
             blocks.sort_unstable_by_key(|&b| image.blocks.get(b as usize).map_or(0, |b| b.offset));
-            let mut lines_out: Vec<(u64, Option<FileId>, u32, u64)> = Vec::new();
+            lines_out.clear();
             for &b in &blocks {
                 let Some(block) = image.blocks.get(b as usize) else { continue };
                 let r = BlockRef { image: node.image, block: b };
@@ -615,54 +647,58 @@ impl Writer<'_> {
                 if count == 0 {
                     continue;
                 }
-                self.lines[node.image as usize].spread(image, block, count, &mut lines_out);
+                self.lines[node.image as usize].spread(image, block, count, &mut parts, &mut lines_out);
             }
-            let extra = &node_costs[n];
-            if lines_out.is_empty() && extra.is_empty() && edges_by_node[n].is_empty() {
+            let extra = node_costs.get(n);
+            let edges = edges_by_node.get(n);
+            if lines_out.is_empty() && extra.is_empty() && edges.is_empty() {
                 continue;
             }
-            self.enter(process, &func);
-            let mut values = vec![0u64; self.columns];
-            for (addr, file, line, v) in lines_out {
+            self.enter(process, funcs.node(n as u32));
+            values.iter_mut().for_each(|v| *v = 0);
+            for &(addr, file, line, v) in &lines_out {
                 self.set_file(file);
                 values[0] = v;
                 self.cost(addr, line, &values, true);
             }
             for &(i, k) in extra {
-                let c = process.images[i as usize].costs.get(k);
-                self.set_file(c.file);
-                let mut values = vec![0u64; self.columns];
-                for (k, v) in c.values.iter().enumerate() {
-                    if let Some(&col) = self.event_columns.get(k) {
-                        values[col] = *v;
+                let costs = &process.images[i as usize].costs;
+                let k = k as usize;
+                self.set_file(costs.file(k));
+                values.iter_mut().for_each(|v| *v = 0);
+                for (e, &v) in costs.values(k).iter().enumerate() {
+                    if let Some(&col) = self.event_columns.get(e) {
+                        values[col] = v;
                     }
                 }
-                self.cost(c.offset.unwrap_or(0), c.line.unwrap_or(0), &values, true);
+                self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), &values, true);
             }
-            self.edges(process, thread, &funcs, Some(&graph), Some(&edges_by_node[n]));
+            self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(edges))?;
         }
         let indexes: Vec<names::SymbolIndex> = process.images.iter().map(names::SymbolIndex::new).collect();
         for (i, k) in loose {
             let image = &process.images[i as usize];
-            let c = image.costs.get(k);
+            let costs = &image.costs;
+            let k = k as usize;
             let index = &indexes[i as usize];
-            let name = match c.symbol {
-                Some(s) => image.symbols[s as usize].name.clone(),
-                None => c
-                    .offset
-                    .map_or_else(|| "???".to_string(), |o| names::code_name(self.profile, image, index, o)),
+            let name = match costs.symbol(k) {
+                Some(s) => self.functions.key(&image.symbols[s as usize].name),
+                None => match costs.offset(k) {
+                    Some(o) => self.functions.key(&names::code_name(self.profile, image, index, o)),
+                    None => self.functions.key("???"),
+                },
             };
-            self.enter(process, &Func { image: i, name, file: c.file });
-            self.set_file(c.file);
-            let mut values = vec![0u64; self.columns];
-            for (k, v) in c.values.iter().enumerate() {
-                if let Some(&col) = self.event_columns.get(k) {
-                    values[col] = *v;
+            self.enter(process, Func { image: i, name, file: costs.file(k) });
+            self.set_file(costs.file(k));
+            values.iter_mut().for_each(|v| *v = 0);
+            for (e, &v) in costs.values(k).iter().enumerate() {
+                if let Some(&col) = self.event_columns.get(e) {
+                    values[col] = v;
                 }
             }
-            self.cost(c.offset.unwrap_or(0), c.line.unwrap_or(0), &values, true);
+            self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), &values, true);
         }
-        self.edges(process, thread, &funcs, Some(&graph), Some(&other_edges));
+        self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(&other_edges))
     }
 
     /// Calls and jumps from the edges `only` lists (all when `None`), in that order.
@@ -671,54 +707,24 @@ impl Writer<'_> {
         process: &Process,
         thread: Option<usize>,
         funcs: &FuncIndex,
-        graph: Option<&callgraph::CallGraph>,
-        only: Option<&[usize]>,
-    ) {
-        let all: Vec<usize>;
-        let list: &[usize] = match only {
-            Some(l) => l,
-            None => {
-                all = (0..process.edges.len()).collect();
-                &all
-            }
-        };
-        // Fall-throughs per source, to complete conditional jumps: each conditional takes the
-        // first fall-through of the same source (and site) not taken yet.
-        type Key = (NodeRef, Option<u64>, Option<u32>);
-        let key_of = |e: &Edge| -> Key {
-            (e.source, e.site().and_then(|s| s.source_offset), e.site().and_then(|s| s.source_line))
-        };
-        let mut fall: HashMap<Key, std::collections::VecDeque<usize>, FastHash> = HashMap::default();
-        for &k in list {
-            let e = &process.edges[k];
-            if e.kind == EdgeKind::FallThrough {
-                fall.entry(key_of(e)).or_default().push_back(k);
-            }
-        }
-        let mut paired: std::collections::HashSet<usize, FastHash> = Default::default();
-        let mut partner: HashMap<usize, usize, FastHash> = HashMap::default();
-        for &k in list {
-            let e = &process.edges[k];
-            if e.kind.is_conditional() {
-                if let Some(f) = fall.get_mut(&key_of(e)).and_then(|q| q.pop_front()) {
-                    paired.insert(f);
-                    partner.insert(k, f);
-                }
-            }
-        }
-        let arc_edges = std::mem::take(&mut self.arc_edges);
-        for &k in list {
+        estimates: &mut Estimates,
+        pairs: &Pairs,
+        only: Option<&[u32]>,
+    ) -> Result<()> {
+        let n = only.map_or(process.edges.len(), |l| l.len());
+        for j in 0..n {
+            let k = only.map_or(j, |l| l[j] as usize);
             let e = &process.edges[k];
             if e.kind.is_call() {
-                self.call(process, thread, funcs, graph, &arc_edges, e);
+                self.call(process, thread, funcs, estimates, e);
             } else if e.kind.is_branch() {
                 let executed = e
                     .kind
                     .is_conditional()
-                    .then(|| partner.get(&k).map_or(0, |&f| count_of(&process.edges[f], thread)));
+                    .then(|| pairs.partner(k).map_or(0, |f| count_of(&process.edges[f], thread)));
                 self.jump(process, thread, funcs, e, executed);
             } else if e.kind == EdgeKind::FallThrough {
-                if paired.contains(&k) || matches!(e.source, NodeRef::Block(_)) {
+                if pairs.paired(k) || matches!(e.source, NodeRef::Block(_)) {
                     // Part of a jcnd=, or implied by the blocks (a reader rebuilds it).
                     continue;
                 }
@@ -731,27 +737,9 @@ impl Writer<'_> {
             } else {
                 *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             }
+            self.spill()?;
         }
-        self.arc_edges = arc_edges;
-    }
-
-    /// Traversals of the call edges of every (calling block, callee routine) arc, to share a
-    /// call graph arc's inclusive cost among its edges.
-    fn set_arc_edges(&mut self, process: &Process, graph: Option<&callgraph::CallGraph>) {
-        self.arc_edges.clear();
-        let Some(g) = graph else { return };
-        for e in &process.edges {
-            if let (true, NodeRef::Block(s), NodeRef::Block(t)) = (e.kind.is_call(), e.source, e.target) {
-                if let Some(callee) = g.node_of(t) {
-                    *self.arc_edges.entry((s, callee)).or_default() += e.total();
-                }
-            }
-        }
-    }
-
-    fn line_at(&self, process: &Process, image: u32, addr: u64) -> u32 {
-        let img = &process.images[image as usize];
-        self.lines.get(image as usize).and_then(|ix| ix.at(img, addr)).map_or(0, |l| l.line)
+        Ok(())
     }
 
     /// Source and target positions of an edge: its site, else the blocks' addresses and lines.
@@ -761,8 +749,9 @@ impl Writer<'_> {
             NodeRef::Block(b) => {
                 let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
                 let addr = block.offset + block.last_instr_offset;
-                let line =
-                    site.and_then(|s| s.source_line).unwrap_or_else(|| self.line_at(process, b.image, addr));
+                let line = site
+                    .and_then(|s| s.source_line)
+                    .unwrap_or_else(|| self.block_lines[b.image as usize][b.block as usize][1]);
                 (site.and_then(|s| s.source_offset).unwrap_or(addr), line)
             }
             NodeRef::Symbol(_) => (
@@ -776,7 +765,7 @@ impl Writer<'_> {
                 let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
                 let line = site
                     .and_then(|s| s.target_line)
-                    .unwrap_or_else(|| self.line_at(process, b.image, block.offset));
+                    .unwrap_or_else(|| self.block_lines[b.image as usize][b.block as usize][0]);
                 (site.and_then(|s| s.target_offset).unwrap_or(block.offset), line)
             }
             NodeRef::Symbol(_) => (
@@ -793,8 +782,7 @@ impl Writer<'_> {
         process: &Process,
         thread: Option<usize>,
         funcs: &FuncIndex,
-        graph: Option<&callgraph::CallGraph>,
-        arc_edges: &HashMap<(BlockRef, u32), u64, FastHash>,
+        estimates: &mut Estimates,
         e: &Edge,
     ) {
         let (Some(caller), Some(callee), Some((src, tgt))) =
@@ -804,46 +792,50 @@ impl Writer<'_> {
             return;
         };
         let count = count_of(e, thread);
-        let mut inclusive = vec![0u64; self.columns];
+        if thread.is_some() && count == 0 {
+            return;
+        }
+        let mut inclusive = std::mem::take(&mut self.inclusive);
+        inclusive.clear();
+        inclusive.resize(self.columns, 0);
         if !e.inclusive().is_empty() {
             for (i, &v) in e.inclusive().iter().enumerate() {
                 if let Some(&col) = self.event_columns.get(i) {
                     inclusive[col] = scale(v, count, e.total(), thread.is_some());
                 }
             }
-        } else if let (Some(g), NodeRef::Block(s), NodeRef::Block(t)) = (graph, e.source, e.target) {
-            if let (Some(cn), Some(callee_node)) = (g.node_of(s), g.node_of(t)) {
-                let arcs = g.calls_from(cn);
-                if let Some(a) = arcs.iter().find(|a| a.site == s && a.callee == callee_node) {
-                    let edges_total = arc_edges.get(&(s, callee_node)).copied().unwrap_or(0);
-                    let share = if edges_total == 0 {
-                        0
-                    } else {
-                        scale(a.inclusive_instrs, e.total(), edges_total, true)
-                    };
-                    inclusive[0] = scale(share, count, e.total(), thread.is_some());
-                }
+        } else if let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) {
+            if let Some((g, a, edges_total)) = estimates.arc(s, t) {
+                let share = if edges_total == 0 {
+                    0
+                } else {
+                    scale(g.arcs[a].inclusive_instrs, e.total(), edges_total, true)
+                };
+                inclusive[0] = scale(share, count, e.total(), thread.is_some());
             }
         }
-        if thread.is_some() && count == 0 {
-            return;
-        }
-        self.enter(process, &caller);
+        self.enter(process, caller);
         if callee.image != caller.image {
-            let name = object_name(self.profile, process, callee.image);
-            self.objects.write(&mut self.body, "cob", name);
+            let file = process.images[callee.image as usize].file;
+            let key = self.objects.file_key(self.profile, file);
+            self.objects.write(&mut self.body, b"cob", key);
         }
         if Some(callee.file) != self.ctx.file {
-            let name = file_name(self.profile, callee.file);
-            self.files.write(&mut self.body, "cfi", name);
+            let key = self.files.file_key(self.profile, callee.file);
+            self.files.write(&mut self.body, b"cfi", key);
         }
-        self.functions.write(&mut self.body, "cfn", &callee.name);
-        self.body.extend_from_slice(b"calls=");
-        num(&mut self.body, count);
-        self.body.push(b' ');
-        self.positions(tgt.0, tgt.1, false);
-        self.body.push(b'\n');
+        self.functions.write(&mut self.body, b"cfn", callee.name);
+        {
+            let w = self.body.window();
+            w[..6].copy_from_slice(b"calls=");
+            let i = put_num(w, 6, count);
+            w[i] = b' ';
+            let i = self.put_positions(i + 1, tgt.0, tgt.1, false);
+            self.body.window()[i] = b'\n';
+            self.body.advance(i + 1);
+        }
         self.cost(src.0, src.1, &inclusive, false);
+        self.inclusive = inclusive;
     }
 
     fn jump(
@@ -870,43 +862,129 @@ impl Writer<'_> {
             // the block counts.
             return;
         }
-        self.enter(process, &from);
+        self.enter(process, from);
         if to.name != from.name {
             if to.file != from.file {
-                let name = file_name(self.profile, to.file);
-                self.files.write(&mut self.body, "jfi", name);
+                let key = self.files.file_key(self.profile, to.file);
+                self.files.write(&mut self.body, b"jfi", key);
             }
-            self.functions.write(&mut self.body, "jfn", &to.name);
+            self.functions.write(&mut self.body, b"jfn", to.name);
         }
-        match fall_through {
+        let w = self.body.window();
+        let i = match fall_through {
             Some(ft) => {
-                self.body.extend_from_slice(b"jcnd=");
-                num(&mut self.body, count);
-                self.body.push(b'/');
-                num(&mut self.body, count.saturating_add(ft));
+                w[..5].copy_from_slice(b"jcnd=");
+                let i = put_num(w, 5, count);
+                w[i] = b'/';
+                put_num(w, i + 1, count.saturating_add(ft))
             }
             None => {
-                self.body.extend_from_slice(b"jump=");
-                num(&mut self.body, count);
+                w[..5].copy_from_slice(b"jump=");
+                put_num(w, 5, count)
+            }
+        };
+        w[i] = b' ';
+        let i = self.put_positions(i + 1, tgt.0, tgt.1, false);
+        self.body.window()[i] = b'\n';
+        self.body.advance(i + 1);
+        self.positions_line(src.0, src.1, true);
+    }
+}
+
+/// Inclusive costs the call graph estimates for calls that state none: its arcs with the
+/// traversals of their call edges (to share an arc's cost among its edges), built the first
+/// time a call needs one.
+struct Estimates<'a> {
+    profile: &'a Profile,
+    process: &'a Process,
+    /// The routines to build the graph over, when it is not given.
+    routines: Option<&'a [Cow<'a, [Routine]>]>,
+    given: Option<&'a callgraph::CallGraph>,
+    built: Option<callgraph::CallGraph>,
+    /// Call-edge traversals of every arc.
+    arc_totals: Vec<u64>,
+    ready: bool,
+}
+
+impl<'a> Estimates<'a> {
+    fn new(
+        profile: &'a Profile,
+        process: &'a Process,
+        routines: Option<&'a [Cow<'a, [Routine]>]>,
+        given: Option<&'a callgraph::CallGraph>,
+    ) -> Estimates<'a> {
+        Estimates { profile, process, routines, given, built: None, arc_totals: Vec::new(), ready: false }
+    }
+
+    /// The graph, the index of the arc of a call from block `site` to block `target`, and the
+    /// traversals of that arc's edges.
+    fn arc(&mut self, site: BlockRef, target: BlockRef) -> Option<(&callgraph::CallGraph, usize, u64)> {
+        if !self.ready {
+            self.ready = true;
+            if self.given.is_none() {
+                self.built = self.routines.map(|rs| callgraph::build_with(self.profile, self.process, rs));
+            }
+            if let Some(g) = self.given.or(self.built.as_ref()) {
+                let mut totals = vec![0u64; g.arcs.len()];
+                for e in &self.process.edges {
+                    if let (true, NodeRef::Block(s), NodeRef::Block(t)) =
+                        (e.kind.is_call(), e.source, e.target)
+                    {
+                        if let Some(a) = arc_index(g, s, t) {
+                            totals[a] = totals[a].saturating_add(e.total());
+                        }
+                    }
+                }
+                self.arc_totals = totals;
             }
         }
-        self.body.push(b' ');
-        self.positions(tgt.0, tgt.1, false);
-        self.body.push(b'\n');
-        self.positions(src.0, src.1, true);
-        self.body.push(b'\n');
+        let g = self.given.or(self.built.as_ref())?;
+        let a = arc_index(g, site, target)?;
+        Some((g, a, self.arc_totals.get(a).copied().unwrap_or(0)))
+    }
+}
+
+/// The index in `g.arcs` of the arc of a call from block `site` to block `target`.
+fn arc_index(g: &callgraph::CallGraph, site: BlockRef, target: BlockRef) -> Option<usize> {
+    let (caller, callee) = (g.node_of(site)?, g.node_of(target)?);
+    let a = g.arcs.partition_point(|a| (a.caller, a.site, a.callee) < (caller, site, callee));
+    g.arcs.get(a).filter(|a| (a.caller, a.site, a.callee) == (caller, site, callee)).map(|_| a)
+}
+
+/// Items grouped by a number below a bound, each group in input order (a counting sort).
+struct Groups<T> {
+    start: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T: Copy + Default> Groups<T> {
+    fn new(groups: usize, keyed: Vec<(u32, T)>) -> Groups<T> {
+        let mut start = vec![0u32; groups + 2];
+        for &(g, _) in &keyed {
+            start[g as usize + 2] += 1;
+        }
+        for g in 2..start.len() {
+            start[g] += start[g - 1];
+        }
+        let mut items = vec![T::default(); keyed.len()];
+        for (g, item) in keyed {
+            let at = &mut start[g as usize + 1];
+            items[*at as usize] = item;
+            *at += 1;
+        }
+        Groups { start, items }
+    }
+
+    fn get(&self, g: usize) -> &[T] {
+        &self.items[self.start[g] as usize..self.start[g + 1] as usize]
     }
 }
 
 /// The routines of every image: as the input gave them (a writer needs their blocks, not their
 /// dominators), or [`routines::all`] when an image has none.
-fn routines_of(process: &Process) -> Vec<std::borrow::Cow<'_, [crate::ir::Routine]>> {
+fn routines_of(process: &Process) -> Vec<Cow<'_, [Routine]>> {
     if process.images.iter().all(|i| i.routines.is_some()) {
-        return process
-            .images
-            .iter()
-            .map(|i| std::borrow::Cow::Borrowed(i.routines.as_deref().unwrap_or(&[])))
-            .collect();
+        return process.images.iter().map(|i| Cow::Borrowed(i.routines.as_deref().unwrap_or(&[]))).collect();
     }
     routines::all(process)
 }
@@ -939,190 +1017,4 @@ fn scale(v: u64, part: u64, whole: u64, split: bool) -> u64 {
 
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
-}
-
-/// The function every edge end belongs to: a symbol, or the routine of a block.
-struct FuncIndex<'g> {
-    symbols: Vec<Vec<Func>>,
-    nodes: Vec<Func>,
-    graph: Option<&'g callgraph::CallGraph>,
-}
-
-impl<'g> FuncIndex<'g> {
-    fn new(lines: &[LineIndex], process: &Process, graph: Option<&'g callgraph::CallGraph>) -> FuncIndex<'g> {
-        let symbols = process
-            .images
-            .iter()
-            .enumerate()
-            .map(|(i, image)| {
-                image
-                    .symbols
-                    .iter()
-                    .map(|s| Func { image: i as u32, name: s.name.clone(), file: s.file })
-                    .collect()
-            })
-            .collect();
-        let mut nodes = Vec::new();
-        if let Some(g) = graph {
-            let indexes: Vec<names::SymbolIndex> =
-                process.images.iter().map(names::SymbolIndex::new).collect();
-            for n in &g.nodes {
-                let image = &process.images[n.image as usize];
-                let entry = image.blocks.get(n.entry.block as usize);
-                let index = &indexes[n.image as usize];
-                let file = entry
-                    .and_then(|b| index.covering(b.offset))
-                    .and_then(|s| image.symbols[s as usize].file)
-                    .or_else(|| {
-                        entry.and_then(|b| lines[n.image as usize].at(image, b.offset)).and_then(|l| l.file)
-                    });
-                nodes.push(Func { image: n.image, name: n.name.clone(), file });
-            }
-        }
-        FuncIndex { symbols, nodes, graph }
-    }
-
-    fn node_func(&self, n: u32) -> Func {
-        self.nodes[n as usize].clone()
-    }
-
-    fn of(&self, node: NodeRef) -> Option<Func> {
-        match node {
-            NodeRef::Symbol(s) => self.symbols.get(s.image as usize)?.get(s.symbol as usize).cloned(),
-            NodeRef::Block(b) => {
-                let n = self.graph?.node_of(b)?;
-                self.nodes.get(n as usize).cloned()
-            }
-            _ => None,
-        }
-    }
-}
-
-/// Blocks of every image sorted by address, to find the block holding an address.
-struct BlockIndex {
-    starts: Vec<Vec<(u64, u32)>>,
-}
-
-impl BlockIndex {
-    fn new(process: &Process) -> BlockIndex {
-        let starts = process
-            .images
-            .iter()
-            .map(|image| {
-                let mut v: Vec<(u64, u32)> =
-                    image.blocks.iter().enumerate().map(|(b, bl)| (bl.offset, b as u32)).collect();
-                v.sort_unstable();
-                v
-            })
-            .collect();
-        BlockIndex { starts }
-    }
-
-    fn containing(&self, process: &Process, image: u32, addr: u64) -> Option<BlockRef> {
-        let starts = self.starts.get(image as usize)?;
-        let p = starts.partition_point(|s| s.0 <= addr).checked_sub(1)?;
-        let b = starts[p].1;
-        let bl = &process.images[image as usize].blocks[b as usize];
-        (addr < bl.offset.saturating_add(bl.size.max(1))).then_some(BlockRef { image, block: b })
-    }
-}
-
-/// Source lines of an image sorted by address, for look-ups and for spreading block counts.
-struct LineIndex {
-    /// Indices into `Image::source_lines`, sorted by offset.
-    order: Vec<u32>,
-    max_size: u64,
-}
-
-impl LineIndex {
-    fn new(image: &Image) -> LineIndex {
-        let mut order: Vec<u32> = (0..image.source_lines.len() as u32).collect();
-        order.sort_by_key(|&i| image.source_lines[i as usize].offset);
-        let max_size = image.source_lines.iter().map(|l| l.size).max().unwrap_or(0);
-        LineIndex { order, max_size }
-    }
-
-    /// The source line covering `addr` (the latest-starting one when entries overlap).
-    fn at<'i>(&self, image: &'i Image, addr: u64) -> Option<&'i crate::ir::SourceLine> {
-        let lines = &image.source_lines;
-        let mut k = self.order.partition_point(|&i| lines[i as usize].offset <= addr);
-        while k > 0 {
-            let l = &lines[self.order[k - 1] as usize];
-            if l.offset.saturating_add(self.max_size) <= addr {
-                break;
-            }
-            if addr < l.offset.saturating_add(l.size.max(1)) {
-                return Some(l);
-            }
-            k -= 1;
-        }
-        None
-    }
-
-    /// Spreads `num_instrs x count` of a block over its source lines:
-    /// `(address, file, line, instructions executed)`, in address order.
-    fn spread(
-        &self,
-        image: &Image,
-        block: &crate::ir::Block,
-        count: u64,
-        out: &mut Vec<(u64, Option<FileId>, u32, u64)>,
-    ) {
-        let lo = block.offset;
-        let hi = block.offset.saturating_add(block.size.max(1));
-        let lines = &image.source_lines;
-        let end = self.order.partition_point(|&i| lines[i as usize].offset < hi);
-        let mut first = end;
-        while first > 0 && lines[self.order[first - 1] as usize].offset.saturating_add(self.max_size) > lo {
-            first -= 1;
-        }
-        // (start, file, line, full instrs or None for partial, overlapping bytes)
-        type Part = (u64, Option<FileId>, u32, Option<u64>, u64);
-        let mut parts: Vec<Part> = Vec::new();
-        for &i in &self.order[first..end] {
-            let l = &lines[i as usize];
-            let l_end = l.offset.saturating_add(l.size.max(1));
-            if l_end <= lo || l.offset >= hi {
-                continue;
-            }
-            let start = l.offset.max(lo);
-            let bytes = l_end.min(hi) - start;
-            let full = l.offset >= lo && l_end <= hi;
-            parts.push((start, l.file, l.line, full.then_some(l.num_instrs), bytes));
-        }
-        let full_sum: u64 = parts.iter().filter_map(|p| p.3).sum();
-        if parts.is_empty() || full_sum > block.num_instrs {
-            let (file, line) = parts.first().map_or((None, 0), |p| (p.1, p.2));
-            out.push((lo, file, line, block.num_instrs.saturating_mul(count)));
-            return;
-        }
-        let mut rest = block.num_instrs - full_sum;
-        let partial_bytes: u64 = parts.iter().filter(|p| p.3.is_none()).map(|p| p.4).sum();
-        let npartial = parts.iter().filter(|p| p.3.is_none()).count();
-        if npartial == 0 && rest > 0 {
-            parts.insert(0, (lo, None, 0, Some(rest), 0));
-            rest = 0;
-        }
-        let total_rest = rest;
-        let mut seen = 0;
-        for p in &parts {
-            let n = match p.3 {
-                Some(n) => n,
-                None => {
-                    seen += 1;
-                    if seen == npartial {
-                        rest
-                    } else {
-                        let n = ((total_rest as u128 * p.4 as u128) / partial_bytes.max(1) as u128) as u64;
-                        let n = n.min(rest);
-                        rest -= n;
-                        n
-                    }
-                }
-            };
-            if n > 0 {
-                out.push((p.0, p.1, p.2, n.saturating_mul(count)));
-            }
-        }
-    }
 }

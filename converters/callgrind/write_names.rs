@@ -1,0 +1,139 @@
+//! Name compression for the Callgrind writer.
+//!
+//! Callgrind compresses the names of objects (`ob=`, `cob=`), files (`fl=`, `fi=`, `fe=`,
+//! `cfi=`, `jfi=`) and functions (`fn=`, `cfn=`, `jfn=`): the first time a name appears it is
+//! written as `(id) name`, afterwards as `(id)` alone. Each of the three namespaces numbers its
+//! names on its own, from 1, in the order they are first written. KCachegrind forgets the
+//! definitions at a new part, so every part defines again the names it uses (with the same ids).
+//!
+//! The writer refers to names by *key*, a small integer given out once per distinct name
+//! (hashing the name once), so that writing a line never hashes or compares strings: a key
+//! indexes the written id and whether the current part has defined it.
+
+use std::collections::HashMap;
+
+use super::write_text::Out;
+use crate::ir::{FileId, Profile};
+
+/// The key of the empty name, which is written without an id (`fn=`).
+pub(super) const NO_NAME: u32 = u32::MAX;
+
+/// The names of one namespace and their compressed ids.
+#[derive(Default)]
+pub(super) struct NameTable {
+    /// Key of every name seen.
+    keys: HashMap<String, u32>,
+    /// Name of every key.
+    names: Vec<String>,
+    /// Written id of every key (0: not written yet).
+    ids: Vec<u32>,
+    /// Whether the current part has defined the key's name.
+    defined: Vec<bool>,
+    /// Last id given out.
+    last_id: u32,
+    /// Key of every file name of the profile, by [`FileId`] (`u32::MAX` until looked up).
+    by_file: Vec<u32>,
+}
+
+impl NameTable {
+    /// The key of `name` ([`NO_NAME`] for the empty name).
+    pub(super) fn key(&mut self, name: &str) -> u32 {
+        if name.is_empty() {
+            return NO_NAME;
+        }
+        if let Some(&k) = self.keys.get(name) {
+            return k;
+        }
+        let k = self.names.len() as u32;
+        self.keys.insert(name.to_string(), k);
+        self.names.push(name.to_string());
+        self.ids.push(0);
+        self.defined.push(false);
+        k
+    }
+
+    /// The key of a profile's file name ([`NO_NAME`] for none), hashed once per file.
+    pub(super) fn file_key(&mut self, profile: &Profile, file: Option<FileId>) -> u32 {
+        let Some(f) = file else { return NO_NAME };
+        if let Some(&k) = self.by_file.get(f as usize) {
+            if k != u32::MAX {
+                return k;
+            }
+        }
+        let k = self.key(profile.file_name(f));
+        if self.by_file.len() <= f as usize {
+            self.by_file.resize(f as usize + 1, u32::MAX);
+        }
+        self.by_file[f as usize] = k;
+        k
+    }
+
+    /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=` for no name.
+    pub(super) fn write(&mut self, out: &mut Out, tag: &[u8], key: u32) {
+        out.bytes(tag);
+        out.byte(b'=');
+        let k = key as usize;
+        if key == NO_NAME || k >= self.names.len() {
+            out.byte(b'\n');
+            return;
+        }
+        let mut id = self.ids[k];
+        if id == 0 {
+            self.last_id += 1;
+            id = self.last_id;
+            self.ids[k] = id;
+        }
+        out.byte(b'(');
+        out.num(id as u64);
+        out.byte(b')');
+        if !self.defined[k] {
+            self.defined[k] = true;
+            out.byte(b' ');
+            out.bytes(self.names[k].as_bytes());
+        }
+        out.byte(b'\n');
+    }
+
+    /// Starts a part: every name is defined again where first used.
+    pub(super) fn new_part(&mut self) {
+        self.defined.iter_mut().for_each(|d| *d = false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_first_writes_and_parts_define_again() {
+        let mut t = NameTable::default();
+        let (a, b) = (t.key("alpha"), t.key("beta"));
+        assert_eq!(t.key("alpha"), a);
+        assert_eq!(t.key(""), NO_NAME);
+        let mut out = Out::with_capacity(0);
+        t.write(&mut out, b"fn", b);
+        t.write(&mut out, b"cfn", a);
+        t.write(&mut out, b"fn", b);
+        t.write(&mut out, b"fn", NO_NAME);
+        t.new_part();
+        t.write(&mut out, b"fn", a);
+        t.write(&mut out, b"fn", a);
+        assert_eq!(
+            std::str::from_utf8(out.text()).unwrap(),
+            "fn=(1) beta\ncfn=(2) alpha\nfn=(1)\nfn=\nfn=(2) alpha\nfn=(2)\n"
+        );
+    }
+
+    #[test]
+    fn file_keys_are_the_keys_of_their_names() {
+        let mut profile = Profile::default();
+        let f = profile.files.intern("/src/a.c");
+        let empty = profile.files.intern("");
+        let mut t = NameTable::default();
+        let k = t.file_key(&profile, Some(f));
+        assert_eq!(t.key("/src/a.c"), k);
+        assert_eq!(t.file_key(&profile, Some(f)), k);
+        assert_eq!(t.file_key(&profile, Some(empty)), NO_NAME);
+        assert_eq!(t.file_key(&profile, None), NO_NAME);
+    }
+}
