@@ -139,7 +139,6 @@ pub fn write(
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
-        block_lines: Vec::new(),
         inclusive: Vec::new(),
     };
     w.head(&columns)?;
@@ -245,8 +244,6 @@ struct Writer<'a> {
     unplaced: u64,
     /// Source-line indexes of the current process's images.
     lines: Vec<LineIndex>,
-    /// Per image of the current process, the line of every block's first and last instruction.
-    block_lines: Vec<Vec<[u32; 2]>>,
     /// Scratch: the inclusive cost of a call, by column.
     inclusive: Vec<u64>,
 }
@@ -321,7 +318,6 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(LineIndex::new).collect();
-        self.block_lines = self.lines.iter().zip(&process.images).map(|(ix, i)| ix.block_lines(i)).collect();
         let write_costs = thread.map_or(true, |t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;
@@ -351,6 +347,12 @@ impl Writer<'_> {
         if write_costs {
             for image in &process.images {
                 let costs = &image.costs;
+                if costs.width() == 1 {
+                    // The common case, one event: a plain sum.
+                    let sum = (0..costs.len()).fold(0u64, |t, r| t.wrapping_add(costs.value(r, 0)));
+                    totals[0] = totals[0].wrapping_add(sum);
+                    continue;
+                }
                 for r in 0..costs.len() {
                     for (t, &v) in totals.iter_mut().zip(costs.values(r)) {
                         *t = t.wrapping_add(v);
@@ -434,25 +436,12 @@ impl Writer<'_> {
         self.ctx.file = Some(file);
     }
 
-    /// Writes the positions of a line at `w[i..]`; `update` for cost and source lines (targets
-    /// of calls and jumps do not move the bases).
+    /// Writes the positions of a line at `w[i..]` of the window; `update` for cost and source
+    /// lines (targets of calls and jumps do not move the bases).
     #[inline]
-    fn put_positions(&mut self, w_at: usize, instr: u64, line: u32, update: bool) -> usize {
-        let Writer { body, last, has_instr, has_line, .. } = self;
-        let w = body.window();
-        let mut i = w_at;
-        let [last_instr, last_line] = last;
-        if *has_instr {
-            i = put_position(w, i, instr, last_instr, true, update);
-            if *has_line {
-                w[i] = b' ';
-                i += 1;
-            }
-        }
-        if *has_line {
-            i = put_position(w, i, line as u64, last_line, false, update);
-        }
-        i
+    fn put_positions(&mut self, i: usize, instr: u64, line: u32, update: bool) -> usize {
+        let w = self.body.window();
+        put_positions(w, i, &mut self.last, self.has_instr, self.has_line, instr, line, update)
     }
 
     /// A whole line of positions (a jump's source).
@@ -470,14 +459,14 @@ impl Writer<'_> {
         let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
         let values = &values[..n];
-        let mut i = self.put_positions(0, instr, line, true);
         if self_cost {
             for (t, &v) in self.totals.iter_mut().zip(values) {
                 *t = t.wrapping_add(v);
             }
         }
+        let w = self.body.window();
+        let mut i = put_positions(w, 0, &mut self.last, self.has_instr, self.has_line, instr, line, true);
         if n <= WINDOW_VALUES {
-            let w = self.body.window();
             for &v in values {
                 w[i] = b' ';
                 i = put_num(w, i + 1, v);
@@ -508,8 +497,7 @@ impl Writer<'_> {
         // some call states no inclusive cost and one is estimated.
         let has_blocks = process.images.iter().any(|i| !i.blocks.is_empty());
         let rs = (has_blocks || has_block_edges(process)).then(|| routines_of(process));
-        let graph = rs.as_ref().map(|rs| callgraph::nodes_with(profile, process, rs));
-        let funcs = FuncIndex::new(&mut self.functions, &self.lines, process, graph.as_ref());
+        let funcs = FuncIndex::new(profile, &mut self.functions, &self.lines, process, rs.as_deref());
         for (i, image) in process.images.iter().enumerate() {
             for s in 0..image.symbols.len() as u32 {
                 if let Some(f) = funcs.symbol(i, s) {
@@ -537,7 +525,7 @@ impl Writer<'_> {
                             None => {
                                 let node = offset.and_then(|o| {
                                     let blocks = blocks.get_or_insert_with(|| BlockIndex::new(process));
-                                    graph.as_ref()?.node_of(blocks.containing(process, i as u32, o)?)
+                                    funcs.node_of(blocks.containing(process, i as u32, o)?)
                                 });
                                 match (node, offset) {
                                     (Some(n), _) => funcs.node(n),
@@ -588,7 +576,7 @@ impl Writer<'_> {
     fn blocks_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) -> Result<()> {
         let rs = routines_of(process);
         let graph = callgraph::build_with(self.profile, process, &rs);
-        let funcs = FuncIndex::new(&mut self.functions, &self.lines, process, Some(&graph));
+        let funcs = FuncIndex::new(self.profile, &mut self.functions, &self.lines, process, Some(&rs));
         let mut estimates = Estimates::new(self.profile, process, None, Some(&graph));
         let pairs = Pairs::new(process);
         let thread_counts = thread.map(|_| counts::block_thread_counts(process));
@@ -701,7 +689,8 @@ impl Writer<'_> {
         self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(&other_edges))
     }
 
-    /// Calls and jumps from the edges `only` lists (all when `None`), in that order.
+    /// Calls and jumps from the edges `only` lists (all that may write something when `None`),
+    /// in that order.
     fn edges(
         &mut self,
         process: &Process,
@@ -711,9 +700,9 @@ impl Writer<'_> {
         pairs: &Pairs,
         only: Option<&[u32]>,
     ) -> Result<()> {
-        let n = only.map_or(process.edges.len(), |l| l.len());
-        for j in 0..n {
-            let k = only.map_or(j, |l| l[j] as usize);
+        let list = only.unwrap_or(&pairs.todo);
+        for &k in list {
+            let k = k as usize;
             let e = &process.edges[k];
             if e.kind.is_call() {
                 self.call(process, thread, funcs, estimates, e);
@@ -742,38 +731,22 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Source and target positions of an edge: its site, else the blocks' addresses and lines.
-    fn ends(&self, process: &Process, e: &Edge) -> Option<((u64, u32), (u64, u32))> {
+    /// The functions and positions of an edge's source and target.
+    #[inline]
+    fn ends(funcs: &FuncIndex, e: &Edge) -> Option<((Func, u64, u32), (Func, u64, u32))> {
         let site = e.site();
-        let src = match e.source {
-            NodeRef::Block(b) => {
-                let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
-                let addr = block.offset + block.last_instr_offset;
-                let line = site
-                    .and_then(|s| s.source_line)
-                    .unwrap_or_else(|| self.block_lines[b.image as usize][b.block as usize][1]);
-                (site.and_then(|s| s.source_offset).unwrap_or(addr), line)
-            }
-            NodeRef::Symbol(_) => (
-                site.and_then(|s| s.source_offset).unwrap_or(0),
-                site.and_then(|s| s.source_line).unwrap_or(0),
-            ),
-            _ => return None,
-        };
-        let tgt = match e.target {
-            NodeRef::Block(b) => {
-                let block = process.images.get(b.image as usize)?.blocks.get(b.block as usize)?;
-                let line = site
-                    .and_then(|s| s.target_line)
-                    .unwrap_or_else(|| self.block_lines[b.image as usize][b.block as usize][0]);
-                (site.and_then(|s| s.target_offset).unwrap_or(block.offset), line)
-            }
-            NodeRef::Symbol(_) => (
-                site.and_then(|s| s.target_offset).unwrap_or(0),
-                site.and_then(|s| s.target_line).unwrap_or(0),
-            ),
-            _ => return None,
-        };
+        let src = funcs.place(
+            e.source,
+            site.and_then(|s| s.source_offset),
+            site.and_then(|s| s.source_line),
+            true,
+        )?;
+        let tgt = funcs.place(
+            e.target,
+            site.and_then(|s| s.target_offset),
+            site.and_then(|s| s.target_line),
+            false,
+        )?;
         Some((src, tgt))
     }
 
@@ -785,9 +758,7 @@ impl Writer<'_> {
         estimates: &mut Estimates,
         e: &Edge,
     ) {
-        let (Some(caller), Some(callee), Some((src, tgt))) =
-            (funcs.of(e.source), funcs.of(e.target), self.ends(process, e))
-        else {
+        let Some(((caller, src_addr, src_line), (callee, tgt_addr, tgt_line))) = Self::ends(funcs, e) else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             return;
         };
@@ -830,11 +801,11 @@ impl Writer<'_> {
             w[..6].copy_from_slice(b"calls=");
             let i = put_num(w, 6, count);
             w[i] = b' ';
-            let i = self.put_positions(i + 1, tgt.0, tgt.1, false);
+            let i = self.put_positions(i + 1, tgt_addr, tgt_line, false);
             self.body.window()[i] = b'\n';
             self.body.advance(i + 1);
         }
-        self.cost(src.0, src.1, &inclusive, false);
+        self.cost(src_addr, src_line, &inclusive, false);
         self.inclusive = inclusive;
     }
 
@@ -846,9 +817,7 @@ impl Writer<'_> {
         e: &Edge,
         fall_through: Option<u64>,
     ) {
-        let (Some(from), Some(to), Some((src, tgt))) =
-            (funcs.of(e.source), funcs.of(e.target), self.ends(process, e))
-        else {
+        let Some(((from, src_addr, src_line), (to, tgt_addr, tgt_line))) = Self::ends(funcs, e) else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             return;
         };
@@ -884,11 +853,40 @@ impl Writer<'_> {
             }
         };
         w[i] = b' ';
-        let i = self.put_positions(i + 1, tgt.0, tgt.1, false);
+        let i = self.put_positions(i + 1, tgt_addr, tgt_line, false);
         self.body.window()[i] = b'\n';
         self.body.advance(i + 1);
-        self.positions_line(src.0, src.1, true);
+        self.positions_line(src_addr, src_line, true);
     }
+}
+
+/// Writes the positions of a line at `w[i..]`: address and/or line, as the file's
+/// `positions:` say, each against its base in `last`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn put_positions(
+    w: &mut [u8; write_text::WINDOW],
+    i: usize,
+    last: &mut [u64; 2],
+    has_instr: bool,
+    has_line: bool,
+    instr: u64,
+    line: u32,
+    update: bool,
+) -> usize {
+    let [last_instr, last_line] = last;
+    let mut i = i;
+    if has_instr {
+        i = put_position(w, i, instr, last_instr, true, update);
+        if has_line {
+            w[i] = b' ';
+            i += 1;
+        }
+    }
+    if has_line {
+        i = put_position(w, i, line as u64, last_line, false, update);
+    }
+    i
 }
 
 /// Inclusive costs the call graph estimates for calls that state none: its arcs with the

@@ -3,8 +3,10 @@
 //! symbol and block, the source line of every block's first and last instruction, and which
 //! fall-through completes which conditional branch.
 
-use crate::analysis::{callgraph, names};
-use crate::ir::{Block, BlockRef, EdgeKind, FileId, Image, NodeRef, Process, SourceLine};
+use std::borrow::Cow;
+
+use crate::analysis::names;
+use crate::ir::{Block, BlockRef, EdgeKind, FileId, Image, NodeRef, Process, Profile, Routine, SourceLine};
 
 use super::write_names::NameTable;
 
@@ -20,23 +22,42 @@ pub(super) struct Func {
     pub file: Option<FileId>,
 }
 
+/// What an edge needs of a block, in one place: where it starts and ends, its routine and
+/// the source lines there.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct BlockEnd {
+    /// The first instruction's address.
+    pub first: u64,
+    /// The last instruction's address.
+    pub last: u64,
+    /// The call graph node of the block's routine ([`NONE`] for none).
+    pub node: u32,
+    /// The source line of the first and of the last instruction (0 for none).
+    pub first_line: u32,
+    pub last_line: u32,
+}
+
 /// The function every edge end and cost belongs to: a symbol, or the routine of a block.
-pub(super) struct FuncIndex<'g> {
+pub(super) struct FuncIndex {
     /// Per image, the function of every symbol.
     symbols: Vec<Vec<Func>>,
     /// The function of every call graph node.
     nodes: Vec<Func>,
-    graph: Option<&'g callgraph::CallGraph>,
+    /// Per image, every block's ends.
+    blocks: Vec<Vec<BlockEnd>>,
 }
 
-impl<'g> FuncIndex<'g> {
+impl FuncIndex {
+    /// The functions of `process`: its symbols and, when given, its routines (numbered as
+    /// the call graph numbers its nodes: images in order, routines in order).
     pub(super) fn new(
+        profile: &Profile,
         functions: &mut NameTable,
         lines: &[LineIndex],
         process: &Process,
-        graph: Option<&'g callgraph::CallGraph>,
-    ) -> FuncIndex<'g> {
-        let symbols = process
+        routines: Option<&[Cow<'_, [Routine]>]>,
+    ) -> FuncIndex {
+        let symbols: Vec<Vec<Func>> = process
             .images
             .iter()
             .enumerate()
@@ -48,26 +69,75 @@ impl<'g> FuncIndex<'g> {
                     .collect()
             })
             .collect();
+        // Block ends in one pass over each image's blocks and source lines, both usually in
+        // address order.
+        let mut blocks: Vec<Vec<BlockEnd>> = process
+            .images
+            .iter()
+            .enumerate()
+            .map(|(i, image)| {
+                let (mut first_hint, mut last_hint) = (0usize, 0usize);
+                let index = &lines[i];
+                image
+                    .blocks
+                    .iter()
+                    .map(|block| {
+                        let last = block.offset.wrapping_add(block.last_instr_offset);
+                        BlockEnd {
+                            first: block.offset,
+                            last,
+                            node: NONE,
+                            first_line: index
+                                .at_from(image, block.offset, &mut first_hint)
+                                .map_or(0, |l| l.line),
+                            last_line: index.at_from(image, last, &mut last_hint).map_or(0, |l| l.line),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        // Routines: named as the call graph names them, by the symbol at their entry
+        // (`analysis::names::code_name`); a block belongs to the last routine listing it.
         let mut nodes = Vec::new();
-        if let Some(g) = graph {
-            let indexes: Vec<names::SymbolIndex> =
-                process.images.iter().map(names::SymbolIndex::new).collect();
-            nodes.reserve(g.nodes.len());
-            for n in &g.nodes {
-                let image = &process.images[n.image as usize];
-                let entry = image.blocks.get(n.entry.block as usize);
-                let index = &indexes[n.image as usize];
+        for (i, image) in process.images.iter().enumerate() {
+            let Some(rs) = routines.and_then(|rs| rs.get(i)) else { continue };
+            let index = names::SymbolIndex::new(image);
+            let ends = &mut blocks[i];
+            for (r, routine) in rs.iter().enumerate() {
+                let n = nodes.len() as u32;
+                for &b in &routine.nodes {
+                    if let Some(end) = ends.get_mut(b as usize) {
+                        end.node = n;
+                    }
+                }
+                if let Some(end) = ends.get_mut(routine.entry as usize) {
+                    end.node = n;
+                }
+                let entry = image.blocks.get(routine.entry as usize);
+                let covering = entry.and_then(|b| index.covering(b.offset));
+                let name = match (entry, covering) {
+                    // The symbol starting at the entry: its name's key is known.
+                    (Some(b), Some(s))
+                        if image.symbols[s as usize].offset.unwrap_or(b.offset) == b.offset =>
+                    {
+                        symbols[i][s as usize].name
+                    }
+                    (Some(b), _) => functions.key(&names::code_name(profile, image, &index, b.offset)),
+                    (None, _) => functions.key(&format!("{}#{}", names::image_base_name(profile, image), r)),
+                };
                 // The file of the symbol at the entry, else of the entry's source line.
-                let file = entry
-                    .and_then(|b| index.covering(b.offset))
+                let file = covering
                     .and_then(|s| image.symbols[s as usize].file)
-                    .or_else(|| {
-                        entry.and_then(|b| lines[n.image as usize].at(image, b.offset)).and_then(|l| l.file)
-                    });
-                nodes.push(Func { image: n.image, name: functions.key(&n.name), file });
+                    .or_else(|| entry.and_then(|b| lines[i].at(image, b.offset)).and_then(|l| l.file));
+                nodes.push(Func { image: i as u32, name, file });
             }
         }
-        FuncIndex { symbols, nodes, graph }
+        FuncIndex { symbols, nodes, blocks }
+    }
+
+    /// The call graph node of the routine holding block `b`.
+    pub(super) fn node_of(&self, b: BlockRef) -> Option<u32> {
+        self.block(b).map(|e| e.node).filter(|&n| n != NONE)
     }
 
     /// The function of symbol `symbol` of image `image`.
@@ -80,13 +150,31 @@ impl<'g> FuncIndex<'g> {
         self.nodes[n as usize]
     }
 
-    /// The function of an edge end.
-    pub(super) fn of(&self, node: NodeRef) -> Option<Func> {
+    /// The ends of block `b`.
+    pub(super) fn block(&self, b: BlockRef) -> Option<&BlockEnd> {
+        self.blocks.get(b.image as usize)?.get(b.block as usize)
+    }
+
+    /// The function of an edge end and its position (address, line): the given `offset` and
+    /// `line` (an edge's site) where stated, else the block's last instruction (the `source`
+    /// of an edge) or first instruction (its target).
+    #[inline]
+    pub(super) fn place(
+        &self,
+        node: NodeRef,
+        offset: Option<u64>,
+        line: Option<u32>,
+        source: bool,
+    ) -> Option<(Func, u64, u32)> {
         match node {
-            NodeRef::Symbol(s) => self.symbol(s.image as usize, s.symbol),
             NodeRef::Block(b) => {
-                let n = self.graph?.node_of(b)?;
-                self.nodes.get(n as usize).copied()
+                let end = self.block(b)?;
+                let f = *self.nodes.get(end.node as usize)?;
+                let (addr, l) = if source { (end.last, end.last_line) } else { (end.first, end.first_line) };
+                Some((f, offset.unwrap_or(addr), line.unwrap_or(l)))
+            }
+            NodeRef::Symbol(s) => {
+                Some((self.symbol(s.image as usize, s.symbol)?, offset.unwrap_or(0), line.unwrap_or(0)))
             }
             _ => None,
         }
@@ -124,27 +212,74 @@ impl BlockIndex {
 
 /// Source lines of an image sorted by address, for look-ups and for spreading block counts.
 pub(super) struct LineIndex {
-    /// Indices into `Image::source_lines`, sorted by offset.
-    order: Vec<u32>,
+    /// Indices into `Image::source_lines`, sorted by offset; `None` when the lines are in
+    /// address order already (as readers usually give them).
+    order: Option<Vec<u32>>,
     max_size: u64,
 }
 
 impl LineIndex {
     pub(super) fn new(image: &Image) -> LineIndex {
         let lines = &image.source_lines;
-        let mut order: Vec<u32> = (0..lines.len() as u32).collect();
-        // Readers usually give the lines in address order: then there is nothing to sort.
-        if !lines.windows(2).all(|w| w[0].offset <= w[1].offset) {
-            order.sort_by_key(|&i| lines[i as usize].offset);
+        let mut max_size = 0;
+        let mut sorted = true;
+        let mut prev = 0;
+        for l in lines {
+            max_size = max_size.max(l.size);
+            sorted &= prev <= l.offset;
+            prev = l.offset;
         }
-        let max_size = lines.iter().map(|l| l.size).max().unwrap_or(0);
+        let order = (!sorted).then(|| {
+            let mut order: Vec<u32> = (0..lines.len() as u32).collect();
+            order.sort_by_key(|&i| lines[i as usize].offset);
+            order
+        });
         LineIndex { order, max_size }
+    }
+
+    /// The `k`th line in address order.
+    #[inline]
+    fn nth<'i>(&self, lines: &'i [SourceLine], k: usize) -> &'i SourceLine {
+        match &self.order {
+            Some(order) => &lines[order[k] as usize],
+            None => &lines[k],
+        }
+    }
+
+    /// The number of lines starting at or before `addr`, searched in `lo..hi`.
+    fn upto(&self, lines: &[SourceLine], addr: u64, mut lo: usize, mut hi: usize) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.nth(lines, mid).offset <= addr {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The line covering `addr` among the `k` lines starting at or before it (the
+    /// latest-starting one when entries overlap).
+    fn covering<'i>(&self, lines: &'i [SourceLine], addr: u64, mut k: usize) -> Option<&'i SourceLine> {
+        while k > 0 {
+            let l = self.nth(lines, k - 1);
+            if l.offset.saturating_add(self.max_size) <= addr {
+                break;
+            }
+            if addr < l.offset.saturating_add(l.size.max(1)) {
+                return Some(l);
+            }
+            k -= 1;
+        }
+        None
     }
 
     /// The source line covering `addr` (the latest-starting one when entries overlap).
     pub(super) fn at<'i>(&self, image: &'i Image, addr: u64) -> Option<&'i SourceLine> {
-        let mut hint = 0;
-        self.at_from(image, addr, &mut hint)
+        let lines = &image.source_lines;
+        let k = self.upto(lines, addr, 0, lines.len());
+        self.covering(lines, addr, k)
     }
 
     /// [`LineIndex::at`] for addresses that mostly come in increasing order: the search starts
@@ -157,50 +292,21 @@ impl LineIndex {
         hint: &mut usize,
     ) -> Option<&'i SourceLine> {
         let lines = &image.source_lines;
-        let order = &self.order;
-        let offset = |k: usize| lines[order[k] as usize].offset;
-        // k: the number of lines starting at or before addr.
-        let mut k = (*hint).min(order.len());
-        if k > 0 && offset(k - 1) > addr {
-            k = order.partition_point(|&i| lines[i as usize].offset <= addr);
+        let n = lines.len();
+        let mut k = (*hint).min(n);
+        if k > 0 && self.nth(lines, k - 1).offset > addr {
+            k = self.upto(lines, addr, 0, k);
         } else {
             // Gallop forward from the hint, then search the last step.
             let mut step = 1;
-            let mut lo = k;
-            while lo + step <= order.len() && offset(lo + step - 1) <= addr {
-                lo += step;
+            while k + step <= n && self.nth(lines, k + step - 1).offset <= addr {
+                k += step;
                 step *= 2;
             }
-            let hi = (lo + step).min(order.len());
-            k = lo + order[lo..hi].partition_point(|&i| lines[i as usize].offset <= addr);
+            k = self.upto(lines, addr, k, (k + step).min(n));
         }
         *hint = k;
-        while k > 0 {
-            let l = &lines[order[k - 1] as usize];
-            if l.offset.saturating_add(self.max_size) <= addr {
-                break;
-            }
-            if addr < l.offset.saturating_add(l.size.max(1)) {
-                return Some(l);
-            }
-            k -= 1;
-        }
-        None
-    }
-
-    /// The source line number (0 for none) of every block's first and last instruction.
-    pub(super) fn block_lines(&self, image: &Image) -> Vec<[u32; 2]> {
-        let (mut first, mut last) = (0usize, 0usize);
-        image
-            .blocks
-            .iter()
-            .map(|b| {
-                let at_first = self.at_from(image, b.offset, &mut first).map_or(0, |l| l.line);
-                let at_last =
-                    self.at_from(image, b.offset + b.last_instr_offset, &mut last).map_or(0, |l| l.line);
-                [at_first, at_last]
-            })
-            .collect()
+        self.covering(lines, addr, k)
     }
 
     /// Spreads `num_instrs x count` of a block over its source lines:
@@ -217,14 +323,18 @@ impl LineIndex {
         let lo = block.offset;
         let hi = block.offset.saturating_add(block.size.max(1));
         let lines = &image.source_lines;
-        let end = self.order.partition_point(|&i| lines[i as usize].offset < hi);
+        // Lines starting before hi.
+        let end = match hi.checked_sub(1) {
+            Some(h) => self.upto(lines, h, 0, lines.len()),
+            None => 0,
+        };
         let mut first = end;
-        while first > 0 && lines[self.order[first - 1] as usize].offset.saturating_add(self.max_size) > lo {
+        while first > 0 && self.nth(lines, first - 1).offset.saturating_add(self.max_size) > lo {
             first -= 1;
         }
         parts.clear();
-        for &i in &self.order[first..end] {
-            let l = &lines[i as usize];
+        for k in first..end {
+            let l = self.nth(lines, k);
             let l_end = l.offset.saturating_add(l.size.max(1));
             if l_end <= lo || l.offset >= hi {
                 continue;
@@ -283,6 +393,10 @@ pub(super) struct Pairs {
     partner: Vec<u32>,
     /// Per edge: a fall-through taken by a conditional.
     paired: Vec<bool>,
+    /// The edges that may write something, in order: all but the fall-throughs that complete a
+    /// conditional or leave a block, and the returns and bypasses of blocks (which the calls
+    /// imply). Writing the whole process goes through these without touching the others.
+    pub todo: Vec<u32>,
 }
 
 /// A fall-through or conditional edge while pairing.
@@ -333,12 +447,19 @@ impl Pairs {
                 _ => other,
             }
         };
-        // Every fall-through and conditional, in edge order; the one pass over the edges.
+        // Every fall-through and conditional, in edge order, and what each edge writes; the
+        // one pass over the edges.
+        const WRITES: u8 = 0;
+        const SILENT: u8 = 1;
+        const SILENT_IF_PAIRED: u8 = 2;
+        let mut class: Vec<u8> = Vec::with_capacity(edges.len());
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut conditionals = false;
         for (k, e) in edges.iter().enumerate() {
             let conditional = e.kind.is_conditional();
-            if conditional || e.kind == EdgeKind::FallThrough {
+            let from_block = matches!(e.source, NodeRef::Block(_));
+            let fall_through = e.kind == EdgeKind::FallThrough;
+            if conditional || fall_through {
                 conditionals |= conditional;
                 candidates.push(Candidate {
                     slot: slot(e.source) as u32,
@@ -347,9 +468,25 @@ impl Pairs {
                     details: e.details.is_some(),
                 });
             }
+            class.push(match (fall_through, from_block) {
+                (true, true) => SILENT,
+                (true, false) => SILENT_IF_PAIRED,
+                _ if from_block && (e.kind.is_return() || e.kind.is_bypass()) => SILENT,
+                _ => WRITES,
+            });
         }
-        let mut pairs = Pairs { partner: Vec::new(), paired: Vec::new() };
+        let mut pairs = Pairs { partner: Vec::new(), paired: Vec::new(), todo: Vec::new() };
+        let todo = |pairs: &Pairs| -> Vec<u32> {
+            (0..class.len() as u32)
+                .filter(|&k| match class[k as usize] {
+                    WRITES => true,
+                    SILENT_IF_PAIRED => !pairs.paired(k as usize),
+                    _ => false,
+                })
+                .collect()
+        };
         if !conditionals {
+            pairs.todo = todo(&pairs);
             return pairs;
         }
         pairs.partner = vec![NONE; edges.len()];
@@ -419,6 +556,7 @@ impl Pairs {
                 i = j;
             }
         }
+        pairs.todo = todo(&pairs);
         pairs
     }
 
@@ -484,5 +622,7 @@ mod tests {
         assert_eq!(partners, [None, None, Some(0), Some(5), None, None, None]);
         let paired: Vec<bool> = (0..7).map(|k| p.paired(k)).collect();
         assert_eq!(paired, [true, false, false, false, false, true, false]);
+        // The fall-throughs that complete a conditional write nothing of their own.
+        assert_eq!(p.todo, [1, 2, 3, 4, 6]);
     }
 }

@@ -11,6 +11,7 @@
 //! indexes the written id and whether the current part has defined it.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::write_text::Out;
 use crate::ir::{FileId, Profile};
@@ -21,8 +22,10 @@ pub(super) const NO_NAME: u32 = u32::MAX;
 /// The names of one namespace and their compressed ids.
 #[derive(Default)]
 pub(super) struct NameTable {
-    /// Key of every name seen.
-    keys: HashMap<String, u32>,
+    /// Key of every name seen, by the name's hash ([`name_hash`]): the name is stored once, in
+    /// `names`. A name whose hash is taken by another name goes to `collided`.
+    by_hash: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    collided: HashMap<String, u32>,
     /// Name of every key.
     names: Vec<String>,
     /// Written id of every key (0: not written yet).
@@ -41,11 +44,23 @@ impl NameTable {
         if name.is_empty() {
             return NO_NAME;
         }
-        if let Some(&k) = self.keys.get(name) {
-            return k;
-        }
-        let k = self.names.len() as u32;
-        self.keys.insert(name.to_string(), k);
+        let hash = name_hash(name.as_bytes());
+        let k = match self.by_hash.get(&hash) {
+            Some(&k) if self.names[k as usize] == name => return k,
+            Some(_) => match self.collided.get(name) {
+                Some(&k) => return k,
+                None => {
+                    let k = self.names.len() as u32;
+                    self.collided.insert(name.to_string(), k);
+                    k
+                }
+            },
+            None => {
+                let k = self.names.len() as u32;
+                self.by_hash.insert(hash, k);
+                k
+            }
+        };
         self.names.push(name.to_string());
         self.ids.push(0);
         self.defined.push(false);
@@ -100,6 +115,42 @@ impl NameTable {
     }
 }
 
+/// A 64-bit hash of a name, eight bytes at a time (the multiply-and-rotate of rustc's FxHash):
+/// C++ names run to hundreds of bytes, and SipHash byte by byte was most of the cost of
+/// interning them.
+fn name_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    // Mix the high bits down: the table indexes by the low bits.
+    h ^ (h >> 29)
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +173,20 @@ mod tests {
             std::str::from_utf8(out.text()).unwrap(),
             "fn=(1) beta\ncfn=(2) alpha\nfn=(1)\nfn=\nfn=(2) alpha\nfn=(2)\n"
         );
+    }
+
+    #[test]
+    fn names_whose_hashes_collide_keep_their_own_keys() {
+        let mut t = NameTable::default();
+        let a = t.key("first");
+        // As if "second" and "third" hashed as "first" does.
+        t.by_hash.insert(name_hash(b"second"), a);
+        t.by_hash.insert(name_hash(b"third"), a);
+        let (b, c) = (t.key("second"), t.key("third"));
+        assert!(a != b && b != c && a != c);
+        assert_eq!((t.key("first"), t.key("second"), t.key("third")), (a, b, c));
+        assert_eq!((&t.names[b as usize][..], &t.names[c as usize][..]), ("second", "third"));
+        assert_eq!(t.collided.len(), 2);
     }
 
     #[test]

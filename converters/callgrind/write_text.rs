@@ -96,8 +96,9 @@ static DIGITS: &[u8; 200] = b"\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Writes `v` in decimal at `w[i..]`; returns the index after it.
-#[inline]
+/// Writes `v` in decimal at `w[i..]`; returns the index after it. Inline for one and two
+/// digits, the most common lengths of position offsets and counts.
+#[inline(always)]
 pub(super) fn put_num(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     if v < 10 {
         w[i] = b'0' + v as u8;
@@ -109,6 +110,12 @@ pub(super) fn put_num(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
         w[i + 1] = DIGITS[d + 1];
         return i + 2;
     }
+    put_long(w, i, v)
+}
+
+/// [`put_num`] for three digits or more.
+#[inline(never)]
+fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     let n = v.ilog10() as usize + 1;
     let mut end = i + n;
     let mut x = v;

@@ -135,15 +135,6 @@ pub fn build(profile: &Profile, process: &Process) -> CallGraph {
 /// Builds the call graph over routines computed already (`routines::all` or
 /// `routines::all_recomputed`), so that a caller computing several analyses does it once.
 pub fn build_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Routine]>]) -> CallGraph {
-    let mut graph = nodes_with(profile, process, routines);
-    add_arcs(&mut graph, process);
-    graph
-}
-
-/// The nodes of the call graph alone (routines, names, self costs, the node of every block),
-/// without arcs or inclusive costs: for a caller that only needs to know which routine a block
-/// belongs to and what it is called, such as a writer taking inclusive costs from the profile.
-pub fn nodes_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Routine]>]) -> CallGraph {
     let mut graph = CallGraph::default();
     for (i, image) in process.images.iter().enumerate() {
         graph.image_base.push(graph.nodes.len() as u32);
@@ -181,11 +172,7 @@ pub fn nodes_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Rou
         }
         graph.block_node.push(block_node);
     }
-    graph
-}
 
-/// Adds the arcs of the call edges and the inclusive costs to a graph of nodes.
-fn add_arcs(graph: &mut CallGraph, process: &Process) {
     let mut arcs: HashMap<(u32, BlockRef, u32), u64> = HashMap::new();
     for e in &process.edges {
         if !e.kind.is_call() {
@@ -202,7 +189,8 @@ fn add_arcs(graph: &mut CallGraph, process: &Process) {
         .collect();
     arcs.sort_unstable_by_key(|a| (a.caller, a.site, a.callee));
     graph.arcs = arcs;
-    inclusive(graph);
+    inclusive(&mut graph);
+    graph
 }
 
 /// Strongly connected components of the call graph (Tarjan, iterative). Tarjan's algorithm
