@@ -275,7 +275,13 @@ impl CostTable {
     pub fn select(&self, order: impl IntoIterator<Item = usize>) -> CostTable {
         let mut out = CostTable { width: self.width, ..CostTable::default() };
         for row in order {
-            out.push_parts(self.offset(row), self.symbol(row), self.file(row), self.line(row), self.values(row));
+            out.push_parts(
+                self.offset(row),
+                self.symbol(row),
+                self.file(row),
+                self.line(row),
+                self.values(row),
+            );
         }
         out
     }
