@@ -1,10 +1,12 @@
 //! Memory for large models.
 //!
-//! Reading a large profile fills a few vectors of hundreds of megabytes once (DCPI sample
-//! columns, DCFG edges). Backed by ordinary 4 KiB pages, such a vector takes a page fault every
+//! Reading a large profile fills a few vectors of hundreds of megabytes once (a DCPI input and
+//! its sample columns). Backed by ordinary 4 KiB pages, such a vector takes a page fault every
 //! 4 KiB as it fills, and those faults cost more than the parsing. Transparent huge pages make
 //! that one fault every 2 MiB; most Linux systems give them only to memory that asks for them
-//! (`madvise` mode), which is what [`vec_with_capacity`] does.
+//! (`madvise` mode), which is what [`vec_with_capacity`] does. Only for vectors allocated at
+//! their final size: a vector that grows by doubling would have its unused capacity committed
+//! 2 MiB at a time (measured: +28% peak memory reading a DCFG).
 
 /// Below this, a vector is not worth the advice (a few faults at most).
 const WORTH_ADVISING: usize = 8 << 20;
