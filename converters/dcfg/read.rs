@@ -730,6 +730,7 @@ impl<'de> Visitor<'de> for ProcessData<'_> {
                     let mut t = Edges {
                         rows: std::mem::take(&mut p.edges),
                         kinds: std::mem::take(&mut p.edge_kinds),
+                        kind_lookup: p.kind_ids.iter().enumerate().map(|(k, &id)| (id, k as u16)).collect(),
                         kind_ids: std::mem::take(&mut p.kind_ids),
                     };
                     table_at(&mut map, ctx, "EDGES", &mut t)?;
@@ -1023,6 +1024,8 @@ struct Edges {
     rows: Vec<Edge>,
     kinds: Vec<u16>,
     kind_ids: Vec<u64>,
+    /// `kind_ids` by value, for files that use more than a few dozen.
+    kind_lookup: HashMap<u64, u16>,
 }
 
 impl Edges {
@@ -1033,12 +1036,19 @@ impl Edges {
                 return Ok(last);
             }
         }
-        if let Some(k) = self.kind_ids.iter().position(|&k| k == id) {
-            return Ok(k as u16);
+        // A file uses a few dozen types: a linear search beats hashing, until it would not.
+        let found = if self.kind_ids.len() <= 64 {
+            self.kind_ids.iter().position(|&k| k == id).map(|k| k as u16)
+        } else {
+            self.kind_lookup.get(&id).copied()
+        };
+        if let Some(k) = found {
+            return Ok(k);
         }
         let k = u16::try_from(self.kind_ids.len())
             .map_err(|_| E::custom("more than 65,536 distinct EDGE_TYPE_IDs are used"))?;
         self.kind_ids.push(id);
+        self.kind_lookup.insert(id, k);
         Ok(k)
     }
 }
@@ -1464,5 +1474,29 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert!(v[0].message.contains("TARGET_NODE_ID 99"), "{:?}", v[0]);
         assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 1".into())));
+    }
+
+    #[test]
+    fn edge_types_are_resolved_per_edge_and_too_many_distinct_ones_are_an_error() {
+        let (p, f) = read_str(
+            r#"{"EDGE_TYPES": [["EDGE_TYPE_ID","EDGE_TYPE"],[7,"CALL"],[9,"RETURN"]], "SPECIAL_NODES": [["NODE_ID","NODE_NAME"],[1,"START"]],
+               "PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {"EDGES": [["EDGE_ID","SOURCE_NODE_ID","TARGET_NODE_ID","EDGE_TYPE_ID","COUNT_PER_THREAD"],
+               [10, 1, 1, 9, [1]], [11, 1, 1, 7, [1]], [12, 1, 1, 9, [1]], [13, 1, 1, 5, [1]]]}]]}"#,
+        );
+        let kinds: Vec<EdgeKind> = p.unwrap().processes[0].edges.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EdgeKind::Return, EdgeKind::Call, EdgeKind::Return, EdgeKind::Unknown]);
+        let v: Vec<_> = f.violations().collect();
+        assert_eq!(v.len(), 1);
+        assert!(v[0].message.contains("EDGE_TYPE_ID 5 is not in EDGE_TYPES"), "{:?}", v[0]);
+        assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 4".into())));
+
+        let rows: Vec<String> = (0..=65_536u64).map(|k| format!("[{k}, 1, 1, {}, [1]]", 100 + k)).collect();
+        let text = format!(
+            r#"{{"PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {{"EDGES": [["EDGE_ID","SOURCE_NODE_ID","TARGET_NODE_ID","EDGE_TYPE_ID","COUNT_PER_THREAD"], {}]}}]]}}"#,
+            rows.join(",")
+        );
+        let e = read_str(&text).0.unwrap_err().to_string();
+        assert!(e.contains("PROCESSES[0].EDGES row 65537"), "{e}");
+        assert!(e.contains("more than 65,536 distinct EDGE_TYPE_IDs"), "{e}");
     }
 }
