@@ -67,7 +67,7 @@ use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
-use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part};
+use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part, Place};
 use write_names::NameTable;
 use write_text::{put_num, put_position, Out, WINDOW_VALUES};
 
@@ -140,25 +140,18 @@ pub fn write(
         unplaced: 0,
         lines: Vec::new(),
         inclusive: Vec::new(),
+        edge_threads: 0,
     };
     w.head(&columns)?;
+    // One part per process, or per thread with --per-thread. Summing the threads needs no
+    // thread count up front: the edges' widest count, which takes a pass over them, comes
+    // from the pass that writing makes anyway.
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
     for (p, process) in profile.processes.iter().enumerate() {
-        let threads = process.thread_count();
-        if threads > 1 && options.per_thread {
-            for t in 0..threads {
-                parts.push((p, Some(t)));
-            }
+        let threads = if options.per_thread { process.thread_count() } else { 1 };
+        if threads > 1 {
+            parts.extend((0..threads).map(|t| (p, Some(t))));
         } else {
-            if threads > 1 {
-                findings.warn(
-                    None,
-                    format!(
-                        "callgrind: per-thread counts of process {} ({threads} threads) summed into one part; use --per-thread",
-                        process.pid
-                    ),
-                );
-            }
             parts.push((p, None));
         }
     }
@@ -166,6 +159,16 @@ pub fn write(
     for (k, &(p, thread)) in parts.iter().enumerate() {
         let process = &profile.processes[p];
         w.part(k + 1, process, thread, &mut costs_unsplit)?;
+        let threads = process.thread_instr_counts.len().max(w.edge_threads);
+        if thread.is_none() && threads > 1 {
+            findings.warn(
+                None,
+                format!(
+                    "callgrind: per-thread counts of process {} ({threads} threads) summed into one part; use --per-thread",
+                    process.pid
+                ),
+            );
+        }
     }
     if profile.processes.is_empty() {
         // An empty profile is still a valid file with its events and zero totals.
@@ -246,6 +249,9 @@ struct Writer<'a> {
     lines: Vec<LineIndex>,
     /// Scratch: the inclusive cost of a call, by column.
     inclusive: Vec<u64>,
+    /// The longest per-thread count array of the last part's process's edges
+    /// ([`crate::ir::Process::thread_count`] without a pass of its own).
+    edge_threads: usize,
 }
 
 impl Writer<'_> {
@@ -304,7 +310,8 @@ impl Writer<'_> {
         // A process of stacks only (folded, DTrace, perf) is written as its function-level
         // view: exact self costs at leaf frames, calls with inclusive costs.
         let function_level;
-        let process = if stacks_only(process) {
+        let stacks = stacks_only(process);
+        let process = if stacks {
             function_level = stacks::function_level(self.profile, process);
             &function_level
         } else {
@@ -337,6 +344,10 @@ impl Writer<'_> {
             written?;
             debug_assert_eq!(self.totals, totals, "the summary states what the cost lines add up to");
             self.totals = totals;
+        }
+        if stacks {
+            // The threads of the process as it was, not of its function-level view.
+            self.edge_threads = 0;
         }
         self.part_tail()
     }
@@ -454,7 +465,7 @@ impl Writer<'_> {
 
     /// A cost line: positions and values (trailing zeros left out), added to the totals when
     /// `self_cost`.
-    #[inline]
+    #[inline(always)]
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
         let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
@@ -513,7 +524,7 @@ impl Writer<'_> {
                 let mut symbols: Option<names::SymbolIndex> = None;
                 // The function of the previous cost line, by symbol, to skip the look-ups.
                 let mut current: Option<u32> = None;
-                let mut hint = 0;
+                let (mut hint, mut block_hint) = (0, 0);
                 for r in 0..costs.len() {
                     let symbol = costs.symbol(r);
                     let offset = costs.offset(r);
@@ -525,7 +536,12 @@ impl Writer<'_> {
                             None => {
                                 let node = offset.and_then(|o| {
                                     let blocks = blocks.get_or_insert_with(|| BlockIndex::new(process));
-                                    funcs.node_of(blocks.containing(process, i as u32, o)?)
+                                    funcs.node_of(blocks.containing_from(
+                                        process,
+                                        i as u32,
+                                        o,
+                                        &mut block_hint,
+                                    )?)
                                 });
                                 match (node, offset) {
                                     (Some(n), _) => funcs.node(n),
@@ -568,6 +584,7 @@ impl Writer<'_> {
             }
         }
         let pairs = Pairs::new(process);
+        self.edge_threads = pairs.threads;
         let mut estimates = Estimates::new(profile, process, rs.as_deref(), None);
         self.edges(process, thread, &funcs, &mut estimates, &pairs, None)
     }
@@ -579,6 +596,7 @@ impl Writer<'_> {
         let funcs = FuncIndex::new(self.profile, &mut self.functions, &self.lines, process, Some(&rs));
         let mut estimates = Estimates::new(self.profile, process, None, Some(&graph));
         let pairs = Pairs::new(process);
+        self.edge_threads = pairs.threads;
         let thread_counts = thread.map(|_| counts::block_thread_counts(process));
         let totals = counts::block_totals(process);
         let nnodes = graph.nodes.len();
@@ -588,11 +606,11 @@ impl Writer<'_> {
         if write_costs {
             let blocks = BlockIndex::new(process);
             for (i, image) in process.images.iter().enumerate() {
+                let mut hint = 0;
                 for k in 0..image.costs.len() {
-                    let node = image
-                        .costs
-                        .offset(k)
-                        .and_then(|o| graph.node_of(blocks.containing(process, i as u32, o)?));
+                    let node = image.costs.offset(k).and_then(|o| {
+                        graph.node_of(blocks.containing_from(process, i as u32, o, &mut hint)?)
+                    });
                     match node {
                         Some(n) => node_costs.push((n, (i as u32, k as u32))),
                         None => loose.push((i as u32, k as u32)),
@@ -733,7 +751,7 @@ impl Writer<'_> {
 
     /// The functions and positions of an edge's source and target.
     #[inline]
-    fn ends(funcs: &FuncIndex, e: &Edge) -> Option<((Func, u64, u32), (Func, u64, u32))> {
+    fn ends(funcs: &FuncIndex, e: &Edge) -> Option<(Place, Place)> {
         let site = e.site();
         let src = funcs.place(
             e.source,
@@ -863,7 +881,7 @@ impl Writer<'_> {
 /// Writes the positions of a line at `w[i..]`: address and/or line, as the file's
 /// `positions:` say, each against its base in `last`.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn put_positions(
     w: &mut [u8; write_text::WINDOW],
     i: usize,

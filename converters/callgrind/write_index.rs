@@ -37,6 +37,9 @@ pub(super) struct BlockEnd {
     pub last_line: u32,
 }
 
+/// An edge end as written: its function, address and line.
+pub(super) type Place = (Func, u64, u32);
+
 /// The function every edge end and cost belongs to: a symbol, or the routine of a block.
 pub(super) struct FuncIndex {
     /// Per image, the function of every symbol.
@@ -165,7 +168,7 @@ impl FuncIndex {
         offset: Option<u64>,
         line: Option<u32>,
         source: bool,
-    ) -> Option<(Func, u64, u32)> {
+    ) -> Option<Place> {
         match node {
             NodeRef::Block(b) => {
                 let end = self.block(b)?;
@@ -201,9 +204,27 @@ impl BlockIndex {
         BlockIndex { starts }
     }
 
-    pub(super) fn containing(&self, process: &Process, image: u32, addr: u64) -> Option<BlockRef> {
+    /// The block holding `addr`. Addresses mostly fall in the block of the previous look-up or
+    /// the next one (costs listed by address): `hint` is where that one was, and those two are
+    /// tried before a search.
+    pub(super) fn containing_from(
+        &self,
+        process: &Process,
+        image: u32,
+        addr: u64,
+        hint: &mut usize,
+    ) -> Option<BlockRef> {
         let starts = self.starts.get(image as usize)?;
-        let p = starts.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        // The last block starting at or before addr: the hinted one or the next when they are.
+        let at = |p: usize| starts.get(p).is_some_and(|s| s.0 <= addr);
+        let p = if at(*hint) && !at(*hint + 1) {
+            *hint
+        } else if at(*hint + 1) && !at(*hint + 2) {
+            *hint + 1
+        } else {
+            starts.partition_point(|s| s.0 <= addr).checked_sub(1)?
+        };
+        *hint = p;
         let b = starts[p].1;
         let bl = &process.images[image as usize].blocks[b as usize];
         (addr < bl.offset.saturating_add(bl.size.max(1))).then_some(BlockRef { image, block: b })
@@ -397,6 +418,8 @@ pub(super) struct Pairs {
     /// conditional or leave a block, and the returns and bypasses of blocks (which the calls
     /// imply). Writing the whole process goes through these without touching the others.
     pub todo: Vec<u32>,
+    /// The longest per-thread count array of an edge.
+    pub threads: usize,
 }
 
 /// A fall-through or conditional edge while pairing.
@@ -455,7 +478,9 @@ impl Pairs {
         let mut class: Vec<u8> = Vec::with_capacity(edges.len());
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut conditionals = false;
+        let mut threads = 0;
         for (k, e) in edges.iter().enumerate() {
+            threads = threads.max(e.counts.len());
             let conditional = e.kind.is_conditional();
             let from_block = matches!(e.source, NodeRef::Block(_));
             let fall_through = e.kind == EdgeKind::FallThrough;
@@ -475,7 +500,7 @@ impl Pairs {
                 _ => WRITES,
             });
         }
-        let mut pairs = Pairs { partner: Vec::new(), paired: Vec::new(), todo: Vec::new() };
+        let mut pairs = Pairs { partner: Vec::new(), paired: Vec::new(), todo: Vec::new(), threads };
         let todo = |pairs: &Pairs| -> Vec<u32> {
             (0..class.len() as u32)
                 .filter(|&k| match class[k as usize] {
@@ -595,6 +620,30 @@ mod tests {
         }
         assert_eq!(index.at(&image, 0x31).map(|l| l.line), Some(4));
         assert_eq!(index.at(&image, 0x1c), None);
+    }
+
+    #[test]
+    fn block_look_ups_from_a_hint_agree_with_a_scan() {
+        let block = |offset, size| Block { offset, size, ..Block::default() };
+        let image = Image {
+            blocks: vec![block(0x40, 8), block(0x10, 4), block(0x20, 16), block(0x14, 2), block(0x60, 0)],
+            ..Image::default()
+        };
+        let process = Process { images: vec![image], ..Process::default() };
+        let index = BlockIndex::new(&process);
+        let scan = |a: u64| {
+            let blocks = &process.images[0].blocks;
+            // The latest-starting block at or before a, if it holds a.
+            let b = (0..blocks.len()).filter(|&b| blocks[b].offset <= a).max_by_key(|&b| blocks[b].offset)?;
+            (a < blocks[b].offset + blocks[b].size.max(1)).then_some(BlockRef { image: 0, block: b as u32 })
+        };
+        let mut hint = 0;
+        for a in
+            [0x0, 0x10, 0x13, 0x14, 0x15, 0x16, 0x20, 0x2f, 0x30, 0x44, 0x60, 0x61, 0x12, 0x41, 0x11, 0x99]
+        {
+            assert_eq!(index.containing_from(&process, 0, a, &mut hint), scan(a), "{a:#x}");
+        }
+        assert_eq!(index.containing_from(&process, 1, 0x10, &mut hint), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::write_text::Out;
+use super::write_text::{put_num, Out};
 use crate::ir::{FileId, Profile};
 
 /// The key of the empty name, which is written without an id (`fn=`).
@@ -85,11 +85,17 @@ impl NameTable {
 
     /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=` for no name.
     pub(super) fn write(&mut self, out: &mut Out, tag: &[u8], key: u32) {
-        out.bytes(tag);
-        out.byte(b'=');
         let k = key as usize;
+        let w = out.window();
+        // Tags are two or three letters: copied byte by byte rather than by a call to memcpy.
+        let t = tag.len();
+        for (d, &b) in w.iter_mut().zip(tag) {
+            *d = b;
+        }
+        w[t] = b'=';
         if key == NO_NAME || k >= self.names.len() {
-            out.byte(b'\n');
+            w[t + 1] = b'\n';
+            out.advance(t + 2);
             return;
         }
         let mut id = self.ids[k];
@@ -98,14 +104,18 @@ impl NameTable {
             id = self.last_id;
             self.ids[k] = id;
         }
-        out.byte(b'(');
-        out.num(id as u64);
-        out.byte(b')');
-        if !self.defined[k] {
-            self.defined[k] = true;
-            out.byte(b' ');
-            out.bytes(self.names[k].as_bytes());
+        w[t + 1] = b'(';
+        let i = put_num(w, t + 2, id as u64);
+        w[i] = b')';
+        if self.defined[k] {
+            w[i + 1] = b'\n';
+            out.advance(i + 2);
+            return;
         }
+        self.defined[k] = true;
+        w[i + 1] = b' ';
+        out.advance(i + 2);
+        out.bytes(self.names[k].as_bytes());
         out.byte(b'\n');
     }
 

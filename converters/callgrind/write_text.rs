@@ -113,23 +113,31 @@ pub(super) fn put_num(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     put_long(w, i, v)
 }
 
-/// [`put_num`] for three digits or more.
+/// [`put_num`] for three digits or more: four digits at a time from the right.
 #[inline(never)]
 fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     let n = v.ilog10() as usize + 1;
     let mut end = i + n;
     let mut x = v;
-    while x >= 100 {
-        let d = (x % 100) as usize * 2;
-        x /= 100;
-        w[end - 2] = DIGITS[d];
-        w[end - 1] = DIGITS[d + 1];
-        end -= 2;
+    while x >= 10_000 {
+        let r = (x % 10_000) as usize;
+        x /= 10_000;
+        let (hi, lo) = (r / 100 * 2, r % 100 * 2);
+        w[end - 4..end].copy_from_slice(&[DIGITS[hi], DIGITS[hi + 1], DIGITS[lo], DIGITS[lo + 1]]);
+        end -= 4;
     }
-    if x >= 10 {
-        let d = x as usize * 2;
-        w[end - 2] = DIGITS[d];
-        w[end - 1] = DIGITS[d + 1];
+    let x = x as usize;
+    if x >= 100 {
+        let (hi, lo) = (x / 100, x % 100 * 2);
+        w[end - 2..end].copy_from_slice(&[DIGITS[lo], DIGITS[lo + 1]]);
+        end -= 2;
+        if hi >= 10 {
+            w[end - 2..end].copy_from_slice(&[DIGITS[hi * 2], DIGITS[hi * 2 + 1]]);
+        } else {
+            w[end - 1] = b'0' + hi as u8;
+        }
+    } else if x >= 10 {
+        w[end - 2..end].copy_from_slice(&[DIGITS[x * 2], DIGITS[x * 2 + 1]]);
     } else {
         w[end - 1] = b'0' + x as u8;
     }
@@ -141,7 +149,7 @@ fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
 pub(super) fn put_hex(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     w[i] = b'0';
     w[i + 1] = b'x';
-    let n = ((64 - (v | 1).leading_zeros() as usize) + 3) / 4;
+    let n = (64 - (v | 1).leading_zeros() as usize).div_ceil(4);
     let end = i + 2 + n;
     let mut x = v;
     for k in (i + 2..end).rev() {
@@ -154,7 +162,7 @@ pub(super) fn put_hex(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
 /// Writes one position column at `w[i..]`, relative to its base when that is shorter
 /// (subposition compression): `*` for the same, `+N`/`-N` for a near one, else absolute
 /// (hexadecimal for addresses, `hex`). Moves the base when `update`.
-#[inline]
+#[inline(always)]
 pub(super) fn put_position(
     w: &mut [u8; WINDOW],
     i: usize,
