@@ -583,9 +583,14 @@ impl Writer<'_> {
                 }
             }
         }
+        let mut estimates = Estimates::new(profile, process, rs.as_deref(), None);
+        // Edges as they come, pairing conditionals run by run; when a source's edges turn out
+        // not to be together, again after a pass that pairs them all.
+        if self.edges_in_runs(process, thread, &funcs, &mut estimates)? {
+            return Ok(());
+        }
         let pairs = Pairs::new(process);
         self.edge_threads = pairs.threads;
-        let mut estimates = Estimates::new(profile, process, rs.as_deref(), None);
         self.edges(process, thread, &funcs, &mut estimates, &pairs, None)
     }
 
@@ -721,32 +726,140 @@ impl Writer<'_> {
         let list = only.unwrap_or(&pairs.todo);
         for &k in list {
             let k = k as usize;
-            let e = &process.edges[k];
-            if e.kind.is_call() {
-                self.call(process, thread, funcs, estimates, e);
-            } else if e.kind.is_branch() {
-                let executed = e
-                    .kind
-                    .is_conditional()
-                    .then(|| pairs.partner(k).map_or(0, |f| count_of(&process.edges[f], thread)));
-                self.jump(process, thread, funcs, e, executed);
-            } else if e.kind == EdgeKind::FallThrough {
-                if pairs.paired(k) || matches!(e.source, NodeRef::Block(_)) {
-                    // Part of a jcnd=, or implied by the blocks (a reader rebuilds it).
-                    continue;
-                }
-                *self.dropped.entry("FALL_THROUGH").or_default() += 1;
-            } else if e.kind.is_return() || e.kind.is_bypass() {
-                // Implied by the calls: Callgrind has no lines for them.
-                if !matches!(e.source, NodeRef::Block(_)) {
-                    *self.dropped.entry(e.kind.as_str()).or_default() += 1;
-                }
-            } else {
-                *self.dropped.entry(e.kind.as_str()).or_default() += 1;
-            }
+            self.edge(process, thread, funcs, estimates, k, pairs.partner(k), pairs.paired(k));
             self.spill()?;
         }
         Ok(())
+    }
+
+    /// Every edge of a process in one pass, for edges that come grouped by source (as readers
+    /// give them): a conditional's fall-through is among the edges of its own source, so it is
+    /// paired there, with no pass of its own over the edges. Returns `false`, having written
+    /// nothing, when a source's fall-throughs or conditionals turn out to be in two places;
+    /// the text stays in the buffer until then.
+    fn edges_in_runs(
+        &mut self,
+        process: &Process,
+        thread: Option<usize>,
+        funcs: &FuncIndex,
+        estimates: &mut Estimates,
+    ) -> Result<bool> {
+        let edges = &process.edges;
+        let mark = (
+            self.body.len(),
+            self.ctx.clone(),
+            self.last,
+            self.objects.mark(),
+            self.files.mark(),
+            self.functions.mark(),
+            self.dropped.clone(),
+            self.unplaced,
+        );
+        let streaming = std::mem::replace(&mut self.streaming, false);
+        let slots = write_index::Slots::new(process);
+        let mut done = vec![false; slots.other];
+        let mut scratch = Vec::new();
+        // Per edge of the current run: its partner, or whether it is a paired fall-through.
+        let mut partner: Vec<u32> = Vec::new();
+        let mut paired: Vec<bool> = Vec::new();
+        let mut threads = 0;
+        let mut grouped = true;
+        let mut k = 0;
+        while k < edges.len() {
+            let source = edges[k].source;
+            let mut end = k + 1;
+            while end < edges.len() && edges[end].source == source {
+                end += 1;
+            }
+            let run = &edges[k..end];
+            let candidate = |e: &Edge| e.kind.is_conditional() || e.kind == EdgeKind::FallThrough;
+            partner.clear();
+            partner.resize(run.len(), write_index::NONE);
+            paired.clear();
+            paired.resize(run.len(), false);
+            if run.iter().any(|e| e.kind.is_conditional())
+                && run.iter().any(|e| e.kind == EdgeKind::FallThrough)
+            {
+                let slot = slots.of(process, source);
+                if slot == slots.other || done[slot] {
+                    grouped = false;
+                    break;
+                }
+                done[slot] = true;
+                let group = (k..end).filter(|&j| candidate(&edges[j])).map(|j| j as u32);
+                write_index::pair_group(edges, group, &mut scratch, |c, f| {
+                    partner[c as usize - k] = f;
+                    paired[f as usize - k] = true;
+                });
+            } else if run.iter().any(candidate) {
+                let slot = slots.of(process, source);
+                if slot == slots.other || done[slot] {
+                    grouped = false;
+                    break;
+                }
+                done[slot] = true;
+            }
+            for (j, e) in run.iter().enumerate() {
+                threads = threads.max(e.counts.len());
+                let p = (partner[j] != write_index::NONE).then_some(partner[j] as usize);
+                self.edge(process, thread, funcs, estimates, k + j, p, paired[j]);
+            }
+            k = end;
+        }
+        self.streaming = streaming;
+        if !grouped {
+            let (len, ctx, last, objects, files, functions, dropped, unplaced) = mark;
+            self.body.truncate(len);
+            self.ctx = ctx;
+            self.last = last;
+            self.objects.restore(&objects);
+            self.files.restore(&files);
+            self.functions.restore(&functions);
+            self.dropped = dropped;
+            self.unplaced = unplaced;
+            return Ok(false);
+        }
+        self.edge_threads = threads;
+        self.spill()?;
+        Ok(true)
+    }
+
+    /// Writes edge `k`: a call, a jump (`partner`: the fall-through of a conditional), or
+    /// nothing, counting what Callgrind cannot say (`paired`: a fall-through that completes a
+    /// conditional).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn edge(
+        &mut self,
+        process: &Process,
+        thread: Option<usize>,
+        funcs: &FuncIndex,
+        estimates: &mut Estimates,
+        k: usize,
+        partner: Option<usize>,
+        paired: bool,
+    ) {
+        let e = &process.edges[k];
+        if e.kind.is_call() {
+            self.call(process, thread, funcs, estimates, e);
+        } else if e.kind.is_branch() {
+            let executed =
+                e.kind.is_conditional().then(|| partner.map_or(0, |f| count_of(&process.edges[f], thread)));
+            self.jump(process, thread, funcs, e, executed);
+        } else if e.kind == EdgeKind::FallThrough {
+            if paired || matches!(e.source, NodeRef::Block(_)) {
+                // Part of a jcnd=, or implied by the blocks (a reader rebuilds it).
+                return;
+            }
+            *self.dropped.entry("FALL_THROUGH").or_default() += 1;
+        } else if e.kind.is_return() || e.kind.is_bypass() {
+            // Implied by the calls: Callgrind has no lines for them.
+            if !matches!(e.source, NodeRef::Block(_)) {
+                *self.dropped.entry(e.kind.as_str()).or_default() += 1;
+            }
+        } else {
+            *self.dropped.entry(e.kind.as_str()).or_default() += 1;
+        }
     }
 
     /// The functions and positions of an edge's source and target.
@@ -1033,4 +1146,65 @@ fn scale(v: u64, part: u64, whole: u64, split: bool) -> u64 {
 
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{EdgeDetails, Event, Image, Site, Symbol, SymbolRef};
+
+    /// A function-level profile of `f` and `g` with the given edges (kind, from, to, count,
+    /// source line).
+    fn profile(edges: &[(EdgeKind, u32, u32, u64, u32)]) -> Profile {
+        let mut profile = Profile { events: vec![Event::new("Ir")], ..Profile::default() };
+        let file = profile.files.intern("a.c");
+        let symbol = |name: &str| Symbol { name: name.into(), file: Some(file), ..Symbol::default() };
+        let node = |s| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
+        let edges = edges
+            .iter()
+            .enumerate()
+            .map(|(k, &(kind, from, to, count, line))| Edge {
+                id: k as u64 + 1,
+                source: node(from),
+                target: node(to),
+                kind,
+                counts: vec![count].into(),
+                details: EdgeDetails::boxed(
+                    Vec::new(),
+                    Some(Site { source_line: Some(line), ..Site::default() }),
+                ),
+            })
+            .collect();
+        let image = Image { symbols: vec![symbol("f"), symbol("g")], ..Image::default() };
+        profile.processes.push(Process { pid: 1, images: vec![image], edges, ..Process::default() });
+        profile
+    }
+
+    fn written(profile: &Profile) -> (String, Vec<String>) {
+        let mut out = Vec::new();
+        let mut findings = Findings::default();
+        write(profile, &mut out, &WriteOptions::default(), &mut findings).unwrap();
+        let warnings = findings.items.iter().map(|f| format!("{f:?}")).collect();
+        (String::from_utf8(out).unwrap(), warnings)
+    }
+
+    #[test]
+    fn a_conditional_takes_its_fall_through_wherever_the_edges_put_it() {
+        use EdgeKind::{ConditionalBranch as Cond, FallThrough as Ft, UnconditionalBranch as Jump};
+        // Together: f's conditional and fall-through are next to each other.
+        let together = profile(&[(Cond, 0, 1, 3, 5), (Ft, 0, 0, 4, 5), (Jump, 1, 0, 1, 9)]);
+        // Apart: g's jump comes between them, so that pairing needs every edge first.
+        let apart = profile(&[(Cond, 0, 1, 3, 5), (Jump, 1, 0, 1, 9), (Ft, 0, 0, 4, 5)]);
+        for p in [&together, &apart] {
+            let (text, warnings) = written(p);
+            assert!(text.contains("jcnd=3/7 "), "{text}");
+            assert!(text.contains("jump=1 "), "{text}");
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        // A fall-through of another site completes nothing and is named as left out.
+        let elsewhere = profile(&[(Cond, 0, 1, 3, 5), (Jump, 1, 0, 1, 9), (Ft, 0, 0, 4, 6)]);
+        let (text, warnings) = written(&elsewhere);
+        assert!(text.contains("jcnd=3/3 "), "{text}");
+        assert!(warnings.iter().any(|w| w.contains("1 FALL_THROUGH")), "{warnings:?}");
+    }
 }

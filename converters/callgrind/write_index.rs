@@ -406,6 +406,87 @@ impl LineIndex {
 /// wholly inside the block or `None` for a partial overlap, overlapping bytes).
 pub(super) type Part = (u64, Option<FileId>, u32, Option<u64>, u64);
 
+/// A dense index for every block and symbol of a process, and one more for every other edge
+/// end (special nodes, references out of range).
+pub(super) struct Slots {
+    block_base: Vec<usize>,
+    symbol_base: Vec<usize>,
+    /// The slot of the other ends; also the number of block and symbol slots.
+    pub other: usize,
+}
+
+impl Slots {
+    pub(super) fn new(process: &Process) -> Slots {
+        let mut block_base = Vec::with_capacity(process.images.len());
+        let mut symbol_base = Vec::with_capacity(process.images.len());
+        let mut slots = 0usize;
+        for image in &process.images {
+            block_base.push(slots);
+            slots += image.blocks.len();
+        }
+        for image in &process.images {
+            symbol_base.push(slots);
+            slots += image.symbols.len();
+        }
+        Slots { block_base, symbol_base, other: slots }
+    }
+
+    #[inline]
+    pub(super) fn of(&self, process: &Process, n: NodeRef) -> usize {
+        match n {
+            NodeRef::Block(b) => match process.images.get(b.image as usize) {
+                Some(i) if (b.block as usize) < i.blocks.len() => {
+                    self.block_base[b.image as usize] + b.block as usize
+                }
+                _ => self.other,
+            },
+            NodeRef::Symbol(s) => match process.images.get(s.image as usize) {
+                Some(i) if (s.symbol as usize) < i.symbols.len() => {
+                    self.symbol_base[s.image as usize] + s.symbol as usize
+                }
+                _ => self.other,
+            },
+            _ => self.other,
+        }
+    }
+}
+
+/// A fall-through or conditional while pairing: source, site offset and line, whether a
+/// conditional, edge index.
+pub(super) type PairEntry = (NodeRef, Option<u64>, Option<u32>, bool, u32);
+
+/// Pairs the fall-throughs and conditionals of one source's edges (`group`, in edge order):
+/// calls `pair(conditional, fall_through)` for each pair. `run` is scratch space.
+pub(super) fn pair_group(
+    edges: &[crate::ir::Edge],
+    group: impl Iterator<Item = u32>,
+    run: &mut Vec<PairEntry>,
+    mut pair: impl FnMut(u32, u32),
+) {
+    run.clear();
+    run.extend(group.map(|k| {
+        let e = &edges[k as usize];
+        let site = e.site();
+        let (offset, line) = (site.and_then(|s| s.source_offset), site.and_then(|s| s.source_line));
+        (e.source, offset, line, e.kind.is_conditional(), k)
+    }));
+    // By source and site, fall-throughs before conditionals, each in edge order.
+    run.sort_unstable();
+    let mut i = 0;
+    while i < run.len() {
+        let key = (run[i].0, run[i].1, run[i].2);
+        let mut j = i;
+        while j < run.len() && (run[j].0, run[j].1, run[j].2) == key {
+            j += 1;
+        }
+        let conds = run[i..j].iter().position(|r| r.3).map_or(j, |p| i + p);
+        for (f, c) in run[i..conds].iter().zip(&run[conds..j]) {
+            pair(c.4, f.4);
+        }
+        i = j;
+    }
+}
+
 /// Which fall-through completes which conditional branch (`jcnd=followed/executed`): each
 /// conditional takes the first fall-through, in edge order, of the same source and source site
 /// not taken by an earlier conditional.
@@ -440,36 +521,9 @@ impl Pairs {
     /// inside a source's group, usually of two edges, by site.
     pub(super) fn new(process: &Process) -> Pairs {
         let edges = &process.edges;
-        // Dense slot of every block and symbol; one more slot for every other source.
-        let mut block_base = Vec::with_capacity(process.images.len());
-        let mut symbol_base = Vec::with_capacity(process.images.len());
-        let mut slots = 0usize;
-        for image in &process.images {
-            block_base.push(slots);
-            slots += image.blocks.len();
-        }
-        for image in &process.images {
-            symbol_base.push(slots);
-            slots += image.symbols.len();
-        }
-        let other = slots;
-        let slot = |n: NodeRef| -> usize {
-            match n {
-                NodeRef::Block(b) => match process.images.get(b.image as usize) {
-                    Some(i) if (b.block as usize) < i.blocks.len() => {
-                        block_base[b.image as usize] + b.block as usize
-                    }
-                    _ => other,
-                },
-                NodeRef::Symbol(s) => match process.images.get(s.image as usize) {
-                    Some(i) if (s.symbol as usize) < i.symbols.len() => {
-                        symbol_base[s.image as usize] + s.symbol as usize
-                    }
-                    _ => other,
-                },
-                _ => other,
-            }
-        };
+        let slots = Slots::new(process);
+        let other = slots.other;
+        let slot = |n: NodeRef| slots.of(process, n);
         // Every fall-through and conditional, in edge order, and what each edge writes; the
         // one pass over the edges.
         const WRITES: u8 = 0;
@@ -518,7 +572,7 @@ impl Pairs {
         pairs.paired = vec![false; edges.len()];
         if !candidates.windows(2).all(|w| w[0].slot <= w[1].slot) {
             // A stable counting sort by slot.
-            let mut start = vec![0u32; slots + 2];
+            let mut start = vec![0u32; other + 2];
             for c in &candidates {
                 start[c.slot as usize + 1] += 1;
             }
@@ -532,14 +586,7 @@ impl Pairs {
             }
             candidates = sorted;
         }
-        type Entry = (NodeRef, Option<u64>, Option<u32>, bool, u32);
-        let entry = |k: u32| -> Entry {
-            let e = &edges[k as usize];
-            let site = e.site();
-            let (offset, line) = (site.and_then(|s| s.source_offset), site.and_then(|s| s.source_line));
-            (e.source, offset, line, e.kind.is_conditional(), k)
-        };
-        let mut run: Vec<Entry> = Vec::new();
+        let mut run: Vec<PairEntry> = Vec::new();
         let mut a = 0;
         while a < candidates.len() {
             let s = candidates[a].slot;
@@ -562,24 +609,11 @@ impl Pairs {
                     continue;
                 }
             }
-            run.clear();
-            run.extend(group.iter().map(|c| entry(c.edge)));
-            // By source and site, fall-throughs before conditionals, each in edge order.
-            run.sort_unstable();
-            let mut i = 0;
-            while i < run.len() {
-                let key = (run[i].0, run[i].1, run[i].2);
-                let mut j = i;
-                while j < run.len() && (run[j].0, run[j].1, run[j].2) == key {
-                    j += 1;
-                }
-                let conds = run[i..j].iter().position(|r| r.3).map_or(j, |p| i + p);
-                for (f, c) in run[i..conds].iter().zip(&run[conds..j]) {
-                    pairs.partner[c.4 as usize] = f.4;
-                    pairs.paired[f.4 as usize] = true;
-                }
-                i = j;
-            }
+            let (partner, paired) = (&mut pairs.partner, &mut pairs.paired);
+            pair_group(edges, group.iter().map(|c| c.edge), &mut run, |c, f| {
+                partner[c as usize] = f;
+                paired[f as usize] = true;
+            });
         }
         pairs.todo = todo(&pairs);
         pairs
