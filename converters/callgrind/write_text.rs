@@ -118,9 +118,22 @@ pub(super) fn put_num(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     put_long(w, i, v)
 }
 
-/// [`put_num`] for three digits or more: four digits at a time from the right.
+/// [`put_num`] for three digits or more: in 32-bit arithmetic, cheaper than 64-bit division,
+/// eight digits at a time for the rest.
 #[inline(never)]
 fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
+    match u32::try_from(v) {
+        Ok(v) => put_u32(w, i, v),
+        Err(_) => {
+            let i = put_num(w, i, v / 100_000_000);
+            put_eight(w, i, (v % 100_000_000) as u32)
+        }
+    }
+}
+
+/// Writes `v` (at least 100) in decimal, four digits at a time from the right.
+#[inline]
+fn put_u32(w: &mut [u8; WINDOW], i: usize, v: u32) -> usize {
     let n = v.ilog10() as usize + 1;
     let mut end = i + n;
     let mut x = v;
@@ -147,6 +160,24 @@ fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
         w[end - 1] = b'0' + x as u8;
     }
     i + n
+}
+
+/// Writes exactly eight digits of `v` (below 10^8), with leading zeros.
+#[inline]
+fn put_eight(w: &mut [u8; WINDOW], i: usize, v: u32) -> usize {
+    let (hi, lo) = ((v / 10_000) as usize, (v % 10_000) as usize);
+    let (a, b, c, d) = (hi / 100 * 2, hi % 100 * 2, lo / 100 * 2, lo % 100 * 2);
+    w[i..i + 8].copy_from_slice(&[
+        DIGITS[a],
+        DIGITS[a + 1],
+        DIGITS[b],
+        DIGITS[b + 1],
+        DIGITS[c],
+        DIGITS[c + 1],
+        DIGITS[d],
+        DIGITS[d + 1],
+    ]);
+    i + 8
 }
 
 /// Writes `v` as `0x` and lowercase hexadecimal digits at `w[i..]`; returns the index after it.
