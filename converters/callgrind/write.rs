@@ -65,7 +65,7 @@ mod write_text;
 
 use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{BlockRef, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
+use crate::ir::{BlockRef, CostTable, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
 use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part, Place};
 use write_names::NameTable;
@@ -494,6 +494,38 @@ impl Writer<'_> {
         }
     }
 
+    /// The common cost line, in a loop of its own: rows from `r` on in function `current` and
+    /// the current file, with a line, an address and one value, as a Callgrind profile read
+    /// back is made of. Returns the first row not written (at most a chunk's worth is).
+    fn cost_run(&mut self, costs: &CostTable, mut r: usize, current: Option<u32>) -> usize {
+        let Some(Some(file)) = self.ctx.file else { return r };
+        let [mut last_instr, mut last_line] = self.last;
+        let mut total = self.totals[0];
+        while r < costs.len() && self.body.len() < CHUNK {
+            let (Some(line), Some(f)) = (costs.line(r), costs.file(r)) else { break };
+            if f != file || costs.symbol(r) != current {
+                break;
+            }
+            let instr = costs.offset(r).unwrap_or(0);
+            let v = costs.value(r, 0);
+            let w = self.body.window();
+            let i = put_position(w, 0, instr, &mut last_instr, true, true);
+            w[i] = b' ';
+            let mut i = put_position(w, i + 1, line as u64, &mut last_line, false, true);
+            if v != 0 {
+                w[i] = b' ';
+                i = put_num(w, i + 1, v);
+                total = total.wrapping_add(v);
+            }
+            w[i] = b'\n';
+            self.body.advance(i + 1);
+            r += 1;
+        }
+        self.last = [last_instr, last_line];
+        self.totals[0] = total;
+        r
+    }
+
     /// The costs of a profile that has its own cost columns, written as they are.
     fn costs_body(&mut self, process: &Process, thread: Option<usize>, write_costs: bool) -> Result<()> {
         let profile = self.profile;
@@ -525,7 +557,17 @@ impl Writer<'_> {
                 // The function of the previous cost line, by symbol, to skip the look-ups.
                 let mut current: Option<u32> = None;
                 let (mut hint, mut block_hint) = (0, 0);
-                for r in 0..costs.len() {
+                let fast = costs.width() == 1 && self.columns == 1 && self.has_instr && self.has_line;
+                let mut r = 0;
+                while r < costs.len() {
+                    if fast && current.is_some() {
+                        let next = self.cost_run(costs, r, current);
+                        if next > r {
+                            r = next;
+                            self.spill()?;
+                            continue;
+                        }
+                    }
                     let symbol = costs.symbol(r);
                     let offset = costs.offset(r);
                     if symbol.is_none() || symbol != current {
@@ -580,6 +622,7 @@ impl Writer<'_> {
                     self.set_file(file);
                     self.cost(offset.unwrap_or(0), line.unwrap_or(0), costs.values(r), true);
                     self.spill()?;
+                    r += 1;
                 }
             }
         }
