@@ -39,18 +39,24 @@
 //! Calls come from call edges, with the edge's stated inclusive cost or, when it has none, the
 //! call graph's estimate ([`analysis::callgraph`]). Conditional branches become
 //! `jcnd=taken/executed` (executed = taken + the block's fall-through), other branches `jump=`.
-
 //!
 //! # How it is made fast
-//! A profile read back from Valgrind has millions of cost lines, so writing one must cost a
-//! few dozen nanoseconds. Names are compressed through integer keys ([`write_names`]): a
-//! string is hashed once per distinct name, never per line. Everything a line needs is looked
-//! up in tables built once per part ([`write_index`]): the function of every symbol and block,
-//! the source line of every block's ends, the fall-through of every conditional branch. The
-//! output is formatted into one reused buffer; when the part's totals are known before its
-//! body (costs written as they are), the buffer goes to the output every few hundred KiB
-//! instead of holding the whole file. The call graph's arcs and inclusive estimates are built
-//! only when some call has no inclusive cost of its own.
+//! A profile read back from Valgrind has 1.6 million cost lines and 400 000 edges for 20 MB of
+//! text, so a line must cost a few dozen nanoseconds and a pass over the edges is worth
+//! avoiding:
+//! - Names are compressed through integer keys ([`write_names`]): a name is hashed once, never
+//!   per line.
+//! - What a line needs is looked up in tables built once per part ([`write_index`]): the
+//!   function of every symbol and routine (from the routines themselves, named as the call
+//!   graph names them), and one record per block with its ends, routine and source lines.
+//! - Conditionals are paired with their fall-throughs while the edges are written, among the
+//!   edges of their own source; only edges that do not come grouped by source get a pass of
+//!   their own for it.
+//! - Text is formatted into windows of one reused buffer ([`write_text`]); when the totals are
+//!   known before the body (costs written as they are), the buffer goes out every 256 KiB.
+//!   The commonest cost line (same function and file, one value) has a loop of its own.
+//! - The call graph's arcs and inclusive estimates are built only when a call has no inclusive
+//!   cost of its own.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
