@@ -20,20 +20,18 @@
 //! has instruction addresses and jumps (`--dump-instr=yes --collect-jumps=yes`): then the
 //! instructions are grouped into basic blocks and the edges join blocks (see [`build_blocks`]).
 
+mod blocks;
+mod radix;
+
 use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{
-    Block, BlockRef, Cost, Counts, Edge, EdgeDetails, EdgeKind, Event, FileId, Image, NodeRef, Process,
-    Profile, Routine, Site, SourceLine, StringTable, Symbol, SymbolRef,
-};
+use crate::ir::{Cost, Event, FileId, Image, Process, Profile, StringTable, Symbol};
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
-/// Longest x86 instruction: the most a block's last instruction is taken to span.
-const MAX_INSTR_LEN: u64 = 15;
 
 /// Reads a whole Callgrind file.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
@@ -122,22 +120,46 @@ impl Pending {
     }
 }
 
-/// A call or jump as the file gave it, before it becomes an edge.
+/// A call or jump as the file gave it, before it becomes an edge. Compact (80 bytes, the
+/// callee's inclusive cost kept aside in [`ProcessState::inclusive`]): a large profile has
+/// hundreds of thousands.
 #[derive(Debug)]
 struct RawArc {
     kind: ArcKind,
-    thread: usize,
+    /// Whether the positions had an `instr` column (both ends then have an address).
+    has_instr: bool,
+    /// Whether the positions had a `line` column.
+    has_line: bool,
+    thread: u32,
     src_image: u32,
     src_symbol: u32,
-    src_instr: Option<u64>,
-    src_line: Option<u32>,
+    src_line: u32,
     tgt_image: u32,
     tgt_symbol: u32,
-    tgt_instr: Option<u64>,
-    tgt_line: Option<u32>,
+    tgt_line: u32,
+    src_instr: u64,
+    tgt_instr: u64,
     count: u64,
     executed: u64,
-    inclusive: Vec<u64>,
+    /// For calls: where the callee's inclusive cost starts in [`ProcessState::inclusive`], and
+    /// its length (the number of events when it was read).
+    incl_start: usize,
+    incl_len: u32,
+}
+
+impl RawArc {
+    fn src_instr(&self) -> Option<u64> {
+        self.has_instr.then_some(self.src_instr)
+    }
+    fn tgt_instr(&self) -> Option<u64> {
+        self.has_instr.then_some(self.tgt_instr)
+    }
+    fn src_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.src_line)
+    }
+    fn tgt_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.tgt_line)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +206,8 @@ struct ProcessState {
     images: HashMap<Option<FileId>, u32>,
     symbols: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
+    /// The inclusive costs of the calls, one after the other.
+    inclusive: Vec<u64>,
 }
 
 /// An object or file name: `None` for the empty name.
@@ -204,7 +228,7 @@ struct Reader {
     pid: Option<u64>,
     /// Index of the current process, once something needed it.
     process: Option<usize>,
-    thread: usize,
+    thread: u32,
     columns: Vec<Column>,
     instr_col: Option<usize>,
     line_col: Option<usize>,
@@ -554,7 +578,7 @@ impl Reader {
                         "thread: {t} is too large; expected a thread number up to {MAX_THREADS}"
                     )));
                 }
-                self.thread = t.saturating_sub(1) as usize;
+                self.thread = t.saturating_sub(1) as u32;
             }
             b"positions" => {
                 self.new_part_if_needed();
@@ -753,21 +777,30 @@ impl Reader {
                 })?),
                 None => None,
             };
-            let arc = RawArc {
+            let proc = self.process();
+            let state = &mut self.states[proc];
+            let incl_start = state.inclusive.len();
+            if p.kind == ArcKind::Call {
+                state.inclusive.extend_from_slice(&values);
+            }
+            state.arcs.push(RawArc {
                 kind: p.kind,
+                has_instr: self.instr_col.is_some(),
+                has_line: line_no.is_some(),
                 thread: self.thread,
                 src_image: image,
                 src_symbol: symbol,
-                src_instr: instr,
-                src_line: line_no,
+                src_line: line_no.unwrap_or(0),
                 tgt_image: p.target_image,
                 tgt_symbol: p.target_symbol,
-                tgt_instr: self.instr_col.map(|c| p.target[c]),
-                tgt_line,
+                tgt_line: tgt_line.unwrap_or(0),
+                src_instr: instr.unwrap_or(0),
+                tgt_instr: self.instr_col.map_or(0, |c| p.target[c]),
                 count: p.count,
                 executed: p.executed,
-                inclusive: if p.kind == ArcKind::Call { values.into_vec() } else { Vec::new() },
-            };
+                incl_start,
+                incl_len: (state.inclusive.len() - incl_start) as u32,
+            });
             if p.kind == ArcKind::Call {
                 self.cob = None;
                 self.cfi = None;
@@ -775,8 +808,6 @@ impl Reader {
                 self.jfi = None;
                 self.jfn = None;
             }
-            let proc = self.process();
-            self.states[proc].arcs.push(arc);
             return Ok(());
         }
         let Some(symbol) = self.symbol else {
@@ -824,26 +855,22 @@ impl Reader {
                     }
                 }
             }
-            for s in &mut self.states {
-                for a in &mut s.arcs {
-                    if a.kind == ArcKind::Call {
-                        a.inclusive.resize(nevents, 0);
-                    }
-                }
-            }
         }
+        let pad_to = if self.events_grew { nevents } else { 0 };
         // "If not appearing, version 1 is assumed."
         self.profile.meta.format_version.get_or_insert((1, 0));
         let ir = self.profile.event_index("Ir");
         let has_instr = !self.part_without_instr && !self.columns.is_empty();
         for (p, state) in self.states.into_iter().enumerate() {
             let process = &mut self.profile.processes[p];
-            set_symbol_extents(process, &state.arcs);
+            let bases = blocks::recursion_bases(process);
+            blocks::set_symbol_extents(process, &state.arcs, &bases);
+            let arcs = blocks::Arcs { arcs: &state.arcs, inclusive: &state.inclusive, pad_to };
             let jumps = state.arcs.iter().any(|a| a.kind != ArcKind::Call);
             if has_instr && jumps {
-                build_blocks(process, &state.arcs, ir);
+                blocks::build_blocks(process, &arcs, ir, &bases);
             } else {
-                function_edges(process, &state.arcs, 1);
+                blocks::function_edges(process, &arcs, &state.arcs, 1);
             }
         }
         Ok(self.profile)
@@ -872,173 +899,6 @@ impl Table {
 pub fn recursion_base(name: &str) -> Option<&str> {
     let (base, level) = name.rsplit_once('\'')?;
     (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
-}
-
-/// Symbol addresses: a function starts where calls enter it (the lowest call target), or,
-/// when nothing calls it, at its lowest costed address; it extends to its highest costed
-/// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
-/// their own.
-fn set_symbol_extents(process: &mut Process, arcs: &[RawArc]) {
-    let mut entry: HashMap<(u32, u32), u64> = HashMap::new();
-    for a in arcs {
-        if a.kind == ArcKind::Call {
-            if let Some(t) = a.tgt_instr {
-                let e = entry.entry((a.tgt_image, a.tgt_symbol)).or_insert(t);
-                *e = (*e).min(t);
-            }
-        }
-    }
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let mut lo = vec![u64::MAX; image.symbols.len()];
-        let mut hi = vec![0u64; image.symbols.len()];
-        let mut any = vec![false; image.symbols.len()];
-        for c in &image.costs {
-            if let (Some(s), Some(o)) = (c.symbol, c.offset) {
-                let s = s as usize;
-                lo[s] = lo[s].min(o);
-                hi[s] = hi[s].max(o);
-                any[s] = true;
-            }
-        }
-        let names: HashMap<&str, usize> =
-            image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k)).collect();
-        let variant: Vec<bool> = image
-            .symbols
-            .iter()
-            .map(|s| recursion_base(&s.name).is_some_and(|b| names.contains_key(b)))
-            .collect();
-        for (s, sym) in image.symbols.iter_mut().enumerate() {
-            if variant[s] {
-                continue;
-            }
-            let start = entry.get(&(i as u32, s as u32)).copied().or(any[s].then_some(lo[s]));
-            sym.offset = start;
-            if let Some(start) = start {
-                if any[s] && hi[s] >= start {
-                    sym.size = Some(hi[s] - start + 1);
-                }
-            }
-        }
-    }
-}
-
-fn thread_counts(thread: usize, count: u64) -> Counts {
-    let mut v = Counts::from_elem(0, thread + 1);
-    v[thread] = count;
-    v
-}
-
-fn site(a: &RawArc) -> Option<Site> {
-    Some(Site {
-        source_offset: a.src_instr,
-        source_line: a.src_line,
-        target_offset: a.tgt_instr,
-        target_line: a.tgt_line,
-    })
-}
-
-/// Edges between functions, one per association line, in file order.
-fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a RawArc>, first_id: u64) {
-    let mut id = first_id;
-    for a in arcs {
-        let source = NodeRef::Symbol(SymbolRef { image: a.src_image, symbol: a.src_symbol });
-        let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
-        let kind = match a.kind {
-            ArcKind::Call => EdgeKind::Call,
-            ArcKind::Jump => EdgeKind::UnconditionalBranch,
-            ArcKind::Jcnd => EdgeKind::ConditionalBranch,
-        };
-        let site = site(a);
-        if a.kind == ArcKind::Jcnd && a.executed > a.count {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(Vec::new(), site.clone()),
-            });
-            id += 1;
-            let ft_site = site.map(|s| Site { target_offset: None, target_line: None, ..s });
-            process.edges.push(Edge {
-                id,
-                source,
-                target: source,
-                kind: EdgeKind::FallThrough,
-                counts: thread_counts(a.thread, a.executed - a.count),
-                details: EdgeDetails::boxed(Vec::new(), ft_site),
-            });
-        } else {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(a.inclusive.clone(), site),
-            });
-        }
-        id += 1;
-    }
-}
-
-/// One executed instruction address of an image, gathered from the cost lines.
-struct Instr {
-    addr: u64,
-    /// Executions (`Ir` summed over every function context at this address).
-    ir: u64,
-    /// The function the address belongs to (a recursion level's base function).
-    owner: u32,
-    file: Option<FileId>,
-    line: u32,
-    /// A call instruction (the source of a `calls=` line).
-    call: bool,
-}
-
-/// Edge key while aggregating: (source, target, kind).
-type EdgeKey = (BlockRef, BlockRef, EdgeKind);
-
-#[derive(Default)]
-struct EdgeAcc {
-    counts: Counts,
-    inclusive: Vec<u64>,
-    site: Option<Site>,
-}
-
-/// Edges being aggregated: parallel associations (several function contexts at one address,
-/// several parts) add up.
-#[derive(Default)]
-struct EdgeSet {
-    index: HashMap<EdgeKey, u32, FastHash>,
-    items: Vec<(EdgeKey, EdgeAcc)>,
-}
-
-impl EdgeSet {
-    /// Adds traversals to the edge `key`; `site` is asked for only when the edge is new.
-    fn add(
-        &mut self,
-        key: EdgeKey,
-        thread: usize,
-        n: u64,
-        inclusive: &[u64],
-        site: impl FnOnce() -> Option<Site>,
-    ) {
-        let items = &mut self.items;
-        let k = *self.index.entry(key).or_insert_with(|| {
-            items.push((key, EdgeAcc { site: site(), ..EdgeAcc::default() }));
-            (items.len() - 1) as u32
-        });
-        let e = &mut self.items[k as usize].1;
-        add_counts(&mut e.counts, thread, n);
-        if !inclusive.is_empty() {
-            if e.inclusive.len() < inclusive.len() {
-                e.inclusive.resize(inclusive.len(), 0);
-            }
-            for (a, &b) in e.inclusive.iter_mut().zip(inclusive) {
-                *a = a.saturating_add(b);
-            }
-        }
-    }
 }
 
 /// A hasher for the integer keys of the block rebuild and the writer (addresses, block
@@ -1079,437 +939,3 @@ impl std::hash::Hasher for FastHasher {
     }
 }
 
-fn add_counts(into: &mut Counts, thread: usize, n: u64) {
-    if into.len() <= thread {
-        into.resize(thread + 1, 0);
-    }
-    into[thread] = into[thread].saturating_add(n);
-}
-
-/// Rebuilds basic blocks from a file with instruction addresses and jumps, and turns the
-/// associations into a control-flow graph.
-///
-/// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
-/// target, at a function entry, after a jump or call source, where the owning function changes
-/// and where the executed count changes (so every instruction of a block ran equally often).
-/// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
-/// A call instruction runs as often as the block it ends; a call that starts a block runs the
-/// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
-/// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
-/// its first instruction. Its last instruction's length is the distance to the next executed
-/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
-///
-/// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
-/// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
-/// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
-/// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
-/// or call falls through to the next one as often as the next block's count exceeds its other
-/// incoming edges. Associations at addresses without costs stay edges between functions.
-/// Routines are the functions of the file: every block belongs to the function of its first
-/// instruction (a recursion level's base function).
-fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
-    let nimages = process.images.len();
-    // Addresses where blocks must start and end, per image.
-    let mut leaders: Vec<Vec<u64>> = vec![Vec::new(); nimages];
-    let mut enders: Vec<Vec<u64>> = vec![Vec::new(); nimages];
-    for a in arcs {
-        if let Some(t) = a.tgt_instr {
-            if a.kind == ArcKind::Call || a.count > 0 {
-                leaders[a.tgt_image as usize].push(t);
-            }
-        }
-        if let Some(s) = a.src_instr {
-            enders[a.src_image as usize].push(s);
-        }
-    }
-    // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
-    // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
-    // Sorted (address, calls) vectors rather than hash maps: the instructions are visited in
-    // address order, so a cursor finds each call site without a look-up.
-    let mut call_execs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); nimages];
-    for a in arcs {
-        if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
-            call_execs[a.src_image as usize].push((s, a.count));
-        }
-    }
-    for calls in &mut call_execs {
-        calls.sort_unstable_by_key(|&(addr, _)| addr);
-        calls.dedup_by(|next, kept| {
-            if next.0 == kept.0 {
-                kept.1 = kept.1.saturating_add(next.1);
-                true
-            } else {
-                false
-            }
-        });
-    }
-    let mut next_id = 4u64;
-    // Per image: block starts (sorted) for address look-ups, and each block's owner.
-    let mut starts: Vec<Vec<u64>> = Vec::with_capacity(nimages);
-    let mut owners: Vec<Vec<u32>> = Vec::with_capacity(nimages);
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let base: Vec<u32> = {
-            let names: HashMap<&str, u32> =
-                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
-            image
-                .symbols
-                .iter()
-                .enumerate()
-                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
-                .collect()
-        };
-        // (address, cost index): sorted, the first cost line at an address decides its owner
-        // and line.
-        let mut order: Vec<(u64, u32)> = image
-            .costs
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.symbol.is_some())
-            .filter_map(|(k, c)| Some((c.offset?, k as u32)))
-            .collect();
-        order.sort_unstable();
-        let mut merged: Vec<Instr> = Vec::with_capacity(order.len());
-        for (addr, k) in order {
-            let c = &image.costs[k as usize];
-            let v = ir.map_or(0, |e| c.value(e));
-            match merged.last_mut() {
-                Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
-                _ => merged.push(Instr {
-                    addr,
-                    ir: v,
-                    owner: c.symbol.map_or(0, |s| base[s as usize]),
-                    file: c.file,
-                    line: c.line.unwrap_or(0),
-                    call: false,
-                }),
-            }
-        }
-        let calls = &call_execs[i];
-        let mut ci = 0usize;
-        for m in &mut merged {
-            while ci < calls.len() && calls[ci].0 < m.addr {
-                ci += 1;
-            }
-            if ci < calls.len() && calls[ci].0 == m.addr {
-                m.call = true;
-                let n = calls[ci].1;
-                if n > 0 {
-                    m.ir = m.ir.min(n);
-                }
-            }
-        }
-        let mut lead = std::mem::take(&mut leaders[i]);
-        lead.extend(image.symbols.iter().filter_map(|s| s.offset));
-        lead.sort_unstable();
-        lead.dedup();
-        let mut end = std::mem::take(&mut enders[i]);
-        end.sort_unstable();
-        end.dedup();
-        // Cursors into the sorted leaders and enders: the walk below visits addresses in order.
-        let (mut li, mut ei) = (0usize, 0usize);
-        let mut is_lead = |a: u64| {
-            while li < lead.len() && lead[li] < a {
-                li += 1;
-            }
-            li < lead.len() && lead[li] == a
-        };
-        let mut is_end = |a: u64| {
-            while ei < end.len() && end[ei] < a {
-                ei += 1;
-            }
-            ei < end.len() && end[ei] == a
-        };
-
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut block_owner: Vec<u32> = Vec::new();
-        let mut lines: Vec<SourceLine> = Vec::new();
-        let mut k = 0;
-        while k < merged.len() {
-            let first = &merged[k];
-            let mut j = k + 1;
-            while j < merged.len() {
-                let prev = &merged[j - 1];
-                let x = &merged[j];
-                // A call inside a block runs as often as the block: its own Ir may carry
-                // skipped code and its calls may count a lazy binding twice.
-                if is_lead(x.addr)
-                    || is_end(prev.addr)
-                    || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir && !x.call)
-                {
-                    break;
-                }
-                j += 1;
-            }
-            let last = &merged[j - 1];
-            let last_len = match merged.get(j) {
-                Some(n) if n.addr - last.addr <= MAX_INSTR_LEN => n.addr - last.addr,
-                _ => 1,
-            };
-            let size = last.addr - first.addr + last_len;
-            // Source lines: runs of instructions on the same file and line.
-            let mut r = k;
-            while r < j {
-                let mut q = r + 1;
-                while q < j && merged[q].file == merged[r].file && merged[q].line == merged[r].line {
-                    q += 1;
-                }
-                let end_addr = if q < j { merged[q].addr } else { first.addr + size };
-                lines.push(SourceLine {
-                    file: merged[r].file,
-                    line: merged[r].line,
-                    offset: merged[r].addr,
-                    size: end_addr - merged[r].addr,
-                    num_instrs: (q - r) as u64,
-                });
-                r = q;
-            }
-            blocks.push(Block {
-                id: next_id,
-                offset: first.addr,
-                size,
-                num_instrs: (j - k) as u64,
-                last_instr_offset: last.addr - first.addr,
-                count: ir.map(|_| first.ir),
-            });
-            block_owner.push(first.owner);
-            next_id += 1;
-            k = j;
-        }
-        starts.push(blocks.iter().map(|b| b.offset).collect());
-        owners.push(block_owner);
-        image.blocks = blocks;
-        image.source_lines = lines;
-    }
-
-    let images = &process.images;
-    // Blocks by first and by last instruction: where associations end and start.
-    let mut by_start: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
-    let mut by_last: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
-    for (i, image) in images.iter().enumerate() {
-        by_start.reserve(image.blocks.len());
-        by_last.reserve(image.blocks.len());
-        for (b, block) in image.blocks.iter().enumerate() {
-            by_start.insert((i as u32, block.offset), b as u32);
-            by_last.insert((i as u32, block.offset + block.last_instr_offset), b as u32);
-        }
-    }
-    let block_at = |image: u32, addr: u64| -> Option<BlockRef> {
-        by_start.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
-    };
-    let block_ending_at = |image: u32, addr: u64| -> Option<BlockRef> {
-        by_last.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
-    };
-    let next_block = |r: BlockRef| -> Option<BlockRef> {
-        let blocks = &images[r.image as usize].blocks;
-        let b = &blocks[r.block as usize];
-        let n = blocks.get(r.block as usize + 1)?;
-        let owner = &owners[r.image as usize];
-        (n.offset == b.offset + b.size && owner[r.block as usize] == owner[r.block as usize + 1])
-            .then_some(BlockRef { image: r.image, block: r.block + 1 })
-    };
-
-    let mut set = EdgeSet::default();
-    let mut ends_in_jump: Vec<Vec<bool>> = images.iter().map(|i| vec![false; i.blocks.len()]).collect();
-    // Associations at addresses without costs stay edges between functions.
-    let mut unplaced: Vec<usize> = Vec::new();
-    let mut call_sites: Vec<(BlockRef, BlockRef, usize, u64)> = Vec::new();
-    for (k, a) in arcs.iter().enumerate() {
-        let (Some(si), Some(ti)) = (a.src_instr, a.tgt_instr) else {
-            unplaced.push(k);
-            continue;
-        };
-        let Some(src) = block_ending_at(a.src_image, si) else {
-            unplaced.push(k);
-            continue;
-        };
-        let tgt = block_at(a.tgt_image, ti);
-        match a.kind {
-            ArcKind::Call => {
-                let Some(tgt) = tgt else {
-                    unplaced.push(k);
-                    continue;
-                };
-                set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, || site(a));
-                if let Some(ret) = next_block(src) {
-                    // As Pin writes them: the bypass links call site and return site for the
-                    // routine's shape; the returns carry the counts.
-                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], || None);
-                }
-                call_sites.push((src, tgt, a.thread, a.count));
-            }
-            ArcKind::Jump | ArcKind::Jcnd => {
-                let kind = if a.kind == ArcKind::Jump {
-                    ends_in_jump[src.image as usize][src.block as usize] = true;
-                    EdgeKind::UnconditionalBranch
-                } else {
-                    EdgeKind::ConditionalBranch
-                };
-                match tgt {
-                    Some(tgt) if a.count > 0 => set.add((src, tgt, kind), a.thread, a.count, &[], || None),
-                    None if a.count > 0 => {
-                        unplaced.push(k);
-                        continue;
-                    }
-                    _ => {}
-                }
-                if a.kind == ArcKind::Jcnd && a.executed > a.count {
-                    if let Some(ft) = next_block(src) {
-                        set.add(
-                            (src, ft, EdgeKind::FallThrough),
-                            a.thread,
-                            a.executed - a.count,
-                            &[],
-                            || None,
-                        );
-                    }
-                }
-            }
-        }
-    }
-    // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
-    if ir.is_some() {
-        let mut incoming: HashMap<BlockRef, u64, FastHash> = HashMap::default();
-        let mut has_out: std::collections::HashSet<BlockRef, FastHash> = Default::default();
-        for (k, e) in &set.items {
-            *incoming.entry(k.1).or_default() += e.counts.iter().sum::<u64>();
-            has_out.insert(k.0);
-        }
-        for (i, img) in images.iter().enumerate() {
-            for (b, &jumps) in ends_in_jump[i].iter().enumerate() {
-                let r = BlockRef { image: i as u32, block: b as u32 };
-                if has_out.contains(&r) || jumps {
-                    continue;
-                }
-                let Some(n) = next_block(r) else { continue };
-                let next_count = img.blocks[n.block as usize].count.unwrap_or(0);
-                let other = incoming.get(&n).copied().unwrap_or(0);
-                let ft = next_count.saturating_sub(other).min(img.blocks[b].count.unwrap_or(0));
-                if ft > 0 {
-                    set.add((r, n, EdgeKind::FallThrough), 0, ft, &[], || None);
-                }
-            }
-        }
-    }
-    // Returns: from the callee's exit blocks (those with no way on inside the routine) to the
-    // return sites of its calls. With one exit, each call site gets its calls back from it;
-    // with several, the exits' executions are handed out to the return sites in address order (the
-    // file does not say which return went where; the counts still add up).
-    let has_out: std::collections::HashSet<BlockRef, FastHash> = set.items.iter().map(|(k, _)| k.0).collect();
-    // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
-    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64, FastHash> = HashMap::default();
-    for (src, callee, thread, count) in call_sites {
-        let Some(ret) = next_block(src) else { continue };
-        let owner = owners[callee.image as usize][callee.block as usize];
-        *demand.entry(((callee.image, owner), ret, thread)).or_default() += count;
-    }
-    let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
-        demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
-    demands.sort_unstable();
-    // Exit blocks of every routine, with the executions each has left to hand out.
-    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>, FastHash> = HashMap::default();
-    for (i, owner) in owners.iter().enumerate() {
-        for (b, &o) in owner.iter().enumerate() {
-            if !has_out.contains(&BlockRef { image: i as u32, block: b as u32 }) && !ends_in_jump[i][b] {
-                supply
-                    .entry((i as u32, o))
-                    .or_default()
-                    .push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
-            }
-        }
-    }
-    for (key, ret, thread, count) in demands {
-        let Some(exits) = supply.get_mut(&key) else { continue };
-        if let [(x, _)] = exits[..] {
-            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], || {
-                None
-            });
-            continue;
-        }
-        let mut need = count;
-        for (x, left) in exits.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            let take = need.min(*left);
-            if take > 0 {
-                set.add(
-                    (BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return),
-                    thread,
-                    take,
-                    &[],
-                    || None,
-                );
-                *left -= take;
-                need -= take;
-            }
-        }
-    }
-    // Sorted by key through a permutation of small (key, index) pairs, so that the sort moves
-    // neither counts nor inclusive costs; keys are distinct, so the order is fully determined.
-    let mut items = set.items;
-    let mut perm: Vec<(EdgeKey, u32)> = items.iter().enumerate().map(|(n, (k, _))| (*k, n as u32)).collect();
-    perm.sort_unstable();
-    let mut edges: Vec<Edge> = Vec::with_capacity(items.len());
-    for (n, (key, at)) in perm.into_iter().enumerate() {
-        let e = std::mem::take(&mut items[at as usize].1);
-        edges.push(Edge {
-            id: n as u64 + 1,
-            source: NodeRef::Block(key.0),
-            target: NodeRef::Block(key.1),
-            kind: key.2,
-            counts: e.counts,
-            details: EdgeDetails::boxed(e.inclusive, e.site),
-        });
-    }
-    // Routines: the functions of the file.
-    let mut out_intra: Vec<Vec<bool>> = images.iter().map(|i| vec![false; i.blocks.len()]).collect();
-    let mut returns: Vec<Vec<bool>> = out_intra.clone();
-    for e in &edges {
-        if let NodeRef::Block(s) = e.source {
-            if e.kind.is_intra_routine() {
-                out_intra[s.image as usize][s.block as usize] = true;
-            }
-            if e.kind.is_return() {
-                returns[s.image as usize][s.block as usize] = true;
-            }
-        }
-    }
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut slot: HashMap<u32, usize, FastHash> = HashMap::default();
-        for (b, &o) in owners[i].iter().enumerate() {
-            let k = *slot.entry(o).or_insert_with(|| {
-                by_owner.push((o, Vec::new()));
-                by_owner.len() - 1
-            });
-            by_owner[k].1.push(b as u32);
-        }
-        let routines = by_owner
-            .into_iter()
-            .map(|(owner, nodes)| {
-                let entry_addr = image.symbols[owner as usize].offset;
-                let entry = nodes
-                    .iter()
-                    .copied()
-                    .find(|&b| Some(image.blocks[b as usize].offset) == entry_addr)
-                    .unwrap_or(nodes[0]);
-                let exits = nodes
-                    .iter()
-                    .copied()
-                    .filter(|&b| returns[i][b as usize] || !out_intra[i][b as usize])
-                    .collect();
-                Routine { entry, exits, nodes, ..Routine::default() }
-            })
-            .collect();
-        if !image.blocks.is_empty() {
-            image.routines = Some(routines);
-        }
-    }
-    process.edges = edges;
-    if !unplaced.is_empty() {
-        let first_id = process.edges.len() as u64 + 1;
-        let rest: Vec<&RawArc> = unplaced.iter().map(|&k| &arcs[k]).collect();
-        function_edges(process, rest, first_id);
-    }
-}
