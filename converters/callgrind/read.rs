@@ -28,7 +28,7 @@ use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Cost, Event, FileId, Image, Process, Profile, StringTable, Symbol};
+use crate::ir::{Event, FileId, Image, Process, Profile, StringTable, Symbol};
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
@@ -820,13 +820,13 @@ impl Reader {
         }
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0);
-        self.profile.processes[proc].images[image as usize].costs.push(Cost {
-            symbol: Some(symbol),
-            offset: instr,
-            file: self.file,
-            line: line_no,
-            values,
-        });
+        self.profile.processes[proc].images[image as usize].costs.push_parts(
+            instr,
+            Some(symbol),
+            self.file,
+            line_no,
+            &values,
+        );
         Ok(())
     }
 
@@ -850,9 +850,7 @@ impl Reader {
         if self.events_grew {
             for p in &mut self.profile.processes {
                 for i in &mut p.images {
-                    for c in &mut i.costs {
-                        c.values.resize(nevents, 0);
-                    }
+                    i.costs.widen(nevents);
                 }
             }
         }

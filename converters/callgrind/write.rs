@@ -629,7 +629,7 @@ impl Writer<'_> {
                 self.cost(addr, line, &values, true);
             }
             for &(i, k) in extra {
-                let c = &process.images[i as usize].costs[k];
+                let c = process.images[i as usize].costs.get(k);
                 self.set_file(c.file);
                 let mut values = vec![0u64; self.columns];
                 for (k, v) in c.values.iter().enumerate() {
@@ -644,7 +644,7 @@ impl Writer<'_> {
         let indexes: Vec<names::SymbolIndex> = process.images.iter().map(names::SymbolIndex::new).collect();
         for (i, k) in loose {
             let image = &process.images[i as usize];
-            let c = &image.costs[k];
+            let c = image.costs.get(k);
             let index = &indexes[i as usize];
             let name = match c.symbol {
                 Some(s) => image.symbols[s as usize].name.clone(),

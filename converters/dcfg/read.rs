@@ -1259,7 +1259,7 @@ fn resolve_process(
             size: Some(ri.size),
             symbols: ri.symbols,
             blocks: ri.blocks,
-            costs: ri.costs,
+            costs: ri.costs.into(),
             ..Image::default()
         };
         if let Some(fid) = ri.file {

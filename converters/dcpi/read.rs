@@ -8,7 +8,7 @@
 use std::io::BufRead;
 
 use crate::error::{Error, Findings, Location, Result};
-use crate::ir::{Cost, Event, Image, Meta, Process, Profile, Values};
+use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
@@ -394,24 +394,22 @@ pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
 pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Profile> {
     let header = parse_header(data, findings)?;
     let layout = layout(data, header.body_start, step)?;
-    // One pass over the counts: the model's costs (exact capacity, no per-slot allocation, the
-    // value stored inline) and the footer's totals at once.
-    let mut costs = Vec::with_capacity(layout.slots);
+    // The model's sample columns (offsets and counts, exact capacity) and the footer's totals,
+    // chunk by chunk.
+    let mut offsets = Vec::with_capacity(layout.slots);
+    let mut counts = Vec::with_capacity(layout.slots);
     let (mut nonzero, mut sum) = (0u64, 0u64);
     for chunk in &layout.chunks {
         let base = chunk.offset as u64;
-        costs.extend(chunk.counts().enumerate().map(|(i, count)| {
+        let first = counts.len();
+        counts.extend(chunk.counts().map(u64::from));
+        for &count in &counts[first..] {
             nonzero += (count != 0) as u64;
-            sum += count as u64;
-            Cost {
-                symbol: None,
-                offset: Some(base + i as u64 * step),
-                file: None,
-                line: None,
-                values: Values::from_buf_and_len([u64::from(count), 0], 1),
-            }
-        }));
+            sum += count;
+        }
+        offsets.extend((0..(counts.len() - first) as u64).map(|i| base + i * step));
     }
+    let costs = CostTable::from_samples(offsets, counts);
     let body = check_footer(data, layout, nonzero, sum)?;
     if body.total_samples as u64 != body.sum {
         findings.warn(

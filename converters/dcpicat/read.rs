@@ -159,7 +159,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         }
     }
     let file = path.as_deref().map(|p| profile.files.intern(p));
-    let image = Image { file, load_addr: start, size: text_size, costs, ..Image::default() };
+    let image = Image { file, load_addr: start, size: text_size, costs: costs.into(), ..Image::default() };
     profile.processes.push(Process { images: vec![image], ..Process::default() });
     Ok(profile)
 }

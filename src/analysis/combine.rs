@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Findings, Result};
-use crate::ir::{Cost, FileId, Image, Process, Profile, StringTable};
+use crate::ir::{CostTable, FileId, Image, Process, Profile, StringTable};
 
 fn header<'p>(profile: &'p Profile, key: &str) -> impl Iterator<Item = &'p str> + 'p {
     let key = key.to_string();
@@ -98,7 +98,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                         t
                     }
                     None => {
-                        let mut copy = Image { costs: Vec::new(), ..image.clone() };
+                        let mut copy = Image { costs: CostTable::new(), ..image.clone() };
                         copy.file = remap(&mut out.files, input, image.file);
                         for s in &mut copy.symbols {
                             s.file = remap(&mut out.files, input, s.file);
@@ -131,18 +131,16 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                 let width = event_map.iter().max().map_or(0, |m| m + 1);
                 let costs = &mut process.images[target].costs;
                 costs.reserve(image.costs.len());
-                for c in &image.costs {
-                    let mut values = vec![0u64; width];
-                    for (j, &v) in c.values.iter().enumerate() {
+                let mut values = vec![0u64; width];
+                for row in 0..image.costs.len() {
+                    values.fill(0);
+                    for (j, &v) in image.costs.values(row).iter().enumerate() {
                         if let Some(&e) = event_map.get(j) {
                             values[e] = values[e].saturating_add(v);
                         }
                     }
-                    costs.push(Cost {
-                        values: values.into(),
-                        file: remap(&mut out.files, input, c.file),
-                        ..c.clone()
-                    });
+                    let file = remap(&mut out.files, input, image.costs.file(row));
+                    costs.push_parts(image.costs.offset(row), image.costs.symbol(row), file, image.costs.line(row), &values);
                 }
             }
         }
@@ -156,26 +154,41 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
 }
 
 /// Sorts costs by offset and sums those at the same offset (with the same symbol, file and
-/// line) into one, every value vector `events` long. Costs without an offset stay as they are.
-pub fn sum_equal_offsets(costs: &mut Vec<Cost>, events: usize) {
-    costs.sort_by_key(|c| (c.offset.is_none(), c.offset));
-    let mut merged: Vec<Cost> = Vec::with_capacity(costs.len());
-    for mut c in costs.drain(..) {
-        c.values.resize(events.max(c.values.len()), 0);
-        if let Some(last) = merged.last_mut() {
-            if c.offset.is_some()
-                && last.offset == c.offset
-                && last.symbol == c.symbol
-                && last.file == c.file
-                && last.line == c.line
-            {
-                for (x, y) in last.values.iter_mut().zip(&c.values) {
-                    *x = x.saturating_add(*y);
-                }
-                continue;
+/// line) into one, every value vector at least `events` long. Costs without an offset stay as
+/// they are, after the others. Costs already in order with distinct offsets (samples usually
+/// are) are left in place.
+pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
+    costs.widen(events);
+    let key = |row: usize| (costs.offset(row).is_none(), costs.offset(row));
+    let same_place = |a: usize, b: usize| {
+        costs.offset(a).is_some()
+            && costs.offset(a) == costs.offset(b)
+            && costs.symbol(a) == costs.symbol(b)
+            && costs.file(a) == costs.file(b)
+            && costs.line(a) == costs.line(b)
+    };
+    let in_order = (1..costs.len()).all(|row| key(row - 1) < key(row) || (key(row - 1) == key(row) && !same_place(row - 1, row)));
+    if in_order {
+        return;
+    }
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by_key(|&row| key(row));
+    let mut merged = CostTable::new();
+    merged.widen(costs.width());
+    merged.reserve(costs.len());
+    let mut last: Option<usize> = None;
+    for row in order {
+        if let Some(prev) = last.filter(|&prev| same_place(prev, row)) {
+            let target = merged.len() - 1;
+            for (e, v) in costs.values(row).iter().enumerate() {
+                let slot = &mut merged.values_mut(target)[e];
+                *slot = slot.saturating_add(*v);
             }
+            last = Some(prev);
+            continue;
         }
-        merged.push(c);
+        merged.push_parts(costs.offset(row), costs.symbol(row), costs.file(row), costs.line(row), costs.values(row));
+        last = Some(row);
     }
     *costs = merged;
 }

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use super::combine::sum_equal_offsets;
 use crate::error::{Error, Result};
-use crate::ir::{Cost, Image, Profile, Values};
+use crate::ir::{CostTable, Image, Profile, Values};
 
 /// Where samples go.
 #[derive(Clone, Debug, Default)]
@@ -149,8 +149,8 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
     let mut per_block = vec![Vec::new(); image.blocks.len()];
     let mut outside = vec![0u64; events];
     let mut hint = 0;
-    for c in &image.costs {
-        let slot = match c.offset.and_then(|o| index.find_from(o, &mut hint)) {
+    for row in 0..image.costs.len() {
+        let slot = match image.costs.offset(row).and_then(|o| index.find_from(o, &mut hint)) {
             Some(b) => {
                 let v = &mut per_block[b as usize];
                 if v.is_empty() {
@@ -161,7 +161,7 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
             None => &mut outside,
         };
         for (e, s) in slot.iter_mut().enumerate() {
-            *s = s.saturating_add(c.value(e));
+            *s = s.saturating_add(image.costs.value(row, e));
         }
     }
     for v in &mut per_block {
@@ -176,31 +176,34 @@ pub fn block_costs(image: &Image, events: usize) -> (Vec<Vec<u64>>, Vec<u64>) {
 /// samples out of order fall back to a sort at the end.
 #[derive(Default)]
 struct Sink {
-    costs: Vec<Cost>,
+    costs: CostTable,
     sorted: bool,
+    last_offset: u64,
 }
 
 impl Sink {
-    fn push(&mut self, c: Cost, expected: usize) {
-        if self.costs.capacity() == 0 {
-            self.costs.reserve_exact(expected);
+    fn push(&mut self, offset: u64, values: &[u64], expected: usize) {
+        if self.costs.is_empty() {
+            self.costs.widen(values.len());
+            self.costs.reserve(expected);
             self.sorted = true;
-        }
-        if let Some(last) = self.costs.last_mut() {
-            if last.offset == c.offset {
-                for (x, y) in last.values.iter_mut().zip(&c.values) {
+        } else {
+            if self.last_offset == offset {
+                let last = self.costs.len() - 1;
+                for (x, y) in self.costs.values_mut(last).iter_mut().zip(values) {
                     *x = x.saturating_add(*y);
                 }
                 return;
             }
-            if last.offset > c.offset {
+            if self.last_offset > offset {
                 self.sorted = false;
             }
         }
-        self.costs.push(c);
+        self.last_offset = offset;
+        self.costs.push_parts(Some(offset), None, None, None, values);
     }
 
-    fn finish(mut self, events: usize) -> Vec<Cost> {
+    fn finish(mut self, events: usize) -> CostTable {
         if !self.sorted {
             sum_equal_offsets(&mut self.costs, events);
         }
@@ -297,11 +300,13 @@ pub fn merge(
             None => 0,
         };
         let mut hint = 0usize;
-        for c in &image.costs {
-            if c.values.iter().all(|&v| v == 0) {
+        let costs = &image.costs;
+        for row in 0..costs.len() {
+            let row_values = costs.values(row);
+            if row_values.iter().all(|&v| v == 0) {
                 continue;
             }
-            let Some(offset) = c.offset else { continue };
+            let Some(offset) = costs.offset(row) else { continue };
             let relocated = shift + offset as i128;
             let block = match index {
                 Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => {
@@ -313,19 +318,16 @@ pub fn merge(
                 (Some(_), Some((p, i))) => {
                     // Inline for up to two events: no allocation per sample.
                     let mut values = Values::from_elem(0, events);
-                    for (j, &v) in c.values.iter().enumerate() {
+                    for (j, &v) in row_values.iter().enumerate() {
                         if let Some(&e) = event_map.get(j) {
                             values[e] = v;
                             report.attributed[j] = report.attributed[j].saturating_add(v);
                         }
                     }
-                    sinks[p][i].push(
-                        Cost { offset: Some(relocated as u64), values, ..Cost::default() },
-                        image.costs.len(),
-                    );
+                    sinks[p][i].push(relocated as u64, &values, costs.len());
                 }
                 _ => {
-                    let values: Vec<u64> = (0..samples.events.len()).map(|j| c.value(j)).collect();
+                    let values: Vec<u64> = (0..samples.events.len()).map(|j| costs.value(row, j)).collect();
                     for (t, v) in report.unattributed_totals.iter_mut().zip(&values) {
                         *t = t.saturating_add(*v);
                     }
@@ -349,7 +351,7 @@ pub fn merge(
                 continue;
             }
             if !image.costs.is_empty() {
-                costs.append(&mut image.costs);
+                costs.append(&image.costs);
                 sum_equal_offsets(&mut costs, events);
             }
             image.costs = costs;
@@ -361,7 +363,7 @@ pub fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Block, Event, Process};
+    use crate::ir::{Block, Cost, Event, Process};
 
     fn graph() -> Profile {
         let mut g = Profile::default();
@@ -433,7 +435,7 @@ mod tests {
             );
             let image = &merged.processes[0].images[0];
             assert!(
-                image.costs.windows(2).all(|w| w[0].offset < w[1].offset),
+                (1..image.costs.len()).all(|r| image.costs.offset(r - 1) < image.costs.offset(r)),
                 "one cost per offset, ascending"
             );
             let (per_block, outside) = block_costs(image, 1);

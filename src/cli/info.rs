@@ -338,7 +338,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         .into_iter()
         .map(|(_, Reverse(address), i, k)| {
             let image = &process.images[i];
-            let c = &image.costs[k];
+            let c = image.costs.get(k);
             let costs =
                 profile.events.iter().enumerate().map(|(e, ev)| (ev.name.clone(), c.value(e))).collect();
             AddressCosts {

@@ -21,9 +21,11 @@
 //! - Ids that a format exposes to users (node ids, edge ids, image ids) are kept as `u64`;
 //!   references inside the model are indices into `Vec`s ([`BlockRef`], [`SymbolRef`], `u32`).
 
+mod costs;
 mod edge_kind;
 mod strings;
 
+pub use costs::CostTable;
 pub use edge_kind::EdgeKind;
 pub use strings::StringTable;
 
@@ -155,8 +157,8 @@ pub struct Image {
     /// Routines as the input gave them; `None` when the format has no routines (the analysis
     /// derives them), `Some(vec![])` when it said there are none.
     pub routines: Option<Vec<Routine>>,
-    /// Costs or samples attributed to places in this image.
-    pub costs: Vec<Cost>,
+    /// Costs or samples attributed to places in this image, stored by column.
+    pub costs: CostTable,
 }
 
 /// A named code range, from a symbol table or a profile's function names.

@@ -84,8 +84,9 @@ pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: 
         let mut lo = vec![u64::MAX; n];
         let mut hi = vec![0u64; n];
         let mut any = vec![false; n];
-        for c in &image.costs {
-            if let (Some(s), Some(o)) = (c.symbol, c.offset) {
+        let costs = &image.costs;
+        for row in 0..costs.len() {
+            if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
                 let s = s as usize;
                 lo[s] = lo[s].min(o);
                 hi[s] = hi[s].max(o);
@@ -496,26 +497,23 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 /// first cost line at an address decides its owner, file and line.
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32], merged: &mut Vec<Instr>) {
     merged.clear();
-    let mut order: Vec<(u64, usize)> = image
-        .costs
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.symbol.is_some())
-        .filter_map(|(k, c)| Some((c.offset?, k)))
+    let costs = &image.costs;
+    let mut order: Vec<(u64, usize)> = (0..costs.len())
+        .filter(|&k| costs.symbol(k).is_some())
+        .filter_map(|k| Some((costs.offset(k)?, k)))
         .collect();
     radix::sort_by_key(&mut order, |&(a, _)| a);
     merged.reserve(order.len());
     for (addr, k) in order {
-        let c = &image.costs[k];
-        let v = ir.map_or(0, |e| c.value(e));
+        let v = ir.map_or(0, |e| costs.value(k, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
                 addr,
                 ir: v,
-                owner: c.symbol.map_or(0, |s| base[s as usize]),
-                file: c.file.unwrap_or(NONE),
-                line: c.line.unwrap_or(0),
+                owner: costs.symbol(k).map_or(0, |s| base[s as usize]),
+                file: costs.file(k).unwrap_or(NONE),
+                line: costs.line(k).unwrap_or(0),
                 flags: 0,
             }),
         }
