@@ -259,6 +259,8 @@ struct Reader {
     /// `jcnd=` lines whose followed count exceeds the executed count, and the first one's line.
     jcnd_over: u64,
     jcnd_over_line: u64,
+    /// The values of the cost line being read, one per event.
+    values: Vec<u64>,
 }
 
 fn bad(e: Bad) -> Error {
@@ -716,12 +718,31 @@ impl Reader {
         Ok(())
     }
 
-    /// Parses positions and costs of a cost line (or an association's source line).
+    /// The common case of a cost line in one pass over its bytes: positions and values that are
+    /// well-formed numbers. `None` for anything else; [`Reader::parse_cost_line`] then says
+    /// what is wrong.
     #[inline]
-    fn cost_line(&mut self, line: &[u8]) -> Result<()> {
-        if !self.events_seen && self.event_map.is_empty() {
-            return Err(Error::input("cost line before the events: header; expected 'events: NAMES' first"));
+    /// The positions go to `self.last` in place (as single words: a copy of a freshly written
+    /// array stalls the processor); on `None` they are partly overwritten.
+    fn scan_cost_line(&mut self, line: &[u8], values: &mut [u64]) -> Option<()> {
+        let mut i = 0;
+        for c in 0..self.columns.len().min(3) {
+            i = parse::skip_space_at(line, i);
+            self.last[c] = parse::scan_subposition(line, &mut i, self.last[c])?;
         }
+        for &idx in &self.event_map {
+            i = parse::skip_space_at(line, i);
+            if i == line.len() {
+                return Some(());
+            }
+            values[idx] = parse::scan_number(line, &mut i)?;
+        }
+        (parse::skip_space_at(line, i) == line.len()).then_some(())
+    }
+
+    /// Parses a cost line token by token, with an error naming what is wrong.
+    #[cold]
+    fn parse_cost_line(&self, line: &[u8], values: &mut [u64]) -> Result<[u64; 3]> {
         let mut pos = [0u64; 3];
         let mut rest = line;
         let npos = self.columns.len();
@@ -736,10 +757,6 @@ impl Reader {
             *slot = subposition(t, self.last[c]).map_err(bad)?;
             rest = r;
         }
-        self.last = pos;
-        let nevents = self.profile.events.len();
-        // Inline for up to two events, as in the model: no heap allocation per cost line.
-        let mut values = crate::ir::Values::from_elem(0, nevents);
         let mut col = 0;
         while !rest.is_empty() {
             let (t, r) = next_token(rest);
@@ -755,10 +772,45 @@ impl Reader {
             col += 1;
             rest = r;
         }
-        let instr = self.instr_col.map(|c| pos[c]);
+        Ok(pos)
+    }
+
+    /// Parses positions and costs of a cost line (or an association's source line).
+    #[inline]
+    fn cost_line(&mut self, line: &[u8]) -> Result<()> {
+        if !self.events_seen && self.event_map.is_empty() {
+            return Err(Error::input("cost line before the events: header; expected 'events: NAMES' first"));
+        }
+        // One buffer for the values of every line: no allocation or copy per cost line.
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        values.resize(self.profile.events.len(), 0);
+        let bases = self.last;
+        let done = match self.scan_cost_line(line, &mut values) {
+            Some(()) => self.cost_at(&values),
+            None => {
+                self.last = bases;
+                self.parse_cost_line(line, &mut values).and_then(|pos| {
+                    self.last = pos;
+                    self.cost_at(&values)
+                })
+            }
+        };
+        self.values = values;
+        done
+    }
+
+    /// Records a cost line (or an association's source line) at positions `pos`.
+    #[inline]
+    fn cost_at(&mut self, values: &[u64]) -> Result<()> {
+        let instr = self.instr_col.map(|c| self.last[c]);
         let line_no = match self.line_col {
-            Some(c) => Some(u32::try_from(pos[c]).map_err(|_| {
-                Error::input(format!("line number {} is too large; expected at most {}", pos[c], u32::MAX))
+            Some(c) => Some(u32::try_from(self.last[c]).map_err(|_| {
+                Error::input(format!(
+                    "line number {} is too large; expected at most {}",
+                    self.last[c],
+                    u32::MAX
+                ))
             })?),
             None => None,
         };
@@ -781,7 +833,7 @@ impl Reader {
             let state = &mut self.states[proc];
             let incl_start = state.inclusive.len();
             if p.kind == ArcKind::Call {
-                state.inclusive.extend_from_slice(&values);
+                state.inclusive.extend_from_slice(values);
             }
             state.arcs.push(RawArc {
                 kind: p.kind,
@@ -825,7 +877,7 @@ impl Reader {
             Some(symbol),
             self.file,
             line_no,
-            &values,
+            values,
         );
         Ok(())
     }
@@ -936,4 +988,3 @@ impl std::hash::Hasher for FastHasher {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
-

@@ -11,8 +11,8 @@
 use super::radix;
 use super::{recursion_base, ArcKind, RawArc};
 use crate::ir::{
-    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site,
-    SourceLine, SymbolRef,
+    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
+    SymbolRef,
 };
 
 /// Longest x86 instruction: the most a block's last instruction is taken to span.
@@ -179,7 +179,7 @@ pub(super) fn function_edges<'a>(
 }
 
 /// One executed instruction address of an image, gathered from the cost lines.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Instr {
     addr: u64,
     /// Executions (`Ir` summed over every function context at this address).
@@ -308,11 +308,10 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
         has_next: Vec::new(),
     };
     let mut next_id = 4u64;
-    let mut merged: Vec<Instr> = Vec::new();
     for (i, image) in process.images.iter_mut().enumerate() {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        instructions(image, ir, &bases[i], &mut merged);
+        let mut merged = instructions(image, ir, &bases[i]);
         let srcs = &mut sources[i];
         radix::sort_by_key(srcs, |&(a, _)| a);
         let tgts = &mut targets[i];
@@ -383,8 +382,8 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
             }
             let count = ir.map(|_| first.ir);
             if let Some(prev) = blocks.last() {
-                let adjacent = prev.offset + prev.size == first.addr
-                    && blocks_of.owner.last() == Some(&first.owner);
+                let adjacent =
+                    prev.offset + prev.size == first.addr && blocks_of.owner.last() == Some(&first.owner);
                 blocks_of.has_next.push(adjacent);
             }
             blocks.push(Block {
@@ -407,7 +406,6 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
         image.blocks = blocks;
         image.source_lines = lines;
     }
-    drop(merged);
     drop(sources);
     drop(targets);
     let nblocks = blocks_of.owner.len();
@@ -495,36 +493,43 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 
 /// The executed addresses of an image in address order, one [`Instr`] each, into `merged`: the
 /// first cost line at an address decides its owner, file and line.
-fn instructions(image: &Image, ir: Option<usize>, base: &[u32], merged: &mut Vec<Instr>) {
-    merged.clear();
+fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> Vec<Instr> {
     let costs = &image.costs;
-    let mut order: Vec<(u64, usize)> = (0..costs.len())
-        .filter(|&k| costs.symbol(k).is_some())
-        .filter_map(|k| Some((costs.offset(k)?, k)))
-        .collect();
-    radix::sort_by_key(&mut order, |&(a, _)| a);
-    merged.reserve(order.len());
-    for (addr, k) in order {
-        let v = ir.map_or(0, |e| costs.value(k, e));
-        match merged.last_mut() {
-            Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
-            _ => merged.push(Instr {
-                addr,
-                ir: v,
-                owner: costs.symbol(k).map_or(0, |s| base[s as usize]),
-                file: costs.file(k).unwrap_or(NONE),
-                line: costs.line(k).unwrap_or(0),
-                flags: 0,
-            }),
+    let mut merged = radix::bucket_sort(
+        costs.len(),
+        |row| costs.symbol(row).and(costs.offset(row)),
+        |row, addr| Instr {
+            addr,
+            ir: ir.map_or(0, |e| costs.value(row, e)),
+            owner: costs.symbol(row).map_or(0, |s| base[s as usize]),
+            file: costs.file(row).unwrap_or(NONE),
+            line: costs.line(row).unwrap_or(0),
+            flags: 0,
+        },
+        |i| i.addr,
+    );
+    merged.dedup_by(|next, kept| {
+        if next.addr == kept.addr {
+            kept.ir = kept.ir.saturating_add(next.ir);
+            true
+        } else {
+            false
         }
-    }
+    });
+    merged
 }
 
 /// Marks block leaders (association targets that ran, function entries), block ends
 /// (association sources) and call instructions. A call's executions are the sum of its calls
 /// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
 /// `--skip-plt=yes`, to the calling instruction's `Ir`).
-fn mark(merged: &mut [Instr], srcs: &[(u64, usize)], tgts: &[(u64, usize)], entries: &[u64], arcs: &[RawArc]) {
+fn mark(
+    merged: &mut [Instr],
+    srcs: &[(u64, usize)],
+    tgts: &[(u64, usize)],
+    entries: &[u64],
+    arcs: &[RawArc],
+) {
     let (mut si, mut ti, mut ei) = (0usize, 0usize, 0usize);
     for m in merged.iter_mut() {
         while si < srcs.len() && srcs[si].0 < m.addr {
