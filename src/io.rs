@@ -83,6 +83,8 @@ pub struct Input {
     /// Up to [`HEAD_LEN`] first bytes of the decompressed content (also returned by `reader`).
     pub head: Vec<u8>,
     pub compression: Compression,
+    /// The file's size in bytes, when it is a file.
+    pub size: Option<u64>,
     rest: Box<dyn BufRead + Send>,
 }
 
@@ -123,7 +125,7 @@ impl Input {
         };
         let mut head = Vec::with_capacity(HEAD_LEN);
         (&mut stream).take(HEAD_LEN as u64).read_to_end(&mut head).map_err(|e| Error::io(name, e))?;
-        Ok(Input { name: name.to_string(), head, compression, rest: stream })
+        Ok(Input { name: name.to_string(), head, compression, size, rest: stream })
     }
 
     /// A reader over the whole decompressed content, the sniffed head included.

@@ -17,6 +17,7 @@ pub mod error;
 pub mod io;
 pub mod ir;
 pub mod json;
+pub mod mem;
 pub mod registry;
 pub mod synth;
 

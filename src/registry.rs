@@ -17,6 +17,9 @@ pub struct ReadOptions {
     pub dcpi_address_step: Option<u64>,
     /// DTrace: keep `+0xOFFSET` on every frame but the leaf instead of merging by function.
     pub include_offsets: bool,
+    /// Bytes the input will hold, when known (an uncompressed file's size): readers that keep
+    /// the whole input reserve it at once. Only a hint; [`crate::convert::load`] sets it.
+    pub size_hint: Option<u64>,
 }
 
 /// Options a writer may use; each writer takes what it needs and ignores the rest.

@@ -135,6 +135,16 @@ impl Ctx {
 // ---------------------------------------------------------------------------------------------
 // Raw tables
 
+/// Adds a table's rows to what earlier tables of the same name gave: moved when they are the
+/// first (the usual case), so that a large table is never copied.
+fn append<T>(into: &mut Vec<T>, rows: Vec<T>) {
+    if into.is_empty() {
+        *into = rows;
+    } else {
+        into.extend(rows);
+    }
+}
+
 #[derive(Default)]
 struct RawDcfg {
     major: Option<u64>,
@@ -156,8 +166,11 @@ struct RawProcess {
     /// (see [`park`]) and `kind` is resolved from `edge_kinds` afterwards: building them once,
     /// in place, keeps a multi-million-edge table from existing twice.
     edges: Vec<Edge>,
-    /// Raw EDGE_TYPE_ID of each edge.
-    edge_kinds: Vec<u64>,
+    /// Raw EDGE_TYPE_ID of each edge, as an index into `kind_ids` (a file uses a few dozen
+    /// types, so two bytes an edge serve where eight would be spent).
+    edge_kinds: Vec<u16>,
+    /// The distinct raw EDGE_TYPE_IDs the edges use, in order of first use.
+    kind_ids: Vec<u64>,
 }
 
 /// Parks a raw node id in a `NodeRef` until ids can be resolved (the tables they refer to may
@@ -181,7 +194,9 @@ struct RawImage {
     size: u64,
     file: Option<u64>,
     symbols: Vec<Symbol>,
-    source_lines: Vec<(u64, SourceLine)>,
+    /// Source lines with `file` unset, and the raw FILE_NAME_ID of each.
+    source_lines: Vec<SourceLine>,
+    source_files: Vec<u64>,
     blocks: Vec<Block>,
     routines: Option<Vec<RawRoutine>>,
     costs: Vec<Cost>,
@@ -618,27 +633,27 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                 "FILE_NAMES" => {
                     let mut t = IdNames::<0> { rows: Vec::new() };
                     table_at(&mut map, ctx, "FILE_NAMES", &mut t)?;
-                    raw.files.extend(t.rows);
+                    append(&mut raw.files, t.rows);
                 }
                 "EDGE_TYPES" => {
                     let mut t = IdNames::<1> { rows: Vec::new() };
                     table_at(&mut map, ctx, "EDGE_TYPES", &mut t)?;
-                    raw.edge_types.extend(t.rows);
+                    append(&mut raw.edge_types, t.rows);
                 }
                 "SPECIAL_NODES" => {
                     let mut t = IdNames::<2> { rows: Vec::new() };
                     table_at(&mut map, ctx, "SPECIAL_NODES", &mut t)?;
-                    raw.special_nodes.extend(t.rows);
+                    append(&mut raw.special_nodes, t.rows);
                 }
                 EVENTS_TAG => {
                     let mut t = Events { rows: Vec::new() };
                     table_at(&mut map, ctx, EVENTS_TAG, &mut t)?;
-                    raw.events.extend(t.rows);
+                    append(&mut raw.events, t.rows);
                 }
                 "PROCESSES" => {
                     let mut t = Processes { rows: Vec::new() };
                     table_at(&mut map, ctx, "PROCESSES", &mut t)?;
-                    raw.processes.extend(t.rows);
+                    append(&mut raw.processes, t.rows);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -708,17 +723,20 @@ impl<'de> Visitor<'de> for ProcessData<'_> {
                 "IMAGES" => {
                     let mut t = Images { rows: Vec::new() };
                     table_at(&mut map, ctx, "IMAGES", &mut t)?;
-                    p.images.extend(t.rows);
+                    append(&mut p.images, t.rows);
                 }
                 "EDGES" => {
                     // Appends to what an earlier EDGES key gave, without copying the table.
                     let mut t = Edges {
                         rows: std::mem::take(&mut p.edges),
                         kinds: std::mem::take(&mut p.edge_kinds),
+                        kind_lookup: p.kind_ids.iter().enumerate().map(|(k, &id)| (id, k as u16)).collect(),
+                        kind_ids: std::mem::take(&mut p.kind_ids),
                     };
                     table_at(&mut map, ctx, "EDGES", &mut t)?;
                     p.edges = t.rows;
                     p.edge_kinds = t.kinds;
+                    p.kind_ids = t.kind_ids;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -787,22 +805,23 @@ impl<'de> Visitor<'de> for ImageData<'_> {
                 "SYMBOLS" => {
                     let mut t = Symbols { rows: Vec::new() };
                     table_at(&mut map, ctx, "SYMBOLS", &mut t)?;
-                    im.symbols.extend(t.rows);
+                    append(&mut im.symbols, t.rows);
                 }
                 "SOURCE_DATA" => {
-                    let mut t = Sources { rows: Vec::new() };
+                    let mut t = Sources { rows: Vec::new(), files: Vec::new() };
                     table_at(&mut map, ctx, "SOURCE_DATA", &mut t)?;
-                    im.source_lines.extend(t.rows);
+                    append(&mut im.source_lines, t.rows);
+                    append(&mut im.source_files, t.files);
                 }
                 "BASIC_BLOCKS" => {
                     let mut t = Blocks { rows: Vec::new() };
                     table_at(&mut map, ctx, "BASIC_BLOCKS", &mut t)?;
-                    im.blocks.extend(t.rows);
+                    append(&mut im.blocks, t.rows);
                 }
                 "ROUTINES" => {
                     let mut t = Routines { rows: Vec::new() };
                     table_at(&mut map, ctx, "ROUTINES", &mut t)?;
-                    im.routines.get_or_insert_with(Vec::new).extend(t.rows);
+                    append(im.routines.get_or_insert_with(Vec::new), t.rows);
                 }
                 COSTS_TAG => {
                     let mut t = Costs { rows: Vec::new() };
@@ -845,8 +864,11 @@ impl Table for Symbols {
     }
 }
 
+/// Source lines in their final form, and the raw FILE_NAME_ID of each (resolved in place
+/// afterwards, so that the table never exists twice).
 struct Sources {
-    rows: Vec<(u64, SourceLine)>,
+    rows: Vec<SourceLine>,
+    files: Vec<u64>,
 }
 
 impl Table for Sources {
@@ -865,7 +887,8 @@ impl Table for Sources {
         require(present, Self::REQUIRED, Self::COLUMNS)?;
         let line =
             u32::try_from(v[1]).map_err(|_| de::Error::custom(format!("LINE_NUM {} is too large", v[1])))?;
-        self.rows.push((v[0], SourceLine { file: None, line, offset: v[2], size: v[3], num_instrs: v[4] }));
+        self.rows.push(SourceLine { file: None, line, offset: v[2], size: v[3], num_instrs: v[4] });
+        self.files.push(v[0]);
         Ok(())
     }
 }
@@ -999,7 +1022,35 @@ impl Table for Loops {
 
 struct Edges {
     rows: Vec<Edge>,
-    kinds: Vec<u64>,
+    kinds: Vec<u16>,
+    kind_ids: Vec<u64>,
+    /// `kind_ids` by value, for files that use more than a few dozen.
+    kind_lookup: HashMap<u64, u16>,
+}
+
+impl Edges {
+    /// The index of a raw EDGE_TYPE_ID in `kind_ids`, added when new.
+    fn kind_index<E: de::Error>(&mut self, id: u64) -> Result<u16, E> {
+        if let Some(&last) = self.kinds.last() {
+            if self.kind_ids[last as usize] == id {
+                return Ok(last);
+            }
+        }
+        // A file uses a few dozen types: a linear search beats hashing, until it would not.
+        let found = if self.kind_ids.len() <= 64 {
+            self.kind_ids.iter().position(|&k| k == id).map(|k| k as u16)
+        } else {
+            self.kind_lookup.get(&id).copied()
+        };
+        if let Some(k) = found {
+            return Ok(k);
+        }
+        let k = u16::try_from(self.kind_ids.len())
+            .map_err(|_| E::custom("more than 65,536 distinct EDGE_TYPE_IDs are used"))?;
+        self.kind_ids.push(id);
+        self.kind_lookup.insert(id, k);
+        Ok(k)
+    }
 }
 
 impl Table for Edges {
@@ -1021,7 +1072,8 @@ impl Table for Edges {
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
         self.rows.push(Edge { id: v[0], source: park(v[1]), target: park(v[2]), counts, ..Edge::default() });
-        self.kinds.push(v[3]);
+        let kind = self.kind_index(v[3])?;
+        self.kinds.push(kind);
         Ok(())
     }
 }
@@ -1271,8 +1323,8 @@ fn resolve_process(
                 );
             }
         }
-        image.source_lines.reserve_exact(ri.source_lines.len());
-        for (row, (fid, mut line)) in ri.source_lines.into_iter().enumerate() {
+        image.source_lines = ri.source_lines;
+        for (row, (line, fid)) in image.source_lines.iter_mut().zip(ri.source_files).enumerate() {
             line.file = files.get(&fid).copied();
             if line.file.is_none() {
                 findings.violation(
@@ -1280,7 +1332,6 @@ fn resolve_process(
                     format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
                 );
             }
-            image.source_lines.push(line);
         }
         if let Some(raw_routines) = ri.routines {
             image.routines = Some(resolve_routines(i, raw_routines, &nodes, &at, findings));
@@ -1288,7 +1339,7 @@ fn resolve_process(
         process.images.push(image);
     }
 
-    let mut kind_cache: Option<(u64, EdgeKind)> = None;
+    let resolved: Vec<Option<EdgeKind>> = rp.kind_ids.iter().map(|id| kinds.get(id).copied()).collect();
     for (row, (edge, raw_kind)) in rp.edges.iter_mut().zip(rp.edge_kinds).enumerate() {
         let mut node = |parked: NodeRef, column: &str| -> NodeRef {
             let id = unpark(parked);
@@ -1308,21 +1359,15 @@ fn resolve_process(
         };
         edge.source = node(edge.source, "SOURCE_NODE_ID");
         edge.target = node(edge.target, "TARGET_NODE_ID");
-        edge.kind = match kind_cache {
-            Some((k, kind)) if k == raw_kind => kind,
-            _ => match kinds.get(&raw_kind) {
-                Some(&kind) => {
-                    kind_cache = Some((raw_kind, kind));
-                    kind
-                }
-                None => {
-                    findings.violation(
-                        at(format!("EDGES row {}", row + 1)),
-                        format!("EDGE_TYPE_ID {raw_kind} is not in EDGE_TYPES"),
-                    );
-                    EdgeKind::Unknown
-                }
-            },
+        edge.kind = match resolved[raw_kind as usize] {
+            Some(kind) => kind,
+            None => {
+                findings.violation(
+                    at(format!("EDGES row {}", row + 1)),
+                    format!("EDGE_TYPE_ID {} is not in EDGE_TYPES", rp.kind_ids[raw_kind as usize]),
+                );
+                EdgeKind::Unknown
+            }
         };
     }
     process.edges = rp.edges;
@@ -1429,5 +1474,29 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert!(v[0].message.contains("TARGET_NODE_ID 99"), "{:?}", v[0]);
         assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 1".into())));
+    }
+
+    #[test]
+    fn edge_types_are_resolved_per_edge_and_too_many_distinct_ones_are_an_error() {
+        let (p, f) = read_str(
+            r#"{"EDGE_TYPES": [["EDGE_TYPE_ID","EDGE_TYPE"],[7,"CALL"],[9,"RETURN"]], "SPECIAL_NODES": [["NODE_ID","NODE_NAME"],[1,"START"]],
+               "PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {"EDGES": [["EDGE_ID","SOURCE_NODE_ID","TARGET_NODE_ID","EDGE_TYPE_ID","COUNT_PER_THREAD"],
+               [10, 1, 1, 9, [1]], [11, 1, 1, 7, [1]], [12, 1, 1, 9, [1]], [13, 1, 1, 5, [1]]]}]]}"#,
+        );
+        let kinds: Vec<EdgeKind> = p.unwrap().processes[0].edges.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EdgeKind::Return, EdgeKind::Call, EdgeKind::Return, EdgeKind::Unknown]);
+        let v: Vec<_> = f.violations().collect();
+        assert_eq!(v.len(), 1);
+        assert!(v[0].message.contains("EDGE_TYPE_ID 5 is not in EDGE_TYPES"), "{:?}", v[0]);
+        assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 4".into())));
+
+        let rows: Vec<String> = (0..=65_536u64).map(|k| format!("[{k}, 1, 1, {}, [1]]", 100 + k)).collect();
+        let text = format!(
+            r#"{{"PROCESSES": [["PROCESS_ID","PROCESS_DATA"], [7, {{"EDGES": [["EDGE_ID","SOURCE_NODE_ID","TARGET_NODE_ID","EDGE_TYPE_ID","COUNT_PER_THREAD"], {}]}}]]}}"#,
+            rows.join(",")
+        );
+        let e = read_str(&text).0.unwrap_err().to_string();
+        assert!(e.contains("PROCESSES[0].EDGES row 65537"), "{e}");
+        assert!(e.contains("more than 65,536 distinct EDGE_TYPE_IDs"), "{e}");
     }
 }

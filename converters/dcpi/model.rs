@@ -123,14 +123,13 @@ pub fn choose_image<'p>(
     format: &str,
 ) -> Result<&'p Image> {
     let total = |image: &Image| -> u64 {
-        image
-            .costs
-            .iter()
-            .map(|c| {
+        let costs = &image.costs;
+        (0..costs.len())
+            .map(|row| {
                 if events.is_empty() {
-                    c.values.iter().sum::<u64>()
+                    costs.values(row).iter().sum::<u64>()
                 } else {
-                    events.iter().map(|&e| c.value(e)).sum()
+                    events.iter().map(|&e| costs.value(row, e)).sum()
                 }
             })
             .sum()
@@ -196,12 +195,13 @@ pub fn slots(image: &Image, event: usize) -> (Vec<(u64, u64)>, usize) {
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(image.costs.len());
     let mut without_offset = 0;
     let mut sorted = true;
-    for c in &image.costs {
-        let v = c.value(event);
-        if v == 0 && c.values.iter().any(|&x| x != 0) {
+    let costs = &image.costs;
+    for row in 0..costs.len() {
+        let v = costs.value(row, event);
+        if v == 0 && costs.values(row).iter().any(|&x| x != 0) {
             continue;
         }
-        match c.offset {
+        match costs.offset(row) {
             Some(o) => {
                 if let Some(&(last, _)) = out.last() {
                     sorted &= last <= o;

@@ -9,6 +9,7 @@ use std::io::BufRead;
 
 use crate::error::{Error, Findings, Location, Result};
 use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
+use crate::mem;
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
@@ -375,13 +376,19 @@ pub fn step_of(options: &ReadOptions) -> Result<u64> {
 /// exact).
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let step = step_of(options)?;
-    let data = read_all(input)?;
+    let data = read_all(input, options.size_hint)?;
     from_bytes(&data, step, findings)
 }
 
-/// The whole input; a failure names no file, so that the caller's file name is used.
-pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
-    let mut data = Vec::new();
+/// Most of an input that [`read_all`] reserves at once from a size hint (a hint is only that).
+const MOST_RESERVED: u64 = 1 << 32;
+
+/// The whole input, reserved at once when its size is known; a failure names no file, so that
+/// the caller's file name is used.
+pub fn read_all(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec<u8>> {
+    let reserve = size_hint.unwrap_or(0).min(MOST_RESERVED) as usize;
+    // One byte more, so that reading to the end does not grow (and copy) a full buffer.
+    let mut data = mem::vec_with_capacity(reserve.saturating_add(1));
     input.read_to_end(&mut data).map_err(|e| {
         let mut err = Error::io(String::new(), e);
         err.file = None;
@@ -396,18 +403,18 @@ pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Pro
     let layout = layout(data, header.body_start, step)?;
     // The model's sample columns (offsets and counts, exact capacity) and the footer's totals,
     // chunk by chunk.
-    let mut offsets = Vec::with_capacity(layout.slots);
-    let mut counts = Vec::with_capacity(layout.slots);
+    let mut offsets = mem::vec_with_capacity(layout.slots);
+    let mut counts = mem::vec_with_capacity(layout.slots);
     let (mut nonzero, mut sum) = (0u64, 0u64);
     for chunk in &layout.chunks {
         let base = chunk.offset as u64;
-        let first = counts.len();
-        counts.extend(chunk.counts().map(u64::from));
-        for &count in &counts[first..] {
+        let slots = chunk.raw.len() as u64 / 4;
+        counts.extend(chunk.counts().map(|count| {
             nonzero += (count != 0) as u64;
-            sum += count;
-        }
-        offsets.extend((0..(counts.len() - first) as u64).map(|i| base + i * step));
+            sum += count as u64;
+            u64::from(count)
+        }));
+        offsets.extend((0..slots).map(|i| base + i * step));
     }
     let costs = CostTable::from_samples(offsets, counts);
     let body = check_footer(data, layout, nonzero, sum)?;

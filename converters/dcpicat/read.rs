@@ -36,7 +36,7 @@ fn parse_dec(s: &[u8]) -> Option<u64> {
 /// and `text_size` become the image's load address and size, each `event` line becomes an
 /// event and is kept without its total), then one cost per address line.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let data = crate::converters::dcpi::read::read_all(input)?;
+    let data = crate::converters::dcpi::read::read_all(input, None)?;
     let mut profile = Profile::default();
     let mut stated: Vec<(u64, u64)> = Vec::new(); // (total, line)
     let mut text_start: Option<u64> = None;

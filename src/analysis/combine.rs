@@ -140,7 +140,13 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                         }
                     }
                     let file = remap(&mut out.files, input, image.costs.file(row));
-                    costs.push_parts(image.costs.offset(row), image.costs.symbol(row), file, image.costs.line(row), &values);
+                    costs.push_parts(
+                        image.costs.offset(row),
+                        image.costs.symbol(row),
+                        file,
+                        image.costs.line(row),
+                        &values,
+                    );
                 }
             }
         }
@@ -167,7 +173,8 @@ pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
             && costs.file(a) == costs.file(b)
             && costs.line(a) == costs.line(b)
     };
-    let in_order = (1..costs.len()).all(|row| key(row - 1) < key(row) || (key(row - 1) == key(row) && !same_place(row - 1, row)));
+    let in_order = (1..costs.len())
+        .all(|row| key(row - 1) < key(row) || (key(row - 1) == key(row) && !same_place(row - 1, row)));
     if in_order {
         return;
     }
@@ -187,7 +194,13 @@ pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
             last = Some(prev);
             continue;
         }
-        merged.push_parts(costs.offset(row), costs.symbol(row), costs.file(row), costs.line(row), costs.values(row));
+        merged.push_parts(
+            costs.offset(row),
+            costs.symbol(row),
+            costs.file(row),
+            costs.line(row),
+            costs.values(row),
+        );
         last = Some(row);
     }
     *costs = merged;

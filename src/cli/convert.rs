@@ -49,7 +49,11 @@ pub struct ReadArgs {
 
 impl ReadArgs {
     pub fn options(&self) -> ReadOptions {
-        ReadOptions { dcpi_address_step: self.address_step, include_offsets: self.include_offsets }
+        ReadOptions {
+            dcpi_address_step: self.address_step,
+            include_offsets: self.include_offsets,
+            size_hint: None,
+        }
     }
 }
 

@@ -219,7 +219,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
     let events = profile.events.len();
     let sampled: Vec<usize> = (0..events).filter(|&e| profile.events[e].name != "Ir").collect();
     let event_totals: Vec<u64> = (0..events)
-        .map(|e| process.images.iter().flat_map(|i| &i.costs).fold(0u64, |s, c| s.saturating_add(c.value(e))))
+        .map(|e| process.images.iter().fold(0u64, |s, i| s.saturating_add(i.costs.total(e))))
         .collect();
     let per_block: Vec<Option<Vec<Vec<u64>>>> = process
         .images
@@ -303,19 +303,20 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         let mut costs = BTreeMap::new();
         let mut pct = BTreeMap::new();
         for (e, ev) in profile.events.iter().enumerate() {
-            let n = image.costs.iter().fold(0u64, |s, c| s.saturating_add(c.value(e)));
+            let n = image.costs.total(e);
             costs.insert(ev.name.clone(), n);
             pct.insert(ev.name.clone(), percent(n, event_totals[e]));
         }
         costs_by_image.push(ImageCosts { image: name.clone(), costs, percent: pct });
         if image.blocks.is_empty() && events > 0 && top > 0 {
-            for (k, c) in image.costs.iter().enumerate() {
-                let Some(offset) = c.offset else { continue };
-                if c.values.iter().all(|&v| v == 0) {
+            let costs = &image.costs;
+            for k in 0..costs.len() {
+                let Some(offset) = costs.offset(k) else { continue };
+                if costs.values(k).iter().all(|&v| v == 0) {
                     continue;
                 }
                 let address = image.load_addr.wrapping_add(offset);
-                let hot = Reverse((c.value(0), Reverse(address), i, k));
+                let hot = Reverse((costs.value(k, 0), Reverse(address), i, k));
                 if hottest.len() < top {
                     hottest.push(hot);
                 } else if let Some(mut coldest) = hottest.peek_mut() {

@@ -223,6 +223,14 @@ impl CostTable {
         }
     }
 
+    /// The sum of one event over every row (saturating).
+    pub fn total(&self, event: usize) -> u64 {
+        if event >= self.width {
+            return 0;
+        }
+        self.values.iter().skip(event).step_by(self.width).fold(0u64, |s, &v| s.saturating_add(v))
+    }
+
     /// One row as an owned [`Cost`].
     pub fn get(&self, row: usize) -> Cost {
         Cost {
@@ -275,7 +283,13 @@ impl CostTable {
     pub fn select(&self, order: impl IntoIterator<Item = usize>) -> CostTable {
         let mut out = CostTable { width: self.width, ..CostTable::default() };
         for row in order {
-            out.push_parts(self.offset(row), self.symbol(row), self.file(row), self.line(row), self.values(row));
+            out.push_parts(
+                self.offset(row),
+                self.symbol(row),
+                self.file(row),
+                self.line(row),
+                self.values(row),
+            );
         }
         out
     }
@@ -369,6 +383,7 @@ mod tests {
         assert_eq!(back[2], cost(Some(8), None, &[0, 0]));
         assert_eq!(back[3], cost(None, Some(2), &[5, 0]));
         assert_eq!(t, CostTable::from(rows.to_vec()));
+        assert_eq!((t.total(0), t.total(1), t.total(2)), (8, 3, 0));
     }
 
     #[test]

@@ -60,7 +60,11 @@ fn assert_same(a: &Profile, b: &Profile, what: &str) {
                 &format!("{w} routines"),
             );
             assert_eq!(u.routines.is_some(), v.routines.is_some(), "{w} routines");
-            first(&u.costs.iter().collect::<Vec<_>>(), &v.costs.iter().collect::<Vec<_>>(), &format!("{w} costs"));
+            first(
+                &u.costs.iter().collect::<Vec<_>>(),
+                &v.costs.iter().collect::<Vec<_>>(),
+                &format!("{w} costs"),
+            );
         }
         first(&x.edges, &y.edges, &format!("{what}: process {p} edges"));
         assert_eq!(x, y, "{what}: process {p}");
