@@ -29,13 +29,21 @@ use std::io::BufRead;
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{Event, FileId, Image, Process, Profile, StringTable, Symbol};
+use crate::registry::ReadOptions;
+
+/// Rows at which a cost table (or the list of associations) reserves room for the rest of the
+/// input, estimated from the bytes left: the fewest a cost line takes (`+2 1` and a line feed),
+/// and the fewest an association and its source line take.
+const RESERVE_AT: usize = 1 << 14;
+const RESERVE_BYTES_PER_COST: u64 = 6;
+const RESERVE_BYTES_PER_ARC: u64 = 24;
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
 
 /// Reads a whole Callgrind file.
-pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let mut r = Reader::default();
+pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let mut r = Reader { input_size: options.size_hint.unwrap_or(0), ..Reader::default() };
     // Lines are parsed where they lie in the reader's buffer; only a line split across two
     // buffer fills is copied (into `partial`).
     let mut partial: Vec<u8> = Vec::new();
@@ -53,6 +61,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             break;
         }
         let len = buf.len();
+        r.input_size = r.input_size.max(r.consumed + len as u64);
         let mut start = 0;
         if !partial.is_empty() {
             match memchr::memchr(b'\n', buf) {
@@ -66,6 +75,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
                 None => {
                     partial.extend_from_slice(buf);
                     input.consume(len);
+                    r.consumed += len as u64;
                     continue;
                 }
             }
@@ -79,6 +89,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         }
         partial.extend_from_slice(&buf[start..]);
         input.consume(len);
+        r.consumed += len as u64;
     }
     if let Some(p) = &r.pending {
         return Err(Error::input(format!(
@@ -261,6 +272,10 @@ struct Reader {
     jcnd_over_line: u64,
     /// The values of the cost line being read, one per event.
     values: Vec<u64>,
+    /// Bytes of input: the size hint, or as far as the reader has seen.
+    input_size: u64,
+    /// Bytes of input handed to the line parser so far.
+    consumed: u64,
 }
 
 fn bad(e: Bad) -> Error {
@@ -775,6 +790,13 @@ impl Reader {
         Ok(pos)
     }
 
+    /// At most how many more lines of `bytes_per_line` bytes the input holds: what a table that
+    /// has grown large reserves at once, so that it neither grows by doubling (copying itself
+    /// each time) nor outgrows the input.
+    fn lines_left(&self, bytes_per_line: u64) -> usize {
+        (self.input_size.saturating_sub(self.consumed) / bytes_per_line).min(1 << 28) as usize
+    }
+
     /// Parses positions and costs of a cost line (or an association's source line).
     #[inline]
     fn cost_line(&mut self, line: &[u8]) -> Result<()> {
@@ -830,7 +852,11 @@ impl Reader {
                 None => None,
             };
             let proc = self.process();
+            let left = self.lines_left(RESERVE_BYTES_PER_ARC);
             let state = &mut self.states[proc];
+            if state.arcs.len() == RESERVE_AT {
+                state.arcs.reserve(left);
+            }
             let incl_start = state.inclusive.len();
             if p.kind == ArcKind::Call {
                 state.inclusive.extend_from_slice(values);
@@ -872,13 +898,12 @@ impl Reader {
         }
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0);
-        self.profile.processes[proc].images[image as usize].costs.push_parts(
-            instr,
-            Some(symbol),
-            self.file,
-            line_no,
-            values,
-        );
+        let left = self.lines_left(RESERVE_BYTES_PER_COST);
+        let costs = &mut self.profile.processes[proc].images[image as usize].costs;
+        if costs.len() == RESERVE_AT {
+            costs.reserve(left);
+        }
+        costs.push_parts(instr, Some(symbol), self.file, line_no, values);
         Ok(())
     }
 

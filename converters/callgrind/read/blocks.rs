@@ -14,6 +14,7 @@ use crate::ir::{
     Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
     SymbolRef,
 };
+use crate::mem;
 
 /// Longest x86 instruction: the most a block's last instruction is taken to span.
 const MAX_INSTR_LEN: u64 = 15;
@@ -200,6 +201,17 @@ const END: u8 = 2;
 /// A call instruction (the source of a `calls=` line).
 const CALL: u8 = 4;
 
+/// One end of an association: its address, its count and whether it is a call (for the call
+/// instruction's executions), and whether a block must start there.
+#[derive(Clone, Copy, Default)]
+struct ArcEnd {
+    addr: u64,
+    count: u64,
+    arc: u32,
+    call: bool,
+    lead: bool,
+}
+
 /// One association's share of an edge, before equal edges are merged.
 #[derive(Clone, Copy)]
 struct Contribution {
@@ -287,14 +299,22 @@ impl Blocks {
 /// instruction (a recursion level's base function).
 pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>, bases: &[Vec<u32>]) {
     let list = arcs.arcs;
+    if list.len() >= NONE as usize {
+        // Associations are numbered in 32 bits here; past that, edges join functions.
+        return function_edges(process, arcs, list, 1);
+    }
     let nimages = process.images.len();
-    // Each image's association sources and targets as (address, association), by address.
-    let mut sources: Vec<Vec<(u64, usize)>> = vec![Vec::new(); nimages];
-    let mut targets: Vec<Vec<(u64, usize)>> = vec![Vec::new(); nimages];
+    // Each image's association sources and targets, by address, with what the walks below
+    // ask of the association (so that they need not look it up).
+    let mut sources: Vec<Vec<ArcEnd>> = vec![Vec::new(); nimages];
+    let mut targets: Vec<Vec<ArcEnd>> = vec![Vec::new(); nimages];
     for (k, a) in list.iter().enumerate() {
         if let (Some(s), Some(t)) = (a.src_instr(), a.tgt_instr()) {
-            sources[a.src_image as usize].push((s, k));
-            targets[a.tgt_image as usize].push((t, k));
+            let call = a.kind == ArcKind::Call;
+            let arc = k as u32;
+            sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
+            let lead = call || a.count > 0;
+            targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
         }
     }
     // The block each association leaves from (ends at) and goes to (starts at).
@@ -313,15 +333,17 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
         blocks_of.base.push(global);
         let mut merged = instructions(image, ir, &bases[i]);
         let srcs = &mut sources[i];
-        radix::sort_by_key(srcs, |&(a, _)| a);
+        radix::sort_by_key(srcs, |e| e.addr);
         let tgts = &mut targets[i];
-        radix::sort_by_key(tgts, |&(a, _)| a);
+        radix::sort_by_key(tgts, |e| e.addr);
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
         entries.sort_unstable();
-        mark(&mut merged, srcs, tgts, &entries, list);
+        mark(&mut merged, srcs, tgts, &entries);
 
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut lines: Vec<SourceLine> = Vec::new();
+        // At most one block and one source line per instruction: reserved at once (on huge
+        // pages where offered), the untouched rest costs address space only.
+        let mut blocks: Vec<Block> = mem::vec_with_capacity(merged.len());
+        let mut lines: Vec<SourceLine> = mem::vec_with_capacity(merged.len());
         let (mut sc, mut tc) = (0usize, 0usize);
         let mut k = 0;
         while k < merged.len() {
@@ -366,18 +388,18 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
             }
             // The associations that go to this block and those that leave it.
             let g = global + blocks.len() as u32;
-            while tc < tgts.len() && tgts[tc].0 < first.addr {
+            while tc < tgts.len() && tgts[tc].addr < first.addr {
                 tc += 1;
             }
-            while tc < tgts.len() && tgts[tc].0 == first.addr {
-                arc_target[tgts[tc].1] = g;
+            while tc < tgts.len() && tgts[tc].addr == first.addr {
+                arc_target[tgts[tc].arc as usize] = g;
                 tc += 1;
             }
-            while sc < srcs.len() && srcs[sc].0 < last.addr {
+            while sc < srcs.len() && srcs[sc].addr < last.addr {
                 sc += 1;
             }
-            while sc < srcs.len() && srcs[sc].0 == last.addr {
-                arc_source[srcs[sc].1] = g;
+            while sc < srcs.len() && srcs[sc].addr == last.addr {
+                arc_source[srcs[sc].arc as usize] = g;
                 sc += 1;
             }
             let count = ir.map(|_| first.ir);
@@ -413,7 +435,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     let b = &blocks_of;
 
     let mut set = EdgeSet {
-        items: Vec::with_capacity(list.len() * 2),
+        items: mem::vec_with_capacity(list.len() * 2 + nblocks),
         has_out: vec![false; nblocks],
         incoming: vec![0; nblocks],
     };
@@ -495,27 +517,24 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 /// first cost line at an address decides its owner, file and line.
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> Vec<Instr> {
     let costs = &image.costs;
-    let mut merged = radix::bucket_sort(
-        costs.len(),
-        |row| costs.symbol(row).and(costs.offset(row)),
-        |row, addr| Instr {
-            addr,
-            ir: ir.map_or(0, |e| costs.value(row, e)),
-            owner: costs.symbol(row).map_or(0, |s| base[s as usize]),
-            file: costs.file(row).unwrap_or(NONE),
-            line: costs.line(row).unwrap_or(0),
-            flags: 0,
-        },
-        |i| i.addr,
-    );
-    merged.dedup_by(|next, kept| {
-        if next.addr == kept.addr {
-            kept.ir = kept.ir.saturating_add(next.ir);
-            true
-        } else {
-            false
+    let rows = radix::sort_by_runs(costs.len(), |row| costs.symbol(row).and(costs.offset(row)));
+    let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
+    for row in rows {
+        let row = row as usize;
+        let (Some(addr), Some(symbol)) = (costs.offset(row), costs.symbol(row)) else { continue };
+        let v = ir.map_or(0, |e| costs.value(row, e));
+        match merged.last_mut() {
+            Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
+            _ => merged.push(Instr {
+                addr,
+                ir: v,
+                owner: base[symbol as usize],
+                file: costs.file(row).unwrap_or(NONE),
+                line: costs.line(row).unwrap_or(0),
+                flags: 0,
+            }),
         }
-    });
+    }
     merged
 }
 
@@ -523,24 +542,17 @@ fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> Vec<Instr> {
 /// (association sources) and call instructions. A call's executions are the sum of its calls
 /// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
 /// `--skip-plt=yes`, to the calling instruction's `Ir`).
-fn mark(
-    merged: &mut [Instr],
-    srcs: &[(u64, usize)],
-    tgts: &[(u64, usize)],
-    entries: &[u64],
-    arcs: &[RawArc],
-) {
+fn mark(merged: &mut [Instr], srcs: &[ArcEnd], tgts: &[ArcEnd], entries: &[u64]) {
     let (mut si, mut ti, mut ei) = (0usize, 0usize, 0usize);
     for m in merged.iter_mut() {
-        while si < srcs.len() && srcs[si].0 < m.addr {
+        while si < srcs.len() && srcs[si].addr < m.addr {
             si += 1;
         }
         let mut calls: Option<u64> = None;
-        while si < srcs.len() && srcs[si].0 == m.addr {
+        while si < srcs.len() && srcs[si].addr == m.addr {
             m.flags |= END;
-            let a = &arcs[srcs[si].1];
-            if a.kind == ArcKind::Call {
-                calls = Some(calls.unwrap_or(0).saturating_add(a.count));
+            if srcs[si].call {
+                calls = Some(calls.unwrap_or(0).saturating_add(srcs[si].count));
             }
             si += 1;
         }
@@ -550,12 +562,11 @@ fn mark(
                 m.ir = m.ir.min(n);
             }
         }
-        while ti < tgts.len() && tgts[ti].0 < m.addr {
+        while ti < tgts.len() && tgts[ti].addr < m.addr {
             ti += 1;
         }
-        while ti < tgts.len() && tgts[ti].0 == m.addr {
-            let a = &arcs[tgts[ti].1];
-            if a.kind == ArcKind::Call || a.count > 0 {
+        while ti < tgts.len() && tgts[ti].addr == m.addr {
+            if tgts[ti].lead {
                 m.flags |= LEAD;
             }
             ti += 1;
@@ -668,7 +679,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
         *f += 1;
     }
     drop(fill);
-    let mut edges: Vec<Edge> = Vec::with_capacity(items.len());
+    let mut edges: Vec<Edge> = mem::vec_with_capacity(items.len());
     for s in 0..nblocks {
         let group = &mut order[start[s] as usize..start[s + 1] as usize];
         if group.is_empty() {

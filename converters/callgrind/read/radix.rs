@@ -1,5 +1,6 @@
-//! A stable least-significant-digit radix sort on `u64` keys, for the block rebuild's address
-//! lists (millions of executed addresses, hundreds of thousands of jump ends).
+//! Sorts for the block rebuild's address lists (millions of executed addresses, hundreds of
+//! thousands of jump ends): a stable least-significant-digit radix sort on `u64` keys, and a
+//! merge of presorted runs.
 //!
 //! Addresses of one object share their high bytes, so the digits (bytes) on which every key
 //! agrees are found in one pass and skipped: a typical list sorts in three or four passes of
@@ -23,7 +24,8 @@ pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u6
         return;
     }
     let mut from = std::mem::take(items);
-    let mut to: Vec<T> = vec![T::default(); n];
+    let mut to: Vec<T> = crate::mem::vec_with_capacity(n);
+    to.resize(n, T::default());
     let mut counts = [0usize; 256];
     for digit in 0..8 {
         let shift = digit * 8;
@@ -50,69 +52,75 @@ pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u6
     *items = from;
 }
 
-/// The items of the rows that have a key, sorted by key, stably: a counting sort into about
-/// one bucket per item (keys divided by a power of two), then a sort of each bucket, which
-/// holds a few items where the keys are as dense as a program's instruction addresses.
+/// The widest step between consecutive keys of one run. A run stays within one piece of code:
+/// a function's hot and cold parts, or two functions next to each other in the file but not in
+/// memory, make runs of their own, so that runs seldom overlap.
+const RUN_GAP: u64 = 1024;
+
+/// A run of consecutive rows whose keys strictly ascend.
+#[derive(Clone, Copy)]
+struct Run {
+    first: u64,
+    last: u64,
+    start: u32,
+    end: u32,
+}
+
+/// The rows below `rows` that have a key, sorted by (key, row): for input that comes in long
+/// ascending runs, such as the cost lines of a Callgrind file (each function's lines in address
+/// order, the functions in no order).
 ///
-/// `key_of(row)` is asked twice per row (to count, then to place), `make(row, key)` once per
-/// item. Made for the executed addresses of an image: one read of the cost columns to count,
-/// one to build the sorted items in place, no list of (address, row) pairs in between.
-pub fn bucket_sort<T: Copy + Default>(
-    rows: usize,
-    key_of: impl Fn(usize) -> Option<u64>,
-    make: impl Fn(usize, u64) -> T,
-    key: impl Fn(&T) -> u64,
-) -> Vec<T> {
-    let (mut lo, mut hi, mut n) = (u64::MAX, 0u64, 0usize);
+/// The runs are found in one pass and sorted by their first key; runs whose key ranges do not
+/// overlap are then copied out in order, and only the rows of runs that overlap (a recursion
+/// level's cost lines beside its base function's) are sorted together. Reads and writes are
+/// sequential except from one run to the next, and nothing is moved but row numbers.
+pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u32> {
+    assert!(rows <= u32::MAX as usize, "more than 2^32 rows");
+    let mut runs: Vec<Run> = Vec::new();
+    let mut keyed = 0usize;
+    let mut open: Option<Run> = None;
     for row in 0..rows {
-        if let Some(k) = key_of(row) {
-            lo = lo.min(k);
-            hi = hi.max(k);
-            n += 1;
+        let Some(k) = key_of(row) else {
+            runs.extend(open.take());
+            continue;
+        };
+        keyed += 1;
+        match &mut open {
+            Some(run) if k > run.last && k - run.last <= RUN_GAP => {
+                run.last = k;
+                run.end = row as u32 + 1;
+            }
+            _ => {
+                runs.extend(open.take());
+                open = Some(Run { first: k, last: k, start: row as u32, end: row as u32 + 1 });
+            }
         }
     }
-    if n >= u32::MAX as usize {
-        let mut items: Vec<T> = (0..rows).filter_map(|row| key_of(row).map(|k| make(row, k))).collect();
-        sort_by_key(&mut items, key);
-        return items;
-    }
-    if n == 0 {
-        return Vec::new();
-    }
-    let span = hi - lo;
-    let mut shift = 0u32;
-    while (span >> shift) >= n as u64 {
-        shift += 1;
-    }
-    let buckets = (span >> shift) as usize + 1;
-    // Where each bucket starts, then (after placing) where it ends.
-    let mut at = vec![0u32; buckets + 1];
-    for row in 0..rows {
-        if let Some(k) = key_of(row) {
-            at[((k - lo) >> shift) as usize + 1] += 1;
+    runs.extend(open);
+    runs.sort_unstable_by_key(|r| (r.first, r.start));
+    let mut out: Vec<u32> = crate::mem::vec_with_capacity(keyed);
+    let mut overlap: Vec<(u64, u32)> = Vec::new();
+    let mut i = 0;
+    while i < runs.len() {
+        let mut j = i + 1;
+        let mut last = runs[i].last;
+        while j < runs.len() && runs[j].first <= last {
+            last = last.max(runs[j].last);
+            j += 1;
         }
-    }
-    for b in 1..at.len() {
-        at[b] += at[b - 1];
-    }
-    let mut items = vec![T::default(); n];
-    for row in 0..rows {
-        if let Some(k) = key_of(row) {
-            let b = &mut at[((k - lo) >> shift) as usize];
-            items[*b as usize] = make(row, k);
-            *b += 1;
+        if j == i + 1 {
+            out.extend(runs[i].start..runs[i].end);
+        } else {
+            overlap.clear();
+            for run in &runs[i..j] {
+                overlap.extend((run.start..run.end).filter_map(|row| Some((key_of(row as usize)?, row))));
+            }
+            overlap.sort_unstable();
+            out.extend(overlap.iter().map(|&(_, row)| row));
         }
+        i = j;
     }
-    let mut from = 0usize;
-    for &end in &at[..buckets] {
-        let end = end as usize;
-        if end - from > 1 {
-            // Stable, and an insertion sort for the few items of a bucket.
-            items[from..end].sort_by_key(|t| key(t));
-        }
-        from = end;
-    }
-    items
+    out
 }
 
 #[cfg(test)]
@@ -150,12 +158,23 @@ mod tests {
         let mut by_rows: Vec<(u64, u32)> =
             rows.iter().enumerate().filter_map(|(i, k)| Some(((*k)?, i as u32))).collect();
         by_rows.sort_by_key(|&(k, _)| k);
-        let bucketed = bucket_sort(rows.len(), |r| rows[r], |r, k| (k, r as u32), |&(k, _)| k);
-        assert_eq!(bucketed, by_rows);
-        let dense: Vec<Option<u64>> = (0..3000u64).map(|i| Some(0x40_0000 + (i * 7919) % 3001)).collect();
-        let bucketed = bucket_sort(dense.len(), |r| dense[r], |r, k| (k, r as u32), |&(k, _)| k);
-        assert!(bucketed.windows(2).all(|w| w[0] <= w[1]) && bucketed.len() == 3000);
-        assert!(bucket_sort(3, |_| None, |r, k| (k, r), |&(k, _)| k).is_empty());
+        let by_runs: Vec<(u64, u32)> = sort_by_runs(rows.len(), |r| rows[r])
+            .into_iter()
+            .map(|r| (rows[r as usize].unwrap(), r))
+            .collect();
+        assert_eq!(by_runs, by_rows);
+        // Ascending runs that overlap, repeat keys, touch, or hold one row.
+        let runs: Vec<Option<u64>> = [10u64, 20, 30, 5, 15, 25, 30, 40, 50, 60, 45, 1, 70, 70, 80]
+            .iter()
+            .map(|&k| Some(k))
+            .chain([None, Some(2), Some(3), None])
+            .collect();
+        let mut expected: Vec<(u64, u32)> =
+            runs.iter().enumerate().filter_map(|(i, k)| Some(((*k)?, i as u32))).collect();
+        expected.sort_unstable();
+        let sorted = sort_by_runs(runs.len(), |r| runs[r]);
+        assert_eq!(sorted, expected.iter().map(|&(_, r)| r).collect::<Vec<u32>>());
+        assert!(sort_by_runs(3, |_| None).is_empty());
 
         let mut short = vec![(3u64, 0u32), (1, 1), (3, 2), (2, 3)];
         sort_by_key(&mut short, |&(k, _)| k);
