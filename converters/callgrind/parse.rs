@@ -74,7 +74,7 @@ pub fn number(token: &[u8]) -> Parsed<u64> {
 }
 
 /// The index of the first byte at or after `i` that is not a space or tab.
-#[inline]
+#[inline(always)]
 pub fn skip_space_at(s: &[u8], mut i: usize) -> usize {
     while i < s.len() && is_space(s[i]) {
         i += 1;
@@ -82,12 +82,18 @@ pub fn skip_space_at(s: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Whether a byte ends a token for [`scan_number`]: a space, a tab or the end of a line.
+#[inline]
+fn ends_token(b: u8) -> bool {
+    is_space(b) || b == b'\n' || b == b'\r'
+}
+
 /// Scans the number token at `s[*i..]` (decimal, or `0x` and hex digits) that ends at a space,
-/// a tab or the end of `s`, and moves `*i` past it. `None`, with `*i` anywhere, for any other
+/// a tab, a line end or the end of `s`, and moves `*i` past it. `None`, with `*i` anywhere, for any other
 /// token and for numbers too long to be sure they fit 64 bits without a check: [`number`]
 /// then parses the token and names what is wrong with it. One pass over the bytes, for the
 /// millions of numbers of a cost-line body.
-#[inline]
+#[inline(always)]
 pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
     let start = *i;
     let mut v: u64 = 0;
@@ -125,21 +131,21 @@ pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
     }
     match s.get(*i) {
         None => Some(v),
-        Some(&b) if is_space(b) => Some(v),
+        Some(&b) if ends_token(b) => Some(v),
         _ => None,
     }
 }
 
 /// Scans the subposition token at `s[*i..]` as [`subposition`] reads it and moves `*i` past
 /// it; `None` where [`scan_number`] gives up, or when the position leaves the 64-bit range.
-#[inline]
+#[inline(always)]
 pub fn scan_subposition(s: &[u8], i: &mut usize, base: u64) -> Option<u64> {
     match s.get(*i)? {
         b'*' => {
             *i += 1;
             match s.get(*i) {
                 None => Some(base),
-                Some(&b) if is_space(b) => Some(base),
+                Some(&b) if ends_token(b) => Some(base),
                 _ => None,
             }
         }
@@ -274,6 +280,8 @@ mod tests {
         assert_eq!(scan_number(b"0x4F0 5", &mut i), Some(0x4f0));
         assert_eq!(scan_subposition(b"-3", &mut 0, 10), Some(7));
         assert_eq!(scan_subposition(b"* 2", &mut 0, 10), Some(10));
+        assert_eq!(scan_subposition(b"+2\n", &mut 0, 10), Some(12));
+        assert_eq!(scan_number(b"7\r\n", &mut 0), Some(7));
         assert_eq!(scan_number(b"9999999999999999999", &mut 0), Some(9_999_999_999_999_999_999));
         assert_eq!(scan_number(b"18446744073709551615", &mut 0), None);
         assert_eq!(scan_number(b"12a", &mut 0), None);

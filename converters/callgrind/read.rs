@@ -80,9 +80,17 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
                 }
             }
         }
-        let base = start;
-        for pos in memchr::memchr_iter(b'\n', &buf[base..]) {
-            let end = base + pos;
+        loop {
+            // Most lines are cost lines in runs: read those in one go.
+            if buf.get(start).is_some_and(|&b| starts_cost_line(b)) && r.cost_run_allowed() {
+                let n = r.cost_run(&buf[start..]);
+                if n > 0 {
+                    start += n;
+                    continue;
+                }
+            }
+            let Some(pos) = memchr::memchr(b'\n', &buf[start..]) else { break };
+            let end = start + pos;
             r.line_no += 1;
             r.line(trim_end(&buf[start..end]), findings).map_err(|e| e.at_line(r.line_no))?;
             start = end + 1;
@@ -101,6 +109,15 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
     }
     r.finish(findings)
 }
+
+/// Whether a line starting with `b` is a cost line (its first position).
+#[inline]
+fn starts_cost_line(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'+' | b'-' | b'*')
+}
+
+/// Most events [`Reader::cost_run`] reads; files with more take the line-by-line way.
+const RUN_EVENTS: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ArcKind {
@@ -214,7 +231,7 @@ impl IdTable {
 /// Per-process lookups from names to model indices.
 #[derive(Default)]
 struct ProcessState {
-    images: HashMap<Option<FileId>, u32>,
+    images: HashMap<Option<FileId>, u32, FastHash>,
     symbols: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
     /// The inclusive costs of the calls, one after the other.
@@ -448,15 +465,19 @@ impl Reader {
         };
         let value = skip_space(value);
         let (kind, count, executed, rest) = match key {
-            b"calls" => {
-                let (t, rest) = next_token(value);
-                let n = parse::number(t).map_err(|e| bad(Bad(format!("calls= count: {}", e.0))))?;
-                (ArcKind::Call, n, n, rest)
-            }
-            b"jump" => {
-                let (t, rest) = next_token(value);
-                let n = parse::number(t).map_err(|e| bad(Bad(format!("jump= count: {}", e.0))))?;
-                (ArcKind::Jump, n, n, rest)
+            b"calls" | b"jump" => {
+                let kind = if key == b"calls" { ArcKind::Call } else { ArcKind::Jump };
+                let mut j = 0;
+                match parse::scan_number(value, &mut j) {
+                    Some(n) => (kind, n, n, &value[j..]),
+                    None => {
+                        let (t, rest) = next_token(value);
+                        let n = parse::number(t).map_err(|e| {
+                            bad(Bad(format!("{}= count: {}", String::from_utf8_lossy(key), e.0)))
+                        })?;
+                        (kind, n, n, rest)
+                    }
+                }
             }
             _ => {
                 let (t, rest) = next_token(value);
@@ -486,8 +507,14 @@ impl Reader {
             }
         }
         let mut target = [0u64; 3];
-        let mut rest = rest;
-        for (c, slot) in target.iter_mut().enumerate().take(self.columns.len()) {
+        // Usually well-formed numbers, read in one pass; else token by token for the error.
+        let mut j = 0;
+        let scanned = (0..self.columns.len().min(3)).all(|c| {
+            j = parse::skip_space_at(rest, j);
+            parse::scan_subposition(rest, &mut j, self.last[c]).map(|v| target[c] = v).is_some()
+        });
+        let mut rest = if scanned { &[][..] } else { rest };
+        for (c, slot) in target.iter_mut().enumerate().take(if scanned { 0 } else { self.columns.len() }) {
             let (t, r) = next_token(rest);
             if t.is_empty() {
                 return Err(Error::input(format!(
@@ -790,6 +817,93 @@ impl Reader {
         Ok(pos)
     }
 
+    /// Whether [`Reader::cost_run`] may read the next lines: a function is set, no association
+    /// waits for its source line, and there are few events.
+    #[inline]
+    fn cost_run_allowed(&self) -> bool {
+        self.pending.is_none()
+            && self.symbol.is_some()
+            && !self.event_map.is_empty()
+            && self.event_map.len() <= RUN_EVENTS
+            && self.profile.events.len() <= RUN_EVENTS
+    }
+
+    /// Reads the run of cost lines at the start of `buf`, all of one function, as
+    /// [`Reader::line`] would one by one, and returns the bytes they took (whole lines only).
+    /// Stops before the first line that is anything else, or that it cannot read in one pass
+    /// (a malformed number, a line split by the end of `buf`...): [`Reader::line`] reads that
+    /// one and says what is wrong with it, if anything.
+    fn cost_run(&mut self, buf: &[u8]) -> usize {
+        let Some(symbol) = self.symbol else { return 0 };
+        let ncols = self.columns.len().min(3);
+        let nevents = self.profile.events.len();
+        let mut map = [0usize; RUN_EVENTS];
+        map[..self.event_map.len()].copy_from_slice(&self.event_map);
+        let map = &map[..self.event_map.len()];
+        let (instr_col, line_col, file) = (self.instr_col, self.line_col, self.file);
+        let left = self.lines_left(RESERVE_BYTES_PER_COST);
+        let proc = self.process.unwrap_or(0);
+        let image = self.image.unwrap_or(0) as usize;
+        let costs = &mut self.profile.processes[proc].images[image].costs;
+        let mut last = self.last;
+        let mut totals = [0u64; RUN_EVENTS];
+        let (mut i, mut lines) = (0usize, 0u64);
+        'lines: while buf.get(i).is_some_and(|&b| starts_cost_line(b)) {
+            let mut j = i;
+            let mut pos = last;
+            for (c, p) in pos.iter_mut().enumerate().take(ncols) {
+                if c > 0 {
+                    j = parse::skip_space_at(buf, j);
+                }
+                match parse::scan_subposition(buf, &mut j, *p) {
+                    Some(v) => *p = v,
+                    None => break 'lines,
+                }
+            }
+            let mut values = [0u64; RUN_EVENTS];
+            let mut col = 0;
+            loop {
+                j = parse::skip_space_at(buf, j);
+                match buf.get(j) {
+                    Some(b'\n') => break,
+                    Some(b'\r') if buf.get(j + 1) == Some(&b'\n') => {
+                        j += 1;
+                        break;
+                    }
+                    None | Some(b'\r') => break 'lines,
+                    Some(_) => {}
+                }
+                let Some(&idx) = map.get(col) else { break 'lines };
+                match parse::scan_number(buf, &mut j) {
+                    Some(v) => values[idx] = v,
+                    None => break 'lines,
+                }
+                col += 1;
+            }
+            let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
+                Some(Ok(l)) => Some(l),
+                Some(Err(_)) => break 'lines,
+                None => None,
+            };
+            last = pos;
+            for (t, &idx) in totals.iter_mut().zip(map) {
+                *t = t.wrapping_add(values[idx]);
+            }
+            if costs.len() == RESERVE_AT {
+                costs.reserve(left);
+            }
+            costs.push_parts(instr_col.map(|c| pos[c]), Some(symbol), file, line_no, &values[..nevents]);
+            lines += 1;
+            i = j + 1;
+        }
+        self.last = last;
+        self.line_no += lines;
+        for (t, add) in self.part_totals.iter_mut().zip(totals) {
+            *t = t.wrapping_add(add);
+        }
+        i
+    }
+
     /// At most how many more lines of `bytes_per_line` bytes the input holds: what a table that
     /// has grown large reserves at once, so that it neither grows by doubling (copying itself
     /// each time) nor outgrows the input.
@@ -1011,5 +1125,68 @@ impl std::hash::Hasher for FastHasher {
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_bytes(input: &mut dyn BufRead) -> Result<Profile> {
+        read(input, &ReadOptions::default(), &mut Findings::default())
+    }
+
+    /// Cost lines are read in runs straight from the input buffer: a line cut by the end of a
+    /// buffer, carriage returns and trailing blanks must read as they do line by line.
+    #[test]
+    fn buffer_boundaries_and_line_ends_do_not_change_the_profile() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/callgrind/callgrind.out.recursion-loops");
+        let text = std::fs::read(path).unwrap();
+        let whole = read_bytes(&mut text.as_slice()).unwrap();
+        assert!(whole.processes[0].images.iter().any(|i| i.costs.len() > 50));
+        for capacity in [1, 7, 64, 4096] {
+            let mut input = std::io::BufReader::with_capacity(capacity, text.as_slice());
+            assert_eq!(read_bytes(&mut input).unwrap(), whole, "buffer of {capacity} bytes");
+        }
+        let mut crlf = Vec::new();
+        let mut blanks = Vec::new();
+        for line in text.split(|&b| b == b'\n') {
+            crlf.extend_from_slice(line);
+            crlf.extend_from_slice(b"\r\n");
+            blanks.extend_from_slice(line);
+            blanks.extend_from_slice(if line.first().is_some_and(|&b| starts_cost_line(b)) {
+                b" \t\n"
+            } else {
+                b"\n"
+            });
+        }
+        assert_eq!(read_bytes(&mut crlf.as_slice()).unwrap(), whole);
+        assert_eq!(read_bytes(&mut blanks.as_slice()).unwrap(), whole);
+    }
+
+    /// A malformed line inside a run of cost lines is reported at its own line, with what the
+    /// line-by-line parser says of it.
+    #[test]
+    fn a_bad_line_in_a_run_names_its_line() {
+        let head = "events: Ir\npositions: instr line\nfn=main\n";
+        for (bad, expected) in [
+            ("+2 3 4x", "expected a number"),
+            ("+2 3 4 5", "more than 1 cost"),
+            ("-99999 3 4", "below zero"),
+            ("+2", "1 position(s)"),
+            ("+2 5000000000 1", "line number 5000000000 is too large"),
+        ] {
+            let text = format!("{head}0x10 1 1\n+1 1 1\n{bad}\n+1 1 1\n");
+            let err = read_bytes(&mut text.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains(":6") || err.contains("line 6"), "{bad}: {err}");
+            assert!(err.contains(expected), "{bad}: {err}");
+        }
+        let text = format!("{head}0x10 1 1\n+1 1 1\n+1 +2 2\n");
+        let p = read_bytes(&mut text.as_bytes()).unwrap();
+        let costs = &p.processes[0].images[0].costs;
+        assert_eq!(
+            (costs.len(), costs.offset(2), costs.line(2), costs.values(2)),
+            (3, Some(0x12), Some(3), &[2][..])
+        );
     }
 }

@@ -8,10 +8,15 @@
 //! sort.
 
 /// Below this length a comparison sort is cheaper than the histogram passes.
-const SMALL: usize = 256;
+const SMALL: usize = 64;
 
 /// Sorts `items` by `key`, stably (items with equal keys keep their order).
 pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    sort_with(items, &mut Vec::new(), key);
+}
+
+/// [`sort_by_key`] with a scratch buffer of the caller's, for many sorts in a row.
+pub fn sort_with<T: Copy + Default>(items: &mut Vec<T>, scratch: &mut Vec<T>, key: impl Fn(&T) -> u64) {
     let n = items.len();
     if n < SMALL {
         items.sort_by_key(|t| key(t));
@@ -23,9 +28,12 @@ pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u6
     if differ == 0 {
         return;
     }
-    let mut from = std::mem::take(items);
-    let mut to: Vec<T> = crate::mem::vec_with_capacity(n);
-    to.resize(n, T::default());
+    if scratch.capacity() < n {
+        *scratch = crate::mem::vec_with_capacity(n);
+    }
+    scratch.clear();
+    scratch.resize(n, T::default());
+    let (mut from, mut to) = (std::mem::take(items), std::mem::take(scratch));
     let mut counts = [0usize; 256];
     for digit in 0..8 {
         let shift = digit * 8;
@@ -50,6 +58,7 @@ pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u6
         std::mem::swap(&mut from, &mut to);
     }
     *items = from;
+    *scratch = to;
 }
 
 /// The widest step between consecutive keys of one run. A run stays within one piece of code:
@@ -100,6 +109,7 @@ pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u
     runs.sort_unstable_by_key(|r| (r.first, r.start));
     let mut out: Vec<u32> = crate::mem::vec_with_capacity(keyed);
     let mut overlap: Vec<(u64, u32)> = Vec::new();
+    let mut scratch: Vec<(u64, u32)> = Vec::new();
     let mut i = 0;
     while i < runs.len() {
         let mut j = i + 1;
@@ -111,11 +121,16 @@ pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u
         if j == i + 1 {
             out.extend(runs[i].start..runs[i].end);
         } else {
+            // The rows of overlapping runs in row order, then stably by key: a few short runs of
+            // one function (its basic blocks, not in address order), so a radix sort on the
+            // low bytes.
+            let cluster = &mut runs[i..j];
+            cluster.sort_unstable_by_key(|r| r.start);
             overlap.clear();
-            for run in &runs[i..j] {
+            for run in cluster.iter() {
                 overlap.extend((run.start..run.end).filter_map(|row| Some((key_of(row as usize)?, row))));
             }
-            overlap.sort_unstable();
+            sort_with(&mut overlap, &mut scratch, |&(k, _)| k);
             out.extend(overlap.iter().map(|&(_, row)| row));
         }
         i = j;
