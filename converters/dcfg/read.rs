@@ -819,7 +819,7 @@ impl<'de> Visitor<'de> for ImageData<'_> {
                     append(&mut im.blocks, t.rows);
                 }
                 "ROUTINES" => {
-                    let mut t = Routines { rows: Vec::new() };
+                    let mut t = Routines { rows: Vec::new(), scratch: Vec::new() };
                     table_at(&mut map, ctx, "ROUTINES", &mut t)?;
                     append(im.routines.get_or_insert_with(Vec::new), t.rows);
                 }
@@ -925,6 +925,9 @@ impl Table for Blocks {
 
 struct Routines {
     rows: Vec<RawRoutine>,
+    /// Where each routine's NODES table is read before it is copied out at its exact size:
+    /// growing a fresh vector per routine cost more allocations than the rows themselves.
+    scratch: Vec<(u64, u64)>,
 }
 
 impl Table for Routines {
@@ -943,11 +946,13 @@ impl Table for Routines {
             0 => cell(seq, Int, &mut r.entry),
             1 => cell(seq, IntList, &mut r.exits),
             2 => {
-                let mut t = RoutineNodes { rows: Vec::new() };
+                let mut t = RoutineNodes { rows: std::mem::take(&mut self.scratch) };
+                t.rows.clear();
                 ctx.push(Seg::Key("NODES"));
                 let got = seq.next_element_seed(TableSeed { table: &mut t, ctx })?.is_some();
                 ctx.pop();
-                r.nodes = t.rows;
+                r.nodes = t.rows.clone();
+                self.scratch = t.rows;
                 Ok(got)
             }
             _ => {
