@@ -299,8 +299,10 @@ impl Blocks {
 /// instruction (a recursion level's base function).
 pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>, bases: &[Vec<u32>]) {
     let list = arcs.arcs;
-    if list.len() >= NONE as usize {
-        // Associations are numbered in 32 bits here; past that, edges join functions.
+    let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
+    if list.len() >= NONE as usize || rows >= NONE as usize {
+        // Associations, cost rows and blocks are numbered in 32 bits here; past that (a file
+        // of hundreds of gigabytes), edges join functions.
         return function_edges(process, arcs, list, 1);
     }
     let nimages = process.images.len();
