@@ -1,8 +1,11 @@
 //! Callgrind reader: one pass over the lines into costs and raw associations, then the
 //! associations become edges.
 //!
-//! Line by line, without a `String` per line: `read_until` fills one reused buffer, and every
-//! token is parsed from the borrowed bytes.
+//! Lines are parsed where they lie in the input's buffer, without a `String` or an allocation
+//! per line. Cost lines, nine in ten of a large file, come in runs under one `fn=`: such a run is
+//! read in one loop ([`Reader::cost_run`]) that scans each number once and appends the row to
+//! the image's cost columns; any line it cannot read that way goes through [`Reader::line`],
+//! which also names what is wrong with a bad line.
 //!
 //! What the reader fills (see docs/formats/callgrind.md for the whole table):
 //! - `ob=` object -> [`Image`] (keyed by its name; the unnamed object `ob=` or no `ob=` at all is
@@ -10,15 +13,16 @@
 //!   `load_addr` is 0 and offsets are the file's addresses.
 //! - `fn=` function -> [`Symbol`] of the current object (recursion and caller-context names such
 //!   as `fib'2` stay names of their own); its `file` is the `fl=` in effect where it first appears.
-//! - cost line -> [`Cost`] with the function, address, `fi=`/`fe=`/`fl=` file, line and one value
+//! - cost line -> a row of [`crate::ir::CostTable`] with the function, address, `fi=`/`fe=`/`fl=` file, line and one value
 //!   per event, in file order (repeated positions are not merged).
 //! - `calls=` -> a `CALL` edge with its count and the callee's inclusive cost; `jump=` ->
 //!   `UNCONDITIONAL_BRANCH`; `jcnd=followed/executed` -> `CONDITIONAL_BRANCH` (followed) plus a
 //!   `FALL_THROUGH` (executed - followed).
 //!
-//! Edges are between functions ([`NodeRef::Symbol`], with [`Site`] positions) unless the file
-//! has instruction addresses and jumps (`--dump-instr=yes --collect-jumps=yes`): then the
-//! instructions are grouped into basic blocks and the edges join blocks (see [`build_blocks`]).
+//! Edges are between functions ([`crate::ir::NodeRef::Symbol`], with [`crate::ir::Site`]
+//! positions) unless the file has instruction addresses and jumps (`--dump-instr=yes
+//! --collect-jumps=yes`): then the instructions are grouped into basic blocks and the edges join
+//! blocks (see [`blocks::build_blocks`]).
 
 mod blocks;
 mod radix;
@@ -37,6 +41,12 @@ use crate::registry::ReadOptions;
 const RESERVE_AT: usize = 1 << 14;
 const RESERVE_BYTES_PER_COST: u64 = 6;
 const RESERVE_BYTES_PER_ARC: u64 = 24;
+/// A reservation takes at most this many bytes of memory per byte of input left, whatever the
+/// file says (a cost row of many events is wider than its line, whose trailing zeros may be
+/// left out).
+const RESERVE_PER_INPUT_BYTE: u64 = 4;
+/// Bytes a cost row takes beside its values: offset, function, file and line.
+const COST_ROW_BYTES: u64 = 20;
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
@@ -841,7 +851,7 @@ impl Reader {
         map[..self.event_map.len()].copy_from_slice(&self.event_map);
         let map = &map[..self.event_map.len()];
         let (instr_col, line_col, file) = (self.instr_col, self.line_col, self.file);
-        let left = self.lines_left(RESERVE_BYTES_PER_COST);
+        let left = self.cost_rows_left();
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0) as usize;
         let costs = &mut self.profile.processes[proc].images[image].costs;
@@ -909,6 +919,14 @@ impl Reader {
     /// each time) nor outgrows the input.
     fn lines_left(&self, bytes_per_line: u64) -> usize {
         (self.input_size.saturating_sub(self.consumed) / bytes_per_line).min(1 << 28) as usize
+    }
+
+    /// How many more cost rows a large cost table reserves: as many lines as the input can
+    /// still hold, within [`RESERVE_PER_INPUT_BYTE`] of memory per input byte.
+    fn cost_rows_left(&self) -> usize {
+        let row = COST_ROW_BYTES + 8 * self.profile.events.len() as u64;
+        let memory = self.input_size.saturating_sub(self.consumed).saturating_mul(RESERVE_PER_INPUT_BYTE);
+        self.lines_left(RESERVE_BYTES_PER_COST).min((memory / row) as usize)
     }
 
     /// Parses positions and costs of a cost line (or an association's source line).
@@ -1012,7 +1030,7 @@ impl Reader {
         }
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0);
-        let left = self.lines_left(RESERVE_BYTES_PER_COST);
+        let left = self.cost_rows_left();
         let costs = &mut self.profile.processes[proc].images[image as usize].costs;
         if costs.len() == RESERVE_AT {
             costs.reserve(left);
