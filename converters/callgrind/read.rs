@@ -1071,12 +1071,13 @@ impl Reader {
         for (p, state) in self.states.into_iter().enumerate() {
             let process = &mut self.profile.processes[p];
             let bases = blocks::recursion_bases(process);
-            blocks::set_symbol_extents(process, &state.arcs, &bases);
             let arcs = blocks::Arcs { arcs: &state.arcs, inclusive: &state.inclusive, pad_to };
             let jumps = state.arcs.iter().any(|a| a.kind != ArcKind::Call);
             if has_instr && jumps {
+                // Symbol extents are set on the way, from the sorted addresses.
                 blocks::build_blocks(process, &arcs, ir, &bases);
             } else {
+                blocks::set_symbol_extents(process, &state.arcs, &bases);
                 blocks::function_edges(process, &arcs, &state.arcs, 1);
             }
         }

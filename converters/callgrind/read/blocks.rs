@@ -72,38 +72,50 @@ pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
 /// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
 /// their own.
 pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
-    let mut entry: Vec<Vec<Option<u64>>> =
-        process.images.iter().map(|i| vec![None; i.symbols.len()]).collect();
-    for a in arcs {
-        if let (ArcKind::Call, Some(t)) = (a.kind, a.tgt_instr()) {
-            let e = &mut entry[a.tgt_image as usize][a.tgt_symbol as usize];
-            *e = Some(e.map_or(t, |e| e.min(t)));
-        }
-    }
+    let entries = call_entries(process, arcs);
     for (i, image) in process.images.iter_mut().enumerate() {
-        let n = image.symbols.len();
-        let mut lo = vec![u64::MAX; n];
-        let mut hi = vec![0u64; n];
-        let mut any = vec![false; n];
+        let mut extents = vec![None; image.symbols.len()];
         let costs = &image.costs;
         for row in 0..costs.len() {
             if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                let s = s as usize;
-                lo[s] = lo[s].min(o);
-                hi[s] = hi[s].max(o);
-                any[s] = true;
+                widen(&mut extents[s as usize], o);
             }
         }
-        for (s, sym) in image.symbols.iter_mut().enumerate() {
-            if bases[i][s] != s as u32 {
-                continue;
-            }
-            let start = entry[i][s].or(any[s].then_some(lo[s]));
-            sym.offset = start;
-            if let Some(start) = start {
-                if any[s] && hi[s] >= start {
-                    sym.size = Some(hi[s] - start + 1);
-                }
+        apply_extents(image, &bases[i], &entries[i], &extents);
+    }
+}
+
+/// For every symbol of every image: the lowest address a call enters it at.
+fn call_entries(process: &Process, arcs: &[RawArc]) -> Vec<Vec<Option<u64>>> {
+    let mut entries: Vec<Vec<Option<u64>>> =
+        process.images.iter().map(|i| vec![None; i.symbols.len()]).collect();
+    for a in arcs {
+        if let (ArcKind::Call, Some(t)) = (a.kind, a.tgt_instr()) {
+            let e = &mut entries[a.tgt_image as usize][a.tgt_symbol as usize];
+            *e = Some(e.map_or(t, |e| e.min(t)));
+        }
+    }
+    entries
+}
+
+/// Widens a symbol's lowest and highest costed address to take in `addr`.
+#[inline]
+fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
+    *extent = Some(extent.map_or((addr, addr), |(lo, hi)| (lo.min(addr), hi.max(addr))));
+}
+
+/// Sets the offset and size of an image's symbols from their call entries and costed extents
+/// (see [`set_symbol_extents`]).
+fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], extents: &[Option<(u64, u64)>]) {
+    for (s, sym) in image.symbols.iter_mut().enumerate() {
+        if base[s] != s as u32 {
+            continue;
+        }
+        let start = entries[s].or(extents[s].map(|(lo, _)| lo));
+        sym.offset = start;
+        if let (Some(start), Some((_, hi))) = (start, extents[s]) {
+            if hi >= start {
+                sym.size = Some(hi - start + 1);
             }
         }
     }
@@ -303,6 +315,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     if list.len() >= NONE as usize || rows >= NONE as usize {
         // Associations, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
+        set_symbol_extents(process, list, bases);
         return function_edges(process, arcs, list, 1);
     }
     let nimages = process.images.len();
@@ -329,11 +342,13 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
         count: Vec::new(),
         has_next: Vec::new(),
     };
+    let entries = call_entries(process, list);
     let mut next_id = 4u64;
     for (i, image) in process.images.iter_mut().enumerate() {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        let mut merged = instructions(image, ir, &bases[i]);
+        let (mut merged, extents) = instructions(image, ir, &bases[i]);
+        apply_extents(image, &bases[i], &entries[i], &extents);
         let srcs = &mut sources[i];
         radix::sort_by_key(srcs, |e| e.addr);
         let tgts = &mut targets[i];
@@ -515,15 +530,18 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     }
 }
 
-/// The executed addresses of an image in address order, one [`Instr`] each, into `merged`: the
-/// first cost line at an address decides its owner, file and line.
-fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> Vec<Instr> {
+/// The executed addresses of an image in address order, one [`Instr`] each (the first cost line
+/// at an address decides its owner, file and line), and each symbol's lowest and highest costed
+/// address.
+fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
+    let mut extents = vec![None; image.symbols.len()];
     let rows = radix::sort_by_runs(costs.len(), |row| costs.symbol(row).and(costs.offset(row)));
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
         let (Some(addr), Some(symbol)) = (costs.offset(row), costs.symbol(row)) else { continue };
+        widen(&mut extents[symbol as usize], addr);
         let v = ir.map_or(0, |e| costs.value(row, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
@@ -537,7 +555,7 @@ fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> Vec<Instr> {
             }),
         }
     }
-    merged
+    (merged, extents)
 }
 
 /// Marks block leaders (association targets that ran, function entries), block ends
