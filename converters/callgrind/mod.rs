@@ -64,10 +64,10 @@ impl Format for Callgrind {
     fn read(
         &self,
         input: &mut dyn BufRead,
-        _options: &ReadOptions,
+        options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {
-        read(input, findings)
+        read(input, options, findings)
     }
 
     fn write(

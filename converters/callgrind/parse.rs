@@ -73,6 +73,94 @@ pub fn number(token: &[u8]) -> Parsed<u64> {
     Ok(v)
 }
 
+/// The index of the first byte at or after `i` that is not a space or tab.
+#[inline(always)]
+pub fn skip_space_at(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && is_space(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Whether a byte ends a token for [`scan_number`]: a space, a tab or the end of a line.
+#[inline]
+fn ends_token(b: u8) -> bool {
+    is_space(b) || b == b'\n' || b == b'\r'
+}
+
+/// Scans the number token at `s[*i..]` (decimal, or `0x` and hex digits) that ends at a space,
+/// a tab, a line end or the end of `s`, and moves `*i` past it. `None`, with `*i` anywhere, for any other
+/// token and for numbers too long to be sure they fit 64 bits without a check: [`number`]
+/// then parses the token and names what is wrong with it. One pass over the bytes, for the
+/// millions of numbers of a cost-line body.
+#[inline(always)]
+pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
+    let start = *i;
+    let mut v: u64 = 0;
+    if s.get(start) == Some(&b'0') && matches!(s.get(start + 1), Some(b'x' | b'X')) {
+        let mut j = start + 2;
+        while j < s.len() {
+            let d = match s[j] {
+                b @ b'0'..=b'9' => b - b'0',
+                b @ b'a'..=b'f' => b - b'a' + 10,
+                b @ b'A'..=b'F' => b - b'A' + 10,
+                _ => break,
+            };
+            v = (v << 4) | d as u64;
+            j += 1;
+        }
+        if j == start + 2 || j - (start + 2) > 16 {
+            return None;
+        }
+        *i = j;
+    } else {
+        let mut j = start;
+        while j < s.len() {
+            let d = s[j].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
+            j += 1;
+        }
+        // Up to 19 digits cannot overflow.
+        if j == start || j - start > 19 {
+            return None;
+        }
+        *i = j;
+    }
+    match s.get(*i) {
+        None => Some(v),
+        Some(&b) if ends_token(b) => Some(v),
+        _ => None,
+    }
+}
+
+/// Scans the subposition token at `s[*i..]` as [`subposition`] reads it and moves `*i` past
+/// it; `None` where [`scan_number`] gives up, or when the position leaves the 64-bit range.
+#[inline(always)]
+pub fn scan_subposition(s: &[u8], i: &mut usize, base: u64) -> Option<u64> {
+    match s.get(*i)? {
+        b'*' => {
+            *i += 1;
+            match s.get(*i) {
+                None => Some(base),
+                Some(&b) if ends_token(b) => Some(base),
+                _ => None,
+            }
+        }
+        b'+' => {
+            *i += 1;
+            base.checked_add(scan_number(s, i)?)
+        }
+        b'-' => {
+            *i += 1;
+            base.checked_sub(scan_number(s, i)?)
+        }
+        _ => scan_number(s, i),
+    }
+}
+
 /// A subposition: absolute (`1234`, `0x4f0`), relative to `base` (`+3`, `-2`) or the same
 /// as `base` (`*`).
 #[inline]
@@ -144,6 +232,60 @@ mod tests {
         assert_eq!(subposition(b"0x10", 10).unwrap(), 16);
         assert!(subposition(b"-11", 10).is_err());
         assert!(subposition(b"x", 10).is_err());
+    }
+
+    #[test]
+    fn scanning_agrees_with_token_parsing() {
+        let tokens: &[&[u8]] = &[
+            b"0",
+            b"1234",
+            b"0x4F0",
+            b"0X1f",
+            b"0x",
+            b"0x1ffffffffffffffff",
+            b"0xffffffffffffffff",
+            b"12a",
+            b"",
+            b"+3",
+            b"-3",
+            b"-11",
+            b"*",
+            b"**",
+            b"+",
+            b"-",
+            b"x",
+            b"1x",
+            b"9999999999999999999",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"+0x10",
+            b"*3",
+        ];
+        for &t in tokens {
+            for tail in [&b""[..], b" 7", b"\t7"] {
+                let line = [t, tail].concat();
+                let mut i = 0;
+                if let Some(v) = scan_subposition(&line, &mut i, 10) {
+                    assert_eq!(subposition(t, 10).ok(), Some(v), "{}", String::from_utf8_lossy(t));
+                    assert_eq!(i, t.len());
+                }
+                let mut i = 0;
+                if let Some(v) = scan_number(&line, &mut i) {
+                    assert_eq!(number(t).ok(), Some(v), "{}", String::from_utf8_lossy(t));
+                    assert_eq!(i, t.len());
+                }
+            }
+        }
+        let mut i = 0;
+        assert_eq!(scan_number(b"0x4F0 5", &mut i), Some(0x4f0));
+        assert_eq!(scan_subposition(b"-3", &mut 0, 10), Some(7));
+        assert_eq!(scan_subposition(b"* 2", &mut 0, 10), Some(10));
+        assert_eq!(scan_subposition(b"+2\n", &mut 0, 10), Some(12));
+        assert_eq!(scan_number(b"7\r\n", &mut 0), Some(7));
+        assert_eq!(scan_number(b"9999999999999999999", &mut 0), Some(9_999_999_999_999_999_999));
+        assert_eq!(scan_number(b"18446744073709551615", &mut 0), None);
+        assert_eq!(scan_number(b"12a", &mut 0), None);
+        assert_eq!(scan_subposition(b"-11", &mut 0, 10), None);
     }
 
     #[test]

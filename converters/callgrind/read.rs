@@ -1,8 +1,11 @@
 //! Callgrind reader: one pass over the lines into costs and raw associations, then the
 //! associations become edges.
 //!
-//! Line by line, without a `String` per line: `read_until` fills one reused buffer, and every
-//! token is parsed from the borrowed bytes.
+//! Lines are parsed where they lie in the input's buffer, without a `String` or an allocation
+//! per line. Cost lines, nine in ten of a large file, come in runs under one `fn=`: such a run is
+//! read in one loop ([`Reader::cost_run`]) that scans each number once and appends the row to
+//! the image's cost columns; any line it cannot read that way goes through [`Reader::line`],
+//! which also names what is wrong with a bad line.
 //!
 //! What the reader fills (see docs/formats/callgrind.md for the whole table):
 //! - `ob=` object -> [`Image`] (keyed by its name; the unnamed object `ob=` or no `ob=` at all is
@@ -10,34 +13,47 @@
 //!   `load_addr` is 0 and offsets are the file's addresses.
 //! - `fn=` function -> [`Symbol`] of the current object (recursion and caller-context names such
 //!   as `fib'2` stay names of their own); its `file` is the `fl=` in effect where it first appears.
-//! - cost line -> [`Cost`] with the function, address, `fi=`/`fe=`/`fl=` file, line and one value
+//! - cost line -> a row of [`crate::ir::CostTable`] with the function, address, `fi=`/`fe=`/`fl=` file, line and one value
 //!   per event, in file order (repeated positions are not merged).
 //! - `calls=` -> a `CALL` edge with its count and the callee's inclusive cost; `jump=` ->
 //!   `UNCONDITIONAL_BRANCH`; `jcnd=followed/executed` -> `CONDITIONAL_BRANCH` (followed) plus a
 //!   `FALL_THROUGH` (executed - followed).
 //!
-//! Edges are between functions ([`NodeRef::Symbol`], with [`Site`] positions) unless the file
-//! has instruction addresses and jumps (`--dump-instr=yes --collect-jumps=yes`): then the
-//! instructions are grouped into basic blocks and the edges join blocks (see [`build_blocks`]).
+//! Edges are between functions ([`crate::ir::NodeRef::Symbol`], with [`crate::ir::Site`]
+//! positions) unless the file has instruction addresses and jumps (`--dump-instr=yes
+//! --collect-jumps=yes`): then the instructions are grouped into basic blocks and the edges join
+//! blocks (see [`blocks::build_blocks`]).
+
+mod blocks;
+mod radix;
 
 use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{
-    Block, BlockRef, Cost, Counts, Edge, EdgeDetails, EdgeKind, Event, FileId, Image, NodeRef, Process,
-    Profile, Routine, Site, SourceLine, StringTable, Symbol, SymbolRef,
-};
+use crate::ir::{Event, FileId, Image, Process, Profile, StringTable, Symbol};
+use crate::registry::ReadOptions;
+
+/// Rows at which a cost table (or the list of associations) reserves room for the rest of the
+/// input, estimated from the bytes left: the fewest a cost line takes (`+2 1` and a line feed),
+/// and the fewest an association and its source line take.
+const RESERVE_AT: usize = 1 << 14;
+const RESERVE_BYTES_PER_COST: u64 = 6;
+const RESERVE_BYTES_PER_ARC: u64 = 24;
+/// A reservation takes at most this many bytes of memory per byte of input left, whatever the
+/// file says (a cost row of many events is wider than its line, whose trailing zeros may be
+/// left out).
+const RESERVE_PER_INPUT_BYTE: u64 = 4;
+/// Bytes a cost row takes beside its values: offset, function, file and line.
+const COST_ROW_BYTES: u64 = 20;
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
-/// Longest x86 instruction: the most a block's last instruction is taken to span.
-const MAX_INSTR_LEN: u64 = 15;
 
 /// Reads a whole Callgrind file.
-pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let mut r = Reader::default();
+pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let mut r = Reader { input_size: options.size_hint.unwrap_or(0), ..Reader::default() };
     // Lines are parsed where they lie in the reader's buffer; only a line split across two
     // buffer fills is copied (into `partial`).
     let mut partial: Vec<u8> = Vec::new();
@@ -55,6 +71,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             break;
         }
         let len = buf.len();
+        r.input_size = r.input_size.max(r.consumed + len as u64);
         let mut start = 0;
         if !partial.is_empty() {
             match memchr::memchr(b'\n', buf) {
@@ -68,19 +85,29 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
                 None => {
                     partial.extend_from_slice(buf);
                     input.consume(len);
+                    r.consumed += len as u64;
                     continue;
                 }
             }
         }
-        let base = start;
-        for pos in memchr::memchr_iter(b'\n', &buf[base..]) {
-            let end = base + pos;
+        loop {
+            // Most lines are cost lines in runs: read those in one go.
+            if buf.get(start).is_some_and(|&b| starts_cost_line(b)) && r.cost_run_allowed() {
+                let n = r.cost_run(&buf[start..]);
+                if n > 0 {
+                    start += n;
+                    continue;
+                }
+            }
+            let Some(pos) = memchr::memchr(b'\n', &buf[start..]) else { break };
+            let end = start + pos;
             r.line_no += 1;
             r.line(trim_end(&buf[start..end]), findings).map_err(|e| e.at_line(r.line_no))?;
             start = end + 1;
         }
         partial.extend_from_slice(&buf[start..]);
         input.consume(len);
+        r.consumed += len as u64;
     }
     if let Some(p) = &r.pending {
         return Err(Error::input(format!(
@@ -92,6 +119,15 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
     }
     r.finish(findings)
 }
+
+/// Whether a line starting with `b` is a cost line (its first position).
+#[inline]
+fn starts_cost_line(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'+' | b'-' | b'*')
+}
+
+/// Most events [`Reader::cost_run`] reads; files with more take the line-by-line way.
+const RUN_EVENTS: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ArcKind {
@@ -122,22 +158,46 @@ impl Pending {
     }
 }
 
-/// A call or jump as the file gave it, before it becomes an edge.
+/// A call or jump as the file gave it, before it becomes an edge. Compact (80 bytes, the
+/// callee's inclusive cost kept aside in [`ProcessState::inclusive`]): a large profile has
+/// hundreds of thousands.
 #[derive(Debug)]
 struct RawArc {
     kind: ArcKind,
-    thread: usize,
+    /// Whether the positions had an `instr` column (both ends then have an address).
+    has_instr: bool,
+    /// Whether the positions had a `line` column.
+    has_line: bool,
+    thread: u32,
     src_image: u32,
     src_symbol: u32,
-    src_instr: Option<u64>,
-    src_line: Option<u32>,
+    src_line: u32,
     tgt_image: u32,
     tgt_symbol: u32,
-    tgt_instr: Option<u64>,
-    tgt_line: Option<u32>,
+    tgt_line: u32,
+    src_instr: u64,
+    tgt_instr: u64,
     count: u64,
     executed: u64,
-    inclusive: Vec<u64>,
+    /// For calls: where the callee's inclusive cost starts in [`ProcessState::inclusive`], and
+    /// its length (the number of events when it was read).
+    incl_start: usize,
+    incl_len: u32,
+}
+
+impl RawArc {
+    fn src_instr(&self) -> Option<u64> {
+        self.has_instr.then_some(self.src_instr)
+    }
+    fn tgt_instr(&self) -> Option<u64> {
+        self.has_instr.then_some(self.tgt_instr)
+    }
+    fn src_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.src_line)
+    }
+    fn tgt_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.tgt_line)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,9 +241,11 @@ impl IdTable {
 /// Per-process lookups from names to model indices.
 #[derive(Default)]
 struct ProcessState {
-    images: HashMap<Option<FileId>, u32>,
+    images: HashMap<Option<FileId>, u32, FastHash>,
     symbols: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
+    /// The inclusive costs of the calls, one after the other.
+    inclusive: Vec<u64>,
 }
 
 /// An object or file name: `None` for the empty name.
@@ -204,7 +266,7 @@ struct Reader {
     pid: Option<u64>,
     /// Index of the current process, once something needed it.
     process: Option<usize>,
-    thread: usize,
+    thread: u32,
     columns: Vec<Column>,
     instr_col: Option<usize>,
     line_col: Option<usize>,
@@ -235,6 +297,12 @@ struct Reader {
     /// `jcnd=` lines whose followed count exceeds the executed count, and the first one's line.
     jcnd_over: u64,
     jcnd_over_line: u64,
+    /// The values of the cost line being read, one per event.
+    values: Vec<u64>,
+    /// Bytes of input: the size hint, or as far as the reader has seen.
+    input_size: u64,
+    /// Bytes of input handed to the line parser so far.
+    consumed: u64,
 }
 
 fn bad(e: Bad) -> Error {
@@ -407,15 +475,19 @@ impl Reader {
         };
         let value = skip_space(value);
         let (kind, count, executed, rest) = match key {
-            b"calls" => {
-                let (t, rest) = next_token(value);
-                let n = parse::number(t).map_err(|e| bad(Bad(format!("calls= count: {}", e.0))))?;
-                (ArcKind::Call, n, n, rest)
-            }
-            b"jump" => {
-                let (t, rest) = next_token(value);
-                let n = parse::number(t).map_err(|e| bad(Bad(format!("jump= count: {}", e.0))))?;
-                (ArcKind::Jump, n, n, rest)
+            b"calls" | b"jump" => {
+                let kind = if key == b"calls" { ArcKind::Call } else { ArcKind::Jump };
+                let mut j = 0;
+                match parse::scan_number(value, &mut j) {
+                    Some(n) => (kind, n, n, &value[j..]),
+                    None => {
+                        let (t, rest) = next_token(value);
+                        let n = parse::number(t).map_err(|e| {
+                            bad(Bad(format!("{}= count: {}", String::from_utf8_lossy(key), e.0)))
+                        })?;
+                        (kind, n, n, rest)
+                    }
+                }
             }
             _ => {
                 let (t, rest) = next_token(value);
@@ -445,8 +517,14 @@ impl Reader {
             }
         }
         let mut target = [0u64; 3];
-        let mut rest = rest;
-        for (c, slot) in target.iter_mut().enumerate().take(self.columns.len()) {
+        // Usually well-formed numbers, read in one pass; else token by token for the error.
+        let mut j = 0;
+        let scanned = (0..self.columns.len().min(3)).all(|c| {
+            j = parse::skip_space_at(rest, j);
+            parse::scan_subposition(rest, &mut j, self.last[c]).map(|v| target[c] = v).is_some()
+        });
+        let mut rest = if scanned { &[][..] } else { rest };
+        for (c, slot) in target.iter_mut().enumerate().take(if scanned { 0 } else { self.columns.len() }) {
             let (t, r) = next_token(rest);
             if t.is_empty() {
                 return Err(Error::input(format!(
@@ -554,7 +632,7 @@ impl Reader {
                         "thread: {t} is too large; expected a thread number up to {MAX_THREADS}"
                     )));
                 }
-                self.thread = t.saturating_sub(1) as usize;
+                self.thread = t.saturating_sub(1) as u32;
             }
             b"positions" => {
                 self.new_part_if_needed();
@@ -692,12 +770,31 @@ impl Reader {
         Ok(())
     }
 
-    /// Parses positions and costs of a cost line (or an association's source line).
+    /// The common case of a cost line in one pass over its bytes: positions and values that are
+    /// well-formed numbers. `None` for anything else; [`Reader::parse_cost_line`] then says
+    /// what is wrong.
     #[inline]
-    fn cost_line(&mut self, line: &[u8]) -> Result<()> {
-        if !self.events_seen && self.event_map.is_empty() {
-            return Err(Error::input("cost line before the events: header; expected 'events: NAMES' first"));
+    /// The positions go to `self.last` in place (as single words: a copy of a freshly written
+    /// array stalls the processor); on `None` they are partly overwritten.
+    fn scan_cost_line(&mut self, line: &[u8], values: &mut [u64]) -> Option<()> {
+        let mut i = 0;
+        for c in 0..self.columns.len().min(3) {
+            i = parse::skip_space_at(line, i);
+            self.last[c] = parse::scan_subposition(line, &mut i, self.last[c])?;
         }
+        for &idx in &self.event_map {
+            i = parse::skip_space_at(line, i);
+            if i == line.len() {
+                return Some(());
+            }
+            values[idx] = parse::scan_number(line, &mut i)?;
+        }
+        (parse::skip_space_at(line, i) == line.len()).then_some(())
+    }
+
+    /// Parses a cost line token by token, with an error naming what is wrong.
+    #[cold]
+    fn parse_cost_line(&self, line: &[u8], values: &mut [u64]) -> Result<[u64; 3]> {
         let mut pos = [0u64; 3];
         let mut rest = line;
         let npos = self.columns.len();
@@ -712,10 +809,6 @@ impl Reader {
             *slot = subposition(t, self.last[c]).map_err(bad)?;
             rest = r;
         }
-        self.last = pos;
-        let nevents = self.profile.events.len();
-        // Inline for up to two events, as in the model: no heap allocation per cost line.
-        let mut values = crate::ir::Values::from_elem(0, nevents);
         let mut col = 0;
         while !rest.is_empty() {
             let (t, r) = next_token(rest);
@@ -731,10 +824,147 @@ impl Reader {
             col += 1;
             rest = r;
         }
-        let instr = self.instr_col.map(|c| pos[c]);
+        Ok(pos)
+    }
+
+    /// Whether [`Reader::cost_run`] may read the next lines: a function is set, no association
+    /// waits for its source line, and there are few events.
+    #[inline]
+    fn cost_run_allowed(&self) -> bool {
+        self.pending.is_none()
+            && self.symbol.is_some()
+            && !self.event_map.is_empty()
+            && self.event_map.len() <= RUN_EVENTS
+            && self.profile.events.len() <= RUN_EVENTS
+    }
+
+    /// Reads the run of cost lines at the start of `buf`, all of one function, as
+    /// [`Reader::line`] would one by one, and returns the bytes they took (whole lines only).
+    /// Stops before the first line that is anything else, or that it cannot read in one pass
+    /// (a malformed number, a line split by the end of `buf`...): [`Reader::line`] reads that
+    /// one and says what is wrong with it, if anything.
+    fn cost_run(&mut self, buf: &[u8]) -> usize {
+        let Some(symbol) = self.symbol else { return 0 };
+        let ncols = self.columns.len().min(3);
+        let nevents = self.profile.events.len();
+        let mut map = [0usize; RUN_EVENTS];
+        map[..self.event_map.len()].copy_from_slice(&self.event_map);
+        let map = &map[..self.event_map.len()];
+        let (instr_col, line_col, file) = (self.instr_col, self.line_col, self.file);
+        let left = self.cost_rows_left();
+        let proc = self.process.unwrap_or(0);
+        let image = self.image.unwrap_or(0) as usize;
+        let costs = &mut self.profile.processes[proc].images[image].costs;
+        let mut last = self.last;
+        let mut totals = [0u64; RUN_EVENTS];
+        let (mut i, mut lines) = (0usize, 0u64);
+        'lines: while buf.get(i).is_some_and(|&b| starts_cost_line(b)) {
+            let mut j = i;
+            let mut pos = last;
+            for (c, p) in pos.iter_mut().enumerate().take(ncols) {
+                if c > 0 {
+                    j = parse::skip_space_at(buf, j);
+                }
+                match parse::scan_subposition(buf, &mut j, *p) {
+                    Some(v) => *p = v,
+                    None => break 'lines,
+                }
+            }
+            let mut values = [0u64; RUN_EVENTS];
+            let mut col = 0;
+            loop {
+                j = parse::skip_space_at(buf, j);
+                match buf.get(j) {
+                    Some(b'\n') => break,
+                    Some(b'\r') if buf.get(j + 1) == Some(&b'\n') => {
+                        j += 1;
+                        break;
+                    }
+                    None | Some(b'\r') => break 'lines,
+                    Some(_) => {}
+                }
+                let Some(&idx) = map.get(col) else { break 'lines };
+                match parse::scan_number(buf, &mut j) {
+                    Some(v) => values[idx] = v,
+                    None => break 'lines,
+                }
+                col += 1;
+            }
+            let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
+                Some(Ok(l)) => Some(l),
+                Some(Err(_)) => break 'lines,
+                None => None,
+            };
+            last = pos;
+            for (t, &idx) in totals.iter_mut().zip(map) {
+                *t = t.wrapping_add(values[idx]);
+            }
+            if costs.len() == RESERVE_AT {
+                costs.reserve(left);
+            }
+            costs.push_parts(instr_col.map(|c| pos[c]), Some(symbol), file, line_no, &values[..nevents]);
+            lines += 1;
+            i = j + 1;
+        }
+        self.last = last;
+        self.line_no += lines;
+        for (t, add) in self.part_totals.iter_mut().zip(totals) {
+            *t = t.wrapping_add(add);
+        }
+        i
+    }
+
+    /// At most how many more lines of `bytes_per_line` bytes the input holds: what a table that
+    /// has grown large reserves at once, so that it neither grows by doubling (copying itself
+    /// each time) nor outgrows the input.
+    fn lines_left(&self, bytes_per_line: u64) -> usize {
+        (self.input_size.saturating_sub(self.consumed) / bytes_per_line).min(1 << 28) as usize
+    }
+
+    /// How many more cost rows a large cost table reserves: as many lines as the input can
+    /// still hold, within [`RESERVE_PER_INPUT_BYTE`] of memory per input byte.
+    fn cost_rows_left(&self) -> usize {
+        let row = COST_ROW_BYTES + 8 * self.profile.events.len() as u64;
+        let memory = self.input_size.saturating_sub(self.consumed).saturating_mul(RESERVE_PER_INPUT_BYTE);
+        self.lines_left(RESERVE_BYTES_PER_COST).min((memory / row) as usize)
+    }
+
+    /// Parses positions and costs of a cost line (or an association's source line).
+    #[inline]
+    fn cost_line(&mut self, line: &[u8]) -> Result<()> {
+        if !self.events_seen && self.event_map.is_empty() {
+            return Err(Error::input("cost line before the events: header; expected 'events: NAMES' first"));
+        }
+        // One buffer for the values of every line: no allocation or copy per cost line.
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        values.resize(self.profile.events.len(), 0);
+        let bases = self.last;
+        let done = match self.scan_cost_line(line, &mut values) {
+            Some(()) => self.cost_at(&values),
+            None => {
+                self.last = bases;
+                self.parse_cost_line(line, &mut values).and_then(|pos| {
+                    self.last = pos;
+                    self.cost_at(&values)
+                })
+            }
+        };
+        self.values = values;
+        done
+    }
+
+    /// Records a cost line (or an association's source line) at positions `pos`.
+    #[inline]
+    fn cost_at(&mut self, values: &[u64]) -> Result<()> {
+        let instr = self.instr_col.map(|c| self.last[c]);
         let line_no = match self.line_col {
-            Some(c) => Some(u32::try_from(pos[c]).map_err(|_| {
-                Error::input(format!("line number {} is too large; expected at most {}", pos[c], u32::MAX))
+            Some(c) => Some(u32::try_from(self.last[c]).map_err(|_| {
+                Error::input(format!(
+                    "line number {} is too large; expected at most {}",
+                    self.last[c],
+                    u32::MAX
+                ))
             })?),
             None => None,
         };
@@ -753,21 +983,34 @@ impl Reader {
                 })?),
                 None => None,
             };
-            let arc = RawArc {
+            let proc = self.process();
+            let left = self.lines_left(RESERVE_BYTES_PER_ARC);
+            let state = &mut self.states[proc];
+            if state.arcs.len() == RESERVE_AT {
+                state.arcs.reserve(left);
+            }
+            let incl_start = state.inclusive.len();
+            if p.kind == ArcKind::Call {
+                state.inclusive.extend_from_slice(values);
+            }
+            state.arcs.push(RawArc {
                 kind: p.kind,
+                has_instr: self.instr_col.is_some(),
+                has_line: line_no.is_some(),
                 thread: self.thread,
                 src_image: image,
                 src_symbol: symbol,
-                src_instr: instr,
-                src_line: line_no,
+                src_line: line_no.unwrap_or(0),
                 tgt_image: p.target_image,
                 tgt_symbol: p.target_symbol,
-                tgt_instr: self.instr_col.map(|c| p.target[c]),
-                tgt_line,
+                tgt_line: tgt_line.unwrap_or(0),
+                src_instr: instr.unwrap_or(0),
+                tgt_instr: self.instr_col.map_or(0, |c| p.target[c]),
                 count: p.count,
                 executed: p.executed,
-                inclusive: if p.kind == ArcKind::Call { values.into_vec() } else { Vec::new() },
-            };
+                incl_start,
+                incl_len: (state.inclusive.len() - incl_start) as u32,
+            });
             if p.kind == ArcKind::Call {
                 self.cob = None;
                 self.cfi = None;
@@ -775,8 +1018,6 @@ impl Reader {
                 self.jfi = None;
                 self.jfn = None;
             }
-            let proc = self.process();
-            self.states[proc].arcs.push(arc);
             return Ok(());
         }
         let Some(symbol) = self.symbol else {
@@ -789,13 +1030,12 @@ impl Reader {
         }
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0);
-        self.profile.processes[proc].images[image as usize].costs.push(Cost {
-            symbol: Some(symbol),
-            offset: instr,
-            file: self.file,
-            line: line_no,
-            values,
-        });
+        let left = self.cost_rows_left();
+        let costs = &mut self.profile.processes[proc].images[image as usize].costs;
+        if costs.len() == RESERVE_AT {
+            costs.reserve(left);
+        }
+        costs.push_parts(instr, Some(symbol), self.file, line_no, values);
         Ok(())
     }
 
@@ -822,26 +1062,23 @@ impl Reader {
                     i.costs.widen(nevents);
                 }
             }
-            for s in &mut self.states {
-                for a in &mut s.arcs {
-                    if a.kind == ArcKind::Call {
-                        a.inclusive.resize(nevents, 0);
-                    }
-                }
-            }
         }
+        let pad_to = if self.events_grew { nevents } else { 0 };
         // "If not appearing, version 1 is assumed."
         self.profile.meta.format_version.get_or_insert((1, 0));
         let ir = self.profile.event_index("Ir");
         let has_instr = !self.part_without_instr && !self.columns.is_empty();
         for (p, state) in self.states.into_iter().enumerate() {
             let process = &mut self.profile.processes[p];
-            set_symbol_extents(process, &state.arcs);
+            let bases = blocks::recursion_bases(process);
+            let arcs = blocks::Arcs { arcs: &state.arcs, inclusive: &state.inclusive, pad_to };
             let jumps = state.arcs.iter().any(|a| a.kind != ArcKind::Call);
             if has_instr && jumps {
-                build_blocks(process, &state.arcs, ir);
+                // Symbol extents are set on the way, from the sorted addresses.
+                blocks::build_blocks(process, &arcs, ir, &bases);
             } else {
-                function_edges(process, &state.arcs, 1);
+                blocks::set_symbol_extents(process, &state.arcs, &bases);
+                blocks::function_edges(process, &arcs, &state.arcs, 1);
             }
         }
         Ok(self.profile)
@@ -870,173 +1107,6 @@ impl Table {
 pub fn recursion_base(name: &str) -> Option<&str> {
     let (base, level) = name.rsplit_once('\'')?;
     (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
-}
-
-/// Symbol addresses: a function starts where calls enter it (the lowest call target), or,
-/// when nothing calls it, at its lowest costed address; it extends to its highest costed
-/// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
-/// their own.
-fn set_symbol_extents(process: &mut Process, arcs: &[RawArc]) {
-    let mut entry: HashMap<(u32, u32), u64> = HashMap::new();
-    for a in arcs {
-        if a.kind == ArcKind::Call {
-            if let Some(t) = a.tgt_instr {
-                let e = entry.entry((a.tgt_image, a.tgt_symbol)).or_insert(t);
-                *e = (*e).min(t);
-            }
-        }
-    }
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let mut lo = vec![u64::MAX; image.symbols.len()];
-        let mut hi = vec![0u64; image.symbols.len()];
-        let mut any = vec![false; image.symbols.len()];
-        for c in &image.costs {
-            if let (Some(s), Some(o)) = (c.symbol, c.offset) {
-                let s = s as usize;
-                lo[s] = lo[s].min(o);
-                hi[s] = hi[s].max(o);
-                any[s] = true;
-            }
-        }
-        let names: HashMap<&str, usize> =
-            image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k)).collect();
-        let variant: Vec<bool> = image
-            .symbols
-            .iter()
-            .map(|s| recursion_base(&s.name).is_some_and(|b| names.contains_key(b)))
-            .collect();
-        for (s, sym) in image.symbols.iter_mut().enumerate() {
-            if variant[s] {
-                continue;
-            }
-            let start = entry.get(&(i as u32, s as u32)).copied().or(any[s].then_some(lo[s]));
-            sym.offset = start;
-            if let Some(start) = start {
-                if any[s] && hi[s] >= start {
-                    sym.size = Some(hi[s] - start + 1);
-                }
-            }
-        }
-    }
-}
-
-fn thread_counts(thread: usize, count: u64) -> Counts {
-    let mut v = Counts::from_elem(0, thread + 1);
-    v[thread] = count;
-    v
-}
-
-fn site(a: &RawArc) -> Option<Site> {
-    Some(Site {
-        source_offset: a.src_instr,
-        source_line: a.src_line,
-        target_offset: a.tgt_instr,
-        target_line: a.tgt_line,
-    })
-}
-
-/// Edges between functions, one per association line, in file order.
-fn function_edges<'a>(process: &mut Process, arcs: impl IntoIterator<Item = &'a RawArc>, first_id: u64) {
-    let mut id = first_id;
-    for a in arcs {
-        let source = NodeRef::Symbol(SymbolRef { image: a.src_image, symbol: a.src_symbol });
-        let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
-        let kind = match a.kind {
-            ArcKind::Call => EdgeKind::Call,
-            ArcKind::Jump => EdgeKind::UnconditionalBranch,
-            ArcKind::Jcnd => EdgeKind::ConditionalBranch,
-        };
-        let site = site(a);
-        if a.kind == ArcKind::Jcnd && a.executed > a.count {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(Vec::new(), site.clone()),
-            });
-            id += 1;
-            let ft_site = site.map(|s| Site { target_offset: None, target_line: None, ..s });
-            process.edges.push(Edge {
-                id,
-                source,
-                target: source,
-                kind: EdgeKind::FallThrough,
-                counts: thread_counts(a.thread, a.executed - a.count),
-                details: EdgeDetails::boxed(Vec::new(), ft_site),
-            });
-        } else {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(a.inclusive.clone(), site),
-            });
-        }
-        id += 1;
-    }
-}
-
-/// One executed instruction address of an image, gathered from the cost lines.
-struct Instr {
-    addr: u64,
-    /// Executions (`Ir` summed over every function context at this address).
-    ir: u64,
-    /// The function the address belongs to (a recursion level's base function).
-    owner: u32,
-    file: Option<FileId>,
-    line: u32,
-    /// A call instruction (the source of a `calls=` line).
-    call: bool,
-}
-
-/// Edge key while aggregating: (source, target, kind).
-type EdgeKey = (BlockRef, BlockRef, EdgeKind);
-
-#[derive(Default)]
-struct EdgeAcc {
-    counts: Counts,
-    inclusive: Vec<u64>,
-    site: Option<Site>,
-}
-
-/// Edges being aggregated: parallel associations (several function contexts at one address,
-/// several parts) add up.
-#[derive(Default)]
-struct EdgeSet {
-    index: HashMap<EdgeKey, u32, FastHash>,
-    items: Vec<(EdgeKey, EdgeAcc)>,
-}
-
-impl EdgeSet {
-    /// Adds traversals to the edge `key`; `site` is asked for only when the edge is new.
-    fn add(
-        &mut self,
-        key: EdgeKey,
-        thread: usize,
-        n: u64,
-        inclusive: &[u64],
-        site: impl FnOnce() -> Option<Site>,
-    ) {
-        let items = &mut self.items;
-        let k = *self.index.entry(key).or_insert_with(|| {
-            items.push((key, EdgeAcc { site: site(), ..EdgeAcc::default() }));
-            (items.len() - 1) as u32
-        });
-        let e = &mut self.items[k as usize].1;
-        add_counts(&mut e.counts, thread, n);
-        if !inclusive.is_empty() {
-            if e.inclusive.len() < inclusive.len() {
-                e.inclusive.resize(inclusive.len(), 0);
-            }
-            for (a, &b) in e.inclusive.iter_mut().zip(inclusive) {
-                *a = a.saturating_add(b);
-            }
-        }
-    }
 }
 
 /// A hasher for the integer keys of the block rebuild and the writer (addresses, block
@@ -1077,437 +1147,65 @@ impl std::hash::Hasher for FastHasher {
     }
 }
 
-fn add_counts(into: &mut Counts, thread: usize, n: u64) {
-    if into.len() <= thread {
-        into.resize(thread + 1, 0);
-    }
-    into[thread] = into[thread].saturating_add(n);
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Rebuilds basic blocks from a file with instruction addresses and jumps, and turns the
-/// associations into a control-flow graph.
-///
-/// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
-/// target, at a function entry, after a jump or call source, where the owning function changes
-/// and where the executed count changes (so every instruction of a block ran equally often).
-/// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
-/// A call instruction runs as often as the block it ends; a call that starts a block runs the
-/// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
-/// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
-/// its first instruction. Its last instruction's length is the distance to the next executed
-/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
-///
-/// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
-/// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
-/// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
-/// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
-/// or call falls through to the next one as often as the next block's count exceeds its other
-/// incoming edges. Associations at addresses without costs stay edges between functions.
-/// Routines are the functions of the file: every block belongs to the function of its first
-/// instruction (a recursion level's base function).
-fn build_blocks(process: &mut Process, arcs: &[RawArc], ir: Option<usize>) {
-    let nimages = process.images.len();
-    // Addresses where blocks must start and end, per image.
-    let mut leaders: Vec<Vec<u64>> = vec![Vec::new(); nimages];
-    let mut enders: Vec<Vec<u64>> = vec![Vec::new(); nimages];
-    for a in arcs {
-        if let Some(t) = a.tgt_instr {
-            if a.kind == ArcKind::Call || a.count > 0 {
-                leaders[a.tgt_image as usize].push(t);
-            }
-        }
-        if let Some(s) = a.src_instr {
-            enders[a.src_image as usize].push(s);
-        }
+    fn read_bytes(input: &mut dyn BufRead) -> Result<Profile> {
+        read(input, &ReadOptions::default(), &mut Findings::default())
     }
-    // Executions of call instructions: the sum of their calls. (Valgrind charges code it skips,
-    // such as PLT stubs with --skip-plt=yes, to the calling instruction's Ir.)
-    // Sorted (address, calls) vectors rather than hash maps: the instructions are visited in
-    // address order, so a cursor finds each call site without a look-up.
-    let mut call_execs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); nimages];
-    for a in arcs {
-        if let (ArcKind::Call, Some(s)) = (a.kind, a.src_instr) {
-            call_execs[a.src_image as usize].push((s, a.count));
+
+    /// Cost lines are read in runs straight from the input buffer: a line cut by the end of a
+    /// buffer, carriage returns and trailing blanks must read as they do line by line.
+    #[test]
+    fn buffer_boundaries_and_line_ends_do_not_change_the_profile() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/callgrind/callgrind.out.recursion-loops");
+        let text = std::fs::read(path).unwrap();
+        let whole = read_bytes(&mut text.as_slice()).unwrap();
+        assert!(whole.processes[0].images.iter().any(|i| i.costs.len() > 50));
+        for capacity in [1, 7, 64, 4096] {
+            let mut input = std::io::BufReader::with_capacity(capacity, text.as_slice());
+            assert_eq!(read_bytes(&mut input).unwrap(), whole, "buffer of {capacity} bytes");
         }
-    }
-    for calls in &mut call_execs {
-        calls.sort_unstable_by_key(|&(addr, _)| addr);
-        calls.dedup_by(|next, kept| {
-            if next.0 == kept.0 {
-                kept.1 = kept.1.saturating_add(next.1);
-                true
+        let mut crlf = Vec::new();
+        let mut blanks = Vec::new();
+        for line in text.split(|&b| b == b'\n') {
+            crlf.extend_from_slice(line);
+            crlf.extend_from_slice(b"\r\n");
+            blanks.extend_from_slice(line);
+            blanks.extend_from_slice(if line.first().is_some_and(|&b| starts_cost_line(b)) {
+                b" \t\n"
             } else {
-                false
-            }
-        });
-    }
-    let mut next_id = 4u64;
-    // Per image: block starts (sorted) for address look-ups, and each block's owner.
-    let mut starts: Vec<Vec<u64>> = Vec::with_capacity(nimages);
-    let mut owners: Vec<Vec<u32>> = Vec::with_capacity(nimages);
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let base: Vec<u32> = {
-            let names: HashMap<&str, u32> =
-                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
-            image
-                .symbols
-                .iter()
-                .enumerate()
-                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
-                .collect()
-        };
-        // (address, cost index): sorted, the first cost line at an address decides its owner
-        // and line.
-        let mut order: Vec<(u64, u32)> = image
-            .costs
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.symbol.is_some())
-            .filter_map(|(k, c)| Some((c.offset?, k as u32)))
-            .collect();
-        order.sort_unstable();
-        let mut merged: Vec<Instr> = Vec::with_capacity(order.len());
-        for (addr, k) in order {
-            let c = image.costs.get(k as usize);
-            let v = ir.map_or(0, |e| c.value(e));
-            match merged.last_mut() {
-                Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
-                _ => merged.push(Instr {
-                    addr,
-                    ir: v,
-                    owner: c.symbol.map_or(0, |s| base[s as usize]),
-                    file: c.file,
-                    line: c.line.unwrap_or(0),
-                    call: false,
-                }),
-            }
-        }
-        let calls = &call_execs[i];
-        let mut ci = 0usize;
-        for m in &mut merged {
-            while ci < calls.len() && calls[ci].0 < m.addr {
-                ci += 1;
-            }
-            if ci < calls.len() && calls[ci].0 == m.addr {
-                m.call = true;
-                let n = calls[ci].1;
-                if n > 0 {
-                    m.ir = m.ir.min(n);
-                }
-            }
-        }
-        let mut lead = std::mem::take(&mut leaders[i]);
-        lead.extend(image.symbols.iter().filter_map(|s| s.offset));
-        lead.sort_unstable();
-        lead.dedup();
-        let mut end = std::mem::take(&mut enders[i]);
-        end.sort_unstable();
-        end.dedup();
-        // Cursors into the sorted leaders and enders: the walk below visits addresses in order.
-        let (mut li, mut ei) = (0usize, 0usize);
-        let mut is_lead = |a: u64| {
-            while li < lead.len() && lead[li] < a {
-                li += 1;
-            }
-            li < lead.len() && lead[li] == a
-        };
-        let mut is_end = |a: u64| {
-            while ei < end.len() && end[ei] < a {
-                ei += 1;
-            }
-            ei < end.len() && end[ei] == a
-        };
-
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut block_owner: Vec<u32> = Vec::new();
-        let mut lines: Vec<SourceLine> = Vec::new();
-        let mut k = 0;
-        while k < merged.len() {
-            let first = &merged[k];
-            let mut j = k + 1;
-            while j < merged.len() {
-                let prev = &merged[j - 1];
-                let x = &merged[j];
-                // A call inside a block runs as often as the block: its own Ir may carry
-                // skipped code and its calls may count a lazy binding twice.
-                if is_lead(x.addr)
-                    || is_end(prev.addr)
-                    || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir && !x.call)
-                {
-                    break;
-                }
-                j += 1;
-            }
-            let last = &merged[j - 1];
-            let last_len = match merged.get(j) {
-                Some(n) if n.addr - last.addr <= MAX_INSTR_LEN => n.addr - last.addr,
-                _ => 1,
-            };
-            let size = last.addr - first.addr + last_len;
-            // Source lines: runs of instructions on the same file and line.
-            let mut r = k;
-            while r < j {
-                let mut q = r + 1;
-                while q < j && merged[q].file == merged[r].file && merged[q].line == merged[r].line {
-                    q += 1;
-                }
-                let end_addr = if q < j { merged[q].addr } else { first.addr + size };
-                lines.push(SourceLine {
-                    file: merged[r].file,
-                    line: merged[r].line,
-                    offset: merged[r].addr,
-                    size: end_addr - merged[r].addr,
-                    num_instrs: (q - r) as u64,
-                });
-                r = q;
-            }
-            blocks.push(Block {
-                id: next_id,
-                offset: first.addr,
-                size,
-                num_instrs: (j - k) as u64,
-                last_instr_offset: last.addr - first.addr,
-                count: ir.map(|_| first.ir),
+                b"\n"
             });
-            block_owner.push(first.owner);
-            next_id += 1;
-            k = j;
         }
-        starts.push(blocks.iter().map(|b| b.offset).collect());
-        owners.push(block_owner);
-        image.blocks = blocks;
-        image.source_lines = lines;
+        assert_eq!(read_bytes(&mut crlf.as_slice()).unwrap(), whole);
+        assert_eq!(read_bytes(&mut blanks.as_slice()).unwrap(), whole);
     }
 
-    let images = &process.images;
-    // Blocks by first and by last instruction: where associations end and start.
-    let mut by_start: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
-    let mut by_last: HashMap<(u32, u64), u32, FastHash> = HashMap::default();
-    for (i, image) in images.iter().enumerate() {
-        by_start.reserve(image.blocks.len());
-        by_last.reserve(image.blocks.len());
-        for (b, block) in image.blocks.iter().enumerate() {
-            by_start.insert((i as u32, block.offset), b as u32);
-            by_last.insert((i as u32, block.offset + block.last_instr_offset), b as u32);
+    /// A malformed line inside a run of cost lines is reported at its own line, with what the
+    /// line-by-line parser says of it.
+    #[test]
+    fn a_bad_line_in_a_run_names_its_line() {
+        let head = "events: Ir\npositions: instr line\nfn=main\n";
+        for (bad, expected) in [
+            ("+2 3 4x", "expected a number"),
+            ("+2 3 4 5", "more than 1 cost"),
+            ("-99999 3 4", "below zero"),
+            ("+2", "1 position(s)"),
+            ("+2 5000000000 1", "line number 5000000000 is too large"),
+        ] {
+            let text = format!("{head}0x10 1 1\n+1 1 1\n{bad}\n+1 1 1\n");
+            let err = read_bytes(&mut text.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains(":6") || err.contains("line 6"), "{bad}: {err}");
+            assert!(err.contains(expected), "{bad}: {err}");
         }
-    }
-    let block_at = |image: u32, addr: u64| -> Option<BlockRef> {
-        by_start.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
-    };
-    let block_ending_at = |image: u32, addr: u64| -> Option<BlockRef> {
-        by_last.get(&(image, addr)).map(|&b| BlockRef { image, block: b })
-    };
-    let next_block = |r: BlockRef| -> Option<BlockRef> {
-        let blocks = &images[r.image as usize].blocks;
-        let b = &blocks[r.block as usize];
-        let n = blocks.get(r.block as usize + 1)?;
-        let owner = &owners[r.image as usize];
-        (n.offset == b.offset + b.size && owner[r.block as usize] == owner[r.block as usize + 1])
-            .then_some(BlockRef { image: r.image, block: r.block + 1 })
-    };
-
-    let mut set = EdgeSet::default();
-    let mut ends_in_jump: Vec<Vec<bool>> = images.iter().map(|i| vec![false; i.blocks.len()]).collect();
-    // Associations at addresses without costs stay edges between functions.
-    let mut unplaced: Vec<usize> = Vec::new();
-    let mut call_sites: Vec<(BlockRef, BlockRef, usize, u64)> = Vec::new();
-    for (k, a) in arcs.iter().enumerate() {
-        let (Some(si), Some(ti)) = (a.src_instr, a.tgt_instr) else {
-            unplaced.push(k);
-            continue;
-        };
-        let Some(src) = block_ending_at(a.src_image, si) else {
-            unplaced.push(k);
-            continue;
-        };
-        let tgt = block_at(a.tgt_image, ti);
-        match a.kind {
-            ArcKind::Call => {
-                let Some(tgt) = tgt else {
-                    unplaced.push(k);
-                    continue;
-                };
-                set.add((src, tgt, EdgeKind::Call), a.thread, a.count, &a.inclusive, || site(a));
-                if let Some(ret) = next_block(src) {
-                    // As Pin writes them: the bypass links call site and return site for the
-                    // routine's shape; the returns carry the counts.
-                    set.add((src, ret, EdgeKind::CallBypass), a.thread, 0, &[], || None);
-                }
-                call_sites.push((src, tgt, a.thread, a.count));
-            }
-            ArcKind::Jump | ArcKind::Jcnd => {
-                let kind = if a.kind == ArcKind::Jump {
-                    ends_in_jump[src.image as usize][src.block as usize] = true;
-                    EdgeKind::UnconditionalBranch
-                } else {
-                    EdgeKind::ConditionalBranch
-                };
-                match tgt {
-                    Some(tgt) if a.count > 0 => set.add((src, tgt, kind), a.thread, a.count, &[], || None),
-                    None if a.count > 0 => {
-                        unplaced.push(k);
-                        continue;
-                    }
-                    _ => {}
-                }
-                if a.kind == ArcKind::Jcnd && a.executed > a.count {
-                    if let Some(ft) = next_block(src) {
-                        set.add(
-                            (src, ft, EdgeKind::FallThrough),
-                            a.thread,
-                            a.executed - a.count,
-                            &[],
-                            || None,
-                        );
-                    }
-                }
-            }
-        }
-    }
-    // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
-    if ir.is_some() {
-        let mut incoming: HashMap<BlockRef, u64, FastHash> = HashMap::default();
-        let mut has_out: std::collections::HashSet<BlockRef, FastHash> = Default::default();
-        for (k, e) in &set.items {
-            *incoming.entry(k.1).or_default() += e.counts.iter().sum::<u64>();
-            has_out.insert(k.0);
-        }
-        for (i, img) in images.iter().enumerate() {
-            for (b, &jumps) in ends_in_jump[i].iter().enumerate() {
-                let r = BlockRef { image: i as u32, block: b as u32 };
-                if has_out.contains(&r) || jumps {
-                    continue;
-                }
-                let Some(n) = next_block(r) else { continue };
-                let next_count = img.blocks[n.block as usize].count.unwrap_or(0);
-                let other = incoming.get(&n).copied().unwrap_or(0);
-                let ft = next_count.saturating_sub(other).min(img.blocks[b].count.unwrap_or(0));
-                if ft > 0 {
-                    set.add((r, n, EdgeKind::FallThrough), 0, ft, &[], || None);
-                }
-            }
-        }
-    }
-    // Returns: from the callee's exit blocks (those with no way on inside the routine) to the
-    // return sites of its calls. With one exit, each call site gets its calls back from it;
-    // with several, the exits' executions are handed out to the return sites in address order (the
-    // file does not say which return went where; the counts still add up).
-    let has_out: std::collections::HashSet<BlockRef, FastHash> = set.items.iter().map(|(k, _)| k.0).collect();
-    // Aggregated and sorted, so that the hand-out does not depend on the order of the lines.
-    let mut demand: HashMap<((u32, u32), BlockRef, usize), u64, FastHash> = HashMap::default();
-    for (src, callee, thread, count) in call_sites {
-        let Some(ret) = next_block(src) else { continue };
-        let owner = owners[callee.image as usize][callee.block as usize];
-        *demand.entry(((callee.image, owner), ret, thread)).or_default() += count;
-    }
-    let mut demands: Vec<((u32, u32), BlockRef, usize, u64)> =
-        demand.into_iter().map(|((k, r, t), c)| (k, r, t, c)).collect();
-    demands.sort_unstable();
-    // Exit blocks of every routine, with the executions each has left to hand out.
-    let mut supply: HashMap<(u32, u32), Vec<(u32, u64)>, FastHash> = HashMap::default();
-    for (i, owner) in owners.iter().enumerate() {
-        for (b, &o) in owner.iter().enumerate() {
-            if !has_out.contains(&BlockRef { image: i as u32, block: b as u32 }) && !ends_in_jump[i][b] {
-                supply
-                    .entry((i as u32, o))
-                    .or_default()
-                    .push((b as u32, images[i].blocks[b].count.unwrap_or(0)));
-            }
-        }
-    }
-    for (key, ret, thread, count) in demands {
-        let Some(exits) = supply.get_mut(&key) else { continue };
-        if let [(x, _)] = exits[..] {
-            set.add((BlockRef { image: key.0, block: x }, ret, EdgeKind::Return), thread, count, &[], || {
-                None
-            });
-            continue;
-        }
-        let mut need = count;
-        for (x, left) in exits.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            let take = need.min(*left);
-            if take > 0 {
-                set.add(
-                    (BlockRef { image: key.0, block: *x }, ret, EdgeKind::Return),
-                    thread,
-                    take,
-                    &[],
-                    || None,
-                );
-                *left -= take;
-                need -= take;
-            }
-        }
-    }
-    // Sorted by key through a permutation of small (key, index) pairs, so that the sort moves
-    // neither counts nor inclusive costs; keys are distinct, so the order is fully determined.
-    let mut items = set.items;
-    let mut perm: Vec<(EdgeKey, u32)> = items.iter().enumerate().map(|(n, (k, _))| (*k, n as u32)).collect();
-    perm.sort_unstable();
-    let mut edges: Vec<Edge> = Vec::with_capacity(items.len());
-    for (n, (key, at)) in perm.into_iter().enumerate() {
-        let e = std::mem::take(&mut items[at as usize].1);
-        edges.push(Edge {
-            id: n as u64 + 1,
-            source: NodeRef::Block(key.0),
-            target: NodeRef::Block(key.1),
-            kind: key.2,
-            counts: e.counts,
-            details: EdgeDetails::boxed(e.inclusive, e.site),
-        });
-    }
-    // Routines: the functions of the file.
-    let mut out_intra: Vec<Vec<bool>> = images.iter().map(|i| vec![false; i.blocks.len()]).collect();
-    let mut returns: Vec<Vec<bool>> = out_intra.clone();
-    for e in &edges {
-        if let NodeRef::Block(s) = e.source {
-            if e.kind.is_intra_routine() {
-                out_intra[s.image as usize][s.block as usize] = true;
-            }
-            if e.kind.is_return() {
-                returns[s.image as usize][s.block as usize] = true;
-            }
-        }
-    }
-    for (i, image) in process.images.iter_mut().enumerate() {
-        let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut slot: HashMap<u32, usize, FastHash> = HashMap::default();
-        for (b, &o) in owners[i].iter().enumerate() {
-            let k = *slot.entry(o).or_insert_with(|| {
-                by_owner.push((o, Vec::new()));
-                by_owner.len() - 1
-            });
-            by_owner[k].1.push(b as u32);
-        }
-        let routines = by_owner
-            .into_iter()
-            .map(|(owner, nodes)| {
-                let entry_addr = image.symbols[owner as usize].offset;
-                let entry = nodes
-                    .iter()
-                    .copied()
-                    .find(|&b| Some(image.blocks[b as usize].offset) == entry_addr)
-                    .unwrap_or(nodes[0]);
-                let exits = nodes
-                    .iter()
-                    .copied()
-                    .filter(|&b| returns[i][b as usize] || !out_intra[i][b as usize])
-                    .collect();
-                Routine { entry, exits, nodes, ..Routine::default() }
-            })
-            .collect();
-        if !image.blocks.is_empty() {
-            image.routines = Some(routines);
-        }
-    }
-    process.edges = edges;
-    if !unplaced.is_empty() {
-        let first_id = process.edges.len() as u64 + 1;
-        let rest: Vec<&RawArc> = unplaced.iter().map(|&k| &arcs[k]).collect();
-        function_edges(process, rest, first_id);
+        let text = format!("{head}0x10 1 1\n+1 1 1\n+1 +2 2\n");
+        let p = read_bytes(&mut text.as_bytes()).unwrap();
+        let costs = &p.processes[0].images[0].costs;
+        assert_eq!(
+            (costs.len(), costs.offset(2), costs.line(2), costs.values(2)),
+            (3, Some(0x12), Some(3), &[2][..])
+        );
     }
 }

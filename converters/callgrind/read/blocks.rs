@@ -1,0 +1,801 @@
+//! From the associations of a Callgrind file to edges: between functions, or, when the file has
+//! instruction addresses and jumps, between basic blocks rebuilt from the executed addresses.
+//!
+//! The rebuild is a handful of sorted walks rather than hash look-ups: the executed addresses
+//! of an image, the sources and the targets of its associations are each sorted once by address
+//! (a radix sort, see [`super::radix`]) and then merged in one pass; edges are gathered as a list
+//! of contributions and merged after a counting sort by source block. Blocks are numbered
+//! process-wide ("global" indices: the blocks of image 0, then image 1, ...), which orders them
+//! as [`BlockRef`]s are ordered.
+
+use super::radix;
+use super::{recursion_base, ArcKind, RawArc};
+use crate::ir::{
+    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
+    SymbolRef,
+};
+use crate::mem;
+
+/// Longest x86 instruction: the most a block's last instruction is taken to span.
+const MAX_INSTR_LEN: u64 = 15;
+/// "No block" in the per-association block tables.
+const NONE: u32 = u32::MAX;
+
+/// The associations of one process, with the store of the calls' inclusive costs.
+pub(in crate::converters::callgrind) struct Arcs<'a> {
+    pub arcs: &'a [RawArc],
+    pub inclusive: &'a [u64],
+    /// The length every call's inclusive cost is padded to with zeros (events named by a later
+    /// part than the call's), or 0.
+    pub pad_to: usize,
+}
+
+impl Arcs<'_> {
+    fn inclusive_of(&self, a: &RawArc) -> &[u64] {
+        &self.inclusive[a.incl_start..a.incl_start + a.incl_len as usize]
+    }
+
+    /// The callee's inclusive cost of a call, padded; empty for jumps.
+    fn inclusive(&self, a: &RawArc) -> Vec<u64> {
+        if a.kind != ArcKind::Call {
+            return Vec::new();
+        }
+        let mut v = self.inclusive_of(a).to_vec();
+        if v.len() < self.pad_to {
+            v.resize(self.pad_to, 0);
+        }
+        v
+    }
+}
+
+/// For every symbol of every image: the symbol of its base function when it is a recursion
+/// level (`fib'2` -> `fib`, when `fib` is a symbol of the image), else itself.
+pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
+    process
+        .images
+        .iter()
+        .map(|image| {
+            let names: std::collections::HashMap<&str, u32> =
+                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
+            image
+                .symbols
+                .iter()
+                .enumerate()
+                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
+                .collect()
+        })
+        .collect()
+}
+
+/// Symbol addresses: a function starts where calls enter it (the lowest call target), or,
+/// when nothing calls it, at its lowest costed address; it extends to its highest costed
+/// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
+/// their own.
+pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
+    let entries = call_entries(process, arcs);
+    for (i, image) in process.images.iter_mut().enumerate() {
+        let mut extents = vec![None; image.symbols.len()];
+        let costs = &image.costs;
+        for row in 0..costs.len() {
+            if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
+                widen(&mut extents[s as usize], o);
+            }
+        }
+        apply_extents(image, &bases[i], &entries[i], &extents);
+    }
+}
+
+/// For every symbol of every image: the lowest address a call enters it at.
+fn call_entries(process: &Process, arcs: &[RawArc]) -> Vec<Vec<Option<u64>>> {
+    let mut entries: Vec<Vec<Option<u64>>> =
+        process.images.iter().map(|i| vec![None; i.symbols.len()]).collect();
+    for a in arcs {
+        if let (ArcKind::Call, Some(t)) = (a.kind, a.tgt_instr()) {
+            let e = &mut entries[a.tgt_image as usize][a.tgt_symbol as usize];
+            *e = Some(e.map_or(t, |e| e.min(t)));
+        }
+    }
+    entries
+}
+
+/// Widens a symbol's lowest and highest costed address to take in `addr`.
+#[inline]
+fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
+    *extent = Some(extent.map_or((addr, addr), |(lo, hi)| (lo.min(addr), hi.max(addr))));
+}
+
+/// Sets the offset and size of an image's symbols from their call entries and costed extents
+/// (see [`set_symbol_extents`]).
+fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], extents: &[Option<(u64, u64)>]) {
+    for (s, sym) in image.symbols.iter_mut().enumerate() {
+        if base[s] != s as u32 {
+            continue;
+        }
+        let start = entries[s].or(extents[s].map(|(lo, _)| lo));
+        sym.offset = start;
+        if let (Some(start), Some((_, hi))) = (start, extents[s]) {
+            if hi >= start {
+                sym.size = Some(hi - start + 1);
+            }
+        }
+    }
+}
+
+fn thread_counts(thread: u32, count: u64) -> Counts {
+    let mut v = Counts::from_elem(0, thread as usize + 1);
+    v[thread as usize] = count;
+    v
+}
+
+fn site(a: &RawArc) -> Site {
+    Site {
+        source_offset: a.src_instr(),
+        source_line: a.src_line(),
+        target_offset: a.tgt_instr(),
+        target_line: a.tgt_line(),
+    }
+}
+
+fn edge_kind(kind: ArcKind) -> EdgeKind {
+    match kind {
+        ArcKind::Call => EdgeKind::Call,
+        ArcKind::Jump => EdgeKind::UnconditionalBranch,
+        ArcKind::Jcnd => EdgeKind::ConditionalBranch,
+    }
+}
+
+/// Edges between functions, one per association line, in file order (a `jcnd=` that was not
+/// always followed adds a fall-through from the function to itself).
+pub(super) fn function_edges<'a>(
+    process: &mut Process,
+    arcs: &Arcs,
+    list: impl IntoIterator<Item = &'a RawArc>,
+    first_id: u64,
+) {
+    let mut id = first_id;
+    for a in list {
+        let source = NodeRef::Symbol(SymbolRef { image: a.src_image, symbol: a.src_symbol });
+        let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
+        let kind = edge_kind(a.kind);
+        let site = site(a);
+        if a.kind == ArcKind::Jcnd && a.executed > a.count {
+            process.edges.push(Edge {
+                id,
+                source,
+                target,
+                kind,
+                counts: thread_counts(a.thread, a.count),
+                details: EdgeDetails::boxed(Vec::new(), Some(site.clone())),
+            });
+            id += 1;
+            let ft_site = Site { target_offset: None, target_line: None, ..site };
+            process.edges.push(Edge {
+                id,
+                source,
+                target: source,
+                kind: EdgeKind::FallThrough,
+                counts: thread_counts(a.thread, a.executed - a.count),
+                details: EdgeDetails::boxed(Vec::new(), Some(ft_site)),
+            });
+        } else {
+            process.edges.push(Edge {
+                id,
+                source,
+                target,
+                kind,
+                counts: thread_counts(a.thread, a.count),
+                details: EdgeDetails::boxed(arcs.inclusive(a), Some(site)),
+            });
+        }
+        id += 1;
+    }
+}
+
+/// One executed instruction address of an image, gathered from the cost lines.
+#[derive(Clone, Copy, Default)]
+struct Instr {
+    addr: u64,
+    /// Executions (`Ir` summed over every function context at this address).
+    ir: u64,
+    /// The function the address belongs to (a recursion level's base function).
+    owner: u32,
+    /// Source file, `NONE` when unknown.
+    file: u32,
+    line: u32,
+    /// [`LEAD`], [`END`], [`CALL`].
+    flags: u8,
+}
+
+/// A block must start at this instruction (a jump or call target, a function entry).
+const LEAD: u8 = 1;
+/// A block must end at this instruction (the source of an association).
+const END: u8 = 2;
+/// A call instruction (the source of a `calls=` line).
+const CALL: u8 = 4;
+
+/// One end of an association: its address, its count and whether it is a call (for the call
+/// instruction's executions), and whether a block must start there.
+#[derive(Clone, Copy, Default)]
+struct ArcEnd {
+    addr: u64,
+    count: u64,
+    arc: u32,
+    call: bool,
+    lead: bool,
+}
+
+/// One association's share of an edge, before equal edges are merged.
+#[derive(Clone, Copy)]
+struct Contribution {
+    source: u32,
+    target: u32,
+    kind: EdgeKind,
+    thread: u32,
+    count: u64,
+    /// The `calls=` line (inclusive cost and site), `NONE` for other contributions.
+    arc: u32,
+}
+
+/// Edges being gathered: parallel associations (several function contexts at one address,
+/// several parts) are merged at the end. Tracks what the later steps ask of the edges so far:
+/// whether a block has an outgoing edge and the traversals into each block.
+struct EdgeSet {
+    items: Vec<Contribution>,
+    has_out: Vec<bool>,
+    incoming: Vec<u64>,
+}
+
+impl EdgeSet {
+    fn add(&mut self, source: u32, target: u32, kind: EdgeKind, thread: u32, count: u64, arc: u32) {
+        self.items.push(Contribution { source, target, kind, thread, count, arc });
+        self.has_out[source as usize] = true;
+        let t = &mut self.incoming[target as usize];
+        *t = t.saturating_add(count);
+    }
+}
+
+fn add_counts(into: &mut Counts, thread: u32, n: u64) {
+    let thread = thread as usize;
+    if into.len() <= thread {
+        into.resize(thread + 1, 0);
+    }
+    into[thread] = into[thread].saturating_add(n);
+}
+
+/// Blocks of the process in global numbering.
+struct Blocks {
+    /// Global index of each image's first block; one more entry holds the total.
+    base: Vec<u32>,
+    /// Image of each block.
+    image: Vec<u32>,
+    /// Owning function of each block (index into its image's symbols).
+    owner: Vec<u32>,
+    /// Executions of each block (0 when unknown).
+    count: Vec<u64>,
+    /// Whether the next block directly follows this one in the same function (where a call
+    /// returns to and a jump falls through to).
+    has_next: Vec<bool>,
+}
+
+impl Blocks {
+    fn block_ref(&self, g: u32) -> BlockRef {
+        let image = self.image[g as usize];
+        BlockRef { image, block: g - self.base[image as usize] }
+    }
+
+    fn next(&self, g: u32) -> Option<u32> {
+        self.has_next[g as usize].then_some(g + 1)
+    }
+}
+
+/// Rebuilds basic blocks from a file with instruction addresses and jumps, and turns the
+/// associations into a control-flow graph.
+///
+/// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
+/// target, at a function entry, after a jump or call source, where the owning function changes
+/// and where the executed count changes (so every instruction of a block ran equally often).
+/// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
+/// A call instruction runs as often as the block it ends; a call that starts a block runs the
+/// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
+/// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
+/// its first instruction. Its last instruction's length is the distance to the next executed
+/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
+///
+/// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
+/// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
+/// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
+/// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
+/// or call falls through to the next one as often as the next block's count exceeds its other
+/// incoming edges. Associations at addresses without costs stay edges between functions.
+/// Routines are the functions of the file: every block belongs to the function of its first
+/// instruction (a recursion level's base function).
+pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>, bases: &[Vec<u32>]) {
+    let list = arcs.arcs;
+    let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
+    if list.len() >= NONE as usize || rows >= NONE as usize {
+        // Associations, cost rows and blocks are numbered in 32 bits here; past that (a file
+        // of hundreds of gigabytes), edges join functions.
+        set_symbol_extents(process, list, bases);
+        return function_edges(process, arcs, list, 1);
+    }
+    let nimages = process.images.len();
+    // Each image's association sources and targets, by address, with what the walks below
+    // ask of the association (so that they need not look it up).
+    let mut sources: Vec<Vec<ArcEnd>> = vec![Vec::new(); nimages];
+    let mut targets: Vec<Vec<ArcEnd>> = vec![Vec::new(); nimages];
+    for (k, a) in list.iter().enumerate() {
+        if let (Some(s), Some(t)) = (a.src_instr(), a.tgt_instr()) {
+            let call = a.kind == ArcKind::Call;
+            let arc = k as u32;
+            sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
+            let lead = call || a.count > 0;
+            targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
+        }
+    }
+    // The block each association leaves from (ends at) and goes to (starts at).
+    let mut arc_source = vec![NONE; list.len()];
+    let mut arc_target = vec![NONE; list.len()];
+    let mut blocks_of = Blocks {
+        base: Vec::with_capacity(nimages + 1),
+        image: Vec::new(),
+        owner: Vec::new(),
+        count: Vec::new(),
+        has_next: Vec::new(),
+    };
+    let entries = call_entries(process, list);
+    let mut next_id = 4u64;
+    for (i, image) in process.images.iter_mut().enumerate() {
+        let global = blocks_of.owner.len() as u32;
+        blocks_of.base.push(global);
+        let (mut merged, extents) = instructions(image, ir, &bases[i]);
+        apply_extents(image, &bases[i], &entries[i], &extents);
+        let srcs = &mut sources[i];
+        radix::sort_by_key(srcs, |e| e.addr);
+        let tgts = &mut targets[i];
+        radix::sort_by_key(tgts, |e| e.addr);
+        let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
+        entries.sort_unstable();
+        mark(&mut merged, srcs, tgts, &entries);
+
+        // At most one block and one source line per instruction: reserved at once (on huge
+        // pages where offered), the untouched rest costs address space only.
+        let mut blocks: Vec<Block> = mem::vec_with_capacity(merged.len());
+        let mut lines: Vec<SourceLine> = mem::vec_with_capacity(merged.len());
+        let (mut sc, mut tc) = (0usize, 0usize);
+        let mut k = 0;
+        while k < merged.len() {
+            let first = merged[k];
+            let mut j = k + 1;
+            while j < merged.len() {
+                let prev = &merged[j - 1];
+                let x = &merged[j];
+                // A call inside a block runs as often as the block: its own Ir may carry
+                // skipped code and its calls may count a lazy binding twice.
+                if x.flags & LEAD != 0
+                    || prev.flags & END != 0
+                    || x.owner != first.owner
+                    || (ir.is_some() && x.ir != first.ir && x.flags & CALL == 0)
+                {
+                    break;
+                }
+                j += 1;
+            }
+            let last = merged[j - 1];
+            let last_len = match merged.get(j) {
+                Some(n) if n.addr - last.addr <= MAX_INSTR_LEN => n.addr - last.addr,
+                _ => 1,
+            };
+            let size = last.addr - first.addr + last_len;
+            // Source lines: runs of instructions on the same file and line.
+            let mut r = k;
+            while r < j {
+                let mut q = r + 1;
+                while q < j && merged[q].file == merged[r].file && merged[q].line == merged[r].line {
+                    q += 1;
+                }
+                let end_addr = if q < j { merged[q].addr } else { first.addr + size };
+                lines.push(SourceLine {
+                    file: (merged[r].file != NONE).then_some(merged[r].file),
+                    line: merged[r].line,
+                    offset: merged[r].addr,
+                    size: end_addr - merged[r].addr,
+                    num_instrs: (q - r) as u64,
+                });
+                r = q;
+            }
+            // The associations that go to this block and those that leave it.
+            let g = global + blocks.len() as u32;
+            while tc < tgts.len() && tgts[tc].addr < first.addr {
+                tc += 1;
+            }
+            while tc < tgts.len() && tgts[tc].addr == first.addr {
+                arc_target[tgts[tc].arc as usize] = g;
+                tc += 1;
+            }
+            while sc < srcs.len() && srcs[sc].addr < last.addr {
+                sc += 1;
+            }
+            while sc < srcs.len() && srcs[sc].addr == last.addr {
+                arc_source[srcs[sc].arc as usize] = g;
+                sc += 1;
+            }
+            let count = ir.map(|_| first.ir);
+            if let Some(prev) = blocks.last() {
+                let adjacent =
+                    prev.offset + prev.size == first.addr && blocks_of.owner.last() == Some(&first.owner);
+                blocks_of.has_next.push(adjacent);
+            }
+            blocks.push(Block {
+                id: next_id,
+                offset: first.addr,
+                size,
+                num_instrs: (j - k) as u64,
+                last_instr_offset: last.addr - first.addr,
+                count,
+            });
+            blocks_of.image.push(i as u32);
+            blocks_of.owner.push(first.owner);
+            blocks_of.count.push(count.unwrap_or(0));
+            next_id += 1;
+            k = j;
+        }
+        if !blocks.is_empty() {
+            blocks_of.has_next.push(false);
+        }
+        image.blocks = blocks;
+        image.source_lines = lines;
+    }
+    drop(sources);
+    drop(targets);
+    let nblocks = blocks_of.owner.len();
+    blocks_of.base.push(nblocks as u32);
+    let b = &blocks_of;
+
+    let mut set = EdgeSet {
+        items: mem::vec_with_capacity(list.len() * 2 + nblocks),
+        has_out: vec![false; nblocks],
+        incoming: vec![0; nblocks],
+    };
+    let mut ends_in_jump = vec![false; nblocks];
+    // Associations at addresses without costs stay edges between functions.
+    let mut unplaced: Vec<usize> = Vec::new();
+    // (call site, callee entry, thread, calls)
+    let mut call_sites: Vec<(u32, u32, u32, u64)> = Vec::new();
+    for (k, a) in list.iter().enumerate() {
+        let (src, tgt) = (arc_source[k], arc_target[k]);
+        if src == NONE || a.tgt_instr().is_none() {
+            unplaced.push(k);
+            continue;
+        }
+        match a.kind {
+            ArcKind::Call => {
+                if tgt == NONE {
+                    unplaced.push(k);
+                    continue;
+                }
+                set.add(src, tgt, EdgeKind::Call, a.thread, a.count, k as u32);
+                if let Some(ret) = b.next(src) {
+                    // As Pin writes them: the bypass links call site and return site for the
+                    // routine's shape; the returns carry the counts.
+                    set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
+                }
+                call_sites.push((src, tgt, a.thread, a.count));
+            }
+            ArcKind::Jump | ArcKind::Jcnd => {
+                let kind = if a.kind == ArcKind::Jump {
+                    ends_in_jump[src as usize] = true;
+                    EdgeKind::UnconditionalBranch
+                } else {
+                    EdgeKind::ConditionalBranch
+                };
+                if a.count > 0 {
+                    if tgt == NONE {
+                        unplaced.push(k);
+                        continue;
+                    }
+                    set.add(src, tgt, kind, a.thread, a.count, NONE);
+                }
+                if a.kind == ArcKind::Jcnd && a.executed > a.count {
+                    if let Some(ft) = b.next(src) {
+                        set.add(src, ft, EdgeKind::FallThrough, a.thread, a.executed - a.count, NONE);
+                    }
+                }
+            }
+        }
+    }
+    drop(arc_source);
+    drop(arc_target);
+    // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
+    // Each block is looked at once, and only its own fall-through changes what the next one
+    // sees, so the edge set can grow during the walk.
+    if ir.is_some() {
+        for r in 0..nblocks as u32 {
+            if set.has_out[r as usize] || ends_in_jump[r as usize] {
+                continue;
+            }
+            let Some(n) = b.next(r) else { continue };
+            let ft = b.count[n as usize].saturating_sub(set.incoming[n as usize]).min(b.count[r as usize]);
+            if ft > 0 {
+                set.add(r, n, EdgeKind::FallThrough, 0, ft, NONE);
+            }
+        }
+    }
+    returns(process, &mut set, b, &ends_in_jump, call_sites);
+    let edges = merge_edges(set.items, b, arcs);
+    set_routines(process, &edges, b);
+    process.edges = edges;
+    if !unplaced.is_empty() {
+        let first_id = process.edges.len() as u64 + 1;
+        function_edges(process, arcs, unplaced.iter().map(|&k| &list[k]), first_id);
+    }
+}
+
+/// The executed addresses of an image in address order, one [`Instr`] each (the first cost line
+/// at an address decides its owner, file and line), and each symbol's lowest and highest costed
+/// address.
+fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
+    let costs = &image.costs;
+    let mut extents = vec![None; image.symbols.len()];
+    let rows = radix::sort_by_runs(costs.len(), |row| costs.symbol(row).and(costs.offset(row)));
+    let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
+    for row in rows {
+        let row = row as usize;
+        let (Some(addr), Some(symbol)) = (costs.offset(row), costs.symbol(row)) else { continue };
+        widen(&mut extents[symbol as usize], addr);
+        let v = ir.map_or(0, |e| costs.value(row, e));
+        match merged.last_mut() {
+            Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
+            _ => merged.push(Instr {
+                addr,
+                ir: v,
+                owner: base[symbol as usize],
+                file: costs.file(row).unwrap_or(NONE),
+                line: costs.line(row).unwrap_or(0),
+                flags: 0,
+            }),
+        }
+    }
+    (merged, extents)
+}
+
+/// Marks block leaders (association targets that ran, function entries), block ends
+/// (association sources) and call instructions. A call's executions are the sum of its calls
+/// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
+/// `--skip-plt=yes`, to the calling instruction's `Ir`).
+fn mark(merged: &mut [Instr], srcs: &[ArcEnd], tgts: &[ArcEnd], entries: &[u64]) {
+    let (mut si, mut ti, mut ei) = (0usize, 0usize, 0usize);
+    for m in merged.iter_mut() {
+        while si < srcs.len() && srcs[si].addr < m.addr {
+            si += 1;
+        }
+        let mut calls: Option<u64> = None;
+        while si < srcs.len() && srcs[si].addr == m.addr {
+            m.flags |= END;
+            if srcs[si].call {
+                calls = Some(calls.unwrap_or(0).saturating_add(srcs[si].count));
+            }
+            si += 1;
+        }
+        if let Some(n) = calls {
+            m.flags |= CALL;
+            if n > 0 {
+                m.ir = m.ir.min(n);
+            }
+        }
+        while ti < tgts.len() && tgts[ti].addr < m.addr {
+            ti += 1;
+        }
+        while ti < tgts.len() && tgts[ti].addr == m.addr {
+            if tgts[ti].lead {
+                m.flags |= LEAD;
+            }
+            ti += 1;
+        }
+        while ei < entries.len() && entries[ei] < m.addr {
+            ei += 1;
+        }
+        if ei < entries.len() && entries[ei] == m.addr {
+            m.flags |= LEAD;
+        }
+    }
+}
+
+/// Returns: from the callee's exit blocks (those with no way on inside the routine) to the
+/// return sites of its calls. With one exit, each call site gets its calls back from it; with
+/// several, the exits' executions are handed out to the return sites in address order (the
+/// file does not say which return went where; the counts still add up).
+fn returns(
+    process: &Process,
+    set: &mut EdgeSet,
+    b: &Blocks,
+    ends_in_jump: &[bool],
+    call_sites: Vec<(u32, u32, u32, u64)>,
+) {
+    // Functions numbered process-wide, as blocks are.
+    let mut symbol_base = Vec::with_capacity(process.images.len());
+    let mut nsymbols = 0usize;
+    for image in &process.images {
+        symbol_base.push(nsymbols as u32);
+        nsymbols += image.symbols.len();
+    }
+    let owner_of = |g: u32| symbol_base[b.image[g as usize] as usize] + b.owner[g as usize];
+    // Calls back to each return site, aggregated and sorted by (callee, return site, thread),
+    // so that the hand-out does not depend on the order of the lines.
+    let mut demands: Vec<(u64, u32, u64)> = call_sites
+        .into_iter()
+        .filter_map(|(src, callee, thread, count)| {
+            let ret = b.next(src)?;
+            Some((u64::from(owner_of(callee)) << 32 | u64::from(ret), thread, count))
+        })
+        .collect();
+    if demands.iter().any(|d| d.1 != 0) {
+        radix::sort_by_key(&mut demands, |d| u64::from(d.1));
+    }
+    radix::sort_by_key(&mut demands, |d| d.0);
+    demands.dedup_by(|next, kept| {
+        if (next.0, next.1) == (kept.0, kept.1) {
+            kept.2 = kept.2.saturating_add(next.2);
+            true
+        } else {
+            false
+        }
+    });
+    // Exit blocks of every function in block order, with the executions each has left to hand
+    // out: a counting sort by function.
+    let is_exit = |g: usize| !set.has_out[g] && !ends_in_jump[g];
+    let mut start = vec![0usize; nsymbols + 1];
+    for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
+        start[owner_of(g as u32) as usize + 1] += 1;
+    }
+    for s in 1..start.len() {
+        start[s] += start[s - 1];
+    }
+    let mut fill = start.clone();
+    let mut supply: Vec<(u32, u64)> = vec![(0, 0); start[nsymbols]];
+    for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
+        let s = owner_of(g as u32) as usize;
+        supply[fill[s]] = (g as u32, b.count[g]);
+        fill[s] += 1;
+    }
+    for (key, thread, count) in demands {
+        let (callee, ret) = ((key >> 32) as usize, key as u32);
+        let exits = &mut supply[start[callee]..start[callee + 1]];
+        if let [(x, _)] = exits[..] {
+            set.add(x, ret, EdgeKind::Return, thread, count, NONE);
+            continue;
+        }
+        let mut need = count;
+        for (x, left) in exits.iter_mut() {
+            if need == 0 {
+                break;
+            }
+            let take = need.min(*left);
+            if take > 0 {
+                set.add(*x, ret, EdgeKind::Return, thread, take, NONE);
+                *left -= take;
+                need -= take;
+            }
+        }
+    }
+}
+
+/// Merges the contributions into edges sorted by (source, target, kind), numbered from 1: a
+/// counting sort by source block, then each source's few contributions by target and kind.
+/// Contributions to one edge add up; a call edge keeps the site of its first `calls=` line.
+fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
+    let nblocks = b.owner.len();
+    let mut start = vec![0u32; nblocks + 1];
+    for c in &items {
+        start[c.source as usize + 1] += 1;
+    }
+    for s in 1..start.len() {
+        start[s] += start[s - 1];
+    }
+    let mut fill = start.clone();
+    let mut order = vec![0u32; items.len()];
+    for (n, c) in items.iter().enumerate() {
+        let f = &mut fill[c.source as usize];
+        order[*f as usize] = n as u32;
+        *f += 1;
+    }
+    drop(fill);
+    let mut edges: Vec<Edge> = mem::vec_with_capacity(items.len());
+    for s in 0..nblocks {
+        let group = &mut order[start[s] as usize..start[s + 1] as usize];
+        if group.is_empty() {
+            continue;
+        }
+        // Stable: equal edges keep the order in which they were added.
+        group.sort_by_key(|&n| (items[n as usize].target, items[n as usize].kind));
+        let mut x = 0;
+        while x < group.len() {
+            let first = &items[group[x] as usize];
+            let mut counts = Counts::new();
+            let mut inclusive: Vec<u64> = Vec::new();
+            let mut y = x;
+            while y < group.len() {
+                let c = &items[group[y] as usize];
+                if (c.target, c.kind) != (first.target, first.kind) {
+                    break;
+                }
+                add_counts(&mut counts, c.thread, c.count);
+                if c.arc != NONE {
+                    let a = &arcs.arcs[c.arc as usize];
+                    let add = arcs.inclusive_of(a);
+                    let len = add.len().max(arcs.pad_to).max(inclusive.len());
+                    inclusive.resize(len, 0);
+                    for (v, &w) in inclusive.iter_mut().zip(add) {
+                        *v = v.saturating_add(w);
+                    }
+                }
+                y += 1;
+            }
+            let site = (first.arc != NONE).then(|| site(&arcs.arcs[first.arc as usize]));
+            edges.push(Edge {
+                id: edges.len() as u64 + 1,
+                source: NodeRef::Block(b.block_ref(first.source)),
+                target: NodeRef::Block(b.block_ref(first.target)),
+                kind: first.kind,
+                counts,
+                details: EdgeDetails::boxed(inclusive, site),
+            });
+            x = y;
+        }
+    }
+    edges
+}
+
+/// Routines: the functions of the file, in the order their first block appears. A routine's
+/// entry is the block at its function's address (else its first block); its exits are the
+/// blocks that return or have no edge on inside the routine.
+fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
+    let nblocks = b.owner.len();
+    let mut out_intra = vec![false; nblocks];
+    let mut returns = vec![false; nblocks];
+    for e in edges {
+        if let NodeRef::Block(s) = e.source {
+            let g = (b.base[s.image as usize] + s.block) as usize;
+            if e.kind.is_intra_routine() {
+                out_intra[g] = true;
+            }
+            if e.kind.is_return() {
+                returns[g] = true;
+            }
+        }
+    }
+    for (i, image) in process.images.iter_mut().enumerate() {
+        if image.blocks.is_empty() {
+            continue;
+        }
+        let global = b.base[i] as usize;
+        let owners = &b.owner[global..global + image.blocks.len()];
+        let mut slot = vec![NONE; image.symbols.len()];
+        let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (k, &o) in owners.iter().enumerate() {
+            let s = &mut slot[o as usize];
+            if *s == NONE {
+                *s = by_owner.len() as u32;
+                by_owner.push((o, Vec::new()));
+            }
+            by_owner[*s as usize].1.push(k as u32);
+        }
+        let routines = by_owner
+            .into_iter()
+            .map(|(owner, nodes)| {
+                let entry_addr = image.symbols[owner as usize].offset;
+                let entry = nodes
+                    .iter()
+                    .copied()
+                    .find(|&k| Some(image.blocks[k as usize].offset) == entry_addr)
+                    .unwrap_or(nodes[0]);
+                let exits = nodes
+                    .iter()
+                    .copied()
+                    .filter(|&k| returns[global + k as usize] || !out_intra[global + k as usize])
+                    .collect();
+                Routine { entry, exits, nodes, ..Routine::default() }
+            })
+            .collect();
+        image.routines = Some(routines);
+    }
+}

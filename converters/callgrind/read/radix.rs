@@ -1,0 +1,199 @@
+//! Sorts for the block rebuild's address lists (millions of executed addresses, hundreds of
+//! thousands of jump ends): a stable least-significant-digit radix sort on `u64` keys, and a
+//! merge of presorted runs.
+//!
+//! Addresses of one object share their high bytes, so the digits (bytes) on which every key
+//! agrees are found in one pass and skipped: a typical list sorts in three or four passes of
+//! one read and one scattered write each, against the `n log n` comparisons of a comparison
+//! sort.
+
+/// Below this length a comparison sort is cheaper than the histogram passes.
+const SMALL: usize = 64;
+
+/// Sorts `items` by `key`, stably (items with equal keys keep their order).
+pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    sort_with(items, &mut Vec::new(), key);
+}
+
+/// [`sort_by_key`] with a scratch buffer of the caller's, for many sorts in a row.
+pub fn sort_with<T: Copy + Default>(items: &mut Vec<T>, scratch: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    let n = items.len();
+    if n < SMALL {
+        items.sort_by_key(|t| key(t));
+        return;
+    }
+    let first = key(&items[0]);
+    // Bits in which some key differs from the first: only those digits need a pass.
+    let differ = items.iter().fold(0u64, |acc, t| acc | (key(t) ^ first));
+    if differ == 0 {
+        return;
+    }
+    if scratch.capacity() < n {
+        *scratch = crate::mem::vec_with_capacity(n);
+    }
+    scratch.clear();
+    scratch.resize(n, T::default());
+    let (mut from, mut to) = (std::mem::take(items), std::mem::take(scratch));
+    let mut counts = [0usize; 256];
+    for digit in 0..8 {
+        let shift = digit * 8;
+        if (differ >> shift) & 0xff == 0 {
+            continue;
+        }
+        counts.fill(0);
+        for t in &from {
+            counts[((key(t) >> shift) & 0xff) as usize] += 1;
+        }
+        let mut at = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = at;
+            at += here;
+        }
+        for t in &from {
+            let d = ((key(t) >> shift) & 0xff) as usize;
+            to[counts[d]] = *t;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut from, &mut to);
+    }
+    *items = from;
+    *scratch = to;
+}
+
+/// The widest step between consecutive keys of one run. A run stays within one piece of code:
+/// a function's hot and cold parts, or two functions next to each other in the file but not in
+/// memory, make runs of their own, so that runs seldom overlap.
+const RUN_GAP: u64 = 1024;
+
+/// A run of consecutive rows whose keys strictly ascend.
+#[derive(Clone, Copy)]
+struct Run {
+    first: u64,
+    last: u64,
+    start: u32,
+    end: u32,
+}
+
+/// The rows below `rows` that have a key, sorted by (key, row): for input that comes in long
+/// ascending runs, such as the cost lines of a Callgrind file (each function's lines in address
+/// order, the functions in no order).
+///
+/// The runs are found in one pass and sorted by their first key; runs whose key ranges do not
+/// overlap are then copied out in order, and only the rows of runs that overlap (a recursion
+/// level's cost lines beside its base function's) are sorted together. Reads and writes are
+/// sequential except from one run to the next, and nothing is moved but row numbers. Rows are
+/// numbered in 32 bits: `rows` must be below `u32::MAX` (the block rebuild checks it first).
+pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u32> {
+    assert!(rows < u32::MAX as usize, "rows are numbered in 32 bits; the caller checks");
+    let mut runs: Vec<Run> = Vec::new();
+    let mut keyed = 0usize;
+    let mut open: Option<Run> = None;
+    for row in 0..rows {
+        let Some(k) = key_of(row) else {
+            runs.extend(open.take());
+            continue;
+        };
+        keyed += 1;
+        match &mut open {
+            Some(run) if k > run.last && k - run.last <= RUN_GAP => {
+                run.last = k;
+                run.end = row as u32 + 1;
+            }
+            _ => {
+                runs.extend(open.take());
+                open = Some(Run { first: k, last: k, start: row as u32, end: row as u32 + 1 });
+            }
+        }
+    }
+    runs.extend(open);
+    runs.sort_unstable_by_key(|r| (r.first, r.start));
+    let mut out: Vec<u32> = crate::mem::vec_with_capacity(keyed);
+    let mut overlap: Vec<(u64, u32)> = Vec::new();
+    let mut scratch: Vec<(u64, u32)> = Vec::new();
+    let mut i = 0;
+    while i < runs.len() {
+        let mut j = i + 1;
+        let mut last = runs[i].last;
+        while j < runs.len() && runs[j].first <= last {
+            last = last.max(runs[j].last);
+            j += 1;
+        }
+        if j == i + 1 {
+            out.extend(runs[i].start..runs[i].end);
+        } else {
+            // The rows of overlapping runs in row order, then stably by key: a few short runs of
+            // one function (its basic blocks, not in address order), so a radix sort on the
+            // low bytes.
+            let cluster = &mut runs[i..j];
+            cluster.sort_unstable_by_key(|r| r.start);
+            overlap.clear();
+            for run in cluster.iter() {
+                overlap.extend((run.start..run.end).filter_map(|row| Some((key_of(row as usize)?, row))));
+            }
+            sort_with(&mut overlap, &mut scratch, |&(k, _)| k);
+            out.extend(overlap.iter().map(|&(_, row)| row));
+        }
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_stably_like_a_comparison_sort() {
+        // A small linear congruential sequence: keys with shared high bytes, repeats, and a few
+        // far apart, in the patterns the reader sorts.
+        let mut x = 12345u64;
+        let mut items: Vec<(u64, u32)> = (0..5000u32)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let key = match i % 7 {
+                    0 => 0x7fff_0000_0000 + (x >> 40),
+                    1 => u64::MAX - (x >> 60),
+                    _ => 0x40_0000 + (x >> 50),
+                };
+                (key, i)
+            })
+            .collect();
+        let mut expected = items.clone();
+        expected.sort_by_key(|&(k, _)| k);
+        sort_by_key(&mut items, |&(k, _)| k);
+        assert_eq!(items, expected);
+
+        let mut same: Vec<(u64, u32)> = (0..1000).map(|i| (7, i)).collect();
+        let copy = same.clone();
+        sort_by_key(&mut same, |&(k, _)| k);
+        assert_eq!(same, copy);
+
+        let rows: Vec<Option<u64>> =
+            expected.iter().enumerate().map(|(i, &(k, _))| (i % 5 != 0).then_some(k)).collect();
+        let mut by_rows: Vec<(u64, u32)> =
+            rows.iter().enumerate().filter_map(|(i, k)| Some(((*k)?, i as u32))).collect();
+        by_rows.sort_by_key(|&(k, _)| k);
+        let by_runs: Vec<(u64, u32)> = sort_by_runs(rows.len(), |r| rows[r])
+            .into_iter()
+            .map(|r| (rows[r as usize].unwrap(), r))
+            .collect();
+        assert_eq!(by_runs, by_rows);
+        // Ascending runs that overlap, repeat keys, touch, or hold one row.
+        let runs: Vec<Option<u64>> = [10u64, 20, 30, 5, 15, 25, 30, 40, 50, 60, 45, 1, 70, 70, 80]
+            .iter()
+            .map(|&k| Some(k))
+            .chain([None, Some(2), Some(3), None])
+            .collect();
+        let mut expected: Vec<(u64, u32)> =
+            runs.iter().enumerate().filter_map(|(i, k)| Some(((*k)?, i as u32))).collect();
+        expected.sort_unstable();
+        let sorted = sort_by_runs(runs.len(), |r| runs[r]);
+        assert_eq!(sorted, expected.iter().map(|&(_, r)| r).collect::<Vec<u32>>());
+        assert!(sort_by_runs(3, |_| None).is_empty());
+
+        let mut short = vec![(3u64, 0u32), (1, 1), (3, 2), (2, 3)];
+        sort_by_key(&mut short, |&(k, _)| k);
+        assert_eq!(short, vec![(1, 1), (2, 3), (3, 0), (3, 2)]);
+    }
+}
