@@ -20,30 +20,35 @@ struct OptColumn<T> {
 
 impl<T: Copy + Default> OptColumn<T> {
     /// Appends row `rows` (the number of rows before it).
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rows: usize, value: Option<T>) {
-        if !self.present.is_empty() {
-            self.data.push(value.unwrap_or_default());
-            self.present.push(value.is_some());
-            return;
+        // The two common cases, every row with a value or none with one, stay inline.
+        if self.present.is_empty() {
+            match value {
+                Some(v) if self.data.len() == rows => return self.data.push(v),
+                None if self.data.is_empty() => return,
+                _ => {}
+            }
         }
-        match value {
-            Some(v) if self.data.len() == rows => self.data.push(v),
-            Some(v) => {
+        self.push_mixed(rows, value);
+    }
+
+    /// Appends a row once rows with and without a value mix (or are about to).
+    #[cold]
+    #[inline(never)]
+    fn push_mixed(&mut self, rows: usize, value: Option<T>) {
+        if self.present.is_empty() {
+            if value.is_some() {
                 // Every earlier row had none.
                 self.data = vec![T::default(); rows];
                 self.present = vec![false; rows];
-                self.data.push(v);
-                self.present.push(true);
-            }
-            None if self.data.is_empty() => {}
-            None => {
+            } else {
                 // Every earlier row had one.
                 self.present = vec![true; rows];
-                self.data.push(T::default());
-                self.present.push(false);
             }
         }
+        self.data.push(value.unwrap_or_default());
+        self.present.push(value.is_some());
     }
 
     #[inline]
@@ -160,7 +165,9 @@ impl CostTable {
         self.files.push(rows, file);
         self.lines.push(rows, line);
         self.values.extend_from_slice(values);
-        self.values.resize((rows + 1) * self.width, 0);
+        if values.len() < self.width {
+            self.values.resize((rows + 1) * self.width, 0);
+        }
         self.rows += 1;
     }
 
