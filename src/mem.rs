@@ -18,6 +18,15 @@ pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// `n` zeros, backed by huge pages where the system offers them. The pages are mapped but not
+/// touched: each is zeroed by the kernel on first write, by whichever thread writes it first,
+/// so threads that fill disjoint parts also share the zeroing.
+pub fn zeroed_u64(n: usize) -> Vec<u64> {
+    let v = vec![0u64; n];
+    advise_huge_pages(&v);
+    v
+}
+
 /// Asks the kernel to back the spare capacity of `v` with huge pages. Only a hint: the contents
 /// and the meaning of the vector do not change, and a refusal is ignored.
 pub fn advise_huge_pages<T>(v: &Vec<T>) {

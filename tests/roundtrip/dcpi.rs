@@ -228,3 +228,41 @@ fn the_format_is_sniffed_from_its_header() {
     assert!(Dcpi.sniff(&bytes));
     assert!(!Dcpi.sniff(b"version: 1\n"));
 }
+
+/// A profile of millions of slots is filled by several threads, a run of chunks each: every
+/// slot still comes back at its place, and writing it again gives the same bytes.
+#[test]
+fn profiles_filled_in_parallel_runs_read_back_exactly() {
+    let step = 4;
+    let mut profile = Profile::default();
+    profile.meta = Meta {
+        format_version: Some((0, 7)),
+        headers: vec![
+            ("version".into(), "pdb-0.07".into()),
+            ("image".into(), "19970328081403c0c18b".into()),
+            ("event".into(), "cycles".into()),
+            ("tstart".into(), "120000000".into()),
+            ("tsize".into(), "ffffffff".into()),
+        ],
+        address_step: Some(step),
+        ..Meta::default()
+    };
+    profile.events = vec![Event::new("cycles")];
+    // 3 million slots in chunks of 997, 16 empty slots between chunks: several runs, none
+    // ending at a chunk boundary that divides evenly.
+    let costs = (0..3_000_000u64)
+        .map(|i| Cost {
+            offset: Some((i + i / 997 * 16) * step),
+            values: vec![i * 7919 % 1000].into(),
+            ..Cost::default()
+        })
+        .collect();
+    profile.processes = vec![Process {
+        images: vec![Image { load_addr: 0x1200_0000, size: Some(0xffff_ffff), costs, ..Image::default() }],
+        ..Process::default()
+    }];
+    let bytes = to_bytes(&profile, None, &mut Findings::default()).unwrap();
+    let back = read(&bytes, step);
+    assert_eq!(back.processes[0].images[0].costs, profile.processes[0].images[0].costs);
+    assert_eq!(to_bytes(&back, None, &mut Findings::default()).unwrap(), bytes);
+}
