@@ -234,8 +234,7 @@ fn the_format_is_sniffed_from_its_header() {
 #[test]
 fn profiles_filled_in_parallel_runs_read_back_exactly() {
     let step = 4;
-    let mut profile = Profile::default();
-    profile.meta = Meta {
+    let meta = Meta {
         format_version: Some((0, 7)),
         headers: vec![
             ("version".into(), "pdb-0.07".into()),
@@ -247,7 +246,6 @@ fn profiles_filled_in_parallel_runs_read_back_exactly() {
         address_step: Some(step),
         ..Meta::default()
     };
-    profile.events = vec![Event::new("cycles")];
     // 3 million slots in chunks of 997, 16 empty slots between chunks: several runs, none
     // ending at a chunk boundary that divides evenly.
     let costs = (0..3_000_000u64)
@@ -257,10 +255,20 @@ fn profiles_filled_in_parallel_runs_read_back_exactly() {
             ..Cost::default()
         })
         .collect();
-    profile.processes = vec![Process {
-        images: vec![Image { load_addr: 0x1200_0000, size: Some(0xffff_ffff), costs, ..Image::default() }],
-        ..Process::default()
-    }];
+    let profile = Profile {
+        meta,
+        events: vec![Event::new("cycles")],
+        processes: vec![Process {
+            images: vec![Image {
+                load_addr: 0x1200_0000,
+                size: Some(0xffff_ffff),
+                costs,
+                ..Image::default()
+            }],
+            ..Process::default()
+        }],
+        ..Profile::default()
+    };
     let bytes = to_bytes(&profile, None, &mut Findings::default()).unwrap();
     let back = read(&bytes, step);
     assert_eq!(back.processes[0].images[0].costs, profile.processes[0].images[0].costs);
