@@ -472,6 +472,19 @@ impl Writer<'_> {
     /// A cost line: positions and values (trailing zeros left out), added to the totals when
     /// `self_cost`.
     #[inline(always)]
+    /// Writes row `k` of a cost table as a cost line in its file, each value moved to its
+    /// event's column (`values` is scratch space, one slot per column).
+    fn cost_row(&mut self, costs: &CostTable, k: usize, values: &mut [u64]) {
+        self.set_file(costs.file(k));
+        values.fill(0);
+        for (e, &v) in costs.values(k).iter().enumerate() {
+            if let Some(&col) = self.event_columns.get(e) {
+                values[col] = v;
+            }
+        }
+        self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), values, true);
+    }
+
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
         let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
@@ -722,16 +735,7 @@ impl Writer<'_> {
                 self.cost(addr, line, &values, true);
             }
             for &(i, k) in extra {
-                let costs = &process.images[i as usize].costs;
-                let k = k as usize;
-                self.set_file(costs.file(k));
-                values.iter_mut().for_each(|v| *v = 0);
-                for (e, &v) in costs.values(k).iter().enumerate() {
-                    if let Some(&col) = self.event_columns.get(e) {
-                        values[col] = v;
-                    }
-                }
-                self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), &values, true);
+                self.cost_row(&process.images[i as usize].costs, k as usize, &mut values);
             }
             self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(edges))?;
         }
@@ -749,14 +753,7 @@ impl Writer<'_> {
                 },
             };
             self.enter(process, Func { image: i, name, file: costs.file(k) });
-            self.set_file(costs.file(k));
-            values.iter_mut().for_each(|v| *v = 0);
-            for (e, &v) in costs.values(k).iter().enumerate() {
-                if let Some(&col) = self.event_columns.get(e) {
-                    values[col] = v;
-                }
-            }
-            self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), &values, true);
+            self.cost_row(costs, k, &mut values);
         }
         self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(&other_edges))
     }
