@@ -29,7 +29,7 @@ pub fn zeroed_u64(n: usize) -> Vec<u64> {
 
 /// Asks the kernel to back the spare capacity of `v` with huge pages. Only a hint: the contents
 /// and the meaning of the vector do not change, and a refusal is ignored.
-pub fn advise_huge_pages<T>(v: &Vec<T>) {
+fn advise_huge_pages<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     if bytes < WORTH_ADVISING {
         return;

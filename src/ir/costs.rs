@@ -171,12 +171,6 @@ impl CostTable {
         self.rows += 1;
     }
 
-    /// Appends a row that has an offset and one value (a sample count), the fastest way in.
-    #[inline]
-    pub fn push_sample(&mut self, offset: u64, value: u64) {
-        self.push_parts(Some(offset), None, None, None, &[value]);
-    }
-
     /// Makes every row `width` values wide (no narrower than it is).
     pub fn widen(&mut self, width: usize) {
         if width <= self.width {
@@ -263,14 +257,6 @@ impl CostTable {
         self.lines.any()
     }
 
-    pub fn has_symbols(&self) -> bool {
-        self.symbols.any()
-    }
-
-    pub fn has_files(&self) -> bool {
-        self.files.any()
-    }
-
     /// Appends every row of `other`.
     pub fn append(&mut self, other: &CostTable) {
         self.widen(other.width);
@@ -284,21 +270,6 @@ impl CostTable {
                 other.values(row),
             );
         }
-    }
-
-    /// The rows in the order of `order` (row indices; each used once or left out).
-    pub fn select(&self, order: impl IntoIterator<Item = usize>) -> CostTable {
-        let mut out = CostTable { width: self.width, ..CostTable::default() };
-        for row in order {
-            out.push_parts(
-                self.offset(row),
-                self.symbol(row),
-                self.file(row),
-                self.line(row),
-                self.values(row),
-            );
-        }
-        out
     }
 }
 
@@ -367,10 +338,10 @@ mod tests {
     fn samples_take_two_words_a_row() {
         let mut t = CostTable::new();
         for i in 0..1000 {
-            t.push_sample(4 * i, i);
+            t.push_parts(Some(4 * i), None, None, None, &[i]);
         }
         assert_eq!((t.len(), t.width(), t.offsets.data.len(), t.values.len()), (1000, 1, 1000, 1000));
-        assert!(t.offsets.present.is_empty() && !t.has_symbols() && !t.has_lines() && !t.has_files());
+        assert!(t.offsets.present.is_empty() && !t.symbols.any() && !t.has_lines() && !t.files.any());
         assert_eq!(t.get(7), cost(Some(28), None, &[7]));
     }
 
@@ -423,7 +394,7 @@ mod tests {
                 prop_assert_eq!(got.values.len(), table.width());
                 prop_assert!(got.values.iter().enumerate().all(|(e, &v)| v == c.value(e)));
             }
-            let copy = table.select(0..table.len());
+            let copy: CostTable = table.iter().collect();
             prop_assert_eq!(&copy, &table);
         }
     }
