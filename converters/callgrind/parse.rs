@@ -136,6 +136,28 @@ pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
     }
 }
 
+/// Scans the decimal digits at `s[*i..]`, whatever follows them, and moves `*i` past them;
+/// `None` without a digit or with more than 19 (which might not fit 64 bits).
+#[inline(always)]
+pub fn scan_decimal(s: &[u8], i: &mut usize) -> Option<u64> {
+    let start = *i;
+    let mut v: u64 = 0;
+    let mut j = start;
+    while let Some(&b) = s.get(j) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
+        j += 1;
+    }
+    if j == start || j - start > 19 {
+        return None;
+    }
+    *i = j;
+    Some(v)
+}
+
 /// Scans the subposition token at `s[*i..]` as [`subposition`] reads it and moves `*i` past
 /// it; `None` where [`scan_number`] gives up, or when the position leaves the 64-bit range.
 #[inline(always)]
@@ -286,6 +308,12 @@ mod tests {
         assert_eq!(scan_number(b"18446744073709551615", &mut 0), None);
         assert_eq!(scan_number(b"12a", &mut 0), None);
         assert_eq!(scan_subposition(b"-11", &mut 0, 10), None);
+        let mut i = 1;
+        assert_eq!(scan_decimal(b"(123)", &mut i), Some(123));
+        assert_eq!(i, 4);
+        assert_eq!(scan_decimal(b"12/3", &mut 0), Some(12));
+        assert_eq!(scan_decimal(b"/3", &mut 0), None);
+        assert_eq!(scan_decimal(b"99999999999999999999", &mut 0), None);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! associations become edges.
 //!
 //! Lines are parsed where they lie in the input's buffer, without a `String` or an allocation
-//! per line. Cost lines, nine in ten of a large file, come in runs under one `fn=`: such a run is
-//! read in one loop ([`Reader::cost_run`]) that scans each number once and appends the row to
-//! the image's cost columns; any line it cannot read that way goes through [`Reader::line`],
+//! per line. Cost lines, nine in ten of a large file, come in runs under one `fn=`, broken only
+//! by the calls and jumps of the function: such a run is read in one loop ([`Reader::run`]) that
+//! scans each number once, gathers the cost rows and appends them to the image's cost columns
+//! a few hundred at a time; any line it cannot read that way goes through [`Reader::line`],
 //! which also names what is wrong with a bad line.
 //!
 //! What the reader fills (see docs/formats/callgrind.md for the whole table):
@@ -92,8 +93,8 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
         }
         loop {
             // Most lines are cost lines in runs: read those in one go.
-            if buf.get(start).is_some_and(|&b| starts_cost_line(b)) && r.cost_run_allowed() {
-                let n = r.cost_run(&buf[start..]);
+            if buf.get(start).is_some_and(|&b| starts_run_line(b)) && r.run_allowed() {
+                let n = r.run(&buf[start..]);
                 if n > 0 {
                     start += n;
                     continue;
@@ -126,8 +127,66 @@ fn starts_cost_line(b: u8) -> bool {
     matches!(b, b'0'..=b'9' | b'+' | b'-' | b'*')
 }
 
-/// Most events [`Reader::cost_run`] reads; files with more take the line-by-line way.
+/// Whether a line starting with `b` may be one that [`Reader::run`] reads: a cost line, an
+/// association or a `cfn=`.
+#[inline]
+fn starts_run_line(b: u8) -> bool {
+    starts_cost_line(b) || b == b'c' || b == b'j'
+}
+
+/// Most events [`Reader::run`] reads; files with more take the line-by-line way.
 const RUN_EVENTS: usize = 4;
+/// Cost rows a run gathers before it appends them to the image's cost table.
+const RUN_ROWS: usize = 512;
+
+/// The cost rows of a run not yet appended to the cost table, by column: offsets and lines (0
+/// where the file has no such position) and `width` values per row.
+#[derive(Default)]
+struct RunRows {
+    offsets: Vec<u64>,
+    lines: Vec<u32>,
+    values: Vec<u64>,
+}
+
+/// Scans the cost line at `buf[i..]`: `NCOLS` positions (relative to `last`), then at most one
+/// value per event of `map` (into `values`, by event index). The positions and the index past
+/// the line feed; `None` for a line that [`Reader::line`] must read.
+#[inline(always)]
+fn scan_run_line<const NCOLS: usize, const NEV: usize>(
+    buf: &[u8],
+    i: usize,
+    last: &[u64; 3],
+    map: &[usize],
+    values: &mut [u64; NEV],
+) -> Option<([u64; 3], usize)> {
+    let mut j = i;
+    let mut pos = *last;
+    for (c, p) in pos.iter_mut().enumerate().take(NCOLS) {
+        if c > 0 {
+            j = parse::skip_space_at(buf, j);
+        }
+        *p = parse::scan_subposition(buf, &mut j, *p)?;
+    }
+    for &idx in map {
+        j = parse::skip_space_at(buf, j);
+        if let Some(end) = line_end(buf, j) {
+            return Some((pos, end));
+        }
+        *values.get_mut(idx)? = parse::scan_number(buf, &mut j)?;
+    }
+    line_end(buf, parse::skip_space_at(buf, j)).map(|end| (pos, end))
+}
+
+/// The index past the line end at `buf[j..]` (a line feed, or a carriage return and a line
+/// feed), if one is there.
+#[inline(always)]
+fn line_end(buf: &[u8], j: usize) -> Option<usize> {
+    match buf.get(j) {
+        Some(b'\n') => Some(j + 1),
+        Some(b'\r') if buf.get(j + 1) == Some(&b'\n') => Some(j + 2),
+        _ => None,
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ArcKind {
@@ -299,6 +358,8 @@ struct Reader {
     jcnd_over_line: u64,
     /// The values of the cost line being read, one per event.
     values: Vec<u64>,
+    /// The cost rows [`Reader::run`] gathers (kept between runs for their memory).
+    run_rows: RunRows,
     /// Bytes of input: the size hint, or as far as the reader has seen.
     input_size: u64,
     /// Bytes of input handed to the line parser so far.
@@ -509,13 +570,7 @@ impl Reader {
                 }
             }
         };
-        if kind == ArcKind::Jcnd && count > executed {
-            // Valgrind writes such counts when collection was toggled in the middle of a run.
-            self.jcnd_over += 1;
-            if self.jcnd_over == 1 {
-                self.jcnd_over_line = self.line_no;
-            }
-        }
+        self.note_jcnd(kind, count, executed);
         let mut target = [0u64; 3];
         // Usually well-formed numbers, read in one pass; else token by token for the error.
         let mut j = 0;
@@ -537,13 +592,30 @@ impl Reader {
             *slot = subposition(t, self.last[c]).map_err(bad)?;
             rest = r;
         }
-        let (target_image, target_symbol) = match kind {
+        let Some((target_image, target_symbol)) = self.association_target(kind, symbol) else {
+            return Err(Error::input(
+                "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
+            ));
+        };
+        self.pending = Some(Pending {
+            kind,
+            count,
+            executed,
+            target,
+            target_image,
+            target_symbol,
+            line_no: self.line_no,
+        });
+        Ok(())
+    }
+
+    /// The image and symbol an association of `kind` in function `symbol` goes to: for calls the
+    /// `cfn=` function in the `cob=` object, for jumps the `jfn=` function or `symbol` itself.
+    /// `None` for a call without a `cfn=`.
+    fn association_target(&mut self, kind: ArcKind, symbol: u32) -> Option<(u32, u32)> {
+        Some(match kind {
             ArcKind::Call => {
-                let Some(cfn) = self.cfn else {
-                    return Err(Error::input(
-                        "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
-                    ));
-                };
+                let cfn = self.cfn?;
                 let ob = self.cob.unwrap_or(self.ob);
                 let file = self.cfi.unwrap_or(self.fl);
                 let image = self.image_of(ob);
@@ -560,17 +632,18 @@ impl Reader {
                 };
                 (image, symbol)
             }
-        };
-        self.pending = Some(Pending {
-            kind,
-            count,
-            executed,
-            target,
-            target_image,
-            target_symbol,
-            line_no: self.line_no,
-        });
-        Ok(())
+        })
+    }
+
+    /// Counts a `jcnd=` line whose followed count exceeds its executed count.
+    fn note_jcnd(&mut self, kind: ArcKind, count: u64, executed: u64) {
+        if kind == ArcKind::Jcnd && count > executed {
+            // Valgrind writes such counts when collection was toggled in the middle of a run.
+            self.jcnd_over += 1;
+            if self.jcnd_over == 1 {
+                self.jcnd_over_line = self.line_no;
+            }
+        }
     }
 
     fn describe_columns(&self) -> String {
@@ -827,93 +900,194 @@ impl Reader {
         Ok(pos)
     }
 
-    /// Whether [`Reader::cost_run`] may read the next lines: a function is set, no association
-    /// waits for its source line, and there are few events.
+    /// Whether [`Reader::run`] may read the next lines: a function is set, and there are one to
+    /// three positions and few events.
     #[inline]
-    fn cost_run_allowed(&self) -> bool {
-        self.pending.is_none()
-            && self.symbol.is_some()
+    fn run_allowed(&self) -> bool {
+        self.symbol.is_some()
             && !self.event_map.is_empty()
             && self.event_map.len() <= RUN_EVENTS
             && self.profile.events.len() <= RUN_EVENTS
+            && (1..=3).contains(&self.columns.len())
     }
 
-    /// Reads the run of cost lines at the start of `buf`, all of one function, as
-    /// [`Reader::line`] would one by one, and returns the bytes they took (whole lines only).
-    /// Stops before the first line that is anything else, or that it cannot read in one pass
-    /// (a malformed number, a line split by the end of `buf`...): [`Reader::line`] reads that
-    /// one and says what is wrong with it, if anything.
-    fn cost_run(&mut self, buf: &[u8]) -> usize {
+    /// Reads the lines at the start of `buf` that make up the body of a function, as
+    /// [`Reader::line`] would one by one, and returns the bytes they took (whole lines only):
+    /// cost lines, `calls=`/`jump=`/`jcnd=` lines with their source position lines, and
+    /// `cfn=(id)` lines. Stops before the first line that is anything else, or that it cannot
+    /// read in one pass (a malformed number, a line split by the end of `buf`...): [`Reader::line`]
+    /// reads that one and says what is wrong with it, if anything.
+    fn run(&mut self, buf: &[u8]) -> usize {
+        macro_rules! sized {
+            ($($c:literal $e:literal),*) => {
+                match (self.columns.len(), self.profile.events.len()) {
+                    $(($c, $e) => self.run_sized::<$c, $e>(buf),)*
+                    _ => 0,
+                }
+            };
+        }
+        sized!(1 1, 1 2, 1 3, 1 4, 2 1, 2 2, 2 3, 2 4, 3 1, 3 2, 3 3, 3 4)
+    }
+
+    /// [`Reader::run`] for `NCOLS` positions and `NEV` events.
+    fn run_sized<const NCOLS: usize, const NEV: usize>(&mut self, buf: &[u8]) -> usize {
         let Some(symbol) = self.symbol else { return 0 };
-        let ncols = self.columns.len().min(3);
-        let nevents = self.profile.events.len();
+        let nmap = self.event_map.len();
         let mut map = [0usize; RUN_EVENTS];
-        map[..self.event_map.len()].copy_from_slice(&self.event_map);
-        let map = &map[..self.event_map.len()];
-        let (instr_col, line_col, file) = (self.instr_col, self.line_col, self.file);
-        let left = self.cost_rows_left();
-        let proc = self.process.unwrap_or(0);
-        let image = self.image.unwrap_or(0) as usize;
-        let costs = &mut self.profile.processes[proc].images[image].costs;
+        map[..nmap].copy_from_slice(&self.event_map);
+        let map = &map[..nmap];
+        let (instr_col, line_col) = (self.instr_col, self.line_col);
+        let mut rows = std::mem::take(&mut self.run_rows);
+        let mut pending = self.pending.take();
         let mut last = self.last;
         let mut totals = [0u64; RUN_EVENTS];
-        let (mut i, mut lines) = (0usize, 0u64);
-        'lines: while buf.get(i).is_some_and(|&b| starts_cost_line(b)) {
-            let mut j = i;
-            let mut pos = last;
-            for (c, p) in pos.iter_mut().enumerate().take(ncols) {
-                if c > 0 {
-                    j = parse::skip_space_at(buf, j);
+        let mut i = 0;
+        while let Some(&first) = buf.get(i) {
+            if starts_cost_line(first) {
+                let mut values = [0u64; NEV];
+                let Some((pos, end)) = scan_run_line::<NCOLS, NEV>(buf, i, &last, map, &mut values) else {
+                    break;
+                };
+                let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
+                    Some(Ok(l)) => Some(l),
+                    Some(Err(_)) => break,
+                    None => None,
+                };
+                let instr = instr_col.map(|c| pos[c]);
+                if let Some(p) = &pending {
+                    // The source line of an association.
+                    let tgt_line = match line_col.map(|c| u32::try_from(p.target[c])) {
+                        Some(Ok(l)) => Some(l),
+                        Some(Err(_)) => break,
+                        None => None,
+                    };
+                    let Some(p) = pending.take() else { break };
+                    let image = self.image.unwrap_or(0);
+                    self.push_arc(p, image, symbol, instr, line_no, tgt_line, &values);
+                } else {
+                    if rows.lines.len() == RUN_ROWS {
+                        self.append_rows(&mut rows, symbol);
+                    }
+                    rows.offsets.push(instr.unwrap_or(0));
+                    rows.lines.push(line_no.unwrap_or(0));
+                    rows.values.extend_from_slice(&values);
+                    for (t, &idx) in totals.iter_mut().zip(map) {
+                        *t = t.wrapping_add(values[idx]);
+                    }
                 }
-                match parse::scan_subposition(buf, &mut j, *p) {
-                    Some(v) => *p = v,
-                    None => break 'lines,
-                }
+                last = pos;
+                self.line_no += 1;
+                i = end;
+                continue;
             }
-            let mut values = [0u64; RUN_EVENTS];
-            let mut col = 0;
-            loop {
+            if pending.is_some() {
+                // Only a position line may follow an association.
+                break;
+            }
+            let line = &buf[i..];
+            if line.starts_with(b"cfn=(") {
+                // A compressed function name referred to by its id.
+                let mut j = i + 5;
+                let Some(id) = parse::scan_decimal(buf, &mut j) else { break };
+                if buf.get(j) != Some(&b')') {
+                    break;
+                }
+                let Some(end) = line_end(buf, parse::skip_space_at(buf, j + 1)) else { break };
+                let Some(f) = self.functions.get(id) else { break };
+                self.cfn = Some(f);
+                self.line_no += 1;
+                i = end;
+                continue;
+            }
+            let (kind, key) = if line.starts_with(b"calls=") {
+                (ArcKind::Call, 6)
+            } else if line.starts_with(b"jump=") {
+                (ArcKind::Jump, 5)
+            } else if line.starts_with(b"jcnd=") {
+                (ArcKind::Jcnd, 5)
+            } else {
+                break;
+            };
+            let mut j = parse::skip_space_at(buf, i + key);
+            let (count, executed) = if kind == ArcKind::Jcnd {
+                // What Callgrind writes: followed/executed.
+                let Some(f) = parse::scan_decimal(buf, &mut j) else { break };
+                if buf.get(j) != Some(&b'/') {
+                    break;
+                }
+                j += 1;
+                let Some(x) = parse::scan_number(buf, &mut j) else { break };
+                (f, x)
+            } else {
+                let Some(n) = parse::scan_number(buf, &mut j) else { break };
+                (n, n)
+            };
+            let mut target = [0u64; 3];
+            let mut scanned = true;
+            for c in 0..NCOLS {
                 j = parse::skip_space_at(buf, j);
-                match buf.get(j) {
-                    Some(b'\n') => break,
-                    Some(b'\r') if buf.get(j + 1) == Some(&b'\n') => {
-                        j += 1;
+                match parse::scan_subposition(buf, &mut j, last[c]) {
+                    Some(v) => target[c] = v,
+                    None => {
+                        scanned = false;
                         break;
                     }
-                    None | Some(b'\r') => break 'lines,
-                    Some(_) => {}
                 }
-                let Some(&idx) = map.get(col) else { break 'lines };
-                match parse::scan_number(buf, &mut j) {
-                    Some(v) => values[idx] = v,
-                    None => break 'lines,
-                }
-                col += 1;
             }
-            let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
-                Some(Ok(l)) => Some(l),
-                Some(Err(_)) => break 'lines,
-                None => None,
-            };
-            last = pos;
-            for (t, &idx) in totals.iter_mut().zip(map) {
-                *t = t.wrapping_add(values[idx]);
+            if !scanned {
+                break;
             }
-            if costs.len() == RESERVE_AT {
-                costs.reserve(left);
-            }
-            costs.push_parts(instr_col.map(|c| pos[c]), Some(symbol), file, line_no, &values[..nevents]);
-            lines += 1;
-            i = j + 1;
+            let Some(end) = line_end(buf, parse::skip_space_at(buf, j)) else { break };
+            let Some((target_image, target_symbol)) = self.association_target(kind, symbol) else { break };
+            self.line_no += 1;
+            self.note_jcnd(kind, count, executed);
+            pending = Some(Pending {
+                kind,
+                count,
+                executed,
+                target,
+                target_image,
+                target_symbol,
+                line_no: self.line_no,
+            });
+            i = end;
         }
+        self.append_rows(&mut rows, symbol);
+        self.run_rows = rows;
+        self.pending = pending;
         self.last = last;
-        self.line_no += lines;
         for (t, add) in self.part_totals.iter_mut().zip(totals) {
             *t = t.wrapping_add(add);
         }
         i
     }
 
+    /// Appends the cost rows a run gathered to the current image's cost table, and empties
+    /// `rows`.
+    fn append_rows(&mut self, rows: &mut RunRows, symbol: u32) {
+        let n = rows.lines.len();
+        if n == 0 {
+            return;
+        }
+        let left = self.cost_rows_left();
+        let proc = self.process.unwrap_or(0);
+        let image = self.image.unwrap_or(0) as usize;
+        let costs = &mut self.profile.processes[proc].images[image].costs;
+        if costs.len() <= RESERVE_AT && costs.len() + n > RESERVE_AT {
+            costs.reserve(left);
+        }
+        costs.extend_columns(
+            n,
+            self.instr_col.map(|_| &rows.offsets[..]),
+            Some(symbol),
+            self.file,
+            self.line_col.map(|_| &rows.lines[..]),
+            &rows.values,
+        );
+        rows.offsets.clear();
+        rows.lines.clear();
+        rows.values.clear();
+    }
     /// At most how many more lines of `bytes_per_line` bytes the input holds: what a table that
     /// has grown large reserves at once, so that it neither grows by doubling (copying itself
     /// each time) nor outgrows the input.
@@ -983,41 +1157,7 @@ impl Reader {
                 })?),
                 None => None,
             };
-            let proc = self.process();
-            let left = self.lines_left(RESERVE_BYTES_PER_ARC);
-            let state = &mut self.states[proc];
-            if state.arcs.len() == RESERVE_AT {
-                state.arcs.reserve(left);
-            }
-            let incl_start = state.inclusive.len();
-            if p.kind == ArcKind::Call {
-                state.inclusive.extend_from_slice(values);
-            }
-            state.arcs.push(RawArc {
-                kind: p.kind,
-                has_instr: self.instr_col.is_some(),
-                has_line: line_no.is_some(),
-                thread: self.thread,
-                src_image: image,
-                src_symbol: symbol,
-                src_line: line_no.unwrap_or(0),
-                tgt_image: p.target_image,
-                tgt_symbol: p.target_symbol,
-                tgt_line: tgt_line.unwrap_or(0),
-                src_instr: instr.unwrap_or(0),
-                tgt_instr: self.instr_col.map_or(0, |c| p.target[c]),
-                count: p.count,
-                executed: p.executed,
-                incl_start,
-                incl_len: (state.inclusive.len() - incl_start) as u32,
-            });
-            if p.kind == ArcKind::Call {
-                self.cob = None;
-                self.cfi = None;
-            } else {
-                self.jfi = None;
-                self.jfn = None;
-            }
+            self.push_arc(p, image, symbol, instr, line_no, tgt_line, values);
             return Ok(());
         }
         let Some(symbol) = self.symbol else {
@@ -1037,6 +1177,56 @@ impl Reader {
         }
         costs.push_parts(instr, Some(symbol), self.file, line_no, values);
         Ok(())
+    }
+
+    /// Records the association `p` now that its source line gave its position (`instr`,
+    /// `line_no`) in `symbol` of `image`, and for a call the callee's inclusive cost `values`.
+    #[allow(clippy::too_many_arguments)]
+    fn push_arc(
+        &mut self,
+        p: Pending,
+        image: u32,
+        symbol: u32,
+        instr: Option<u64>,
+        line_no: Option<u32>,
+        tgt_line: Option<u32>,
+        values: &[u64],
+    ) {
+        let proc = self.process();
+        let left = self.lines_left(RESERVE_BYTES_PER_ARC);
+        let state = &mut self.states[proc];
+        if state.arcs.len() == RESERVE_AT {
+            state.arcs.reserve(left);
+        }
+        let incl_start = state.inclusive.len();
+        if p.kind == ArcKind::Call {
+            state.inclusive.extend_from_slice(values);
+        }
+        state.arcs.push(RawArc {
+            kind: p.kind,
+            has_instr: self.instr_col.is_some(),
+            has_line: line_no.is_some(),
+            thread: self.thread,
+            src_image: image,
+            src_symbol: symbol,
+            src_line: line_no.unwrap_or(0),
+            tgt_image: p.target_image,
+            tgt_symbol: p.target_symbol,
+            tgt_line: tgt_line.unwrap_or(0),
+            src_instr: instr.unwrap_or(0),
+            tgt_instr: self.instr_col.map_or(0, |c| p.target[c]),
+            count: p.count,
+            executed: p.executed,
+            incl_start,
+            incl_len: (state.inclusive.len() - incl_start) as u32,
+        });
+        if p.kind == ArcKind::Call {
+            self.cob = None;
+            self.cfi = None;
+        } else {
+            self.jfi = None;
+            self.jfn = None;
+        }
     }
 
     fn event_names(&self) -> String {
@@ -1183,6 +1373,24 @@ mod tests {
         assert_eq!(read_bytes(&mut blanks.as_slice()).unwrap(), whole);
     }
 
+    /// The lines of a function body in the forms [`Reader::run`] reads and in the rarer forms it
+    /// leaves to [`Reader::line`] read alike: a one-byte buffer splits every line, so that
+    /// every line goes the line-by-line way.
+    #[test]
+    fn runs_read_associations_as_the_line_parser_does() {
+        let text = "events: Ir Dr\npositions: instr line\nfl=(1) a.c\nfn=(1) main\n\
+            0x10 3 1 2\n+2 * 1\ncfn=(2) callee\ncalls=2 0x40 9\n* * 50 7\n+1 4 1\n\
+            cfn=(1)\ncalls=0x3 +4 -1 \n+2 +1 9\ncfn= (2)\ncalls=1 0x40 9 extra\n+1 * 2\n\
+            jcnd=1/3 -2 *\n* * \njcnd=4 1 0x12 3\n+2 * 1 1\njump=2 0x10 3\r\n+1 * 1\r\n\
+            jcnd=5/2 0x10 3\n+1 0 1\ncob=(1) lib.so\ncfi=(2) b.c\ncfn=(3) other\n\
+            calls=1 0x900 1\n+1 0 3\n+1 0 1 2\n";
+        let whole = read_bytes(&mut text.as_bytes()).unwrap();
+        let mut input = std::io::BufReader::with_capacity(1, text.as_bytes());
+        assert_eq!(read_bytes(&mut input).unwrap(), whole);
+        let p = &whole.processes[0];
+        assert_eq!((p.images.len(), p.images[0].costs.len(), p.edges.len()), (2, 4, 10));
+    }
+
     /// A malformed line inside a run of cost lines is reported at its own line, with what the
     /// line-by-line parser says of it.
     #[test]
@@ -1194,6 +1402,10 @@ mod tests {
             ("-99999 3 4", "below zero"),
             ("+2", "1 position(s)"),
             ("+2 5000000000 1", "line number 5000000000 is too large"),
+            ("calls=1 0x10", "calls= target has"),
+            ("jcnd=1/x 0x10 1", "jcnd= executed count"),
+            ("cfn=(99)", "name id (99) is used before it is defined"),
+            ("jump=1 0x10 1\nfn=main", "expected the source position line of the jump= at line 6"),
         ] {
             let text = format!("{head}0x10 1 1\n+1 1 1\n{bad}\n+1 1 1\n");
             let err = read_bytes(&mut text.as_bytes()).unwrap_err().to_string();

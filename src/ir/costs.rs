@@ -51,6 +51,37 @@ impl<T: Copy + Default> OptColumn<T> {
         self.present.push(value.is_some());
     }
 
+    /// Appends rows `rows..rows + count`: the values of `values` when given (`count` of them),
+    /// else none.
+    #[inline]
+    fn extend(&mut self, rows: usize, count: usize, values: Option<&[T]>) {
+        if self.present.is_empty() {
+            match values {
+                Some(v) if self.data.len() == rows => return self.data.extend_from_slice(&v[..count]),
+                None if self.data.is_empty() => return,
+                _ => {}
+            }
+        }
+        for k in 0..count {
+            self.push_mixed(rows + k, values.map(|v| v[k]));
+        }
+    }
+
+    /// Appends rows `rows..rows + count`, all with `value`.
+    #[inline]
+    fn extend_same(&mut self, rows: usize, count: usize, value: Option<T>) {
+        if self.present.is_empty() {
+            match value {
+                Some(v) if self.data.len() == rows => return self.data.resize(rows + count, v),
+                None if self.data.is_empty() => return,
+                _ => {}
+            }
+        }
+        for k in 0..count {
+            self.push_mixed(rows + k, value);
+        }
+    }
+
     #[inline]
     fn get(&self, row: usize) -> Option<T> {
         if !self.present.is_empty() {
@@ -169,6 +200,48 @@ impl CostTable {
             self.values.resize((rows + 1) * self.width, 0);
         }
         self.rows += 1;
+    }
+
+    /// Appends `count` rows of one function and one file from columns: `offsets` and `lines`,
+    /// when given, hold (at least) `count` entries, and `values` the values of the rows, row
+    /// after row, as many for each. The same rows as [`CostTable::push_parts`] one by one, in a
+    /// few copies.
+    pub fn extend_columns(
+        &mut self,
+        count: usize,
+        offsets: Option<&[u64]>,
+        symbol: Option<u32>,
+        file: Option<FileId>,
+        lines: Option<&[u32]>,
+        values: &[u64],
+    ) {
+        if count == 0 {
+            return;
+        }
+        assert_eq!(values.len() % count, 0, "as many values for each row");
+        let width = values.len() / count;
+        if width > self.width {
+            self.widen(width);
+        }
+        if width < self.width {
+            for row in 0..count {
+                self.push_parts(
+                    offsets.map(|o| o[row]),
+                    symbol,
+                    file,
+                    lines.map(|l| l[row]),
+                    &values[row * width..(row + 1) * width],
+                );
+            }
+            return;
+        }
+        let rows = self.rows;
+        self.offsets.extend(rows, count, offsets);
+        self.symbols.extend_same(rows, count, symbol);
+        self.files.extend_same(rows, count, file);
+        self.lines.extend(rows, count, lines);
+        self.values.extend_from_slice(values);
+        self.rows += count;
     }
 
     /// Makes every row `width` values wide (no narrower than it is).
@@ -372,6 +445,34 @@ mod tests {
         assert_eq!(narrow, wide);
         wide.values_mut(0)[2] = 1;
         assert_ne!(narrow, wide);
+    }
+
+    #[test]
+    fn extending_by_columns_gives_the_rows_pushed_one_by_one() {
+        let start: CostTable = vec![cost(Some(4), Some(9), &[2])].into();
+        let (offsets, lines, values) = ([8u64, 12, 16], [1u32, 2, 3], [5u64, 6, 7, 8, 9, 10]);
+        for (offsets, file, lines, width) in [
+            (Some(&offsets[..]), Some(1), Some(&lines[..]), 2),
+            (None, None, Some(&lines[..]), 1),
+            (Some(&offsets[..]), Some(2), None, 2),
+        ] {
+            for base in [CostTable::new(), start.clone()] {
+                let mut by_rows = base.clone();
+                for row in 0..3 {
+                    by_rows.push_parts(
+                        offsets.map(|o| o[row]),
+                        Some(3),
+                        file,
+                        lines.map(|l| l[row]),
+                        &values[row * width..(row + 1) * width],
+                    );
+                }
+                let mut by_columns = base.clone();
+                by_columns.extend_columns(3, offsets, Some(3), file, lines, &values[..3 * width]);
+                assert_eq!(by_columns, by_rows);
+                assert_eq!(by_columns.iter().collect::<Vec<_>>(), by_rows.iter().collect::<Vec<_>>());
+            }
+        }
     }
 
     proptest! {
