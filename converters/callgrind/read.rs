@@ -140,12 +140,23 @@ const RUN_EVENTS: usize = 4;
 const RUN_ROWS: usize = 512;
 
 /// The cost rows of a run not yet appended to the cost table, by column: offsets and lines (0
-/// where the file has no such position) and `width` values per row.
-#[derive(Default)]
+/// where the file has no such position) and one value per event for each of the `len` rows.
 struct RunRows {
-    offsets: Vec<u64>,
-    lines: Vec<u32>,
-    values: Vec<u64>,
+    len: usize,
+    offsets: [u64; RUN_ROWS],
+    lines: [u32; RUN_ROWS],
+    values: [u64; RUN_ROWS * RUN_EVENTS],
+}
+
+impl RunRows {
+    fn new() -> Box<RunRows> {
+        Box::new(RunRows {
+            len: 0,
+            offsets: [0; RUN_ROWS],
+            lines: [0; RUN_ROWS],
+            values: [0; RUN_ROWS * RUN_EVENTS],
+        })
+    }
 }
 
 /// Scans the cost line at `buf[i..]`: `NCOLS` positions (relative to `last`), then at most one
@@ -359,7 +370,7 @@ struct Reader {
     /// The values of the cost line being read, one per event.
     values: Vec<u64>,
     /// The cost rows [`Reader::run`] gathers (kept between runs for their memory).
-    run_rows: RunRows,
+    run_rows: Option<Box<RunRows>>,
     /// Bytes of input: the size hint, or as far as the reader has seen.
     input_size: u64,
     /// Bytes of input handed to the line parser so far.
@@ -929,7 +940,9 @@ impl Reader {
         sized!(1 1, 1 2, 1 3, 1 4, 2 1, 2 2, 2 3, 2 4, 3 1, 3 2, 3 3, 3 4)
     }
 
-    /// [`Reader::run`] for `NCOLS` positions and `NEV` events.
+    /// [`Reader::run`] for `NCOLS` positions and `NEV` events: the loop over cost lines, kept
+    /// small; the other lines of a body are read by [`Reader::run_line`].
+    #[inline(never)]
     fn run_sized<const NCOLS: usize, const NEV: usize>(&mut self, buf: &[u8]) -> usize {
         let Some(symbol) = self.symbol else { return 0 };
         let nmap = self.event_map.len();
@@ -937,123 +950,58 @@ impl Reader {
         map[..nmap].copy_from_slice(&self.event_map);
         let map = &map[..nmap];
         let (instr_col, line_col) = (self.instr_col, self.line_col);
-        let mut rows = std::mem::take(&mut self.run_rows);
+        let mut rows = self.run_rows.take().unwrap_or_else(RunRows::new);
         let mut pending = self.pending.take();
         let mut last = self.last;
         let mut totals = [0u64; RUN_EVENTS];
         let mut i = 0;
         while let Some(&first) = buf.get(i) {
-            if starts_cost_line(first) {
-                let mut values = [0u64; NEV];
-                let Some((pos, end)) = scan_run_line::<NCOLS, NEV>(buf, i, &last, map, &mut values) else {
+            if !starts_cost_line(first) {
+                if pending.is_some() {
+                    // Only a position line may follow an association.
                     break;
-                };
-                let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
-                    Some(Ok(l)) => Some(l),
-                    Some(Err(_)) => break,
-                    None => None,
-                };
-                let instr = instr_col.map(|c| pos[c]);
-                if let Some(p) = &pending {
-                    // The source line of an association.
-                    let tgt_line = match line_col.map(|c| u32::try_from(p.target[c])) {
-                        Some(Ok(l)) => Some(l),
-                        Some(Err(_)) => break,
-                        None => None,
-                    };
-                    let Some(p) = pending.take() else { break };
-                    let image = self.image.unwrap_or(0);
-                    self.push_arc(p, image, symbol, instr, line_no, tgt_line, &values);
-                } else {
-                    if rows.lines.len() == RUN_ROWS {
-                        self.append_rows(&mut rows, symbol);
-                    }
-                    rows.offsets.push(instr.unwrap_or(0));
-                    rows.lines.push(line_no.unwrap_or(0));
-                    rows.values.extend_from_slice(&values);
-                    for (t, &idx) in totals.iter_mut().zip(map) {
-                        *t = t.wrapping_add(values[idx]);
-                    }
                 }
-                last = pos;
-                self.line_no += 1;
-                i = end;
-                continue;
+                match self.run_line(buf, i, &last, symbol, &mut pending) {
+                    Some(end) => {
+                        i = end;
+                        continue;
+                    }
+                    None => break,
+                }
             }
+            let mut values = [0u64; NEV];
+            let Some((pos, end)) = scan_run_line::<NCOLS, NEV>(buf, i, &last, map, &mut values) else {
+                break;
+            };
+            let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
+                Some(Ok(l)) => Some(l),
+                Some(Err(_)) => break,
+                None => None,
+            };
+            let instr = instr_col.map(|c| pos[c]);
             if pending.is_some() {
-                // Only a position line may follow an association.
-                break;
-            }
-            let line = &buf[i..];
-            if line.starts_with(b"cfn=(") {
-                // A compressed function name referred to by its id.
-                let mut j = i + 5;
-                let Some(id) = parse::scan_decimal(buf, &mut j) else { break };
-                if buf.get(j) != Some(&b')') {
+                if !self.run_arc(&mut pending, symbol, instr, line_no, &values) {
                     break;
                 }
-                let Some(end) = line_end(buf, parse::skip_space_at(buf, j + 1)) else { break };
-                let Some(f) = self.functions.get(id) else { break };
-                self.cfn = Some(f);
-                self.line_no += 1;
-                i = end;
-                continue;
-            }
-            let (kind, key) = if line.starts_with(b"calls=") {
-                (ArcKind::Call, 6)
-            } else if line.starts_with(b"jump=") {
-                (ArcKind::Jump, 5)
-            } else if line.starts_with(b"jcnd=") {
-                (ArcKind::Jcnd, 5)
             } else {
-                break;
-            };
-            let mut j = parse::skip_space_at(buf, i + key);
-            let (count, executed) = if kind == ArcKind::Jcnd {
-                // What Callgrind writes: followed/executed.
-                let Some(f) = parse::scan_decimal(buf, &mut j) else { break };
-                if buf.get(j) != Some(&b'/') {
-                    break;
+                if rows.len >= RUN_ROWS {
+                    self.append_rows(&mut rows, symbol, NEV);
                 }
-                j += 1;
-                let Some(x) = parse::scan_number(buf, &mut j) else { break };
-                (f, x)
-            } else {
-                let Some(n) = parse::scan_number(buf, &mut j) else { break };
-                (n, n)
-            };
-            let mut target = [0u64; 3];
-            let mut scanned = true;
-            for c in 0..NCOLS {
-                j = parse::skip_space_at(buf, j);
-                match parse::scan_subposition(buf, &mut j, last[c]) {
-                    Some(v) => target[c] = v,
-                    None => {
-                        scanned = false;
-                        break;
-                    }
+                let n = rows.len;
+                rows.offsets[n] = instr.unwrap_or(0);
+                rows.lines[n] = line_no.unwrap_or(0);
+                rows.values[n * NEV..(n + 1) * NEV].copy_from_slice(&values);
+                rows.len = n + 1;
+                for (t, &idx) in totals.iter_mut().zip(map) {
+                    *t = t.wrapping_add(values[idx]);
                 }
             }
-            if !scanned {
-                break;
-            }
-            let Some(end) = line_end(buf, parse::skip_space_at(buf, j)) else { break };
-            let Some((target_image, target_symbol)) = self.association_target(kind, symbol) else { break };
+            last = pos;
             self.line_no += 1;
-            self.note_jcnd(kind, count, executed);
-            pending = Some(Pending {
-                kind,
-                count,
-                executed,
-                target,
-                target_image,
-                target_symbol,
-                line_no: self.line_no,
-            });
             i = end;
         }
-        self.append_rows(&mut rows, symbol);
-        self.run_rows = rows;
+        self.append_rows(&mut rows, symbol, NEV);
+        self.run_rows = Some(rows);
         self.pending = pending;
         self.last = last;
         for (t, add) in self.part_totals.iter_mut().zip(totals) {
@@ -1062,10 +1010,102 @@ impl Reader {
         i
     }
 
-    /// Appends the cost rows a run gathered to the current image's cost table, and empties
-    /// `rows`.
-    fn append_rows(&mut self, rows: &mut RunRows, symbol: u32) {
-        let n = rows.lines.len();
+    /// Records the association `pending` in a run, now that its source line gave its position
+    /// (`instr`, `line_no`) and for a call the callee's inclusive cost `values`. `false`, with
+    /// nothing done, when the line parser must read the line.
+    #[inline(never)]
+    fn run_arc(
+        &mut self,
+        pending: &mut Option<Pending>,
+        symbol: u32,
+        instr: Option<u64>,
+        line_no: Option<u32>,
+        values: &[u64],
+    ) -> bool {
+        let Some(p) = pending.as_ref() else { return false };
+        let tgt_line = match self.line_col.map(|c| u32::try_from(p.target[c])) {
+            Some(Ok(l)) => Some(l),
+            Some(Err(_)) => return false,
+            None => None,
+        };
+        let Some(p) = pending.take() else { return false };
+        let image = self.image.unwrap_or(0);
+        self.push_arc(p, image, symbol, instr, line_no, tgt_line, values);
+        true
+    }
+
+    /// Reads the line at `buf[i..]` in a run, when it is a `cfn=(id)` line or an association
+    /// (which then waits in `pending` for its source line), with `last` the current positions.
+    /// The index past the line; `None`, with nothing done, for any other line.
+    #[inline(never)]
+    fn run_line(
+        &mut self,
+        buf: &[u8],
+        i: usize,
+        last: &[u64; 3],
+        symbol: u32,
+        pending: &mut Option<Pending>,
+    ) -> Option<usize> {
+        let line = &buf[i..];
+        if line.starts_with(b"cfn=(") {
+            // A compressed function name referred to by its id.
+            let mut j = i + 5;
+            let id = parse::scan_decimal(buf, &mut j)?;
+            if buf.get(j) != Some(&b')') {
+                return None;
+            }
+            let end = line_end(buf, parse::skip_space_at(buf, j + 1))?;
+            self.cfn = Some(self.functions.get(id)?);
+            self.line_no += 1;
+            return Some(end);
+        }
+        let (kind, key) = if line.starts_with(b"calls=") {
+            (ArcKind::Call, 6)
+        } else if line.starts_with(b"jump=") {
+            (ArcKind::Jump, 5)
+        } else if line.starts_with(b"jcnd=") {
+            (ArcKind::Jcnd, 5)
+        } else {
+            return None;
+        };
+        let mut j = parse::skip_space_at(buf, i + key);
+        let (count, executed) = if kind == ArcKind::Jcnd {
+            // What Callgrind writes: followed/executed.
+            let f = parse::scan_decimal(buf, &mut j)?;
+            if buf.get(j) != Some(&b'/') {
+                return None;
+            }
+            j += 1;
+            (f, parse::scan_number(buf, &mut j)?)
+        } else {
+            let n = parse::scan_number(buf, &mut j)?;
+            (n, n)
+        };
+        let mut target = [0u64; 3];
+        for (c, t) in target.iter_mut().enumerate().take(self.columns.len()) {
+            j = parse::skip_space_at(buf, j);
+            *t = parse::scan_subposition(buf, &mut j, last[c])?;
+        }
+        let end = line_end(buf, parse::skip_space_at(buf, j))?;
+        let (target_image, target_symbol) = self.association_target(kind, symbol)?;
+        self.line_no += 1;
+        self.note_jcnd(kind, count, executed);
+        *pending = Some(Pending {
+            kind,
+            count,
+            executed,
+            target,
+            target_image,
+            target_symbol,
+            line_no: self.line_no,
+        });
+        Some(end)
+    }
+
+    /// Appends the cost rows a run gathered (`width` values each) to the current image's cost
+    /// table, and empties `rows`.
+    fn append_rows(&mut self, rows: &mut RunRows, symbol: u32, width: usize) {
+        let n = rows.len;
         if n == 0 {
             return;
         }
@@ -1078,16 +1118,15 @@ impl Reader {
         }
         costs.extend_columns(
             n,
-            self.instr_col.map(|_| &rows.offsets[..]),
+            self.instr_col.map(|_| &rows.offsets[..n]),
             Some(symbol),
             self.file,
-            self.line_col.map(|_| &rows.lines[..]),
-            &rows.values,
+            self.line_col.map(|_| &rows.lines[..n]),
+            &rows.values[..n * width],
         );
-        rows.offsets.clear();
-        rows.lines.clear();
-        rows.values.clear();
+        rows.len = 0;
     }
+
     /// At most how many more lines of `bytes_per_line` bytes the input holds: what a table that
     /// has grown large reserves at once, so that it neither grows by doubling (copying itself
     /// each time) nor outgrows the input.

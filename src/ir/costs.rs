@@ -100,6 +100,11 @@ impl<T: Copy + Default> OptColumn<T> {
         }
     }
 
+    /// Every row's value, when every row of `rows` has one.
+    fn dense(&self, rows: usize) -> Option<&[T]> {
+        (self.present.is_empty() && self.data.len() == rows).then_some(&self.data[..])
+    }
+
     /// Whether any row has a value.
     fn any(&self) -> bool {
         !self.data.is_empty()
@@ -278,6 +283,22 @@ impl CostTable {
         self.lines.get(row)
     }
 
+    /// The offset of every row, when every row has one; `None` otherwise (read them with
+    /// [`CostTable::offset`]). For walks over millions of rows.
+    pub fn offsets_slice(&self) -> Option<&[u64]> {
+        self.offsets.dense(self.rows)
+    }
+
+    /// The function of every row, when every row has one; `None` otherwise.
+    pub fn symbols_slice(&self) -> Option<&[u32]> {
+        self.symbols.dense(self.rows)
+    }
+
+    /// The values of every row, row after row, `width` each.
+    pub fn values_slice(&self) -> &[u64] {
+        &self.values
+    }
+
     /// The values of a row, `width` long.
     pub fn values(&self, row: usize) -> &[u64] {
         &self.values[row * self.width..(row + 1) * self.width]
@@ -416,6 +437,10 @@ mod tests {
         assert_eq!((t.len(), t.width(), t.offsets.data.len(), t.values.len()), (1000, 1, 1000, 1000));
         assert!(t.offsets.present.is_empty() && !t.symbols.any() && !t.has_lines() && !t.files.any());
         assert_eq!(t.get(7), cost(Some(28), None, &[7]));
+        assert_eq!(
+            (t.offsets_slice().map(|o| o[7]), t.symbols_slice(), t.values_slice()[7]),
+            (Some(28), None, 7)
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@
 use super::radix;
 use super::{recursion_base, ArcKind, RawArc};
 use crate::ir::{
-    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
-    SymbolRef,
+    Block, BlockRef, CostTable, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site,
+    SourceLine, SymbolRef,
 };
 use crate::mem;
 
@@ -256,10 +256,14 @@ impl EdgeSet {
 
 fn add_counts(into: &mut Counts, thread: u32, n: u64) {
     let thread = thread as usize;
-    if into.len() <= thread {
-        into.resize(thread + 1, 0);
+    if let Some(c) = into.get_mut(thread) {
+        *c = c.saturating_add(n);
+    } else {
+        if into.len() < thread {
+            into.resize(thread, 0);
+        }
+        into.push(n);
     }
-    into[thread] = into[thread].saturating_add(n);
 }
 
 /// Blocks of the process in global numbering.
@@ -535,14 +539,37 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 /// address.
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
-    let mut extents = vec![None; image.symbols.len()];
-    let rows = radix::sort_by_runs(costs.len(), |row| costs.symbol(row).and(costs.offset(row)));
+    let nsymbols = image.symbols.len();
+    // Read straight from the columns when every row has an address and a function, as every
+    // row of Callgrind's own files has.
+    match (costs.offsets_slice(), costs.symbols_slice()) {
+        (Some(offsets), Some(symbols)) => {
+            instructions_at(costs, ir, base, nsymbols, |row| Some((offsets[row], symbols[row])))
+        }
+        _ => instructions_at(costs, ir, base, nsymbols, |row| Some((costs.offset(row)?, costs.symbol(row)?))),
+    }
+}
+
+/// [`instructions`], with `at` giving the address and function of a row (`None` when it lacks
+/// either).
+#[inline(always)]
+fn instructions_at(
+    costs: &CostTable,
+    ir: Option<usize>,
+    base: &[u32],
+    nsymbols: usize,
+    at: impl Fn(usize) -> Option<(u64, u32)>,
+) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
+    let mut extents = vec![None; nsymbols];
+    let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
+    let (values, width) = (costs.values_slice(), costs.width());
+    let ir = ir.filter(|&e| e < width);
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
-        let (Some(addr), Some(symbol)) = (costs.offset(row), costs.symbol(row)) else { continue };
+        let Some((addr, symbol)) = at(row) else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| costs.value(row, e));
+        let v = ir.map_or(0, |e| values[row * width + e]);
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
