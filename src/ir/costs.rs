@@ -294,6 +294,16 @@ impl CostTable {
         self.symbols.dense(self.rows)
     }
 
+    /// The file of every row, when every row has one; `None` otherwise.
+    pub fn files_slice(&self) -> Option<&[FileId]> {
+        self.files.dense(self.rows)
+    }
+
+    /// The line of every row, when every row has one; `None` otherwise.
+    pub fn lines_slice(&self) -> Option<&[u32]> {
+        self.lines.dense(self.rows)
+    }
+
     /// The values of every row, row after row, `width` each.
     pub fn values_slice(&self) -> &[u64] {
         &self.values

@@ -224,17 +224,21 @@ struct ArcEnd {
     lead: bool,
 }
 
-/// One association's share of an edge, before equal edges are merged.
+/// One association's share of an edge, before equal edges are merged (24 bytes: a large
+/// profile has millions).
 #[derive(Clone, Copy)]
 struct Contribution {
+    count: u64,
     source: u32,
     target: u32,
-    kind: EdgeKind,
-    thread: u32,
-    count: u64,
     /// The `calls=` line (inclusive cost and site), `NONE` for other contributions.
     arc: u32,
+    /// Threads are numbered below 2^16 (the reader checks `thread:` lines).
+    thread: u16,
+    kind: EdgeKind,
 }
+
+const _: () = assert!(std::mem::size_of::<Contribution>() == 24);
 
 /// Edges being gathered: parallel associations (several function contexts at one address,
 /// several parts) are merged at the end. Tracks what the later steps ask of the edges so far:
@@ -247,7 +251,8 @@ struct EdgeSet {
 
 impl EdgeSet {
     fn add(&mut self, source: u32, target: u32, kind: EdgeKind, thread: u32, count: u64, arc: u32) {
-        self.items.push(Contribution { source, target, kind, thread, count, arc });
+        debug_assert!(thread <= u32::from(u16::MAX), "thread numbers are checked when read");
+        self.items.push(Contribution { count, source, target, arc, thread: thread as u16, kind });
         self.has_out[source as usize] = true;
         let t = &mut self.incoming[target as usize];
         *t = t.saturating_add(count);
@@ -455,8 +460,12 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     blocks_of.base.push(nblocks as u32);
     let b = &blocks_of;
 
+    // Each call gives a call, a bypass and usually one return, a few returns when its callee
+    // has several exits; a jump one edge, a conditional one or two; a block at most one
+    // fall-through. Reserved generously (on huge pages where offered): the untouched rest costs
+    // address space only, where growing would copy the largest list of the rebuild.
     let mut set = EdgeSet {
-        items: mem::vec_with_capacity(list.len() * 2 + nblocks),
+        items: mem::vec_with_capacity(list.len().saturating_mul(4).saturating_add(nblocks)),
         has_out: vec![false; nblocks],
         incoming: vec![0; nblocks],
     };
@@ -537,6 +546,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 /// The executed addresses of an image in address order, one [`Instr`] each (the first cost line
 /// at an address decides its owner, file and line), and each symbol's lowest and highest costed
 /// address.
+#[inline(never)]
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
     let nsymbols = image.symbols.len();
@@ -564,6 +574,7 @@ fn instructions_at(
     let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
     let (values, width) = (costs.values_slice(), costs.width());
     let ir = ir.filter(|&e| e < width);
+    let (files, lines) = (costs.files_slice(), costs.lines_slice());
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
@@ -576,8 +587,8 @@ fn instructions_at(
                 addr,
                 ir: v,
                 owner: base[symbol as usize],
-                file: costs.file(row).unwrap_or(NONE),
-                line: costs.line(row).unwrap_or(0),
+                file: files.map_or_else(|| costs.file(row), |f| Some(f[row])).unwrap_or(NONE),
+                line: lines.map_or_else(|| costs.line(row), |l| Some(l[row])).unwrap_or(0),
                 flags: 0,
             }),
         }
@@ -589,48 +600,61 @@ fn instructions_at(
 /// (association sources) and call instructions. A call's executions are the sum of its calls
 /// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
 /// `--skip-plt=yes`, to the calling instruction's `Ir`).
+///
+/// Each list is walked once, with the instructions it names found by a walk of their own: the
+/// lists are short beside the instructions.
+#[inline(never)]
 fn mark(merged: &mut [Instr], srcs: &[ArcEnd], tgts: &[ArcEnd], entries: &[u64]) {
-    let (mut si, mut ti, mut ei) = (0usize, 0usize, 0usize);
-    for m in merged.iter_mut() {
-        while si < srcs.len() && srcs[si].addr < m.addr {
-            si += 1;
-        }
+    let mut k = 0;
+    let mut s = 0;
+    while let Some(first) = srcs.get(s) {
+        let addr = first.addr;
         let mut calls: Option<u64> = None;
-        while si < srcs.len() && srcs[si].addr == m.addr {
+        while let Some(e) = srcs.get(s).filter(|e| e.addr == addr) {
+            if e.call {
+                calls = Some(calls.unwrap_or(0).saturating_add(e.count));
+            }
+            s += 1;
+        }
+        if let Some(m) = find(merged, &mut k, addr) {
             m.flags |= END;
-            if srcs[si].call {
-                calls = Some(calls.unwrap_or(0).saturating_add(srcs[si].count));
-            }
-            si += 1;
-        }
-        if let Some(n) = calls {
-            m.flags |= CALL;
-            if n > 0 {
-                m.ir = m.ir.min(n);
+            if let Some(n) = calls {
+                m.flags |= CALL;
+                if n > 0 {
+                    m.ir = m.ir.min(n);
+                }
             }
         }
-        while ti < tgts.len() && tgts[ti].addr < m.addr {
-            ti += 1;
-        }
-        while ti < tgts.len() && tgts[ti].addr == m.addr {
-            if tgts[ti].lead {
-                m.flags |= LEAD;
-            }
-            ti += 1;
-        }
-        while ei < entries.len() && entries[ei] < m.addr {
-            ei += 1;
-        }
-        if ei < entries.len() && entries[ei] == m.addr {
+    }
+    let mut k = 0;
+    for t in tgts.iter().filter(|t| t.lead) {
+        if let Some(m) = find(merged, &mut k, t.addr) {
             m.flags |= LEAD;
         }
     }
+    let mut k = 0;
+    for &e in entries {
+        if let Some(m) = find(merged, &mut k, e) {
+            m.flags |= LEAD;
+        }
+    }
+}
+
+/// The instruction at `addr`, looked for from `*k` on (which moves to the first instruction at
+/// or after `addr`): for walks in address order.
+#[inline(always)]
+fn find<'a>(merged: &'a mut [Instr], k: &mut usize, addr: u64) -> Option<&'a mut Instr> {
+    while merged.get(*k).is_some_and(|m| m.addr < addr) {
+        *k += 1;
+    }
+    merged.get_mut(*k).filter(|m| m.addr == addr)
 }
 
 /// Returns: from the callee's exit blocks (those with no way on inside the routine) to the
 /// return sites of its calls. With one exit, each call site gets its calls back from it; with
 /// several, the exits' executions are handed out to the return sites in address order (the
 /// file does not say which return went where; the counts still add up).
+#[inline(never)]
 fn returns(
     process: &Process,
     set: &mut EdgeSet,
@@ -709,6 +733,7 @@ fn returns(
 /// Merges the contributions into edges sorted by (source, target, kind), numbered from 1: a
 /// counting sort by source block, then each source's few contributions by target and kind.
 /// Contributions to one edge add up; a call edge keeps the site of its first `calls=` line.
+#[inline(never)]
 fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
     let nblocks = b.owner.len();
     let mut start = vec![0u32; nblocks + 1];
@@ -745,7 +770,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
                 if (c.target, c.kind) != (first.target, first.kind) {
                     break;
                 }
-                add_counts(&mut counts, c.thread, c.count);
+                add_counts(&mut counts, u32::from(c.thread), c.count);
                 if c.arc != NONE {
                     let a = &arcs.arcs[c.arc as usize];
                     let add = arcs.inclusive_of(a);
@@ -775,6 +800,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
 /// Routines: the functions of the file, in the order their first block appears. A routine's
 /// entry is the block at its function's address (else its first block); its exits are the
 /// blocks that return or have no edge on inside the routine.
+#[inline(never)]
 fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
     let nblocks = b.owner.len();
     let mut out_intra = vec![false; nblocks];

@@ -67,7 +67,7 @@ pub fn sort_with<T: Copy + Default>(items: &mut Vec<T>, scratch: &mut Vec<T>, ke
 const RUN_GAP: u64 = 1024;
 
 /// A run of consecutive rows whose keys strictly ascend.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Run {
     first: u64,
     last: u64,
@@ -107,7 +107,8 @@ pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u
         }
     }
     runs.extend(open);
-    runs.sort_unstable_by_key(|r| (r.first, r.start));
+    // Found in row order: sorted stably by first key, they are sorted by (first key, row).
+    sort_by_key(&mut runs, |r| r.first);
     let mut out: Vec<u32> = crate::mem::vec_with_capacity(keyed);
     let mut overlap: Vec<(u64, u32)> = Vec::new();
     let mut scratch: Vec<(u64, u32)> = Vec::new();
