@@ -284,7 +284,7 @@ mod tests {
             b"*3",
         ];
         for &t in tokens {
-            for tail in [&b""[..], b" 7", b"\t7"] {
+            for tail in [&b""[..], b" 7", b"\t7", b" 7 12345678\n", b"\n+3 0 1\n"] {
                 let line = [t, tail].concat();
                 let mut i = 0;
                 if let Some(v) = scan_subposition(&line, &mut i, 10) {
@@ -308,6 +308,28 @@ mod tests {
         assert_eq!(scan_number(b"18446744073709551615", &mut 0), None);
         assert_eq!(scan_number(b"12a", &mut 0), None);
         assert_eq!(scan_subposition(b"-11", &mut 0, 10), None);
+        // Numbers of every length from 1 to 20 digits, at the end of the input and before more.
+        for len in 1..=20usize {
+            for lead in [b'1', b'9', b'0'] {
+                let digits: Vec<u8> =
+                    std::iter::once(lead).chain((1..len).map(|k| b"7305918264"[k % 10])).collect();
+                for tail in [&b" 1 2 3 4 5 6 7 8"[..], b"\n", b"", b"y1234567"] {
+                    let line = [&digits[..], tail].concat();
+                    let mut i = 0;
+                    let scanned = scan_number(&line, &mut i);
+                    let parsed = if tail.first() == Some(&b'y') { None } else { number(&digits).ok() };
+                    assert_eq!(
+                        scanned.is_some(),
+                        parsed.is_some() && len <= 19,
+                        "{}",
+                        String::from_utf8_lossy(&line)
+                    );
+                    if let Some(v) = scanned {
+                        assert_eq!((Some(v), i), (parsed, len), "{}", String::from_utf8_lossy(&line));
+                    }
+                }
+            }
+        }
         let mut i = 1;
         assert_eq!(scan_decimal(b"(123)", &mut i), Some(123));
         assert_eq!(i, 4);

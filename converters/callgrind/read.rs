@@ -159,33 +159,47 @@ impl RunRows {
     }
 }
 
-/// Scans the cost line at `buf[i..]`: `NCOLS` positions (relative to `last`), then at most one
-/// value per event of `map` (into `values`, by event index). The positions and the index past
-/// the line feed; `None` for a line that [`Reader::line`] must read.
+/// Scans the cost line at `buf[i..]`: `NCOLS` positions (relative to `last`), then at most
+/// `NEV` values, one per event in order. The positions and the index past the line feed; `None`
+/// for a line that [`Reader::line`] must read.
 #[inline(always)]
 fn scan_run_line<const NCOLS: usize, const NEV: usize>(
     buf: &[u8],
     i: usize,
     last: &[u64; 3],
-    map: &[usize],
     values: &mut [u64; NEV],
 ) -> Option<([u64; 3], usize)> {
     let mut j = i;
     let mut pos = *last;
-    for (c, p) in pos.iter_mut().enumerate().take(NCOLS) {
-        if c > 0 {
-            j = parse::skip_space_at(buf, j);
-        }
-        *p = parse::scan_subposition(buf, &mut j, *p)?;
+    // Unrolled, so that the positions stay in registers.
+    pos[0] = parse::scan_subposition(buf, &mut j, pos[0])?;
+    if NCOLS > 1 {
+        j = parse::skip_space_at(buf, j);
+        pos[1] = parse::scan_subposition(buf, &mut j, pos[1])?;
     }
-    for &idx in map {
+    if NCOLS > 2 {
+        j = parse::skip_space_at(buf, j);
+        pos[2] = parse::scan_subposition(buf, &mut j, pos[2])?;
+    }
+    for v in values.iter_mut() {
         j = parse::skip_space_at(buf, j);
         if let Some(end) = line_end(buf, j) {
             return Some((pos, end));
         }
-        *values.get_mut(idx)? = parse::scan_number(buf, &mut j)?;
+        *v = parse::scan_number(buf, &mut j)?;
     }
     line_end(buf, parse::skip_space_at(buf, j)).map(|end| (pos, end))
+}
+
+/// Position `c` (0, 1 or 2) of `pos`, picked without indexing (so that the positions can stay
+/// in registers).
+#[inline(always)]
+fn pick(pos: &[u64; 3], c: usize) -> u64 {
+    match c {
+        0 => pos[0],
+        1 => pos[1],
+        _ => pos[2],
+    }
 }
 
 /// The index past the line end at `buf[j..]` (a line feed, or a carriage return and a line
@@ -911,14 +925,16 @@ impl Reader {
         Ok(pos)
     }
 
-    /// Whether [`Reader::run`] may read the next lines: a function is set, and there are one to
-    /// three positions and few events.
+    /// Whether [`Reader::run`] may read the next lines: a function is set, there are one to
+    /// three positions and few events, and the cost lines give every event in order (as all but
+    /// the parts of a file that name fewer events or another order do).
     #[inline]
     fn run_allowed(&self) -> bool {
         self.symbol.is_some()
             && !self.event_map.is_empty()
             && self.event_map.len() <= RUN_EVENTS
-            && self.profile.events.len() <= RUN_EVENTS
+            && self.event_map.len() == self.profile.events.len()
+            && self.event_map.iter().enumerate().all(|(k, &e)| k == e)
             && (1..=3).contains(&self.columns.len())
     }
 
@@ -945,15 +961,13 @@ impl Reader {
     #[inline(never)]
     fn run_sized<const NCOLS: usize, const NEV: usize>(&mut self, buf: &[u8]) -> usize {
         let Some(symbol) = self.symbol else { return 0 };
-        let nmap = self.event_map.len();
-        let mut map = [0usize; RUN_EVENTS];
-        map[..nmap].copy_from_slice(&self.event_map);
-        let map = &map[..nmap];
         let (instr_col, line_col) = (self.instr_col, self.line_col);
+        let (ic, lc) = (instr_col.unwrap_or(0), line_col.unwrap_or(0));
         let mut rows = self.run_rows.take().unwrap_or_else(RunRows::new);
         let mut pending = self.pending.take();
         let mut last = self.last;
-        let mut totals = [0u64; RUN_EVENTS];
+        let mut totals = [0u64; NEV];
+        let mut lines = 0u64;
         let mut i = 0;
         while let Some(&first) = buf.get(i) {
             if !starts_cost_line(first) {
@@ -961,6 +975,8 @@ impl Reader {
                     // Only a position line may follow an association.
                     break;
                 }
+                self.line_no += lines;
+                lines = 0;
                 match self.run_line(buf, i, &last, symbol, &mut pending) {
                     Some(end) => {
                         i = end;
@@ -970,15 +986,13 @@ impl Reader {
                 }
             }
             let mut values = [0u64; NEV];
-            let Some((pos, end)) = scan_run_line::<NCOLS, NEV>(buf, i, &last, map, &mut values) else {
+            let Some((pos, end)) = scan_run_line::<NCOLS, NEV>(buf, i, &last, &mut values) else { break };
+            let line = pick(&pos, lc);
+            if line_col.is_some() && line > u64::from(u32::MAX) {
                 break;
-            };
-            let line_no = match line_col.map(|c| u32::try_from(pos[c])) {
-                Some(Ok(l)) => Some(l),
-                Some(Err(_)) => break,
-                None => None,
-            };
-            let instr = instr_col.map(|c| pos[c]);
+            }
+            let line_no = line_col.map(|_| line as u32);
+            let instr = instr_col.map(|_| pick(&pos, ic));
             if pending.is_some() {
                 if !self.run_arc(&mut pending, symbol, instr, line_no, &values) {
                     break;
@@ -992,14 +1006,15 @@ impl Reader {
                 rows.lines[n] = line_no.unwrap_or(0);
                 rows.values[n * NEV..(n + 1) * NEV].copy_from_slice(&values);
                 rows.len = n + 1;
-                for (t, &idx) in totals.iter_mut().zip(map) {
-                    *t = t.wrapping_add(values[idx]);
+                for (t, v) in totals.iter_mut().zip(values) {
+                    *t = t.wrapping_add(v);
                 }
             }
             last = pos;
-            self.line_no += 1;
+            lines += 1;
             i = end;
         }
+        self.line_no += lines;
         self.append_rows(&mut rows, symbol, NEV);
         self.run_rows = Some(rows);
         self.pending = pending;
@@ -1109,13 +1124,14 @@ impl Reader {
         if n == 0 {
             return;
         }
-        let left = self.cost_rows_left();
         let proc = self.process.unwrap_or(0);
         let image = self.image.unwrap_or(0) as usize;
-        let costs = &mut self.profile.processes[proc].images[image].costs;
-        if costs.len() <= RESERVE_AT && costs.len() + n > RESERVE_AT {
-            costs.reserve(left);
+        let len = self.profile.processes[proc].images[image].costs.len();
+        if len <= RESERVE_AT && len + n > RESERVE_AT {
+            let left = self.cost_rows_left();
+            self.profile.processes[proc].images[image].costs.reserve(left);
         }
+        let costs = &mut self.profile.processes[proc].images[image].costs;
         costs.extend_columns(
             n,
             self.instr_col.map(|_| &rows.offsets[..n]),
@@ -1232,14 +1248,17 @@ impl Reader {
         values: &[u64],
     ) {
         let proc = self.process();
-        let left = self.lines_left(RESERVE_BYTES_PER_ARC);
-        let state = &mut self.states[proc];
-        if state.arcs.len() == RESERVE_AT {
-            state.arcs.reserve(left);
+        if self.states[proc].arcs.len() == RESERVE_AT {
+            let left = self.lines_left(RESERVE_BYTES_PER_ARC);
+            self.states[proc].arcs.reserve(left);
         }
+        let state = &mut self.states[proc];
         let incl_start = state.inclusive.len();
         if p.kind == ArcKind::Call {
-            state.inclusive.extend_from_slice(values);
+            // One to four values: pushed, not copied by a call to memcpy.
+            for &v in values {
+                state.inclusive.push(v);
+            }
         }
         state.arcs.push(RawArc {
             kind: p.kind,
