@@ -192,6 +192,16 @@ mod tests {
         let sorted = sort_by_runs(runs.len(), |r| runs[r]);
         assert_eq!(sorted, expected.iter().map(|&(_, r)| r).collect::<Vec<u32>>());
         assert!(sort_by_runs(3, |_| None).is_empty());
+        // One cluster of interleaved runs, few or many, with repeated keys.
+        for nruns in [3u64, 16, 17, 40] {
+            let keys: Vec<Option<u64>> =
+                (0..nruns).flat_map(|r| (0..5).map(move |k| Some(1000 + k * 100 + r % 7))).collect();
+            let mut expected: Vec<(u64, u32)> =
+                keys.iter().enumerate().filter_map(|(i, k)| Some(((*k)?, i as u32))).collect();
+            expected.sort_unstable();
+            let sorted = sort_by_runs(keys.len(), |r| keys[r]);
+            assert_eq!(sorted, expected.iter().map(|&(_, r)| r).collect::<Vec<u32>>(), "{nruns} runs");
+        }
 
         let mut short = vec![(3u64, 0u32), (1, 1), (3, 2), (2, 3)];
         sort_by_key(&mut short, |&(k, _)| k);
