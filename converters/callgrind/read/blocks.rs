@@ -815,9 +815,16 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
                     let a = &arcs.arcs[c.arc as usize];
                     let add = arcs.inclusive_of(a);
                     let len = add.len().max(arcs.pad_to).max(inclusive.len());
-                    inclusive.resize(len, 0);
-                    for (v, &w) in inclusive.iter_mut().zip(add) {
-                        *v = v.saturating_add(w);
+                    if inclusive.is_empty() {
+                        // The first call of the edge: one allocation of the final length.
+                        inclusive = Vec::with_capacity(len);
+                        inclusive.extend_from_slice(add);
+                        inclusive.resize(len, 0);
+                    } else {
+                        inclusive.resize(len, 0);
+                        for (v, &w) in inclusive.iter_mut().zip(add) {
+                            *v = v.saturating_add(w);
+                        }
                     }
                 }
                 y += 1;
