@@ -266,22 +266,17 @@ impl<R: Read> JsonReader<R> {
     /// Parses a number; integers without fraction or exponent stay exact.
     #[inline(always)]
     fn number<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value> {
-        // Fast path: an unsigned integer of up to 19 digits (always fits 64 bits) ending
-        // inside the chunk, in one pass.
-        let rest = &self.buf[self.pos..self.end];
-        let mut i = 0;
-        let mut value = 0u64;
-        while i < rest.len() && i < 19 {
-            let d = rest[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
+        // Fast path: an unsigned integer of up to 8 digits (counts, ids, sizes: nearly every
+        // number of a profile) followed by a delimiter inside the chunk, read as one word.
+        if let Some(word) = self.buf[self.pos..self.end].first_chunk::<9>() {
+            let (n, value) = leading_digits(u64::from_le_bytes([
+                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+            ]));
+            let after = word[n.min(8)];
+            if n > 0 && !matches!(after, b'0'..=b'9' | b'.' | b'e' | b'E') {
+                self.pos += n;
+                return visitor.visit_u64(value);
             }
-            value = value * 10 + u64::from(d);
-            i += 1;
-        }
-        if i > 0 && i < rest.len() && !matches!(rest[i], b'0'..=b'9' | b'.' | b'e' | b'E') {
-            self.pos += i;
-            return visitor.visit_u64(value);
         }
         self.number_slow(visitor)
     }
@@ -528,6 +523,28 @@ impl<R: Read> JsonReader<R> {
             }
         }
     }
+}
+
+/// The number of decimal digits at the start of 8 bytes read little-endian (8 when all are),
+/// and their value. SIMD within a register: no branch depends on the number's length.
+#[inline(always)]
+fn leading_digits(word: u64) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Each digit byte becomes 0..=9. A byte below `0` wraps to 0x80 or more (its borrow only
+    // disturbs the bytes after it); a byte above `9` reaches 0x80 once 0x76 is added.
+    let values = word.wrapping_sub(ONES * u64::from(b'0'));
+    let not_digit = (values | values.wrapping_add(ONES * 0x76)) & (ONES * 0x80);
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Keep the n digits, moved to the top bytes: the bytes below become leading zeros.
+    let mut v = values << (8 * (8 - n));
+    // Combine neighbours: pairs of digits, then groups of four, then the eight.
+    v = ((v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(10 * 256 + 1)) >> 8;
+    v = ((v & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65536 + 1)) >> 16;
+    v = ((v & 0x0000_ffff_0000_ffff).wrapping_mul(10000 * (1 << 32) + 1)) >> 32;
+    (n, v)
 }
 
 /// An integer as profile formats spell it in text: decimal, or hexadecimal after `0x`
@@ -802,6 +819,32 @@ mod tests {
         assert_eq!(parse_int("99999999999999999999"), None);
         assert_eq!(parse_int("1a"), None);
         assert_eq!(parse_int(""), None);
+    }
+
+    #[test]
+    fn leading_digits_of_a_word() {
+        let word = |s: &[u8]| {
+            let mut b = [b'x'; 8];
+            b[..s.len()].copy_from_slice(s);
+            u64::from_le_bytes(b)
+        };
+        assert_eq!(leading_digits(word(b"12345678")), (8, 12345678));
+        assert_eq!(leading_digits(word(b"0")), (1, 0));
+        assert_eq!(leading_digits(word(b"907,")), (3, 907));
+        assert_eq!(leading_digits(word(b"1\x002")), (1, 1));
+        assert_eq!(leading_digits(word(b"99999999")), (8, 99_999_999));
+        assert_eq!(leading_digits(word(b"/")), (0, 0));
+        assert_eq!(leading_digits(word(b":")), (0, 0));
+        assert_eq!(leading_digits(word(b"0000012]")), (7, 12));
+        // Every byte after a digit, each possible stop.
+        for stop in 0..=255u8 {
+            let (n, v) = leading_digits(word(&[b'4', b'2', stop]));
+            if stop.is_ascii_digit() {
+                assert_eq!((n, v), (3, 420 + u64::from(stop - b'0')));
+            } else {
+                assert_eq!((n, v), (2, 42), "stop byte {stop}");
+            }
+        }
     }
 
     #[test]
