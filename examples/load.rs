@@ -11,7 +11,8 @@ fn main() {
         eprintln!("usage: load FILE...");
         std::process::exit(2);
     }
-    for path in paths {
+    let last = paths.len() - 1;
+    for (k, path) in paths.into_iter().enumerate() {
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let start = Instant::now();
         match cfghub::convert::load(&path, None, &Default::default()) {
@@ -25,6 +26,10 @@ fn main() {
                     size,
                     size as f64 / secs / 1e6
                 );
+                if k == last {
+                    // As `cfghub convert` does: the process's exit returns the memory at once.
+                    std::mem::forget(loaded);
+                }
             }
             Err(e) => {
                 eprintln!("{path}: {e}");

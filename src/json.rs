@@ -181,17 +181,46 @@ impl<R: Read> JsonReader<R> {
     /// The next byte that is not white space, without consuming it.
     #[inline(always)]
     fn peek(&mut self) -> Result<Option<u8>> {
-        // Every JSON white-space byte is at most b' ': anything above is the next token.
-        if self.pos < self.end && self.buf[self.pos] > b' ' {
-            return Ok(Some(self.buf[self.pos]));
+        match self.peek_near() {
+            Some(b) => Ok(Some(b)),
+            None => self.peek_slow(),
         }
-        self.peek_slow()
     }
 
+    /// The common cases of [`Self::peek`], inline: the next token right here, or after one
+    /// white-space byte: the space that pretty printers (Pin's among them) put after `,`, `[`
+    /// and `:`, or the newline between the rows of a compact table.
+    #[inline(always)]
+    fn peek_near(&mut self) -> Option<u8> {
+        // Every JSON white-space byte is at most b' ': anything above is the next token.
+        let here = *self.buf[..self.end].get(self.pos)?;
+        if here > b' ' {
+            return Some(here);
+        }
+        let next = *self.buf[..self.end].get(self.pos + 1)?;
+        if next > b' ' && matches!(here, b' ' | b'\n' | b'\t' | b'\r') {
+            self.pos += 1;
+            return Some(next);
+        }
+        None
+    }
+
+    /// Skips white space of any length, across chunks. Indentation comes as runs of spaces
+    /// (a third of a pretty-printed DCFG), skipped eight bytes at a time.
     #[inline(never)]
     fn peek_slow(&mut self) -> Result<Option<u8>> {
+        const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
         loop {
             while self.pos < self.end {
+                if let Some(word) = self.buf[self.pos..self.end].first_chunk::<8>() {
+                    let differs = u64::from_le_bytes(*word) ^ SPACES;
+                    if differs == 0 {
+                        self.pos += 8;
+                        continue;
+                    }
+                    // Little-endian: the lowest non-zero byte is the first that is not a space.
+                    self.pos += (differs.trailing_zeros() / 8) as usize;
+                }
                 let b = self.buf[self.pos];
                 match b {
                     b' ' | b'\n' | b'\t' | b'\r' => self.pos += 1,
@@ -206,13 +235,12 @@ impl<R: Read> JsonReader<R> {
 
     #[inline(always)]
     fn peek_or_eof(&mut self, what: &str) -> Result<u8> {
-        if self.pos < self.end && self.buf[self.pos] > b' ' {
-            return Ok(self.buf[self.pos]);
+        match self.peek_near() {
+            Some(b) => Ok(b),
+            None => self.peek_or_eof_slow(what),
         }
-        self.peek_or_eof_slow(what)
     }
 
-    #[cold]
     #[inline(never)]
     fn peek_or_eof_slow(&mut self, what: &str) -> Result<u8> {
         match self.peek_slow()? {
@@ -238,22 +266,17 @@ impl<R: Read> JsonReader<R> {
     /// Parses a number; integers without fraction or exponent stay exact.
     #[inline(always)]
     fn number<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value> {
-        // Fast path: an unsigned integer of up to 19 digits (always fits 64 bits) ending
-        // inside the chunk, in one pass.
-        let rest = &self.buf[self.pos..self.end];
-        let mut i = 0;
-        let mut value = 0u64;
-        while i < rest.len() && i < 19 {
-            let d = rest[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
+        // Fast path: an unsigned integer of up to 8 digits (counts, ids, sizes: nearly every
+        // number of a profile) followed by a delimiter inside the chunk, read as one word.
+        if let Some(word) = self.buf[self.pos..self.end].first_chunk::<9>() {
+            let (n, value) = leading_digits(u64::from_le_bytes([
+                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+            ]));
+            let after = word[n.min(8)];
+            if n > 0 && !matches!(after, b'0'..=b'9' | b'.' | b'e' | b'E') {
+                self.pos += n;
+                return visitor.visit_u64(value);
             }
-            value = value * 10 + u64::from(d);
-            i += 1;
-        }
-        if i > 0 && i < rest.len() && !matches!(rest[i], b'0'..=b'9' | b'.' | b'e' | b'E') {
-            self.pos += i;
-            return visitor.visit_u64(value);
         }
         self.number_slow(visitor)
     }
@@ -502,6 +525,28 @@ impl<R: Read> JsonReader<R> {
     }
 }
 
+/// The number of decimal digits at the start of 8 bytes read little-endian (8 when all are),
+/// and their value. SIMD within a register: no branch depends on the number's length.
+#[inline(always)]
+fn leading_digits(word: u64) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Each digit byte becomes 0..=9. A byte below `0` wraps to 0x80 or more (its borrow only
+    // disturbs the bytes after it); a byte above `9` reaches 0x80 once 0x76 is added.
+    let values = word.wrapping_sub(ONES * u64::from(b'0'));
+    let not_digit = (values | values.wrapping_add(ONES * 0x76)) & (ONES * 0x80);
+    let n = (not_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Keep the n digits, moved to the top bytes: the bytes below become leading zeros.
+    let mut v = values << (8 * (8 - n));
+    // Combine neighbours: pairs of digits, then groups of four, then the eight.
+    v = ((v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(10 * 256 + 1)) >> 8;
+    v = ((v & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65536 + 1)) >> 16;
+    v = ((v & 0x0000_ffff_0000_ffff).wrapping_mul(10000 * (1 << 32) + 1)) >> 32;
+    (n, v)
+}
+
 /// An integer as profile formats spell it in text: decimal, or hexadecimal after `0x`
 /// (`"0x400000"`, `"17"`), surrounding white space allowed; `None` unless it fits 64 bits.
 pub fn parse_int(text: &str) -> Option<u64> {
@@ -510,20 +555,62 @@ pub fn parse_int(text: &str) -> Option<u64> {
 
 /// A decimal or `0x` hexadecimal integer spelled in ASCII, if it is one and fits 64 bits.
 pub fn parse_u64_text(text: &[u8]) -> Option<u64> {
-    let (digits, radix) = match text {
-        [b'0', b'x' | b'X', rest @ ..] => (rest, 16),
-        _ => (text, 10),
-    };
+    match text {
+        [b'0', b'x' | b'X', digits @ ..] => parse_hex(digits),
+        _ => parse_decimal(text),
+    }
+}
+
+/// Hexadecimal digits (no prefix): addresses and offsets, written by Pin as strings. Up to 16
+/// digits always fit; leading zeros beyond that are allowed.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    let significant =
+        digits.iter().position(|&b| b != b'0').map_or(&digits[digits.len()..], |i| &digits[i..]);
+    if digits.is_empty() || significant.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in significant {
+        let d = HEX_VALUE[b as usize];
+        if d > 15 {
+            return None;
+        }
+        v = (v << 4) | u64::from(d);
+    }
+    Some(v)
+}
+
+/// Decimal digits: up to 19 always fit, a 20th is checked.
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() || digits.len() > 20 {
         return None;
     }
     let mut v: u64 = 0;
-    for &b in digits {
-        let d = (b as char).to_digit(radix)?;
-        v = v.checked_mul(u64::from(radix))?.checked_add(u64::from(d))?;
+    for (i, &b) in digits.iter().enumerate() {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = if i < 19 { v * 10 + u64::from(d) } else { v.checked_mul(10)?.checked_add(u64::from(d))? };
     }
     Some(v)
 }
+
+/// The value of each byte as a hexadecimal digit, 255 when it is not one.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [255u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            c @ b'A'..=b'F' => c - b'A' + 10,
+            _ => 255,
+        };
+        b += 1;
+    }
+    table
+};
 
 fn show(b: u8) -> String {
     if b.is_ascii_graphic() {
@@ -725,6 +812,55 @@ mod tests {
         assert_eq!(parse_int("x12"), None);
         assert_eq!(parse_int("0x"), None);
         assert_eq!(parse_int("-1"), None);
+        assert_eq!(parse_int("0x00000000000000000000000000007fAb"), Some(0x7fab));
+        assert_eq!(parse_int("0x12g4"), None);
+        assert_eq!(parse_int("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_int("18446744073709551616"), None);
+        assert_eq!(parse_int("99999999999999999999"), None);
+        assert_eq!(parse_int("1a"), None);
+        assert_eq!(parse_int(""), None);
+    }
+
+    #[test]
+    fn leading_digits_of_a_word() {
+        let word = |s: &[u8]| {
+            let mut b = [b'x'; 8];
+            b[..s.len()].copy_from_slice(s);
+            u64::from_le_bytes(b)
+        };
+        assert_eq!(leading_digits(word(b"12345678")), (8, 12345678));
+        assert_eq!(leading_digits(word(b"0")), (1, 0));
+        assert_eq!(leading_digits(word(b"907,")), (3, 907));
+        assert_eq!(leading_digits(word(b"1\x002")), (1, 1));
+        assert_eq!(leading_digits(word(b"99999999")), (8, 99_999_999));
+        assert_eq!(leading_digits(word(b"/")), (0, 0));
+        assert_eq!(leading_digits(word(b":")), (0, 0));
+        assert_eq!(leading_digits(word(b"0000012]")), (7, 12));
+        // Every byte after a digit, each possible stop.
+        for stop in 0..=255u8 {
+            let (n, v) = leading_digits(word(&[b'4', b'2', stop]));
+            if stop.is_ascii_digit() {
+                assert_eq!((n, v), (3, 420 + u64::from(stop - b'0')));
+            } else {
+                assert_eq!((n, v), (2, 42), "stop byte {stop}");
+            }
+        }
+    }
+
+    #[test]
+    fn white_space_of_any_shape_between_tokens() {
+        // Runs of spaces longer and shorter than a word, tabs and newlines inside them, and
+        // single spaces, as pretty printers write them.
+        let text = "[ 1,\n                2 ,\t\r\n 3,  4,\n       \t     5 ,   \n\n\n   6 ]   ";
+        assert_eq!(parse::<Vec<u64>>(text).unwrap(), vec![1, 2, 3, 4, 5, 6]);
+        // Long enough (over 1 MiB) that runs of spaces straddle the edge of a chunk.
+        let n = 60_000;
+        let indented = format!(
+            "[{}]",
+            (0..n).map(|i| format!("\n{}{i}", " ".repeat(i as usize % 37))).collect::<Vec<_>>().join(",")
+        );
+        assert!(indented.len() > CHUNK);
+        assert_eq!(parse::<Vec<u64>>(&indented).unwrap(), (0..n).collect::<Vec<u64>>());
     }
 
     #[test]

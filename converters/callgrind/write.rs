@@ -714,8 +714,8 @@ impl Writer<'_> {
                 let Some(block) = image.blocks.get(b as usize) else { continue };
                 let r = BlockRef { image: node.image, block: b };
                 let count = match (thread, &thread_counts) {
-                    (Some(t), Some(tc)) => tc.get(&r).and_then(|v| v.get(t)).copied().unwrap_or(0),
-                    _ => totals.get(&r).copied().unwrap_or(0),
+                    (Some(t), Some(tc)) => tc.get(r).and_then(|v| v.get(t)).copied().unwrap_or(0),
+                    _ => totals.get(r).copied().unwrap_or(0),
                 };
                 if count == 0 {
                     continue;

@@ -1410,6 +1410,9 @@ fn resolve_routines(
         let mut routine = Routine { entry, exits, ..Routine::default() };
         let with_idoms = !rr.nodes.is_empty() && rr.nodes.iter().all(|n| n.1 != NO_IDOM);
         routine.nodes.reserve_exact(rr.nodes.len());
+        if with_idoms {
+            routine.idoms.reserve_exact(rr.nodes.len());
+        }
         for (id, idom) in rr.nodes {
             let Some(node) = local(id, "NODES", findings) else { continue };
             if with_idoms {

@@ -1,18 +1,44 @@
 //! Execution counts that follow from the edges.
 
 use crate::ir::{BlockRef, Image, NodeRef, Process};
-use std::collections::HashMap;
+
+/// One value for every block of a process, by image and block index: a dense table, since
+/// a model numbers the blocks of each image from 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerBlock<T> {
+    images: Vec<Vec<T>>,
+}
+
+impl<T: Clone> PerBlock<T> {
+    /// `value` for every block of `process`.
+    pub fn filled(process: &Process, value: T) -> Self {
+        PerBlock { images: process.images.iter().map(|i| vec![value.clone(); i.blocks.len()]).collect() }
+    }
+}
+
+impl<T> PerBlock<T> {
+    /// The value of block `r`; `None` for a block the process does not have.
+    pub fn get(&self, r: BlockRef) -> Option<&T> {
+        self.images.get(r.image as usize)?.get(r.block as usize)
+    }
+
+    fn get_mut(&mut self, r: BlockRef) -> Option<&mut T> {
+        self.images.get_mut(r.image as usize)?.get_mut(r.block as usize)
+    }
+}
 
 /// Per-thread execution counts of every block: the sum of its incoming edges' counts.
 /// (DCFG `COUNT` is the all-thread total and is optional; edges carry the per-thread split.)
-pub fn block_thread_counts(process: &Process) -> HashMap<BlockRef, Vec<u64>> {
+pub fn block_thread_counts(process: &Process) -> PerBlock<Vec<u64>> {
     let threads = process.thread_count();
-    let mut counts: HashMap<BlockRef, Vec<u64>> = HashMap::new();
+    let mut counts = PerBlock::filled(process, vec![0u64; threads]);
     for edge in &process.edges {
         if let NodeRef::Block(target) = edge.target {
-            let slot = counts.entry(target).or_insert_with(|| vec![0; threads]);
+            let Some(slot) = counts.get_mut(target) else { continue };
             for (t, &c) in edge.counts.iter().enumerate() {
-                slot[t] = slot[t].saturating_add(c);
+                if let Some(s) = slot.get_mut(t) {
+                    *s = s.saturating_add(c);
+                }
             }
         }
     }
@@ -21,17 +47,33 @@ pub fn block_thread_counts(process: &Process) -> HashMap<BlockRef, Vec<u64>> {
 
 /// Executions of every block over all threads: its stated count, or else the sum of its
 /// incoming edges.
-pub fn block_totals(process: &Process) -> HashMap<BlockRef, u64> {
-    let mut from_edges: HashMap<BlockRef, u64> = HashMap::new();
-    for edge in &process.edges {
-        if let NodeRef::Block(target) = edge.target {
-            *from_edges.entry(target).or_default() += edge.total();
+pub fn block_totals(process: &Process) -> PerBlock<u64> {
+    let mut totals = PerBlock {
+        images: process
+            .images
+            .iter()
+            .map(|i| i.blocks.iter().map(|b| b.count.unwrap_or(0)).collect())
+            .collect(),
+    };
+    let stated = |r: BlockRef| {
+        process
+            .images
+            .get(r.image as usize)
+            .and_then(|i| i.blocks.get(r.block as usize))
+            .is_some_and(|b| b.count.is_some())
+    };
+    if process.images.iter().flat_map(|i| &i.blocks).any(|b| b.count.is_none()) {
+        for edge in &process.edges {
+            if let NodeRef::Block(target) = edge.target {
+                if !stated(target) {
+                    if let Some(t) = totals.get_mut(target) {
+                        *t = t.saturating_add(edge.total());
+                    }
+                }
+            }
         }
     }
-    process
-        .blocks()
-        .map(|(r, b)| (r, b.count.unwrap_or_else(|| from_edges.get(&r).copied().unwrap_or(0))))
-        .collect()
+    totals
 }
 
 /// Instructions executed in the process according to its blocks: sum of `num_instrs * count`.
@@ -46,4 +88,59 @@ pub fn executed_in(image: &Image, blocks: &[u32]) -> u64 {
         .iter()
         .filter_map(|&b| image.blocks.get(b as usize))
         .fold(0u64, |sum, block| sum.saturating_add(block.executed_instrs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Block, Edge, EdgeKind};
+
+    fn edge(source: NodeRef, target: (u32, u32), counts: &[u64]) -> Edge {
+        Edge {
+            id: 0,
+            source,
+            target: NodeRef::Block(BlockRef { image: target.0, block: target.1 }),
+            kind: EdgeKind::FallThrough,
+            counts: counts.iter().copied().collect(),
+            details: None,
+        }
+    }
+
+    /// Two images; block (0, 0) states its count, the others have theirs from their edges.
+    fn process() -> Process {
+        let block = |count| Block { num_instrs: 1, count, ..Block::default() };
+        let mut p = Process { thread_instr_counts: vec![0, 0], ..Process::default() };
+        p.images = vec![
+            Image { blocks: vec![block(Some(7)), block(None)], ..Image::default() },
+            Image { blocks: vec![block(None)], ..Image::default() },
+        ];
+        p.edges = vec![
+            edge(NodeRef::Start, (0, 0), &[3, 1]),
+            edge(NodeRef::Block(BlockRef { image: 0, block: 0 }), (0, 1), &[2, 2]),
+            edge(NodeRef::Block(BlockRef { image: 0, block: 1 }), (1, 0), &[1, 0]),
+            edge(NodeRef::Block(BlockRef { image: 0, block: 1 }), (1, 0), &[0, 5]),
+            // An edge into a block the process does not have counts nothing.
+            edge(NodeRef::Start, (1, 9), &[4, 4]),
+        ];
+        p
+    }
+
+    #[test]
+    fn totals_are_stated_counts_or_else_incoming_edges() {
+        let totals = block_totals(&process());
+        let at = |image, block| totals.get(BlockRef { image, block }).copied();
+        assert_eq!((at(0, 0), at(0, 1), at(1, 0)), (Some(7), Some(4), Some(6)));
+        assert_eq!(at(1, 9), None);
+        assert_eq!(at(2, 0), None);
+    }
+
+    #[test]
+    fn thread_counts_sum_incoming_edges_per_thread() {
+        let counts = block_thread_counts(&process());
+        let at = |image, block| counts.get(BlockRef { image, block }).cloned();
+        assert_eq!(at(0, 0), Some(vec![3, 1]));
+        assert_eq!(at(0, 1), Some(vec![2, 2]));
+        assert_eq!(at(1, 0), Some(vec![1, 5]));
+        assert_eq!(at(1, 9), None);
+    }
 }

@@ -116,5 +116,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     }
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
     super::check_findings(&args.output, &findings, quiet)?;
+    // The process ends with this command: the system takes the model's memory back at once,
+    // sooner than freeing its allocations one by one would (2-3% of a conversion).
+    std::mem::forget(loaded);
     Ok(0)
 }
