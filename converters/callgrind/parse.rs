@@ -114,20 +114,7 @@ pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
         }
         *i = j;
     } else {
-        let mut j = start;
-        while j < s.len() {
-            let d = s[j].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            v = v.wrapping_mul(10).wrapping_add(d as u64);
-            j += 1;
-        }
-        // Up to 19 digits cannot overflow.
-        if j == start || j - start > 19 {
-            return None;
-        }
-        *i = j;
+        v = scan_decimal(s, i)?;
     }
     match s.get(*i) {
         None => Some(v),
