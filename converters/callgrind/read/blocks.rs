@@ -353,15 +353,29 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     };
     let entries = call_entries(process, list);
     let mut next_id = 4u64;
-    for (i, image) in process.images.iter_mut().enumerate() {
+    // Each image's executed addresses, and the ends of the associations by address, do not
+    // depend on each other: sorted side by side.
+    let (executed, ()) = rayon::join(
+        || {
+            process
+                .images
+                .iter()
+                .enumerate()
+                .map(|(i, image)| instructions(image, ir, &bases[i]))
+                .collect::<Vec<_>>()
+        },
+        || {
+            for ends in sources.iter_mut().chain(targets.iter_mut()) {
+                radix::sort_by_key(ends, |e| e.addr);
+            }
+        },
+    );
+    for ((i, image), (mut merged, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        let (mut merged, extents) = instructions(image, ir, &bases[i]);
         apply_extents(image, &bases[i], &entries[i], &extents);
-        let srcs = &mut sources[i];
-        radix::sort_by_key(srcs, |e| e.addr);
-        let tgts = &mut targets[i];
-        radix::sort_by_key(tgts, |e| e.addr);
+        let srcs = &sources[i];
+        let tgts = &targets[i];
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
         entries.sort_unstable();
         mark(&mut merged, srcs, tgts, &entries);
