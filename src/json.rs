@@ -206,7 +206,7 @@ impl<R: Read> JsonReader<R> {
     }
 
     /// Skips white space of any length, across chunks. Indentation comes as runs of spaces
-    /// (a third of a pretty-printed DCFG), skipped eight bytes at a time.
+    /// (two fifths of a pretty-printed DCFG), skipped eight bytes at a time.
     #[inline(never)]
     fn peek_slow(&mut self) -> Result<Option<u8>> {
         const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
