@@ -158,17 +158,19 @@ pub(super) fn function_edges<'a>(
         let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
         let kind = edge_kind(a.kind);
         let site = site(a);
-        if a.kind == ArcKind::Jcnd && a.executed > a.count {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(Vec::new(), Some(site.clone())),
-            });
+        let fall_through = a.kind == ArcKind::Jcnd && a.executed > a.count;
+        // The fall-through of a conditional jump stays in the function: no target position.
+        let ft_site = fall_through.then(|| Site { target_offset: None, target_line: None, ..site.clone() });
+        process.edges.push(Edge {
+            id,
+            source,
+            target,
+            kind,
+            counts: thread_counts(a.thread, a.count),
+            details: EdgeDetails::boxed(arcs.inclusive(a), Some(site)),
+        });
+        if let Some(ft_site) = ft_site {
             id += 1;
-            let ft_site = Site { target_offset: None, target_line: None, ..site };
             process.edges.push(Edge {
                 id,
                 source,
@@ -176,15 +178,6 @@ pub(super) fn function_edges<'a>(
                 kind: EdgeKind::FallThrough,
                 counts: thread_counts(a.thread, a.executed - a.count),
                 details: EdgeDetails::boxed(Vec::new(), Some(ft_site)),
-            });
-        } else {
-            process.edges.push(Edge {
-                id,
-                source,
-                target,
-                kind,
-                counts: thread_counts(a.thread, a.count),
-                details: EdgeDetails::boxed(arcs.inclusive(a), Some(site)),
             });
         }
         id += 1;
