@@ -25,6 +25,7 @@ pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loa
     let mut findings = Findings::default();
     let options = ReadOptions {
         size_hint: input.size.filter(|_| input.compression == Compression::None),
+        file: (input.size.is_some() && input.compression == Compression::None).then(|| path.into()),
         ..options.clone()
     };
     let mut reader = input.reader();

@@ -49,3 +49,92 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
         }
     }
 }
+
+/// A file mapped into memory, read-only: its bytes without copying them, for readers that
+/// parse parts of a large file side by side.
+///
+/// The mapping is private and populated at once (the page cache's pages, not fresh ones: no
+/// zeroing and no copy). Like any mapping of a file, it assumes nobody truncates the file
+/// while it is read; cfghub only maps inputs it reads once, start to end, and drops them after.
+pub struct MappedFile {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned; sharing its bytes across threads is sharing a
+// `&[u8]`.
+unsafe impl Send for MappedFile {}
+unsafe impl Sync for MappedFile {}
+
+impl MappedFile {
+    /// Maps the regular file at `path`. An error for anything that cannot be mapped (a pipe,
+    /// an empty file, a system without `mmap`): the caller then reads it as a stream.
+    pub fn open(path: &std::path::Path) -> std::io::Result<MappedFile> {
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        let len = usize::try_from(meta.len()).map_err(|_| std::io::Error::other("file too large to map"))?;
+        if !meta.is_file() || len == 0 {
+            return Err(std::io::Error::other("not a non-empty regular file"));
+        }
+        Self::map(&file, len)
+    }
+
+    #[cfg(unix)]
+    fn map(file: &std::fs::File, len: usize) -> std::io::Result<MappedFile> {
+        use std::os::unix::io::AsRawFd;
+        #[cfg(target_os = "linux")]
+        let flags = libc::MAP_PRIVATE | libc::MAP_POPULATE;
+        #[cfg(not(target_os = "linux"))]
+        let flags = libc::MAP_PRIVATE;
+        // SAFETY: a fresh read-only private mapping of an open file; the pointer is checked
+        // and owned by the returned value, which unmaps it once.
+        let ptr =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, flags, file.as_raw_fd(), 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(MappedFile { ptr: ptr as *const u8, len })
+    }
+
+    #[cfg(not(unix))]
+    fn map(_: &std::fs::File, _: usize) -> std::io::Result<MappedFile> {
+        Err(std::io::Error::other("mapping files is not supported here"))
+    }
+}
+
+impl std::ops::Deref for MappedFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: unmaps exactly the mapping made in `map`, once.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapped_file_holds_its_bytes_and_other_inputs_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = MappedFile::open(&path).unwrap();
+        assert_eq!(&mapped[..], &bytes[..]);
+        std::fs::write(dir.path().join("empty"), b"").unwrap();
+        assert!(MappedFile::open(&dir.path().join("empty")).is_err());
+        assert!(MappedFile::open(dir.path()).is_err());
+        assert!(MappedFile::open(&dir.path().join("missing")).is_err());
+    }
+}

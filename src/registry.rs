@@ -20,6 +20,10 @@ pub struct ReadOptions {
     /// Bytes the input will hold, when known (an uncompressed file's size): readers that keep
     /// the whole input reserve it at once. Only a hint; [`crate::convert::load`] sets it.
     pub size_hint: Option<u64>,
+    /// The input's path when it is an uncompressed regular file ([`crate::convert::load`] sets
+    /// it): a reader may map the file to read parts of it side by side instead of reading the
+    /// stream, which holds the same bytes.
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// Options a writer may use; each writer takes what it needs and ignores the rest.

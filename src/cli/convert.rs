@@ -52,7 +52,7 @@ impl ReadArgs {
         ReadOptions {
             dcpi_address_step: self.address_step,
             include_offsets: self.include_offsets,
-            size_hint: None,
+            ..ReadOptions::default()
         }
     }
 }
