@@ -91,6 +91,23 @@ impl<T: Copy + Default> OptColumn<T> {
         }
     }
 
+    /// Appends the `count` rows of `other`, each value passed through `f` (which may drop it).
+    fn extend_mapped(&mut self, rows: usize, other: &OptColumn<T>, count: usize, f: impl Fn(T) -> Option<T>) {
+        if let Some(src) = other.dense(count) {
+            if self.present.is_empty() && self.data.len() == rows {
+                // Every row so far and every row to come has a value, unless `f` drops one.
+                self.data.extend(src.iter().map_while(|&v| f(v)));
+                if self.data.len() == rows + count {
+                    return;
+                }
+                self.data.truncate(rows);
+            }
+        }
+        for k in 0..count {
+            self.push(rows + k, other.get(k).and_then(&f));
+        }
+    }
+
     fn reserve(&mut self, additional: usize) {
         if !self.data.is_empty() {
             self.data.reserve(additional);
@@ -246,6 +263,43 @@ impl CostTable {
         self.files.extend_same(rows, count, file);
         self.lines.extend(rows, count, lines);
         self.values.extend_from_slice(values);
+        self.rows += count;
+    }
+
+    /// Appends the rows of `other`, with each function passed through `symbol` and each file
+    /// through `file` (which may drop it): how the parts of a file read side by side are
+    /// joined.
+    ///
+    /// Each column of `other` is freed as soon as it is copied, so that at most one of them
+    /// is held twice.
+    pub fn append_mapped(
+        &mut self,
+        mut other: CostTable,
+        symbol: impl Fn(u32) -> u32,
+        file: impl Fn(FileId) -> Option<FileId>,
+    ) {
+        let count = other.rows;
+        if count == 0 {
+            return;
+        }
+        if other.width > self.width {
+            self.widen(other.width);
+        }
+        let rows = self.rows;
+        self.offsets.extend_mapped(rows, &std::mem::take(&mut other.offsets), count, Some);
+        self.symbols.extend_mapped(rows, &std::mem::take(&mut other.symbols), count, |s| Some(symbol(s)));
+        self.files.extend_mapped(rows, &std::mem::take(&mut other.files), count, file);
+        self.lines.extend_mapped(rows, &std::mem::take(&mut other.lines), count, Some);
+        if other.width == self.width {
+            self.values.extend_from_slice(&other.values);
+        } else if other.width == 0 {
+            self.values.resize((rows + count) * self.width, 0);
+        } else {
+            for row in other.values.chunks_exact(other.width) {
+                self.values.extend_from_slice(row);
+                self.values.resize(self.values.len() + self.width - other.width, 0);
+            }
+        }
         self.rows += count;
     }
 
@@ -510,6 +564,28 @@ mod tests {
         }
     }
 
+    /// Up to `max` rows of any shape: each column stated or not, zero to three values.
+    fn any_rows(max: usize) -> impl Strategy<Value = Vec<Cost>> {
+        let row = (
+            proptest::option::of(0u64..1 << 40),
+            proptest::option::of(0u32..8),
+            proptest::option::of(0u32..5),
+            proptest::option::of(0u32..900),
+            proptest::collection::vec(0u64..1000, 0..4),
+        );
+        proptest::collection::vec(row, 0..max).prop_map(|rows| {
+            rows.into_iter()
+                .map(|(offset, symbol, file, line, values)| Cost {
+                    offset,
+                    symbol,
+                    file,
+                    line,
+                    values: values.into(),
+                })
+                .collect()
+        })
+    }
+
     proptest! {
         /// Whatever rows go in come out, padded to the table's width.
         #[test]
@@ -532,6 +608,22 @@ mod tests {
             }
             let copy: CostTable = table.iter().collect();
             prop_assert_eq!(&copy, &table);
+        }
+
+        /// Appending a table with its functions and files mapped gives the rows pushed one by
+        /// one, mapped; a file mapped to none leaves the row without one.
+        #[test]
+        fn appended_rows_are_the_rows_pushed(first in any_rows(20), second in any_rows(20)) {
+            let symbol = |s: u32| s * 3 + 1;
+            let file = |f: FileId| (f != 4).then_some(f + 10);
+            let mut expected = CostTable::from(first.clone());
+            for c in &second {
+                expected.push_parts(c.offset, c.symbol.map(symbol), c.file.and_then(file), c.line, &c.values);
+            }
+            let mut appended = CostTable::from(first);
+            appended.append_mapped(CostTable::from(second), symbol, file);
+            prop_assert_eq!(appended.len(), expected.len());
+            prop_assert_eq!(appended.iter().collect::<Vec<_>>(), expected.iter().collect::<Vec<_>>());
         }
     }
 }
