@@ -26,6 +26,7 @@
 //! blocks (see [`blocks::build_blocks`]).
 
 mod blocks;
+mod chunks;
 mod radix;
 
 use std::collections::HashMap;
@@ -53,8 +54,33 @@ const COST_ROW_BYTES: u64 = 20;
 const MAX_THREADS: u64 = 1 << 16;
 
 /// Reads a whole Callgrind file.
+///
+/// A large uncompressed file named by [`ReadOptions::file`] is mapped and read in parts side by
+/// side (see [`chunks`]); anything else is read as a stream, line after line.
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    if let Some(path) = &options.file {
+        let big = options.size_hint.is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
+        if big && rayon::current_num_threads() > 1 {
+            if let Ok(mapped) = crate::mem::MappedFile::open(path) {
+                return read_bytes(&mapped, options, findings);
+            }
+        }
+    }
     let mut r = Reader { input_size: options.size_hint.unwrap_or(0), ..Reader::default() };
+    read_into(&mut r, input, findings)?;
+    r.end(findings)
+}
+
+/// Reads a whole Callgrind file held in memory: in as many parts side by side as there are
+/// threads, when it is large enough to gain from it. The profile is the one [`read`] gives.
+pub fn read_bytes(data: &[u8], options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let parts = rayon::current_num_threads().min(data.len() / chunks::MIN_PART).max(1);
+    let _ = options;
+    chunks::read_parts(data, findings, parts)
+}
+
+/// Reads the lines of `input` into `r`, which may already hold what came before them.
+fn read_into(r: &mut Reader, input: &mut dyn BufRead, findings: &mut Findings) -> Result<()> {
     // Lines are parsed where they lie in the reader's buffer; only a line split across two
     // buffer fills is copied (into `partial`).
     let mut partial: Vec<u8> = Vec::new();
@@ -69,7 +95,7 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
                 r.line_no += 1;
                 r.line(trim_end(&partial), findings).map_err(|e| e.at_line(r.line_no))?;
             }
-            break;
+            return Ok(());
         }
         let len = buf.len();
         r.input_size = r.input_size.max(r.consumed + len as u64);
@@ -110,15 +136,6 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
         input.consume(len);
         r.consumed += len as u64;
     }
-    if let Some(p) = &r.pending {
-        return Err(Error::input(format!(
-            "the file ends after the {} line; expected a line with its source position{}",
-            p.what(),
-            if p.kind == ArcKind::Call { " and inclusive cost" } else { "" }
-        ))
-        .at_line(p.line_no));
-    }
-    r.finish(findings)
 }
 
 /// Whether a line starting with `b` is a cost line (its first position).
@@ -313,6 +330,13 @@ impl IdTable {
         }
     }
 
+    /// Every id set, with its value.
+    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let dense =
+            self.dense.iter().enumerate().filter(|(_, &v)| v != u32::MAX).map(|(i, &v)| (i as u64, v));
+        dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
+    }
+
     fn get(&self, id: u64) -> Option<u32> {
         if id < (1 << 20) {
             self.dense.get(id as usize).copied().filter(|&v| v != u32::MAX)
@@ -389,6 +413,22 @@ struct Reader {
     input_size: u64,
     /// Bytes of input handed to the line parser so far.
     consumed: u64,
+    /// For a reader that starts in the middle of a file: what it stood in for the names and
+    /// places defined before its start (see [`chunks`]).
+    cont: Option<Box<chunks::Continuation>>,
+}
+
+/// Warns when the costs `stated` by a `totals:` line at `line_no` differ from the sum of the
+/// part's cost lines (missing values are zeros).
+fn check_totals(mut stated: Vec<u64>, mut computed: Vec<u64>, line_no: u64, findings: &mut Findings) {
+    stated.resize(computed.len().max(stated.len()), 0);
+    computed.resize(stated.len(), 0);
+    if stated != computed {
+        findings.warn(
+            Some(crate::error::Location::Line(line_no)),
+            format!("totals: {stated:?} differ from the sum of the cost lines {computed:?}"),
+        );
+    }
 }
 
 fn bad(e: Bad) -> Error {
@@ -452,8 +492,21 @@ impl Reader {
         let p = self.process();
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
+        let cont = &mut self.cont;
         *self.states[p].symbols.entry((image, name)).or_insert_with(|| {
-            img.symbols.push(Symbol { name: fn_names.get(name).to_string(), file, ..Symbol::default() });
+            let text = match cont {
+                // A name defined before the start of the part: known once the parts are joined.
+                Some(c) => {
+                    c.created(image, img.symbols.len() as u32, name);
+                    if chunks::is_forward(name) {
+                        ""
+                    } else {
+                        fn_names.get(name)
+                    }
+                }
+                None => fn_names.get(name),
+            };
+            img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
             (img.symbols.len() - 1) as u32
         })
     }
@@ -470,6 +523,10 @@ impl Reader {
                     Table::File => &self.files,
                     Table::Function => &self.functions,
                 };
+                if let (None, Some(c)) = (ids.get(id), &mut self.cont) {
+                    // Defined before the start of the part, or never: told when parts are joined.
+                    return Ok(c.forward(table, id));
+                }
                 return ids.get(id).ok_or_else(|| {
                     Error::input(format!(
                         "name id ({id}) is used before it is defined; expected an earlier \
@@ -693,6 +750,11 @@ impl Reader {
     }
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
+        if self.cont.is_some() && !matches!(key, b"totals" | b"summary") {
+            // A part read on its own holds function bodies only; one with a header is read
+            // again where it stands (the error is not reported).
+            return Err(Error::input("a header line inside a part"));
+        }
         let text = || String::from_utf8_lossy(value).into_owned();
         let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
@@ -809,14 +871,10 @@ impl Reader {
                     stated.push(parse::number(t).map_err(|e| Error::input(format!("totals: {}", e.0)))?);
                     rest = r;
                 }
-                stated.resize(self.part_totals.len().max(stated.len()), 0);
-                let mut computed = self.part_totals.clone();
-                computed.resize(stated.len(), 0);
-                if stated != computed {
-                    findings.warn(
-                        Some(crate::error::Location::Line(self.line_no)),
-                        format!("totals: {stated:?} differ from the sum of the cost lines {computed:?}"),
-                    );
+                match &mut self.cont {
+                    // The part began before this reader's start: checked when parts are joined.
+                    Some(c) => c.totals.push((stated, self.part_totals.clone(), self.line_no)),
+                    None => check_totals(stated, self.part_totals.clone(), self.line_no, findings),
                 }
             }
             b"desc" => self.profile.meta.headers.push(("desc".into(), text())),
@@ -1290,6 +1348,19 @@ impl Reader {
     fn event_names(&self) -> String {
         let names: Vec<&str> = self.event_map.iter().map(|&i| self.profile.events[i].name.as_str()).collect();
         names.join(" ")
+    }
+
+    /// The profile, once every line is read.
+    fn end(self, findings: &mut Findings) -> Result<Profile> {
+        if let Some(p) = &self.pending {
+            return Err(Error::input(format!(
+                "the file ends after the {} line; expected a line with its source position{}",
+                p.what(),
+                if p.kind == ArcKind::Call { " and inclusive cost" } else { "" }
+            ))
+            .at_line(p.line_no));
+        }
+        self.finish(findings)
     }
 
     fn finish(mut self, findings: &mut Findings) -> Result<Profile> {
