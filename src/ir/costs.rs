@@ -270,13 +270,13 @@ impl CostTable {
     /// through `file` (which may drop it): how the parts of a file read side by side are
     /// joined.
     ///
-    /// Each column of `other` is freed as soon as it is copied, so that at most one of them
-    /// is held twice.
+    /// The columns are copied on two threads, and each of `other`'s is freed as soon as it is
+    /// copied, so that few of them are held twice.
     pub fn append_mapped(
         &mut self,
         mut other: CostTable,
-        symbol: impl Fn(u32) -> u32,
-        file: impl Fn(FileId) -> Option<FileId>,
+        symbol: impl Fn(u32) -> u32 + Sync,
+        file: impl Fn(FileId) -> Option<FileId> + Sync,
     ) {
         let count = other.rows;
         if count == 0 {
@@ -286,20 +286,35 @@ impl CostTable {
             self.widen(other.width);
         }
         let rows = self.rows;
-        self.offsets.extend_mapped(rows, &std::mem::take(&mut other.offsets), count, Some);
-        self.symbols.extend_mapped(rows, &std::mem::take(&mut other.symbols), count, |s| Some(symbol(s)));
-        self.files.extend_mapped(rows, &std::mem::take(&mut other.files), count, file);
-        self.lines.extend_mapped(rows, &std::mem::take(&mut other.lines), count, Some);
-        if other.width == self.width {
-            self.values.extend_from_slice(&other.values);
-        } else if other.width == 0 {
-            self.values.resize((rows + count) * self.width, 0);
-        } else {
-            for row in other.values.chunks_exact(other.width) {
-                self.values.extend_from_slice(row);
-                self.values.resize(self.values.len() + self.width - other.width, 0);
-            }
-        }
+        let width = self.width;
+        let CostTable { offsets, symbols, files, lines, values, .. } = self;
+        let (other_offsets, other_symbols) =
+            (std::mem::take(&mut other.offsets), std::mem::take(&mut other.symbols));
+        let (other_files, other_lines) = (std::mem::take(&mut other.files), std::mem::take(&mut other.lines));
+        let (other_values, other_width) = (std::mem::take(&mut other.values), other.width);
+        rayon::join(
+            || {
+                offsets.extend_mapped(rows, &other_offsets, count, Some);
+                drop(other_offsets);
+                if other_width == width {
+                    values.extend_from_slice(&other_values);
+                } else if other_width == 0 {
+                    values.resize((rows + count) * width, 0);
+                } else {
+                    for row in other_values.chunks_exact(other_width) {
+                        values.extend_from_slice(row);
+                        values.resize(values.len() + width - other_width, 0);
+                    }
+                }
+            },
+            || {
+                symbols.extend_mapped(rows, &other_symbols, count, |s| Some(symbol(s)));
+                drop(other_symbols);
+                files.extend_mapped(rows, &other_files, count, &file);
+                drop(other_files);
+                lines.extend_mapped(rows, &other_lines, count, Some);
+            },
+        );
         self.rows += count;
     }
 
