@@ -8,10 +8,13 @@
 #    proper (cc1plus) writes the largest profile, which is the one used. Kept in WORKDIR
 #    (default: a temporary folder) and reused when present; never committed.
 # 2. Times whole commands side by side with /usr/bin/time: callgrind_annotate on the file, and
-#    cfghub reading it and writing it back as Callgrind; then `cfghub info` (reading plus the
-#    analyses it prints).
+#    cfghub reading it and writing it back as Callgrind (the median of 7 runs: a run takes a
+#    fraction of a second, so a busy moment of the machine weighs more); then `cfghub info`
+#    (reading plus the analyses it prints).
+#    Reading alone is timed as a whole process too (examples/load: open, map, read in parts).
 # 3. Measures reading alone (and writing alone) in memory with the criterion bench
-#    benches/callgrind.rs, which reports MB/s.
+#    benches/callgrind.rs, which reports MB/s: `read` as a stream, `read_parts` in parts side
+#    by side (what cfghub does with a large uncompressed file).
 #
 # Needs: valgrind, g++, callgrind_annotate (valgrind package), a Rust toolchain.
 set -euo pipefail
@@ -51,27 +54,38 @@ if [ "$size" -lt 20000000 ]; then
     exit 1
 fi
 
-cargo build --release --quiet --manifest-path "$root/Cargo.toml"
+cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin cfghub --example load
 cfghub="$root/target/release/cfghub"
+load="$root/target/release/examples/load"
 
 # Prints wall time, CPU time (user + system: what the command itself costs, whatever else the
-# machine is doing) and peak memory of a command; keeps "wall cpu" in last.txt.
+# machine is doing) and peak memory of a command, the median of RUNS runs (default 1) by wall
+# time; keeps "wall cpu" in last.txt.
 timed() {
     local label=$1
     shift
-    /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" > /dev/null
-    read -r secs user sys kb < time.txt
+    : > runs.txt
+    for _ in $(seq "${RUNS:-1}"); do
+        /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" > /dev/null
+        cat time.txt >> runs.txt
+    done
+    read -r secs user sys kb < <(sort -n runs.txt | sed -n "$(( (${RUNS:-1} + 1) / 2 ))p")
     cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
-    printf '%-42s %7.2f s wall %7.2f s cpu %6d MB max RSS\n' "$label" "$secs" "$cpu" "$((kb / 1024))"
+    printf '%-42s %7.2f s wall %7.2f s cpu %6d MB max RSS' "$label" "$secs" "$cpu" "$((kb / 1024))"
+    [ "${RUNS:-1}" -gt 1 ] && printf '  (median of %d)' "$RUNS"
+    printf '\n'
     echo "$secs $cpu" > last.txt
 }
 
 echo "== whole commands"
 timed "callgrind_annotate" callgrind_annotate "$profile"
 read -r annotate_wall annotate_cpu < last.txt
-timed "cfghub convert (read + write Callgrind)" "$cfghub" convert -q "$profile" --to callgrind -o "$work/out.callgrind"
+RUNS=7 timed "cfghub convert (read + write Callgrind)" "$cfghub" convert -q "$profile" --to callgrind -o "$work/out.callgrind"
 read -r convert_wall convert_cpu < last.txt
-timed "cfghub info (read + analyses)" "$cfghub" info -q "$profile"
+RUNS=7 timed "cfghub info (read + analyses)" "$cfghub" info -q "$profile"
+RUNS=7 timed "reading alone (examples/load)" "$load" "$profile"
+read -r load_wall _ < last.txt
+awk -v w="$load_wall" -v s="$size" 'BEGIN { printf "reading alone, whole process: %.0f MB/s\n", s / w / 1e6 }'
 awk -v aw="$annotate_wall" -v ac="$annotate_cpu" -v cw="$convert_wall" -v cc="$convert_cpu" -v s="$size" 'BEGIN {
     printf "cfghub read+write vs callgrind_annotate: %.1fx faster (wall), %.1fx (cpu); %.0f MB/s end to end (cpu)\n",
         aw / cw, ac / cc, s / cc / 1e6 }'

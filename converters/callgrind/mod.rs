@@ -21,7 +21,7 @@ use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions, WriteOptions};
 
-pub use read::read;
+pub use read::{read, read_bytes};
 pub use write::write;
 
 /// The Callgrind format.
