@@ -313,7 +313,8 @@ enum Column {
 /// and one between `ob=`/`cob=`; ids persist to the end of the file.
 #[derive(Default)]
 struct IdTable {
-    dense: Vec<u32>,
+    /// Ids below 2^20; `None` where unset (an empty name's value is `u32::MAX`, and it is set).
+    dense: Vec<Option<u32>>,
     sparse: HashMap<u64, u32>,
 }
 
@@ -322,9 +323,9 @@ impl IdTable {
         if id < (1 << 20) {
             let i = id as usize;
             if self.dense.len() <= i {
-                self.dense.resize(i + 1, u32::MAX);
+                self.dense.resize(i + 1, None);
             }
-            self.dense[i] = value;
+            self.dense[i] = Some(value);
         } else {
             self.sparse.insert(id, value);
         }
@@ -332,14 +333,13 @@ impl IdTable {
 
     /// Every id set, with its value.
     fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let dense =
-            self.dense.iter().enumerate().filter(|(_, &v)| v != u32::MAX).map(|(i, &v)| (i as u64, v));
+        let dense = self.dense.iter().enumerate().filter_map(|(i, v)| Some((i as u64, (*v)?)));
         dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
     }
 
     fn get(&self, id: u64) -> Option<u32> {
         if id < (1 << 20) {
-            self.dense.get(id as usize).copied().filter(|&v| v != u32::MAX)
+            self.dense.get(id as usize).copied().flatten()
         } else {
             self.sparse.get(&id).copied()
         }

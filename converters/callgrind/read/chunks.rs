@@ -334,7 +334,7 @@ impl Reader {
         // That is file order for the rows of the object at the cut, which come before any
         // `ob=` line of the part; of the others, at most one may hold rows.
         let part_images = part.profile.processes.first().map_or(&[][..], |pr| &pr.images[..]);
-        let at_cut = Some(cont.forward_ids[&Forward::ObjectAtStart]);
+        let at_cut = cont.forward_ids.get(&Forward::ObjectAtStart).copied();
         let mut with_rows = std::collections::HashSet::new();
         for image in part_images.iter().filter(|i| !i.costs.is_empty() && i.file != at_cut) {
             let key = match image.file {
@@ -364,9 +364,13 @@ impl Reader {
                 fn_map[v as usize]
             }
         };
+        // Object and file values; `u32::MAX` (the empty name, as id tables hold it) stays so.
         let file = |v: Name| -> Name {
-            let v = v?;
-            let f = if is_forward(v) { resolved[(v & !FORWARD) as usize] } else { file_map[v as usize] };
+            let f = match v? {
+                u32::MAX => u32::MAX,
+                v if is_forward(v) => resolved[(v & !FORWARD) as usize],
+                v => file_map[v as usize],
+            };
             (f != u32::MAX).then_some(f)
         };
         let mut part_process = part.profile.processes.pop();
