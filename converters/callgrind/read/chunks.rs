@@ -22,7 +22,8 @@
 //! that holds a header line (a new part of the profile), a `calls=` that relies on a `cfn=` before
 //! the cut, any warning, any error, and for cuts where the main reader's state is not what the
 //! part assumed (a different process, thread or events; a call, jump or `cob=` pending across
-//! the cut; two placeholders that turn out to name one object).
+//! the cut; two objects of the part, besides the one at the cut, that turn out to be one and
+//! both hold cost rows, whose rows would then not stay in file order).
 
 use std::collections::HashMap;
 
