@@ -12,7 +12,7 @@ use std::time::Duration;
 use cfghub::convert::{read_with, write_to_vec};
 use cfghub::converters::callgrind::{self, Callgrind};
 use cfghub::error::Findings;
-use cfghub::registry::{Format, ReadOptions, WriteOptions};
+use cfghub::registry::{Format, WriteOptions};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 fn bench(c: &mut Criterion) {
@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("read_parts", |b| {
         b.iter_batched(
             || (),
-            |()| callgrind::read_bytes(&bytes, &ReadOptions::default(), &mut Findings::default()).unwrap(),
+            |()| callgrind::read_bytes(&bytes, &mut Findings::default()).unwrap(),
             BatchSize::PerIteration,
         )
     });

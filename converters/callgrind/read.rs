@@ -62,7 +62,7 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
         let big = options.size_hint.is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
         if big && rayon::current_num_threads() > 1 {
             if let Ok(mapped) = crate::mem::MappedFile::open(path) {
-                return read_bytes(&mapped, options, findings);
+                return read_bytes(&mapped, findings);
             }
         }
     }
@@ -73,9 +73,8 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
 
 /// Reads a whole Callgrind file held in memory: in as many parts side by side as there are
 /// threads, when it is large enough to gain from it. The profile is the one [`read`] gives.
-pub fn read_bytes(data: &[u8], options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+pub fn read_bytes(data: &[u8], findings: &mut Findings) -> Result<Profile> {
     let parts = rayon::current_num_threads().min(data.len() / chunks::MIN_PART).max(1);
-    let _ = options;
     chunks::read_parts(data, findings, parts)
 }
 
@@ -1470,7 +1469,7 @@ impl std::hash::Hasher for FastHasher {
 mod tests {
     use super::*;
 
-    fn read_bytes(input: &mut dyn BufRead) -> Result<Profile> {
+    fn read_text(input: &mut dyn BufRead) -> Result<Profile> {
         read(input, &ReadOptions::default(), &mut Findings::default())
     }
 
@@ -1480,11 +1479,11 @@ mod tests {
     fn buffer_boundaries_and_line_ends_do_not_change_the_profile() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/callgrind/callgrind.out.recursion-loops");
         let text = std::fs::read(path).unwrap();
-        let whole = read_bytes(&mut text.as_slice()).unwrap();
+        let whole = read_text(&mut text.as_slice()).unwrap();
         assert!(whole.processes[0].images.iter().any(|i| i.costs.len() > 50));
         for capacity in [1, 7, 64, 4096] {
             let mut input = std::io::BufReader::with_capacity(capacity, text.as_slice());
-            assert_eq!(read_bytes(&mut input).unwrap(), whole, "buffer of {capacity} bytes");
+            assert_eq!(read_text(&mut input).unwrap(), whole, "buffer of {capacity} bytes");
         }
         let mut crlf = Vec::new();
         let mut blanks = Vec::new();
@@ -1498,8 +1497,8 @@ mod tests {
                 b"\n"
             });
         }
-        assert_eq!(read_bytes(&mut crlf.as_slice()).unwrap(), whole);
-        assert_eq!(read_bytes(&mut blanks.as_slice()).unwrap(), whole);
+        assert_eq!(read_text(&mut crlf.as_slice()).unwrap(), whole);
+        assert_eq!(read_text(&mut blanks.as_slice()).unwrap(), whole);
     }
 
     /// The lines of a function body in the forms [`Reader::run`] reads and in the rarer forms it
@@ -1513,9 +1512,9 @@ mod tests {
             jcnd=1/3 -2 *\n* * \njcnd=4 1 0x12 3\n+2 * 1 1\njump=2 0x10 3\r\n+1 * 1\r\n\
             jcnd=5/2 0x10 3\n+1 0 1\ncob=(1) lib.so\ncfi=(2) b.c\ncfn=(3) other\n\
             calls=1 0x900 1\n+1 0 3\n+1 0 1 2\n";
-        let whole = read_bytes(&mut text.as_bytes()).unwrap();
+        let whole = read_text(&mut text.as_bytes()).unwrap();
         let mut input = std::io::BufReader::with_capacity(1, text.as_bytes());
-        assert_eq!(read_bytes(&mut input).unwrap(), whole);
+        assert_eq!(read_text(&mut input).unwrap(), whole);
         let p = &whole.processes[0];
         assert_eq!((p.images.len(), p.images[0].costs.len(), p.edges.len()), (2, 4, 10));
     }
@@ -1537,12 +1536,12 @@ mod tests {
             ("jump=1 0x10 1\nfn=main", "expected the source position line of the jump= at line 6"),
         ] {
             let text = format!("{head}0x10 1 1\n+1 1 1\n{bad}\n+1 1 1\n");
-            let err = read_bytes(&mut text.as_bytes()).unwrap_err().to_string();
+            let err = read_text(&mut text.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(":6") || err.contains("line 6"), "{bad}: {err}");
             assert!(err.contains(expected), "{bad}: {err}");
         }
         let text = format!("{head}0x10 1 1\n+1 1 1\n+1 +2 2\n");
-        let p = read_bytes(&mut text.as_bytes()).unwrap();
+        let p = read_text(&mut text.as_bytes()).unwrap();
         let costs = &p.processes[0].images[0].costs;
         assert_eq!(
             (costs.len(), costs.offset(2), costs.line(2), costs.values(2)),

@@ -129,35 +129,36 @@ impl Reader {
 
 /// Reads `data` in `parts` parts side by side (fewer when the file has fewer places to cut).
 pub(super) fn read_parts(data: &[u8], findings: &mut Findings, parts: usize) -> Result<Profile> {
-    let head = header_end(data);
-    let template = if parts > 1 { part_reader(&data[..head]) } else { None };
-    let cuts = match &template {
-        Some(t) => cut_points(data, head, t.columns.len(), parts),
+    let headers = &data[..header_end(data)];
+    let ncols = if parts > 1 { part_reader(headers).map(|r| r.columns.len()) } else { None };
+    let cuts = match ncols {
+        Some(ncols) => cut_points(data, headers.len(), ncols, parts),
         None => vec![0, data.len()],
     };
-    read_at_cuts(data, template.as_ref(), &cuts, findings).map(|(profile, _)| profile)
+    read_at_cuts(data, headers, &cuts, findings).map(|(profile, _)| profile)
 }
 
-/// Reads `data` in the parts between `cuts` (0, the cuts, the length), the parts after the
-/// first with copies of `template`; also says how many parts were joined rather than read again.
+/// Reads `data` in the parts between `cuts` (0, the cuts, the length), each part after the first
+/// with a reader of its own that starts from the file's `headers`; also says how many parts
+/// were joined rather than read again.
 fn read_at_cuts(
     data: &[u8],
-    template: Option<&Reader>,
+    headers: &[u8],
     cuts: &[usize],
     findings: &mut Findings,
 ) -> Result<(Profile, usize)> {
     let mut main = Reader { input_size: data.len() as u64, ..Reader::default() };
-    let Some(template) = template.filter(|_| cuts.len() > 2) else {
+    if cuts.len() <= 2 {
         read_into(&mut main, &mut &data[..], findings)?;
         return Ok((main.end(findings)?, 0));
-    };
+    }
     let ranges: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     let (first, mut rest) = rayon::join(
         || read_into(&mut main, &mut &data[..ranges[0].1], findings),
         || {
             ranges[1..]
                 .par_iter()
-                .map(|&(start, end)| read_part(template, &data[start..end]))
+                .map(|&(start, end)| read_part(headers, &data[start..end]))
                 .collect::<Vec<Option<Reader>>>()
         },
     );
@@ -216,54 +217,16 @@ fn part_reader(headers: &[u8]) -> Option<Reader> {
     Some(r)
 }
 
-/// Reads one part after the first with a fresh copy of `template`: `None` when it must be
-/// read again by the main reader.
-fn read_part(template: &Reader, data: &[u8]) -> Option<Reader> {
-    let mut r = template.fresh_copy();
+/// Reads one part after the first, `data`, with a reader of its own that starts from the
+/// file's `headers` (a few lines, read again for each part): `None` when the part must be read
+/// again by the main reader.
+fn read_part(headers: &[u8], data: &[u8]) -> Option<Reader> {
+    let mut r = part_reader(headers)?;
     r.input_size = data.len() as u64;
     let mut findings = Findings::default();
     read_into(&mut r, &mut &data[..], &mut findings).ok()?;
     let quiet = findings.warnings().next().is_none() && !findings.has_violations();
     quiet.then_some(r)
-}
-
-impl Reader {
-    /// A copy of a part reader made by [`part_reader`] (which holds headers and placeholders
-    /// only).
-    fn fresh_copy(&self) -> Reader {
-        let cont = self.cont.as_ref().map(|c| {
-            Box::new(Continuation {
-                forwards: c.forwards.clone(),
-                forward_ids: c.forward_ids.clone(),
-                symbols: Vec::new(),
-                totals: Vec::new(),
-                assumed: c.assumed.clone(),
-            })
-        });
-        Reader {
-            profile: Profile {
-                meta: Meta::default(),
-                events: self.profile.events.clone(),
-                files: self.profile.files.clone(),
-                ..Profile::default()
-            },
-            fn_names: self.fn_names.clone(),
-            pid: self.pid,
-            thread: self.thread,
-            columns: self.columns.clone(),
-            instr_col: self.instr_col,
-            line_col: self.line_col,
-            part_without_instr: self.part_without_instr,
-            event_map: self.event_map.clone(),
-            events_seen: self.events_seen,
-            part_totals: vec![0; self.part_totals.len()],
-            ob: self.ob,
-            fl: self.fl,
-            file: self.file,
-            cont,
-            ..Reader::default()
-        }
-    }
 }
 
 /// Where to cut `data` into `parts` parts: offsets of `fn=` lines past the headers (at `head`)
@@ -485,18 +448,9 @@ mod tests {
 
     fn sequential(data: &[u8]) -> Outcome {
         let mut findings = Findings::default();
-        let r = super::super::read(&mut &data[..], &ReadOptionsless, &mut findings);
+        let r = super::super::read(&mut &data[..], &Default::default(), &mut findings);
         outcome(r, findings)
     }
-
-    /// `ReadOptions::default()`, named so for the calls above.
-    #[allow(non_upper_case_globals)]
-    const ReadOptionsless: crate::registry::ReadOptions = crate::registry::ReadOptions {
-        dcpi_address_step: None,
-        include_offsets: false,
-        size_hint: None,
-        file: None,
-    };
 
     fn outcome(r: Result<Profile>, findings: Findings) -> Outcome {
         match r {
@@ -507,13 +461,12 @@ mod tests {
 
     /// Reads `data` cut at `cuts`: what it gives, and how many parts were joined.
     fn cut(data: &[u8], cuts: &[usize]) -> (Outcome, usize) {
-        let head = header_end(data);
-        let template = part_reader(&data[..head]);
+        let headers = &data[..header_end(data)];
         let mut all = vec![0];
         all.extend_from_slice(cuts);
         all.push(data.len());
         let mut findings = Findings::default();
-        match read_at_cuts(data, template.as_ref(), &all, &mut findings) {
+        match read_at_cuts(data, headers, &all, &mut findings) {
             Ok((p, joined)) => (outcome(Ok(p), findings), joined),
             Err(e) => (outcome(Err(e), findings), 0),
         }
@@ -665,10 +618,7 @@ mod tests {
         assert!(Ok(loaded.profile) == streamed);
         assert_eq!(format!("{:?}", loaded.findings), findings);
         let mut findings = Findings::default();
-        assert!(
-            Ok(super::super::read_bytes(text.as_bytes(), &ReadOptionsless, &mut findings).unwrap())
-                == streamed
-        );
+        assert!(Ok(super::super::read_bytes(text.as_bytes(), &mut findings).unwrap()) == streamed);
         // Cut in four, every part is joined.
         let data = text.as_bytes();
         let cuts = cut_points(data, header_end(data), 2, 4);
