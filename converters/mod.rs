@@ -4,6 +4,7 @@
 use crate::registry::Format;
 
 pub mod callgrind;
+pub mod csi;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dcpi;
@@ -20,6 +21,7 @@ pub static ALL: &[&dyn Format] = &[
     &dcfg::Dcfg,
     &dcfg_trace::DcfgTrace,
     &callgrind::Callgrind,
+    &csi::Csi,
     &dcpi::Dcpi,
     &dcpicat::Dcpicat,
     &dot::Dot,
