@@ -21,8 +21,6 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions, WriteOptions};
 
-pub use write::routine_name;
-
 /// The CSI format.
 pub struct Csi;
 

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 use crate::analysis::ball_larus::PathError;
-use crate::analysis::names::SymbolIndex;
+use crate::analysis::names::{self, SymbolIndex};
 use crate::analysis::paths::{routine_paths, RoutinePaths};
 use crate::analysis::routines;
 use crate::analysis::source::SourceIndex;
@@ -43,7 +43,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             let symbols = SymbolIndex::new(image);
             let source = SourceIndex::new(image);
             for (r, rp) in rs.iter().zip(routine_paths(process, ii, rs)) {
-                let name = routine_name(profile, image, &symbols, r);
+                let name = names::routine_name(profile, image, &symbols, r);
                 match write_routine(image, &source, &name, &rp, &mut text) {
                     Ok(()) => {}
                     Err(e) => skipped.push(format!("{name} ({e})")),
@@ -83,20 +83,6 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             .warn(None, "csi: coverage arrays (.debug_BBC, .debug_CC, .debug_FC) are not part of .debug_PT");
     }
     out.write_all(&text).map_err(|e| Error::io("output", e))
-}
-
-/// The routine's name: its symbol, else the symbol at its entry's address, else `routine_ID`.
-pub fn routine_name(profile: &Profile, image: &Image, symbols: &SymbolIndex, r: &Routine) -> String {
-    if let Some(s) = r.symbol.and_then(|s| image.symbols.get(s as usize)) {
-        return s.name.clone();
-    }
-    match image.blocks.get(r.entry as usize) {
-        Some(b) if !image.no_addresses => {
-            crate::analysis::names::code_name(profile, image, symbols, b.offset)
-        }
-        Some(b) => format!("routine_{}", b.id),
-        None => format!("routine_{}", r.entry),
-    }
 }
 
 fn write_routine(

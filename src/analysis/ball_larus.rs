@@ -82,9 +82,14 @@ impl fmt::Display for PathError {
             PathError::BadWeights { node } => {
                 write!(f, "the edge weights out of node {node} do not cover its paths exactly once")
             }
-            PathError::OutOfRange { number, paths } => {
-                write!(f, "path number {number} is out of range: there are {paths} paths (0..{paths})")
-            }
+            PathError::OutOfRange { number, paths } => match paths {
+                0 => write!(f, "path number {number} is out of range: there are no paths"),
+                _ => write!(
+                    f,
+                    "path number {number} is out of range: there are {paths} paths, 0 to {}",
+                    paths - 1
+                ),
+            },
         }
     }
 }

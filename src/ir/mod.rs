@@ -181,6 +181,15 @@ impl Image {
     pub fn lines_of(&self, b: u32) -> Option<&BlockLines> {
         self.block_lines.get(b as usize)
     }
+
+    /// The id the format shows for block `b`: its own local id when it has one (CSI), else
+    /// [`Block::id`].
+    pub fn display_id(&self, b: u32) -> u64 {
+        match self.lines_of(b).and_then(|l| l.local_id) {
+            Some(id) => id,
+            None => self.blocks.get(b as usize).map_or(u64::from(b), |blk| blk.id),
+        }
+    }
 }
 
 /// A named code range, from a symbol table or a profile's function names.
