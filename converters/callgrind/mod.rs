@@ -77,6 +77,12 @@ impl Format for Callgrind {
         options: &WriteOptions,
         findings: &mut Findings,
     ) -> Result<()> {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "callgrind",
+            "Callgrind positions are addresses or lines of costs; these blocks carry no cost and are left out",
+        );
         write(profile, out, options, findings)
     }
 }

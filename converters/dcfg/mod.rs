@@ -71,6 +71,12 @@ impl Format for Dcfg {
         options: &WriteOptions,
         findings: &mut Findings,
     ) -> Result<()> {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "dcfg",
+            "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",
+        );
         write(profile, out, options.pretty, findings)
     }
 }

@@ -72,6 +72,12 @@ impl Format for Dcpi {
         options: &WriteOptions,
         findings: &mut Findings,
     ) -> Result<()> {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "dcpi",
+            "DCPI samples are by address; these blocks are left out",
+        );
         write::write(profile, out, options, findings)
     }
 }

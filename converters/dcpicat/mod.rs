@@ -73,6 +73,12 @@ impl Format for Dcpicat {
         _options: &WriteOptions,
         findings: &mut Findings,
     ) -> Result<()> {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "dcpicat",
+            "dcpicat samples are by address; these blocks are left out",
+        );
         write::write(profile, out, findings)
     }
 }

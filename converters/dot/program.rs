@@ -69,7 +69,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             let idx = &indexes[b.image as usize];
             let blk = &process.images[b.image as usize].blocks[b.block as usize];
             let ev = options.event.as_deref().filter(|_| event.is_some()).map(|n| (n, idx.block_cost(blk)));
-            let label = block_label(profile, idx, blk, counts[b.image as usize][b.block as usize], ev);
+            let label = block_label(profile, idx, b.block, counts[b.image as usize][b.block as usize], ev);
             let _ = writeln!(
                 out,
                 "{indent}{} [label={}, {}];",
@@ -113,16 +113,17 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 }
                 let Some(entry) = image.blocks.get(routine.entry as usize) else { continue };
                 let _ = writeln!(out, "      subgraph cluster_p{pid}_r{} {{", entry.id);
-                let name = names::code_name(profile, image, &idx.symbols, entry.offset);
-                let _ = writeln!(
-                    out,
-                    "        label={}; color=violet;",
-                    quote(&format!(
+                let name = names::routine_name(profile, image, &idx.symbols, routine);
+                let label = if image.no_addresses {
+                    format!("Routine {}\nname='{name}'", image.display_id(routine.entry))
+                } else {
+                    format!(
                         "Routine {}\nname='{name}'\naddr={:#x}",
                         entry.id,
                         image.load_addr.wrapping_add(entry.offset)
-                    ))
-                );
+                    )
+                };
+                let _ = writeln!(out, "        label={}; color=violet;", quote(&label));
                 // Innermost loop of each member, then loops as nested clusters.
                 let mut innermost: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
                 for (li, l) in routine.loops.iter().enumerate() {

@@ -196,6 +196,12 @@ impl Format for Svg {
         options: &WriteOptions,
         findings: &mut Findings,
     ) -> Result<()> {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "svg",
+            "stacks are made of functions; these blocks have no counts to put on them",
+        );
         write(profile, out, options, findings)
     }
 }

@@ -69,3 +69,23 @@ pub fn routine_name(profile: &Profile, image: &Image, index: &SymbolIndex, r: &c
         None => format!("routine_{}", r.entry),
     }
 }
+
+/// Blocks of images without addresses (CSI metadata): writers whose format places code by
+/// address name them in a warning.
+pub fn blocks_without_addresses(profile: &Profile) -> usize {
+    profile.processes.iter().flat_map(|p| &p.images).filter(|i| i.no_addresses).map(|i| i.blocks.len()).sum()
+}
+
+/// Names, in a warning of the writer `format`, the blocks without addresses it cannot place
+/// and what becomes of them.
+pub fn warn_blocks_without_addresses(
+    profile: &Profile,
+    findings: &mut crate::error::Findings,
+    format: &str,
+    consequence: &str,
+) {
+    let n = blocks_without_addresses(profile);
+    if n > 0 {
+        findings.warn(None, format!("{format}: {n} block(s) have no address (CSI metadata): {consequence}"));
+    }
+}
