@@ -444,8 +444,58 @@ impl Builder {
         Ok(())
     }
 
+    /// Linked objects may each have a function of the same name (static functions): a
+    /// coverage array of such a name goes to the function whose source lines hold its sites'
+    /// lines, and among equals to one that has no array of that kind yet.
+    fn attach_coverage(&mut self) {
+        let image = &mut self.image;
+        let mut same_name: HashMap<&str, Vec<u32>> = HashMap::new();
+        for (i, s) in image.symbols.iter().enumerate() {
+            same_name.entry(s.name.as_str()).or_default().push(i as u32);
+        }
+        if same_name.values().all(|v| v.len() < 2) {
+            return;
+        }
+        let routines = image.routines.as_deref().unwrap_or(&[]);
+        let lines_of = |symbol: u32| -> std::collections::HashSet<u32> {
+            routines
+                .iter()
+                .filter(|r| r.symbol == Some(symbol))
+                .flat_map(|r| r.nodes.iter())
+                .filter_map(|&b| image.block_lines.get(b as usize))
+                .flat_map(|l| l.lines())
+                .collect()
+        };
+        let mut taken: Vec<(u32, CoverageKind)> = Vec::new();
+        let mut chosen = Vec::with_capacity(image.coverage.len());
+        for c in &image.coverage {
+            let name = image.symbols[c.symbol as usize].name.as_str();
+            let candidates = &same_name[name];
+            if candidates.len() < 2 {
+                chosen.push(c.symbol);
+                continue;
+            }
+            let best = candidates
+                .iter()
+                .copied()
+                .max_by_key(|&s| {
+                    let lines = lines_of(s);
+                    let hits =
+                        c.sites.iter().flat_map(|site| &site.lines).filter(|l| lines.contains(l)).count();
+                    (hits, !taken.contains(&(s, c.kind)), std::cmp::Reverse(s))
+                })
+                .unwrap_or(c.symbol);
+            taken.push((best, c.kind));
+            chosen.push(best);
+        }
+        for (c, s) in image.coverage.iter_mut().zip(chosen) {
+            c.symbol = s;
+        }
+    }
+
     /// The profile read: one process, one image without addresses.
     pub fn finish_profile(mut self, file: Option<String>) -> Profile {
+        self.attach_coverage();
         let mut profile = Profile::default();
         self.image.no_addresses = true;
         self.image.file = file.map(|f| profile.files.intern(&f));

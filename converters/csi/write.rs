@@ -206,8 +206,11 @@ fn block_items(image: &Image, source: &SourceIndex, block: Option<u32>, ends_pat
             // A range inside the block: one line per instruction; else the line once.
             let inside = l.offset >= blk.offset && l.offset + l.size <= blk.offset + blk.size;
             let times = if inside { l.num_instrs.clamp(1, MAX_REPEAT) } else { 1 };
+            // Line 0 is "no line" (DWARF, Callgrind).
             for _ in 0..times {
-                items.push(LineItem::Line(l.line));
+                if l.line != 0 {
+                    items.push(LineItem::Line(l.line));
+                }
             }
         }
     }

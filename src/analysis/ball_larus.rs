@@ -97,8 +97,8 @@ impl fmt::Display for PathError {
 /// Largest number of paths a numbering accepts: path numbers are signed 64-bit in the trace.
 pub const MAX_PATHS: u64 = i64::MAX as u64;
 
-/// Marks the retreating edges of a depth-first search from the entry as back edges (and
-/// unmarks the others), so that the rest is acyclic. Edges into the entry are always back
+/// Marks the retreating edges of a depth-first search from the entry (then from every node it
+/// does not reach) as back edges, and unmarks the others, so that the rest is acyclic. Edges into the entry are always back
 /// edges. Iterative: no recursion depth limit.
 pub fn mark_back_edges(g: &mut PathGraph) -> Result<(), PathError> {
     let n = g.nodes as usize;
@@ -119,25 +119,33 @@ pub fn mark_back_edges(g: &mut PathGraph) -> Result<(), PathError> {
     // 0 unvisited, 1 on the stack, 2 done.
     let mut state = vec![0u8; n];
     let mut back = vec![false; g.edges.len()];
-    let mut stack: Vec<(u32, u32)> = vec![(g.entry, first[g.entry as usize])];
-    state[g.entry as usize] = 1;
-    while let Some(top) = stack.last_mut() {
-        let (v, next) = *top;
-        if next < first[v as usize + 1] {
-            top.1 += 1;
-            let ei = order[next as usize] as usize;
-            let t = g.edges[ei].target;
-            match state[t as usize] {
-                0 => {
-                    state[t as usize] = 1;
-                    stack.push((t, first[t as usize]));
+    // From the entry first, then from every node it does not reach, so that every cycle is cut.
+    let roots = std::iter::once(g.entry).chain(0..g.nodes);
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    for root in roots {
+        if state[root as usize] != 0 {
+            continue;
+        }
+        state[root as usize] = 1;
+        stack.push((root, first[root as usize]));
+        while let Some(top) = stack.last_mut() {
+            let (v, next) = *top;
+            if next < first[v as usize + 1] {
+                top.1 += 1;
+                let ei = order[next as usize] as usize;
+                let t = g.edges[ei].target;
+                match state[t as usize] {
+                    0 => {
+                        state[t as usize] = 1;
+                        stack.push((t, first[t as usize]));
+                    }
+                    1 => back[ei] = true,
+                    _ => {}
                 }
-                1 => back[ei] = true,
-                _ => {}
+            } else {
+                state[v as usize] = 2;
+                stack.pop();
             }
-        } else {
-            state[v as usize] = 2;
-            stack.pop();
         }
     }
     for (e, b) in g.edges.iter_mut().zip(back) {

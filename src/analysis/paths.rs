@@ -6,6 +6,8 @@
 //! it (CSI's `EXIT`, in an image without addresses); otherwise a virtual exit node joined from
 //! every exit block and every block without a successor. Back edges are the ones the input
 //! marks (CSI `~>`); when it marks none, the retreating edges of a depth-first search.
+//! Parallel edges (a conditional branch to the block it would fall through to) are one step of
+//! a path and are numbered once.
 
 use crate::analysis::ball_larus::{self, Dag, EdgeNumbers, GraphEdge, PathError, PathGraph};
 use crate::ir::{Image, NodeRef, Process, Routine};
@@ -119,6 +121,13 @@ fn build(
             }
             has_succ[v] = true;
             let e = &process.edges[ei];
+            // Two edges between the same blocks (a branch to the next block, taken or fallen
+            // through) are one step of a path: numbered once, unless the input numbered both.
+            if e.path().is_none()
+                && graph_edges.iter().any(|g: &GraphEdge| g.source == v as u32 && g.target == tn)
+            {
+                continue;
+            }
             match e.path() {
                 Some(p) => {
                     stated.push(EdgeNumbers { increment: p.increment, weight: p.weight, exit_weight: None });

@@ -7,7 +7,7 @@
 //! edges they describe instead.
 
 /// One item of a block's source-line list, in the order the format lists them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LineItem {
     /// The source line of one instruction.
     Line(u32),
