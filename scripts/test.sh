@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, first installing the real programs the tests drive when they are
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, binutils (objcopy,
-# readelf), bzip2, and python's
-# networkx. Needs root for apt-get on a fresh machine.
+# readelf), bzip2, and python's networkx. Needs root for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -221,7 +221,8 @@ fn build_arcs(g: &PathGraph) -> Result<(Vec<u32>, Vec<Arc>), PathError> {
         }
     }
     for (i, e) in g.edges.iter().enumerate() {
-        if e.back && !start_seen[e.target as usize] {
+        // A path restarting at the entry is a path from the entry: no phony arc.
+        if e.back && e.target != g.entry && !start_seen[e.target as usize] {
             start_seen[e.target as usize] = true;
             raw.push((
                 g.entry,
