@@ -262,8 +262,13 @@ impl Builder {
                 ),
             ));
         };
-        let id = parse_u64(&line[..bar])
-            .ok_or_else(|| place.error(line_no, "expected a block id (a decimal number) before '|'"))?;
+        let id = parse_u64(&line[..bar]).ok_or_else(|| {
+            if line.windows(2).any(|w| w == b"->" || w == b"~>") {
+                place.error(line_no, "expected a block line or '$', found an edge: '$' ends the blocks")
+            } else {
+                place.error(line_no, "expected a block id (a decimal number) before '|'")
+            }
+        })?;
         let mut fields = line[bar + 1..].split(|&c| c == b'|').map(trim).peekable();
         let mut items = Vec::new();
         let mut role = None;
