@@ -89,12 +89,16 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
             let idx = &indexes[ii];
             let _ = writeln!(out, "    subgraph cluster_p{pid}_i{ii} {{");
-            let mut label = format!(
-                "Image {}\n{}\nload-addr = {:#x}",
-                image.id,
-                profile.image_name(image),
-                image.load_addr
-            );
+            let mut label = if image.no_addresses {
+                format!("Image {}\n{}\nno addresses", image.id, profile.image_name(image))
+            } else {
+                format!(
+                    "Image {}\n{}\nload-addr = {:#x}",
+                    image.id,
+                    profile.image_name(image),
+                    image.load_addr
+                )
+            };
             if let Some(size) = image.size {
                 let _ = write!(label, "\nsize = {size}");
             }
