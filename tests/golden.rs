@@ -92,5 +92,10 @@ fn every_fixture_gives_its_expected_outputs_at_one_and_two_threads() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {checked} golden runs failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} golden runs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

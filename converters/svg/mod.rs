@@ -21,6 +21,21 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::{EventId, Profile, Stack};
 use crate::registry::{Format, WriteOptions};
 
+/// What the flame-graph writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Title of the picture (`--title`).
+    pub title: Option<String>,
+    /// Merge stacks from the leaf (`--reverse`).
+    pub reverse: bool,
+    /// Icicle layout, root at the top (`--inverted`).
+    pub inverted: bool,
+    /// Keep stacks in model order, time on the x axis (`--flamechart`).
+    pub flamechart: bool,
+    /// Colour palette by inferno's name (`--colors`: hot, mem, io, java, rust, ...).
+    pub colors: Option<String>,
+}
+
 /// The SVG flame-graph format.
 pub struct Svg;
 
@@ -49,6 +64,7 @@ pub fn inferno_options(
     event: EventId,
     options: &WriteOptions,
 ) -> Result<flamegraph::Options<'static>> {
+    let options = options.formats.get::<Options>();
     let mut opt = flamegraph::Options::default();
     if let Some(title) = &options.title {
         opt.title = title.clone();
