@@ -8,13 +8,15 @@ pub mod csi;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dcpi;
-pub mod dcpicat;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
 pub mod graphml;
 pub mod perf;
 pub mod svg;
+
+/// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
+pub use dcpi::cat as dcpicat;
 
 /// Every format cfghub knows.
 pub static ALL: &[&dyn Format] = &[
@@ -23,7 +25,7 @@ pub static ALL: &[&dyn Format] = &[
     &callgrind::Callgrind,
     &csi::Csi,
     &dcpi::Dcpi,
-    &dcpicat::Dcpicat,
+    &dcpi::cat::Dcpicat,
     &dot::Dot,
     &graphml::GraphMl,
     &dtrace::Dtrace,

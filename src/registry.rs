@@ -4,19 +4,56 @@
 //! and/or `write`. The registry picks a format from the content first, the file name second;
 //! `--from`/`--to` on the command line always win.
 
+use std::any::{Any, TypeId};
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 
 use crate::error::{Error, Findings, Result};
 use crate::io::{strip_compression_suffix, Input};
 use crate::ir::Profile;
 
-/// Options a reader may use; each reader takes what it needs and ignores the rest.
+/// Options of single formats. Each format defines its own options type in its folder (with
+/// `Default` for what it does when nothing is said), the command line sets the ones it was
+/// given, and the format takes its own with [`FormatOptions::get`]. Nothing here knows which
+/// formats have options.
+#[derive(Clone, Default)]
+pub struct FormatOptions(Vec<(TypeId, Arc<dyn Any + Send + Sync>)>);
+
+impl FormatOptions {
+    /// Sets the options of type `T`, replacing earlier ones of that type.
+    pub fn set<T: Any + Send + Sync>(&mut self, options: T) {
+        let id = TypeId::of::<T>();
+        self.0.retain(|(t, _)| *t != id);
+        self.0.push((id, Arc::new(options)));
+    }
+
+    /// These options with those of type `T` set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.set(options);
+        self
+    }
+
+    /// The options of type `T`: as set, else `T`'s defaults.
+    pub fn get<T: Any + Send + Sync + Clone + Default>(&self) -> T {
+        let id = TypeId::of::<T>();
+        self.0
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, o)| o.downcast_ref::<T>())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for FormatOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FormatOptions({} set)", self.0.len())
+    }
+}
+
+/// What a reader is told about its input, and the options of single formats.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
-    /// Bytes of code per DCPI sample slot (4 on Alpha); `None` uses the format's default.
-    pub dcpi_address_step: Option<u64>,
-    /// DTrace: keep `+0xOFFSET` on every frame but the leaf instead of merging by function.
-    pub include_offsets: bool,
     /// Bytes the input will hold, when known (an uncompressed file's size): readers that keep
     /// the whole input reserve it at once. Only a hint; [`crate::convert::load`] sets it.
     pub size_hint: Option<u64>,
@@ -24,27 +61,35 @@ pub struct ReadOptions {
     /// it): a reader may map the file to read parts of it side by side instead of reading the
     /// stream, which holds the same bytes.
     pub file: Option<std::path::PathBuf>,
+    /// Options of single readers (DCPI's address step, DTrace's offsets, ...).
+    pub formats: FormatOptions,
 }
 
-/// Options a writer may use; each writer takes what it needs and ignores the rest.
+impl ReadOptions {
+    /// These options with a reader's own options set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.formats.set(options);
+        self
+    }
+}
+
+/// What every writer may be asked, and the options of single formats.
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
-    /// Indented, human-readable output where the format allows it (DCFG JSON).
-    pub pretty: bool,
-    /// One part per thread instead of summing threads (Callgrind).
-    pub per_thread: bool,
-    /// The event to write, for formats with one value per record (folded stacks, DCPI, DOT heat).
+    /// The event to write, for formats with one value per record (folded stacks, DCPI, DOT
+    /// heat, flame graphs).
     pub event: Option<String>,
-    /// Title of a picture (flame graphs).
-    pub title: Option<String>,
-    /// Flame graphs: merge stacks leaf first.
-    pub reverse: bool,
-    /// Flame graphs: icicle layout, root at the top.
-    pub inverted: bool,
-    /// Flame graphs: keep stacks in input order (time on the x axis).
-    pub flamechart: bool,
-    /// Flame graphs: colour palette (inferno's names: hot, mem, io, java, rust, ...).
-    pub colors: Option<String>,
+    /// Options of single writers (DCFG's indentation, Callgrind's parts per thread, flame-graph
+    /// settings, ...).
+    pub formats: FormatOptions,
+}
+
+impl WriteOptions {
+    /// These options with a writer's own options set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.formats.set(options);
+        self
+    }
 }
 
 /// One file format: how to recognise it, read it into the model and write the model out.

@@ -24,6 +24,13 @@ use crate::registry::{Format, ReadOptions, WriteOptions};
 pub use read::{read, read_bytes};
 pub use write::write;
 
+/// What a Callgrind writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// One part per thread (`--per-thread`) instead of the threads summed into one part.
+    pub per_thread: bool,
+}
+
 /// The Callgrind format.
 pub struct Callgrind;
 

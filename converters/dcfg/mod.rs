@@ -13,6 +13,13 @@ use crate::registry::{Format, ReadOptions, WriteOptions};
 pub use read::read;
 pub use write::write;
 
+/// What a DCFG writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Indented, human-readable JSON (`--pretty`) instead of one table row per line.
+    pub pretty: bool,
+}
+
 /// The DCFG format.
 pub struct Dcfg;
 
@@ -77,6 +84,6 @@ impl Format for Dcfg {
             "dcfg",
             "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",
         );
-        write(profile, out, options.pretty, findings)
+        write(profile, out, options.formats.get::<Options>().pretty, findings)
     }
 }

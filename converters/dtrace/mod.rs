@@ -27,22 +27,30 @@ use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions};
 
+/// What the DTrace reader can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Keep `+0xOFFSET` on every frame but the leaf (`--include-offsets`): one flame per call
+    /// site instead of one per function.
+    pub include_offsets: bool,
+}
+
 /// The DTrace aggregation format.
 pub struct Dtrace;
 
 /// Collapses a DTrace aggregation with inferno and reads the folded stacks into the model.
-/// `options.include_offsets` keeps `+0xOFFSET` on every frame but the leaf.
+/// [`Options::include_offsets`] keeps `+0xOFFSET` on every frame but the leaf.
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let mut collapse = inferno::collapse::dtrace::Options::default();
-    collapse.includeoffset = options.include_offsets;
+    collapse.includeoffset = options.formats.get::<Options>().include_offsets;
     let mut folder = inferno::collapse::dtrace::Folder::from(collapse);
-    let folded = crate::converters::folded::collapse(
+    let folded = crate::stacks::collapse(
         &mut folder,
         input,
         "a DTrace stack aggregation",
         "expected records of indented frames (leaf first), each ended by its count",
     )?;
-    crate::converters::folded::read_bytes(&folded, findings)
+    crate::stacks::folded::read_bytes(&folded, findings)
 }
 
 impl Format for Dtrace {

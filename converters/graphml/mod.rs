@@ -17,8 +17,8 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
 use crate::analysis::{names, routines, source::SourceIndex};
-use crate::converters::dot::common::EdgeClass;
 use crate::error::{Error, Findings, Result};
+use crate::ir::EdgeClass;
 use crate::ir::{NodeRef, Profile};
 use crate::registry::{Format, WriteOptions};
 
@@ -231,6 +231,9 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                     o.data("lines", &lines.join(" "))?;
                     o.data("records_path", if l.ends_path() { "true" } else { "false" })?;
                 }
+                if let Some(c) = block.count {
+                    o.data("count", &c.to_string())?;
+                }
             } else {
                 let addr = image.load_addr.wrapping_add(block.offset);
                 let sym = names::code_name(profile, image, &symbols, block.offset);
@@ -246,14 +249,14 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                 }
                 o.data("size", &block.size.to_string())?;
                 o.data("instrs", &block.num_instrs.to_string())?;
+                if let Some(c) = block.count {
+                    o.data("count", &c.to_string())?;
+                    o.data("executed_instrs", &block.executed_instrs().to_string())?;
+                }
                 o.data("symbol", &sym)?;
                 if let Some(src) = source.describe(profile, image, block.offset, block.size) {
                     o.data("source", &src)?;
                 }
-            }
-            if let Some(c) = block.count {
-                o.data("count", &c.to_string())?;
-                o.data("executed_instrs", &block.executed_instrs().to_string())?;
             }
             if let Some((routine, entry)) =
                 routine.and_then(|r| Some((r, image.blocks.get(r.entry as usize)?)))

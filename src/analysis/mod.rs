@@ -17,6 +17,7 @@ pub mod paths;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;
+pub mod sequence;
 pub mod source;
 pub mod stacks;
 pub mod validate;

@@ -225,7 +225,11 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         images.push(ImageReport {
             id: image.id,
             path: profile.image_name(image),
-            load_address: format!("{:#x}", image.load_addr),
+            load_address: if image.no_addresses {
+                "-".to_string()
+            } else {
+                format!("{:#x}", image.load_addr)
+            },
             size: image.size,
             symbols: image.symbols.len(),
             blocks: image.blocks.len(),

@@ -29,7 +29,7 @@ mod paths;
 mod strings;
 
 pub use costs::CostTable;
-pub use edge_kind::EdgeKind;
+pub use edge_kind::{EdgeClass, EdgeKind};
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
 pub use strings::StringTable;
 
