@@ -30,11 +30,27 @@ fn ladder(rungs: u32) -> PathGraph {
     PathGraph { nodes: 2 + 3 * rungs, entry: 0, exit: 1, edges }
 }
 
+/// `loops` loops one after the other, each a head and a latch with a back edge between them.
+fn loops_in_a_row(loops: u32) -> PathGraph {
+    let node = |r: u32, k: u32| 2 + 2 * r + k;
+    let mut edges = vec![GraphEdge { source: 0, target: node(0, 0), back: false }];
+    for r in 0..loops {
+        let (h, l) = (node(r, 0), node(r, 1));
+        edges.push(GraphEdge { source: h, target: l, back: false });
+        edges.push(GraphEdge { source: l, target: h, back: false });
+        let next = if r + 1 < loops { node(r + 1, 0) } else { 1 };
+        edges.push(GraphEdge { source: l, target: next, back: false });
+    }
+    PathGraph { nodes: 2 + 2 * loops, entry: 0, exit: 1, edges }
+}
+
 fn bench(c: &mut Criterion) {
     let g = ladder(3_333);
     assert!(g.nodes >= 10_000);
     c.bench_function("ball_larus/number 10k blocks", |b| b.iter(|| number(black_box(&g)).unwrap()));
-    let mut unmarked = g.clone();
+    // Loops in a row with nothing marked: the back edges found by depth-first search.
+    let mut unmarked = loops_in_a_row(5_000);
+    assert!(unmarked.nodes >= 10_000);
     c.bench_function("ball_larus/mark back edges + number 10k blocks", |b| {
         b.iter(|| {
             for e in &mut unmarked.edges {

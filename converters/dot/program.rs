@@ -273,11 +273,14 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     a.image == b.image && back.contains(&(a.image, a.block, b.block))
                 }
                 _ => false,
-            };
+            } || e.path().is_some_and(|p| p.back);
             let class = EdgeClass::of(e.kind, is_back);
             let mut label = format!("EDGE{}\\n", e.id);
             push_escaped(&mut label, e.kind.as_str());
-            let _ = write!(label, "\\nexecutions={count}");
+            // An edge without counts (CSI metadata) was not measured, not run 0 times.
+            if !e.counts.is_empty() {
+                let _ = write!(label, "\\nexecutions={count}");
+            }
             let _ = writeln!(
                 out,
                 "  {s} -> {t} [label=\"{label}\", {}, penwidth={}];",

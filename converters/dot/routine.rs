@@ -123,16 +123,22 @@ pub fn write(
         None => None,
         Some(id) => {
             let image = &process.images[f.image];
-            let block = image.blocks.iter().position(|b| b.id == id).ok_or_else(|| {
+            // By the id the format shows: CSI ids are unique within a routine only.
+            let block = if image.no_addresses {
+                routine.nodes.iter().copied().find(|&b| image.display_id(b) == id)
+            } else {
+                image.blocks.iter().position(|b| b.id == id).map(|b| b as u32)
+            }
+            .ok_or_else(|| {
                 Error::usage(format!("--loop {id}: no block with that id in the routine's image"))
-            })? as u32;
+            })?;
             let l = routine.loops.iter().filter(|l| l.nodes.contains(&block)).min_by_key(|l| l.nodes.len());
             Some(l.ok_or_else(|| {
                 let heads: Vec<String> = routine
                     .loops
                     .iter()
-                    .filter_map(|l| image.blocks.get(l.head as usize))
-                    .map(|b| b.id.to_string())
+                    .filter(|l| (l.head as usize) < image.blocks.len())
+                    .map(|l| image.display_id(l.head).to_string())
                     .collect();
                 Error::usage(format!("--loop {id}: block {id} is in no loop of this routine")).with_hint(
                     if heads.is_empty() {
