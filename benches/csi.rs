@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use cfghub::analysis::ball_larus::{mark_back_edges, number, Dag, GraphEdge, PathGraph};
 use cfghub::convert::write_to_vec;
-use cfghub::converters::csi::Csi;
+use cfghub::converters::csi;
 use cfghub::synth::{generate, SynthSpec};
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -79,7 +79,7 @@ fn bench(c: &mut Criterion) {
     };
     let profile = generate(&spec).profile;
     c.bench_function("csi/write .debug_PT of a 10k-block DCFG routine", |b| {
-        b.iter(|| write_to_vec(&Csi, black_box(&profile), &Default::default()).unwrap())
+        b.iter(|| write_to_vec(&csi::FORMAT, black_box(&profile), &Default::default()).unwrap())
     });
 }
 

@@ -92,62 +92,131 @@ impl WriteOptions {
     }
 }
 
+/// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed to
+/// the findings (as warnings, or as violations that conversions refuse).
+pub type ReadFn = fn(&mut dyn BufRead, &ReadOptions, &mut Findings) -> Result<Profile>;
+
+/// Writes a profile. What the format cannot express is named in the findings as a warning.
+pub type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
+
 /// One file format: how to recognise it, read it into the model and write the model out.
-pub trait Format: Sync {
+/// Each format's folder declares one as `FORMAT`, filling what it has and leaving the rest to
+/// [`Format::NONE`]; `converters::ALL` lists them.
+#[derive(Clone, Copy)]
+pub struct Format {
     /// The name used with `--from`/`--to` (`dcfg`, `callgrind`, ...).
-    fn name(&self) -> &'static str;
-
+    pub name: &'static str,
     /// One line for `cfghub formats`.
-    fn description(&self) -> &'static str;
-
+    pub description: &'static str,
     /// File-name endings, without compression suffixes (`.dcfg.json`).
-    fn extensions(&self) -> &'static [&'static str];
+    pub extensions: &'static [&'static str],
+    /// Whether a file name (its final component, compression suffix removed) looks like this
+    /// format, when that takes more than [`Format::extensions`] (Callgrind's
+    /// `callgrind.out.<pid>` prefix).
+    pub file_name: Option<fn(&str) -> bool>,
+    /// Whether the first bytes of the (decompressed) content are this format's. Only formats
+    /// with a distinctive start have one; the others rely on the file name.
+    pub sniffer: Option<fn(&[u8]) -> bool>,
+    pub reader: Option<ReadFn>,
+    pub writer: Option<WriteFn>,
+    /// What to do instead, for a format that cannot be read or written by conversion.
+    pub hint: Option<&'static str>,
+}
+
+impl Format {
+    /// A format that recognises and does nothing: the base every `FORMAT` fills in.
+    pub const NONE: Format = Format {
+        name: "",
+        description: "",
+        extensions: &[],
+        file_name: None,
+        sniffer: None,
+        reader: None,
+        writer: None,
+        hint: None,
+    };
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    pub fn extensions(&self) -> &'static [&'static str] {
+        self.extensions
+    }
 
     /// Whether a file name (its final component, compression suffix removed) looks like this
-    /// format. The default matches [`Format::extensions`].
-    fn matches_file_name(&self, base_name: &str) -> bool {
-        self.extensions().iter().any(|ext| base_name.ends_with(ext))
+    /// format: one of its extensions ends it, or its own test says so.
+    pub fn matches_file_name(&self, base_name: &str) -> bool {
+        self.extensions.iter().any(|ext| base_name.ends_with(ext))
+            || self.file_name.is_some_and(|f| f(base_name))
     }
 
-    /// Whether the first bytes of the (decompressed) content are this format's. Only formats
-    /// with a distinctive start claim content; the others rely on the file name.
-    fn sniff(&self, _head: &[u8]) -> bool {
-        false
+    /// Whether the first bytes of the (decompressed) content are this format's.
+    pub fn sniff(&self, head: &[u8]) -> bool {
+        self.sniffer.is_some_and(|f| f(head))
     }
 
-    fn can_read(&self) -> bool;
-    fn can_write(&self) -> bool;
+    pub fn can_read(&self) -> bool {
+        self.reader.is_some()
+    }
 
-    /// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed
-    /// to `findings` (as warnings, or as violations that conversions refuse).
-    fn read(
+    pub fn can_write(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Reads a whole input into a profile.
+    pub fn read(
         &self,
-        _input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        _findings: &mut Findings,
+        input: &mut dyn BufRead,
+        options: &ReadOptions,
+        findings: &mut Findings,
     ) -> Result<Profile> {
-        Err(Error::unsupported(format!("cfghub cannot read {} files", self.name())))
+        match self.reader {
+            Some(read) => read(input, options, findings),
+            None => Err(self.unsupported("read")),
+        }
     }
 
-    /// Writes a profile. What the format cannot express is named in `findings` as a warning.
-    fn write(
+    /// Writes a profile.
+    pub fn write(
         &self,
-        _profile: &Profile,
-        _out: &mut dyn Write,
-        _options: &WriteOptions,
-        _findings: &mut Findings,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
     ) -> Result<()> {
-        Err(Error::unsupported(format!("cfghub cannot write {} files", self.name())))
+        match self.writer {
+            Some(write) => write(profile, out, options, findings),
+            None => Err(self.unsupported("write")),
+        }
+    }
+
+    fn unsupported(&self, what: &str) -> Error {
+        let e = Error::unsupported(format!("cfghub cannot {what} {} files", self.name));
+        match self.hint {
+            Some(hint) => e.with_hint(hint),
+            None => e,
+        }
+    }
+}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Format({})", self.name)
     }
 }
 
 /// Every format, in the order content sniffing tries them.
-pub fn formats() -> &'static [&'static dyn Format] {
+pub fn formats() -> &'static [&'static Format] {
     crate::converters::ALL
 }
 
 /// The format called `name`.
-pub fn by_name(name: &str) -> Result<&'static dyn Format> {
+pub fn by_name(name: &str) -> Result<&'static Format> {
     formats().iter().copied().find(|f| f.name() == name).ok_or_else(|| {
         let names: Vec<&str> = formats().iter().map(|f| f.name()).collect();
         Error::usage(format!("unknown format '{name}'"))
@@ -156,7 +225,7 @@ pub fn by_name(name: &str) -> Result<&'static dyn Format> {
 }
 
 /// The format of an opened input: `forced` when given, else by content, else by file name.
-pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static dyn Format> {
+pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Format> {
     if let Some(name) = forced {
         return by_name(name);
     }
@@ -172,7 +241,7 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static dyn 
 }
 
 /// The format an output file name asks for: `forced` when given, else by file name.
-pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static dyn Format> {
+pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format> {
     if let Some(name) = forced {
         return by_name(name);
     }
@@ -183,7 +252,7 @@ pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static dyn Fo
 }
 
 /// The format whose extensions match a path's file name (compression suffix ignored).
-pub fn by_file_name(path: &str) -> Option<&'static dyn Format> {
+pub fn by_file_name(path: &str) -> Option<&'static Format> {
     let base = std::path::Path::new(path).file_name()?.to_str()?;
     let base = strip_compression_suffix(base);
     formats().iter().copied().find(|f| f.matches_file_name(base))

@@ -21,8 +21,40 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions, WriteOptions};
 
-/// The CSI format.
-pub struct Csi;
+/// The CSI format: reads section text or an object file holding the sections; writes
+/// `.debug_PT` text of every routine.
+pub static FORMAT: Format = Format {
+    name: "csi",
+    description:
+        "CSI (csi-cc) path-tracing and coverage metadata: .debug_PT/BBC/CC/FC text, or an ELF holding them",
+    extensions: &[".debug_PT", ".debug_BBC", ".debug_CC", ".debug_FC"],
+    sniffer: Some(sniff),
+    reader: Some(read),
+    writer: Some(write),
+    ..Format::NONE
+};
+
+/// An object file (the reader looks for the CSI sections in it), or section text.
+fn sniff(head: &[u8]) -> bool {
+    is_object_file(head) || sniff_text(head)
+}
+
+fn read(input: &mut dyn BufRead, options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
+    let mut data = Vec::with_capacity(options.size_hint.unwrap_or(0).min(1 << 30) as usize);
+    input.read_to_end(&mut data).map_err(|e| Error::io("input", e))?;
+    let file = options.file.as_ref().map(|p| p.display().to_string());
+    read_bytes(&data, file)
+}
+
+/// `.debug_PT` text of every routine.
+fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    _options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    write::write(profile, out, findings)
+}
 
 /// Reads CSI metadata from bytes: an object file (by its magic) or section text.
 pub fn read_bytes(data: &[u8], file: Option<String>) -> Result<Profile> {
@@ -60,56 +92,6 @@ fn sniff_text(head: &[u8]) -> bool {
             None => false,
         },
         _ => false,
-    }
-}
-
-impl Format for Csi {
-    fn name(&self) -> &'static str {
-        "csi"
-    }
-
-    fn description(&self) -> &'static str {
-        "CSI (csi-cc) path-tracing and coverage metadata: .debug_PT/BBC/CC/FC text, or an ELF holding them"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".debug_PT", ".debug_BBC", ".debug_CC", ".debug_FC"]
-    }
-
-    /// An object file (the reader looks for the CSI sections in it), or section text.
-    fn sniff(&self, head: &[u8]) -> bool {
-        is_object_file(head) || sniff_text(head)
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        _findings: &mut Findings,
-    ) -> Result<Profile> {
-        let mut data = Vec::with_capacity(options.size_hint.unwrap_or(0).min(1 << 30) as usize);
-        input.read_to_end(&mut data).map_err(|e| Error::io("input", e))?;
-        let file = options.file.as_ref().map(|p| p.display().to_string());
-        read_bytes(&data, file)
-    }
-
-    /// `.debug_PT` text of every routine.
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        _options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write::write(profile, out, findings)
     }
 }
 

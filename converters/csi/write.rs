@@ -201,7 +201,7 @@ fn block_items(image: &Image, source: &SourceIndex, block: Option<u32>, ends_pat
     let mut items = Vec::new();
     if !image.no_addresses {
         let blk = &image.blocks[b as usize];
-        for i in source.overlapping(blk.offset, blk.size) {
+        for i in source.overlapping(image, blk.offset, blk.size) {
             let l = &image.source_lines[i as usize];
             // A range inside the block: one line per instruction; else the line once.
             let inside = l.offset >= blk.offset && l.offset + l.size <= blk.offset + blk.size;

@@ -17,11 +17,7 @@ pub mod model;
 pub mod read;
 pub mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 /// What a DCPI reader can be asked (the dcpicat reader takes the same).
 #[derive(Clone, Debug, Default)]
@@ -31,54 +27,13 @@ pub struct Options {
 }
 
 /// The DCPI binary profile format.
-pub struct Dcpi;
-
-impl Format for Dcpi {
-    fn name(&self) -> &'static str {
-        "dcpi"
-    }
-
-    fn description(&self) -> &'static str {
-        "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".dcpi"]
-    }
-
-    /// A header line `version pdb-...` at the very start.
-    fn sniff(&self, head: &[u8]) -> bool {
-        head.starts_with(b"version") && {
-            let rest = &head[7..];
-            let spaces = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
-            spaces > 0 && rest[spaces..].starts_with(b"pdb-")
-        }
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        read::read(input, options, findings)
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
+pub static FORMAT: Format = Format {
+    name: "dcpi",
+    description: "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))",
+    extensions: &[".dcpi"],
+    sniffer: Some(sniff),
+    reader: Some(read::read),
+    writer: Some(|profile, out, options, findings| {
         crate::analysis::names::warn_blocks_without_addresses(
             profile,
             findings,
@@ -86,5 +41,15 @@ impl Format for Dcpi {
             "DCPI samples are by address; these blocks are left out",
         );
         write::write(profile, out, options, findings)
+    }),
+    ..Format::NONE
+};
+
+/// A header line `version pdb-...` at the very start.
+fn sniff(head: &[u8]) -> bool {
+    head.starts_with(b"version") && {
+        let rest = &head[7..];
+        let spaces = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+        spaces > 0 && rest[spaces..].starts_with(b"pdb-")
     }
 }

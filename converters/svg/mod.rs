@@ -37,7 +37,21 @@ pub struct Options {
 }
 
 /// The SVG flame-graph format.
-pub struct Svg;
+pub static FORMAT: Format = Format {
+    name: "svg",
+    description: "SVG flame graph drawn by inferno (write only)",
+    extensions: &[".svg"],
+    writer: Some(|profile, out, options, findings| {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "svg",
+            "stacks are made of functions; these blocks have no counts to put on them",
+        );
+        write(profile, out, options, findings)
+    }),
+    ..Format::NONE
+};
 
 /// The largest power of ten fractional values are scaled by.
 const MAX_SCALE_DIGITS: i32 = 6;
@@ -178,42 +192,4 @@ pub fn write(
     }
     flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), out)
         .map_err(|e| Error::io("svg output", e))
-}
-
-impl Format for Svg {
-    fn name(&self) -> &'static str {
-        "svg"
-    }
-
-    fn description(&self) -> &'static str {
-        "SVG flame graph drawn by inferno (write only)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".svg"]
-    }
-
-    fn can_read(&self) -> bool {
-        false
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "svg",
-            "stacks are made of functions; these blocks have no counts to put on them",
-        );
-        write(profile, out, options, findings)
-    }
 }

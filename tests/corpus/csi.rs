@@ -7,7 +7,7 @@ use std::process::Command;
 
 use crate::common::{self, csi};
 use cfghub::convert::{load, write_to_vec};
-use cfghub::converters::csi::{read_bytes, Csi};
+use cfghub::converters::csi::{self as csi_format, read_bytes};
 use cfghub::ir::CoverageKind;
 use cfghub::registry::{ReadOptions, WriteOptions};
 
@@ -44,7 +44,8 @@ fn every_path_fixture_reads_and_writes_back_equal_up_to_order() {
         assert_eq!(functions.len(), text.lines().filter(|l| *l == "#").count(), "{}", f.display());
         let edges: usize = functions.iter().map(|f| f.2.len()).sum();
         assert_eq!(edges, text.lines().filter(|l| l.contains("->") || l.contains("~>")).count());
-        let (written, findings) = write_to_vec(&Csi, &profile, &WriteOptions::default()).unwrap();
+        let (written, findings) =
+            write_to_vec(&csi_format::FORMAT, &profile, &WriteOptions::default()).unwrap();
         assert_eq!(findings.warnings().count(), 0, "{}: {findings:?}", f.display());
         let again = read_bytes(&written, None).unwrap();
         assert_eq!(csi::canonical(&again), functions, "{}", f.display());
@@ -113,7 +114,7 @@ fn the_six_paths_of_loop_main() {
 /// Writes `profile` as `.debug_PT`, reads it back and checks every routine's numbering; returns
 /// the number of routines written.
 fn write_and_check(profile: &cfghub::ir::Profile, what: &str) -> usize {
-    let (written, findings) = write_to_vec(&Csi, profile, &WriteOptions::default()).unwrap();
+    let (written, findings) = write_to_vec(&csi_format::FORMAT, profile, &WriteOptions::default()).unwrap();
     // What .debug_PT cannot hold is named.
     assert!(findings.warnings().any(|w| w.message.contains("addresses")), "{what}: {findings:?}");
     let back = read_bytes(&written, None).unwrap_or_else(|e| panic!("{what}: {e}"));

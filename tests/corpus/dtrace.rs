@@ -35,7 +35,7 @@ pub fn folded_of(path: &std::path::Path, include_offsets: bool) -> String {
     let profile = dtrace::read(&mut BufReader::new(Cursor::new(bytes)), &options, &mut findings)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let (out, _) =
-        cfghub::convert::write_to_vec(&folded::Folded, &profile, &WriteOptions::default()).unwrap();
+        cfghub::convert::write_to_vec(&folded::FORMAT, &profile, &WriteOptions::default()).unwrap();
     String::from_utf8(out).unwrap()
 }
 

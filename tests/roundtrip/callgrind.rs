@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::common;
 use cfghub::analysis::{callgraph, counts};
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::Callgrind;
+use cfghub::converters::callgrind::FORMAT as Callgrind;
 use cfghub::ir::{
     Cost, Edge, EdgeDetails, EdgeKind, Event, Image, NodeRef, Process, Profile, Site, Symbol, SymbolRef,
 };

@@ -4,7 +4,7 @@
 
 use crate::common::csi;
 use cfghub::convert::write_to_vec;
-use cfghub::converters::csi::{read_bytes, Csi};
+use cfghub::converters::csi::{self as csi_format, read_bytes};
 use proptest::prelude::*;
 
 /// One generated function: name, blocks (lines, -1 position), edges (from, to, back, increment,
@@ -85,10 +85,10 @@ proptest! {
             input = input.replace("#\n", "\n#\n\n");
         }
         let first = read_bytes(input.as_bytes(), None).unwrap();
-        let (written, _) = write_to_vec(&Csi, &first, &Default::default()).unwrap();
+        let (written, _) = write_to_vec(&csi_format::FORMAT, &first, &Default::default()).unwrap();
         let second = read_bytes(&written, None).unwrap();
         prop_assert_eq!(csi::canonical(&second), csi::canonical(&first));
-        let (again, _) = write_to_vec(&Csi, &second, &Default::default()).unwrap();
+        let (again, _) = write_to_vec(&csi_format::FORMAT, &second, &Default::default()).unwrap();
         prop_assert_eq!(String::from_utf8(again).unwrap(), String::from_utf8(written).unwrap());
     }
 }

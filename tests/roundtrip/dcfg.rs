@@ -3,7 +3,7 @@
 
 use crate::common;
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::dcfg::Dcfg;
+use cfghub::converters::dcfg::FORMAT as Dcfg;
 use cfghub::ir::{Cost, Event, Profile};
 use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
