@@ -175,11 +175,12 @@ impl Builder {
     /// kind of coverage arrays whose names do not tell); `None` for a text file.
     pub fn add_text(&mut self, text: &[u8], section: Option<Section>) -> Result<()> {
         let place = Place { section: section.map(Section::name) };
-        // About one block or edge per line: reserved once instead of grown by doubling.
-        let lines = memchr::memchr_iter(b'\n', text).count();
-        self.image.blocks.reserve(lines / 2);
-        self.image.block_lines.reserve(lines / 2);
-        self.edges.reserve(lines / 2);
+        // At most one block or edge per line: reserved once, never grown by doubling (the
+        // capacity no line fills is never touched, so never committed).
+        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+        self.image.blocks.reserve(lines);
+        self.image.block_lines.reserve(lines);
+        self.edges.reserve(lines);
         let mut state = State::Top;
         let mut line_no = 0u64;
         let mut rest = text;
@@ -531,6 +532,9 @@ impl Builder {
     /// lines, and among equals to one that has no array of that kind yet.
     fn attach_coverage(&mut self) {
         let image = &mut self.image;
+        if image.coverage.is_empty() {
+            return;
+        }
         let mut same_name: HashMap<&str, Vec<u32>> = HashMap::new();
         for (i, s) in image.symbols.iter().enumerate() {
             same_name.entry(s.name.as_str()).or_default().push(i as u32);
