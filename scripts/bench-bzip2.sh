@@ -6,6 +6,7 @@
 #  2. the same DCFG as `.gz` against `gzip -dc`;
 #  3. DCFG-trace decoding from a `.bz2` trace: `cfghub trace stats` with -j 1 and -j 2
 #     (the speed-up of decoding on two cores, with bzip2 decompressed on every core in both).
+# The CPU time of one cfghub run is also shown thread by thread.
 # Each figure is the best of RUNS, wall-clock and CPU (user + system) seconds: on a machine busy
 # with other work the wall-clock figures are bounded by the CPU share the scheduler grants, and
 # the CPU figures say what each command costs.
@@ -60,6 +61,22 @@ row "cfghub info (plain file)" "$wp" "$cp" "$mp"
 awk -v wc="$wc" -v wl="$wl" -v wb="$wb" -v cc="$cc" -v cp="$cp" -v cb="$cb" -v n="$(nproc)" 'BEGIN{
   printf "== 1. bzip2: cfghub %.2fx lbzip2 -n 2 (target <= 1.1), %.2fx faster than bzip2 -dc\n", wc/wl, wb/wc;
   printf "      cfghub needs %.2f s CPU (libbz2 alone: bzip2 -dc %.2f s; the parse: %.2f s), at best %.2f s on %d idle cores\n", cc, cb, cp, cc/n, n }'
+
+# How cfghub's threads share the CPU time of one run (from /proc, polled until it exits): the
+# decoding threads should each carry an even part of libbz2's work, the main thread the parse.
+"$CFGHUB" info -q "$pretty.bz2" >/dev/null &
+pid=$!
+declare -A ticks names
+while kill -0 "$pid" 2>/dev/null; do
+  for t in /proc/"$pid"/task/*; do
+    read -r -a st < "$t/stat" 2>/dev/null || continue
+    ticks[${st[0]}]=$(( st[13] + st[14] ))
+    names[${st[0]}]=$(cat "$t/comm" 2>/dev/null || echo '?')
+  done
+  sleep 0.05
+done
+wait "$pid" || true
+echo "      CPU seconds per thread: $(for t in "${!ticks[@]}"; do printf '%s %s  ' "${names[$t]}" "$(awk -v k="${ticks[$t]}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", k/hz}')"; done)"
 
 read -r wg cg mg < <(measure "$CFGHUB" info -q "$pretty.gz")
 read -r wz cz mz < <(measure gzip -dc "$pretty.gz")

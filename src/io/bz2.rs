@@ -56,9 +56,9 @@ pub fn decoder(raw: Box<dyn BufRead + Send>, workers: usize) -> Box<dyn BufRead 
     let job_rx = Arc::new(Mutex::new(job_rx));
     for _ in 0..workers {
         let job_rx = Arc::clone(&job_rx);
-        std::thread::spawn(move || work(&job_rx));
+        spawn("bz2-decode", move || work(&job_rx));
     }
-    std::thread::spawn(move || {
+    spawn("bz2-scan", move || {
         let mut scanner = Scanner { raw, buf: Vec::new(), base: 0, eof: false, items: item_tx, jobs: job_tx };
         let last = match scanner.run() {
             Ok(()) => Item::End,
@@ -76,6 +76,12 @@ pub fn decoder(raw: Box<dyn BufRead + Send>, workers: usize) -> Box<dyn BufRead 
         stream_start: 0,
         finished: false,
     })
+}
+
+/// Starts a named thread (the name shows in `top -H` and /proc/PID/task/*/comm). Like
+/// `std::thread::spawn`, panics only when the system cannot make a thread.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new().name(name.into()).spawn(f).expect("the system refused to start a thread");
 }
 
 /// A block candidate's compressed bits: from `start` (a bit offset in the input) for `nbits`.
