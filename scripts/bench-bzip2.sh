@@ -39,6 +39,27 @@ measure() {
   echo "$best_wall $best_cpu $rss"
 }
 
+# thread_split CMD...: runs CMD once and prints the CPU seconds of each of its threads by name
+# (from /proc, polled until it exits): the decoding threads should carry even parts of the work.
+thread_split() {
+  "$@" >/dev/null &
+  local pid=$! hz
+  hz=$(getconf CLK_TCK)
+  declare -A ticks names
+  while kill -0 "$pid" 2>/dev/null; do
+    for t in /proc/"$pid"/task/*; do
+      { read -r -a st < "$t/stat"; } 2>/dev/null || continue
+      ticks[${st[0]}]=$(( st[13] + st[14] ))
+      names[${st[0]}]=$(cat "$t/comm" 2>/dev/null || echo '?')
+    done
+    sleep 0.05
+  done
+  wait "$pid" || true
+  for t in "${!ticks[@]}"; do
+    awk -v n="${names[$t]}" -v k="${ticks[$t]}" -v hz="$hz" 'BEGIN{ if (k > 0) printf "%s %.2f  ", n, k/hz }'
+  done
+}
+
 row() { # label wall cpu rss
   awk -v l="$1" -v w="$2" -v c="$3" -v m="$4" 'BEGIN{ printf "   %-34s %6.2f s wall %6.2f s CPU  peak %5.0f MB\n", l, w, c, m/1024 }'
 }
@@ -62,21 +83,7 @@ awk -v wc="$wc" -v wl="$wl" -v wb="$wb" -v cc="$cc" -v cp="$cp" -v cb="$cb" -v n
   printf "== 1. bzip2: cfghub %.2fx lbzip2 -n 2 (target <= 1.1), %.2fx faster than bzip2 -dc\n", wc/wl, wb/wc;
   printf "      cfghub needs %.2f s CPU (libbz2 alone: bzip2 -dc %.2f s; the parse: %.2f s), at best %.2f s on %d idle cores\n", cc, cb, cp, cc/n, n }'
 
-# How cfghub's threads share the CPU time of one run (from /proc, polled until it exits): the
-# decoding threads should each carry an even part of libbz2's work, the main thread the parse.
-"$CFGHUB" info -q "$pretty.bz2" >/dev/null &
-pid=$!
-declare -A ticks names
-while kill -0 "$pid" 2>/dev/null; do
-  for t in /proc/"$pid"/task/*; do
-    read -r -a st < "$t/stat" 2>/dev/null || continue
-    ticks[${st[0]}]=$(( st[13] + st[14] ))
-    names[${st[0]}]=$(cat "$t/comm" 2>/dev/null || echo '?')
-  done
-  sleep 0.05
-done
-wait "$pid" || true
-echo "      CPU seconds per thread: $(for t in "${!ticks[@]}"; do printf '%s %s  ' "${names[$t]}" "$(awk -v k="${ticks[$t]}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", k/hz}')"; done)"
+echo "      CPU seconds per thread: $(thread_split "$CFGHUB" info -q "$pretty.bz2")"
 
 read -r wg cg mg < <(measure "$CFGHUB" info -q "$pretty.gz")
 read -r wz cz mz < <(measure gzip -dc "$pretty.gz")
@@ -93,4 +100,5 @@ read -r w1 c1 m1 < <(measure "$CFGHUB" trace -q -j 1 stats "$trace.bz2")
 read -r w2 c2 m2 < <(measure "$CFGHUB" trace -q -j 2 stats "$trace.bz2")
 row "cfghub trace -j 1 stats .bz2" "$w1" "$c1" "$m1"
 row "cfghub trace -j 2 stats .bz2" "$w2" "$c2" "$m2"
-awk -v w1="$w1" -v w2="$w2" -v s="$(stat -c %s "$trace.bz2")" 'BEGIN{ printf "== 3. DCFG-trace .bz2 (%d bytes, 60 M edges): -j 2 is %.2fx -j 1\n", s, w1/w2 }'
+awk -v w1="$w1" -v w2="$w2" -v s="$(stat -c %s "$trace.bz2")" 'BEGIN{ printf "== 3. DCFG-trace .bz2 (%d bytes, 60 M edges): -j 2 is %.2fx -j 1 (wall clock)\n", s, w1/w2 }'
+echo "      CPU seconds per thread (-j 2): $(thread_split "$CFGHUB" trace -q -j 2 stats "$trace.bz2")"
