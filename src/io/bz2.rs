@@ -155,7 +155,7 @@ struct BitWriter {
 }
 
 impl BitWriter {
-    /// Appends the low `n` bits of `value`, most significant first.
+    /// Appends the low `n` (at most 64) bits of `value`, most significant first.
     fn push(&mut self, value: u64, n: u32) {
         for i in (0..n).rev() {
             let bit = (value >> i) & 1;
@@ -186,7 +186,7 @@ enum Item {
     StreamStart {
         at: u64,
     },
-    /// The input ended inside a stream that started at byte `stream` (after the last block).
+    /// The input ended at byte `end`, inside the current stream (after the pieces sent before).
     Truncated {
         end: u64,
     },
@@ -817,6 +817,51 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// An end-of-stream magic inside a block, not followed by the end of the input or another
+    /// stream, is taken for coded data: the block's piece runs on to the real end marker.
+    #[test]
+    fn a_false_end_marker_inside_a_block_is_passed_over() {
+        let mut w = BitWriter { bytes: b"BZh9".to_vec(), nbits: 32 };
+        w.push(BLOCK_MAGIC, 48);
+        w.push(0x1234_5678, 32);
+        for _ in 0..4 {
+            w.push(0, 50);
+        }
+        w.push(EOS_MAGIC, 48); // false: block data follows
+        w.push(0xdead_beef, 32);
+        w.push(u64::MAX, 60);
+        let real_end = w.nbits;
+        w.push(EOS_MAGIC, 48);
+        w.push(0x1234_5678, 32);
+        let (items_tx, items) = mpsc::sync_channel(16);
+        let (jobs_tx, jobs) = mpsc::sync_channel(16);
+        let mut scanner = Scanner {
+            raw: Box::new(Cursor::new(w.bytes)),
+            buf: Vec::new(),
+            base: 0,
+            eof: false,
+            items: items_tx,
+            jobs: jobs_tx,
+        };
+        assert!(scanner.run().is_ok());
+        drop(scanner);
+        let pieces: Vec<(u64, u64)> = jobs.iter().map(|j| (j.piece.start, j.piece.nbits)).collect();
+        assert_eq!(pieces, [(32, real_end - 32)]);
+        let kinds: Vec<&str> = items
+            .iter()
+            .map(|i| match i {
+                Item::StreamStart { .. } => "start",
+                Item::Block(_) => "block",
+                Item::StreamEnd { bit, crc } => {
+                    assert_eq!((bit, crc), (real_end, 0x1234_5678));
+                    "end"
+                }
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["start", "block", "end"]);
     }
 
     proptest::proptest! {
