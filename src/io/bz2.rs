@@ -864,6 +864,48 @@ mod tests {
         assert_eq!(kinds, ["start", "block", "end"]);
     }
 
+    /// Bytes read through it, counted where the test can see them.
+    struct Counted(Cursor<Vec<u8>>, Arc<std::sync::atomic::AtomicU64>);
+
+    impl Read for Counted {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.1.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok(n)
+        }
+    }
+
+    /// A reader that takes nothing holds the scanner back: it reads a few blocks ahead of the
+    /// reading thread, not the whole input.
+    #[test]
+    fn a_slow_reader_bounds_what_is_read_ahead() {
+        let mut x = 7u64;
+        let data: Vec<u8> = (0..6_000_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let bytes = compress(&data, 1); // 60 blocks of about 100 kB: random bytes do not shrink
+        let total = bytes.len() as u64;
+        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let raw = io::BufReader::new(Counted(Cursor::new(bytes), Arc::clone(&read)));
+        let mut reader = decoder(Box::new(raw), 1);
+        let mut first = [0u8; 16];
+        reader.read_exact(&mut first).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // In flight: the queues' 2 + 1 blocks, one decoding, one held by each end, and up to two
+        // reads of READ_LEN by the scanner.
+        let ahead = read.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ahead < 6 * 110_000 + 2 * READ_LEN as u64 + 64 * 1024, "{ahead} of {total} bytes read ahead");
+        assert!(ahead < total);
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        assert_eq!([&first[..], &rest].concat(), data);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
 
