@@ -2,8 +2,9 @@
 //!
 //! Inputs: a path or `-` for standard input; plain, gzip or bzip2, told apart by their magic
 //! bytes (Pin and SDE write bzip2). Decompression runs beside the parsing on the calling
-//! thread: gzip on one thread of its own, bzip2 block by block on every core ([`bz2`]). The first bytes of the decompressed stream are kept aside so
-//! the registry can sniff the format without consuming anything.
+//! thread: gzip on one thread of its own, bzip2 block by block on every core (`io/bz2.rs`).
+//! The first bytes of the decompressed stream are kept aside so the registry can sniff the
+//! format without consuming anything.
 //!
 //! Outputs: written to a temporary file beside the target and renamed over it only when the
 //! whole output succeeded, so a failed run leaves nothing behind; an output that names one of the
