@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "cli/csi.rs"]
 mod csi;
+
+#[path = "cli/bzip2.rs"]
+mod bzip2;

@@ -28,3 +28,6 @@ mod dcpi;
 
 #[path = "real_clients/csi.rs"]
 mod csi;
+
+#[path = "real_clients/bzip2.rs"]
+mod bzip2;
