@@ -4,6 +4,7 @@
 use crate::registry::Format;
 
 pub mod callgrind;
+pub mod csi;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dcpi;
@@ -22,6 +23,7 @@ pub static ALL: &[&Format] = &[
     &dcfg::FORMAT,
     &dcfg_trace::FORMAT,
     &callgrind::FORMAT,
+    &csi::FORMAT,
     &dcpi::FORMAT,
     &dcpi::cat::FORMAT,
     &dot::FORMAT,

@@ -20,5 +20,8 @@ mod dot;
 #[path = "bad_input/dcfg_trace.rs"]
 mod dcfg_trace;
 
+#[path = "bad_input/csi.rs"]
+mod csi;
+
 #[path = "bad_input/bzip2.rs"]
 mod bzip2;

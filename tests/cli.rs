@@ -17,5 +17,8 @@ mod dcfg_trace;
 #[path = "cli/dot.rs"]
 mod dot;
 
+#[path = "cli/csi.rs"]
+mod csi;
+
 #[path = "cli/bzip2.rs"]
 mod bzip2;

@@ -26,5 +26,8 @@ mod graphml;
 #[path = "real_clients/dcpi.rs"]
 mod dcpi;
 
+#[path = "real_clients/csi.rs"]
+mod csi;
+
 #[path = "real_clients/bzip2.rs"]
 mod bzip2;

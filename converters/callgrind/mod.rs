@@ -35,7 +35,15 @@ pub static FORMAT: Format = Format {
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
     reader: Some(read),
-    writer: Some(write),
+    writer: Some(|profile, out, options, findings| {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "callgrind",
+            "Callgrind positions are addresses or lines of costs; these blocks carry no cost and are left out",
+        );
+        write(profile, out, options, findings)
+    }),
     ..Format::NONE
 };
 

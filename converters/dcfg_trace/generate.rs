@@ -135,7 +135,7 @@ fn find_cycle(edges: &[u64]) -> Option<(usize, &[u64])> {
         if let Some(&i) = last.get(&e) {
             let len = j - i;
             let score = |l: usize| (l as i64 - 2000).abs();
-            if best.map_or(true, |(bi, bj)| score(len) < score(bj - bi)) {
+            if best.is_none_or(|(bi, bj)| score(len) < score(bj - bi)) {
                 best = Some((i, j));
             }
         }

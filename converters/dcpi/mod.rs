@@ -33,7 +33,15 @@ pub static FORMAT: Format = Format {
     extensions: &[".dcpi"],
     sniffer: Some(sniff),
     reader: Some(read::read),
-    writer: Some(write::write),
+    writer: Some(|profile, out, options, findings| {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "dcpi",
+            "DCPI samples are by address; these blocks are left out",
+        );
+        write::write(profile, out, options, findings)
+    }),
     ..Format::NONE
 };
 

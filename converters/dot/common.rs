@@ -79,7 +79,7 @@ impl Styled for EdgeClass {
         match self {
             EdgeClass::FallThrough => "color=\"#555555\"",
             EdgeClass::Taken => "color=\"#000000\"",
-            EdgeClass::Back => "color=\"#c00000\", fontcolor=\"#c00000\", style=bold",
+            EdgeClass::Back => "color=\"#c00000\", fontcolor=\"#c00000\", style=\"bold,dashed\"",
             EdgeClass::Bypass => "color=\"#888888\", fontcolor=\"#888888\", style=dashed",
             EdgeClass::Rep => "color=\"#1f5fbf\", style=dotted",
             EdgeClass::Call => "color=\"#1f7f1f\", fontcolor=\"#1f7f1f\", style=dotted",
@@ -136,17 +136,43 @@ impl<'a> ImageIndex<'a> {
     }
 }
 
-/// The label of a block: id and address, symbol+offset, instructions and executions, source
-/// lines, and the chosen event's cost.
+/// The label of block `b` of the index's image: id and address, symbol+offset, instructions
+/// and executions, source lines, and the chosen event's cost. A block without an address (CSI)
+/// shows its own id, its line range, and whether it records a completed path.
 pub fn block_label(
     profile: &Profile,
     index: &ImageIndex<'_>,
-    block: &Block,
+    b: u32,
     count: u64,
     event: Option<(&str, u64)>,
 ) -> String {
     let image = index.image;
+    let block = &image.blocks[b as usize];
     let mut s = String::with_capacity(96);
+    if image.no_addresses {
+        let _ = write!(s, "BB {}", image.display_id(b));
+        match image.lines_of(b) {
+            Some(l) => {
+                match l.line_range() {
+                    Some((lo, hi)) if lo == hi => {
+                        let _ = write!(s, "\nline {lo}");
+                    }
+                    Some((lo, hi)) => {
+                        let _ = write!(s, "\nlines {lo}-{hi}");
+                    }
+                    None => s.push_str("\nno line"),
+                }
+                if l.ends_path() {
+                    s.push_str("\nrecords a path");
+                }
+            }
+            None => s.push_str("\nno line"),
+        }
+        if block.count.is_some() {
+            let _ = write!(s, "\n× {}", thousands(count));
+        }
+        return s;
+    }
     let _ = writeln!(s, "BB {}  {:#x}", block.id, image.load_addr.wrapping_add(block.offset));
     s.push_str(&crate::analysis::names::code_name(profile, image, &index.symbols, block.offset));
     let _ = write!(

@@ -65,6 +65,8 @@ pub struct Options {
     pub node_fraction: f64,
     /// Call graph: leave out calls whose inclusive cost is below this fraction of the total.
     pub edge_fraction: f64,
+    /// Routine view: Ball-Larus increments on edges (stated by CSI input, else computed).
+    pub increments: bool,
 }
 
 impl Default for Options {
@@ -77,6 +79,7 @@ impl Default for Options {
             min_count: 0,
             node_fraction: 0.005,
             edge_fraction: 0.001,
+            increments: false,
         }
     }
 }

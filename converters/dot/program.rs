@@ -69,7 +69,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             let idx = &indexes[b.image as usize];
             let blk = &process.images[b.image as usize].blocks[b.block as usize];
             let ev = options.event.as_deref().filter(|_| event.is_some()).map(|n| (n, idx.block_cost(blk)));
-            let label = block_label(profile, idx, blk, counts[b.image as usize][b.block as usize], ev);
+            let label = block_label(profile, idx, b.block, counts[b.image as usize][b.block as usize], ev);
             let _ = writeln!(
                 out,
                 "{indent}{} [label={}, {}];",
@@ -89,12 +89,16 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
             let idx = &indexes[ii];
             let _ = writeln!(out, "    subgraph cluster_p{pid}_i{ii} {{");
-            let mut label = format!(
-                "Image {}\n{}\nload-addr = {:#x}",
-                image.id,
-                profile.image_name(image),
-                image.load_addr
-            );
+            let mut label = if image.no_addresses {
+                format!("Image {}\n{}\nno addresses", image.id, profile.image_name(image))
+            } else {
+                format!(
+                    "Image {}\n{}\nload-addr = {:#x}",
+                    image.id,
+                    profile.image_name(image),
+                    image.load_addr
+                )
+            };
             if let Some(size) = image.size {
                 let _ = write!(label, "\nsize = {size}");
             }
@@ -113,16 +117,17 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 }
                 let Some(entry) = image.blocks.get(routine.entry as usize) else { continue };
                 let _ = writeln!(out, "      subgraph cluster_p{pid}_r{} {{", entry.id);
-                let name = names::code_name(profile, image, &idx.symbols, entry.offset);
-                let _ = writeln!(
-                    out,
-                    "        label={}; color=violet;",
-                    quote(&format!(
+                let name = names::routine_name(profile, image, &idx.symbols, routine);
+                let label = if image.no_addresses {
+                    format!("Routine {}\nname='{name}'", image.display_id(routine.entry))
+                } else {
+                    format!(
                         "Routine {}\nname='{name}'\naddr={:#x}",
                         entry.id,
                         image.load_addr.wrapping_add(entry.offset)
-                    ))
-                );
+                    )
+                };
+                let _ = writeln!(out, "        label={}; color=violet;", quote(&label));
                 // Innermost loop of each member, then loops as nested clusters.
                 let mut innermost: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
                 for (li, l) in routine.loops.iter().enumerate() {
@@ -143,7 +148,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     .loops
                     .iter()
                     .enumerate()
-                    .filter(|(_, l)| l.parent.map_or(true, |p| !routine.loops.iter().any(|o| o.head == p)))
+                    .filter(|(_, l)| l.parent.is_none_or(|p| !routine.loops.iter().any(|o| o.head == p)))
                     .map(|(li, _)| (li, 0usize, false))
                     .rev()
                     .collect();
@@ -268,11 +273,14 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     a.image == b.image && back.contains(&(a.image, a.block, b.block))
                 }
                 _ => false,
-            };
+            } || e.path().is_some_and(|p| p.back);
             let class = EdgeClass::of(e.kind, is_back);
             let mut label = format!("EDGE{}\\n", e.id);
             push_escaped(&mut label, e.kind.as_str());
-            let _ = write!(label, "\\nexecutions={count}");
+            // An edge without counts (CSI metadata) was not measured, not run 0 times.
+            if !e.counts.is_empty() {
+                let _ = write!(label, "\\nexecutions={count}");
+            }
             let _ = writeln!(
                 out,
                 "  {s} -> {t} [label=\"{label}\", {}, penwidth={}];",

@@ -66,6 +66,17 @@ pub fn find_routine(
                     return Ok(found(r));
                 }
             } else if by_name.is_none() {
+                // A routine that names its symbol (CSI), else one found by the symbol's address.
+                let named = image
+                    .symbols
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.name == spec)
+                    .find_map(|(si, _)| rs.iter().position(|r| r.symbol == Some(si as u32)));
+                if let Some(r) = named {
+                    by_name = Some(found(r));
+                    continue;
+                }
                 for sym in image.symbols.iter().filter(|s| s.name == spec) {
                     let Some(start) = sym.offset else { continue };
                     let exact = rs
@@ -112,16 +123,22 @@ pub fn write(
         None => None,
         Some(id) => {
             let image = &process.images[f.image];
-            let block = image.blocks.iter().position(|b| b.id == id).ok_or_else(|| {
+            // By the id the format shows: CSI ids are unique within a routine only.
+            let block = if image.no_addresses {
+                routine.nodes.iter().copied().find(|&b| image.display_id(b) == id)
+            } else {
+                image.blocks.iter().position(|b| b.id == id).map(|b| b as u32)
+            }
+            .ok_or_else(|| {
                 Error::usage(format!("--loop {id}: no block with that id in the routine's image"))
-            })? as u32;
+            })?;
             let l = routine.loops.iter().filter(|l| l.nodes.contains(&block)).min_by_key(|l| l.nodes.len());
             Some(l.ok_or_else(|| {
                 let heads: Vec<String> = routine
                     .loops
                     .iter()
-                    .filter_map(|l| image.blocks.get(l.head as usize))
-                    .map(|b| b.id.to_string())
+                    .filter(|l| (l.head as usize) < image.blocks.len())
+                    .map(|l| image.display_id(l.head).to_string())
                     .collect();
                 Error::usage(format!("--loop {id}: block {id} is in no loop of this routine")).with_hint(
                     if heads.is_empty() {
@@ -182,13 +199,47 @@ pub fn write_routine(
     let back: std::collections::HashSet<(u32, u32)> =
         loops.iter().flat_map(|l| l.back_edge_sources.iter().map(move |&s| (s, l.head))).collect();
 
-    let name = {
-        let entry = &image.blocks[routine.entry as usize];
-        names::code_name(profile, image, &index.symbols, entry.offset)
-    };
+    let name = names::routine_name(profile, image, &index.symbols, routine);
     let title = match shown_loop {
-        Some(l) => format!("loop at BB {} in {name}", image.blocks[l.head as usize].id),
+        Some(l) => format!("loop at BB {} in {name}", image.display_id(l.head)),
         None => format!("{name} ({})", names::image_base_name(profile, image)),
+    };
+    // Coverage arrays of the routine's function (CSI): a block is covered or not when its
+    // count is known, else instrumented or not.
+    let coverage: Vec<&crate::ir::Coverage> = match routine.symbol {
+        Some(s) => image.coverage.iter().filter(|c| c.symbol == s).collect(),
+        None => Vec::new(),
+    };
+    let block_coverage = coverage.iter().any(|c| c.kind == crate::ir::CoverageKind::Block);
+    let title = if coverage.is_empty() {
+        title
+    } else {
+        let arrays: Vec<String> = coverage
+            .iter()
+            .map(|c| match c.kind {
+                crate::ir::CoverageKind::Block => format!("blocks ({} sites)", c.sites.len()),
+                crate::ir::CoverageKind::Call => format!("calls ({} sites)", c.sites.len()),
+                crate::ir::CoverageKind::Function => "function".to_string(),
+            })
+            .collect();
+        format!("{title}\ncoverage recorded for: {}", arrays.join(", "))
+    };
+    // Ball-Larus numbers per process edge: stated by the input, or computed with --increments.
+    let numbers: HashMap<usize, crate::analysis::ball_larus::EdgeNumbers> = if options.increments {
+        let rp =
+            crate::analysis::paths::routine_paths(process, f.image, std::slice::from_ref(routine)).remove(0);
+        match rp.numbers() {
+            Ok(n) => rp.edges.iter().zip(n).filter_map(|(e, n)| Some(((*e)?, n))).collect(),
+            Err(e) => {
+                findings.warn(
+                    None,
+                    format!("dot: the routine's paths cannot be numbered ({e}); no increments shown"),
+                );
+                HashMap::new()
+            }
+        }
+    } else {
+        HashMap::new()
     };
 
     // Edges touching the shown blocks, classified.
@@ -209,6 +260,10 @@ pub fn write_routine(
         kind: EdgeKind,
         count: u64,
         id: u64,
+        /// Index in the process's edges.
+        index: usize,
+        /// Cut from the acyclic graph (CSI `~>`).
+        stated_back: bool,
     }
     let mut internal: Vec<Internal> = Vec::new();
     // Stubs: (source block, label) -> count, for calls and other ways out; (label, target) for ways in.
@@ -254,13 +309,19 @@ pub fn write_routine(
         }
         _ => None,
     };
-    for e in &process.edges {
+    for (index, e) in process.edges.iter().enumerate() {
         let (s, t) = (local(e.source), local(e.target));
         let count = e.total();
         match (s, t) {
-            (Some(s), Some(t)) if !e.kind.is_call() && !e.kind.is_return() => {
-                internal.push(Internal { s, t, kind: e.kind, count, id: e.id })
-            }
+            (Some(s), Some(t)) if !e.kind.is_call() && !e.kind.is_return() => internal.push(Internal {
+                s,
+                t,
+                kind: e.kind,
+                count,
+                id: e.id,
+                index,
+                stated_back: e.path().is_some_and(|p| p.back),
+            }),
             (Some(s), _) if e.kind.is_call() => {
                 *calls.entry((s, name_of(e.target))).or_default() += count;
             }
@@ -316,21 +377,31 @@ pub fn write_routine(
     let write_block = |out: &mut String, b: u32, indent: &str| {
         let block = &image.blocks[b as usize];
         let ev = ev_name.filter(|_| any_cost).map(|n| (n, costs[&b]));
-        let label = block_label(profile, &index, block, counts[b as usize], ev);
+        let mut label = block_label(profile, &index, b, counts[b as usize], ev);
         let mut extra = String::new();
+        if image.no_addresses {
+            match block.count {
+                Some(0) => label.push_str("\nnot covered"),
+                Some(_) => label.push_str("\ncovered"),
+                None if block_coverage || !coverage.is_empty() => {}
+                None if image.coverage.is_empty() => {}
+                None => {
+                    label.push_str("\nnot instrumented");
+                    extra.push_str(", style=\"filled,dotted\", fillcolor=\"#f3f3f3\"");
+                }
+            }
+            if exits.contains(&b) && b != routine.entry {
+                label.push_str("\nEXIT");
+            }
+        }
         if b == routine.entry && shown_loop.is_none() {
             extra.push_str(", peripheries=2");
         }
         if exits.contains(&b) && returns.contains_key(&b) {
             extra.push_str(", penwidth=2");
         }
-        let _ = writeln!(
-            out,
-            "{indent}{} [label={}, {}{extra}];",
-            node(b),
-            quote(&label),
-            heat_attrs(heat_of(b), heat_max)
-        );
+        let heat = if extra.contains("style=") { String::new() } else { heat_attrs(heat_of(b), heat_max) };
+        let _ = writeln!(out, "{indent}{} [label={}, {heat}{extra}];", node(b), quote(&label));
     };
     for &b in &shown {
         if innermost[b as usize] < 0 {
@@ -369,7 +440,7 @@ pub fn write_routine(
         }
         let _ = writeln!(out, "{indent}}}");
     }
-    let head_id = |h: u32| image.blocks[h as usize].id;
+    let head_id = |h: u32| image.display_id(h);
     let slot_of: HashMap<u32, usize> = loops.iter().enumerate().map(|(i, l)| (l.head, i)).collect();
     let mut forest = Forest {
         loops: &loops,
@@ -421,11 +492,29 @@ pub fn write_routine(
     }
     // Internal edges.
     for e in &internal {
-        let class = EdgeClass::of(e.kind, back.contains(&(e.s, e.t)));
+        let class = EdgeClass::of(e.kind, e.stated_back || back.contains(&(e.s, e.t)));
         let mut label = String::new();
-        push_escaped(&mut label, class.word(e.kind));
-        label.push_str("\\n");
-        label.push_str(&thousands(e.count));
+        if image.no_addresses {
+            // No kinds or counts to show: the word for back edges only.
+            if class == EdgeClass::Back {
+                label.push_str("back");
+            }
+        } else {
+            push_escaped(&mut label, class.word(e.kind));
+            label.push_str("\\n");
+            label.push_str(&thousands(e.count));
+        }
+        if let Some(n) = numbers.get(&e.index) {
+            if !label.is_empty() {
+                label.push_str("\\n");
+            }
+            let _ = match (class == EdgeClass::Back, n.increment == n.weight) {
+                (true, true) => write!(label, "restart {}", n.increment),
+                (true, false) => write!(label, "restart {} (weight {})", n.increment, n.weight),
+                (false, true) => write!(label, "+{}", n.increment),
+                (false, false) => write!(label, "+{} (weight {})", n.increment, n.weight),
+            };
+        }
         let _ = writeln!(
             out,
             "  {} -> {} [label=\"{label}\", tooltip=\"edge {} {}\", {}, penwidth={}];",

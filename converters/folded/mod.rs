@@ -23,6 +23,14 @@ pub static FORMAT: Format = Format {
     description: "folded stacks (FlameGraph, inferno): frame;frame;frame count",
     extensions: &[".folded", ".collapsed"],
     reader: Some(|input, _, findings| read(input, findings)),
-    writer: Some(write),
+    writer: Some(|profile, out, options, findings| {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "folded",
+            "stacks are made of functions; these blocks have no counts to put on them",
+        );
+        write(profile, out, options, findings)
+    }),
     ..Format::NONE
 };

@@ -54,6 +54,8 @@ const NODE_KEYS: &[(&str, &str, &str)] = &[
     ("loop_head", "loop_head", "long"),
     ("loop_depth", "loop_depth", "int"),
     ("is_loop_head", "is_loop_head", "boolean"),
+    ("lines", "lines", "string"),
+    ("records_path", "records_path", "boolean"),
 ];
 
 const EDGE_KEYS: &[(&str, &str, &str)] = &[
@@ -65,6 +67,8 @@ const EDGE_KEYS: &[(&str, &str, &str)] = &[
     ("e_counts", "counts_per_thread", "string"),
     ("e_back", "back_edge", "boolean"),
     ("e_inclusive", "inclusive", "string"),
+    ("e_increment", "increment", "long"),
+    ("e_weight", "weight", "long"),
 ];
 
 fn io(e: impl std::fmt::Display) -> Error {
@@ -214,33 +218,56 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
         for (b, block) in image.blocks.iter().enumerate() {
             let id = format!("p{pid}_b{}", block.id);
             o.start("node", &[("id", &id)])?;
-            let addr = image.load_addr.wrapping_add(block.offset);
-            let sym = names::code_name(profile, image, &symbols, block.offset);
-            o.data("label", &format!("BB {} {sym}", block.id))?;
-            o.data("kind", "block")?;
-            o.data("process", &pid_s)?;
-            o.data("node_id", &block.id.to_string())?;
-            o.data("image", &image_name)?;
-            o.data("image_id", &image_id)?;
-            o.data("address", &format!("{addr:#x}"))?;
-            if addr <= i64::MAX as u64 {
-                o.data("address_int", &addr.to_string())?;
-            }
-            o.data("size", &block.size.to_string())?;
-            o.data("instrs", &block.num_instrs.to_string())?;
-            if let Some(c) = block.count {
-                o.data("count", &c.to_string())?;
-                o.data("executed_instrs", &block.executed_instrs().to_string())?;
-            }
-            o.data("symbol", &sym)?;
-            if let Some(src) = source.describe(profile, image, block.offset, block.size) {
-                o.data("source", &src)?;
-            }
             let routine = all[ii].get(routine_of[b] as usize);
+            if image.no_addresses {
+                // No address, size or covering symbol: the format's own id, the routine and
+                // the block's source lines (CSI).
+                let name = routine.map(|r| names::routine_name(profile, image, &symbols, r));
+                o.data(
+                    "label",
+                    &format!("BB {} {}", image.display_id(b as u32), name.as_deref().unwrap_or("")),
+                )?;
+                o.data("kind", "block")?;
+                o.data("process", &pid_s)?;
+                o.data("node_id", &block.id.to_string())?;
+                o.data("image", &image_name)?;
+                o.data("image_id", &image_id)?;
+                if let Some(l) = image.lines_of(b as u32) {
+                    let lines: Vec<String> = l.lines().map(|n| n.to_string()).collect();
+                    o.data("lines", &lines.join(" "))?;
+                    o.data("records_path", if l.ends_path() { "true" } else { "false" })?;
+                }
+                if let Some(c) = block.count {
+                    o.data("count", &c.to_string())?;
+                }
+            } else {
+                let addr = image.load_addr.wrapping_add(block.offset);
+                let sym = names::code_name(profile, image, &symbols, block.offset);
+                o.data("label", &format!("BB {} {sym}", block.id))?;
+                o.data("kind", "block")?;
+                o.data("process", &pid_s)?;
+                o.data("node_id", &block.id.to_string())?;
+                o.data("image", &image_name)?;
+                o.data("image_id", &image_id)?;
+                o.data("address", &format!("{addr:#x}"))?;
+                if addr <= i64::MAX as u64 {
+                    o.data("address_int", &addr.to_string())?;
+                }
+                o.data("size", &block.size.to_string())?;
+                o.data("instrs", &block.num_instrs.to_string())?;
+                if let Some(c) = block.count {
+                    o.data("count", &c.to_string())?;
+                    o.data("executed_instrs", &block.executed_instrs().to_string())?;
+                }
+                o.data("symbol", &sym)?;
+                if let Some(src) = source.describe(profile, image, block.offset, block.size) {
+                    o.data("source", &src)?;
+                }
+            }
             if let Some((routine, entry)) =
                 routine.and_then(|r| Some((r, image.blocks.get(r.entry as usize)?)))
             {
-                o.data("routine", &names::code_name(profile, image, &symbols, entry.offset))?;
+                o.data("routine", &names::routine_name(profile, image, &symbols, routine))?;
                 o.data("routine_entry", &entry.id.to_string())?;
                 o.data("routine_entry_block", if routine.entry as usize == b { "true" } else { "false" })?;
                 o.data("routine_exit_block", if exits[b] { "true" } else { "false" })?;
@@ -301,7 +328,7 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                 a.image == b.image && back.contains_key(&(a.image, a.block, b.block))
             }
             _ => false,
-        };
+        } || e.path().is_some_and(|p| p.back);
         let class = EdgeClass::of(e.kind, is_back);
         let id = format!("p{pid}_e{k}");
         let (s, t) = (node_id(process, e.source), node_id(process, e.target));
@@ -317,6 +344,10 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
         if !e.inclusive().is_empty() {
             let inc: Vec<String> = e.inclusive().iter().map(|c| c.to_string()).collect();
             o.data("e_inclusive", &inc.join(","))?;
+        }
+        if let Some(p) = e.path() {
+            o.data("e_increment", &p.increment.to_string())?;
+            o.data("e_weight", &p.weight.to_string())?;
         }
         o.end("edge")?;
     }

@@ -4,6 +4,7 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod ball_larus;
 pub mod callgraph;
 pub mod cfg;
 pub mod combine;
@@ -12,6 +13,7 @@ pub mod dominators;
 pub mod loops;
 pub mod merge;
 pub mod names;
+pub mod paths;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;

@@ -55,3 +55,37 @@ pub fn code_name(profile: &Profile, image: &Image, index: &SymbolIndex, offset: 
         None => format!("{}+{:#x}", image_base_name(profile, image), offset),
     }
 }
+
+/// The name of a routine: its own symbol when the format names routines (CSI), else the code
+/// at its entry's address, else `routine_ID` (the entry block's id) in an image without
+/// addresses.
+pub fn routine_name(profile: &Profile, image: &Image, index: &SymbolIndex, r: &crate::ir::Routine) -> String {
+    if let Some(s) = r.symbol.and_then(|s| image.symbols.get(s as usize)) {
+        return s.name.clone();
+    }
+    match image.blocks.get(r.entry as usize) {
+        Some(b) if !image.no_addresses => code_name(profile, image, index, b.offset),
+        Some(b) => format!("routine_{}", b.id),
+        None => format!("routine_{}", r.entry),
+    }
+}
+
+/// Blocks of images without addresses (CSI metadata): writers whose format places code by
+/// address name them in a warning.
+pub fn blocks_without_addresses(profile: &Profile) -> usize {
+    profile.processes.iter().flat_map(|p| &p.images).filter(|i| i.no_addresses).map(|i| i.blocks.len()).sum()
+}
+
+/// Names, in a warning of the writer `format`, the blocks without addresses it cannot place
+/// and what becomes of them.
+pub fn warn_blocks_without_addresses(
+    profile: &Profile,
+    findings: &mut crate::error::Findings,
+    format: &str,
+    consequence: &str,
+) {
+    let n = blocks_without_addresses(profile);
+    if n > 0 {
+        findings.warn(None, format!("{format}: {n} block(s) have no address (CSI metadata): {consequence}"));
+    }
+}

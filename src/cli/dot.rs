@@ -19,7 +19,8 @@ Examples:
   cfghub dot app.dcfg.json.bz2 --routine main -o main.svg
   cfghub dot app.dcfg.json.bz2 --routine 0x40059d --loop 30 -o loop.dot
   cfghub dot app.dcfg.json.bz2 --callgraph --node-fraction 0.005 -o calls.svg
-  cfghub dot app.dcfg.json.bz2 --image simple_loop --min-count 10 -o program.svg")]
+  cfghub dot app.dcfg.json.bz2 --image simple_loop --min-count 10 -o program.svg
+  cfghub dot prog --routine main --increments -o main.svg    a CSI routine with its path increments")]
 pub struct DotArgs {
     /// Input file, or - for standard input (any format with blocks and edges).
     pub input: String,
@@ -60,6 +61,10 @@ pub struct DotArgs {
     /// Whole-program view: hide blocks and edges executed fewer times than this.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub min_count: u64,
+    /// With --routine: label edges with their Ball-Larus increments (CSI's own, or computed as
+    /// `cfghub convert -o x.debug_PT` numbers them).
+    #[arg(long, requires = "routine")]
+    pub increments: bool,
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
@@ -88,6 +93,7 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         min_count: args.min_count,
         node_fraction: args.node_fraction,
         edge_fraction: args.edge_fraction,
+        increments: args.increments,
     };
     let mut findings = Findings::default();
     let text = dot::to_string(&loaded.profile, &view, &options, &mut findings)?;

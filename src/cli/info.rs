@@ -31,10 +31,10 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{counts, loops, merge, names, routines};
+use crate::analysis::{counts, loops, merge, names, paths, routines};
 use crate::convert::load;
 use crate::error::Result;
-use crate::ir::{Process, Profile};
+use crate::ir::{CoverageKind, Image, Process, Profile, Routine};
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -79,6 +79,31 @@ pub struct ProcessReport {
     pub costs_by_image: Vec<ImageCosts>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub top_addresses: Vec<AddressCosts>,
+    /// Routines with stated path numbering or without addresses (CSI): their acyclic paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_functions: Vec<PathFunctionReport>,
+}
+
+/// One function of path-tracing metadata.
+#[derive(Serialize, Debug)]
+pub struct PathFunctionReport {
+    pub name: String,
+    pub blocks: usize,
+    pub edges: usize,
+    pub back_edges: usize,
+    /// Acyclic paths; `None` when the graph cannot be numbered (`error` says why).
+    pub paths: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Coverage arrays of the function: `BBC`, `CC` or `FC`, the array's name and its sites.
+    pub coverage: Vec<CoverageReport>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct CoverageReport {
+    pub kind: &'static str,
+    pub array: String,
+    pub sites: usize,
 }
 
 /// Costs of one image per event, as `dcpiprof -i` shows them.
@@ -200,7 +225,11 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         images.push(ImageReport {
             id: image.id,
             path: profile.image_name(image),
-            load_address: format!("{:#x}", image.load_addr),
+            load_address: if image.no_addresses {
+                "-".to_string()
+            } else {
+                format!("{:#x}", image.load_addr)
+            },
             size: image.size,
             symbols: image.symbols.len(),
             blocks: image.blocks.len(),
@@ -249,12 +278,16 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         let base = names::image_base_name(profile, image);
         for r in all_routines[i].iter() {
             let entry = &image.blocks[r.entry as usize];
-            let name = names::code_name(profile, image, &index, entry.offset);
+            let name = names::routine_name(profile, image, &index, r);
             let instructions = counts::executed_in(image, &r.nodes);
             top_routines.push(RoutineReport {
                 name: name.clone(),
                 image: base.clone(),
-                entry: format!("{:#x}", image.load_addr.wrapping_add(entry.offset)),
+                entry: if image.no_addresses {
+                    "-".to_string()
+                } else {
+                    format!("{:#x}", image.load_addr.wrapping_add(entry.offset))
+                },
                 blocks: r.nodes.len(),
                 instructions,
                 percent: percent(instructions, executed),
@@ -266,8 +299,12 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
                 let instructions = counts::executed_in(image, &l.nodes);
                 top_loops.push(LoopReport {
                     routine: name.clone(),
-                    head: head.id,
-                    address: format!("{:#x}", image.load_addr.wrapping_add(head.offset)),
+                    head: image.display_id(l.head),
+                    address: if image.no_addresses {
+                        "-".to_string()
+                    } else {
+                        format!("{:#x}", image.load_addr.wrapping_add(head.offset))
+                    },
                     blocks: l.nodes.len(),
                     depth,
                     instructions,
@@ -363,7 +400,79 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         top_loops,
         costs_by_image,
         top_addresses,
+        path_functions: path_functions(profile, process, &all_routines),
     }
+}
+
+/// Per function of an image without addresses (CSI), or any routine whose input numbered its
+/// paths: blocks, edges, back edges, acyclic paths and coverage arrays; functions with coverage
+/// arrays but no graph too.
+fn path_functions(
+    profile: &Profile,
+    process: &Process,
+    all: &[std::borrow::Cow<'_, [Routine]>],
+) -> Vec<PathFunctionReport> {
+    let mut out = Vec::new();
+    for (i, image) in process.images.iter().enumerate() {
+        let stated = process.edges.iter().any(|e| e.path().is_some());
+        if !image.no_addresses && !stated && image.coverage.is_empty() {
+            continue;
+        }
+        let index = names::SymbolIndex::new(image);
+        let rs: &[Routine] = &all[i];
+        let mut named = vec![false; image.symbols.len()];
+        for (r, rp) in rs.iter().zip(paths::routine_paths(process, i, rs)) {
+            let (paths, error) = match rp.dag() {
+                Ok(d) => (Some(d.paths()), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            if let Some(s) = r.symbol {
+                if let Some(n) = named.get_mut(s as usize) {
+                    *n = true;
+                }
+            }
+            out.push(PathFunctionReport {
+                name: names::routine_name(profile, image, &index, r),
+                blocks: r.nodes.len(),
+                edges: rp.graph.edges.len(),
+                back_edges: rp.graph.edges.iter().filter(|e| e.back).count(),
+                paths,
+                error,
+                coverage: r.symbol.map(|s| coverage_of(image, s)).unwrap_or_default(),
+            });
+        }
+        for (s, sym) in image.symbols.iter().enumerate() {
+            if !named[s] && image.coverage.iter().any(|c| c.symbol == s as u32) {
+                out.push(PathFunctionReport {
+                    name: sym.name.clone(),
+                    blocks: 0,
+                    edges: 0,
+                    back_edges: 0,
+                    paths: None,
+                    error: None,
+                    coverage: coverage_of(image, s as u32),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn coverage_of(image: &Image, symbol: u32) -> Vec<CoverageReport> {
+    image
+        .coverage
+        .iter()
+        .filter(|c| c.symbol == symbol)
+        .map(|c| CoverageReport {
+            kind: match c.kind {
+                CoverageKind::Block => "BBC",
+                CoverageKind::Call => "CC",
+                CoverageKind::Function => "FC",
+            },
+            array: c.array.clone(),
+            sites: c.sites.len(),
+        })
+        .collect()
 }
 
 /// The report as aligned text tables.
@@ -492,6 +601,33 @@ pub fn render(report: &Report) -> String {
                 }
             }
         };
+        if !p.path_functions.is_empty() {
+            let mut t = Table::new(
+                &["function", "blocks", "edges", "back edges", "acyclic paths", "coverage arrays"],
+                &[1, 2, 3, 4],
+            );
+            for f in &p.path_functions {
+                let cov: Vec<String> = f
+                    .coverage
+                    .iter()
+                    .map(|c| format!("{} {} ({} sites)", c.kind, c.array, c.sites))
+                    .collect();
+                t.row(vec![
+                    f.name.clone(),
+                    f.blocks.to_string(),
+                    f.edges.to_string(),
+                    f.back_edges.to_string(),
+                    match (&f.paths, &f.error) {
+                        (Some(n), _) => n.to_string(),
+                        (None, Some(e)) => format!("- ({e})"),
+                        (None, None) => "-".to_string(),
+                    },
+                    if cov.is_empty() { "-".to_string() } else { cov.join(", ") },
+                ]);
+            }
+            out.push_str("\n  functions (path tracing)\n");
+            out.push_str(&indent(&t.render()));
+        }
         if !p.top_routines.is_empty() {
             let (h, right) = sample_header(&["routine", "image", "entry", "blocks", "instructions", "%"]);
             let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();

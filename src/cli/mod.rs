@@ -2,6 +2,7 @@
 //! arguments. `main` only calls [`main`] here.
 
 mod convert;
+mod csi;
 mod diff;
 mod dot;
 mod formats;
@@ -17,8 +18,9 @@ use clap::{Parser, Subcommand};
 use crate::error::{Error, ErrorKind, Findings};
 
 /// cfghub converts control-flow profiles between the tools that make and show them:
-/// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, folded stacks
-/// and flame graphs, DTrace and perf aggregations, Graphviz DOT and GraphML.
+/// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI path
+/// tracing (csi-cc), folded stacks and flame graphs, DTrace and perf aggregations, Graphviz DOT
+/// and GraphML.
 ///
 /// Formats are recognised by content, then by file name; `--from`/`--to` override both.
 /// Inputs may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.
@@ -40,6 +42,7 @@ Examples:
   cfghub convert app.dcfg.json.bz2 -o callgrind.out.app   then: kcachegrind callgrind.out.app
   cfghub merge app.dcfg.json.bz2 cycles.dcpi -o merged.dcfg.json   DCPI samples per block
   cfghub dot app.dcfg.json.bz2 --routine main -o main.svg   one routine's control flow
+  cfghub csi paths prog --function main             CSI path numbers of main and their blocks
   cfghub formats                                    what can be read and written";
 
 #[derive(Subcommand, Debug)]
@@ -58,6 +61,8 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
     Merge(merge::MergeArgs),
+    /// Decode CSI path numbers and crash states (Ball-Larus paths of any routine).
+    Csi(csi::CsiArgs),
     /// Draw a routine, a loop, the call graph or the whole program with Graphviz.
     Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
@@ -87,6 +92,7 @@ pub fn main() -> i32 {
         Command::Trace(args) => trace::run(args, quiet),
         Command::Diff(args) => diff::run(args, quiet),
         Command::Merge(args) => merge::run(args, quiet),
+        Command::Csi(args) => csi::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
     };

@@ -10,7 +10,9 @@
 //!             ├─ source lines  (offset range -> file:line, instruction count)
 //!             ├─ blocks        (offset, size, instructions, execution count)
 //!             ├─ routines      (entry, exits, blocks with immediate dominators, loops)
-//!             └─ costs         (values per event at an address, a line, or a function)
+//!             ├─ costs         (values per event at an address, a line, or a function)
+//!             ├─ block lines   (source lines of blocks that have no addresses)
+//!             └─ coverage      (instrumented functions, blocks and call sites)
 //! ```
 //!
 //! Rules that keep the model honest:
@@ -23,10 +25,12 @@
 
 mod costs;
 mod edge_kind;
+mod paths;
 mod strings;
 
 pub use costs::CostTable;
 pub use edge_kind::{EdgeClass, EdgeKind};
+pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
 pub use strings::StringTable;
 
 /// Index into [`Profile::files`].
@@ -159,6 +163,33 @@ pub struct Image {
     pub routines: Option<Vec<Routine>>,
     /// Costs or samples attributed to places in this image, stored by column.
     pub costs: CostTable,
+    /// The format gave no addresses for this image's code (CSI metadata): every block's
+    /// `offset`, `size` and `last_instr_offset` are 0 and mean nothing, and source lines are in
+    /// [`Image::block_lines`] instead of [`Image::source_lines`]. Writers whose format needs
+    /// addresses say so in a warning.
+    pub no_addresses: bool,
+    /// Source lines of each block, parallel to [`Image::blocks`], for images without addresses;
+    /// empty otherwise.
+    pub block_lines: Vec<BlockLines>,
+    /// Coverage arrays of instrumented functions (which functions, blocks and call sites the
+    /// program records as run); empty when the format has none.
+    pub coverage: Vec<Coverage>,
+}
+
+impl Image {
+    /// The source lines of block `b` when the image states them per block.
+    pub fn lines_of(&self, b: u32) -> Option<&BlockLines> {
+        self.block_lines.get(b as usize)
+    }
+
+    /// The id the format shows for block `b`: its own local id when it has one (CSI), else
+    /// [`Block::id`].
+    pub fn display_id(&self, b: u32) -> u64 {
+        match self.lines_of(b).and_then(|l| l.local_id) {
+            Some(id) => id,
+            None => self.blocks.get(b as usize).map_or(u64::from(b), |blk| blk.id),
+        }
+    }
 }
 
 /// A named code range, from a symbol table or a profile's function names.
@@ -221,6 +252,9 @@ pub struct Routine {
     /// Empty when the input gave no dominators.
     pub idoms: Vec<u32>,
     pub loops: Vec<Loop>,
+    /// The routine's symbol (index into [`Image::symbols`]) when the format names routines
+    /// directly rather than by address (CSI); `None`: found by its entry's address.
+    pub symbol: Option<u32>,
 }
 
 /// A natural loop inside a routine. Block indices are into the owning [`Image::blocks`].
@@ -292,12 +326,20 @@ pub struct EdgeDetails {
     pub inclusive: Vec<u64>,
     /// For edges between functions: where in the source the transfer happens.
     pub site: Option<Site>,
+    /// Ball-Larus path numbering stated for an intra-routine edge (CSI).
+    pub path: Option<PathEdge>,
 }
 
 impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
-        (!inclusive.is_empty() || site.is_some()).then(|| Box::new(EdgeDetails { inclusive, site }))
+        (!inclusive.is_empty() || site.is_some())
+            .then(|| Box::new(EdgeDetails { inclusive, site, path: None }))
+    }
+
+    /// The boxed record of an edge whose only stated detail is its path numbering.
+    pub fn path(path: PathEdge) -> Option<Box<EdgeDetails>> {
+        Some(Box::new(EdgeDetails { inclusive: Vec::new(), site: None, path: Some(path) }))
     }
 }
 
@@ -317,10 +359,24 @@ impl Edge {
         self.details.as_ref().and_then(|d| d.site.as_ref())
     }
 
+    /// Ball-Larus numbering stated for the edge, when the input gave it.
+    pub fn path(&self) -> Option<&PathEdge> {
+        self.details.as_ref().and_then(|d| d.path.as_ref())
+    }
+
     /// Replaces the inclusive cost (empty: unknown).
     pub fn set_inclusive(&mut self, inclusive: Vec<u64>) {
-        let site = self.details.take().and_then(|d| d.site);
+        let (site, path) = match self.details.take() {
+            Some(d) => (d.site, d.path),
+            None => (None, None),
+        };
         self.details = EdgeDetails::boxed(inclusive, site);
+        if let Some(p) = path {
+            match &mut self.details {
+                Some(d) => d.path = Some(p),
+                None => self.details = EdgeDetails::path(p),
+            }
+        }
     }
 }
 

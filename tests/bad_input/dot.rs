@@ -32,6 +32,7 @@ fn broken() -> Profile {
                     nodes: vec![1, 42],
                     parent: Some(42),
                 }],
+                symbol: None,
             },
             Routine { entry: 99, nodes: vec![99], ..Routine::default() },
         ]),

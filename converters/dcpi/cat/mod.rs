@@ -30,7 +30,15 @@ pub static FORMAT: Format = Format {
     extensions: &[".dcpicat.txt", ".dcpicat"],
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read::read(input, findings)),
-    writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
+    writer: Some(|profile, out, _, findings| {
+        crate::analysis::names::warn_blocks_without_addresses(
+            profile,
+            findings,
+            "dcpicat",
+            "dcpicat samples are by address; these blocks are left out",
+        );
+        write::write(profile, out, findings)
+    }),
     ..Format::NONE
 };
 

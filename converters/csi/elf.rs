@@ -1,0 +1,83 @@
+//! CSI sections read straight from an object file, executable or separate debug file (ELF,
+//! 32 or 64 bits, either byte order; Mach-O `__CSI,debug_*`), through the `object` crate.
+//!
+//! The linker concatenates the sections of every object file, so one section holds several
+//! objects' texts one after the other: the text parser reads them as one. Sections compressed
+//! with `objcopy --compress-debug-sections` (`SHF_COMPRESSED`, or GNU `.zdebug_*`) are
+//! decompressed, after checking that the size they announce is one zlib could produce from
+//! their bytes.
+
+use object::{Object, ObjectSection};
+
+use super::read::{Builder, Section};
+use crate::error::{Error, Result};
+
+/// zlib cannot expand data by more than about 1032 times.
+const MAX_RATIO: u64 = 1100;
+
+/// The section a name stands for: `.debug_PT`, `.zdebug_PT`, Mach-O `debug_PT`.
+fn section_of(name: &str) -> Option<Section> {
+    let bare = name.trim_start_matches('.').trim_start_matches("__").trim_start_matches('z');
+    let bare = bare.strip_prefix("debug_").or_else(|| bare.strip_prefix("zdebug_"))?;
+    Section::ALL.into_iter().find(|s| s.name().trim_start_matches(".debug_") == bare)
+}
+
+/// Reads every CSI section of an object file into `builder`; errors when there is none.
+pub fn read(data: &[u8], builder: &mut Builder) -> Result<()> {
+    let file = object::File::parse(data)
+        .map_err(|e| Error::input(format!("not a readable object file: {e}")).at_byte(0))?;
+    let mut found = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        let Some(kind) = section_of(name) else { continue };
+        if let Some(seg) = section.segment_name().ok().flatten() {
+            if seg != "__CSI" {
+                continue;
+            }
+        }
+        let range = section
+            .compressed_file_range()
+            .map_err(|e| Error::input(format!("section {name}: {e}")).at_path(format!("section {name}")))?;
+        if range.uncompressed_size > range.compressed_size.saturating_mul(MAX_RATIO).saturating_add(4096) {
+            return Err(Error::input(format!(
+                "section {name} announces {} bytes once decompressed, more than its {} compressed bytes can hold",
+                range.uncompressed_size, range.compressed_size
+            ))
+            .at_path(format!("section {name}")));
+        }
+        let bytes = section.uncompressed_data().map_err(|e| {
+            Error::input(format!("section {name} cannot be decompressed: {e}"))
+                .at_path(format!("section {name}"))
+        })?;
+        found.push((kind, name.to_string(), bytes));
+    }
+    if found.is_empty() {
+        return Err(Error::input(
+            "the object file has no CSI section: expected .debug_PT, .debug_BBC, .debug_CC or .debug_FC",
+        )
+        .with_hint(
+            "build the program with csi-cc, or add a section with objcopy --add-section .debug_PT=FILE",
+        ));
+    }
+    // Path tracing first, so coverage arrays attach to the functions' symbols.
+    found.sort_by_key(|(kind, _, _)| Section::ALL.iter().position(|s| s == kind));
+    for (kind, _, bytes) in found {
+        builder.add_text(&bytes, Some(kind))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_names() {
+        assert_eq!(section_of(".debug_PT"), Some(Section::Paths));
+        assert_eq!(section_of(".zdebug_BBC"), Some(Section::BlockCoverage));
+        assert_eq!(section_of("__debug_CC"), Some(Section::CallCoverage));
+        assert_eq!(section_of("debug_FC"), Some(Section::FunctionCoverage));
+        assert_eq!(section_of(".debug_info"), None);
+        assert_eq!(section_of(".text"), None);
+    }
+}
