@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn corrupt_bzip2_is_an_error_not_a_panic() {
         let mut bytes = b"BZh91AY&SY".to_vec();
-        bytes.extend(std::iter::repeat(0x55).take(1000));
+        bytes.extend(std::iter::repeat_n(0x55, 1000));
         let result = open_bytes("x.bz2", bytes).and_then(|input| {
             let mut v = Vec::new();
             input.reader().read_to_end(&mut v).map_err(|e| Error::io("x.bz2", e))

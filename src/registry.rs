@@ -8,7 +8,7 @@ use std::io::{BufRead, Write};
 
 use crate::error::{Error, Findings, Result};
 use crate::io::{strip_compression_suffix, Input};
-use crate::ir::Profile;
+use crate::ir::{AddressKind, Profile};
 
 /// Options a reader may use; each reader takes what it needs and ignores the rest.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +72,12 @@ pub trait Format: Sync {
 
     fn can_read(&self) -> bool;
     fn can_write(&self) -> bool;
+
+    /// What the code addresses of a profile read in this format are, for the symbolizer
+    /// (`crate::symbolize`): runtime addresses unless the format says otherwise.
+    fn address_kind(&self) -> AddressKind {
+        AddressKind::Runtime
+    }
 
     /// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed
     /// to `findings` (as warnings, or as violations that conversions refuse).

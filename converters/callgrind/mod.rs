@@ -61,6 +61,11 @@ impl Format for Callgrind {
         true
     }
 
+    /// Valgrind writes the addresses an object states (a PIE's too), not where it ran.
+    fn address_kind(&self) -> crate::ir::AddressKind {
+        crate::ir::AddressKind::Stated
+    }
+
     fn read(
         &self,
         input: &mut dyn BufRead,

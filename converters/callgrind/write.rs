@@ -331,7 +331,7 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(LineIndex::new).collect();
-        let write_costs = thread.map_or(true, |t| t == 0);
+        let write_costs = thread.is_none_or(|t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;
         }

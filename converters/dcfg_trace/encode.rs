@@ -450,7 +450,7 @@ fn compress(s: &[u8], max_period: usize) -> Vec<Piece> {
             let cost = p + 3 + digits(r);
             if covered > cost {
                 let saving = covered - cost;
-                if best.map_or(true, |b| saving > b.0) {
+                if best.is_none_or(|b| saving > b.0) {
                     best = Some((saving, p, r));
                 }
             }

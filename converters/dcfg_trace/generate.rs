@@ -80,7 +80,7 @@ pub fn looped(spec: &SynthSpec, edges_per_thread: u64, chunk_edges: u64) -> Resu
         }
         let total: u64 = bits.iter().map(|b| b.1 as u64).sum();
         let copies = if total == 0 { 1 } else { 6 / gcd(total % 6, 6).max(1) } as usize;
-        let copies = if total % 6 == 0 { 1 } else { copies };
+        let copies = if total.is_multiple_of(6) { 1 } else { copies };
         let mut text = super::encode::BitText::default();
         for _ in 0..copies {
             for &(c, l) in &bits {
@@ -135,7 +135,7 @@ fn find_cycle(edges: &[u64]) -> Option<(usize, &[u64])> {
         if let Some(&i) = last.get(&e) {
             let len = j - i;
             let score = |l: usize| (l as i64 - 2000).abs();
-            if best.map_or(true, |(bi, bj)| score(len) < score(bj - bi)) {
+            if best.is_none_or(|(bi, bj)| score(len) < score(bj - bi)) {
                 best = Some((i, j));
             }
         }

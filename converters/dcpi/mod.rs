@@ -56,6 +56,11 @@ impl Format for Dcpi {
         true
     }
 
+    /// `tstart` is the runtime address of the image's text.
+    fn address_kind(&self) -> crate::ir::AddressKind {
+        crate::ir::AddressKind::TextRuntime
+    }
+
     fn read(
         &self,
         input: &mut dyn BufRead,

@@ -57,6 +57,11 @@ impl Format for Dcpicat {
         true
     }
 
+    /// `text_start` is the runtime address of the image's text.
+    fn address_kind(&self) -> crate::ir::AddressKind {
+        crate::ir::AddressKind::TextRuntime
+    }
+
     fn read(
         &self,
         input: &mut dyn BufRead,

@@ -143,7 +143,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                     .loops
                     .iter()
                     .enumerate()
-                    .filter(|(_, l)| l.parent.map_or(true, |p| !routine.loops.iter().any(|o| o.head == p)))
+                    .filter(|(_, l)| l.parent.is_none_or(|p| !routine.loops.iter().any(|o| o.head == p)))
                     .map(|(li, _)| (li, 0usize, false))
                     .rev()
                     .collect();

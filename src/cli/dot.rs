@@ -60,6 +60,8 @@ pub struct DotArgs {
     /// Whole-program view: hide blocks and edges executed fewer times than this.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub min_count: u64,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
@@ -73,8 +75,9 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
     if picture.is_some() && !render::available() {
         return Err(render::graphviz_missing(&args.output));
     }
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let mut loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
+    args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let view = match (&args.routine, args.callgraph) {
         (Some(spec), _) => View::Routine { spec: spec.clone(), loop_node: args.loop_node },
         (None, true) => View::CallGraph,

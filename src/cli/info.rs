@@ -51,6 +51,8 @@ pub struct InfoArgs {
     /// How many routines and loops to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 #[derive(Serialize, Debug)]
@@ -60,6 +62,27 @@ pub struct Report {
     pub format_version: Option<String>,
     pub events: Vec<String>,
     pub processes: Vec<ProcessReport>,
+    /// What `--symbols` found and named, per image.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<SymbolsReport>,
+}
+
+/// What symbolization found for one image.
+#[derive(Serialize, Debug)]
+pub struct SymbolsReport {
+    pub pid: u64,
+    pub image: String,
+    pub build_id: Option<String>,
+    pub debug_file: Option<String>,
+    pub symbol_file: Option<String>,
+    pub addresses: usize,
+    pub functions: usize,
+    pub lines: usize,
+    pub inlined_addresses: usize,
+    pub inline_frames: usize,
+    pub unnamed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
@@ -154,13 +177,31 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
         }
     }
-    let report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
+    let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
+    let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
+    report.symbols = named
+        .into_iter()
+        .map(|r| SymbolsReport {
+            pid: r.pid,
+            image: r.image,
+            build_id: r.build_id,
+            debug_file: r.debug_file,
+            symbol_file: r.symbol_file,
+            addresses: r.addresses,
+            functions: r.functions,
+            lines: r.lines,
+            inlined_addresses: r.inlined_addresses,
+            inline_frames: r.inline_frames,
+            unnamed: r.unnamed,
+            note: r.note,
+        })
+        .collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
     } else {
@@ -188,6 +229,7 @@ pub fn build(file: &str, format: &str, profile: &Profile, top: usize) -> Report 
         format_version: profile.meta.format_version.map(|(a, b)| format!("{a}.{b:02}")),
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
         processes: profile.processes.iter().map(|p| process_report(profile, p, top)).collect(),
+        symbols: Vec::new(),
     }
 }
 
@@ -540,6 +582,31 @@ pub fn render(report: &Report) -> String {
                 "\n  top loops by instructions executed\n"
             });
             out.push_str(&indent(&t.render()));
+        }
+    }
+    if !report.symbols.is_empty() {
+        out.push_str("\nsymbols:\n");
+        for s in &report.symbols {
+            out.push_str(&format!("  process {} image {}", s.pid, s.image));
+            if let Some(id) = &s.build_id {
+                out.push_str(&format!(" (build id {id})"));
+            }
+            out.push('\n');
+            match (&s.debug_file, &s.symbol_file) {
+                (Some(d), _) => out.push_str(&format!("    debug file: {d}\n")),
+                (None, Some(f)) => out.push_str(&format!("    symbol table only: {f}\n")),
+                (None, None) => out.push_str("    nothing found\n"),
+            }
+            if s.addresses > 0 {
+                out.push_str(&format!(
+                    "    {} address(es): {} function(s), {} with a source line, {} with inlined frames \
+                     ({} frames), {} left unnamed\n",
+                    s.addresses, s.functions, s.lines, s.inlined_addresses, s.inline_frames, s.unnamed
+                ));
+            }
+            if let Some(n) = &s.note {
+                out.push_str(&format!("    {n}\n"));
+            }
         }
     }
     out

@@ -35,12 +35,12 @@ impl Table {
                 }
                 let pad = width[i] - cell.chars().count();
                 if self.right[i] {
-                    line.extend(std::iter::repeat(' ').take(pad));
+                    line.extend(std::iter::repeat_n(' ', pad));
                     line.push_str(cell);
                 } else {
                     line.push_str(cell);
                     if i + 1 < cols {
-                        line.extend(std::iter::repeat(' ').take(pad));
+                        line.extend(std::iter::repeat_n(' ', pad));
                     }
                 }
             }

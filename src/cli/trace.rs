@@ -216,7 +216,7 @@ fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
         let job = EachEdge {
             f: move |pid: u64, thread: u64, id: u64| {
                 if last != Some((pid, thread)) {
-                    let new_process = last.map_or(true, |(p, _)| p != pid);
+                    let new_process = last.is_none_or(|(p, _)| p != pid);
                     last = Some((pid, thread));
                     if new_process {
                         let _ = writeln!(blocks.buf, "# process {pid}");

@@ -76,7 +76,7 @@ fn array_nested_100000_deep() {
 fn bz2_that_is_not_bzip2() {
     refused("fake.dcfg.json.bz2", hello().as_bytes(), &["fake.dcfg.json.bz2", "not bzip2"]);
     let mut corrupt = b"BZh91AY&SY".to_vec();
-    corrupt.extend(std::iter::repeat(0x42).take(4000));
+    corrupt.extend(std::iter::repeat_n(0x42, 4000));
     refused("corrupt.dcfg.json.bz2", &corrupt, &["corrupt.dcfg.json.bz2"]);
 }
 
