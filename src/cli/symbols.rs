@@ -14,8 +14,9 @@ use crate::symbolize::{self, ImageReport};
 pub struct SymbolArgs {
     /// Name addresses from this binary, separate debug file, or folder of them (searched by
     /// file name and build id); repeatable. Then also the image's own file, the build-id
-    /// folder and the .gnu_debuglink file are tried (see docs/symbols.md).
-    #[arg(long = "symbols", value_name = "PATH")]
+    /// folder and the .gnu_debuglink file are tried (see docs/symbols.md); `--symbols` without
+    /// a path (after the input) tries only those.
+    #[arg(long = "symbols", value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
     pub symbols: Vec<PathBuf>,
     /// With --symbols: replace the names and source lines the profile has, not only the
     /// missing ones (`0x401190`, `prog+0x12`, `???`).
@@ -34,7 +35,7 @@ impl SymbolArgs {
 
     pub fn options(&self) -> symbolize::Options {
         symbolize::Options {
-            paths: self.symbols.clone(),
+            paths: self.symbols.iter().filter(|p| !p.as_os_str().is_empty()).cloned().collect(),
             override_names: self.symbols_override,
             inline: !self.no_inline,
             ..symbolize::Options::default()

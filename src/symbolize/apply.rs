@@ -174,7 +174,7 @@ fn needs_names(profile: &Profile, image: &Image, override_names: bool) -> bool {
 /// `kind` says what the profile's addresses are ([`crate::registry::Format::address_kind`]).
 ///
 /// Warnings go to `findings` (files refused, images without debug information). An error
-/// only when `--symbols` was given and no image could be helped at all.
+/// when some image needed names and none could be given any.
 pub fn symbolize(
     profile: &mut Profile,
     kind: AddressKind,
@@ -274,7 +274,7 @@ pub fn symbolize(
         reports.push(report);
     }
     let helped = reports.iter().any(|r| r.addresses > r.unnamed);
-    if !options.paths.is_empty() && !todo.is_empty() && !helped {
+    if !todo.is_empty() && !helped {
         let mut err = Error::input("no debug information could be used for any image of the profile");
         err = match refused_all.first() {
             Some(first) => err.with_hint(format!("{first}; see docs/symbols.md for where cfghub looks")),
