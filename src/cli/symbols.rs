@@ -17,7 +17,7 @@ pub struct SymbolArgs {
     /// folder and the .gnu_debuglink file are tried (see docs/symbols.md); `--symbols` without
     /// a path (after the input) tries only those.
     #[arg(long = "symbols", value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-    pub symbols: Vec<PathBuf>,
+    pub symbols: Vec<String>,
     /// With --symbols: replace the names and source lines the profile has, not only the
     /// missing ones (`0x401190`, `prog+0x12`, `???`).
     #[arg(long)]
@@ -35,7 +35,7 @@ impl SymbolArgs {
 
     pub fn options(&self) -> symbolize::Options {
         symbolize::Options {
-            paths: self.symbols.iter().filter(|p| !p.as_os_str().is_empty()).cloned().collect(),
+            paths: self.symbols.iter().filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
             override_names: self.symbols_override,
             inline: !self.no_inline,
             ..symbolize::Options::default()
