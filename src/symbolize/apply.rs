@@ -161,7 +161,7 @@ fn needs_names(profile: &Profile, image: &Image, override_names: bool) -> bool {
         }
     }
     if !image.blocks.is_empty() {
-        if image.source_lines.is_empty() {
+        if image.source_lines.iter().all(|l| l.line == 0 || unknown_file(profile, l.file)) {
             return true;
         }
         let index = SymbolIndex::new(image);
@@ -388,6 +388,11 @@ fn fill_image(
         let image = &profile.processes[p].images[i];
         (0..image.costs.len()).map(|r| unknown_file(profile, image.costs.file(r))).collect()
     };
+    // Source lines that say nothing (valgrind's `???:0` of code without line tables).
+    let lines_unknown = profile.processes[p].images[i]
+        .source_lines
+        .iter()
+        .all(|l| l.line == 0 || unknown_file(profile, l.file));
     let unknown_symbol_files: Vec<bool> =
         profile.processes[p].images[i].symbols.iter().map(|s| unknown_file(profile, s.file)).collect();
     let image = &mut profile.processes[p].images[i];
@@ -476,7 +481,7 @@ fn fill_image(
     }
 
     // 4. Source lines of blocks, from the line table, when the input has none.
-    if !image.blocks.is_empty() && (image.source_lines.is_empty() || options.override_names) {
+    if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
         let lookup = sym.lookup();
         let mut lines = Vec::new();
         for b in &image.blocks {
