@@ -15,13 +15,17 @@
 //!       "top_loops": [ { "routine": str, "head": int, "address": "0x..", "blocks": int,
 //!                        "depth": int, "instructions": int, "percent": float } ],
 //!       "costs_by_image": [ { "image": str, "costs": { EVENT: int }, "percent": { EVENT: float } } ],
-//!       "top_addresses": [ { "image": str, "address": "0x..", "costs": { EVENT: int } } ] } ] }
+//!       "top_addresses": [ { "image": str, "address": "0x..", "costs": { EVENT: int } } ] } ],
+//!   "symbols": [ { "pid": int, "image": str, "build_id": str|null, "debug_file": str|null,
+//!                 "symbol_file": str|null, "addresses": int, "functions": int, "lines": int,
+//!                 "inlined_addresses": int, "inline_frames": int, "unnamed": int, "note": str } ] }
 //! ```
 //! When the profile has sampled events (every event but `Ir`) and blocks (a DCFG merged with
 //! DCPI samples), routines and loops also carry, per sampled event, `"samples": { EVENT: int }`,
 //! `"samples_percent": { EVENT: float }` and `"samples_per_1000_instructions": { EVENT: float|null }`,
 //! and are ranked by the first sampled event. `costs_by_image` is the `dcpiprof -i` view (every
 //! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
+//! `symbols` is there only with `--symbols` (docs/symbols.md).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
