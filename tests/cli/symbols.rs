@@ -119,3 +119,57 @@ fn dot_finds_a_routine_by_the_name_symbols_give_it() {
     assert!(text.starts_with("digraph \"work (prog.stripped)\""), "{text}");
     assert!(text.contains("inlined.c:"), "blocks carry their source lines: {text}");
 }
+
+#[test]
+fn same_named_static_functions_stay_two_functions() {
+    common::require("gcc");
+    common::require("nm");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for (file, k) in [("a.c", 3), ("b.c", 5)] {
+        let body = format!(
+            "__attribute__((noinline)) static int helper(int x) {{ return x * {k} + 1; }}\n\
+             int call_{}(int x) {{ return helper(x); }}\n",
+            &file[..1]
+        );
+        std::fs::write(dir.join(file), body).unwrap();
+    }
+    std::fs::write(
+        dir.join("main.c"),
+        "int call_a(int); int call_b(int);\nint main(int c, char **v) { return call_a(c) + call_b(c); }\n",
+    )
+    .unwrap();
+    let o = Command::new("gcc")
+        .args(["-g", "-O2", "-no-pie", "-o", "prog", "a.c", "b.c", "main.c"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "gcc: {}", common::stderr(&o));
+    let prog = dir.join("prog");
+    let o = Command::new("nm").arg(&prog).output().unwrap();
+    let helpers: Vec<u64> = common::stdout(&o)
+        .lines()
+        .filter(|l| l.ends_with(" helper"))
+        .map(|l| u64::from_str_radix(l.split_whitespace().next().unwrap(), 16).unwrap())
+        .collect();
+    assert_eq!(helpers.len(), 2, "two static helpers");
+    let input = dcpicat(dir, prog.to_str().unwrap(), &helpers);
+    let out = dir.join("out.callgrind");
+    let o = common::run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--symbols",
+        prog.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // Each helper is a function of its own, in its own file, as callgrind_annotate reads it.
+    common::require("callgrind_annotate");
+    let o =
+        Command::new("callgrind_annotate").args(["--threshold=100", "--auto=no"]).arg(&out).output().unwrap();
+    let text = common::stdout(&o);
+    for f in ["a.c:helper", "b.c:helper"] {
+        assert!(text.lines().any(|l| l.trim_start().starts_with("5 ") && l.contains(f)), "{f} in {text}");
+    }
+}
