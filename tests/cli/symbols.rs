@@ -173,3 +173,49 @@ fn same_named_static_functions_stay_two_functions() {
         assert!(text.lines().any(|l| l.trim_start().starts_with("5 ") && l.contains(f)), "{f} in {text}");
     }
 }
+
+#[test]
+fn symbols_override_replaces_the_names_a_profile_has() {
+    for tool in ["gcc", "valgrind"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let prog = build(dir);
+    let profile = dir.join("callgrind.out.1");
+    let o = Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg("./prog")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
+    let names = |path: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().filter(|l| l.starts_with("fn=")).map(|l| l.to_string()).collect()
+    };
+    // Valgrind calls the program's entry `(below main)`; the symbol table calls it `_start`.
+    assert!(names(&profile).iter().any(|l| l.ends_with(" (below main)")));
+    let (p, prog) = (profile.to_str().unwrap(), prog.to_str().unwrap());
+    let kept = dir.join("kept.callgrind");
+    let o = common::run(&["convert", "-q", p, "--symbols", prog, "-o", kept.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(names(&kept).iter().any(|l| l.ends_with(" (below main)")), "names the profile has are kept");
+    let replaced = dir.join("replaced.callgrind");
+    let o = common::run(&[
+        "convert",
+        "-q",
+        p,
+        "--symbols",
+        prog,
+        "--symbols-override",
+        "-o",
+        replaced.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let names = names(&replaced);
+    assert!(names.iter().any(|l| l.ends_with(" _start")), "{names:?}");
+    assert!(!names.iter().any(|l| l.ends_with(" (below main)")), "{names:?}");
+    assert!(names.iter().any(|l| l.ends_with(" work")), "{names:?}");
+}
