@@ -132,10 +132,15 @@ pub fn find(q: &Query) -> Found {
             }
         }
     }
-    // The image's own file gives segments (and perhaps a symbol table); else a file with a
-    // symbol table; else the debug file gives both.
+    // The image's own file gives segments (and perhaps a symbol table), unless it has no
+    // symbol table and another file of the same build has; else the debug file gives both.
     let fallback = search.fallback.take();
-    found.binary = own.as_ref().map(|f| f.path.clone()).or(fallback);
+    found.binary = match (own.as_ref(), fallback) {
+        // A stripped image and an unstripped copy of the same build: the copy's symbol table.
+        (Some(o), Some(f)) if !o.has_symtab() => Some(f),
+        (Some(o), _) => Some(o.path.clone()),
+        (None, f) => f,
+    };
     if let Some(debug) = found.debug.clone() {
         if let Ok(d) = ElfFile::open(&debug) {
             found.sup = find_sup(&d, q, &mut found.refused);
