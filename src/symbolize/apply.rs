@@ -572,12 +572,10 @@ fn look_up(
 
 fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline: bool) -> Answer {
     let Some(address) = address else { return Answer::default() };
-    let hit = sym.find_symbol(address);
-    let mut a = Answer {
-        start: hit.as_ref().map(|h| h.address),
-        size: hit.as_ref().map(|h| h.size),
-        ..Answer::default()
-    };
+    let range = sym.find_symbol_range(address);
+    let mut a = Answer { start: range.map(|r| r.0), size: range.map(|r| r.1), ..Answer::default() };
+    // The symbol's name only where DWARF gives none: demangling costs more than the look-up.
+    let hit = || sym.find_symbol(address);
     match lookup.find_frames(address) {
         Ok(mut frames) if !frames.is_empty() => {
             let outer = frames.pop().expect("not empty");
@@ -585,13 +583,13 @@ fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline
             a.file = innermost.file.clone();
             a.line = innermost.line;
             a.function_file = outer.location.file.clone();
-            a.name = outer.function.or_else(|| hit.map(|h| h.name));
+            a.name = outer.function.or_else(|| hit().map(|h| h.name));
             if inline {
                 a.inlined = frames;
             }
         }
         Ok(_) => {
-            a.name = hit.map(|h| h.name);
+            a.name = hit().map(|h| h.name);
             if let Ok(Some(loc)) = lookup.find_location(address) {
                 a.file = loc.file;
                 a.line = loc.line;
@@ -599,7 +597,7 @@ fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline
         }
         Err(_) => {
             a.failed = true;
-            a.name = hit.map(|h| h.name);
+            a.name = hit().map(|h| h.name);
         }
     }
     a

@@ -22,7 +22,9 @@ pub mod apply;
 pub mod elf;
 pub mod search;
 
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use addr2line::{LookupContinuation, LookupResult};
 
@@ -70,6 +72,8 @@ pub struct SymbolHit {
 ///
 /// Field order matters: the DWARF borrows from `storage` and `files`, which are dropped last.
 pub struct Symbolizer {
+    /// DWARF contexts not in use by a [`Lookup`]: the units they parsed are kept for the next.
+    contexts: Mutex<Vec<addr2line::Context<Reader>>>,
     dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
     dwp: Option<gimli::DwarfPackage<Reader>>,
     symbols: Vec<FunctionSymbol>,
@@ -142,6 +146,7 @@ impl Symbolizer {
         let ends = symbol_ends(&symbols, &segments);
         let mut dwarf_error = None;
         let mut dwarf = None;
+        let mut contexts = Vec::new();
         let mut package = None;
         if let Some(d) = debug.as_ref() {
             match load_dwarf(d, sup.as_ref(), &mut storage) {
@@ -149,7 +154,10 @@ impl Symbolizer {
                     // Parse the units' address ranges now: an unreadable .debug_info shows here.
                     let dw = Arc::new(dw);
                     match addr2line::Context::from_arc_dwarf(dw.clone()) {
-                        Ok(_) => dwarf = Some(dw),
+                        Ok(context) => {
+                            contexts.push(context);
+                            dwarf = Some(dw);
+                        }
                         Err(e) => dwarf_error = Some(format!("{}: DWARF: {e}", d.path.display())),
                     }
                 }
@@ -161,6 +169,7 @@ impl Symbolizer {
         }
         let files = [binary, debug, sup, dwp].into_iter().flatten().collect();
         Ok(Symbolizer {
+            contexts: Mutex::new(contexts),
             dwarf,
             dwp: package,
             symbols,
@@ -202,6 +211,12 @@ impl Symbolizer {
         Some(Relocation::Shift(load_addr.wrapping_sub(reference)))
     }
 
+    /// The start and size of the function symbol covering a stated address, without its name.
+    pub fn find_symbol_range(&self, address: u64) -> Option<(u64, u64)> {
+        let i = self.symbol_index(address)?;
+        Some((self.symbols[i].address, self.ends[i] - self.symbols[i].address))
+    }
+
     /// The function symbol covering a stated address.
     pub fn find_symbol(&self, address: u64) -> Option<SymbolHit> {
         let i = self.symbol_index(address)?;
@@ -223,8 +238,10 @@ impl Symbolizer {
     /// A handle for DWARF look-ups on one thread (DWARF units parsed through it are kept
     /// until it is dropped). Give each thread its own, for a run of nearby addresses.
     pub fn lookup(&self) -> Lookup<'_> {
-        let context = self.dwarf.as_ref().and_then(|d| addr2line::Context::from_arc_dwarf(d.clone()).ok());
-        Lookup { symbolizer: self, context }
+        let pooled = self.contexts.lock().ok().and_then(|mut c| c.pop());
+        let context = pooled
+            .or_else(|| self.dwarf.as_ref().and_then(|d| addr2line::Context::from_arc_dwarf(d.clone()).ok()));
+        Lookup { symbolizer: self, context, names: RefCell::new(HashMap::new()) }
     }
 
     /// Paths of every file in use.
@@ -237,6 +254,17 @@ impl Symbolizer {
 pub struct Lookup<'a> {
     symbolizer: &'a Symbolizer,
     context: Option<addr2line::Context<Reader>>,
+    /// Demangled DWARF names by where their raw name lies: a function is named at every
+    /// address inside it, and demangling costs more than the look-up.
+    names: RefCell<HashMap<(usize, usize), String>>,
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        if let (Some(c), Ok(mut pool)) = (self.context.take(), self.symbolizer.contexts.lock()) {
+            pool.push(c);
+        }
+    }
 }
 
 impl Lookup<'_> {
@@ -266,7 +294,19 @@ impl Lookup<'_> {
         let mut frames = Vec::new();
         while let Some(f) = iter.next().map_err(dwarf_error)? {
             let function = match f.function {
-                Some(name) => Some(name.demangle().map_err(dwarf_error)?.into_owned()),
+                Some(name) => {
+                    let raw = name.name.slice();
+                    let key = (raw.as_ptr() as usize, raw.len());
+                    let mut names = self.names.borrow_mut();
+                    Some(match names.get(&key) {
+                        Some(n) => n.clone(),
+                        None => {
+                            let n = name.demangle().map_err(dwarf_error)?.into_owned();
+                            names.insert(key, n.clone());
+                            n
+                        }
+                    })
+                }
                 None => None,
             };
             let location = f
