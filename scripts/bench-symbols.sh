@@ -61,28 +61,28 @@ with open(f"{work}/one.dcpicat", "w") as f:
     f.write(f"text_start {text:#014x}\ntext_size 0x000010000000\nevent 1 cycles:63488:10000\n{addrs[0]:#014x} 1\n")
 PY
 
+# best_of CMD...: "wall cpu" seconds of the fastest of 3 runs (cpu: user + system); on a loaded
+# machine the processor time says more than the wall clock.
 best_of() {
-  local best=""
+  local best="" cpu=""
   for _ in 1 2 3; do
-    local s e
-    s=$(date +%s.%N)
-    "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
-    e=$(date +%s.%N)
-    local t; t=$(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.3f", e - s}')
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+    local tmp; tmp=$(mktemp)
+    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
+    local t u s; read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
+    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print u + s}'); fi
   done
-  echo "$best"
+  echo "$best $cpu"
 }
 
-echo "== symbolization: 100,000 sorted addresses of $(basename "$TARGET") ($(stat -c %s "$TARGET") bytes), $(nproc) cores"
-t_cfg=$(best_of "$BIN" convert -q "$WORK/samples.dcpicat" --symbols "$TARGET" -o "$WORK/out.folded")
-t_gnu=$(best_of sh -c "addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
-t_llvm=$(best_of sh -c "llvm-addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
-t_open=$(best_of "$BIN" info -q "$WORK/one.dcpicat" --symbols "$TARGET")
-t_none=$(best_of "$BIN" info -q "$WORK/one.dcpicat")
-awk -v c="$t_cfg" -v g="$t_gnu" -v l="$t_llvm" -v o="$t_open" -v n="$t_none" 'BEGIN{
-  printf "cfghub convert --symbols (whole command)  %6.3f s\n", c
-  printf "GNU addr2line -a -f -i -C                 %6.3f s   cfghub is %.1fx faster (target >= 2)\n", g, g/c
-  printf "llvm-addr2line -a -f -i -C                %6.3f s   cfghub is %.1fx faster (target > 1)\n", l, l/c
+echo "== symbolization: 100,000 sorted addresses of $(basename "$TARGET") ($(stat -c %s "$TARGET") bytes), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+read -r t_cfg c_cfg < <(best_of "$BIN" convert -q "$WORK/samples.dcpicat" --symbols "$TARGET" -o "$WORK/out.folded")
+read -r t_gnu c_gnu < <(best_of sh -c "addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
+read -r t_llvm c_llvm < <(best_of sh -c "llvm-addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
+read -r t_open _ < <(best_of "$BIN" info -q "$WORK/one.dcpicat" --symbols "$TARGET")
+read -r t_none _ < <(best_of "$BIN" info -q "$WORK/one.dcpicat")
+awk -v c="$t_cfg" -v cc="$c_cfg" -v g="$t_gnu" -v cg="$c_gnu" -v l="$t_llvm" -v cl="$c_llvm" -v o="$t_open" -v n="$t_none" 'BEGIN{
+  printf "cfghub convert --symbols (whole command)  %6.3f s wall %6.3f s cpu\n", c, cc
+  printf "GNU addr2line -a -f -i -C                 %6.3f s wall %6.3f s cpu   cfghub is %.1fx faster wall, %.1fx cpu (target >= 2)\n", g, cg, g/c, cg/cc
+  printf "llvm-addr2line -a -f -i -C                %6.3f s wall %6.3f s cpu   cfghub is %.1fx faster wall, %.1fx cpu (target > 1)\n", l, cl, l/c, cl/cc
   printf "opening the debug file (info of 1 address with --symbols minus without)  %.0f ms (target < 50)\n", (o-n)*1000
 }'
