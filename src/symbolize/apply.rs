@@ -199,6 +199,9 @@ pub fn symbolize(
         let found = search::find(&query);
         report.build_id = found.build_id.clone();
         refused_all.extend(found.refused.iter().cloned());
+        for m in &found.missing {
+            findings.warn(None, format!("symbols for {name}: {m}"));
+        }
         // Files refused for this image are worth a word only when it ends without DWARF: a
         // file named for one image is refused by every other.
         let refused = found.refused.clone();

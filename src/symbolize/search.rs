@@ -51,6 +51,8 @@ pub struct Found {
     pub dwp: Option<PathBuf>,
     /// Candidates refused, and why (each a sentence for a warning).
     pub refused: Vec<String>,
+    /// What the files found name but could not be found (a dwz file): always worth a warning.
+    pub missing: Vec<String>,
 }
 
 impl Found {
@@ -143,7 +145,7 @@ pub fn find(q: &Query) -> Found {
     };
     if let Some(debug) = found.debug.clone() {
         if let Ok(d) = ElfFile::open(&debug) {
-            found.sup = find_sup(&d, q, &mut found.refused);
+            found.sup = find_sup(&d, q, &mut found.refused, &mut found.missing);
         }
     }
     found.dwp = [found.binary.as_ref(), found.debug.as_ref()].into_iter().flatten().find_map(|p| {
@@ -221,7 +223,12 @@ impl Search<'_> {
 
 /// The dwz supplementary file a debug file names in `.gnu_debugaltlink`, when its build id
 /// is the one the link states.
-fn find_sup(debug: &ElfFile, q: &Query, refused: &mut Vec<String>) -> Option<PathBuf> {
+fn find_sup(
+    debug: &ElfFile,
+    q: &Query,
+    refused: &mut Vec<String>,
+    missing: &mut Vec<String>,
+) -> Option<PathBuf> {
     let (name, id) = debug.debugaltlink()?;
     let dir = debug.path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut candidates = vec![dir.join(&name)];
@@ -241,7 +248,9 @@ fn find_sup(debug: &ElfFile, q: &Query, refused: &mut Vec<String>) -> Option<Pat
             c.display()
         ));
     }
-    refused
-        .push(format!("{}: the dwz supplementary file {name} it names was not found", debug.path.display()));
+    missing.push(format!(
+        "{}: the dwz supplementary file {name} it names was not found: functions described there stay `??`",
+        debug.path.display()
+    ));
     None
 }

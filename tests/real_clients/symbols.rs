@@ -318,3 +318,35 @@ fn samples_at_100000_addresses_of_cfghub_name_the_functions_addr2line_names() {
         "{agree} of {total} samples agree with addr2line; most different: {worst:?}"
     );
 }
+
+#[test]
+fn dwz_compressed_debug_information_is_read_through_its_supplementary_file() {
+    for tool in ["gcc", "dwz", "addr2line"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let one = build(dir, "one", &["-no-pie"]);
+    build(dir, "two", &["-no-pie", "-DSECOND_BUILD=1"]);
+    // The DWARF both builds share moves to common.debug, which each names in .gnu_debugaltlink.
+    let common_file = dir.join("common.debug");
+    sh(dir, "dwz", &["-m", "common.debug", "-M", common_file.to_str().unwrap(), "one", "two"]);
+    let (symbols, text) = layout(&one);
+    let (start, size, _) = symbols.iter().find(|s| s.2 == "work").expect("work").clone();
+    let stated: Vec<u64> = (start..start + size).collect();
+    let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a, 1)).collect();
+    let input = dir.join("one.dcpicat");
+    std::fs::write(&input, dcpicat(one.to_str().unwrap(), text, &samples)).unwrap();
+    let out = dir.join("one.folded");
+    convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
+    let got = folded(&out);
+    assert!(
+        got.keys().any(|k| k == "work;poly;square"),
+        "inlined functions described in the dwz file: {got:?}"
+    );
+    assert!(!got.keys().any(|k| k.contains("??")), "{got:?}");
+    // Without the supplementary file, a warning says so.
+    std::fs::rename(&common_file, dir.join("moved.debug")).unwrap();
+    let err = convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
+    assert!(err.contains("common.debug") && err.contains("was not found"), "{err}");
+}
