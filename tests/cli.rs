@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "cli/symbols.rs"]
 mod symbols;
+
+#[path = "cli/bzip2.rs"]
+mod bzip2;

@@ -28,3 +28,6 @@ mod dcpi;
 
 #[path = "real_clients/symbols.rs"]
 mod symbols;
+
+#[path = "real_clients/bzip2.rs"]
+mod bzip2;
