@@ -15,7 +15,7 @@ fn dcpi_file(slots: usize) -> Vec<u8> {
     let mut b = b"version pdb-0.07\nimage 19970328081403c0c18b\npath /usr/bin/app\nepoch 9805191724\n\
 platform walnut\nevent cycles\nperiod 63488\ntstart 120000000\ntsize 4294967295\ncpuspeed 500\nsamples   \n"
         .to_vec();
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.insert(b.len() - 1, b' ');
     }
     let (mut n, mut sum) = (0u32, 0u32);

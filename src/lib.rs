@@ -20,6 +20,7 @@ pub mod json;
 pub mod mem;
 pub mod registry;
 pub mod stacks;
+pub mod symbolize;
 pub mod synth;
 
 #[path = "../converters/mod.rs"]

@@ -70,22 +70,35 @@ impl MappedFile {
     /// Maps the regular file at `path`. An error for anything that cannot be mapped (a pipe,
     /// an empty file, a system without `mmap`): the caller then reads it as a stream.
     pub fn open(path: &std::path::Path) -> std::io::Result<MappedFile> {
+        Self::open_with(path, true)
+    }
+
+    /// Maps the regular file at `path` without reading it in: pages come in as they are
+    /// touched. For files read in small parts (an ELF file's debug sections).
+    pub fn open_lazy(path: &std::path::Path) -> std::io::Result<MappedFile> {
+        Self::open_with(path, false)
+    }
+
+    fn open_with(path: &std::path::Path, populate: bool) -> std::io::Result<MappedFile> {
         let file = std::fs::File::open(path)?;
         let meta = file.metadata()?;
         let len = usize::try_from(meta.len()).map_err(|_| std::io::Error::other("file too large to map"))?;
         if !meta.is_file() || len == 0 {
             return Err(std::io::Error::other("not a non-empty regular file"));
         }
-        Self::map(&file, len)
+        Self::map(&file, len, populate)
     }
 
     #[cfg(unix)]
-    fn map(file: &std::fs::File, len: usize) -> std::io::Result<MappedFile> {
+    fn map(file: &std::fs::File, len: usize, populate: bool) -> std::io::Result<MappedFile> {
         use std::os::unix::io::AsRawFd;
         #[cfg(target_os = "linux")]
-        let flags = libc::MAP_PRIVATE | libc::MAP_POPULATE;
+        let flags = if populate { libc::MAP_PRIVATE | libc::MAP_POPULATE } else { libc::MAP_PRIVATE };
         #[cfg(not(target_os = "linux"))]
-        let flags = libc::MAP_PRIVATE;
+        let flags = {
+            let _ = populate;
+            libc::MAP_PRIVATE
+        };
         // SAFETY: a fresh read-only private mapping of an open file; the pointer is checked
         // and owned by the returned value, which unmaps it once.
         let ptr =
@@ -97,7 +110,7 @@ impl MappedFile {
     }
 
     #[cfg(not(unix))]
-    fn map(_: &std::fs::File, _: usize) -> std::io::Result<MappedFile> {
+    fn map(_: &std::fs::File, _: usize, _: bool) -> std::io::Result<MappedFile> {
         Err(std::io::Error::other("mapping files is not supported here"))
     }
 }

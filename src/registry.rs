@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Findings, Result};
 use crate::io::{strip_compression_suffix, Input};
-use crate::ir::Profile;
+use crate::ir::{AddressKind, Profile};
 
 /// Options of single formats. Each format defines its own options type in its folder (with
 /// `Default` for what it does when nothing is said), the command line sets the ones it was
@@ -121,6 +121,9 @@ pub struct Format {
     pub writer: Option<WriteFn>,
     /// What to do instead, for a format that cannot be read or written by conversion.
     pub hint: Option<&'static str>,
+    /// What the code addresses of a profile read in this format are, for the symbolizer
+    /// (`crate::symbolize`): runtime addresses unless the format says otherwise.
+    pub addresses: AddressKind,
 }
 
 impl Format {
@@ -134,6 +137,7 @@ impl Format {
         reader: None,
         writer: None,
         hint: None,
+        addresses: AddressKind::Runtime,
     };
 
     pub fn name(&self) -> &'static str {
@@ -158,6 +162,11 @@ impl Format {
     /// Whether the first bytes of the (decompressed) content are this format's.
     pub fn sniff(&self, head: &[u8]) -> bool {
         self.sniffer.is_some_and(|f| f(head))
+    }
+
+    /// What the code addresses of a profile read in this format are.
+    pub fn address_kind(&self) -> AddressKind {
+        self.addresses
     }
 
     pub fn can_read(&self) -> bool {

@@ -22,6 +22,8 @@ mod dcfg_trace;
 
 #[path = "bad_input/csi.rs"]
 mod csi;
+#[path = "bad_input/symbols.rs"]
+mod symbols;
 
 #[path = "bad_input/bzip2.rs"]
 mod bzip2;

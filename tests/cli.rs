@@ -19,6 +19,8 @@ mod dot;
 
 #[path = "cli/csi.rs"]
 mod csi;
+#[path = "cli/symbols.rs"]
+mod symbols;
 
 #[path = "cli/bzip2.rs"]
 mod bzip2;

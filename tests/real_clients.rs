@@ -28,6 +28,8 @@ mod dcpi;
 
 #[path = "real_clients/csi.rs"]
 mod csi;
+#[path = "real_clients/symbols.rs"]
+mod symbols;
 
 #[path = "real_clients/bzip2.rs"]
 mod bzip2;

@@ -44,6 +44,8 @@ pub static FORMAT: Format = Format {
         );
         write(profile, out, options, findings)
     }),
+    // Valgrind writes the addresses an object states (a PIE's too), not where it ran.
+    addresses: crate::ir::AddressKind::Stated,
     ..Format::NONE
 };
 

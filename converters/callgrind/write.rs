@@ -223,8 +223,9 @@ fn stacks_only(process: &Process) -> bool {
 struct Context {
     /// Image index (`Some`) once an `ob=` was written in this part.
     image: Option<u32>,
-    /// (image, function name key) of the last `fn=`.
-    function: Option<(u32, u32)>,
+    /// (image, function name key, file) of the last `fn=`: two functions of one name are two
+    /// functions when their files differ (static functions of two source files).
+    function: Option<(u32, u32, Option<FileId>)>,
     fl: Option<Option<FileId>>,
     file: Option<Option<FileId>>,
 }
@@ -428,7 +429,7 @@ impl Writer<'_> {
             self.ctx.image = Some(f.image);
             self.ctx.function = None;
         }
-        if self.ctx.function == Some((f.image, f.name)) {
+        if self.ctx.function == Some((f.image, f.name, f.file)) {
             return;
         }
         // `fn=` goes back to the `fl=` file for KCachegrind but stays in the last `fi=` file for
@@ -439,7 +440,7 @@ impl Writer<'_> {
             self.ctx.fl = Some(f.file);
         }
         self.functions.write(&mut self.body, b"fn", f.name);
-        self.ctx.function = Some((f.image, f.name));
+        self.ctx.function = Some((f.image, f.name, f.file));
         self.ctx.file = Some(f.file);
     }
 

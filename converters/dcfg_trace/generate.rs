@@ -80,7 +80,7 @@ pub fn looped(spec: &SynthSpec, edges_per_thread: u64, chunk_edges: u64) -> Resu
         }
         let total: u64 = bits.iter().map(|b| b.1 as u64).sum();
         let copies = if total == 0 { 1 } else { 6 / gcd(total % 6, 6).max(1) } as usize;
-        let copies = if total % 6 == 0 { 1 } else { copies };
+        let copies = if total.is_multiple_of(6) { 1 } else { copies };
         let mut text = super::encode::BitText::default();
         for _ in 0..copies {
             for &(c, l) in &bits {

@@ -42,6 +42,8 @@ pub static FORMAT: Format = Format {
         );
         write::write(profile, out, options, findings)
     }),
+    // `tstart` is the runtime address of the image's text.
+    addresses: crate::ir::AddressKind::TextRuntime,
     ..Format::NONE
 };
 

@@ -190,7 +190,7 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
         header.push('\n');
     }
     header.push_str("samples");
-    while (header.len() + 1) % 4 != 0 {
+    while !(header.len() + 1).is_multiple_of(4) {
         header.push(' ');
     }
     header.push('\n');

@@ -129,6 +129,14 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
         return Ok(None);
     }
     if !has_blocks {
+        if let Some(flat) = flat_stacks(profile) {
+            findings.warn(
+                None,
+                "stacks made of flat samples: one stack per address, its function then the functions \
+                 inlined there (samples have no call paths)",
+            );
+            return Ok(Some(flat));
+        }
         return Err(Error::unsupported(
             "the profile has no stacks, and no basic blocks to estimate them from a call graph",
         )
@@ -151,6 +159,62 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
         );
     }
     Ok(Some(estimated))
+}
+
+/// Stacks of a profile of flat costs at addresses (DCPI, dcpicat, Callgrind without calls)
+/// once its addresses have functions: one stack per distinct address, the function then the
+/// functions inlined at the address ([`crate::ir::Image::inlined`]), outermost first; an
+/// address in no function keeps its `image+0xOFFSET` name. `None` when no cost has a function.
+pub fn flat_stacks(profile: &Profile) -> Option<Profile> {
+    let mut out =
+        Profile { meta: profile.meta.clone(), events: profile.events.clone(), ..Profile::default() };
+    let mut named = false;
+    for process in &profile.processes {
+        let mut stacks: Vec<Stack> = Vec::new();
+        let mut seen: HashMap<Vec<FrameId>, usize> = HashMap::new();
+        for image in &process.images {
+            let index = crate::analysis::names::SymbolIndex::new(image);
+            let costs = &image.costs;
+            for r in 0..costs.len() {
+                let offset = costs.offset(r);
+                let symbol = costs.symbol(r).or_else(|| offset.and_then(|o| index.covering(o)));
+                let mut frames = Vec::new();
+                match (symbol, offset) {
+                    (Some(s), _) => {
+                        named = true;
+                        frames.push(out.frames.intern(&image.symbols[s as usize].name));
+                    }
+                    (None, Some(o)) => {
+                        let name = crate::analysis::names::code_name(profile, image, &index, o);
+                        frames.push(out.frames.intern(&name));
+                    }
+                    (None, None) => continue,
+                }
+                if let Some(o) = offset {
+                    if let Ok(k) = image.inlined.binary_search_by_key(&o, |i| i.offset) {
+                        for f in image.inlined[k].frames.iter().rev() {
+                            frames.push(out.frames.intern(&f.name));
+                        }
+                    }
+                }
+                let values = costs.values(r);
+                let k = *seen.entry(frames).or_insert_with_key(|frames| {
+                    stacks.push(Stack {
+                        frames: frames.clone(),
+                        values: vec![0.0; out.events.len()],
+                        thread: None,
+                    });
+                    stacks.len() - 1
+                });
+                for (slot, &v) in stacks[k].values.iter_mut().zip(values) {
+                    *slot += v as f64;
+                }
+            }
+        }
+        stacks.retain(|s| s.values.iter().any(|&v| v > 0.0));
+        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
+    }
+    named.then_some(out)
 }
 
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into

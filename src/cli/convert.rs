@@ -35,6 +35,8 @@ pub struct ConvertArgs {
     pub write: WriteArgs,
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 /// Options shared by every command that reads a profile.
@@ -108,6 +110,7 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     }
     let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
+    args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut inputs = vec![args.input.as_str()];
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, quiet)?;

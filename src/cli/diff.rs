@@ -44,14 +44,18 @@ pub struct DiffArgs {
     /// How many routines the table lists (0: all).
     #[arg(long, default_value_t = 0)]
     pub top: usize,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 pub fn run(args: DiffArgs, quiet: bool) -> Result<i32> {
     crate::io::check_not_an_input(&args.output, &[&args.before, &args.after])?;
-    let before = load(&args.before, args.from.as_deref(), &ReadOptions::default())?;
+    let mut before = load(&args.before, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.before, &before.findings, quiet)?;
-    let after = load(&args.after, args.from.as_deref(), &ReadOptions::default())?;
+    args.symbols.apply(&mut before, &args.before, quiet)?;
+    let mut after = load(&args.after, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.after, &after.findings, quiet)?;
+    args.symbols.apply(&mut after, &args.after, quiet)?;
     let stacks = |l: &Loaded| l.profile.processes.iter().any(|p| !p.stacks.is_empty());
     let mut findings = Findings::default();
     let inputs = [args.before.as_str(), args.after.as_str()];

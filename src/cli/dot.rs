@@ -65,6 +65,8 @@ pub struct DotArgs {
     /// `cfghub convert -o x.debug_PT` numbers them).
     #[arg(long, requires = "routine")]
     pub increments: bool,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
@@ -78,8 +80,9 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
     if picture.is_some() && !render::available() {
         return Err(render::graphviz_missing(&args.output));
     }
-    let loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let mut loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
+    args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let view = match (&args.routine, args.callgraph) {
         (Some(spec), _) => View::Routine { spec: spec.clone(), loop_node: args.loop_node },
         (None, true) => View::CallGraph,

@@ -15,13 +15,17 @@
 //!       "top_loops": [ { "routine": str, "head": int, "address": "0x..", "blocks": int,
 //!                        "depth": int, "instructions": int, "percent": float } ],
 //!       "costs_by_image": [ { "image": str, "costs": { EVENT: int }, "percent": { EVENT: float } } ],
-//!       "top_addresses": [ { "image": str, "address": "0x..", "costs": { EVENT: int } } ] } ] }
+//!       "top_addresses": [ { "image": str, "address": "0x..", "costs": { EVENT: int } } ] } ],
+//!   "symbols": [ { "pid": int, "image": str, "build_id": str|null, "debug_file": str|null,
+//!                 "symbol_file": str|null, "addresses": int, "functions": int, "lines": int,
+//!                 "inlined_addresses": int, "inline_frames": int, "unnamed": int, "note": str } ] }
 //! ```
 //! When the profile has sampled events (every event but `Ir`) and blocks (a DCFG merged with
 //! DCPI samples), routines and loops also carry, per sampled event, `"samples": { EVENT: int }`,
 //! `"samples_percent": { EVENT: float }` and `"samples_per_1000_instructions": { EVENT: float|null }`,
 //! and are ranked by the first sampled event. `costs_by_image` is the `dcpiprof -i` view (every
 //! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
+//! `symbols` is there only with `--symbols` (docs/symbols.md).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -51,6 +55,8 @@ pub struct InfoArgs {
     /// How many routines and loops to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 #[derive(Serialize, Debug)]
@@ -60,6 +66,27 @@ pub struct Report {
     pub format_version: Option<String>,
     pub events: Vec<String>,
     pub processes: Vec<ProcessReport>,
+    /// What `--symbols` found and named, per image.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<SymbolsReport>,
+}
+
+/// What symbolization found for one image.
+#[derive(Serialize, Debug)]
+pub struct SymbolsReport {
+    pub pid: u64,
+    pub image: String,
+    pub build_id: Option<String>,
+    pub debug_file: Option<String>,
+    pub symbol_file: Option<String>,
+    pub addresses: usize,
+    pub functions: usize,
+    pub lines: usize,
+    pub inlined_addresses: usize,
+    pub inline_frames: usize,
+    pub unnamed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
@@ -179,13 +206,31 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
         }
     }
-    let report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
+    let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
+    let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
+    report.symbols = named
+        .into_iter()
+        .map(|r| SymbolsReport {
+            pid: r.pid,
+            image: r.image,
+            build_id: r.build_id,
+            debug_file: r.debug_file,
+            symbol_file: r.symbol_file,
+            addresses: r.addresses,
+            functions: r.functions,
+            lines: r.lines,
+            inlined_addresses: r.inlined_addresses,
+            inline_frames: r.inline_frames,
+            unnamed: r.unnamed,
+            note: r.note,
+        })
+        .collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
     } else {
@@ -213,6 +258,7 @@ pub fn build(file: &str, format: &str, profile: &Profile, top: usize) -> Report 
         format_version: profile.meta.format_version.map(|(a, b)| format!("{a}.{b:02}")),
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
         processes: profile.processes.iter().map(|p| process_report(profile, p, top)).collect(),
+        symbols: Vec::new(),
     }
 }
 
@@ -676,6 +722,31 @@ pub fn render(report: &Report) -> String {
                 "\n  top loops by instructions executed\n"
             });
             out.push_str(&indent(&t.render()));
+        }
+    }
+    if !report.symbols.is_empty() {
+        out.push_str("\nsymbols:\n");
+        for s in &report.symbols {
+            out.push_str(&format!("  process {} image {}", s.pid, s.image));
+            if let Some(id) = &s.build_id {
+                out.push_str(&format!(" (build id {id})"));
+            }
+            out.push('\n');
+            match (&s.debug_file, &s.symbol_file) {
+                (Some(d), _) => out.push_str(&format!("    debug file: {d}\n")),
+                (None, Some(f)) => out.push_str(&format!("    symbol table only: {f}\n")),
+                (None, None) => out.push_str("    nothing found\n"),
+            }
+            if s.addresses > 0 {
+                out.push_str(&format!(
+                    "    {} address(es): {} function(s), {} with a source line, {} with inlined frames \
+                     ({} frames), {} left unnamed\n",
+                    s.addresses, s.functions, s.lines, s.inlined_addresses, s.inline_frames, s.unnamed
+                ));
+            }
+            if let Some(n) = &s.note {
+                out.push_str(&format!("    {n}\n"));
+            }
         }
     }
     out

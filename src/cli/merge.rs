@@ -41,6 +41,8 @@ pub struct MergeArgs {
     pub list: usize,
     #[command(flatten)]
     pub write: WriteArgs,
+    #[command(flatten)]
+    pub symbols: super::symbols::SymbolArgs,
 }
 
 /// Parses `0x1f00` or `7936`.
@@ -53,16 +55,18 @@ pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
     inputs.extend(args.samples.iter().map(|s| s.as_str()));
     crate::io::check_not_an_input(&args.output, &inputs)?;
     let options = args.read.options();
-    let graph = load(&args.graph, args.from.as_deref(), &options)?;
+    let mut graph = load(&args.graph, args.from.as_deref(), &options)?;
     super::check_findings(&args.graph, &graph.findings, quiet)?;
+    args.symbols.apply(&mut graph, &args.graph, quiet)?;
     if graph.profile.processes.iter().all(|p| p.images.iter().all(|i| i.blocks.is_empty())) {
         return Err(Error::usage(format!("{} has no basic blocks to attribute samples to", args.graph))
             .with_hint("the first input is the control-flow graph (a DCFG); the sample profiles follow"));
     }
     let mut profiles = Vec::new();
     for s in &args.samples {
-        let loaded = load(s, None, &options)?;
+        let mut loaded = load(s, None, &options)?;
         super::check_findings(s, &loaded.findings, quiet)?;
+        args.symbols.apply(&mut loaded, s, quiet)?;
         profiles.push(loaded.profile);
     }
     let mut findings = Findings::default();

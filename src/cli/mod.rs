@@ -8,6 +8,7 @@ mod dot;
 mod formats;
 mod info;
 mod merge;
+mod symbols;
 mod synth;
 mod table;
 mod trace;

@@ -174,6 +174,10 @@ pub struct Image {
     /// Coverage arrays of instrumented functions (which functions, blocks and call sites the
     /// program records as run); empty when the format has none.
     pub coverage: Vec<Coverage>,
+    /// Functions inlined at code addresses, as debug information states them: filled by
+    /// `crate::symbolize` (no format states them), sorted by offset, one entry per address
+    /// that has inlined frames.
+    pub inlined: Vec<Inlined>,
 }
 
 impl Image {
@@ -190,6 +194,45 @@ impl Image {
             None => self.blocks.get(b as usize).map_or(u64::from(b), |blk| blk.id),
         }
     }
+}
+
+/// The calls inlined at one code address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inlined {
+    /// The address, relative to the image's load address.
+    pub offset: u64,
+    /// Inlined functions, innermost first; the function they are all inlined into is the
+    /// image's symbol covering the address.
+    pub frames: Vec<InlineFrame>,
+}
+
+/// One inlined function at an address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InlineFrame {
+    /// Its name, demangled.
+    pub name: String,
+    /// Where its code at the address comes from: its own file and line for the innermost
+    /// frame, the call site inside it of the next inner frame otherwise.
+    pub file: Option<FileId>,
+    pub line: Option<u32>,
+}
+
+/// How a format's code addresses relate to the addresses an ELF file states (its symbols,
+/// its DWARF), which is what debug information answers for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AddressKind {
+    /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's lowest
+    /// loadable segment was mapped (DCFG `LOAD_ADDR`, Pin's image low address).
+    #[default]
+    Runtime,
+    /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's
+    /// executable segment (its text) starts (DCPI `tstart`, dcpicat `text_start`).
+    TextRuntime,
+    /// `load_addr + offset` is the address as the ELF file states it, whatever address the
+    /// image ran at (Callgrind: valgrind writes object addresses, a PIE's too).
+    Stated,
+    /// `load_addr + offset` is an offset in the ELF file.
+    FileOffset,
 }
 
 /// A named code range, from a symbol table or a profile's function names.

@@ -12,9 +12,9 @@ use crate::common;
 
 /// `callgrind_annotate` output: the program total and the self cost of every `file:function`
 /// (all of them: threshold 100%), object suffixes left out.
-struct Annotated {
-    total: u64,
-    functions: BTreeMap<String, u64>,
+pub(crate) struct Annotated {
+    pub total: u64,
+    pub functions: BTreeMap<String, u64>,
 }
 
 fn number(s: &str) -> u64 {
@@ -23,7 +23,7 @@ fn number(s: &str) -> u64 {
 
 /// Runs `callgrind_annotate` in the file's folder (it shortens source paths under the current
 /// folder).
-fn annotate(file: &Path) -> Annotated {
+pub(crate) fn annotate(file: &Path) -> Annotated {
     let o = Command::new("callgrind_annotate")
         .args(["--threshold=100", "--auto=no"])
         .arg(file)

@@ -599,7 +599,7 @@ mod tests {
         let mut text = String::from("events: Ir\npositions: instr line\nob=(1) /bin/a\n");
         let mut k = 0u64;
         while text.len() < MIN_PARALLEL + (1 << 20) {
-            let (ob, prev) = (if k % 7 == 0 { 2 } else { 1 }, k.saturating_sub(5));
+            let (ob, prev) = (if k.is_multiple_of(7) { 2 } else { 1 }, k.saturating_sub(5));
             text.push_str(&format!(
                 "ob=({ob}){}\nfl=({k}) f{k}.c\nfn=({k}) f{k}\n0x{:x} 1 3\n+1 * 2\n+2 2 1\ncfn=({prev})\n\
                  calls=1 0x{:x} 1\n+1 * 4\njcnd=1/2 -3 *\n+1 3 1\nfl=({prev})\nfn=({prev})\n0x{:x} 9 1\n",

@@ -39,6 +39,8 @@ pub static FORMAT: Format = Format {
         );
         write::write(profile, out, findings)
     }),
+    // `text_start` is the runtime address of the image's text.
+    addresses: crate::ir::AddressKind::TextRuntime,
     ..Format::NONE
 };
 

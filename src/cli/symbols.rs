@@ -1,0 +1,58 @@
+//! `--symbols PATH`, `--symbols-override`, `--no-inline`: the options every command that reads
+//! a profile shares to name its addresses from ELF/DWARF (`crate::symbolize`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::convert::Loaded;
+use crate::error::Result;
+use crate::symbolize::{self, ImageReport};
+
+/// Options that name a profile's addresses from ELF/DWARF.
+#[derive(Args, Debug, Default, Clone)]
+pub struct SymbolArgs {
+    /// Name addresses from this binary, separate debug file, or folder of them (searched by
+    /// file name and build id); repeatable. Then also the image's own file, the build-id
+    /// folder and the .gnu_debuglink file are tried (see docs/symbols.md); `--symbols` without
+    /// a path (after the input) tries only those.
+    #[arg(long = "symbols", value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    pub symbols: Vec<String>,
+    /// With --symbols: replace the names and source lines the profile has, not only the
+    /// missing ones (`0x401190`, `prog+0x12`, `???`).
+    #[arg(long)]
+    pub symbols_override: bool,
+    /// With --symbols: one frame per function, no inlined frames.
+    #[arg(long)]
+    pub no_inline: bool,
+}
+
+impl SymbolArgs {
+    /// Whether symbolization was asked for.
+    pub fn wanted(&self) -> bool {
+        !self.symbols.is_empty() || self.symbols_override
+    }
+
+    pub fn options(&self) -> symbolize::Options {
+        symbolize::Options {
+            paths: self.symbols.iter().filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
+            override_names: self.symbols_override,
+            inline: !self.no_inline,
+            ..symbolize::Options::default()
+        }
+    }
+
+    /// Names the addresses of a loaded profile when asked to, printing the warnings; the
+    /// report per image (empty when not asked).
+    pub fn apply(&self, loaded: &mut Loaded, name: &str, quiet: bool) -> Result<Vec<ImageReport>> {
+        if !self.wanted() {
+            return Ok(Vec::new());
+        }
+        let mut findings = crate::error::Findings::default();
+        let kind = loaded.format.address_kind();
+        let reports = symbolize::symbolize(&mut loaded.profile, kind, &self.options(), &mut findings)
+            .map_err(|e| e.in_file(name))?;
+        super::check_findings(name, &findings, quiet)?;
+        Ok(reports)
+    }
+}

@@ -1,0 +1,626 @@
+//! The symbolization pass over a whole profile: what any reader gave, named from ELF/DWARF.
+//!
+//! Per image that has something to name (symbols called `0x401190`, `prog+0x1234`, `???`;
+//! costs without a function, a file or a line; blocks that no symbol covers or without
+//! source lines):
+//! 1. its debug information is searched ([`super::search`]);
+//! 2. every distinct address (costs, blocks, the addresses placeholder names carry) is looked
+//!    up once, in sorted runs side by side on all cores, each run with its own DWARF context;
+//! 3. the model is filled where it lacks something: placeholder symbols renamed (a Callgrind
+//!    recursion suffix `'2` kept), costs given their function, file and line, blocks covered by
+//!    a symbol with its range, source lines per block from the line table, and the inline chain
+//!    of each address in [`Image::inlined`]. `--symbols-override` replaces names and lines the
+//!    input had.
+//!
+//! Two static functions of one name stay two symbols: symbols are told apart by their start
+//! address, not their name.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use super::search::{self, Query};
+use super::{Relocation, Symbolizer};
+use crate::analysis::names::SymbolIndex;
+use crate::error::{Error, Findings, Result};
+use crate::ir::{AddressKind, CostTable, FileId, Image, InlineFrame, Inlined, Profile, SourceLine, Symbol};
+
+/// What the pass is asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--symbols` paths: binaries, debug files, folders.
+    pub paths: Vec<PathBuf>,
+    /// Replace the names and source lines the input has, not only placeholders.
+    pub override_names: bool,
+    /// Record inlined frames (`--no-inline` turns this off: one frame per function).
+    pub inline: bool,
+    /// Folders of system debug files.
+    pub system_dirs: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            paths: Vec::new(),
+            override_names: false,
+            inline: true,
+            system_dirs: vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)],
+        }
+    }
+}
+
+/// What the pass found and did for one image (`cfghub info` prints it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageReport {
+    pub pid: u64,
+    pub image: String,
+    pub build_id: Option<String>,
+    /// The file that gave DWARF, and the one that gave symbols and segments.
+    pub debug_file: Option<String>,
+    pub symbol_file: Option<String>,
+    /// Distinct addresses looked up.
+    pub addresses: usize,
+    /// Distinct functions they fell in.
+    pub functions: usize,
+    /// Addresses with a source line.
+    pub lines: usize,
+    /// Addresses with inlined frames, and those frames in all.
+    pub inlined_addresses: usize,
+    pub inline_frames: usize,
+    /// Addresses left without a function name.
+    pub unnamed: usize,
+    /// Why nothing (or less) was done, when so.
+    pub note: Option<String>,
+}
+
+/// The answer for one address.
+#[derive(Clone, Debug, Default)]
+struct Answer {
+    /// Outermost function's name (DWARF, else the symbol table).
+    name: Option<String>,
+    /// The covering symbol's start and size (stated addresses).
+    start: Option<u64>,
+    size: Option<u64>,
+    file: Option<String>,
+    line: Option<u32>,
+    /// Inlined frames, innermost first (without the outermost function).
+    inlined: Vec<super::Frame>,
+    /// The function's own file: of its outermost frame.
+    function_file: Option<String>,
+    failed: bool,
+}
+
+/// Whether a function name is a stand-in for a missing one: `0x401190`, `prog+0x1234`, `???`,
+/// `[unknown]`, empty; a Callgrind recursion suffix (`'2`) aside.
+pub fn is_placeholder(name: &str) -> bool {
+    placeholder_address(name).is_some() || {
+        let base = strip_recursion(name).0;
+        base.is_empty() || base == "???" || base == "[unknown]"
+    }
+}
+
+/// The name without its Callgrind recursion suffix, and the suffix.
+fn strip_recursion(name: &str) -> (&str, &str) {
+    match name.rfind('\'') {
+        Some(i) if i + 1 < name.len() && name[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            name.split_at(i)
+        }
+        _ => (name, ""),
+    }
+}
+
+/// The address a placeholder name carries: `0xADDR` (absolute) or `NAME+0xOFFSET` (relative to
+/// the image), as `(value, relative)`.
+fn placeholder_address(name: &str) -> Option<(u64, bool)> {
+    let base = strip_recursion(name).0;
+    let hex = |s: &str| {
+        let d = s.strip_prefix("0x")?;
+        (!d.is_empty() && d.len() <= 16).then(|| u64::from_str_radix(d, 16).ok()).flatten()
+    };
+    if let Some(v) = hex(base) {
+        return Some((v, false));
+    }
+    let (_, off) = base.rsplit_once('+')?;
+    hex(off).map(|v| (v, true))
+}
+
+/// Images of the profile that have something to name, as (process, image) indices.
+fn wanted(profile: &Profile, override_names: bool) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (p, process) in profile.processes.iter().enumerate() {
+        for (i, image) in process.images.iter().enumerate() {
+            if needs_names(profile, image, override_names) {
+                out.push((p, i));
+            }
+        }
+    }
+    out
+}
+
+fn unknown_file(profile: &Profile, f: Option<FileId>) -> bool {
+    f.is_none_or(|f| matches!(profile.file_name(f), "???" | ""))
+}
+
+fn needs_names(profile: &Profile, image: &Image, override_names: bool) -> bool {
+    if image.symbols.iter().any(|s| is_placeholder(&s.name)) {
+        return true;
+    }
+    if override_names && (!image.symbols.is_empty() || !image.costs.is_empty() || !image.blocks.is_empty()) {
+        return true;
+    }
+    if image.costs.has_offsets() {
+        let index = SymbolIndex::new(image);
+        for r in 0..image.costs.len() {
+            let Some(o) = image.costs.offset(r) else { continue };
+            let unnamed = image.costs.symbol(r).is_none() && index.covering(o).is_none();
+            if unnamed || image.costs.line(r).unwrap_or(0) == 0 || unknown_file(profile, image.costs.file(r))
+            {
+                return true;
+            }
+        }
+    }
+    if !image.blocks.is_empty() {
+        if image.source_lines.iter().all(|l| l.line == 0 || unknown_file(profile, l.file)) {
+            return true;
+        }
+        let index = SymbolIndex::new(image);
+        return image.blocks.iter().any(|b| index.covering(b.offset).is_none());
+    }
+    false
+}
+
+/// Names what can be named in `profile` from ELF/DWARF (see the module documentation).
+/// `kind` says what the profile's addresses are ([`crate::registry::Format::address_kind`]).
+///
+/// Warnings go to `findings` (files refused, images without debug information). An error
+/// when some image needed names and none could be given any.
+pub fn symbolize(
+    profile: &mut Profile,
+    kind: AddressKind,
+    options: &Options,
+    findings: &mut Findings,
+) -> Result<Vec<ImageReport>> {
+    let todo = wanted(profile, options.override_names);
+    let mut reports = Vec::new();
+    let mut refused_all = Vec::new();
+    for &(p, i) in &todo {
+        let image = &profile.processes[p].images[i];
+        let name = profile.image_name(image);
+        let mut report =
+            ImageReport { pid: profile.processes[p].pid, image: name.clone(), ..ImageReport::default() };
+        let file = image.file.map(|f| profile.file_name(f).to_string());
+        let query = Query {
+            image: file.as_deref(),
+            paths: &options.paths,
+            sole: todo.len() == 1,
+            system_dirs: &options.system_dirs,
+        };
+        let found = search::find(&query);
+        report.build_id = found.build_id.clone();
+        refused_all.extend(found.refused.iter().cloned());
+        for m in &found.missing {
+            findings.warn(None, format!("symbols for {name}: {m}"));
+        }
+        // Files refused for this image are worth a word only when it ends without DWARF: a
+        // file named for one image is refused by every other.
+        let refused = found.refused.clone();
+        let tell_refused = |findings: &mut Findings| {
+            for r in &refused {
+                findings.warn(None, format!("symbols for {name}: {r}"));
+            }
+        };
+        if !found.any() {
+            let note = "no ELF file with symbols or DWARF found; addresses left as they are".to_string();
+            if file.as_deref().is_some_and(|f| f != "???") {
+                tell_refused(findings);
+                findings.warn(
+                    None,
+                    format!("symbols for {name}: {note} (name the binary or its debug file with --symbols)"),
+                );
+            }
+            report.note = Some(note);
+            reports.push(report);
+            continue;
+        }
+        let symbolizer = match Symbolizer::new(found) {
+            Ok(s) => s,
+            Err(e) => {
+                findings.warn(None, format!("symbols for {name}: {e}"));
+                report.note = Some(e.to_string());
+                reports.push(report);
+                continue;
+            }
+        };
+        report.debug_file = symbolizer.found.debug.as_ref().map(|p| p.display().to_string());
+        report.symbol_file = symbolizer.found.binary.as_ref().map(|p| p.display().to_string());
+        if let Some(e) = &symbolizer.dwarf_error {
+            findings.warn(None, format!("symbols for {name}: {e}; names from the symbol table only"));
+            report.debug_file = None;
+        } else if !symbolizer.has_dwarf() {
+            tell_refused(findings);
+            findings.warn(
+                None,
+                format!(
+                    "symbols for {name}: no DWARF (.debug_info) in {}: names from the symbol table only, \
+                     no source lines or inlined frames",
+                    symbolizer.paths().join(", ")
+                ),
+            );
+        }
+        if symbolizer.symbol_count() == 0 && !symbolizer.has_dwarf() {
+            let note = "neither a symbol table nor DWARF in the files found".to_string();
+            findings.warn(None, format!("symbols for {name}: {note}"));
+            report.note = Some(note);
+            reports.push(report);
+            continue;
+        }
+        let Some(relocation) = symbolizer.relocation(kind, image.load_addr) else {
+            let note = "the ELF file has no loadable segment to place the addresses by".to_string();
+            findings.warn(None, format!("symbols for {name}: {note}"));
+            report.note = Some(note);
+            reports.push(report);
+            continue;
+        };
+        fill_image(profile, p, i, &symbolizer, &relocation, options, &mut report);
+        if report.unnamed > 0 && report.unnamed == report.addresses {
+            findings.warn(
+                None,
+                format!(
+                    "symbols for {name}: none of its {} addresses is in a function of {}; is it the same build, \
+                     and are the addresses where the profile says the image was loaded?",
+                    report.addresses,
+                    symbolizer.paths().join(", ")
+                ),
+            );
+        }
+        reports.push(report);
+    }
+    let helped = reports.iter().any(|r| r.addresses > r.unnamed);
+    if !todo.is_empty() && !helped {
+        let mut err = Error::input("no debug information could be used for any image of the profile");
+        err = match refused_all.first() {
+            Some(first) => err.with_hint(format!("{first}; see docs/symbols.md for where cfghub looks")),
+            None => err.with_hint(
+                "name the very binary that was profiled, or its debug file, with --symbols; see docs/symbols.md",
+            ),
+        };
+        return Err(err);
+    }
+    Ok(reports)
+}
+
+/// Looks up every distinct address of image `i` of process `p` and fills the model.
+fn fill_image(
+    profile: &mut Profile,
+    p: usize,
+    i: usize,
+    sym: &Symbolizer,
+    reloc: &Relocation,
+    options: &Options,
+    report: &mut ImageReport,
+) {
+    let image = &profile.processes[p].images[i];
+    let load = image.load_addr;
+    // Model offsets -> stated addresses.
+    let stated = |offset: u64| reloc.to_stated(load.wrapping_add(offset));
+    let model = |address: u64| reloc.from_stated(address).map(|a| a.wrapping_sub(load));
+
+    // The address each symbol stands for, when it is to be (re)named.
+    let mut first_row: HashMap<u32, u64> = HashMap::new();
+    for r in 0..image.costs.len() {
+        if let (Some(s), Some(o)) = (image.costs.symbol(r), image.costs.offset(r)) {
+            first_row.entry(s).or_insert(o);
+        }
+    }
+    let symbol_offset: Vec<Option<u64>> = image
+        .symbols
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            if !is_placeholder(&s.name) && !options.override_names {
+                return None;
+            }
+            match placeholder_address(&s.name) {
+                Some((v, true)) => Some(v),
+                Some((v, false)) => Some(v.wrapping_sub(load)),
+                None => s.offset.or_else(|| first_row.get(&(k as u32)).copied()),
+            }
+        })
+        .collect();
+
+    let mut offsets: Vec<u64> = Vec::with_capacity(image.costs.len() + image.blocks.len());
+    offsets.extend((0..image.costs.len()).filter_map(|r| image.costs.offset(r)));
+    offsets.extend(symbol_offset.iter().flatten());
+    offsets.extend(image.blocks.iter().map(|b| b.offset));
+    // Edges between functions: their call and target sites in this image.
+    let process = &profile.processes[p];
+    let in_image =
+        |n: crate::ir::NodeRef| matches!(n, crate::ir::NodeRef::Symbol(s) if s.image as usize == i);
+    for e in &process.edges {
+        let Some(site) = e.site() else { continue };
+        if in_image(e.source) {
+            offsets.extend(site.source_offset);
+        }
+        if in_image(e.target) {
+            offsets.extend(site.target_offset);
+        }
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+
+    let answers = look_up(sym, &offsets, &stated, options.inline);
+
+    // Intern the file names the answers use.
+    let mut file_ids: HashMap<String, FileId> = HashMap::new();
+    let mut intern = |profile: &mut Profile, f: &Option<String>| -> Option<FileId> {
+        let f = f.as_ref()?;
+        if let Some(&id) = file_ids.get(f) {
+            return Some(id);
+        }
+        let id = profile.files.intern(f);
+        file_ids.insert(f.clone(), id);
+        Some(id)
+    };
+    let ids: Vec<(Option<FileId>, Option<FileId>)> =
+        answers.iter().map(|a| (intern(profile, &a.file), intern(profile, &a.function_file))).collect();
+    let inline_files: Vec<Vec<Option<FileId>>> = answers
+        .iter()
+        .map(|a| a.inlined.iter().map(|f| intern(profile, &f.location.file)).collect())
+        .collect();
+    let at = |o: u64| offsets.binary_search(&o).ok();
+
+    // The report.
+    report.addresses = offsets.len();
+    report.lines = answers.iter().filter(|a| a.line.is_some_and(|l| l > 0)).count();
+    report.unnamed = answers.iter().filter(|a| a.name.is_none()).count();
+    report.inlined_addresses = answers.iter().filter(|a| !a.inlined.is_empty()).count();
+    report.inline_frames = answers.iter().map(|a| a.inlined.len()).sum();
+    let mut distinct: Vec<(Option<u64>, &str)> =
+        answers.iter().filter_map(|a| Some((a.start, a.name.as_deref()?))).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    report.functions = distinct.len();
+    let failed = answers.iter().filter(|a| a.failed).count();
+    if failed > 0 {
+        report.note =
+            Some(format!("DWARF could not be read at {failed} address(es): symbol table used there"));
+    }
+
+    let unknown_files: Vec<bool> = {
+        let image = &profile.processes[p].images[i];
+        (0..image.costs.len()).map(|r| unknown_file(profile, image.costs.file(r))).collect()
+    };
+    // Source lines that say nothing (valgrind's `???:0` of code without line tables).
+    let lines_unknown = profile.processes[p].images[i]
+        .source_lines
+        .iter()
+        .all(|l| l.line == 0 || unknown_file(profile, l.file));
+    let unknown_symbol_files: Vec<bool> =
+        profile.processes[p].images[i].symbols.iter().map(|s| unknown_file(profile, s.file)).collect();
+    let image = &mut profile.processes[p].images[i];
+
+    // Symbols the model has, by (name, start), to reuse; new ones appended.
+    let mut by_key: HashMap<(String, Option<u64>), u32> = HashMap::new();
+    for (k, s) in image.symbols.iter().enumerate() {
+        if !is_placeholder(&s.name) {
+            by_key.entry((s.name.clone(), s.offset)).or_insert(k as u32);
+        }
+    }
+    // 1. Placeholder symbols (every symbol with --symbols-override) renamed.
+    for (k, offset) in symbol_offset.iter().enumerate() {
+        let Some(a) = offset.and_then(at) else { continue };
+        let Some(name) = &answers[a].name else { continue };
+        let s = &mut image.symbols[k];
+        let suffix = strip_recursion(&s.name).1.to_string();
+        s.name = format!("{name}{suffix}");
+        if unknown_symbol_files[k] || options.override_names {
+            s.file = ids[a].1.or(ids[a].0).or(s.file);
+        }
+        if s.offset.is_some() {
+            s.offset = answers[a].start.and_then(model).or(s.offset);
+            s.size = answers[a].size.or(s.size);
+        }
+    }
+    // A symbol for an answer's function, made when the model has none.
+    let mut symbol_for = |image: &mut Image, a: usize| -> Option<u32> {
+        let ans = &answers[a];
+        let name = ans.name.clone()?;
+        let start = ans.start.and_then(model);
+        let key = (name, start);
+        if let Some(&s) = by_key.get(&key) {
+            return Some(s);
+        }
+        let s = image.symbols.len() as u32;
+        image.symbols.push(Symbol {
+            name: key.0.clone(),
+            offset: start,
+            size: ans.size,
+            file: ids[a].1.or(ids[a].0),
+        });
+        by_key.insert(key, s);
+        Some(s)
+    };
+
+    // 2. Costs: function, file and line where missing (everywhere with --symbols-override).
+    if image.costs.has_offsets() {
+        let index = SymbolIndex::new(image);
+        let old = std::mem::take(&mut image.costs);
+        let mut costs = CostTable::new();
+        costs.reserve(old.len());
+        for (r, &unknown) in unknown_files.iter().enumerate() {
+            let offset = old.offset(r);
+            let a = offset.and_then(at);
+            let mut symbol = old.symbol(r);
+            let (mut file, mut line) = (old.file(r), old.line(r));
+            if let Some(a) = a {
+                let covered = offset.and_then(|o| index.covering(o)).is_some();
+                if symbol.is_none() && !covered {
+                    symbol = symbol_for(image, a);
+                }
+                let lacks = line.unwrap_or(0) == 0 || unknown;
+                if (lacks || options.override_names) && answers[a].line.is_some() {
+                    file = ids[a].0;
+                    line = answers[a].line;
+                }
+            }
+            costs.push_parts(offset, symbol, file, line, old.values(r));
+        }
+        costs.widen(old.width());
+        image.costs = costs;
+    }
+
+    // 3. Blocks: a symbol covering each one.
+    if !image.blocks.is_empty() {
+        let index = SymbolIndex::new(image);
+        let starts: Vec<u64> = image.blocks.iter().map(|b| b.offset).collect();
+        for o in starts {
+            if index.covering(o).is_none() || options.override_names {
+                if let Some(a) = at(o) {
+                    symbol_for(image, a);
+                }
+            }
+        }
+    }
+
+    // 4. Source lines of blocks, from the line table, when the input has none.
+    if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
+        let lookup = sym.lookup();
+        let mut lines = Vec::new();
+        for b in &image.blocks {
+            let Some(start) = stated(b.offset) else { continue };
+            let Ok(rows) = lookup.find_location_range(start, start.saturating_add(b.size.max(1))) else {
+                continue;
+            };
+            for (address, size, loc) in rows {
+                let (Some(offset), Some(line)) = (model(address), loc.line) else { continue };
+                let whole = offset == b.offset && size >= b.size;
+                lines.push((
+                    offset,
+                    size.min(b.size.max(1)),
+                    loc.file,
+                    line,
+                    if whole { b.num_instrs } else { 0 },
+                ));
+            }
+        }
+        let mut source_lines = Vec::with_capacity(lines.len());
+        for (offset, size, file, line, num_instrs) in lines {
+            let file = intern(profile, &file);
+            source_lines.push(SourceLine { file, line, offset, size, num_instrs });
+        }
+        source_lines.sort_by_key(|l| l.offset);
+        source_lines.dedup();
+        profile.processes[p].images[i].source_lines = source_lines;
+    }
+
+    // 5. Lines of the sites of edges between functions, where the input had none.
+    let process = &mut profile.processes[p];
+    for e in &mut process.edges {
+        let (from, to) = (in_image(e.source), in_image(e.target));
+        let Some(site) = e.details.as_mut().and_then(|d| d.site.as_mut()) else { continue };
+        let line_of = |o: Option<u64>| o.and_then(at).and_then(|a| answers[a].line);
+        if from && (site.source_line.unwrap_or(0) == 0 || options.override_names) {
+            site.source_line = line_of(site.source_offset).or(site.source_line);
+        }
+        if to && (site.target_line.unwrap_or(0) == 0 || options.override_names) {
+            site.target_line = line_of(site.target_offset).or(site.target_line);
+        }
+    }
+
+    // 6. The inline chain of every address that has one.
+    let image = &mut process.images[i];
+    if options.inline {
+        image.inlined = offsets
+            .iter()
+            .zip(&answers)
+            .zip(&inline_files)
+            .filter(|((_, a), _)| !a.inlined.is_empty())
+            .map(|((&offset, a), files)| Inlined {
+                offset,
+                frames: a
+                    .inlined
+                    .iter()
+                    .zip(files)
+                    .map(|(f, &file)| InlineFrame {
+                        name: f.function.clone().unwrap_or_else(|| "??".to_string()),
+                        file,
+                        line: f.location.line,
+                    })
+                    .collect(),
+            })
+            .collect();
+    } else {
+        image.inlined.clear();
+    }
+}
+
+/// Looks up `offsets` (sorted, distinct model offsets), in contiguous runs side by side.
+fn look_up(
+    sym: &Symbolizer,
+    offsets: &[u64],
+    stated: &(dyn Fn(u64) -> Option<u64> + Sync),
+    inline: bool,
+) -> Vec<Answer> {
+    let threads = rayon::current_num_threads().max(1);
+    let run = offsets.len().div_ceil(threads * 4).max(256);
+    offsets
+        .par_chunks(run)
+        .flat_map_iter(|chunk| {
+            let lookup = sym.lookup();
+            chunk.iter().map(move |&o| answer(sym, &lookup, stated(o), inline)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline: bool) -> Answer {
+    let Some(address) = address else { return Answer::default() };
+    let range = sym.find_symbol_range(address);
+    let mut a = Answer { start: range.map(|r| r.0), size: range.map(|r| r.1), ..Answer::default() };
+    // The symbol's name only where DWARF gives none: demangling costs more than the look-up.
+    let hit = || sym.find_symbol(address);
+    match lookup.find_frames(address) {
+        Ok(mut frames) if !frames.is_empty() => {
+            let outer = frames.pop().expect("not empty");
+            let innermost = frames.first().map_or(&outer.location, |f| &f.location);
+            a.file = innermost.file.clone();
+            a.line = innermost.line;
+            a.function_file = outer.location.file.clone();
+            a.name = outer.function.or_else(|| hit().map(|h| h.name));
+            if inline {
+                a.inlined = frames;
+            }
+        }
+        Ok(_) => {
+            a.name = hit().map(|h| h.name);
+            if let Ok(Some(loc)) = lookup.find_location(address) {
+                a.file = loc.file;
+                a.line = loc.line;
+            }
+        }
+        Err(_) => {
+            a.failed = true;
+            a.name = hit().map(|h| h.name);
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_and_their_addresses() {
+        assert!(is_placeholder("0x0000000000401190"));
+        assert!(is_placeholder("0x00000000004011f0'2"));
+        assert!(is_placeholder("prog+0x1234"));
+        assert!(is_placeholder("???"));
+        assert!(!is_placeholder("fib'2"));
+        assert!(!is_placeholder("main"));
+        assert_eq!(placeholder_address("0x00000000004011f0'2"), Some((0x4011f0, false)));
+        assert_eq!(placeholder_address("prog+0x10"), Some((0x10, true)));
+        assert_eq!(strip_recursion("fib'12"), ("fib", "'12"));
+        assert_eq!(strip_recursion("a'b"), ("a'b", ""));
+    }
+}

@@ -1,0 +1,193 @@
+//! One ELF file, mapped: what the search for debug information asks of it (build id, debug
+//! links, whether it has DWARF or a symbol table) and what symbolization takes from it
+//! (loadable segments, function symbols, DWARF sections).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::{
+    Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SegmentFlags, SymbolKind,
+};
+
+use crate::error::{Error, Result};
+use crate::mem::MappedFile;
+
+/// A loadable segment (`PT_LOAD`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_vaddr`: where the file says the segment goes.
+    pub address: u64,
+    /// `p_memsz`.
+    pub size: u64,
+    /// `p_offset`, `p_filesz`.
+    pub file_offset: u64,
+    pub file_size: u64,
+    /// `PF_X`: the segment holds code.
+    pub executable: bool,
+}
+
+/// A function symbol of the symbol table.
+#[derive(Clone, Debug)]
+pub struct FunctionSymbol {
+    pub address: u64,
+    /// Size as stated; 0 when the table does not say (the symbol then ends at the next one).
+    pub size: u64,
+    /// The raw (mangled) name.
+    pub name: &'static str,
+}
+
+/// An ELF file mapped into memory and parsed. Its bytes live as long as the value (the
+/// `'static` slices handed out below borrow from `map`, which is never moved out or dropped
+/// before the value itself: see [`Storage`]).
+pub struct ElfFile {
+    pub path: PathBuf,
+    pub object: object::File<'static, &'static [u8]>,
+    map: Arc<MappedFile>,
+}
+
+impl ElfFile {
+    /// Maps and parses `path`. Errors say what the file is when it is not an ELF file.
+    pub fn open(path: &Path) -> Result<ElfFile> {
+        let shown = path.display().to_string();
+        let map = MappedFile::open_lazy(path).map_err(|e| Error::io(shown.clone(), e))?;
+        let map = Arc::new(map);
+        // SAFETY: the slice borrows the mapping, which `ElfFile` owns through `map` and keeps
+        // alive (and unmoved: it is behind an `Arc`) for as long as `object` exists.
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(map.as_ptr(), map.len()) };
+        if !bytes.starts_with(b"\x7fELF") {
+            return Err(Error::input("not an ELF file (no \\x7fELF magic at byte 0)")
+                .in_file(shown)
+                .with_hint("--symbols takes an ELF binary, a separate debug file, or a directory of them"));
+        }
+        let object = object::File::parse(bytes).map_err(|e| {
+            Error::input(format!("unreadable ELF file: {e}"))
+                .in_file(shown.clone())
+                .with_hint("the file may be truncated; rebuild it or point --symbols at another copy")
+        })?;
+        if object.format() != object::BinaryFormat::Elf {
+            return Err(Error::input("not an ELF file").in_file(shown));
+        }
+        Ok(ElfFile { path: path.to_path_buf(), object, map })
+    }
+
+    /// The GNU build id (`.note.gnu.build-id`), when the file has one.
+    pub fn build_id(&self) -> Option<&'static [u8]> {
+        self.object.build_id().ok().flatten().filter(|id| !id.is_empty())
+    }
+
+    /// `.gnu_debuglink`: the debug file's name and the CRC-32 of its contents.
+    pub fn debuglink(&self) -> Option<(String, u32)> {
+        let (name, crc) = self.object.gnu_debuglink().ok().flatten()?;
+        Some((String::from_utf8_lossy(name).into_owned(), crc))
+    }
+
+    /// `.gnu_debugaltlink`: the supplementary (dwz) file's path and build id.
+    pub fn debugaltlink(&self) -> Option<(String, &'static [u8])> {
+        let (name, id) = self.object.gnu_debugaltlink().ok().flatten()?;
+        Some((String::from_utf8_lossy(name).into_owned(), id))
+    }
+
+    /// Whether the file holds DWARF: a `.debug_info` section with contents (a stripped
+    /// binary has none; a file made by `objcopy --only-keep-debug` has it, its code does not).
+    pub fn has_dwarf(&self) -> bool {
+        self.object
+            .section_by_name(".debug_info")
+            .is_some_and(|s| s.kind() != SectionKind::UninitializedData && s.size() > 0)
+    }
+
+    /// Whether the file has a full symbol table (`.symtab`) with at least one function.
+    pub fn has_symtab(&self) -> bool {
+        self.object.symbols().any(|s| s.kind() == SymbolKind::Text)
+    }
+
+    /// Whether the file has a symbol table, full or dynamic, with at least one function.
+    pub fn has_symbols(&self) -> bool {
+        self.object.symbols().chain(self.object.dynamic_symbols()).any(|s| s.kind() == SymbolKind::Text)
+    }
+
+    /// Whether the file is a position-independent executable or a shared library (`ET_DYN`),
+    /// whose addresses move with its load address.
+    pub fn is_relocatable(&self) -> bool {
+        self.object.kind() == ObjectKind::Dynamic
+    }
+
+    /// The loadable segments, in file order.
+    pub fn segments(&self) -> Vec<Segment> {
+        self.object
+            .segments()
+            .map(|s| {
+                let (file_offset, file_size) = s.file_range();
+                let executable = match s.flags() {
+                    SegmentFlags::Elf { p_flags, .. } => p_flags.contains(object::elf::PF_X),
+                    _ => false,
+                };
+                Segment { address: s.address(), size: s.size(), file_offset, file_size, executable }
+            })
+            .collect()
+    }
+
+    /// The function symbols: of the symbol table, else of the dynamic symbol table; sorted by
+    /// address, symbols at address 0 (undefined, imported) left out.
+    pub fn function_symbols(&self) -> Vec<FunctionSymbol> {
+        let collect =
+            |iter: object::read::SymbolIterator<'static, '_, &'static [u8]>| -> Vec<FunctionSymbol> {
+                iter.filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+                    .filter_map(|s| {
+                        Some(FunctionSymbol { address: s.address(), size: s.size(), name: s.name().ok()? })
+                    })
+                    .filter(|s| !s.name.is_empty())
+                    .collect()
+            };
+        let mut symbols = collect(self.object.symbols());
+        if symbols.is_empty() {
+            symbols = collect(self.object.dynamic_symbols());
+        }
+        // Global names before local ones at one address would need binding; the first
+        // name in table order is as good as any, and sorting is stable.
+        symbols.sort_by_key(|s| s.address);
+        symbols
+    }
+
+    /// A section's bytes, uncompressed (`SHF_COMPRESSED` zlib or zstd), into `storage` when
+    /// they had to be copied; empty when the file has no such section.
+    pub fn section(&self, name: &str, storage: &mut Storage) -> Result<&'static [u8]> {
+        let Some(section) = self.object.section_by_name(name) else { return Ok(&[]) };
+        if section.kind() == SectionKind::UninitializedData {
+            return Ok(&[]);
+        }
+        let data = section.uncompressed_data().map_err(|e| {
+            Error::input(format!("section {name}: {e}"))
+                .in_file(self.path.display().to_string())
+                .with_hint("the file may be truncated; rebuild it or point --symbols at another copy")
+        })?;
+        Ok(match data {
+            Cow::Borrowed(b) => b,
+            Cow::Owned(v) => storage.keep(v),
+        })
+    }
+
+    /// CRC-32 (the `.gnu_debuglink` one: IEEE, as zlib's `crc32`) of the whole file.
+    pub fn crc32(&self) -> u32 {
+        crc32fast::hash(&self.map)
+    }
+}
+
+/// Uncompressed copies of sections, which `'static` slices handed out by
+/// [`ElfFile::section`] borrow. Dropped after everything that borrows it (it comes after the
+/// DWARF in its owner's fields).
+#[derive(Default)]
+pub struct Storage {
+    buffers: Vec<Box<[u8]>>,
+}
+
+impl Storage {
+    fn keep(&mut self, v: Vec<u8>) -> &'static [u8] {
+        let b = v.into_boxed_slice();
+        // SAFETY: a boxed slice does not move when the box does; it is freed only when the
+        // storage is dropped, after every user of the slice.
+        let s: &'static [u8] = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
+        self.buffers.push(b);
+        s
+    }
+}

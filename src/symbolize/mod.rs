@@ -1,0 +1,470 @@
+//! Symbols and source lines from ELF and DWARF: names for the bare addresses of a profile.
+//!
+//! Three parts:
+//! - [`search`] finds an image's debug information: what the user named (`--symbols`), the
+//!   image's own file, the build-id directory, `.gnu_debuglink`, `.gnu_debugaltlink` (dwz) and
+//!   `<binary>.dwp`, refusing any file whose build id is not the image's.
+//! - [`Symbolizer`] answers for one image, as addr2line does and in as few calls:
+//!   [`Symbolizer::find_symbol`] (the symbol table), and per thread through a [`Lookup`],
+//!   [`Lookup::find_location`] (file:line:column) and [`Lookup::find_frames`] (the inline
+//!   chain, innermost first). The files are memory-mapped and DWARF units parsed when an
+//!   address first falls in them (the `addr2line` crate's lazy context).
+//! - [`apply`] runs it over a whole [`crate::ir::Profile`] from any reader: every distinct
+//!   address once, on all cores, then names, source lines and inline frames written into the
+//!   model where it lacks them.
+//!
+//! Addresses: DWARF and symbol tables speak of the addresses the ELF file states (its
+//! `p_vaddr` space). A profile's addresses are runtime addresses, file offsets, or stated
+//! addresses ([`crate::ir::AddressKind`], which each format names); [`Symbolizer::relocation`]
+//! turns one into the other from the image's load address and its `PT_LOAD` segments.
+
+pub mod apply;
+pub mod elf;
+pub mod search;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use addr2line::{LookupContinuation, LookupResult};
+
+use crate::error::{Error, Result};
+use crate::ir::AddressKind;
+use elf::{ElfFile, FunctionSymbol, Segment, Storage};
+
+pub use apply::{symbolize, ImageReport, Options};
+pub use search::Found;
+
+/// How DWARF is read: slices of the mapped files, in the files' byte order.
+pub type Reader = gimli::EndianSlice<'static, gimli::RunTimeEndian>;
+
+/// A source position.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+}
+
+/// One frame of an address's inline chain.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// The function, demangled.
+    pub function: Option<String>,
+    /// Where this frame is at the address: the address's own line for the innermost frame,
+    /// the call site of the next inner frame for the others.
+    pub location: Location,
+}
+
+/// A function symbol covering an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolHit {
+    /// Index among the symbolizer's function symbols: equal for two addresses of one function.
+    pub index: u32,
+    /// Demangled name.
+    pub name: String,
+    /// Start (stated address) and size.
+    pub address: u64,
+    pub size: u64,
+}
+
+/// The debug information of one image: its symbol table, segments and DWARF.
+///
+/// Field order matters: the DWARF borrows from `storage` and `files`, which are dropped last.
+pub struct Symbolizer {
+    /// DWARF contexts not in use by a [`Lookup`]: the units they parsed are kept for the next.
+    contexts: Mutex<Vec<addr2line::Context<Reader>>>,
+    dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
+    dwp: Option<gimli::DwarfPackage<Reader>>,
+    symbols: Vec<FunctionSymbol>,
+    /// End of each symbol (its size, or the next symbol's start when it has none).
+    ends: Vec<u64>,
+    segments: Vec<Segment>,
+    relocatable: bool,
+    /// Why DWARF could not be used, when a file had it.
+    pub dwarf_error: Option<String>,
+    /// What was found, and where.
+    pub found: Found,
+    _storage: Storage,
+    files: Vec<ElfFile>,
+}
+
+/// Turns a profile's addresses into the addresses the ELF file states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Relocation {
+    /// Stated = address - base (wrapping).
+    Shift(u64),
+    /// The addresses are file offsets: mapped through the segments that hold them.
+    FileOffsets(Vec<Segment>),
+}
+
+impl Relocation {
+    /// The stated address of a profile address; `None` for a file offset outside every segment.
+    pub fn to_stated(&self, address: u64) -> Option<u64> {
+        match self {
+            Relocation::Shift(base) => Some(address.wrapping_sub(*base)),
+            Relocation::FileOffsets(segments) => segments
+                .iter()
+                .find(|s| address >= s.file_offset && address - s.file_offset < s.file_size)
+                .map(|s| address - s.file_offset + s.address),
+        }
+    }
+
+    /// The profile address of a stated address (the inverse of [`Relocation::to_stated`]).
+    pub fn from_stated(&self, stated: u64) -> Option<u64> {
+        match self {
+            Relocation::Shift(base) => Some(stated.wrapping_add(*base)),
+            Relocation::FileOffsets(segments) => segments
+                .iter()
+                .find(|s| stated >= s.address && stated - s.address < s.file_size)
+                .map(|s| stated - s.address + s.file_offset),
+        }
+    }
+}
+
+impl Symbolizer {
+    /// Builds the symbolizer of what [`search::find`] found: symbols and segments from the
+    /// first file that has them (the binary, else the debug file), DWARF from the debug file
+    /// with its supplementary file and package. DWARF that cannot be read leaves the symbol
+    /// table to answer, with the reason in [`Symbolizer::dwarf_error`].
+    pub fn new(found: Found) -> Result<Symbolizer> {
+        let open = |p: &Option<std::path::PathBuf>| p.as_deref().map(ElfFile::open).transpose();
+        let binary = open(&found.binary)?;
+        let debug = open(&found.debug)?;
+        let sup = open(&found.sup).ok().flatten();
+        let dwp = open(&found.dwp).ok().flatten();
+        let mut storage = Storage::default();
+        // The fullest symbol table: a `.symtab` (the debug file's first), else the dynamic one.
+        let with_symbols =
+            [debug.as_ref(), binary.as_ref()].into_iter().flatten().find(|f| f.has_symtab()).or_else(|| {
+                [binary.as_ref(), debug.as_ref()].into_iter().flatten().find(|f| f.has_symbols())
+            });
+        let symbols = with_symbols.map(|f| f.function_symbols()).unwrap_or_default();
+        let layout = binary.as_ref().or(debug.as_ref());
+        let segments = layout.map(|f| f.segments()).unwrap_or_default();
+        let relocatable = layout.is_some_and(|f| f.is_relocatable());
+        let ends = symbol_ends(&symbols, &segments);
+        let mut dwarf_error = None;
+        let mut dwarf = None;
+        let mut contexts = Vec::new();
+        let mut package = None;
+        if let Some(d) = debug.as_ref() {
+            match load_dwarf(d, sup.as_ref(), &mut storage) {
+                Ok(dw) => {
+                    // Parse the units' address ranges now: an unreadable .debug_info shows here.
+                    let dw = Arc::new(dw);
+                    match addr2line::Context::from_arc_dwarf(dw.clone()) {
+                        Ok(context) => {
+                            contexts.push(context);
+                            dwarf = Some(dw);
+                        }
+                        Err(e) => dwarf_error = Some(format!("{}: DWARF: {e}", d.path.display())),
+                    }
+                }
+                Err(e) => dwarf_error = Some(e.to_string()),
+            }
+            if let Some(p) = dwp.as_ref() {
+                package = load_package(p, &mut storage).ok();
+            }
+        }
+        let files = [binary, debug, sup, dwp].into_iter().flatten().collect();
+        Ok(Symbolizer {
+            contexts: Mutex::new(contexts),
+            dwarf,
+            dwp: package,
+            symbols,
+            ends,
+            segments,
+            relocatable,
+            dwarf_error,
+            found,
+            _storage: storage,
+            files,
+        })
+    }
+
+    /// Whether DWARF (lines, inline frames) is at hand, beyond the symbol table.
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf.is_some()
+    }
+
+    /// Number of function symbols.
+    pub fn symbol_count(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// How a profile's addresses of `kind`, for an image the profile says was loaded at
+    /// `load_addr`, become stated addresses. `None` when the file has no loadable segment to
+    /// relocate by.
+    pub fn relocation(&self, kind: AddressKind, load_addr: u64) -> Option<Relocation> {
+        if kind == AddressKind::FileOffset {
+            return (!self.segments.is_empty()).then(|| Relocation::FileOffsets(self.segments.clone()));
+        }
+        if kind == AddressKind::Stated || !self.relocatable {
+            // A fixed-address executable runs where it says; stated addresses are as they are.
+            return Some(Relocation::Shift(0));
+        }
+        let reference = match kind {
+            AddressKind::TextRuntime => self.segments.iter().find(|s| s.executable)?.address,
+            _ => self.segments.iter().map(|s| s.address).min()? & !0xfff,
+        };
+        Some(Relocation::Shift(load_addr.wrapping_sub(reference)))
+    }
+
+    /// The start and size of the function symbol covering a stated address, without its name.
+    pub fn find_symbol_range(&self, address: u64) -> Option<(u64, u64)> {
+        let i = self.symbol_index(address)?;
+        Some((self.symbols[i].address, self.ends[i] - self.symbols[i].address))
+    }
+
+    /// The function symbol covering a stated address.
+    pub fn find_symbol(&self, address: u64) -> Option<SymbolHit> {
+        let i = self.symbol_index(address)?;
+        let s = &self.symbols[i];
+        Some(SymbolHit {
+            index: i as u32,
+            name: demangle(s.name),
+            address: s.address,
+            size: self.ends[i] - s.address,
+        })
+    }
+
+    fn symbol_index(&self, address: u64) -> Option<usize> {
+        let upto = self.symbols.partition_point(|s| s.address <= address);
+        // Nested or aliased symbols: the latest-starting one that covers the address.
+        (upto.saturating_sub(8)..upto).rev().find(|&i| address < self.ends[i])
+    }
+
+    /// A handle for DWARF look-ups on one thread (DWARF units parsed through it are kept
+    /// until it is dropped). Give each thread its own, for a run of nearby addresses.
+    pub fn lookup(&self) -> Lookup<'_> {
+        let pooled = self.contexts.lock().ok().and_then(|mut c| c.pop());
+        let context = pooled
+            .or_else(|| self.dwarf.as_ref().and_then(|d| addr2line::Context::from_arc_dwarf(d.clone()).ok()));
+        Lookup { symbolizer: self, context, names: RefCell::new(HashMap::new()) }
+    }
+
+    /// Paths of every file in use.
+    pub fn paths(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.path.display().to_string()).collect()
+    }
+}
+
+/// DWARF look-ups on one thread: [`Lookup::find_location`] and [`Lookup::find_frames`].
+pub struct Lookup<'a> {
+    symbolizer: &'a Symbolizer,
+    context: Option<addr2line::Context<Reader>>,
+    /// Demangled DWARF names by where their raw name lies: a function is named at every
+    /// address inside it, and demangling costs more than the look-up.
+    names: RefCell<HashMap<(usize, usize), String>>,
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        if let (Some(c), Ok(mut pool)) = (self.context.take(), self.symbolizer.contexts.lock()) {
+            pool.push(c);
+        }
+    }
+}
+
+impl Lookup<'_> {
+    /// The source position of a stated address (the line table's row), if DWARF says.
+    pub fn find_location(&self, address: u64) -> Result<Option<Location>> {
+        let Some(ctx) = &self.context else { return Ok(None) };
+        let loc = ctx.find_location(address).map_err(dwarf_error)?;
+        Ok(loc.map(|l| Location { file: l.file.map(str::to_string), line: l.line, column: l.column }))
+    }
+
+    /// The line table's rows over `[start, end)`: (address, size, position) each.
+    pub fn find_location_range(&self, start: u64, end: u64) -> Result<Vec<(u64, u64, Location)>> {
+        let Some(ctx) = &self.context else { return Ok(Vec::new()) };
+        let rows = ctx.find_location_range(start, end).map_err(dwarf_error)?;
+        Ok(rows
+            .map(|(a, n, l)| {
+                (a, n, Location { file: l.file.map(str::to_string), line: l.line, column: l.column })
+            })
+            .collect())
+    }
+
+    /// The inline chain at a stated address, innermost first; the last frame is the function
+    /// the code belongs to. Empty when DWARF says nothing of the address.
+    pub fn find_frames(&self, address: u64) -> Result<Vec<Frame>> {
+        let Some(ctx) = &self.context else { return Ok(Vec::new()) };
+        let mut iter = self.resolve(ctx.find_frames(address)).map_err(dwarf_error)?;
+        let mut frames = Vec::new();
+        while let Some(f) = iter.next().map_err(dwarf_error)? {
+            let function = match f.function {
+                Some(name) => {
+                    let raw = name.name.slice();
+                    let key = (raw.as_ptr() as usize, raw.len());
+                    let mut names = self.names.borrow_mut();
+                    Some(match names.get(&key) {
+                        Some(n) => n.clone(),
+                        None => {
+                            let n = name.demangle().map_err(dwarf_error)?.into_owned();
+                            names.insert(key, n.clone());
+                            n
+                        }
+                    })
+                }
+                None => None,
+            };
+            let location = f
+                .location
+                .map(|l| Location { file: l.file.map(str::to_string), line: l.line, column: l.column })
+                .unwrap_or_default();
+            frames.push(Frame { function, location });
+            if frames.len() > 4096 {
+                break;
+            }
+        }
+        Ok(frames)
+    }
+
+    /// Runs a look-up to its end, loading split units from the package when it asks.
+    fn resolve<L>(&self, mut r: LookupResult<L>) -> L::Output
+    where
+        L: LookupContinuation<Buf = Reader>,
+    {
+        loop {
+            match r {
+                LookupResult::Output(out) => return out,
+                LookupResult::Load { load, continuation } => {
+                    let unit = self
+                        .symbolizer
+                        .dwp
+                        .as_ref()
+                        .and_then(|p| p.find_cu(load.dwo_id, &load.parent).ok().flatten())
+                        .map(Arc::new);
+                    r = continuation.resume(unit);
+                }
+            }
+        }
+    }
+}
+
+fn dwarf_error(e: gimli::Error) -> Error {
+    Error::input(format!("DWARF: {e}")).with_hint("the debug file may be truncated or damaged")
+}
+
+/// Ends of the symbols: start + size, or for a symbol without size the next symbol's start
+/// (at most the end of the segment holding it).
+fn symbol_ends(symbols: &[FunctionSymbol], segments: &[Segment]) -> Vec<u64> {
+    symbols
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if s.size > 0 {
+                return s.address.saturating_add(s.size);
+            }
+            let next = symbols[i + 1..].iter().map(|n| n.address).find(|&a| a > s.address);
+            let segment_end = segments
+                .iter()
+                .find(|g| s.address >= g.address && s.address - g.address < g.size)
+                .map(|g| g.address + g.size);
+            match (next, segment_end) {
+                (Some(n), Some(e)) => n.min(e),
+                (Some(n), None) => n,
+                (None, Some(e)) => e,
+                (None, None) => s.address + 1,
+            }
+        })
+        .collect()
+}
+
+fn endian(file: &ElfFile) -> gimli::RunTimeEndian {
+    use object::Object;
+    if file.object.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    }
+}
+
+fn load_dwarf(file: &ElfFile, sup: Option<&ElfFile>, storage: &mut Storage) -> Result<gimli::Dwarf<Reader>> {
+    let e = endian(file);
+    let mut dwarf = gimli::Dwarf::load(|id| -> Result<Reader> {
+        Ok(gimli::EndianSlice::new(file.section(id.name(), storage)?, e))
+    })?;
+    if let Some(sup) = sup {
+        let e = endian(sup);
+        dwarf.load_sup(|id| -> Result<Reader> {
+            Ok(gimli::EndianSlice::new(sup.section(id.name(), storage)?, e))
+        })?;
+    }
+    Ok(dwarf)
+}
+
+fn load_package(file: &ElfFile, storage: &mut Storage) -> Result<gimli::DwarfPackage<Reader>> {
+    let e = endian(file);
+    let empty = gimli::EndianSlice::new(&[][..], e);
+    gimli::DwarfPackage::load(
+        |id| -> Result<Reader, gimli::Error> {
+            let data = match id.dwo_name() {
+                Some(name) => file.section(name, storage).map_err(|_| gimli::Error::Io)?,
+                None => &[],
+            };
+            Ok(gimli::EndianSlice::new(data, e))
+        },
+        empty,
+    )
+    .map_err(|e| Error::input(format!("{}: DWARF package: {e}", file.path.display())))
+}
+
+/// A symbol name demangled: Rust (legacy `_ZN...E` with its hash left out, and v0 `_R`),
+/// then C++ (Itanium `_Z`); other names as they are.
+pub fn demangle(name: &str) -> String {
+    if name.starts_with("_R") || name.starts_with("_ZN") || name.starts_with("__R") {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            return format!("{d:#}");
+        }
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            if let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return d;
+            }
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_demangled_by_their_scheme() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Zbad"), "_Zbad");
+    }
+
+    #[test]
+    fn relocation_by_shift_and_by_segments() {
+        let seg = Segment {
+            address: 0x401000,
+            size: 0x2000,
+            file_offset: 0x1000,
+            file_size: 0x2000,
+            executable: true,
+        };
+        let r = Relocation::FileOffsets(vec![seg]);
+        assert_eq!(r.to_stated(0x1010), Some(0x401010));
+        assert_eq!(r.from_stated(0x401010), Some(0x1010));
+        assert_eq!(r.to_stated(0x10), None);
+        let s = Relocation::Shift(0x5555_5555_4000);
+        assert_eq!(s.to_stated(0x5555_5555_5139), Some(0x1139));
+        assert_eq!(s.from_stated(0x1139), Some(0x5555_5555_5139));
+    }
+
+    #[test]
+    fn symbols_without_size_end_at_the_next() {
+        let syms = vec![
+            FunctionSymbol { address: 0x10, size: 0, name: "a" },
+            FunctionSymbol { address: 0x20, size: 4, name: "b" },
+        ];
+        assert_eq!(symbol_ends(&syms, &[]), vec![0x20, 0x24]);
+    }
+}

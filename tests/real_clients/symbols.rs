@@ -1,0 +1,352 @@
+//! Symbolization against the real tools: valgrind profiles a stripped build, cfghub names it
+//! from the unstripped build (directly, through `.gnu_debuglink`, through a build-id folder),
+//! and `callgrind_annotate` must show what it shows for valgrind's own profile of the
+//! unstripped build; samples of a PIE at runtime addresses and 100,000 sampled addresses of
+//! cfghub's own binary must name the functions GNU `addr2line -f -i -C` names.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
+
+use crate::callgrind::annotate;
+use crate::common;
+
+fn sh(dir: &Path, program: &str, args: &[&str]) {
+    let o = Command::new(program).args(args).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "{program} {args:?}: {}", common::stderr(&o));
+}
+
+/// Compiles the inlining fixture with `flags` into `dir/name`.
+fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    std::fs::copy(common::fixture("symbols/inlined.c"), dir.join("inlined.c")).unwrap();
+    let mut args = vec!["-g", "-O2"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["-o", name, "inlined.c"]);
+    sh(dir, "gcc", &args);
+    dir.join(name)
+}
+
+/// Runs `exe` under callgrind, returning the profile's path.
+fn callgrind(dir: &Path, exe: &str, out: &str) -> PathBuf {
+    let profile = dir.join(out);
+    let o = Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(format!("./{exe}"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
+    profile
+}
+
+/// The self costs `callgrind_annotate` shows for the program's own source file.
+fn program_functions(profile: &Path) -> BTreeMap<String, u64> {
+    annotate(profile).functions.into_iter().filter(|(k, _)| k.starts_with("inlined.c:")).collect()
+}
+
+fn convert(args: &[&str]) -> String {
+    let o = common::run(args);
+    assert!(o.status.success(), "cfghub {args:?}: {}", common::stderr(&o));
+    common::stderr(&o)
+}
+
+#[test]
+fn stripped_callgrind_profiles_are_named_as_valgrind_names_the_unstripped_build() {
+    for tool in ["gcc", "valgrind", "callgrind_annotate", "strip", "objcopy"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    build(dir, "prog", &["-no-pie"]);
+    sh(dir, "strip", &["-o", "prog.stripped", "prog"]);
+    sh(dir, "objcopy", &["--only-keep-debug", "prog", "prog.debug"]);
+    sh(dir, "strip", &["-o", "prog.linked", "prog"]);
+    sh(dir, "objcopy", &["--add-gnu-debuglink=prog.debug", "prog.linked"]);
+
+    let want = program_functions(&callgrind(dir, "prog", "callgrind.out.full"));
+    for f in ["inlined.c:work", "inlined.c:fib", "inlined.c:fib'2", "inlined.c:main"] {
+        assert!(want.get(f).is_some_and(|&c| c > 0), "valgrind names {f}: {want:?}");
+    }
+    let stripped = callgrind(dir, "prog.stripped", "callgrind.out.stripped");
+    assert!(program_functions(&stripped).is_empty(), "a stripped build has no source file");
+    callgrind(dir, "prog.linked", "callgrind.out.linked");
+
+    let path = |p: &str| dir.join(p).display().to_string();
+    // The unstripped build named with --symbols.
+    convert(&[
+        "convert",
+        &path("callgrind.out.stripped"),
+        "--symbols",
+        &path("prog"),
+        "-o",
+        &path("a.callgrind"),
+    ]);
+    assert_eq!(program_functions(&dir.join("a.callgrind")), want, "--symbols BINARY");
+    // The debug file the stripped binary's .gnu_debuglink names, found beside it.
+    convert(&["convert", &path("callgrind.out.linked"), "--symbols", "-o", &path("b.callgrind")]);
+    assert_eq!(program_functions(&dir.join("b.callgrind")), want, ".gnu_debuglink");
+    let o = common::run(&["info", &path("callgrind.out.linked"), "--json", "--symbols"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let info: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let image = info["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["image"].as_str().unwrap().ends_with("prog.linked"))
+        .expect("a report for the program");
+    assert_eq!(image["debug_file"].as_str(), Some(path("prog.debug").as_str()), "{image}");
+    assert!(image["inline_frames"].as_u64().unwrap() > 0, "{image}");
+    assert_eq!(image["unnamed"].as_u64(), Some(0), "{image}");
+    // A folder holding the debug file under its build id.
+    let id = build_id(&dir.join("prog"));
+    let ids = dir.join("ids/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&ids).unwrap();
+    std::fs::copy(dir.join("prog.debug"), ids.join(format!("{}.debug", &id[2..]))).unwrap();
+    convert(&[
+        "convert",
+        &path("callgrind.out.stripped"),
+        "--symbols",
+        &path("ids"),
+        "-o",
+        &path("c.callgrind"),
+    ]);
+    assert_eq!(program_functions(&dir.join("c.callgrind")), want, "build-id folder");
+}
+
+fn build_id(path: &Path) -> String {
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.build_id().unwrap().unwrap().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Function symbols (address, size, name) and the start of the executable segment.
+fn layout(path: &Path) -> (Vec<(u64, u64, String)>, u64) {
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let text = file
+        .segments()
+        .find(
+            |s| matches!(s.flags(), SegmentFlags::Elf { p_flags, .. } if p_flags.contains(object::elf::PF_X)),
+        )
+        .expect("an executable segment")
+        .address();
+    let mut symbols: Vec<(u64, u64, String)> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() > 0)
+        .map(|s| (s.address(), s.size(), s.name().unwrap().to_string()))
+        .collect();
+    symbols.sort();
+    (symbols, text)
+}
+
+/// A dcpicat dump of one image with one event `cycles`: `samples` as (runtime address, count).
+fn dcpicat(path: &str, text_start: u64, samples: &[(u64, u64)]) -> String {
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    let mut out = format!(
+        "name                 test\nimage                1\npath                 {path}\nepoch                202611230000\n\
+         platform             x86_64\ntext_start           {text_start:#014x}\ntext_size            0x000010000000\n\
+         event                {total} cycles:63488:10000\n"
+    );
+    for (a, c) in samples {
+        out.push_str(&format!("{a:#014x}      {c}\n"));
+    }
+    out
+}
+
+/// GNU addr2line's inline chains for `addresses` (stated), outermost function first.
+fn addr2line(binary: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
+    let mut child = Command::new("addr2line")
+        .args(["-a", "-f", "-i", "-C", "-e"])
+        .arg(binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = String::new();
+    for a in addresses {
+        input.push_str(&format!("{a:#x}\n"));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut chains: Vec<Vec<String>> = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with("0x") {
+            chains.push(Vec::new());
+        } else {
+            chains.last_mut().expect("an address line first").insert(0, line.to_string());
+            lines.next(); // file:line
+        }
+    }
+    assert_eq!(chains.len(), addresses.len());
+    chains
+}
+
+/// Folded stacks as (frames joined by `;`) -> count.
+fn folded(path: &Path) -> HashMap<String, u64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = HashMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        *out.entry(stack.to_string()).or_default() += count.parse::<u64>().unwrap();
+    }
+    out
+}
+
+#[test]
+fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
+    for tool in ["gcc", "addr2line"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exe = build(dir, "pie", &["-fPIE", "-pie"]);
+    let (symbols, text) = layout(&exe);
+    let base = 0x5555_5555_4000u64;
+    let mut stated = Vec::new();
+    for (start, size, name) in &symbols {
+        if ["work", "fib", "main"].contains(&name.as_str()) {
+            stated.extend(*start..start + size);
+        }
+    }
+    let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a + base, 1 + a % 3)).collect();
+    let input = dir.join("pie.dcpicat");
+    std::fs::write(&input, dcpicat(exe.to_str().unwrap(), base + text, &samples)).unwrap();
+    let out = dir.join("pie.folded");
+    convert(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--symbols",
+        exe.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let mut want: HashMap<String, u64> = HashMap::new();
+    for (chain, (_, count)) in addr2line(&exe, &stated).iter().zip(&samples) {
+        *want.entry(chain.join(";")).or_default() += count;
+    }
+    let got = folded(&out);
+    assert!(want.keys().any(|k| k.starts_with("work;poly")), "inlined frames: {want:?}");
+    assert_eq!(got, want);
+    // --no-inline: one frame per function.
+    let flat = dir.join("flat.folded");
+    convert(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--symbols",
+        exe.to_str().unwrap(),
+        "--no-inline",
+        "-o",
+        flat.to_str().unwrap(),
+    ]);
+    let got = folded(&flat);
+    let mut names: Vec<&str> = got.keys().map(|k| k.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["fib", "main", "work"]);
+}
+
+#[test]
+fn samples_at_100000_addresses_of_cfghub_name_the_functions_addr2line_names() {
+    common::require("addr2line");
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_cfghub"));
+    let (symbols, text) = layout(&binary);
+    // 100,000 distinct addresses inside functions, spread by a fixed pseudo-random sequence.
+    let span: u64 = symbols.iter().map(|s| s.1).sum();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut picked = std::collections::BTreeSet::new();
+    let ends: Vec<u64> = symbols
+        .iter()
+        .scan(0, |acc, s| {
+            *acc += s.1;
+            Some(*acc)
+        })
+        .collect();
+    while picked.len() < 100_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let at = state % span;
+        let k = ends.partition_point(|&e| e <= at);
+        let (start, size, _) = &symbols[k];
+        picked.insert(start + (at - (ends[k] - size)));
+    }
+    let addresses: Vec<u64> = picked.into_iter().collect();
+    let samples: Vec<(u64, u64)> = addresses.iter().map(|&a| (a, 1 + (a * 2654435761) % 7)).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("cfghub.dcpicat");
+    std::fs::write(&input, dcpicat(binary.to_str().unwrap(), text, &samples)).unwrap();
+    let out = tmp.path().join("cfghub.folded");
+    convert(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--symbols",
+        binary.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+
+    // Samples per outermost function, both ways.
+    let mut ours: HashMap<String, u64> = HashMap::new();
+    for (stack, count) in folded(&out) {
+        let outer = stack.split(';').next().unwrap().to_string();
+        *ours.entry(outer).or_default() += count;
+    }
+    let mut theirs: HashMap<String, u64> = HashMap::new();
+    for (chain, (_, count)) in addr2line(&binary, &addresses).iter().zip(&samples) {
+        *theirs.entry(chain[0].clone()).or_default() += count;
+    }
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    assert_eq!(ours.values().sum::<u64>(), total, "every sample is in a stack");
+    let agree: u64 = theirs.iter().map(|(f, &c)| c.min(ours.get(f).copied().unwrap_or(0))).sum();
+    let mut worst: Vec<(i64, &String)> = theirs
+        .iter()
+        .map(|(f, &c)| (c as i64 - ours.get(f).copied().unwrap_or(0) as i64, f))
+        .filter(|d| d.0 != 0)
+        .collect();
+    worst.sort();
+    worst.reverse();
+    worst.truncate(10);
+    assert!(
+        agree as f64 >= 0.99 * total as f64,
+        "{agree} of {total} samples agree with addr2line; most different: {worst:?}"
+    );
+}
+
+#[test]
+fn dwz_compressed_debug_information_is_read_through_its_supplementary_file() {
+    for tool in ["gcc", "dwz", "addr2line"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let one = build(dir, "one", &["-no-pie"]);
+    build(dir, "two", &["-no-pie", "-DSECOND_BUILD=1"]);
+    // The DWARF both builds share moves to common.debug, which each names in .gnu_debugaltlink.
+    let common_file = dir.join("common.debug");
+    sh(dir, "dwz", &["-m", "common.debug", "-M", common_file.to_str().unwrap(), "one", "two"]);
+    let (symbols, text) = layout(&one);
+    let (start, size, _) = symbols.iter().find(|s| s.2 == "work").expect("work").clone();
+    let stated: Vec<u64> = (start..start + size).collect();
+    let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a, 1)).collect();
+    let input = dir.join("one.dcpicat");
+    std::fs::write(&input, dcpicat(one.to_str().unwrap(), text, &samples)).unwrap();
+    let out = dir.join("one.folded");
+    convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
+    let got = folded(&out);
+    assert!(
+        got.keys().any(|k| k == "work;poly;square"),
+        "inlined functions described in the dwz file: {got:?}"
+    );
+    assert!(!got.keys().any(|k| k.contains("??")), "{got:?}");
+    // Without the supplementary file, a warning says so.
+    std::fs::rename(&common_file, dir.join("moved.debug")).unwrap();
+    let err = convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
+    assert!(err.contains("common.debug") && err.contains("was not found"), "{err}");
+}
