@@ -13,6 +13,8 @@ pub mod dtrace;
 pub mod folded;
 pub mod graphml;
 pub mod perf;
+pub mod pprof;
+pub mod speedscope;
 pub mod svg;
 
 /// Every format cfghub knows.
@@ -26,6 +28,8 @@ pub static ALL: &[&dyn Format] = &[
     &graphml::GraphMl,
     &dtrace::Dtrace,
     &perf::Perf,
+    &pprof::Pprof,
+    &speedscope::Speedscope,
     &folded::Folded,
     &svg::Svg,
 ];

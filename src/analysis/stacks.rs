@@ -129,10 +129,20 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
         return Ok(None);
     }
     if !has_blocks {
-        return Err(Error::unsupported(
-            "the profile has no stacks, and no basic blocks to estimate them from a call graph",
-        )
-        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+        let flat = function_stacks(profile);
+        if flat.processes.iter().all(|p| p.stacks.is_empty()) {
+            return Err(Error::unsupported(
+                "the profile has no stacks, no basic blocks to estimate them from a call graph, \
+                 and no self costs of functions",
+            )
+            .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+        }
+        findings.warn(
+            None,
+            "the profile has no stacks and no basic blocks to estimate them from: one frame per \
+             function with its self cost (callers are not shown)",
+        );
+        return Ok(Some(flat));
     }
     let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
     findings.warn(
@@ -151,6 +161,54 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
         );
     }
     Ok(Some(estimated))
+}
+
+/// One stack of one frame per function that has self costs (the image's cost rows summed by
+/// function), for profiles without stacks and without blocks (a Callgrind profile without
+/// instruction positions, DCPI samples): every event is kept, and the stacks add up to the
+/// costs' totals. A cost row without a function is named by the symbol covering its address,
+/// or `image+0xOFFSET` ([`crate::analysis::names::code_name`]).
+pub fn function_stacks(profile: &Profile) -> Profile {
+    use crate::analysis::names::{code_name, image_base_name, SymbolIndex};
+    let events = profile.events.len();
+    let mut out =
+        Profile { meta: profile.meta.clone(), events: profile.events.clone(), ..Profile::default() };
+    for process in &profile.processes {
+        let mut stacks: Vec<Stack> = Vec::new();
+        let mut stack_of: HashMap<FrameId, usize> = HashMap::new();
+        for image in &process.images {
+            if image.costs.is_empty() {
+                continue;
+            }
+            let index = SymbolIndex::new(image);
+            let mut by_symbol: HashMap<Option<u32>, FrameId> = HashMap::new();
+            for row in 0..image.costs.len() {
+                let symbol = image
+                    .costs
+                    .symbol(row)
+                    .or_else(|| image.costs.offset(row).and_then(|o| index.covering(o)));
+                let frame = match symbol {
+                    Some(s) => *by_symbol
+                        .entry(Some(s))
+                        .or_insert_with(|| out.frames.intern(&image.symbols[s as usize].name)),
+                    None => match image.costs.offset(row) {
+                        Some(o) => out.frames.intern(&code_name(profile, image, &index, o)),
+                        None => out.frames.intern(&image_base_name(profile, image)),
+                    },
+                };
+                let at = *stack_of.entry(frame).or_insert_with(|| {
+                    stacks.push(Stack { frames: vec![frame], values: vec![0.0; events], thread: None });
+                    stacks.len() - 1
+                });
+                for (slot, &v) in stacks[at].values.iter_mut().zip(image.costs.values(row)) {
+                    *slot += v as f64;
+                }
+            }
+        }
+        stacks.retain(|s| s.values.iter().any(|&v| v != 0.0));
+        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
+    }
+    out
 }
 
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
