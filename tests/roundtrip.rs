@@ -18,3 +18,6 @@ mod dcpicat;
 
 #[path = "roundtrip/callgrind.rs"]
 mod callgrind;
+
+#[path = "roundtrip/pprof.rs"]
+mod pprof;

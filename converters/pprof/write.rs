@@ -88,20 +88,26 @@ pub fn write(
     let thread_key = strings.id(THREAD_LABEL);
     let pid_key = strings.id(PID_LABEL);
     // Frame id -> function (= location) id, 0 while unused.
+    // Numbered in order of first appearance root first, as readers of stacks intern frames,
+    // so that reading the output back gives the same frame table.
     let mut function_of: Vec<u64> = vec![0; profile.frames.len()];
     let mut used: Vec<u32> = Vec::new();
+    for stack in profile.processes.iter().flat_map(|p| &p.stacks) {
+        for &f in &stack.frames {
+            let slot = &mut function_of[f as usize];
+            if *slot == 0 {
+                used.push(f);
+                *slot = used.len() as u64;
+            }
+        }
+    }
     let (mut fractional, mut negative_or_huge) = (0usize, 0usize);
     for process in &profile.processes {
         for stack in &process.stacks {
             scratch.clear();
             inner.clear();
             for &f in stack.frames.iter().rev() {
-                let slot = &mut function_of[f as usize];
-                if *slot == 0 {
-                    used.push(f);
-                    *slot = used.len() as u64;
-                }
-                put::varint(&mut inner, *slot);
+                put::varint(&mut inner, function_of[f as usize]);
             }
             if !inner.is_empty() {
                 put::bytes(&mut scratch, 1, &inner);
