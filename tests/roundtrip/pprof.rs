@@ -10,6 +10,8 @@ use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
 
 type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
+/// id, memory start, size, file offset, file, build id.
+type ImageSpec = (u64, u64, Option<u64>, Option<u64>, Option<String>, Option<String>);
 
 #[derive(Debug, Clone)]
 struct Spec {
@@ -17,7 +19,7 @@ struct Spec {
     names: Vec<String>,
     sources: Vec<(Option<String>, Option<u32>, Option<String>)>,
     processes: Vec<Vec<StackSpec>>,
-    images: Vec<(u64, u64, Option<u64>, Option<u64>, Option<String>, Option<String>)>,
+    images: Vec<ImageSpec>,
     period: Option<(String, i64)>,
     comments: Vec<String>,
 }
