@@ -25,3 +25,9 @@ mod graphml;
 
 #[path = "real_clients/dcpi.rs"]
 mod dcpi;
+
+#[path = "real_clients/pprof.rs"]
+mod pprof;
+
+#[path = "real_clients/speedscope.rs"]
+mod speedscope;
