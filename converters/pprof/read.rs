@@ -416,71 +416,34 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
         profile.frame_sources.pop();
     }
 
-    // Samples become stacks.
-    let nvalues = t.sample_types.len();
-    let thread_key = strings.table.iter().position(|s| s == THREAD_LABEL).map(|i| i as u64);
-    let pid_key = strings.table.iter().position(|s| s == PID_LABEL).map(|i| i as u64);
+    // Samples become stacks: runs of samples decoded side by side, gathered in input order.
+    let ctx = SampleContext {
+        nvalues: t.sample_types.len(),
+        thread_key: strings.table.iter().position(|s| s == THREAD_LABEL).map(|i| i as u64),
+        pid_key: strings.table.iter().position(|s| s == PID_LABEL).map(|i| i as u64),
+        location_ids: &location_ids,
+        location_run: &location_run,
+        location_frames: &location_frames,
+    };
+    use rayon::prelude::*;
+    const RUN: usize = 32 * 1024;
+    let runs: Vec<Result<Decoded>> =
+        t.samples.par_chunks(RUN).enumerate().map(|(k, samples)| ctx.decode(k * RUN, samples)).collect();
     let mut processes: Vec<Process> = Vec::new();
-    let mut process_of: HashMap<Option<u64>, usize> = HashMap::new();
-    let mut locs: Vec<u64> = Vec::new();
     let mut other_labels = 0usize;
-    for (i, &(bytes, at)) in t.samples.iter().enumerate() {
-        let mut c = Cursor::new(bytes, at);
-        locs.clear();
-        let mut values: Vec<f64> = Vec::with_capacity(nvalues);
-        let (mut thread, mut pid) = (None, None);
-        while !c.is_empty() {
-            match c.key().map_err(within(|| format!("sample[{i}]")))? {
-                (1, w) => c
-                    .repeated(w, "location_id", |v| locs.push(v))
-                    .map_err(within(|| format!("sample[{i}]")))?,
-                (2, w) => c
-                    .repeated(w, "value", |v| values.push(v as i64 as f64))
-                    .map_err(within(|| format!("sample[{i}]")))?,
-                (3, w) => {
-                    let mut label = c.message(w, "label").map_err(within(|| format!("sample[{i}].label")))?;
-                    let (mut key, mut num, mut has_str) = (0, None, false);
-                    while !label.is_empty() {
-                        match label.key().map_err(within(|| format!("sample[{i}].label")))? {
-                            (1, w) => key = label.uint(w, "key")?,
-                            (2, w) => {
-                                has_str = label.uint(w, "str")? != 0;
-                            }
-                            (3, w) => num = Some(label.uint(w, "num")?),
-                            (_, w) => label.skip(w).map_err(within(|| format!("sample[{i}].label")))?,
-                        }
-                    }
-                    match num {
-                        Some(n) if !has_str && Some(key) == thread_key => thread = u32::try_from(n).ok(),
-                        Some(n) if !has_str && Some(key) == pid_key => pid = Some(n),
-                        _ => other_labels += 1,
-                    }
+    for run in runs {
+        let run = run?;
+        other_labels += run.other_labels;
+        for (pid, stack) in run.stacks {
+            let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
+                Some(p) => p,
+                None => {
+                    processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
+                    processes.len() - 1
                 }
-                (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
-            }
+            };
+            processes[p].stacks.push(stack);
         }
-        if values.len() != nvalues {
-            return Err(bad(
-                at,
-                format!(
-                    "sample[{i}]: {} value(s) where sample_type names {nvalues} (one value per sample type)",
-                    values.len()
-                ),
-            ));
-        }
-        let mut frames = Vec::with_capacity(locs.len() + 2);
-        for &id in locs.iter().rev() {
-            let l = location_ids.get(id).ok_or_else(|| {
-                bad(at, format!("sample[{i}].location_id: location id {id} names no location"))
-            })?;
-            let (start, len) = location_run[l as usize];
-            frames.extend_from_slice(&location_frames[start as usize..(start + len) as usize]);
-        }
-        let p = *process_of.entry(pid).or_insert_with(|| {
-            processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
-            processes.len() - 1
-        });
-        processes[p].stacks.push(Stack { frames, values, thread });
     }
     if other_labels > 0 {
         findings.warn(
@@ -497,4 +460,90 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
     processes[0].images = images;
     profile.processes = processes;
     Ok(profile)
+}
+
+/// What decoding a sample needs to know.
+struct SampleContext<'a> {
+    nvalues: usize,
+    thread_key: Option<u64>,
+    pid_key: Option<u64>,
+    location_ids: &'a IdMap,
+    location_run: &'a [(u32, u32)],
+    location_frames: &'a [FrameId],
+}
+
+/// Stacks of a run of samples, with their `pid` labels.
+struct Decoded {
+    stacks: Vec<(Option<u64>, Stack)>,
+    other_labels: usize,
+}
+
+impl SampleContext<'_> {
+    /// Decodes `samples`, the first of which is sample number `first`.
+    fn decode(&self, first: usize, samples: &[(&[u8], u64)]) -> Result<Decoded> {
+        let mut out = Decoded { stacks: Vec::with_capacity(samples.len()), other_labels: 0 };
+        let mut locs: Vec<u64> = Vec::new();
+        for (n, &(bytes, at)) in samples.iter().enumerate() {
+            let i = first + n;
+            let mut c = Cursor::new(bytes, at);
+            locs.clear();
+            let mut values: Vec<f64> = Vec::with_capacity(self.nvalues);
+            let (mut thread, mut pid) = (None, None);
+            while !c.is_empty() {
+                match c.key().map_err(within(|| format!("sample[{i}]")))? {
+                    (1, w) => c
+                        .repeated(w, "location_id", |v| locs.push(v))
+                        .map_err(within(|| format!("sample[{i}]")))?,
+                    (2, w) => c
+                        .repeated(w, "value", |v| values.push(v as i64 as f64))
+                        .map_err(within(|| format!("sample[{i}]")))?,
+                    (3, w) => {
+                        let path = || format!("sample[{i}].label");
+                        let mut label = c.message(w, "label").map_err(within(path))?;
+                        let (mut key, mut num, mut has_str) = (0, None, false);
+                        while !label.is_empty() {
+                            match label.key().map_err(within(path))? {
+                                (1, w) => key = label.uint(w, "key").map_err(within(path))?,
+                                (2, w) => has_str = label.uint(w, "str").map_err(within(path))? != 0,
+                                (3, w) => num = Some(label.uint(w, "num").map_err(within(path))?),
+                                (_, w) => label.skip(w).map_err(within(path))?,
+                            }
+                        }
+                        match num {
+                            Some(n) if !has_str && Some(key) == self.thread_key => {
+                                thread = u32::try_from(n).ok()
+                            }
+                            Some(n) if !has_str && Some(key) == self.pid_key => pid = Some(n),
+                            _ => out.other_labels += 1,
+                        }
+                    }
+                    (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
+                }
+            }
+            if values.len() != self.nvalues {
+                return Err(bad(
+                    at,
+                    format!(
+                        "sample[{i}]: {} value(s) where sample_type names {} (one value per sample type)",
+                        values.len(),
+                        self.nvalues
+                    ),
+                ));
+            }
+            let mut frames = Vec::with_capacity(locs.len());
+            for &id in locs.iter().rev() {
+                let l = self.location_ids.get(id).ok_or_else(|| {
+                    bad(at, format!("sample[{i}].location_id: location id {id} names no location"))
+                })?;
+                let (start, len) = self.location_run[l as usize];
+                if len == 1 {
+                    frames.push(self.location_frames[start as usize]);
+                } else {
+                    frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
+                }
+            }
+            out.stacks.push((pid, Stack { frames, values, thread }));
+        }
+        Ok(out)
+    }
 }
