@@ -25,9 +25,62 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
             return read_bytes(&map, findings);
         }
     }
+    // A stream (decompressed on its own thread): samples are decoded as their bytes arrive,
+    // side by side with the decompression; the rest is read once the input is complete.
     let mut bytes = Vec::with_capacity(options.size_hint.unwrap_or(0).min(1 << 32) as usize);
-    input.read_to_end(&mut bytes).map_err(|e| Error::io("-", e))?;
-    read_bytes(&bytes, findings)
+    let mut early = Vec::new();
+    let mut scanned = 0usize;
+    let mut pending: Vec<(usize, usize)> = Vec::new();
+    let mut scanning = true;
+    loop {
+        let chunk = input.fill_buf().map_err(|e| Error::io("-", e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let n = chunk.len();
+        bytes.extend_from_slice(chunk);
+        input.consume(n);
+        if scanning {
+            scanning = scan_samples(&bytes, &mut scanned, &mut pending);
+            if pending.len() >= RUN {
+                let ranges: Vec<(&[u8], u64)> =
+                    pending.iter().map(|&(a, b)| (&bytes[a..b], a as u64)).collect();
+                early.push(decode_raw(early.len() * RUN, &ranges)?);
+                pending.clear();
+            }
+        }
+    }
+    read_with_early(&bytes, early, findings)
+}
+
+/// Samples decoded in runs of this many.
+const RUN: usize = 32 * 1024;
+
+/// Walks the complete top-level fields from `*pos`, noting the byte ranges of samples in
+/// `pending` (in runs of [`RUN`]). Returns false at anything unexpected: the full reader will
+/// report it.
+fn scan_samples(bytes: &[u8], pos: &mut usize, pending: &mut Vec<(usize, usize)>) -> bool {
+    while *pos < bytes.len() && pending.len() < RUN {
+        let mut c = Cursor::new(&bytes[*pos..], *pos as u64);
+        let Ok((field, wire)) = c.key() else { return bytes.len() - *pos < 16 };
+        let ok = match wire {
+            LEN => match c.bytes() {
+                Ok((b, at)) => {
+                    if field == 2 {
+                        pending.push((at as usize, at as usize + b.len()));
+                    }
+                    true
+                }
+                Err(_) => return true,
+            },
+            _ => c.skip(wire).is_ok(),
+        };
+        if !ok {
+            return true;
+        }
+        *pos = c.offset() as usize;
+    }
+    true
 }
 
 /// Prefixes an error's message with the message path it happened in (`location[3].line[0]`).
@@ -297,6 +350,11 @@ impl Strings<'_> {
 
 /// Reads a whole decompressed profile.proto.
 pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
+    read_with_early(bytes, Vec::new(), findings)
+}
+
+/// Reads a whole profile whose first samples were decoded already (`early`, runs of [`RUN`]).
+fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) -> Result<Profile> {
     let t = top(bytes)?;
     let strings = Strings { table: t.strings.iter().map(|(b, _)| String::from_utf8_lossy(b)).collect() };
     match t.strings.first() {
@@ -416,7 +474,19 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
         profile.frame_sources.pop();
     }
 
-    // Samples become stacks: runs of samples decoded side by side, gathered in input order.
+    // Samples become stacks: runs of samples decoded side by side (those not decoded while
+    // the input arrived), then their location ids resolved into frames.
+    use rayon::prelude::*;
+    let done = early.len() * RUN;
+    let mut runs = early;
+    let rest: Vec<Result<RawRun>> = t.samples[done.min(t.samples.len())..]
+        .par_chunks(RUN)
+        .enumerate()
+        .map(|(k, samples)| decode_raw(done + k * RUN, samples))
+        .collect();
+    for run in rest {
+        runs.push(run?);
+    }
     let ctx = SampleContext {
         nvalues: t.sample_types.len(),
         thread_key: strings.table.iter().position(|s| s == THREAD_LABEL).map(|i| i as u64),
@@ -425,13 +495,11 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
         location_run: &location_run,
         location_frames: &location_frames,
     };
-    use rayon::prelude::*;
-    const RUN: usize = 32 * 1024;
-    let runs: Vec<Result<Decoded>> =
-        t.samples.par_chunks(RUN).enumerate().map(|(k, samples)| ctx.decode(k * RUN, samples)).collect();
+    let resolved: Vec<Result<Decoded>> =
+        runs.into_par_iter().enumerate().map(|(k, run)| ctx.resolve(k * RUN, run)).collect();
     let mut processes: Vec<Process> = Vec::new();
     let mut other_labels = 0usize;
-    for run in runs {
+    for run in resolved {
         let run = run?;
         other_labels += run.other_labels;
         for (pid, stack) in run.stacks {
@@ -478,71 +546,128 @@ struct Decoded {
     other_labels: usize,
 }
 
-impl SampleContext<'_> {
-    /// Decodes `samples`, the first of which is sample number `first`.
-    fn decode(&self, first: usize, samples: &[(&[u8], u64)]) -> Result<Decoded> {
-        let mut out = Decoded { stacks: Vec::with_capacity(samples.len()), other_labels: 0 };
-        let mut locs: Vec<u64> = Vec::new();
-        for (n, &(bytes, at)) in samples.iter().enumerate() {
-            let i = first + n;
-            let mut c = Cursor::new(bytes, at);
-            locs.clear();
-            let mut values: Vec<f64> = Vec::with_capacity(self.nvalues);
-            let (mut thread, mut pid) = (None, None);
-            while !c.is_empty() {
-                match c.key().map_err(within(|| format!("sample[{i}]")))? {
-                    (1, w) => c
-                        .repeated(w, "location_id", |v| locs.push(v))
-                        .map_err(within(|| format!("sample[{i}]")))?,
-                    (2, w) => c
-                        .repeated(w, "value", |v| values.push(v as i64 as f64))
-                        .map_err(within(|| format!("sample[{i}]")))?,
-                    (3, w) => {
-                        let path = || format!("sample[{i}].label");
-                        let mut label = c.message(w, "label").map_err(within(path))?;
-                        let (mut key, mut num, mut has_str) = (0, None, false);
-                        while !label.is_empty() {
-                            match label.key().map_err(within(path))? {
-                                (1, w) => key = label.uint(w, "key").map_err(within(path))?,
-                                (2, w) => has_str = label.uint(w, "str").map_err(within(path))? != 0,
-                                (3, w) => num = Some(label.uint(w, "num").map_err(within(path))?),
-                                (_, w) => label.skip(w).map_err(within(path))?,
-                            }
-                        }
-                        match num {
-                            Some(n) if !has_str && Some(key) == self.thread_key => {
-                                thread = u32::try_from(n).ok()
-                            }
-                            Some(n) if !has_str && Some(key) == self.pid_key => pid = Some(n),
-                            _ => out.other_labels += 1,
+/// A run of samples as the wire says them: stacks whose frames are still location ids, leaf
+/// first (ids beyond `u32` in `wide`), their offsets, and their labels.
+struct RawRun {
+    stacks: Vec<Stack>,
+    at: Vec<u64>,
+    /// (sample in the run, location ids) of samples with an id beyond `u32`.
+    wide: Vec<(u32, Vec<u64>)>,
+    /// (sample in the run, key, num, has a string) of every label.
+    labels: Vec<(u32, u64, Option<u64>, bool)>,
+}
+
+/// Decodes the fields of `samples` (the first is sample number `first`); ids are resolved by
+/// [`SampleContext::resolve`] once the tables are known.
+fn decode_raw(first: usize, samples: &[(&[u8], u64)]) -> Result<RawRun> {
+    let mut run = RawRun {
+        stacks: Vec::with_capacity(samples.len()),
+        at: Vec::with_capacity(samples.len()),
+        wide: Vec::new(),
+        labels: Vec::new(),
+    };
+    let mut locs: Vec<u64> = Vec::new();
+    let mut values: Vec<f64> = Vec::new();
+    for (n, &(bytes, at)) in samples.iter().enumerate() {
+        let i = first + n;
+        let mut c = Cursor::new(bytes, at);
+        locs.clear();
+        values.clear();
+        while !c.is_empty() {
+            match c.key().map_err(within(|| format!("sample[{i}]")))? {
+                (1, w) => c
+                    .repeated(w, "location_id", |v| locs.push(v))
+                    .map_err(within(|| format!("sample[{i}]")))?,
+                (2, w) => c
+                    .repeated(w, "value", |v| values.push(v as i64 as f64))
+                    .map_err(within(|| format!("sample[{i}]")))?,
+                (3, w) => {
+                    let path = || format!("sample[{i}].label");
+                    let mut label = c.message(w, "label").map_err(within(path))?;
+                    let (mut key, mut num, mut has_str) = (0, None, false);
+                    while !label.is_empty() {
+                        match label.key().map_err(within(path))? {
+                            (1, w) => key = label.uint(w, "key").map_err(within(path))?,
+                            (2, w) => has_str = label.uint(w, "str").map_err(within(path))? != 0,
+                            (3, w) => num = Some(label.uint(w, "num").map_err(within(path))?),
+                            (_, w) => label.skip(w).map_err(within(path))?,
                         }
                     }
-                    (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
+                    run.labels.push((n as u32, key, num, has_str));
                 }
+                (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
             }
-            if values.len() != self.nvalues {
+        }
+        let frames: Vec<FrameId> = if locs.iter().all(|&l| l < u32::MAX as u64) {
+            locs.iter().map(|&l| l as u32).collect()
+        } else {
+            run.wide.push((n as u32, locs.clone()));
+            Vec::new()
+        };
+        run.stacks.push(Stack { frames, values: values.clone(), thread: None });
+        run.at.push(at);
+    }
+    Ok(run)
+}
+
+impl SampleContext<'_> {
+    /// Resolves a run's location ids into frames (root first) and its labels into threads and
+    /// processes; checks the number of values.
+    fn resolve(&self, first: usize, mut run: RawRun) -> Result<Decoded> {
+        let mut out = Decoded { stacks: Vec::with_capacity(run.stacks.len()), other_labels: 0 };
+        let mut pids: Vec<Option<u64>> = vec![None; run.stacks.len()];
+        for &(n, key, num, has_str) in &run.labels {
+            match num {
+                Some(v) if !has_str && Some(key) == self.thread_key => {
+                    run.stacks[n as usize].thread = u32::try_from(v).ok()
+                }
+                Some(v) if !has_str && Some(key) == self.pid_key => pids[n as usize] = Some(v),
+                _ => out.other_labels += 1,
+            }
+        }
+        let mut wide = run.wide.into_iter().peekable();
+        let mut ids: Vec<u64> = Vec::new();
+        for (n, (mut stack, at)) in run.stacks.into_iter().zip(run.at).enumerate() {
+            let i = first + n;
+            if stack.values.len() != self.nvalues {
                 return Err(bad(
                     at,
                     format!(
                         "sample[{i}]: {} value(s) where sample_type names {} (one value per sample type)",
-                        values.len(),
+                        stack.values.len(),
                         self.nvalues
                     ),
                 ));
             }
-            let mut frames = Vec::with_capacity(locs.len());
-            for &id in locs.iter().rev() {
+            ids.clear();
+            match wide.peek() {
+                Some((w, _)) if *w as usize == n => ids.extend(wide.next().map(|w| w.1).unwrap_or_default()),
+                _ => ids.extend(stack.frames.iter().map(|&f| f as u64)),
+            }
+            let mut simple = true;
+            for (k, &id) in ids.iter().enumerate() {
                 let l = self.location_ids.get(id).ok_or_else(|| {
                     bad(at, format!("sample[{i}].location_id: location id {id} names no location"))
                 })?;
                 let (start, len) = self.location_run[l as usize];
-                if len == 1 {
-                    frames.push(self.location_frames[start as usize]);
+                if len == 1 && simple && k < stack.frames.len() {
+                    stack.frames[k] = self.location_frames[start as usize];
                 } else {
-                    frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
+                    simple = false;
                 }
             }
-            out.stacks.push((pid, Stack { frames, values, thread }));
+            if simple && stack.frames.len() == ids.len() {
+                stack.frames.reverse();
+            } else {
+                let mut frames = Vec::with_capacity(ids.len() + 4);
+                for &id in ids.iter().rev() {
+                    let l = self.location_ids.get(id).unwrap_or(0);
+                    let (start, len) = self.location_run[l as usize];
+                    frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
+                }
+                stack.frames = frames;
+            }
+            out.stacks.push((pids[n], stack));
         }
         Ok(out)
     }

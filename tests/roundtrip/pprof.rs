@@ -204,3 +204,82 @@ fn gzip_and_raw_read_the_same() {
     let totals: f64 = a.profile.processes[0].stacks.iter().map(|s| s.values[0]).sum();
     assert_eq!(totals, 7.0);
 }
+
+/// More samples than one run of the reader: a stream (samples decoded as they arrive) and a
+/// whole buffer read the same, inline chains (caller last) and ids beyond 32 bits included.
+#[test]
+fn streams_and_buffers_read_the_same() {
+    let mut m = Profile { events: vec![Event::new("samples"), Event::new("cpu")], ..Profile::default() };
+    m.meta.headers =
+        vec![("event unit".into(), "samples count".into()), ("event unit".into(), "cpu nanoseconds".into())];
+    let names: Vec<u32> = (0..300).map(|i| m.frames.intern(&format!("f{i}"))).collect();
+    let mut process = Process::default();
+    for i in 0..100_000usize {
+        let depth = 1 + i % 17;
+        let frames = (0..depth).map(|d| names[(i * 7 + d * 13) % names.len()]).collect();
+        process.stacks.push(Stack {
+            frames,
+            values: vec![(i % 5) as f64, (i % 5 * 1000) as f64],
+            thread: None,
+        });
+    }
+    m.processes.push(process);
+    let mut bytes = write(&m);
+    // Appended messages merge into the profile: a location with an inline chain (functions 1
+    // and 2, 2 the caller) and one with an id beyond 32 bits, each on many samples.
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn field(out: &mut Vec<u8>, number: u64, body: &[u8]) {
+        varint(out, number << 3 | 2);
+        varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+    let (inline_id, wide_id) = (100_000u64, 1u64 << 40);
+    let mut loc = vec![0x08];
+    varint(&mut loc, inline_id);
+    field(&mut loc, 4, &[0x08, 1]);
+    field(&mut loc, 4, &[0x08, 2]);
+    field(&mut bytes, 4, &loc);
+    let mut loc = vec![0x08];
+    varint(&mut loc, wide_id);
+    field(&mut loc, 4, &[0x08, 3]);
+    field(&mut bytes, 4, &loc);
+    for i in 0..40_000u64 {
+        let mut ids = Vec::new();
+        varint(&mut ids, if i % 2 == 0 { inline_id } else { wide_id });
+        varint(&mut ids, 5);
+        let mut sample = Vec::new();
+        field(&mut sample, 1, &ids);
+        field(&mut sample, 2, &[1, 2]);
+        field(&mut bytes, 2, &sample);
+    }
+    let streamed = read(&bytes);
+    let whole = cfghub::converters::pprof::read_bytes(&bytes, &mut Default::default()).unwrap();
+    assert_eq!(streamed, whole);
+    assert_eq!(streamed.processes[0].stacks.len(), 140_000);
+    let totals = |p: &Profile| -> f64 { p.processes[0].stacks.iter().map(|s| s.values[1]).sum() };
+    assert_eq!(totals(&streamed), totals(&m) + 80_000.0);
+    let stacks = &streamed.processes[0].stacks;
+    let shown = |s: &Stack| -> Vec<&str> { s.frames.iter().map(|&f| streamed.frames.get(f)).collect() };
+    // Function ids are frames in order of first use.
+    let mut used: Vec<u32> = Vec::new();
+    for &x in m.processes[0].stacks.iter().flat_map(|s| &s.frames) {
+        if !used.contains(&x) {
+            used.push(x);
+        }
+    }
+    let f = |id: usize| m.frames.get(used[id - 1]).to_string();
+    assert_eq!(shown(&stacks[100_000]), [f(5), f(2), f(1)]);
+    assert_eq!(shown(&stacks[100_001]), [f(5), f(3)]);
+    let name = |p: &Profile, s: &Stack| -> Vec<String> {
+        s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect()
+    };
+    for (a, b) in streamed.processes[0].stacks.iter().zip(&m.processes[0].stacks).step_by(997) {
+        assert_eq!(name(&streamed, a), name(&m, b));
+    }
+}
