@@ -22,11 +22,7 @@ mod read;
 mod wire;
 mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 pub use read::read_bytes;
 pub use write::write;
@@ -55,45 +51,11 @@ pub mod keys {
 }
 
 /// The pprof format.
-pub struct Pprof;
-
-impl Format for Pprof {
-    fn name(&self) -> &'static str {
-        "pprof"
-    }
-
-    fn description(&self) -> &'static str {
-        "pprof profile.proto (Go runtime/pprof, go tool pprof), gzip-compressed or raw"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".pb", ".pprof"]
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        read::read(input, options, findings)
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write::write(profile, out, options, findings)
-    }
-}
+pub static FORMAT: Format = Format {
+    name: "pprof",
+    description: "pprof profile.proto (Go runtime/pprof, go tool pprof), gzip-compressed or raw",
+    extensions: &[".pb", ".pprof"],
+    reader: Some(read::read),
+    writer: Some(write::write),
+    ..Format::NONE
+};

@@ -24,6 +24,7 @@ use crate::error::{Error, Findings, Result};
 use crate::io::write_error;
 use crate::ir::Profile;
 use crate::registry::{Format, WriteOptions};
+use crate::stacks::chosen_events;
 
 /// The `$schema` value speedscope detects its format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -31,40 +32,21 @@ pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 /// Units speedscope knows; anything else is written as `none`.
 const UNITS: &[&str] = &["nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"];
 
-/// The speedscope format.
-pub struct Speedscope;
-
-impl Format for Speedscope {
-    fn name(&self) -> &'static str {
-        "speedscope"
-    }
-
-    fn description(&self) -> &'static str {
-        "speedscope JSON (sampled profiles for the speedscope viewer; write only)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".speedscope.json"]
-    }
-
-    fn can_read(&self) -> bool {
-        false
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, options, findings)
-    }
+/// Options of the speedscope writer.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The file's name, shown as the page title (`--title`); else the profiled command.
+    pub title: Option<String>,
 }
+
+/// The speedscope format.
+pub static FORMAT: Format = Format {
+    name: "speedscope",
+    description: "speedscope JSON (sampled profiles for the speedscope viewer; write only)",
+    extensions: &[".speedscope.json"],
+    writer: Some(write),
+    ..Format::NONE
+};
 
 fn json_string(out: &mut Vec<u8>, s: &str) {
     // serde_json escapes exactly as JSON wants; writing to a Vec cannot fail.
@@ -80,14 +62,7 @@ pub fn write(
 ) -> Result<()> {
     let derived = derived::stacks_for_output(profile, findings)?;
     let profile = derived.as_ref().unwrap_or(profile);
-    let events: Vec<usize> = match options.event.as_deref() {
-        Some(name) => vec![profile.event_index(name).ok_or_else(|| {
-            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
-            Error::usage(format!("the profile has no event '{name}'"))
-                .with_hint(format!("its events: {}", names.join(", ")))
-        })?],
-        None => (0..profile.events.len()).collect(),
-    };
+    let events = chosen_events(profile, options.event.as_deref())?;
     if events.is_empty() {
         return Err(Error::unsupported("speedscope profiles need at least one event, the profile has none"));
     }
@@ -106,8 +81,12 @@ pub fn write(
         }
     }
 
-    let name =
-        options.title.clone().or_else(|| profile.meta.command.clone()).unwrap_or_else(|| "cfghub".into());
+    let name = options
+        .formats
+        .get::<Options>()
+        .title
+        .or_else(|| profile.meta.command.clone())
+        .unwrap_or_else(|| "cfghub".into());
     buf.extend_from_slice(b"{\"$schema\":");
     json_string(&mut buf, SCHEMA);
     buf.extend_from_slice(b",\"name\":");

@@ -4,7 +4,7 @@
 //! the first process with their mapping fields, the top-level fields kept in headers), and
 //! read(write(read(x))) == read(x) for the bytes written.
 
-use cfghub::converters::pprof::Pprof;
+use cfghub::converters::pprof::FORMAT as Pprof;
 use cfghub::ir::{Event, FrameSource, Image, Process, Profile, Stack};
 use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
