@@ -32,17 +32,17 @@ million=$DATA/pprof-1M-samples.pb
 [ -s "$big.gz" ] || gzip -6 -k "$big"
 [ -s "$million" ] || python3 scripts/gen-pprof.py "$million" 0 5000 1000000
 
-go_env() {
-  local home; home=$(mktemp -d)
-  env HOME="$home" GOPATH="$home/gopath" GOCACHE="$home/gocache" GOPROXY=off GOTOOLCHAIN=local "$@"
-}
+gohome=$(mktemp -d)
+trap 'rm -rf "$gohome"' EXIT
+go_env=(env HOME="$gohome" GOPATH="$gohome/gopath" GOCACHE="$gohome/gocache" GOPROXY=off GOTOOLCHAIN=local
+        PPROF_TMPDIR="$gohome")
 
 echo "== pprof"
 size=$(stat -c %s "$big")
 read -r t c < <(best 3 "$LOAD" "$big")
 awk -v s="$size" -v t="$t" -v c="$c" 'BEGIN{ printf "%-28s %6.1f MB  read %.2f s = %4.0f MB/s (target >= 100); cpu %.2f s\n", "pprof-100MB.pb", s/1e6, t, s/1e6/t, c }'
 if command -v go >/dev/null; then
-  read -r tg cg < <(best 1 go_env go tool pprof -top -symbolize=none "$big")
+  read -r tg cg < <(best 1 "${go_env[@]}" go tool pprof -top -symbolize=none "$big")
   awk -v t="$t" -v tg="$tg" -v cg="$cg" 'BEGIN{ printf "%-28s go tool pprof -top %.2f s (cpu %.2f s): cfghub reads %.1fx faster\n", "", tg, cg, tg/t }'
 fi
 
@@ -51,7 +51,7 @@ read -r tw _ < <(best 3 "$WRITE" "$million" "$out/out.pb")
 "$WRITE" "$million" "$out/out.pb" | sed 's/^/  /'
 awk -v t="$tw" 'BEGIN{ printf "%-28s load + write %.2f s\n", "pprof-1M-samples.pb", t }'
 if command -v go >/dev/null; then
-  read -r tg _ < <(best 1 go_env go tool pprof -proto -symbolize=none -output "$out/go.pb.gz" "$million")
+  read -r tg _ < <(best 1 "${go_env[@]}" go tool pprof -proto -symbolize=none -output "$out/go.pb.gz" "$million")
   awk -v tg="$tg" 'BEGIN{ printf "%-28s go tool pprof -proto (read + write) %.2f s\n", "", tg }'
 fi
 rm -rf "$out"
