@@ -506,14 +506,7 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
             let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
                 Some(p) => p,
                 None => {
-                    // The first process usually holds every sample: room for all at once
-                    // instead of doubling a vector of millions.
-                    let room = if processes.is_empty() { t.samples.len() } else { 0 };
-                    processes.push(Process {
-                        pid: pid.unwrap_or(0),
-                        stacks: Vec::with_capacity(room),
-                        ..Process::default()
-                    });
+                    processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
                     processes.len() - 1
                 }
             };
