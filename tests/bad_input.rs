@@ -22,3 +22,6 @@ mod dcfg_trace;
 
 #[path = "bad_input/pprof.rs"]
 mod pprof;
+
+#[path = "bad_input/bzip2.rs"]
+mod bzip2;

@@ -31,3 +31,6 @@ mod pprof;
 
 #[path = "real_clients/speedscope.rs"]
 mod speedscope;
+
+#[path = "real_clients/bzip2.rs"]
+mod bzip2;
