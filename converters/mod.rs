@@ -13,6 +13,8 @@ pub mod dtrace;
 pub mod folded;
 pub mod graphml;
 pub mod perf;
+pub mod pprof;
+pub mod speedscope;
 pub mod svg;
 
 /// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
@@ -30,6 +32,8 @@ pub static ALL: &[&Format] = &[
     &graphml::FORMAT,
     &dtrace::FORMAT,
     &perf::FORMAT,
+    &pprof::FORMAT,
+    &speedscope::FORMAT,
     &folded::FORMAT,
     &svg::FORMAT,
 ];

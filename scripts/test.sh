@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, first installing the real programs the tests drive when they are
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, lbzip2 and
-# pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm), dwz
-# and python's networkx. Needs root for apt-get on a fresh machine.
+# pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm), dwz,
+# Go (go tool pprof), Chromium, python's networkx, and the speedscope viewer (npm, under
+# target/speedscope). Needs root for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
 need_apt=()
 for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2 \
-    addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils dwz:dwz; do
+    addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils dwz:dwz \
+    go:golang-go chromium:chromium; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -18,5 +20,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 python3 -c 'import networkx' 2>/dev/null || python3 -m pip install --quiet networkx
+# The speedscope viewer's web build, outside the sources (tests/real_clients/speedscope.rs).
+[ -f target/speedscope/node_modules/speedscope/dist/release/index.html ] \
+  || npm install --silent --no-audit --no-fund --prefix target/speedscope speedscope@1.25.0 >/dev/null
 
 cargo test "$@"

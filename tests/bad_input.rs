@@ -25,5 +25,8 @@ mod csi;
 #[path = "bad_input/symbols.rs"]
 mod symbols;
 
+#[path = "bad_input/pprof.rs"]
+mod pprof;
+
 #[path = "bad_input/bzip2.rs"]
 mod bzip2;

@@ -31,5 +31,11 @@ mod csi;
 #[path = "real_clients/symbols.rs"]
 mod symbols;
 
+#[path = "real_clients/pprof.rs"]
+mod pprof;
+
+#[path = "real_clients/speedscope.rs"]
+mod speedscope;
+
 #[path = "real_clients/bzip2.rs"]
 mod bzip2;

@@ -21,3 +21,6 @@ mod callgrind;
 
 #[path = "roundtrip/csi.rs"]
 mod csi;
+
+#[path = "roundtrip/pprof.rs"]
+mod pprof;

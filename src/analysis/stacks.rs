@@ -129,18 +129,35 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
         return Ok(None);
     }
     if !has_blocks {
-        if let Some(flat) = flat_stacks(profile) {
+        let flat = flat_stacks(profile);
+        if flat.processes.iter().all(|p| p.stacks.is_empty()) {
+            return Err(Error::unsupported(
+                "the profile has no stacks, no basic blocks to estimate them from a call graph, \
+                 and no costs of functions or addresses",
+            )
+            .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+        }
+        findings.warn(
+            None,
+            "the profile has no call stacks: one stack per function with its self cost, the \
+             functions inlined at an address (after --symbols) as frames under it; callers are not shown",
+        );
+        let unnamed = profile
+            .processes
+            .iter()
+            .flat_map(|p| &p.images)
+            .filter(|i| !i.costs.is_empty() && i.symbols.is_empty())
+            .count();
+        if unnamed > 0 {
             findings.warn(
                 None,
-                "stacks made of flat samples: one stack per address, its function then the functions \
-                 inlined there (samples have no call paths)",
+                format!(
+                    "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET; \
+                     name them with --symbols BINARY (see docs/symbols.md)"
+                ),
             );
-            return Ok(Some(flat));
         }
-        return Err(Error::unsupported(
-            "the profile has no stacks, and no basic blocks to estimate them from a call graph",
-        )
-        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+        return Ok(Some(flat));
     }
     let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
     findings.warn(
@@ -161,60 +178,56 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
     Ok(Some(estimated))
 }
 
-/// Stacks of a profile of flat costs at addresses (DCPI, dcpicat, Callgrind without calls)
-/// once its addresses have functions: one stack per distinct address, the function then the
-/// functions inlined at the address ([`crate::ir::Image::inlined`]), outermost first; an
-/// address in no function keeps its `image+0xOFFSET` name. `None` when no cost has a function.
-pub fn flat_stacks(profile: &Profile) -> Option<Profile> {
+/// Stacks of a profile of flat costs (DCPI and dcpicat samples, Callgrind without calls or
+/// blocks): every cost row becomes the stack of its function, then the functions inlined at
+/// its address ([`crate::ir::Image::inlined`], filled by `--symbols`), outermost first; equal
+/// stacks are summed, every event is kept, and the stacks add up to the costs' totals. A row
+/// without a function is named by the symbol covering its address, or `image+0xOFFSET`
+/// ([`crate::analysis::names::code_name`]), or the image's name when it has no address.
+pub fn flat_stacks(profile: &Profile) -> Profile {
+    use crate::analysis::names::{code_name, image_base_name, SymbolIndex};
+    let events = profile.events.len();
     let mut out =
         Profile { meta: profile.meta.clone(), events: profile.events.clone(), ..Profile::default() };
-    let mut named = false;
     for process in &profile.processes {
         let mut stacks: Vec<Stack> = Vec::new();
         let mut seen: HashMap<Vec<FrameId>, usize> = HashMap::new();
         for image in &process.images {
-            let index = crate::analysis::names::SymbolIndex::new(image);
+            if image.costs.is_empty() {
+                continue;
+            }
+            let index = SymbolIndex::new(image);
+            let mut by_symbol: HashMap<u32, FrameId> = HashMap::new();
             let costs = &image.costs;
-            for r in 0..costs.len() {
-                let offset = costs.offset(r);
-                let symbol = costs.symbol(r).or_else(|| offset.and_then(|o| index.covering(o)));
-                let mut frames = Vec::new();
-                match (symbol, offset) {
-                    (Some(s), _) => {
-                        named = true;
-                        frames.push(out.frames.intern(&image.symbols[s as usize].name));
-                    }
-                    (None, Some(o)) => {
-                        let name = crate::analysis::names::code_name(profile, image, &index, o);
-                        frames.push(out.frames.intern(&name));
-                    }
-                    (None, None) => continue,
-                }
+            for row in 0..costs.len() {
+                let offset = costs.offset(row);
+                let symbol = costs.symbol(row).or_else(|| offset.and_then(|o| index.covering(o)));
+                let mut frames = vec![match (symbol, offset) {
+                    (Some(s), _) => *by_symbol
+                        .entry(s)
+                        .or_insert_with(|| out.frames.intern(&image.symbols[s as usize].name)),
+                    (None, Some(o)) => out.frames.intern(&code_name(profile, image, &index, o)),
+                    (None, None) => out.frames.intern(&image_base_name(profile, image)),
+                }];
                 if let Some(o) = offset {
                     if let Ok(k) = image.inlined.binary_search_by_key(&o, |i| i.offset) {
-                        for f in image.inlined[k].frames.iter().rev() {
-                            frames.push(out.frames.intern(&f.name));
-                        }
+                        frames
+                            .extend(image.inlined[k].frames.iter().rev().map(|f| out.frames.intern(&f.name)));
                     }
                 }
-                let values = costs.values(r);
-                let k = *seen.entry(frames).or_insert_with_key(|frames| {
-                    stacks.push(Stack {
-                        frames: frames.clone(),
-                        values: vec![0.0; out.events.len()],
-                        thread: None,
-                    });
+                let at = *seen.entry(frames).or_insert_with_key(|frames| {
+                    stacks.push(Stack { frames: frames.clone(), values: vec![0.0; events], thread: None });
                     stacks.len() - 1
                 });
-                for (slot, &v) in stacks[k].values.iter_mut().zip(values) {
+                for (slot, &v) in stacks[at].values.iter_mut().zip(costs.values(row)) {
                     *slot += v as f64;
                 }
             }
         }
-        stacks.retain(|s| s.values.iter().any(|&v| v > 0.0));
+        stacks.retain(|s| s.values.iter().any(|&v| v != 0.0));
         out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
     }
-    named.then_some(out)
+    out
 }
 
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use crate::convert::{load, save};
-use crate::converters::{callgrind, dcfg, dcpi, dtrace, svg};
+use crate::converters::{callgrind, dcfg, dcpi, dtrace, speedscope, svg};
 use crate::error::Result;
 use crate::registry::{ReadOptions, WriteOptions};
 
@@ -70,7 +70,7 @@ pub struct WriteArgs {
     /// The event to write where a format holds one value per record (folded, DCPI, DOT heat).
     #[arg(long)]
     pub event: Option<String>,
-    /// Title of a flame graph.
+    /// Title of a flame graph or of a speedscope file.
     #[arg(long)]
     pub title: Option<String>,
     /// Flame graph: merge stacks from the leaf.
@@ -100,6 +100,7 @@ impl WriteArgs {
                 flamechart: self.flamechart,
                 colors: self.colors.clone(),
             })
+            .with(speedscope::Options { title: self.title.clone() })
     }
 }
 

@@ -61,7 +61,35 @@ pub struct Profile {
     pub files: StringTable,
     /// Interned stack-frame names (function names as a stack-sampling tool printed them).
     pub frames: StringTable,
+    /// Where the function of each frame is defined, by [`FrameId`], when the format says
+    /// (pprof `Function`): `frame_sources[f]` belongs to frame `f`; frames past its end have
+    /// no known source.
+    pub frame_sources: Vec<FrameSource>,
     pub processes: Vec<Process>,
+}
+
+/// Where a frame's function is defined (pprof `Function.filename`, `start_line`,
+/// `system_name`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameSource {
+    pub file: Option<FileId>,
+    /// First source line of the function.
+    pub line: Option<u32>,
+    /// The name as the system knows it (a mangled C++ name), when it differs from the frame's.
+    pub system_name: Option<String>,
+}
+
+/// The [`Meta::headers`] key whose values say in what unit an event is counted, as
+/// `"EVENT UNIT"` (`"cpu nanoseconds"`), one header per event with a known unit (pprof sample
+/// types; speedscope profiles show it).
+pub const EVENT_UNIT_KEY: &str = "event unit";
+
+/// The unit `event` is counted in, from its [`EVENT_UNIT_KEY`] header.
+pub fn event_unit<'a>(meta: &'a Meta, event: &str) -> Option<&'a str> {
+    meta.headers.iter().filter(|(k, _)| k == EVENT_UNIT_KEY).find_map(|(_, v)| {
+        let (n, unit) = v.rsplit_once(' ')?;
+        (n == event).then_some(unit)
+    })
 }
 
 /// Facts about how the profile was made, and header lines a format asks us to keep.
@@ -155,6 +183,10 @@ pub struct Image {
     pub load_addr: u64,
     /// Size in bytes from `load_addr`, when known.
     pub size: Option<u64>,
+    /// Offset in the file at which `load_addr` is mapped, when the format says (pprof).
+    pub file_offset: Option<u64>,
+    /// The build id of the image file, when the format says (pprof, ELF `.note.gnu.build-id`).
+    pub build_id: Option<String>,
     pub symbols: Vec<Symbol>,
     pub source_lines: Vec<SourceLine>,
     pub blocks: Vec<Block>,
@@ -466,6 +498,11 @@ impl Profile {
     /// Index of the event called `name`, if any.
     pub fn event_index(&self, name: &str) -> Option<EventId> {
         self.events.iter().position(|e| e.name == name)
+    }
+
+    /// Where frame `f`'s function is defined, when known.
+    pub fn frame_source(&self, f: FrameId) -> Option<&FrameSource> {
+        self.frame_sources.get(f as usize)
     }
 
     /// The file name behind an id.

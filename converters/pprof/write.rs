@@ -1,0 +1,254 @@
+//! Writing the model as profile.proto.
+//!
+//! One `Function` per frame name (with its file and start line when the model knows them), one
+//! `Location` per function with one `Line` (location and function ids are equal), one `Sample`
+//! per stack (locations leaf first, one value per event), one `Mapping` per image. Stacks
+//! with a thread carry a numeric `thread` label; profiles of several processes (or of one
+//! with a process id) carry a numeric `pid` label. Models without stacks get them from
+//! [`crate::analysis::stacks`], with a warning.
+//!
+//! Samples are encoded as they are met and streamed out; the string table, which they do
+//! not refer to, goes last, as Go writes it.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::wire::put;
+use super::{keys, PID_LABEL, THREAD_LABEL};
+use crate::analysis::stacks as derived;
+use crate::error::{Error, Findings, Result};
+use crate::io::write_error;
+use crate::ir::Profile;
+use crate::registry::WriteOptions;
+
+/// Interned strings of the output; index 0 is the empty string.
+struct Strings<'a> {
+    list: Vec<&'a str>,
+    index: HashMap<&'a str, u64>,
+}
+
+impl<'a> Strings<'a> {
+    fn new() -> Self {
+        Strings { list: vec![""], index: HashMap::from([("", 0)]) }
+    }
+
+    fn id(&mut self, s: &'a str) -> u64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u64;
+        self.list.push(s);
+        self.index.insert(s, i);
+        i
+    }
+}
+
+fn header<'a>(profile: &'a Profile, key: &str) -> Option<&'a str> {
+    profile.meta.headers.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+fn value_type(out: &mut Vec<u8>, field: u64, ty: u64, unit: u64, scratch: &mut Vec<u8>) {
+    scratch.clear();
+    put::uint(scratch, 1, ty);
+    put::uint(scratch, 2, unit);
+    put::bytes(out, field, scratch);
+}
+
+/// Writes the profile as raw profile.proto (compression, if any, is the output's).
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    _options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let derived = derived::stacks_for_output(profile, findings)?;
+    let profile = derived.as_ref().unwrap_or(profile);
+    if profile.events.is_empty() {
+        return Err(Error::unsupported(
+            "pprof samples need at least one sample type; the profile has no event",
+        ));
+    }
+    let err = write_error("pprof output");
+    let mut strings = Strings::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut scratch = Vec::new();
+    let mut inner = Vec::new();
+
+    // sample_type: events with their units ("count" when the model has none).
+    for e in &profile.events {
+        let ty = strings.id(&e.name);
+        let unit = crate::ir::event_unit(&profile.meta, &e.name).unwrap_or("count");
+        let unit = strings.id(unit);
+        value_type(&mut buf, 1, ty, unit, &mut scratch);
+    }
+
+    // sample: one per stack.
+    let nevents = profile.events.len();
+    let with_pid = profile.processes.len() > 1 || profile.processes.iter().any(|p| p.pid != 0);
+    let thread_key = strings.id(THREAD_LABEL);
+    let pid_key = strings.id(PID_LABEL);
+    // Frame id -> function (= location) id, 0 while unused.
+    // Numbered in order of first appearance root first, as readers of stacks intern frames,
+    // so that reading the output back gives the same frame table.
+    let mut function_of: Vec<u64> = vec![0; profile.frames.len()];
+    let mut used: Vec<u32> = Vec::new();
+    for stack in profile.processes.iter().flat_map(|p| &p.stacks) {
+        for &f in &stack.frames {
+            let slot = &mut function_of[f as usize];
+            if *slot == 0 {
+                used.push(f);
+                *slot = used.len() as u64;
+            }
+        }
+    }
+    let (mut fractional, mut negative_or_huge) = (0usize, 0usize);
+    for process in &profile.processes {
+        for stack in &process.stacks {
+            scratch.clear();
+            inner.clear();
+            for &f in stack.frames.iter().rev() {
+                put::varint(&mut inner, function_of[f as usize]);
+            }
+            if !inner.is_empty() {
+                put::bytes(&mut scratch, 1, &inner);
+            }
+            inner.clear();
+            for e in 0..nevents {
+                let v = stack.values.get(e).copied().unwrap_or(0.0);
+                let r = v.round();
+                if r != v {
+                    fractional += 1;
+                }
+                let i = if r.is_finite() && r.abs() < 9.2e18 {
+                    r as i64
+                } else {
+                    negative_or_huge += 1;
+                    0
+                };
+                put::varint(&mut inner, i as u64);
+            }
+            put::bytes(&mut scratch, 2, &inner);
+            for (key, v) in
+                [(thread_key, stack.thread.map(u64::from)), (pid_key, with_pid.then_some(process.pid))]
+            {
+                if let Some(v) = v {
+                    inner.clear();
+                    put::uint(&mut inner, 1, key);
+                    put::key(&mut inner, 3, super::wire::VARINT);
+                    put::varint(&mut inner, v);
+                    put::bytes(&mut scratch, 3, &inner);
+                }
+            }
+            put::bytes(&mut buf, 2, &scratch);
+            if buf.len() >= 1 << 20 {
+                out.write_all(&buf).map_err(&err)?;
+                buf.clear();
+            }
+        }
+    }
+    if fractional > 0 {
+        findings.warn(None, format!("pprof: {fractional} fractional stack value(s) rounded to integers"));
+    }
+    if negative_or_huge > 0 {
+        findings.warn(
+            None,
+            format!("pprof: {negative_or_huge} stack value(s) beyond 64-bit integers written as 0"),
+        );
+    }
+
+    // mapping: the images (ids kept when they are non-zero and unique).
+    let images: Vec<&crate::ir::Image> = profile.processes.iter().flat_map(|p| &p.images).collect();
+    let mut ids: Vec<u64> = images.iter().map(|i| i.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let keep_ids = ids.len() == images.len() && ids.first() != Some(&0);
+    for (n, image) in images.iter().enumerate() {
+        scratch.clear();
+        put::uint(&mut scratch, 1, if keep_ids { image.id } else { n as u64 + 1 });
+        put::uint(&mut scratch, 2, image.load_addr);
+        put::uint(&mut scratch, 3, image.size.map_or(0, |s| image.load_addr.saturating_add(s)));
+        put::uint(&mut scratch, 4, image.file_offset.unwrap_or(0));
+        put::uint(&mut scratch, 5, image.file.map_or(0, |f| strings.id(profile.file_name(f))));
+        put::uint(&mut scratch, 6, image.build_id.as_deref().map_or(0, |b| strings.id(b)));
+        // Functions are named already: no symbolization wanted.
+        put::flag(&mut scratch, 7, true);
+        put::bytes(&mut buf, 3, &scratch);
+    }
+
+    // location and function: one each per frame used, same ids.
+    for (n, &f) in used.iter().enumerate() {
+        let id = n as u64 + 1;
+        scratch.clear();
+        inner.clear();
+        put::uint(&mut scratch, 1, id);
+        put::uint(&mut inner, 1, id);
+        let source = profile.frame_source(f);
+        put::uint(&mut inner, 2, source.and_then(|s| s.line).map_or(0, u64::from));
+        put::bytes(&mut scratch, 4, &inner);
+        put::bytes(&mut buf, 4, &scratch);
+    }
+    for (n, &f) in used.iter().enumerate() {
+        scratch.clear();
+        put::uint(&mut scratch, 1, n as u64 + 1);
+        let name = strings.id(profile.frames.get(f));
+        put::uint(&mut scratch, 2, name);
+        let source = profile.frame_source(f);
+        let system = source.and_then(|s| s.system_name.as_deref()).map_or(name, |s| strings.id(s));
+        put::uint(&mut scratch, 3, system);
+        if let Some(file) = source.and_then(|s| s.file) {
+            put::uint(&mut scratch, 4, strings.id(profile.file_name(file)));
+        }
+        put::uint(&mut scratch, 5, source.and_then(|s| s.line).map_or(0, u64::from));
+        put::bytes(&mut buf, 5, &scratch);
+        if buf.len() >= 1 << 20 {
+            out.write_all(&buf).map_err(&err)?;
+            buf.clear();
+        }
+    }
+
+    // The top-level fields the model keeps in its headers.
+    let mut tail = Vec::new();
+    fn index_of<'a>(strings: &mut Strings<'a>, profile: &'a Profile, key: &str) -> Option<u64> {
+        header(profile, key).map(|v| strings.id(v))
+    }
+    if let Some(i) = index_of(&mut strings, profile, keys::DROP_FRAMES) {
+        put::uint(&mut tail, 7, i);
+    }
+    if let Some(i) = index_of(&mut strings, profile, keys::KEEP_FRAMES) {
+        put::uint(&mut tail, 8, i);
+    }
+    for (field, key) in [(9, keys::TIME_NANOS), (10, keys::DURATION_NANOS)] {
+        if let Some(v) = header(profile, key).and_then(|v| v.parse::<i64>().ok()) {
+            put::uint(&mut tail, field, v as u64);
+        }
+    }
+    if let Some((ty, unit)) = header(profile, keys::PERIOD_TYPE).and_then(|v| v.rsplit_once(' ')) {
+        let (ty, unit) = (strings.id(ty), strings.id(unit));
+        value_type(&mut tail, 11, ty, unit, &mut scratch);
+    }
+    if let Some(v) = header(profile, keys::PERIOD).and_then(|v| v.parse::<i64>().ok()) {
+        put::uint(&mut tail, 12, v as u64);
+    }
+    let comments: Vec<u64> =
+        profile.meta.headers.iter().filter(|(k, _)| k == keys::COMMENT).map(|(_, v)| strings.id(v)).collect();
+    put::packed(&mut tail, 13, comments.iter().copied(), &mut scratch);
+    if let Some(i) = index_of(&mut strings, profile, keys::DEFAULT_SAMPLE_TYPE) {
+        put::uint(&mut tail, 14, i);
+    }
+    if let Some(i) = index_of(&mut strings, profile, keys::DOC_URL) {
+        put::uint(&mut tail, 15, i);
+    }
+
+    // string_table last: everything above has named its strings.
+    for s in &strings.list {
+        put::bytes(&mut buf, 6, s.as_bytes());
+        if buf.len() >= 1 << 20 {
+            out.write_all(&buf).map_err(&err)?;
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(&tail);
+    out.write_all(&buf).map_err(&err)?;
+
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! pprof: real producers and real clients. A Go program (fixtures/pprof/burn.go) compiled and
+//! run here writes a CPU profile with runtime/pprof; cfghub reads it and `go tool pprof` reads
+//! every pprof file cfghub writes: `-raw` totals per sample type equal the source's, `-top`
+//! shows its functions. pprof -> Callgrind gives `callgrind_annotate` pprof's total.
+//!
+//! Go runs with its caches in a temporary folder and without network (`GOPROXY=off`,
+//! `GOTOOLCHAIN=local`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+
+/// A `go` command that keeps everything it writes under `home` and never goes to the network.
+fn go(home: &Path) -> Command {
+    let mut c = Command::new("go");
+    c.env("HOME", home)
+        .env("GOPATH", home.join("gopath"))
+        .env("GOCACHE", home.join("gocache"))
+        .env("GOFLAGS", "")
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .env("GO111MODULE", "off")
+        .env("PPROF_TMPDIR", home.join("pprof"))
+        .env("PPROF_BINARY_PATH", home.join("no-binaries"));
+    c
+}
+
+/// `go tool pprof ARGS FILE`'s standard output; fails the test on an error or a warning.
+fn pprof(home: &Path, args: &[&str], file: &Path) -> String {
+    let o =
+        go(home).args(["tool", "pprof", "-symbolize=none"]).args(args).arg(file).output().expect("go runs");
+    assert!(o.status.success(), "go tool pprof {args:?} {}: {}", file.display(), common::stderr(&o));
+    common::stdout(&o)
+}
+
+/// Totals per sample type from `go tool pprof -raw`: (type/unit names, sums).
+fn raw_totals(home: &Path, file: &Path) -> (Vec<String>, Vec<i128>) {
+    let text = pprof(home, &["-raw"], file);
+    let mut lines = text.lines().skip_while(|l| l.trim() != "Samples:").skip(1);
+    let types: Vec<String> =
+        lines.next().expect("a sample type line").split_whitespace().map(String::from).collect();
+    let mut sums = vec![0i128; types.len()];
+    for line in lines {
+        let Some((values, _)) = line.split_once(':') else { break };
+        let values: Vec<&str> = values.split_whitespace().collect();
+        if values.len() != types.len() || !values.iter().all(|v| v.parse::<i64>().is_ok()) {
+            if line.trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) && !line.starts_with(' ') {
+                break;
+            }
+            continue;
+        }
+        for (s, v) in sums.iter_mut().zip(&values) {
+            *s += v.parse::<i128>().unwrap();
+        }
+    }
+    (types, sums)
+}
+
+/// Sums of every count column of a folded file cfghub wrote, with its event names.
+fn folded_totals(file: &Path) -> (Vec<String>, Vec<i128>) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut names = vec!["samples".to_string()];
+    let mut sums: Vec<i128> = Vec::new();
+    for line in text.lines() {
+        if let Some(events) = line.strip_prefix("# events: ") {
+            names = events.split_whitespace().map(String::from).collect();
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.rsplitn(names.len() + 1, ' ').collect();
+        sums.resize(names.len(), 0);
+        for (i, v) in fields[..names.len()].iter().rev().enumerate() {
+            sums[i] += v.parse::<f64>().unwrap_or_else(|_| panic!("count in {line}")).round() as i128;
+        }
+    }
+    sums.resize(names.len(), 0);
+    (names, sums)
+}
+
+fn convert(args: &[&str]) {
+    let o = common::run(&[&["convert", "-q"], args].concat());
+    assert!(o.status.success(), "convert {args:?}: {}", common::stderr(&o));
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Compiles and runs fixtures/pprof/burn.go: a CPU profile of about a second.
+fn go_cpu_profile(dir: &Path) -> PathBuf {
+    std::fs::copy(common::fixture("pprof/burn.go"), dir.join("burn.go")).unwrap();
+    let o = go(dir).args(["build", "-o", "burn", "burn.go"]).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "go build: {}", common::stderr(&o));
+    let profile = dir.join("cpu.pb.gz");
+    let o = Command::new(dir.join("burn")).arg(&profile).output().unwrap();
+    assert!(o.status.success(), "burn: {}", common::stderr(&o));
+    profile
+}
+
+#[test]
+fn a_go_cpu_profile_keeps_its_totals_through_folded_pprof_and_callgrind() {
+    for tool in ["go", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = go_cpu_profile(d);
+    let (types, totals) = raw_totals(d, &profile);
+    assert_eq!(types, ["samples/count", "cpu/nanoseconds"]);
+    assert!(totals[0] > 10, "the program ran long enough to be sampled: {totals:?}");
+
+    // pprof -> folded: the same totals; inlined functions are frames of their own.
+    let folded = d.join("cpu.folded");
+    convert(&[s(&profile), "-o", s(&folded)]);
+    let (names, sums) = folded_totals(&folded);
+    assert_eq!(names, ["samples", "cpu"]);
+    assert_eq!(sums, totals);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert!(text.contains("main.main;main.spin;main.step"), "step inlined into spin is a frame:\n{text}");
+    assert!(text.contains("main.main;main.hash"), "{text}");
+
+    // pprof -> pprof (gzip and raw): every total kept, the functions listed by -top.
+    for name in ["again.pb.gz", "again.pprof"] {
+        let again = d.join(name);
+        convert(&[s(&profile), "-o", s(&again)]);
+        assert_eq!(raw_totals(d, &again), (types.clone(), totals.clone()), "{name}");
+        let top = pprof(d, &["-top", "-nodecount=100"], &again);
+        for f in ["main.spin", "main.hash", "main.main"] {
+            assert!(top.contains(f), "{name}: {f} in\n{top}");
+        }
+    }
+
+    // pprof -> Callgrind: callgrind_annotate's program totals are pprof's.
+    let cg = d.join("callgrind.out.go");
+    convert(&[s(&profile), "-o", s(&cg)]);
+    let o = Command::new("callgrind_annotate").arg(&cg).output().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    let line = out.lines().find(|l| l.contains("PROGRAM TOTALS")).expect("a totals line");
+    let numbers: Vec<i128> = line
+        .split_whitespace()
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|w| w.replace(',', "").parse().unwrap())
+        .collect();
+    assert_eq!(numbers, totals, "{line}");
+}
+
+#[test]
+fn go_tool_pprof_reads_what_cfghub_writes_from_every_kind_of_profile() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inputs = [
+        common::fixture("callgrind/callgrind.out.recursion-loops"),
+        common::fixture("dcfg/hello-world.dcfg.json"),
+        common::fixture("dcfg/two-processes.dcfg.json"),
+        common::fixture("dcpi/alpha-cycles.dcpi"),
+        common::fixture("dcfg-trace/small.folded"),
+    ];
+    for input in inputs {
+        let stem = input.file_name().unwrap().to_str().unwrap().replace('.', "_");
+        // The totals of the source: what cfghub writes as folded stacks, estimated the same way.
+        let folded = d.join(format!("{stem}.folded"));
+        convert(&[s(&input), "-o", s(&folded)]);
+        let (names, sums) = folded_totals(&folded);
+        let out = d.join(format!("{stem}.pb.gz"));
+        convert(&[s(&input), "-o", s(&out)]);
+        let (types, totals) = raw_totals(d, &out);
+        let type_names: Vec<&str> = types.iter().map(|t| t.split('/').next().unwrap()).collect();
+        assert_eq!(type_names, names, "{stem}");
+        assert_eq!(totals, sums, "{stem}");
+        assert!(totals.iter().any(|&t| t > 0), "{stem}: {totals:?}");
+        let top = pprof(d, &["-top", "-nodecount=100000", "-nodefraction=0"], &out);
+        let first_frame = std::fs::read_to_string(&folded)
+            .unwrap()
+            .lines()
+            .find(|l| !l.starts_with('#'))
+            .and_then(|l| l.split(';').next().map(|f| f.split(' ').next().unwrap().to_string()))
+            .unwrap();
+        assert!(top.contains(&first_frame), "{stem}: {first_frame} in\n{top}");
+    }
+}
