@@ -1,0 +1,55 @@
+//! Callgrind files as peers write them: what callgrind_annotate and KCachegrind read, cfghub
+//! reads; what cannot become another format is refused with what to do.
+
+use crate::common;
+
+/// Writes `text` to `name` in a fresh folder; the folder and the path.
+fn input(name: &str, text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap().to_string();
+    (dir, path)
+}
+
+/// Callgrind of the 0.10 era refers to a compressed name in `cob=`/`cfi=`/`cfn=` before the
+/// line that defines it.
+const NAME_USED_BEFORE_DEFINED: &str = "version: 1\ncreator: callgrind-0.10.1\npositions: line\n\
+    events: Ir\nsummary: 30\n\nob=(1) /bin/prog\nfl=(1) main.c\nfn=(1) main\n3 10\ncob=(2)\n\
+    cfi=(3)\ncfn=(4)\ncalls=1 5\n4 20\nob=(2) /lib/libc.so\nfl=(3) string.c\nfn=(4) strlen\n5 20\n";
+
+#[test]
+fn a_compressed_name_used_before_its_definition_is_resolved_when_it_comes() {
+    let (dir, path) = input("callgrind.out.old", NAME_USED_BEFORE_DEFINED);
+    let out = dir.path().join("again.callgrind");
+    let o = common::run(&["convert", &path, "--to", "callgrind", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(!common::stderr(&o).contains("warning"), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("/lib/libc.so") && text.contains("strlen") && text.contains("string.c"), "{text}");
+    // One image for libc (the call's and the definition's), one function strlen with its 20 Ir.
+    let o = common::run(&["info", &path, "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let info: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let images = info["processes"][0]["images"].as_array().unwrap();
+    assert_eq!(images.len(), 2, "{info}");
+    assert_eq!(images[1]["path"], "/lib/libc.so", "{info}");
+    // A reference never defined is kept under its id, with a warning naming its line.
+    let (_d, path) = input("never", &NAME_USED_BEFORE_DEFINED.replace("ob=(2) /lib", "ob=(5) /lib"));
+    let o = common::run(&["info", &path]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("line 11") && err.contains("(2)") && err.contains("never defined"), "{err}");
+}
+
+#[test]
+fn a_star_where_a_cost_is_expected_is_read_as_kcachegrind_does_with_a_warning() {
+    let (_d, path) = input("star.callgrind", "events: Ir Dr\nfl=a.c\nfn=main\n3 10 *\n4 7 5\n5 * 5\n");
+    let o = common::run(&["convert", &path, "--to", "callgrind", "-o", "-"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("line 4") && err.contains("2 cost line(s)") && err.contains("'*'"), "{err}");
+    // Ir: 10 + 7 + nothing; Dr: nothing + 5 + nothing.
+    let text = common::stdout(&o);
+    assert!(text.contains("summary: 17 5\n"), "{text}");
+}
