@@ -53,3 +53,15 @@ fn a_star_where_a_cost_is_expected_is_read_as_kcachegrind_does_with_a_warning() 
     let text = common::stdout(&o);
     assert!(text.contains("summary: 17 5\n"), "{text}");
 }
+
+#[test]
+fn a_line_level_profile_is_refused_as_dcfg_with_how_to_record_addresses() {
+    let (dir, path) =
+        input("callgrind.out.lines", "events: Ir\nfl=a.c\nfn=main\n3 10\ncfn=f\ncalls=1 9\n4 3\nfn=f\n9 3\n");
+    let out = dir.path().join("x.dcfg.json");
+    let o = common::run(&["convert", &path, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("no instruction addresses") && err.contains("--dump-instr=yes"), "{err}");
+    assert!(!out.exists(), "no output");
+}
