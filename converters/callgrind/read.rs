@@ -561,7 +561,7 @@ impl Reader {
                 // The definition of a name used before: the value in use takes the name.
                 let f = &mut self.forwards[k];
                 let renamed = match table {
-                    Table::Object | Table::File if text.is_empty() => false,
+                    Table::Object | Table::File if text.is_empty() || text == "???" => false,
                     Table::Object | Table::File => self.profile.files.rename(f.value, &text),
                     Table::Function => self.fn_names.rename(f.value, &text),
                 };
@@ -573,7 +573,9 @@ impl Reader {
         }
         let value = match table {
             Table::Object | Table::File => {
-                if text.is_empty() {
+                // `???` is Valgrind's name for an unknown object or file (KCachegrind reads it
+                // as no name).
+                if text.is_empty() || text == "???" {
                     u32::MAX
                 } else {
                     self.profile.files.intern(&text)
