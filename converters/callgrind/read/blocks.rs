@@ -67,9 +67,9 @@ pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// Symbol addresses: a function starts where calls enter it (the lowest call target), or,
-/// when nothing calls it, at its lowest costed address; it extends to its highest costed
-/// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
+/// Symbol addresses: a function spans its own costed addresses, lowest to highest, and starts
+/// lower only where a call enters it below them at an address no other function's costs
+/// hold; a function without cost lines starts where calls enter it. Recursion levels (`fib'2`) run the code of their base function and get no range of
 /// their own.
 pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
     let entries = call_entries(process, arcs);
@@ -104,14 +104,31 @@ fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
     *extent = Some(extent.map_or((addr, addr), |(lo, hi)| (lo.min(addr), hi.max(addr))));
 }
 
-/// Sets the offset and size of an image's symbols from their call entries and costed extents
+/// Sets the offset and size of an image's symbols from their costed extents and call entries
 /// (see [`set_symbol_extents`]).
+///
+/// A function's own cost lines decide its range. A call target below them moves its start down
+/// only when no other function's cost lines hold that address: some producers (pprof) write the
+/// caller's own position as the target of every call, which must not pull the callee's range
+/// over its caller's code.
 fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], extents: &[Option<(u64, u64)>]) {
+    let mut ranges: Vec<(u64, u64, usize)> =
+        extents.iter().enumerate().filter_map(|(s, e)| e.map(|(lo, hi)| (lo, hi, s))).collect();
+    ranges.sort_unstable();
+    let held_by_other = |addr: u64, own: usize| {
+        // Ranges may nest or overlap: any range starting at or below `addr` may hold it.
+        let end = ranges.partition_point(|r| r.0 <= addr);
+        ranges[..end].iter().rev().any(|&(_, hi, s)| hi >= addr && s != own && base[s] == s as u32)
+    };
     for (s, sym) in image.symbols.iter_mut().enumerate() {
         if base[s] != s as u32 {
             continue;
         }
-        let start = entries[s].or(extents[s].map(|(lo, _)| lo));
+        let start = match (entries[s], extents[s]) {
+            (Some(e), Some((lo, _))) if e < lo && !held_by_other(e, s) => Some(e),
+            (_, Some((lo, _))) => Some(lo),
+            (e, None) => e,
+        };
         sym.offset = start;
         if let (Some(start), Some((_, hi))) = (start, extents[s]) {
             if hi >= start {
