@@ -360,7 +360,11 @@ struct ForwardName {
 #[derive(Default)]
 struct ProcessState {
     images: HashMap<Option<FileId>, u32, FastHash>,
-    symbols: HashMap<(u32, u32), u32, FastHash>,
+    /// Functions by image, name and file: two static functions of one name in one object
+    /// (ld.so's two `check_match`) are two functions, as Valgrind and KCachegrind tell them.
+    symbols: HashMap<(u32, u32, Name), u32, FastHash>,
+    /// The first function of each image and name, whatever its file.
+    by_name: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
     /// The inclusive costs of the calls, one after the other.
     inclusive: Vec<u64>,
@@ -508,7 +512,9 @@ impl Reader {
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
         let cont = &mut self.cont;
-        *self.states[p].symbols.entry((image, name)).or_insert_with(|| {
+        let state = &mut self.states[p];
+        let by_name = &mut state.by_name;
+        *state.symbols.entry((image, name, file)).or_insert_with(|| {
             let text = match cont {
                 // A name defined before the start of the part: known once the parts are joined.
                 Some(c) => {
@@ -522,7 +528,9 @@ impl Reader {
                 None => fn_names.get(name),
             };
             img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
-            (img.symbols.len() - 1) as u32
+            let symbol = (img.symbols.len() - 1) as u32;
+            by_name.entry((image, name)).or_insert(symbol);
+            symbol
         })
     }
 
@@ -747,7 +755,9 @@ impl Reader {
             ArcKind::Call => {
                 let cfn = self.cfn?;
                 let ob = self.cob.unwrap_or(self.ob);
-                let file = self.cfi.unwrap_or(self.fl);
+                // Valgrind writes cfi= when the callee's file differs from the current one
+                // (which fi=/fe= change).
+                let file = self.cfi.unwrap_or(self.file);
                 let image = self.image_of(ob);
                 (image, self.symbol_of(image, cfn, file))
             }
@@ -755,8 +765,18 @@ impl Reader {
                 let image = self.image.unwrap_or(0);
                 let symbol = match self.jfn {
                     Some(name) => {
-                        let file = self.jfi.unwrap_or(self.fl);
-                        self.symbol_of(image, name, file)
+                        // jfi= names the target position's file, not always its function's:
+                        // a function of that name and file, else any of that name.
+                        let file = self.jfi.unwrap_or(self.file);
+                        let p = self.process();
+                        let state = &self.states[p];
+                        match state.symbols.get(&(image, name, file)) {
+                            Some(&s) => s,
+                            None => match state.by_name.get(&(image, name)) {
+                                Some(&s) => s,
+                                None => self.symbol_of(image, name, file),
+                            },
+                        }
                     }
                     None => symbol,
                 };
@@ -1446,7 +1466,7 @@ impl Reader {
             // Symbols took their names when created, some before the definition came.
             for (p, state) in self.states.iter().enumerate() {
                 let images = &mut self.profile.processes[p].images;
-                for (&(image, name), &symbol) in &state.symbols {
+                for (&(image, name, _), &symbol) in &state.symbols {
                     images[image as usize].symbols[symbol as usize].name =
                         self.fn_names.get(name).to_string();
                 }

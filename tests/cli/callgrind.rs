@@ -95,3 +95,39 @@ fn call_targets_do_not_move_cost_between_functions_through_dcfg() {
         assert_eq!((row[1], row[2]), (if row[0] == "leaf" { "1100" } else { "10" }, row[1]), "{table}");
     }
 }
+
+/// Two static functions of one name in one object are two routines, in the Callgrind profile
+/// and in the DCFG made of it.
+#[test]
+fn functions_of_one_name_in_two_files_stay_two() {
+    let fixture = common::fixture("callgrind/callgrind.out.same-name");
+    let dir = tempfile::tempdir().unwrap();
+    let dcfg = dir.path().join("same-name.dcfg.json");
+    let o = common::run(&["-q", "convert", fixture.to_str().unwrap(), "-o", dcfg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    for input in [fixture.as_path(), dcfg.as_path()] {
+        let o = common::run(&["info", input.to_str().unwrap(), "--json", "--top", "1000"]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let info: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let routines = info["processes"][0]["top_routines"].as_array().unwrap();
+        let of = |name: &str| -> Vec<(String, u64)> {
+            let mut v: Vec<(String, u64)> = routines
+                .iter()
+                .filter(|r| r["name"] == name)
+                .map(|r| (r["entry"].as_str().unwrap().to_string(), r["instructions"].as_u64().unwrap()))
+                .collect();
+            v.sort_by_key(|r| r.1);
+            v
+        };
+        let check = of("check");
+        assert_eq!(
+            check.iter().map(|c| c.1).collect::<Vec<_>>(),
+            [312, 393],
+            "{}: {check:?}",
+            input.display()
+        );
+        assert_ne!(check[0].0, check[1].0);
+        let check_match = of("check_match");
+        assert_eq!(check_match.iter().map(|c| c.1).collect::<Vec<_>>(), [153, 4378], "{}", input.display());
+    }
+}

@@ -169,21 +169,28 @@ fn valgrind_profiles_keep_totals_and_self_costs_through_callgrind_and_dcfg() {
     assert!(m_got <= m_want && m_want - m_got <= plt, "main: {m_got} vs {m_want}");
 }
 
+/// The Valgrind fixtures, Callgrind to Callgrind: every `file:function` keeps its self cost
+/// (`same-name` holds two static functions `check`, and ld.so's two `check_match`, one name in
+/// two files of one object).
 #[test]
-fn the_committed_valgrind_fixture_annotates_as_valgrind_wrote_it() {
+fn the_committed_valgrind_fixtures_annotate_as_valgrind_wrote_them() {
     common::require("callgrind_annotate");
-    let fixture = common::fixture("callgrind/callgrind.out.recursion-loops");
-    let expected = parse_annotate(
-        &std::fs::read_to_string(common::fixture("callgrind/callgrind.out.recursion-loops.annotate.txt"))
+    for name in ["recursion-loops", "same-name"] {
+        let fixture = common::fixture(&format!("callgrind/callgrind.out.{name}"));
+        let expected = parse_annotate(
+            &std::fs::read_to_string(common::fixture(&format!(
+                "callgrind/callgrind.out.{name}.annotate.txt"
+            )))
             .unwrap(),
-    );
-    assert_eq!(annotate(&fixture).functions, expected.functions);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("callgrind.out.converted");
-    convert(&fixture, &out);
-    let a = annotate(&out);
-    assert_eq!(a.total, expected.total);
-    assert_eq!(a.functions, expected.functions);
+        );
+        assert_eq!(annotate(&fixture).functions, expected.functions, "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("callgrind.out.converted");
+        convert(&fixture, &out);
+        let a = annotate(&out);
+        assert_eq!(a.total, expected.total, "{name}");
+        assert_eq!(a.functions, expected.functions, "{name}");
+    }
 }
 
 /// Executions of every block (`NUM_INSTRS x COUNT`) of a DCFG, read straight from its JSON.
