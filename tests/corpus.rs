@@ -25,3 +25,6 @@ mod dcfg_trace;
 
 #[path = "corpus/analysis.rs"]
 mod analysis;
+
+#[path = "corpus/dot.rs"]
+mod dot;
