@@ -58,7 +58,14 @@ pub struct Options {
     pub node_fraction: f64,
     /// Call graph: leave out calls whose inclusive cost is below this fraction of the total.
     pub edge_fraction: f64,
+    /// Program view: at most this many blocks drawn one by one; the largest routines beyond it
+    /// are drawn as one node each (0: every block).
+    pub max_blocks: usize,
 }
+
+/// The blocks the program view draws one by one unless told otherwise: Graphviz lays out a few
+/// hundred blocks in nested clusters in seconds, a few thousand in many minutes.
+pub const MAX_BLOCKS: usize = 200;
 
 impl Default for Options {
     fn default() -> Self {
@@ -70,6 +77,7 @@ impl Default for Options {
             min_count: 0,
             node_fraction: 0.005,
             edge_fraction: 0.001,
+            max_blocks: MAX_BLOCKS,
         }
     }
 }

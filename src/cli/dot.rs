@@ -60,6 +60,11 @@ pub struct DotArgs {
     /// Whole-program view: hide blocks and edges executed fewer times than this.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub min_count: u64,
+    /// Whole-program view: draw at most N blocks one by one; the largest routines beyond that
+    /// are drawn as one node each, named in the picture (0: every block, which Graphviz may
+    /// take many minutes to lay out).
+    #[arg(long, default_value_t = dot::MAX_BLOCKS, value_name = "N")]
+    pub max_blocks: usize,
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
@@ -88,6 +93,7 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         min_count: args.min_count,
         node_fraction: args.node_fraction,
         edge_fraction: args.edge_fraction,
+        max_blocks: args.max_blocks,
     };
     let mut findings = Findings::default();
     let text = dot::to_string(&loaded.profile, &view, &options, &mut findings)?;
