@@ -73,6 +73,13 @@ pub trait Format: Sync {
     fn can_read(&self) -> bool;
     fn can_write(&self) -> bool;
 
+    /// The rules of this format that can be checked on a profile it read, beyond what the
+    /// reader reports on the way (`cfghub validate`). A format whose reader checks everything
+    /// it can has none: another format's rules (a DCFG's flow conservation, say) are not its.
+    fn validate(&self, _profile: &Profile) -> Findings {
+        Findings::default()
+    }
+
     /// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed
     /// to `findings` (as warnings, or as violations that conversions refuse).
     fn read(

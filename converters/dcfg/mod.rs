@@ -51,6 +51,11 @@ impl Format for Dcfg {
         true
     }
 
+    /// The structural and arithmetic rules of the DCFG spec (see [`crate::analysis::validate`]).
+    fn validate(&self, profile: &Profile) -> Findings {
+        crate::analysis::validate::check(profile)
+    }
+
     fn can_write(&self) -> bool {
         true
     }

@@ -131,3 +131,22 @@ fn functions_of_one_name_in_two_files_stay_two() {
         assert_eq!(check_match.iter().map(|c| c.1).collect::<Vec<_>>(), [153, 4378], "{}", input.display());
     }
 }
+
+/// An untouched Valgrind profile is valid: `validate` judges it by Callgrind's rules, in its
+/// own terms (lines), not by a DCFG's flow conservation in DCFG JSON paths.
+#[test]
+fn valgrind_profiles_validate_clean_by_their_own_rules() {
+    for name in ["callgrind.out.recursion-loops", "callgrind.out.same-name"] {
+        let path = common::fixture(&format!("callgrind/{name}"));
+        let o = common::run(&["validate", path.to_str().unwrap()]);
+        let out = common::stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{out}");
+        assert!(out.contains("valid (0 violation(s)") && !out.contains("PROCESSES["), "{out}");
+    }
+    // What the reader finds is said by line.
+    let (_d, path) = input("star.callgrind", "events: Ir Dr\nfl=a.c\nfn=main\n3 10 *\n");
+    let o = common::run(&["validate", &path]);
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("line 4") && out.contains("1 warning(s)"), "{out}");
+}
