@@ -69,9 +69,10 @@ impl Format for DcfgTrace {
         &self,
         input: &mut dyn BufRead,
         _options: &ReadOptions,
-        _findings: &mut Findings,
+        findings: &mut Findings,
     ) -> Result<Profile> {
         let totals = decode::totals(input, None)?;
+        report_surplus(&totals, findings);
         totals_to_profile(&totals)
     }
 
@@ -84,6 +85,18 @@ impl Format for DcfgTrace {
     ) -> Result<()> {
         Err(Error::unsupported("a DCFG-trace is written from edge sequences, not from a profile")
             .with_hint("cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json"))
+    }
+}
+
+/// Chunks whose sequence holds characters their `EDGE_COUNT` does not need are violations of
+/// the format: the trace is not what its producer meant to write.
+pub fn report_surplus(totals: &decode::Totals, findings: &mut Findings) {
+    for m in &totals.surplus {
+        findings.violation(None, m.clone());
+    }
+    let more = totals.surplus_chunks.saturating_sub(totals.surplus.len() as u64);
+    if more > 0 {
+        findings.violation(None, format!("{more} more chunk(s) hold characters beyond their EDGE_COUNT"));
     }
 }
 

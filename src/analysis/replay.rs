@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 use crate::analysis::{names, routines};
-use crate::converters::dcfg_trace::decode::{decode_chunk, stream, Chunk, Job, TraceProcess};
+use crate::converters::dcfg_trace::decode::{
+    decode_chunk, stream, surplus_message, Chunk, Job, TraceProcess,
+};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, Event, NodeRef, Process, Profile, Stack};
 
@@ -182,6 +184,8 @@ pub struct ChunkReplay {
     /// Inclusive cost of calls opened and closed in the chunk, per edge index and whether it
     /// counts.
     inclusive: HashMap<(u32, Counted), u64>,
+    /// The finding for characters beyond what the chunk's edges need, if any.
+    surplus: Option<String>,
 }
 
 struct RelTree {
@@ -344,6 +348,10 @@ pub struct ProcessReplay {
     pub edge_counts: Vec<Vec<u64>>,
     /// Chunks that did not start where the previous chunk of their thread ended.
     pub gaps: u64,
+    /// Chunks whose sequence holds characters beyond what their edges need, and the first
+    /// one's finding.
+    pub surplus_chunks: u64,
+    pub first_surplus: Option<String>,
 }
 
 /// Replays a trace over its paired DCFG.
@@ -405,7 +413,7 @@ impl Job for Replayer<'_> {
         let mut calls: Vec<(u32, u64, Counted)> = Vec::new();
         let mut unmatched = Vec::new();
         let mut inclusive: HashMap<(u32, Counted), u64> = HashMap::new();
-        decode_chunk(p, c, |s| {
+        let surplus = decode_chunk(p, c, |s| {
             let ei = pairing.edge[s as usize];
             let f = facts.edges[ei as usize];
             counts[ei as usize] += 1;
@@ -454,11 +462,16 @@ impl Job for Replayer<'_> {
             unmatched_returns: unmatched,
             open_calls: calls,
             inclusive,
+            surplus: surplus.map(|chars| surplus_message(p, c, chars)),
         })
     }
 
     fn merge(&mut self, _p: &TraceProcess, c: &Chunk, part: ChunkReplay) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
+        if let Some(m) = &part.surplus {
+            out.surplus_chunks += 1;
+            out.first_surplus.get_or_insert_with(|| m.clone());
+        }
         let t = self.threads.entry(c.thread).or_default();
         if c.edge_count == 0 {
             return Ok(());
@@ -601,6 +614,15 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
                     "process {}: {differing} edge(s) were traversed a different number of times in the trace than the DCFG counts \
                      (e.g. edge {id}: DCFG {dcfg:?}, trace {trace:?}); the trace may cover part of the run",
                     r.pid
+                ),
+            );
+        }
+        if let Some(first) = &r.first_surplus {
+            findings.warn(
+                None,
+                format!(
+                    "process {}: {} chunk(s) of the trace hold characters beyond their EDGE_COUNT, ignored (first: {first})",
+                    r.pid, r.surplus_chunks
                 ),
             );
         }
