@@ -83,8 +83,8 @@ impl NameTable {
         k
     }
 
-    /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=???` for no object
-    /// or file and `tag=` for no function.
+    /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=???` for no file
+    /// and `tag=` for no object or function.
     pub(super) fn write(&mut self, out: &mut Out, tag: &[u8], key: u32) {
         let k = key as usize;
         let w = out.window();
@@ -95,9 +95,9 @@ impl NameTable {
         }
         w[t] = b'=';
         if key == NO_NAME || k >= self.names.len() {
-            // A missing object or file is written as Valgrind writes it, `???` (an empty name
-            // is a file callgrind_annotate looks for); a missing function stays empty.
-            if tag.ends_with(b"fn") {
+            // A missing file is written as Valgrind writes it, `???` (an empty name is a file
+            // callgrind_annotate looks for); a missing object or function stays empty.
+            if tag.ends_with(b"fn") || tag.ends_with(b"ob") {
                 w[t + 1] = b'\n';
                 out.advance(t + 2);
             } else {
