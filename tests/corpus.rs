@@ -28,3 +28,6 @@ mod analysis;
 
 #[path = "corpus/dot.rs"]
 mod dot;
+
+#[path = "corpus/clients.rs"]
+mod clients;
