@@ -649,6 +649,18 @@ impl Reader {
             b"jfi" => self.jfi = Some(self.file_name(Table::File, value)?),
             b"jfn" => self.jfn = Some(self.name(Table::Function, value)?),
             b"calls" | b"jump" | b"jcnd" => self.association(key, value)?,
+            b"rcalls" => {
+                // Written by old Callgrind versions for recursive calls; KCachegrind reads it
+                // as calls=, with a warning.
+                if !self.warned_keys.iter().any(|k| k == key) {
+                    self.warned_keys.push(key.to_vec());
+                    findings.warn(
+                        Some(crate::error::Location::Line(self.line_no)),
+                        "'rcalls=' (an old Callgrind form) read as 'calls='",
+                    );
+                }
+                self.association(b"calls", value)?
+            }
             _ => {
                 if !self.warned_keys.iter().any(|k| k == key) {
                     self.warned_keys.push(key.to_vec());

@@ -42,6 +42,18 @@ fn a_compressed_name_used_before_its_definition_is_resolved_when_it_comes() {
     assert!(err.contains("line 11") && err.contains("(2)") && err.contains("never defined"), "{err}");
 }
 
+/// Old Callgrind writes `rcalls=` for recursive calls: read as `calls=`, as KCachegrind does.
+#[test]
+fn rcalls_lines_of_old_callgrind_read_as_calls() {
+    let (_d, path) =
+        input("callgrind.out.rcalls", "events: Ir\nfl=a.c\nfn=f\n3 10\ncfn=f\nrcalls=2 3\n4 25\n");
+    let o = common::run(&["convert", &path, "--to", "callgrind", "-o", "-"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("line 6") && common::stderr(&o).contains("rcalls="));
+    let text = common::stdout(&o);
+    assert!(text.contains("calls=2 "), "{text}");
+}
+
 #[test]
 fn a_star_where_a_cost_is_expected_is_read_as_kcachegrind_does_with_a_warning() {
     let (_d, path) = input("star.callgrind", "events: Ir Dr\nfl=a.c\nfn=main\n3 10 *\n4 7 5\n5 * 5\n");
