@@ -1,4 +1,4 @@
-//! One folder per format. Each exports a unit struct implementing [`crate::registry::Format`];
+//! One folder per format. Each declares its [`crate::registry::Format`] as `FORMAT`;
 //! [`ALL`] lists them in the order content sniffing tries them (most distinctive first).
 
 use crate::registry::Format;
@@ -7,7 +7,6 @@ pub mod callgrind;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dcpi;
-pub mod dcpicat;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
@@ -15,17 +14,20 @@ pub mod graphml;
 pub mod perf;
 pub mod svg;
 
+/// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
+pub use dcpi::cat as dcpicat;
+
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[
-    &dcfg::Dcfg,
-    &dcfg_trace::DcfgTrace,
-    &callgrind::Callgrind,
-    &dcpi::Dcpi,
-    &dcpicat::Dcpicat,
-    &dot::Dot,
-    &graphml::GraphMl,
-    &dtrace::Dtrace,
-    &perf::Perf,
-    &folded::Folded,
-    &svg::Svg,
+pub static ALL: &[&Format] = &[
+    &dcfg::FORMAT,
+    &dcfg_trace::FORMAT,
+    &callgrind::FORMAT,
+    &dcpi::FORMAT,
+    &dcpi::cat::FORMAT,
+    &dot::FORMAT,
+    &graphml::FORMAT,
+    &dtrace::FORMAT,
+    &perf::FORMAT,
+    &folded::FORMAT,
+    &svg::FORMAT,
 ];

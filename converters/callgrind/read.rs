@@ -569,7 +569,7 @@ impl Reader {
                 // The definition of a name used before: the value in use takes the name.
                 let f = &mut self.forwards[k];
                 let renamed = match table {
-                    Table::Object | Table::File if text.is_empty() || text == "???" => false,
+                    Table::Object | Table::File if text.is_empty() || unknown_file(table, &text) => false,
                     Table::Object | Table::File => self.profile.files.rename(f.value, &text),
                     Table::Function => self.fn_names.rename(f.value, &text),
                 };
@@ -581,9 +581,7 @@ impl Reader {
         }
         let value = match table {
             Table::Object | Table::File => {
-                // `???` is Valgrind's name for an unknown object or file (KCachegrind reads it
-                // as no name).
-                if text.is_empty() || text == "???" {
+                if text.is_empty() || unknown_file(table, &text) {
                     u32::MAX
                 } else {
                     self.profile.files.intern(&text)
@@ -1522,6 +1520,13 @@ impl Reader {
         }
         Ok(self.profile)
     }
+}
+
+/// Whether `text` is Valgrind's name for an unknown source file, `???`, which reads as no file
+/// (as KCachegrind reads it, and as the writer writes no file). An object named `???` keeps
+/// that name: the writer leaves an unknown object empty.
+fn unknown_file(table: Table, text: &str) -> bool {
+    table == Table::File && text == "???"
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -69,11 +69,12 @@ mod write_names;
 #[path = "write_text.rs"]
 mod write_text;
 
+use crate::analysis::source::{Part, SourceIndex};
 use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, CostTable, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
-use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part, Place};
+use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
 use write_names::NameTable;
 use write_text::{put_num, put_position, Out, WINDOW_VALUES};
 
@@ -154,7 +155,8 @@ pub fn write(
     // from the pass that writing makes anyway.
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
     for (p, process) in profile.processes.iter().enumerate() {
-        let threads = if options.per_thread { process.thread_count() } else { 1 };
+        let threads =
+            if options.formats.get::<super::Options>().per_thread { process.thread_count() } else { 1 };
         if threads > 1 {
             parts.extend((0..threads).map(|t| (p, Some(t))));
         } else {
@@ -183,7 +185,7 @@ pub fn write(
                 "callgrind: {} parts in one file (one per process{}); KCachegrind reads them all, \
                  callgrind_annotate only the first",
                 parts.len(),
-                if options.per_thread { " and thread" } else { "" }
+                if options.formats.get::<super::Options>().per_thread { " and thread" } else { "" }
             ),
         );
     }
@@ -263,7 +265,7 @@ struct Writer<'a> {
     dropped: HashMap<&'static str, u64>,
     unplaced: u64,
     /// Source-line indexes of the current process's images.
-    lines: Vec<LineIndex>,
+    lines: Vec<SourceIndex>,
     /// Scratch: the inclusive cost of a call, by column.
     inclusive: Vec<u64>,
     /// The longest per-thread count array of the last part's process's edges
@@ -338,7 +340,7 @@ impl Writer<'_> {
         self.objects.new_part();
         self.files.new_part();
         self.functions.new_part();
-        self.lines = process.images.iter().map(LineIndex::new).collect();
+        self.lines = process.images.iter().map(SourceIndex::new).collect();
         let write_costs = thread.map_or(true, |t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;

@@ -21,6 +21,7 @@
 pub mod decode;
 pub mod encode;
 pub mod generate;
+pub mod paired;
 pub mod seq;
 pub mod table;
 
@@ -31,61 +32,34 @@ use crate::ir::{Edge, EdgeKind, NodeRef, Process, Profile};
 use crate::registry::{Format, ReadOptions};
 
 /// The DCFG-trace format.
-pub struct DcfgTrace;
+pub static FORMAT: Format = Format {
+    name: "dcfg-trace",
+    description: "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)",
+    extensions: &[".trace.json"],
+    sniffer: Some(sniff),
+    reader: Some(read_profile),
+    hint: Some(
+        "a DCFG-trace is written from edge sequences, not from a profile: \
+         cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json",
+    ),
+    ..Format::NONE
+};
 
-impl Format for DcfgTrace {
-    fn name(&self) -> &'static str {
-        "dcfg-trace"
-    }
+/// A JSON object that names `TRANSITION_TABLE` or `THREAD_DATA` in its first bytes.
+fn sniff(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.trim_start().starts_with('{')
+        && (text.contains("\"TRANSITION_TABLE\"") || text.contains("\"THREAD_DATA\""))
+}
 
-    fn description(&self) -> &'static str {
-        "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".trace.json"]
-    }
-
-    /// A JSON object that names `TRANSITION_TABLE` or `THREAD_DATA` in its first bytes.
-    fn sniff(&self, head: &[u8]) -> bool {
-        let head = &head[..head.len().min(4096)];
-        let text = String::from_utf8_lossy(head);
-        text.trim_start().starts_with('{')
-            && (text.contains("\"TRANSITION_TABLE\"") || text.contains("\"THREAD_DATA\""))
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        false
-    }
-
-    /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
-    /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
-    /// kinds are in the paired DCFG, not here; they are left unknown.
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        let totals = decode::totals(input, None)?;
-        report_surplus(&totals, findings);
-        totals_to_profile(&totals)
-    }
-
-    fn write(
-        &self,
-        _profile: &Profile,
-        _out: &mut dyn std::io::Write,
-        _options: &crate::registry::WriteOptions,
-        _findings: &mut Findings,
-    ) -> Result<()> {
-        Err(Error::unsupported("a DCFG-trace is written from edge sequences, not from a profile")
-            .with_hint("cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json"))
-    }
+/// Decodes the whole trace: per process, its threads' instruction counts (sums of the
+/// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
+/// kinds are in the paired DCFG, not here; they are left unknown.
+fn read_profile(input: &mut dyn BufRead, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let totals = decode::totals(input, None)?;
+    report_surplus(&totals, findings);
+    totals_to_profile(&totals)
 }
 
 /// Chunks whose sequence holds characters their `EDGE_COUNT` does not need are violations of

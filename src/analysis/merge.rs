@@ -375,7 +375,7 @@ pub fn merge(
                     let g = &graph.processes[p].images[i];
                     let src = sources.entry((p, i)).or_insert_with(|| SourceIndex::new(g));
                     let place =
-                        src.overlapping(relocated as u64, 1).next().map(|l| &g.source_lines[l as usize]);
+                        src.overlapping(g, relocated as u64, 1).next().map(|l| &g.source_lines[l as usize]);
                     let (file, line) = place.map_or((None, None), |l| (l.file, Some(l.line)));
                     sinks[p][i].push(relocated as u64, None, file, line, &values, costs.len());
                 }

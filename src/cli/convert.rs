@@ -3,6 +3,7 @@
 use clap::Args;
 
 use crate::convert::{load, save};
+use crate::converters::{callgrind, dcfg, dcpi, dtrace, svg};
 use crate::error::Result;
 use crate::registry::{ReadOptions, WriteOptions};
 
@@ -49,11 +50,9 @@ pub struct ReadArgs {
 
 impl ReadArgs {
     pub fn options(&self) -> ReadOptions {
-        ReadOptions {
-            dcpi_address_step: self.address_step,
-            include_offsets: self.include_offsets,
-            ..ReadOptions::default()
-        }
+        ReadOptions::default()
+            .with(dcpi::Options { address_step: self.address_step })
+            .with(dtrace::Options { include_offsets: self.include_offsets })
     }
 }
 
@@ -89,16 +88,16 @@ pub struct WriteArgs {
 
 impl WriteArgs {
     pub fn options(&self) -> WriteOptions {
-        WriteOptions {
-            pretty: self.pretty,
-            per_thread: self.per_thread,
-            event: self.event.clone(),
-            title: self.title.clone(),
-            reverse: self.reverse,
-            inverted: self.inverted,
-            flamechart: self.flamechart,
-            colors: self.colors.clone(),
-        }
+        WriteOptions { event: self.event.clone(), ..WriteOptions::default() }
+            .with(dcfg::Options { pretty: self.pretty })
+            .with(callgrind::Options { per_thread: self.per_thread })
+            .with(svg::Options {
+                title: self.title.clone(),
+                reverse: self.reverse,
+                inverted: self.inverted,
+                flamechart: self.flamechart,
+                colors: self.colors.clone(),
+            })
     }
 }
 

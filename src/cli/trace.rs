@@ -16,11 +16,12 @@ use std::sync::mpsc;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::analysis::replay::{Timeline, TimelineEntry};
+use crate::analysis::replay::{Replayer, Timeline, TimelineEntry};
 use crate::convert::load;
 use crate::converters::dcfg_trace::decode::{self, EachEdge};
 use crate::converters::dcfg_trace::encode::EncodeOptions;
 use crate::converters::dcfg_trace::generate;
+use crate::converters::dcfg_trace::paired;
 use crate::error::{Error, Result};
 use crate::io::{write_error, write_output, Input};
 use crate::ir::Profile;
@@ -357,7 +358,7 @@ fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
                 buf.push(b'\n');
             })
         });
-        decode::stream(&mut input.reader(), Some(&dcfg), job).map_err(|e| e.in_file(&name))?;
+        paired::run(&mut input.reader(), &dcfg, job).map_err(|e| e.in_file(&name))?;
         blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
     })?;
     Ok(0)
@@ -390,8 +391,9 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
 /// inclusive costs of calls), naming count differences as warnings.
 pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Result<()> {
     let input = Input::open(trace)?;
-    let replays =
-        crate::analysis::replay::replay(&mut input.reader(), profile).map_err(|e| e.in_file(trace))?;
+    let replays = paired::run(&mut input.reader(), profile, Replayer::new(profile))
+        .map_err(|e| e.in_file(trace))?
+        .processes;
     let mut findings = crate::error::Findings::default();
     crate::analysis::replay::apply(profile, &replays, &mut findings);
     super::check_findings(trace, &findings, quiet)
@@ -408,7 +410,7 @@ pub(crate) fn encode_from(
 ) -> Result<i32> {
     use crate::converters::dcfg_trace::encode::{encode, parse_edge_list};
     let format =
-        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::DcfgTrace);
+        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::FORMAT);
     if format.name() != "dcfg-trace" {
         return Err(Error::usage(format!(
             "--trace-from writes a DCFG-trace, but {output} names a {} file",
