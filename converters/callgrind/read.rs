@@ -581,7 +581,12 @@ impl Reader {
         }
         let value = match table {
             Table::Object | Table::File => {
-                if text.is_empty() || unknown_file(table, &text) {
+                if text.is_empty() {
+                    u32::MAX
+                } else if unknown_file(table, &text) {
+                    // Interned all the same, so that the names keep their order through a
+                    // round trip (an object may be called `???` too).
+                    self.profile.files.intern(&text);
                     u32::MAX
                 } else {
                     self.profile.files.intern(&text)
