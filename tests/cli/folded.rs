@@ -169,3 +169,26 @@ fn folded_stacks_are_recognised_by_content_also_on_standard_input() {
         assert!(!matches!(format, Ok(ref f) if f == "folded"), "{other:?} read as folded");
     }
 }
+
+/// `perf script` samples keep their process and thread: each pid becomes a process, each tid
+/// a thread of it (numbered in tid order), and the command stays the root frame.
+#[test]
+fn perf_samples_keep_their_processes_and_threads() {
+    let input = common::fixture("perf/two-processes.perf.txt");
+    let o = run(&["info", input.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let processes: Vec<(u64, u64, u64)> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pid"].as_u64().unwrap(), p["threads"].as_u64().unwrap(), p["stacks"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(processes, [(4211, 2, 3), (4302, 1, 1)], "{v}");
+    let o = run(&["-q", "convert", input.to_str().unwrap(), "--to", "folded", "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folded = stdout(&o);
+    assert!(folded.contains("compress;start_thread;worker;crc32_update 250000\n"), "{folded}");
+    assert!(folded.contains("gzip-helper;main;copy_out;__memmove_avx_unaligned_erms 250000\n"), "{folded}");
+    assert!(!folded.contains("4211"), "{folded}");
+}
