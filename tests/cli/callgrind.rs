@@ -78,15 +78,17 @@ fn a_line_level_profile_is_refused_as_dcfg_with_how_to_record_addresses() {
     assert!(!out.exists(), "no output");
 }
 
-/// pprof writes `calls=0` lines whose target is the caller's own position: through DCFG and
-/// back, every function keeps its own self cost.
+/// pprof writes `calls=0` lines whose target is the caller's own position, and zero-cost rows at
+/// call sites that share an address with another function's costs: through DCFG and back,
+/// every function keeps its own self cost.
 #[test]
 fn call_targets_do_not_move_cost_between_functions_through_dcfg() {
     let (dir, path) = input(
         "pprof.callgrind",
         "positions: instr line\nevents: cpu(ms)\n\nob=(1) /bin/app\nfl=(1) a.src\nfn=(1) leaf\n\
          0x1000 1 1100\n\nob=(1)\nfl=(2) b.src\nfn=(2) caller\n0x2000 9 10\ncfl=(1)\ncfn=(1)\n\
-         calls=0 * 1\n* * 1000\n",
+         calls=0 * 1\n* * 1000\n\nob=(1)\nfl=(2)\nfn=(3) other\n0x2000 4 0\ncfl=(2)\ncfn=(2)\n\
+         calls=0 * 9\n* * 1010\n",
     );
     let dcfg = dir.path().join("app.dcfg.json");
     let back = dir.path().join("back.callgrind");
@@ -100,11 +102,16 @@ fn call_targets_do_not_move_cost_between_functions_through_dcfg() {
     let rows: Vec<Vec<&str>> = table
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.first().is_some_and(|n| *n == "leaf" || *n == "caller"))
+        .filter(|w| w.first().is_some_and(|n| ["leaf", "caller", "other"].contains(n)))
         .collect();
-    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(rows.len(), 3, "{table}");
     for row in rows {
-        assert_eq!((row[1], row[2]), (if row[0] == "leaf" { "1100" } else { "10" }, row[1]), "{table}");
+        let expected = match row[0] {
+            "leaf" => "1100",
+            "caller" => "10",
+            _ => "0",
+        };
+        assert_eq!((row[1], row[2]), (expected, expected), "{table}");
     }
 }
 

@@ -74,14 +74,19 @@ pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
 pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
     let entries = call_entries(process, arcs);
     for (i, image) in process.images.iter_mut().enumerate() {
+        // Rows with a cost, and rows whose costs are all zero (pprof writes one at every call
+        // site), which place a function only where nothing else is.
         let mut extents = vec![None; image.symbols.len()];
+        let mut zero_extents = vec![None; image.symbols.len()];
         let costs = &image.costs;
         for row in 0..costs.len() {
             if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                widen(&mut extents[s as usize], o);
+                let slot =
+                    if costs.values(row).iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
+                widen(&mut slot[s as usize], o);
             }
         }
-        apply_extents(image, &bases[i], &entries[i], &extents);
+        apply_extents(image, &bases[i], &entries[i], &extents, &zero_extents);
     }
 }
 
@@ -111,7 +116,17 @@ fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
 /// only when no other function's cost lines hold that address: some producers (pprof) write the
 /// caller's own position as the target of every call, which must not pull the callee's range
 /// over its caller's code.
-fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], extents: &[Option<(u64, u64)>]) {
+///
+/// A function with no cost but zero-cost rows (`weak`, empty when there are none) or a call
+/// target takes an address only where no other function's costs are: two functions at one
+/// address would leave a reader of addresses to guess whose the costs there are.
+fn apply_extents(
+    image: &mut Image,
+    base: &[u32],
+    entries: &[Option<u64>],
+    extents: &[Option<(u64, u64)>],
+    weak: &[Option<(u64, u64)>],
+) {
     let mut ranges: Vec<(u64, u64, usize)> =
         extents.iter().enumerate().filter_map(|(s, e)| e.map(|(lo, hi)| (lo, hi, s))).collect();
     ranges.sort_unstable();
@@ -124,13 +139,14 @@ fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], exten
         if base[s] != s as u32 {
             continue;
         }
+        let weak_extent = weak.get(s).copied().flatten();
         let start = match (entries[s], extents[s]) {
             (Some(e), Some((lo, _))) if e < lo && !held_by_other(e, s) => Some(e),
             (_, Some((lo, _))) => Some(lo),
-            (e, None) => e,
+            (e, None) => e.or(weak_extent.map(|w| w.0)).filter(|&a| !held_by_other(a, s)),
         };
         sym.offset = start;
-        if let (Some(start), Some((_, hi))) = (start, extents[s]) {
+        if let (Some(start), Some((_, hi))) = (start, extents[s].or(weak_extent)) {
             if hi >= start {
                 sym.size = Some(hi - start + 1);
             }
@@ -390,7 +406,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     for ((i, image), (mut merged, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        apply_extents(image, &bases[i], &entries[i], &extents);
+        apply_extents(image, &bases[i], &entries[i], &extents, &[]);
         let srcs = &sources[i];
         let tgts = &targets[i];
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
