@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "cli/callgrind.rs"]
 mod callgrind;
+
+#[path = "cli/bzip2.rs"]
+mod bzip2;
