@@ -124,6 +124,10 @@ pub struct Format {
     /// What the code addresses of a profile read in this format are, for the symbolizer
     /// (`crate::symbolize`): runtime addresses unless the format says otherwise.
     pub addresses: AddressKind,
+    /// The rules of this format that can be checked on a profile it read, beyond what the
+    /// reader reports on the way (`cfghub validate`). A format whose reader checks everything
+    /// it can has none: another format's rules (a DCFG's flow conservation, say) are not its.
+    pub validator: Option<fn(&Profile) -> Findings>,
 }
 
 impl Format {
@@ -138,6 +142,7 @@ impl Format {
         writer: None,
         hint: None,
         addresses: AddressKind::Runtime,
+        validator: None,
     };
 
     pub fn name(&self) -> &'static str {
@@ -171,6 +176,11 @@ impl Format {
 
     pub fn can_read(&self) -> bool {
         self.reader.is_some()
+    }
+
+    /// Checks the rules of the format that the reader does not (see [`Format::validator`]).
+    pub fn validate(&self, profile: &Profile) -> Findings {
+        self.validator.map(|v| v(profile)).unwrap_or_default()
     }
 
     pub fn can_write(&self) -> bool {

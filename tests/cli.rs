@@ -17,6 +17,8 @@ mod dcfg_trace;
 #[path = "cli/dot.rs"]
 mod dot;
 
+#[path = "cli/callgrind.rs"]
+mod callgrind;
 #[path = "cli/csi.rs"]
 mod csi;
 #[path = "cli/symbols.rs"]

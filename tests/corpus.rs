@@ -28,3 +28,8 @@ mod analysis;
 
 #[path = "corpus/csi.rs"]
 mod csi;
+#[path = "corpus/dot.rs"]
+mod dot;
+
+#[path = "corpus/clients.rs"]
+mod clients;

@@ -345,11 +345,26 @@ impl IdTable {
     }
 }
 
+/// A compressed name `(id)` referred to before the line that defines it.
+struct ForwardName {
+    table: Table,
+    id: u64,
+    /// The value given to it, named `(id)` until the definition comes.
+    value: u32,
+    /// The line of the first reference.
+    line: u64,
+    defined: bool,
+}
+
 /// Per-process lookups from names to model indices.
 #[derive(Default)]
 struct ProcessState {
     images: HashMap<Option<FileId>, u32, FastHash>,
-    symbols: HashMap<(u32, u32), u32, FastHash>,
+    /// Functions by image, name and file: two static functions of one name in one object
+    /// (ld.so's two `check_match`) are two functions, as Valgrind and KCachegrind tell them.
+    symbols: HashMap<(u32, u32, Name), u32, FastHash>,
+    /// The first function of each image and name, whatever its file.
+    by_name: HashMap<(u32, u32), u32, FastHash>,
     arcs: Vec<RawArc>,
     /// The inclusive costs of the calls, one after the other.
     inclusive: Vec<u64>,
@@ -401,6 +416,9 @@ struct Reader {
     /// list (events added by a later part): such values are padded at the end.
     events_grew: bool,
     warned_keys: Vec<Vec<u8>>,
+    /// Cost lines with a `*` where a cost is expected, and the first one's line.
+    star_costs: u64,
+    star_line: u64,
     /// `jcnd=` lines whose followed count exceeds the executed count, and the first one's line.
     jcnd_over: u64,
     jcnd_over_line: u64,
@@ -412,6 +430,8 @@ struct Reader {
     input_size: u64,
     /// Bytes of input handed to the line parser so far.
     consumed: u64,
+    /// Compressed names referred to before their definition, in the order met.
+    forwards: Vec<ForwardName>,
     /// For a reader that starts in the middle of a file: what it stood in for the names and
     /// places defined before its start (see [`chunks`]).
     cont: Option<Box<chunks::Continuation>>,
@@ -492,7 +512,9 @@ impl Reader {
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
         let cont = &mut self.cont;
-        *self.states[p].symbols.entry((image, name)).or_insert_with(|| {
+        let state = &mut self.states[p];
+        let by_name = &mut state.by_name;
+        *state.symbols.entry((image, name, file)).or_insert_with(|| {
             let text = match cont {
                 // A name defined before the start of the part: known once the parts are joined.
                 Some(c) => {
@@ -506,39 +528,65 @@ impl Reader {
                 None => fn_names.get(name),
             };
             img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
-            (img.symbols.len() - 1) as u32
+            let symbol = (img.symbols.len() - 1) as u32;
+            by_name.entry((image, name)).or_insert(symbol);
+            symbol
         })
     }
 
     /// Resolves a name specification in one of the three namespaces.
+    ///
+    /// Older Callgrind versions refer to an id (`cob=(8)`) before the line that defines it
+    /// (`ob=(8) name`): such a reference gets a value named `(8)` at once, renamed when the
+    /// definition comes (see [`Reader::forwards`]).
     fn name(&mut self, table: Table, value: &[u8]) -> Result<u32> {
         let spec = name_spec(value).map_err(bad)?;
         let (id, text) = match spec {
             NameSpec::Plain(t) => (None, t),
             NameSpec::Define(id, t) => (Some(id), t),
             NameSpec::Refer(id) => {
-                let ids = match table {
-                    Table::Object => &self.objects,
-                    Table::File => &self.files,
-                    Table::Function => &self.functions,
-                };
-                if let (None, Some(c)) = (ids.get(id), &mut self.cont) {
-                    // Defined before the start of the part, or never: told when parts are joined.
+                if let Some(v) = self.ids(table).get(id) {
+                    return Ok(v);
+                }
+                if let Some(c) = &mut self.cont {
+                    // Defined before the start of the part, or later: told when parts are joined.
                     return Ok(c.forward(table, id));
                 }
-                return ids.get(id).ok_or_else(|| {
-                    Error::input(format!(
-                        "name id ({id}) is used before it is defined; expected an earlier \
-                         line defining it as '({id}) name' in the {} names",
-                        table.describe()
-                    ))
-                });
+                let text = format!("({id})");
+                let value = match table {
+                    Table::Object | Table::File => self.profile.files.intern(&text),
+                    Table::Function => self.fn_names.intern(&text),
+                };
+                self.set_id(table, id, value);
+                self.forwards.push(ForwardName { table, id, value, line: self.line_no, defined: false });
+                return Ok(value);
             }
         };
         let text = String::from_utf8_lossy(text);
+        if let Some(id) = id {
+            let pending = self.forwards.iter().position(|f| f.table == table && f.id == id && !f.defined);
+            if let Some(k) = pending {
+                // The definition of a name used before: the value in use takes the name.
+                let f = &mut self.forwards[k];
+                let renamed = match table {
+                    Table::Object | Table::File if text.is_empty() || unknown_file(table, &text) => false,
+                    Table::Object | Table::File => self.profile.files.rename(f.value, &text),
+                    Table::Function => self.fn_names.rename(f.value, &text),
+                };
+                if renamed {
+                    f.defined = true;
+                    return Ok(f.value);
+                }
+            }
+        }
         let value = match table {
             Table::Object | Table::File => {
                 if text.is_empty() {
+                    u32::MAX
+                } else if unknown_file(table, &text) {
+                    // Interned all the same, so that the names keep their order through a
+                    // round trip (an object may be called `???` too).
+                    self.profile.files.intern(&text);
                     u32::MAX
                 } else {
                     self.profile.files.intern(&text)
@@ -547,13 +595,25 @@ impl Reader {
             Table::Function => self.fn_names.intern(&text),
         };
         if let Some(id) = id {
-            match table {
-                Table::Object => self.objects.set(id, value),
-                Table::File => self.files.set(id, value),
-                Table::Function => self.functions.set(id, value),
-            }
+            self.set_id(table, id, value);
         }
         Ok(value)
+    }
+
+    fn ids(&self, table: Table) -> &IdTable {
+        match table {
+            Table::Object => &self.objects,
+            Table::File => &self.files,
+            Table::Function => &self.functions,
+        }
+    }
+
+    fn set_id(&mut self, table: Table, id: u64, value: u32) {
+        match table {
+            Table::Object => self.objects.set(id, value),
+            Table::File => self.files.set(id, value),
+            Table::Function => self.functions.set(id, value),
+        }
     }
 
     fn file_name(&mut self, table: Table, value: &[u8]) -> Result<Name> {
@@ -592,6 +652,18 @@ impl Reader {
             b"jfi" => self.jfi = Some(self.file_name(Table::File, value)?),
             b"jfn" => self.jfn = Some(self.name(Table::Function, value)?),
             b"calls" | b"jump" | b"jcnd" => self.association(key, value)?,
+            b"rcalls" => {
+                // Written by old Callgrind versions for recursive calls; KCachegrind reads it
+                // as calls=, with a warning.
+                if !self.warned_keys.iter().any(|k| k == key) {
+                    self.warned_keys.push(key.to_vec());
+                    findings.warn(
+                        Some(crate::error::Location::Line(self.line_no)),
+                        "'rcalls=' (an old Callgrind form) read as 'calls='",
+                    );
+                }
+                self.association(b"calls", value)?
+            }
             _ => {
                 if !self.warned_keys.iter().any(|k| k == key) {
                     self.warned_keys.push(key.to_vec());
@@ -698,7 +770,9 @@ impl Reader {
             ArcKind::Call => {
                 let cfn = self.cfn?;
                 let ob = self.cob.unwrap_or(self.ob);
-                let file = self.cfi.unwrap_or(self.fl);
+                // Valgrind writes cfi= when the callee's file differs from the current one
+                // (which fi=/fe= change).
+                let file = self.cfi.unwrap_or(self.file);
                 let image = self.image_of(ob);
                 (image, self.symbol_of(image, cfn, file))
             }
@@ -706,8 +780,18 @@ impl Reader {
                 let image = self.image.unwrap_or(0);
                 let symbol = match self.jfn {
                     Some(name) => {
-                        let file = self.jfi.unwrap_or(self.fl);
-                        self.symbol_of(image, name, file)
+                        // jfi= names the target position's file, not always its function's:
+                        // a function of that name and file, else any of that name.
+                        let file = self.jfi.unwrap_or(self.file);
+                        let p = self.process();
+                        let state = &self.states[p];
+                        match state.symbols.get(&(image, name, file)) {
+                            Some(&s) => s,
+                            None => match state.by_name.get(&(image, name)) {
+                                Some(&s) => s,
+                                None => self.symbol_of(image, name, file),
+                            },
+                        }
                     }
                     None => symbol,
                 };
@@ -949,7 +1033,7 @@ impl Reader {
 
     /// Parses a cost line token by token, with an error naming what is wrong.
     #[cold]
-    fn parse_cost_line(&self, line: &[u8], values: &mut [u64]) -> Result<[u64; 3]> {
+    fn parse_cost_line(&mut self, line: &[u8], values: &mut [u64]) -> Result<[u64; 3]> {
         let mut pos = [0u64; 3];
         let mut rest = line;
         let npos = self.columns.len();
@@ -967,6 +1051,15 @@ impl Reader {
         let mut col = 0;
         while !rest.is_empty() {
             let (t, r) = next_token(rest);
+            if t == b"*" {
+                // Written by some converters where a cost is expected. KCachegrind reads the
+                // values before it and none from it on; so does cfghub, with a warning.
+                self.star_costs += 1;
+                if self.star_costs == 1 {
+                    self.star_line = self.line_no;
+                }
+                break;
+            }
             let Some(&idx) = self.event_map.get(col) else {
                 return Err(Error::input(format!(
                     "cost line has more than {} cost(s); expected at most one per event ({})",
@@ -1363,6 +1456,37 @@ impl Reader {
     }
 
     fn finish(mut self, findings: &mut Findings) -> Result<Profile> {
+        if self.star_costs > 0 {
+            findings.warn(
+                Some(crate::error::Location::Line(self.star_line)),
+                format!(
+                    "{} cost line(s) hold '*' where a cost is expected (first here); read as KCachegrind \
+                     does: the costs before it kept, it and those after it missing (zero)",
+                    self.star_costs
+                ),
+            );
+        }
+        for f in self.forwards.iter().filter(|f| !f.defined) {
+            findings.warn(
+                Some(crate::error::Location::Line(f.line)),
+                format!(
+                    "name id ({}) is used here but never defined in the {} names; kept as '({})'",
+                    f.id,
+                    f.table.describe(),
+                    f.id
+                ),
+            );
+        }
+        if self.forwards.iter().any(|f| f.defined && f.table == Table::Function) {
+            // Symbols took their names when created, some before the definition came.
+            for (p, state) in self.states.iter().enumerate() {
+                let images = &mut self.profile.processes[p].images;
+                for (&(image, name, _), &symbol) in &state.symbols {
+                    images[image as usize].symbols[symbol as usize].name =
+                        self.fn_names.get(name).to_string();
+                }
+            }
+        }
         if self.jcnd_over > 0 {
             findings.warn(
                 Some(crate::error::Location::Line(self.jcnd_over_line)),
@@ -1403,7 +1527,14 @@ impl Reader {
     }
 }
 
-#[derive(Clone, Copy)]
+/// Whether `text` is Valgrind's name for an unknown source file, `???`, which reads as no file
+/// (as KCachegrind reads it, and as the writer writes no file). An object named `???` keeps
+/// that name: the writer leaves an unknown object empty.
+fn unknown_file(table: Table, text: &str) -> bool {
+    table == Table::File && text == "???"
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Table {
     Object,
     File,
@@ -1532,7 +1663,7 @@ mod tests {
             ("+2 5000000000 1", "line number 5000000000 is too large"),
             ("calls=1 0x10", "calls= target has"),
             ("jcnd=1/x 0x10 1", "jcnd= executed count"),
-            ("cfn=(99)", "name id (99) is used before it is defined"),
+            ("cfn=(99 f", "expected '(id)' with a closing ')'"),
             ("jump=1 0x10 1\nfn=main", "expected the source position line of the jump= at line 6"),
         ] {
             let text = format!("{head}0x10 1 1\n+1 1 1\n{bad}\n+1 1 1\n");

@@ -178,6 +178,17 @@ pub fn write(
             );
         }
     }
+    if parts.len() > 1 {
+        findings.warn(
+            None,
+            format!(
+                "callgrind: {} parts in one file (one per process{}); KCachegrind reads them all, \
+                 callgrind_annotate only the first",
+                parts.len(),
+                if options.formats.get::<super::Options>().per_thread { " and thread" } else { "" }
+            ),
+        );
+    }
     if profile.processes.is_empty() {
         // An empty profile is still a valid file with its events and zero totals.
         w.part_head(1, None, None)?;
@@ -292,11 +303,8 @@ impl Writer<'_> {
             match k.as_str() {
                 "desc" => h.push_str(&format!("desc: {}\n", one_line(v))),
                 "event" if v.contains('=') => h.push_str(&format!("event: {}\n", one_line(v))),
-                "version" | "creator" | "pid" | "cmd" | "part" | "thread" | "positions" | "event"
-                | "events" | "summary" | "totals" => h.push_str(&format!("desc: {k}: {}\n", one_line(v))),
-                _ if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
-                    h.push_str(&format!("{k}: {}\n", one_line(v)))
-                }
+                // Any other key is no header line of the format (callgrind_annotate calls it
+                // malformed): a description line keeps it.
                 _ => h.push_str(&format!("desc: {}: {}\n", one_line(k), one_line(v))),
             }
         }

@@ -83,7 +83,8 @@ impl NameTable {
         k
     }
 
-    /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=` for no name.
+    /// Writes `tag=(id) name` the first time in a part, `tag=(id)` after, `tag=???` for no file
+    /// and `tag=` for no object or function.
     pub(super) fn write(&mut self, out: &mut Out, tag: &[u8], key: u32) {
         let k = key as usize;
         let w = out.window();
@@ -94,8 +95,15 @@ impl NameTable {
         }
         w[t] = b'=';
         if key == NO_NAME || k >= self.names.len() {
-            w[t + 1] = b'\n';
-            out.advance(t + 2);
+            // A missing file is written as Valgrind writes it, `???` (an empty name is a file
+            // callgrind_annotate looks for); a missing object or function stays empty.
+            if tag.ends_with(b"fn") || tag.ends_with(b"ob") {
+                w[t + 1] = b'\n';
+                out.advance(t + 2);
+            } else {
+                w[t + 1..t + 5].copy_from_slice(b"???\n");
+                out.advance(t + 5);
+            }
             return;
         }
         let mut id = self.ids[k];

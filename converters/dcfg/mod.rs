@@ -32,6 +32,8 @@ pub static FORMAT: Format = Format {
         );
         write(profile, out, options.formats.get::<Options>().pretty, findings)
     }),
+    // The structural and arithmetic rules of the DCFG spec.
+    validator: Some(crate::analysis::validate::check),
     ..Format::NONE
 };
 

@@ -20,6 +20,27 @@ pub fn write(profile: &Profile, out: &mut dyn Write, pretty: bool, findings: &mu
     w.flush()
 }
 
+/// Refuses a profile that states costs, functions or calls but not one address: its DCFG would
+/// be empty (a line-level Callgrind profile, folded stacks). An empty profile writes as an empty
+/// DCFG.
+fn refuse_without_addresses(profile: &Profile) -> Result<()> {
+    let images = || profile.processes.iter().flat_map(|p| &p.images);
+    let addressed = images().any(|i| !i.blocks.is_empty() || i.costs.has_offsets());
+    let content = images().any(|i| !i.costs.is_empty() || !i.symbols.is_empty())
+        || profile.processes.iter().any(|p| !p.edges.is_empty() || !p.stacks.is_empty());
+    if addressed || !content {
+        return Ok(());
+    }
+    Err(Error::unsupported(
+        "the profile has no instruction addresses (costs by function or source line only), \
+         and a DCFG is made of basic blocks at addresses: nothing of it could be written",
+    )
+    .with_hint(
+        "record the Callgrind profile with instruction addresses: valgrind --tool=callgrind \
+         --dump-instr=yes --collect-jumps=yes PROGRAM (jumps give the edges between blocks)",
+    ))
+}
+
 /// A small buffered JSON emitter: rows are formatted into a string and written in blocks.
 struct JsonOut<'a> {
     out: &'a mut dyn Write,
@@ -144,6 +165,7 @@ fn c(w: &mut JsonOut) {
 }
 
 fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Result<()> {
+    refuse_without_addresses(profile)?;
     let (major, minor) = (1, 0);
     w.s("{")?;
     w.sp();

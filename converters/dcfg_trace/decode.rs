@@ -219,12 +219,16 @@ impl Chunk {
 /// `p.table.ids[state]` for its edge id). Stops after `EDGE_COUNT` edges: unused bits and
 /// repeats are never looked at. With a pairing, checks that every edge exists in the DCFG and
 /// follows its predecessor, and that the chunk's `INSTR_COUNT` is right.
-pub fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Result<()> {
-    match &p.pairing {
-        None => run(p, c, &mut f),
+///
+/// The result is the number of whole characters the sequence holds beyond those its
+/// `EDGE_COUNT` edges need (the padding bits of the last character aside), when there are any:
+/// a finding for the caller to report (see [`surplus_message`]).
+pub fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Result<Option<u64>> {
+    let consumed = match &p.pairing {
+        None => run(p, c, &mut f)?,
         Some(pairing) => {
             let mut instrs = 0u64;
-            run(p, c, &mut |s| {
+            let consumed = run(p, c, &mut |s| {
                 instrs = instrs.wrapping_add(pairing.instrs[s as usize]);
                 f(s)
             })?;
@@ -235,15 +239,31 @@ pub fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Resu
                 ))
                 .at_path(c.place(p)));
             }
-            Ok(())
+            consumed
         }
-    }
+    };
+    // Six bits a character: those the edges used round up to whole characters.
+    let surplus = (c.code.bits / 6).saturating_sub(consumed.div_ceil(6));
+    Ok((surplus > 0).then_some(surplus))
 }
 
+/// The finding for a chunk whose sequence holds `chars` characters more than its edges need.
+pub fn surplus_message(p: &TraceProcess, c: &Chunk, chars: u64) -> String {
+    // A sequence of more than 2^64 bits is measured as 2^64 - 1.
+    let at_least = if c.code.bits == u64::MAX { "at least " } else { "" };
+    format!(
+        "{}: EDGE_ID_SEQUENCE holds {at_least}{chars} character(s) beyond the {} edge(s) of EDGE_COUNT \
+         (and the padding bits of the last character used): EDGE_COUNT or the sequence is wrong",
+        c.place(p),
+        c.edge_count
+    )
+}
+
+/// Decodes the chunk's edges; the bits of the sequence they used.
 #[inline(always)]
-fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
+fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<u64> {
     if c.edge_count == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let t = &p.table;
     let mut cur = c.first_state;
@@ -282,7 +302,7 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
         }
         cur = slow_step(p, c, &mut w, cur, &mut left, f)?;
     }
-    Ok(())
+    Ok(w.consumed())
 }
 
 /// One transition the fast table does not serve: long codes, several next edges, and errors.
@@ -1122,6 +1142,10 @@ pub struct ProcessTotals {
 #[derive(Debug, Default)]
 pub struct Totals {
     pub processes: Vec<ProcessTotals>,
+    /// Chunks whose sequence holds characters beyond what their edges need: how many, and the
+    /// findings for the first few.
+    pub surplus_chunks: u64,
+    pub surplus: Vec<String>,
     /// `(MAJOR_VERSION, MINOR_VERSION)` as the trace states them.
     pub version: Option<(u64, u64)>,
 }
@@ -1130,7 +1154,12 @@ pub struct Totals {
 #[derive(Default)]
 pub struct LocalCounts {
     threads: HashMap<u64, (Vec<u64>, ThreadTotals)>,
+    /// Chunks with surplus characters: (thread, chunk index, finding).
+    surplus: Vec<(u64, usize, String)>,
 }
+
+/// How many surplus findings [`Totals`] keeps word for word.
+const SURPLUS_LISTED: usize = 5;
 
 impl Job for Totals {
     type Local = LocalCounts;
@@ -1151,11 +1180,14 @@ impl Job for Totals {
     }
 
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut LocalCounts) -> Result<()> {
-        let (counts, totals) = local.threads.entry(c.thread).or_default();
+        let (counts, _) = local.threads.entry(c.thread).or_default();
         if counts.len() < p.states() {
             counts.resize(p.states(), 0);
         }
-        decode_chunk(p, c, |s| counts[s as usize] += 1)?;
+        if let Some(chars) = decode_chunk(p, c, |s| counts[s as usize] += 1)? {
+            local.surplus.push((c.thread, c.index, surplus_message(p, c, chars)));
+        }
+        let (_, totals) = local.threads.entry(c.thread).or_default();
         totals.chunks += 1;
         totals.edges += c.edge_count;
         totals.instrs = totals.instrs.saturating_add(c.instr_count);
@@ -1167,6 +1199,12 @@ impl Job for Totals {
     }
 
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<LocalCounts>) -> Result<()> {
+        let mut surplus: Vec<(u64, usize, String)> =
+            locals.iter().flat_map(|l| l.surplus.iter().cloned()).collect();
+        surplus.sort();
+        self.surplus_chunks += surplus.len() as u64;
+        let room = SURPLUS_LISTED.saturating_sub(self.surplus.len());
+        self.surplus.extend(surplus.into_iter().take(room).map(|s| s.2));
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
         for local in locals {
             for (thread, (counts, t)) in local.threads {

@@ -56,13 +56,22 @@ fn sniff(head: &[u8]) -> bool {
 /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
 /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
 /// kinds are in the paired DCFG, not here; they are left unknown.
-fn read_profile(
-    input: &mut dyn BufRead,
-    _options: &ReadOptions,
-    _findings: &mut Findings,
-) -> Result<Profile> {
+fn read_profile(input: &mut dyn BufRead, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let totals = decode::totals(input, None)?;
+    report_surplus(&totals, findings);
     totals_to_profile(&totals)
+}
+
+/// Chunks whose sequence holds characters their `EDGE_COUNT` does not need are violations of
+/// the format: the trace is not what its producer meant to write.
+pub fn report_surplus(totals: &decode::Totals, findings: &mut Findings) {
+    for m in &totals.surplus {
+        findings.violation(None, m.clone());
+    }
+    let more = totals.surplus_chunks.saturating_sub(totals.surplus.len() as u64);
+    if more > 0 {
+        findings.violation(None, format!("{more} more chunk(s) hold characters beyond their EDGE_COUNT"));
+    }
 }
 
 /// Most threads a process may have (thread ids index `INSTR_COUNT_PER_THREAD`).

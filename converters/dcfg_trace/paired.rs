@@ -5,7 +5,7 @@
 
 use std::io::BufRead;
 
-use super::decode::{self, decode_chunk, Chunk, Job, TraceProcess};
+use super::decode::{self, decode_chunk, surplus_message, Chunk, Job, TraceProcess};
 use crate::analysis::sequence::{ChunkEdges, SequenceChunk, SequenceJob, SequenceProcess};
 use crate::error::{Error, Result};
 use crate::ir::Profile;
@@ -25,11 +25,12 @@ struct Edges<'a> {
 }
 
 impl ChunkEdges for Edges<'_> {
-    fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<()> {
+    fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<Option<String>> {
         // Every state of a paired chunk has a DCFG edge: `decode_chunk` fails on the first
         // that has none, before `f` sees it.
         let Some(pairing) = &self.process.pairing else { return Err(unpaired()) };
-        decode_chunk(self.process, self.chunk, |state| f(pairing.edge[state as usize]))
+        let surplus = decode_chunk(self.process, self.chunk, |state| f(pairing.edge[state as usize]))?;
+        Ok(surplus.map(|chars| surplus_message(self.process, self.chunk, chars)))
     }
 }
 

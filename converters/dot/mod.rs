@@ -67,7 +67,14 @@ pub struct Options {
     pub edge_fraction: f64,
     /// Routine view: Ball-Larus increments on edges (stated by CSI input, else computed).
     pub increments: bool,
+    /// Program view: at most this many blocks drawn one by one; the largest routines beyond it
+    /// are drawn as one node each (0: every block).
+    pub max_blocks: usize,
 }
+
+/// The blocks the program view draws one by one unless told otherwise: Graphviz lays out a few
+/// hundred blocks in nested clusters in seconds, a few thousand in many minutes.
+pub const MAX_BLOCKS: usize = 200;
 
 impl Default for Options {
     fn default() -> Self {
@@ -80,6 +87,7 @@ impl Default for Options {
             node_fraction: 0.005,
             edge_fraction: 0.001,
             increments: false,
+            max_blocks: MAX_BLOCKS,
         }
     }
 }

@@ -34,6 +34,8 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
     let mut hidden_edges = 0usize;
     let mut any_cost = false;
     let mut drawn_total = 0usize;
+    let mut collapsed_routines = 0usize;
+    let mut collapsed_blocks = 0usize;
     for process in &profile.processes {
         if !options.processes.is_empty() && !options.processes.contains(&process.pid) {
             continue;
@@ -61,6 +63,71 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
         };
         let heat_max = process.blocks().filter(|(r, _)| shown(*r)).map(|(r, _)| heat(r)).max().unwrap_or(0);
+        // Beyond `max_blocks` blocks shown one by one, the largest routines (of the libraries
+        // first) are drawn as one node each: `collapsed[image][routine]`, and the node of each of their blocks.
+        // A block of several routines (shared code) is drawn in the first that holds it.
+        let mut owner: Vec<Vec<u32>> =
+            process.images.iter().map(|i| vec![u32::MAX; i.blocks.len()]).collect();
+        for (ii, rs) in all.iter().enumerate() {
+            for (ri, routine) in rs.iter().enumerate() {
+                for &b in &routine.nodes {
+                    if let Some(o) = owner[ii].get_mut(b as usize) {
+                        if *o == u32::MAX {
+                            *o = ri as u32;
+                        }
+                    }
+                }
+            }
+        }
+        let members_of = |ii: usize, ri: usize| -> Vec<u32> {
+            all[ii][ri]
+                .nodes
+                .iter()
+                .copied()
+                .filter(|&b| {
+                    owner[ii].get(b as usize) == Some(&(ri as u32))
+                        && shown(crate::ir::BlockRef { image: ii as u32, block: b })
+                })
+                .collect()
+        };
+        let mut sizes: Vec<(usize, usize, usize)> = Vec::new();
+        for (ii, rs) in all.iter().enumerate() {
+            if !selected[ii] {
+                continue;
+            }
+            for ri in 0..rs.len() {
+                sizes.push((members_of(ii, ri).len(), ii, ri));
+            }
+        }
+        let mut collapsed: Vec<Vec<bool>> = all.iter().map(|rs| vec![false; rs.len()]).collect();
+        let mut left: usize = sizes.iter().map(|s| s.0).sum();
+        if options.max_blocks > 0 && left > options.max_blocks {
+            // The program's own image (the first) is kept whole longest; then larger first.
+            sizes.sort_by(|a, b| {
+                (a.1 == 0).cmp(&(b.1 == 0)).then(b.0.cmp(&a.0)).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+            });
+            for &(n, ii, ri) in &sizes {
+                if left <= options.max_blocks || n <= 1 {
+                    break;
+                }
+                collapsed[ii][ri] = true;
+                left -= n;
+                collapsed_routines += 1;
+                collapsed_blocks += n;
+            }
+        }
+        let mut collapsed_node: Vec<Vec<Option<u64>>> =
+            process.images.iter().map(|i| vec![None; i.blocks.len()]).collect();
+        for (ii, rs) in all.iter().enumerate() {
+            for (ri, routine) in rs.iter().enumerate() {
+                let Some(entry) = process.images[ii].blocks.get(routine.entry as usize) else { continue };
+                if collapsed[ii][ri] {
+                    for b in members_of(ii, ri) {
+                        collapsed_node[ii][b as usize].get_or_insert(entry.id);
+                    }
+                }
+            }
+        }
         any_cost |= event.is_some() && heat_max > 0;
         let node = |b: crate::ir::BlockRef| {
             format!("p{pid}_b{}", process.images[b.image as usize].blocks[b.block as usize].id)
@@ -103,19 +170,45 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 let _ = write!(label, "\nsize = {size}");
             }
             let _ = writeln!(out, "      label={}; color=plum;", quote(&label));
-            for routine in all[ii].iter() {
+            for (ri, routine) in all[ii].iter().enumerate() {
                 let r = |b: u32| crate::ir::BlockRef { image: ii as u32, block: b };
-                let members: Vec<u32> = routine
+                let members = members_of(ii, ri);
+                hidden_blocks += routine
                     .nodes
                     .iter()
-                    .copied()
-                    .filter(|&b| (b as usize) < image.blocks.len() && shown(r(b)))
-                    .collect();
-                hidden_blocks += routine.nodes.len() - members.len();
+                    .filter(|&&b| owner[ii].get(b as usize) == Some(&(ri as u32)))
+                    .count()
+                    - members.len();
                 if members.is_empty() {
                     continue;
                 }
                 let Some(entry) = image.blocks.get(routine.entry as usize) else { continue };
+                if collapsed[ii][ri] {
+                    // One node for the whole routine: its blocks, and the instructions they
+                    // executed.
+                    let name = names::code_name(profile, image, &idx.symbols, entry.offset);
+                    let executed: u64 = members
+                        .iter()
+                        .map(|&b| {
+                            let blk = &image.blocks[b as usize];
+                            blk.num_instrs.saturating_mul(counts[ii][b as usize])
+                        })
+                        .fold(0u64, |a, x| a.saturating_add(x));
+                    let hottest = members.iter().map(|&b| heat(r(b))).max().unwrap_or(0);
+                    let _ = writeln!(
+                        out,
+                        "      p{pid}_r{} [label={}, shape=box3d, {}];",
+                        entry.id,
+                        quote(&format!(
+                            "Routine {}\nname='{name}'\naddr={:#x}\n{} blocks collapsed\n{executed} instructions executed",
+                            entry.id,
+                            image.load_addr.wrapping_add(entry.offset),
+                            members.len()
+                        )),
+                        heat_attrs(hottest, heat_max)
+                    );
+                    continue;
+                }
                 let _ = writeln!(out, "      subgraph cluster_p{pid}_r{} {{", entry.id);
                 let name = names::routine_name(profile, image, &idx.symbols, routine);
                 let label = if image.no_addresses {
@@ -209,11 +302,20 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             }
             _ => true,
         };
+        let collapsed_of = |r: NodeRef| match r {
+            NodeRef::Block(b) => collapsed_node[b.image as usize][b.block as usize],
+            _ => None,
+        };
         let is_drawn = |r: NodeRef| match r {
-            NodeRef::Block(b) => drawn[b.image as usize][b.block as usize],
+            NodeRef::Block(b) => drawn[b.image as usize][b.block as usize] || collapsed_of(r).is_some(),
             _ => false,
         };
         let mut specials = [false; 3];
+        // Edges with a collapsed routine at an end, added up by ends and kind.
+        let mut joined: std::collections::BTreeMap<
+            (String, String, crate::ir::EdgeKind),
+            (u64, usize, bool),
+        > = std::collections::BTreeMap::new();
         for e in &process.edges {
             let count = e.total();
             if !valid(e.source) || !valid(e.target) {
@@ -223,8 +325,16 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 hidden_edges += 1;
                 continue;
             }
+            let (cs, ct) = (collapsed_of(e.source), collapsed_of(e.target));
+            if cs.is_some() && cs == ct {
+                // Inside a collapsed routine.
+                continue;
+            }
             let mut name = |r: NodeRef, out: &mut String| -> String {
                 match r {
+                    NodeRef::Block(b) if collapsed_node[b.image as usize][b.block as usize].is_some() => {
+                        format!("p{pid}_r{}", collapsed_node[b.image as usize][b.block as usize].unwrap_or(0))
+                    }
                     NodeRef::Block(b) => {
                         if !drawn[b.image as usize][b.block as usize] {
                             let key = process.images[..b.image as usize]
@@ -274,6 +384,12 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 }
                 _ => false,
             } || e.path().is_some_and(|p| p.back);
+            if cs.is_some() || ct.is_some() {
+                let slot = joined.entry((s, t, e.kind)).or_insert((0, 0, is_back));
+                slot.0 = slot.0.saturating_add(count);
+                slot.1 += 1;
+                continue;
+            }
             let class = EdgeClass::of(e.kind, is_back);
             let mut label = format!("EDGE{}\\n", e.id);
             push_escaped(&mut label, e.kind.as_str());
@@ -288,7 +404,38 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                 pen_width(count, edge_max)
             );
         }
+        let joined_max = joined.values().map(|j| j.0).max().unwrap_or(0).max(edge_max);
+        for ((s, t, kind), (count, n, is_back)) in joined {
+            let class = EdgeClass::of(kind, is_back);
+            let mut label = String::new();
+            push_escaped(&mut label, kind.as_str());
+            let _ = write!(label, "\\nexecutions={count}");
+            if n > 1 {
+                let _ = write!(label, "\\n({n} edges)");
+            }
+            let _ = writeln!(
+                out,
+                "  {s} -> {t} [label=\"{label}\", {}, penwidth={}];",
+                class.style(),
+                pen_width(count, joined_max)
+            );
+        }
         let _ = writeln!(out, "  }} /* p{pid} */");
+    }
+    if collapsed_routines > 0 {
+        // Said in the picture itself (the root graph's label is the last one given).
+        let note = format!(
+            "{title}\n{collapsed_routines} largest routine(s) ({collapsed_blocks} blocks, libraries first) drawn as one node each \
+             to keep the layout fast; cfghub dot --routine NAME draws one, --max-blocks 0 draws every block"
+        );
+        let _ = writeln!(out, "  label={};", quote(&note));
+        findings.warn(
+            None,
+            format!(
+                "dot: {collapsed_routines} routine(s) ({collapsed_blocks} blocks) drawn as one node each; \
+                 --max-blocks 0 draws every block, --routine NAME or --image narrow the picture"
+            ),
+        );
     }
     out.push_str("}\n");
     if drawn_total > 1000 {

@@ -271,7 +271,11 @@ pub fn write_routine(
     let mut outs: HashMap<(u32, String), u64> = HashMap::new();
     let mut ins: HashMap<(String, u32), u64> = HashMap::new();
     let mut returns: HashMap<u32, u64> = HashMap::new();
+    // Returns into the routine (to the block after a call): (returning code, target) -> count.
+    let mut returns_in: HashMap<(String, u32), u64> = HashMap::new();
     let mut entries: u64 = 0;
+    // Who enters the routine by a call (direct or indirect): caller -> count.
+    let mut callers: HashMap<String, u64> = HashMap::new();
     let mut indexes: HashMap<usize, ImageIndex<'_>> = HashMap::new();
     let mut name_of = |r: NodeRef| -> String {
         match r {
@@ -341,6 +345,12 @@ pub fn write_routine(
                     && (e.kind.is_call() || e.kind == EdgeKind::Entry) =>
             {
                 entries = entries.saturating_add(count);
+                if e.kind.is_call() {
+                    *callers.entry(name_of(e.source)).or_default() += count;
+                }
+            }
+            (None, Some(t)) if shown_loop.is_none() && e.kind.is_return() => {
+                *returns_in.entry((name_of(e.source), t)).or_default() += count;
             }
             (None, Some(t)) if shown_loop.is_some() || !e.kind.is_return() => {
                 *ins.entry((name_of(e.source), t)).or_default() += count;
@@ -354,6 +364,7 @@ pub fn write_routine(
         .chain(calls.values().copied())
         .chain(outs.values().copied())
         .chain(ins.values().copied())
+        .chain(returns_in.values().copied())
         .max()
         .unwrap_or(0);
 
@@ -468,11 +479,7 @@ pub fn write_routine(
         let _ = writeln!(
             out,
             "  entry [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", label={}];",
-            quote(&match entries {
-                0 => "entry".to_string(),
-                1 => "entry\n1 call".to_string(),
-                n => format!("entry\n{} calls", thousands(n)),
-            })
+            quote(&entry_label(entries, &callers))
         );
         let _ = writeln!(out, "  entry -> {} [color=\"#1f7f1f\"];", node(routine.entry));
     }
@@ -562,6 +569,23 @@ pub fn write_routine(
             pen_width(c, edge_max)
         );
     }
+    let mut sorted: Vec<_> = returns_in.into_iter().collect();
+    sorted.sort();
+    for ((source, t), c) in sorted {
+        stub += 1;
+        let _ = writeln!(
+            out,
+            "  ret{stub} [shape=box, style=\"rounded,dashed\", fontsize=9, color=\"#1f7f1f\", label={}];",
+            quote(&format!("return from {source}\n× {}", thousands(c)))
+        );
+        let _ = writeln!(
+            out,
+            "  ret{stub} -> {} [{}, penwidth={}];",
+            node(t),
+            EdgeClass::Return.style(),
+            pen_width(c, edge_max)
+        );
+    }
     let mut sorted: Vec<_> = ins.into_iter().collect();
     sorted.sort();
     for ((source, t), c) in sorted {
@@ -581,4 +605,23 @@ pub fn write_routine(
     }
     out.push_str("}\n");
     Ok(())
+}
+
+/// The entry marker's text: how many calls enter the routine, and from where (the callers with
+/// the most calls first, at most three named).
+fn entry_label(entries: u64, callers: &HashMap<String, u64>) -> String {
+    let mut label = match entries {
+        0 => "entry".to_string(),
+        1 => "entry\n1 call".to_string(),
+        n => format!("entry\n{} calls", thousands(n)),
+    };
+    let mut by_count: Vec<(&String, &u64)> = callers.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (name, c) in by_count.iter().take(3) {
+        label.push_str(&format!("\nfrom {name} × {}", thousands(**c)));
+    }
+    if by_count.len() > 3 {
+        label.push_str(&format!("\nand {} more callers", by_count.len() - 3));
+    }
+    label
 }

@@ -12,8 +12,9 @@
 //! (`inferno::collapse::perf`, the port of FlameGraph's `stackcollapse-perf.pl`): the command
 //! name becomes the root frame, inlined frames get the suffix `_[i]`, only the first event
 //! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
-//! result lands in the model as stacks with the event `samples`. Read only. See
-//! docs/formats/perf.md.
+//! result lands in the model as stacks with the event `samples`, in one process per pid, each
+//! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
+//! `tids` header). Read only. See docs/formats/perf.md.
 
 use std::io::BufRead;
 
@@ -38,7 +39,10 @@ pub static FORMAT: Format = Format {
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     const HINT: &str = "expected a sample header line (`comm pid time: period event:`) followed by \
                         indented frames; record with `perf record -g`, print with `perf script`";
-    let mut folder = inferno::collapse::perf::Folder::default();
+    // The tid in the root frame (`comm-pid/tid`, the pid alone when perf printed no tid).
+    let mut options = inferno::collapse::perf::Options::default();
+    options.include_tid = true;
+    let mut folder = inferno::collapse::perf::Folder::from(options);
     // inferno expects the first record to start with a sample header line: check the complete
     // lines of the first buffer before handing the input over.
     let head = input.fill_buf().map_err(|e| Error::io("-", e))?;
@@ -52,7 +56,70 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             .with_hint(HINT));
     }
     let folded = crate::stacks::collapse(&mut folder, input, "`perf script` output", HINT)?;
-    crate::stacks::folded::read_bytes(&folded, findings)
+    let profile = crate::stacks::folded::read_bytes(&folded, findings)?;
+    Ok(by_process_and_thread(profile))
+}
+
+/// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is
+/// `?` (unknown) when perf printed one number, the tid (`perf script`'s default fields).
+fn split_root(frame: &str) -> Option<(&str, Option<u64>, u64)> {
+    let (comm, ids) = frame.rsplit_once('-')?;
+    let (pid, tid) = ids.split_once('/').unwrap_or((ids, ids));
+    let pid = match pid {
+        "?" => None,
+        p => Some(p.parse().ok()?),
+    };
+    Some((comm, pid, tid.parse().ok()?))
+}
+
+/// Moves the stacks of the collapse (one process, root frames `comm-pid/tid`) into one process
+/// per pid (samples without a pid in one process of pid 0), each stack on the thread of its
+/// tid, its root frame the command alone.
+fn by_process_and_thread(mut profile: crate::ir::Profile) -> crate::ir::Profile {
+    use std::collections::BTreeMap;
+    let Some(all) = profile.processes.pop() else { return profile };
+    let old = std::mem::take(&mut profile.frames);
+    // pid -> tids seen.
+    let mut tids: BTreeMap<Option<u64>, Vec<u64>> = BTreeMap::new();
+    let mut placed = Vec::with_capacity(all.stacks.len());
+    for mut stack in all.stacks {
+        let names: Vec<&str> = stack.frames.iter().map(|&f| old.get(f)).collect();
+        let (root, ids) = match names.first().and_then(|r| split_root(r)) {
+            Some((comm, pid, tid)) => (comm, Some((pid, tid))),
+            None => (names.first().copied().unwrap_or(""), None),
+        };
+        let mut frames = Vec::with_capacity(names.len());
+        frames.push(profile.frames.intern(root));
+        frames.extend(names.iter().skip(1).map(|n| profile.frames.intern(n)));
+        stack.frames = frames;
+        if let Some((pid, tid)) = ids {
+            let t = tids.entry(pid).or_default();
+            if !t.contains(&tid) {
+                t.push(tid);
+            }
+        }
+        placed.push((ids, stack));
+    }
+    for t in tids.values_mut() {
+        t.sort_unstable();
+    }
+    let mut processes: BTreeMap<Option<u64>, crate::ir::Process> = BTreeMap::new();
+    for (ids, mut stack) in placed {
+        let pid = ids.and_then(|i| i.0);
+        stack.thread = ids.and_then(|(p, tid)| tids[&p].iter().position(|&t| t == tid)).map(|i| i as u32);
+        processes
+            .entry(pid)
+            .or_insert_with(|| crate::ir::Process { pid: pid.unwrap_or(all.pid), ..Default::default() })
+            .stacks
+            .push(stack);
+    }
+    for (pid, t) in &tids {
+        let list: Vec<String> = t.iter().map(|t| t.to_string()).collect();
+        let pid = pid.map_or("?".to_string(), |p| p.to_string());
+        profile.meta.headers.push(("tids".into(), format!("{pid}: {}", list.join(" "))));
+    }
+    profile.processes = processes.into_values().collect();
+    profile
 }
 
 /// `perf script` output saved under a name such as `perf-script.txt` or `perf.script`.

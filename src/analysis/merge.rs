@@ -9,8 +9,12 @@
 //!   address, or at [`MergeOptions::base`] when given (an address in the graph's space).
 //! - A sample belongs to the block that contains its address; where blocks overlap (a jump into
 //!   the middle of a block makes a second block sharing its tail), to the one that starts last.
-//!   Samples in no block are not carried into the model; they are returned with their
-//!   addresses in [`MergeReport::unattributed`].
+//!   It keeps the source file and line of its address (the graph's source lines).
+//! - Samples in no block stay in the model and its totals, at their address under the function
+//!   [`OUTSIDE_BLOCKS`] of their image (for a sample image no graph image matches, an image of
+//!   its own is added); they are also listed in [`MergeReport::unattributed`].
+//! - A merge in which no sample image matches a graph image is refused, naming both sides'
+//!   images.
 //! - The result is the graph with every sample event added to [`Profile::events`] and the
 //!   samples as costs at instruction offsets in [`Image::costs`](crate::ir::Image), one cost per
 //!   address. Instructions executed stay where the model keeps them: `num_instrs x count` of
@@ -19,8 +23,12 @@
 use std::collections::HashMap;
 
 use super::combine::sum_equal_offsets;
+use super::source::SourceIndex;
 use crate::error::{Error, Result};
-use crate::ir::{CostTable, Image, Profile, Values};
+use crate::ir::{CostTable, FileId, Image, Profile, Symbol, Values};
+
+/// The function under which samples that fall in no executed block are kept.
+pub const OUTSIDE_BLOCKS: &str = "[samples in no executed block]";
 
 /// Where samples go.
 #[derive(Clone, Debug, Default)]
@@ -182,14 +190,23 @@ struct Sink {
 }
 
 impl Sink {
-    fn push(&mut self, offset: u64, values: &[u64], expected: usize) {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        offset: u64,
+        symbol: Option<u32>,
+        file: Option<FileId>,
+        line: Option<u32>,
+        values: &[u64],
+        expected: usize,
+    ) {
         if self.costs.is_empty() {
             self.costs.widen(values.len());
             self.costs.reserve(expected);
             self.sorted = true;
         } else {
-            if self.last_offset == offset {
-                let last = self.costs.len() - 1;
+            let last = self.costs.len() - 1;
+            if self.last_offset == offset && self.costs.symbol(last) == symbol {
                 for (x, y) in self.costs.values_mut(last).iter_mut().zip(values) {
                     *x = x.saturating_add(*y);
                 }
@@ -200,7 +217,7 @@ impl Sink {
             }
         }
         self.last_offset = offset;
-        self.costs.push_parts(Some(offset), None, None, None, values);
+        self.costs.push_parts(Some(offset), symbol, file, line, values);
     }
 
     fn finish(mut self, events: usize) -> CostTable {
@@ -276,7 +293,8 @@ pub fn merge(
             _ => Ok(None),
         }
     };
-    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
+    // Every sample image's graph image, first: a merge in which none matches is refused.
+    let mut targets = Vec::with_capacity(sample_images.len());
     for image in &sample_images {
         let name = samples.image_name(image);
         let target = match &options.image {
@@ -287,6 +305,29 @@ pub fn merge(
             None if image.file.is_some() => find(&name)?,
             None => None,
         };
+        targets.push(target);
+    }
+    let with_samples = |k: usize| sample_images[k].costs.values_slice().iter().any(|&v| v != 0);
+    if (0..sample_images.len()).any(with_samples)
+        && (0..sample_images.len()).filter(|&k| with_samples(k)).all(|k| targets[k].is_none())
+    {
+        let names: Vec<String> = sample_images.iter().map(|i| samples.image_name(i)).collect();
+        return Err(Error::usage(format!(
+            "no sample image matches a graph image: the samples are of {}; the graph's images are {}",
+            names.join(", "),
+            graph_images.join(", ")
+        ))
+        .with_hint("name the graph image the samples belong to with --image (and --base if it moved)"));
+    }
+    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
+    let mut sources: HashMap<(usize, usize), SourceIndex> = HashMap::new();
+    // The function holding samples outside blocks, per graph image, once added.
+    let mut outside: HashMap<(usize, usize), u32> = HashMap::new();
+    // Sample images no graph image matches: (image, its samples), added to the graph at the end.
+    let mut unmatched: Vec<(Option<FileId>, u64, CostTable)> = Vec::new();
+    for (k, image) in sample_images.iter().enumerate() {
+        let name = samples.image_name(image);
+        let target = targets[k];
         report
             .matches
             .push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
@@ -299,6 +340,11 @@ pub fn merge(
             Some(g) => options.base.unwrap_or(g.load_addr) as i128 - g.load_addr as i128,
             None => 0,
         };
+        if target.is_none() {
+            let mut table = CostTable::new();
+            table.widen(events);
+            unmatched.push((image.file, image.load_addr, table));
+        }
         let mut hint = 0usize;
         let costs = &image.costs;
         for row in 0..costs.len() {
@@ -314,19 +360,50 @@ pub fn merge(
                 }
                 _ => None,
             };
+            // Inline for up to two events: no allocation per sample.
+            let mut values = Values::from_elem(0, events);
+            for (j, &v) in row_values.iter().enumerate() {
+                if let Some(&e) = event_map.get(j) {
+                    values[e] = v;
+                }
+            }
             match (block, target) {
                 (Some(_), Some((p, i))) => {
-                    // Inline for up to two events: no allocation per sample.
-                    let mut values = Values::from_elem(0, events);
-                    for (j, &v) in row_values.iter().enumerate() {
-                        if let Some(&e) = event_map.get(j) {
-                            values[e] = v;
-                            report.attributed[j] = report.attributed[j].saturating_add(v);
-                        }
+                    for (j, &v) in row_values.iter().enumerate().take(event_map.len()) {
+                        report.attributed[j] = report.attributed[j].saturating_add(v);
                     }
-                    sinks[p][i].push(relocated as u64, &values, costs.len());
+                    let g = &graph.processes[p].images[i];
+                    let src = sources.entry((p, i)).or_insert_with(|| SourceIndex::new(g));
+                    let place =
+                        src.overlapping(g, relocated as u64, 1).next().map(|l| &g.source_lines[l as usize]);
+                    let (file, line) = place.map_or((None, None), |l| (l.file, Some(l.line)));
+                    sinks[p][i].push(relocated as u64, None, file, line, &values, costs.len());
                 }
                 _ => {
+                    // Kept, at their address, under a function that says where they are.
+                    match target {
+                        Some((p, i)) if (0..=u64::MAX as i128).contains(&relocated) => {
+                            let symbols = &mut graph.processes[p].images[i].symbols;
+                            let symbol = *outside.entry((p, i)).or_insert_with(|| {
+                                symbols.push(Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() });
+                                (symbols.len() - 1) as u32
+                            });
+                            sinks[p][i].push(
+                                relocated as u64,
+                                Some(symbol),
+                                None,
+                                None,
+                                &values,
+                                costs.len(),
+                            );
+                        }
+                        Some(_) => {}
+                        None => {
+                            if let Some(u) = unmatched.last_mut() {
+                                u.2.push_parts(Some(offset), Some(0), None, None, &values);
+                            }
+                        }
+                    }
                     let values: Vec<u64> = (0..samples.events.len()).map(|j| costs.value(row, j)).collect();
                     for (t, v) in report.unattributed_totals.iter_mut().zip(&values) {
                         *t = t.saturating_add(*v);
@@ -355,6 +432,21 @@ pub fn merge(
                 sum_equal_offsets(&mut costs, events);
             }
             image.costs = costs;
+        }
+    }
+    // Sample images of no graph image: images of their own in the first process.
+    if let Some(process) = graph.processes.first_mut() {
+        for (file, load_addr, mut costs) in unmatched {
+            let file = file.map(|f| graph.files.intern(samples.files.get(f)));
+            sum_equal_offsets(&mut costs, events);
+            process.images.push(Image {
+                id: process.images.iter().map(|i| i.id).max().map_or(0, |m| m + 1),
+                file,
+                load_addr,
+                symbols: vec![Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() }],
+                costs,
+                ..Image::default()
+            });
         }
     }
     Ok((graph, report))
@@ -440,7 +532,10 @@ mod tests {
             );
             let (per_block, outside) = block_costs(image, 1);
             assert_eq!(per_block, [vec![2], vec![3], vec![4], vec![1]]);
-            assert_eq!(outside, [0]);
+            // The sample in no block stays, under a function that says so.
+            assert_eq!(outside, [5]);
+            let row = (0..image.costs.len()).find(|&r| image.costs.offset(r) == Some(0x60)).unwrap();
+            assert_eq!(image.symbols[image.costs.symbol(row).unwrap() as usize].name, OUTSIDE_BLOCKS);
             assert_eq!(merged.events, [Event::new("cycles")], "Ir stays in the blocks");
         }
     }

@@ -181,6 +181,8 @@ pub struct ChunkReplay {
     /// Inclusive cost of calls opened and closed in the chunk, per edge index and whether it
     /// counts.
     inclusive: HashMap<(u32, Counted), u64>,
+    /// The finding for characters beyond what the chunk's edges need, if any.
+    surplus: Option<String>,
 }
 
 struct RelTree {
@@ -343,6 +345,10 @@ pub struct ProcessReplay {
     pub edge_counts: Vec<Vec<u64>>,
     /// Chunks that did not start where the previous chunk of their thread ended.
     pub gaps: u64,
+    /// Chunks whose sequence holds characters beyond what their edges need, and the first
+    /// one's finding.
+    pub surplus_chunks: u64,
+    pub first_surplus: Option<String>,
 }
 
 /// Replays a trace over its paired DCFG.
@@ -402,7 +408,7 @@ impl SequenceJob for Replayer<'_> {
         let mut calls: Vec<(u32, u64, Counted)> = Vec::new();
         let mut unmatched = Vec::new();
         let mut inclusive: HashMap<(u32, Counted), u64> = HashMap::new();
-        edges.for_each_edge(&mut |ei| {
+        let surplus = edges.for_each_edge(&mut |ei| {
             let f = facts.edges[ei as usize];
             counts[ei as usize] += 1;
             tree.costs[node as usize] += f.instrs;
@@ -450,11 +456,16 @@ impl SequenceJob for Replayer<'_> {
             unmatched_returns: unmatched,
             open_calls: calls,
             inclusive,
+            surplus,
         })
     }
 
     fn merge(&mut self, c: &SequenceChunk, _edges: &dyn ChunkEdges, part: ChunkReplay) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
+        if let Some(m) = &part.surplus {
+            out.surplus_chunks += 1;
+            out.first_surplus.get_or_insert_with(|| m.clone());
+        }
         let t = self.threads.entry(c.thread).or_default();
         if c.edge_count == 0 {
             return Ok(());
@@ -591,6 +602,15 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
                     "process {}: {differing} edge(s) were traversed a different number of times in the trace than the DCFG counts \
                      (e.g. edge {id}: DCFG {dcfg:?}, trace {trace:?}); the trace may cover part of the run",
                     r.pid
+                ),
+            );
+        }
+        if let Some(first) = &r.first_surplus {
+            findings.warn(
+                None,
+                format!(
+                    "process {}: {} chunk(s) of the trace hold characters beyond their EDGE_COUNT, ignored (first: {first})",
+                    r.pid, r.surplus_chunks
                 ),
             );
         }
@@ -755,9 +775,9 @@ mod tests {
     struct InMemory<'a>(&'a [u32]);
 
     impl ChunkEdges for InMemory<'_> {
-        fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<()> {
+        fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<Option<String>> {
             self.0.iter().for_each(|&e| f(e));
-            Ok(())
+            Ok(None)
         }
     }
 

@@ -37,8 +37,10 @@ pub struct SequenceChunk {
 /// The edges of one chunk, in order.
 pub trait ChunkEdges {
     /// Calls `f` with each edge of the chunk in order (an index into the paired process's
-    /// edges). Fails where the trace is damaged or disagrees with the profile.
-    fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<()>;
+    /// edges). Fails where the trace is damaged or disagrees with the profile. Returns a
+    /// finding, worded by the trace format, when the chunk holds more than its edges (data a
+    /// reader of the sequence cannot place), for the job to report as a warning.
+    fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<Option<String>>;
 }
 
 /// Work done over the edge sequences of a trace, process after process.

@@ -67,6 +67,11 @@ pub struct DotArgs {
     pub increments: bool,
     #[command(flatten)]
     pub symbols: super::symbols::SymbolArgs,
+    /// Whole-program view: draw at most N blocks one by one; the largest routines beyond that
+    /// are drawn as one node each, named in the picture (0: every block, which Graphviz may
+    /// take many minutes to lay out).
+    #[arg(long, default_value_t = dot::MAX_BLOCKS, value_name = "N")]
+    pub max_blocks: usize,
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
@@ -97,6 +102,7 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         node_fraction: args.node_fraction,
         edge_fraction: args.edge_fraction,
         increments: args.increments,
+        max_blocks: args.max_blocks,
     };
     let mut findings = Findings::default();
     let text = dot::to_string(&loaded.profile, &view, &options, &mut findings)?;

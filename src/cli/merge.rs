@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::convert::{ReadArgs, WriteArgs};
 use crate::analysis::combine::combine;
-use crate::analysis::merge::{merge, MergeOptions, MergeReport};
+use crate::analysis::merge::{merge, MergeOptions, MergeReport, OUTSIDE_BLOCKS};
 use crate::convert::{load, save};
 use crate::error::{Error, Findings, Result};
 
@@ -89,7 +89,8 @@ pub fn describe(report: &MergeReport, list: usize) -> String {
         match graph {
             Some(g) => out.push_str(&format!("cfghub: merge: samples of {sample} -> graph image {g}\n")),
             None => out.push_str(&format!(
-                "cfghub: merge: samples of {sample} match no graph image (name one with --image)\n"
+                "cfghub: merge: samples of {sample} match no graph image (name one with --image); \
+                 kept as an image of their own under {OUTSIDE_BLOCKS}\n"
             )),
         }
     }
@@ -101,7 +102,7 @@ pub fn describe(report: &MergeReport, list: usize) -> String {
     }
     if report.unattributed_addresses > 0 {
         out.push_str(&format!(
-            "cfghub: merge: {} sampled address(es) lie in no block:\n",
+            "cfghub: merge: {} sampled address(es) lie in no block (kept, under {OUTSIDE_BLOCKS}):\n",
             report.unattributed_addresses
         ));
         for u in report.unattributed.iter().take(list) {

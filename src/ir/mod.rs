@@ -144,10 +144,12 @@ pub struct Process {
 }
 
 impl Process {
-    /// Number of threads: the longest per-thread array anywhere in the process.
+    /// Number of threads: the longest per-thread array anywhere in the process, or the highest
+    /// thread a stack was sampled on.
     pub fn thread_count(&self) -> usize {
         let edges = self.edges.iter().map(|e| e.counts.len()).max().unwrap_or(0);
-        self.thread_instr_counts.len().max(edges)
+        let stacks = self.stacks.iter().filter_map(|s| s.thread).max().map_or(0, |t| t as usize + 1);
+        self.thread_instr_counts.len().max(edges).max(stacks)
     }
 
     /// The block a [`BlockRef`] points at.

@@ -44,6 +44,19 @@ impl StringTable {
         &self.names[id as usize]
     }
 
+    /// Gives the string at `id` the name `name`, when no other index holds that name; `false`,
+    /// with nothing changed, otherwise. For a reader that meets a name's use before its
+    /// definition.
+    pub fn rename(&mut self, id: u32, name: &str) -> bool {
+        if self.index.contains_key(name) || id as usize >= self.names.len() {
+            return false;
+        }
+        let old = std::mem::replace(&mut self.names[id as usize], name.to_string());
+        self.index.remove(&old);
+        self.index.insert(name.to_string(), id);
+        true
+    }
+
     pub fn len(&self) -> usize {
         self.names.len()
     }

@@ -108,3 +108,32 @@ fn unknown_output_name_asks_for_to() {
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("--to"), "{}", common::stderr(&o));
 }
+
+/// The README's set-up is two commands, and the first converts a bundled DCFG compressed as
+/// users have theirs (`.dcfg.json.bz2`): it runs, and gives what the uncompressed file gives.
+#[test]
+fn the_readme_first_command_converts_the_bundled_compressed_dcfg() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let setup = readme.split("## Set up").nth(1).unwrap();
+    let block = setup.split("```sh").nth(1).unwrap().split("```").next().unwrap();
+    let commands: Vec<&str> =
+        block.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let args: Vec<&str> =
+        commands[0].strip_prefix("cargo run --release -- ").expect(commands[0]).split_whitespace().collect();
+    assert_eq!((args[0], args[2]), ("convert", "-o"), "{args:?}");
+    let input = root.join(args[1]);
+    assert!(args[1].ends_with(".dcfg.json.bz2") && input.exists(), "{}", input.display());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(args[3]);
+    let o = common::run(&["-q", "convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let plain = dir.path().join("callgrind.out.plain");
+    let uncompressed = input.to_str().unwrap().trim_end_matches(".bz2").to_string();
+    let o = common::run(&["-q", "convert", &uncompressed, "-o", plain.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("# callgrind format"), "{text}");
+    assert_eq!(text, std::fs::read_to_string(&plain).unwrap());
+}

@@ -109,3 +109,38 @@ fn timeline_and_replayed_stacks() {
         .sum();
     assert_eq!(total, instrs, "folded stacks sum to the instructions");
 }
+
+/// A chunk whose sequence holds characters its EDGE_COUNT does not need (beyond the padding
+/// bits of its last character) is a finding: `validate` exits 1 naming the chunk, `convert
+/// --trace` warns. The bundled trace itself is valid.
+#[test]
+fn surplus_characters_in_a_chunk_are_a_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let dcfg = common::fixture("dcfg-trace/small.dcfg.json");
+    let good = common::fixture("dcfg-trace/small.trace.json");
+    let o = common::run(&["validate", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stdout(&o));
+    for (surplus, padded) in
+        [("AAAA", "4 character(s)"), ("(9999999999999999999*A)", "at least 3074457345618258597 character(s)")]
+    {
+        let text =
+            std::fs::read_to_string(&good).unwrap().replace("\"aAv-M\"", &format!("\"aAv-M{surplus}\""));
+        let bad = dir.path().join("bad.trace.json");
+        std::fs::write(&bad, text).unwrap();
+        let o = common::run(&["validate", bad.to_str().unwrap()]);
+        let out = common::stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(out.contains("TRACE_DATA chunk 4 (row 5)") && out.contains(padded), "{out}");
+        let o = common::run(&[
+            "convert",
+            dcfg.to_str().unwrap(),
+            "--trace",
+            bad.to_str().unwrap(),
+            "-o",
+            dir.path().join("x.folded").to_str().unwrap(),
+        ]);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(err.contains("1 chunk(s) of the trace hold characters beyond their EDGE_COUNT"), "{err}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Folded stacks, DTrace, perf and flame graphs on the command line, and `cfghub diff`.
 
-use crate::common::{run, shared_fixture, stderr, stdout};
+use crate::common::{self, run, shared_fixture, stderr, stdout};
 
 fn temp_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let p = dir.path().join(name);
@@ -127,4 +127,68 @@ fn diff_of_callgrind_profiles_compares_functions() {
     };
     assert_eq!(row("recur")[1..], ["7", "0", "-7", "7", "0", "-7"]);
     assert_eq!(row("main")[1..], ["2", "2", "0", "9", "9", "0"]);
+}
+
+/// Folded stacks are recognised by their content, on standard input too, as every format with a
+/// distinctive start is: a comment header (austin's), fractional and two-column counts.
+#[test]
+fn folded_stacks_are_recognised_by_content_also_on_standard_input() {
+    use std::io::Write;
+    for text in [
+        "a;b 1\n",
+        "# austin: 3.3.0\n# mode: wall\n\nP1;T1;main.py:main:3;main.py:work:9 105\nP1;T1;main.py:main:3 7\n",
+        "main;parse 0.5\nmain;compute 2.25\n",
+        "main;a 10 12\nmain;b 3 0\n",
+    ] {
+        let mut child = common::cfghub()
+            .args(["info", "-", "--json"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{text:?}: {}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["format"], "folded", "{text:?}");
+        // By content whatever the name.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("profile.txt");
+        std::fs::write(&file, text).unwrap();
+        let o = common::run(&["info", file.to_str().unwrap(), "--json"]);
+        assert!(o.status.success(), "{text:?}: {}", common::stderr(&o));
+    }
+    // Text that is something else is not taken for folded stacks.
+    for other in ["version: 1\nevents: Ir\nfl=a.c\nfn=main\n3 10\n", "hello world\n", "3 10\n4 5\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.txt");
+        std::fs::write(&file, other).unwrap();
+        let o = common::run(&["info", file.to_str().unwrap(), "--json"]);
+        let format = serde_json::from_slice::<serde_json::Value>(&o.stdout).map(|v| v["format"].clone());
+        assert!(!matches!(format, Ok(ref f) if f == "folded"), "{other:?} read as folded");
+    }
+}
+
+/// `perf script` samples keep their process and thread: each pid becomes a process, each tid
+/// a thread of it (numbered in tid order), and the command stays the root frame.
+#[test]
+fn perf_samples_keep_their_processes_and_threads() {
+    let input = common::fixture("perf/two-processes.perf.txt");
+    let o = run(&["info", input.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let processes: Vec<(u64, u64, u64)> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pid"].as_u64().unwrap(), p["threads"].as_u64().unwrap(), p["stacks"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(processes, [(4211, 2, 3), (4302, 1, 1)], "{v}");
+    let o = run(&["-q", "convert", input.to_str().unwrap(), "--to", "folded", "-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folded = stdout(&o);
+    assert!(folded.contains("compress;start_thread;worker;crc32_update 250000\n"), "{folded}");
+    assert!(folded.contains("gzip-helper;main;copy_out;__memmove_avx_unaligned_erms 250000\n"), "{folded}");
+    assert!(!folded.contains("4211"), "{folded}");
 }

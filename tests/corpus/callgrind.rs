@@ -84,9 +84,13 @@ fn pprof_files_with_names_in_brackets_and_no_object() {
     let site = e.site().unwrap();
     assert_eq!((site.source_offset, site.target_offset), (Some(0x2000), Some(0x1000)));
     assert_eq!(e.inclusive(), [1000]);
-    // A function called from elsewhere starts at its call target.
+    // A function whose rows cost nothing at an address another function's costs hold (line2000
+    // at line2001's 0x2000) gets no address: given one, a reader of addresses would hand it
+    // line2001's costs.
     let f = image.symbols.iter().find(|s| s.name == "line2000").unwrap();
-    assert_eq!(f.offset, Some(0x2000));
+    assert_eq!(f.offset, None);
+    let g = image.symbols.iter().find(|s| s.name == "line2001").unwrap();
+    assert_eq!(g.offset, Some(0x2000));
 
     let Some(heap) = load("callgrind/internal_driver_testdata_pprof.heap.callgrind") else { return };
     // `ob=` with no name: an image without a file.

@@ -136,3 +136,51 @@ fn graphviz_renders_the_main_routine_coloured_by_samples() {
         .unwrap();
     assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Samples in main's blocks keep main's source file (`simple_loop.c:main`, beside its `Ir`),
+/// and samples in no block stay in the Callgrind file and its totals under a function that
+/// says where they are.
+#[test]
+fn merged_samples_keep_their_source_file_and_none_is_lost() {
+    common::require("callgrind_annotate");
+    let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let graph = cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let exe = &graph.processes[0].images[0];
+    let main = exe.symbols.iter().find(|s| s.name == "main").unwrap();
+    let (start, size) = (main.offset.unwrap(), main.size.unwrap());
+    let mut samples: BTreeMap<u64, u64> = (0..4).map(|k| (start + k * size / 4, 10 + k)).collect();
+    // Past every block of the executable: three samples in no block.
+    let end = exe.blocks.iter().map(|b| b.offset + b.size).max().unwrap();
+    samples.insert(end + 0x40, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cycles.dcpi");
+    std::fs::write(&file, dcpi_bytes(&graph.image_name(exe), exe.load_addr, &samples)).unwrap();
+    let out = dir.path().join("callgrind.out.merged");
+    let o = common::run(&[
+        "merge",
+        dcfg.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--address-step",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = Command::new("callgrind_annotate")
+        .args(["--show=cycles", "--sort=cycles", "--threshold=100", "--auto=no"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let total: u64 = samples.values().sum();
+    let row = |what: &str| {
+        text.lines()
+            .find(|l| l.contains(what))
+            .and_then(|l| l.split_whitespace().next())
+            .map(|n| n.replace(',', "").parse::<u64>().unwrap())
+    };
+    assert_eq!(row("PROGRAM TOTALS"), Some(total), "{text}");
+    assert_eq!(row("simple_loop.c:main "), Some(total - 3), "{text}");
+    assert_eq!(row("[samples in no executed block]"), Some(3), "{text}");
+    assert!(!text.lines().any(|l| l.contains(" ???:main ") || l.contains(" :main ")), "{text}");
+}

@@ -11,7 +11,8 @@ use std::process::Command;
 
 use crate::common::{require, run, shared_fixture, stderr};
 
-/// `callgrind_annotate` output: the program total and the cost per function.
+/// `callgrind_annotate` output: the program total and the cost per function (stack profiles
+/// have no source files: `???:function`, as Valgrind names a function of unknown file).
 fn annotate(file: &std::path::Path, inclusive: bool) -> (u64, HashMap<String, u64>) {
     require("callgrind_annotate");
     let o = Command::new("callgrind_annotate")
@@ -33,7 +34,7 @@ fn annotate(file: &std::path::Path, inclusive: bool) -> (u64, HashMap<String, u6
         let Some((_, name)) = rest.split_once(")  ") else { continue };
         if name.trim() == "PROGRAM TOTALS" {
             total = Some(count);
-        } else if let Some(function) = name.strip_prefix(':') {
+        } else if let Some(function) = name.strip_prefix("???:") {
             costs.insert(function.to_string(), count);
         }
     }

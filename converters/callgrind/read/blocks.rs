@@ -67,21 +67,26 @@ pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// Symbol addresses: a function starts where calls enter it (the lowest call target), or,
-/// when nothing calls it, at its lowest costed address; it extends to its highest costed
-/// address. Recursion levels (`fib'2`) run the code of their base function and get no range of
+/// Symbol addresses: a function spans its own costed addresses, lowest to highest, and starts
+/// lower only where a call enters it below them at an address no other function's costs
+/// hold; a function without cost lines starts where calls enter it. Recursion levels (`fib'2`) run the code of their base function and get no range of
 /// their own.
 pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
     let entries = call_entries(process, arcs);
     for (i, image) in process.images.iter_mut().enumerate() {
+        // Rows with a cost, and rows whose costs are all zero (pprof writes one at every call
+        // site), which place a function only where nothing else is.
         let mut extents = vec![None; image.symbols.len()];
+        let mut zero_extents = vec![None; image.symbols.len()];
         let costs = &image.costs;
         for row in 0..costs.len() {
             if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                widen(&mut extents[s as usize], o);
+                let slot =
+                    if costs.values(row).iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
+                widen(&mut slot[s as usize], o);
             }
         }
-        apply_extents(image, &bases[i], &entries[i], &extents);
+        apply_extents(image, &bases[i], &entries[i], &extents, &zero_extents);
     }
 }
 
@@ -104,16 +109,44 @@ fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
     *extent = Some(extent.map_or((addr, addr), |(lo, hi)| (lo.min(addr), hi.max(addr))));
 }
 
-/// Sets the offset and size of an image's symbols from their call entries and costed extents
+/// Sets the offset and size of an image's symbols from their costed extents and call entries
 /// (see [`set_symbol_extents`]).
-fn apply_extents(image: &mut Image, base: &[u32], entries: &[Option<u64>], extents: &[Option<(u64, u64)>]) {
+///
+/// A function's own cost lines decide its range. A call target below them moves its start down
+/// only when no other function's cost lines hold that address: some producers (pprof) write the
+/// caller's own position as the target of every call, which must not pull the callee's range
+/// over its caller's code.
+///
+/// A function with no cost but zero-cost rows (`weak`, empty when there are none) or a call
+/// target takes an address only where no other function's costs are: two functions at one
+/// address would leave a reader of addresses to guess whose the costs there are.
+fn apply_extents(
+    image: &mut Image,
+    base: &[u32],
+    entries: &[Option<u64>],
+    extents: &[Option<(u64, u64)>],
+    weak: &[Option<(u64, u64)>],
+) {
+    let mut ranges: Vec<(u64, u64, usize)> =
+        extents.iter().enumerate().filter_map(|(s, e)| e.map(|(lo, hi)| (lo, hi, s))).collect();
+    ranges.sort_unstable();
+    let held_by_other = |addr: u64, own: usize| {
+        // Ranges may nest or overlap: any range starting at or below `addr` may hold it.
+        let end = ranges.partition_point(|r| r.0 <= addr);
+        ranges[..end].iter().rev().any(|&(_, hi, s)| hi >= addr && s != own && base[s] == s as u32)
+    };
     for (s, sym) in image.symbols.iter_mut().enumerate() {
         if base[s] != s as u32 {
             continue;
         }
-        let start = entries[s].or(extents[s].map(|(lo, _)| lo));
+        let weak_extent = weak.get(s).copied().flatten();
+        let start = match (entries[s], extents[s]) {
+            (Some(e), Some((lo, _))) if e < lo && !held_by_other(e, s) => Some(e),
+            (_, Some((lo, _))) => Some(lo),
+            (e, None) => e.or(weak_extent.map(|w| w.0)).filter(|&a| !held_by_other(a, s)),
+        };
         sym.offset = start;
-        if let (Some(start), Some((_, hi))) = (start, extents[s]) {
+        if let (Some(start), Some((_, hi))) = (start, extents[s].or(weak_extent)) {
             if hi >= start {
                 sym.size = Some(hi - start + 1);
             }
@@ -373,7 +406,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     for ((i, image), (mut merged, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        apply_extents(image, &bases[i], &entries[i], &extents);
+        apply_extents(image, &bases[i], &entries[i], &extents, &[]);
         let srcs = &sources[i];
         let tgts = &targets[i];
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();

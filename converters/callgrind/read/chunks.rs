@@ -275,7 +275,10 @@ impl Reader {
             && self.cfi.is_none()
             && self.jfi.is_none()
             && self.jfn.is_none();
-        if !single_process || !nothing_pending || self.part_state() != cont.assumed {
+        // A name used before its definition is renamed when the definition comes: only where
+        // this reader meets that definition itself.
+        let no_forward_names = self.forwards.iter().all(|f| f.defined);
+        if !single_process || !nothing_pending || !no_forward_names || self.part_state() != cont.assumed {
             return false;
         }
         // What the placeholders stand for, from this reader's state at the cut.
@@ -379,6 +382,12 @@ impl Reader {
         }
         for (t, add) in self.part_totals.iter_mut().zip(&part.part_totals) {
             *t = t.wrapping_add(*add);
+        }
+        if part.star_costs > 0 {
+            if self.star_costs == 0 {
+                self.star_line = lines_before + part.star_line;
+            }
+            self.star_costs += part.star_costs;
         }
         if part.jcnd_over > 0 {
             if self.jcnd_over == 0 {
