@@ -68,25 +68,7 @@ pub struct Report {
     pub processes: Vec<ProcessReport>,
     /// What `--symbols` found and named, per image.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub symbols: Vec<SymbolsReport>,
-}
-
-/// What symbolization found for one image.
-#[derive(Serialize, Debug)]
-pub struct SymbolsReport {
-    pub pid: u64,
-    pub image: String,
-    pub build_id: Option<String>,
-    pub debug_file: Option<String>,
-    pub symbol_file: Option<String>,
-    pub addresses: usize,
-    pub functions: usize,
-    pub lines: usize,
-    pub inlined_addresses: usize,
-    pub inline_frames: usize,
-    pub unnamed: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub symbols: Vec<crate::symbolize::ImageReport>,
 }
 
 #[derive(Serialize, Debug)]
@@ -214,23 +196,7 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     }
     let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
-    report.symbols = named
-        .into_iter()
-        .map(|r| SymbolsReport {
-            pid: r.pid,
-            image: r.image,
-            build_id: r.build_id,
-            debug_file: r.debug_file,
-            symbol_file: r.symbol_file,
-            addresses: r.addresses,
-            functions: r.functions,
-            lines: r.lines,
-            inlined_addresses: r.inlined_addresses,
-            inline_frames: r.inline_frames,
-            unnamed: r.unnamed,
-            note: r.note,
-        })
-        .collect();
+    report.symbols = named;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
     } else {

@@ -50,8 +50,8 @@ impl Default for Options {
     }
 }
 
-/// What the pass found and did for one image (`cfghub info` prints it).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the pass found and did for one image (`cfghub info` prints it, `--json` as it is).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ImageReport {
     pub pid: u64,
     pub image: String,
@@ -71,6 +71,7 @@ pub struct ImageReport {
     /// Addresses left without a function name.
     pub unnamed: usize,
     /// Why nothing (or less) was done, when so.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
