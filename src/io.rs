@@ -31,6 +31,11 @@ pub fn set_progress(enabled: bool) {
     PROGRESS.store(enabled, Ordering::Relaxed);
 }
 
+/// Whether progress may be drawn (not turned off with `-q`).
+pub fn progress_enabled() -> bool {
+    PROGRESS.load(Ordering::Relaxed)
+}
+
 /// A compression wrapper, told by magic bytes when reading and by file name when writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {

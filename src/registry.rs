@@ -24,6 +24,12 @@ pub struct ReadOptions {
     /// it): a reader may map the file to read parts of it side by side instead of reading the
     /// stream, which holds the same bytes.
     pub file: Option<std::path::PathBuf>,
+    /// DCFG-trace: most edges the trace may declare before decoding stops with an error
+    /// (`--max-edges`); `None` is the decoder's default.
+    pub max_edges: Option<u64>,
+    /// DCFG-trace: read only what the chunks declare (threads, instruction counts), decoding
+    /// no edge: the process's edges stay empty (`cfghub info`).
+    pub trace_declared_only: bool,
 }
 
 /// Options a writer may use; each writer takes what it needs and ignores the rest.

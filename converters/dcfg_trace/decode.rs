@@ -31,6 +31,12 @@ use crate::ir::{NodeRef, Process, Profile};
 /// Most bytes of compiled chunks held in one batch.
 const BATCH_BYTES: usize = 32 << 20;
 
+/// Most edges a trace may declare (the sum of its chunks' `EDGE_COUNT`) before decoding stops,
+/// unless the caller raises it (`--max-edges`). A few hundred bytes of nested repeats can claim
+/// 10^15 edges; decoding runs at some 10^8 edges per second and core, so this default ends a
+/// run within about a minute on one core however the trace was made.
+pub const DEFAULT_MAX_EDGES: u64 = 5_000_000_000;
+
 /// The spec's headers.
 pub const PROCESS_HEADER: [&str; 4] = ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
 pub const TABLE_HEADER: [&str; 3] = ["CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS"];
@@ -547,20 +553,29 @@ pub trait Job: Sync {
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut Self::Local) -> Result<Self::Part>;
     fn merge(&mut self, p: &TraceProcess, c: &Chunk, part: Self::Part) -> Result<()>;
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<Self::Local>) -> Result<()>;
+    /// Whether the job decodes edges (a job that only sums what chunks declare is not held to
+    /// the edge limit).
+    fn decodes_edges(&self) -> bool {
+        true
+    }
 }
 
 /// Runs a job over a trace read from `input`. `paired`, when given, is the DCFG the trace
 /// belongs to (its edges are checked and weigh the chunks' instruction counts).
 pub fn stream<J: Job>(input: &mut dyn BufRead, paired: Option<&Profile>, job: J) -> Result<J> {
-    stream_versioned(input, paired, job).map(|(j, _)| j)
+    stream_versioned(input, paired, job, None).map(|(j, _)| j)
 }
 
 /// [`stream`], also returning the trace's `(MAJOR_VERSION, MINOR_VERSION)` when it states them.
+/// A trace that declares more than `max_edges` edges (default [`DEFAULT_MAX_EDGES`]) is refused
+/// at the chunk that passes the limit, before that chunk is decoded.
 pub fn stream_versioned<J: Job>(
     input: &mut dyn BufRead,
     paired: Option<&Profile>,
     job: J,
+    max_edges: Option<u64>,
 ) -> Result<(J, Option<(u64, u64)>)> {
+    let limited = job.decodes_edges();
     let mut ctx = Ctx {
         job,
         paired,
@@ -570,6 +585,9 @@ pub fn stream_versioned<J: Job>(
         locals: Vec::new(),
         version: None,
         processes: 0,
+        max_edges: if limited { max_edges.unwrap_or(DEFAULT_MAX_EDGES) } else { u64::MAX },
+        declared: 0,
+        progress: EdgeProgress::new(limited),
     };
     let mut de = serde_json::Deserializer::from_reader(input);
     let result = TopSeed(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
@@ -605,6 +623,53 @@ struct Ctx<'p, J: Job> {
     locals: Vec<Mutex<J::Local>>,
     version: Option<(u64, u64)>,
     processes: usize,
+    /// Most edges the chunks may declare in all, and how many they have declared so far.
+    max_edges: u64,
+    declared: u64,
+    progress: EdgeProgress,
+}
+
+/// A count of decoded edges on standard error, shown once decoding has taken more than a
+/// second, on a terminal only (and not with `-q`).
+struct EdgeProgress {
+    bar: Option<indicatif::ProgressBar>,
+    started: std::time::Instant,
+    shown: bool,
+}
+
+impl EdgeProgress {
+    fn new(wanted: bool) -> EdgeProgress {
+        use std::io::IsTerminal;
+        let bar = (wanted && crate::io::progress_enabled() && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+            let style =
+                indicatif::ProgressStyle::with_template("decoding: {human_pos} edges ({per_sec}) {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            bar.set_style(style);
+            bar
+        });
+        EdgeProgress { bar, started: std::time::Instant::now(), shown: false }
+    }
+
+    fn add(&mut self, edges: u64, limit: u64) {
+        let Some(bar) = &self.bar else { return };
+        bar.inc(edges);
+        if !self.shown && self.started.elapsed() > std::time::Duration::from_secs(1) {
+            if limit != u64::MAX {
+                bar.set_message(format!("(stops at --max-edges {limit})"));
+            }
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+    }
+}
+
+impl Drop for EdgeProgress {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 impl<J: Job> Ctx<'_, J> {
@@ -635,11 +700,25 @@ impl<J: Job> Ctx<'_, J> {
             .collect();
         for (c, part) in batch.iter().zip(parts) {
             self.job.merge(p, c, part?)?;
+            self.progress.add(c.edge_count, self.max_edges);
         }
         Ok(())
     }
 
     fn push(&mut self, p: &TraceProcess, c: Chunk) -> Result<()> {
+        self.declared = self.declared.saturating_add(c.edge_count);
+        if self.declared > self.max_edges {
+            let before = self.declared - c.edge_count.min(self.declared);
+            return Err(Error::input(format!(
+                "the trace declares more than {} edges by this chunk (EDGE_COUNT {}, after {before} before it); decoding stops there",
+                self.max_edges, c.edge_count
+            ))
+            .at_path(c.place(p))
+            .with_hint(format!(
+                "a trace this long takes a while to decode (about 10^8 edges per second and core); to go on, raise the limit with --max-edges {}",
+                self.declared.saturating_add(self.declared / 4).max(self.max_edges.saturating_mul(2))
+            )));
+        }
         self.batch_bytes += c.code.heap_size() + 64;
         self.batch.push(c);
         let limit = 4 * rayon::current_num_threads().max(1);
@@ -1124,6 +1203,9 @@ pub struct Totals {
     pub processes: Vec<ProcessTotals>,
     /// `(MAJOR_VERSION, MINOR_VERSION)` as the trace states them.
     pub version: Option<(u64, u64)>,
+    /// Sum what the chunks declare (chunks, edges, instructions) without decoding any edge:
+    /// `edge_counts` stay empty.
+    pub declared_only: bool,
 }
 
 /// Per-worker counts: per thread, traversals per state.
@@ -1152,10 +1234,12 @@ impl Job for Totals {
 
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut LocalCounts) -> Result<()> {
         let (counts, totals) = local.threads.entry(c.thread).or_default();
-        if counts.len() < p.states() {
-            counts.resize(p.states(), 0);
+        if !self.declared_only {
+            if counts.len() < p.states() {
+                counts.resize(p.states(), 0);
+            }
+            decode_chunk(p, c, |s| counts[s as usize] += 1)?;
         }
-        decode_chunk(p, c, |s| counts[s as usize] += 1)?;
         totals.chunks += 1;
         totals.edges += c.edge_count;
         totals.instrs = totals.instrs.saturating_add(c.instr_count);
@@ -1164,6 +1248,10 @@ impl Job for Totals {
 
     fn merge(&mut self, _p: &TraceProcess, _c: &Chunk, _part: ()) -> Result<()> {
         Ok(())
+    }
+
+    fn decodes_edges(&self) -> bool {
+        !self.declared_only
     }
 
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<LocalCounts>) -> Result<()> {
@@ -1185,9 +1273,19 @@ impl Job for Totals {
     }
 }
 
-/// Decodes every chunk of a trace, counting edges per thread.
-pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Totals> {
-    let (mut t, version) = stream_versioned(input, paired, Totals::default())?;
+/// Decodes every chunk of a trace, counting edges per thread; refuses a trace that declares
+/// more than `max_edges` edges (default [`DEFAULT_MAX_EDGES`]).
+pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>, max_edges: Option<u64>) -> Result<Totals> {
+    let (mut t, version) = stream_versioned(input, paired, Totals::default(), max_edges)?;
+    t.version = version;
+    Ok(t)
+}
+
+/// What a trace's chunks declare (threads, chunks, edges, instructions), without decoding
+/// an edge: fast however many edges the trace claims.
+pub fn declared(input: &mut dyn BufRead) -> Result<Totals> {
+    let job = Totals { declared_only: true, ..Totals::default() };
+    let (mut t, version) = stream_versioned(input, None, job, None)?;
     t.version = version;
     Ok(t)
 }
@@ -1307,7 +1405,7 @@ mod tests {
         assert_eq!(edges(&t).unwrap(), vec![1; 10]);
         let t = trace(r#"{ "x": "(1000000000000*A)" }"#, table, r#"[ 0, 0, 10, 1, "(1000000000000*<x>)" ]"#);
         let started = std::time::Instant::now();
-        assert_eq!(totals(&mut t.as_bytes(), None).unwrap().processes[0].threads[&0].edges, 10);
+        assert_eq!(totals(&mut t.as_bytes(), None, None).unwrap().processes[0].threads[&0].edges, 10);
         assert!(started.elapsed().as_secs() < 5);
     }
 

@@ -64,14 +64,19 @@ impl Format for DcfgTrace {
 
     /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
     /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
-    /// kinds are in the paired DCFG, not here; they are left unknown.
+    /// kinds are in the paired DCFG, not here; they are left unknown. With
+    /// `trace_declared_only`, no edge is decoded (and none is listed).
     fn read(
         &self,
         input: &mut dyn BufRead,
-        _options: &ReadOptions,
+        options: &ReadOptions,
         _findings: &mut Findings,
     ) -> Result<Profile> {
-        let totals = decode::totals(input, None)?;
+        let totals = if options.trace_declared_only {
+            decode::declared(input)?
+        } else {
+            decode::totals(input, None, options.max_edges)?
+        };
         totals_to_profile(&totals)
     }
 

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 use crate::analysis::{names, routines};
-use crate::converters::dcfg_trace::decode::{decode_chunk, stream, Chunk, Job, TraceProcess};
+use crate::converters::dcfg_trace::decode::{decode_chunk, stream_versioned, Chunk, Job, TraceProcess};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, Event, NodeRef, Process, Profile, Stack};
 
@@ -542,9 +542,14 @@ impl Job for Replayer<'_> {
 }
 
 /// Replays a trace read from `input` over `profile` (its paired DCFG).
-pub fn replay(input: &mut dyn BufRead, profile: &Profile) -> Result<Vec<ProcessReplay>> {
+/// A trace that declares more than `max_edges` edges (default: the decoder's) is refused.
+pub fn replay(
+    input: &mut dyn BufRead,
+    profile: &Profile,
+    max_edges: Option<u64>,
+) -> Result<Vec<ProcessReplay>> {
     let r = Replayer { profile, facts: None, threads: HashMap::new(), processes: Vec::new() };
-    Ok(stream(input, Some(profile), r)?.processes)
+    Ok(stream_versioned(input, Some(profile), r, max_edges)?.0.processes)
 }
 
 /// Puts replay results into the profile: each thread's stacks (frames interned in
@@ -822,7 +827,7 @@ mod tests {
         for (seed, chunk) in [(1, 40), (2, 1_000), (3, 7), (4, 1_000_000)] {
             let spec = SynthSpec { seed, threads: 2, steps_per_thread: 3_000, ..SynthSpec::default() };
             let p = pair(&spec, &EncodeOptions { chunk_instrs: chunk, ..Default::default() }).unwrap();
-            let replays = replay(&mut p.trace.as_slice(), &p.profile).unwrap();
+            let replays = replay(&mut p.trace.as_slice(), &p.profile, None).unwrap();
             let r = &replays[0];
             let mut inclusive = vec![0; r.inclusive.len()];
             for t in &p.sequences {
@@ -848,7 +853,7 @@ mod tests {
     fn apply_fills_stacks_and_call_inclusive_costs() {
         let spec = SynthSpec { seed: 9, threads: 2, steps_per_thread: 2_000, ..SynthSpec::default() };
         let p = pair(&spec, &EncodeOptions::default()).unwrap();
-        let replays = replay(&mut p.trace.as_slice(), &p.profile).unwrap();
+        let replays = replay(&mut p.trace.as_slice(), &p.profile, None).unwrap();
         let mut profile = p.profile.clone();
         let mut findings = Findings::default();
         apply(&mut profile, &replays, &mut findings);
@@ -875,7 +880,7 @@ mod tests {
             let _ = tx.send(e);
             Ok(())
         });
-        drop(stream(&mut p.trace.as_slice(), Some(&p.profile), job).unwrap());
+        drop(stream_versioned(&mut p.trace.as_slice(), Some(&p.profile), job, None).unwrap());
         let entries: Vec<TimelineEntry> = rx.into_iter().collect();
         assert_eq!(entries[0].name, "main");
         assert_eq!((entries[0].instr, entries[0].depth), (0, 1));

@@ -45,6 +45,10 @@ pub struct ReadArgs {
     /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
     #[arg(long)]
     pub include_offsets: bool,
+    /// DCFG-trace: most edges a trace may declare before decoding stops with an error
+    /// (default 5e9, about a minute of decoding); raise it for longer traces.
+    #[arg(long, value_name = "N")]
+    pub max_edges: Option<u64>,
 }
 
 impl ReadArgs {
@@ -52,6 +56,7 @@ impl ReadArgs {
         ReadOptions {
             dcpi_address_step: self.address_step,
             include_offsets: self.include_offsets,
+            max_edges: self.max_edges,
             ..ReadOptions::default()
         }
     }
@@ -111,7 +116,7 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     let mut inputs = vec![args.input.as_str()];
     if let Some(trace) = args.trace.as_deref() {
-        super::trace::replay_into(&mut loaded.profile, trace, quiet)?;
+        super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;

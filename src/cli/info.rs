@@ -35,6 +35,7 @@ use crate::analysis::{counts, loops, merge, names, routines};
 use crate::convert::load;
 use crate::error::Result;
 use crate::ir::{Process, Profile};
+use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -154,7 +155,10 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    // A summary never decodes a DCFG-trace's edges (a few hundred bytes can claim 10^15 of
+    // them): the chunks' declared counts are enough; `cfghub trace stats` decodes.
+    let options = ReadOptions { trace_declared_only: true, ..args.read.options() };
+    let loaded = load(&args.input, args.from.as_deref(), &options)?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
@@ -394,6 +398,12 @@ pub fn render(report: &Report) -> String {
         ));
         if p.stacks > 0 {
             out.push_str(&format!("  stacks: {}\n", p.stacks));
+        }
+        if report.format == "dcfg-trace" {
+            out.push_str(&format!(
+                "  edges: not decoded here (`cfghub trace stats {}` decodes and counts them)\n",
+                report.file
+            ));
         }
         let mut t = Table::new(
             &["image", "path", "load address", "size", "symbols", "blocks", "routines", "loops"],

@@ -32,6 +32,10 @@ pub struct TraceArgs {
     /// Threads that decode chunks in parallel (default: all cores).
     #[arg(short, long, global = true)]
     pub jobs: Option<usize>,
+    /// Most edges a trace may declare before decoding stops with an error (default 5e9, about
+    /// a minute of decoding); raise it for longer traces.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_edges: Option<u64>,
     #[command(subcommand)]
     pub command: TraceCommand,
 }
@@ -119,23 +123,24 @@ pub struct GenerateArgs {
 
 pub fn run(args: TraceArgs, quiet: bool) -> Result<i32> {
     let command = args.command;
+    let max = args.max_edges;
     match args.jobs {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n.max(1))
                 .build()
                 .map_err(|e| Error::usage(format!("cannot start {n} threads: {e}")))?;
-            pool.install(|| dispatch(command, quiet))
+            pool.install(|| dispatch(command, max, quiet))
         }
-        None => dispatch(command, quiet),
+        None => dispatch(command, max, quiet),
     }
 }
 
-fn dispatch(command: TraceCommand, quiet: bool) -> Result<i32> {
+fn dispatch(command: TraceCommand, max: Option<u64>, quiet: bool) -> Result<i32> {
     match command {
-        TraceCommand::Edges(a) => edges(a, quiet),
-        TraceCommand::Stats(a) => stats(a, quiet),
-        TraceCommand::Timeline(a) => timeline(a, quiet),
+        TraceCommand::Edges(a) => edges(a, max, quiet),
+        TraceCommand::Stats(a) => stats(a, max, quiet),
+        TraceCommand::Timeline(a) => timeline(a, max, quiet),
         TraceCommand::Generate(a) => generate_files(a),
     }
 }
@@ -203,7 +208,7 @@ impl Drop for Blocks {
     }
 }
 
-fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
+fn edges(args: EdgesArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
     let input = Input::open(&args.trace)?;
     let name = args.trace.clone();
@@ -233,7 +238,8 @@ fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
             thread: args.thread,
         };
         // The rest of the output goes when the job (and its buffer) is dropped.
-        decode::stream(&mut input.reader(), dcfg.as_ref(), job).map_err(|e| e.in_file(&name))?;
+        decode::stream_versioned(&mut input.reader(), dcfg.as_ref(), job, max)
+            .map_err(|e| e.in_file(&name))?;
         Ok(())
     })?;
     Ok(0)
@@ -268,10 +274,11 @@ struct ThreadStats {
     dcfg_instructions: Option<u64>,
 }
 
-fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
+fn stats(args: StatsArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
     let input = Input::open(&args.trace)?;
-    let totals = decode::totals(&mut input.reader(), dcfg.as_ref()).map_err(|e| e.in_file(&args.trace))?;
+    let totals =
+        decode::totals(&mut input.reader(), dcfg.as_ref(), max).map_err(|e| e.in_file(&args.trace))?;
     let mut report = StatsReport { file: args.trace.clone(), processes: Vec::new() };
     for p in &totals.processes {
         let paired = dcfg.as_ref().and_then(|d| d.processes.iter().find(|q| q.pid == p.pid));
@@ -344,7 +351,7 @@ fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
     Ok(0)
 }
 
-fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
+fn timeline(args: TimelineArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = load_dcfg(&args.dcfg, quiet)?;
     let input = Input::open(&args.trace)?;
     let name = args.trace.clone();
@@ -357,7 +364,7 @@ fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
                 buf.push(b'\n');
             })
         });
-        decode::stream(&mut input.reader(), Some(&dcfg), job).map_err(|e| e.in_file(&name))?;
+        decode::stream_versioned(&mut input.reader(), Some(&dcfg), job, max).map_err(|e| e.in_file(&name))?;
         blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
     })?;
     Ok(0)
@@ -388,10 +395,15 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
 
 /// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (stacks, exact
 /// inclusive costs of calls), naming count differences as warnings.
-pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Result<()> {
+pub(crate) fn replay_into(
+    profile: &mut Profile,
+    trace: &str,
+    max_edges: Option<u64>,
+    quiet: bool,
+) -> Result<()> {
     let input = Input::open(trace)?;
-    let replays =
-        crate::analysis::replay::replay(&mut input.reader(), profile).map_err(|e| e.in_file(trace))?;
+    let replays = crate::analysis::replay::replay(&mut input.reader(), profile, max_edges)
+        .map_err(|e| e.in_file(trace))?;
     let mut findings = crate::error::Findings::default();
     crate::analysis::replay::apply(profile, &replays, &mut findings);
     super::check_findings(trace, &findings, quiet)
