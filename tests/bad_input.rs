@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "bad_input/dcfg_trace.rs"]
 mod dcfg_trace;
+
+#[path = "bad_input/compressed.rs"]
+mod compressed;

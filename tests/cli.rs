@@ -16,3 +16,6 @@ mod dcfg_trace;
 
 #[path = "cli/dot.rs"]
 mod dot;
+
+#[path = "cli/outputs.rs"]
+mod outputs;

@@ -166,9 +166,11 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     }
     let report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+        let json =
+            serde_json::to_string_pretty(&report).map_err(|e| crate::error::Error::input(e.to_string()))?;
+        super::print_out(&(json + "\n"))?;
     } else {
-        print!("{}", render(&report));
+        super::print_out(&render(&report))?;
     }
     Ok(0)
 }

@@ -316,13 +316,14 @@ fn stats(args: StatsArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
         });
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::input(e.to_string()))?);
+        let json = serde_json::to_string_pretty(&report).map_err(|e| Error::input(e.to_string()))?;
+        super::print_out(&(json + "\n"))?;
         return Ok(0);
     }
-    println!("{}", report.file);
+    let mut out = format!("{}\n", report.file);
     for p in &report.processes {
-        println!(
-            "process {}: {} dictionary entries, {} transition-table rows",
+        out += &format!(
+            "process {}: {} dictionary entries, {} transition-table rows\n",
             p.pid, p.dictionary_entries, p.transition_table_rows
         );
         let mut table = super::table::Table::new(
@@ -339,15 +340,16 @@ fn stats(args: StatsArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
                 t.dcfg_instructions.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
             ]);
         }
-        print!("{}", table.render());
+        out += &table.render();
         match p.edges_differing_from_dcfg {
-            Some(0) => println!("every edge exists in the DCFG and follows its predecessor; edge counts equal the DCFG's"),
-            Some(n) => println!(
-                "every edge exists in the DCFG and follows its predecessor; {n} edge(s) counted differently than in the DCFG (a partial trace?)"
+            Some(0) => out += "every edge exists in the DCFG and follows its predecessor; edge counts equal the DCFG's\n",
+            Some(n) => out += &format!(
+                "every edge exists in the DCFG and follows its predecessor; {n} edge(s) counted differently than in the DCFG (a partial trace?)\n"
             ),
             None => {}
         }
     }
+    super::print_out(&out)?;
     Ok(0)
 }
 

@@ -22,17 +22,19 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     let mut findings = loaded.findings;
     findings.extend(crate::analysis::validate::check(&loaded.profile));
+    let mut out = String::new();
     for f in &findings.items {
-        println!("{}: {f}", args.input);
+        out += &format!("{}: {f}\n", args.input);
     }
     let violations = findings.violations().count();
     let warnings = findings.warnings().count();
-    println!(
-        "{}: {} ({} violation(s), {} warning(s))",
+    out += &format!(
+        "{}: {} ({} violation(s), {} warning(s))\n",
         args.input,
         if violations == 0 { "valid" } else { "INVALID" },
         violations,
         warnings
     );
+    super::print_out(&out)?;
     Ok(if violations == 0 { 0 } else { 1 })
 }

@@ -227,7 +227,12 @@ fn bombs() -> Vec<(&'static str, String)> {
         ),
         (
             "doubling dictionary",
-            bomb(&format!("{{ {} }}", doubling.join(", ")), r#"[ 1, "0", [ 1 ] ]"#, "18446744073709551615", "<a60>"),
+            bomb(
+                &format!("{{ {} }}", doubling.join(", ")),
+                r#"[ 1, "0", [ 1 ] ]"#,
+                "18446744073709551615",
+                "<a60>",
+            ),
         ),
     ]
 }
