@@ -67,7 +67,7 @@ impl Format for Callgrind {
         options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {
-        read(input, options, findings)
+        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
     }
 
     fn write(

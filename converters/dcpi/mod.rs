@@ -62,7 +62,7 @@ impl Format for Dcpi {
         options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {
-        read::read(input, options, findings)
+        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
     }
 
     fn write(

@@ -63,7 +63,7 @@ impl Format for Dcpicat {
         _options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {
-        read::read(input, findings)
+        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
     }
 
     fn write(

@@ -32,7 +32,7 @@ fn decompression_bombs_stop_at_the_line_limit() {
             );
             let err = common::assert_contained(&o, &what);
             assert_eq!(o.status.code(), Some(2), "{what}: {err}");
-            assert!(err.contains("byte 0") && err.contains("longer than 64 MiB"), "{what}: {err}");
+            assert!(err.contains("longer than 64 MiB"), "{what}: {err}");
             assert_eq!(common::snapshot(dir.path()), before, "{what}: files changed");
         }
     }
