@@ -21,7 +21,13 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> Result<i32> {
     let loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     let mut findings = loaded.findings;
-    findings.extend(crate::analysis::validate::check(&loaded.profile));
+    // The reader names some rule breaks (a repeated id) as the checks do: list each once.
+    let named: std::collections::HashSet<String> = findings.items.iter().map(|f| f.to_string()).collect();
+    for f in crate::analysis::validate::check(&loaded.profile).items {
+        if !named.contains(&f.to_string()) {
+            findings.items.push(f);
+        }
+    }
     let mut out = String::new();
     for f in &findings.items {
         out += &format!("{}: {f}\n", args.input);
