@@ -22,3 +22,6 @@ mod dcfg_trace;
 
 #[path = "bad_input/compressed.rs"]
 mod compressed;
+
+#[path = "bad_input/hostile.rs"]
+mod hostile;
