@@ -170,7 +170,16 @@ fn addresses_past_two_to_the_64_are_refused() {
     let input = dir.path().join("step.dcpi");
     std::fs::write(&input, alpha()).unwrap();
     let step = (1u64 << 62).to_string();
-    let o = common::run(&["convert", "--address-step", &step, input.to_str().unwrap(), "-o", "-", "--to", "dcpicat"]);
+    let o = common::run(&[
+        "convert",
+        "--address-step",
+        &step,
+        input.to_str().unwrap(),
+        "-o",
+        "-",
+        "--to",
+        "dcpicat",
+    ]);
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("reach past 2^64") && err.contains("byte "), "{err}");

@@ -18,3 +18,93 @@ fn a_stack_of_300000_frames_converts_to_callgrind_in_linear_time() {
     let out = std::fs::read_to_string(dir.path().join("deep.callgrind")).unwrap();
     assert_eq!(out.matches("calls=").count(), 299_999, "one call per caller-callee pair");
 }
+
+/// Every reader, by name.
+const READERS: &[&str] = &["dcfg", "dcfg-trace", "callgrind", "dcpi", "dcpicat", "folded"];
+
+/// Inputs no reader should accept as they are, or should read without harm.
+fn hostile_inputs() -> Vec<(&'static str, Vec<u8>)> {
+    let hello = std::fs::read(common::fixture("dcfg/hello-world.dcfg.json")).unwrap();
+    let trace = std::fs::read(common::fixture("dcfg-trace/small.trace.json")).unwrap();
+    let dcpi = std::fs::read(common::fixture("dcpi/alpha-cycles.dcpi")).unwrap();
+    let callgrind = std::fs::read(common::fixture("callgrind/callgrind.out.recursion-loops")).unwrap();
+    let mut random = Vec::with_capacity(1 << 16);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..(1 << 16) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        random.push(x as u8);
+    }
+    vec![
+        ("empty", Vec::new()),
+        ("nul bytes", vec![0; 4096]),
+        ("control bytes", b"a\x1b[31m;b\x07 1\r\n\x00\x01\x02 x\n".to_vec()),
+        ("prose", b"This is not a profile.\nIt has words, and 2 numbers: 3 4\n".to_vec()),
+        ("random bytes", random),
+        ("half a DCFG", hello[..hello.len() / 2].to_vec()),
+        ("half a trace", trace[..trace.len() / 2].to_vec()),
+        ("half a DCPI profile", dcpi[..dcpi.len() / 2].to_vec()),
+        ("half a Callgrind profile", callgrind[..callgrind.len() / 2].to_vec()),
+        ("deep JSON", [&b"{\"PROCESSES\":"[..], &b"[".repeat(100_000)].concat()),
+        ("a 16 MB line", [&b"a;b "[..], &b"9".repeat(16 << 20)].concat()),
+    ]
+}
+
+#[test]
+fn every_command_on_every_reader_contains_hostile_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let hello = common::fixture("dcfg/hello-world.dcfg.json");
+    std::fs::copy(&hello, dir.path().join("good.dcfg.json")).unwrap();
+    for (what, bytes) in hostile_inputs() {
+        std::fs::write(dir.path().join("in"), &bytes).unwrap();
+        let before = common::snapshot(dir.path());
+        for format in READERS {
+            let runs: Vec<Vec<&str>> = vec![
+                vec!["info", "--from", format, "in"],
+                vec!["validate", "--from", format, "in"],
+                vec!["convert", "--from", format, "in", "-o", "out.dcfg.json"],
+                vec!["convert", "--from", format, "in", "-o", "out.callgrind"],
+                vec!["convert", "--from", format, "in", "-o", "out.folded"],
+                vec!["dot", "--from", format, "in", "-o", "out.dot"],
+                vec!["diff", "--from", format, "in", "in", "-o", "out.txt"],
+            ];
+            for args in runs {
+                let label = format!("{what}: {}", args.join(" "));
+                let o = common::run_limited(dir.path(), 120, &args);
+                // validate exits 1 on rule violations: findings, not a failure.
+                if args[0] == "validate" && o.status.code() == Some(1) {
+                    assert!(!common::stderr(&o).contains("panicked"), "{label}");
+                    continue;
+                }
+                common::assert_contained(&o, &label);
+                let mut after = common::snapshot(dir.path());
+                if o.status.code() == Some(0) {
+                    // A success may leave its output; nothing else changes.
+                    after.retain(|(p, _)| {
+                        !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("out."))
+                    });
+                    for (p, _) in common::snapshot(dir.path()) {
+                        if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("out.")) {
+                            std::fs::remove_file(p).unwrap();
+                        }
+                    }
+                }
+                assert_eq!(after, before, "{label}: a failed run left files or changed an input");
+            }
+        }
+        let o =
+            common::run_limited(dir.path(), 120, &["merge", "good.dcfg.json", "in", "-o", "out.dcfg.json"]);
+        common::assert_contained(&o, &format!("{what}: merge"));
+        for args in [vec!["trace", "stats", "in"], vec!["trace", "edges", "in", "-o", "out.edges"]] {
+            let o = common::run_limited(dir.path(), 120, &args);
+            common::assert_contained(&o, &format!("{what}: {}", args.join(" ")));
+        }
+        for (p, _) in common::snapshot(dir.path()) {
+            if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("out.")) {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        assert_eq!(common::snapshot(dir.path()), before, "{what}: inputs changed");
+    }
+}
