@@ -303,10 +303,16 @@ fn layout(data: &[u8], start: usize, step: u64) -> Result<Layout<'_>> {
             )
             .with_hint("the file is truncated or not a DCPI profile"));
         }
-        let chunk_end = (number as u64).checked_mul(step).and_then(|n| n.checked_add(offset as u64)).ok_or_else(|| {
-            bad(pos, format!("chunk at offset {offset:#x}: {number} slots of {step} bytes reach past 2^64"))
+        let chunk_end = (number as u64)
+            .checked_mul(step)
+            .and_then(|n| n.checked_add(offset as u64))
+            .ok_or_else(|| {
+                bad(
+                    pos,
+                    format!("chunk at offset {offset:#x}: {number} slots of {step} bytes reach past 2^64"),
+                )
                 .with_hint("give the right --address-step")
-        })?;
+            })?;
         if let Some((prev_offset, prev_end)) = prev {
             if offset <= prev_offset {
                 return Err(bad(pos, format!(
