@@ -7,7 +7,6 @@ pub mod callgrind;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod dcpi;
-pub mod dcpicat;
 pub mod dot;
 pub mod dtrace;
 pub mod folded;
@@ -15,13 +14,16 @@ pub mod graphml;
 pub mod perf;
 pub mod svg;
 
+/// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
+pub use dcpi::cat as dcpicat;
+
 /// Every format cfghub knows.
 pub static ALL: &[&dyn Format] = &[
     &dcfg::Dcfg,
     &dcfg_trace::DcfgTrace,
     &callgrind::Callgrind,
     &dcpi::Dcpi,
-    &dcpicat::Dcpicat,
+    &dcpi::cat::Dcpicat,
     &dot::Dot,
     &graphml::GraphMl,
     &dtrace::Dtrace,

@@ -19,6 +19,7 @@ pub mod ir;
 pub mod json;
 pub mod mem;
 pub mod registry;
+pub mod stacks;
 pub mod synth;
 
 #[path = "../converters/mod.rs"]

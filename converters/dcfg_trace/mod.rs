@@ -21,6 +21,7 @@
 pub mod decode;
 pub mod encode;
 pub mod generate;
+pub mod paired;
 pub mod seq;
 pub mod table;
 

@@ -22,23 +22,7 @@ pub struct EventSpec {
     pub fraction: Option<u64>,
 }
 
-/// Splits a dcpicat event spec `NAME[:COUNTER]:PERIOD:FRACTION`; `None` when the last two
-/// fields are not numbers.
-pub fn split_spec(spec: &str) -> Option<(&str, u64, u64)> {
-    let (rest, fraction) = spec.rsplit_once(':')?;
-    let (name, period) = rest.rsplit_once(':')?;
-    let num = |s: &str| -> Option<u64> {
-        if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-            s.parse().ok()
-        } else {
-            None
-        }
-    };
-    if name.is_empty() {
-        return None;
-    }
-    Some((name, num(period)?, num(fraction)?))
-}
+pub use crate::analysis::combine::split_spec;
 
 /// Whether the header lines are a DCPI profile's (binary or dcpicat): other formats' header
 /// lines are never written into a DCPI file.

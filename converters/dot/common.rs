@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::{names::SymbolIndex, source::SourceIndex};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Block, EdgeKind, EventId, Image, NodeRef, Process, Profile};
+use crate::ir::{Block, EdgeClass, EventId, Image, NodeRef, Process, Profile};
 
 /// A DOT double-quoted string: `"` and `\` are escaped, line breaks become `\n` (centred
 /// lines), other control characters are dropped. Everything else (braces, `<`, `|`, C++
@@ -68,44 +68,14 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// How an edge is drawn, by kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EdgeClass {
-    FallThrough,
-    /// A branch taken (conditional or not).
-    Taken,
-    /// A branch back to a loop head from inside its loop.
-    Back,
-    Bypass,
-    Rep,
-    Call,
-    Return,
-    Other,
+/// DOT style attributes of each class of edge.
+pub trait Styled {
+    /// Style attributes (colour, line style) of the class.
+    fn style(self) -> &'static str;
 }
 
-impl EdgeClass {
-    pub fn of(kind: EdgeKind, back: bool) -> EdgeClass {
-        if back {
-            EdgeClass::Back
-        } else if kind == EdgeKind::FallThrough {
-            EdgeClass::FallThrough
-        } else if kind.is_branch() {
-            EdgeClass::Taken
-        } else if kind.is_bypass() {
-            EdgeClass::Bypass
-        } else if kind == EdgeKind::Rep {
-            EdgeClass::Rep
-        } else if kind.is_call() {
-            EdgeClass::Call
-        } else if kind.is_return() {
-            EdgeClass::Return
-        } else {
-            EdgeClass::Other
-        }
-    }
-
-    /// Style attributes (colour, line style) of the class.
-    pub fn style(self) -> &'static str {
+impl Styled for EdgeClass {
+    fn style(self) -> &'static str {
         match self {
             EdgeClass::FallThrough => "color=\"#555555\"",
             EdgeClass::Taken => "color=\"#000000\"",
@@ -115,21 +85,6 @@ impl EdgeClass {
             EdgeClass::Call => "color=\"#1f7f1f\", fontcolor=\"#1f7f1f\", style=dotted",
             EdgeClass::Return => "color=\"#7f1f7f\", fontcolor=\"#7f1f7f\", style=dotted",
             EdgeClass::Other => "color=\"#555555\", style=dashed",
-        }
-    }
-
-    /// The short word shown on the edge.
-    pub fn word(self, kind: EdgeKind) -> &'static str {
-        match self {
-            EdgeClass::FallThrough => "fall-through",
-            EdgeClass::Back => "back",
-            EdgeClass::Taken if kind.is_conditional() => "taken",
-            EdgeClass::Taken => "jump",
-            EdgeClass::Bypass => "bypass",
-            EdgeClass::Rep => "rep",
-            EdgeClass::Call => "call",
-            EdgeClass::Return => "return",
-            EdgeClass::Other => "edge",
         }
     }
 }

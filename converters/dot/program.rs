@@ -5,13 +5,13 @@
 use std::fmt::Write as _;
 
 use super::common::{
-    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, EdgeClass,
-    ImageIndex,
+    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, ImageIndex,
+    Styled,
 };
 use super::Options;
 use crate::analysis::{names, routines};
 use crate::error::{Findings, Result};
-use crate::ir::{NodeRef, Profile};
+use crate::ir::{EdgeClass, NodeRef, Profile};
 
 /// Whether `filters` (image ids or substrings of the image's path) select an image.
 fn image_selected(filters: &[String], id: u64, path: &str) -> bool {

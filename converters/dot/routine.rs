@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 
 use super::common::{
     block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, thousands,
-    warn_no_costs, EdgeClass, ImageIndex,
+    warn_no_costs, ImageIndex, Styled,
 };
 use super::Options;
 use crate::analysis::{names, routines};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{EdgeKind, Loop, NodeRef, Process, Profile, Routine};
+use crate::ir::{EdgeClass, EdgeKind, Loop, NodeRef, Process, Profile, Routine};
 
 /// A routine found by [`find_routine`]: process, image and routine indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

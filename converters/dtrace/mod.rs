@@ -36,13 +36,13 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
     let mut collapse = inferno::collapse::dtrace::Options::default();
     collapse.includeoffset = options.include_offsets;
     let mut folder = inferno::collapse::dtrace::Folder::from(collapse);
-    let folded = crate::converters::folded::collapse(
+    let folded = crate::stacks::collapse(
         &mut folder,
         input,
         "a DTrace stack aggregation",
         "expected records of indented frames (leaf first), each ended by its count",
     )?;
-    crate::converters::folded::read_bytes(&folded, findings)
+    crate::stacks::folded::read_bytes(&folded, findings)
 }
 
 impl Format for Dtrace {

@@ -10,37 +10,16 @@
 //! differential profile) and names them with a `# events: NAME ...` comment, which flame-graph
 //! tools skip. See docs/formats/folded.md for the mapping.
 
-mod read;
 mod write;
 
 use std::io::{BufRead, Write};
 
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions, WriteOptions};
 
-/// Runs one of inferno's collapsers (DTrace, perf) over an input and returns its folded
-/// text. inferno asserts some of its own invariants on malformed input; such a panic is caught
-/// and reported as bad input, never passed on.
-pub fn collapse<C: inferno::collapse::Collapse>(
-    folder: &mut C,
-    input: &mut dyn BufRead,
-    what: &str,
-    hint: &str,
-) -> Result<Vec<u8>> {
-    let mut folded = Vec::new();
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| folder.collapse(input, &mut folded)));
-    let bad = |detail: String| Error::input(format!("not {what}: {detail}")).with_hint(hint.to_string());
-    match result {
-        Ok(Ok(())) => Ok(folded),
-        Ok(Err(e)) => Err(bad(e.to_string())),
-        Err(_) => Err(bad("the collapser could not follow its records".to_string())),
-    }
-}
-
-pub use read::{default_event_names, read, read_bytes, DEFAULT_EVENT};
-pub use write::{chosen_events, write};
+pub use crate::stacks::folded::{read, read_bytes};
+pub use write::write;
 
 /// The folded-stacks format.
 pub struct Folded;

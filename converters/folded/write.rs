@@ -6,22 +6,11 @@ use std::io::Write;
 use crate::analysis::stacks as derived;
 use crate::error::{Error, Findings, Result};
 use crate::io::write_error;
-use crate::ir::{EventId, Profile, Stack};
+use crate::ir::{Profile, Stack};
 use crate::registry::WriteOptions;
 
-use super::read::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
-
-/// Which event columns to write: the one `--event` names, else all of them.
-pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
-    match event {
-        Some(name) => profile.event_index(name).map(|i| vec![i]).ok_or_else(|| {
-            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
-            Error::usage(format!("the profile has no event '{name}'"))
-                .with_hint(format!("its events: {}", names.join(", ")))
-        }),
-        None => Ok((0..profile.events.len()).collect()),
-    }
-}
+use crate::stacks::chosen_events;
+use crate::stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
 
 /// Writes the profile's stacks (or stacks derived from its call graph, with a warning).
 pub fn write(

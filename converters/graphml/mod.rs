@@ -17,8 +17,8 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
 use crate::analysis::{names, routines, source::SourceIndex};
-use crate::converters::dot::common::EdgeClass;
 use crate::error::{Error, Findings, Result};
+use crate::ir::EdgeClass;
 use crate::ir::{NodeRef, Profile};
 use crate::registry::{Format, WriteOptions};
 

@@ -43,8 +43,8 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             .at_line(1)
             .with_hint(HINT));
     }
-    let folded = crate::converters::folded::collapse(&mut folder, input, "`perf script` output", HINT)?;
-    crate::converters::folded::read_bytes(&folded, findings)
+    let folded = crate::stacks::collapse(&mut folder, input, "`perf script` output", HINT)?;
+    crate::stacks::folded::read_bytes(&folded, findings)
 }
 
 impl Format for Perf {

@@ -70,7 +70,7 @@ pub fn inferno_options(
 /// The event to draw: `--event`, else the first, with a warning naming the others.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
     match &options.event {
-        Some(_) => Ok(crate::converters::folded::chosen_events(profile, options.event.as_deref())?[0]),
+        Some(_) => Ok(crate::stacks::chosen_events(profile, options.event.as_deref())?[0]),
         None if profile.events.is_empty() => {
             Err(Error::unsupported("a flame graph needs an event, the profile has none"))
         }
@@ -127,11 +127,7 @@ pub fn write(
     let derived = derived::stacks_for_output(profile, findings)?;
     let profile = derived.as_ref().unwrap_or(profile);
     let differential = options.event.is_none()
-        && profile
-            .events
-            .iter()
-            .map(|e| e.name.clone())
-            .eq(crate::converters::folded::default_event_names(2));
+        && profile.events.iter().map(|e| e.name.clone()).eq(crate::stacks::default_event_names(2));
     let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
     // Two unnamed count columns are a differential profile (before, after): inferno draws the
     // change, as it does from the same folded file.
@@ -154,7 +150,7 @@ pub fn write(
     let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
     if differential {
-        opt.count_name = crate::converters::folded::DEFAULT_EVENT.to_string();
+        opt.count_name = crate::stacks::DEFAULT_EVENT.to_string();
     }
     if scale > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the

@@ -55,7 +55,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
         let mut event_map = Vec::with_capacity(input.events.len());
         for (j, event) in input.events.iter().enumerate() {
             let line = event_lines.get(j).copied();
-            let binary_style = line.is_some_and(|l| crate::converters::dcpi::model::split_spec(l).is_none());
+            let binary_style = line.is_some_and(|l| split_spec(l).is_none());
             let period = if binary_style { periods.next() } else { None };
             match out.event_index(&event.name) {
                 Some(e) => event_map.push(e),
@@ -204,4 +204,22 @@ pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
         last = Some(row);
     }
     *costs = merged;
+}
+
+/// Splits a dcpicat event spec `NAME[:COUNTER]:PERIOD:FRACTION`; `None` when the last two
+/// fields are not numbers.
+pub fn split_spec(spec: &str) -> Option<(&str, u64, u64)> {
+    let (rest, fraction) = spec.rsplit_once(':')?;
+    let (name, period) = rest.rsplit_once(':')?;
+    let num = |s: &str| -> Option<u64> {
+        if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+            s.parse().ok()
+        } else {
+            None
+        }
+    };
+    if name.is_empty() {
+        return None;
+    }
+    Some((name, num(period)?, num(fraction)?))
 }

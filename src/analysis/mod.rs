@@ -15,6 +15,7 @@ pub mod names;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;
+pub mod sequence;
 pub mod source;
 pub mod stacks;
 pub mod validate;

@@ -23,10 +23,9 @@
 //! from an empty stack; its open calls are dropped.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
 
+use crate::analysis::sequence::{ChunkEdges, SequenceChunk, SequenceJob, SequenceProcess};
 use crate::analysis::{names, routines};
-use crate::converters::dcfg_trace::decode::{decode_chunk, stream_versioned, Chunk, Job, TraceProcess};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, Event, NodeRef, Process, Profile, Stack};
 
@@ -358,16 +357,19 @@ pub struct Replayer<'a> {
 #[derive(Default)]
 pub struct Counts(HashMap<u64, Vec<u64>>);
 
-impl Job for Replayer<'_> {
+impl<'a> Replayer<'a> {
+    /// A replayer over `profile`, the DCFG the trace belongs to.
+    pub fn new(profile: &'a Profile) -> Self {
+        Replayer { profile, facts: None, threads: HashMap::new(), processes: Vec::new() }
+    }
+}
+
+impl SequenceJob for Replayer<'_> {
     type Local = Counts;
     type Part = ChunkReplay;
 
-    fn begin_process(&mut self, p: &TraceProcess) -> Result<()> {
-        let index = p
-            .pairing
-            .as_ref()
-            .map(|x| x.process)
-            .ok_or_else(|| Error::usage("replay needs the paired DCFG"))?;
+    fn begin_process(&mut self, p: &SequenceProcess) -> Result<()> {
+        let index = p.process;
         let process = &self.profile.processes[index];
         let facts = ProcessFacts::new(self.profile, process);
         self.processes.push(ProcessReplay {
@@ -382,31 +384,25 @@ impl Job for Replayer<'_> {
         Ok(())
     }
 
-    fn local(&self, _p: &TraceProcess) -> Counts {
+    fn local(&self) -> Counts {
         Counts::default()
     }
 
-    fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut Counts) -> Result<ChunkReplay> {
+    fn decode(&self, c: &SequenceChunk, edges: &dyn ChunkEdges, local: &mut Counts) -> Result<ChunkReplay> {
         let facts = self.facts.as_ref().ok_or_else(|| Error::usage("replay before a process"))?;
-        let pairing = p.pairing.as_ref().ok_or_else(|| Error::usage("replay needs the paired DCFG"))?;
         let counts = local.0.entry(c.thread).or_default();
         if counts.len() < facts.edges.len() {
             counts.resize(facts.edges.len(), 0);
         }
         let mut tree = RelTree { nodes: Vec::new(), index: HashMap::new(), costs: Vec::new() };
-        let first_top = pairing
-            .edge
-            .get(c.first_state as usize)
-            .and_then(|&e| facts.edges.get(e as usize))
-            .map(|f| f.source_routine)
-            .unwrap_or(NONE);
+        let first_top =
+            c.first_edge.and_then(|e| facts.edges.get(e as usize)).map(|f| f.source_routine).unwrap_or(NONE);
         let mut node = tree.node(RelNode::Root { k: 0, top: first_top });
         let mut instrs = 0u64;
         let mut calls: Vec<(u32, u64, Counted)> = Vec::new();
         let mut unmatched = Vec::new();
         let mut inclusive: HashMap<(u32, Counted), u64> = HashMap::new();
-        decode_chunk(p, c, |s| {
-            let ei = pairing.edge[s as usize];
+        edges.for_each_edge(&mut |ei| {
             let f = facts.edges[ei as usize];
             counts[ei as usize] += 1;
             tree.costs[node as usize] += f.instrs;
@@ -457,7 +453,7 @@ impl Job for Replayer<'_> {
         })
     }
 
-    fn merge(&mut self, _p: &TraceProcess, c: &Chunk, part: ChunkReplay) -> Result<()> {
+    fn merge(&mut self, c: &SequenceChunk, _edges: &dyn ChunkEdges, part: ChunkReplay) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
         let t = self.threads.entry(c.thread).or_default();
         if c.edge_count == 0 {
@@ -502,7 +498,7 @@ impl Job for Replayer<'_> {
         Ok(())
     }
 
-    fn end_process(&mut self, _p: &TraceProcess, locals: Vec<Counts>) -> Result<()> {
+    fn end_process(&mut self, locals: Vec<Counts>) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
         let edges = out.inclusive.len();
         let threads = locals.iter().flat_map(|l| l.0.keys()).max().map(|&t| t as usize + 1).unwrap_or(0);
@@ -539,17 +535,6 @@ impl Job for Replayer<'_> {
         self.threads.clear();
         Ok(())
     }
-}
-
-/// Replays a trace read from `input` over `profile` (its paired DCFG).
-/// A trace that declares more than `max_edges` edges (default: the decoder's) is refused.
-pub fn replay(
-    input: &mut dyn BufRead,
-    profile: &Profile,
-    max_edges: Option<u64>,
-) -> Result<Vec<ProcessReplay>> {
-    let r = Replayer { profile, facts: None, threads: HashMap::new(), processes: Vec::new() };
-    Ok(stream_versioned(input, Some(profile), r, max_edges)?.0.processes)
 }
 
 /// Puts replay results into the profile: each thread's stacks (frames interned in
@@ -653,29 +638,24 @@ impl<'a, F> Timeline<'a, F> {
     }
 }
 
-impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> Job for Timeline<'_, F> {
+impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> SequenceJob for Timeline<'_, F> {
     type Local = ();
     type Part = ();
-    fn begin_process(&mut self, p: &TraceProcess) -> Result<()> {
-        let index = p
-            .pairing
-            .as_ref()
-            .map(|x| x.process)
-            .ok_or_else(|| Error::usage("a timeline needs the paired DCFG"))?;
+    fn begin_process(&mut self, p: &SequenceProcess) -> Result<()> {
+        let index = p.process;
         self.facts = Some(ProcessFacts::new(self.profile, &self.profile.processes[index]));
         self.stacks.clear();
         Ok(())
     }
-    fn local(&self, _p: &TraceProcess) {}
-    fn decode(&self, _p: &TraceProcess, _c: &Chunk, _l: &mut ()) -> Result<()> {
+    fn local(&self) {}
+    fn decode(&self, _c: &SequenceChunk, _edges: &dyn ChunkEdges, _l: &mut ()) -> Result<()> {
         Ok(())
     }
-    fn merge(&mut self, p: &TraceProcess, c: &Chunk, _part: ()) -> Result<()> {
+    fn merge(&mut self, c: &SequenceChunk, edges: &dyn ChunkEdges, _part: ()) -> Result<()> {
         if self.thread.is_some_and(|t| t != c.thread) {
             return Ok(());
         }
         let Some(facts) = self.facts.as_ref() else { return Ok(()) };
-        let Some(pairing) = p.pairing.as_ref() else { return Ok(()) };
         let stack = self.stacks.entry(c.thread).or_default();
         let mut instr = c.preceding_instr_count;
         let mut events: Vec<TimelineEntry> = Vec::new();
@@ -693,15 +673,15 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> Job for Timeline<'_, F> {
                 events.clear();
             }
         };
-        let first = pairing.edge.get(c.first_state as usize).and_then(|&e| facts.edges.get(e as usize));
+        let first = c.first_edge.and_then(|e| facts.edges.get(e as usize));
         if let Some(fe) = first {
             if fe.source_routine != NONE && stack.last() != Some(&fe.source_routine) {
                 stack.pop();
                 stack.push(fe.source_routine);
             }
         }
-        decode_chunk(p, c, |s| {
-            let fx = facts.edges[pairing.edge[s as usize] as usize];
+        edges.for_each_edge(&mut |ei| {
+            let fx = facts.edges[ei as usize];
             instr += fx.instrs;
             let tr = fx.target_routine;
             let entered = match fx.act {
@@ -761,7 +741,7 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> Job for Timeline<'_, F> {
         }
         Ok(())
     }
-    fn end_process(&mut self, _p: &TraceProcess, _l: Vec<()>) -> Result<()> {
+    fn end_process(&mut self, _l: Vec<()>) -> Result<()> {
         Ok(())
     }
 }
@@ -769,9 +749,62 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> Job for Timeline<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::converters::dcfg_trace::encode::EncodeOptions;
-    use crate::converters::dcfg_trace::generate::pair;
-    use crate::synth::SynthSpec;
+    use crate::synth::{generate, Synth, SynthSpec};
+
+    /// A chunk's edges held in memory.
+    struct InMemory<'a>(&'a [u32]);
+
+    impl ChunkEdges for InMemory<'_> {
+        fn for_each_edge(&self, f: &mut dyn FnMut(u32)) -> Result<()> {
+            self.0.iter().for_each(|&e| f(e));
+            Ok(())
+        }
+    }
+
+    /// A synthetic DCFG and the edge ids each of its threads walked.
+    fn walked(spec: SynthSpec) -> Synth {
+        generate(&SynthSpec { keep_sequences: true, ..spec })
+    }
+
+    /// Runs `job` over every thread's walk cut into chunks of `chunk` edges, as a trace reader
+    /// does: every chunk of a thread decoded first (in any order), then merged in order.
+    fn drive<J: SequenceJob>(synth: &Synth, chunk: usize, mut job: J) -> J {
+        let process = &synth.profile.processes[0];
+        let index: HashMap<u64, u32> =
+            process.edges.iter().enumerate().map(|(i, e)| (e.id, i as u32)).collect();
+        let instrs = |e: u32| match process.edges[e as usize].source {
+            NodeRef::Block(b) => process.block(b).num_instrs,
+            _ => 0,
+        };
+        job.begin_process(&SequenceProcess { pid: process.pid, process: 0 }).unwrap();
+        let mut local = job.local();
+        for (thread, walk) in synth.sequences.iter().enumerate() {
+            let edges: Vec<u32> = walk.iter().map(|id| index[id]).collect();
+            let mut preceding = 0;
+            let chunks: Vec<(SequenceChunk, &[u32])> = edges
+                .chunks(chunk)
+                .map(|part| {
+                    let instr_count = part.iter().map(|&e| instrs(e)).sum();
+                    let c = SequenceChunk {
+                        thread: thread as u64,
+                        preceding_instr_count: preceding,
+                        instr_count,
+                        edge_count: part.len() as u64,
+                        first_edge: part.first().copied(),
+                    };
+                    preceding += instr_count;
+                    (c, part)
+                })
+                .collect();
+            let parts: Vec<J::Part> =
+                chunks.iter().rev().map(|(c, e)| job.decode(c, &InMemory(e), &mut local).unwrap()).collect();
+            for ((c, e), part) in chunks.iter().zip(parts.into_iter().rev()) {
+                job.merge(c, &InMemory(e), part).unwrap();
+            }
+        }
+        job.end_process(vec![local]).unwrap();
+        job
+    }
 
     /// The replay rules applied edge by edge to a whole sequence, without chunks.
     fn reference(profile: &Profile, edges: &[u64]) -> (BTreeMap<Vec<u32>, u64>, Vec<u64>) {
@@ -826,24 +859,24 @@ mod tests {
     fn chunked_parallel_replay_equals_edge_by_edge_replay() {
         for (seed, chunk) in [(1, 40), (2, 1_000), (3, 7), (4, 1_000_000)] {
             let spec = SynthSpec { seed, threads: 2, steps_per_thread: 3_000, ..SynthSpec::default() };
-            let p = pair(&spec, &EncodeOptions { chunk_instrs: chunk, ..Default::default() }).unwrap();
-            let replays = replay(&mut p.trace.as_slice(), &p.profile, None).unwrap();
+            let synth = walked(spec);
+            let replays = drive(&synth, chunk, Replayer::new(&synth.profile)).processes;
             let r = &replays[0];
             let mut inclusive = vec![0; r.inclusive.len()];
-            for t in &p.sequences {
-                let (costs, incl) = reference(&p.profile, &t.edges);
-                let got: BTreeMap<Vec<u32>, u64> = r.stacks[&t.thread].iter().cloned().collect();
-                assert_eq!(got, costs, "seed {seed} chunk {chunk} thread {}", t.thread);
+            for (thread, walk) in synth.sequences.iter().enumerate() {
+                let (costs, incl) = reference(&synth.profile, walk);
+                let got: BTreeMap<Vec<u32>, u64> = r.stacks[&(thread as u64)].iter().cloned().collect();
+                assert_eq!(got, costs, "seed {seed} chunk {chunk} thread {thread}");
                 for (a, b) in inclusive.iter_mut().zip(incl) {
                     *a += b;
                 }
                 // Stacks sum to the thread's instructions.
                 let sum: u64 = got.values().sum();
-                assert_eq!(sum, p.profile.processes[0].thread_instr_counts[t.thread as usize]);
+                assert_eq!(sum, synth.profile.processes[0].thread_instr_counts[thread]);
             }
             assert_eq!(r.inclusive, inclusive, "seed {seed} chunk {chunk}");
             // Counts recomputed from a whole-run trace are the DCFG's.
-            for (i, e) in p.profile.processes[0].edges.iter().enumerate() {
+            for (i, e) in synth.profile.processes[0].edges.iter().enumerate() {
                 assert_eq!(r.edge_counts[i], e.counts.to_vec(), "edge {}", e.id);
             }
         }
@@ -852,9 +885,9 @@ mod tests {
     #[test]
     fn apply_fills_stacks_and_call_inclusive_costs() {
         let spec = SynthSpec { seed: 9, threads: 2, steps_per_thread: 2_000, ..SynthSpec::default() };
-        let p = pair(&spec, &EncodeOptions::default()).unwrap();
-        let replays = replay(&mut p.trace.as_slice(), &p.profile, None).unwrap();
-        let mut profile = p.profile.clone();
+        let synth = walked(spec);
+        let replays = drive(&synth, 1_000, Replayer::new(&synth.profile)).processes;
+        let mut profile = synth.profile.clone();
         let mut findings = Findings::default();
         apply(&mut profile, &replays, &mut findings);
         assert!(findings.items.is_empty(), "{:?}", findings.items);
@@ -874,19 +907,19 @@ mod tests {
     #[test]
     fn the_timeline_lists_routine_entries_in_order() {
         let spec = SynthSpec { seed: 5, threads: 1, steps_per_thread: 500, ..SynthSpec::default() };
-        let p = pair(&spec, &EncodeOptions { chunk_instrs: 100, ..Default::default() }).unwrap();
+        let synth = walked(spec);
         let (tx, rx) = std::sync::mpsc::channel();
-        let job = Timeline::new(&p.profile, None, move |e: TimelineEntry| {
+        let job = Timeline::new(&synth.profile, None, move |e: TimelineEntry| {
             let _ = tx.send(e);
             Ok(())
         });
-        drop(stream_versioned(&mut p.trace.as_slice(), Some(&p.profile), job, None).unwrap());
+        drop(drive(&synth, 20, job));
         let entries: Vec<TimelineEntry> = rx.into_iter().collect();
         assert_eq!(entries[0].name, "main");
         assert_eq!((entries[0].instr, entries[0].depth), (0, 1));
         assert!(entries.windows(2).all(|w| w[0].instr <= w[1].instr));
         let calls: u64 =
-            p.profile.processes[0].edges.iter().filter(|e| e.kind.is_call()).map(|e| e.total()).sum();
+            synth.profile.processes[0].edges.iter().filter(|e| e.kind.is_call()).map(|e| e.total()).sum();
         let routine_entries = entries.iter().filter(|e| e.kind == "routine").count() as u64;
         assert!(routine_entries > calls, "{routine_entries} entries for {calls} calls");
     }

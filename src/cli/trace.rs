@@ -16,11 +16,12 @@ use std::sync::mpsc;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::analysis::replay::{Timeline, TimelineEntry};
+use crate::analysis::replay::{Replayer, Timeline, TimelineEntry};
 use crate::convert::load;
 use crate::converters::dcfg_trace::decode::{self, EachEdge};
 use crate::converters::dcfg_trace::encode::EncodeOptions;
 use crate::converters::dcfg_trace::generate;
+use crate::converters::dcfg_trace::paired;
 use crate::error::{Error, Result};
 use crate::io::{write_error, write_output, Input};
 use crate::ir::Profile;
@@ -366,7 +367,7 @@ fn timeline(args: TimelineArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
                 buf.push(b'\n');
             })
         });
-        decode::stream_versioned(&mut input.reader(), Some(&dcfg), job, max).map_err(|e| e.in_file(&name))?;
+        paired::run(&mut input.reader(), &dcfg, job, max).map_err(|e| e.in_file(&name))?;
         blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
     })?;
     Ok(0)
@@ -404,8 +405,9 @@ pub(crate) fn replay_into(
     quiet: bool,
 ) -> Result<()> {
     let input = Input::open(trace)?;
-    let replays = crate::analysis::replay::replay(&mut input.reader(), profile, max_edges)
-        .map_err(|e| e.in_file(trace))?;
+    let replays = paired::run(&mut input.reader(), profile, Replayer::new(profile), max_edges)
+        .map_err(|e| e.in_file(trace))?
+        .processes;
     let mut findings = crate::error::Findings::default();
     crate::analysis::replay::apply(profile, &replays, &mut findings);
     super::check_findings(trace, &findings, quiet)

@@ -137,6 +137,60 @@ impl fmt::Display for EdgeKind {
     }
 }
 
+/// What an edge does for a reader of a control-flow graph, by kind: how pictures of the graph
+/// (DOT, GraphML) class and label it. A back edge is one that closes a loop (found by
+/// `crate::analysis::loops`, or stated by the format).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeClass {
+    FallThrough,
+    /// A branch taken (conditional or not).
+    Taken,
+    /// A branch back to a loop head from inside its loop.
+    Back,
+    Bypass,
+    Rep,
+    Call,
+    Return,
+    Other,
+}
+
+impl EdgeClass {
+    pub fn of(kind: EdgeKind, back: bool) -> EdgeClass {
+        if back {
+            EdgeClass::Back
+        } else if kind == EdgeKind::FallThrough {
+            EdgeClass::FallThrough
+        } else if kind.is_branch() {
+            EdgeClass::Taken
+        } else if kind.is_bypass() {
+            EdgeClass::Bypass
+        } else if kind == EdgeKind::Rep {
+            EdgeClass::Rep
+        } else if kind.is_call() {
+            EdgeClass::Call
+        } else if kind.is_return() {
+            EdgeClass::Return
+        } else {
+            EdgeClass::Other
+        }
+    }
+
+    /// The short word shown on the edge.
+    pub fn word(self, kind: EdgeKind) -> &'static str {
+        match self {
+            EdgeClass::FallThrough => "fall-through",
+            EdgeClass::Back => "back",
+            EdgeClass::Taken if kind.is_conditional() => "taken",
+            EdgeClass::Taken => "jump",
+            EdgeClass::Bypass => "bypass",
+            EdgeClass::Rep => "rep",
+            EdgeClass::Call => "call",
+            EdgeClass::Return => "return",
+            EdgeClass::Other => "edge",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

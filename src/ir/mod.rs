@@ -26,7 +26,7 @@ mod edge_kind;
 mod strings;
 
 pub use costs::CostTable;
-pub use edge_kind::EdgeKind;
+pub use edge_kind::{EdgeClass, EdgeKind};
 pub use strings::StringTable;
 
 /// Index into [`Profile::files`].

@@ -1,4 +1,5 @@
-//! Reading folded stacks, byte by byte.
+//! The folded-stacks text, byte by byte: the lingua franca of stack tools. The folded reader
+//! reads it, and the DTrace and perf readers read what inferno's collapsers make of their input.
 //!
 //! Each data line is `FRAME;FRAME;...;FRAME COUNT [COUNT ...]`: frames root first, joined by
 //! `;`, then one count per event, separated by spaces or tabs. The counts are found from the end

@@ -1,0 +1,101 @@
+//! Golden files: every input in `fixtures/<format>/` that has a folder `<input>.expected/`
+//! beside it is run through each command that folder names, and the output must equal the
+//! file byte for byte, with one worker thread and with two (readers and decoders that work in
+//! parallel must give what one thread gives).
+//!
+//! In `<input>.expected/`:
+//! - `info.txt` is what `cfghub info <input>` prints;
+//! - `to-<format>` is what `cfghub convert <input> --to <format> -o -` writes.
+//!
+//! Run with `CFGHUB_BLESS=1` to write the expected files from what cfghub does now (then read
+//! the diff before committing it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+/// Every `(input, expected folder)` pair below `fixtures/`.
+fn cases() -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let root = common::fixture("");
+    let mut formats: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    formats.sort();
+    for dir in formats {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for expected in entries {
+            let name = expected.file_name().unwrap().to_string_lossy().into_owned();
+            if let Some(input) = name.strip_suffix(".expected") {
+                if expected.is_dir() {
+                    let input = dir.join(input);
+                    assert!(input.is_file(), "{} has no input {}", expected.display(), input.display());
+                    out.push((input, expected));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The arguments of the command an expected file names.
+fn command(input: &str, expected: &str) -> Vec<String> {
+    if expected == "info.txt" {
+        return vec!["info".into(), input.into()];
+    }
+    let format = expected.strip_prefix("to-").unwrap_or_else(|| panic!("unknown golden file {expected}"));
+    ["convert", input, "--to", format, "-o", "-"].map(String::from).to_vec()
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn every_fixture_gives_its_expected_outputs_at_one_and_two_threads() {
+    let bless = std::env::var_os("CFGHUB_BLESS").is_some();
+    let cases = cases();
+    assert!(cases.len() >= 8, "golden cases found: {}", cases.len());
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (input, folder) in &cases {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(folder).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        assert!(!files.is_empty(), "{} is empty", folder.display());
+        for file in files {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            let args = command(&relative(input), &name);
+            for threads in ["1", "2"] {
+                let out = common::cfghub()
+                    .args(&args)
+                    .arg("--quiet")
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .env("RAYON_NUM_THREADS", threads)
+                    .output()
+                    .unwrap();
+                let shown = format!("cfghub {} (threads: {threads})", args.join(" "));
+                if !out.status.success() {
+                    failures.push(format!("{shown}: exit {:?}: {}", out.status.code(), common::stderr(&out)));
+                    continue;
+                }
+                if bless && threads == "1" {
+                    std::fs::write(&file, &out.stdout).unwrap();
+                }
+                let want = std::fs::read(&file).unwrap();
+                if out.stdout != want {
+                    failures.push(format!(
+                        "{shown}: output differs from {} (CFGHUB_BLESS=1 rewrites it)",
+                        relative(&file)
+                    ));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} golden runs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
