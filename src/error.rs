@@ -101,8 +101,10 @@ impl Error {
         if err.get_ref().is_some_and(|e| e.is::<Error>()) {
             let inner = err.into_inner().expect("checked above").downcast::<Error>();
             let mut e = *inner.expect("checked above");
-            if e.file.is_none() {
-                e.file = Some(path.into());
+            // Readers that do not know their file's name pass `-`; the caller names it later.
+            let path = path.into();
+            if e.file.is_none() && path != "-" {
+                e.file = Some(path);
             }
             return e;
         }

@@ -51,7 +51,7 @@ impl Format for Folded {
         _options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {
-        read(input, findings)
+        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
     }
 
     fn write(
