@@ -108,3 +108,19 @@ fn every_command_on_every_reader_contains_hostile_input() {
         assert_eq!(common::snapshot(dir.path()), before, "{what}: inputs changed");
     }
 }
+
+#[test]
+fn control_bytes_quoted_from_the_input_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("ctl.folded", &b"a\0b\x1b[31m x1\n"[..]),
+        ("ctl.callgrind", &b"# callgrind format\nevents: Ir\nfn=a\n\0\x1b[2J zz\n"[..]),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let o = common::run_limited(dir.path(), 60, &["convert", name, "-o", "out.dcfg.json"]);
+        let err = common::assert_contained(&o, name);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(!o.stderr.iter().any(|&b| b == 0 || b == 0x1b), "{name}: raw control bytes: {err:?}");
+        assert!(err.contains("\\0") && err.contains("\\x1b["), "{name}: {err}");
+    }
+}
