@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::{self, Callgrind};
+use cfghub::converters::callgrind::{self, FORMAT as Callgrind};
 use cfghub::error::Findings;
-use cfghub::registry::{Format, WriteOptions};
+use cfghub::registry::WriteOptions;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 fn bench(c: &mut Criterion) {

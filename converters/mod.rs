@@ -1,4 +1,4 @@
-//! One folder per format. Each exports a unit struct implementing [`crate::registry::Format`];
+//! One folder per format. Each declares its [`crate::registry::Format`] as `FORMAT`;
 //! [`ALL`] lists them in the order content sniffing tries them (most distinctive first).
 
 use crate::registry::Format;
@@ -18,16 +18,16 @@ pub mod svg;
 pub use dcpi::cat as dcpicat;
 
 /// Every format cfghub knows.
-pub static ALL: &[&dyn Format] = &[
-    &dcfg::Dcfg,
-    &dcfg_trace::DcfgTrace,
-    &callgrind::Callgrind,
-    &dcpi::Dcpi,
-    &dcpi::cat::Dcpicat,
-    &dot::Dot,
-    &graphml::GraphMl,
-    &dtrace::Dtrace,
-    &perf::Perf,
-    &folded::Folded,
-    &svg::Svg,
+pub static ALL: &[&Format] = &[
+    &dcfg::FORMAT,
+    &dcfg_trace::FORMAT,
+    &callgrind::FORMAT,
+    &dcpi::FORMAT,
+    &dcpi::cat::FORMAT,
+    &dot::FORMAT,
+    &graphml::FORMAT,
+    &dtrace::FORMAT,
+    &perf::FORMAT,
+    &folded::FORMAT,
+    &svg::FORMAT,
 ];

@@ -11,7 +11,7 @@ use crate::registry::{detect_input, detect_output, Format, ReadOptions, WriteOpt
 /// A profile read from a file, with its format and what the reader noticed.
 pub struct Loaded {
     pub profile: Profile,
-    pub format: &'static dyn Format,
+    pub format: &'static Format,
     pub findings: Findings,
 }
 
@@ -34,7 +34,7 @@ pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loa
 }
 
 /// Reads a profile from any byte source in a known format (tests and embedding).
-pub fn read_with(format: &dyn Format, input: &mut dyn BufRead) -> Result<(Profile, Findings)> {
+pub fn read_with(format: &Format, input: &mut dyn BufRead) -> Result<(Profile, Findings)> {
     let mut findings = Findings::default();
     let profile = format.read(input, &ReadOptions::default(), &mut findings)?;
     Ok((profile, findings))
@@ -42,7 +42,7 @@ pub fn read_with(format: &dyn Format, input: &mut dyn BufRead) -> Result<(Profil
 
 /// Writes a profile to memory in a known format (tests and embedding).
 pub fn write_to_vec(
-    format: &dyn Format,
+    format: &Format,
     profile: &Profile,
     options: &WriteOptions,
 ) -> Result<(Vec<u8>, Findings)> {

@@ -4,19 +4,56 @@
 //! and/or `write`. The registry picks a format from the content first, the file name second;
 //! `--from`/`--to` on the command line always win.
 
+use std::any::{Any, TypeId};
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 
 use crate::error::{Error, Findings, Result};
 use crate::io::{strip_compression_suffix, Input};
 use crate::ir::Profile;
 
-/// Options a reader may use; each reader takes what it needs and ignores the rest.
+/// Options of single formats. Each format defines its own options type in its folder (with
+/// `Default` for what it does when nothing is said), the command line sets the ones it was
+/// given, and the format takes its own with [`FormatOptions::get`]. Nothing here knows which
+/// formats have options.
+#[derive(Clone, Default)]
+pub struct FormatOptions(Vec<(TypeId, Arc<dyn Any + Send + Sync>)>);
+
+impl FormatOptions {
+    /// Sets the options of type `T`, replacing earlier ones of that type.
+    pub fn set<T: Any + Send + Sync>(&mut self, options: T) {
+        let id = TypeId::of::<T>();
+        self.0.retain(|(t, _)| *t != id);
+        self.0.push((id, Arc::new(options)));
+    }
+
+    /// These options with those of type `T` set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.set(options);
+        self
+    }
+
+    /// The options of type `T`: as set, else `T`'s defaults.
+    pub fn get<T: Any + Send + Sync + Clone + Default>(&self) -> T {
+        let id = TypeId::of::<T>();
+        self.0
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, o)| o.downcast_ref::<T>())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for FormatOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FormatOptions({} set)", self.0.len())
+    }
+}
+
+/// What a reader is told about its input, and the options of single formats.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
-    /// Bytes of code per DCPI sample slot (4 on Alpha); `None` uses the format's default.
-    pub dcpi_address_step: Option<u64>,
-    /// DTrace: keep `+0xOFFSET` on every frame but the leaf instead of merging by function.
-    pub include_offsets: bool,
     /// Bytes the input will hold, when known (an uncompressed file's size): readers that keep
     /// the whole input reserve it at once. Only a hint; [`crate::convert::load`] sets it.
     pub size_hint: Option<u64>,
@@ -24,91 +61,162 @@ pub struct ReadOptions {
     /// it): a reader may map the file to read parts of it side by side instead of reading the
     /// stream, which holds the same bytes.
     pub file: Option<std::path::PathBuf>,
-    /// DCFG-trace: most edges the trace may declare before decoding stops with an error
-    /// (`--max-edges`); `None` is the decoder's default.
-    pub max_edges: Option<u64>,
-    /// DCFG-trace: read only what the chunks declare (threads, instruction counts), decoding
-    /// no edge: the process's edges stay empty (`cfghub info`).
-    pub trace_declared_only: bool,
+    /// Options of single readers (DCPI's address step, DTrace's offsets, ...).
+    pub formats: FormatOptions,
 }
 
-/// Options a writer may use; each writer takes what it needs and ignores the rest.
+impl ReadOptions {
+    /// These options with a reader's own options set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.formats.set(options);
+        self
+    }
+}
+
+/// What every writer may be asked, and the options of single formats.
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
-    /// Indented, human-readable output where the format allows it (DCFG JSON).
-    pub pretty: bool,
-    /// One part per thread instead of summing threads (Callgrind).
-    pub per_thread: bool,
-    /// The event to write, for formats with one value per record (folded stacks, DCPI, DOT heat).
+    /// The event to write, for formats with one value per record (folded stacks, DCPI, DOT
+    /// heat, flame graphs).
     pub event: Option<String>,
-    /// Title of a picture (flame graphs).
-    pub title: Option<String>,
-    /// Flame graphs: merge stacks leaf first.
-    pub reverse: bool,
-    /// Flame graphs: icicle layout, root at the top.
-    pub inverted: bool,
-    /// Flame graphs: keep stacks in input order (time on the x axis).
-    pub flamechart: bool,
-    /// Flame graphs: colour palette (inferno's names: hot, mem, io, java, rust, ...).
-    pub colors: Option<String>,
+    /// Options of single writers (DCFG's indentation, Callgrind's parts per thread, flame-graph
+    /// settings, ...).
+    pub formats: FormatOptions,
 }
 
+impl WriteOptions {
+    /// These options with a writer's own options set.
+    pub fn with<T: Any + Send + Sync>(mut self, options: T) -> Self {
+        self.formats.set(options);
+        self
+    }
+}
+
+/// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed to
+/// the findings (as warnings, or as violations that conversions refuse).
+pub type ReadFn = fn(&mut dyn BufRead, &ReadOptions, &mut Findings) -> Result<Profile>;
+
+/// Writes a profile. What the format cannot express is named in the findings as a warning.
+pub type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
+
 /// One file format: how to recognise it, read it into the model and write the model out.
-pub trait Format: Sync {
+/// Each format's folder declares one as `FORMAT`, filling what it has and leaving the rest to
+/// [`Format::NONE`]; `converters::ALL` lists them.
+#[derive(Clone, Copy)]
+pub struct Format {
     /// The name used with `--from`/`--to` (`dcfg`, `callgrind`, ...).
-    fn name(&self) -> &'static str;
-
+    pub name: &'static str,
     /// One line for `cfghub formats`.
-    fn description(&self) -> &'static str;
-
+    pub description: &'static str,
     /// File-name endings, without compression suffixes (`.dcfg.json`).
-    fn extensions(&self) -> &'static [&'static str];
+    pub extensions: &'static [&'static str],
+    /// Whether a file name (its final component, compression suffix removed) looks like this
+    /// format, when that takes more than [`Format::extensions`] (Callgrind's
+    /// `callgrind.out.<pid>` prefix).
+    pub file_name: Option<fn(&str) -> bool>,
+    /// Whether the first bytes of the (decompressed) content are this format's. Only formats
+    /// with a distinctive start have one; the others rely on the file name.
+    pub sniffer: Option<fn(&[u8]) -> bool>,
+    pub reader: Option<ReadFn>,
+    pub writer: Option<WriteFn>,
+    /// What to do instead, for a format that cannot be read or written by conversion.
+    pub hint: Option<&'static str>,
+}
+
+impl Format {
+    /// A format that recognises and does nothing: the base every `FORMAT` fills in.
+    pub const NONE: Format = Format {
+        name: "",
+        description: "",
+        extensions: &[],
+        file_name: None,
+        sniffer: None,
+        reader: None,
+        writer: None,
+        hint: None,
+    };
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    pub fn extensions(&self) -> &'static [&'static str] {
+        self.extensions
+    }
 
     /// Whether a file name (its final component, compression suffix removed) looks like this
-    /// format. The default matches [`Format::extensions`].
-    fn matches_file_name(&self, base_name: &str) -> bool {
-        self.extensions().iter().any(|ext| base_name.ends_with(ext))
+    /// format: one of its extensions ends it, or its own test says so.
+    pub fn matches_file_name(&self, base_name: &str) -> bool {
+        self.extensions.iter().any(|ext| base_name.ends_with(ext))
+            || self.file_name.is_some_and(|f| f(base_name))
     }
 
-    /// Whether the first bytes of the (decompressed) content are this format's. Only formats
-    /// with a distinctive start claim content; the others rely on the file name.
-    fn sniff(&self, _head: &[u8]) -> bool {
-        false
+    /// Whether the first bytes of the (decompressed) content are this format's.
+    pub fn sniff(&self, head: &[u8]) -> bool {
+        self.sniffer.is_some_and(|f| f(head))
     }
 
-    fn can_read(&self) -> bool;
-    fn can_write(&self) -> bool;
+    pub fn can_read(&self) -> bool {
+        self.reader.is_some()
+    }
 
-    /// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed
-    /// to `findings` (as warnings, or as violations that conversions refuse).
-    fn read(
+    pub fn can_write(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Reads a whole input into a profile.
+    pub fn read(
         &self,
-        _input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        _findings: &mut Findings,
+        input: &mut dyn BufRead,
+        options: &ReadOptions,
+        findings: &mut Findings,
     ) -> Result<Profile> {
-        Err(Error::unsupported(format!("cfghub cannot read {} files", self.name())))
+        match self.reader {
+            Some(read) => read(input, options, findings),
+            None => Err(self.unsupported("read")),
+        }
     }
 
-    /// Writes a profile. What the format cannot express is named in `findings` as a warning.
-    fn write(
+    /// Writes a profile.
+    pub fn write(
         &self,
-        _profile: &Profile,
-        _out: &mut dyn Write,
-        _options: &WriteOptions,
-        _findings: &mut Findings,
+        profile: &Profile,
+        out: &mut dyn Write,
+        options: &WriteOptions,
+        findings: &mut Findings,
     ) -> Result<()> {
-        Err(Error::unsupported(format!("cfghub cannot write {} files", self.name())))
+        match self.writer {
+            Some(write) => write(profile, out, options, findings),
+            None => Err(self.unsupported("write")),
+        }
+    }
+
+    fn unsupported(&self, what: &str) -> Error {
+        let e = Error::unsupported(format!("cfghub cannot {what} {} files", self.name));
+        match self.hint {
+            Some(hint) => e.with_hint(hint),
+            None => e,
+        }
+    }
+}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Format({})", self.name)
     }
 }
 
 /// Every format, in the order content sniffing tries them.
-pub fn formats() -> &'static [&'static dyn Format] {
+pub fn formats() -> &'static [&'static Format] {
     crate::converters::ALL
 }
 
 /// The format called `name`.
-pub fn by_name(name: &str) -> Result<&'static dyn Format> {
+pub fn by_name(name: &str) -> Result<&'static Format> {
     formats().iter().copied().find(|f| f.name() == name).ok_or_else(|| {
         let names: Vec<&str> = formats().iter().map(|f| f.name()).collect();
         Error::usage(format!("unknown format '{name}'"))
@@ -117,7 +225,7 @@ pub fn by_name(name: &str) -> Result<&'static dyn Format> {
 }
 
 /// The format of an opened input: `forced` when given, else by content, else by file name.
-pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static dyn Format> {
+pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Format> {
     if let Some(name) = forced {
         return by_name(name);
     }
@@ -133,7 +241,7 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static dyn 
 }
 
 /// The format an output file name asks for: `forced` when given, else by file name.
-pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static dyn Format> {
+pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format> {
     if let Some(name) = forced {
         return by_name(name);
     }
@@ -144,7 +252,7 @@ pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static dyn Fo
 }
 
 /// The format whose extensions match a path's file name (compression suffix ignored).
-pub fn by_file_name(path: &str) -> Option<&'static dyn Format> {
+pub fn by_file_name(path: &str) -> Option<&'static Format> {
     let base = std::path::Path::new(path).file_name()?.to_str()?;
     let base = strip_compression_suffix(base);
     formats().iter().copied().find(|f| f.matches_file_name(base))

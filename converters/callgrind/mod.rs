@@ -15,70 +15,36 @@ mod parse;
 mod read;
 mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 pub use read::{read, read_bytes};
 pub use write::write;
 
+/// What a Callgrind writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// One part per thread (`--per-thread`) instead of the threads summed into one part.
+    pub per_thread: bool,
+}
+
 /// The Callgrind format.
-pub struct Callgrind;
-
-impl Format for Callgrind {
-    fn name(&self) -> &'static str {
-        "callgrind"
-    }
-
-    fn description(&self) -> &'static str {
-        "Callgrind profile (valgrind --tool=callgrind; KCachegrind, callgrind_annotate)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &["callgrind.out.*", ".callgrind"]
-    }
-
-    /// Valgrind names its output `callgrind.out.<pid>` (a prefix, not an extension);
-    /// other producers use a `.callgrind` ending.
-    fn matches_file_name(&self, base_name: &str) -> bool {
-        base_name.starts_with("callgrind.out") || base_name.ends_with(".callgrind")
-    }
-
-    /// The `# callgrind format` first line (Valgrind 3.13 and later), or, as KCachegrind
-    /// detects older files, a `version:`, `events:`, `positions:` or `creator: callgrind`
-    /// header at the start of a line before any body line, within the first 2 KiB.
-    fn sniff(&self, head: &[u8]) -> bool {
-        sniff(head)
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
+pub static FORMAT: Format = Format {
+    name: "callgrind",
+    description: "Callgrind profile (valgrind --tool=callgrind; KCachegrind, callgrind_annotate)",
+    extensions: &["callgrind.out.*", ".callgrind"],
+    file_name: Some(matches_file_name),
+    sniffer: Some(sniff),
+    reader: Some(|input, options, findings| {
         read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
-    }
+    }),
+    writer: Some(write),
+    ..Format::NONE
+};
 
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, options, findings)
-    }
+/// Valgrind names its output `callgrind.out.<pid>` (a prefix, not an extension);
+/// other producers use a `.callgrind` ending.
+fn matches_file_name(base_name: &str) -> bool {
+    base_name.starts_with("callgrind.out") || base_name.ends_with(".callgrind")
 }
 
 fn sniff(head: &[u8]) -> bool {
@@ -121,7 +87,7 @@ mod tests {
         assert!(!sniff(b"{\"FILE_NAMES\": []}"));
         assert!(!sniff(b"main;foo 12\n"));
         assert!(!sniff(b"fn=main\nevents: Ir\n"));
-        let f = Callgrind;
+        let f = FORMAT;
         assert!(f.matches_file_name("callgrind.out.1234"));
         assert!(f.matches_file_name("callgrind.out"));
         assert!(f.matches_file_name("app.callgrind"));

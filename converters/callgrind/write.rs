@@ -154,7 +154,8 @@ pub fn write(
     // from the pass that writing makes anyway.
     let mut parts: Vec<(usize, Option<usize>)> = Vec::new();
     for (p, process) in profile.processes.iter().enumerate() {
-        let threads = if options.per_thread { process.thread_count() } else { 1 };
+        let threads =
+            if options.formats.get::<super::Options>().per_thread { process.thread_count() } else { 1 };
         if threads > 1 {
             parts.extend((0..threads).map(|t| (p, Some(t))));
         } else {

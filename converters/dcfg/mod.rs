@@ -4,73 +4,45 @@
 mod read;
 mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 pub use read::read;
 pub use write::write;
 
+/// What a DCFG writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Indented, human-readable JSON (`--pretty`) instead of one table row per line.
+    pub pretty: bool,
+}
+
 /// The DCFG format.
-pub struct Dcfg;
+pub static FORMAT: Format = Format {
+    name: "dcfg",
+    description: "Intel DCFG JSON (Pin, PinPlay, SDE)",
+    extensions: &[".dcfg.json", ".dcfg"],
+    sniffer: Some(sniff),
+    reader: Some(|input, _, findings| read(input, findings)),
+    writer: Some(|profile, out, options, findings| {
+        write(profile, out, options.formats.get::<Options>().pretty, findings)
+    }),
+    ..Format::NONE
+};
 
-impl Format for Dcfg {
-    fn name(&self) -> &'static str {
-        "dcfg"
-    }
-
-    fn description(&self) -> &'static str {
-        "Intel DCFG JSON (Pin, PinPlay, SDE)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".dcfg.json", ".dcfg"]
-    }
-
-    /// A JSON object whose first keys include DCFG's top-level tags (but not a trace's
-    /// `TRANSITION_TABLE`/`THREAD_DATA`).
-    fn sniff(&self, head: &[u8]) -> bool {
-        let text = String::from_utf8_lossy(head);
-        let t = text.trim_start();
-        t.starts_with('{')
-            && [
-                "\"FILE_NAMES\"",
-                "\"EDGE_TYPES\"",
-                "\"SPECIAL_NODES\"",
-                "\"INSTR_COUNT_PER_THREAD\"",
-                "\"BASIC_BLOCKS\"",
-            ]
-            .iter()
-            .any(|k| t.contains(k))
-            && !t.contains("\"TRANSITION_TABLE\"")
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        read(input, findings)
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, options.pretty, findings)
-    }
+/// A JSON object whose first keys include DCFG's top-level tags (but not a trace's
+/// `TRANSITION_TABLE`/`THREAD_DATA`).
+fn sniff(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start();
+    t.starts_with('{')
+        && [
+            "\"FILE_NAMES\"",
+            "\"EDGE_TYPES\"",
+            "\"SPECIAL_NODES\"",
+            "\"INSTR_COUNT_PER_THREAD\"",
+            "\"BASIC_BLOCKS\"",
+        ]
+        .iter()
+        .any(|k| t.contains(k))
+        && !t.contains("\"TRANSITION_TABLE\"")
 }

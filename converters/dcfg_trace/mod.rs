@@ -31,66 +31,51 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::{Edge, EdgeKind, NodeRef, Process, Profile};
 use crate::registry::{Format, ReadOptions};
 
+/// What the DCFG-trace reader can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Most edges the trace may declare before decoding stops with an error (`--max-edges`);
+    /// `None` is [`decode::DEFAULT_MAX_EDGES`].
+    pub max_edges: Option<u64>,
+    /// Read only what the chunks declare (threads, instruction counts), decoding no edge: the
+    /// processes' edges stay empty (`cfghub info`).
+    pub declared_only: bool,
+}
+
 /// The DCFG-trace format.
-pub struct DcfgTrace;
+pub static FORMAT: Format = Format {
+    name: "dcfg-trace",
+    description: "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)",
+    extensions: &[".trace.json"],
+    sniffer: Some(sniff),
+    reader: Some(read_profile),
+    hint: Some(
+        "a DCFG-trace is written from edge sequences, not from a profile: \
+         cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json",
+    ),
+    ..Format::NONE
+};
 
-impl Format for DcfgTrace {
-    fn name(&self) -> &'static str {
-        "dcfg-trace"
-    }
+/// A JSON object that names `TRANSITION_TABLE` or `THREAD_DATA` in its first bytes.
+fn sniff(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.trim_start().starts_with('{')
+        && (text.contains("\"TRANSITION_TABLE\"") || text.contains("\"THREAD_DATA\""))
+}
 
-    fn description(&self) -> &'static str {
-        "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".trace.json"]
-    }
-
-    /// A JSON object that names `TRANSITION_TABLE` or `THREAD_DATA` in its first bytes.
-    fn sniff(&self, head: &[u8]) -> bool {
-        let head = &head[..head.len().min(4096)];
-        let text = String::from_utf8_lossy(head);
-        text.trim_start().starts_with('{')
-            && (text.contains("\"TRANSITION_TABLE\"") || text.contains("\"THREAD_DATA\""))
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        false
-    }
-
-    /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
-    /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
-    /// kinds are in the paired DCFG, not here; they are left unknown. With
-    /// `trace_declared_only`, no edge is decoded (and none is listed).
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        _findings: &mut Findings,
-    ) -> Result<Profile> {
-        let totals = if options.trace_declared_only {
-            decode::declared(input)?
-        } else {
-            decode::totals(input, None, options.max_edges)?
-        };
-        totals_to_profile(&totals)
-    }
-
-    fn write(
-        &self,
-        _profile: &Profile,
-        _out: &mut dyn std::io::Write,
-        _options: &crate::registry::WriteOptions,
-        _findings: &mut Findings,
-    ) -> Result<()> {
-        Err(Error::unsupported("a DCFG-trace is written from edge sequences, not from a profile")
-            .with_hint("cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json"))
-    }
+/// Decodes the whole trace: per process, its threads' instruction counts (sums of the
+/// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
+/// kinds are in the paired DCFG, not here; they are left unknown. With
+/// [`Options::declared_only`], no edge is decoded (and none is listed).
+fn read_profile(input: &mut dyn BufRead, options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
+    let options = options.formats.get::<Options>();
+    let totals = if options.declared_only {
+        decode::declared(input)?
+    } else {
+        decode::totals(input, None, options.max_edges)?
+    };
+    totals_to_profile(&totals)
 }
 
 /// Most threads a process may have (thread ids index `INSTR_COUNT_PER_THREAD`).

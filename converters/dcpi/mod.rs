@@ -5,8 +5,7 @@
 //! version 0: 0.06 and 0.07) a little-endian binary body: chunks `offset number count[number]`
 //! giving the samples of `number` consecutive instruction slots from `tstart + offset`, in
 //! increasing, non-overlapping order, and a footer `total_offsets total_samples`. Slots are
-//! 4 bytes apart on Alpha; [`ReadOptions::dcpi_address_step`](crate::registry::ReadOptions)
-//! changes that, and the model records the step ([`Meta::address_step`](crate::ir::Meta)) so
+//! 4 bytes apart on Alpha; [`Options::address_step`] changes that, and the model records the step ([`Meta::address_step`](crate::ir::Meta)) so
 //! that writing back is exact. The body of major version 1 was never documented: such files
 //! are refused with a pointer to the `dcpicat` text dump (format `dcpicat`).
 //!
@@ -18,61 +17,33 @@ pub mod model;
 pub mod read;
 pub mod write;
 
-use std::io::{BufRead, Write};
+use crate::registry::Format;
 
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+/// What a DCPI reader can be asked (the dcpicat reader takes the same).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Bytes between consecutive sample slots (`--address-step`); `None` is 4, as on Alpha.
+    pub address_step: Option<u64>,
+}
 
 /// The DCPI binary profile format.
-pub struct Dcpi;
-
-impl Format for Dcpi {
-    fn name(&self) -> &'static str {
-        "dcpi"
-    }
-
-    fn description(&self) -> &'static str {
-        "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".dcpi"]
-    }
-
-    /// A header line `version pdb-...` at the very start.
-    fn sniff(&self, head: &[u8]) -> bool {
-        head.starts_with(b"version") && {
-            let rest = &head[7..];
-            let spaces = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
-            spaces > 0 && rest[spaces..].starts_with(b"pdb-")
-        }
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
+pub static FORMAT: Format = Format {
+    name: "dcpi",
+    description: "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))",
+    extensions: &[".dcpi"],
+    sniffer: Some(sniff),
+    reader: Some(|input, options, findings| {
         read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
-    }
+    }),
+    writer: Some(write::write),
+    ..Format::NONE
+};
 
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write::write(profile, out, options, findings)
+/// A header line `version pdb-...` at the very start.
+fn sniff(head: &[u8]) -> bool {
+    head.starts_with(b"version") && {
+        let rest = &head[7..];
+        let spaces = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+        spaces > 0 && rest[spaces..].starts_with(b"pdb-")
     }
 }

@@ -373,7 +373,7 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
 
 /// The slot step the options ask for.
 pub fn step_of(options: &ReadOptions) -> Result<u64> {
-    match options.dcpi_address_step {
+    match options.formats.get::<super::Options>().address_step {
         None => Ok(DEFAULT_STEP),
         Some(0) => Err(Error::usage("the address step must be at least 1 byte")),
         Some(s) => Ok(s),

@@ -27,7 +27,14 @@ use crate::ir::Profile;
 use crate::registry::{Format, WriteOptions};
 
 /// The DOT format (write-only).
-pub struct Dot;
+pub static FORMAT: Format = Format {
+    name: "dot",
+    description:
+        "Graphviz DOT control-flow graph (write only; `cfghub dot` for routine and call-graph views)",
+    extensions: &[".dot", ".gv"],
+    writer: Some(write_profile),
+    ..Format::NONE
+};
 
 /// What to draw.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,37 +99,14 @@ pub fn to_string(
     Ok(out)
 }
 
-impl Format for Dot {
-    fn name(&self) -> &'static str {
-        "dot"
-    }
-
-    fn description(&self) -> &'static str {
-        "Graphviz DOT control-flow graph (write only; `cfghub dot` for routine and call-graph views)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".dot", ".gv"]
-    }
-
-    fn can_read(&self) -> bool {
-        false
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    /// The whole-program view.
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        let opts = Options { event: options.event.clone(), ..Options::default() };
-        let text = to_string(profile, &View::Program, &opts, findings)?;
-        out.write_all(text.as_bytes()).map_err(|e| crate::error::Error::io("output", e))
-    }
+/// The whole-program view.
+fn write_profile(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let opts = Options { event: options.event.clone(), ..Options::default() };
+    let text = to_string(profile, &View::Program, &opts, findings)?;
+    out.write_all(text.as_bytes()).map_err(|e| crate::error::Error::io("output", e))
 }

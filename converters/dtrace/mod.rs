@@ -27,14 +27,29 @@ use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions};
 
+/// What the DTrace reader can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Keep `+0xOFFSET` on every frame but the leaf (`--include-offsets`): one flame per call
+    /// site instead of one per function.
+    pub include_offsets: bool,
+}
+
 /// The DTrace aggregation format.
-pub struct Dtrace;
+pub static FORMAT: Format = Format {
+    name: "dtrace",
+    description: "DTrace stack()/ustack() aggregation output (read only)",
+    extensions: &[".stacks", ".dtrace"],
+    sniffer: Some(sniff),
+    reader: Some(read),
+    ..Format::NONE
+};
 
 /// Collapses a DTrace aggregation with inferno and reads the folded stacks into the model.
-/// `options.include_offsets` keeps `+0xOFFSET` on every frame but the leaf.
+/// [`Options::include_offsets`] keeps `+0xOFFSET` on every frame but the leaf.
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let mut collapse = inferno::collapse::dtrace::Options::default();
-    collapse.includeoffset = options.include_offsets;
+    collapse.includeoffset = options.formats.get::<Options>().include_offsets;
     let mut folder = inferno::collapse::dtrace::Folder::from(collapse);
     let folded = crate::stacks::collapse(
         &mut folder,
@@ -45,56 +60,25 @@ pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findi
     crate::stacks::folded::read_bytes(&folded, findings)
 }
 
-impl Format for Dtrace {
-    fn name(&self) -> &'static str {
-        "dtrace"
-    }
-
-    fn description(&self) -> &'static str {
-        "DTrace stack()/ustack() aggregation output (read only)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".stacks", ".dtrace"]
-    }
-
-    /// The header DTrace prints before an aggregation, a first record of indented
-    /// ``module`symbol`` frames (`dtrace -q`), or what inferno's collapser recognises.
-    fn sniff(&self, head: &[u8]) -> bool {
-        let text = String::from_utf8_lossy(head);
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        match lines.next() {
-            Some(first) if first.split_whitespace().eq(["CPU", "ID", "FUNCTION:NAME"]) => true,
-            Some(first) if first.starts_with([' ', '\t']) && first.contains('`') => true,
-            // Any other header: inferno's own test (a record of frames ended by a count
-            // after the first blank line).
-            Some(_) => {
-                let complete = match memchr::memrchr(b'\n', head) {
-                    Some(i) => &head[..=i],
-                    None => head,
-                };
-                let mut folder = inferno::collapse::dtrace::Folder::default();
-                inferno::collapse::Collapse::is_applicable(&mut folder, &String::from_utf8_lossy(complete))
-                    == Some(true)
-            }
-            None => false,
+/// The header DTrace prints before an aggregation, a first record of indented
+/// ``module`symbol`` frames (`dtrace -q`), or what inferno's collapser recognises.
+fn sniff(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    match lines.next() {
+        Some(first) if first.split_whitespace().eq(["CPU", "ID", "FUNCTION:NAME"]) => true,
+        Some(first) if first.starts_with([' ', '\t']) && first.contains('`') => true,
+        // Any other header: inferno's own test (a record of frames ended by a count
+        // after the first blank line).
+        Some(_) => {
+            let complete = match memchr::memrchr(b'\n', head) {
+                Some(i) => &head[..=i],
+                None => head,
+            };
+            let mut folder = inferno::collapse::dtrace::Folder::default();
+            inferno::collapse::Collapse::is_applicable(&mut folder, &String::from_utf8_lossy(complete))
+                == Some(true)
         }
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        false
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        read(input, options, findings)
+        None => false,
     }
 }

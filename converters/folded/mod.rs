@@ -12,55 +12,19 @@
 
 mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 pub use crate::stacks::folded::{read, read_bytes};
 pub use write::write;
 
 /// The folded-stacks format.
-pub struct Folded;
-
-impl Format for Folded {
-    fn name(&self) -> &'static str {
-        "folded"
-    }
-
-    fn description(&self) -> &'static str {
-        "folded stacks (FlameGraph, inferno): frame;frame;frame count"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".folded", ".collapsed"]
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
+pub static FORMAT: Format = Format {
+    name: "folded",
+    description: "folded stacks (FlameGraph, inferno): frame;frame;frame count",
+    extensions: &[".folded", ".collapsed"],
+    reader: Some(|input, _, findings| {
         read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, options, findings)
-    }
-}
+    }),
+    writer: Some(write),
+    ..Format::NONE
+};

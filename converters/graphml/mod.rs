@@ -20,10 +20,16 @@ use crate::analysis::{names, routines, source::SourceIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::EdgeClass;
 use crate::ir::{NodeRef, Profile};
-use crate::registry::{Format, WriteOptions};
+use crate::registry::Format;
 
 /// The GraphML format (write-only).
-pub struct GraphMl;
+pub static FORMAT: Format = Format {
+    name: "graphml",
+    description: "GraphML control-flow graph with typed attributes (write only; NetworkX, yEd, Gephi)",
+    extensions: &[".graphml"],
+    writer: Some(|profile, out, _, findings| write(profile, out, findings)),
+    ..Format::NONE
+};
 
 /// Attribute declarations: (id, for, name, type).
 const NODE_KEYS: &[(&str, &str, &str)] = &[
@@ -334,37 +340,5 @@ fn node_id(process: &crate::ir::Process, r: NodeRef) -> String {
         }
         NodeRef::Symbol(s) => format!("p{pid}_f{}_{}", s.image, s.symbol),
         other => format!("p{pid}_{}", special_word(other)),
-    }
-}
-
-impl Format for GraphMl {
-    fn name(&self) -> &'static str {
-        "graphml"
-    }
-
-    fn description(&self) -> &'static str {
-        "GraphML control-flow graph with typed attributes (write only; NetworkX, yEd, Gephi)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".graphml"]
-    }
-
-    fn can_read(&self) -> bool {
-        false
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        _options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, findings)
     }
 }

@@ -21,10 +21,18 @@ use inferno::collapse::Collapse;
 
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions};
+use crate::registry::Format;
 
 /// The `perf script` text format.
-pub struct Perf;
+pub static FORMAT: Format = Format {
+    name: "perf",
+    description: "`perf script` text output with call chains (read only)",
+    extensions: &[".perf.txt", ".perf-script"],
+    file_name: Some(matches_file_name),
+    sniffer: Some(sniff),
+    reader: Some(|input, _, findings| read(input, findings)),
+    ..Format::NONE
+};
 
 /// Collapses `perf script` output with inferno and reads the folded stacks into the model.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
@@ -47,48 +55,17 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
     crate::stacks::folded::read_bytes(&folded, findings)
 }
 
-impl Format for Perf {
-    fn name(&self) -> &'static str {
-        "perf"
-    }
+/// `perf script` output saved under a name such as `perf-script.txt` or `perf.script`.
+fn matches_file_name(base_name: &str) -> bool {
+    base_name.starts_with("perf") && base_name.contains("script")
+}
 
-    fn description(&self) -> &'static str {
-        "`perf script` text output with call chains (read only)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".perf.txt", ".perf-script"]
-    }
-
-    fn matches_file_name(&self, base_name: &str) -> bool {
-        self.extensions().iter().any(|e| base_name.ends_with(e))
-            || (base_name.starts_with("perf") && base_name.contains("script"))
-    }
-
-    /// inferno's own test: a sample header line followed by a frame line.
-    fn sniff(&self, head: &[u8]) -> bool {
-        let complete = match memchr::memrchr(b'\n', head) {
-            Some(i) => &head[..=i],
-            None => head,
-        };
-        let mut folder = inferno::collapse::perf::Folder::default();
-        folder.is_applicable(&String::from_utf8_lossy(complete)) == Some(true)
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        false
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
-        read(input, findings)
-    }
+/// inferno's own test: a sample header line followed by a frame line.
+fn sniff(head: &[u8]) -> bool {
+    let complete = match memchr::memrchr(b'\n', head) {
+        Some(i) => &head[..=i],
+        None => head,
+    };
+    let mut folder = inferno::collapse::perf::Folder::default();
+    folder.is_applicable(&String::from_utf8_lossy(complete)) == Some(true)
 }

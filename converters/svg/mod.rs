@@ -21,8 +21,29 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::{EventId, Profile, Stack};
 use crate::registry::{Format, WriteOptions};
 
+/// What the flame-graph writer can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Title of the picture (`--title`).
+    pub title: Option<String>,
+    /// Merge stacks from the leaf (`--reverse`).
+    pub reverse: bool,
+    /// Icicle layout, root at the top (`--inverted`).
+    pub inverted: bool,
+    /// Keep stacks in model order, time on the x axis (`--flamechart`).
+    pub flamechart: bool,
+    /// Colour palette by inferno's name (`--colors`: hot, mem, io, java, rust, ...).
+    pub colors: Option<String>,
+}
+
 /// The SVG flame-graph format.
-pub struct Svg;
+pub static FORMAT: Format = Format {
+    name: "svg",
+    description: "SVG flame graph drawn by inferno (write only)",
+    extensions: &[".svg"],
+    writer: Some(write),
+    ..Format::NONE
+};
 
 /// The largest power of ten fractional values are scaled by.
 const MAX_SCALE_DIGITS: i32 = 6;
@@ -49,6 +70,7 @@ pub fn inferno_options(
     event: EventId,
     options: &WriteOptions,
 ) -> Result<flamegraph::Options<'static>> {
+    let options = options.formats.get::<Options>();
     let mut opt = flamegraph::Options::default();
     if let Some(title) = &options.title {
         opt.title = title.clone();
@@ -162,36 +184,4 @@ pub fn write(
     }
     flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), out)
         .map_err(|e| Error::io("svg output", e))
-}
-
-impl Format for Svg {
-    fn name(&self) -> &'static str {
-        "svg"
-    }
-
-    fn description(&self) -> &'static str {
-        "SVG flame graph drawn by inferno (write only)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".svg"]
-    }
-
-    fn can_read(&self) -> bool {
-        false
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write(profile, out, options, findings)
-    }
 }

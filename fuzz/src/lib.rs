@@ -3,6 +3,7 @@
 //! panic, hang or allocate without bound. libFuzzer reports a panic as a crash, a slow input
 //! past `-timeout`, and an allocation past `-malloc_limit_mb` (`scripts/fuzz.sh` sets both).
 
+use cfghub::converters::dcfg_trace;
 use cfghub::error::Findings;
 use cfghub::registry::{self, ReadOptions};
 
@@ -10,13 +11,17 @@ use cfghub::registry::{self, ReadOptions};
 /// decoding, as `--max-edges` does on the command line.
 pub const MAX_EDGES: u64 = 1 << 20;
 
+/// Reader options: defaults, with the DCFG-trace edge limit lowered to [`MAX_EDGES`].
+fn options() -> ReadOptions {
+    ReadOptions::default().with(dcfg_trace::Options { max_edges: Some(MAX_EDGES), declared_only: false })
+}
+
 /// Reads `data` as format `name` (a name `cfghub formats` lists), discarding the result.
 pub fn read(name: &str, data: &[u8]) {
     let format = registry::by_name(name).unwrap_or_else(|_| panic!("no format called {name}"));
     let mut input = data;
     let mut findings = Findings::default();
-    let options = ReadOptions { max_edges: Some(MAX_EDGES), ..ReadOptions::default() };
-    let _ = format.read(&mut input, &options, &mut findings);
+    let _ = format.read(&mut input, &options(), &mut findings);
 }
 
 /// Reads `data` through cfghub's input layer (gzip and bzip2 by magic bytes), then as `name`.
@@ -25,8 +30,7 @@ pub fn read_compressed(name: &str, data: &[u8]) {
     let Ok(input) = cfghub::io::Input::from_reader("fuzz", raw, Some(data.len() as u64)) else { return };
     let format = registry::by_name(name).unwrap_or_else(|_| panic!("no format called {name}"));
     let mut findings = Findings::default();
-    let options = ReadOptions { max_edges: Some(MAX_EDGES), ..ReadOptions::default() };
-    let _ = format.read(&mut input.reader(), &options, &mut findings);
+    let _ = format.read(&mut input.reader(), &options(), &mut findings);
 }
 
 /// Decodes `data` as a DCFG-trace edge by edge, in order (what `cfghub trace edges` does),

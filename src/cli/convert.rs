@@ -3,6 +3,7 @@
 use clap::Args;
 
 use crate::convert::{load, save};
+use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, svg};
 use crate::error::Result;
 use crate::registry::{ReadOptions, WriteOptions};
 
@@ -46,19 +47,17 @@ pub struct ReadArgs {
     #[arg(long)]
     pub include_offsets: bool,
     /// DCFG-trace: most edges a trace may declare before decoding stops with an error
-    /// (default 5e9, about a minute of decoding); raise it for longer traces.
+    /// (default 5e9, about half a minute of decoding); raise it for longer traces.
     #[arg(long, value_name = "N")]
     pub max_edges: Option<u64>,
 }
 
 impl ReadArgs {
     pub fn options(&self) -> ReadOptions {
-        ReadOptions {
-            dcpi_address_step: self.address_step,
-            include_offsets: self.include_offsets,
-            max_edges: self.max_edges,
-            ..ReadOptions::default()
-        }
+        ReadOptions::default()
+            .with(dcpi::Options { address_step: self.address_step })
+            .with(dtrace::Options { include_offsets: self.include_offsets })
+            .with(dcfg_trace::Options { max_edges: self.max_edges, declared_only: false })
     }
 }
 
@@ -94,16 +93,16 @@ pub struct WriteArgs {
 
 impl WriteArgs {
     pub fn options(&self) -> WriteOptions {
-        WriteOptions {
-            pretty: self.pretty,
-            per_thread: self.per_thread,
-            event: self.event.clone(),
-            title: self.title.clone(),
-            reverse: self.reverse,
-            inverted: self.inverted,
-            flamechart: self.flamechart,
-            colors: self.colors.clone(),
-        }
+        WriteOptions { event: self.event.clone(), ..WriteOptions::default() }
+            .with(dcfg::Options { pretty: self.pretty })
+            .with(callgrind::Options { per_thread: self.per_thread })
+            .with(svg::Options {
+                title: self.title.clone(),
+                reverse: self.reverse,
+                inverted: self.inverted,
+                flamechart: self.flamechart,
+                colors: self.colors.clone(),
+            })
     }
 }
 

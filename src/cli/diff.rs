@@ -141,10 +141,10 @@ fn differential(
         }
         return Ok(());
     }
-    let write_options = WriteOptions {
+    let write_options = WriteOptions::default().with(svg::Options {
         title: Some(args.title.clone().unwrap_or_else(|| "Differential Flame Graph".to_string())),
-        ..WriteOptions::default()
-    };
+        ..svg::Options::default()
+    });
     let mut opt = svg::inferno_options(after, new, &write_options)?;
     if scale > 1.0 {
         opt.count_name = format!("\u{d7} {} {}", 1.0 / scale, opt.count_name);

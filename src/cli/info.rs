@@ -33,9 +33,9 @@ use super::convert::ReadArgs;
 use super::table::Table;
 use crate::analysis::{counts, loops, merge, names, routines};
 use crate::convert::load;
+use crate::converters::dcfg_trace;
 use crate::error::Result;
 use crate::ir::{Process, Profile};
-use crate::registry::ReadOptions;
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -157,7 +157,7 @@ pub struct LoopReport {
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     // A summary never decodes a DCFG-trace's edges (a few hundred bytes can claim 10^15 of
     // them): the chunks' declared counts are enough; `cfghub trace stats` decodes.
-    let options = ReadOptions { trace_declared_only: true, ..args.read.options() };
+    let options = args.read.options().with(dcfg_trace::Options { declared_only: true, max_edges: None });
     let loaded = load(&args.input, args.from.as_deref(), &options)?;
     if !quiet {
         for w in loaded.findings.items.iter() {

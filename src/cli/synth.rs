@@ -50,7 +50,7 @@ pub fn run(args: SynthArgs, quiet: bool) -> Result<i32> {
         ..SynthSpec::default()
     };
     let synth = generate(&spec);
-    let options = WriteOptions { pretty: args.pretty, ..WriteOptions::default() };
+    let options = WriteOptions::default().with(crate::converters::dcfg::Options { pretty: args.pretty });
     let findings = save(&synth.profile, &args.output, args.to.as_deref(), &[], &options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)

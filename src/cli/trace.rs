@@ -424,7 +424,7 @@ pub(crate) fn encode_from(
 ) -> Result<i32> {
     use crate::converters::dcfg_trace::encode::{encode, parse_edge_list};
     let format =
-        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::DcfgTrace);
+        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::FORMAT);
     if format.name() != "dcfg-trace" {
         return Err(Error::usage(format!(
             "--trace-from writes a DCFG-trace, but {output} names a {} file",

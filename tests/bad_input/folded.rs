@@ -1,6 +1,6 @@
 //! Folded stacks, DTrace and perf: bad input is an error that names the line, never a panic.
 
-use cfghub::converters::{dtrace, folded::Folded, perf};
+use cfghub::converters::{dtrace, folded::FORMAT as Folded, perf};
 use cfghub::error::{Findings, Location};
 use cfghub::registry::ReadOptions;
 use proptest::prelude::*;

@@ -194,7 +194,8 @@ fn merge_attributes_every_sample_to_its_block() {
     let back = cfghub::convert::load(
         back_file.to_str().unwrap(),
         None,
-        &cfghub::registry::ReadOptions { dcpi_address_step: Some(1), ..Default::default() },
+        &cfghub::registry::ReadOptions::default()
+            .with(cfghub::converters::dcpi::Options { address_step: Some(1) }),
     )
     .unwrap()
     .profile;

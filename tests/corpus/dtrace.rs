@@ -30,12 +30,12 @@ fn sorted_lines(text: &str) -> Vec<String> {
 
 pub fn folded_of(path: &std::path::Path, include_offsets: bool) -> String {
     let bytes = std::fs::read(path).unwrap();
-    let options = ReadOptions { include_offsets, ..ReadOptions::default() };
+    let options = ReadOptions::default().with(cfghub::converters::dtrace::Options { include_offsets });
     let mut findings = Findings::default();
     let profile = dtrace::read(&mut BufReader::new(Cursor::new(bytes)), &options, &mut findings)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let (out, _) =
-        cfghub::convert::write_to_vec(&folded::Folded, &profile, &WriteOptions::default()).unwrap();
+        cfghub::convert::write_to_vec(&folded::FORMAT, &profile, &WriteOptions::default()).unwrap();
     String::from_utf8(out).unwrap()
 }
 

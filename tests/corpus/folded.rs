@@ -1,7 +1,7 @@
 //! Folded stacks: every file in ../shared/fixtures/folded reads, and
 //! read(write(read(x))) == read(x).
 
-use cfghub::converters::folded::Folded;
+use cfghub::converters::folded::FORMAT as Folded;
 use cfghub::registry::WriteOptions;
 
 use crate::common::shared_fixture;

@@ -25,7 +25,7 @@ fn go_stacks_collapse_like_inferno() {
     };
     let profile = read(&input);
     let (out, _) =
-        cfghub::convert::write_to_vec(&folded::Folded, &profile, &WriteOptions::default()).unwrap();
+        cfghub::convert::write_to_vec(&folded::FORMAT, &profile, &WriteOptions::default()).unwrap();
     let mut ours: Vec<String> = String::from_utf8(out).unwrap().lines().map(String::from).collect();
     let mut theirs: Vec<String> = std::fs::read_to_string(expected)
         .unwrap()

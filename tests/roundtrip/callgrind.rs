@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::common;
 use cfghub::analysis::{callgraph, counts};
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::Callgrind;
+use cfghub::converters::callgrind::FORMAT as Callgrind;
 use cfghub::ir::{
     Cost, Edge, EdgeDetails, EdgeKind, Event, Image, NodeRef, Process, Profile, Site, Symbol, SymbolRef,
 };
@@ -276,7 +276,7 @@ proptest! {
         prop_assert_eq!(back_calls, calls);
 
         // One part per thread: the parts add up to the whole, and each carries its thread's calls.
-        let per_thread = write(&model, &WriteOptions { per_thread: true, ..Default::default() });
+        let per_thread = write(&model, &WriteOptions::default().with(cfghub::converters::callgrind::Options { per_thread: true }));
         let text = String::from_utf8(per_thread.clone()).unwrap();
         prop_assert_eq!(text.matches("\nthread: ").count(), if threads > 1 { threads } else { 0 });
         let back = read(&per_thread);

@@ -3,15 +3,19 @@
 
 use crate::common;
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::dcfg::Dcfg;
+use cfghub::converters::dcfg::FORMAT as Dcfg;
 use cfghub::ir::{Cost, Event, Profile};
 use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
 
 fn round_trip(profile: &Profile, pretty: bool) -> Profile {
-    let (bytes, findings) =
-        write_to_vec(&Dcfg, profile, &WriteOptions { pretty, ..Default::default() }).unwrap();
+    let (bytes, findings) = write_to_vec(
+        &Dcfg,
+        profile,
+        &WriteOptions::default().with(cfghub::converters::dcfg::Options { pretty }),
+    )
+    .unwrap();
     assert!(findings.items.is_empty(), "{:?}", findings.items);
     let (back, findings) = read_with(&Dcfg, &mut bytes.as_slice()).unwrap();
     assert!(!findings.has_violations(), "{:?}", findings.items);

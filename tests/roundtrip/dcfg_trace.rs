@@ -71,8 +71,7 @@ fn whole_run_edge_counts_equal_the_dcfgs() {
 fn the_format_reader_gives_edges_with_per_thread_counts() {
     let p = pair(&spec(2, 2, 3_000), &EncodeOptions::default()).unwrap();
     let (profile, _) =
-        cfghub::convert::read_with(&cfghub::converters::dcfg_trace::DcfgTrace, &mut p.trace.as_slice())
-            .unwrap();
+        cfghub::convert::read_with(&cfghub::converters::dcfg_trace::FORMAT, &mut p.trace.as_slice()).unwrap();
     let dcfg = &p.profile.processes[0];
     let read = &profile.processes[0];
     assert_eq!(read.pid, dcfg.pid);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use cfghub::converters::dcpi::{read::from_bytes, write::to_bytes, Dcpi};
+use cfghub::converters::dcpi::{read::from_bytes, write::to_bytes, FORMAT as Dcpi};
 use cfghub::error::Findings;
 use cfghub::ir::{Cost, Event, Image, Meta, Process, Profile};
 use proptest::prelude::*;
@@ -115,10 +115,10 @@ fn binary_to_dcpicat_and_back_keeps_every_slot_and_line() {
         let bytes = std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi"))).unwrap();
         let first = read(&bytes, 4);
         let (text, _) =
-            cfghub::convert::write_to_vec(&cfghub::converters::dcpicat::Dcpicat, &first, &Default::default())
+            cfghub::convert::write_to_vec(&cfghub::converters::dcpicat::FORMAT, &first, &Default::default())
                 .unwrap();
         let (second, _) =
-            cfghub::convert::read_with(&cfghub::converters::dcpicat::Dcpicat, &mut text.as_slice()).unwrap();
+            cfghub::convert::read_with(&cfghub::converters::dcpicat::FORMAT, &mut text.as_slice()).unwrap();
         let a = &first.processes[0].images[0];
         let b = &second.processes[0].images[0];
         assert_eq!((a.load_addr, a.size), (b.load_addr, b.size), "{name}");
@@ -223,7 +223,6 @@ proptest! {
 
 #[test]
 fn the_format_is_sniffed_from_its_header() {
-    use cfghub::registry::Format;
     let bytes = std::fs::read(common::fixture("dcpi/alpha-cycles.dcpi")).unwrap();
     assert!(Dcpi.sniff(&bytes));
     assert!(!Dcpi.sniff(b"version: 1\n"));

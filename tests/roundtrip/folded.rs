@@ -3,7 +3,7 @@
 //! comments without surrounding whitespace,
 //! non-negative values, fractional ones included), and exact text round trips.
 
-use cfghub::converters::folded::Folded;
+use cfghub::converters::folded::FORMAT as Folded;
 use cfghub::ir::{Event, Process, Profile, Stack};
 use cfghub::registry::WriteOptions;
 use proptest::prelude::*;

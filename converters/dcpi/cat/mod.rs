@@ -21,58 +21,23 @@
 pub mod read;
 pub mod write;
 
-use std::io::{BufRead, Write};
-
-use crate::error::{Findings, Result};
-use crate::ir::Profile;
-use crate::registry::{Format, ReadOptions, WriteOptions};
+use crate::registry::Format;
 
 /// The dcpicat text dump format.
-pub struct Dcpicat;
-
-impl Format for Dcpicat {
-    fn name(&self) -> &'static str {
-        "dcpicat"
-    }
-
-    fn description(&self) -> &'static str {
-        "dcpicat text dump of DCPI profiles (several events)"
-    }
-
-    fn extensions(&self) -> &'static [&'static str] {
-        &[".dcpicat.txt", ".dcpicat"]
-    }
-
-    /// Starts with dcpicat's `name` line, and a `text_start` line follows in the head.
-    fn sniff(&self, head: &[u8]) -> bool {
-        let starts = head.starts_with(b"name ") || head.starts_with(b"name\t");
-        starts && memchr::memmem::find(head, b"\ntext_start").is_some()
-    }
-
-    fn can_read(&self) -> bool {
-        true
-    }
-
-    fn can_write(&self) -> bool {
-        true
-    }
-
-    fn read(
-        &self,
-        input: &mut dyn BufRead,
-        _options: &ReadOptions,
-        findings: &mut Findings,
-    ) -> Result<Profile> {
+pub static FORMAT: Format = Format {
+    name: "dcpicat",
+    description: "dcpicat text dump of DCPI profiles (several events)",
+    extensions: &[".dcpicat.txt", ".dcpicat"],
+    sniffer: Some(sniff),
+    reader: Some(|input, _, findings| {
         read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
-    }
+    }),
+    writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
+    ..Format::NONE
+};
 
-    fn write(
-        &self,
-        profile: &Profile,
-        out: &mut dyn Write,
-        _options: &WriteOptions,
-        findings: &mut Findings,
-    ) -> Result<()> {
-        write::write(profile, out, findings)
-    }
+/// Starts with dcpicat's `name` line, and a `text_start` line follows in the head.
+fn sniff(head: &[u8]) -> bool {
+    let starts = head.starts_with(b"name ") || head.starts_with(b"name\t");
+    starts && memchr::memmem::find(head, b"\ntext_start").is_some()
 }
