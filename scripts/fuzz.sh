@@ -12,6 +12,8 @@
 # kept in fuzz/artifacts/<target>/ and becomes a regression test in tests/bad_input/.
 # Limits: a run of one input past TIMEOUT seconds (default 20), an allocation past
 # MALLOC_MB (default 1024) or a resident size past RSS_MB (default 2048) is a finding.
+# PARALLEL=N runs N targets at a time (default 1; each runs one libFuzzer job). BUILD=0 reuses
+# the targets built last time instead of building them first.
 # The last line per target gives executions and findings; the exit status is 1 when any target
 # found something. Needs the nightly toolchain; installs cargo-fuzz when it is missing.
 set -euo pipefail
@@ -50,15 +52,16 @@ seed() {
   done
 }
 
-cargo +nightly fuzz build
+[ "${BUILD:-1}" = 0 ] || cargo +nightly fuzz build
+bin=fuzz/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release
 mkdir -p fuzz/logs
-status=0
-for target in "${targets[@]}"; do
-  [ -f "fuzz/src/bin/$target.rs" ] || { echo "fuzz.sh: no target $target" >&2; exit 2; }
+
+# Runs one target for $seconds; prints its executions and findings.
+run() {
+  local target=$1 log=fuzz/logs/$1.log execs findings
   seed "$target"
   mkdir -p "fuzz/artifacts/$target"
-  log=fuzz/logs/$target.log
-  cargo +nightly fuzz run "$target" "fuzz/corpus/$target" -- \
+  "$bin/$target" "fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout="${TIMEOUT:-20}" \
     -malloc_limit_mb="${MALLOC_MB:-1024}" -rss_limit_mb="${RSS_MB:-2048}" \
     -max_len=65536 -detect_leaks=0 \
@@ -67,6 +70,11 @@ for target in "${targets[@]}"; do
   execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
   findings=$(find "fuzz/artifacts/$target" -type f | wc -l)
   echo "$target: ${execs:-0} executions in ${seconds}s, $findings finding(s) in fuzz/artifacts/$target (log $log)"
-  [ "$findings" -eq 0 ] || status=1
+}
+
+for target in "${targets[@]}"; do
+  [ -x "$bin/$target" ] || { echo "fuzz.sh: no target $target (built in $bin?)" >&2; exit 2; }
 done
-exit $status
+printf '%s\n' "${targets[@]}" | xargs -P "${PARALLEL:-1}" -I{} bash -c "$(declare -f seed run); bin=$bin seconds=$seconds shared=$shared; run {}" \
+  | tee fuzz/logs/summary.txt
+! grep -q ', [1-9][0-9]* finding' fuzz/logs/summary.txt
