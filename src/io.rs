@@ -474,9 +474,7 @@ fn set_output_permissions(file: &File, target: &Path) {
 }
 
 fn flush_stdout(r: io::Result<()>) -> Result<()> {
-    match r {
-        other => other.map_err(|e| Error::io("standard output", e)),
-    }
+    r.map_err(|e| Error::io("standard output", e))
 }
 
 /// Converts an `io::Error` raised while writing into our error, naming the output.
