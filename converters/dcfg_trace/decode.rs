@@ -268,6 +268,34 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
     let fast = &t.fast[..];
     let flut = &t.flut[..];
     while left > 0 {
+        // Blocks of about a million edges, counted in [`DECODED`] for the progress display.
+        let block_end = left.saturating_sub(1 << 20);
+        let block_start = left;
+        run_block(p, c, &mut w, fast, flut, &mut cur, &mut left, block_end, f)?;
+        DECODED.fetch_add(block_start - left, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Edges decoded so far in this process, by every decoder (only the progress display reads it).
+static DECODED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Decodes edges until `left` reaches `block_end`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_block<F: FnMut(u32)>(
+    p: &TraceProcess,
+    c: &Chunk,
+    w: &mut BitWindow,
+    fast: &[u64],
+    flut: &[u64],
+    cur_out: &mut u32,
+    left_out: &mut u64,
+    block_end: u64,
+    f: &mut F,
+) -> Result<()> {
+    let (mut cur, mut left) = (*cur_out, *left_out);
+    while left > block_end {
         // The common case without branches on the kind of state: one lookup of the next
         // `peek` bits (0 bits for an edge with one successor) gives a single, checked edge.
         if w.have < 32 {
@@ -287,8 +315,9 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<()> {
             left -= 1;
             continue;
         }
-        cur = slow_step(p, c, &mut w, cur, &mut left, f)?;
+        cur = slow_step(p, c, w, cur, &mut left, f)?;
     }
+    (*cur_out, *left_out) = (cur, left);
     Ok(())
 }
 
@@ -588,7 +617,7 @@ pub fn stream_versioned<J: Job>(
         processes: 0,
         max_edges: if limited { max_edges.unwrap_or(DEFAULT_MAX_EDGES) } else { u64::MAX },
         declared: 0,
-        progress: EdgeProgress::new(limited),
+        _progress: EdgeProgress::new(limited, max_edges.unwrap_or(DEFAULT_MAX_EDGES)),
     };
     let mut de = serde_json::Deserializer::from_reader(input);
     let result = TopSeed(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
@@ -627,48 +656,57 @@ struct Ctx<'p, J: Job> {
     /// Most edges the chunks may declare in all, and how many they have declared so far.
     max_edges: u64,
     declared: u64,
-    progress: EdgeProgress,
+    /// Shown while the stream lives.
+    _progress: EdgeProgress,
 }
 
 /// A count of decoded edges on standard error, shown once decoding has taken more than a
-/// second, on a terminal only (and not with `-q`).
+/// second, on a terminal only (and not with `-q`): a thread reads [`DECODED`] four times a
+/// second, so one long chunk shows its progress too.
 struct EdgeProgress {
-    bar: Option<indicatif::ProgressBar>,
-    started: std::time::Instant,
-    shown: bool,
+    watcher: Option<(std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<()>)>,
 }
 
 impl EdgeProgress {
-    fn new(wanted: bool) -> EdgeProgress {
+    fn new(wanted: bool, limit: u64) -> EdgeProgress {
         use std::io::IsTerminal;
-        let bar = (wanted && crate::io::progress_enabled() && std::io::stderr().is_terminal()).then(|| {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if !(wanted && crate::io::progress_enabled() && std::io::stderr().is_terminal()) {
+            return EdgeProgress { watcher: None };
+        }
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let handle = std::thread::spawn(move || {
+            let start = DECODED.load(Ordering::Relaxed);
+            let began = std::time::Instant::now();
             let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
             let style =
-                indicatif::ProgressStyle::with_template("decoding: {human_pos} edges ({per_sec}) {msg}")
+                indicatif::ProgressStyle::with_template("decoding: {human_pos} edges in {elapsed} {msg}")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
             bar.set_style(style);
-            bar
-        });
-        EdgeProgress { bar, started: std::time::Instant::now(), shown: false }
-    }
-
-    fn add(&mut self, edges: u64, limit: u64) {
-        let Some(bar) = &self.bar else { return };
-        bar.inc(edges);
-        if !self.shown && self.started.elapsed() > std::time::Duration::from_secs(1) {
             if limit != u64::MAX {
                 bar.set_message(format!("(stops at --max-edges {limit})"));
             }
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            self.shown = true;
-        }
+            let mut shown = false;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                bar.set_position(DECODED.load(Ordering::Relaxed).saturating_sub(start));
+                if !shown && began.elapsed() > std::time::Duration::from_secs(1) {
+                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    shown = true;
+                }
+            }
+            bar.finish_and_clear();
+        });
+        EdgeProgress { watcher: Some((done, handle)) }
     }
 }
 
 impl Drop for EdgeProgress {
     fn drop(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if let Some((done, handle)) = self.watcher.take() {
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = handle.join();
         }
     }
 }
@@ -701,7 +739,6 @@ impl<J: Job> Ctx<'_, J> {
             .collect();
         for (c, part) in batch.iter().zip(parts) {
             self.job.merge(p, c, part?)?;
-            self.progress.add(c.edge_count, self.max_edges);
         }
         Ok(())
     }

@@ -283,3 +283,19 @@ fn max_edges_bounds_replay_and_lets_honest_traces_through() {
     let o = common::run_limited(dir.path(), 60, &["trace", "stats", "--max-edges", "1000000", trace]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
 }
+
+#[test]
+fn long_decoding_shows_its_progress_on_a_terminal() {
+    // One chunk of 10^8 edges (zero bits each): seconds of decoding in a test build, shown on a
+    // terminal (`script` provides one) as a count of edges that grows.
+    common::require("script");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("long.trace.json");
+    std::fs::write(&trace, bomb("{}", r#"[ 1, "", [ 1 ] ]"#, "100000000", "")).unwrap();
+    let command = format!("'{}' trace -j 1 stats '{}'", env!("CARGO_BIN_EXE_cfghub"), trace.display());
+    let o = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{shown}");
+    assert!(shown.contains("decoding: ") && shown.contains(" edges in "), "{shown}");
+    assert!(shown.contains("100000000"), "the stats follow: {shown}");
+}
