@@ -69,11 +69,12 @@ mod write_names;
 #[path = "write_text.rs"]
 mod write_text;
 
+use crate::analysis::source::{Part, SourceIndex};
 use crate::analysis::{callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, CostTable, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
-use write_index::{BlockIndex, Func, FuncIndex, LineIndex, Pairs, Part, Place};
+use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
 use write_names::NameTable;
 use write_text::{put_num, put_position, Out, WINDOW_VALUES};
 
@@ -253,7 +254,7 @@ struct Writer<'a> {
     dropped: HashMap<&'static str, u64>,
     unplaced: u64,
     /// Source-line indexes of the current process's images.
-    lines: Vec<LineIndex>,
+    lines: Vec<SourceIndex>,
     /// Scratch: the inclusive cost of a call, by column.
     inclusive: Vec<u64>,
     /// The longest per-thread count array of the last part's process's edges
@@ -331,7 +332,7 @@ impl Writer<'_> {
         self.objects.new_part();
         self.files.new_part();
         self.functions.new_part();
-        self.lines = process.images.iter().map(LineIndex::new).collect();
+        self.lines = process.images.iter().map(SourceIndex::new).collect();
         let write_costs = thread.map_or(true, |t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;

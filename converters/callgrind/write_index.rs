@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 use crate::analysis::names;
-use crate::ir::{Block, BlockRef, EdgeKind, FileId, Image, NodeRef, Process, Profile, Routine, SourceLine};
+use crate::analysis::source::SourceIndex;
+use crate::ir::{BlockRef, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 
 use super::write_names::NameTable;
 
@@ -56,7 +57,7 @@ impl FuncIndex {
     pub(super) fn new(
         profile: &Profile,
         functions: &mut NameTable,
-        lines: &[LineIndex],
+        lines: &[SourceIndex],
         process: &Process,
         routines: Option<&[Cow<'_, [Routine]>]>,
     ) -> FuncIndex {
@@ -230,181 +231,6 @@ impl BlockIndex {
         (addr < bl.offset.saturating_add(bl.size.max(1))).then_some(BlockRef { image, block: b })
     }
 }
-
-/// Source lines of an image sorted by address, for look-ups and for spreading block counts.
-pub(super) struct LineIndex {
-    /// Indices into `Image::source_lines`, sorted by offset; `None` when the lines are in
-    /// address order already (as readers usually give them).
-    order: Option<Vec<u32>>,
-    max_size: u64,
-}
-
-impl LineIndex {
-    pub(super) fn new(image: &Image) -> LineIndex {
-        let lines = &image.source_lines;
-        let mut max_size = 0;
-        let mut sorted = true;
-        let mut prev = 0;
-        for l in lines {
-            max_size = max_size.max(l.size);
-            sorted &= prev <= l.offset;
-            prev = l.offset;
-        }
-        let order = (!sorted).then(|| {
-            let mut order: Vec<u32> = (0..lines.len() as u32).collect();
-            order.sort_by_key(|&i| lines[i as usize].offset);
-            order
-        });
-        LineIndex { order, max_size }
-    }
-
-    /// The `k`th line in address order.
-    #[inline]
-    fn nth<'i>(&self, lines: &'i [SourceLine], k: usize) -> &'i SourceLine {
-        match &self.order {
-            Some(order) => &lines[order[k] as usize],
-            None => &lines[k],
-        }
-    }
-
-    /// The number of lines starting at or before `addr`, searched in `lo..hi`.
-    fn upto(&self, lines: &[SourceLine], addr: u64, mut lo: usize, mut hi: usize) -> usize {
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.nth(lines, mid).offset <= addr {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// The line covering `addr` among the `k` lines starting at or before it (the
-    /// latest-starting one when entries overlap).
-    fn covering<'i>(&self, lines: &'i [SourceLine], addr: u64, mut k: usize) -> Option<&'i SourceLine> {
-        while k > 0 {
-            let l = self.nth(lines, k - 1);
-            if l.offset.saturating_add(self.max_size) <= addr {
-                break;
-            }
-            if addr < l.offset.saturating_add(l.size.max(1)) {
-                return Some(l);
-            }
-            k -= 1;
-        }
-        None
-    }
-
-    /// The source line covering `addr` (the latest-starting one when entries overlap).
-    pub(super) fn at<'i>(&self, image: &'i Image, addr: u64) -> Option<&'i SourceLine> {
-        let lines = &image.source_lines;
-        let k = self.upto(lines, addr, 0, lines.len());
-        self.covering(lines, addr, k)
-    }
-
-    /// [`LineIndex::at`] for addresses that mostly come in increasing order: the search starts
-    /// from `hint` (left where the previous look-up ended), so a run of increasing addresses
-    /// walks the lines once instead of searching each time.
-    pub(super) fn at_from<'i>(
-        &self,
-        image: &'i Image,
-        addr: u64,
-        hint: &mut usize,
-    ) -> Option<&'i SourceLine> {
-        let lines = &image.source_lines;
-        let n = lines.len();
-        let mut k = (*hint).min(n);
-        if k > 0 && self.nth(lines, k - 1).offset > addr {
-            k = self.upto(lines, addr, 0, k);
-        } else {
-            // Gallop forward from the hint, then search the last step.
-            let mut step = 1;
-            while k + step <= n && self.nth(lines, k + step - 1).offset <= addr {
-                k += step;
-                step *= 2;
-            }
-            k = self.upto(lines, addr, k, (k + step).min(n));
-        }
-        *hint = k;
-        self.covering(lines, addr, k)
-    }
-
-    /// Spreads `num_instrs x count` of a block over its source lines:
-    /// `(address, file, line, instructions executed)`, in address order. `parts` is scratch
-    /// space.
-    pub(super) fn spread(
-        &self,
-        image: &Image,
-        block: &Block,
-        count: u64,
-        parts: &mut Vec<Part>,
-        out: &mut Vec<(u64, Option<FileId>, u32, u64)>,
-    ) {
-        let lo = block.offset;
-        let hi = block.offset.saturating_add(block.size.max(1));
-        let lines = &image.source_lines;
-        // Lines starting before hi.
-        let end = match hi.checked_sub(1) {
-            Some(h) => self.upto(lines, h, 0, lines.len()),
-            None => 0,
-        };
-        let mut first = end;
-        while first > 0 && self.nth(lines, first - 1).offset.saturating_add(self.max_size) > lo {
-            first -= 1;
-        }
-        parts.clear();
-        for k in first..end {
-            let l = self.nth(lines, k);
-            let l_end = l.offset.saturating_add(l.size.max(1));
-            if l_end <= lo || l.offset >= hi {
-                continue;
-            }
-            let start = l.offset.max(lo);
-            let bytes = l_end.min(hi) - start;
-            let full = l.offset >= lo && l_end <= hi;
-            parts.push((start, l.file, l.line, full.then_some(l.num_instrs), bytes));
-        }
-        let full_sum: u64 = parts.iter().filter_map(|p| p.3).sum();
-        if parts.is_empty() || full_sum > block.num_instrs {
-            let (file, line) = parts.first().map_or((None, 0), |p| (p.1, p.2));
-            out.push((lo, file, line, block.num_instrs.saturating_mul(count)));
-            return;
-        }
-        let mut rest = block.num_instrs - full_sum;
-        let partial_bytes: u64 = parts.iter().filter(|p| p.3.is_none()).map(|p| p.4).sum();
-        let npartial = parts.iter().filter(|p| p.3.is_none()).count();
-        if npartial == 0 && rest > 0 {
-            parts.insert(0, (lo, None, 0, Some(rest), 0));
-            rest = 0;
-        }
-        let total_rest = rest;
-        let mut seen = 0;
-        for p in parts.iter() {
-            let n = match p.3 {
-                Some(n) => n,
-                None => {
-                    seen += 1;
-                    if seen == npartial {
-                        rest
-                    } else {
-                        let n = ((total_rest as u128 * p.4 as u128) / partial_bytes.max(1) as u128) as u64;
-                        let n = n.min(rest);
-                        rest -= n;
-                        n
-                    }
-                }
-            };
-            if n > 0 {
-                out.push((p.0, p.1, p.2, n.saturating_mul(count)));
-            }
-        }
-    }
-}
-
-/// A source line's share of a block: (start, file, line, its instructions when the line lies
-/// wholly inside the block or `None` for a partial overlap, overlapping bytes).
-pub(super) type Part = (u64, Option<FileId>, u32, Option<u64>, u64);
 
 /// A dense index for every block and symbol of a process, and one more for every other edge
 /// end (special nodes, references out of range).
@@ -633,28 +459,7 @@ impl Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Edge, EdgeDetails, Site, SymbolRef};
-
-    fn line(offset: u64, size: u64, line: u32) -> SourceLine {
-        SourceLine { file: None, line, offset, size, num_instrs: 1 }
-    }
-
-    #[test]
-    fn look_ups_from_a_hint_agree_with_a_search() {
-        let image = Image {
-            source_lines: vec![line(0x10, 4, 1), line(0x14, 8, 2), line(0x30, 2, 3), line(0x31, 1, 4)],
-            ..Image::default()
-        };
-        let index = LineIndex::new(&image);
-        let addrs = [0x0, 0x10, 0x13, 0x14, 0x1b, 0x1c, 0x30, 0x31, 0x32, 0x40, 0x12, 0x31, 0x0];
-        let mut hint = 0;
-        for a in addrs {
-            let searched = index.at(&image, a).map(|l| l.line);
-            assert_eq!(index.at_from(&image, a, &mut hint).map(|l| l.line), searched, "{a:#x}");
-        }
-        assert_eq!(index.at(&image, 0x31).map(|l| l.line), Some(4));
-        assert_eq!(index.at(&image, 0x1c), None);
-    }
+    use crate::ir::{Block, Edge, EdgeDetails, Image, Site, SymbolRef};
 
     #[test]
     fn block_look_ups_from_a_hint_agree_with_a_scan() {
