@@ -25,3 +25,9 @@ mod compressed;
 
 #[path = "bad_input/hostile.rs"]
 mod hostile;
+
+#[path = "bad_input/dtrace.rs"]
+mod dtrace;
+
+#[path = "bad_input/perf.rs"]
+mod perf;

@@ -20,7 +20,7 @@ fn a_stack_of_300000_frames_converts_to_callgrind_in_linear_time() {
 }
 
 /// Every reader, by name.
-const READERS: &[&str] = &["dcfg", "dcfg-trace", "callgrind", "dcpi", "dcpicat", "folded"];
+const READERS: &[&str] = &["dcfg", "dcfg-trace", "callgrind", "dcpi", "dcpicat", "folded", "dtrace", "perf"];
 
 /// Inputs no reader should accept as they are, or should read without harm.
 fn hostile_inputs() -> Vec<(&'static str, Vec<u8>)> {
