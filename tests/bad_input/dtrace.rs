@@ -59,3 +59,16 @@ fn a_record_cut_short_names_the_line_where_it_starts() {
     assert!(err.contains("in.stacks:6:"), "the cut record starts on line 6: {err}");
     assert!(err.contains("ends in the middle of a stack"), "{err}");
 }
+
+#[test]
+fn a_count_with_no_frames_before_it_is_refused_at_its_line() {
+    // What the fuzzer found first: inferno's collapser subtracted 1 from an empty stack's length.
+    for (text, line) in [(&b"\n4\n"[..], 2), (b"\n  app`f\n  3\n\n\n17\n", 6), (b"\r\n1\n006\n", 2)] {
+        let (o, err, _) = convert(text);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("in.stacks:{line}:")) && err.contains("with no frames before it"),
+            "{err}"
+        );
+    }
+}

@@ -124,3 +124,50 @@ fn control_bytes_quoted_from_the_input_are_escaped() {
         assert!(err.contains("\\0") && err.contains("\\x1b["), "{name}: {err}");
     }
 }
+
+/// The reader each fuzz target drives (fuzz/src/bin/<target>.rs).
+fn reader_of_fuzz_target(target: &str) -> &str {
+    match target {
+        "dcfg-trace-edges" => "dcfg-trace",
+        "compressed" => "dcfg",
+        other => other,
+    }
+}
+
+#[test]
+fn every_fuzz_finding_stays_contained() {
+    // What the fuzzers found (fixtures/fuzz/<target>/<finding>), replayed through every
+    // command that reads the target's format, under the hostile-input limits.
+    let root = common::fixture("fuzz");
+    let mut replayed = 0;
+    for target in std::fs::read_dir(&root).unwrap() {
+        let target = target.unwrap().path();
+        if !target.is_dir() {
+            continue;
+        }
+        let format = reader_of_fuzz_target(target.file_name().unwrap().to_str().unwrap()).to_string();
+        for finding in std::fs::read_dir(&target).unwrap() {
+            let finding = finding.unwrap().path();
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::copy(&finding, dir.path().join("in")).unwrap();
+            let before = common::snapshot(dir.path());
+            for args in [
+                vec!["info", "--from", &format, "in"],
+                vec!["convert", "--from", &format, "in", "-o", "out.folded"],
+                vec!["trace", "stats", "in"],
+            ] {
+                if args[0] == "trace" && format != "dcfg-trace" {
+                    continue;
+                }
+                let label = format!("{}: {}", finding.display(), args.join(" "));
+                let o = common::run_limited(dir.path(), 120, &args);
+                common::assert_contained(&o, &label);
+                if o.status.code() == Some(2) {
+                    assert_eq!(common::snapshot(dir.path()), before, "{label}: files left or changed");
+                }
+            }
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 0, "fixtures/fuzz holds the fuzzers' findings");
+}
