@@ -748,7 +748,7 @@ impl<J: Job> Ctx<'_, J> {
         if self.declared > self.max_edges {
             let before = self.declared - c.edge_count.min(self.declared);
             return Err(Error::input(format!(
-                "the trace declares more than {} edges by this chunk (EDGE_COUNT {}, after {before} before it); decoding stops there",
+                "the trace declares more than {} edges by this chunk (its EDGE_COUNT is {}, the chunks before it declare {before}); decoding stops here",
                 self.max_edges, c.edge_count
             ))
             .at_path(c.place(p))
