@@ -37,3 +37,19 @@ fn decompression_bombs_stop_at_the_line_limit() {
         }
     }
 }
+
+#[test]
+fn one_endless_json_string_stops_at_the_string_limit() {
+    // 100 MB of one DCFG string from a few hundred KB of gzip: refused at 64 MiB, not collected.
+    common::require("gzip");
+    let dir = tempfile::tempdir().unwrap();
+    let script = "(printf '{\"FILE_NAMES\": [[\"FILE_NAME_ID\",\"FILE_NAME\"],[1,\"'; \
+                  head -c 100M /dev/zero | tr '\\0' a) | gzip -1 > string.dcfg.json.gz";
+    let status = Command::new("sh").arg("-c").arg(script).current_dir(dir.path()).status().unwrap();
+    assert!(status.success());
+    let o = common::run_limited(dir.path(), 120, &["convert", "string.dcfg.json.gz", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "string bomb");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("FILE_NAMES row 1 column FILE_NAME") && err.contains("longer than 64 MiB"), "{err}");
+    assert!(!dir.path().join("out.folded").exists());
+}
