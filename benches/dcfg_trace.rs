@@ -20,7 +20,7 @@ fn decoding(c: &mut Criterion) {
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         group.bench_function(format!("{threads} thread(s)"), |b| {
-            b.iter(|| pool.install(|| totals(&mut trace.as_slice(), None).unwrap()))
+            b.iter(|| pool.install(|| totals(&mut trace.as_slice(), None, None).unwrap()))
         });
     }
     group.finish();

@@ -2,7 +2,9 @@
 # Benchmarks of stack profiles, timing whole commands:
 #  1. reading folded stacks (target: >= 200 MB/s): `cfghub info` on a large folded file;
 #  2. DTrace -> SVG flame graph on FlameGraph's example profile, against inferno's own
-#     `inferno-collapse-dtrace | inferno-flamegraph` (target: within 1.1x).
+#     `inferno-collapse-dtrace | inferno-flamegraph` (target: within 1.1x);
+#  3. one very deep stack (200,000 and 1,000,000 frames) to Callgrind: the time per frame stays
+#     flat (linear in the depth).
 # Usage: scripts/bench-stacks.sh [RUNS]   (installs inferno's binaries with cargo if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +57,13 @@ SECS=$(best "$CFGHUB -q info --from folded $WORK/big.folded")
 RSS=$(awk -F: '/Maximum resident/ {gsub(/ /, "", $2); print $2}' "$WORK/time.txt")
 awk -v b="$BYTES" -v s="$SECS" -v r="$RSS" 'BEGIN {
     printf "cfghub info on %.0f MB of folded stacks: %.3f s = %.0f MB/s (max RSS %.0f MB)\n", b/1e6, s, b/1e6/s, r/1024 }'
+
+echo "== 3. one deep stack -> Callgrind"
+for depth in 200000 1000000; do
+    python3 -c "import sys; print(';'.join(f'f{i}' for i in range($depth)), 7)" > "$WORK/deep.folded"
+    SECS=$(best "$CFGHUB -q convert $WORK/deep.folded -o $WORK/deep.callgrind")
+    awk -v d="$depth" -v s="$SECS" 'BEGIN { printf "%7d frames: %.3f s (%.2f us per frame)\n", d, s, s * 1e6 / d }'
+done
 
 echo "== 2. DTrace -> SVG flame graph"
 if [ ! -f "$DTRACE" ]; then

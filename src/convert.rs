@@ -66,6 +66,8 @@ pub fn save(
         return Err(Error::unsupported(format!("cfghub cannot write {} files", format.name())));
     }
     let mut findings = Findings::default();
-    write_output(path, inputs, |out| format.write(profile, out, options, &mut findings))?;
+    write_output(path, inputs, |out| {
+        format.write(profile, out, options, &mut findings).map_err(|e| e.in_file(path))
+    })?;
     Ok(findings)
 }

@@ -22,9 +22,30 @@ impl fmt::Display for Location {
         match self {
             Location::Line(n) => write!(f, "line {n}"),
             Location::Byte(n) => write!(f, "byte {n}"),
-            Location::Path(p) => f.write_str(p),
+            Location::Path(p) => write_escaped(f, p),
         }
     }
+}
+
+/// Writes `text` with control characters (NUL, escape, carriage return, ...; input bytes that
+/// messages quote) shown as escapes (`\0`, `\x1b`, `\r`), so that a message never carries
+/// raw control bytes to the terminal.
+pub fn write_escaped(f: &mut impl fmt::Write, text: &str) -> fmt::Result {
+    let mut rest = text;
+    while let Some(i) = rest.find(char::is_control) {
+        f.write_str(&rest[..i])?;
+        let c = rest[i..].chars().next().unwrap_or('\0');
+        match c {
+            '\0' => f.write_str("\\0")?,
+            '\t' => f.write_str("\\t")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            c if (c as u32) < 0x100 => write!(f, "\\x{:02x}", c as u32)?,
+            c => write!(f, "\\u{{{:x}}}", c as u32)?,
+        }
+        rest = &rest[i + c.len_utf8()..];
+    }
+    f.write_str(rest)
 }
 
 /// What went wrong, broadly: decides the wording of the message's prefix.
@@ -80,8 +101,10 @@ impl Error {
         if err.get_ref().is_some_and(|e| e.is::<Error>()) {
             let inner = err.into_inner().expect("checked above").downcast::<Error>();
             let mut e = *inner.expect("checked above");
-            if e.file.is_none() {
-                e.file = Some(path.into());
+            // Readers that do not know their file's name pass `-`; the caller names it later.
+            let path = path.into();
+            if e.file.is_none() && path != "-" {
+                e.file = Some(path);
             }
             return e;
         }
@@ -130,16 +153,20 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, &self.location) {
-            (Some(file), Some(Location::Line(n))) => write!(f, "{file}:{n}: ")?,
-            (Some(file), Some(loc)) => write!(f, "{file}: {loc}: ")?,
-            (Some(file), None) => write!(f, "{file}: ")?,
-            (None, Some(loc)) => write!(f, "{loc}: ")?,
-            (None, None) => {}
+        if let Some(file) = &self.file {
+            write_escaped(f, file)?;
+            match &self.location {
+                Some(Location::Line(n)) => write!(f, ":{n}: ")?,
+                Some(loc) => write!(f, ": {loc}: ")?,
+                None => f.write_str(": ")?,
+            }
+        } else if let Some(loc) = &self.location {
+            write!(f, "{loc}: ")?;
         }
-        f.write_str(&self.message)?;
+        write_escaped(f, &self.message)?;
         if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
+            f.write_str("\n  hint: ")?;
+            write_escaped(f, hint)?;
         }
         Ok(())
     }
@@ -171,9 +198,10 @@ impl fmt::Display for Finding {
             Severity::Violation => "violation",
         };
         match &self.location {
-            Some(loc) => write!(f, "{word}: {loc}: {}", self.message),
-            None => write!(f, "{word}: {}", self.message),
+            Some(loc) => write!(f, "{word}: {loc}: ")?,
+            None => write!(f, "{word}: ")?,
         }
+        write_escaped(f, &self.message)
     }
 }
 
@@ -210,5 +238,22 @@ impl Findings {
 
     pub fn extend(&mut self, other: Findings) {
         self.items.extend(other.items);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_in_messages_are_escaped() {
+        let e = Error::input("unexpected 'a\0b\x1b[31m\r'")
+            .in_file("in\x07.txt")
+            .at_line(3)
+            .with_hint("x\u{85}y");
+        assert_eq!(e.to_string(), "in\\x07.txt:3: unexpected 'a\\0b\\x1b[31m\\r'\n  hint: x\\x85y");
+        let mut findings = Findings::default();
+        findings.warn(Some(Location::Path("A\0".into())), "b\tc");
+        assert_eq!(findings.items[0].to_string(), "warning: A\\0: b\\tc");
     }
 }

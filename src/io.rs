@@ -34,6 +34,11 @@ pub fn set_progress(enabled: bool) {
     PROGRESS.store(enabled, Ordering::Relaxed);
 }
 
+/// Whether progress may be drawn (not turned off with `-q`).
+pub fn progress_enabled() -> bool {
+    PROGRESS.load(Ordering::Relaxed)
+}
+
 /// A compression wrapper, told by magic bytes when reading and by file name when writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -280,6 +285,74 @@ impl<R> Drop for Progress<R> {
     }
 }
 
+/// Longest line a text reader accepts: a stack of a million frames is some 10 MiB.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// A `BufRead` that fails, instead of handing on, a line longer than `max` bytes: line-based
+/// readers wrap their input in it so that a line never grows without bound in memory (1 GB of
+/// zeros compresses to 1 MB of gzip and holds no newline). The error names the byte offset at
+/// which the long line starts.
+pub struct LineLimit<R> {
+    inner: R,
+    max: usize,
+    /// Bytes consumed since the last newline, and the offset of the first of them.
+    run: usize,
+    line_start: u64,
+    consumed: u64,
+}
+
+impl<R: BufRead> LineLimit<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        LineLimit { inner, max, run: 0, line_start: 0, consumed: 0 }
+    }
+
+    fn too_long(&self) -> io::Error {
+        Error::input(format!(
+            "a line longer than {} MiB starts here; this is not a text profile, or a damaged one",
+            self.max >> 20
+        ))
+        .at_byte(self.line_start)
+        .into_io()
+    }
+}
+
+impl<R: BufRead> Read for LineLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for LineLimit<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let (run, max) = (self.run, self.max);
+        let buf = self.inner.fill_buf()?;
+        let until_newline = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
+        if run + until_newline > max {
+            return Err(self.too_long());
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            let amt = amt.min(buf.len());
+            match memchr::memrchr(b'\n', &buf[..amt]) {
+                Some(i) => {
+                    self.run = amt - i - 1;
+                    self.line_start = self.consumed + i as u64 + 1;
+                }
+                None => self.run += amt,
+            }
+        }
+        self.consumed += amt as u64;
+        self.inner.consume(amt);
+    }
+}
+
 /// Refuses an output path that is one of the inputs (by path or by file identity).
 pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
     if output == "-" {
@@ -320,7 +393,22 @@ where
         write(&mut out)?;
         return flush_stdout(out.flush());
     }
-    let target = PathBuf::from(path);
+    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => {
+            return Err(
+                Error::usage(format!("the output {path} is a folder")).with_hint("name a file to write")
+            )
+        }
+        // A device (/dev/null, a terminal) or a FIFO: written in place, as a shell redirection
+        // would; only regular files are replaced by a renamed temporary file.
+        Ok(m) if !m.is_file() => {
+            let file =
+                std::fs::OpenOptions::new().write(true).open(&target).map_err(|e| Error::io(path, e))?;
+            return write_compressed(path, io::BufWriter::with_capacity(BUF_LEN, file), write);
+        }
+        _ => {}
+    }
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -331,27 +419,53 @@ where
         .tempfile_in(&dir)
         .map_err(|e| Error::io(path, e))?;
     let file = temp.as_file().try_clone().map_err(|e| Error::io(path, e))?;
-    let buffered = io::BufWriter::with_capacity(BUF_LEN, file);
-    match Compression::from_name(path) {
-        Compression::None => {
-            let mut w = buffered;
-            write(&mut w)?;
-            w.flush().map_err(|e| Error::io(path, e))?;
-        }
-        Compression::Gzip => {
-            let mut w = flate2::write::GzEncoder::new(buffered, flate2::Compression::default());
-            write(&mut w)?;
-            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))?;
-        }
-        Compression::Bzip2 => {
-            let mut w = bzip2::write::BzEncoder::new(buffered, bzip2::Compression::best());
-            write(&mut w)?;
-            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))?;
-        }
-    }
+    write_compressed(path, io::BufWriter::with_capacity(BUF_LEN, file), write)?;
     set_output_permissions(temp.as_file(), &target);
     temp.persist(&target).map_err(|e| Error::io(path, e.error))?;
     Ok(())
+}
+
+/// Runs `write` into `out`, compressed as `path`'s name asks, and flushes everything.
+fn write_compressed<W: Write, F>(path: &str, out: W, write: F) -> Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> Result<()>,
+{
+    match Compression::from_name(path) {
+        Compression::None => {
+            let mut w = out;
+            write(&mut w)?;
+            w.flush().map_err(|e| Error::io(path, e))
+        }
+        Compression::Gzip => {
+            let mut w = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            write(&mut w)?;
+            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))
+        }
+        Compression::Bzip2 => {
+            let mut w = bzip2::write::BzEncoder::new(out, bzip2::Compression::best());
+            write(&mut w)?;
+            w.finish().and_then(|mut b| b.flush()).map_err(|e| Error::io(path, e))
+        }
+    }
+}
+
+/// The path a chain of symbolic links ends at (which need not exist yet): an output named by a
+/// link is written to the link's target and the link stays.
+fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let next = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if next.is_relative() => dir.join(next),
+                    _ => next,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
 }
 
 /// Temporary files are private (0600); an output gets the permissions of the file it replaces,
@@ -368,11 +482,7 @@ fn set_output_permissions(file: &File, target: &Path) {
 }
 
 fn flush_stdout(r: io::Result<()>) -> Result<()> {
-    match r {
-        // A closed pipe (`cfghub ... | head`) is the reader's choice, not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(|e| Error::io("-", e)),
-    }
+    r.map_err(|e| Error::io("standard output", e))
 }
 
 /// Converts an `io::Error` raised while writing into our error, naming the output.

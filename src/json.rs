@@ -19,6 +19,9 @@ use serde::de::{self, DeserializeSeed, Visitor};
 /// Deepest nesting of arrays and objects accepted.
 pub const MAX_DEPTH: u32 = 128;
 const CHUNK: usize = 1 << 20;
+/// Longest string (key or value) held: a longer one is refused, not collected (1 GB of one
+/// string compresses to a few MB of gzip).
+pub const MAX_STRING: usize = crate::io::MAX_LINE;
 
 /// A JSON syntax or type error, or an I/O error of the underlying reader, with its position.
 ///
@@ -390,6 +393,9 @@ impl<R: Read> JsonReader<R> {
     fn string_slow(&mut self) -> Result<()> {
         self.scratch.clear();
         loop {
+            if self.scratch.len() > MAX_STRING {
+                return Err(self.error(format!("a string longer than {} MiB", MAX_STRING >> 20)));
+            }
             if self.pos >= self.end && !self.refill()? {
                 return Err(self.eof_error("a string"));
             }

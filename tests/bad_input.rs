@@ -30,3 +30,15 @@ mod pprof;
 
 #[path = "bad_input/bzip2.rs"]
 mod bzip2;
+
+#[path = "bad_input/compressed.rs"]
+mod compressed;
+
+#[path = "bad_input/hostile.rs"]
+mod hostile;
+
+#[path = "bad_input/dtrace.rs"]
+mod dtrace;
+
+#[path = "bad_input/perf.rs"]
+mod perf;

@@ -26,3 +26,6 @@ mod symbols;
 
 #[path = "cli/bzip2.rs"]
 mod bzip2;
+
+#[path = "cli/outputs.rs"]
+mod outputs;

@@ -34,7 +34,9 @@ pub static FORMAT: Format = Format {
     extensions: &["callgrind.out.*", ".callgrind"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(read),
+    reader: Some(|input, options, findings| {
+        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
+    }),
     writer: Some(|profile, out, options, findings| {
         crate::analysis::names::warn_blocks_without_addresses(
             profile,

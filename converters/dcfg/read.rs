@@ -154,6 +154,8 @@ struct RawDcfg {
     special_nodes: Vec<(u64, String)>,
     events: Vec<Event>,
     processes: Vec<RawProcess>,
+    /// Top-level keys that appear more than once (their tables are read one after another).
+    repeated_keys: Vec<String>,
 }
 
 #[derive(Default)]
@@ -626,7 +628,15 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawDcfg, A::Error> {
         let ctx = self.ctx;
         let mut raw = RawDcfg::default();
+        let mut seen: Vec<String> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                if !raw.repeated_keys.contains(&key) {
+                    raw.repeated_keys.push(key.clone());
+                }
+            } else if seen.len() < 64 {
+                seen.push(key.clone());
+            }
             match key.as_str() {
                 "MAJOR_VERSION" => raw.major = Some(value_at(&mut map, ctx, "MAJOR_VERSION", Int)?),
                 "MINOR_VERSION" => raw.minor = Some(value_at(&mut map, ctx, "MINOR_VERSION", Int)?),
@@ -1207,10 +1217,47 @@ fn resolve(raw: RawDcfg, findings: &mut Findings) -> Profile {
         specials.push((*id, node));
     }
 
+    for key in &raw.repeated_keys {
+        findings.violation(
+            path(key.clone()),
+            format!(
+                "the key {key} appears more than once in the top-level object; JSON readers keep one of \
+                 them (most the last), so tools would disagree on what this DCFG holds"
+            ),
+        );
+    }
+    let mut pids: HashMap<u64, usize> = HashMap::new();
+    for (p, rp) in raw.processes.iter().enumerate() {
+        if let Some(first) = pids.insert(rp.pid, p) {
+            findings.violation(
+                path(format!("PROCESSES[{p}].PROCESS_ID")),
+                format!("PROCESS_ID {} is used twice (also PROCESSES[{first}])", rp.pid),
+            );
+        }
+    }
     for (p, rp) in raw.processes.into_iter().enumerate() {
         profile.processes.push(resolve_process(p, rp, &files, &kinds, &specials, findings));
     }
     profile
+}
+
+/// Rows (0-based) that repeat an id of an earlier row, with that earlier row. Ids in increasing
+/// order (what producers write) cost one pass and no memory.
+fn repeated_ids(ids: impl Iterator<Item = u64> + Clone) -> Vec<(usize, usize)> {
+    let mut previous = None;
+    if ids.clone().all(|id| previous.replace(id).is_none_or(|p| p < id)) {
+        return Vec::new();
+    }
+    let mut first: HashMap<u64, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (row, id) in ids.enumerate() {
+        if let Some(&earlier) = first.get(&id) {
+            out.push((row, earlier));
+        } else {
+            first.insert(id, row);
+        }
+    }
+    out
 }
 
 /// Node id -> block of a process. Producers number nodes densely from 1, so a direct table
@@ -1291,6 +1338,18 @@ fn resolve_process(
         ..Process::default()
     };
 
+    for (i, earlier) in repeated_ids(rp.images.iter().map(|image| image.id)) {
+        findings.violation(
+            at(format!("IMAGES[{i}].IMAGE_ID")),
+            format!("IMAGE_ID {} is used twice (also IMAGES[{earlier}])", rp.images[i].id),
+        );
+    }
+    for (row, earlier) in repeated_ids(rp.edges.iter().map(|e| e.id)) {
+        findings.violation(
+            at(format!("EDGES row {}", row + 1)),
+            format!("EDGE_ID {} is used twice (also EDGES row {})", rp.edges[row].id, earlier + 1),
+        );
+    }
     let (nodes, dups) = NodeIndex::new(&rp.images);
     for (id, a, b) in dups {
         findings.violation(

@@ -31,6 +31,13 @@ use crate::ir::{NodeRef, Process, Profile};
 /// Most bytes of compiled chunks held in one batch.
 const BATCH_BYTES: usize = 32 << 20;
 
+/// Most edges a trace may declare (the sum of its chunks' `EDGE_COUNT`) before decoding stops,
+/// unless the caller raises it (`--max-edges`). A few hundred bytes of nested repeats can claim
+/// 10^15 edges; decoding runs at some 2x10^8 edges per second and core (a billion edges of one
+/// chunk took 4.2 s of CPU), so this default ends a run within about half a minute of one core
+/// however the trace was made.
+pub const DEFAULT_MAX_EDGES: u64 = 5_000_000_000;
+
 /// The spec's headers.
 pub const PROCESS_HEADER: [&str; 4] = ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
 pub const TABLE_HEADER: [&str; 3] = ["CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS"];
@@ -281,6 +288,34 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<u64> {
     let fast = &t.fast[..];
     let flut = &t.flut[..];
     while left > 0 {
+        // Blocks of about a million edges, counted in [`DECODED`] for the progress display.
+        let block_end = left.saturating_sub(1 << 20);
+        let block_start = left;
+        run_block(p, c, &mut w, fast, flut, &mut cur, &mut left, block_end, f)?;
+        DECODED.fetch_add(block_start - left, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(w.consumed())
+}
+
+/// Edges decoded so far in this process, by every decoder (only the progress display reads it).
+static DECODED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Decodes edges until `left` reaches `block_end`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_block<F: FnMut(u32)>(
+    p: &TraceProcess,
+    c: &Chunk,
+    w: &mut BitWindow,
+    fast: &[u64],
+    flut: &[u64],
+    cur_out: &mut u32,
+    left_out: &mut u64,
+    block_end: u64,
+    f: &mut F,
+) -> Result<()> {
+    let (mut cur, mut left) = (*cur_out, *left_out);
+    while left > block_end {
         // The common case without branches on the kind of state: one lookup of the next
         // `peek` bits (0 bits for an edge with one successor) gives a single, checked edge.
         if w.have < 32 {
@@ -300,9 +335,10 @@ fn run<F: FnMut(u32)>(p: &TraceProcess, c: &Chunk, f: &mut F) -> Result<u64> {
             left -= 1;
             continue;
         }
-        cur = slow_step(p, c, &mut w, cur, &mut left, f)?;
+        cur = slow_step(p, c, w, cur, &mut left, f)?;
     }
-    Ok(w.consumed())
+    (*cur_out, *left_out) = (cur, left);
+    Ok(())
 }
 
 /// One transition the fast table does not serve: long codes, several next edges, and errors.
@@ -567,20 +603,29 @@ pub trait Job: Sync {
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut Self::Local) -> Result<Self::Part>;
     fn merge(&mut self, p: &TraceProcess, c: &Chunk, part: Self::Part) -> Result<()>;
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<Self::Local>) -> Result<()>;
+    /// Whether the job decodes edges (a job that only sums what chunks declare is not held to
+    /// the edge limit).
+    fn decodes_edges(&self) -> bool {
+        true
+    }
 }
 
 /// Runs a job over a trace read from `input`. `paired`, when given, is the DCFG the trace
 /// belongs to (its edges are checked and weigh the chunks' instruction counts).
 pub fn stream<J: Job>(input: &mut dyn BufRead, paired: Option<&Profile>, job: J) -> Result<J> {
-    stream_versioned(input, paired, job).map(|(j, _)| j)
+    stream_versioned(input, paired, job, None).map(|(j, _)| j)
 }
 
 /// [`stream`], also returning the trace's `(MAJOR_VERSION, MINOR_VERSION)` when it states them.
+/// A trace that declares more than `max_edges` edges (default [`DEFAULT_MAX_EDGES`]) is refused
+/// at the chunk that passes the limit, before that chunk is decoded.
 pub fn stream_versioned<J: Job>(
     input: &mut dyn BufRead,
     paired: Option<&Profile>,
     job: J,
+    max_edges: Option<u64>,
 ) -> Result<(J, Option<(u64, u64)>)> {
+    let limited = job.decodes_edges();
     let mut ctx = Ctx {
         job,
         paired,
@@ -590,6 +635,9 @@ pub fn stream_versioned<J: Job>(
         locals: Vec::new(),
         version: None,
         processes: 0,
+        max_edges: if limited { max_edges.unwrap_or(DEFAULT_MAX_EDGES) } else { u64::MAX },
+        declared: 0,
+        _progress: EdgeProgress::new(limited, max_edges.unwrap_or(DEFAULT_MAX_EDGES)),
     };
     let mut de = serde_json::Deserializer::from_reader(input);
     let result = TopSeed(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
@@ -625,6 +673,62 @@ struct Ctx<'p, J: Job> {
     locals: Vec<Mutex<J::Local>>,
     version: Option<(u64, u64)>,
     processes: usize,
+    /// Most edges the chunks may declare in all, and how many they have declared so far.
+    max_edges: u64,
+    declared: u64,
+    /// Shown while the stream lives.
+    _progress: EdgeProgress,
+}
+
+/// A count of decoded edges on standard error, shown once decoding has taken more than a
+/// second, on a terminal only (and not with `-q`): a thread reads [`DECODED`] four times a
+/// second, so one long chunk shows its progress too.
+struct EdgeProgress {
+    watcher: Option<(std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<()>)>,
+}
+
+impl EdgeProgress {
+    fn new(wanted: bool, limit: u64) -> EdgeProgress {
+        use std::io::IsTerminal;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if !(wanted && crate::io::progress_enabled() && std::io::stderr().is_terminal()) {
+            return EdgeProgress { watcher: None };
+        }
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let handle = std::thread::spawn(move || {
+            let start = DECODED.load(Ordering::Relaxed);
+            let began = std::time::Instant::now();
+            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+            let style =
+                indicatif::ProgressStyle::with_template("decoding: {human_pos} edges in {elapsed} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            bar.set_style(style);
+            if limit != u64::MAX {
+                bar.set_message(format!("(stops at --max-edges {limit})"));
+            }
+            let mut shown = false;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                bar.set_position(DECODED.load(Ordering::Relaxed).saturating_sub(start));
+                if !shown && began.elapsed() > std::time::Duration::from_secs(1) {
+                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    shown = true;
+                }
+            }
+            bar.finish_and_clear();
+        });
+        EdgeProgress { watcher: Some((done, handle)) }
+    }
+}
+
+impl Drop for EdgeProgress {
+    fn drop(&mut self) {
+        if let Some((done, handle)) = self.watcher.take() {
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = handle.join();
+        }
+    }
 }
 
 impl<J: Job> Ctx<'_, J> {
@@ -660,6 +764,19 @@ impl<J: Job> Ctx<'_, J> {
     }
 
     fn push(&mut self, p: &TraceProcess, c: Chunk) -> Result<()> {
+        self.declared = self.declared.saturating_add(c.edge_count);
+        if self.declared > self.max_edges {
+            let before = self.declared - c.edge_count.min(self.declared);
+            return Err(Error::input(format!(
+                "the trace declares more than {} edges by this chunk (its EDGE_COUNT is {}, the chunks before it declare {before}); decoding stops here",
+                self.max_edges, c.edge_count
+            ))
+            .at_path(c.place(p))
+            .with_hint(format!(
+                "a trace this long takes a while to decode (some 2x10^8 edges per second and core); to go on, raise the limit with --max-edges {}",
+                self.declared.saturating_add(self.declared / 4).max(self.max_edges.saturating_mul(2))
+            )));
+        }
         self.batch_bytes += c.code.heap_size() + 64;
         self.batch.push(c);
         let limit = 4 * rayon::current_num_threads().max(1);
@@ -1148,6 +1265,9 @@ pub struct Totals {
     pub surplus: Vec<String>,
     /// `(MAJOR_VERSION, MINOR_VERSION)` as the trace states them.
     pub version: Option<(u64, u64)>,
+    /// Sum what the chunks declare (chunks, edges, instructions) without decoding any edge:
+    /// `edge_counts` stay empty.
+    pub declared_only: bool,
 }
 
 /// Per-worker counts: per thread, traversals per state.
@@ -1181,11 +1301,13 @@ impl Job for Totals {
 
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut LocalCounts) -> Result<()> {
         let (counts, _) = local.threads.entry(c.thread).or_default();
-        if counts.len() < p.states() {
-            counts.resize(p.states(), 0);
-        }
-        if let Some(chars) = decode_chunk(p, c, |s| counts[s as usize] += 1)? {
-            local.surplus.push((c.thread, c.index, surplus_message(p, c, chars)));
+        if !self.declared_only {
+            if counts.len() < p.states() {
+                counts.resize(p.states(), 0);
+            }
+            if let Some(chars) = decode_chunk(p, c, |s| counts[s as usize] += 1)? {
+                local.surplus.push((c.thread, c.index, surplus_message(p, c, chars)));
+            }
         }
         let (_, totals) = local.threads.entry(c.thread).or_default();
         totals.chunks += 1;
@@ -1196,6 +1318,10 @@ impl Job for Totals {
 
     fn merge(&mut self, _p: &TraceProcess, _c: &Chunk, _part: ()) -> Result<()> {
         Ok(())
+    }
+
+    fn decodes_edges(&self) -> bool {
+        !self.declared_only
     }
 
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<LocalCounts>) -> Result<()> {
@@ -1223,9 +1349,19 @@ impl Job for Totals {
     }
 }
 
-/// Decodes every chunk of a trace, counting edges per thread.
-pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>) -> Result<Totals> {
-    let (mut t, version) = stream_versioned(input, paired, Totals::default())?;
+/// Decodes every chunk of a trace, counting edges per thread; refuses a trace that declares
+/// more than `max_edges` edges (default [`DEFAULT_MAX_EDGES`]).
+pub fn totals(input: &mut dyn BufRead, paired: Option<&Profile>, max_edges: Option<u64>) -> Result<Totals> {
+    let (mut t, version) = stream_versioned(input, paired, Totals::default(), max_edges)?;
+    t.version = version;
+    Ok(t)
+}
+
+/// What a trace's chunks declare (threads, chunks, edges, instructions), without decoding
+/// an edge: fast however many edges the trace claims.
+pub fn declared(input: &mut dyn BufRead) -> Result<Totals> {
+    let job = Totals { declared_only: true, ..Totals::default() };
+    let (mut t, version) = stream_versioned(input, None, job, None)?;
     t.version = version;
     Ok(t)
 }
@@ -1345,7 +1481,7 @@ mod tests {
         assert_eq!(edges(&t).unwrap(), vec![1; 10]);
         let t = trace(r#"{ "x": "(1000000000000*A)" }"#, table, r#"[ 0, 0, 10, 1, "(1000000000000*<x>)" ]"#);
         let started = std::time::Instant::now();
-        assert_eq!(totals(&mut t.as_bytes(), None).unwrap().processes[0].threads[&0].edges, 10);
+        assert_eq!(totals(&mut t.as_bytes(), None, None).unwrap().processes[0].threads[&0].edges, 10);
         assert!(started.elapsed().as_secs() < 5);
     }
 

@@ -31,6 +31,17 @@ use crate::error::{Error, Findings, Result};
 use crate::ir::{Edge, EdgeKind, NodeRef, Process, Profile};
 use crate::registry::{Format, ReadOptions};
 
+/// What the DCFG-trace reader can be asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Most edges the trace may declare before decoding stops with an error (`--max-edges`);
+    /// `None` is [`decode::DEFAULT_MAX_EDGES`].
+    pub max_edges: Option<u64>,
+    /// Read only what the chunks declare (threads, instruction counts), decoding no edge: the
+    /// processes' edges stay empty (`cfghub info`).
+    pub declared_only: bool,
+}
+
 /// The DCFG-trace format.
 pub static FORMAT: Format = Format {
     name: "dcfg-trace",
@@ -55,9 +66,15 @@ fn sniff(head: &[u8]) -> bool {
 
 /// Decodes the whole trace: per process, its threads' instruction counts (sums of the
 /// chunks' `INSTR_COUNT`) and the traversed edges with per-thread counts. Edge ends and
-/// kinds are in the paired DCFG, not here; they are left unknown.
-fn read_profile(input: &mut dyn BufRead, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let totals = decode::totals(input, None)?;
+/// kinds are in the paired DCFG, not here; they are left unknown. With
+/// [`Options::declared_only`], no edge is decoded (and none is listed).
+fn read_profile(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let options = options.formats.get::<Options>();
+    let totals = if options.declared_only {
+        decode::declared(input)?
+    } else {
+        decode::totals(input, None, options.max_edges)?
+    };
     report_surplus(&totals, findings);
     totals_to_profile(&totals)
 }

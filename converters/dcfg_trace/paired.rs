@@ -10,9 +10,15 @@ use crate::analysis::sequence::{ChunkEdges, SequenceChunk, SequenceJob, Sequence
 use crate::error::{Error, Result};
 use crate::ir::Profile;
 
-/// Runs `job` over the trace read from `input`, whose edges are those of `paired`.
-pub fn run<J: SequenceJob>(input: &mut dyn BufRead, paired: &Profile, job: J) -> Result<J> {
-    Ok(decode::stream(input, Some(paired), Paired(job))?.0)
+/// Runs `job` over the trace read from `input`, whose edges are those of `paired`; refuses a
+/// trace that declares more than `max_edges` edges (default [`decode::DEFAULT_MAX_EDGES`]).
+pub fn run<J: SequenceJob>(
+    input: &mut dyn BufRead,
+    paired: &Profile,
+    job: J,
+    max_edges: Option<u64>,
+) -> Result<J> {
+    Ok(decode::stream_versioned(input, Some(paired), Paired(job), max_edges)?.0 .0)
 }
 
 /// A sequence job seen as a trace job.

@@ -32,7 +32,9 @@ pub static FORMAT: Format = Format {
     description: "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))",
     extensions: &[".dcpi"],
     sniffer: Some(sniff),
-    reader: Some(read::read),
+    reader: Some(|input, options, findings| {
+        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
+    }),
     writer: Some(|profile, out, options, findings| {
         crate::analysis::names::warn_blocks_without_addresses(
             profile,

@@ -303,7 +303,16 @@ fn layout(data: &[u8], start: usize, step: u64) -> Result<Layout<'_>> {
             )
             .with_hint("the file is truncated or not a DCPI profile"));
         }
-        let chunk_end = offset as u64 + number as u64 * step;
+        let chunk_end = (number as u64)
+            .checked_mul(step)
+            .and_then(|n| n.checked_add(offset as u64))
+            .ok_or_else(|| {
+                bad(
+                    pos,
+                    format!("chunk at offset {offset:#x}: {number} slots of {step} bytes reach past 2^64"),
+                )
+                .with_hint("give the right --address-step")
+            })?;
         if let Some((prev_offset, prev_end)) = prev {
             if offset <= prev_offset {
                 return Err(bad(pos, format!(
@@ -445,6 +454,20 @@ fn fill_samples(chunks: &[Chunk], offsets: &mut [u64], counts: &mut [u64], step:
 pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Profile> {
     let header = parse_header(data, findings)?;
     let layout = layout(data, header.body_start, step)?;
+    if let Some(last) = layout.chunks.last() {
+        // Offsets are relative to tstart: the last slot's address must be a 64-bit address.
+        let last_offset = last.offset as u64 + (last.len() as u64 - 1) * step;
+        if header.tstart.checked_add(last_offset).is_none() {
+            return Err(bad(
+                last.at,
+                format!(
+                    "chunk at offset {:#x}: its last slot, tstart {:#x} + {last_offset:#x}, lies past the 64-bit address space",
+                    last.offset, header.tstart
+                ),
+            )
+            .with_hint("tstart or the chunk offsets are damaged"));
+        }
+    }
     // The model's sample columns (offsets and counts) and the footer's totals. The columns start
     // as untouched zeroed pages and runs of chunks fill them in parallel: most of the cost is
     // the kernel zeroing fresh pages on first write, which the cores then share.

@@ -23,7 +23,9 @@ pub static FORMAT: Format = Format {
     description: "folded stacks (FlameGraph, inferno): frame;frame;frame count",
     extensions: &[".folded", ".collapsed"],
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input, findings)),
+    reader: Some(|input, _, findings| {
+        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
+    }),
     writer: Some(|profile, out, options, findings| {
         crate::analysis::names::warn_blocks_without_addresses(
             profile,

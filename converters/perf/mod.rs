@@ -35,27 +35,20 @@ pub static FORMAT: Format = Format {
     ..Format::NONE
 };
 
+const HINT: &str = "expected a sample header line (`comm pid time: period event:`) followed by \
+                    indented frames; record with `perf record -g`, print with `perf script`";
+
 /// Collapses `perf script` output with inferno and reads the folded stacks into the model.
+/// inferno learns the event to keep from the first record's header line and asserts that it
+/// found one: the input is handed over from the first record on, once its header is checked.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    const HINT: &str = "expected a sample header line (`comm pid time: period event:`) followed by \
-                        indented frames; record with `perf record -g`, print with `perf script`";
+    let raw = crate::stacks::read_all(input)?;
+    let from = first_record(&raw)?;
     // The tid in the root frame (`comm-pid/tid`, the pid alone when perf printed no tid).
     let mut options = inferno::collapse::perf::Options::default();
     options.include_tid = true;
     let mut folder = inferno::collapse::perf::Folder::from(options);
-    // inferno expects the first record to start with a sample header line: check the complete
-    // lines of the first buffer before handing the input over.
-    let head = input.fill_buf().map_err(|e| Error::io("-", e))?;
-    let complete = match memchr::memrchr(b'\n', head) {
-        Some(i) => &head[..=i],
-        None => head,
-    };
-    if folder.is_applicable(&String::from_utf8_lossy(complete)) == Some(false) {
-        return Err(Error::input("not `perf script` output: the first record has no sample header line")
-            .at_line(1)
-            .with_hint(HINT));
-    }
-    let folded = crate::stacks::collapse(&mut folder, input, "`perf script` output", HINT)?;
+    let folded = crate::stacks::collapse_bytes(&mut folder, &raw[from..], "`perf script` output", HINT)?;
     let profile = crate::stacks::folded::read_bytes(&folded, findings)?;
     Ok(by_process_and_thread(profile))
 }
@@ -120,6 +113,56 @@ fn by_process_and_thread(mut profile: crate::ir::Profile) -> crate::ir::Profile 
     }
     profile.processes = processes.into_values().collect();
     profile
+}
+
+/// Where the first record starts (leading blank lines and `#` comments skipped), after checking
+/// that it starts with a sample header line that names an event, followed by a frame line.
+fn first_record(raw: &[u8]) -> Result<usize> {
+    let mut at = 0;
+    for (line, n) in raw.split(|&b| b == b'\n').zip(1u64..) {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if text.is_empty() || line.starts_with(b"#") {
+            at += line.len() + 1;
+            continue;
+        }
+        let names_event = sample_header_end(text).is_some_and(|end| text[end..].contains(':'));
+        // inferno's own test over the record's complete lines in the first 64 KiB.
+        let rest = &raw[at..raw.len().min(at + (64 << 10))];
+        let complete = match memchr::memrchr(b'\n', rest) {
+            Some(i) => &rest[..=i],
+            None => rest,
+        };
+        let mut folder = inferno::collapse::perf::Folder::default();
+        let applicable = folder.is_applicable(&String::from_utf8_lossy(complete)) != Some(false);
+        if !names_event || !applicable {
+            return Err(Error::input(
+                "not `perf script` output: the first record does not start with a sample header line",
+            )
+            .at_line(n)
+            .with_hint(HINT));
+        }
+        return Ok(at);
+    }
+    Ok(raw.len())
+}
+
+/// The end of a sample header's `comm pid ` (or `comm pid/tid `) part: the byte after the
+/// first space that follows a word of digits (and slashes), as inferno finds it.
+fn sample_header_end(line: &str) -> Option<usize> {
+    let (mut all_digits, mut last_was_space) = (false, false);
+    for (i, c) in line.char_indices() {
+        if c == ' ' {
+            if all_digits && !last_was_space {
+                return Some(i + 1);
+            }
+            all_digits = true;
+        } else if !(c.is_ascii_digit() || c == '/') {
+            all_digits = false;
+        }
+        last_was_space = c == ' ';
+    }
+    None
 }
 
 /// `perf script` output saved under a name such as `perf-script.txt` or `perf.script`.

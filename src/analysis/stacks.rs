@@ -46,12 +46,14 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
         pair: (u32, u32),
         counts: Vec<f64>,
         inclusive: Vec<f64>,
+        /// 1 + the index of the last stack that counted this edge: a deep stack checks each
+        /// pair in constant time (linear in its depth, not quadratic).
+        counted_on: usize,
     }
     let mut edges: Vec<Acc> = Vec::new();
-    let mut seen: Vec<usize> = Vec::new();
     let mut frame_syms: Vec<u32> = Vec::new();
     let threads = process.stacks.iter().filter_map(|s| s.thread).max().map_or(1, |t| t as usize + 1);
-    for stack in &process.stacks {
+    for (stack_index, stack) in process.stacks.iter().enumerate() {
         frame_syms.clear();
         for &f in &stack.frames {
             let s = *symbol_of.entry(f).or_insert_with(|| {
@@ -67,19 +69,23 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
         }
         let thread = stack.thread.unwrap_or(0) as usize;
         let samples = stack.values.first().copied().unwrap_or(0.0);
-        seen.clear();
         for pair in frame_syms.windows(2) {
             let pair = (pair[0], pair[1]);
             let e = *edge_of.entry(pair).or_insert_with(|| {
-                edges.push(Acc { pair, counts: vec![0.0; threads], inclusive: vec![0.0; events] });
+                edges.push(Acc {
+                    pair,
+                    counts: vec![0.0; threads],
+                    inclusive: vec![0.0; events],
+                    counted_on: 0,
+                });
                 edges.len() - 1
             });
             // Once per distinct pair on this stack: recursion repeats pairs.
-            if seen.contains(&e) {
+            let acc = &mut edges[e];
+            if acc.counted_on == stack_index + 1 {
                 continue;
             }
-            seen.push(e);
-            let acc = &mut edges[e];
+            acc.counted_on = stack_index + 1;
             acc.counts[thread] += samples;
             for (slot, v) in acc.inclusive.iter_mut().zip(&stack.values) {
                 *slot += v;

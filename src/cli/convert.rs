@@ -3,7 +3,7 @@
 use clap::Args;
 
 use crate::convert::{load, save};
-use crate::converters::{callgrind, dcfg, dcpi, dtrace, speedscope, svg};
+use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, speedscope, svg};
 use crate::error::Result;
 use crate::registry::{ReadOptions, WriteOptions};
 
@@ -48,6 +48,10 @@ pub struct ReadArgs {
     /// DTrace: keep the `+0xOFFSET` of every frame but the leaf (one flame per call site).
     #[arg(long)]
     pub include_offsets: bool,
+    /// DCFG-trace: most edges a trace may declare before decoding stops with an error
+    /// (default 5e9, about half a minute of decoding); raise it for longer traces.
+    #[arg(long, value_name = "N")]
+    pub max_edges: Option<u64>,
 }
 
 impl ReadArgs {
@@ -55,6 +59,7 @@ impl ReadArgs {
         ReadOptions::default()
             .with(dcpi::Options { address_step: self.address_step })
             .with(dtrace::Options { include_offsets: self.include_offsets })
+            .with(dcfg_trace::Options { max_edges: self.max_edges, declared_only: false })
     }
 }
 
@@ -114,7 +119,7 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut inputs = vec![args.input.as_str()];
     if let Some(trace) = args.trace.as_deref() {
-        super::trace::replay_into(&mut loaded.profile, trace, quiet)?;
+        super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;

@@ -61,7 +61,8 @@ pub fn run(args: DiffArgs, quiet: bool) -> Result<i32> {
     let inputs = [args.before.as_str(), args.after.as_str()];
     match (stacks(&before), stacks(&after)) {
         (true, true) => {
-            let (old, new) = (column(&before.profile, &args.event)?, column(&after.profile, &args.event)?);
+            let old = column(&before.profile, &args.event).map_err(|e| e.in_file(&args.before))?;
+            let new = column(&after.profile, &args.event).map_err(|e| e.in_file(&args.after))?;
             let svg_out = args.output.ends_with(".svg");
             write_output(&args.output, &inputs, |out| {
                 differential(&before.profile, old, &after.profile, new, &args, svg_out, out, &mut findings)
@@ -163,8 +164,14 @@ fn cost_table(before: &Profile, after: &Profile, args: &DiffArgs) -> Result<Stri
              diff compares two profiles of the same kind",
         ));
     }
-    let (old, new) =
-        if blocks_a { (0, 0) } else { (column(before, &args.event)?, column(after, &args.event)?) };
+    let (old, new) = if blocks_a {
+        (0, 0)
+    } else {
+        (
+            column(before, &args.event).map_err(|e| e.in_file(&args.before))?,
+            column(after, &args.event).map_err(|e| e.in_file(&args.after))?,
+        )
+    };
     let unit = if blocks_a { INSTRUCTIONS.to_string() } else { after.events[new].name.clone() };
     let a = routine_costs(before, old);
     let b = routine_costs(after, new);

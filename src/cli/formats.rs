@@ -4,11 +4,11 @@ use crate::error::Result;
 use crate::registry::formats;
 
 pub fn run() -> Result<i32> {
-    println!("{:<11} {:<5} {:<5} {:<32} description", "format", "read", "write", "extensions");
+    let mut out = format!("{:<11} {:<5} {:<5} {:<32} description\n", "format", "read", "write", "extensions");
     for f in formats() {
         let yes = |b: bool| if b { "yes" } else { "-" };
-        println!(
-            "{:<11} {:<5} {:<5} {:<32} {}",
+        out += &format!(
+            "{:<11} {:<5} {:<5} {:<32} {}\n",
             f.name(),
             yes(f.can_read()),
             yes(f.can_write()),
@@ -16,6 +16,7 @@ pub fn run() -> Result<i32> {
             f.description()
         );
     }
-    println!("\nAny input may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.");
+    out += "\nAny input may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.\n";
+    super::print_out(&out)?;
     Ok(0)
 }

@@ -37,6 +37,7 @@ use super::convert::ReadArgs;
 use super::table::Table;
 use crate::analysis::{counts, loops, merge, names, paths, routines};
 use crate::convert::load;
+use crate::converters::dcfg_trace;
 use crate::error::Result;
 use crate::ir::{CoverageKind, Image, Process, Profile, Routine};
 
@@ -188,7 +189,10 @@ pub struct LoopReport {
 }
 
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
-    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    // A summary never decodes a DCFG-trace's edges (a few hundred bytes can claim 10^15 of
+    // them): the chunks' declared counts are enough; `cfghub trace stats` decodes.
+    let options = args.read.options().with(dcfg_trace::Options { declared_only: true, max_edges: None });
+    let mut loaded = load(&args.input, args.from.as_deref(), &options)?;
     if !quiet {
         for w in loaded.findings.items.iter() {
             eprintln!("cfghub: {}: {w}", args.input);
@@ -198,9 +202,11 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
     report.symbols = named;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+        let json =
+            serde_json::to_string_pretty(&report).map_err(|e| crate::error::Error::input(e.to_string()))?;
+        super::print_out(&(json + "\n"))?;
     } else {
-        print!("{}", render(&report));
+        super::print_out(&render(&report))?;
     }
     Ok(0)
 }
@@ -515,6 +521,12 @@ pub fn render(report: &Report) -> String {
         ));
         if p.stacks > 0 {
             out.push_str(&format!("  stacks: {}\n", p.stacks));
+        }
+        if report.format == "dcfg-trace" {
+            out.push_str(&format!(
+                "  edges: not decoded here (`cfghub trace stats {}` decodes and counts them)\n",
+                report.file
+            ));
         }
         let mut t = Table::new(
             &["image", "path", "load address", "size", "symbols", "blocks", "routines", "loops"],

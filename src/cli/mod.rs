@@ -73,6 +73,13 @@ pub enum Command {
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
 /// 0 ok, 1 findings (validate), 2 bad input or usage.
 pub fn main() -> i32 {
+    // A closed pipe (`cfghub ... | head`) ends the process quietly, as it ends any Unix tool;
+    // the shell sees that it did not finish (status 141).
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -104,6 +111,14 @@ pub fn main() -> i32 {
             2
         }
     }
+}
+
+/// Writes `text` on standard output; a failed write (a full disk, a closed pipe when the
+/// pipe signal is ignored) is an error naming standard output, never a panic.
+pub(crate) fn print_out(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| Error::io("standard output", e))
 }
 
 fn report_error(e: &Error) {

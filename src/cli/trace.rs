@@ -33,6 +33,10 @@ pub struct TraceArgs {
     /// Threads that decode chunks in parallel (default: all cores).
     #[arg(short, long, global = true)]
     pub jobs: Option<usize>,
+    /// Most edges a trace may declare before decoding stops with an error (default 5e9, about
+    /// a minute of decoding); raise it for longer traces.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_edges: Option<u64>,
     #[command(subcommand)]
     pub command: TraceCommand,
 }
@@ -120,23 +124,24 @@ pub struct GenerateArgs {
 
 pub fn run(args: TraceArgs, quiet: bool) -> Result<i32> {
     let command = args.command;
+    let max = args.max_edges;
     match args.jobs {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n.max(1))
                 .build()
                 .map_err(|e| Error::usage(format!("cannot start {n} threads: {e}")))?;
-            pool.install(|| dispatch(command, quiet))
+            pool.install(|| dispatch(command, max, quiet))
         }
-        None => dispatch(command, quiet),
+        None => dispatch(command, max, quiet),
     }
 }
 
-fn dispatch(command: TraceCommand, quiet: bool) -> Result<i32> {
+fn dispatch(command: TraceCommand, max: Option<u64>, quiet: bool) -> Result<i32> {
     match command {
-        TraceCommand::Edges(a) => edges(a, quiet),
-        TraceCommand::Stats(a) => stats(a, quiet),
-        TraceCommand::Timeline(a) => timeline(a, quiet),
+        TraceCommand::Edges(a) => edges(a, max, quiet),
+        TraceCommand::Stats(a) => stats(a, max, quiet),
+        TraceCommand::Timeline(a) => timeline(a, max, quiet),
         TraceCommand::Generate(a) => generate_files(a),
     }
 }
@@ -204,7 +209,7 @@ impl Drop for Blocks {
     }
 }
 
-fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
+fn edges(args: EdgesArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
     let input = Input::open(&args.trace)?;
     let name = args.trace.clone();
@@ -234,7 +239,8 @@ fn edges(args: EdgesArgs, quiet: bool) -> Result<i32> {
             thread: args.thread,
         };
         // The rest of the output goes when the job (and its buffer) is dropped.
-        decode::stream(&mut input.reader(), dcfg.as_ref(), job).map_err(|e| e.in_file(&name))?;
+        decode::stream_versioned(&mut input.reader(), dcfg.as_ref(), job, max)
+            .map_err(|e| e.in_file(&name))?;
         Ok(())
     })?;
     Ok(0)
@@ -269,10 +275,11 @@ struct ThreadStats {
     dcfg_instructions: Option<u64>,
 }
 
-fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
+fn stats(args: StatsArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = args.dcfg.as_deref().map(|d| load_dcfg(d, quiet)).transpose()?;
     let input = Input::open(&args.trace)?;
-    let totals = decode::totals(&mut input.reader(), dcfg.as_ref()).map_err(|e| e.in_file(&args.trace))?;
+    let totals =
+        decode::totals(&mut input.reader(), dcfg.as_ref(), max).map_err(|e| e.in_file(&args.trace))?;
     let mut report = StatsReport { file: args.trace.clone(), processes: Vec::new() };
     for p in &totals.processes {
         let paired = dcfg.as_ref().and_then(|d| d.processes.iter().find(|q| q.pid == p.pid));
@@ -310,13 +317,14 @@ fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
         });
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::input(e.to_string()))?);
+        let json = serde_json::to_string_pretty(&report).map_err(|e| Error::input(e.to_string()))?;
+        super::print_out(&(json + "\n"))?;
         return Ok(0);
     }
-    println!("{}", report.file);
+    let mut out = format!("{}\n", report.file);
     for p in &report.processes {
-        println!(
-            "process {}: {} dictionary entries, {} transition-table rows",
+        out += &format!(
+            "process {}: {} dictionary entries, {} transition-table rows\n",
             p.pid, p.dictionary_entries, p.transition_table_rows
         );
         let mut table = super::table::Table::new(
@@ -333,19 +341,20 @@ fn stats(args: StatsArgs, quiet: bool) -> Result<i32> {
                 t.dcfg_instructions.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
             ]);
         }
-        print!("{}", table.render());
+        out += &table.render();
         match p.edges_differing_from_dcfg {
-            Some(0) => println!("every edge exists in the DCFG and follows its predecessor; edge counts equal the DCFG's"),
-            Some(n) => println!(
-                "every edge exists in the DCFG and follows its predecessor; {n} edge(s) counted differently than in the DCFG (a partial trace?)"
+            Some(0) => out += "every edge exists in the DCFG and follows its predecessor; edge counts equal the DCFG's\n",
+            Some(n) => out += &format!(
+                "every edge exists in the DCFG and follows its predecessor; {n} edge(s) counted differently than in the DCFG (a partial trace?)\n"
             ),
             None => {}
         }
     }
+    super::print_out(&out)?;
     Ok(0)
 }
 
-fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
+fn timeline(args: TimelineArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let dcfg = load_dcfg(&args.dcfg, quiet)?;
     let input = Input::open(&args.trace)?;
     let name = args.trace.clone();
@@ -358,7 +367,7 @@ fn timeline(args: TimelineArgs, quiet: bool) -> Result<i32> {
                 buf.push(b'\n');
             })
         });
-        paired::run(&mut input.reader(), &dcfg, job).map_err(|e| e.in_file(&name))?;
+        paired::run(&mut input.reader(), &dcfg, job, max).map_err(|e| e.in_file(&name))?;
         blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
     })?;
     Ok(0)
@@ -389,9 +398,14 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
 
 /// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (stacks, exact
 /// inclusive costs of calls), naming count differences as warnings.
-pub(crate) fn replay_into(profile: &mut Profile, trace: &str, quiet: bool) -> Result<()> {
+pub(crate) fn replay_into(
+    profile: &mut Profile,
+    trace: &str,
+    max_edges: Option<u64>,
+    quiet: bool,
+) -> Result<()> {
     let input = Input::open(trace)?;
-    let replays = paired::run(&mut input.reader(), profile, Replayer::new(profile))
+    let replays = paired::run(&mut input.reader(), profile, Replayer::new(profile), max_edges)
         .map_err(|e| e.in_file(trace))?
         .processes;
     let mut findings = crate::error::Findings::default();

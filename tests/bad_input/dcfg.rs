@@ -91,3 +91,55 @@ fn output_may_not_be_the_input() {
     assert!(common::stderr(&o).contains("also an input"), "{}", common::stderr(&o));
     assert_eq!(std::fs::read_to_string(Path::new(same)).unwrap(), hello());
 }
+
+/// `validate` lists `expected` once (exit 1) and `convert` refuses the input naming it.
+fn repeated_id(name: &str, text: &str, place: &str, expected: &str) {
+    refused(name, text.as_bytes(), &[place, expected]);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join(name);
+    std::fs::write(&input, text).unwrap();
+    let o = common::run(&["validate", input.to_str().unwrap()]);
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{name}: {out}");
+    assert_eq!(out.matches(expected).count(), 1, "{name}: listed once: {out}");
+}
+
+#[test]
+fn repeated_edge_image_and_process_ids_and_a_repeated_processes_key() {
+    let text = hello().replace("[ 9, 8, 9, 18, [ 1 ] ]", "[ 8, 8, 9, 18, [ 1 ] ]");
+    repeated_id(
+        "edge.dcfg.json",
+        &text,
+        "PROCESSES[0].EDGES row 9",
+        "EDGE_ID 8 is used twice (also EDGES row 8)",
+    );
+
+    let mut v: serde_json::Value = serde_json::from_str(&hello()).unwrap();
+    let process = v["PROCESSES"][1].clone();
+    v["PROCESSES"].as_array_mut().unwrap().push(process);
+    repeated_id(
+        "pid.dcfg.json",
+        &v.to_string(),
+        "PROCESSES[1].PROCESS_ID",
+        "PROCESS_ID 13723 is used twice (also PROCESSES[0])",
+    );
+
+    let mut v: serde_json::Value = serde_json::from_str(&hello()).unwrap();
+    let images = v["PROCESSES"][1][1]["IMAGES"].as_array_mut().unwrap();
+    let mut image = images[1].clone();
+    image[2] = serde_json::json!(0); // size 0: the copy holds the same blocks, found again
+    images.push(image);
+    repeated_id(
+        "image.dcfg.json",
+        &v.to_string(),
+        "PROCESSES[0].IMAGES[2].IMAGE_ID",
+        "IMAGE_ID 1 is used twice (also IMAGES[0])",
+    );
+
+    let text = hello().replacen(
+        "\"PROCESSES\" :",
+        "\"PROCESSES\" : [ [ \"PROCESS_ID\", \"PROCESS_DATA\" ] ], \"PROCESSES\" :",
+        1,
+    );
+    repeated_id("key.dcfg.json", &text, "PROCESSES: ", "the key PROCESSES appears more than once");
+}

@@ -177,8 +177,8 @@ mod never_panics {
                 let i = at.index(trace.len());
                 trace[i] = byte;
             }
-            let _ = totals(&mut trace.as_slice(), None);
-            let _ = totals(&mut trace.as_slice(), Some(&profile));
+            let _ = totals(&mut trace.as_slice(), None, None);
+            let _ = totals(&mut trace.as_slice(), Some(&profile), None);
             let _ = decode_all(&mut trace.as_slice(), Some(&profile));
         }
 
@@ -198,4 +198,104 @@ mod never_panics {
             }
         }
     }
+}
+
+/// A trace of one process and thread whose only chunk declares `edge_count` edges of `table`
+/// (rows after the header) from edge 1, with `dict` and `sequence`.
+fn bomb(dict: &str, table: &str, edge_count: &str, sequence: &str) -> String {
+    format!(
+        r#"{{ "MAJOR_VERSION" : 1, "MINOR_VERSION" : 0, "PROCESSES" : [
+          [ "PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA" ],
+          [ 7, {dict}, [ [ "CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS" ], {table} ],
+            [ [ "THREAD_ID", "TRACE_DATA" ],
+              [ 0, [ [ "PRECEDING_INSTR_COUNT", "INSTR_COUNT", "EDGE_COUNT", "FIRST_EDGE_ID", "EDGE_ID_SEQUENCE" ],
+                     [ 0, 0, {edge_count}, 1, "{sequence}" ] ] ] ] ] ] }}"#
+    )
+}
+
+/// Traces of a few hundred bytes that claim up to 2^64 edges: zero-bit transitions, nested
+/// repeats, and a dictionary whose entries double 60 times.
+fn bombs() -> Vec<(&'static str, String)> {
+    let doubling: Vec<String> = std::iter::once(r#""a0": "AA""#.to_string())
+        .chain((1..=60).map(|i| format!(r#""a{i}": "<a{}><a{}>""#, i - 1, i - 1)))
+        .collect();
+    vec![
+        ("zero-bit codes", bomb("{}", r#"[ 1, "", [ 1 ] ]"#, "1000000000000000", "")),
+        (
+            "nested repeats",
+            bomb("{}", r#"[ 1, "0", [ 1 ] ]"#, "18446744073709551615", "(1000000000*(1000000000*(1000*A)))"),
+        ),
+        (
+            "doubling dictionary",
+            bomb(
+                &format!("{{ {} }}", doubling.join(", ")),
+                r#"[ 1, "0", [ 1 ] ]"#,
+                "18446744073709551615",
+                "<a60>",
+            ),
+        ),
+    ]
+}
+
+#[test]
+fn trace_bombs_end_quickly_info_decodes_nothing_and_decoders_name_the_limit() {
+    for (what, text) in bombs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bomb.trace.json"), &text).unwrap();
+        let before = common::snapshot(dir.path());
+        let o = common::run_limited(dir.path(), 60, &["info", "bomb.trace.json"]);
+        common::assert_contained(&o, what);
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", common::stderr(&o));
+        assert!(common::stdout(&o).contains("not decoded here"), "{what}: {}", common::stdout(&o));
+        for args in [
+            vec!["trace", "stats", "bomb.trace.json"],
+            vec!["trace", "edges", "bomb.trace.json", "-o", "out.edges"],
+            vec!["convert", "bomb.trace.json", "-o", "out.dcfg.json"],
+            vec!["trace", "stats", "--max-edges", "1000", "bomb.trace.json"],
+        ] {
+            let o = common::run_limited(dir.path(), 60, &args);
+            let err = common::assert_contained(&o, what);
+            assert_eq!(o.status.code(), Some(2), "{what} {args:?}: {err}");
+            assert!(err.contains("TRACE_DATA chunk 0 (row 1)"), "{what} {args:?}: {err}");
+            assert!(err.contains("hint: ") && err.contains("--max-edges "), "{what} {args:?}: {err}");
+            assert_eq!(common::snapshot(dir.path()), before, "{what} {args:?}: files changed");
+        }
+    }
+}
+
+#[test]
+fn max_edges_bounds_replay_and_lets_honest_traces_through() {
+    let dcfg = common::fixture("dcfg-trace/small.dcfg.json");
+    let trace = common::fixture("dcfg-trace/small.trace.json");
+    let dir = tempfile::tempdir().unwrap();
+    let (dcfg, trace) = (dcfg.to_str().unwrap(), trace.to_str().unwrap());
+    let o = common::run_limited(
+        dir.path(),
+        60,
+        &["convert", dcfg, "--trace", trace, "--max-edges", "10", "-o", "out.folded"],
+    );
+    let err = common::assert_contained(&o, "replay");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than 10 edges") && err.contains("--max-edges"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no output left");
+    let o = common::run_limited(dir.path(), 60, &["convert", dcfg, "--trace", trace, "-o", "out.folded"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let o = common::run_limited(dir.path(), 60, &["trace", "stats", "--max-edges", "1000000", trace]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}
+
+#[test]
+fn long_decoding_shows_its_progress_on_a_terminal() {
+    // One chunk of 10^8 edges (zero bits each): seconds of decoding in a test build, shown on a
+    // terminal (`script` provides one) as a count of edges that grows.
+    common::require("script");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("long.trace.json");
+    std::fs::write(&trace, bomb("{}", r#"[ 1, "", [ 1 ] ]"#, "100000000", "")).unwrap();
+    let command = format!("'{}' trace -j 1 stats '{}'", env!("CARGO_BIN_EXE_cfghub"), trace.display());
+    let o = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{shown}");
+    assert!(shown.contains("decoding: ") && shown.contains(" edges in "), "{shown}");
+    assert!(shown.contains("100000000"), "the stats follow: {shown}");
 }

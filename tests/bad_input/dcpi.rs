@@ -154,3 +154,33 @@ fn bad_dcpicat_dumps() {
         &[":5", "TOTAL NAME:PERIOD:FRACTION"],
     );
 }
+
+#[test]
+fn addresses_past_two_to_the_64_are_refused() {
+    // tstart at the top of the address space: the chunks' offsets would wrap to low addresses.
+    let b = alpha();
+    let text = String::from_utf8_lossy(&b[..body_start(&b)]).into_owned();
+    let tstart = text.lines().find(|l| l.starts_with("tstart")).unwrap().to_string();
+    let mut bad = text.replacen(&tstart, "tstart ffffffffffffffff", 1).into_bytes();
+    bad.extend_from_slice(&b[body_start(&b)..]);
+    let s = body_start(&bad);
+    refused("wrap.dcpi", &bad, &[&format!("byte {}", s + 68), "past the 64-bit address space"]);
+    // A slot step that carries a chunk past 2^64 on its own.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("step.dcpi");
+    std::fs::write(&input, alpha()).unwrap();
+    let step = (1u64 << 62).to_string();
+    let o = common::run(&[
+        "convert",
+        "--address-step",
+        &step,
+        input.to_str().unwrap(),
+        "-o",
+        "-",
+        "--to",
+        "dcpicat",
+    ]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("reach past 2^64") && err.contains("byte "), "{err}");
+}

@@ -58,3 +58,58 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Runs cfghub as a hostile input would find it: at most 2 GB of address space
+/// (`prlimit --as`) and `seconds` of wall time (`timeout`), in `dir`, reading standard input from
+/// nothing. The tools come from util-linux and coreutils, present on any Linux machine.
+pub fn run_limited(dir: &Path, seconds: u32, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["-s", "KILL", &seconds.to_string(), "prlimit", "--as=2000000000", "--"])
+        .arg(env!("CARGO_BIN_EXE_cfghub"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("timeout, prlimit and cfghub run")
+}
+
+/// What every run on hostile input must give: exit 0 or 2 (never killed by the time or memory
+/// limit, never a panic), and on exit 2 a message that names where. Returns stderr.
+pub fn assert_contained(o: &Output, what: &str) -> String {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "{what}: a panic: {err}");
+    match o.status.code() {
+        Some(0) => {}
+        Some(2) => {
+            assert!(err.starts_with("cfghub: "), "{what}: no message: {err}");
+            // An input error says where in the input; an error about a whole file (the output, or
+            // an input lacking what the command needs) names that file.
+            let first = err.lines().next().unwrap_or("");
+            let rest = first.trim_start_matches("cfghub: ");
+            let rest = rest.trim_start_matches("usage error: ").trim_start_matches("error: ");
+            let names_file = rest.starts_with("in:") || rest.starts_with("in ") || rest.contains("out.");
+            assert!(located(&err) || names_file, "{what}: the message names no place: {err}");
+        }
+        other => panic!("{what}: exit {other:?} (killed by the limits?): {err}"),
+    }
+    err
+}
+
+/// Every file under `dir` with its bytes, to check that a run changed nothing but its output.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("readable folder")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| (e.path(), std::fs::read(e.path()).expect("readable file")))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether a message names a place: `FILE:LINE:`, `byte N`, `line N` or a table row.
+pub fn located(message: &str) -> bool {
+    let first = message.lines().next().unwrap_or("");
+    let file_line = first.split(':').any(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    file_line || ["line ", "byte ", "row ", "column "].iter().any(|w| first.contains(w))
+}

@@ -53,7 +53,7 @@ fn repeated_cycles_become_repeat_groups_and_dictionary_entries() {
 #[test]
 fn whole_run_edge_counts_equal_the_dcfgs() {
     let p = pair(&spec(5, 3, 20_000), &EncodeOptions { chunk_instrs: 5_000, ..Default::default() }).unwrap();
-    let t = totals(&mut p.trace.as_slice(), Some(&p.profile)).unwrap();
+    let t = totals(&mut p.trace.as_slice(), Some(&p.profile), None).unwrap();
     let process = &p.profile.processes[0];
     let found = &t.processes[0];
     for edge in &process.edges {

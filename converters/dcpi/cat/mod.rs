@@ -29,7 +29,9 @@ pub static FORMAT: Format = Format {
     description: "dcpicat text dump of DCPI profiles (several events)",
     extensions: &[".dcpicat.txt", ".dcpicat"],
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read::read(input, findings)),
+    reader: Some(|input, _, findings| {
+        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
+    }),
     writer: Some(|profile, out, _, findings| {
         crate::analysis::names::warn_blocks_without_addresses(
             profile,

@@ -1,0 +1,107 @@
+//! Where outputs go: through symbolic links to their target, straight into devices and FIFOs,
+//! atomically (temporary file renamed) onto regular files only; standard output that fails is
+//! an error (exit 2, a message), one whose reader went away ends the run quietly, as it ends
+//! any Unix tool, and never as a success.
+
+use crate::common;
+use std::os::unix::fs::FileTypeExt;
+use std::process::{Command, Stdio};
+
+fn hello() -> String {
+    common::fixture("dcfg/hello-world.dcfg.json").to_str().unwrap().to_string()
+}
+
+#[test]
+fn an_output_named_by_a_symlink_is_written_to_its_target_and_the_link_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.folded");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.folded");
+    std::os::unix::fs::symlink("real.folded", &link).unwrap();
+    let o = common::run(&["-q", "convert", &hello(), "-o", link.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    let written = std::fs::read_to_string(&target).unwrap();
+    assert!(written.contains("main"), "{written}");
+    // A dangling link: its target is created.
+    let dangling = dir.path().join("dangling.folded");
+    std::os::unix::fs::symlink("new.folded", &dangling).unwrap();
+    let o = common::run(&["-q", "convert", &hello(), "-o", dangling.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert!(dir.path().join("new.folded").is_file());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4, "no temporary file left");
+}
+
+#[test]
+fn devices_and_fifos_are_written_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // A device through a link (as /dev/stdout is a link): the device stays a device.
+    let null = dir.path().join("null.folded");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let o = common::run(&["-q", "convert", &hello(), "-o", null.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    // A FIFO: a reader on the other end gets the whole output.
+    let fifo = dir.path().join("pipe.folded");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = common::run(&["-q", "convert", &hello(), "-o", fifo.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let got = reader.join().unwrap();
+    let expected = common::run(&["-q", "convert", &hello(), "-o", "-", "--to", "folded"]);
+    assert_eq!(got, common::stdout(&expected));
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+}
+
+#[test]
+fn a_full_standard_output_is_an_error_not_a_panic() {
+    let trace = common::fixture("dcfg-trace/small.trace.json");
+    let trace = trace.to_str().unwrap();
+    let h = hello();
+    for args in [
+        vec!["formats"],
+        vec!["info", h.as_str()],
+        vec!["info", "--json", h.as_str()],
+        vec!["validate", h.as_str()],
+        vec!["trace", "stats", trace],
+        vec!["trace", "edges", trace],
+        vec!["convert", h.as_str(), "-o", "-", "--to", "dcfg"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = common::cfghub().args(&args).stdout(full).output().unwrap();
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_the_run_quietly_and_not_as_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.dcfg.json");
+    let o = common::run(&["-q", "synth", "-o", big.to_str().unwrap(), "--routines", "200", "--pretty"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::metadata(&big).unwrap().len() > 1 << 18, "more than a pipe holds");
+    let exe = env!("CARGO_BIN_EXE_cfghub");
+    let big = big.to_str().unwrap();
+    for command in [
+        format!("'{exe}' convert '{big}' -o - --to dcfg --pretty | true"),
+        format!("'{exe}' -q convert '{big}' -o - --to dcfg | head -c 1 >/dev/null"),
+    ] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!("set -o pipefail; {command}"))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = common::stderr(&o);
+        assert!(!o.status.success(), "{command}: a cut-off output is not a success");
+        assert!(!err.contains("panicked") && !err.contains("error"), "{command}: {err}");
+    }
+}
