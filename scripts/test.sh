@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, first installing the real programs the tests drive when they are
-# missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, and python's
-# networkx. Needs root for apt-get on a fresh machine.
+# missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, lbzip2 and
+# pbzip2 (whose files cfghub must read), and python's networkx. Needs root for apt-get on a
+# fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
 need_apt=()
-for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2; do
+for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

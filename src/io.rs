@@ -1,9 +1,10 @@
 //! Opening inputs and writing outputs.
 //!
 //! Inputs: a path or `-` for standard input; plain, gzip or bzip2, told apart by their magic
-//! bytes (Pin and SDE write bzip2). Decompression runs on its own thread, pipelined with the
-//! parsing on the calling thread. The first bytes of the decompressed stream are kept aside so
-//! the registry can sniff the format without consuming anything.
+//! bytes (Pin and SDE write bzip2). Decompression runs beside the parsing on the calling
+//! thread: gzip on one thread of its own, bzip2 block by block on every core (`io/bz2.rs`).
+//! The first bytes of the decompressed stream are kept aside so the registry can sniff the
+//! format without consuming anything.
 //!
 //! Outputs: written to a temporary file beside the target and renamed over it only when the
 //! whole output succeeded, so a failed run leaves nothing behind; an output that names one of the
@@ -17,6 +18,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+
+mod bz2;
 
 /// How many decompressed bytes are kept aside for format sniffing.
 pub const HEAD_LEN: usize = 64 * 1024;
@@ -126,7 +129,7 @@ impl Input {
         let mut stream: Box<dyn BufRead + Send> = match compression {
             Compression::None => Box::new(raw),
             Compression::Gzip => pipelined(flate2::bufread::MultiGzDecoder::new(raw)),
-            Compression::Bzip2 => pipelined(bzip2::bufread::MultiBzDecoder::new(raw)),
+            Compression::Bzip2 => bz2::decoder(Box::new(raw), decompression_threads()),
         };
         let mut head = Vec::with_capacity(HEAD_LEN);
         (&mut stream).take(HEAD_LEN as u64).read_to_end(&mut head).map_err(|e| Error::io(name, e))?;
@@ -137,6 +140,11 @@ impl Input {
     pub fn reader(self) -> Box<dyn BufRead + Send> {
         Box::new(BufReader::with_capacity(BUF_LEN, Cursor::new(self.head).chain(self.rest)))
     }
+}
+
+/// One bzip2 decoding thread per core.
+fn decompression_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 fn describe_magic(magic: &[u8]) -> String {

@@ -31,3 +31,6 @@ mod dtrace;
 
 #[path = "bad_input/perf.rs"]
 mod perf;
+
+#[path = "bad_input/bzip2.rs"]
+mod bzip2;

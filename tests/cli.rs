@@ -19,3 +19,6 @@ mod dot;
 
 #[path = "cli/outputs.rs"]
 mod outputs;
+
+#[path = "cli/bzip2.rs"]
+mod bzip2;

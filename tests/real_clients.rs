@@ -25,3 +25,6 @@ mod graphml;
 
 #[path = "real_clients/dcpi.rs"]
 mod dcpi;
+
+#[path = "real_clients/bzip2.rs"]
+mod bzip2;

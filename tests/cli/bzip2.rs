@@ -1,0 +1,70 @@
+//! bzip2-compressed inputs on the command line: a DCFG of many blocks reads the same from its
+//! `.bz2` (written by bzip2, lbzip2 or pbzip2) as from the plain file, from a path or from
+//! standard input.
+
+use crate::common;
+use std::process::{Command, Stdio};
+
+/// A pretty-printed DCFG of about 1.1 MB: a dozen blocks at `bzip2 -1`.
+fn dcfg(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("app.dcfg.json");
+    let o = common::run(&[
+        "synth",
+        "-q",
+        "--pretty",
+        "--images",
+        "2",
+        "--routines",
+        "1200",
+        "--blocks",
+        "24",
+        "--steps",
+        "60000",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(std::fs::metadata(&path).unwrap().len() > 1_000_000);
+    path
+}
+
+fn info(args: &[&str]) -> serde_json::Value {
+    let o = common::run(args);
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_object_mut().unwrap().remove("file");
+    v
+}
+
+#[test]
+fn info_of_a_bz2_dcfg_is_info_of_the_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dcfg(dir.path());
+    let expected = info(&["info", "--json", plain.to_str().unwrap()]);
+    for (program, args) in [
+        ("bzip2", &["-1", "-c"][..]),
+        ("lbzip2", &["-n", "2", "-c"][..]),
+        ("pbzip2", &["-1", "-b1", "-p2", "-c"][..]),
+    ] {
+        common::require(program);
+        let compressed = dir.path().join(format!("{program}.dcfg.json.bz2"));
+        let o = Command::new(program)
+            .args(args)
+            .stdin(std::fs::File::open(&plain).unwrap())
+            .stdout(std::fs::File::create(&compressed).unwrap())
+            .status()
+            .unwrap();
+        assert!(o.success());
+        assert_eq!(info(&["info", "--json", compressed.to_str().unwrap()]), expected, "{program}");
+        let piped = common::cfghub()
+            .args(["info", "--json", "-"])
+            .stdin(std::fs::File::open(&compressed).unwrap())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(piped.status.success());
+        let mut v: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("file");
+        assert_eq!(v, expected, "{program} through standard input");
+    }
+}
