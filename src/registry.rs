@@ -121,6 +121,9 @@ pub struct Format {
     pub writer: Option<WriteFn>,
     /// What to do instead, for a format that cannot be read or written by conversion.
     pub hint: Option<&'static str>,
+    /// For a writer whose format places everything by address: what becomes of blocks the
+    /// input gave no address (CSI metadata). [`Format::write`] names them in a warning.
+    pub without_addresses: Option<&'static str>,
     /// What the code addresses of a profile read in this format are, for the symbolizer
     /// (`crate::symbolize`): runtime addresses unless the format says otherwise.
     pub addresses: AddressKind,
@@ -141,6 +144,7 @@ impl Format {
         reader: None,
         writer: None,
         hint: None,
+        without_addresses: None,
         addresses: AddressKind::Runtime,
         validator: None,
     };
@@ -209,7 +213,17 @@ impl Format {
         findings: &mut Findings,
     ) -> Result<()> {
         match self.writer {
-            Some(write) => write(profile, out, options, findings),
+            Some(write) => {
+                if let Some(consequence) = self.without_addresses {
+                    crate::analysis::names::warn_blocks_without_addresses(
+                        profile,
+                        findings,
+                        self.name,
+                        consequence,
+                    );
+                }
+                write(profile, out, options, findings)
+            }
             None => Err(self.unsupported("write")),
         }
     }

@@ -37,15 +37,10 @@ pub static FORMAT: Format = Format {
     reader: Some(|input, options, findings| {
         read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
     }),
-    writer: Some(|profile, out, options, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "callgrind",
-            "Callgrind positions are addresses or lines of costs; these blocks carry no cost and are left out",
-        );
-        write(profile, out, options, findings)
-    }),
+    writer: Some(write),
+    without_addresses: Some(
+        "Callgrind positions are addresses or lines of costs; these blocks carry no cost and are left out",
+    ),
     // Valgrind writes the addresses an object states (a PIE's too), not where it ran.
     addresses: crate::ir::AddressKind::Stated,
     ..Format::NONE

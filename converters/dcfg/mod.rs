@@ -24,14 +24,11 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read(input, findings)),
     writer: Some(|profile, out, options, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "dcfg",
-            "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",
-        );
         write(profile, out, options.formats.get::<Options>().pretty, findings)
     }),
+    without_addresses: Some(
+        "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",
+    ),
     // The structural and arithmetic rules of the DCFG spec.
     validator: Some(crate::analysis::validate::check),
     ..Format::NONE

@@ -35,15 +35,8 @@ pub static FORMAT: Format = Format {
     reader: Some(|input, options, findings| {
         read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
     }),
-    writer: Some(|profile, out, options, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "dcpi",
-            "DCPI samples are by address; these blocks are left out",
-        );
-        write::write(profile, out, options, findings)
-    }),
+    writer: Some(write::write),
+    without_addresses: Some("DCPI samples are by address; these blocks are left out"),
     // `tstart` is the runtime address of the image's text.
     addresses: crate::ir::AddressKind::TextRuntime,
     ..Format::NONE

@@ -26,15 +26,8 @@ pub static FORMAT: Format = Format {
     reader: Some(|input, _, findings| {
         read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
     }),
-    writer: Some(|profile, out, options, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "folded",
-            "stacks are made of functions; these blocks have no counts to put on them",
-        );
-        write(profile, out, options, findings)
-    }),
+    writer: Some(write),
+    without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };
 

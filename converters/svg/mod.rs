@@ -41,15 +41,8 @@ pub static FORMAT: Format = Format {
     name: "svg",
     description: "SVG flame graph drawn by inferno (write only)",
     extensions: &[".svg"],
-    writer: Some(|profile, out, options, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "svg",
-            "stacks are made of functions; these blocks have no counts to put on them",
-        );
-        write(profile, out, options, findings)
-    }),
+    writer: Some(write),
+    without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };
 

@@ -32,15 +32,8 @@ pub static FORMAT: Format = Format {
     reader: Some(|input, _, findings| {
         read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
     }),
-    writer: Some(|profile, out, _, findings| {
-        crate::analysis::names::warn_blocks_without_addresses(
-            profile,
-            findings,
-            "dcpicat",
-            "dcpicat samples are by address; these blocks are left out",
-        );
-        write::write(profile, out, findings)
-    }),
+    writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
+    without_addresses: Some("dcpicat samples are by address; these blocks are left out"),
     // `text_start` is the runtime address of the image's text.
     addresses: crate::ir::AddressKind::TextRuntime,
     ..Format::NONE
