@@ -248,9 +248,10 @@ struct Pending {
     line_no: u64,
 }
 
-impl Pending {
-    fn what(&self) -> &'static str {
-        match self.kind {
+impl ArcKind {
+    /// The key of the lines of this kind, as messages name them.
+    fn what(self) -> &'static str {
+        match self {
             ArcKind::Call => "calls=",
             ArcKind::Jump => "jump=",
             ArcKind::Jcnd => "jcnd=",
@@ -466,7 +467,7 @@ impl Reader {
         if let Some(p) = &self.pending {
             return Err(Error::input(format!(
                 "expected the source position line of the {} at line {}{}, found '{}'",
-                p.what(),
+                p.kind.what(),
                 p.line_no,
                 if p.kind == ArcKind::Call { " (position and inclusive cost)" } else { "" },
                 String::from_utf8_lossy(&line[..line.len().min(60)])
@@ -651,7 +652,9 @@ impl Reader {
             b"cfn" => self.cfn = Some(self.name(Table::Function, value)?),
             b"jfi" => self.jfi = Some(self.file_name(Table::File, value)?),
             b"jfn" => self.jfn = Some(self.name(Table::Function, value)?),
-            b"calls" | b"jump" | b"jcnd" => self.association(key, value)?,
+            b"calls" => self.association(ArcKind::Call, value, self.last)?,
+            b"jump" => self.association(ArcKind::Jump, value, self.last)?,
+            b"jcnd" => self.association(ArcKind::Jcnd, value, self.last)?,
             b"rcalls" => {
                 // Written by old Callgrind versions for recursive calls; KCachegrind reads it
                 // as calls=, with a warning.
@@ -662,7 +665,7 @@ impl Reader {
                         "'rcalls=' (an old Callgrind form) read as 'calls='",
                     );
                 }
-                self.association(b"calls", value)?
+                self.association(ArcKind::Call, value, self.last)?
             }
             _ => {
                 if !self.warned_keys.iter().any(|k| k == key) {
@@ -680,69 +683,73 @@ impl Reader {
         Ok(())
     }
 
-    fn association(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Reads the value of a `calls=`/`jump=`/`jcnd=` line (what follows the `=`), with `last`
+    /// the positions its relative target positions build on: its counts and target, which then
+    /// wait in [`Reader::pending`] for the source position line. The one parser of these lines:
+    /// the run loop ([`Reader::run_line`]) hands its association lines here too.
+    fn association(&mut self, kind: ArcKind, value: &[u8], last: [u64; 3]) -> Result<()> {
+        let key = kind.what();
         let Some(symbol) = self.symbol else {
             return Err(Error::input(format!(
-                "{}= before any fn= line; expected fn=NAME to say which function it belongs to",
-                String::from_utf8_lossy(key)
+                "{key} before any fn= line; expected fn=NAME to say which function it belongs to"
             )));
         };
         let value = skip_space(value);
-        let (kind, count, executed, rest) = match key {
-            b"calls" | b"jump" => {
-                let kind = if key == b"calls" { ArcKind::Call } else { ArcKind::Jump };
-                let mut j = 0;
-                match parse::scan_number(value, &mut j) {
-                    Some(n) => (kind, n, n, &value[j..]),
-                    None => {
-                        let (t, rest) = next_token(value);
-                        let n = parse::number(t).map_err(|e| {
-                            bad(Bad(format!("{}= count: {}", String::from_utf8_lossy(key), e.0)))
-                        })?;
-                        (kind, n, n, rest)
+        // Usually well-formed numbers, read in one pass; else token by token for the error.
+        let mut j = 0;
+        let scanned = match kind {
+            // What Callgrind writes: followed/executed.
+            ArcKind::Jcnd => parse::scan_decimal(value, &mut j).and_then(|f| {
+                (value.get(j) == Some(&b'/')).then_some(())?;
+                j += 1;
+                Some((f, parse::scan_number(value, &mut j)?))
+            }),
+            _ => parse::scan_number(value, &mut j).map(|n| (n, n)),
+        };
+        let (count, executed, rest) = match scanned {
+            Some((count, executed)) => (count, executed, &value[j..]),
+            None => {
+                let (t, rest) = next_token(value);
+                let number = |t: &[u8], what: &str| {
+                    parse::number(t).map_err(|e| bad(Bad(format!("{key} {what}: {}", e.0))))
+                };
+                match kind {
+                    ArcKind::Jcnd => match t.iter().position(|&b| b == b'/') {
+                        Some(slash) => {
+                            let f = number(&t[..slash], "followed count")?;
+                            (f, number(&t[slash + 1..], "executed count")?, rest)
+                        }
+                        None => {
+                            // The documented grammar: executed followed.
+                            let x = number(t, "executed count")?;
+                            let (t2, rest) = next_token(rest);
+                            (number(t2, "followed count")?, x, rest)
+                        }
+                    },
+                    _ => {
+                        let n = number(t, "count")?;
+                        (n, n, rest)
                     }
                 }
             }
-            _ => {
-                let (t, rest) = next_token(value);
-                if let Some(slash) = t.iter().position(|&b| b == b'/') {
-                    // What Callgrind writes: followed/executed.
-                    let f = parse::number(&t[..slash])
-                        .map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    let x = parse::number(&t[slash + 1..])
-                        .map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
-                    (ArcKind::Jcnd, f, x, rest)
-                } else {
-                    // The documented grammar: executed followed.
-                    let x =
-                        parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
-                    let (t2, rest) = next_token(rest);
-                    let f =
-                        parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    (ArcKind::Jcnd, f, x, rest)
-                }
-            }
         };
-        self.note_jcnd(kind, count, executed);
         let mut target = [0u64; 3];
-        // Usually well-formed numbers, read in one pass; else token by token for the error.
         let mut j = 0;
         let scanned = (0..self.columns.len().min(3)).all(|c| {
             j = parse::skip_space_at(rest, j);
-            parse::scan_subposition(rest, &mut j, self.last[c]).map(|v| target[c] = v).is_some()
+            parse::scan_subposition(rest, &mut j, last[c]).map(|v| target[c] = v).is_some()
         });
         let mut rest = if scanned { &[][..] } else { rest };
         for (c, slot) in target.iter_mut().enumerate().take(if scanned { 0 } else { self.columns.len() }) {
             let (t, r) = next_token(rest);
             if t.is_empty() {
                 return Err(Error::input(format!(
-                    "{}= target has {c} position(s); expected {} ({})",
-                    String::from_utf8_lossy(key),
+                    "{key} target has {c} position(s); expected {} ({})",
                     self.columns.len(),
                     self.describe_columns()
                 )));
             }
-            *slot = subposition(t, self.last[c]).map_err(bad)?;
+            *slot = subposition(t, last[c]).map_err(bad)?;
             rest = r;
         }
         let Some((target_image, target_symbol)) = self.association_target(kind, symbol) else {
@@ -750,6 +757,7 @@ impl Reader {
                 "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
             ));
         };
+        self.note_jcnd(kind, count, executed);
         self.pending = Some(Pending {
             kind,
             count,
@@ -1233,38 +1241,20 @@ impl Reader {
         } else {
             return None;
         };
-        let mut j = parse::skip_space_at(buf, i + key);
-        let (count, executed) = if kind == ArcKind::Jcnd {
-            // What Callgrind writes: followed/executed.
-            let f = parse::scan_decimal(buf, &mut j)?;
-            if buf.get(j) != Some(&b'/') {
-                return None;
-            }
-            j += 1;
-            (f, parse::scan_number(buf, &mut j)?)
-        } else {
-            let n = parse::scan_number(buf, &mut j)?;
-            (n, n)
-        };
-        let mut target = [0u64; 3];
-        for (c, t) in target.iter_mut().enumerate().take(self.columns.len()) {
-            j = parse::skip_space_at(buf, j);
-            *t = parse::scan_subposition(buf, &mut j, last[c])?;
-        }
-        let end = line_end(buf, parse::skip_space_at(buf, j))?;
-        let (target_image, target_symbol) = self.association_target(kind, symbol)?;
+        // The line's end: a line the buffer holds only part of is left to [`Reader::line`].
+        let end = i + memchr::memchr(b'\n', line)?;
         self.line_no += 1;
-        self.note_jcnd(kind, count, executed);
-        *pending = Some(Pending {
-            kind,
-            count,
-            executed,
-            target,
-            target_image,
-            target_symbol,
-            line_no: self.line_no,
-        });
-        Some(end)
+        match self.association(kind, trim_end(&buf[i + key..end]), *last) {
+            Ok(()) => {
+                *pending = self.pending.take();
+                Some(end + 1)
+            }
+            Err(_) => {
+                // Nothing was recorded: the line parser reads the line again and reports it.
+                self.line_no -= 1;
+                None
+            }
+        }
     }
 
     /// Appends the cost rows a run gathered (`width` values each) to the current image's cost
@@ -1447,7 +1437,7 @@ impl Reader {
         if let Some(p) = &self.pending {
             return Err(Error::input(format!(
                 "the file ends after the {} line; expected a line with its source position{}",
-                p.what(),
+                p.kind.what(),
                 if p.kind == ArcKind::Call { " and inclusive cost" } else { "" }
             ))
             .at_line(p.line_no));
