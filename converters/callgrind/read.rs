@@ -34,6 +34,7 @@ use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::error::{Error, Findings, Result};
+use crate::io::Source;
 use crate::ir::{Event, FileId, Image, Process, Profile, StringTable, Symbol};
 use crate::registry::ReadOptions;
 
@@ -57,17 +58,13 @@ const MAX_THREADS: u64 = 1 << 16;
 ///
 /// A large uncompressed file named by [`ReadOptions::file`] is mapped and read in parts side by
 /// side (see [`chunks`]); anything else is read as a stream, line after line.
-pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    if let Some(path) = &options.file {
-        let big = options.size_hint.is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
-        if big && rayon::current_num_threads() > 1 {
-            if let Ok(mapped) = crate::mem::MappedFile::open(path) {
-                return read_bytes(&mapped, findings);
-            }
-        }
+pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let big = input.size_hint().is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
+    if big && input.is_file() && rayon::current_num_threads() > 1 {
+        return read_bytes(input.bytes()?, findings);
     }
-    let mut r = Reader { input_size: options.size_hint.unwrap_or(0), ..Reader::default() };
-    read_into(&mut r, input, findings)?;
+    let mut r = Reader { input_size: input.size_hint().unwrap_or(0), ..Reader::default() };
+    read_into(&mut r, input.limit_lines().stream(), findings)?;
     r.end(findings)
 }
 
@@ -1135,7 +1132,7 @@ impl Reader {
                 }
                 self.line_no += lines;
                 lines = 0;
-                match self.run_line(buf, i, &last, symbol, &mut pending) {
+                match self.run_line(buf, i, &last, &mut pending) {
                     Some(end) => {
                         i = end;
                         continue;
@@ -1216,7 +1213,6 @@ impl Reader {
         buf: &[u8],
         i: usize,
         last: &[u64; 3],
-        symbol: u32,
         pending: &mut Option<Pending>,
     ) -> Option<usize> {
         let line = &buf[i..];
@@ -1591,7 +1587,7 @@ mod tests {
     use super::*;
 
     fn read_text(input: &mut dyn BufRead) -> Result<Profile> {
-        read(input, &ReadOptions::default(), &mut Findings::default())
+        read(&mut Source::new(input), &ReadOptions::default(), &mut Findings::default())
     }
 
     /// Cost lines are read in runs straight from the input buffer: a line cut by the end of a

@@ -457,7 +457,7 @@ mod tests {
 
     fn sequential(data: &[u8]) -> Outcome {
         let mut findings = Findings::default();
-        let r = super::super::read(&mut &data[..], &Default::default(), &mut findings);
+        let r = super::super::read(&mut crate::io::Source::new(data), &Default::default(), &mut findings);
         outcome(r, findings)
     }
 
