@@ -17,7 +17,7 @@ mod write;
 
 use crate::registry::Format;
 
-pub use read::{read, read_bytes};
+pub use read::read;
 pub use write::write;
 
 /// What a Callgrind writer can be asked.

@@ -26,7 +26,6 @@
 //! blocks (see [`blocks::build_blocks`]).
 
 mod blocks;
-mod chunks;
 mod radix;
 
 use std::collections::HashMap;
@@ -54,25 +53,11 @@ const COST_ROW_BYTES: u64 = 20;
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
 
-/// Reads a whole Callgrind file.
-///
-/// A large uncompressed file named by [`ReadOptions::file`] is mapped and read in parts side by
-/// side (see [`chunks`]); anything else is read as a stream, line after line.
+/// Reads a whole Callgrind file, as a stream, line after line.
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let big = input.size_hint().is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
-    if big && input.is_file() && rayon::current_num_threads() > 1 {
-        return read_bytes(input.bytes()?, findings);
-    }
     let mut r = Reader { input_size: input.size_hint().unwrap_or(0), ..Reader::default() };
     read_into(&mut r, input.limit_lines().stream(), findings)?;
     r.end(findings)
-}
-
-/// Reads a whole Callgrind file held in memory: in as many parts side by side as there are
-/// threads, when it is large enough to gain from it. The profile is the one [`read`] gives.
-pub fn read_bytes(data: &[u8], findings: &mut Findings) -> Result<Profile> {
-    let parts = rayon::current_num_threads().min(data.len() / chunks::MIN_PART).max(1);
-    chunks::read_parts(data, findings, parts)
 }
 
 /// Reads the lines of `input` into `r`, which may already hold what came before them.
@@ -328,12 +313,6 @@ impl IdTable {
         }
     }
 
-    /// Every id set, with its value.
-    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let dense = self.dense.iter().enumerate().filter_map(|(i, v)| Some((i as u64, (*v)?)));
-        dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
-    }
-
     fn get(&self, id: u64) -> Option<u32> {
         if id < (1 << 20) {
             self.dense.get(id as usize).copied().flatten()
@@ -430,9 +409,6 @@ struct Reader {
     consumed: u64,
     /// Compressed names referred to before their definition, in the order met.
     forwards: Vec<ForwardName>,
-    /// For a reader that starts in the middle of a file: what it stood in for the names and
-    /// places defined before its start (see [`chunks`]).
-    cont: Option<Box<chunks::Continuation>>,
 }
 
 /// Warns when the costs `stated` by a `totals:` line at `line_no` differ from the sum of the
@@ -509,22 +485,10 @@ impl Reader {
         let p = self.process();
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
-        let cont = &mut self.cont;
         let state = &mut self.states[p];
         let by_name = &mut state.by_name;
         *state.symbols.entry((image, name, file)).or_insert_with(|| {
-            let text = match cont {
-                // A name defined before the start of the part: known once the parts are joined.
-                Some(c) => {
-                    c.created(image, img.symbols.len() as u32, name);
-                    if chunks::is_forward(name) {
-                        ""
-                    } else {
-                        fn_names.get(name)
-                    }
-                }
-                None => fn_names.get(name),
-            };
+            let text = fn_names.get(name);
             img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
             let symbol = (img.symbols.len() - 1) as u32;
             by_name.entry((image, name)).or_insert(symbol);
@@ -545,10 +509,6 @@ impl Reader {
             NameSpec::Refer(id) => {
                 if let Some(v) = self.ids(table).get(id) {
                     return Ok(v);
-                }
-                if let Some(c) = &mut self.cont {
-                    // Defined before the start of the part, or later: told when parts are joined.
-                    return Ok(c.forward(table, id));
                 }
                 let text = format!("({id})");
                 let value = match table {
@@ -838,11 +798,6 @@ impl Reader {
     }
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
-        if self.cont.is_some() && !matches!(key, b"totals" | b"summary") {
-            // A part read on its own holds function bodies only; one with a header is read
-            // again where it stands (the error is not reported).
-            return Err(Error::input("a header line inside a part"));
-        }
         let text = || String::from_utf8_lossy(value).into_owned();
         let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
@@ -959,11 +914,7 @@ impl Reader {
                     stated.push(parse::number(t).map_err(|e| Error::input(format!("totals: {}", e.0)))?);
                     rest = r;
                 }
-                match &mut self.cont {
-                    // The part began before this reader's start: checked when parts are joined.
-                    Some(c) => c.totals.push((stated, self.part_totals.clone(), self.line_no)),
-                    None => check_totals(stated, self.part_totals.clone(), self.line_no, findings),
-                }
+                check_totals(stated, self.part_totals.clone(), self.line_no, findings);
             }
             b"desc" => self.profile.meta.headers.push(("desc".into(), text())),
             _ => self.profile.meta.headers.push((String::from_utf8_lossy(key).into_owned(), text())),
