@@ -26,6 +26,19 @@ fn main() {
                     size,
                     size as f64 / secs / 1e6
                 );
+                let memory = loaded.profile.memory();
+                let parts: Vec<String> = memory
+                    .parts()
+                    .iter()
+                    .filter(|p| p.1 > 0)
+                    .map(|(name, bytes)| format!("{name} {:.1}", *bytes as f64 / 1e6))
+                    .collect();
+                println!(
+                    "  model {:.1} MB = {:.2}x the input ({} MB)",
+                    memory.total() as f64 / 1e6,
+                    memory.total() as f64 / size.max(1) as f64,
+                    parts.join(", ")
+                );
                 if k == last {
                     // As `cfghub convert` does: the process's exit returns the memory at once.
                     std::mem::forget(loaded);

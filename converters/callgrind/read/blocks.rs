@@ -597,54 +597,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
     let nsymbols = image.symbols.len();
-    // Read straight from the columns when every row has an address and a function, as every
-    // row of Callgrind's own files has.
-    match (costs.offsets_slice(), costs.symbols_slice()) {
-        (Some(offsets), Some(symbols)) => {
-            instructions_of_columns(costs, offsets, symbols, ir, base, nsymbols)
-        }
-        _ => instructions_at(costs, ir, base, nsymbols, |row| Some((costs.offset(row)?, costs.symbol(row)?))),
-    }
-}
-
-/// [`instructions`] for a table whose every row has an address and a function, read from
-/// their columns.
-fn instructions_of_columns(
-    costs: &CostTable,
-    offsets: &[u64],
-    symbols: &[u32],
-    ir: Option<usize>,
-    base: &[u32],
-    nsymbols: usize,
-) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
-    let rows = radix::sort_by_runs(costs.len(), |row| Some(offsets[row]));
-    // Lowest and highest address of each symbol; lowest above highest while it has none.
-    let (mut lo, mut hi) = (vec![u64::MAX; nsymbols], vec![0u64; nsymbols]);
-    let (values, width) = (costs.values_slice(), costs.width());
-    let ir = ir.filter(|&e| e < width);
-    let (files, lines) = (costs.files_slice(), costs.lines_slice());
-    let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
-    for &row in &rows {
-        let row = row as usize;
-        let (addr, symbol) = (offsets[row], symbols[row] as usize);
-        lo[symbol] = lo[symbol].min(addr);
-        hi[symbol] = hi[symbol].max(addr);
-        let v = ir.map_or(0, |e| values[row * width + e]);
-        if let Some(m) = merged.last_mut().filter(|m| m.addr == addr) {
-            m.ir = m.ir.saturating_add(v);
-            continue;
-        }
-        merged.push(Instr {
-            addr,
-            ir: v,
-            owner: base[symbol],
-            file: files.map_or_else(|| costs.file(row), |f| Some(f[row])).unwrap_or(NONE),
-            line: lines.map_or_else(|| costs.line(row), |l| Some(l[row])).unwrap_or(0),
-            flags: 0,
-        });
-    }
-    let extents = lo.into_iter().zip(hi).map(|(lo, hi)| (lo <= hi).then_some((lo, hi))).collect();
-    (merged, extents)
+    instructions_at(costs, ir, base, nsymbols, |row| Some((costs.offset(row)?, costs.symbol(row)?)))
 }
 
 /// [`instructions`], with `at` giving the address and function of a row (`None` when it lacks
@@ -659,23 +612,21 @@ fn instructions_at(
 ) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let mut extents = vec![None; nsymbols];
     let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
-    let (values, width) = (costs.values_slice(), costs.width());
-    let ir = ir.filter(|&e| e < width);
-    let (files, lines) = (costs.files_slice(), costs.lines_slice());
+    let ir = ir.filter(|&e| e < costs.width());
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
         let Some((addr, symbol)) = at(row) else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| values[row * width + e]);
+        let v = ir.map_or(0, |e| costs.value(row, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
                 addr,
                 ir: v,
                 owner: base[symbol as usize],
-                file: files.map_or_else(|| costs.file(row), |f| Some(f[row])).unwrap_or(NONE),
-                line: lines.map_or_else(|| costs.line(row), |l| Some(l[row])).unwrap_or(0),
+                file: costs.file(row).unwrap_or(NONE),
+                line: costs.line(row).unwrap_or(0),
                 flags: 0,
             }),
         }

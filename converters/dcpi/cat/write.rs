@@ -2,10 +2,11 @@
 
 use std::io::Write;
 
+use crate::analysis::by_offset::ByOffset;
 use crate::converters::dcpi::model::{base_name, choose_image, event_specs, is_dcpi_family};
 use crate::converters::dcpi::write::io_err;
 use crate::error::{Error, Findings, Result};
-use crate::ir::Profile;
+use crate::ir::{Profile, Values};
 
 /// Header keys of a binary profile that the dump expresses otherwise (or not at all).
 const BINARY_ONLY: [&str; 6] = ["version", "tstart", "tsize", "period", "text_start", "text_size"];
@@ -16,35 +17,29 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     if n == 0 {
         return Err(Error::unsupported("dcpicat: the profile has no events"));
     }
-    // One line per address, equal addresses summed.
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::with_capacity(image.costs.len());
-    let mut without_offset = 0usize;
-    for c in &image.costs {
-        match c.offset {
-            Some(o) => rows.push((o, (0..n).map(|e| c.value(e)).collect())),
-            None => without_offset += 1,
-        }
-    }
-    if without_offset > 0 {
+    // One line per address, equal addresses summed, straight from the model: a first walk
+    // for the totals the header gives, a second for the lines.
+    let by_offset = ByOffset::new(&image.costs);
+    let lines = || {
+        by_offset.addresses(move |v: &Values| Some((0..n).map(|e| v.get(e).copied().unwrap_or(0)).collect()))
+    };
+    if by_offset.without_offset > 0 {
         findings.warn(
             None,
-            format!("dcpicat: {without_offset} cost(s) have no instruction address and are left out"),
+            format!(
+                "dcpicat: {} cost(s) have no instruction address and are left out",
+                by_offset.without_offset
+            ),
         );
     }
-    if !rows.windows(2).all(|w| w[0].0 <= w[1].0) {
-        rows.sort_by_key(|r| r.0);
-    }
-    rows.dedup_by(|b, a| {
-        if a.0 == b.0 {
-            for (x, y) in a.1.iter_mut().zip(&b.1) {
-                *x = x.saturating_add(*y);
-            }
-            true
-        } else {
-            false
+    let mut totals = vec![0u64; n];
+    let mut last = None;
+    for (offset, values) in lines() {
+        for (t, v) in totals.iter_mut().zip(&values) {
+            *t = t.saturating_add(*v);
         }
-    });
-    let totals: Vec<u64> = (0..n).map(|e| rows.iter().fold(0u64, |s, r| s.saturating_add(r.1[e]))).collect();
+        last = Some(offset);
+    }
 
     let mut text = String::new();
     let mut line = |k: &str, v: &str| {
@@ -77,7 +72,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         }
     }
     line("text_start", &format!("{:#014x}", image.load_addr));
-    let size = image.size.unwrap_or_else(|| rows.last().map(|r| r.0 + 4).unwrap_or(0));
+    let size = image.size.unwrap_or_else(|| last.map(|l| l + 4).unwrap_or(0));
     if image.size.is_none() {
         findings.warn(
             None,
@@ -118,9 +113,9 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     }
     out.write_all(text.as_bytes()).map_err(io_err)?;
     let mut buf = String::with_capacity(64 * 1024);
-    for (offset, values) in &rows {
+    for (offset, values) in lines() {
         use std::fmt::Write as _;
-        let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(*offset));
+        let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(offset));
         for v in values {
             let _ = write!(buf, " {v:>7}");
         }
