@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Findings, Location, Result};
 use crate::io::Source;
 use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
-use crate::mem;
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
