@@ -5,6 +5,7 @@
 //! stacks) is computed here.
 
 pub mod ball_larus;
+pub mod blocks;
 pub mod callgraph;
 pub mod cfg;
 pub mod combine;
