@@ -6,6 +6,7 @@
 
 pub mod ball_larus;
 pub mod blocks;
+pub mod branch_pairs;
 pub mod callgraph;
 pub mod cfg;
 pub mod combine;
