@@ -16,6 +16,7 @@ pub mod loops;
 pub mod merge;
 pub mod names;
 pub mod paths;
+pub mod rankings;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;
