@@ -1,12 +1,13 @@
 //! Look-up tables the Callgrind writer builds once per part, so that writing a cost line or an
 //! edge is array indexing: source lines by address, blocks by address, the function of every
-//! symbol and block, the source line of every block's first and last instruction, and which
-//! fall-through completes which conditional branch.
+//! symbol and block with its name compressed (the facts behind them are
+//! [`crate::analysis::functions`]), and which edges write something (the pairing of
+//! conditionals with their fall-throughs is [`crate::analysis::branch_pairs`]).
 
 use std::borrow::Cow;
 
 use crate::analysis::branch_pairs::BranchPairs;
-use crate::analysis::names;
+use crate::analysis::functions::{self, BlockEnds, FunctionName};
 use crate::analysis::source::SourceIndex;
 use crate::ir::{BlockRef, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 
@@ -24,32 +25,18 @@ pub(super) struct Func {
     pub file: Option<FileId>,
 }
 
-/// What an edge needs of a block, in one place: where it starts and ends, its routine and
-/// the source lines there.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct BlockEnd {
-    /// The first instruction's address.
-    pub first: u64,
-    /// The last instruction's address.
-    pub last: u64,
-    /// The call graph node of the block's routine ([`NONE`] for none).
-    pub node: u32,
-    /// The source line of the first and of the last instruction (0 for none).
-    pub first_line: u32,
-    pub last_line: u32,
-}
-
 /// An edge end as written: its function, address and line.
 pub(super) type Place = (Func, u64, u32);
 
-/// The function every edge end and cost belongs to: a symbol, or the routine of a block.
+/// The function every edge end and cost belongs to: a symbol, or the routine of a block (see
+/// [`functions::of_blocks`]), with its name as a key of the writer's compressed names.
 pub(super) struct FuncIndex {
     /// Per image, the function of every symbol.
     symbols: Vec<Vec<Func>>,
     /// The function of every call graph node.
     nodes: Vec<Func>,
     /// Per image, every block's ends.
-    blocks: Vec<Vec<BlockEnd>>,
+    blocks: Vec<Vec<BlockEnds>>,
 }
 
 impl FuncIndex {
@@ -74,75 +61,25 @@ impl FuncIndex {
                     .collect()
             })
             .collect();
-        // Block ends in one pass over each image's blocks and source lines, both usually in
-        // address order.
-        let mut blocks: Vec<Vec<BlockEnd>> = process
-            .images
+        let of_blocks = functions::of_blocks(profile, lines, process, routines);
+        let nodes = of_blocks
+            .routines
             .iter()
-            .enumerate()
-            .map(|(i, image)| {
-                let (mut first_hint, mut last_hint) = (0usize, 0usize);
-                let index = &lines[i];
-                image
-                    .blocks
-                    .iter()
-                    .map(|block| {
-                        let last = block.offset.wrapping_add(block.last_instr_offset);
-                        BlockEnd {
-                            first: block.offset,
-                            last,
-                            node: NONE,
-                            first_line: index
-                                .at_from(image, block.offset, &mut first_hint)
-                                .map_or(0, |l| l.line),
-                            last_line: index.at_from(image, last, &mut last_hint).map_or(0, |l| l.line),
-                        }
-                    })
-                    .collect()
+            .map(|r| {
+                let name = match &r.name {
+                    // The symbol starting at the entry: its name's key is known.
+                    FunctionName::Symbol(s) => symbols[r.image as usize][*s as usize].name,
+                    FunctionName::Code(name) => functions.key(name),
+                };
+                Func { image: r.image, name, file: r.file }
             })
             .collect();
-        // Routines: named as the call graph names them, by the symbol at their entry
-        // (`analysis::names::code_name`); a block belongs to the last routine listing it.
-        let mut nodes = Vec::new();
-        for (i, image) in process.images.iter().enumerate() {
-            let Some(rs) = routines.and_then(|rs| rs.get(i)) else { continue };
-            let index = names::SymbolIndex::new(image);
-            let ends = &mut blocks[i];
-            for (r, routine) in rs.iter().enumerate() {
-                let n = nodes.len() as u32;
-                for &b in &routine.nodes {
-                    if let Some(end) = ends.get_mut(b as usize) {
-                        end.node = n;
-                    }
-                }
-                if let Some(end) = ends.get_mut(routine.entry as usize) {
-                    end.node = n;
-                }
-                let entry = image.blocks.get(routine.entry as usize);
-                let covering = entry.and_then(|b| index.covering(b.offset));
-                let name = match (entry, covering) {
-                    // The symbol starting at the entry: its name's key is known.
-                    (Some(b), Some(s))
-                        if image.symbols[s as usize].offset.unwrap_or(b.offset) == b.offset =>
-                    {
-                        symbols[i][s as usize].name
-                    }
-                    (Some(b), _) => functions.key(&names::code_name(profile, image, &index, b.offset)),
-                    (None, _) => functions.key(&format!("{}#{}", names::image_base_name(profile, image), r)),
-                };
-                // The file of the symbol at the entry, else of the entry's source line.
-                let file = covering
-                    .and_then(|s| image.symbols[s as usize].file)
-                    .or_else(|| entry.and_then(|b| lines[i].at(image, b.offset)).and_then(|l| l.file));
-                nodes.push(Func { image: i as u32, name, file });
-            }
-        }
-        FuncIndex { symbols, nodes, blocks }
+        FuncIndex { symbols, nodes, blocks: of_blocks.blocks }
     }
 
     /// The call graph node of the routine holding block `b`.
     pub(super) fn node_of(&self, b: BlockRef) -> Option<u32> {
-        self.block(b).map(|e| e.node).filter(|&n| n != NONE)
+        self.block(b).map(|e| e.routine).filter(|&n| n != functions::NONE)
     }
 
     /// The function of symbol `symbol` of image `image`.
@@ -156,7 +93,7 @@ impl FuncIndex {
     }
 
     /// The ends of block `b`.
-    pub(super) fn block(&self, b: BlockRef) -> Option<&BlockEnd> {
+    pub(super) fn block(&self, b: BlockRef) -> Option<&BlockEnds> {
         self.blocks.get(b.image as usize)?.get(b.block as usize)
     }
 
@@ -174,7 +111,7 @@ impl FuncIndex {
         match node {
             NodeRef::Block(b) => {
                 let end = self.block(b)?;
-                let f = *self.nodes.get(end.node as usize)?;
+                let f = *self.nodes.get(end.routine as usize)?;
                 let (addr, l) = if source { (end.last, end.last_line) } else { (end.first, end.first_line) };
                 Some((f, offset.unwrap_or(addr), line.unwrap_or(l)))
             }

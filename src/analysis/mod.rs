@@ -12,6 +12,7 @@ pub mod cfg;
 pub mod combine;
 pub mod counts;
 pub mod dominators;
+pub mod functions;
 pub mod loops;
 pub mod merge;
 pub mod names;
