@@ -50,6 +50,14 @@ seed() {
     fi
     find "$path" -type f -size -2M -exec cp -n -t "$corpus" {} + 2>/dev/null || true
   done
+  # The symbolizer's seeds are ELF files with DWARF, compiled from the C sources it names.
+  if [ "$target" = symbols ] && command -v cc >/dev/null; then
+    for c in "$corpus"/*.c; do
+      [ -e "$c" ] || continue
+      cc -g -O2 -o "${c%.c}-O2.elf" "$c" 2>/dev/null || true
+      cc -g -O0 -o "${c%.c}-O0.elf" "$c" 2>/dev/null || true
+    done
+  fi
 }
 
 [ "${BUILD:-1}" = 0 ] || cargo +nightly fuzz build

@@ -1546,8 +1546,8 @@ pub fn recursion_base(name: &str) -> Option<&str> {
     (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
 }
 
-/// A hasher for the integer keys of the block rebuild and the writer (addresses, block
-/// references): a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
+/// A hasher for the integer keys of the reader (object, file and function ids, name keys):
+/// a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
 /// collision-resistant: a file crafted to collide can make reading slow, never wrong.
 #[derive(Clone, Copy, Default)]
 pub(super) struct FastHash;
