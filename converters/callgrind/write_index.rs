@@ -216,7 +216,7 @@ impl Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Block, Edge, EdgeDetails, Image, Site, SymbolRef};
+    use crate::ir::{Block, Edge, Image, SymbolRef};
 
     #[test]
     fn block_look_ups_from_a_hint_agree_with_a_scan() {
@@ -243,27 +243,30 @@ mod tests {
     }
 
     #[test]
-    fn fall_throughs_that_complete_a_conditional_write_nothing_of_their_own() {
+    fn edges_the_calls_and_conditionals_imply_write_nothing_of_their_own() {
+        let block = |b| NodeRef::Block(BlockRef { image: 0, block: b });
         let sym = |s| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
-        let at =
-            |line| EdgeDetails::boxed(Vec::new(), Some(Site { source_line: Some(line), ..Site::default() }));
-        let edge = |source, kind, details| Edge { source, target: sym(1), kind, details, ..Edge::default() };
-        let image = Image { symbols: vec![Default::default(), Default::default()], ..Image::default() };
+        let edge = |source, target, kind| Edge { source, target, kind, ..Edge::default() };
+        let image = Image {
+            blocks: vec![Block::default(); 3],
+            symbols: vec![Default::default(), Default::default()],
+            ..Image::default()
+        };
         let process = Process {
             images: vec![image],
             edges: vec![
-                edge(sym(0), EdgeKind::FallThrough, at(5)),       // 0: paired with 2
-                edge(sym(0), EdgeKind::ConditionalBranch, at(7)), // 1
-                edge(sym(0), EdgeKind::ConditionalBranch, at(5)), // 2
-                edge(sym(0), EdgeKind::ConditionalBranch, at(5)), // 3: paired with 5
-                edge(sym(1), EdgeKind::FallThrough, at(5)),       // 4: another source
-                edge(sym(0), EdgeKind::FallThrough, at(5)),       // 5
-                edge(sym(0), EdgeKind::FallThrough, at(5)),       // 6: left over
+                edge(block(0), block(1), EdgeKind::FallThrough), // 0: a block's way on
+                edge(block(1), block(2), EdgeKind::Call),        // 1
+                edge(block(1), block(2), EdgeKind::CallBypass),  // 2: implied by the call
+                edge(block(2), block(1), EdgeKind::Return),      // 3: likewise
+                edge(sym(0), sym(1), EdgeKind::ConditionalBranch), // 4
+                edge(sym(0), sym(0), EdgeKind::FallThrough),     // 5: completes 4
+                edge(sym(1), sym(1), EdgeKind::FallThrough),     // 6: stands alone
             ],
             ..Process::default()
         };
         let p = Pairs::new(&process);
-        assert_eq!((p.partner(2), p.partner(3)), (Some(0), Some(5)));
-        assert_eq!(p.todo, [1, 2, 3, 4, 6]);
+        assert_eq!((p.partner(4), p.paired(5)), (Some(5), true));
+        assert_eq!(p.todo, [1, 4, 6]);
     }
 }
