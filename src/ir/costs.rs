@@ -260,43 +260,93 @@ impl Column {
     }
 }
 
-/// The values of a column in row order, unpacked a row at a time.
+/// The values of a column in row order, unpacked a block at a time.
 #[derive(Clone)]
 pub struct ColumnIter<'a> {
     column: &'a Column,
-    /// The block being read (`heads.len()`: the tail).
-    block: usize,
-    /// The next row within it.
+    /// The next block to unpack (`heads.len()`: the tail; beyond: none left).
+    next_block: usize,
+    /// The rows unpacked, and which of them state no value.
+    rows: Box<[u64; BLOCK]>,
+    missing: [u64; MASK_WORDS],
+    len: usize,
+    /// The next row of `rows`.
     i: usize,
-    /// The run that row is in, for a block stored as runs.
-    run: usize,
-    head: Head,
-    bytes: &'a [u8],
 }
 
 impl<'a> ColumnIter<'a> {
     fn new(column: &'a Column) -> Self {
-        let mut it = ColumnIter {
+        ColumnIter {
             column,
-            block: 0,
+            next_block: 0,
+            rows: Box::new([0; BLOCK]),
+            missing: [0; MASK_WORDS],
+            len: 0,
             i: 0,
-            run: 0,
-            head: Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::None, runs: 0 },
-            bytes: &[],
-        };
-        it.enter(0);
-        it
+        }
     }
 
-    fn enter(&mut self, block: usize) {
-        self.block = block;
+    /// Unpacks the next block (or the tail); `false` when none is left.
+    fn unpack(&mut self) -> bool {
+        let column = self.column;
+        let block = self.next_block;
+        self.next_block += 1;
         self.i = 0;
-        self.run = 0;
-        if let Some(&head) = self.column.heads.get(block) {
-            self.head = head;
-            self.bytes =
-                self.column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        let Some(head) = column.heads.get(block) else {
+            if block > column.heads.len() || column.tail.is_empty() {
+                return false;
+            }
+            self.len = column.tail.len();
+            self.rows[..self.len].copy_from_slice(&column.tail);
+            self.missing = column.tail_missing;
+            return true;
+        };
+        self.len = BLOCK;
+        let bytes = column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        let (base, width) = (head.base, head.width);
+        self.missing = [0; MASK_WORDS];
+        match head.presence {
+            Presence::None => {
+                self.missing = [u64::MAX; MASK_WORDS];
+                return true;
+            }
+            Presence::Mixed => {
+                for (w, word) in self.missing.iter_mut().enumerate() {
+                    *word = u64::from_le_bytes(bytes[w * 8..w * 8 + 8].try_into().expect("eight bytes"));
+                }
+                unpack(&bytes[MASK_BYTES..], base, width, &mut self.rows);
+            }
+            Presence::All if head.runs > 0 => {
+                let runs = head.runs as usize;
+                for run in 0..runs {
+                    let start = bytes[run] as usize;
+                    let end = if run + 1 < runs { bytes[run + 1] as usize } else { BLOCK };
+                    self.rows[start..end].fill(base + delta(&bytes[runs..], width, run));
+                }
+            }
+            Presence::All => unpack(bytes, base, width, &mut self.rows),
         }
+        true
+    }
+}
+
+/// Writes `base` plus each of a block's differences, `width` bytes each, into `out`.
+fn unpack(bytes: &[u8], base: u64, width: u8, out: &mut [u64; BLOCK]) {
+    match width {
+        0 => out.fill(base),
+        1 => out.iter_mut().zip(bytes).for_each(|(o, &b)| *o = base + u64::from(b)),
+        2 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(2))
+            .for_each(|(o, b)| *o = base + u64::from(u16::from_le_bytes([b[0], b[1]]))),
+        4 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(4))
+            .for_each(|(o, b)| *o = base + u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(8))
+            .for_each(|(o, b)| *o = base + u64::from_le_bytes(b.try_into().expect("eight bytes"))),
     }
 }
 
@@ -305,32 +355,12 @@ impl Iterator for ColumnIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Option<u64>> {
-        let column = self.column;
-        if self.block >= column.heads.len() {
-            let i = self.i;
-            let v = *column.tail.get(i)?;
-            self.i += 1;
-            return Some((!missing_bit(&column.tail_missing, i)).then_some(v));
+        if self.i == self.len && !self.unpack() {
+            return None;
         }
-        if self.i == BLOCK {
-            self.enter(self.block + 1);
-            return self.next();
-        }
-        let (i, head) = (self.i, self.head);
+        let i = self.i;
         self.i += 1;
-        if head.runs > 0 {
-            let runs = head.runs as usize;
-            while self.run + 1 < runs && self.bytes[self.run + 1] as usize <= i {
-                self.run += 1;
-            }
-            return Some(Some(head.base + delta(&self.bytes[runs..], head.width, self.run)));
-        }
-        Some(match head.presence {
-            Presence::All => Some(head.base + delta(self.bytes, head.width, i)),
-            Presence::None => None,
-            Presence::Mixed => (self.bytes[i / 8] >> (i % 8) & 1 == 0)
-                .then(|| head.base + delta(&self.bytes[MASK_BYTES..], head.width, i)),
-        })
+        Some((!missing_bit(&self.missing, i)).then_some(self.rows[i]))
     }
 }
 
