@@ -21,10 +21,23 @@ fn main() {
                 let blocks: usize =
                     loaded.profile.processes.iter().flat_map(|p| &p.images).map(|i| i.blocks.len()).sum();
                 let edges: usize = loaded.profile.processes.iter().map(|p| p.edges.len()).sum();
-                println!(
+                print!(
                     "{path}: {} bytes in {secs:.3} s = {:.0} MB/s ({blocks} blocks, {edges} edges)",
                     size,
                     size as f64 / secs / 1e6
+                );
+                let memory = loaded.profile.memory();
+                let parts: Vec<String> = memory
+                    .parts()
+                    .iter()
+                    .filter(|p| p.1 > 0)
+                    .map(|(name, bytes)| format!("{name} {:.1}", *bytes as f64 / 1e6))
+                    .collect();
+                println!(
+                    "; model {:.1} MB = {:.2}x the input ({} MB)",
+                    memory.total() as f64 / 1e6,
+                    memory.total() as f64 / size.max(1) as f64,
+                    parts.join(", ")
                 );
                 if k == last {
                     // As `cfghub convert` does: the process's exit returns the memory at once.

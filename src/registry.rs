@@ -199,7 +199,13 @@ impl Format {
         findings: &mut Findings,
     ) -> Result<Profile> {
         match self.reader {
-            Some(read) => read(input, options, findings),
+            Some(read) => {
+                let mut profile = read(input, options, findings)?;
+                // Readers reserve ahead from what the input's size suggests; the model keeps
+                // only what it holds.
+                profile.shrink_to_fit();
+                Ok(profile)
+            }
             None => Err(self.unsupported("read")),
         }
     }

@@ -1663,7 +1663,7 @@ mod tests {
         let p = read_text(&mut text.as_bytes()).unwrap();
         let costs = &p.processes[0].images[0].costs;
         assert_eq!(
-            (costs.len(), costs.offset(2), costs.line(2), costs.values(2)),
+            (costs.len(), costs.offset(2), costs.line(2), &costs.values(2)[..]),
             (3, Some(0x12), Some(3), &[2][..])
         );
     }

@@ -382,7 +382,7 @@ impl Writer<'_> {
                     continue;
                 }
                 for r in 0..costs.len() {
-                    for (t, &v) in totals.iter_mut().zip(costs.values(r)) {
+                    for (t, &v) in totals.iter_mut().zip(&costs.values(r)) {
                         *t = t.wrapping_add(v);
                     }
                 }
@@ -650,7 +650,7 @@ impl Writer<'_> {
                         (file, line, _) => (file, line),
                     };
                     self.set_file(file);
-                    self.cost(offset.unwrap_or(0), line.unwrap_or(0), costs.values(r), true);
+                    self.cost(offset.unwrap_or(0), line.unwrap_or(0), &costs.values(r), true);
                     self.spill()?;
                     r += 1;
                 }

@@ -154,59 +154,22 @@ pub fn choose_image<'p>(
     Ok(chosen)
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
+pub fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
     a
 }
 
-/// Bytes between slots for sorted, distinct offsets: 4 (Alpha) when every distance is a
-/// multiple of 4, else the greatest common divisor of the distances.
-pub fn infer_step(sorted_offsets: &[u64]) -> u64 {
-    let g = sorted_offsets.windows(2).fold(0, |g, w| gcd(g, w[1] - w[0]));
-    if g == 0 || g % 4 == 0 {
+/// The distance between sample slots, given the greatest common divisor of the gaps between
+/// consecutive sampled addresses (0 when there is at most one): 4 bytes (DCPI's own, Alpha
+/// instructions) unless the gaps say the slots are closer or not 4-aligned.
+pub fn step_of_gaps(gcd_of_gaps: u64) -> u64 {
+    if gcd_of_gaps == 0 || gcd_of_gaps.is_multiple_of(4) {
         4
     } else {
-        g
+        gcd_of_gaps
     }
-}
-
-/// `(offset, value)` per address for one event, sorted, equal offsets summed. A cost takes
-/// part when its value for the event is non-zero, or when all its values are zero (a slot a
-/// DCPI chunk stores with count 0). Costs without an offset are counted in the second result.
-pub fn slots(image: &Image, event: usize) -> (Vec<(u64, u64)>, usize) {
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(image.costs.len());
-    let mut without_offset = 0;
-    let mut sorted = true;
-    let costs = &image.costs;
-    for row in 0..costs.len() {
-        let v = costs.value(row, event);
-        if v == 0 && costs.values(row).iter().any(|&x| x != 0) {
-            continue;
-        }
-        match costs.offset(row) {
-            Some(o) => {
-                if let Some(&(last, _)) = out.last() {
-                    sorted &= last <= o;
-                }
-                out.push((o, v));
-            }
-            None => without_offset += 1,
-        }
-    }
-    if !sorted {
-        out.sort_by_key(|s| s.0);
-    }
-    out.dedup_by(|b, a| {
-        if a.0 == b.0 {
-            a.1 = a.1.saturating_add(b.1);
-            true
-        } else {
-            false
-        }
-    });
-    (out, without_offset)
 }
 
 /// The final component of a path.

@@ -6,12 +6,12 @@
 //! the body is checked against the bytes actually left before anything is allocated from it.
 
 use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Findings, Location, Result};
 use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
 use crate::mem;
 use crate::registry::ReadOptions;
-use rayon::prelude::*;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
 pub const DEFAULT_STEP: u64 = 4;
@@ -407,47 +407,36 @@ pub fn read_all(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec<u
     Ok(data)
 }
 
-/// Slots below which one run of chunks does all the filling (threads would cost more).
-const SLOTS_PER_RUN: usize = 1 << 20;
-
-/// Cuts the chunks into consecutive runs of about [`SLOTS_PER_RUN`] slots, each with its part
-/// of the two columns (as long as its chunks' slots together).
-fn split_into_runs<'c, 'a, 'v>(
-    chunks: &'c [Chunk<'a>],
-    mut offsets: &'v mut [u64],
-    mut counts: &'v mut [u64],
-) -> Vec<(&'c [Chunk<'a>], &'v mut [u64], &'v mut [u64])> {
-    let mut runs = Vec::new();
-    let (mut first, mut slots) = (0, 0);
-    for (k, chunk) in chunks.iter().enumerate() {
-        slots += chunk.len();
-        if slots >= SLOTS_PER_RUN || k + 1 == chunks.len() {
-            let (o, rest_o) = std::mem::take(&mut offsets).split_at_mut(slots);
-            let (c, rest_c) = std::mem::take(&mut counts).split_at_mut(slots);
-            runs.push((&chunks[first..=k], o, c));
-            (offsets, counts, first, slots) = (rest_o, rest_c, k + 1, 0);
-        }
+/// Writes the offsets and counts of slots `first..first + offsets.len()`, which lie in
+/// `chunks` (`starts` holds the first slot of each chunk).
+fn fill_slots(
+    chunks: &[Chunk],
+    starts: &[usize],
+    first: usize,
+    offsets: &mut [u64],
+    counts: &mut [u64],
+    step: u64,
+) {
+    if offsets.is_empty() {
+        return;
     }
-    runs
-}
-
-/// Fills the columns of one run of chunks; returns its non-zero slots and its sum of counts.
-fn fill_samples(chunks: &[Chunk], offsets: &mut [u64], counts: &mut [u64], step: u64) -> (u64, u64) {
-    let (mut nonzero, mut sum, mut at) = (0u64, 0u64, 0usize);
-    for chunk in chunks {
-        let n = chunk.len();
-        for (slot, count) in counts[at..at + n].iter_mut().zip(chunk.counts()) {
-            nonzero += (count != 0) as u64;
-            sum += u64::from(count);
+    let mut k = starts.partition_point(|&s| s <= first) - 1;
+    let mut skip = first - starts[k];
+    let mut at = 0;
+    while at < offsets.len() {
+        let chunk = &chunks[k];
+        let n = (chunk.len() - skip).min(offsets.len() - at);
+        for (slot, count) in counts[at..at + n].iter_mut().zip(chunk.counts().skip(skip)) {
             *slot = u64::from(count);
         }
-        let base = chunk.offset as u64;
+        let base = chunk.offset as u64 + skip as u64 * step;
         for (i, slot) in offsets[at..at + n].iter_mut().enumerate() {
             *slot = base + i as u64 * step;
         }
         at += n;
+        k += 1;
+        skip = 0;
     }
-    (nonzero, sum)
 }
 
 /// [`read`] over bytes in memory.
@@ -468,16 +457,25 @@ pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Pro
             .with_hint("tstart or the chunk offsets are damaged"));
         }
     }
-    // The model's sample columns (offsets and counts) and the footer's totals. The columns start
-    // as untouched zeroed pages and runs of chunks fill them in parallel: most of the cost is
-    // the kernel zeroing fresh pages on first write, which the cores then share.
-    let mut offsets = mem::zeroed_u64(layout.slots);
-    let mut counts = mem::zeroed_u64(layout.slots);
-    let (nonzero, sum) = split_into_runs(&layout.chunks, &mut offsets, &mut counts)
-        .into_par_iter()
-        .map(|(chunks, offsets, counts)| fill_samples(chunks, offsets, counts, step))
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let costs = CostTable::from_samples(offsets, counts);
+    // The model's sample columns (offsets and counts), packed on every core, and the footer's
+    // totals.
+    let starts: Vec<usize> = layout
+        .chunks
+        .iter()
+        .scan(0, |at, c| {
+            let first = *at;
+            *at += c.len();
+            Some(first)
+        })
+        .collect();
+    let (nonzero, sum) = (AtomicU64::new(0), AtomicU64::new(0));
+    let costs = CostTable::from_samples_with(layout.slots, |first, offsets, counts| {
+        fill_slots(&layout.chunks, &starts, first, offsets, counts, step);
+        let (n, s) = counts.iter().fold((0, 0), |(n, s), &c| (n + (c != 0) as u64, s + c));
+        nonzero.fetch_add(n, Ordering::Relaxed);
+        sum.fetch_add(s, Ordering::Relaxed);
+    });
+    let (nonzero, sum) = (nonzero.into_inner(), sum.into_inner());
     let body = check_footer(data, layout, nonzero, sum)?;
     if body.total_samples as u64 != body.sum {
         findings.warn(

@@ -9,8 +9,9 @@
 
 use std::io::Write;
 
-use super::model::{choose_event, choose_image, event_specs, infer_step, is_dcpi_family, slots};
+use super::model::{choose_event, choose_image, event_specs, gcd, is_dcpi_family, step_of_gaps};
 use super::read::{parse_version, REQUIRED};
+use crate::analysis::by_offset::ByOffset;
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::WriteOptions;
@@ -29,35 +30,46 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let bytes = to_bytes(profile, options.event.as_deref(), findings)?;
-    out.write_all(&bytes).map_err(io_err)
+    write_to(profile, options.event.as_deref(), out, findings)
 }
 
-/// The whole file in memory.
+/// The file [`write`] writes, in memory.
 pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    write_to(profile, event, &mut bytes, findings)?;
+    Ok(bytes)
+}
+
+/// Most slots one chunk holds (its count field is 32 bits).
+const MOST_PER_CHUNK: u64 = u32::MAX as u64;
+
+/// Writes the profile's samples of one event as a DCPI file, straight from the model: a first
+/// walk over the samples checks that they fit and measures the chunks, a second writes them.
+fn write_to(
+    profile: &Profile,
+    event: Option<&str>,
+    out: &mut dyn Write,
+    findings: &mut Findings,
+) -> Result<()> {
     let event = choose_event(profile, event, findings, "dcpi")?;
     let image = choose_image(profile, &[event], findings, "dcpi")?;
-    let (slots, without_offset) = slots(image, event);
-    if without_offset > 0 {
+    let by_offset = ByOffset::new(&image.costs);
+    // A cost takes part when its value for the event is non-zero, or when all its values are
+    // zero (a slot a DCPI chunk stores with count 0).
+    let takes_part = |v: &[u64]| v.get(event).is_some_and(|&x| x != 0) || v.iter().all(|&y| y == 0);
+    if by_offset.without_offset > 0 {
         findings.warn(
             None,
-            format!("dcpi: {without_offset} cost(s) have no instruction address (function- or line-level costs) and are left out"),
+            format!(
+                "dcpi: {} cost(s) have no instruction address (function- or line-level costs) and are left out",
+                by_offset.without_offset
+            ),
         );
     }
-    let step = match profile.meta.address_step {
-        Some(s) if s > 0 => s,
-        _ => {
-            let offsets: Vec<u64> = slots.iter().map(|s| s.0).collect();
-            infer_step(&offsets)
-        }
-    };
-    if step != 4 {
-        findings.warn(
-            None,
-            format!("dcpi: sample slots are {step} bytes apart, which the file does not record; read it back with --address-step {step}"),
-        );
-    }
-    for &(offset, value) in &slots {
+    // First walk: what the file cannot hold, the gaps between slots, the last slot.
+    let (mut gaps, mut last) = (0u64, None::<u64>);
+    by_offset.try_for_each_address(takes_part, |offset, values| {
+        let value = values.get(event).copied().unwrap_or(0);
         if offset > u32::MAX as u64 {
             return Err(Error::unsupported(format!(
                 "dcpi: an address {offset:#x} bytes after the text start does not fit DCPI's 32-bit chunk offsets"
@@ -68,6 +80,21 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
                 "dcpi: {value} samples at offset {offset:#x} do not fit DCPI's 32-bit counts"
             )));
         }
+        if let Some(l) = last {
+            gaps = gcd(gaps, offset - l);
+        }
+        last = Some(offset);
+        Ok(())
+    })?;
+    let step = match profile.meta.address_step {
+        Some(s) if s > 0 => s,
+        _ => step_of_gaps(gaps),
+    };
+    if step != 4 {
+        findings.warn(
+            None,
+            format!("dcpi: sample slots are {step} bytes apart, which the file does not record; read it back with --address-step {step}"),
+        );
     }
 
     let spec = &event_specs(profile)[event];
@@ -76,7 +103,7 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
         _ => (0, 7),
     };
     let file = image.file.map(|f| profile.file_name(f).to_string());
-    let size = image.size.unwrap_or_else(|| slots.last().map(|s| s.0 + step).unwrap_or(0));
+    let size = image.size.unwrap_or_else(|| last.map(|l| l + step).unwrap_or(0));
     if image.size.is_none() {
         findings.warn(
             None,
@@ -195,27 +222,49 @@ pub fn to_bytes(profile: &Profile, event: Option<&str>, findings: &mut Findings)
     }
     header.push('\n');
 
-    let mut bytes = Vec::with_capacity(header.len() + slots.len() * 4 + 64);
-    bytes.extend_from_slice(header.as_bytes());
-    let mut nonzero: u32 = 0;
-    let mut sum: u32 = 0;
-    let mut i = 0;
-    while i < slots.len() {
-        let mut j = i + 1;
-        while j < slots.len() && slots[j].0 == slots[j - 1].0 + step {
-            j += 1;
+    // Second walk: the chunks, each a run of slots `step` apart: their lengths first (the
+    // length comes before the counts), then the file through a buffer.
+    let mut chunks = Vec::new();
+    let (mut start, mut len, mut prev) = (0u64, 0u64, None::<u64>);
+    by_offset.try_for_each_address(takes_part, |offset, _| {
+        match prev {
+            Some(p) if offset == p + step && len < MOST_PER_CHUNK => len += 1,
+            Some(_) => {
+                chunks.push((start, len));
+                (start, len) = (offset, 1);
+            }
+            None => (start, len) = (offset, 1),
         }
-        bytes.extend_from_slice(&(slots[i].0 as u32).to_le_bytes());
-        bytes.extend_from_slice(&((j - i) as u32).to_le_bytes());
-        for &(_, v) in &slots[i..j] {
-            let v = v as u32;
-            nonzero += (v != 0) as u32;
-            sum = sum.wrapping_add(v);
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        i = j;
+        prev = Some(offset);
+        Ok::<(), Error>(())
+    })?;
+    if len > 0 {
+        chunks.push((start, len));
     }
-    bytes.extend_from_slice(&nonzero.to_le_bytes());
-    bytes.extend_from_slice(&sum.to_le_bytes());
-    Ok(bytes)
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    buf.extend_from_slice(header.as_bytes());
+    let (mut nonzero, mut sum) = (0u32, 0u32);
+    let mut chunks = chunks.into_iter();
+    let mut left = 0;
+    by_offset.try_for_each_address(takes_part, |_, values| {
+        if left == 0 {
+            let (offset, len) = chunks.next().expect("a chunk for every slot");
+            buf.extend_from_slice(&(offset as u32).to_le_bytes());
+            buf.extend_from_slice(&(len as u32).to_le_bytes());
+            left = len;
+        }
+        left -= 1;
+        let v = values.get(event).copied().unwrap_or(0) as u32;
+        nonzero += (v != 0) as u32;
+        sum = sum.wrapping_add(v);
+        buf.extend_from_slice(&v.to_le_bytes());
+        if buf.len() >= 60 * 1024 {
+            out.write_all(&buf).map_err(io_err)?;
+            buf.clear();
+        }
+        Ok(())
+    })?;
+    buf.extend_from_slice(&nonzero.to_le_bytes());
+    buf.extend_from_slice(&sum.to_le_bytes());
+    out.write_all(&buf).map_err(io_err)
 }

@@ -186,11 +186,7 @@ pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
     let mut last: Option<usize> = None;
     for row in order {
         if let Some(prev) = last.filter(|&prev| same_place(prev, row)) {
-            let target = merged.len() - 1;
-            for (e, v) in costs.values(row).iter().enumerate() {
-                let slot = &mut merged.values_mut(target)[e];
-                *slot = slot.saturating_add(*v);
-            }
+            merged.add_to_last(&costs.values(row));
             last = Some(prev);
             continue;
         }
@@ -199,7 +195,7 @@ pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
             costs.symbol(row),
             costs.file(row),
             costs.line(row),
-            costs.values(row),
+            &costs.values(row),
         );
         last = Some(row);
     }

@@ -207,9 +207,7 @@ impl Sink {
         } else {
             let last = self.costs.len() - 1;
             if self.last_offset == offset && self.costs.symbol(last) == symbol {
-                for (x, y) in self.costs.values_mut(last).iter_mut().zip(values) {
-                    *x = x.saturating_add(*y);
-                }
+                self.costs.add_to_last(values);
                 return;
             }
             if self.last_offset > offset {
@@ -307,7 +305,7 @@ pub fn merge(
         };
         targets.push(target);
     }
-    let with_samples = |k: usize| sample_images[k].costs.values_slice().iter().any(|&v| v != 0);
+    let with_samples = |k: usize| sample_images[k].costs.any_value();
     if (0..sample_images.len()).any(with_samples)
         && (0..sample_images.len()).filter(|&k| with_samples(k)).all(|k| targets[k].is_none())
     {

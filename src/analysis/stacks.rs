@@ -225,7 +225,7 @@ pub fn flat_stacks(profile: &Profile) -> Profile {
                     stacks.push(Stack { frames: frames.clone(), values: vec![0.0; events], thread: None });
                     stacks.len() - 1
                 });
-                for (slot, &v) in stacks[at].values.iter_mut().zip(costs.values(row)) {
+                for (slot, &v) in stacks[at].values.iter_mut().zip(&costs.values(row)) {
                     *slot += v as f64;
                 }
             }

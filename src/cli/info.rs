@@ -69,6 +69,45 @@ pub struct Report {
     /// What `--symbols` found and named, per image.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub symbols: Vec<crate::symbolize::ImageReport>,
+    /// The memory the model takes, part by part.
+    pub memory: MemoryReport,
+}
+
+/// The heap memory the model holds (see [`crate::ir::ModelMemory`]), in bytes.
+#[derive(Serialize, Debug)]
+pub struct MemoryReport {
+    pub total: u64,
+    /// Each part, in a fixed order.
+    pub parts: BTreeMap<String, u64>,
+    /// The input's size in bytes, when it is a file that is not compressed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    /// `total` over `input`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+}
+
+impl MemoryReport {
+    pub fn of(profile: &Profile, input: Option<u64>) -> MemoryReport {
+        let memory = profile.memory();
+        let total = memory.total();
+        MemoryReport {
+            total,
+            parts: memory.parts().iter().map(|&(name, bytes)| (name.to_string(), bytes)).collect(),
+            input,
+            ratio: input.filter(|&n| n > 0).map(|n| (total as f64 / n as f64 * 100.0).round() / 100.0),
+        }
+    }
+}
+
+/// A byte count for people: B, KB, MB or GB (powers of 1000, one decimal).
+fn human_bytes(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
 }
 
 #[derive(Serialize, Debug)]
@@ -200,6 +239,11 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
     report.symbols = named;
+    report.memory.input = crate::io::Input::open(&args.input)
+        .ok()
+        .filter(|i| i.compression == crate::io::Compression::None)
+        .and_then(|i| i.size);
+    report.memory = MemoryReport::of(&loaded.profile, report.memory.input);
     if args.json {
         let json =
             serde_json::to_string_pretty(&report).map_err(|e| crate::error::Error::input(e.to_string()))?;
@@ -227,6 +271,7 @@ pub fn build(file: &str, format: &str, profile: &Profile, top: usize) -> Report 
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
         processes: profile.processes.iter().map(|p| process_report(profile, p, top)).collect(),
         symbols: Vec::new(),
+        memory: MemoryReport::of(profile, None),
     }
 }
 
@@ -442,6 +487,18 @@ fn coverage_of(image: &Image, symbol: u32) -> Vec<CoverageReport> {
 }
 
 /// The report as aligned text tables.
+/// One line: the model's memory, against the input's size when known, and its parts.
+fn render_memory(m: &MemoryReport) -> String {
+    let parts: Vec<String> = m
+        .parts
+        .iter()
+        .filter(|p| *p.1 > 0)
+        .map(|(name, &bytes)| format!("{name} {}", human_bytes(bytes)))
+        .collect();
+    let ratio = m.ratio.map_or(String::new(), |r| format!(", {r:.2}x the input"));
+    format!("memory:   {} in the model{ratio} ({})\n", human_bytes(m.total), parts.join(", "))
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     out.push_str(&format!("file:     {}\nformat:   {}", report.file, report.format));
@@ -453,6 +510,7 @@ pub fn render(report: &Report) -> String {
         out.push_str(&format!("events:   {}\n", report.events.join(" ")));
     }
     out.push_str(&format!("processes: {}\n", report.processes.len()));
+    out.push_str(&render_memory(&report.memory));
     for p in &report.processes {
         out.push_str(&format!("\nprocess {}: {} thread(s)", p.pid, p.threads));
         if let Some(n) = p.instr_count {

@@ -1,130 +1,424 @@
-//! The costs of an image, stored by column.
+//! The costs of an image, stored by column and packed by blocks of rows.
 //!
 //! A DCPI profile holds one sample count per instruction slot (25 million rows for a 100 MB
 //! file) and a Callgrind profile one cost line per instruction; most rows state only an offset
-//! and one or two values. Stored as rows of [`Cost`] (64 bytes each) those profiles spent their
-//! reading time in page faults. Stored by column, a column nobody stated takes no memory at all,
-//! and a DCPI sample takes 16 bytes: its offset and its count.
+//! and one or two values, and neighbouring rows state nearly the same ones: offsets a few bytes
+//! apart, the same function and file, lines close together, counts of one magnitude. So each
+//! column (offset, function, file, line, and one per event) is cut into blocks of
+//! [`BLOCK`] rows, and a block keeps only its smallest value and each row's difference from it,
+//! in as few whole bytes as the block's largest difference needs (none when every row is the
+//! same). A column nobody stated costs a few bytes per block, a DCPI sample about four bytes,
+//! and a Callgrind cost line about as much as its text.
+//!
+//! Rows are appended at the end and read anywhere: reading a row finds its block at once
+//! (`row / BLOCK`) and its bytes at a fixed place in it. The rows after the last full block stay
+//! unpacked (the *tail*), so the last row can still be changed ([`CostTable::add_to_last`]).
 
 use super::{Cost, FileId, Values};
 
-/// A column of optional values, materialised only as far as needed:
-/// - no row stated a value: both vectors are empty;
-/// - every row stated one: `data` holds them and `present` is empty;
-/// - some did: `present` says which, and `data` holds a default where it is `false`.
-#[derive(Clone, Debug, Default)]
-struct OptColumn<T> {
-    data: Vec<T>,
-    present: Vec<bool>,
+/// Rows per packed block.
+pub const BLOCK: usize = 256;
+/// Words of a block's bit set of rows without a value.
+const MASK_WORDS: usize = BLOCK / 64;
+/// Bytes of that bit set, kept before the values of a block whose rows mix stated and unstated.
+const MASK_BYTES: usize = BLOCK / 8;
+/// Most bytes a page of packed blocks holds: pages are never copied as they grow past it.
+const PAGE: usize = 1 << 20;
+
+/// Which rows of a packed block state a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Presence {
+    All,
+    None,
+    /// A bit set of the rows without one precedes the values.
+    Mixed,
 }
 
-impl<T: Copy + Default> OptColumn<T> {
-    /// Appends row `rows` (the number of rows before it).
+/// Where and how one packed block of a column is stored.
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    /// The smallest value stated in the block; each row stores its difference from it.
+    base: u64,
+    page: u32,
+    at: u32,
+    /// Bytes per row (per run when `runs` is not 0): 0 (every row is `base`), 1, 2, 4 or 8.
+    width: u8,
+    presence: Presence,
+    /// 0: a difference per row. Otherwise the block is that many runs of one value each: the
+    /// row each run starts at (a byte each), then each run's difference.
+    runs: u8,
+}
+
+/// Most runs a block is stored as (beyond, a difference per row is as small).
+const MOST_RUNS: usize = 64;
+
+impl Head {
+    /// The difference from `base` of row `i` of the block whose bytes are `bytes`.
     #[inline(always)]
-    fn push(&mut self, rows: usize, value: Option<T>) {
-        // The two common cases, every row with a value or none with one, stay inline.
-        if self.present.is_empty() {
-            match value {
-                Some(v) if self.data.len() == rows => return self.data.push(v),
-                None if self.data.is_empty() => return,
-                _ => {}
-            }
+    fn delta_of(&self, bytes: &[u8], i: usize) -> u64 {
+        if self.runs == 0 {
+            return delta(bytes, self.width, i);
         }
-        self.push_mixed(rows, value);
+        let runs = self.runs as usize;
+        let run = bytes[..runs].partition_point(|&start| start as usize <= i) - 1;
+        delta(&bytes[runs..], self.width, run)
+    }
+}
+
+/// Bytes per row that differences up to `range` need.
+fn width_for(range: u64) -> u8 {
+    match range {
+        0 => 0,
+        1..=0xFF => 1,
+        0x100..=0xFFFF => 2,
+        0x1_0000..=0xFFFF_FFFF => 4,
+        _ => 8,
+    }
+}
+
+/// The `i`th difference of a block's packed values.
+#[inline(always)]
+fn delta(bytes: &[u8], width: u8, i: usize) -> u64 {
+    match width {
+        0 => 0,
+        1 => u64::from(bytes[i]),
+        2 => u64::from(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])),
+        4 => u64::from(u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("four bytes"))),
+        _ => u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("eight bytes")),
+    }
+}
+
+fn missing_bit(mask: &[u64; MASK_WORDS], i: usize) -> bool {
+    mask[i / 64] >> (i % 64) & 1 == 1
+}
+
+/// One column of optional values: packed blocks, then the unpacked tail.
+#[derive(Clone, Debug, Default)]
+struct Column {
+    heads: Vec<Head>,
+    pages: Vec<Vec<u8>>,
+    /// Values of the rows after the last packed block (0 where none is stated).
+    tail: Vec<u64>,
+    /// Which tail rows state no value.
+    tail_missing: [u64; MASK_WORDS],
+    /// Rows that state a value, packed or not.
+    stated: usize,
+}
+
+impl Column {
+    /// A column of `blocks` packed blocks and `tail` tail rows, every row 0.
+    fn zeros(blocks: usize, tail: usize) -> Column {
+        let zero = Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::All, runs: 0 };
+        Column {
+            heads: vec![zero; blocks],
+            tail: vec![0; tail],
+            stated: blocks * BLOCK + tail,
+            ..Column::default()
+        }
     }
 
-    /// Appends a row once rows with and without a value mix (or are about to).
-    #[cold]
-    #[inline(never)]
-    fn push_mixed(&mut self, rows: usize, value: Option<T>) {
-        if self.present.is_empty() {
-            if value.is_some() {
-                // Every earlier row had none.
-                self.data = vec![T::default(); rows];
-                self.present = vec![false; rows];
-            } else {
-                // Every earlier row had one.
-                self.present = vec![true; rows];
+    #[inline(always)]
+    fn push(&mut self, value: Option<u64>) {
+        match value {
+            Some(v) => {
+                self.tail.push(v);
+                self.stated += 1;
             }
+            None => self.push_missing(),
         }
-        self.data.push(value.unwrap_or_default());
-        self.present.push(value.is_some());
     }
 
-    /// Appends rows `rows..rows + count`: the values of `values` when given (`count` of them),
-    /// else none.
+    fn push_missing(&mut self) {
+        let i = self.tail.len();
+        self.tail_missing[i / 64] |= 1 << (i % 64);
+        self.tail.push(0);
+    }
+
+    /// Appends stated values (the tail has room for them).
     #[inline]
-    fn extend(&mut self, rows: usize, count: usize, values: Option<&[T]>) {
-        if self.present.is_empty() {
-            match values {
-                Some(v) if self.data.len() == rows => return self.data.extend_from_slice(&v[..count]),
-                None if self.data.is_empty() => return,
-                _ => {}
+    fn extend(&mut self, values: impl ExactSizeIterator<Item = u64>) {
+        self.stated += values.len();
+        self.tail.extend(values);
+    }
+
+    /// Appends `n` rows of one value, or of none.
+    #[inline]
+    fn extend_same(&mut self, value: Option<u64>, n: usize) {
+        match value {
+            Some(v) => {
+                self.tail.resize(self.tail.len() + n, v);
+                self.stated += n;
             }
-        }
-        for k in 0..count {
-            self.push_mixed(rows + k, values.map(|v| v[k]));
+            None => (0..n).for_each(|_| self.push_missing()),
         }
     }
 
-    /// Appends rows `rows..rows + count`, all with `value`.
-    #[inline]
-    fn extend_same(&mut self, rows: usize, count: usize, value: Option<T>) {
-        if self.present.is_empty() {
-            match value {
-                Some(v) if self.data.len() == rows => return self.data.resize(rows + count, v),
-                None if self.data.is_empty() => return,
-                _ => {}
+    fn get(&self, row: usize) -> Option<u64> {
+        let block = row / BLOCK;
+        let i = row % BLOCK;
+        let Some(head) = self.heads.get(block) else {
+            let i = row - self.heads.len() * BLOCK;
+            return (!missing_bit(&self.tail_missing, i)).then(|| self.tail[i]);
+        };
+        let bytes = &self.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        match head.presence {
+            Presence::None => None,
+            Presence::All => Some(head.base + head.delta_of(bytes, i)),
+            Presence::Mixed => {
+                let missing = bytes[i / 8] >> (i % 8) & 1 == 1;
+                (!missing).then(|| head.base + delta(&bytes[MASK_BYTES..], head.width, i))
             }
-        }
-        for k in 0..count {
-            self.push_mixed(rows + k, value);
         }
     }
 
-    #[inline]
-    fn get(&self, row: usize) -> Option<T> {
-        if !self.present.is_empty() {
-            self.present[row].then(|| self.data[row])
+    /// Packs the tail, [`BLOCK`] rows long, into a block.
+    fn seal(&mut self) {
+        debug_assert_eq!(self.tail.len(), BLOCK);
+        let missing: u32 = self.tail_missing.iter().map(|w| w.count_ones()).sum();
+        let presence = match missing {
+            0 => Presence::All,
+            m if m as usize == BLOCK => Presence::None,
+            _ => Presence::Mixed,
+        };
+        let (mut lo, mut hi, mut changes) = (u64::MAX, 0, 0usize);
+        if presence == Presence::All {
+            for (k, &v) in self.tail.iter().enumerate() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+                changes += (k > 0 && v != self.tail[k - 1]) as usize;
+            }
         } else {
-            self.data.get(row).copied()
-        }
-    }
-
-    /// Appends the `count` rows of `other`, each value passed through `f` (which may drop it).
-    fn extend_mapped(&mut self, rows: usize, other: &OptColumn<T>, count: usize, f: impl Fn(T) -> Option<T>) {
-        if let Some(src) = other.dense(count) {
-            if self.present.is_empty() && self.data.len() == rows {
-                // Every row so far and every row to come has a value, unless `f` drops one.
-                self.data.extend(src.iter().map_while(|&v| f(v)));
-                if self.data.len() == rows + count {
-                    return;
+            for (i, &v) in self.tail.iter().enumerate() {
+                if !missing_bit(&self.tail_missing, i) {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
                 }
-                self.data.truncate(rows);
             }
         }
-        for k in 0..count {
-            self.push(rows + k, other.get(k).and_then(&f));
+        let (base, width) = if lo > hi { (0, 0) } else { (lo, width_for(hi - lo)) };
+        // Runs of one value (a function's rows, a basic block's counts) when fewer bytes.
+        let runs = changes + 1;
+        if presence == Presence::All
+            && width > 0
+            && runs <= MOST_RUNS
+            && runs * (1 + width as usize) < BLOCK * width as usize
+        {
+            let (page, at) = self.room(runs * (1 + width as usize));
+            let bytes = &mut self.pages[page as usize];
+            let mut values = Vec::with_capacity(runs);
+            for (k, &v) in self.tail.iter().enumerate() {
+                if k == 0 || v != self.tail[k - 1] {
+                    bytes.push(k as u8);
+                    values.push(v);
+                }
+            }
+            pack(&values, base, width, bytes);
+            self.heads.push(Head { base, page, at, width, presence, runs: runs as u8 });
+            self.tail.clear();
+            return;
         }
+        let need = width as usize * BLOCK + if presence == Presence::Mixed { MASK_BYTES } else { 0 };
+        let (page, at) = self.room(need);
+        if need > 0 {
+            let bytes = &mut self.pages[page as usize];
+            if presence == Presence::Mixed {
+                for w in self.tail_missing {
+                    bytes.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+            pack(&self.tail, base, width, bytes);
+        }
+        self.heads.push(Head { base, page, at, width, presence, runs: 0 });
+        self.tail.clear();
+        self.tail_missing = [0; MASK_WORDS];
     }
 
-    fn reserve(&mut self, additional: usize) {
-        if !self.data.is_empty() {
-            self.data.reserve(additional);
+    /// A page with room for `need` more bytes, and where they will start in it.
+    fn room(&mut self, need: usize) -> (u32, u32) {
+        if need == 0 {
+            return (0, 0);
         }
-        if !self.present.is_empty() {
-            self.present.reserve(additional);
+        match self.pages.last() {
+            Some(p) if p.len() + need <= PAGE => {}
+            // The first page grows as needed (most tables are small); later ones are whole.
+            Some(_) => self.pages.push(Vec::with_capacity(PAGE)),
+            None => self.pages.push(Vec::new()),
         }
+        let page = self.pages.len() - 1;
+        (page as u32, self.pages[page].len() as u32)
     }
 
-    /// Every row's value, when every row of `rows` has one.
-    fn dense(&self, rows: usize) -> Option<&[T]> {
-        (self.present.is_empty() && self.data.len() == rows).then_some(&self.data[..])
-    }
-
-    /// Whether any row has a value.
     fn any(&self) -> bool {
-        !self.data.is_empty()
+        self.stated > 0
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.heads.capacity() * std::mem::size_of::<Head>()
+            + self.pages.capacity() * std::mem::size_of::<Vec<u8>>()
+            + self.pages.iter().map(Vec::capacity).sum::<usize>()
+            + self.tail.capacity() * 8
+    }
+}
+
+/// The values of a column in row order, unpacked a block at a time.
+#[derive(Clone)]
+pub struct ColumnIter<'a> {
+    column: &'a Column,
+    /// The next block to unpack (`heads.len()`: the tail; beyond: none left).
+    next_block: usize,
+    /// The rows unpacked, and which of them state no value.
+    rows: Box<[u64; BLOCK]>,
+    missing: [u64; MASK_WORDS],
+    len: usize,
+    /// The next row of `rows`.
+    i: usize,
+}
+
+impl<'a> ColumnIter<'a> {
+    fn new(column: &'a Column) -> Self {
+        ColumnIter {
+            column,
+            next_block: 0,
+            rows: Box::new([0; BLOCK]),
+            missing: [0; MASK_WORDS],
+            len: 0,
+            i: 0,
+        }
+    }
+
+    /// Unpacks the next block (or the tail); `false` when none is left.
+    fn unpack(&mut self) -> bool {
+        let column = self.column;
+        let block = self.next_block;
+        self.next_block += 1;
+        self.i = 0;
+        let Some(head) = column.heads.get(block) else {
+            if block > column.heads.len() || column.tail.is_empty() {
+                return false;
+            }
+            self.len = column.tail.len();
+            self.rows[..self.len].copy_from_slice(&column.tail);
+            self.missing = column.tail_missing;
+            return true;
+        };
+        self.len = BLOCK;
+        let bytes = column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        let (base, width) = (head.base, head.width);
+        self.missing = [0; MASK_WORDS];
+        match head.presence {
+            Presence::None => {
+                self.missing = [u64::MAX; MASK_WORDS];
+                return true;
+            }
+            Presence::Mixed => {
+                for (w, word) in self.missing.iter_mut().enumerate() {
+                    *word = u64::from_le_bytes(bytes[w * 8..w * 8 + 8].try_into().expect("eight bytes"));
+                }
+                unpack(&bytes[MASK_BYTES..], base, width, &mut self.rows);
+            }
+            Presence::All if head.runs > 0 => {
+                let runs = head.runs as usize;
+                for run in 0..runs {
+                    let start = bytes[run] as usize;
+                    let end = if run + 1 < runs { bytes[run + 1] as usize } else { BLOCK };
+                    self.rows[start..end].fill(base + delta(&bytes[runs..], width, run));
+                }
+            }
+            Presence::All => unpack(bytes, base, width, &mut self.rows),
+        }
+        true
+    }
+}
+
+/// Writes `base` plus each of a block's differences, `width` bytes each, into `out`.
+fn unpack(bytes: &[u8], base: u64, width: u8, out: &mut [u64; BLOCK]) {
+    match width {
+        0 => out.fill(base),
+        1 => out.iter_mut().zip(bytes).for_each(|(o, &b)| *o = base + u64::from(b)),
+        2 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(2))
+            .for_each(|(o, b)| *o = base + u64::from(u16::from_le_bytes([b[0], b[1]]))),
+        4 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(4))
+            .for_each(|(o, b)| *o = base + u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(8))
+            .for_each(|(o, b)| *o = base + u64::from_le_bytes(b.try_into().expect("eight bytes"))),
+    }
+}
+
+impl Iterator for ColumnIter<'_> {
+    type Item = Option<u64>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Option<u64>> {
+        if self.i == self.len && !self.unpack() {
+            return None;
+        }
+        let i = self.i;
+        self.i += 1;
+        Some((!missing_bit(&self.missing, i)).then_some(self.rows[i]))
+    }
+}
+
+/// Every row of a table as an owned [`Cost`], unpacked a block at a time.
+pub struct Rows<'a> {
+    offsets: ColumnIter<'a>,
+    symbols: ColumnIter<'a>,
+    files: ColumnIter<'a>,
+    lines: ColumnIter<'a>,
+    values: Vec<ColumnIter<'a>>,
+    left: usize,
+}
+
+impl Iterator for Rows<'_> {
+    type Item = Cost;
+
+    #[inline]
+    fn next(&mut self) -> Option<Cost> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        Some(Cost {
+            offset: self.offsets.next().flatten(),
+            symbol: self.symbols.next().flatten().map(|s| s as u32),
+            file: self.files.next().flatten().map(|f| f as FileId),
+            line: self.lines.next().flatten().map(|l| l as u32),
+            values: self.values.iter_mut().map(|c| c.next().flatten().unwrap_or(0)).collect(),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Rows<'_> {}
+
+/// Appends the differences of `values` from `base`, `width` bytes each.
+fn pack(values: &[u64], base: u64, width: u8, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + values.len() * width as usize, 0);
+    let out = &mut out[start..];
+    match width {
+        0 => {}
+        1 => out.iter_mut().zip(values).for_each(|(o, &v)| *o = v.wrapping_sub(base) as u8),
+        2 => out
+            .chunks_exact_mut(2)
+            .zip(values)
+            .for_each(|(o, &v)| o.copy_from_slice(&(v.wrapping_sub(base) as u16).to_le_bytes())),
+        4 => out
+            .chunks_exact_mut(4)
+            .zip(values)
+            .for_each(|(o, &v)| o.copy_from_slice(&(v.wrapping_sub(base) as u32).to_le_bytes())),
+        _ => out
+            .chunks_exact_mut(8)
+            .zip(values)
+            .for_each(|(o, &v)| o.copy_from_slice(&v.wrapping_sub(base).to_le_bytes())),
     }
 }
 
@@ -132,19 +426,18 @@ impl<T: Copy + Default> OptColumn<T> {
 /// per event (`width` values; rows pushed with fewer are padded with zeros, which is what a
 /// missing trailing value means).
 ///
-/// Rows are read back as owned [`Cost`]s (`get`, `iter`) or one column at a time (`offset`,
-/// `values`...). Equality ignores how the table is laid out: two tables are equal when their
+/// Rows are read back as owned [`Cost`]s (`get`, `iter`) or one field at a time (`offset`,
+/// `value`...). Equality ignores how the table is laid out: two tables are equal when their
 /// rows are, trailing zero values aside.
 #[derive(Clone, Debug, Default)]
 pub struct CostTable {
     rows: usize,
-    width: usize,
-    offsets: OptColumn<u64>,
-    symbols: OptColumn<u32>,
-    files: OptColumn<FileId>,
-    lines: OptColumn<u32>,
-    /// `rows * width` values, row after row.
-    values: Vec<u64>,
+    offsets: Column,
+    symbols: Column,
+    files: Column,
+    lines: Column,
+    /// One column per event.
+    values: Vec<Column>,
 }
 
 impl CostTable {
@@ -152,16 +445,61 @@ impl CostTable {
         CostTable::default()
     }
 
-    /// A table of samples, the fastest way to build one: a row per offset, with one value
-    /// each. Panics unless both vectors are as long.
-    pub fn from_samples(offsets: Vec<u64>, values: Vec<u64>) -> Self {
-        assert_eq!(offsets.len(), values.len(), "one value per offset");
+    /// A table of samples (an offset and one value per row, nothing else), `rows` long, packed
+    /// on every core: `fill(first, offsets, values)` writes the offsets and values of rows
+    /// `first..first + offsets.len()` (both slices as long, at most [`BLOCK`] rows); it is
+    /// called once for each such part of the rows, from any thread.
+    pub fn from_samples_with(rows: usize, fill: impl Fn(usize, &mut [u64], &mut [u64]) + Sync) -> CostTable {
+        use rayon::prelude::*;
+        /// Blocks per task: about a million rows.
+        const GROUP: usize = 4096;
+        let full = rows / BLOCK;
+        let groups: Vec<PackedSamples> = (0..full.div_ceil(GROUP))
+            .into_par_iter()
+            .map(|g| {
+                let blocks = g * GROUP..((g + 1) * GROUP).min(full);
+                let (mut offsets, mut values) = ([0u64; BLOCK], [0u64; BLOCK]);
+                // Room for the widest rows; what is not written is never touched, and is given
+                // back at the end.
+                let mut heads = Vec::with_capacity(blocks.len());
+                let mut offset_page = Vec::with_capacity(blocks.len() * BLOCK * 8);
+                let mut value_page = Vec::with_capacity(blocks.len() * BLOCK * 8);
+                for b in blocks {
+                    fill(b * BLOCK, &mut offsets, &mut values);
+                    let ho = sample_head(&offsets, g as u32, offset_page.len());
+                    let hv = sample_head(&values, g as u32, value_page.len());
+                    pack(&offsets, ho.base, ho.width, &mut offset_page);
+                    pack(&values, hv.base, hv.width, &mut value_page);
+                    heads.push((ho, hv));
+                }
+                offset_page.shrink_to_fit();
+                value_page.shrink_to_fit();
+                let (ho, hv) = heads.into_iter().unzip();
+                (ho, offset_page, hv, value_page)
+            })
+            .collect();
+        let mut offsets = Column::default();
+        let mut values = Column::default();
+        for (ho, po, hv, pv) in groups {
+            offsets.heads.extend(ho);
+            offsets.pages.push(po);
+            values.heads.extend(hv);
+            values.pages.push(pv);
+        }
+        offsets.stated = full * BLOCK;
+        values.stated = full * BLOCK;
+        let rest = rows - full * BLOCK;
+        let (mut o, mut v) = (vec![0; rest], vec![0; rest]);
+        fill(full * BLOCK, &mut o, &mut v);
+        offsets.extend(o.into_iter());
+        values.extend(v.into_iter());
         CostTable {
-            rows: offsets.len(),
-            width: 1,
-            offsets: OptColumn { data: offsets, present: Vec::new() },
-            values,
-            ..CostTable::default()
+            rows,
+            offsets,
+            symbols: Column::default().with_none(full, rest),
+            files: Column::default().with_none(full, rest),
+            lines: Column::default().with_none(full, rest),
+            values: vec![values],
         }
     }
 
@@ -176,7 +514,7 @@ impl CostTable {
 
     /// Values per row.
     pub fn width(&self) -> usize {
-        self.width
+        self.values.len()
     }
 
     /// Removes every row.
@@ -184,14 +522,35 @@ impl CostTable {
         *self = CostTable::default();
     }
 
-    /// Makes room for `additional` more rows of the current width, in the columns that are
-    /// stored.
+    /// Makes room for `additional` more rows (only the block list grows ahead: the packed
+    /// bytes are sized by what the rows hold).
     pub fn reserve(&mut self, additional: usize) {
-        self.offsets.reserve(additional);
-        self.symbols.reserve(additional);
-        self.files.reserve(additional);
-        self.lines.reserve(additional);
-        self.values.reserve(additional.saturating_mul(self.width));
+        let blocks = additional / BLOCK;
+        for c in self.columns_mut() {
+            c.heads.reserve(blocks);
+        }
+    }
+
+    fn columns_mut(&mut self) -> impl Iterator<Item = &mut Column> {
+        [&mut self.offsets, &mut self.symbols, &mut self.files, &mut self.lines]
+            .into_iter()
+            .chain(self.values.iter_mut())
+    }
+
+    /// Packs the tail when it is full, before a row is added: so the last row is always in the
+    /// tail.
+    #[inline(always)]
+    fn make_room(&mut self) {
+        if self.offsets.tail.len() == BLOCK {
+            self.seal();
+        }
+    }
+
+    #[cold]
+    fn seal(&mut self) {
+        for c in self.columns_mut() {
+            c.seal();
+        }
     }
 
     /// Appends a row.
@@ -209,25 +568,24 @@ impl CostTable {
         line: Option<u32>,
         values: &[u64],
     ) {
-        if values.len() > self.width {
+        if values.len() > self.values.len() {
             self.widen(values.len());
         }
-        let rows = self.rows;
-        self.offsets.push(rows, offset);
-        self.symbols.push(rows, symbol);
-        self.files.push(rows, file);
-        self.lines.push(rows, line);
-        self.values.extend_from_slice(values);
-        if values.len() < self.width {
-            self.values.resize((rows + 1) * self.width, 0);
+        self.make_room();
+        self.offsets.push(offset);
+        self.symbols.push(symbol.map(u64::from));
+        self.files.push(file.map(u64::from));
+        self.lines.push(line.map(u64::from));
+        for (e, column) in self.values.iter_mut().enumerate() {
+            column.push(Some(values.get(e).copied().unwrap_or(0)));
         }
         self.rows += 1;
     }
 
     /// Appends `count` rows of one function and one file from columns: `offsets` and `lines`,
     /// when given, hold (at least) `count` entries, and `values` the values of the rows, row
-    /// after row, as many for each. The same rows as [`CostTable::push_parts`] one by one, in a
-    /// few copies.
+    /// after row, as many for each. The same rows as [`CostTable::push_parts`] one by one, a
+    /// block at a time.
     pub fn extend_columns(
         &mut self,
         count: usize,
@@ -242,98 +600,60 @@ impl CostTable {
         }
         assert_eq!(values.len() % count, 0, "as many values for each row");
         let width = values.len() / count;
-        if width > self.width {
+        if width > self.values.len() {
             self.widen(width);
         }
-        if width < self.width {
-            for row in 0..count {
-                self.push_parts(
-                    offsets.map(|o| o[row]),
-                    symbol,
-                    file,
-                    lines.map(|l| l[row]),
-                    &values[row * width..(row + 1) * width],
-                );
+        let mut done = 0;
+        while done < count {
+            self.make_room();
+            let n = (BLOCK - self.offsets.tail.len()).min(count - done);
+            let rows = done..done + n;
+            match offsets {
+                Some(o) => self.offsets.extend(o[rows.clone()].iter().copied()),
+                None => self.offsets.extend_same(None, n),
             }
-            return;
+            self.symbols.extend_same(symbol.map(u64::from), n);
+            self.files.extend_same(file.map(u64::from), n);
+            match lines {
+                Some(l) => self.lines.extend(l[rows.clone()].iter().map(|&l| u64::from(l))),
+                None => self.lines.extend_same(None, n),
+            }
+            for (e, column) in self.values.iter_mut().enumerate() {
+                if e < width {
+                    column.extend(
+                        values[rows.start * width..rows.end * width].iter().skip(e).step_by(width).copied(),
+                    );
+                } else {
+                    column.extend_same(Some(0), n);
+                }
+            }
+            self.rows += n;
+            done += n;
         }
-        let rows = self.rows;
-        self.offsets.extend(rows, count, offsets);
-        self.symbols.extend_same(rows, count, symbol);
-        self.files.extend_same(rows, count, file);
-        self.lines.extend(rows, count, lines);
-        self.values.extend_from_slice(values);
-        self.rows += count;
     }
 
     /// Appends the rows of `other`, with each function passed through `symbol` and each file
     /// through `file` (which may drop it): how the parts of a file read side by side are
     /// joined.
-    ///
-    /// The columns are copied on two threads, and each of `other`'s is freed as soon as it is
-    /// copied, so that few of them are held twice.
     pub fn append_mapped(
         &mut self,
-        mut other: CostTable,
-        symbol: impl Fn(u32) -> u32 + Sync,
-        file: impl Fn(FileId) -> Option<FileId> + Sync,
+        other: CostTable,
+        symbol: impl Fn(u32) -> u32,
+        file: impl Fn(FileId) -> Option<FileId>,
     ) {
-        let count = other.rows;
-        if count == 0 {
-            return;
+        self.widen(other.width());
+        for row in 0..other.rows {
+            let c = other.get(row);
+            self.push_parts(c.offset, c.symbol.map(&symbol), c.file.and_then(&file), c.line, &c.values);
         }
-        if other.width > self.width {
-            self.widen(other.width);
-        }
-        let rows = self.rows;
-        let width = self.width;
-        let CostTable { offsets, symbols, files, lines, values, .. } = self;
-        let (other_offsets, other_symbols) =
-            (std::mem::take(&mut other.offsets), std::mem::take(&mut other.symbols));
-        let (other_files, other_lines) = (std::mem::take(&mut other.files), std::mem::take(&mut other.lines));
-        let (other_values, other_width) = (std::mem::take(&mut other.values), other.width);
-        rayon::join(
-            || {
-                offsets.extend_mapped(rows, &other_offsets, count, Some);
-                drop(other_offsets);
-                if other_width == width {
-                    values.extend_from_slice(&other_values);
-                } else if other_width == 0 {
-                    values.resize((rows + count) * width, 0);
-                } else {
-                    for row in other_values.chunks_exact(other_width) {
-                        values.extend_from_slice(row);
-                        values.resize(values.len() + width - other_width, 0);
-                    }
-                }
-            },
-            || {
-                symbols.extend_mapped(rows, &other_symbols, count, |s| Some(symbol(s)));
-                drop(other_symbols);
-                files.extend_mapped(rows, &other_files, count, &file);
-                drop(other_files);
-                lines.extend_mapped(rows, &other_lines, count, Some);
-            },
-        );
-        self.rows += count;
     }
 
     /// Makes every row `width` values wide (no narrower than it is).
     pub fn widen(&mut self, width: usize) {
-        if width <= self.width {
-            return;
+        let (blocks, tail) = (self.offsets.heads.len(), self.offsets.tail.len());
+        while self.values.len() < width {
+            self.values.push(Column::zeros(blocks, tail));
         }
-        if self.rows > 0 && self.width > 0 {
-            let mut values = Vec::with_capacity(self.rows.saturating_mul(width));
-            for row in self.values.chunks_exact(self.width) {
-                values.extend_from_slice(row);
-                values.resize(values.len() + width - self.width, 0);
-            }
-            self.values = values;
-        } else {
-            self.values = vec![0; self.rows.saturating_mul(width)];
-        }
-        self.width = width;
     }
 
     pub fn offset(&self, row: usize) -> Option<u64> {
@@ -341,68 +661,61 @@ impl CostTable {
     }
 
     pub fn symbol(&self, row: usize) -> Option<u32> {
-        self.symbols.get(row)
+        self.symbols.get(row).map(|s| s as u32)
     }
 
     pub fn file(&self, row: usize) -> Option<FileId> {
-        self.files.get(row)
+        self.files.get(row).map(|f| f as FileId)
     }
 
     pub fn line(&self, row: usize) -> Option<u32> {
-        self.lines.get(row)
-    }
-
-    /// The offset of every row, when every row has one; `None` otherwise (read them with
-    /// [`CostTable::offset`]). For walks over millions of rows.
-    pub fn offsets_slice(&self) -> Option<&[u64]> {
-        self.offsets.dense(self.rows)
-    }
-
-    /// The function of every row, when every row has one; `None` otherwise.
-    pub fn symbols_slice(&self) -> Option<&[u32]> {
-        self.symbols.dense(self.rows)
-    }
-
-    /// The file of every row, when every row has one; `None` otherwise.
-    pub fn files_slice(&self) -> Option<&[FileId]> {
-        self.files.dense(self.rows)
-    }
-
-    /// The line of every row, when every row has one; `None` otherwise.
-    pub fn lines_slice(&self) -> Option<&[u32]> {
-        self.lines.dense(self.rows)
-    }
-
-    /// The values of every row, row after row, `width` each.
-    pub fn values_slice(&self) -> &[u64] {
-        &self.values
+        self.lines.get(row).map(|l| l as u32)
     }
 
     /// The values of a row, `width` long.
-    pub fn values(&self, row: usize) -> &[u64] {
-        &self.values[row * self.width..(row + 1) * self.width]
-    }
-
-    /// The values of a row, to change in place (call [`CostTable::widen`] first to add events).
-    pub fn values_mut(&mut self, row: usize) -> &mut [u64] {
-        &mut self.values[row * self.width..(row + 1) * self.width]
+    pub fn values(&self, row: usize) -> Values {
+        self.values.iter().map(|c| c.get(row).unwrap_or(0)).collect()
     }
 
     /// The value of one event in a row (0 when the row has none).
     pub fn value(&self, row: usize, event: usize) -> u64 {
-        if event < self.width {
-            self.values[row * self.width + event]
-        } else {
-            0
+        self.values.get(event).and_then(|c| c.get(row)).unwrap_or(0)
+    }
+
+    /// Adds `values` to those of the last row (saturating), widening the table when they are
+    /// more. Panics on an empty table.
+    pub fn add_to_last(&mut self, values: &[u64]) {
+        assert!(self.rows > 0, "a table without rows has no last row");
+        self.widen(values.len());
+        for (column, &v) in self.values.iter_mut().zip(values) {
+            let last = column.tail.last_mut().expect("the last row is in the tail");
+            *last = last.saturating_add(v);
         }
     }
 
     /// The sum of one event over every row (saturating).
     pub fn total(&self, event: usize) -> u64 {
-        if event >= self.width {
-            return 0;
+        let Some(column) = self.values.get(event) else { return 0 };
+        let mut sum = 0u64;
+        for head in &column.heads {
+            // Value columns state every row.
+            debug_assert_eq!(head.presence, Presence::All);
+            if head.width == 0 {
+                sum = sum.saturating_add(head.base.saturating_mul(BLOCK as u64));
+                continue;
+            }
+            let bytes = column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+            let deltas = (0..BLOCK).fold(0u64, |s, i| s.saturating_add(head.delta_of(bytes, i)));
+            sum = sum.saturating_add(head.base.saturating_mul(BLOCK as u64)).saturating_add(deltas);
         }
-        self.values.iter().skip(event).step_by(self.width).fold(0u64, |s, &v| s.saturating_add(v))
+        column.tail.iter().fold(sum, |s, &v| s.saturating_add(v))
+    }
+
+    /// Whether any row has a value other than 0.
+    pub fn any_value(&self) -> bool {
+        self.values
+            .iter()
+            .any(|c| c.heads.iter().any(|h| h.base != 0 || h.width != 0) || c.tail.iter().any(|&v| v != 0))
     }
 
     /// One row as an owned [`Cost`].
@@ -412,13 +725,43 @@ impl CostTable {
             offset: self.offset(row),
             file: self.file(row),
             line: self.line(row),
-            values: Values::from_slice(self.values(row)),
+            values: self.values(row),
         }
     }
 
     /// Every row, in order, as owned [`Cost`]s.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Cost> + '_ {
-        (0..self.rows).map(move |row| self.get(row))
+    pub fn iter(&self) -> Rows<'_> {
+        Rows {
+            offsets: ColumnIter::new(&self.offsets),
+            symbols: ColumnIter::new(&self.symbols),
+            files: ColumnIter::new(&self.files),
+            lines: ColumnIter::new(&self.lines),
+            values: self.values.iter().map(ColumnIter::new).collect(),
+            left: self.rows,
+        }
+    }
+
+    /// The offset of every row, in order.
+    pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
+        ColumnIter::new(&self.offsets)
+    }
+
+    /// The function of every row, in order.
+    pub fn symbols(&self) -> impl Iterator<Item = Option<u32>> + '_ {
+        ColumnIter::new(&self.symbols).map(|s| s.map(|s| s as u32))
+    }
+
+    /// The line of every row, in order.
+    pub fn lines(&self) -> impl Iterator<Item = Option<u32>> + '_ {
+        ColumnIter::new(&self.lines).map(|l| l.map(|l| l as u32))
+    }
+
+    /// The value of one event in every row, in order (zeros for an event beyond the width).
+    pub fn event_values(&self, event: usize) -> impl Iterator<Item = u64> + '_ {
+        let column = self.values.get(event);
+        let stated = column.map(|c| ColumnIter::new(c).map(|v| v.unwrap_or(0)));
+        let zeros = column.is_none().then(|| std::iter::repeat_n(0, self.rows));
+        stated.into_iter().flatten().chain(zeros.into_iter().flatten())
     }
 
     /// Whether any row states an offset (a line, a function, a file).
@@ -430,20 +773,59 @@ impl CostTable {
         self.lines.any()
     }
 
+    /// Gives back the room the table holds beyond its rows.
+    pub fn shrink_to_fit(&mut self) {
+        for c in self.columns_mut() {
+            c.heads.shrink_to_fit();
+            c.tail.shrink_to_fit();
+            c.pages.shrink_to_fit();
+            if let Some(last) = c.pages.last_mut() {
+                last.shrink_to_fit();
+            }
+        }
+        self.values.shrink_to_fit();
+    }
+
+    /// Heap bytes the table holds.
+    pub fn heap_bytes(&self) -> u64 {
+        let columns: usize = [&self.offsets, &self.symbols, &self.files, &self.lines]
+            .into_iter()
+            .chain(&self.values)
+            .map(Column::heap_bytes)
+            .sum();
+        (columns + self.values.capacity() * std::mem::size_of::<Column>()) as u64
+    }
+
     /// Appends every row of `other`.
     pub fn append(&mut self, other: &CostTable) {
-        self.widen(other.width);
-        self.reserve(other.rows);
+        self.widen(other.width());
         for row in 0..other.rows {
-            self.push_parts(
-                other.offset(row),
-                other.symbol(row),
-                other.file(row),
-                other.line(row),
-                other.values(row),
-            );
+            let c = other.get(row);
+            self.push_parts(c.offset, c.symbol, c.file, c.line, &c.values);
         }
     }
+}
+
+impl Column {
+    /// This column, emptied, as `blocks` packed blocks and `tail` tail rows without a value.
+    fn with_none(mut self, blocks: usize, tail: usize) -> Column {
+        let none = Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::None, runs: 0 };
+        self.heads = vec![none; blocks];
+        self.tail.clear();
+        self.tail_missing = [0; MASK_WORDS];
+        self.stated = 0;
+        (0..tail).for_each(|_| self.push_missing());
+        self
+    }
+}
+
+/// The packed blocks of a run of samples: heads and page of the offsets, then of the values.
+type PackedSamples = (Vec<Head>, Vec<u8>, Vec<Head>, Vec<u8>);
+
+/// The head of a block of samples (every row stated) about to be packed at `at` of `page`.
+fn sample_head(values: &[u64; BLOCK], page: u32, at: usize) -> Head {
+    let (lo, hi) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    Head { base: lo, page, at: at as u32, width: width_for(hi - lo), presence: Presence::All, runs: 0 }
 }
 
 impl PartialEq for CostTable {
@@ -458,7 +840,7 @@ impl PartialEq for CostTable {
                     && self.symbol(r) == other.symbol(r)
                     && self.file(r) == other.file(r)
                     && self.line(r) == other.line(r)
-                    && padded_eq(self.values(r), other.values(r))
+                    && padded_eq(&self.values(r), &other.values(r))
             })
     }
 }
@@ -491,10 +873,10 @@ impl Extend<Cost> for CostTable {
 
 impl<'a> IntoIterator for &'a CostTable {
     type Item = Cost;
-    type IntoIter = Box<dyn ExactSizeIterator<Item = Cost> + 'a>;
+    type IntoIter = Rows<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+        self.iter()
     }
 }
 
@@ -508,18 +890,19 @@ mod tests {
     }
 
     #[test]
-    fn samples_take_two_words_a_row() {
+    fn samples_take_a_few_bytes_a_row() {
         let mut t = CostTable::new();
-        for i in 0..1000 {
-            t.push_parts(Some(4 * i), None, None, None, &[i]);
+        for i in 0..100_000 {
+            t.push_parts(Some(4 * i), None, None, None, &[i % 200]);
         }
-        assert_eq!((t.len(), t.width(), t.offsets.data.len(), t.values.len()), (1000, 1, 1000, 1000));
-        assert!(t.offsets.present.is_empty() && !t.symbols.any() && !t.has_lines() && !t.files.any());
+        assert_eq!((t.len(), t.width()), (100_000, 1));
+        assert!(t.has_offsets() && !t.symbols.any() && !t.has_lines() && !t.files.any());
         assert_eq!(t.get(7), cost(Some(28), None, &[7]));
-        assert_eq!(
-            (t.offsets_slice().map(|o| o[7]), t.symbols_slice(), t.values_slice()[7]),
-            (Some(28), None, 7)
-        );
+        assert_eq!(t.get(99_999), cost(Some(399_996), None, &[199]));
+        // Offsets 4 apart (two bytes in a block) and counts below 256 (one byte).
+        t.shrink_to_fit();
+        assert!(t.heap_bytes() < 100_000 * 4, "{} bytes", t.heap_bytes());
+        assert_eq!(t.total(0), (0..100_000u64).map(|i| i % 200).sum::<u64>());
     }
 
     #[test]
@@ -547,7 +930,7 @@ mod tests {
         let mut wide = narrow.clone();
         wide.widen(3);
         assert_eq!(narrow, wide);
-        wide.values_mut(0)[2] = 1;
+        wide.add_to_last(&[0, 0, 1]);
         assert_ne!(narrow, wide);
     }
 
@@ -601,6 +984,79 @@ mod tests {
         })
     }
 
+    /// Rows past several blocks, with every column sometimes stated and values of every
+    /// magnitude (so blocks of every width and every presence).
+    fn many_rows() -> impl Strategy<Value = Vec<Cost>> {
+        let magnitude =
+            prop_oneof![Just(0u64), 0u64..3, 0u64..300, 0u64..70_000, 0u64..1 << 33, any::<u64>()];
+        let row = (
+            (any::<bool>(), magnitude.clone()),
+            (0u8..4, 0u32..5),
+            (any::<bool>(), magnitude.clone()),
+            proptest::collection::vec(magnitude, 0..3),
+        );
+        proptest::collection::vec(row, 0..1500).prop_map(|rows| {
+            rows.into_iter()
+                .enumerate()
+                .map(|(i, ((has_offset, offset), (symbols, symbol), (has_line, line), values))| Cost {
+                    offset: has_offset.then_some(offset),
+                    // Runs with and without a function, as profiles have them.
+                    symbol: (symbols != 0 && i % 512 < 300).then_some(symbol),
+                    file: (i % 700 < 500).then_some(symbol),
+                    line: has_line.then_some(line as u32),
+                    values: values.into(),
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn the_last_row_changes_after_a_block_is_packed_and_widening_pads_packed_rows() {
+        let mut t = CostTable::new();
+        for i in 0..BLOCK as u64 {
+            t.push_parts(Some(i), Some(1), None, Some(3), &[i]);
+        }
+        t.add_to_last(&[5]);
+        t.push_parts(Some(1000), None, None, None, &[1]);
+        t.add_to_last(&[1, 2]);
+        assert_eq!(
+            t.get(BLOCK - 1),
+            Cost { symbol: Some(1), ..cost(Some(BLOCK as u64 - 1), Some(3), &[BLOCK as u64 + 4, 0]) }
+        );
+        assert_eq!(t.get(BLOCK), cost(Some(1000), None, &[2, 2]));
+        assert_eq!((t.total(0), t.total(1)), ((0..BLOCK as u64).sum::<u64>() + 5 + 2, 2));
+    }
+
+    #[test]
+    fn samples_packed_on_every_core_are_the_rows_pushed() {
+        for rows in [0, 5, BLOCK, 3 * BLOCK + 7, 4096 * BLOCK + 300] {
+            let offset = |r: usize| (r as u64 / 64) * 320 + (r as u64 % 64) * 4;
+            let value = |r: usize| (r as u64 * 2_654_435_761) >> 20 & 0x3ff;
+            let packed = CostTable::from_samples_with(rows, |first, offsets, values| {
+                for k in 0..offsets.len() {
+                    (offsets[k], values[k]) = (offset(first + k), value(first + k));
+                }
+            });
+            let mut pushed = CostTable::new();
+            for r in 0..rows {
+                pushed.push_parts(Some(offset(r)), None, None, None, &[value(r)]);
+            }
+            assert_eq!(packed.len(), rows);
+            assert!(packed == pushed, "{rows} rows");
+            assert_eq!(packed.total(0), pushed.total(0));
+            let mut more = packed.clone();
+            more.push_parts(Some(1), Some(2), Some(3), Some(4), &[5, 6]);
+            assert_eq!(more.get(rows), cost(Some(1), Some(4), &[5, 6]).with_symbol_and_file(2, 3));
+        }
+    }
+
+    impl Cost {
+        fn with_symbol_and_file(mut self, symbol: u32, file: FileId) -> Cost {
+            (self.symbol, self.file) = (Some(symbol), Some(file));
+            self
+        }
+    }
+
     proptest! {
         /// Whatever rows go in come out, padded to the table's width.
         #[test]
@@ -623,6 +1079,29 @@ mod tests {
             }
             let copy: CostTable = table.iter().collect();
             prop_assert_eq!(&copy, &table);
+        }
+
+        /// Rows over several packed blocks come back, by row and in order, with the totals
+        /// they add up to; pushed one by one or by columns, the table is the same.
+        #[test]
+        fn packed_rows_come_back(costs in many_rows()) {
+            let table = CostTable::from(costs.clone());
+            prop_assert_eq!(table.len(), costs.len());
+            let width = table.width();
+            for (row, (c, got)) in costs.iter().zip(table.iter()).enumerate() {
+                let padded: Vec<u64> = (0..width).map(|e| c.value(e)).collect();
+                let want = Cost { values: Values::from_slice(&padded), ..c.clone() };
+                prop_assert_eq!(&got, &want, "row {}", row);
+                prop_assert_eq!(table.get(row), want);
+            }
+            for e in 0..width {
+                let sum = costs.iter().fold(0u64, |s, c| s.saturating_add(c.value(e)));
+                prop_assert_eq!(table.total(e), sum);
+                prop_assert!(table.event_values(e).eq(costs.iter().map(|c| c.value(e))));
+            }
+            prop_assert!(table.offsets().eq(costs.iter().map(|c| c.offset)));
+            prop_assert!(table.lines().eq(costs.iter().map(|c| c.line)));
+            prop_assert_eq!(table.any_value(), costs.iter().any(|c| c.values.iter().any(|&v| v != 0)));
         }
 
         /// Appending a table with its functions and files mapped gives the rows pushed one by

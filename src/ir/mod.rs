@@ -25,11 +25,13 @@
 
 mod costs;
 mod edge_kind;
+mod memory;
 mod paths;
 mod strings;
 
-pub use costs::CostTable;
+pub use costs::{ColumnIter, CostTable, Rows};
 pub use edge_kind::{EdgeClass, EdgeKind};
+pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
 pub use strings::StringTable;
 

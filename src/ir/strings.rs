@@ -57,6 +57,13 @@ impl StringTable {
         true
     }
 
+    /// Heap bytes the table holds: the strings and the lookup from string to index.
+    pub fn heap_bytes(&self) -> u64 {
+        let strings: u64 = self.names.iter().map(|n| n.capacity() as u64).sum();
+        let slots = self.index.capacity() * (std::mem::size_of::<(String, u32)>() + 1);
+        (self.names.capacity() * std::mem::size_of::<String>() + slots) as u64 + 2 * strings
+    }
+
     pub fn len(&self) -> usize {
         self.names.len()
     }

@@ -465,7 +465,7 @@ fn fill_image(
                     line = answers[a].line;
                 }
             }
-            costs.push_parts(offset, symbol, file, line, old.values(r));
+            costs.push_parts(offset, symbol, file, line, &old.values(r));
         }
         costs.widen(old.width());
         image.costs = costs;

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use crate::analysis::by_offset::ByOffset;
 use crate::converters::dcpi::model::{base_name, choose_image, event_specs, is_dcpi_family};
 use crate::converters::dcpi::write::io_err;
 use crate::error::{Error, Findings, Result};
@@ -16,35 +17,30 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     if n == 0 {
         return Err(Error::unsupported("dcpicat: the profile has no events"));
     }
-    // One line per address, equal addresses summed.
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::with_capacity(image.costs.len());
-    let mut without_offset = 0usize;
-    for c in &image.costs {
-        match c.offset {
-            Some(o) => rows.push((o, (0..n).map(|e| c.value(e)).collect())),
-            None => without_offset += 1,
-        }
-    }
-    if without_offset > 0 {
+    // One line per address, equal addresses summed, straight from the model: a first walk
+    // for the totals the header gives, a second for the lines.
+    let by_offset = ByOffset::new(&image.costs);
+    if by_offset.without_offset > 0 {
         findings.warn(
             None,
-            format!("dcpicat: {without_offset} cost(s) have no instruction address and are left out"),
+            format!(
+                "dcpicat: {} cost(s) have no instruction address and are left out",
+                by_offset.without_offset
+            ),
         );
     }
-    if !rows.windows(2).all(|w| w[0].0 <= w[1].0) {
-        rows.sort_by_key(|r| r.0);
-    }
-    rows.dedup_by(|b, a| {
-        if a.0 == b.0 {
-            for (x, y) in a.1.iter_mut().zip(&b.1) {
-                *x = x.saturating_add(*y);
+    let mut totals = vec![0u64; n];
+    let mut last = None;
+    by_offset.try_for_each_address(
+        |_| true,
+        |offset, values| {
+            for (t, v) in totals.iter_mut().zip(values) {
+                *t = t.saturating_add(*v);
             }
-            true
-        } else {
-            false
-        }
-    });
-    let totals: Vec<u64> = (0..n).map(|e| rows.iter().fold(0u64, |s, r| s.saturating_add(r.1[e]))).collect();
+            last = Some(offset);
+            Ok::<(), Error>(())
+        },
+    )?;
 
     let mut text = String::new();
     let mut line = |k: &str, v: &str| {
@@ -77,7 +73,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         }
     }
     line("text_start", &format!("{:#014x}", image.load_addr));
-    let size = image.size.unwrap_or_else(|| rows.last().map(|r| r.0 + 4).unwrap_or(0));
+    let size = image.size.unwrap_or_else(|| last.map(|l| l + 4).unwrap_or(0));
     if image.size.is_none() {
         findings.warn(
             None,
@@ -118,17 +114,21 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     }
     out.write_all(text.as_bytes()).map_err(io_err)?;
     let mut buf = String::with_capacity(64 * 1024);
-    for (offset, values) in &rows {
-        use std::fmt::Write as _;
-        let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(*offset));
-        for v in values {
-            let _ = write!(buf, " {v:>7}");
-        }
-        buf.push('\n');
-        if buf.len() > 60 * 1024 {
-            out.write_all(buf.as_bytes()).map_err(io_err)?;
-            buf.clear();
-        }
-    }
+    by_offset.try_for_each_address(
+        |_| true,
+        |offset, values| {
+            use std::fmt::Write as _;
+            let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(offset));
+            for e in 0..n {
+                let _ = write!(buf, " {:>7}", values.get(e).copied().unwrap_or(0));
+            }
+            buf.push('\n');
+            if buf.len() > 60 * 1024 {
+                out.write_all(buf.as_bytes()).map_err(io_err)?;
+                buf.clear();
+            }
+            Ok(())
+        },
+    )?;
     out.write_all(buf.as_bytes()).map_err(io_err)
 }

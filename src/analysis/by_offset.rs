@@ -1,0 +1,130 @@
+//! The costs of an image in address order, one entry per address.
+//!
+//! Sample formats (DCPI, dcpicat) list one line or slot per address, in increasing order, and
+//! sum what a profile states twice at one address. A table read from such a file is already in
+//! that order and is walked as it is stored; any other is sorted once, by an index of its rows,
+//! so that no writer keeps a second copy of every row.
+
+use crate::ir::CostTable;
+
+/// The rows of a table that state an offset, in offset order (rows at one offset in table
+/// order).
+pub struct ByOffset<'a> {
+    costs: &'a CostTable,
+    /// The rows with an offset, sorted by it; `None` when the table is in order already.
+    order: Option<Vec<(u64, usize)>>,
+    /// Rows without an offset (function- or line-level costs), which take no part.
+    pub without_offset: usize,
+}
+
+impl<'a> ByOffset<'a> {
+    pub fn new(costs: &'a CostTable) -> Self {
+        let (mut without_offset, mut sorted, mut last) = (0, true, 0);
+        for offset in costs.offsets() {
+            match offset {
+                Some(o) => {
+                    sorted &= last <= o;
+                    last = o;
+                }
+                None => without_offset += 1,
+            }
+        }
+        let order = (!sorted).then(|| {
+            let mut rows: Vec<(u64, usize)> =
+                costs.offsets().enumerate().filter_map(|(row, o)| Some((o?, row))).collect();
+            rows.sort_unstable();
+            rows
+        });
+        ByOffset { costs, order, without_offset }
+    }
+
+    /// Calls `f` once per address, in order, with the address and the values of the rows there
+    /// that `take` accepts, summed (saturating); an address none of whose rows is taken is left
+    /// out. Stops at the first error `f` returns.
+    pub fn try_for_each_address<E>(
+        &self,
+        take: impl Fn(&[u64]) -> bool,
+        mut f: impl FnMut(u64, &[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let width = self.costs.width();
+        let (mut row, mut sum) = (vec![0u64; width], vec![0u64; width]);
+        let mut at: Option<u64> = None;
+        let mut add = |offset: u64, row: &[u64], sum: &mut [u64]| -> Result<(), E> {
+            if !take(row) {
+                return Ok(());
+            }
+            if at.is_some_and(|a| a != offset) {
+                f(at.unwrap_or(0), sum)?;
+                sum.fill(0);
+            }
+            at = Some(offset);
+            for (s, v) in sum.iter_mut().zip(row) {
+                *s = s.saturating_add(*v);
+            }
+            Ok(())
+        };
+        match &self.order {
+            None => {
+                let mut columns: Vec<_> = (0..width).map(|e| self.costs.event_values(e)).collect();
+                for offset in self.costs.offsets() {
+                    for (v, column) in row.iter_mut().zip(&mut columns) {
+                        *v = column.next().unwrap_or(0);
+                    }
+                    if let Some(offset) = offset {
+                        add(offset, &row, &mut sum)?;
+                    }
+                }
+            }
+            Some(order) => {
+                for &(offset, r) in order {
+                    for (e, v) in row.iter_mut().enumerate() {
+                        *v = self.costs.value(r, e);
+                    }
+                    add(offset, &row, &mut sum)?;
+                }
+            }
+        }
+        match at {
+            Some(offset) => f(offset, &sum),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Cost;
+
+    fn addresses(b: &ByOffset, take: impl Fn(&[u64]) -> bool) -> Vec<(u64, Vec<u64>)> {
+        let mut out = Vec::new();
+        b.try_for_each_address(take, |o, v| {
+            out.push((o, v.to_vec()));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn table(rows: &[(Option<u64>, &[u64])]) -> CostTable {
+        rows.iter().map(|&(offset, v)| Cost { offset, values: v.into(), ..Cost::default() }).collect()
+    }
+
+    #[test]
+    fn rows_in_order_are_walked_as_stored_and_equal_addresses_summed() {
+        let t = table(&[(Some(0), &[1]), (Some(4), &[2]), (Some(4), &[3]), (None, &[9]), (Some(8), &[0])]);
+        let b = ByOffset::new(&t);
+        assert!(b.order.is_none());
+        assert_eq!(b.without_offset, 1);
+        assert_eq!(addresses(&b, |_| true), vec![(0, vec![1]), (4, vec![5]), (8, vec![0])]);
+    }
+
+    #[test]
+    fn rows_out_of_order_are_sorted_and_rows_left_out_take_no_part() {
+        let t = table(&[(Some(8), &[1, 0]), (Some(0), &[2, 7]), (Some(8), &[3, 1]), (Some(4), &[0, 5])]);
+        let b = ByOffset::new(&t);
+        assert!(b.order.is_some());
+        // Only rows with a first value.
+        assert_eq!(addresses(&b, |v| v[0] != 0), vec![(0, vec![2, 7]), (8, vec![4, 1])]);
+    }
+}
