@@ -639,16 +639,21 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
 #[inline(never)]
 fn instructions(image: &Image, ir: Option<usize>, owners: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
-    let at = |row: usize| Some((costs.offset(row)?, costs.symbol(row)?));
-    let mut extents = vec![None; image.symbols.len()];
-    let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
+    // The table's columns are packed: read in row order once, they are then looked up in
+    // address order from plain vectors.
+    let at: Vec<Option<(u64, u32)>> =
+        costs.offsets().zip(costs.symbols()).map(|(o, s)| Some((o?, s?))).collect();
     let ir = ir.filter(|&e| e < costs.width());
+    let values: Vec<u64> = ir.map_or_else(Vec::new, |e| costs.event_values(e).collect());
+    let lines: Vec<Option<u32>> = costs.lines().collect();
+    let mut extents = vec![None; image.symbols.len()];
+    let rows = radix::sort_by_runs(costs.len(), |row| at[row].map(|(addr, _)| addr));
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
-        let Some((addr, symbol)) = at(row) else { continue };
+        let Some((addr, symbol)) = at[row] else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| costs.value(row, e));
+        let v = values.get(row).copied().unwrap_or(0);
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
@@ -656,7 +661,7 @@ fn instructions(image: &Image, ir: Option<usize>, owners: &[u32]) -> (Vec<Instr>
                 ir: v,
                 owner: owners[symbol as usize],
                 file: costs.file(row).unwrap_or(NONE),
-                line: costs.line(row).unwrap_or(0),
+                line: lines.get(row).copied().flatten().unwrap_or(0),
                 flags: 0,
             }),
         }
