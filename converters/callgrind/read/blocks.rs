@@ -11,8 +11,8 @@
 use super::radix;
 use super::{recursion_base, ArcKind, RawArc};
 use crate::ir::{
-    Block, BlockRef, CostTable, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site,
-    SourceLine, SymbolRef,
+    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
+    SymbolRef,
 };
 use crate::mem;
 
@@ -78,11 +78,9 @@ pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: 
         // site), which place a function only where nothing else is.
         let mut extents = vec![None; image.symbols.len()];
         let mut zero_extents = vec![None; image.symbols.len()];
-        let costs = &image.costs;
-        for row in 0..costs.len() {
-            if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                let slot =
-                    if costs.values(row).iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
+        for cost in &image.costs {
+            if let (Some(s), Some(o)) = (cost.symbol, cost.offset) {
+                let slot = if cost.values.iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
                 widen(&mut slot[s as usize], o);
             }
         }
@@ -596,37 +594,27 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
 #[inline(never)]
 fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
-    let nsymbols = image.symbols.len();
-    instructions_at(costs, ir, base, nsymbols, |row| Some((costs.offset(row)?, costs.symbol(row)?)))
-}
-
-/// [`instructions`], with `at` giving the address and function of a row (`None` when it lacks
-/// either).
-#[inline(always)]
-fn instructions_at(
-    costs: &CostTable,
-    ir: Option<usize>,
-    base: &[u32],
-    nsymbols: usize,
-    at: impl Fn(usize) -> Option<(u64, u32)>,
-) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
-    let mut extents = vec![None; nsymbols];
+    let mut extents = vec![None; image.symbols.len()];
+    // Rows come out of the sort in runs of the table's order, so a cursor unpacks each block
+    // of the packed columns about once.
+    let mut cursor = costs.cursor();
+    let mut at = |row: usize| Some((cursor.offset(row)?, cursor.symbol(row)?));
     let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
     let ir = ir.filter(|&e| e < costs.width());
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
-        let Some((addr, symbol)) = at(row) else { continue };
+        let Some((addr, symbol)) = cursor.offset(row).zip(cursor.symbol(row)) else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| costs.value(row, e));
+        let v = ir.map_or(0, |e| cursor.value(row, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
                 addr,
                 ir: v,
                 owner: base[symbol as usize],
-                file: costs.file(row).unwrap_or(NONE),
-                line: costs.line(row).unwrap_or(0),
+                file: cursor.file(row).unwrap_or(NONE),
+                line: cursor.line(row).unwrap_or(0),
                 flags: 0,
             }),
         }
