@@ -128,11 +128,9 @@ pub fn symbol_extents(process: &mut Process, transfers: &[Transfer], owners: &[V
         // site), which place a function only where nothing else is.
         let mut extents = vec![None; image.symbols.len()];
         let mut zero_extents = vec![None; image.symbols.len()];
-        let costs = &image.costs;
-        for row in 0..costs.len() {
-            if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                let costed = (0..costs.width()).any(|e| costs.value(row, e) != 0);
-                let slot = if costed { &mut extents } else { &mut zero_extents };
+        for cost in &image.costs {
+            if let (Some(s), Some(o)) = (cost.symbol, cost.offset) {
+                let slot = if cost.values.iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
                 widen(&mut slot[s as usize], o);
             }
         }
@@ -639,29 +637,27 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
 #[inline(never)]
 fn instructions(image: &Image, ir: Option<usize>, owners: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
-    // The table's columns are packed: read in row order once, they are then looked up in
-    // address order from plain vectors.
-    let at: Vec<Option<(u64, u32)>> =
-        costs.offsets().zip(costs.symbols()).map(|(o, s)| Some((o?, s?))).collect();
-    let ir = ir.filter(|&e| e < costs.width());
-    let values: Vec<u64> = ir.map_or_else(Vec::new, |e| costs.event_values(e).collect());
-    let lines: Vec<Option<u32>> = costs.lines().collect();
     let mut extents = vec![None; image.symbols.len()];
-    let rows = radix::sort_by_runs(costs.len(), |row| at[row].map(|(addr, _)| addr));
+    // Rows come out of the sort in runs of the table's order, so a cursor unpacks each block
+    // of the packed columns about once.
+    let mut cursor = costs.cursor();
+    let mut at = |row: usize| Some((cursor.offset(row)?, cursor.symbol(row)?));
+    let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
+    let ir = ir.filter(|&e| e < costs.width());
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
-        let Some((addr, symbol)) = at[row] else { continue };
+        let Some((addr, symbol)) = cursor.offset(row).zip(cursor.symbol(row)) else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = values.get(row).copied().unwrap_or(0);
+        let v = ir.map_or(0, |e| cursor.value(row, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
                 addr,
                 ir: v,
                 owner: owners[symbol as usize],
-                file: costs.file(row).unwrap_or(NONE),
-                line: lines.get(row).copied().flatten().unwrap_or(0),
+                file: cursor.file(row).unwrap_or(NONE),
+                line: cursor.line(row).unwrap_or(0),
                 flags: 0,
             }),
         }

@@ -288,45 +288,130 @@ impl<'a> ColumnIter<'a> {
 
     /// Unpacks the next block (or the tail); `false` when none is left.
     fn unpack(&mut self) -> bool {
-        let column = self.column;
         let block = self.next_block;
         self.next_block += 1;
         self.i = 0;
-        let Some(head) = column.heads.get(block) else {
-            if block > column.heads.len() || column.tail.is_empty() {
-                return false;
+        match self.column.unpack_block(block, &mut self.rows, &mut self.missing) {
+            Some(len) => {
+                self.len = len;
+                true
             }
-            self.len = column.tail.len();
-            self.rows[..self.len].copy_from_slice(&column.tail);
-            self.missing = column.tail_missing;
-            return true;
+            None => false,
+        }
+    }
+}
+
+impl Column {
+    /// Unpacks block `block` (`heads.len()`: the tail) into `rows`, with which rows state no
+    /// value into `missing`; the number of rows, or `None` past the last.
+    fn unpack_block(
+        &self,
+        block: usize,
+        rows: &mut [u64; BLOCK],
+        missing: &mut [u64; MASK_WORDS],
+    ) -> Option<usize> {
+        let Some(head) = self.heads.get(block) else {
+            if block > self.heads.len() || self.tail.is_empty() {
+                return None;
+            }
+            rows[..self.tail.len()].copy_from_slice(&self.tail);
+            *missing = self.tail_missing;
+            return Some(self.tail.len());
         };
-        self.len = BLOCK;
-        let bytes = column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        let bytes = self.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
         let (base, width) = (head.base, head.width);
-        self.missing = [0; MASK_WORDS];
+        *missing = [0; MASK_WORDS];
         match head.presence {
-            Presence::None => {
-                self.missing = [u64::MAX; MASK_WORDS];
-                return true;
-            }
+            Presence::None => *missing = [u64::MAX; MASK_WORDS],
             Presence::Mixed => {
-                for (w, word) in self.missing.iter_mut().enumerate() {
+                for (w, word) in missing.iter_mut().enumerate() {
                     *word = u64::from_le_bytes(bytes[w * 8..w * 8 + 8].try_into().expect("eight bytes"));
                 }
-                unpack(&bytes[MASK_BYTES..], base, width, &mut self.rows);
+                unpack(&bytes[MASK_BYTES..], base, width, rows);
             }
             Presence::All if head.runs > 0 => {
                 let runs = head.runs as usize;
                 for run in 0..runs {
                     let start = bytes[run] as usize;
                     let end = if run + 1 < runs { bytes[run + 1] as usize } else { BLOCK };
-                    self.rows[start..end].fill(base + delta(&bytes[runs..], width, run));
+                    rows[start..end].fill(base + delta(&bytes[runs..], width, run));
                 }
             }
-            Presence::All => unpack(bytes, base, width, &mut self.rows),
+            Presence::All => unpack(bytes, base, width, rows),
         }
-        true
+        Some(BLOCK)
+    }
+}
+
+/// Blocks a [`Cursor`] keeps unpacked per column (by block number modulo this).
+const CACHED_BLOCKS: usize = 16;
+
+/// One column's recently unpacked blocks, for reading rows in an order that mostly stays
+/// among a few neighbouring blocks.
+struct CachedBlock {
+    blocks: [usize; CACHED_BLOCKS],
+    rows: Vec<[u64; BLOCK]>,
+    missing: [[u64; MASK_WORDS]; CACHED_BLOCKS],
+}
+
+impl CachedBlock {
+    fn new() -> Self {
+        CachedBlock {
+            blocks: [usize::MAX; CACHED_BLOCKS],
+            rows: vec![[0; BLOCK]; CACHED_BLOCKS],
+            missing: [[0; MASK_WORDS]; CACHED_BLOCKS],
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, column: &Column, row: usize) -> Option<u64> {
+        let block = row / BLOCK;
+        let slot = block % CACHED_BLOCKS;
+        if self.blocks[slot] != block {
+            // A row past the end reads as stating nothing.
+            column.unpack_block(block, &mut self.rows[slot], &mut self.missing[slot])?;
+            self.blocks[slot] = block;
+        }
+        let i = row % BLOCK;
+        (!missing_bit(&self.missing[slot], i)).then_some(self.rows[slot][i])
+    }
+}
+
+/// Reads rows of a table in any order, unpacking each block once while the rows read stay in
+/// it: for walks in an order of their own that mostly follows the table's (rows sorted by
+/// address, say).
+pub struct Cursor<'a> {
+    table: &'a CostTable,
+    offsets: CachedBlock,
+    symbols: CachedBlock,
+    files: CachedBlock,
+    lines: CachedBlock,
+    values: Vec<CachedBlock>,
+}
+
+impl Cursor<'_> {
+    pub fn offset(&mut self, row: usize) -> Option<u64> {
+        self.offsets.get(&self.table.offsets, row)
+    }
+
+    pub fn symbol(&mut self, row: usize) -> Option<u32> {
+        self.symbols.get(&self.table.symbols, row).map(|s| s as u32)
+    }
+
+    pub fn file(&mut self, row: usize) -> Option<FileId> {
+        self.files.get(&self.table.files, row).map(|f| f as FileId)
+    }
+
+    pub fn line(&mut self, row: usize) -> Option<u32> {
+        self.lines.get(&self.table.lines, row).map(|l| l as u32)
+    }
+
+    /// The value of one event in a row (0 when the row has none).
+    pub fn value(&mut self, row: usize, event: usize) -> u64 {
+        match (self.values.get_mut(event), self.table.values.get(event)) {
+            (Some(cache), Some(column)) => cache.get(column, row).unwrap_or(0),
+            _ => 0,
+        }
     }
 }
 
@@ -642,8 +727,7 @@ impl CostTable {
         file: impl Fn(FileId) -> Option<FileId>,
     ) {
         self.widen(other.width());
-        for row in 0..other.rows {
-            let c = other.get(row);
+        for c in &other {
             self.push_parts(c.offset, c.symbol.map(&symbol), c.file.and_then(&file), c.line, &c.values);
         }
     }
@@ -741,6 +825,18 @@ impl CostTable {
         }
     }
 
+    /// A reader of rows in any order (see [`Cursor`]).
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            table: self,
+            offsets: CachedBlock::new(),
+            symbols: CachedBlock::new(),
+            files: CachedBlock::new(),
+            lines: CachedBlock::new(),
+            values: self.values.iter().map(|_| CachedBlock::new()).collect(),
+        }
+    }
+
     /// The offset of every row, in order.
     pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
         ColumnIter::new(&self.offsets)
@@ -799,8 +895,7 @@ impl CostTable {
     /// Appends every row of `other`.
     pub fn append(&mut self, other: &CostTable) {
         self.widen(other.width());
-        for row in 0..other.rows {
-            let c = other.get(row);
+        for c in other {
             self.push_parts(c.offset, c.symbol, c.file, c.line, &c.values);
         }
     }
@@ -1098,6 +1193,16 @@ mod tests {
                 let sum = costs.iter().fold(0u64, |s, c| s.saturating_add(c.value(e)));
                 prop_assert_eq!(table.total(e), sum);
                 prop_assert!(table.event_values(e).eq(costs.iter().map(|c| c.value(e))));
+            }
+            // A cursor reads rows in any order: here backwards, then every 37th.
+            let mut cursor = table.cursor();
+            for row in (0..costs.len()).rev().chain((0..costs.len()).step_by(37)) {
+                let c = table.get(row);
+                prop_assert_eq!(
+                    (cursor.offset(row), cursor.symbol(row), cursor.file(row), cursor.line(row)),
+                    (c.offset, c.symbol, c.file, c.line)
+                );
+                prop_assert!((0..width + 1).all(|e| cursor.value(row, e) == c.value(e)));
             }
             prop_assert!(table.offsets().eq(costs.iter().map(|c| c.offset)));
             prop_assert!(table.lines().eq(costs.iter().map(|c| c.line)));
