@@ -83,10 +83,11 @@ fn project_fixtures_match_their_expected_info() {
             common::cfghub().current_dir(&dir).args(["info", &format!("{name}.dcfg.json")]).output().unwrap();
         assert!(out.status.success(), "{}", common::stderr(&out));
         let expected = std::fs::read_to_string(dir.join(format!("{name}.info.txt"))).unwrap();
-        // The `memory:` line follows the model's layout, not the input (tests/memory.rs checks it).
-        let printed: String =
-            common::stdout(&out).split_inclusive('\n').filter(|line| !line.starts_with("memory:")).collect();
-        assert_eq!(printed, expected, "{name}: `cfghub info` differs from {name}.info.txt");
+        assert_eq!(
+            common::without_memory_line(&common::stdout(&out)),
+            expected,
+            "{name}: `cfghub info` differs from {name}.info.txt"
+        );
         let v = common::cfghub()
             .current_dir(&dir)
             .args(["validate", &format!("{name}.dcfg.json")])
