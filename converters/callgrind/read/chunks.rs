@@ -364,7 +364,7 @@ impl Reader {
             own.inclusive.extend_from_slice(&state.inclusive);
             own.arcs.reserve(state.arcs.len());
             for a in state.arcs.drain(..) {
-                own.arcs.push(super::RawArc {
+                own.arcs.push(crate::analysis::blocks::Transfer {
                     src_image: image_map[a.src_image as usize],
                     src_symbol: symbol_map[a.src_image as usize][a.src_symbol as usize],
                     tgt_image: image_map[a.tgt_image as usize],
