@@ -21,7 +21,7 @@ fn main() {
                 let blocks: usize =
                     loaded.profile.processes.iter().flat_map(|p| &p.images).map(|i| i.blocks.len()).sum();
                 let edges: usize = loaded.profile.processes.iter().map(|p| p.edges.len()).sum();
-                println!(
+                print!(
                     "{path}: {} bytes in {secs:.3} s = {:.0} MB/s ({blocks} blocks, {edges} edges)",
                     size,
                     size as f64 / secs / 1e6
@@ -34,7 +34,7 @@ fn main() {
                     .map(|(name, bytes)| format!("{name} {:.1}", *bytes as f64 / 1e6))
                     .collect();
                 println!(
-                    "  model {:.1} MB = {:.2}x the input ({} MB)",
+                    "; model {:.1} MB = {:.2}x the input ({} MB)",
                     memory.total() as f64 / 1e6,
                     memory.total() as f64 / size.max(1) as f64,
                     parts.join(", ")

@@ -2,6 +2,7 @@
 # Callgrind benchmark on a real profile of at least 20 MB, against callgrind_annotate.
 #
 #   scripts/bench-callgrind.sh [WORKDIR]
+#   MAKE_ONLY=1 scripts/bench-callgrind.sh WORKDIR   (make the profile, print its path, stop)
 #
 # 1. Makes the profile: valgrind --tool=callgrind (instructions and jumps, following children)
 #    on `g++ -O2 -c` of a C++ file that includes <regex>, <map> and <iostream>; the compiler
@@ -48,6 +49,11 @@ CPP
     profile=$(ls -S callgrind.out.* | head -1)
 fi
 size=$(stat -c %s "$profile")
+# MAKE_ONLY=1: only make (or find) the profile, and print its path.
+if [ -n "${MAKE_ONLY:-}" ]; then
+    echo "$work/$profile"
+    exit 0
+fi
 echo "== profile: $work/$profile ($((size / 1000000)) MB; $(grep -m1 '^cmd:' "$profile" | cut -c1-60))"
 if [ "$size" -lt 20000000 ]; then
     echo "the profile is smaller than 20 MB" >&2

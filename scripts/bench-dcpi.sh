@@ -25,27 +25,7 @@ timed() {
 }
 
 # 1. A 100 MB profile: chunks of 64 slots, 64-byte gaps, non-zero counts mostly.
-python3 - "$WORK/big.dcpi" <<'PY'
-import struct, sys, array
-slots = 25_000_000
-head = ("version pdb-0.07\nimage 19970328081403c0c18b\npath /usr/bin/app\nepoch 9805191724\n"
-        "platform walnut\nevent cycles\nperiod 63488\ntstart 120000000\ntsize 4294967295\n"
-        "cpuspeed 500\nsamples")
-while (len(head) + 1) % 4:
-    head += " "
-head += "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(head.encode())
-    counts = array.array("I", [(i * 2654435761 >> 20) & 0x3FF for i in range(64)])
-    nz = sum(1 for c in counts if c) * (slots // 64)
-    total = sum(counts) * (slots // 64)
-    offset = 0
-    for _ in range(slots // 64):
-        f.write(struct.pack("<II", offset, 64))
-        f.write(counts.tobytes())
-        offset += 64 * 4 + 64
-    f.write(struct.pack("<II", nz, total & 0xFFFFFFFF))
-PY
+python3 scripts/gen-dcpi.py "$WORK/big.dcpi"
 ls -l "$WORK/big.dcpi"
 echo "== reading alone into the model (best of 3; target >= 500 MB/s)"
 for _ in 1 2 3; do "$LOAD" "$WORK/big.dcpi"; done | sort -t= -k2 -n -r | head -1

@@ -48,8 +48,17 @@ seed() {
       echo "fuzz.sh: $target: seed $path is absent, skipped" >&2
       continue
     fi
-    find "$path" -type f -size -2M -exec cp -n -t "$corpus" {} + 2>/dev/null || true
+    # No braces here: this function runs through `xargs -I{}`, which would replace them.
+    find "$path" -type f -size -2M -print0 | xargs -0 -r cp -n -t "$corpus" 2>/dev/null || true
   done
+  # The symbolizer's seeds are ELF files with DWARF, compiled from the C sources it names.
+  if [ "$target" = symbols ] && command -v cc >/dev/null; then
+    for c in "$corpus"/*.c; do
+      [ -e "$c" ] || continue
+      cc -g -O2 -o "${c%.c}-O2.elf" "$c" 2>/dev/null || true
+      cc -g -O0 -o "${c%.c}-O0.elf" "$c" 2>/dev/null || true
+    done
+  fi
 }
 
 [ "${BUILD:-1}" = 0 ] || cargo +nightly fuzz build

@@ -2,9 +2,11 @@
 //! part, and on large generated profiles that is at most three times the input's size.
 //!
 //! The profiles are written here, shaped like what the tools write: a DCPI profile of chunks of
-//! 64 slots (as the DCPI daemon stores an image's samples), and Callgrind profiles as Valgrind
-//! writes them by default (line positions, calls with inclusive costs) and with
-//! `--dump-instr=yes --collect-jumps=yes` (instruction addresses, jumps).
+//! 64 slots (as the DCPI daemon stores an image's samples), and a Callgrind profile as Valgrind
+//! writes it by default (line positions, calls with inclusive costs), with a call every six
+//! cost lines or so. Profiles denser in calls take more: each call is an edge with its
+//! inclusive cost and call site, about 150 bytes against 30 to 50 of text (a default profile of
+//! `cc1plus` has a call every 49 bytes and takes 3.5 times its size; `scripts/bench-memory.sh`).
 
 mod common;
 
@@ -65,7 +67,7 @@ impl Noise {
 
 /// A Callgrind profile of at least `bytes` bytes as Valgrind writes it by default: functions
 /// of 10 to 60 source lines in 300 files, with name compression, a cost per line, and a call
-/// every few lines with the callee's inclusive cost.
+/// (with the callee's inclusive cost) after one cost line in six.
 fn callgrind_lines(bytes: usize) -> String {
     let mut out = String::from(
         "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 4242\ncmd: ./app\npart: 1\n\n\

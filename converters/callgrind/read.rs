@@ -23,18 +23,16 @@
 //! Edges are between functions ([`crate::ir::NodeRef::Symbol`], with [`crate::ir::Site`]
 //! positions) unless the file has instruction addresses and jumps (`--dump-instr=yes
 //! --collect-jumps=yes`): then the instructions are grouped into basic blocks and the edges join
-//! blocks (see [`blocks::build_blocks`]).
-
-mod blocks;
-mod radix;
+//! blocks (see [`crate::analysis::blocks`]).
 
 use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
+use crate::analysis::blocks::{self, Transfer};
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
-use crate::ir::{Event, FileId, Image, Process, Profile, StringTable, Symbol};
+use crate::ir::{EdgeKind, Event, FileId, Image, Process, Profile, StringTable, Symbol};
 use crate::registry::ReadOptions;
 
 /// Rows at which a cost table (or the list of associations) reserves room for the rest of the
@@ -241,45 +239,14 @@ impl ArcKind {
     }
 }
 
-/// A call or jump as the file gave it, before it becomes an edge. Compact (80 bytes, the
-/// callee's inclusive cost kept aside in [`ProcessState::inclusive`]): a large profile has
-/// hundreds of thousands.
-#[derive(Debug)]
-struct RawArc {
-    kind: ArcKind,
-    /// Whether the positions had an `instr` column (both ends then have an address).
-    has_instr: bool,
-    /// Whether the positions had a `line` column.
-    has_line: bool,
-    thread: u32,
-    src_image: u32,
-    src_symbol: u32,
-    src_line: u32,
-    tgt_image: u32,
-    tgt_symbol: u32,
-    tgt_line: u32,
-    src_instr: u64,
-    tgt_instr: u64,
-    count: u64,
-    executed: u64,
-    /// For calls: where the callee's inclusive cost starts in [`ProcessState::inclusive`], and
-    /// its length (the number of events when it was read).
-    incl_start: usize,
-    incl_len: u32,
-}
-
-impl RawArc {
-    fn src_instr(&self) -> Option<u64> {
-        self.has_instr.then_some(self.src_instr)
-    }
-    fn tgt_instr(&self) -> Option<u64> {
-        self.has_instr.then_some(self.tgt_instr)
-    }
-    fn src_line(&self) -> Option<u32> {
-        self.has_line.then_some(self.src_line)
-    }
-    fn tgt_line(&self) -> Option<u32> {
-        self.has_line.then_some(self.tgt_line)
+impl ArcKind {
+    /// The kind of edge the line states: calls=, jump= (unconditional), jcnd= (conditional).
+    fn edge_kind(self) -> EdgeKind {
+        match self {
+            ArcKind::Call => EdgeKind::Call,
+            ArcKind::Jump => EdgeKind::UnconditionalBranch,
+            ArcKind::Jcnd => EdgeKind::ConditionalBranch,
+        }
     }
 }
 
@@ -342,7 +309,8 @@ struct ProcessState {
     symbols: HashMap<(u32, u32, Name), u32, FastHash>,
     /// The first function of each image and name, whatever its file.
     by_name: HashMap<(u32, u32), u32, FastHash>,
-    arcs: Vec<RawArc>,
+    /// The `calls=`/`jump=`/`jcnd=` lines as transfers between positions.
+    arcs: Vec<Transfer>,
     /// The inclusive costs of the calls, one after the other.
     inclusive: Vec<u64>,
 }
@@ -1347,9 +1315,9 @@ impl Reader {
                 state.inclusive.push(v);
             }
         }
-        state.arcs.push(RawArc {
-            kind: p.kind,
-            has_instr: self.instr_col.is_some(),
+        state.arcs.push(Transfer {
+            kind: p.kind.edge_kind(),
+            has_addr: self.instr_col.is_some(),
             has_line: line_no.is_some(),
             thread: self.thread,
             src_image: image,
@@ -1358,8 +1326,8 @@ impl Reader {
             tgt_image: p.target_image,
             tgt_symbol: p.target_symbol,
             tgt_line: tgt_line.unwrap_or(0),
-            src_instr: instr.unwrap_or(0),
-            tgt_instr: self.instr_col.map_or(0, |c| p.target[c]),
+            src_addr: instr.unwrap_or(0),
+            tgt_addr: self.instr_col.map_or(0, |c| p.target[c]),
             count: p.count,
             executed: p.executed,
             incl_start,
@@ -1449,15 +1417,15 @@ impl Reader {
         let has_instr = !self.part_without_instr && !self.columns.is_empty();
         for (p, state) in self.states.into_iter().enumerate() {
             let process = &mut self.profile.processes[p];
-            let bases = blocks::recursion_bases(process);
-            let arcs = blocks::Arcs { arcs: &state.arcs, inclusive: &state.inclusive, pad_to };
-            let jumps = state.arcs.iter().any(|a| a.kind != ArcKind::Call);
+            let owners = recursion_bases(process);
+            let transfers = blocks::Transfers { list: &state.arcs, inclusive: &state.inclusive, pad_to };
+            let jumps = state.arcs.iter().any(|a| !a.kind.is_call());
             if has_instr && jumps {
                 // Symbol extents are set on the way, from the sorted addresses.
-                blocks::build_blocks(process, &arcs, ir, &bases);
+                blocks::rebuild(process, &transfers, ir, &owners);
             } else {
-                blocks::set_symbol_extents(process, &state.arcs, &bases);
-                blocks::function_edges(process, &arcs, &state.arcs, 1);
+                blocks::symbol_extents(process, &state.arcs, &owners);
+                blocks::function_edges(process, &transfers, &state.arcs, 1);
             }
         }
         Ok(self.profile)
@@ -1488,6 +1456,25 @@ impl Table {
     }
 }
 
+/// For every symbol of every image: the symbol of its base function when it is a recursion
+/// level (`fib'2` -> `fib`, when `fib` is a symbol of the image), else itself.
+fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
+    process
+        .images
+        .iter()
+        .map(|image| {
+            let names: std::collections::HashMap<&str, u32> =
+                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
+            image
+                .symbols
+                .iter()
+                .enumerate()
+                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
+                .collect()
+        })
+        .collect()
+}
+
 /// The base function of a recursion-level name (`fib'2` -> `fib`), when the name has such a
 /// suffix.
 pub fn recursion_base(name: &str) -> Option<&str> {
@@ -1495,8 +1482,8 @@ pub fn recursion_base(name: &str) -> Option<&str> {
     (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
 }
 
-/// A hasher for the integer keys of the block rebuild and the writer (addresses, block
-/// references): a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
+/// A hasher for the integer keys of the reader (object, file and function ids, name keys):
+/// a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
 /// collision-resistant: a file crafted to collide can make reading slow, never wrong.
 #[derive(Clone, Copy, Default)]
 pub(super) struct FastHash;

@@ -70,7 +70,7 @@ mod write_names;
 mod write_text;
 
 use crate::analysis::source::{Part, SourceIndex};
-use crate::analysis::{callgraph, counts, names, routines, stacks};
+use crate::analysis::{branch_pairs, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, CostTable, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
@@ -813,7 +813,7 @@ impl Writer<'_> {
             self.unplaced,
         );
         let streaming = std::mem::replace(&mut self.streaming, false);
-        let slots = write_index::Slots::new(process);
+        let slots = branch_pairs::Slots::new(process);
         let mut done = vec![false; slots.other];
         let mut scratch = Vec::new();
         // Per edge of the current run: its partner, or whether it is a paired fall-through.
@@ -844,7 +844,7 @@ impl Writer<'_> {
                 }
                 done[slot] = true;
                 let group = (k..end).filter(|&j| candidate(&edges[j])).map(|j| j as u32);
-                write_index::pair_group(edges, group, &mut scratch, |c, f| {
+                branch_pairs::pair_group(edges, group, &mut scratch, |c, f| {
                     partner[c as usize - k] = f;
                     paired[f as usize - k] = true;
                 });

@@ -13,7 +13,7 @@ use super::model::{choose_event, choose_image, event_specs, gcd, is_dcpi_family,
 use super::read::{parse_version, REQUIRED};
 use crate::analysis::by_offset::ByOffset;
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Profile, Values};
+use crate::ir::Profile;
 use crate::registry::WriteOptions;
 
 /// A write failure; the output's name is added by the caller.
@@ -56,12 +56,7 @@ fn write_to(
     let by_offset = ByOffset::new(&image.costs);
     // A cost takes part when its value for the event is non-zero, or when all its values are
     // zero (a slot a DCPI chunk stores with count 0).
-    let samples = || {
-        by_offset.addresses(move |v: &Values| {
-            let x = v.get(event).copied().unwrap_or(0);
-            (x != 0 || v.iter().all(|&y| y == 0)).then(|| Values::from_slice(&[x]))
-        })
-    };
+    let takes_part = |v: &[u64]| v.get(event).is_some_and(|&x| x != 0) || v.iter().all(|&y| y == 0);
     if by_offset.without_offset > 0 {
         findings.warn(
             None,
@@ -73,23 +68,24 @@ fn write_to(
     }
     // First walk: what the file cannot hold, the gaps between slots, the last slot.
     let (mut gaps, mut last) = (0u64, None::<u64>);
-    for (offset, value) in samples() {
+    by_offset.try_for_each_address(takes_part, |offset, values| {
+        let value = values.get(event).copied().unwrap_or(0);
         if offset > u32::MAX as u64 {
             return Err(Error::unsupported(format!(
                 "dcpi: an address {offset:#x} bytes after the text start does not fit DCPI's 32-bit chunk offsets"
             )));
         }
-        if value[0] > u32::MAX as u64 {
+        if value > u32::MAX as u64 {
             return Err(Error::unsupported(format!(
-                "dcpi: {} samples at offset {offset:#x} do not fit DCPI's 32-bit counts",
-                value[0]
+                "dcpi: {value} samples at offset {offset:#x} do not fit DCPI's 32-bit counts"
             )));
         }
         if let Some(l) = last {
             gaps = gcd(gaps, offset - l);
         }
         last = Some(offset);
-    }
+        Ok(())
+    })?;
     let step = match profile.meta.address_step {
         Some(s) if s > 0 => s,
         _ => step_of_gaps(gaps),
@@ -226,10 +222,11 @@ fn write_to(
     }
     header.push('\n');
 
-    // Second walk: the chunks, each a run of slots `step` apart, through a buffer.
+    // Second walk: the chunks, each a run of slots `step` apart: their lengths first (the
+    // length comes before the counts), then the file through a buffer.
     let mut chunks = Vec::new();
     let (mut start, mut len, mut prev) = (0u64, 0u64, None::<u64>);
-    for (offset, _) in samples() {
+    by_offset.try_for_each_address(takes_part, |offset, _| {
         match prev {
             Some(p) if offset == p + step && len < MOST_PER_CHUNK => len += 1,
             Some(_) => {
@@ -239,27 +236,34 @@ fn write_to(
             None => (start, len) = (offset, 1),
         }
         prev = Some(offset);
-    }
+        Ok::<(), Error>(())
+    })?;
     if len > 0 {
         chunks.push((start, len));
     }
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     buf.extend_from_slice(header.as_bytes());
     let (mut nonzero, mut sum) = (0u32, 0u32);
-    let mut values = samples().map(|(_, v)| v[0] as u32);
-    for (offset, len) in chunks {
-        buf.extend_from_slice(&(offset as u32).to_le_bytes());
-        buf.extend_from_slice(&(len as u32).to_le_bytes());
-        for v in values.by_ref().take(len as usize) {
-            nonzero += (v != 0) as u32;
-            sum = sum.wrapping_add(v);
-            buf.extend_from_slice(&v.to_le_bytes());
-            if buf.len() >= 60 * 1024 {
-                out.write_all(&buf).map_err(io_err)?;
-                buf.clear();
-            }
+    let mut chunks = chunks.into_iter();
+    let mut left = 0;
+    by_offset.try_for_each_address(takes_part, |_, values| {
+        if left == 0 {
+            let (offset, len) = chunks.next().expect("a chunk for every slot");
+            buf.extend_from_slice(&(offset as u32).to_le_bytes());
+            buf.extend_from_slice(&(len as u32).to_le_bytes());
+            left = len;
         }
-    }
+        left -= 1;
+        let v = values.get(event).copied().unwrap_or(0) as u32;
+        nonzero += (v != 0) as u32;
+        sum = sum.wrapping_add(v);
+        buf.extend_from_slice(&v.to_le_bytes());
+        if buf.len() >= 60 * 1024 {
+            out.write_all(&buf).map_err(io_err)?;
+            buf.clear();
+        }
+        Ok(())
+    })?;
     buf.extend_from_slice(&nonzero.to_le_bytes());
     buf.extend_from_slice(&sum.to_le_bytes());
     out.write_all(&buf).map_err(io_err)

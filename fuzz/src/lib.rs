@@ -41,3 +41,32 @@ pub fn trace_edges(data: &[u8]) {
     let mut input = data;
     let _ = stream_versioned(&mut input, None, job, Some(MAX_EDGES));
 }
+
+/// Opens `data` as an ELF file with its DWARF, as `--symbols` does (the file is both the binary
+/// and its debug file), and looks up its own symbols' and segments' addresses: symbol, source
+/// position, line rows and inline chain. The symbolizer maps files, so the bytes go to a file of
+/// this process's own first.
+pub fn symbolize(data: &[u8]) {
+    use cfghub::symbolize::elf::ElfFile;
+    use cfghub::symbolize::{Found, Symbolizer};
+    let path = std::env::temp_dir().join(format!("cfghub-fuzz-elf-{}", std::process::id()));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let Ok(elf) = ElfFile::open(&path) else { return };
+    let mut addresses: Vec<u64> = elf.function_symbols().iter().take(32).map(|s| s.address).collect();
+    let segments = elf.segments();
+    addresses.extend(segments.iter().take(8).map(|s| s.address));
+    drop(elf);
+    let found = Found { binary: Some(path.clone()), debug: Some(path), ..Found::default() };
+    let Ok(symbolizer) = Symbolizer::new(found) else { return };
+    let lookup = symbolizer.lookup();
+    for &a in &addresses {
+        let _ = symbolizer.find_symbol(a);
+        let _ = lookup.find_location(a);
+        let _ = lookup.find_frames(a);
+    }
+    for s in segments.iter().take(8) {
+        let _ = lookup.find_location_range(s.address, s.address.saturating_add(s.size.min(4096)));
+    }
+}

@@ -5,7 +5,7 @@
 //! that order and is walked as it is stored; any other is sorted once, by an index of its rows,
 //! so that no writer keeps a second copy of every row.
 
-use crate::ir::{CostTable, Values};
+use crate::ir::CostTable;
 
 /// The rows of a table that state an offset, in offset order (rows at one offset in table
 /// order).
@@ -38,34 +38,56 @@ impl<'a> ByOffset<'a> {
         ByOffset { costs, order, without_offset }
     }
 
-    /// Each row with an offset, in offset order: its offset and values.
-    pub fn rows(&self) -> Box<dyn Iterator<Item = (u64, Values)> + '_> {
+    /// Calls `f` once per address, in order, with the address and the values of the rows there
+    /// that `take` accepts, summed (saturating); an address none of whose rows is taken is left
+    /// out. Stops at the first error `f` returns.
+    pub fn try_for_each_address<E>(
+        &self,
+        take: impl Fn(&[u64]) -> bool,
+        mut f: impl FnMut(u64, &[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let width = self.costs.width();
+        let (mut row, mut sum) = (vec![0u64; width], vec![0u64; width]);
+        let mut at: Option<u64> = None;
+        let mut add = |offset: u64, row: &[u64], sum: &mut [u64]| -> Result<(), E> {
+            if !take(row) {
+                return Ok(());
+            }
+            if at.is_some_and(|a| a != offset) {
+                f(at.unwrap_or(0), sum)?;
+                sum.fill(0);
+            }
+            at = Some(offset);
+            for (s, v) in sum.iter_mut().zip(row) {
+                *s = s.saturating_add(*v);
+            }
+            Ok(())
+        };
         match &self.order {
-            None => Box::new(self.costs.iter().filter_map(|c| Some((c.offset?, c.values)))),
-            Some(order) => Box::new(order.iter().map(|&(o, row)| (o, self.costs.values(row)))),
-        }
-    }
-
-    /// One entry per address, in order: the address and what `take` makes of its rows' values,
-    /// summed (saturating) over the rows at that address; rows `take` returns `None` for take no
-    /// part (an address none of whose rows take part has no entry).
-    pub fn addresses<F>(&self, mut take: F) -> impl Iterator<Item = (u64, Values)> + '_
-    where
-        F: FnMut(&Values) -> Option<Values> + 'a,
-    {
-        let mut rows = self.rows().filter_map(move |(o, v)| Some((o, take(&v)?))).peekable();
-        std::iter::from_fn(move || {
-            let (offset, mut sum) = rows.next()?;
-            while let Some((_, more)) = rows.next_if(|(o, _)| *o == offset) {
-                if more.len() > sum.len() {
-                    sum.resize(more.len(), 0);
-                }
-                for (s, m) in sum.iter_mut().zip(&more) {
-                    *s = s.saturating_add(*m);
+            None => {
+                let mut columns: Vec<_> = (0..width).map(|e| self.costs.event_values(e)).collect();
+                for offset in self.costs.offsets() {
+                    for (v, column) in row.iter_mut().zip(&mut columns) {
+                        *v = column.next().unwrap_or(0);
+                    }
+                    if let Some(offset) = offset {
+                        add(offset, &row, &mut sum)?;
+                    }
                 }
             }
-            Some((offset, sum))
-        })
+            Some(order) => {
+                for &(offset, r) in order {
+                    for (e, v) in row.iter_mut().enumerate() {
+                        *v = self.costs.value(r, e);
+                    }
+                    add(offset, &row, &mut sum)?;
+                }
+            }
+        }
+        match at {
+            Some(offset) => f(offset, &sum),
+            None => Ok(()),
+        }
     }
 }
 
@@ -73,6 +95,16 @@ impl<'a> ByOffset<'a> {
 mod tests {
     use super::*;
     use crate::ir::Cost;
+
+    fn addresses(b: &ByOffset, take: impl Fn(&[u64]) -> bool) -> Vec<(u64, Vec<u64>)> {
+        let mut out = Vec::new();
+        b.try_for_each_address(take, |o, v| {
+            out.push((o, v.to_vec()));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        out
+    }
 
     fn table(rows: &[(Option<u64>, &[u64])]) -> CostTable {
         rows.iter().map(|&(offset, v)| Cost { offset, values: v.into(), ..Cost::default() }).collect()
@@ -84,9 +116,7 @@ mod tests {
         let b = ByOffset::new(&t);
         assert!(b.order.is_none());
         assert_eq!(b.without_offset, 1);
-        let got: Vec<(u64, Vec<u64>)> =
-            b.addresses(|v| Some(v.clone())).map(|(o, v)| (o, v.to_vec())).collect();
-        assert_eq!(got, vec![(0, vec![1]), (4, vec![5]), (8, vec![0])]);
+        assert_eq!(addresses(&b, |_| true), vec![(0, vec![1]), (4, vec![5]), (8, vec![0])]);
     }
 
     #[test]
@@ -94,11 +124,7 @@ mod tests {
         let t = table(&[(Some(8), &[1, 0]), (Some(0), &[2, 7]), (Some(8), &[3, 1]), (Some(4), &[0, 5])]);
         let b = ByOffset::new(&t);
         assert!(b.order.is_some());
-        // Only rows with a first value, as the first value.
-        let got: Vec<(u64, Vec<u64>)> = b
-            .addresses(|v| (v[0] != 0).then(|| Values::from_slice(&v[..1])))
-            .map(|(o, v)| (o, v.to_vec()))
-            .collect();
-        assert_eq!(got, vec![(0, vec![2]), (8, vec![4])]);
+        // Only rows with a first value.
+        assert_eq!(addresses(&b, |v| v[0] != 0), vec![(0, vec![2, 7]), (8, vec![4, 1])]);
     }
 }

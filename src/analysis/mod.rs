@@ -5,16 +5,20 @@
 //! stacks) is computed here.
 
 pub mod ball_larus;
+pub mod blocks;
+pub mod branch_pairs;
 pub mod by_offset;
 pub mod callgraph;
 pub mod cfg;
 pub mod combine;
 pub mod counts;
 pub mod dominators;
+pub mod functions;
 pub mod loops;
 pub mod merge;
 pub mod names;
 pub mod paths;
+pub mod rankings;
 pub mod replay;
 pub mod routine_costs;
 pub mod routines;

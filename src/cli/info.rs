@@ -27,15 +27,14 @@
 //! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
 //! `symbols` is there only with `--symbols` (docs/symbols.md).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use clap::Args;
 use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{counts, loops, merge, names, paths, routines};
+use crate::analysis::{counts, loops, names, paths, rankings, routines};
 use crate::convert::load;
 use crate::converters::dcfg_trace;
 use crate::error::Result;
@@ -255,9 +254,6 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// An address ranked by its first event's value: (value, address (lower first), image, cost).
-type Hot = (u64, Reverse<u64>, usize, usize);
-
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -309,142 +305,94 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         k.count = k.count.saturating_add(e.total());
     }
     let events = profile.events.len();
-    let sampled: Vec<usize> = (0..events).filter(|&e| profile.events[e].name != "Ir").collect();
+    let sampled = rankings::sampled_events(profile);
     let event_totals: Vec<u64> = (0..events)
         .map(|e| process.images.iter().fold(0u64, |s, i| s.saturating_add(i.costs.total(e))))
         .collect();
-    let per_block: Vec<Option<Vec<Vec<u64>>>> = process
-        .images
-        .iter()
-        .map(|image| {
-            (!sampled.is_empty() && !image.blocks.is_empty()).then(|| merge::block_costs(image, events).0)
-        })
-        .collect();
-    let samples_of = |i: usize, nodes: &[u32], instructions: u64| -> Samples {
+    let samples_of = |r: &rankings::Ranked| -> Samples {
         let mut s = Samples::default();
-        let Some(blocks) = &per_block[i] else { return s };
-        for &e in &sampled {
+        for (&e, &n) in sampled.iter().zip(&r.samples) {
             let name = profile.events[e].name.clone();
-            let n: u64 = nodes.iter().map(|&b| blocks[b as usize][e]).sum();
             s.samples.insert(name.clone(), n);
             s.samples_percent.insert(name.clone(), percent(n, event_totals[e]));
-            let per_k = (instructions > 0)
-                .then(|| (n as f64 * 1000.0 / instructions as f64 * 1000.0).round() / 1000.0);
+            let per_k = (r.instructions > 0)
+                .then(|| (n as f64 * 1000.0 / r.instructions as f64 * 1000.0).round() / 1000.0);
             s.samples_per_1000_instructions.insert(name, per_k);
         }
         s
     };
-    let mut top_routines = Vec::new();
-    let mut top_loops = Vec::new();
-    for (i, image) in process.images.iter().enumerate() {
-        let index = names::SymbolIndex::new(image);
-        let base = names::image_base_name(profile, image);
-        for r in all_routines[i].iter() {
-            let entry = &image.blocks[r.entry as usize];
-            let name = names::routine_name(profile, image, &index, r);
-            let instructions = counts::executed_in(image, &r.nodes);
-            top_routines.push(RoutineReport {
-                name: name.clone(),
-                image: base.clone(),
+    let (ranked_routines, ranked_loops) = rankings::routines_and_loops(profile, process, &all_routines, top);
+    let top_routines = ranked_routines
+        .iter()
+        .map(|r| {
+            let image = &process.images[r.image];
+            let entry = &image.blocks[all_routines[r.image][r.routine].entry as usize];
+            RoutineReport {
+                name: r.name.clone(),
+                image: names::image_base_name(profile, image),
                 entry: if image.no_addresses {
                     "-".to_string()
                 } else {
                     format!("{:#x}", image.load_addr.wrapping_add(entry.offset))
                 },
-                blocks: r.nodes.len(),
-                instructions,
-                percent: percent(instructions, executed),
-                sampled: samples_of(i, &r.nodes, instructions),
-            });
-            for (k, l) in r.loops.iter().enumerate() {
-                let head = &image.blocks[l.head as usize];
-                let depth = loops::depth(&r.loops, k);
-                let instructions = counts::executed_in(image, &l.nodes);
-                top_loops.push(LoopReport {
-                    routine: name.clone(),
-                    head: image.display_id(l.head),
-                    address: if image.no_addresses {
-                        "-".to_string()
-                    } else {
-                        format!("{:#x}", image.load_addr.wrapping_add(head.offset))
-                    },
-                    blocks: l.nodes.len(),
-                    depth,
-                    instructions,
-                    percent: percent(instructions, executed),
-                    sampled: samples_of(i, &l.nodes, instructions),
-                });
+                blocks: all_routines[r.image][r.routine].nodes.len(),
+                instructions: r.instructions,
+                percent: percent(r.instructions, executed),
+                sampled: samples_of(r),
             }
-        }
-    }
-    // Ranked by the first sampled event when there is one, else by instructions.
-    let rank_event = sampled.first().map(|&e| profile.events[e].name.clone());
-    let rank = |s: &Samples| rank_event.as_ref().and_then(|n| s.samples.get(n)).copied().unwrap_or(0);
-    top_routines.sort_by(|a, b| {
-        rank(&b.sampled)
-            .cmp(&rank(&a.sampled))
-            .then(b.instructions.cmp(&a.instructions))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    top_routines.truncate(top);
-    top_loops.sort_by(|a, b| {
-        rank(&b.sampled)
-            .cmp(&rank(&a.sampled))
-            .then(b.instructions.cmp(&a.instructions))
-            .then_with(|| a.head.cmp(&b.head))
-    });
-    top_loops.truncate(top);
-    let mut costs_by_image = Vec::new();
-    // Hottest addresses of images without blocks: (first event's value, address, image, cost),
-    // the `top` largest kept while scanning, so a profile of millions of addresses costs nothing.
-    let mut hottest: BinaryHeap<Reverse<Hot>> = BinaryHeap::new();
-    for (i, image) in process.images.iter().enumerate().filter(|(_, i)| !i.costs.is_empty()) {
-        let name = names::image_base_name(profile, image);
-        let mut costs = BTreeMap::new();
-        let mut pct = BTreeMap::new();
-        for (e, ev) in profile.events.iter().enumerate() {
-            let n = image.costs.total(e);
-            costs.insert(ev.name.clone(), n);
-            pct.insert(ev.name.clone(), percent(n, event_totals[e]));
-        }
-        costs_by_image.push(ImageCosts { image: name.clone(), costs, percent: pct });
-        if image.blocks.is_empty() && events > 0 && top > 0 {
-            let costs = &image.costs;
-            for k in 0..costs.len() {
-                let Some(offset) = costs.offset(k) else { continue };
-                if costs.values(k).iter().all(|&v| v == 0) {
-                    continue;
-                }
-                let address = image.load_addr.wrapping_add(offset);
-                let hot = Reverse((costs.value(k, 0), Reverse(address), i, k));
-                if hottest.len() < top {
-                    hottest.push(hot);
-                } else if let Some(mut coldest) = hottest.peek_mut() {
-                    // Full: only an address hotter than the coldest kept one gets in (no tie:
-                    // `(i, k)` is unique), replacing it in place.
-                    if hot < *coldest {
-                        *coldest = hot;
-                    }
-                }
+        })
+        .collect();
+    let top_loops = ranked_loops
+        .iter()
+        .map(|r| {
+            let image = &process.images[r.image];
+            let loops = &all_routines[r.image][r.routine].loops;
+            let k = r.r#loop.unwrap_or(0);
+            let l = &loops[k];
+            let head = &image.blocks[l.head as usize];
+            LoopReport {
+                routine: r.name.clone(),
+                head: image.display_id(l.head),
+                address: if image.no_addresses {
+                    "-".to_string()
+                } else {
+                    format!("{:#x}", image.load_addr.wrapping_add(head.offset))
+                },
+                blocks: l.nodes.len(),
+                depth: loops::depth(loops, k),
+                instructions: r.instructions,
+                percent: percent(r.instructions, executed),
+                sampled: samples_of(r),
             }
-        }
-    }
-    costs_by_image.sort_by(|a, b| {
-        let first = profile.events.first().map(|e| e.name.as_str()).unwrap_or("");
-        b.costs.get(first).cmp(&a.costs.get(first)).then_with(|| a.image.cmp(&b.image))
-    });
-    let mut hottest: Vec<_> = hottest.into_iter().map(|r| r.0).collect();
-    hottest.sort_unstable_by(|a, b| b.cmp(a));
-    let top_addresses = hottest
+        })
+        .collect();
+    let costs_by_image = rankings::images_by_cost(profile, process)
         .into_iter()
-        .map(|(_, Reverse(address), i, k)| {
+        .map(|i| {
             let image = &process.images[i];
-            let c = image.costs.get(k);
-            let costs =
-                profile.events.iter().enumerate().map(|(e, ev)| (ev.name.clone(), c.value(e))).collect();
+            let mut costs = BTreeMap::new();
+            let mut pct = BTreeMap::new();
+            for (e, ev) in profile.events.iter().enumerate() {
+                let n = image.costs.total(e);
+                costs.insert(ev.name.clone(), n);
+                pct.insert(ev.name.clone(), percent(n, event_totals[e]));
+            }
+            ImageCosts { image: names::image_base_name(profile, image), costs, percent: pct }
+        })
+        .collect();
+    let top_addresses = rankings::hottest_addresses(process, events, top)
+        .into_iter()
+        .map(|hot| {
+            let image = &process.images[hot.image];
+            let costs = profile
+                .events
+                .iter()
+                .enumerate()
+                .map(|(e, ev)| (ev.name.clone(), image.costs.value(hot.row, e)))
+                .collect();
             AddressCosts {
                 image: names::image_base_name(profile, image),
-                address: format!("{address:#x}"),
+                address: format!("{:#x}", hot.address),
                 costs,
             }
         })

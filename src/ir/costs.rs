@@ -260,43 +260,178 @@ impl Column {
     }
 }
 
-/// The values of a column in row order, unpacked a row at a time.
+/// The values of a column in row order, unpacked a block at a time.
 #[derive(Clone)]
 pub struct ColumnIter<'a> {
     column: &'a Column,
-    /// The block being read (`heads.len()`: the tail).
-    block: usize,
-    /// The next row within it.
+    /// The next block to unpack (`heads.len()`: the tail; beyond: none left).
+    next_block: usize,
+    /// The rows unpacked, and which of them state no value.
+    rows: Box<[u64; BLOCK]>,
+    missing: [u64; MASK_WORDS],
+    len: usize,
+    /// The next row of `rows`.
     i: usize,
-    /// The run that row is in, for a block stored as runs.
-    run: usize,
-    head: Head,
-    bytes: &'a [u8],
 }
 
 impl<'a> ColumnIter<'a> {
     fn new(column: &'a Column) -> Self {
-        let mut it = ColumnIter {
+        ColumnIter {
             column,
-            block: 0,
+            next_block: 0,
+            rows: Box::new([0; BLOCK]),
+            missing: [0; MASK_WORDS],
+            len: 0,
             i: 0,
-            run: 0,
-            head: Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::None, runs: 0 },
-            bytes: &[],
-        };
-        it.enter(0);
-        it
+        }
     }
 
-    fn enter(&mut self, block: usize) {
-        self.block = block;
+    /// Unpacks the next block (or the tail); `false` when none is left.
+    fn unpack(&mut self) -> bool {
+        let block = self.next_block;
+        self.next_block += 1;
         self.i = 0;
-        self.run = 0;
-        if let Some(&head) = self.column.heads.get(block) {
-            self.head = head;
-            self.bytes =
-                self.column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        match self.column.unpack_block(block, &mut self.rows, &mut self.missing) {
+            Some(len) => {
+                self.len = len;
+                true
+            }
+            None => false,
         }
+    }
+}
+
+impl Column {
+    /// Unpacks block `block` (`heads.len()`: the tail) into `rows`, with which rows state no
+    /// value into `missing`; the number of rows, or `None` past the last.
+    fn unpack_block(
+        &self,
+        block: usize,
+        rows: &mut [u64; BLOCK],
+        missing: &mut [u64; MASK_WORDS],
+    ) -> Option<usize> {
+        let Some(head) = self.heads.get(block) else {
+            if block > self.heads.len() || self.tail.is_empty() {
+                return None;
+            }
+            rows[..self.tail.len()].copy_from_slice(&self.tail);
+            *missing = self.tail_missing;
+            return Some(self.tail.len());
+        };
+        let bytes = self.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
+        let (base, width) = (head.base, head.width);
+        *missing = [0; MASK_WORDS];
+        match head.presence {
+            Presence::None => *missing = [u64::MAX; MASK_WORDS],
+            Presence::Mixed => {
+                for (w, word) in missing.iter_mut().enumerate() {
+                    *word = u64::from_le_bytes(bytes[w * 8..w * 8 + 8].try_into().expect("eight bytes"));
+                }
+                unpack(&bytes[MASK_BYTES..], base, width, rows);
+            }
+            Presence::All if head.runs > 0 => {
+                let runs = head.runs as usize;
+                for run in 0..runs {
+                    let start = bytes[run] as usize;
+                    let end = if run + 1 < runs { bytes[run + 1] as usize } else { BLOCK };
+                    rows[start..end].fill(base + delta(&bytes[runs..], width, run));
+                }
+            }
+            Presence::All => unpack(bytes, base, width, rows),
+        }
+        Some(BLOCK)
+    }
+}
+
+/// Blocks a [`Cursor`] keeps unpacked per column (by block number modulo this).
+const CACHED_BLOCKS: usize = 16;
+
+/// One column's recently unpacked blocks, for reading rows in an order that mostly stays
+/// among a few neighbouring blocks.
+struct CachedBlock {
+    blocks: [usize; CACHED_BLOCKS],
+    rows: Vec<[u64; BLOCK]>,
+    missing: [[u64; MASK_WORDS]; CACHED_BLOCKS],
+}
+
+impl CachedBlock {
+    fn new() -> Self {
+        CachedBlock {
+            blocks: [usize::MAX; CACHED_BLOCKS],
+            rows: vec![[0; BLOCK]; CACHED_BLOCKS],
+            missing: [[0; MASK_WORDS]; CACHED_BLOCKS],
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, column: &Column, row: usize) -> Option<u64> {
+        let block = row / BLOCK;
+        let slot = block % CACHED_BLOCKS;
+        if self.blocks[slot] != block {
+            // A row past the end reads as stating nothing.
+            column.unpack_block(block, &mut self.rows[slot], &mut self.missing[slot])?;
+            self.blocks[slot] = block;
+        }
+        let i = row % BLOCK;
+        (!missing_bit(&self.missing[slot], i)).then_some(self.rows[slot][i])
+    }
+}
+
+/// Reads rows of a table in any order, unpacking each block once while the rows read stay in
+/// it: for walks in an order of their own that mostly follows the table's (rows sorted by
+/// address, say).
+pub struct Cursor<'a> {
+    table: &'a CostTable,
+    offsets: CachedBlock,
+    symbols: CachedBlock,
+    files: CachedBlock,
+    lines: CachedBlock,
+    values: Vec<CachedBlock>,
+}
+
+impl Cursor<'_> {
+    pub fn offset(&mut self, row: usize) -> Option<u64> {
+        self.offsets.get(&self.table.offsets, row)
+    }
+
+    pub fn symbol(&mut self, row: usize) -> Option<u32> {
+        self.symbols.get(&self.table.symbols, row).map(|s| s as u32)
+    }
+
+    pub fn file(&mut self, row: usize) -> Option<FileId> {
+        self.files.get(&self.table.files, row).map(|f| f as FileId)
+    }
+
+    pub fn line(&mut self, row: usize) -> Option<u32> {
+        self.lines.get(&self.table.lines, row).map(|l| l as u32)
+    }
+
+    /// The value of one event in a row (0 when the row has none).
+    pub fn value(&mut self, row: usize, event: usize) -> u64 {
+        match (self.values.get_mut(event), self.table.values.get(event)) {
+            (Some(cache), Some(column)) => cache.get(column, row).unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// Writes `base` plus each of a block's differences, `width` bytes each, into `out`.
+fn unpack(bytes: &[u8], base: u64, width: u8, out: &mut [u64; BLOCK]) {
+    match width {
+        0 => out.fill(base),
+        1 => out.iter_mut().zip(bytes).for_each(|(o, &b)| *o = base + u64::from(b)),
+        2 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(2))
+            .for_each(|(o, b)| *o = base + u64::from(u16::from_le_bytes([b[0], b[1]]))),
+        4 => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(4))
+            .for_each(|(o, b)| *o = base + u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => out
+            .iter_mut()
+            .zip(bytes.chunks_exact(8))
+            .for_each(|(o, b)| *o = base + u64::from_le_bytes(b.try_into().expect("eight bytes"))),
     }
 }
 
@@ -305,32 +440,12 @@ impl Iterator for ColumnIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Option<u64>> {
-        let column = self.column;
-        if self.block >= column.heads.len() {
-            let i = self.i;
-            let v = *column.tail.get(i)?;
-            self.i += 1;
-            return Some((!missing_bit(&column.tail_missing, i)).then_some(v));
+        if self.i == self.len && !self.unpack() {
+            return None;
         }
-        if self.i == BLOCK {
-            self.enter(self.block + 1);
-            return self.next();
-        }
-        let (i, head) = (self.i, self.head);
+        let i = self.i;
         self.i += 1;
-        if head.runs > 0 {
-            let runs = head.runs as usize;
-            while self.run + 1 < runs && self.bytes[self.run + 1] as usize <= i {
-                self.run += 1;
-            }
-            return Some(Some(head.base + delta(&self.bytes[runs..], head.width, self.run)));
-        }
-        Some(match head.presence {
-            Presence::All => Some(head.base + delta(self.bytes, head.width, i)),
-            Presence::None => None,
-            Presence::Mixed => (self.bytes[i / 8] >> (i % 8) & 1 == 0)
-                .then(|| head.base + delta(&self.bytes[MASK_BYTES..], head.width, i)),
-        })
+        Some((!missing_bit(&self.missing, i)).then_some(self.rows[i]))
     }
 }
 
@@ -612,8 +727,7 @@ impl CostTable {
         file: impl Fn(FileId) -> Option<FileId>,
     ) {
         self.widen(other.width());
-        for row in 0..other.rows {
-            let c = other.get(row);
+        for c in &other {
             self.push_parts(c.offset, c.symbol.map(&symbol), c.file.and_then(&file), c.line, &c.values);
         }
     }
@@ -711,6 +825,18 @@ impl CostTable {
         }
     }
 
+    /// A reader of rows in any order (see [`Cursor`]).
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            table: self,
+            offsets: CachedBlock::new(),
+            symbols: CachedBlock::new(),
+            files: CachedBlock::new(),
+            lines: CachedBlock::new(),
+            values: self.values.iter().map(|_| CachedBlock::new()).collect(),
+        }
+    }
+
     /// The offset of every row, in order.
     pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
         ColumnIter::new(&self.offsets)
@@ -769,8 +895,7 @@ impl CostTable {
     /// Appends every row of `other`.
     pub fn append(&mut self, other: &CostTable) {
         self.widen(other.width());
-        for row in 0..other.rows {
-            let c = other.get(row);
+        for c in other {
             self.push_parts(c.offset, c.symbol, c.file, c.line, &c.values);
         }
     }
@@ -1068,6 +1193,16 @@ mod tests {
                 let sum = costs.iter().fold(0u64, |s, c| s.saturating_add(c.value(e)));
                 prop_assert_eq!(table.total(e), sum);
                 prop_assert!(table.event_values(e).eq(costs.iter().map(|c| c.value(e))));
+            }
+            // A cursor reads rows in any order: here backwards, then every 37th.
+            let mut cursor = table.cursor();
+            for row in (0..costs.len()).rev().chain((0..costs.len()).step_by(37)) {
+                let c = table.get(row);
+                prop_assert_eq!(
+                    (cursor.offset(row), cursor.symbol(row), cursor.file(row), cursor.line(row)),
+                    (c.offset, c.symbol, c.file, c.line)
+                );
+                prop_assert!((0..width + 1).all(|e| cursor.value(row, e) == c.value(e)));
             }
             prop_assert!(table.offsets().eq(costs.iter().map(|c| c.offset)));
             prop_assert!(table.lines().eq(costs.iter().map(|c| c.line)));

@@ -107,10 +107,11 @@ impl Process {
 
 fn edge_heap(edge: &Edge) -> u64 {
     let counts = if edge.counts.spilled() { (edge.counts.capacity() * size_of::<u64>()) as u64 } else { 0 };
-    let details = edge
-        .details
-        .as_ref()
-        .map_or(0, |d| (size_of::<super::EdgeDetails>() + d.inclusive.capacity() * size_of::<u64>()) as u64);
+    let details = edge.details.as_ref().map_or(0, |d| {
+        let inclusive = if d.inclusive.spilled() { d.inclusive.capacity() * size_of::<u64>() } else { 0 };
+        let path = d.path.as_ref().map_or(0, |_| size_of::<super::PathEdge>());
+        (size_of::<super::EdgeDetails>() + inclusive + path) as u64
+    });
     counts + details
 }
 

@@ -29,7 +29,7 @@ mod memory;
 mod paths;
 mod strings;
 
-pub use costs::{ColumnIter, CostTable, Rows};
+pub use costs::{ColumnIter, CostTable, Cursor, Rows};
 pub use edge_kind::{EdgeClass, EdgeKind};
 pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
@@ -401,24 +401,26 @@ pub struct Edge {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EdgeDetails {
     /// For calls: the callee's inclusive cost per event (Callgrind `calls=` cost lines).
-    /// Empty when unknown.
-    pub inclusive: Vec<u64>,
+    /// Empty when unknown. Inline for up to two events (a call graph holds a record per call
+    /// site).
+    pub inclusive: Values,
     /// For edges between functions: where in the source the transfer happens.
     pub site: Option<Site>,
-    /// Ball-Larus path numbering stated for an intra-routine edge (CSI).
-    pub path: Option<PathEdge>,
+    /// Ball-Larus path numbering stated for an intra-routine edge (CSI); boxed, as only path
+    /// profiles have it.
+    pub path: Option<Box<PathEdge>>,
 }
 
 impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
         (!inclusive.is_empty() || site.is_some())
-            .then(|| Box::new(EdgeDetails { inclusive, site, path: None }))
+            .then(|| Box::new(EdgeDetails { inclusive: Values::from_vec(inclusive), site, path: None }))
     }
 
     /// The boxed record of an edge whose only stated detail is its path numbering.
     pub fn path(path: PathEdge) -> Option<Box<EdgeDetails>> {
-        Some(Box::new(EdgeDetails { inclusive: Vec::new(), site: None, path: Some(path) }))
+        Some(Box::new(EdgeDetails { inclusive: Values::new(), site: None, path: Some(Box::new(path)) }))
     }
 }
 
@@ -440,7 +442,7 @@ impl Edge {
 
     /// Ball-Larus numbering stated for the edge, when the input gave it.
     pub fn path(&self) -> Option<&PathEdge> {
-        self.details.as_ref().and_then(|d| d.path.as_ref())
+        self.details.as_ref().and_then(|d| d.path.as_deref())
     }
 
     /// Replaces the inclusive cost (empty: unknown).
@@ -453,7 +455,7 @@ impl Edge {
         if let Some(p) = path {
             match &mut self.details {
                 Some(d) => d.path = Some(p),
-                None => self.details = EdgeDetails::path(p),
+                None => self.details = EdgeDetails::path(*p),
             }
         }
     }

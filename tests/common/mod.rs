@@ -32,6 +32,12 @@ pub fn cfghub() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cfghub"))
 }
 
+/// `cfghub info`'s text without its `memory:` line (the model's size follows its layout, not
+/// the input; `tests/memory.rs` checks it).
+pub fn without_memory_line(info: &str) -> String {
+    info.split_inclusive('\n').filter(|line| !line.starts_with("memory:")).collect()
+}
+
 /// Runs cfghub with `args`, returning its output.
 pub fn run(args: &[&str]) -> Output {
     cfghub().args(args).output().expect("cfghub runs")

@@ -6,7 +6,7 @@ use crate::analysis::by_offset::ByOffset;
 use crate::converters::dcpi::model::{base_name, choose_image, event_specs, is_dcpi_family};
 use crate::converters::dcpi::write::io_err;
 use crate::error::{Error, Findings, Result};
-use crate::ir::{Profile, Values};
+use crate::ir::Profile;
 
 /// Header keys of a binary profile that the dump expresses otherwise (or not at all).
 const BINARY_ONLY: [&str; 6] = ["version", "tstart", "tsize", "period", "text_start", "text_size"];
@@ -20,9 +20,6 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     // One line per address, equal addresses summed, straight from the model: a first walk
     // for the totals the header gives, a second for the lines.
     let by_offset = ByOffset::new(&image.costs);
-    let lines = || {
-        by_offset.addresses(move |v: &Values| Some((0..n).map(|e| v.get(e).copied().unwrap_or(0)).collect()))
-    };
     if by_offset.without_offset > 0 {
         findings.warn(
             None,
@@ -34,12 +31,16 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     }
     let mut totals = vec![0u64; n];
     let mut last = None;
-    for (offset, values) in lines() {
-        for (t, v) in totals.iter_mut().zip(&values) {
-            *t = t.saturating_add(*v);
-        }
-        last = Some(offset);
-    }
+    by_offset.try_for_each_address(
+        |_| true,
+        |offset, values| {
+            for (t, v) in totals.iter_mut().zip(values) {
+                *t = t.saturating_add(*v);
+            }
+            last = Some(offset);
+            Ok::<(), Error>(())
+        },
+    )?;
 
     let mut text = String::new();
     let mut line = |k: &str, v: &str| {
@@ -113,17 +114,21 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     }
     out.write_all(text.as_bytes()).map_err(io_err)?;
     let mut buf = String::with_capacity(64 * 1024);
-    for (offset, values) in lines() {
-        use std::fmt::Write as _;
-        let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(offset));
-        for v in values {
-            let _ = write!(buf, " {v:>7}");
-        }
-        buf.push('\n');
-        if buf.len() > 60 * 1024 {
-            out.write_all(buf.as_bytes()).map_err(io_err)?;
-            buf.clear();
-        }
-    }
+    by_offset.try_for_each_address(
+        |_| true,
+        |offset, values| {
+            use std::fmt::Write as _;
+            let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(offset));
+            for e in 0..n {
+                let _ = write!(buf, " {:>7}", values.get(e).copied().unwrap_or(0));
+            }
+            buf.push('\n');
+            if buf.len() > 60 * 1024 {
+                out.write_all(buf.as_bytes()).map_err(io_err)?;
+                buf.clear();
+            }
+            Ok(())
+        },
+    )?;
     out.write_all(buf.as_bytes()).map_err(io_err)
 }

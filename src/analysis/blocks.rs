@@ -1,43 +1,112 @@
-//! From the associations of a Callgrind file to edges: between functions, or, when the file has
-//! instruction addresses and jumps, between basic blocks rebuilt from the executed addresses.
+//! Basic blocks rebuilt from executed addresses and the control transfers between them.
+//!
+//! Some profiles state which instruction addresses ran, how often, and which jumps and calls
+//! went from where to where, but no blocks: Callgrind with `--dump-instr=yes
+//! --collect-jumps=yes`, and equally a branch trace or symbolized samples with their branch
+//! records. This analysis turns those two lists into blocks, source lines, routines and a
+//! control-flow graph. Its input is format-neutral:
+//! - an image's executed instructions are the rows of its [`crate::ir::CostTable`] with an address and a
+//!   function (`offset`, `symbol`, `file`, `line`, and one event that counts executions);
+//! - the transfers ([`Transfer`]) name a source and a target position (image, function,
+//!   address, line), an [`EdgeKind`] (a call, a conditional or an unconditional branch), a
+//!   count, for a conditional branch how often it was executed, and for a call the callee's
+//!   inclusive cost, kept aside in one store ([`Transfers::inclusive`]).
+//!
+//! The caller says which function's code each function runs (its `owners`, e.g. a recursion
+//! level `fib'2` runs `fib`'s): blocks belong to owners.
 //!
 //! The rebuild is a handful of sorted walks rather than hash look-ups: the executed addresses
-//! of an image, the sources and the targets of its associations are each sorted once by address
-//! (a radix sort, see [`super::radix`]) and then merged in one pass; edges are gathered as a list
+//! of an image, the sources and the targets of its transfers are each sorted once by address
+//! (a radix sort, see [`radix`]) and then merged in one pass; edges are gathered as a list
 //! of contributions and merged after a counting sort by source block. Blocks are numbered
 //! process-wide ("global" indices: the blocks of image 0, then image 1, ...), which orders them
 //! as [`BlockRef`]s are ordered.
 
-use super::radix;
-use super::{recursion_base, ArcKind, RawArc};
+mod radix;
+
 use crate::ir::{
-    Block, BlockRef, CostTable, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site,
-    SourceLine, SymbolRef,
+    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
+    SymbolRef,
 };
 use crate::mem;
 
-/// Longest x86 instruction: the most a block's last instruction is taken to span.
+/// Longest x86 instruction: the most a block's last instruction is taken to span (the input
+/// gives no instruction lengths).
 const MAX_INSTR_LEN: u64 = 15;
-/// "No block" in the per-association block tables.
+/// "No block" in the per-transfer block tables.
 const NONE: u32 = u32::MAX;
 
-/// The associations of one process, with the store of the calls' inclusive costs.
-pub(in crate::converters::callgrind) struct Arcs<'a> {
-    pub arcs: &'a [RawArc],
+/// A control transfer as a profile states it, before it becomes an edge: a call, a
+/// conditional or an unconditional branch between two code positions. Compact (80 bytes, a
+/// call's inclusive cost kept aside in [`Transfers::inclusive`]): a large profile has hundreds
+/// of thousands.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    /// A call kind ([`EdgeKind::is_call`]), a conditional branch
+    /// ([`EdgeKind::is_conditional`]), or any other kind, taken as a branch that never falls
+    /// through.
+    pub kind: EdgeKind,
+    /// Whether both ends have an address (`src_addr`, `tgt_addr`).
+    pub has_addr: bool,
+    /// Whether both ends have a source line (`src_line`, `tgt_line`).
+    pub has_line: bool,
+    /// Threads are numbered below 2^16.
+    pub thread: u32,
+    pub src_image: u32,
+    pub src_symbol: u32,
+    pub src_line: u32,
+    pub tgt_image: u32,
+    pub tgt_symbol: u32,
+    pub tgt_line: u32,
+    pub src_addr: u64,
+    pub tgt_addr: u64,
+    /// Times the transfer was taken.
+    pub count: u64,
+    /// For a conditional branch: times it was executed, taken or not (the rest fell through).
+    pub executed: u64,
+    /// For calls: where the callee's inclusive cost starts in [`Transfers::inclusive`], and
+    /// its length.
+    pub incl_start: usize,
+    pub incl_len: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Transfer>() == 80);
+
+impl Transfer {
+    pub fn src_addr(&self) -> Option<u64> {
+        self.has_addr.then_some(self.src_addr)
+    }
+    pub fn tgt_addr(&self) -> Option<u64> {
+        self.has_addr.then_some(self.tgt_addr)
+    }
+    pub fn src_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.src_line)
+    }
+    pub fn tgt_line(&self) -> Option<u32> {
+        self.has_line.then_some(self.tgt_line)
+    }
+    fn is_call(&self) -> bool {
+        self.kind.is_call()
+    }
+}
+
+/// The transfers of one process, with the store of the calls' inclusive costs.
+pub struct Transfers<'a> {
+    pub list: &'a [Transfer],
     pub inclusive: &'a [u64],
-    /// The length every call's inclusive cost is padded to with zeros (events named by a later
-    /// part than the call's), or 0.
+    /// The length every call's inclusive cost is padded to with zeros (events named after the
+    /// call was read), or 0.
     pub pad_to: usize,
 }
 
-impl Arcs<'_> {
-    fn inclusive_of(&self, a: &RawArc) -> &[u64] {
+impl Transfers<'_> {
+    fn inclusive_of(&self, a: &Transfer) -> &[u64] {
         &self.inclusive[a.incl_start..a.incl_start + a.incl_len as usize]
     }
 
     /// The callee's inclusive cost of a call, padded; empty for jumps.
-    fn inclusive(&self, a: &RawArc) -> Vec<u64> {
-        if a.kind != ArcKind::Call {
+    fn inclusive(&self, a: &Transfer) -> Vec<u64> {
+        if !a.is_call() {
             return Vec::new();
         }
         let mut v = self.inclusive_of(a).to_vec();
@@ -48,54 +117,33 @@ impl Arcs<'_> {
     }
 }
 
-/// For every symbol of every image: the symbol of its base function when it is a recursion
-/// level (`fib'2` -> `fib`, when `fib` is a symbol of the image), else itself.
-pub(super) fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
-    process
-        .images
-        .iter()
-        .map(|image| {
-            let names: std::collections::HashMap<&str, u32> =
-                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
-            image
-                .symbols
-                .iter()
-                .enumerate()
-                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
-                .collect()
-        })
-        .collect()
-}
-
 /// Symbol addresses: a function spans its own costed addresses, lowest to highest, and starts
 /// lower only where a call enters it below them at an address no other function's costs
 /// hold; a function without cost lines starts where calls enter it. Recursion levels (`fib'2`) run the code of their base function and get no range of
 /// their own.
-pub(super) fn set_symbol_extents(process: &mut Process, arcs: &[RawArc], bases: &[Vec<u32>]) {
-    let entries = call_entries(process, arcs);
+pub fn symbol_extents(process: &mut Process, transfers: &[Transfer], owners: &[Vec<u32>]) {
+    let entries = call_entries(process, transfers);
     for (i, image) in process.images.iter_mut().enumerate() {
         // Rows with a cost, and rows whose costs are all zero (pprof writes one at every call
         // site), which place a function only where nothing else is.
         let mut extents = vec![None; image.symbols.len()];
         let mut zero_extents = vec![None; image.symbols.len()];
-        let costs = &image.costs;
-        for row in 0..costs.len() {
-            if let (Some(s), Some(o)) = (costs.symbol(row), costs.offset(row)) {
-                let slot =
-                    if costs.values(row).iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
+        for cost in &image.costs {
+            if let (Some(s), Some(o)) = (cost.symbol, cost.offset) {
+                let slot = if cost.values.iter().any(|&v| v != 0) { &mut extents } else { &mut zero_extents };
                 widen(&mut slot[s as usize], o);
             }
         }
-        apply_extents(image, &bases[i], &entries[i], &extents, &zero_extents);
+        apply_extents(image, &owners[i], &entries[i], &extents, &zero_extents);
     }
 }
 
 /// For every symbol of every image: the lowest address a call enters it at.
-fn call_entries(process: &Process, arcs: &[RawArc]) -> Vec<Vec<Option<u64>>> {
+fn call_entries(process: &Process, transfers: &[Transfer]) -> Vec<Vec<Option<u64>>> {
     let mut entries: Vec<Vec<Option<u64>>> =
         process.images.iter().map(|i| vec![None; i.symbols.len()]).collect();
-    for a in arcs {
-        if let (ArcKind::Call, Some(t)) = (a.kind, a.tgt_instr()) {
+    for a in transfers {
+        if let (true, Some(t)) = (a.is_call(), a.tgt_addr()) {
             let e = &mut entries[a.tgt_image as usize][a.tgt_symbol as usize];
             *e = Some(e.map_or(t, |e| e.min(t)));
         }
@@ -110,7 +158,7 @@ fn widen(extent: &mut Option<(u64, u64)>, addr: u64) {
 }
 
 /// Sets the offset and size of an image's symbols from their costed extents and call entries
-/// (see [`set_symbol_extents`]).
+/// (see [`symbol_extents`]).
 ///
 /// A function's own cost lines decide its range. A call target below them moves its start down
 /// only when no other function's cost lines hold that address: some producers (pprof) write the
@@ -160,38 +208,31 @@ fn thread_counts(thread: u32, count: u64) -> Counts {
     v
 }
 
-fn site(a: &RawArc) -> Site {
+fn site(a: &Transfer) -> Site {
     Site {
-        source_offset: a.src_instr(),
+        source_offset: a.src_addr(),
         source_line: a.src_line(),
-        target_offset: a.tgt_instr(),
+        target_offset: a.tgt_addr(),
         target_line: a.tgt_line(),
     }
 }
 
-fn edge_kind(kind: ArcKind) -> EdgeKind {
-    match kind {
-        ArcKind::Call => EdgeKind::Call,
-        ArcKind::Jump => EdgeKind::UnconditionalBranch,
-        ArcKind::Jcnd => EdgeKind::ConditionalBranch,
-    }
-}
-
-/// Edges between functions, one per association line, in file order (a `jcnd=` that was not
-/// always followed adds a fall-through from the function to itself).
-pub(super) fn function_edges<'a>(
+/// Edges between functions, one per transfer, in the order of `list` (a conditional branch
+/// executed more often than taken adds a fall-through from the function to itself), for
+/// transfers without addresses or profiles without executed addresses.
+pub fn function_edges<'a>(
     process: &mut Process,
-    arcs: &Arcs,
-    list: impl IntoIterator<Item = &'a RawArc>,
+    transfers: &Transfers,
+    list: impl IntoIterator<Item = &'a Transfer>,
     first_id: u64,
 ) {
     let mut id = first_id;
     for a in list {
         let source = NodeRef::Symbol(SymbolRef { image: a.src_image, symbol: a.src_symbol });
         let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
-        let kind = edge_kind(a.kind);
+        let kind = a.kind;
         let site = site(a);
-        let fall_through = a.kind == ArcKind::Jcnd && a.executed > a.count;
+        let fall_through = a.kind.is_conditional() && a.executed > a.count;
         // The fall-through of a conditional jump stays in the function: no target position.
         let ft_site = fall_through.then(|| Site { target_offset: None, target_line: None, ..site.clone() });
         process.edges.push(Edge {
@@ -200,7 +241,7 @@ pub(super) fn function_edges<'a>(
             target,
             kind,
             counts: thread_counts(a.thread, a.count),
-            details: EdgeDetails::boxed(arcs.inclusive(a), Some(site)),
+            details: EdgeDetails::boxed(transfers.inclusive(a), Some(site)),
         });
         if let Some(ft_site) = ft_site {
             id += 1;
@@ -234,12 +275,12 @@ struct Instr {
 
 /// A block must start at this instruction (a jump or call target, a function entry).
 const LEAD: u8 = 1;
-/// A block must end at this instruction (the source of an association).
+/// A block must end at this instruction (the source of a transfer).
 const END: u8 = 2;
-/// A call instruction (the source of a `calls=` line).
+/// A call instruction (the source of a call transfer).
 const CALL: u8 = 4;
 
-/// One end of an association: its address, its count and whether it is a call (for the call
+/// One end of a transfer: its address, its count and whether it is a call (for the call
 /// instruction's executions), and whether a block must start there.
 #[derive(Clone, Copy, Default)]
 struct ArcEnd {
@@ -250,14 +291,14 @@ struct ArcEnd {
     lead: bool,
 }
 
-/// One association's share of an edge, before equal edges are merged (24 bytes: a large
+/// One transfer's share of an edge, before equal edges are merged (24 bytes: a large
 /// profile has millions).
 #[derive(Clone, Copy)]
 struct Contribution {
     count: u64,
     source: u32,
     target: u32,
-    /// The `calls=` line (inclusive cost and site), `NONE` for other contributions.
+    /// The call transfer (inclusive cost and site), `NONE` for other contributions.
     arc: u32,
     /// Threads are numbered below 2^16 (the reader checks `thread:` lines).
     thread: u16,
@@ -266,7 +307,7 @@ struct Contribution {
 
 const _: () = assert!(std::mem::size_of::<Contribution>() == 24);
 
-/// Edges being gathered: parallel associations (several function contexts at one address,
+/// Edges being gathered: parallel transfers (several function contexts at one address,
 /// several parts) are merged at the end. Tracks what the later steps ask of the edges so far:
 /// whether a block has an outgoing edge and the traversals into each block.
 struct EdgeSet {
@@ -323,10 +364,12 @@ impl Blocks {
     }
 }
 
-/// Rebuilds basic blocks from a file with instruction addresses and jumps, and turns the
-/// associations into a control-flow graph.
+/// Rebuilds basic blocks from executed addresses and transfers between them, and turns the
+/// transfers into a control-flow graph. `ir` is the event that counts an instruction's
+/// executions (Callgrind's `Ir`; `None`: counts unknown); `owners[image][symbol]` the function
+/// whose code a function runs (itself, or a recursion level's base function).
 ///
-/// Per image, the executed addresses (cost lines) are sorted; a block starts at a jump or call
+/// Per image, the executed addresses (cost rows) are sorted; a block starts at a jump or call
 /// target, at a function entry, after a jump or call source, where the owning function changes
 /// and where the executed count changes (so every instruction of a block ran equally often).
 /// An instruction's executions are its `Ir` (summed over recursion levels and other contexts).
@@ -334,47 +377,50 @@ impl Blocks {
 /// smaller of its `Ir` and the sum of its calls (Valgrind charges skipped PLT code to the call's
 /// `Ir`, and a lazily bound call shows as two calls). A block's `count` is the executions of
 /// its first instruction. Its last instruction's length is the distance to the next executed
-/// address when at most 15 bytes, else 1 (the file does not give instruction lengths).
+/// address when at most 15 bytes (the longest x86 instruction), else 1 (the input gives no
+/// instruction lengths).
 ///
-/// Edges: `jump=` -> `UNCONDITIONAL_BRANCH`, `jcnd=` -> `CONDITIONAL_BRANCH` (followed) plus
-/// `FALL_THROUGH` (executed - followed); `calls=` -> `CALL` (with the inclusive cost) plus a
+/// Edges: a branch -> an edge of its kind (`UNCONDITIONAL_BRANCH` for Callgrind's `jump=`); a
+/// conditional -> `CONDITIONAL_BRANCH` (taken) plus `FALL_THROUGH` (executed - taken); a call
+/// -> an edge of its kind (with the inclusive cost) plus a
 /// `CALL_BYPASS` (count 0, as Pin writes it) from the call site to its return site, and
 /// `RETURN` edges from the callee's exits to the return site; a block that ends without a jump
 /// or call falls through to the next one as often as the next block's count exceeds its other
-/// incoming edges. Associations at addresses without costs stay edges between functions.
-/// Routines are the functions of the file: every block belongs to the function of its first
+/// incoming edges. Transfers at addresses without costs stay edges between functions.
+/// Routines are the functions of the profile: every block belongs to the function of its first
 /// instruction (a recursion level's base function).
-pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>, bases: &[Vec<u32>]) {
-    let list = arcs.arcs;
+pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, owners: &[Vec<u32>]) {
+    let arcs = transfers;
+    let list = transfers.list;
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
     if list.len() >= NONE as usize || rows >= NONE as usize {
-        // Associations, cost rows and blocks are numbered in 32 bits here; past that (a file
+        // Transfers, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
-        set_symbol_extents(process, list, bases);
+        symbol_extents(process, list, owners);
         return function_edges(process, arcs, list, 1);
     }
     let nimages = process.images.len();
-    // Each image's association sources and targets, by address, with what the walks below
-    // ask of the association (so that they need not look it up).
+    // Each image's transfer sources and targets, by address, with what the walks below
+    // ask of the transfer (so that they need not look it up).
     // Counted first and reserved at their length: grown by doubling, these lists of a few
     // hundred thousand ends were a tenth of the rebuild.
     let (mut nsources, mut ntargets) = (vec![0usize; nimages], vec![0usize; nimages]);
-    for a in list.iter().filter(|a| a.has_instr) {
+    for a in list.iter().filter(|a| a.has_addr) {
         nsources[a.src_image as usize] += 1;
         ntargets[a.tgt_image as usize] += 1;
     }
     let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(Vec::with_capacity).collect();
     let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(Vec::with_capacity).collect();
     for (k, a) in list.iter().enumerate() {
-        if let (Some(s), Some(t)) = (a.src_instr(), a.tgt_instr()) {
-            let call = a.kind == ArcKind::Call;
+        if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
+            let call = a.is_call();
             let arc = k as u32;
             sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
             let lead = call || a.count > 0;
             targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
         }
     }
-    // The block each association leaves from (ends at) and goes to (starts at).
+    // The block each transfer leaves from (ends at) and goes to (starts at).
     let mut arc_source = vec![NONE; list.len()];
     let mut arc_target = vec![NONE; list.len()];
     let mut blocks_of = Blocks {
@@ -386,7 +432,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     };
     let entries = call_entries(process, list);
     let mut next_id = 4u64;
-    // Each image's executed addresses, and the ends of the associations by address, do not
+    // Each image's executed addresses, and the ends of the transfers by address, do not
     // depend on each other: sorted side by side.
     let (executed, ()) = rayon::join(
         || {
@@ -394,7 +440,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
                 .images
                 .iter()
                 .enumerate()
-                .map(|(i, image)| instructions(image, ir, &bases[i]))
+                .map(|(i, image)| instructions(image, ir, &owners[i]))
                 .collect::<Vec<_>>()
         },
         || {
@@ -406,7 +452,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     for ((i, image), (mut merged, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
-        apply_extents(image, &bases[i], &entries[i], &extents, &[]);
+        apply_extents(image, &owners[i], &entries[i], &extents, &[]);
         let srcs = &sources[i];
         let tgts = &targets[i];
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
@@ -459,7 +505,7 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
                 });
                 r = q;
             }
-            // The associations that go to this block and those that leave it.
+            // The transfers that go to this block and those that leave it.
             let g = global + blocks.len() as u32;
             while tc < tgts.len() && tgts[tc].addr < first.addr {
                 tc += 1;
@@ -517,49 +563,44 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
         incoming: vec![0; nblocks],
     };
     let mut ends_in_jump = vec![false; nblocks];
-    // Associations at addresses without costs stay edges between functions.
+    // Transfers at addresses without costs stay edges between functions.
     let mut unplaced: Vec<usize> = Vec::new();
     // (call site, callee entry, thread, calls)
     let mut call_sites: Vec<(u32, u32, u32, u64)> = Vec::new();
     for (k, a) in list.iter().enumerate() {
         let (src, tgt) = (arc_source[k], arc_target[k]);
-        if src == NONE || a.tgt_instr().is_none() {
+        if src == NONE || a.tgt_addr().is_none() {
             unplaced.push(k);
             continue;
         }
-        match a.kind {
-            ArcKind::Call => {
-                if tgt == NONE {
-                    unplaced.push(k);
-                    continue;
-                }
-                set.add(src, tgt, EdgeKind::Call, a.thread, a.count, k as u32);
-                if let Some(ret) = b.next(src) {
-                    // As Pin writes them: the bypass links call site and return site for the
-                    // routine's shape; the returns carry the counts.
-                    set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
-                }
-                call_sites.push((src, tgt, a.thread, a.count));
+        if a.is_call() {
+            if tgt == NONE {
+                unplaced.push(k);
+                continue;
             }
-            ArcKind::Jump | ArcKind::Jcnd => {
-                let kind = if a.kind == ArcKind::Jump {
-                    ends_in_jump[src as usize] = true;
-                    EdgeKind::UnconditionalBranch
-                } else {
-                    EdgeKind::ConditionalBranch
-                };
-                if a.count > 0 {
-                    if tgt == NONE {
-                        unplaced.push(k);
-                        continue;
-                    }
-                    set.add(src, tgt, kind, a.thread, a.count, NONE);
-                }
-                if a.kind == ArcKind::Jcnd && a.executed > a.count {
-                    if let Some(ft) = b.next(src) {
-                        set.add(src, ft, EdgeKind::FallThrough, a.thread, a.executed - a.count, NONE);
-                    }
-                }
+            set.add(src, tgt, a.kind, a.thread, a.count, k as u32);
+            if let Some(ret) = b.next(src) {
+                // As Pin writes them: the bypass links call site and return site for the
+                // routine's shape; the returns carry the counts.
+                set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
+            }
+            call_sites.push((src, tgt, a.thread, a.count));
+            continue;
+        }
+        let conditional = a.kind.is_conditional();
+        if !conditional {
+            ends_in_jump[src as usize] = true;
+        }
+        if a.count > 0 {
+            if tgt == NONE {
+                unplaced.push(k);
+                continue;
+            }
+            set.add(src, tgt, a.kind, a.thread, a.count, NONE);
+        }
+        if conditional && a.executed > a.count {
+            if let Some(ft) = b.next(src) {
+                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.executed - a.count, NONE);
             }
         }
     }
@@ -590,43 +631,33 @@ pub(super) fn build_blocks(process: &mut Process, arcs: &Arcs, ir: Option<usize>
     }
 }
 
-/// The executed addresses of an image in address order, one [`Instr`] each (the first cost line
-/// at an address decides its owner, file and line), and each symbol's lowest and highest costed
-/// address.
+/// The executed addresses of an image in address order, one [`Instr`] each (the first cost row
+/// at an address decides its owner, file and line), and each function's lowest and highest
+/// costed address. Rows without an address or a function are not instructions.
 #[inline(never)]
-fn instructions(image: &Image, ir: Option<usize>, base: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
+fn instructions(image: &Image, ir: Option<usize>, owners: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
     let costs = &image.costs;
-    let nsymbols = image.symbols.len();
-    instructions_at(costs, ir, base, nsymbols, |row| Some((costs.offset(row)?, costs.symbol(row)?)))
-}
-
-/// [`instructions`], with `at` giving the address and function of a row (`None` when it lacks
-/// either).
-#[inline(always)]
-fn instructions_at(
-    costs: &CostTable,
-    ir: Option<usize>,
-    base: &[u32],
-    nsymbols: usize,
-    at: impl Fn(usize) -> Option<(u64, u32)>,
-) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
-    let mut extents = vec![None; nsymbols];
+    let mut extents = vec![None; image.symbols.len()];
+    // Rows come out of the sort in runs of the table's order, so a cursor unpacks each block
+    // of the packed columns about once.
+    let mut cursor = costs.cursor();
+    let mut at = |row: usize| Some((cursor.offset(row)?, cursor.symbol(row)?));
     let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
     let ir = ir.filter(|&e| e < costs.width());
     let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
     for row in rows {
         let row = row as usize;
-        let Some((addr, symbol)) = at(row) else { continue };
+        let Some((addr, symbol)) = cursor.offset(row).zip(cursor.symbol(row)) else { continue };
         widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| costs.value(row, e));
+        let v = ir.map_or(0, |e| cursor.value(row, e));
         match merged.last_mut() {
             Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
             _ => merged.push(Instr {
                 addr,
                 ir: v,
-                owner: base[symbol as usize],
-                file: costs.file(row).unwrap_or(NONE),
-                line: costs.line(row).unwrap_or(0),
+                owner: owners[symbol as usize],
+                file: cursor.file(row).unwrap_or(NONE),
+                line: cursor.line(row).unwrap_or(0),
                 flags: 0,
             }),
         }
@@ -634,8 +665,8 @@ fn instructions_at(
     (merged, extents)
 }
 
-/// Marks block leaders (association targets that ran, function entries), block ends
-/// (association sources) and call instructions. A call's executions are the sum of its calls
+/// Marks block leaders (transfer targets that ran, function entries), block ends
+/// (transfer sources) and call instructions. A call's executions are the sum of its calls
 /// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
 /// `--skip-plt=yes`, to the calling instruction's `Ir`).
 ///
@@ -770,9 +801,9 @@ fn returns(
 
 /// Merges the contributions into edges sorted by (source, target, kind), numbered from 1: a
 /// counting sort by source block, then each source's few contributions by target and kind.
-/// Contributions to one edge add up; a call edge keeps the site of its first `calls=` line.
+/// Contributions to one edge add up; a call edge keeps the site of its first call transfer.
 #[inline(never)]
-fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
+fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Edge> {
     let nblocks = b.owner.len();
     let mut start = vec![0u32; nblocks + 1];
     for c in &items {
@@ -810,7 +841,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
                 }
                 add_counts(&mut counts, u32::from(c.thread), c.count);
                 if c.arc != NONE {
-                    let a = &arcs.arcs[c.arc as usize];
+                    let a = &arcs.list[c.arc as usize];
                     let add = arcs.inclusive_of(a);
                     let len = add.len().max(arcs.pad_to).max(inclusive.len());
                     if inclusive.is_empty() {
@@ -827,7 +858,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Arcs) -> Vec<Edge> {
                 }
                 y += 1;
             }
-            let site = (first.arc != NONE).then(|| site(&arcs.arcs[first.arc as usize]));
+            let site = (first.arc != NONE).then(|| site(&arcs.list[first.arc as usize]));
             edges.push(Edge {
                 id: edges.len() as u64 + 1,
                 source: NodeRef::Block(b.block_ref(first.source)),
@@ -895,5 +926,101 @@ fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
             })
             .collect();
         image.routines = Some(routines);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CostTable, Symbol};
+
+    /// A transfer between two addresses of function 0 of image 0, as a branch record states it.
+    fn branch(kind: EdgeKind, from: u64, to: u64, count: u64, executed: u64) -> Transfer {
+        Transfer {
+            kind,
+            has_addr: true,
+            has_line: false,
+            thread: 0,
+            src_image: 0,
+            src_symbol: 0,
+            src_line: 0,
+            tgt_image: 0,
+            tgt_symbol: 0,
+            tgt_line: 0,
+            src_addr: from,
+            tgt_addr: to,
+            count,
+            executed,
+            incl_start: 0,
+            incl_len: 0,
+        }
+    }
+
+    /// One function: 0x10-0x14 run 10 times and end in a conditional to 0x20 taken 4 times;
+    /// 0x16-0x18 run the other 6 and jump to 0x20, which runs 10 times.
+    fn process() -> Process {
+        let mut costs = CostTable::new();
+        for (addr, n, line) in
+            [(0x10, 10, 1), (0x12, 10, 1), (0x14, 10, 2), (0x16, 6, 3), (0x18, 6, 3), (0x20, 10, 4)]
+        {
+            costs.push_parts(Some(addr), Some(0), Some(0), Some(line), &[n]);
+        }
+        let image = Image {
+            symbols: vec![Symbol { name: "f".into(), ..Symbol::default() }],
+            costs,
+            ..Image::default()
+        };
+        Process { images: vec![image], ..Process::default() }
+    }
+
+    #[test]
+    fn blocks_edges_and_routines_follow_from_addresses_and_branches() {
+        let mut p = process();
+        let list = [
+            branch(EdgeKind::ConditionalBranch, 0x14, 0x20, 4, 10),
+            branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0),
+        ];
+        rebuild(&mut p, &Transfers { list: &list, inclusive: &[], pad_to: 0 }, Some(0), &[vec![0]]);
+        let image = &p.images[0];
+        let blocks: Vec<(u64, u64, u64, Option<u64>)> =
+            image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs, b.count)).collect();
+        // The last instruction spans to the next executed address (at most 15 bytes), else 1.
+        assert_eq!(blocks, [(0x10, 6, 3, Some(10)), (0x16, 10, 2, Some(6)), (0x20, 1, 1, Some(10))]);
+        let lines: Vec<(u32, u64, u64)> =
+            image.source_lines.iter().map(|l| (l.line, l.offset, l.size)).collect();
+        assert_eq!(lines, [(1, 0x10, 4), (2, 0x14, 2), (3, 0x16, 10), (4, 0x20, 1)]);
+        let block = |b| NodeRef::Block(BlockRef { image: 0, block: b });
+        let edges: Vec<(NodeRef, NodeRef, EdgeKind, u64)> =
+            p.edges.iter().map(|e| (e.source, e.target, e.kind, e.total())).collect();
+        assert_eq!(
+            edges,
+            [
+                (block(0), block(1), EdgeKind::FallThrough, 6),
+                (block(0), block(2), EdgeKind::ConditionalBranch, 4),
+                (block(1), block(2), EdgeKind::UnconditionalBranch, 6),
+            ]
+        );
+        let routines = image.routines.as_ref().expect("routines");
+        assert_eq!(routines.len(), 1);
+        assert_eq!(
+            (routines[0].entry, &routines[0].exits, &routines[0].nodes),
+            (0, &vec![2], &vec![0, 1, 2])
+        );
+        assert_eq!((image.symbols[0].offset, image.symbols[0].size), (Some(0x10), Some(0x11)));
+    }
+
+    #[test]
+    fn transfers_without_executed_addresses_join_functions() {
+        let mut p = process();
+        // A call from an address that never ran: an edge between functions, with its site.
+        let mut call = branch(EdgeKind::Call, 0x99, 0x10, 2, 0);
+        call.incl_len = 1;
+        let list = [branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0), call];
+        rebuild(&mut p, &Transfers { list: &list, inclusive: &[7], pad_to: 0 }, Some(0), &[vec![0]]);
+        let last = p.edges.last().expect("edges");
+        assert_eq!(last.kind, EdgeKind::Call);
+        assert!(matches!(last.source, NodeRef::Symbol(_)));
+        assert_eq!(last.site().and_then(|s| s.source_offset), Some(0x99));
+        assert_eq!(last.inclusive(), &[7]);
     }
 }

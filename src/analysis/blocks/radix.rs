@@ -103,7 +103,7 @@ struct Run {
 /// level's cost lines beside its base function's) are sorted together. Reads and writes are
 /// sequential except from one run to the next, and nothing is moved but row numbers. Rows are
 /// numbered in 32 bits: `rows` must be below `u32::MAX` (the block rebuild checks it first).
-pub fn sort_by_runs(rows: usize, key_of: impl Fn(usize) -> Option<u64>) -> Vec<u32> {
+pub fn sort_by_runs(rows: usize, mut key_of: impl FnMut(usize) -> Option<u64>) -> Vec<u32> {
     assert!(rows < u32::MAX as usize, "rows are numbered in 32 bits; the caller checks");
     let mut runs: Vec<Run> = Vec::new();
     let mut keyed = 0usize;
