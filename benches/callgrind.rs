@@ -4,13 +4,12 @@
 //! path in `CFGHUB_CALLGRIND_BENCH`; without it, the committed small valgrind fixture is used.
 //! Reading runs from memory, so the figure is the parser's, not the disk's; the profile read is
 //! dropped outside the timing (freeing the model is not reading it). `read` reads the bytes as a
-//! stream (as from a pipe or a compressed file), `read_parts` as `cfghub convert` reads a large
-//! uncompressed file: in parts side by side.
+//! stream, as `cfghub convert` does.
 
 use std::time::Duration;
 
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::{self, FORMAT as Callgrind};
+use cfghub::converters::callgrind::FORMAT as Callgrind;
 use cfghub::error::Findings;
 use cfghub::registry::WriteOptions;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -31,15 +30,6 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || (),
             |()| read_with(&Callgrind, &mut bytes.as_slice()).unwrap(),
-            BatchSize::PerIteration,
-        )
-    });
-    // What `cfghub convert` does with a large file: the whole file at hand (mapped), read in
-    // parts side by side, one per thread.
-    g.bench_function("read_parts", |b| {
-        b.iter_batched(
-            || (),
-            |()| callgrind::read_bytes(&bytes, &mut Findings::default()).unwrap(),
             BatchSize::PerIteration,
         )
     });

@@ -12,10 +12,10 @@
 #    cfghub reading it and writing it back as Callgrind (the median of 7 runs: a run takes a
 #    fraction of a second, so a busy moment of the machine weighs more); then `cfghub info`
 #    (reading plus the analyses it prints).
-#    Reading alone is timed as a whole process too (examples/load: open, map, read in parts).
+#    Reading alone is timed as a whole process too (examples/load: open and read).
 # 3. Measures reading alone (and writing alone) in memory with the criterion bench
-#    benches/callgrind.rs, which reports MB/s: `read` as a stream, `read_parts` in parts side
-#    by side (what cfghub does with a large uncompressed file).
+#    benches/callgrind.rs, which reports MB/s: `read` as a stream (as cfghub reads every
+#    Callgrind input), and `write`.
 #
 # Needs: valgrind, g++, callgrind_annotate (valgrind package), a Rust toolchain.
 set -euo pipefail

@@ -4,7 +4,7 @@
 use std::io::BufRead;
 
 use crate::error::{Error, Findings, Result};
-use crate::io::{write_output, Compression, Input};
+use crate::io::{write_output, Input};
 use crate::ir::Profile;
 use crate::registry::{detect_input, detect_output, Format, ReadOptions, WriteOptions};
 
@@ -23,13 +23,8 @@ pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loa
         return Err(Error::unsupported(format!("cfghub cannot read {} files", format.name())));
     }
     let mut findings = Findings::default();
-    let options = ReadOptions {
-        size_hint: input.size.filter(|_| input.compression == Compression::None),
-        file: (input.size.is_some() && input.compression == Compression::None).then(|| path.into()),
-        ..options.clone()
-    };
-    let mut reader = input.reader();
-    let profile = format.read(&mut reader, &options, &mut findings).map_err(|e| e.in_file(path))?;
+    let profile =
+        format.read_source(&mut input.source(), options, &mut findings).map_err(|e| e.in_file(path))?;
     Ok(Loaded { profile, format, findings })
 }
 

@@ -142,6 +142,116 @@ impl Input {
     }
 }
 
+impl Input {
+    /// What a reader reads: this input's whole content (the sniffed head included), which
+    /// [`Source::bytes`] maps when it is an uncompressed file.
+    pub fn source(self) -> Source<'static> {
+        let file = (self.name != "-" && self.size.is_some() && self.compression == Compression::None)
+            .then(|| PathBuf::from(&self.name));
+        let size = self.size.filter(|_| self.compression == Compression::None);
+        Source { file, size, ..Source::new(self.reader()) }
+    }
+}
+
+/// What a reader reads: one input's whole content, as a stream or as bytes.
+///
+/// [`crate::convert::load`] makes one for each input it opens, and
+/// [`crate::registry::Format::read`] one over any `BufRead`, so that every reader gets its
+/// input the same way and none decides by itself how the bytes reach it. A reader takes the
+/// content as its format wants it:
+/// - [`Source::stream`]: front to back (line readers, JSON), in constant memory;
+/// - [`Source::bytes`]: all of it at once, for formats read out of order or in parts. An
+///   uncompressed regular file is mapped (the page cache's own pages, no copy); anything else
+///   (a pipe, a compressed file, bytes in memory) is read from the stream once, into a buffer
+///   reserved at the input's size when that is known.
+///
+/// Text formats first call [`Source::limit_lines`], so that a stream never holds a line past
+/// [`MAX_LINE`].
+pub struct Source<'a> {
+    stream: Box<dyn BufRead + 'a>,
+    /// The uncompressed regular file that holds the same bytes as `stream`, if any.
+    file: Option<PathBuf>,
+    /// The content's size, when known.
+    size: Option<u64>,
+    whole: Option<Whole>,
+}
+
+/// The whole content, once [`Source::bytes`] asked for it.
+enum Whole {
+    Mapped(crate::mem::MappedFile),
+    Read(Vec<u8>),
+}
+
+impl<'a> Source<'a> {
+    /// A stream of which nothing else is known (bytes in memory, a reader a test made).
+    pub fn new(stream: impl BufRead + 'a) -> Source<'a> {
+        Source { stream: Box::new(stream), file: None, size: None, whole: None }
+    }
+
+    /// Bytes the content holds, when known (an uncompressed file's size): a reader that keeps
+    /// the whole input may reserve it at once. Only a hint.
+    pub fn size_hint(&self) -> Option<u64> {
+        self.size
+    }
+
+    /// The uncompressed regular file the content comes from, if it does.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Whether [`Source::bytes`] maps a file (rather than reading the stream into memory).
+    pub fn is_file(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The content as a stream, from its first byte. Not to be mixed with [`Source::bytes`].
+    pub fn stream(&mut self) -> &mut dyn BufRead {
+        &mut self.stream
+    }
+
+    /// Puts the stream under a [`LineLimit`] of [`MAX_LINE`]: a line-based reader of a stream
+    /// (a decompressed one above all) then fails at a line too long instead of holding it.
+    pub fn limit_lines(&mut self) -> &mut Self {
+        let stream = std::mem::replace(&mut self.stream, Box::new(io::empty()));
+        self.stream = Box::new(LineLimit::new(stream, MAX_LINE));
+        self
+    }
+
+    /// The whole content: the file mapped when there is one that can be, else the stream read
+    /// to its end. An error names no file, so that the caller's name for the input is used.
+    pub fn bytes(&mut self) -> Result<&[u8]> {
+        let whole = match self.whole.take() {
+            Some(whole) => whole,
+            // A file that cannot be mapped (a FIFO, an empty file) is read as the stream it is.
+            None => match self.file.as_deref().and_then(|p| crate::mem::MappedFile::open(p).ok()) {
+                Some(mapped) => Whole::Mapped(mapped),
+                None => Whole::Read(read_whole(&mut self.stream, self.size)?),
+            },
+        };
+        Ok(match self.whole.insert(whole) {
+            Whole::Mapped(m) => m,
+            Whole::Read(v) => v,
+        })
+    }
+}
+
+/// Most of an input that [`read_whole`] reserves at once from a size hint (a hint is only that).
+const MOST_RESERVED: u64 = 1 << 32;
+
+/// A whole stream in memory, reserved at once (with huge pages) when its size is known; a
+/// failure names no file, so that the caller's file name is used.
+pub fn read_whole(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec<u8>> {
+    let reserve = size_hint.unwrap_or(0).min(MOST_RESERVED) as usize;
+    // One byte more, so that reading to the end does not grow (and copy) a full buffer.
+    let mut data = crate::mem::vec_with_capacity(reserve.saturating_add(1));
+    input.read_to_end(&mut data).map_err(|e| {
+        let mut err = Error::io(String::new(), e);
+        err.file = None;
+        err
+    })?;
+    Ok(data)
+}
+
 /// One bzip2 decoding thread per core.
 fn decompression_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
@@ -521,6 +631,52 @@ mod tests {
             assert_eq!(input.head.len(), HEAD_LEN);
             assert_eq!(read_all(input), text);
         }
+    }
+
+    #[test]
+    fn a_source_gives_the_same_bytes_mapped_read_or_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..200_000u32).flat_map(|i| format!("{i} line\n").into_bytes()).collect();
+        let path = dir.path().join("plain.txt");
+        std::fs::write(&path, &text).unwrap();
+        let empty = dir.path().join("empty.txt");
+        std::fs::write(&empty, b"").unwrap();
+
+        let mut file = Input::open(path.to_str().unwrap()).unwrap().source();
+        assert_eq!(file.file(), Some(path.as_path()));
+        assert_eq!(file.size_hint(), Some(text.len() as u64));
+        assert_eq!(file.bytes().unwrap(), &text[..]);
+
+        let mut streamed = Vec::new();
+        Input::open(path.to_str().unwrap()).unwrap().source().stream().read_to_end(&mut streamed).unwrap();
+        assert_eq!(streamed, text);
+
+        // An empty file cannot be mapped: it is read as the stream it is.
+        let mut nothing = Input::open(empty.to_str().unwrap()).unwrap().source();
+        assert!(nothing.is_file());
+        assert_eq!(nothing.bytes().unwrap(), b"");
+
+        // Compressed content is no file's bytes: read from the stream.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let gz_path = dir.path().join("plain.txt.gz");
+        std::fs::write(&gz_path, gz.finish().unwrap()).unwrap();
+        let mut unpacked = Input::open(gz_path.to_str().unwrap()).unwrap().source();
+        assert!(!unpacked.is_file());
+        assert_eq!(unpacked.size_hint(), None);
+        assert_eq!(unpacked.bytes().unwrap(), &text[..]);
+
+        let mut memory = Source::new(&text[..]);
+        assert_eq!((memory.file(), memory.size_hint()), (None, None));
+        assert_eq!(memory.bytes().unwrap(), &text[..]);
+    }
+
+    #[test]
+    fn a_limited_source_refuses_a_line_too_long_for_the_limit() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let err = Source::new(&long[..]).limit_lines().bytes().map(|_| ()).unwrap_err();
+        assert!(err.to_string().contains("longer than 64 MiB"), "{err}");
+        assert_eq!(Source::new(&long[..]).bytes().unwrap().len(), long.len());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 
 use crate::error::{Error, Findings, Result};
-use crate::io::{strip_compression_suffix, Input};
+use crate::io::{strip_compression_suffix, Input, Source};
 use crate::ir::{AddressKind, Profile};
 
 /// Options of single formats. Each format defines its own options type in its folder (with
@@ -51,16 +51,10 @@ impl std::fmt::Debug for FormatOptions {
     }
 }
 
-/// What a reader is told about its input, and the options of single formats.
+/// Options of single readers. What a reader is told about its input itself (its size, the file
+/// it comes from) is in the [`Source`] it reads.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
-    /// Bytes the input will hold, when known (an uncompressed file's size): readers that keep
-    /// the whole input reserve it at once. Only a hint; [`crate::convert::load`] sets it.
-    pub size_hint: Option<u64>,
-    /// The input's path when it is an uncompressed regular file ([`crate::convert::load`] sets
-    /// it): a reader may map the file to read parts of it side by side instead of reading the
-    /// stream, which holds the same bytes.
-    pub file: Option<std::path::PathBuf>,
     /// Options of single readers (DCPI's address step, DTrace's offsets, ...).
     pub formats: FormatOptions,
 }
@@ -92,9 +86,10 @@ impl WriteOptions {
     }
 }
 
-/// Reads a whole input into a profile. Rule breaks that leave the data usable are pushed to
-/// the findings (as warnings, or as violations that conversions refuse).
-pub type ReadFn = fn(&mut dyn BufRead, &ReadOptions, &mut Findings) -> Result<Profile>;
+/// Reads a whole input into a profile, taking it as a stream or as bytes ([`Source`]). Rule
+/// breaks that leave the data usable are pushed to the findings (as warnings, or as violations
+/// that conversions refuse).
+pub type ReadFn = fn(&mut Source<'_>, &ReadOptions, &mut Findings) -> Result<Profile>;
 
 /// Writes a profile. What the format cannot express is named in the findings as a warning.
 pub type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
@@ -191,10 +186,20 @@ impl Format {
         self.writer.is_some()
     }
 
-    /// Reads a whole input into a profile.
+    /// Reads a whole input, given as a stream, into a profile.
     pub fn read(
         &self,
         input: &mut dyn BufRead,
+        options: &ReadOptions,
+        findings: &mut Findings,
+    ) -> Result<Profile> {
+        self.read_source(&mut Source::new(input), options, findings)
+    }
+
+    /// Reads a whole input into a profile.
+    pub fn read_source(
+        &self,
+        input: &mut Source<'_>,
         options: &ReadOptions,
         findings: &mut Findings,
     ) -> Result<Profile> {

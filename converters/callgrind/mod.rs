@@ -17,7 +17,7 @@ mod write;
 
 use crate::registry::Format;
 
-pub use read::{read, read_bytes};
+pub use read::read;
 pub use write::write;
 
 /// What a Callgrind writer can be asked.
@@ -34,9 +34,7 @@ pub static FORMAT: Format = Format {
     extensions: &["callgrind.out.*", ".callgrind"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(|input, options, findings| {
-        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
-    }),
+    reader: Some(read),
     writer: Some(write),
     without_addresses: Some(
         "Callgrind positions are addresses or lines of costs; these blocks carry no cost and are left out",

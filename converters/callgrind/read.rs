@@ -25,14 +25,13 @@
 //! --collect-jumps=yes`): then the instructions are grouped into basic blocks and the edges join
 //! blocks (see [`crate::analysis::blocks`]).
 
-mod chunks;
-
 use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_end, Bad, NameSpec};
 use crate::analysis::blocks::{self, Transfer};
 use crate::error::{Error, Findings, Result};
+use crate::io::Source;
 use crate::ir::{EdgeKind, Event, FileId, Image, Process, Profile, StringTable, Symbol};
 use crate::registry::ReadOptions;
 
@@ -52,29 +51,11 @@ const COST_ROW_BYTES: u64 = 20;
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
 
-/// Reads a whole Callgrind file.
-///
-/// A large uncompressed file named by [`ReadOptions::file`] is mapped and read in parts side by
-/// side (see [`chunks`]); anything else is read as a stream, line after line.
-pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    if let Some(path) = &options.file {
-        let big = options.size_hint.is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
-        if big && rayon::current_num_threads() > 1 {
-            if let Ok(mapped) = crate::mem::MappedFile::open(path) {
-                return read_bytes(&mapped, findings);
-            }
-        }
-    }
-    let mut r = Reader { input_size: options.size_hint.unwrap_or(0), ..Reader::default() };
-    read_into(&mut r, input, findings)?;
+/// Reads a whole Callgrind file, as a stream, line after line.
+pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let mut r = Reader { input_size: input.size_hint().unwrap_or(0), ..Reader::default() };
+    read_into(&mut r, input.limit_lines().stream(), findings)?;
     r.end(findings)
-}
-
-/// Reads a whole Callgrind file held in memory: in as many parts side by side as there are
-/// threads, when it is large enough to gain from it. The profile is the one [`read`] gives.
-pub fn read_bytes(data: &[u8], findings: &mut Findings) -> Result<Profile> {
-    let parts = rayon::current_num_threads().min(data.len() / chunks::MIN_PART).max(1);
-    chunks::read_parts(data, findings, parts)
 }
 
 /// Reads the lines of `input` into `r`, which may already hold what came before them.
@@ -247,9 +228,10 @@ struct Pending {
     line_no: u64,
 }
 
-impl Pending {
-    fn what(&self) -> &'static str {
-        match self.kind {
+impl ArcKind {
+    /// The key of the lines of this kind, as messages name them.
+    fn what(self) -> &'static str {
+        match self {
             ArcKind::Call => "calls=",
             ArcKind::Jump => "jump=",
             ArcKind::Jcnd => "jcnd=",
@@ -296,12 +278,6 @@ impl IdTable {
         } else {
             self.sparse.insert(id, value);
         }
-    }
-
-    /// Every id set, with its value.
-    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let dense = self.dense.iter().enumerate().filter_map(|(i, v)| Some((i as u64, (*v)?)));
-        dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
     }
 
     fn get(&self, id: u64) -> Option<u32> {
@@ -401,9 +377,6 @@ struct Reader {
     consumed: u64,
     /// Compressed names referred to before their definition, in the order met.
     forwards: Vec<ForwardName>,
-    /// For a reader that starts in the middle of a file: what it stood in for the names and
-    /// places defined before its start (see [`chunks`]).
-    cont: Option<Box<chunks::Continuation>>,
 }
 
 /// Warns when the costs `stated` by a `totals:` line at `line_no` differ from the sum of the
@@ -435,7 +408,7 @@ impl Reader {
         if let Some(p) = &self.pending {
             return Err(Error::input(format!(
                 "expected the source position line of the {} at line {}{}, found '{}'",
-                p.what(),
+                p.kind.what(),
                 p.line_no,
                 if p.kind == ArcKind::Call { " (position and inclusive cost)" } else { "" },
                 String::from_utf8_lossy(&line[..line.len().min(60)])
@@ -480,22 +453,10 @@ impl Reader {
         let p = self.process();
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
-        let cont = &mut self.cont;
         let state = &mut self.states[p];
         let by_name = &mut state.by_name;
         *state.symbols.entry((image, name, file)).or_insert_with(|| {
-            let text = match cont {
-                // A name defined before the start of the part: known once the parts are joined.
-                Some(c) => {
-                    c.created(image, img.symbols.len() as u32, name);
-                    if chunks::is_forward(name) {
-                        ""
-                    } else {
-                        fn_names.get(name)
-                    }
-                }
-                None => fn_names.get(name),
-            };
+            let text = fn_names.get(name);
             img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
             let symbol = (img.symbols.len() - 1) as u32;
             by_name.entry((image, name)).or_insert(symbol);
@@ -516,10 +477,6 @@ impl Reader {
             NameSpec::Refer(id) => {
                 if let Some(v) = self.ids(table).get(id) {
                     return Ok(v);
-                }
-                if let Some(c) = &mut self.cont {
-                    // Defined before the start of the part, or later: told when parts are joined.
-                    return Ok(c.forward(table, id));
                 }
                 let text = format!("({id})");
                 let value = match table {
@@ -620,7 +577,9 @@ impl Reader {
             b"cfn" => self.cfn = Some(self.name(Table::Function, value)?),
             b"jfi" => self.jfi = Some(self.file_name(Table::File, value)?),
             b"jfn" => self.jfn = Some(self.name(Table::Function, value)?),
-            b"calls" | b"jump" | b"jcnd" => self.association(key, value)?,
+            b"calls" => self.association(ArcKind::Call, value, self.last)?,
+            b"jump" => self.association(ArcKind::Jump, value, self.last)?,
+            b"jcnd" => self.association(ArcKind::Jcnd, value, self.last)?,
             b"rcalls" => {
                 // Written by old Callgrind versions for recursive calls; KCachegrind reads it
                 // as calls=, with a warning.
@@ -631,7 +590,7 @@ impl Reader {
                         "'rcalls=' (an old Callgrind form) read as 'calls='",
                     );
                 }
-                self.association(b"calls", value)?
+                self.association(ArcKind::Call, value, self.last)?
             }
             _ => {
                 if !self.warned_keys.iter().any(|k| k == key) {
@@ -649,69 +608,73 @@ impl Reader {
         Ok(())
     }
 
-    fn association(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Reads the value of a `calls=`/`jump=`/`jcnd=` line (what follows the `=`), with `last`
+    /// the positions its relative target positions build on: its counts and target, which then
+    /// wait in [`Reader::pending`] for the source position line. The one parser of these lines:
+    /// the run loop ([`Reader::run_line`]) hands its association lines here too.
+    fn association(&mut self, kind: ArcKind, value: &[u8], last: [u64; 3]) -> Result<()> {
+        let key = kind.what();
         let Some(symbol) = self.symbol else {
             return Err(Error::input(format!(
-                "{}= before any fn= line; expected fn=NAME to say which function it belongs to",
-                String::from_utf8_lossy(key)
+                "{key} before any fn= line; expected fn=NAME to say which function it belongs to"
             )));
         };
         let value = skip_space(value);
-        let (kind, count, executed, rest) = match key {
-            b"calls" | b"jump" => {
-                let kind = if key == b"calls" { ArcKind::Call } else { ArcKind::Jump };
-                let mut j = 0;
-                match parse::scan_number(value, &mut j) {
-                    Some(n) => (kind, n, n, &value[j..]),
-                    None => {
-                        let (t, rest) = next_token(value);
-                        let n = parse::number(t).map_err(|e| {
-                            bad(Bad(format!("{}= count: {}", String::from_utf8_lossy(key), e.0)))
-                        })?;
-                        (kind, n, n, rest)
+        // Usually well-formed numbers, read in one pass; else token by token for the error.
+        let mut j = 0;
+        let scanned = match kind {
+            // What Callgrind writes: followed/executed.
+            ArcKind::Jcnd => parse::scan_decimal(value, &mut j).and_then(|f| {
+                (value.get(j) == Some(&b'/')).then_some(())?;
+                j += 1;
+                Some((f, parse::scan_number(value, &mut j)?))
+            }),
+            _ => parse::scan_number(value, &mut j).map(|n| (n, n)),
+        };
+        let (count, executed, rest) = match scanned {
+            Some((count, executed)) => (count, executed, &value[j..]),
+            None => {
+                let (t, rest) = next_token(value);
+                let number = |t: &[u8], what: &str| {
+                    parse::number(t).map_err(|e| bad(Bad(format!("{key} {what}: {}", e.0))))
+                };
+                match kind {
+                    ArcKind::Jcnd => match t.iter().position(|&b| b == b'/') {
+                        Some(slash) => {
+                            let f = number(&t[..slash], "followed count")?;
+                            (f, number(&t[slash + 1..], "executed count")?, rest)
+                        }
+                        None => {
+                            // The documented grammar: executed followed.
+                            let x = number(t, "executed count")?;
+                            let (t2, rest) = next_token(rest);
+                            (number(t2, "followed count")?, x, rest)
+                        }
+                    },
+                    _ => {
+                        let n = number(t, "count")?;
+                        (n, n, rest)
                     }
                 }
             }
-            _ => {
-                let (t, rest) = next_token(value);
-                if let Some(slash) = t.iter().position(|&b| b == b'/') {
-                    // What Callgrind writes: followed/executed.
-                    let f = parse::number(&t[..slash])
-                        .map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    let x = parse::number(&t[slash + 1..])
-                        .map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
-                    (ArcKind::Jcnd, f, x, rest)
-                } else {
-                    // The documented grammar: executed followed.
-                    let x =
-                        parse::number(t).map_err(|e| bad(Bad(format!("jcnd= executed count: {}", e.0))))?;
-                    let (t2, rest) = next_token(rest);
-                    let f =
-                        parse::number(t2).map_err(|e| bad(Bad(format!("jcnd= followed count: {}", e.0))))?;
-                    (ArcKind::Jcnd, f, x, rest)
-                }
-            }
         };
-        self.note_jcnd(kind, count, executed);
         let mut target = [0u64; 3];
-        // Usually well-formed numbers, read in one pass; else token by token for the error.
         let mut j = 0;
         let scanned = (0..self.columns.len().min(3)).all(|c| {
             j = parse::skip_space_at(rest, j);
-            parse::scan_subposition(rest, &mut j, self.last[c]).map(|v| target[c] = v).is_some()
+            parse::scan_subposition(rest, &mut j, last[c]).map(|v| target[c] = v).is_some()
         });
         let mut rest = if scanned { &[][..] } else { rest };
         for (c, slot) in target.iter_mut().enumerate().take(if scanned { 0 } else { self.columns.len() }) {
             let (t, r) = next_token(rest);
             if t.is_empty() {
                 return Err(Error::input(format!(
-                    "{}= target has {c} position(s); expected {} ({})",
-                    String::from_utf8_lossy(key),
+                    "{key} target has {c} position(s); expected {} ({})",
                     self.columns.len(),
                     self.describe_columns()
                 )));
             }
-            *slot = subposition(t, self.last[c]).map_err(bad)?;
+            *slot = subposition(t, last[c]).map_err(bad)?;
             rest = r;
         }
         let Some((target_image, target_symbol)) = self.association_target(kind, symbol) else {
@@ -719,6 +682,7 @@ impl Reader {
                 "calls= without a cfn= line before it; expected cfn=NAME naming the called function",
             ));
         };
+        self.note_jcnd(kind, count, executed);
         self.pending = Some(Pending {
             kind,
             count,
@@ -802,11 +766,6 @@ impl Reader {
     }
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
-        if self.cont.is_some() && !matches!(key, b"totals" | b"summary") {
-            // A part read on its own holds function bodies only; one with a header is read
-            // again where it stands (the error is not reported).
-            return Err(Error::input("a header line inside a part"));
-        }
         let text = || String::from_utf8_lossy(value).into_owned();
         let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
@@ -923,11 +882,7 @@ impl Reader {
                     stated.push(parse::number(t).map_err(|e| Error::input(format!("totals: {}", e.0)))?);
                     rest = r;
                 }
-                match &mut self.cont {
-                    // The part began before this reader's start: checked when parts are joined.
-                    Some(c) => c.totals.push((stated, self.part_totals.clone(), self.line_no)),
-                    None => check_totals(stated, self.part_totals.clone(), self.line_no, findings),
-                }
+                check_totals(stated, self.part_totals.clone(), self.line_no, findings);
             }
             b"desc" => self.profile.meta.headers.push(("desc".into(), text())),
             _ => self.profile.meta.headers.push((String::from_utf8_lossy(key).into_owned(), text())),
@@ -1096,7 +1051,7 @@ impl Reader {
                 }
                 self.line_no += lines;
                 lines = 0;
-                match self.run_line(buf, i, &last, symbol, &mut pending) {
+                match self.run_line(buf, i, &last, &mut pending) {
                     Some(end) => {
                         i = end;
                         continue;
@@ -1177,7 +1132,6 @@ impl Reader {
         buf: &[u8],
         i: usize,
         last: &[u64; 3],
-        symbol: u32,
         pending: &mut Option<Pending>,
     ) -> Option<usize> {
         let line = &buf[i..];
@@ -1202,38 +1156,20 @@ impl Reader {
         } else {
             return None;
         };
-        let mut j = parse::skip_space_at(buf, i + key);
-        let (count, executed) = if kind == ArcKind::Jcnd {
-            // What Callgrind writes: followed/executed.
-            let f = parse::scan_decimal(buf, &mut j)?;
-            if buf.get(j) != Some(&b'/') {
-                return None;
-            }
-            j += 1;
-            (f, parse::scan_number(buf, &mut j)?)
-        } else {
-            let n = parse::scan_number(buf, &mut j)?;
-            (n, n)
-        };
-        let mut target = [0u64; 3];
-        for (c, t) in target.iter_mut().enumerate().take(self.columns.len()) {
-            j = parse::skip_space_at(buf, j);
-            *t = parse::scan_subposition(buf, &mut j, last[c])?;
-        }
-        let end = line_end(buf, parse::skip_space_at(buf, j))?;
-        let (target_image, target_symbol) = self.association_target(kind, symbol)?;
+        // The line's end: a line the buffer holds only part of is left to [`Reader::line`].
+        let end = i + memchr::memchr(b'\n', line)?;
         self.line_no += 1;
-        self.note_jcnd(kind, count, executed);
-        *pending = Some(Pending {
-            kind,
-            count,
-            executed,
-            target,
-            target_image,
-            target_symbol,
-            line_no: self.line_no,
-        });
-        Some(end)
+        match self.association(kind, trim_end(&buf[i + key..end]), *last) {
+            Ok(()) => {
+                *pending = self.pending.take();
+                Some(end + 1)
+            }
+            Err(_) => {
+                // Nothing was recorded: the line parser reads the line again and reports it.
+                self.line_no -= 1;
+                None
+            }
+        }
     }
 
     /// Appends the cost rows a run gathered (`width` values each) to the current image's cost
@@ -1416,7 +1352,7 @@ impl Reader {
         if let Some(p) = &self.pending {
             return Err(Error::input(format!(
                 "the file ends after the {} line; expected a line with its source position{}",
-                p.what(),
+                p.kind.what(),
                 if p.kind == ArcKind::Call { " and inclusive cost" } else { "" }
             ))
             .at_line(p.line_no));
@@ -1589,7 +1525,7 @@ mod tests {
     use super::*;
 
     fn read_text(input: &mut dyn BufRead) -> Result<Profile> {
-        read(input, &ReadOptions::default(), &mut Findings::default())
+        read(&mut Source::new(input), &ReadOptions::default(), &mut Findings::default())
     }
 
     /// Cost lines are read in runs straight from the input buffer: a line cut by the end of a

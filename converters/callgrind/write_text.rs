@@ -2,8 +2,8 @@
 //!
 //! Text goes into one buffer kept at its full length, with a cursor: a line is formatted into a
 //! fixed-size window of it (one bounds check for the window, none for capacity or length per
-//! byte), and numbers are written digit by digit from a two-digit table rather than formatted
-//! apart and copied. The buffer is reused for the whole file and handed to the output in chunks.
+//! byte); decimal numbers are formatted by `itoa`. The buffer is reused for the whole file and
+//! handed to the output in chunks.
 
 /// The longest line formatted in one window: two positions, a call or jump count, and up to
 /// [`WINDOW_VALUES`] values, each at most 20 digits with a separator.
@@ -93,91 +93,18 @@ impl Out {
     }
 }
 
-/// "00" to "99".
-static DIGITS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// Writes `v` in decimal at `w[i..]`; returns the index after it. Inline for one and two
-/// digits, the most common lengths of position offsets and counts.
+/// Writes `v` in decimal at `w[i..]`; returns the index after it.
 #[inline(always)]
 pub(super) fn put_num(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
     if v < 10 {
+        // Position offsets and counts are mostly one digit: no copy for those.
         w[i] = b'0' + v as u8;
         return i + 1;
     }
-    if v < 100 {
-        let d = v as usize * 2;
-        w[i] = DIGITS[d];
-        w[i + 1] = DIGITS[d + 1];
-        return i + 2;
-    }
-    put_long(w, i, v)
-}
-
-/// [`put_num`] for three digits or more: in 32-bit arithmetic, cheaper than 64-bit division,
-/// eight digits at a time for the rest.
-#[inline(never)]
-fn put_long(w: &mut [u8; WINDOW], i: usize, v: u64) -> usize {
-    match u32::try_from(v) {
-        Ok(v) => put_u32(w, i, v),
-        Err(_) => {
-            let i = put_num(w, i, v / 100_000_000);
-            put_eight(w, i, (v % 100_000_000) as u32)
-        }
-    }
-}
-
-/// Writes `v` (at least 100) in decimal, four digits at a time from the right.
-#[inline]
-fn put_u32(w: &mut [u8; WINDOW], i: usize, v: u32) -> usize {
-    let n = v.ilog10() as usize + 1;
-    let mut end = i + n;
-    let mut x = v;
-    while x >= 10_000 {
-        let r = (x % 10_000) as usize;
-        x /= 10_000;
-        let (hi, lo) = (r / 100 * 2, r % 100 * 2);
-        w[end - 4..end].copy_from_slice(&[DIGITS[hi], DIGITS[hi + 1], DIGITS[lo], DIGITS[lo + 1]]);
-        end -= 4;
-    }
-    let x = x as usize;
-    if x >= 100 {
-        let (hi, lo) = (x / 100, x % 100 * 2);
-        w[end - 2..end].copy_from_slice(&[DIGITS[lo], DIGITS[lo + 1]]);
-        end -= 2;
-        if hi >= 10 {
-            w[end - 2..end].copy_from_slice(&[DIGITS[hi * 2], DIGITS[hi * 2 + 1]]);
-        } else {
-            w[end - 1] = b'0' + hi as u8;
-        }
-    } else if x >= 10 {
-        w[end - 2..end].copy_from_slice(&[DIGITS[x * 2], DIGITS[x * 2 + 1]]);
-    } else {
-        w[end - 1] = b'0' + x as u8;
-    }
-    i + n
-}
-
-/// Writes exactly eight digits of `v` (below 10^8), with leading zeros.
-#[inline]
-fn put_eight(w: &mut [u8; WINDOW], i: usize, v: u32) -> usize {
-    let (hi, lo) = ((v / 10_000) as usize, (v % 10_000) as usize);
-    let (a, b, c, d) = (hi / 100 * 2, hi % 100 * 2, lo / 100 * 2, lo % 100 * 2);
-    w[i..i + 8].copy_from_slice(&[
-        DIGITS[a],
-        DIGITS[a + 1],
-        DIGITS[b],
-        DIGITS[b + 1],
-        DIGITS[c],
-        DIGITS[c + 1],
-        DIGITS[d],
-        DIGITS[d + 1],
-    ]);
-    i + 8
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(v).as_bytes();
+    w[i..i + text.len()].copy_from_slice(text);
+    i + text.len()
 }
 
 /// Writes `v` as `0x` and lowercase hexadecimal digits at `w[i..]`; returns the index after it.

@@ -15,9 +15,10 @@ mod elf;
 pub mod read;
 mod write;
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
+use crate::io::Source;
 use crate::ir::Profile;
 use crate::registry::{Format, ReadOptions, WriteOptions};
 
@@ -39,11 +40,9 @@ fn sniff(head: &[u8]) -> bool {
     is_object_file(head) || sniff_text(head)
 }
 
-fn read(input: &mut dyn BufRead, options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
-    let mut data = Vec::with_capacity(options.size_hint.unwrap_or(0).min(1 << 30) as usize);
-    input.read_to_end(&mut data).map_err(|e| Error::io("input", e))?;
-    let file = options.file.as_ref().map(|p| p.display().to_string());
-    read_bytes(&data, file)
+fn read(input: &mut Source<'_>, _options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
+    let file = input.file().map(|p| p.display().to_string());
+    read_bytes(input.bytes()?, file)
 }
 
 /// `.debug_PT` text of every routine.

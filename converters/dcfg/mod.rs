@@ -22,7 +22,7 @@ pub static FORMAT: Format = Format {
     description: "Intel DCFG JSON (Pin, PinPlay, SDE)",
     extensions: &[".dcfg.json", ".dcfg"],
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input, findings)),
+    reader: Some(|input, _, findings| read(input.stream(), findings)),
     writer: Some(|profile, out, options, findings| {
         write(profile, out, options.formats.get::<Options>().pretty, findings)
     }),

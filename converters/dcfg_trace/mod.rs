@@ -48,7 +48,7 @@ pub static FORMAT: Format = Format {
     description: "Intel DCFG-trace JSON: edge order per thread (Pin, PinPlay, SDE)",
     extensions: &[".trace.json"],
     sniffer: Some(sniff),
-    reader: Some(read_profile),
+    reader: Some(|input, options, findings| read_profile(input.stream(), options, findings)),
     hint: Some(
         "a DCFG-trace is written from edge sequences, not from a profile: \
          cfghub convert APP.dcfg.json --trace-from APP.edges -o APP.trace.json",

@@ -32,9 +32,7 @@ pub static FORMAT: Format = Format {
     description: "DCPI binary sample profile (pdb-0.06/0.07; dcpiformat(4))",
     extensions: &[".dcpi"],
     sniffer: Some(sniff),
-    reader: Some(|input, options, findings| {
-        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), options, findings)
-    }),
+    reader: Some(read::read),
     writer: Some(write::write),
     without_addresses: Some("DCPI samples are by address; these blocks are left out"),
     // `tstart` is the runtime address of the image's text.

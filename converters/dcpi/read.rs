@@ -9,8 +9,8 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Findings, Location, Result};
+use crate::io::Source;
 use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
-use crate::mem;
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
@@ -384,27 +384,16 @@ pub fn step_of(options: &ReadOptions) -> Result<u64> {
 /// aggregates every process that ran the image), one image at `tstart` of `tsize` bytes, one
 /// event, and one cost per slot (zero counts inside a chunk included, so that writing back is
 /// exact).
-pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let step = step_of(options)?;
-    let data = read_all(input, options.size_hint)?;
-    from_bytes(&data, step, findings)
+    // The header is text: a stream is read under the line limit.
+    from_bytes(input.limit_lines().bytes()?, step, findings)
 }
-
-/// Most of an input that [`read_all`] reserves at once from a size hint (a hint is only that).
-const MOST_RESERVED: u64 = 1 << 32;
 
 /// The whole input, reserved at once when its size is known; a failure names no file, so that
 /// the caller's file name is used.
 pub fn read_all(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec<u8>> {
-    let reserve = size_hint.unwrap_or(0).min(MOST_RESERVED) as usize;
-    // One byte more, so that reading to the end does not grow (and copy) a full buffer.
-    let mut data = mem::vec_with_capacity(reserve.saturating_add(1));
-    input.read_to_end(&mut data).map_err(|e| {
-        let mut err = Error::io(String::new(), e);
-        err.file = None;
-        err
-    })?;
-    Ok(data)
+    crate::io::read_whole(input, size_hint)
 }
 
 /// Writes the offsets and counts of slots `first..first + offsets.len()`, which lie in

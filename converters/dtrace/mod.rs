@@ -41,7 +41,7 @@ pub static FORMAT: Format = Format {
     description: "DTrace stack()/ustack() aggregation output (read only)",
     extensions: &[".stacks", ".dtrace"],
     sniffer: Some(sniff),
-    reader: Some(read),
+    reader: Some(|input, options, findings| read(input.stream(), options, findings)),
     ..Format::NONE
 };
 

@@ -23,9 +23,7 @@ pub static FORMAT: Format = Format {
     description: "folded stacks (FlameGraph, inferno): frame;frame;frame count",
     extensions: &[".folded", ".collapsed"],
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| {
-        read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
-    }),
+    reader: Some(|input, _, findings| read(input.limit_lines().stream(), findings)),
     writer: Some(write),
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE

@@ -31,7 +31,7 @@ pub static FORMAT: Format = Format {
     extensions: &[".perf.txt", ".perf-script"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input, findings)),
+    reader: Some(|input, _, findings| read(input.stream(), findings)),
     ..Format::NONE
 };
 

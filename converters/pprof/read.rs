@@ -7,11 +7,11 @@
 //! length is checked against the bytes left ([`super::wire`]).
 
 use std::collections::HashMap;
-use std::io::BufRead;
 
 use super::wire::{Cursor, FIXED32, FIXED64, LEN, VARINT};
 use super::{keys, PID_LABEL, THREAD_LABEL};
 use crate::error::{Error, Findings, Result};
+use crate::io::Source;
 use crate::ir::{Event, FrameId, FrameSource, Image, Process, Profile, Stack};
 use crate::registry::ReadOptions;
 
@@ -19,15 +19,15 @@ const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as 
                     runtime/pprof, `go tool pprof -proto` or `perf_to_profile`";
 
 /// Reads a whole pprof input (decompressed already by [`crate::io`]).
-pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    if let Some(path) = &options.file {
-        if let Ok(map) = crate::mem::MappedFile::open(path) {
-            return read_bytes(&map, findings);
-        }
+pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    if input.is_file() {
+        return read_bytes(input.bytes()?, findings);
     }
     // A stream (decompressed on its own thread): samples are decoded as their bytes arrive,
     // side by side with the decompression; the rest is read once the input is complete.
-    let mut bytes = Vec::with_capacity(options.size_hint.unwrap_or(0).min(1 << 32) as usize);
+    let size = input.size_hint();
+    let input = input.stream();
+    let mut bytes = Vec::with_capacity(size.unwrap_or(0).min(1 << 32) as usize);
     let mut early = Vec::new();
     let mut scanned = 0usize;
     let mut pending: Vec<(usize, usize)> = Vec::new();

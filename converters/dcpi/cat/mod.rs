@@ -29,9 +29,7 @@ pub static FORMAT: Format = Format {
     description: "dcpicat text dump of DCPI profiles (several events)",
     extensions: &[".dcpicat.txt", ".dcpicat"],
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| {
-        read::read(&mut crate::io::LineLimit::new(input, crate::io::MAX_LINE), findings)
-    }),
+    reader: Some(|input, _, findings| read::read(input.limit_lines().stream(), findings)),
     writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
     without_addresses: Some("dcpicat samples are by address; these blocks are left out"),
     // `text_start` is the runtime address of the image's text.
