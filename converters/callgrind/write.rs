@@ -72,7 +72,7 @@ mod write_text;
 use crate::analysis::source::{Part, SourceIndex};
 use crate::analysis::{branch_pairs, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{BlockRef, CostTable, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
+use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
 use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
 use write_names::NameTable;
@@ -93,10 +93,7 @@ pub fn write(
     // DCFG-trace measure it).
     let ir_event = profile.event_index("Ir");
     let ir_in_costs = ir_event.is_some_and(|k| {
-        profile
-            .processes
-            .iter()
-            .any(|p| p.images.iter().any(|i| (0..i.costs.len()).any(|r| i.costs.value(r, k) != 0)))
+        profile.processes.iter().any(|p| p.images.iter().any(|i| i.costs.event_values(k).any(|v| v != 0)))
     });
     let ir_from_blocks =
         !ir_in_costs && profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
@@ -377,12 +374,12 @@ impl Writer<'_> {
                 let costs = &image.costs;
                 if costs.width() == 1 {
                     // The common case, one event: a plain sum.
-                    let sum = (0..costs.len()).fold(0u64, |t, r| t.wrapping_add(costs.value(r, 0)));
+                    let sum = costs.event_values(0).fold(0u64, |t, v| t.wrapping_add(v));
                     totals[0] = totals[0].wrapping_add(sum);
                     continue;
                 }
-                for r in 0..costs.len() {
-                    for (t, &v) in totals.iter_mut().zip(&costs.values(r)) {
+                for cost in costs {
+                    for (t, &v) in totals.iter_mut().zip(&cost.values) {
                         *t = t.wrapping_add(v);
                     }
                 }
@@ -485,7 +482,7 @@ impl Writer<'_> {
     #[inline(always)]
     /// Writes row `k` of a cost table as a cost line in its file, each value moved to its
     /// event's column (`values` is scratch space, one slot per column).
-    fn cost_row(&mut self, costs: &CostTable, k: usize, values: &mut [u64]) {
+    fn cost_row(&mut self, costs: &mut Cursor, k: usize, values: &mut [u64]) {
         self.set_file(costs.file(k));
         values.fill(0);
         for (e, &v) in costs.values(k).iter().enumerate() {
@@ -527,7 +524,7 @@ impl Writer<'_> {
     /// The common cost line, in a loop of its own: rows from `r` on in function `current` and
     /// the current file, with a line, an address and one value, as a Callgrind profile read
     /// back is made of. Returns the first row not written (at most a chunk's worth is).
-    fn cost_run(&mut self, costs: &CostTable, mut r: usize, current: Option<u32>) -> usize {
+    fn cost_run(&mut self, costs: &mut Cursor, mut r: usize, current: Option<u32>) -> usize {
         let Some(Some(file)) = self.ctx.file else { return r };
         let [mut last_instr, mut last_line] = self.last;
         let mut total = self.totals[0];
@@ -582,16 +579,17 @@ impl Writer<'_> {
         if write_costs {
             let mut blocks: Option<BlockIndex> = None;
             for (i, image) in process.images.iter().enumerate() {
-                let costs = &image.costs;
+                // Rows are read in order: a cursor unpacks each block of the packed costs once.
+                let mut costs = image.costs.cursor();
                 let mut symbols: Option<names::SymbolIndex> = None;
                 // The function of the previous cost line, by symbol, to skip the look-ups.
                 let mut current: Option<u32> = None;
                 let (mut hint, mut block_hint) = (0, 0);
-                let fast = costs.width() == 1 && self.columns == 1 && self.has_instr && self.has_line;
+                let fast = image.costs.width() == 1 && self.columns == 1 && self.has_instr && self.has_line;
                 let mut r = 0;
                 while r < costs.len() {
                     if fast && current.is_some() {
-                        let next = self.cost_run(costs, r, current);
+                        let next = self.cost_run(&mut costs, r, current);
                         if next > r {
                             r = next;
                             self.spill()?;
@@ -685,8 +683,8 @@ impl Writer<'_> {
             let blocks = BlockIndex::new(process);
             for (i, image) in process.images.iter().enumerate() {
                 let mut hint = 0;
-                for k in 0..image.costs.len() {
-                    let node = image.costs.offset(k).and_then(|o| {
+                for (k, offset) in image.costs.offsets().enumerate() {
+                    let node = offset.and_then(|o| {
                         graph.node_of(blocks.containing_from(process, i as u32, o, &mut hint)?)
                     });
                     match node {
@@ -714,6 +712,7 @@ impl Writer<'_> {
         let mut parts: Vec<Part> = Vec::new();
         let mut lines_out: Vec<(u64, Option<FileId>, u32, u64)> = Vec::new();
         let mut values = vec![0u64; self.columns];
+        let mut cursors: Vec<Cursor> = process.images.iter().map(|i| i.costs.cursor()).collect();
         for (n, node) in graph.nodes.iter().enumerate() {
             let image = &process.images[node.image as usize];
             let routine = &rs[node.image as usize][node.routine as usize];
@@ -746,14 +745,14 @@ impl Writer<'_> {
                 self.cost(addr, line, &values, true);
             }
             for &(i, k) in extra {
-                self.cost_row(&process.images[i as usize].costs, k as usize, &mut values);
+                self.cost_row(&mut cursors[i as usize], k as usize, &mut values);
             }
             self.edges(process, thread, &funcs, &mut estimates, &pairs, Some(edges))?;
         }
         let indexes: Vec<names::SymbolIndex> = process.images.iter().map(names::SymbolIndex::new).collect();
         for (i, k) in loose {
             let image = &process.images[i as usize];
-            let costs = &image.costs;
+            let costs = &mut cursors[i as usize];
             let k = k as usize;
             let index = &indexes[i as usize];
             let name = match costs.symbol(k) {

@@ -358,7 +358,7 @@ impl CachedBlock {
     fn new() -> Self {
         CachedBlock {
             blocks: [usize::MAX; CACHED_BLOCKS],
-            rows: vec![[0; BLOCK]; CACHED_BLOCKS],
+            rows: Vec::new(),
             missing: [[0; MASK_WORDS]; CACHED_BLOCKS],
         }
     }
@@ -367,6 +367,10 @@ impl CachedBlock {
     fn get(&mut self, column: &Column, row: usize) -> Option<u64> {
         let block = row / BLOCK;
         let slot = block % CACHED_BLOCKS;
+        if self.rows.is_empty() {
+            // Unpacked room is made on first use: most cursors read few columns.
+            self.rows = vec![[0; BLOCK]; CACHED_BLOCKS];
+        }
         if self.blocks[slot] != block {
             // A row past the end reads as stating nothing.
             column.unpack_block(block, &mut self.rows[slot], &mut self.missing[slot])?;
@@ -404,6 +408,25 @@ impl Cursor<'_> {
 
     pub fn line(&mut self, row: usize) -> Option<u32> {
         self.lines.get(&self.table.lines, row).map(|l| l as u32)
+    }
+
+    /// Rows of the table.
+    pub fn len(&self) -> usize {
+        self.table.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.rows == 0
+    }
+
+    /// The values of a row, `width` long.
+    pub fn values(&mut self, row: usize) -> Values {
+        let columns = &self.table.values;
+        self.values
+            .iter_mut()
+            .zip(columns)
+            .map(|(cache, column)| cache.get(column, row).unwrap_or(0))
+            .collect()
     }
 
     /// The value of one event in a row (0 when the row has none).
@@ -714,21 +737,6 @@ impl CostTable {
             }
             self.rows += n;
             done += n;
-        }
-    }
-
-    /// Appends the rows of `other`, with each function passed through `symbol` and each file
-    /// through `file` (which may drop it): how the parts of a file read side by side are
-    /// joined.
-    pub fn append_mapped(
-        &mut self,
-        other: CostTable,
-        symbol: impl Fn(u32) -> u32,
-        file: impl Fn(FileId) -> Option<FileId>,
-    ) {
-        self.widen(other.width());
-        for c in &other {
-            self.push_parts(c.offset, c.symbol.map(&symbol), c.file.and_then(&file), c.line, &c.values);
         }
     }
 
@@ -1057,28 +1065,6 @@ mod tests {
         }
     }
 
-    /// Up to `max` rows of any shape: each column stated or not, zero to three values.
-    fn any_rows(max: usize) -> impl Strategy<Value = Vec<Cost>> {
-        let row = (
-            proptest::option::of(0u64..1 << 40),
-            proptest::option::of(0u32..8),
-            proptest::option::of(0u32..5),
-            proptest::option::of(0u32..900),
-            proptest::collection::vec(0u64..1000, 0..4),
-        );
-        proptest::collection::vec(row, 0..max).prop_map(|rows| {
-            rows.into_iter()
-                .map(|(offset, symbol, file, line, values)| Cost {
-                    offset,
-                    symbol,
-                    file,
-                    line,
-                    values: values.into(),
-                })
-                .collect()
-        })
-    }
-
     /// Rows past several blocks, with every column sometimes stated and values of every
     /// magnitude (so blocks of every width and every presence).
     fn many_rows() -> impl Strategy<Value = Vec<Cost>> {
@@ -1209,20 +1195,5 @@ mod tests {
             prop_assert_eq!(table.any_value(), costs.iter().any(|c| c.values.iter().any(|&v| v != 0)));
         }
 
-        /// Appending a table with its functions and files mapped gives the rows pushed one by
-        /// one, mapped; a file mapped to none leaves the row without one.
-        #[test]
-        fn appended_rows_are_the_rows_pushed(first in any_rows(20), second in any_rows(20)) {
-            let symbol = |s: u32| s * 3 + 1;
-            let file = |f: FileId| (f != 4).then_some(f + 10);
-            let mut expected = CostTable::from(first.clone());
-            for c in &second {
-                expected.push_parts(c.offset, c.symbol.map(symbol), c.file.and_then(file), c.line, &c.values);
-            }
-            let mut appended = CostTable::from(first);
-            appended.append_mapped(CostTable::from(second), symbol, file);
-            prop_assert_eq!(appended.len(), expected.len());
-            prop_assert_eq!(appended.iter().collect::<Vec<_>>(), expected.iter().collect::<Vec<_>>());
-        }
     }
 }
