@@ -262,7 +262,7 @@ impl Column {
 
 /// The values of a column in row order, unpacked a block at a time.
 #[derive(Clone)]
-pub struct ColumnIter<'a> {
+pub(crate) struct ColumnIter<'a> {
     column: &'a Column,
     /// The next block to unpack (`heads.len()`: the tail; beyond: none left).
     next_block: usize,
@@ -848,11 +848,6 @@ impl CostTable {
     /// The offset of every row, in order.
     pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
         ColumnIter::new(&self.offsets)
-    }
-
-    /// The function of every row, in order.
-    pub fn symbols(&self) -> impl Iterator<Item = Option<u32>> + '_ {
-        ColumnIter::new(&self.symbols).map(|s| s.map(|s| s as u32))
     }
 
     /// The line of every row, in order.

@@ -29,7 +29,7 @@ mod memory;
 mod paths;
 mod strings;
 
-pub use costs::{ColumnIter, CostTable, Cursor, Rows};
+pub use costs::{CostTable, Cursor, Rows};
 pub use edge_kind::{EdgeClass, EdgeKind};
 pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
