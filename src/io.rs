@@ -297,13 +297,19 @@ struct ChannelReader {
     done: bool,
 }
 
+/// `Read::read` for a reader whose buffer is its `BufRead` side: copies what `fill_buf`
+/// offers.
+pub(crate) fn read_buffered(reader: &mut impl BufRead, buf: &mut [u8]) -> io::Result<usize> {
+    let avail = reader.fill_buf()?;
+    let n = avail.len().min(buf.len());
+    buf[..n].copy_from_slice(&avail[..n]);
+    reader.consume(n);
+    Ok(n)
+}
+
 impl Read for ChannelReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, buf)
     }
 }
 

@@ -3,14 +3,13 @@
 
 use std::io::Write;
 
-use crate::analysis::stacks as derived;
 use crate::error::{Error, Findings, Result};
 use crate::io::write_error;
 use crate::ir::{Profile, Stack};
 use crate::registry::WriteOptions;
 
-use crate::stacks::chosen_events;
 use crate::stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
+use crate::stacks::for_writing;
 
 /// Writes the profile's stacks (or stacks derived from its call graph, with a warning).
 pub fn write(
@@ -19,12 +18,8 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let derived = derived::stacks_for_output(profile, findings)?;
-    let profile = derived.as_ref().unwrap_or(profile);
-    let events = chosen_events(profile, options.event.as_deref())?;
-    if events.is_empty() {
-        return Err(Error::unsupported("folded stacks need at least one event, the profile has none"));
-    }
+    let (profile, events) = for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
+    let profile = &*profile;
     let err = write_error("folded output");
     for (key, value) in &profile.meta.headers {
         if key == COMMENT_KEY && !value.starts_with(EVENTS_PREFIX) && !value.contains('\n') {

@@ -19,12 +19,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::analysis::stacks as derived;
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
 use crate::io::write_error;
 use crate::ir::Profile;
 use crate::registry::{Format, WriteOptions};
-use crate::stacks::chosen_events;
+use crate::stacks::for_writing;
 
 /// The `$schema` value speedscope detects its format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -60,12 +59,8 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let derived = derived::stacks_for_output(profile, findings)?;
-    let profile = derived.as_ref().unwrap_or(profile);
-    let events = chosen_events(profile, options.event.as_deref())?;
-    if events.is_empty() {
-        return Err(Error::unsupported("speedscope profiles need at least one event, the profile has none"));
-    }
+    let (profile, events) = for_writing(profile, options.event.as_deref(), findings, "speedscope profiles")?;
+    let profile = &*profile;
     let err = write_error("speedscope output");
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
 

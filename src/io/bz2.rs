@@ -660,11 +660,7 @@ fn truncated(stream_start: u64, end: u64) -> io::Error {
 
 impl Read for Blocks {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        super::read_buffered(self, buf)
     }
 }
 

@@ -121,6 +121,27 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     result
 }
 
+/// What a writer of stacks writes: the profile's own stacks, or (with a warning) stacks
+/// derived from its call graph or its flat costs ([`crate::analysis::stacks::stacks_for_output`]),
+/// and the events to write ([`chosen_events`]). Refused when there is no event; `what` names the
+/// output in that message ("folded stacks").
+pub fn for_writing<'a>(
+    profile: &'a Profile,
+    event: Option<&str>,
+    findings: &mut crate::error::Findings,
+    what: &str,
+) -> Result<(std::borrow::Cow<'a, Profile>, Vec<EventId>)> {
+    let profile = match crate::analysis::stacks::stacks_for_output(profile, findings)? {
+        Some(derived) => std::borrow::Cow::Owned(derived),
+        None => std::borrow::Cow::Borrowed(profile),
+    };
+    let events = chosen_events(&profile, event)?;
+    if events.is_empty() {
+        return Err(Error::unsupported(format!("{what} need at least one event, the profile has none")));
+    }
+    Ok((profile, events))
+}
+
 /// Which event columns to write: the one `--event` names, else all of them.
 pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
     match event {

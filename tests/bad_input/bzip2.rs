@@ -23,23 +23,7 @@ fn block_starts(bytes: &[u8]) -> Vec<u64> {
 
 /// A DCFG of about 1.1 MB compressed by `bzip2 -1`: a dozen blocks.
 fn compressed_dcfg(dir: &Path) -> Vec<u8> {
-    let plain = dir.join("app.dcfg.json");
-    let o = common::run(&[
-        "synth",
-        "-q",
-        "--pretty",
-        "--images",
-        "2",
-        "--routines",
-        "1200",
-        "--blocks",
-        "24",
-        "--steps",
-        "60000",
-        "-o",
-        plain.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let plain = common::synth_dcfg(dir);
     common::require("bzip2");
     let out = std::process::Command::new("bzip2").args(["-1", "-c"]).arg(&plain).output().unwrap();
     assert!(out.status.success());

@@ -5,29 +5,6 @@
 use crate::common;
 use std::process::{Command, Stdio};
 
-/// A pretty-printed DCFG of about 1.1 MB: a dozen blocks at `bzip2 -1`.
-fn dcfg(dir: &std::path::Path) -> std::path::PathBuf {
-    let path = dir.join("app.dcfg.json");
-    let o = common::run(&[
-        "synth",
-        "-q",
-        "--pretty",
-        "--images",
-        "2",
-        "--routines",
-        "1200",
-        "--blocks",
-        "24",
-        "--steps",
-        "60000",
-        "-o",
-        path.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    assert!(std::fs::metadata(&path).unwrap().len() > 1_000_000);
-    path
-}
-
 fn info(args: &[&str]) -> serde_json::Value {
     let o = common::run(args);
     assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
@@ -43,7 +20,7 @@ fn info(args: &[&str]) -> serde_json::Value {
 #[test]
 fn info_of_a_bz2_dcfg_is_info_of_the_plain_one() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = dcfg(dir.path());
+    let plain = common::synth_dcfg(dir.path());
     let expected = info(&["info", "--json", plain.to_str().unwrap()]);
     for (program, args) in [
         ("bzip2", &["-1", "-c"][..]),

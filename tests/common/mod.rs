@@ -38,6 +38,30 @@ pub fn without_memory_line(info: &str) -> String {
     info.split_inclusive('\n').filter(|line| !line.starts_with("memory:")).collect()
 }
 
+/// A pretty-printed DCFG of about 1.1 MB made by `cfghub synth` in `dir` (a dozen blocks at
+/// `bzip2 -1`): large enough that parallel bzip2 decoding has blocks to share out.
+pub fn synth_dcfg(dir: &Path) -> PathBuf {
+    let path = dir.join("app.dcfg.json");
+    let o = run(&[
+        "synth",
+        "-q",
+        "--pretty",
+        "--images",
+        "2",
+        "--routines",
+        "1200",
+        "--blocks",
+        "24",
+        "--steps",
+        "60000",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::metadata(&path).unwrap().len() > 1_000_000);
+    path
+}
+
 /// Runs cfghub with `args`, returning its output.
 pub fn run(args: &[&str]) -> Output {
     cfghub().args(args).output().expect("cfghub runs")
