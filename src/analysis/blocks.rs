@@ -390,15 +390,25 @@ impl Blocks {
 /// incoming edges. Transfers at addresses without costs stay edges between functions.
 /// Routines are the functions of the profile: every block belongs to the function of its first
 /// instruction (a recursion level's base function).
-pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, owners: &[Vec<u32>]) {
-    let arcs = transfers;
-    let list = transfers.list;
+///
+/// The transfers are taken by value: once the edges between blocks are gathered, only calls'
+/// details and the transfers left between functions are kept, and the list goes before the
+/// edges are made (it is the largest table left by then).
+pub fn rebuild(
+    process: &mut Process,
+    list: Vec<Transfer>,
+    inclusive: &[u64],
+    pad_to: usize,
+    ir: Option<usize>,
+    owners: &[Vec<u32>],
+) {
+    let arcs = &Transfers { list: &list, inclusive, pad_to };
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
     if list.len() >= NONE as usize || rows >= NONE as usize {
         // Transfers, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
-        symbol_extents(process, list, owners);
-        return function_edges(process, arcs, list, 1);
+        symbol_extents(process, &list, owners);
+        return function_edges(process, arcs, &list, 1);
     }
     let nimages = process.images.len();
     // The block each transfer leaves from (ends at) and goes to (starts at).
@@ -415,7 +425,7 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
     // depend on each other: sorted side by side.
     let (executed, ((sources, targets), entries)) = rayon::join(
         || process.images.iter().map(executed_rows).collect::<Vec<_>>(),
-        || (transfer_ends(list, nimages), call_entries(process, list)),
+        || (transfer_ends(&list, nimages), call_entries(process, &list)),
     );
     for ((i, image), (rows, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
@@ -528,13 +538,29 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
         }
     }
     returns(process, &mut set, b, &ends_in_jump, call_sites);
-    let edges = merge_edges(set.items, b, arcs);
+    let calls = keep_calls(&mut set.items, &list);
+    let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
+    drop(list);
+    let kept = &Transfers { list: &calls, inclusive, pad_to };
+    let edges = merge_edges(set.items, b, kept);
     set_routines(process, &edges, b);
     process.edges = edges;
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
-        function_edges(process, arcs, unplaced.iter().map(|&k| &list[k]), first_id);
+        function_edges(process, kept, &unplaced, first_id);
     }
+}
+
+/// The call transfers that edge contributions name, in a list of their own, which the
+/// contributions then index: what making the edges still asks of the transfers (a call's
+/// inclusive cost and site).
+fn keep_calls(items: &mut [Contribution], list: &[Transfer]) -> Vec<Transfer> {
+    let mut calls = Vec::new();
+    for c in items.iter_mut().filter(|c| c.arc != NONE) {
+        calls.push(list[c.arc as usize]);
+        c.arc = (calls.len() - 1) as u32;
+    }
+    calls
 }
 
 /// Each image's transfer sources and targets (transfers with both addresses), sorted by
@@ -1191,7 +1217,7 @@ mod tests {
             branch(EdgeKind::ConditionalBranch, 0x14, 0x20, 4, 10),
             branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0),
         ];
-        rebuild(&mut p, &Transfers { list: &list, inclusive: &[], pad_to: 0 }, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
         let image = &p.images[0];
         let blocks: Vec<(u64, u64, u64, Option<u64>)> =
             image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs, b.count)).collect();
@@ -1227,7 +1253,7 @@ mod tests {
         let mut call = branch(EdgeKind::Call, 0x99, 0x10, 2, 0);
         call.incl_len = 1;
         let list = [branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0), call];
-        rebuild(&mut p, &Transfers { list: &list, inclusive: &[7], pad_to: 0 }, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[7], 0, Some(0), &[vec![0]]);
         let last = p.edges.last().expect("edges");
         assert_eq!(last.kind, EdgeKind::Call);
         assert!(matches!(last.source, NodeRef::Symbol(_)));
