@@ -13,6 +13,9 @@
 #    fraction of a second, so a busy moment of the machine weighs more); then `cfghub info`
 #    (reading plus the analyses it prints).
 #    Reading alone is timed as a whole process too (examples/load: open and read).
+#    BEFORE=DIR times an earlier build's programs too (DIR: its target/release folder), runs
+#    alternating, for a before/after comparison on the same machine at the same moment.
+#    NO_CRITERION=1 stops after the whole commands.
 # 3. Measures reading alone (and writing alone) in memory with the criterion bench
 #    benches/callgrind.rs, which reports MB/s: `read` as a stream (as cfghub reads every
 #    Callgrind input), and `write`.
@@ -61,40 +64,68 @@ if [ "$size" -lt 20000000 ]; then
 fi
 
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin cfghub --example load
-cfghub="$root/target/release/cfghub"
-load="$root/target/release/examples/load"
+
+# One run of a command: appends "wall user sys kb" (GNU time) to the file named first.
+one_run() {
+    local into=$1
+    shift
+    /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" > /dev/null
+    cat time.txt >> "$into"
+}
 
 # Prints wall time, CPU time (user + system: what the command itself costs, whatever else the
-# machine is doing) and peak memory of a command, the median of RUNS runs (default 1) by wall
-# time; keeps "wall cpu" in last.txt.
+# machine is doing) and peak memory of the median run by wall time of the runs in a file; keeps
+# "wall cpu" in last.txt.
+report() {
+    local label=$1 runs=$2 n
+    n=$(wc -l < "$runs")
+    read -r secs user sys kb < <(sort -n "$runs" | sed -n "$(( (n + 1) / 2 ))p")
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+    printf '%-50s %7.2f s wall %7.2f s cpu %6d MB max RSS' "$label" "$secs" "$cpu" "$((kb / 1024))"
+    [ "$n" -gt 1 ] && printf '  (median of %d)' "$n"
+    printf '\n'
+    echo "$secs $cpu" > last.txt
+}
+
+# timed LABEL CMD...: RUNS runs (default 1) of a command, reported.
 timed() {
     local label=$1
     shift
     : > runs.txt
+    for _ in $(seq "${RUNS:-1}"); do one_run runs.txt "$@"; done
+    report "$label" runs.txt
+}
+
+# compared LABEL PROGRAM ARGS...: RUNS runs of one of this build's programs (cfghub or
+# examples/load). With BEFORE=DIR, the target/release folder of another build (an earlier
+# commit's), that build's program runs too, the two alternating so that both meet the same
+# machine; its line comes first.
+compared() {
+    local label=$1 program=$2
+    shift 2
+    : > runs.txt
+    : > before.txt
     for _ in $(seq "${RUNS:-1}"); do
-        /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" > /dev/null
-        cat time.txt >> runs.txt
+        [ -n "${BEFORE:-}" ] && one_run before.txt "$BEFORE/$program" "$@"
+        one_run runs.txt "$root/target/release/$program" "$@"
     done
-    read -r secs user sys kb < <(sort -n runs.txt | sed -n "$(( (${RUNS:-1} + 1) / 2 ))p")
-    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
-    printf '%-42s %7.2f s wall %7.2f s cpu %6d MB max RSS' "$label" "$secs" "$cpu" "$((kb / 1024))"
-    [ "${RUNS:-1}" -gt 1 ] && printf '  (median of %d)' "$RUNS"
-    printf '\n'
-    echo "$secs $cpu" > last.txt
+    [ -n "${BEFORE:-}" ] && report "$label, before" before.txt
+    report "$label" runs.txt
 }
 
 echo "== whole commands"
 timed "callgrind_annotate" callgrind_annotate "$profile"
 read -r annotate_wall annotate_cpu < last.txt
-RUNS=7 timed "cfghub convert (read + write Callgrind)" "$cfghub" convert -q "$profile" --to callgrind -o "$work/out.callgrind"
+RUNS=7 compared "cfghub convert (read + write Callgrind)" cfghub convert -q "$profile" --to callgrind -o "$work/out.callgrind"
 read -r convert_wall convert_cpu < last.txt
-RUNS=7 timed "cfghub info (read + analyses)" "$cfghub" info -q "$profile"
-RUNS=7 timed "reading alone (examples/load)" "$load" "$profile"
+RUNS=7 compared "cfghub info (read + analyses)" cfghub info -q "$profile"
+RUNS=7 compared "reading alone (examples/load)" examples/load "$profile"
 read -r load_wall _ < last.txt
 awk -v w="$load_wall" -v s="$size" 'BEGIN { printf "reading alone, whole process: %.0f MB/s\n", s / w / 1e6 }'
 awk -v aw="$annotate_wall" -v ac="$annotate_cpu" -v cw="$convert_wall" -v cc="$convert_cpu" -v s="$size" 'BEGIN {
     printf "cfghub read+write vs callgrind_annotate: %.1fx faster (wall), %.1fx (cpu); %.0f MB/s end to end (cpu)\n",
         aw / cw, ac / cc, s / cc / 1e6 }'
+[ -n "${NO_CRITERION:-}" ] && exit 0
 
 echo "== in memory (criterion): read and write throughput"
 cd "$root"

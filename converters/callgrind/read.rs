@@ -1447,12 +1447,12 @@ impl Reader {
         for (p, state) in self.states.into_iter().enumerate() {
             let process = &mut self.profile.processes[p];
             let owners = recursion_bases(process);
-            let transfers = blocks::Transfers { list: &state.arcs, inclusive: &state.inclusive, pad_to };
             let jumps = state.arcs.iter().any(|a| !a.kind.is_call());
             if has_instr && jumps {
                 // Symbol extents are set on the way, from the sorted addresses.
-                blocks::rebuild(process, &transfers, ir, &owners);
+                blocks::rebuild(process, state.arcs, &state.inclusive, pad_to, ir, &owners);
             } else {
+                let transfers = blocks::Transfers { list: &state.arcs, inclusive: &state.inclusive, pad_to };
                 blocks::symbol_extents(process, &state.arcs, &owners);
                 blocks::function_edges(process, &transfers, &state.arcs, 1);
             }

@@ -28,6 +28,7 @@ use crate::ir::{
     Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
     SymbolRef,
 };
+use crate::ir::{CostTable, Cursor};
 use crate::mem;
 
 /// Longest x86 instruction: the most a block's last instruction is taken to span (the input
@@ -384,37 +385,27 @@ impl Blocks {
 /// incoming edges. Transfers at addresses without costs stay edges between functions.
 /// Routines are the functions of the profile: every block belongs to the function of its first
 /// instruction (a recursion level's base function).
-pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, owners: &[Vec<u32>]) {
-    let arcs = transfers;
-    let list = transfers.list;
+///
+/// The transfers are taken by value: once the edges between blocks are gathered, only calls'
+/// details and the transfers left between functions are kept, and the list goes before the
+/// edges are made (it is the largest table left by then).
+pub fn rebuild(
+    process: &mut Process,
+    list: Vec<Transfer>,
+    inclusive: &[u64],
+    pad_to: usize,
+    ir: Option<usize>,
+    owners: &[Vec<u32>],
+) {
+    let arcs = &Transfers { list: &list, inclusive, pad_to };
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
     if list.len() >= NONE as usize || rows >= NONE as usize {
         // Transfers, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
-        symbol_extents(process, list, owners);
-        return function_edges(process, arcs, list, 1);
+        symbol_extents(process, &list, owners);
+        return function_edges(process, arcs, &list, 1);
     }
     let nimages = process.images.len();
-    // Each image's transfer sources and targets, by address, with what the walks below
-    // ask of the transfer (so that they need not look it up).
-    // Counted first and reserved at their length: grown by doubling, these lists of a few
-    // hundred thousand ends were a tenth of the rebuild.
-    let (mut nsources, mut ntargets) = (vec![0usize; nimages], vec![0usize; nimages]);
-    for a in list.iter().filter(|a| a.has_addr) {
-        nsources[a.src_image as usize] += 1;
-        ntargets[a.tgt_image as usize] += 1;
-    }
-    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(Vec::with_capacity).collect();
-    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(Vec::with_capacity).collect();
-    for (k, a) in list.iter().enumerate() {
-        if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
-            let call = a.is_call();
-            let arc = k as u32;
-            sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
-            let lead = call || a.count > 0;
-            targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
-        }
-    }
     // The block each transfer leaves from (ends at) and goes to (starts at).
     let mut arc_source = vec![NONE; list.len()];
     let mut arc_target = vec![NONE; list.len()];
@@ -425,26 +416,13 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
         count: Vec::new(),
         has_next: Vec::new(),
     };
-    let entries = call_entries(process, list);
-    let mut next_id = 4u64;
     // Each image's executed addresses, and the ends of the transfers by address, do not
     // depend on each other: sorted side by side.
-    let (executed, ()) = rayon::join(
-        || {
-            process
-                .images
-                .iter()
-                .enumerate()
-                .map(|(i, image)| instructions(image, ir, &owners[i]))
-                .collect::<Vec<_>>()
-        },
-        || {
-            for ends in sources.iter_mut().chain(targets.iter_mut()) {
-                radix::sort_by_key(ends, |e| e.addr);
-            }
-        },
+    let (executed, ((sources, targets), entries)) = rayon::join(
+        || process.images.iter().map(executed_rows).collect::<Vec<_>>(),
+        || (transfer_ends(&list, nimages), call_entries(process, &list)),
     );
-    for ((i, image), (mut merged, extents)) in process.images.iter_mut().enumerate().zip(executed) {
+    for ((i, image), (rows, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
         blocks_of.base.push(global);
         apply_extents(image, &owners[i], &entries[i], &extents, &[]);
@@ -452,95 +430,33 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
         let tgts = &targets[i];
         let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
         entries.sort_unstable();
-        mark(&mut merged, srcs, tgts, &entries);
 
-        // At most one block and one source line per instruction: reserved at once (on huge
-        // pages where offered), the untouched rest costs address space only.
-        let mut blocks: Vec<Block> = mem::vec_with_capacity(merged.len());
-        let mut lines: Vec<SourceLine> = mem::vec_with_capacity(merged.len());
-        let (mut sc, mut tc) = (0usize, 0usize);
-        let mut k = 0;
-        while k < merged.len() {
-            let first = merged[k];
-            let mut j = k + 1;
-            while j < merged.len() {
-                let prev = &merged[j - 1];
-                let x = &merged[j];
-                // A call inside a block runs as often as the block: its own Ir may carry
-                // skipped code and its calls may count a lazy binding twice.
-                if x.flags & LEAD != 0
-                    || prev.flags & END != 0
-                    || x.owner != first.owner
-                    || (ir.is_some() && x.ir != first.ir && x.flags & CALL == 0)
-                {
-                    break;
-                }
-                j += 1;
+        let walk = |rows: &[u32], after: Option<u64>| {
+            let executed = Executed::new(&image.costs, rows, ir, &owners[i], srcs, tgts, &entries);
+            walk_blocks(executed, ir.is_some(), after, rows.len())
+        };
+        // A large image is walked in two halves side by side, cut where a block must start.
+        let mut walked = match split_point(&image.costs, &rows, &owners[i]) {
+            Some(m) => {
+                let (one, two) = rows.split_at(m);
+                let after = image.costs.offset(two[0] as usize);
+                let (mut one, two) = rayon::join(|| walk(one, after), || walk(two, None));
+                one.append(two);
+                one
             }
-            let last = merged[j - 1];
-            let last_len = match merged.get(j) {
-                Some(n) if n.addr - last.addr <= MAX_INSTR_LEN => n.addr - last.addr,
-                _ => 1,
-            };
-            let size = last.addr - first.addr + last_len;
-            // Source lines: runs of instructions on the same file and line.
-            let mut r = k;
-            while r < j {
-                let mut q = r + 1;
-                while q < j && merged[q].file == merged[r].file && merged[q].line == merged[r].line {
-                    q += 1;
-                }
-                let end_addr = if q < j { merged[q].addr } else { first.addr + size };
-                lines.push(SourceLine {
-                    file: (merged[r].file != NONE).then_some(merged[r].file),
-                    line: merged[r].line,
-                    offset: merged[r].addr,
-                    size: end_addr - merged[r].addr,
-                    num_instrs: (q - r) as u64,
-                });
-                r = q;
-            }
-            // The transfers that go to this block and those that leave it.
-            let g = global + blocks.len() as u32;
-            while tc < tgts.len() && tgts[tc].addr < first.addr {
-                tc += 1;
-            }
-            while tc < tgts.len() && tgts[tc].addr == first.addr {
-                arc_target[tgts[tc].arc as usize] = g;
-                tc += 1;
-            }
-            while sc < srcs.len() && srcs[sc].addr < last.addr {
-                sc += 1;
-            }
-            while sc < srcs.len() && srcs[sc].addr == last.addr {
-                arc_source[srcs[sc].arc as usize] = g;
-                sc += 1;
-            }
-            let count = ir.map(|_| first.ir);
-            if let Some(prev) = blocks.last() {
-                let adjacent =
-                    prev.offset + prev.size == first.addr && blocks_of.owner.last() == Some(&first.owner);
-                blocks_of.has_next.push(adjacent);
-            }
-            blocks.push(Block {
-                id: next_id,
-                offset: first.addr,
-                size,
-                num_instrs: (j - k) as u64,
-                last_instr_offset: last.addr - first.addr,
-                count,
-            });
-            blocks_of.image.push(i as u32);
-            blocks_of.owner.push(first.owner);
-            blocks_of.count.push(count.unwrap_or(0));
-            next_id += 1;
-            k = j;
+            None => walk(&rows, None),
+        };
+        // Blocks are numbered process-wide from 4 (ids 1 to 3 are the special nodes).
+        for (k, block) in walked.blocks.iter_mut().enumerate() {
+            block.id = 4 + u64::from(global) + k as u64;
         }
-        if !blocks.is_empty() {
-            blocks_of.has_next.push(false);
-        }
-        image.blocks = blocks;
-        image.source_lines = lines;
+        attach_transfers(&walked.blocks, global, srcs, tgts, &mut arc_source, &mut arc_target);
+        blocks_of.image.extend(std::iter::repeat_n(i as u32, walked.blocks.len()));
+        blocks_of.owner.append(&mut walked.owner);
+        blocks_of.count.append(&mut walked.count);
+        blocks_of.has_next.append(&mut walked.has_next);
+        image.blocks = walked.blocks;
+        image.source_lines = walked.lines;
     }
     drop(sources);
     drop(targets);
@@ -617,101 +533,381 @@ pub fn rebuild(process: &mut Process, transfers: &Transfers, ir: Option<usize>, 
         }
     }
     returns(process, &mut set, b, &ends_in_jump, call_sites);
-    let edges = merge_edges(set.items, b, arcs);
+    let calls = keep_calls(&mut set.items, &list);
+    let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
+    drop(list);
+    let kept = &Transfers { list: &calls, inclusive, pad_to };
+    let edges = merge_edges(set.items, b, kept);
     set_routines(process, &edges, b);
     process.edges = edges;
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
-        function_edges(process, arcs, unplaced.iter().map(|&k| &list[k]), first_id);
+        function_edges(process, kept, &unplaced, first_id);
     }
 }
 
-/// The executed addresses of an image in address order, one [`Instr`] each (the first cost row
-/// at an address decides its owner, file and line), and each function's lowest and highest
-/// costed address. Rows without an address or a function are not instructions.
-#[inline(never)]
-fn instructions(image: &Image, ir: Option<usize>, owners: &[u32]) -> (Vec<Instr>, Vec<Option<(u64, u64)>>) {
-    let costs = &image.costs;
-    let mut extents = vec![None; image.symbols.len()];
-    // Rows come out of the sort in runs of the table's order, so a cursor unpacks each block
-    // of the packed columns about once.
-    let mut cursor = costs.cursor();
-    let mut at = |row: usize| Some((cursor.offset(row)?, cursor.symbol(row)?));
-    let rows = radix::sort_by_runs(costs.len(), |row| at(row).map(|(addr, _)| addr));
-    let ir = ir.filter(|&e| e < costs.width());
-    let mut merged: Vec<Instr> = mem::vec_with_capacity(rows.len());
-    for row in rows {
-        let row = row as usize;
-        let Some((addr, symbol)) = cursor.offset(row).zip(cursor.symbol(row)) else { continue };
-        widen(&mut extents[symbol as usize], addr);
-        let v = ir.map_or(0, |e| cursor.value(row, e));
-        match merged.last_mut() {
-            Some(m) if m.addr == addr => m.ir = m.ir.saturating_add(v),
-            _ => merged.push(Instr {
-                addr,
-                ir: v,
-                owner: owners[symbol as usize],
-                file: cursor.file(row).unwrap_or(NONE),
-                line: cursor.line(row).unwrap_or(0),
-                flags: 0,
-            }),
+/// The call transfers that edge contributions name, in a list of their own, which the
+/// contributions then index: what making the edges still asks of the transfers (a call's
+/// inclusive cost and site).
+fn keep_calls(items: &mut [Contribution], list: &[Transfer]) -> Vec<Transfer> {
+    let mut calls = Vec::new();
+    for c in items.iter_mut().filter(|c| c.arc != NONE) {
+        calls.push(list[c.arc as usize]);
+        c.arc = (calls.len() - 1) as u32;
+    }
+    calls
+}
+
+/// Each image's transfer sources and targets (transfers with both addresses), sorted by
+/// address, with what the walks ask of the transfer (so that they need not look it up).
+fn transfer_ends(list: &[Transfer], nimages: usize) -> (Vec<Vec<ArcEnd>>, Vec<Vec<ArcEnd>>) {
+    // Counted first and reserved at their length: grown by doubling, these lists of a few
+    // hundred thousand ends were a tenth of the rebuild.
+    let (mut nsources, mut ntargets) = (vec![0usize; nimages], vec![0usize; nimages]);
+    for a in list.iter().filter(|a| a.has_addr) {
+        nsources[a.src_image as usize] += 1;
+        ntargets[a.tgt_image as usize] += 1;
+    }
+    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(Vec::with_capacity).collect();
+    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(Vec::with_capacity).collect();
+    for (k, a) in list.iter().enumerate() {
+        if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
+            let call = a.is_call();
+            let arc = k as u32;
+            sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
+            let lead = call || a.count > 0;
+            targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
         }
     }
-    (merged, extents)
+    for ends in sources.iter_mut().chain(targets.iter_mut()) {
+        radix::sort_by_key(ends, |e| e.addr);
+    }
+    (sources, targets)
 }
 
-/// Marks block leaders (transfer targets that ran, function entries), block ends
-/// (transfer sources) and call instructions. A call's executions are the sum of its calls
+/// Blocks and source lines of a run of an image's executed instructions, with what the rebuild
+/// keeps of each block beside it.
+struct Walked {
+    blocks: Vec<Block>,
+    lines: Vec<SourceLine>,
+    /// Owning function of each block.
+    owner: Vec<u32>,
+    /// Executions of each block (0 when unknown).
+    count: Vec<u64>,
+    /// Whether the next block directly follows this one in the same function.
+    has_next: Vec<bool>,
+}
+
+impl Walked {
+    /// Appends the blocks of the instructions that follow (a cut where a block must start, so
+    /// that the last block here has no next one).
+    fn append(&mut self, mut after: Walked) {
+        self.blocks.append(&mut after.blocks);
+        self.lines.append(&mut after.lines);
+        self.owner.append(&mut after.owner);
+        self.count.append(&mut after.count);
+        self.has_next.append(&mut after.has_next);
+    }
+}
+
+/// Cuts executed instructions into blocks: a block starts at a leader and after a block end,
+/// where the owning function changes, and where the executed count changes (so every
+/// instruction of a block ran equally often; `counted`: the counts are known). `after` is the
+/// address of the instruction that follows the last one given, if any; `rows` bounds the
+/// number of instructions. Block ids are left 0 for the caller.
+fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: usize) -> Walked {
+    // At most one block and one source line per executed row: reserved at once (on huge
+    // pages where offered), the untouched rest costs address space only.
+    let mut out = Walked {
+        blocks: mem::vec_with_capacity(rows),
+        lines: mem::vec_with_capacity(rows),
+        owner: Vec::new(),
+        count: Vec::new(),
+        has_next: Vec::new(),
+    };
+    // The instructions of the block being gathered, and the one after them.
+    let mut block: Vec<Instr> = Vec::new();
+    let mut next = executed.next();
+    while let Some(first) = next {
+        block.clear();
+        block.push(first);
+        next = executed.next();
+        while let Some(x) = next {
+            let prev = block[block.len() - 1];
+            // A call inside a block runs as often as the block: its own Ir may carry
+            // skipped code and its calls may count a lazy binding twice.
+            if x.flags & LEAD != 0
+                || prev.flags & END != 0
+                || x.owner != first.owner
+                || (counted && x.ir != first.ir && x.flags & CALL == 0)
+            {
+                break;
+            }
+            block.push(x);
+            next = executed.next();
+        }
+        let last = block[block.len() - 1];
+        let last_len = match next.map(|n| n.addr).or(after) {
+            Some(n) if n - last.addr <= MAX_INSTR_LEN => n - last.addr,
+            _ => 1,
+        };
+        let size = last.addr - first.addr + last_len;
+        // Source lines: runs of instructions on the same file and line.
+        let mut r = 0;
+        while r < block.len() {
+            let mut q = r + 1;
+            while q < block.len() && block[q].file == block[r].file && block[q].line == block[r].line {
+                q += 1;
+            }
+            let end_addr = if q < block.len() { block[q].addr } else { first.addr + size };
+            out.lines.push(SourceLine {
+                file: (block[r].file != NONE).then_some(block[r].file),
+                line: block[r].line,
+                offset: block[r].addr,
+                size: end_addr - block[r].addr,
+                num_instrs: (q - r) as u64,
+            });
+            r = q;
+        }
+        let count = counted.then_some(first.ir);
+        if let Some(prev) = out.blocks.last() {
+            let adjacent = prev.offset + prev.size == first.addr && out.owner.last() == Some(&first.owner);
+            out.has_next.push(adjacent);
+        }
+        out.blocks.push(Block {
+            id: 0,
+            offset: first.addr,
+            size,
+            num_instrs: block.len() as u64,
+            last_instr_offset: last.addr - first.addr,
+            count,
+        });
+        out.owner.push(first.owner);
+        out.count.push(count.unwrap_or(0));
+    }
+    if !out.blocks.is_empty() {
+        out.has_next.push(false);
+    }
+    out
+}
+
+/// Where to cut an image's executed rows (sorted by address) in two, to walk the halves side
+/// by side: near the middle, at an address whose function differs from the one before it, so
+/// that a block starts there whichever way the walk goes. `None` for a small image, or when
+/// one function holds the middle quarter.
+fn split_point(costs: &CostTable, rows: &[u32], owners: &[u32]) -> Option<usize> {
+    /// Below this many rows, a second thread costs more than it saves.
+    const WORTH_SPLITTING: usize = 1 << 16;
+    if rows.len() < WORTH_SPLITTING {
+        return None;
+    }
+    let mut cursor = costs.cursor();
+    let mut at = |k: usize| {
+        let row = rows[k] as usize;
+        cursor.offset(row).zip(cursor.symbol(row))
+    };
+    let mid = rows.len() / 2;
+    // The instruction before the middle belongs to the function of the first row at its address.
+    let (prev_addr, _) = at(mid - 1)?;
+    let mut k = mid - 1;
+    while k > 0 && at(k - 1)?.0 == prev_addr {
+        k -= 1;
+    }
+    let mut prev = (prev_addr, owners[at(k)?.1 as usize]);
+    for m in mid..mid + rows.len() / 4 {
+        let (addr, symbol) = at(m)?;
+        if addr == prev.0 {
+            continue;
+        }
+        let owner = owners[symbol as usize];
+        if owner != prev.1 {
+            return Some(m);
+        }
+        prev = (addr, owner);
+    }
+    None
+}
+
+/// Sets the block each transfer leaves from (the one whose last instruction is its source)
+/// and goes to (the one that starts at its target), in process-wide numbering from `global`;
+/// `blocks` and both lists of ends are in address order.
+fn attach_transfers(
+    blocks: &[Block],
+    global: u32,
+    srcs: &[ArcEnd],
+    tgts: &[ArcEnd],
+    arc_source: &mut [u32],
+    arc_target: &mut [u32],
+) {
+    let mut k = 0;
+    for t in tgts {
+        while blocks.get(k).is_some_and(|b| b.offset < t.addr) {
+            k += 1;
+        }
+        if blocks.get(k).is_some_and(|b| b.offset == t.addr) {
+            arc_target[t.arc as usize] = global + k as u32;
+        }
+    }
+    let mut k = 0;
+    for e in srcs {
+        while blocks.get(k).is_some_and(|b| b.offset + b.last_instr_offset < e.addr) {
+            k += 1;
+        }
+        if blocks.get(k).is_some_and(|b| b.offset + b.last_instr_offset == e.addr) {
+            arc_source[e.arc as usize] = global + k as u32;
+        }
+    }
+}
+
+/// The rows of an image's costs that are executed instructions (rows with an address and a
+/// function) in address order, rows at one address in table order; and each function's lowest
+/// and highest costed address.
+#[inline(never)]
+fn executed_rows(image: &Image) -> (Vec<u32>, Vec<Option<(u64, u64)>>) {
+    let mut extents = vec![None; image.symbols.len()];
+    // Rows come in runs of rising addresses (a function's cost lines): the cursor unpacks each
+    // block of the packed columns about once.
+    let mut cursor = image.costs.cursor();
+    let rows = radix::sort_by_runs(image.costs.len(), |row| {
+        let (addr, symbol) = cursor.offset(row).zip(cursor.symbol(row))?;
+        widen(&mut extents[symbol as usize], addr);
+        Some(addr)
+    });
+    (rows, extents)
+}
+
+/// An image's executed instructions in address order, one [`Instr`] per address, made from
+/// its rows sorted by address as the walk asks for them, so that the instructions of a large
+/// image are never all held at once. The first row at an address decides its owner, file and
+/// line; its executions are the `Ir` of all its rows.
+///
+/// Marked on the way: a block leader (a transfer target that ran, a function entry), a block
+/// end (a transfer source), a call instruction. A call's executions are the sum of its calls
 /// when smaller than its `Ir` (Valgrind charges code it skips, such as PLT stubs with
 /// `--skip-plt=yes`, to the calling instruction's `Ir`).
-///
-/// Each list is walked once, with the instructions it names found by a walk of their own: the
-/// lists are short beside the instructions.
-#[inline(never)]
-fn mark(merged: &mut [Instr], srcs: &[ArcEnd], tgts: &[ArcEnd], entries: &[u64]) {
-    let mut k = 0;
-    let mut s = 0;
-    while let Some(first) = srcs.get(s) {
-        let addr = first.addr;
+struct Executed<'a> {
+    cursor: Cursor<'a>,
+    rows: std::iter::Copied<std::slice::Iter<'a, u32>>,
+    /// The first row of the next address, read while looking for the end of this one.
+    pending: Option<(u64, u32, usize)>,
+    ir: Option<usize>,
+    owners: &'a [u32],
+    /// Transfer sources, transfer targets and function entries by address, and how far the
+    /// walk has come in each.
+    srcs: &'a [ArcEnd],
+    tgts: &'a [ArcEnd],
+    entries: &'a [u64],
+    s: usize,
+    t: usize,
+    e: usize,
+}
+
+impl<'a> Executed<'a> {
+    fn new(
+        costs: &'a CostTable,
+        rows: &'a [u32],
+        ir: Option<usize>,
+        owners: &'a [u32],
+        srcs: &'a [ArcEnd],
+        tgts: &'a [ArcEnd],
+        entries: &'a [u64],
+    ) -> Self {
+        Executed {
+            cursor: costs.cursor(),
+            rows: rows.iter().copied(),
+            pending: None,
+            ir: ir.filter(|&e| e < costs.width()),
+            owners,
+            srcs,
+            tgts,
+            entries,
+            s: 0,
+            t: 0,
+            e: 0,
+        }
+    }
+
+    /// The next row with an address and a function: (address, function, row).
+    fn next_row(&mut self) -> Option<(u64, u32, usize)> {
+        for row in self.rows.by_ref() {
+            let row = row as usize;
+            if let Some((addr, symbol)) = self.cursor.offset(row).zip(self.cursor.symbol(row)) {
+                return Some((addr, symbol, row));
+            }
+        }
+        None
+    }
+
+    fn executions(&mut self, row: usize) -> u64 {
+        self.ir.map_or(0, |e| self.cursor.value(row, e))
+    }
+
+    /// Sets what the transfers and function entries at the instruction's address say of it.
+    fn mark(&mut self, m: &mut Instr) {
+        let addr = m.addr;
+        let srcs = self.srcs;
+        while srcs.get(self.s).is_some_and(|e| e.addr < addr) {
+            self.s += 1;
+        }
         let mut calls: Option<u64> = None;
-        while let Some(e) = srcs.get(s).filter(|e| e.addr == addr) {
+        while let Some(e) = srcs.get(self.s).filter(|e| e.addr == addr) {
+            m.flags |= END;
             if e.call {
                 calls = Some(calls.unwrap_or(0).saturating_add(e.count));
             }
-            s += 1;
+            self.s += 1;
         }
-        if let Some(m) = find(merged, &mut k, addr) {
-            m.flags |= END;
-            if let Some(n) = calls {
-                m.flags |= CALL;
-                if n > 0 {
-                    m.ir = m.ir.min(n);
-                }
+        if let Some(n) = calls {
+            m.flags |= CALL;
+            if n > 0 {
+                m.ir = m.ir.min(n);
             }
         }
-    }
-    let mut k = 0;
-    for t in tgts.iter().filter(|t| t.lead) {
-        if let Some(m) = find(merged, &mut k, t.addr) {
-            m.flags |= LEAD;
+        let tgts = self.tgts;
+        while tgts.get(self.t).is_some_and(|e| e.addr < addr) {
+            self.t += 1;
         }
-    }
-    let mut k = 0;
-    for &e in entries {
-        if let Some(m) = find(merged, &mut k, e) {
+        while let Some(e) = tgts.get(self.t).filter(|e| e.addr == addr) {
+            if e.lead {
+                m.flags |= LEAD;
+            }
+            self.t += 1;
+        }
+        while self.entries.get(self.e).is_some_and(|&e| e < addr) {
+            self.e += 1;
+        }
+        if self.entries.get(self.e) == Some(&addr) {
             m.flags |= LEAD;
         }
     }
 }
 
-/// The instruction at `addr`, looked for from `*k` on (which moves to the first instruction at
-/// or after `addr`): for walks in address order.
-#[inline(always)]
-fn find<'a>(merged: &'a mut [Instr], k: &mut usize, addr: u64) -> Option<&'a mut Instr> {
-    while merged.get(*k).is_some_and(|m| m.addr < addr) {
-        *k += 1;
+impl Iterator for Executed<'_> {
+    type Item = Instr;
+
+    fn next(&mut self) -> Option<Instr> {
+        let (addr, symbol, row) = match self.pending.take() {
+            Some(first) => first,
+            None => self.next_row()?,
+        };
+        let mut m = Instr {
+            addr,
+            ir: self.executions(row),
+            owner: self.owners[symbol as usize],
+            file: self.cursor.file(row).unwrap_or(NONE),
+            line: self.cursor.line(row).unwrap_or(0),
+            flags: 0,
+        };
+        while let Some((a, symbol, row)) = self.next_row() {
+            if a != addr {
+                self.pending = Some((a, symbol, row));
+                break;
+            }
+            m.ir = m.ir.saturating_add(self.executions(row));
+        }
+        self.mark(&mut m);
+        Some(m)
     }
-    merged.get_mut(*k).filter(|m| m.addr == addr)
 }
 
 /// Returns: from the callee's exit blocks (those with no way on inside the routine) to the
@@ -968,6 +1164,47 @@ mod tests {
         Process { images: vec![image], ..Process::default() }
     }
 
+    /// Functions laid end to end, as a large image's are: the cut between the halves falls
+    /// between two of them, and the last block before it spans to the first instruction after.
+    #[test]
+    fn a_large_image_walked_in_two_halves_gives_the_blocks_of_one_walk() {
+        let (functions, per) = (3000u32, 30u64);
+        let mut costs = CostTable::new();
+        for f in 0..functions {
+            for k in 0..per {
+                let addr = 0x1000 + (u64::from(f) * per + k) * 2;
+                costs.push_parts(Some(addr), Some(f), Some(0), Some(k as u32 / 3), &[k / 7 + 1]);
+            }
+        }
+        let image = Image {
+            symbols: (0..functions).map(|f| Symbol { name: format!("f{f}"), ..Symbol::default() }).collect(),
+            costs,
+            ..Image::default()
+        };
+        let owners: Vec<u32> = (0..functions).collect();
+        let start = |f: u64| 0x1000 + f * per * 2;
+        // In each function, a jump from its 10th instruction to its 20th.
+        let srcs: Vec<ArcEnd> = (0..u64::from(functions))
+            .map(|f| ArcEnd { addr: start(f) + 20, count: 1, arc: f as u32, call: false, lead: false })
+            .collect();
+        let tgts: Vec<ArcEnd> = srcs.iter().map(|e| ArcEnd { addr: e.addr + 20, lead: true, ..*e }).collect();
+        let entries: Vec<u64> = (0..u64::from(functions)).map(start).collect();
+        let (rows, _) = executed_rows(&image);
+        let walk = |rows: &[u32], after: Option<u64>| {
+            let executed = Executed::new(&image.costs, rows, Some(0), &owners, &srcs, &tgts, &entries);
+            walk_blocks(executed, true, after, rows.len())
+        };
+        let whole = walk(&rows, None);
+        let m = split_point(&image.costs, &rows, &owners).expect("a cut near the middle");
+        let (one, two) = rows.split_at(m);
+        let mut halves = walk(one, image.costs.offset(two[0] as usize));
+        halves.append(walk(two, None));
+        assert!(whole.blocks.len() > 5 * functions as usize);
+        assert_eq!(halves.blocks, whole.blocks);
+        assert_eq!(halves.lines, whole.lines);
+        assert_eq!((halves.owner, halves.count, halves.has_next), (whole.owner, whole.count, whole.has_next));
+    }
+
     #[test]
     fn blocks_edges_and_routines_follow_from_addresses_and_branches() {
         let mut p = process();
@@ -975,7 +1212,7 @@ mod tests {
             branch(EdgeKind::ConditionalBranch, 0x14, 0x20, 4, 10),
             branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0),
         ];
-        rebuild(&mut p, &Transfers { list: &list, inclusive: &[], pad_to: 0 }, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
         let image = &p.images[0];
         let blocks: Vec<(u64, u64, u64, Option<u64>)> =
             image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs, b.count)).collect();
@@ -1011,7 +1248,7 @@ mod tests {
         let mut call = branch(EdgeKind::Call, 0x99, 0x10, 2, 0);
         call.incl_len = 1;
         let list = [branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0), call];
-        rebuild(&mut p, &Transfers { list: &list, inclusive: &[7], pad_to: 0 }, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[7], 0, Some(0), &[vec![0]]);
         let last = p.edges.last().expect("edges");
         assert_eq!(last.kind, EdgeKind::Call);
         assert!(matches!(last.source, NodeRef::Symbol(_)));

@@ -6,25 +6,7 @@ use cfghub::error::Location;
 use proptest::prelude::*;
 
 use crate::common;
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn field(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
-    varint(out, number << 3 | 2);
-    varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
-}
-
-fn uint(out: &mut Vec<u8>, number: u64, v: u64) {
-    varint(out, number << 3);
-    varint(out, v);
-}
+use crate::common::protobuf::{field, uint, varint};
 
 /// A valid profile: one sample type `samples/count`, a function `main` at location 1, and
 /// samples given as (location ids, values); `extra` is appended to the top-level message.

@@ -43,30 +43,6 @@ fn a_step_that_does_not_fit_is_refused_with_a_hint() {
     assert!(o.status.success(), "{}", common::stderr(&o));
 }
 
-/// A DCPI binary profile written by hand here (one chunk per address, 1-byte slots).
-fn dcpi_bytes(path: &str, event: &str, tstart: u64, samples: &BTreeMap<u64, u64>) -> Vec<u8> {
-    let mut header = format!(
-        "version pdb-0.07\nimage 20240101000000000000\npath {path}\nepoch 2401010000\nplatform x86_64\n\
-         event {event}\nperiod 100000\ntstart {tstart:x}\ntsize 4096\ncpuspeed 3000\nsamples"
-    );
-    while (header.len() + 1) % 4 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut b = header.into_bytes();
-    let (mut n, mut sum) = (0u32, 0u32);
-    for (&o, &c) in samples {
-        for v in [o as u32, 1, c as u32] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        n += (c > 0) as u32;
-        sum += c as u32;
-    }
-    b.extend_from_slice(&n.to_le_bytes());
-    b.extend_from_slice(&sum.to_le_bytes());
-    b
-}
-
 #[test]
 fn merge_attributes_every_sample_to_its_block() {
     let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
@@ -112,7 +88,7 @@ fn merge_attributes_every_sample_to_its_block() {
 
     let dir = tempfile::tempdir().unwrap();
     let cycles_file = dir.path().join("cycles.dcpi");
-    std::fs::write(&cycles_file, dcpi_bytes(&exe_path, "cycles", exe.load_addr, &cycles)).unwrap();
+    std::fs::write(&cycles_file, common::dcpi_bytes(&exe_path, "cycles", exe.load_addr, &cycles)).unwrap();
     let mut dump = format!(
         "name                 simple_loop\npath                 {exe_path}\ntext_start           {:#014x}\n\
          text_size            0x000000001000\nevent                {} imiss:4096:10000\n",
@@ -209,7 +185,7 @@ fn merge_without_a_matching_image_is_refused_naming_both_sides() {
     let dir = tempfile::tempdir().unwrap();
     let samples = BTreeMap::from([(0x10u64, 5u64), (0x20, 6)]);
     let file = dir.path().join("other.dcpi");
-    std::fs::write(&file, dcpi_bytes("/usr/bin/other", "cycles", 0x400000, &samples)).unwrap();
+    std::fs::write(&file, common::dcpi_bytes("/usr/bin/other", "cycles", 0x400000, &samples)).unwrap();
     let out = dir.path().join("m.dcfg.json");
     let o = common::run(&[
         "merge",

@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 pub mod csi;
+pub mod protobuf;
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// The folder of real-world inputs made by other tools, beside the project checkout
 /// (`CFGHUB_SHARED` overrides). `None`, with a message on stderr, when it is absent: tests that
@@ -142,4 +145,45 @@ pub fn located(message: &str) -> bool {
     let first = message.lines().next().unwrap_or("");
     let file_line = first.split(':').any(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
     file_line || ["line ", "byte ", "row ", "column "].iter().any(|w| first.contains(w))
+}
+
+/// A DCPI binary profile of one event, written by hand: one chunk per address, 1-byte slots.
+pub fn dcpi_bytes(path: &str, event: &str, tstart: u64, samples: &BTreeMap<u64, u64>) -> Vec<u8> {
+    let mut header = format!(
+        "version pdb-0.07\nimage 20240101000000000000\npath {path}\nepoch 2401010000\nplatform x86_64\n\
+         event {event}\nperiod 100000\ntstart {tstart:x}\ntsize 4096\ncpuspeed 3000\nsamples"
+    );
+    while (header.len() + 1) % 4 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut b = header.into_bytes();
+    let (mut n, mut sum) = (0u32, 0u32);
+    for (&o, &c) in samples {
+        for v in [o as u32, 1, c as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        n += (c > 0) as u32;
+        sum += c as u32;
+    }
+    b.extend_from_slice(&n.to_le_bytes());
+    b.extend_from_slice(&sum.to_le_bytes());
+    b
+}
+
+/// Renders DOT text to SVG with Graphviz, asserting success and an empty standard error.
+pub fn render_dot(dot_text: &str, what: &str) -> String {
+    require("dot");
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dot runs");
+    child.stdin.take().unwrap().write_all(dot_text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "{what}: dot said: {err}\n{dot_text}");
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -3,9 +3,8 @@
 //! texts back from the executable, from a copy whose debug sections objcopy compressed, and from
 //! a separate debug file. Graphviz draws a CSI routine without a word on standard error.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::{self, csi};
 use cfghub::convert::load;
@@ -99,22 +98,6 @@ fn both_objects_texts_come_back_from_the_executable_compressed_or_not_and_from_a
     assert_eq!(std::fs::read(&out).unwrap(), joined);
 }
 
-/// Renders DOT text with Graphviz, asserting success and an empty standard error.
-fn render(dot_text: &str, what: &str) {
-    common::require("dot");
-    let mut child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dot runs");
-    child.stdin.take().unwrap().write_all(dot_text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && err.trim().is_empty(), "{what}: dot said: {err}\n{dot_text}");
-}
-
 #[test]
 fn graphviz_draws_every_csi_routine_silently() {
     let Some(dir) = common::shared_fixture("csi") else { return };
@@ -134,11 +117,11 @@ fn graphviz_draws_every_csi_routine_silently() {
                 assert!(dot_text.contains("restart 3"), "back edge's increment:\n{dot_text}");
                 assert!(dot_text.contains("lines 11-13"), "line ranges:\n{dot_text}");
             }
-            render(&dot_text, &format!("{name} {function}"));
+            common::render_dot(&dot_text, &format!("{name} {function}"));
         }
         // The whole-program view too.
         let o = common::run(&["convert", f.to_str().unwrap(), "-o", "-", "--to", "dot"]);
         assert!(o.status.success(), "{}", common::stderr(&o));
-        render(&common::stdout(&o), name);
+        common::render_dot(&common::stdout(&o), name);
     }
 }

@@ -8,30 +8,6 @@ use std::process::Command;
 
 use crate::common;
 
-/// A DCPI binary profile of 1-byte slots, one chunk per address, written here by hand.
-fn dcpi_bytes(path: &str, tstart: u64, samples: &BTreeMap<u64, u64>) -> Vec<u8> {
-    let mut header = format!(
-        "version pdb-0.07\nimage 20240101000000000000\npath {path}\nepoch 2401010000\nplatform x86_64\n\
-         event cycles\nperiod 100000\ntstart {tstart:x}\ntsize 4096\ncpuspeed 3000\nsamples"
-    );
-    while (header.len() + 1) % 4 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut b = header.into_bytes();
-    let (mut n, mut sum) = (0u32, 0u32);
-    for (&o, &c) in samples {
-        for v in [o as u32, 1, c as u32] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        n += (c > 0) as u32;
-        sum += c as u32;
-    }
-    b.extend_from_slice(&n.to_le_bytes());
-    b.extend_from_slice(&sum.to_le_bytes());
-    b
-}
-
 /// simple-loop with cycles samples in every block of the executable and of ld.so: `7 + k % 5`
 /// at the first instruction of block k.
 fn merged(dir: &Path, output: &str) -> Option<std::path::PathBuf> {
@@ -42,7 +18,11 @@ fn merged(dir: &Path, output: &str) -> Option<std::path::PathBuf> {
         let samples: BTreeMap<u64, u64> =
             image.blocks.iter().enumerate().map(|(k, b)| (b.offset, 7 + k as u64 % 5)).collect();
         let file = dir.join(format!("cycles{n}.dcpi"));
-        std::fs::write(&file, dcpi_bytes(&graph.image_name(image), image.load_addr, &samples)).unwrap();
+        std::fs::write(
+            &file,
+            common::dcpi_bytes(&graph.image_name(image), "cycles", image.load_addr, &samples),
+        )
+        .unwrap();
         files.push(file);
     }
     let out = dir.join(output);
@@ -154,7 +134,8 @@ fn merged_samples_keep_their_source_file_and_none_is_lost() {
     samples.insert(end + 0x40, 3);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cycles.dcpi");
-    std::fs::write(&file, dcpi_bytes(&graph.image_name(exe), exe.load_addr, &samples)).unwrap();
+    std::fs::write(&file, common::dcpi_bytes(&graph.image_name(exe), "cycles", exe.load_addr, &samples))
+        .unwrap();
     let out = dir.path().join("callgrind.out.merged");
     let o = common::run(&[
         "merge",

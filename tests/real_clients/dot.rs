@@ -1,8 +1,5 @@
 //! DOT: Graphviz's `dot` renders every view cfghub writes for the corpus, silently.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use crate::common;
 use cfghub::analysis::routines;
 use cfghub::convert::load;
@@ -10,23 +7,6 @@ use cfghub::converters::dot::{self, Options, View};
 use cfghub::error::Findings;
 use cfghub::ir::{Block, BlockRef, Edge, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
 use cfghub::registry::ReadOptions;
-
-/// Renders DOT text to SVG with Graphviz, asserting success and an empty standard error.
-fn render(dot_text: &str, what: &str) -> String {
-    common::require("dot");
-    let mut child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dot runs");
-    child.stdin.take().unwrap().write_all(dot_text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && err.trim().is_empty(), "{what}: dot said: {err}\n{dot_text}");
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn view(profile: &Profile, v: View, options: &Options) -> String {
     let mut findings = Findings::default();
@@ -62,7 +42,7 @@ fn every_routine_loop_and_call_graph_of_the_corpus_renders_silently() {
                     let options = Options { processes: vec![process.pid], ..Options::default() };
                     let text =
                         view(&profile, View::Routine { spec: entry.clone(), loop_node: None }, &options);
-                    render(&text, &format!("{name}: routine {entry}"));
+                    common::render_dot(&text, &format!("{name}: routine {entry}"));
                     rendered += 1;
                     for l in r.loops.iter() {
                         let head = image.blocks[l.head as usize].id;
@@ -71,15 +51,15 @@ fn every_routine_loop_and_call_graph_of_the_corpus_renders_silently() {
                             View::Routine { spec: entry.clone(), loop_node: Some(head) },
                             &options,
                         );
-                        render(&text, &format!("{name}: loop {head}"));
+                        common::render_dot(&text, &format!("{name}: loop {head}"));
                         rendered += 1;
                     }
                 }
             }
         }
-        render(&view(&profile, View::CallGraph, &options), &format!("{name}: call graph"));
+        common::render_dot(&view(&profile, View::CallGraph, &options), &format!("{name}: call graph"));
         let all = Options { node_fraction: 0.0, edge_fraction: 0.0, ..Options::default() };
-        render(&view(&profile, View::CallGraph, &all), &format!("{name}: whole call graph"));
+        common::render_dot(&view(&profile, View::CallGraph, &all), &format!("{name}: whole call graph"));
         rendered += 2;
     }
     assert!(rendered >= 8, "{rendered}");
@@ -88,14 +68,14 @@ fn every_routine_loop_and_call_graph_of_the_corpus_renders_silently() {
 #[test]
 fn the_program_view_renders_and_matches_intels_dcfg_to_dot() {
     for (name, profile) in corpus() {
-        render(&view(&profile, View::Program, &Options::default()), &name);
+        common::render_dot(&view(&profile, View::Program, &Options::default()), &name);
     }
     let Some(path) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
     let Some(intel) = common::shared_fixture("dcfg/simple-loop.intel-dcfg-to-dot.dot") else { return };
     let profile = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
     let options = Options { images: vec!["simple_loop".into()], ..Options::default() };
     let ours = view(&profile, View::Program, &options);
-    render(&ours, "simple-loop program view of the executable");
+    common::render_dot(&ours, "simple-loop program view of the executable");
     // Every edge Intel's tool drew (it drew main's) is in ours between the same blocks, with
     // the same edge id, kind and count.
     let intel = std::fs::read_to_string(intel).unwrap();
@@ -153,7 +133,7 @@ fn the_whole_program_of_simple_loop_collapses_its_largest_routines_and_says_so()
         let (s, rest) = line.trim().split_once(" -> ").unwrap();
         assert!(!(s.starts_with("p29003_r") && Some(s) == rest.split(' ').next()), "{line}");
     }
-    render(&text, "simple-loop whole program");
+    common::render_dot(&text, "simple-loop whole program");
     let all = Options { max_blocks: 0, ..Options::default() };
     let every = view(&profile, View::Program, &all);
     assert!(!every.contains("box3d"));
@@ -177,7 +157,7 @@ fn main_of_simple_loop_shows_its_loop_as_a_cluster_with_the_back_edge_styled() {
         );
         assert!(text.contains("b29 [") && text.contains("peripheries=2"), "entry marked");
         assert!(text.contains("simple_loop.c:5-6"), "source lines");
-        let svg = render(&text, "main");
+        let svg = common::render_dot(&text, "main");
         assert!(svg.contains("<title>cluster_loop_31</title>"));
         // The same view named by address and by node id.
         for spec in ["0x40059d", "29", "0x4005b5"] {
@@ -190,7 +170,7 @@ fn main_of_simple_loop_shows_its_loop_as_a_cluster_with_the_back_edge_styled() {
         view(&profile, View::Routine { spec: "0x40059d".into(), loop_node: Some(30) }, &Options::default());
     assert!(text.contains("subgraph cluster_loop_31") && !text.contains("b29 ["));
     assert!(text.contains("from main (BB 29)"), "{text}");
-    render(&text, "loop 30");
+    common::render_dot(&text, "loop 30");
 }
 
 /// A model whose routine names are full of DOT-special characters.
@@ -255,7 +235,7 @@ fn awkward_names() -> Profile {
 #[test]
 fn routine_names_with_dot_special_characters_render() {
     let profile = awkward_names();
-    let svg = render(
+    let svg = common::render_dot(
         &view(&profile, View::Routine { spec: "main".into(), loop_node: None }, &Options::default()),
         "main",
     );
@@ -263,16 +243,16 @@ fn routine_names_with_dot_special_characters_render() {
     assert!(svg.contains("say &quot;hello&quot;") || svg.contains("say \"hello\""));
     assert!(svg.contains("back\\slash\\n"));
     let all = Options { node_fraction: 0.0, edge_fraction: 0.0, ..Options::default() };
-    let svg = render(&view(&profile, View::CallGraph, &all), "call graph");
+    let svg = common::render_dot(&view(&profile, View::CallGraph, &all), "call graph");
     assert!(svg.contains("{lambda(int)#1}::operator()"));
     assert!(svg.contains("a|b &lt;c&gt; {d}"));
     for spec in ["a|b <c> {d}", "std::map<int, std::string>::operator[](int const&)"] {
-        render(
+        common::render_dot(
             &view(&profile, View::Routine { spec: spec.into(), loop_node: None }, &Options::default()),
             spec,
         );
     }
-    render(&view(&profile, View::Program, &Options::default()), "program");
+    common::render_dot(&view(&profile, View::Program, &Options::default()), "program");
 }
 
 #[test]
@@ -285,7 +265,7 @@ fn a_callgrind_profile_with_jumps_draws_like_a_dcfg() {
     assert!(text.contains("subgraph cluster_loop_"), "{text}");
     assert!(text.lines().any(|l| l.contains("label=\"back\\n") && l.contains("#c00000")), "{text}");
     assert!(text.contains("call fib (BB ") && text.contains("call is_even (BB "), "{text}");
-    render(&text, "callgrind main");
+    common::render_dot(&text, "callgrind main");
     // Heat by the profile's own event costs.
     let mut findings = Findings::default();
     let by_ir = Options { event: Some("Ir".into()), ..Options::default() };
@@ -298,10 +278,10 @@ fn a_callgrind_profile_with_jumps_draws_like_a_dcfg() {
     .unwrap();
     assert!(text.contains("\\nIr: "), "{text}");
     assert!(findings.items.is_empty(), "{findings:?}");
-    render(&text, "callgrind main by Ir");
+    common::render_dot(&text, "callgrind main by Ir");
     let options = Options { images: vec!["recursion-loops".into()], ..Options::default() };
-    render(&view(&profile, View::Program, &options), "callgrind program view");
+    common::render_dot(&view(&profile, View::Program, &options), "callgrind program view");
     let text = view(&profile, View::CallGraph, &Options::default());
     assert!(text.contains("fib\\nrecursion-loops"), "{text}");
-    render(&text, "callgrind call graph");
+    common::render_dot(&text, "callgrind call graph");
 }

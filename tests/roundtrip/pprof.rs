@@ -227,18 +227,7 @@ fn streams_and_buffers_read_the_same() {
     let mut bytes = write(&m);
     // Appended messages merge into the profile: a location with an inline chain (functions 1
     // and 2, 2 the caller) and one with an id beyond 32 bits, each on many samples.
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    fn field(out: &mut Vec<u8>, number: u64, body: &[u8]) {
-        varint(out, number << 3 | 2);
-        varint(out, body.len() as u64);
-        out.extend_from_slice(body);
-    }
+    use crate::common::protobuf::{field, varint};
     let (inline_id, wide_id) = (100_000u64, 1u64 << 40);
     let mut loc = vec![0x08];
     varint(&mut loc, inline_id);
