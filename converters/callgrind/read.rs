@@ -32,7 +32,7 @@ use super::parse::{self, name_spec, next_token, skip_space, subposition, trim_en
 use crate::analysis::blocks::{self, Transfer};
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
-use crate::ir::{EdgeKind, Event, FileId, Image, Process, Profile, StringTable, Symbol};
+use crate::ir::{EdgeKind, Event, FileId, Image, Process, Profile, Site, StringTable, Symbol};
 use crate::registry::ReadOptions;
 
 /// Rows at which a cost table (or the list of associations) reserves room for the rest of the
@@ -1117,6 +1117,9 @@ impl Reader {
             Some(Err(_)) => return false,
             None => None,
         };
+        if self.site_error(p, instr, line_no, tgt_line).is_some() {
+            return false;
+        }
         let Some(p) = pending.take() else { return false };
         let image = self.image.unwrap_or(0);
         self.push_arc(p, image, symbol, instr, line_no, tgt_line, values);
@@ -1267,6 +1270,9 @@ impl Reader {
                 })?),
                 None => None,
             };
+            if let Some(e) = self.site_error(&p, instr, line_no, tgt_line) {
+                return Err(e);
+            }
             self.push_arc(p, image, symbol, instr, line_no, tgt_line, values);
             return Ok(());
         }
@@ -1287,6 +1293,29 @@ impl Reader {
         }
         costs.push_parts(instr, Some(symbol), self.file, line_no, values);
         Ok(())
+    }
+
+    /// What keeps a call's or jump's positions out of the model's [`Site`]: an address or a
+    /// line past the largest it holds (the values above are how it says "unknown").
+    fn site_error(
+        &self,
+        p: &Pending,
+        instr: Option<u64>,
+        line: Option<u32>,
+        tgt_line: Option<u32>,
+    ) -> Option<Error> {
+        let tgt_addr = self.instr_col.map(|c| p.target[c]);
+        if let Some(a) = [instr, tgt_addr].into_iter().flatten().find(|&a| a > Site::MAX_OFFSET) {
+            return Some(Error::input(format!(
+                "address {a:#x} of a call or jump is too large; expected at most {:#x}",
+                Site::MAX_OFFSET
+            )));
+        }
+        let l = [line, tgt_line].into_iter().flatten().find(|&l| l > Site::MAX_LINE)?;
+        Some(Error::input(format!(
+            "line number {l} of a call or jump is too large; expected at most {}",
+            Site::MAX_LINE
+        )))
     }
 
     /// Records the association `p` now that its source line gave its position (`instr`,

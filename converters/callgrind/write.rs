@@ -72,7 +72,7 @@ mod write_text;
 use crate::analysis::source::{Part, SourceIndex};
 use crate::analysis::{branch_pairs, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
+use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;
 use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
 use write_names::NameTable;
@@ -116,12 +116,12 @@ pub fn write(
     }
     let has_instr = profile.processes.iter().any(|p| {
         p.images.iter().any(|i| !i.blocks.is_empty() || i.costs.has_offsets())
-            || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_offset.is_some()))
+            || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_offset().is_some()))
     });
     let has_line = !has_instr
         || profile.processes.iter().any(|p| {
             p.images.iter().any(|i| !i.source_lines.is_empty() || i.costs.has_lines())
-                || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_line.is_some()))
+                || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_line().is_some()))
         });
     let mut w = Writer {
         out,
@@ -924,14 +924,14 @@ impl Writer<'_> {
         let site = e.site();
         let src = funcs.place(
             e.source,
-            site.and_then(|s| s.source_offset),
-            site.and_then(|s| s.source_line),
+            site.and_then(Site::source_offset),
+            site.and_then(Site::source_line),
             true,
         )?;
         let tgt = funcs.place(
             e.target,
-            site.and_then(|s| s.target_offset),
-            site.and_then(|s| s.target_line),
+            site.and_then(Site::target_offset),
+            site.and_then(Site::target_line),
             false,
         )?;
         Some((src, tgt))
@@ -1225,10 +1225,7 @@ mod tests {
                 target: node(to),
                 kind,
                 counts: vec![count].into(),
-                details: EdgeDetails::boxed(
-                    Vec::new(),
-                    Some(Site { source_line: Some(line), ..Site::default() }),
-                ),
+                details: EdgeDetails::boxed(Vec::new(), Some(Site::at_line(line))),
             })
             .collect();
         let image = Image { symbols: vec![symbol("f"), symbol("g")], ..Image::default() };

@@ -210,12 +210,7 @@ fn thread_counts(thread: u32, count: u64) -> Counts {
 }
 
 fn site(a: &Transfer) -> Site {
-    Site {
-        source_offset: a.src_addr(),
-        source_line: a.src_line(),
-        target_offset: a.tgt_addr(),
-        target_line: a.tgt_line(),
-    }
+    Site::new(a.src_addr(), a.src_line(), a.tgt_addr(), a.tgt_line())
 }
 
 /// Edges between functions, one per transfer, in the order of `list` (a conditional branch
@@ -235,7 +230,7 @@ pub fn function_edges<'a>(
         let site = site(a);
         let fall_through = a.kind.is_conditional() && a.executed > a.count;
         // The fall-through of a conditional jump stays in the function: no target position.
-        let ft_site = fall_through.then(|| Site { target_offset: None, target_line: None, ..site.clone() });
+        let ft_site = fall_through.then(|| site.without_target());
         process.edges.push(Edge {
             id,
             source,
@@ -1257,7 +1252,7 @@ mod tests {
         let last = p.edges.last().expect("edges");
         assert_eq!(last.kind, EdgeKind::Call);
         assert!(matches!(last.source, NodeRef::Symbol(_)));
-        assert_eq!(last.site().and_then(|s| s.source_offset), Some(0x99));
+        assert_eq!(last.site().and_then(|s| s.source_offset()), Some(0x99));
         assert_eq!(last.inclusive(), &[7]);
     }
 }

@@ -7,7 +7,7 @@
 //! first fall-through, in edge order, of the same source and source site (offset and line of
 //! the edge's [`crate::ir::Site`]) not taken by an earlier conditional.
 
-use crate::ir::{Edge, EdgeKind, NodeRef, Process};
+use crate::ir::{Edge, EdgeKind, NodeRef, Process, Site};
 
 /// Marks "none" in the partner table.
 const NONE: u32 = u32::MAX;
@@ -75,7 +75,7 @@ pub fn pair_group(
     run.extend(group.map(|k| {
         let e = &edges[k as usize];
         let site = e.site();
-        let (offset, line) = (site.and_then(|s| s.source_offset), site.and_then(|s| s.source_line));
+        let (offset, line) = (site.and_then(Site::source_offset), site.and_then(Site::source_line));
         (e.source, offset, line, e.kind.is_conditional(), k)
     }));
     // By source and site, fall-throughs before conditionals, each in edge order.
@@ -210,8 +210,7 @@ mod tests {
     #[test]
     fn conditionals_take_the_fall_throughs_of_their_source_and_site_in_order() {
         let sym = |s| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
-        let at =
-            |line| EdgeDetails::boxed(Vec::new(), Some(Site { source_line: Some(line), ..Site::default() }));
+        let at = |line| EdgeDetails::boxed(Vec::new(), Some(Site::at_line(line)));
         let edge = |source, kind, details| Edge { source, target: sym(1), kind, details, ..Edge::default() };
         let image = Image { symbols: vec![Default::default(), Default::default()], ..Image::default() };
         let process = Process {

@@ -106,11 +106,10 @@ impl Process {
 }
 
 fn edge_heap(edge: &Edge) -> u64 {
-    let counts = if edge.counts.spilled() { (edge.counts.capacity() * size_of::<u64>()) as u64 } else { 0 };
+    let counts = edge.counts.heap_bytes();
     let details = edge.details.as_ref().map_or(0, |d| {
-        let inclusive = if d.inclusive.spilled() { d.inclusive.capacity() * size_of::<u64>() } else { 0 };
         let path = d.path.as_ref().map_or(0, |_| size_of::<super::PathEdge>());
-        (size_of::<super::EdgeDetails>() + inclusive + path) as u64
+        (size_of::<super::EdgeDetails>() + path) as u64 + d.inclusive.heap_bytes()
     });
     counts + details
 }

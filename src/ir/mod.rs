@@ -23,13 +23,18 @@
 //! - Ids that a format exposes to users (node ids, edge ids, image ids) are kept as `u64`;
 //!   references inside the model are indices into `Vec`s ([`BlockRef`], [`SymbolRef`], `u32`).
 
+use std::fmt;
+use std::num::NonZeroU32;
+
 mod costs;
+mod counts;
 mod edge_kind;
 mod memory;
 mod paths;
 mod strings;
 
 pub use costs::{CostTable, Cursor, Rows};
+pub use counts::{Counts, Numbers};
 pub use edge_kind::{EdgeClass, EdgeKind};
 pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
@@ -41,11 +46,6 @@ pub type FileId = u32;
 pub type FrameId = u32;
 /// Index into [`Profile::events`].
 pub type EventId = usize;
-
-/// Per-thread counts of an edge, thread 0 first. Inline for up to two threads: a DCFG has
-/// millions of edges and most processes have one or two threads, so no edge pays for a heap
-/// allocation (build one with `.into()` from a `Vec<u64>`, or `Counts::from_slice`).
-pub type Counts = smallvec::SmallVec<[u64; 2]>;
 
 /// Values of a cost record, one per event. Inline for up to two events: profiles hold millions
 /// of cost lines and samples, most with one or two events.
@@ -380,7 +380,7 @@ pub enum NodeRef {
 
 /// A control-flow transfer with its execution counts.
 ///
-/// Kept small (72 bytes): a DCFG has millions of edges, so what only function-level formats
+/// Kept small (64 bytes): a DCFG has millions of edges, so what only function-level formats
 /// state (inclusive costs, source positions) lives in [`Edge::details`], allocated only for the
 /// edges that have it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -401,9 +401,8 @@ pub struct Edge {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EdgeDetails {
     /// For calls: the callee's inclusive cost per event (Callgrind `calls=` cost lines).
-    /// Empty when unknown. Inline for up to two events (a call graph holds a record per call
-    /// site).
-    pub inclusive: Values,
+    /// Empty when unknown. Inline for one event (a call graph holds a record per call site).
+    pub inclusive: Numbers,
     /// For edges between functions: where in the source the transfer happens.
     pub site: Option<Site>,
     /// Ball-Larus path numbering stated for an intra-routine edge (CSI); boxed, as only path
@@ -415,12 +414,12 @@ impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
         (!inclusive.is_empty() || site.is_some())
-            .then(|| Box::new(EdgeDetails { inclusive: Values::from_vec(inclusive), site, path: None }))
+            .then(|| Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, path: None }))
     }
 
     /// The boxed record of an edge whose only stated detail is its path numbering.
     pub fn path(path: PathEdge) -> Option<Box<EdgeDetails>> {
-        Some(Box::new(EdgeDetails { inclusive: Values::new(), site: None, path: Some(Box::new(path)) }))
+        Some(Box::new(EdgeDetails { inclusive: Numbers::new(), site: None, path: Some(Box::new(path)) }))
     }
 }
 
@@ -461,13 +460,101 @@ impl Edge {
     }
 }
 
-/// Source position of an edge's source and target, for function-level formats.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Source position of an edge's source and target, for function-level formats: each of the
+/// two offsets and two lines is known or not.
+///
+/// Kept in 24 bytes, and `Option<Site>` too (a Callgrind call graph holds one per call site): an
+/// unknown offset is stored as `u64::MAX`, a line as its successor with `u32::MAX` for unknown
+/// (never 0, which leaves `Option` its niche). Offsets past [`Site::MAX_OFFSET`] and lines past
+/// [`Site::MAX_LINE`] do not fit: readers reject them. Read it through its accessors, which
+/// return `Option`s.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Site {
-    pub source_offset: Option<u64>,
-    pub source_line: Option<u32>,
-    pub target_offset: Option<u64>,
-    pub target_line: Option<u32>,
+    offsets: [u64; 2],
+    lines: [NonZeroU32; 2],
+}
+
+impl Default for Site {
+    fn default() -> Self {
+        Site { offsets: [NO_OFFSET; 2], lines: [NO_LINE; 2] }
+    }
+}
+
+const NO_OFFSET: u64 = u64::MAX;
+const NO_LINE: NonZeroU32 = NonZeroU32::MAX;
+
+impl Site {
+    /// The largest offset a site holds: readers reject larger ones.
+    pub const MAX_OFFSET: u64 = NO_OFFSET - 1;
+    /// The largest line a site holds: readers reject larger ones.
+    pub const MAX_LINE: u32 = u32::MAX - 2;
+
+    /// A site from its source offset and line and its target offset and line. Offsets past
+    /// [`Site::MAX_OFFSET`] and lines past [`Site::MAX_LINE`] are not representable: whoever
+    /// reads them from an input rejects them first (a line past it is taken as unknown).
+    pub fn new(
+        source_offset: Option<u64>,
+        source_line: Option<u32>,
+        target_offset: Option<u64>,
+        target_line: Option<u32>,
+    ) -> Site {
+        let offset = |o: Option<u64>| {
+            debug_assert!(o.is_none_or(|o| o <= Site::MAX_OFFSET), "site offset {o:?} out of range");
+            o.unwrap_or(NO_OFFSET)
+        };
+        Site {
+            offsets: [offset(source_offset), offset(target_offset)],
+            lines: [line(source_line), line(target_line)],
+        }
+    }
+
+    /// A site with only a source line.
+    pub fn at_line(line: u32) -> Site {
+        Site::new(None, Some(line), None, None)
+    }
+
+    pub fn source_offset(&self) -> Option<u64> {
+        (self.offsets[0] != NO_OFFSET).then_some(self.offsets[0])
+    }
+    pub fn target_offset(&self) -> Option<u64> {
+        (self.offsets[1] != NO_OFFSET).then_some(self.offsets[1])
+    }
+    pub fn source_line(&self) -> Option<u32> {
+        (self.lines[0] != NO_LINE).then(|| self.lines[0].get() - 1)
+    }
+    pub fn target_line(&self) -> Option<u32> {
+        (self.lines[1] != NO_LINE).then(|| self.lines[1].get() - 1)
+    }
+
+    /// Sets the source line (`None`: unknown; a line past [`Site::MAX_LINE`] is unknown too).
+    pub fn set_source_line(&mut self, line: Option<u32>) {
+        self.lines[0] = self::line(line);
+    }
+    /// Sets the target line (`None`: unknown; a line past [`Site::MAX_LINE`] is unknown too).
+    pub fn set_target_line(&mut self, line: Option<u32>) {
+        self.lines[1] = self::line(line);
+    }
+
+    /// The same source position with no target position.
+    pub fn without_target(&self) -> Site {
+        Site { offsets: [self.offsets[0], NO_OFFSET], lines: [self.lines[0], NO_LINE] }
+    }
+}
+
+/// A site's stored line: its successor, `NO_LINE` when unknown or past [`Site::MAX_LINE`].
+fn line(l: Option<u32>) -> NonZeroU32 {
+    l.filter(|&l| l <= Site::MAX_LINE).and_then(|l| NonZeroU32::new(l + 1)).unwrap_or(NO_LINE)
+}
+
+impl fmt::Debug for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Site")
+            .field("source_offset", &self.source_offset())
+            .field("source_line", &self.source_line())
+            .field("target_offset", &self.target_offset())
+            .field("target_line", &self.target_line())
+            .finish()
+    }
 }
 
 /// Values per event at a place in an image: a Callgrind cost line, a DCPI sample count.
@@ -532,13 +619,27 @@ mod tests {
     /// Reading a large DCFG is bounded by memory traffic: an edge must stay this small.
     #[test]
     fn edges_stay_small() {
-        assert!(std::mem::size_of::<Edge>() <= 72, "{}", std::mem::size_of::<Edge>());
+        assert!(std::mem::size_of::<Edge>() <= 64, "{}", std::mem::size_of::<Edge>());
+        assert!(std::mem::size_of::<EdgeDetails>() <= 48, "{}", std::mem::size_of::<EdgeDetails>());
+    }
+
+    #[test]
+    fn sites_keep_each_position_known_or_not() {
+        assert_eq!((std::mem::size_of::<Site>(), std::mem::size_of::<Option<Site>>()), (24, 24));
+        let s = Site::new(Some(0), None, Some(Site::MAX_OFFSET), Some(Site::MAX_LINE));
+        assert_eq!(
+            (s.source_offset(), s.source_line(), s.target_offset(), s.target_line()),
+            (Some(0), None, Some(Site::MAX_OFFSET), Some(Site::MAX_LINE))
+        );
+        let t = s.without_target();
+        assert_eq!((t.source_offset(), t.target_offset(), t.target_line()), (Some(0), None, None));
+        assert_eq!(Site::default(), Site::new(None, None, None, None));
     }
 
     #[test]
     fn empty_details_are_none_and_setting_inclusive_keeps_the_site() {
         assert_eq!(EdgeDetails::boxed(Vec::new(), None), None);
-        let site = Site { source_line: Some(3), ..Site::default() };
+        let site = Site::at_line(3);
         let mut e = Edge { details: EdgeDetails::boxed(Vec::new(), Some(site.clone())), ..Edge::default() };
         e.set_inclusive(vec![5]);
         assert_eq!((e.inclusive(), e.site()), (&[5][..], Some(&site)));

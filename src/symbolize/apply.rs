@@ -24,7 +24,9 @@ use super::search::{self, Query};
 use super::{Relocation, Symbolizer};
 use crate::analysis::names::SymbolIndex;
 use crate::error::{Error, Findings, Result};
-use crate::ir::{AddressKind, CostTable, FileId, Image, InlineFrame, Inlined, Profile, SourceLine, Symbol};
+use crate::ir::{
+    AddressKind, CostTable, FileId, Image, InlineFrame, Inlined, Profile, Site, SourceLine, Symbol,
+};
 
 /// What the pass is asked to do.
 #[derive(Clone, Debug)]
@@ -341,10 +343,10 @@ fn fill_image(
     for e in &process.edges {
         let Some(site) = e.site() else { continue };
         if in_image(e.source) {
-            offsets.extend(site.source_offset);
+            offsets.extend(site.source_offset());
         }
         if in_image(e.target) {
-            offsets.extend(site.target_offset);
+            offsets.extend(site.target_offset());
         }
     }
     offsets.sort_unstable();
@@ -520,12 +522,14 @@ fn fill_image(
     for e in &mut process.edges {
         let (from, to) = (in_image(e.source), in_image(e.target));
         let Some(site) = e.details.as_mut().and_then(|d| d.site.as_mut()) else { continue };
-        let line_of = |o: Option<u64>| o.and_then(at).and_then(|a| answers[a].line);
-        if from && (site.source_line.unwrap_or(0) == 0 || options.override_names) {
-            site.source_line = line_of(site.source_offset).or(site.source_line);
+        // A line past what a site holds is taken as unknown.
+        let line_of =
+            |o: Option<u64>| o.and_then(at).and_then(|a| answers[a].line).filter(|&l| l <= Site::MAX_LINE);
+        if from && (site.source_line().unwrap_or(0) == 0 || options.override_names) {
+            site.set_source_line(line_of(site.source_offset()).or(site.source_line()));
         }
-        if to && (site.target_line.unwrap_or(0) == 0 || options.override_names) {
-            site.target_line = line_of(site.target_offset).or(site.target_line);
+        if to && (site.target_line().unwrap_or(0) == 0 || options.override_names) {
+            site.set_target_line(line_of(site.target_offset()).or(site.target_line()));
         }
     }
 

@@ -96,3 +96,30 @@ fn other_breakage_is_located_too() {
     let text = format!("{HEAD}thread: 99999999\n");
     refused("callgrind.out.threads", &text, 5, &["thread: 99999999 is too large"]);
 }
+
+/// The largest address and line number mean "unknown" in the model's call sites: a call or
+/// jump that states them is refused, not taken as unknown.
+#[test]
+fn call_positions_past_what_a_site_holds() {
+    let call = |target: &str, source: &str| {
+        format!("{HEAD}fl=(1) app.c\nfn=(1) main\n0x10 3 5\ncfn=(2) f\ncalls=1 {target}\n{source} 7\n")
+    };
+    let text = call("0xffffffffffffffff 9", "0x10 3");
+    refused(
+        "callgrind.out.addr",
+        &text,
+        10,
+        &["address 0xffffffffffffffff of a call", "at most 0xfffffffffffffffe"],
+    );
+    let text = call("0x40 4294967295", "0x10 3");
+    refused("callgrind.out.line", &text, 10, &["line number 4294967295 of a call", "at most 4294967293"]);
+    let text = call("0x40 9", "0x10 4294967295");
+    refused("callgrind.out.srcline", &text, 10, &["line number 4294967295 of a call"]);
+    // The same line as a cost line is no call site: it is read as it always was.
+    let text = format!("{HEAD}fl=(1) app.c\nfn=(1) main\n0x10 4294967295 5\n");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("callgrind.out.costline");
+    std::fs::write(&input, text).unwrap();
+    let o = common::run(&["info", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}

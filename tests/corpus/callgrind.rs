@@ -61,7 +61,7 @@ fn recursive_inclusive_cost_is_kept_as_stated() {
         [("main".into(), "recur".into(), 1, vec![7]), ("recur".into(), "recur".into(), 2, vec![5])]
     );
     let site = p.processes[0].edges[1].site().unwrap();
-    assert_eq!((site.source_line, site.target_line, site.source_offset), (Some(10), Some(10), None));
+    assert_eq!((site.source_line(), site.target_line(), site.source_offset()), (Some(10), Some(10), None));
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn pprof_files_with_names_in_brackets_and_no_object() {
     // Relative targets are based on the last cost line, not on the previous target.
     let e = p.processes[0].edges.iter().find(|e| symbol_name(&p, e.target) == "line1000 [1/2]").unwrap();
     let site = e.site().unwrap();
-    assert_eq!((site.source_offset, site.target_offset), (Some(0x2000), Some(0x1000)));
+    assert_eq!((site.source_offset(), site.target_offset()), (Some(0x2000), Some(0x1000)));
     assert_eq!(e.inclusive(), [1000]);
     // A function whose rows cost nothing at an address another function's costs hold (line2000
     // at line2001's 0x2000) gets no address: given one, a reader of addresses would hand it

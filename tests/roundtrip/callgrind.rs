@@ -147,22 +147,22 @@ fn function_model(
             counts: vec![count].into(),
             details: EdgeDetails::boxed(
                 vec![incl, incl / 2],
-                Some(Site {
-                    source_offset: with_instr.then_some(0x1000 + count % 64),
-                    source_line: Some(7),
-                    target_offset: with_instr.then_some(0x1000 + 2 * to as u64),
-                    target_line: Some(3),
-                }),
+                Some(Site::new(
+                    with_instr.then_some(0x1000 + count % 64),
+                    Some(7),
+                    with_instr.then_some(0x1000 + 2 * to as u64),
+                    Some(3),
+                )),
             ),
         });
     }
     for (from, to, taken, not_taken) in jumps {
-        let site = Site {
-            source_offset: with_instr.then_some(0x1100 + taken % 32),
-            source_line: Some(9),
-            target_offset: with_instr.then_some(0x1200),
-            target_line: Some(11),
-        };
+        let site = Site::new(
+            with_instr.then_some(0x1100 + taken % 32),
+            Some(9),
+            with_instr.then_some(0x1200),
+            Some(11),
+        );
         edges.push(Edge {
             id: edges.len() as u64 + 1,
             source: node(from),
@@ -178,10 +178,7 @@ fn function_model(
                 target: node(from),
                 kind: EdgeKind::FallThrough,
                 counts: vec![not_taken].into(),
-                details: EdgeDetails::boxed(
-                    Vec::new(),
-                    Some(Site { target_offset: None, target_line: None, ..site }),
-                ),
+                details: EdgeDetails::boxed(Vec::new(), Some(site.without_target())),
             });
         }
     }
