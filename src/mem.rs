@@ -8,6 +8,26 @@
 //! their final size: a vector that grows by doubling would have its unused capacity committed
 //! 2 MiB at a time (measured: +28% peak memory reading a DCFG).
 
+/// Large blocks mapped on their own, and handed back to the system when freed, for the whole
+/// process: a command-line program calls this once, before any thread starts.
+///
+/// glibc's `malloc` maps each allocation above a threshold (128 KiB at start) on its own and
+/// unmaps it on `free`, but each time it frees such a block it raises the threshold to that
+/// block's size (up to 32 MiB). Reading a large profile frees a list of tens of megabytes
+/// midway (the block rebuild's transfers), after which every allocation below that size is
+/// carved out of the heap, whose freed room is seldom returned: the model then sits among
+/// holes. Setting the threshold fixes it where it starts. Measured on a 21 MB Callgrind
+/// profile: peak memory of `cfghub convert` 115 -> 101 MB, at the same speed; DCFG and DCPI
+/// reading unchanged. Elsewhere than glibc, nothing is done.
+pub fn map_large_blocks_apart() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets a parameter of the allocator; it is called before any thread
+    // starts, as glibc asks of parameter changes.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}
+
 /// Below this, a vector is not worth the advice (a few faults at most).
 const WORTH_ADVISING: usize = 8 << 20;
 
