@@ -28,14 +28,21 @@ pub fn map_large_blocks_apart() {
     }
 }
 
-/// Below this, a vector is not worth the advice (a few faults at most).
-const WORTH_ADVISING: usize = 8 << 20;
+/// Below this (one huge page), a vector holds no whole huge page: not worth the advice.
+const WORTH_ADVISING: usize = 2 << 20;
 
 /// `Vec::with_capacity(n)`, backed by huge pages where the system offers them.
 pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
     let v = Vec::with_capacity(n);
     advise_huge_pages(&v);
     v
+}
+
+/// `v.reserve(additional)`, the whole allocation then backed by huge pages where the system
+/// offers them: for a list whose final length is estimated once it has grown a little.
+pub fn reserve<T>(v: &mut Vec<T>, additional: usize) {
+    v.reserve(additional);
+    advise_huge_pages(v);
 }
 
 /// `n` zeros, backed by huge pages where the system offers them. The pages are mapped but not

@@ -276,15 +276,26 @@ const END: u8 = 2;
 /// A call instruction (the source of a call transfer).
 const CALL: u8 = 4;
 
-/// One end of a transfer: its address, its count and whether it is a call (for the call
-/// instruction's executions), and whether a block must start there.
+/// One end of a transfer: its address, the transfer, whether it is a call (whose count the
+/// call instruction's executions may take), and whether a block must start there. 16 bytes:
+/// there are two per transfer, sorted by address.
 #[derive(Clone, Copy, Default)]
 struct ArcEnd {
     addr: u64,
-    count: u64,
     arc: u32,
     call: bool,
     lead: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<ArcEnd>() == 16);
+
+/// An image's transfer sources and targets, each in address order, and the transfers they
+/// name.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    list: &'a [Transfer],
+    srcs: &'a [ArcEnd],
+    tgts: &'a [ArcEnd],
 }
 
 /// One transfer's share of an edge, before equal edges are merged (24 bytes: a large
@@ -432,7 +443,8 @@ pub fn rebuild(
         entries.sort_unstable();
 
         let walk = |rows: &[u32], after: Option<u64>| {
-            let executed = Executed::new(&image.costs, rows, ir, &owners[i], srcs, tgts, &entries);
+            let ends = Ends { list: &list, srcs, tgts };
+            let executed = Executed::new(&image.costs, rows, ir, &owners[i], ends, &entries);
             walk_blocks(executed, ir.is_some(), after, rows.len())
         };
         // A large image is walked in two halves side by side, cut where a block must start.
@@ -550,7 +562,7 @@ pub fn rebuild(
 /// contributions then index: what making the edges still asks of the transfers (a call's
 /// inclusive cost and site).
 fn keep_calls(items: &mut [Contribution], list: &[Transfer]) -> Vec<Transfer> {
-    let mut calls = Vec::new();
+    let mut calls = mem::vec_with_capacity(items.iter().filter(|c| c.arc != NONE).count());
     for c in items.iter_mut().filter(|c| c.arc != NONE) {
         calls.push(list[c.arc as usize]);
         c.arc = (calls.len() - 1) as u32;
@@ -568,15 +580,15 @@ fn transfer_ends(list: &[Transfer], nimages: usize) -> (Vec<Vec<ArcEnd>>, Vec<Ve
         nsources[a.src_image as usize] += 1;
         ntargets[a.tgt_image as usize] += 1;
     }
-    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(Vec::with_capacity).collect();
-    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(Vec::with_capacity).collect();
+    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(mem::vec_with_capacity).collect();
+    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(mem::vec_with_capacity).collect();
     for (k, a) in list.iter().enumerate() {
         if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
             let call = a.is_call();
             let arc = k as u32;
-            sources[a.src_image as usize].push(ArcEnd { addr: s, count: a.count, arc, call, lead: false });
+            sources[a.src_image as usize].push(ArcEnd { addr: s, arc, call, lead: false });
             let lead = call || a.count > 0;
-            targets[a.tgt_image as usize].push(ArcEnd { addr: t, count: a.count, arc, call, lead });
+            targets[a.tgt_image as usize].push(ArcEnd { addr: t, arc, call, lead });
         }
     }
     for ends in sources.iter_mut().chain(targets.iter_mut()) {
@@ -765,14 +777,19 @@ fn attach_transfers(
 #[inline(never)]
 fn executed_rows(image: &Image) -> (Vec<u32>, Vec<Option<(u64, u64)>>) {
     let mut extents = vec![None; image.symbols.len()];
-    // Rows come in runs of rising addresses (a function's cost lines): the cursor unpacks each
-    // block of the packed columns about once.
-    let mut cursor = image.costs.cursor();
-    let rows = radix::sort_by_runs(image.costs.len(), |row| {
-        let (addr, symbol) = cursor.offset(row).zip(cursor.symbol(row))?;
-        widen(&mut extents[symbol as usize], addr);
-        Some(addr)
-    });
+    // Each row's address, read once in table order: the sort reads most rows twice, and the
+    // addresses of a few neighbouring rows at a time (a function's basic blocks) in any order.
+    let n = image.costs.len();
+    let mut addrs: Vec<u64> = mem::vec_with_capacity(n);
+    let mut executed = vec![0u64; n.div_ceil(64)];
+    for (row, (addr, symbol)) in image.costs.offsets().zip(image.costs.symbols()).enumerate() {
+        if let (Some(addr), Some(symbol)) = (addr, symbol) {
+            widen(&mut extents[symbol as usize], addr);
+            executed[row / 64] |= 1 << (row % 64);
+        }
+        addrs.push(addr.unwrap_or(0));
+    }
+    let rows = radix::sort_by_runs(n, |row| (executed[row / 64] >> (row % 64) & 1 != 0).then(|| addrs[row]));
     (rows, extents)
 }
 
@@ -794,8 +811,7 @@ struct Executed<'a> {
     owners: &'a [u32],
     /// Transfer sources, transfer targets and function entries by address, and how far the
     /// walk has come in each.
-    srcs: &'a [ArcEnd],
-    tgts: &'a [ArcEnd],
+    ends: Ends<'a>,
     entries: &'a [u64],
     s: usize,
     t: usize,
@@ -808,8 +824,7 @@ impl<'a> Executed<'a> {
         rows: &'a [u32],
         ir: Option<usize>,
         owners: &'a [u32],
-        srcs: &'a [ArcEnd],
-        tgts: &'a [ArcEnd],
+        ends: Ends<'a>,
         entries: &'a [u64],
     ) -> Self {
         Executed {
@@ -818,8 +833,7 @@ impl<'a> Executed<'a> {
             pending: None,
             ir: ir.filter(|&e| e < costs.width()),
             owners,
-            srcs,
-            tgts,
+            ends,
             entries,
             s: 0,
             t: 0,
@@ -845,7 +859,7 @@ impl<'a> Executed<'a> {
     /// Sets what the transfers and function entries at the instruction's address say of it.
     fn mark(&mut self, m: &mut Instr) {
         let addr = m.addr;
-        let srcs = self.srcs;
+        let srcs = self.ends.srcs;
         while srcs.get(self.s).is_some_and(|e| e.addr < addr) {
             self.s += 1;
         }
@@ -853,7 +867,7 @@ impl<'a> Executed<'a> {
         while let Some(e) = srcs.get(self.s).filter(|e| e.addr == addr) {
             m.flags |= END;
             if e.call {
-                calls = Some(calls.unwrap_or(0).saturating_add(e.count));
+                calls = Some(calls.unwrap_or(0).saturating_add(self.ends.list[e.arc as usize].count));
             }
             self.s += 1;
         }
@@ -863,7 +877,7 @@ impl<'a> Executed<'a> {
                 m.ir = m.ir.min(n);
             }
         }
-        let tgts = self.tgts;
+        let tgts = self.ends.tgts;
         while tgts.get(self.t).is_some_and(|e| e.addr < addr) {
             self.t += 1;
         }
@@ -1185,13 +1199,14 @@ mod tests {
         let start = |f: u64| 0x1000 + f * per * 2;
         // In each function, a jump from its 10th instruction to its 20th.
         let srcs: Vec<ArcEnd> = (0..u64::from(functions))
-            .map(|f| ArcEnd { addr: start(f) + 20, count: 1, arc: f as u32, call: false, lead: false })
+            .map(|f| ArcEnd { addr: start(f) + 20, arc: f as u32, call: false, lead: false })
             .collect();
         let tgts: Vec<ArcEnd> = srcs.iter().map(|e| ArcEnd { addr: e.addr + 20, lead: true, ..*e }).collect();
         let entries: Vec<u64> = (0..u64::from(functions)).map(start).collect();
         let (rows, _) = executed_rows(&image);
         let walk = |rows: &[u32], after: Option<u64>| {
-            let executed = Executed::new(&image.costs, rows, Some(0), &owners, &srcs, &tgts, &entries);
+            let ends = Ends { list: &[], srcs: &srcs, tgts: &tgts };
+            let executed = Executed::new(&image.costs, rows, Some(0), &owners, ends, &entries);
             walk_blocks(executed, true, after, rows.len())
         };
         let whole = walk(&rows, None);

@@ -850,6 +850,11 @@ impl CostTable {
         ColumnIter::new(&self.offsets)
     }
 
+    /// The function of every row, in order.
+    pub fn symbols(&self) -> impl Iterator<Item = Option<u32>> + '_ {
+        ColumnIter::new(&self.symbols).map(|s| s.map(|s| s as u32))
+    }
+
     /// The line of every row, in order.
     pub fn lines(&self) -> impl Iterator<Item = Option<u32>> + '_ {
         ColumnIter::new(&self.lines).map(|l| l.map(|l| l as u32))
