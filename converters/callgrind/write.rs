@@ -522,15 +522,17 @@ impl Writer<'_> {
     }
 
     /// The common cost line, in a loop of its own: rows from `r` on in function `current` and
-    /// the current file, with a line, an address and one value, as a Callgrind profile read
-    /// back is made of. Returns the first row not written (at most a chunk's worth is).
+    /// the current file (known or not: code without debug information, most of a large
+    /// program's libraries, has none), with a line, an address and one value, as a Callgrind
+    /// profile read back is made of. Returns the first row not written (at most a chunk's worth
+    /// is).
     fn cost_run(&mut self, costs: &mut Cursor, mut r: usize, current: Option<u32>) -> usize {
-        let Some(Some(file)) = self.ctx.file else { return r };
+        let Some(file) = self.ctx.file else { return r };
         let [mut last_instr, mut last_line] = self.last;
         let mut total = self.totals[0];
         while r < costs.len() && self.body.len() < CHUNK {
-            let (Some(line), Some(f)) = (costs.line(r), costs.file(r)) else { break };
-            if f != file || costs.symbol(r) != current {
+            let Some(line) = costs.line(r) else { break };
+            if costs.file(r) != file || costs.symbol(r) != current {
                 break;
             }
             let instr = costs.offset(r).unwrap_or(0);
