@@ -788,19 +788,20 @@ impl CostTable {
     /// The sum of one event over every row (saturating).
     pub fn total(&self, event: usize) -> u64 {
         let Some(column) = self.values.get(event) else { return 0 };
+        // A block at a time, unpacked as a cursor would: a block of runs spelled out once rather
+        // than searched for every row.
+        let (mut rows, mut missing) = ([0u64; BLOCK], [0u64; MASK_WORDS]);
         let mut sum = 0u64;
-        for head in &column.heads {
-            // Value columns state every row.
-            debug_assert_eq!(head.presence, Presence::All);
-            if head.width == 0 {
-                sum = sum.saturating_add(head.base.saturating_mul(BLOCK as u64));
-                continue;
-            }
-            let bytes = column.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
-            let deltas = (0..BLOCK).fold(0u64, |s, i| s.saturating_add(head.delta_of(bytes, i)));
-            sum = sum.saturating_add(head.base.saturating_mul(BLOCK as u64)).saturating_add(deltas);
+        let mut block = 0;
+        while let Some(len) = column.unpack_block(block, &mut rows, &mut missing) {
+            sum = rows[..len]
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| !missing_bit(&missing, i))
+                .fold(sum, |s, (_, &v)| s.saturating_add(v));
+            block += 1;
         }
-        column.tail.iter().fold(sum, |s, &v| s.saturating_add(v))
+        sum
     }
 
     /// Whether any row has a value other than 0.
