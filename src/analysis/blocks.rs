@@ -782,13 +782,12 @@ fn executed_rows(image: &Image) -> (Vec<u32>, Vec<Option<(u64, u64)>>) {
     let n = image.costs.len();
     let mut addrs: Vec<u64> = mem::vec_with_capacity(n);
     let mut executed = vec![0u64; n.div_ceil(64)];
-    for (row, (addr, symbol)) in image.costs.offsets().zip(image.costs.symbols()).enumerate() {
-        if let (Some(addr), Some(symbol)) = (addr, symbol) {
-            widen(&mut extents[symbol as usize], addr);
-            executed[row / 64] |= 1 << (row % 64);
-        }
-        addrs.push(addr.unwrap_or(0));
-    }
+    addrs.resize(n, 0);
+    image.costs.for_each_offset_and_symbol(|row, addr, symbol| {
+        widen(&mut extents[symbol as usize], addr);
+        executed[row / 64] |= 1 << (row % 64);
+        addrs[row] = addr;
+    });
     let rows = radix::sort_by_runs(n, |row| (executed[row / 64] >> (row % 64) & 1 != 0).then(|| addrs[row]));
     (rows, extents)
 }

@@ -851,9 +851,25 @@ impl CostTable {
         ColumnIter::new(&self.offsets)
     }
 
-    /// The function of every row, in order.
-    pub fn symbols(&self) -> impl Iterator<Item = Option<u32>> + '_ {
-        ColumnIter::new(&self.symbols).map(|s| s.map(|s| s as u32))
+    /// `f(row, offset, function)` for every row that states both, in order: a block of rows
+    /// unpacked at a time, for a pass over every executed address.
+    pub fn for_each_offset_and_symbol(&self, mut f: impl FnMut(usize, u64, u32)) {
+        let (mut offsets, mut symbols) = ([0u64; BLOCK], [0u64; BLOCK]);
+        let (mut no_offset, mut no_symbol) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
+        let mut block = 0;
+        while let Some(len) = self.offsets.unpack_block(block, &mut offsets, &mut no_offset) {
+            // Columns are as long as the table: a block of one is a block of the other.
+            if self.symbols.unpack_block(block, &mut symbols, &mut no_symbol).is_none() {
+                no_symbol = [u64::MAX; MASK_WORDS];
+            }
+            let first = block * BLOCK;
+            for i in 0..len {
+                if !missing_bit(&no_offset, i) && !missing_bit(&no_symbol, i) {
+                    f(first + i, offsets[i], symbols[i] as u32);
+                }
+            }
+            block += 1;
+        }
     }
 
     /// The line of every row, in order.
@@ -1193,6 +1209,14 @@ mod tests {
             }
             prop_assert!(table.offsets().eq(costs.iter().map(|c| c.offset)));
             prop_assert!(table.lines().eq(costs.iter().map(|c| c.line)));
+            let mut stated = Vec::new();
+            table.for_each_offset_and_symbol(|row, offset, symbol| stated.push((row, offset, symbol)));
+            let want: Vec<(usize, u64, u32)> = costs
+                .iter()
+                .enumerate()
+                .filter_map(|(row, c)| Some((row, c.offset?, c.symbol?)))
+                .collect();
+            prop_assert_eq!(stated, want);
             prop_assert_eq!(table.any_value(), costs.iter().any(|c| c.values.iter().any(|&v| v != 0)));
         }
 
