@@ -298,12 +298,16 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
             costs: image.costs.len(),
         });
     }
-    let mut by_kind: BTreeMap<String, KindReport> = BTreeMap::new();
+    // Keyed by the kinds' static names while counting: hundreds of thousands of edges, a
+    // dozen kinds.
+    let mut by_kind: BTreeMap<&str, KindReport> = BTreeMap::new();
     for e in &process.edges {
-        let k = by_kind.entry(e.kind.as_str().to_string()).or_default();
+        let k = by_kind.entry(e.kind.as_str()).or_default();
         k.edges += 1;
         k.count = k.count.saturating_add(e.total());
     }
+    let by_kind: BTreeMap<String, KindReport> =
+        by_kind.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     let events = profile.events.len();
     let sampled = rankings::sampled_events(profile);
     let event_totals: Vec<u64> = (0..events)
@@ -424,8 +428,8 @@ fn path_functions(
     all: &[std::borrow::Cow<'_, [Routine]>],
 ) -> Vec<PathFunctionReport> {
     let mut out = Vec::new();
+    let stated = process.edges.iter().any(|e| e.path().is_some());
     for (i, image) in process.images.iter().enumerate() {
-        let stated = process.edges.iter().any(|e| e.path().is_some());
         if !image.no_addresses && !stated && image.coverage.is_empty() {
             continue;
         }
