@@ -547,9 +547,17 @@ pub fn rebuild(
     returns(process, &mut set, b, &ends_in_jump, call_sites);
     let calls = keep_calls(&mut set.items, &list);
     let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
+    // Making the edges is the peak of the rebuild: what only the steps before it asked for
+    // goes first.
     drop(list);
+    drop(ends_in_jump);
+    let EdgeSet { items, has_out, incoming } = set;
+    drop((has_out, incoming));
+    blocks_of.count = Vec::new();
+    blocks_of.has_next = Vec::new();
+    let b = &blocks_of;
     let kept = &Transfers { list: &calls, inclusive, pad_to };
-    let edges = merge_edges(set.items, b, kept);
+    let edges = merge_edges(items, b, kept);
     set_routines(process, &edges, b);
     process.edges = edges;
     if !unplaced.is_empty() {
