@@ -353,10 +353,11 @@ struct Blocks {
     image: Vec<u32>,
     /// Owning function of each block (index into its image's symbols).
     owner: Vec<u32>,
-    /// Executions of each block (0 when unknown).
+    /// Executions of each block (0 when unknown). Emptied before the edges are made.
     count: Vec<u64>,
     /// Whether the next block directly follows this one in the same function (where a call
-    /// returns to and a jump falls through to).
+    /// returns to and a jump falls through to). Emptied before the edges are made, with it
+    /// [`Blocks::next`].
     has_next: Vec<bool>,
 }
 
@@ -788,9 +789,8 @@ fn executed_rows(image: &Image) -> (Vec<u32>, Vec<Option<(u64, u64)>>) {
     // Each row's address, read once in table order: the sort reads most rows twice, and the
     // addresses of a few neighbouring rows at a time (a function's basic blocks) in any order.
     let n = image.costs.len();
-    let mut addrs: Vec<u64> = mem::vec_with_capacity(n);
+    let mut addrs = mem::zeroed_u64(n);
     let mut executed = vec![0u64; n.div_ceil(64)];
-    addrs.resize(n, 0);
     image.costs.for_each_offset_and_symbol(|row, addr, symbol| {
         widen(&mut extents[symbol as usize], addr);
         executed[row / 64] |= 1 << (row % 64);
