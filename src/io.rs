@@ -235,6 +235,14 @@ impl<'a> Source<'a> {
     }
 }
 
+impl Source<'_> {
+    /// Lets go of the whole content [`Source::bytes`] gave (a mapped file's pages leave the
+    /// process), for a reader that is done with the bytes and has more work to do.
+    pub fn release(&mut self) {
+        self.whole = None;
+    }
+}
+
 /// Most of an input that [`read_whole`] reserves at once from a size hint (a hint is only that).
 const MOST_RESERVED: u64 = 1 << 32;
 

@@ -25,6 +25,8 @@
 //! --collect-jumps=yes`): then the instructions are grouped into basic blocks and the edges join
 //! blocks (see [`crate::analysis::blocks`]).
 
+mod chunks;
+
 use std::collections::HashMap;
 use std::io::BufRead;
 
@@ -51,8 +53,22 @@ const COST_ROW_BYTES: u64 = 20;
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
 
-/// Reads a whole Callgrind file, as a stream, line after line.
+/// Reads a whole Callgrind file.
+///
+/// A large uncompressed file is mapped and read in parts side by side (see [`chunks`]);
+/// anything else is read as a stream, line after line.
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let big = input.size_hint().is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
+    if big && input.is_file() && rayon::current_num_threads() > 1 {
+        // One part per thread, none shorter than [`chunks::MIN_PART`].
+        let size = input.size_hint().unwrap_or(0) as usize;
+        let parts = rayon::current_num_threads().min(size / chunks::MIN_PART).max(1);
+        let reader = chunks::read_parts(input.bytes()?, findings, parts)?;
+        // The input's pages leave the process before the control-flow rebuild, the peak of
+        // the read.
+        input.release();
+        return reader.end(findings);
+    }
     let mut r = Reader { input_size: input.size_hint().unwrap_or(0), ..Reader::default() };
     read_into(&mut r, input.limit_lines().stream(), findings)?;
     r.end(findings)
@@ -280,6 +296,12 @@ impl IdTable {
         }
     }
 
+    /// Every id set, with its value.
+    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let dense = self.dense.iter().enumerate().filter_map(|(i, v)| Some((i as u64, (*v)?)));
+        dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
+    }
+
     fn get(&self, id: u64) -> Option<u32> {
         if id < (1 << 20) {
             self.dense.get(id as usize).copied().flatten()
@@ -377,6 +399,9 @@ struct Reader {
     consumed: u64,
     /// Compressed names referred to before their definition, in the order met.
     forwards: Vec<ForwardName>,
+    /// For a reader that starts in the middle of a file: what it stood in for the names and
+    /// places defined before its start (see [`chunks`]).
+    cont: Option<Box<chunks::Continuation>>,
 }
 
 /// Warns when the costs `stated` by a `totals:` line at `line_no` differ from the sum of the
@@ -453,10 +478,22 @@ impl Reader {
         let p = self.process();
         let img = &mut self.profile.processes[p].images[image as usize];
         let fn_names = &self.fn_names;
+        let cont = &mut self.cont;
         let state = &mut self.states[p];
         let by_name = &mut state.by_name;
         *state.symbols.entry((image, name, file)).or_insert_with(|| {
-            let text = fn_names.get(name);
+            let text = match cont {
+                // A name defined before the start of the part: known once the parts are joined.
+                Some(c) => {
+                    c.created(image, img.symbols.len() as u32, name);
+                    if chunks::is_forward(name) {
+                        ""
+                    } else {
+                        fn_names.get(name)
+                    }
+                }
+                None => fn_names.get(name),
+            };
             img.symbols.push(Symbol { name: text.to_string(), file, ..Symbol::default() });
             let symbol = (img.symbols.len() - 1) as u32;
             by_name.entry((image, name)).or_insert(symbol);
@@ -477,6 +514,10 @@ impl Reader {
             NameSpec::Refer(id) => {
                 if let Some(v) = self.ids(table).get(id) {
                     return Ok(v);
+                }
+                if let Some(c) = &mut self.cont {
+                    // Defined before the start of the part, or later: told when parts are joined.
+                    return Ok(c.forward(table, id));
                 }
                 let text = format!("({id})");
                 let value = match table {
@@ -766,6 +807,11 @@ impl Reader {
     }
 
     fn header(&mut self, key: &[u8], value: &[u8], findings: &mut Findings) -> Result<()> {
+        if self.cont.is_some() && !matches!(key, b"totals" | b"summary") {
+            // A part read on its own holds function bodies only; one with a header is read
+            // again where it stands (the error is not reported).
+            return Err(Error::input("a header line inside a part"));
+        }
         let text = || String::from_utf8_lossy(value).into_owned();
         let num = |what: &str| parse::number(value).map_err(|e| Error::input(format!("{what}: {}", e.0)));
         match key {
@@ -882,7 +928,11 @@ impl Reader {
                     stated.push(parse::number(t).map_err(|e| Error::input(format!("totals: {}", e.0)))?);
                     rest = r;
                 }
-                check_totals(stated, self.part_totals.clone(), self.line_no, findings);
+                match &mut self.cont {
+                    // The part began before this reader's start: checked when parts are joined.
+                    Some(c) => c.totals.push((stated, self.part_totals.clone(), self.line_no)),
+                    None => check_totals(stated, self.part_totals.clone(), self.line_no, findings),
+                }
             }
             b"desc" => self.profile.meta.headers.push(("desc".into(), text())),
             _ => self.profile.meta.headers.push((String::from_utf8_lossy(key).into_owned(), text())),

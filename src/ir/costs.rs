@@ -917,6 +917,45 @@ impl CostTable {
         (columns + self.values.capacity() * std::mem::size_of::<Column>()) as u64
     }
 
+    /// Appends every row of `other`, its functions and files renumbered by `symbol` and `file`
+    /// (`file` may drop one): the rows a reader of a later part of a file gathered under its
+    /// own numbering. Column by column, a block at a time.
+    pub fn append_mapped(
+        &mut self,
+        other: &CostTable,
+        symbol: impl Fn(u32) -> u32 + Sync,
+        file: impl Fn(FileId) -> Option<FileId> + Sync,
+    ) {
+        if other.rows == 0 {
+            return;
+        }
+        if other.width() > self.width() {
+            self.widen(other.width());
+        }
+        let rows = other.rows;
+        let CostTable { offsets, symbols, files, lines, values, .. } = self;
+        // The columns do not depend on each other: the addresses and values on one side, the
+        // names and lines on the other.
+        rayon::join(
+            || {
+                offsets.append_from(&other.offsets, None);
+                for (e, column) in values.iter_mut().enumerate() {
+                    match other.values.get(e) {
+                        Some(from) => column.append_from(from, None),
+                        // Events the other table never had: zero, as a shorter row is padded.
+                        None => column.append_zeros(rows),
+                    }
+                }
+            },
+            || {
+                symbols.append_from(&other.symbols, Some(&|s| Some(u64::from(symbol(s as u32)))));
+                files.append_from(&other.files, Some(&|f| file(f as FileId).map(u64::from)));
+                lines.append_from(&other.lines, None);
+            },
+        );
+        self.rows += rows;
+    }
+
     /// Appends every row of `other`.
     pub fn append(&mut self, other: &CostTable) {
         self.widen(other.width());
@@ -927,6 +966,58 @@ impl CostTable {
 }
 
 impl Column {
+    /// Appends the rows of `other`, each stated value passed through `map` (which may drop
+    /// it; `None`: kept as it is), a block of `other` at a time, packing blocks as they fill.
+    fn append_from(&mut self, other: &Column, map: Option<&(dyn Fn(u64) -> Option<u64> + Sync)>) {
+        let (mut rows, mut missing) = ([0u64; BLOCK], [0u64; MASK_WORDS]);
+        // The last value mapped and what it became: a block is mostly runs of one function.
+        let mut last: Option<(u64, Option<u64>)> = None;
+        let mut block = 0;
+        while let Some(len) = other.unpack_block(block, &mut rows, &mut missing) {
+            block += 1;
+            let all_stated = missing.iter().all(|&w| w == 0);
+            let mut i = 0;
+            while i < len {
+                if self.tail.len() == BLOCK {
+                    self.seal();
+                }
+                let n = (BLOCK - self.tail.len()).min(len - i);
+                match map {
+                    None if all_stated => self.extend(rows[i..i + n].iter().copied()),
+                    _ => {
+                        for (k, &row) in rows.iter().enumerate().take(i + n).skip(i) {
+                            let value = (!missing_bit(&missing, k)).then_some(row);
+                            self.push(match (value, map) {
+                                (Some(v), Some(f)) => match last {
+                                    Some((from, to)) if from == v => to,
+                                    _ => {
+                                        let to = f(v);
+                                        last = Some((v, to));
+                                        to
+                                    }
+                                },
+                                (value, _) => value,
+                            });
+                        }
+                    }
+                }
+                i += n;
+            }
+        }
+    }
+
+    /// Appends `rows` zeros, packing blocks as they fill.
+    fn append_zeros(&mut self, mut rows: usize) {
+        while rows > 0 {
+            if self.tail.len() == BLOCK {
+                self.seal();
+            }
+            let n = (BLOCK - self.tail.len()).min(rows);
+            self.extend_same(Some(0), n);
+            rows -= n;
+        }
+    }
+
     /// This column, emptied, as `blocks` packed blocks and `tail` tail rows without a value.
     fn with_none(mut self, blocks: usize, tail: usize) -> Column {
         let none = Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::None, runs: 0 };
@@ -1220,5 +1311,25 @@ mod tests {
             prop_assert_eq!(table.any_value(), costs.iter().any(|c| c.values.iter().any(|&v| v != 0)));
         }
 
+        /// Rows appended from another table, renumbered, are the rows pushed one by one,
+        /// wherever the first table's last block ends and whichever is wider.
+        #[test]
+        fn appended_rows_are_the_rows_pushed(first in many_rows(), second in many_rows(), cut in 0usize..600) {
+            let first = &first[..cut.min(first.len())];
+            let symbol = |s: u32| s * 3 + 1;
+            let file = |f: FileId| (!f.is_multiple_of(4)).then_some(f + 10);
+            let mut joined: CostTable = first.iter().cloned().collect();
+            let other: CostTable = second.iter().cloned().collect();
+            joined.append_mapped(&other, symbol, file);
+            let mut pushed: CostTable = first.iter().cloned().collect();
+            for c in &second {
+                pushed.push_parts(c.offset, c.symbol.map(symbol), c.file.and_then(file), c.line, &c.values);
+            }
+            prop_assert_eq!(joined.len(), first.len() + second.len());
+            prop_assert!(joined.iter().eq(pushed.iter()));
+            prop_assert!(joined == pushed);
+            let total = |t: &CostTable| (0..t.width()).map(|e| t.total(e)).collect::<Vec<_>>();
+            prop_assert_eq!(total(&joined), total(&pushed));
+        }
     }
 }
