@@ -395,19 +395,19 @@ pub struct Cursor<'a> {
 
 impl Cursor<'_> {
     pub fn offset(&mut self, row: usize) -> Option<u64> {
-        self.offsets.get(&self.table.offsets, row)
+        self.offsets.get(&self.table.offsets, self.table.at(row))
     }
 
     pub fn symbol(&mut self, row: usize) -> Option<u32> {
-        self.symbols.get(&self.table.symbols, row).map(|s| s as u32)
+        self.symbols.get(&self.table.symbols, self.table.at(row)).map(|s| s as u32)
     }
 
     pub fn file(&mut self, row: usize) -> Option<FileId> {
-        self.files.get(&self.table.files, row).map(|f| f as FileId)
+        self.files.get(&self.table.files, self.table.at(row)).map(|f| f as FileId)
     }
 
     pub fn line(&mut self, row: usize) -> Option<u32> {
-        self.lines.get(&self.table.lines, row).map(|l| l as u32)
+        self.lines.get(&self.table.lines, self.table.at(row)).map(|l| l as u32)
     }
 
     /// Rows of the table.
@@ -422,17 +422,18 @@ impl Cursor<'_> {
     /// The values of a row, `width` long.
     pub fn values(&mut self, row: usize) -> Values {
         let columns = &self.table.values;
+        let at = self.table.at(row);
         self.values
             .iter_mut()
             .zip(columns)
-            .map(|(cache, column)| cache.get(column, row).unwrap_or(0))
+            .map(|(cache, column)| cache.get(column, at).unwrap_or(0))
             .collect()
     }
 
     /// The value of one event in a row (0 when the row has none).
     pub fn value(&mut self, row: usize, event: usize) -> u64 {
         match (self.values.get_mut(event), self.table.values.get(event)) {
-            (Some(cache), Some(column)) => cache.get(column, row).unwrap_or(0),
+            (Some(cache), Some(column)) => cache.get(column, self.table.at(row)).unwrap_or(0),
             _ => 0,
         }
     }
@@ -472,6 +473,35 @@ impl Iterator for ColumnIter<'_> {
     }
 }
 
+/// A column's values in row order, without the padding rows of its table.
+struct SkipPadding<I> {
+    inner: I,
+    /// Where the column is, and its padding rows still ahead, last first.
+    at: usize,
+    padding: Vec<std::ops::Range<usize>>,
+}
+
+impl<I: Iterator> SkipPadding<I> {
+    fn new(inner: I, table: &CostTable) -> Self {
+        SkipPadding { inner, at: 0, padding: table.padding().into_iter().rev().collect() }
+    }
+}
+
+impl<I: Iterator> Iterator for SkipPadding<I> {
+    type Item = I::Item;
+
+    #[inline]
+    fn next(&mut self) -> Option<I::Item> {
+        if self.padding.last().is_some_and(|p| p.start == self.at) {
+            let skip = self.padding.pop().map_or(0, |p| p.len());
+            self.inner.nth(skip - 1);
+            self.at += skip;
+        }
+        self.at += 1;
+        self.inner.next()
+    }
+}
+
 /// Every row of a table as an owned [`Cost`], unpacked a block at a time.
 pub struct Rows<'a> {
     offsets: ColumnIter<'a>,
@@ -480,6 +510,9 @@ pub struct Rows<'a> {
     lines: ColumnIter<'a>,
     values: Vec<ColumnIter<'a>>,
     left: usize,
+    /// Where the columns are, and their padding rows still ahead, last first.
+    at: usize,
+    padding: Vec<std::ops::Range<usize>>,
 }
 
 impl Iterator for Rows<'_> {
@@ -491,6 +524,17 @@ impl Iterator for Rows<'_> {
             return None;
         }
         self.left -= 1;
+        if self.padding.last().is_some_and(|p| p.start == self.at) {
+            let skip = self.padding.pop().map_or(0, |p| p.len());
+            for column in [&mut self.offsets, &mut self.symbols, &mut self.files, &mut self.lines]
+                .into_iter()
+                .chain(self.values.iter_mut())
+            {
+                column.nth(skip - 1);
+            }
+            self.at += skip;
+        }
+        self.at += 1;
         Some(Cost {
             offset: self.offsets.next().flatten(),
             symbol: self.symbols.next().flatten().map(|s| s as u32),
@@ -540,6 +584,10 @@ fn pack(values: &[u64], base: u64, width: u8, out: &mut Vec<u8>) {
 #[derive(Clone, Debug, Default)]
 pub struct CostTable {
     rows: usize,
+    /// Rows of padding in the columns, where the packed blocks of another table were moved in
+    /// whole ([`CostTable::append_mapped`]), so that every block still holds [`BLOCK`] rows:
+    /// by row. Empty for a table filled row by row.
+    gaps: Vec<Gap>,
     offsets: Column,
     symbols: Column,
     files: Column,
@@ -548,7 +596,41 @@ pub struct CostTable {
     values: Vec<Column>,
 }
 
+/// Padding rows in a table's columns before row `row`: no column states a value there, and
+/// every row from `row` on lies `padding` rows (this gap's and those before it) further down
+/// the columns.
+#[derive(Clone, Copy, Debug)]
+struct Gap {
+    row: usize,
+    padding: usize,
+}
+
 impl CostTable {
+    /// Where row `row` lies in the columns.
+    #[inline]
+    fn at(&self, row: usize) -> usize {
+        match self.gaps.as_slice() {
+            [] => row,
+            gaps => match gaps.partition_point(|g| g.row <= row) {
+                0 => row,
+                k => row + gaps[k - 1].padding,
+            },
+        }
+    }
+
+    /// The rows of padding in the columns, in order.
+    fn padding(&self) -> Vec<std::ops::Range<usize>> {
+        let mut before = 0;
+        self.gaps
+            .iter()
+            .map(|g| {
+                let range = g.row + before..g.row + g.padding;
+                before = g.padding;
+                range
+            })
+            .collect()
+    }
+
     pub fn new() -> Self {
         CostTable::default()
     }
@@ -603,6 +685,7 @@ impl CostTable {
         values.extend(v.into_iter());
         CostTable {
             rows,
+            gaps: Vec::new(),
             offsets,
             symbols: Column::default().with_none(full, rest),
             files: Column::default().with_none(full, rest),
@@ -749,29 +832,30 @@ impl CostTable {
     }
 
     pub fn offset(&self, row: usize) -> Option<u64> {
-        self.offsets.get(row)
+        self.offsets.get(self.at(row))
     }
 
     pub fn symbol(&self, row: usize) -> Option<u32> {
-        self.symbols.get(row).map(|s| s as u32)
+        self.symbols.get(self.at(row)).map(|s| s as u32)
     }
 
     pub fn file(&self, row: usize) -> Option<FileId> {
-        self.files.get(row).map(|f| f as FileId)
+        self.files.get(self.at(row)).map(|f| f as FileId)
     }
 
     pub fn line(&self, row: usize) -> Option<u32> {
-        self.lines.get(row).map(|l| l as u32)
+        self.lines.get(self.at(row)).map(|l| l as u32)
     }
 
     /// The values of a row, `width` long.
     pub fn values(&self, row: usize) -> Values {
-        self.values.iter().map(|c| c.get(row).unwrap_or(0)).collect()
+        let at = self.at(row);
+        self.values.iter().map(|c| c.get(at).unwrap_or(0)).collect()
     }
 
     /// The value of one event in a row (0 when the row has none).
     pub fn value(&self, row: usize, event: usize) -> u64 {
-        self.values.get(event).and_then(|c| c.get(row)).unwrap_or(0)
+        self.values.get(event).and_then(|c| c.get(self.at(row))).unwrap_or(0)
     }
 
     /// Adds `values` to those of the last row (saturating), widening the table when they are
@@ -831,6 +915,8 @@ impl CostTable {
             lines: ColumnIter::new(&self.lines),
             values: self.values.iter().map(ColumnIter::new).collect(),
             left: self.rows,
+            at: 0,
+            padding: self.padding().into_iter().rev().collect(),
         }
     }
 
@@ -848,7 +934,7 @@ impl CostTable {
 
     /// The offset of every row, in order.
     pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
-        ColumnIter::new(&self.offsets)
+        SkipPadding::new(ColumnIter::new(&self.offsets), self)
     }
 
     /// `f(row, offset, function)` for every row that states both, in order: a block of rows
@@ -856,6 +942,8 @@ impl CostTable {
     pub fn for_each_offset_and_symbol(&self, mut f: impl FnMut(usize, u64, u32)) {
         let (mut offsets, mut symbols) = ([0u64; BLOCK], [0u64; BLOCK]);
         let (mut no_offset, mut no_symbol) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
+        // Padding rows state nothing: only the row numbers shift past them.
+        let (mut gaps, mut shift) = (self.gaps.iter().peekable(), 0);
         let mut block = 0;
         while let Some(len) = self.offsets.unpack_block(block, &mut offsets, &mut no_offset) {
             // Columns are as long as the table: a block of one is a block of the other.
@@ -865,7 +953,10 @@ impl CostTable {
             let first = block * BLOCK;
             for i in 0..len {
                 if !missing_bit(&no_offset, i) && !missing_bit(&no_symbol, i) {
-                    f(first + i, offsets[i], symbols[i] as u32);
+                    while let Some(g) = gaps.next_if(|g| first + i >= g.row + g.padding) {
+                        shift = g.padding;
+                    }
+                    f(first + i - shift, offsets[i], symbols[i] as u32);
                 }
             }
             block += 1;
@@ -874,13 +965,13 @@ impl CostTable {
 
     /// The line of every row, in order.
     pub fn lines(&self) -> impl Iterator<Item = Option<u32>> + '_ {
-        ColumnIter::new(&self.lines).map(|l| l.map(|l| l as u32))
+        SkipPadding::new(ColumnIter::new(&self.lines), self).map(|l| l.map(|l| l as u32))
     }
 
     /// The value of one event in every row, in order (zeros for an event beyond the width).
     pub fn event_values(&self, event: usize) -> impl Iterator<Item = u64> + '_ {
         let column = self.values.get(event);
-        let stated = column.map(|c| ColumnIter::new(c).map(|v| v.unwrap_or(0)));
+        let stated = column.map(|c| SkipPadding::new(ColumnIter::new(c), self).map(|v| v.unwrap_or(0)));
         let zeros = column.is_none().then(|| std::iter::repeat_n(0, self.rows));
         stated.into_iter().flatten().chain(zeros.into_iter().flatten())
     }
@@ -919,10 +1010,15 @@ impl CostTable {
 
     /// Appends every row of `other`, its functions and files renumbered by `symbol` and `file`
     /// (`file` may drop one): the rows a reader of a later part of a file gathered under its
-    /// own numbering. Column by column, a block at a time.
+    /// own numbering.
+    ///
+    /// The packed blocks of addresses, lines and values are moved in whole, not packed again:
+    /// the last block of this table is first filled up with padding rows ([`Gap`]) when it is
+    /// part full, so that `other`'s blocks start at a block boundary. Functions and files are
+    /// renumbered a block at a time.
     pub fn append_mapped(
         &mut self,
-        other: &CostTable,
+        mut other: CostTable,
         symbol: impl Fn(u32) -> u32 + Sync,
         file: impl Fn(FileId) -> Option<FileId> + Sync,
     ) {
@@ -932,26 +1028,39 @@ impl CostTable {
         if other.width() > self.width() {
             self.widen(other.width());
         }
+        let tail = self.offsets.tail.len();
+        if !other.gaps.is_empty() {
+            // Not a fresh table: its rows one by one.
+            for c in other.iter() {
+                self.push_parts(c.offset, c.symbol.map(&symbol), c.file.and_then(&file), c.line, &c.values);
+            }
+            return;
+        }
+        if tail > 0 && tail < BLOCK {
+            let before = self.gaps.last().map_or(0, |g| g.padding);
+            self.gaps.push(Gap { row: self.rows, padding: before + BLOCK - tail });
+            for c in self.columns_mut() {
+                (tail..BLOCK).for_each(|_| c.push_missing());
+            }
+        }
+        if tail > 0 {
+            self.seal();
+        }
         let rows = other.rows;
-        let CostTable { offsets, symbols, files, lines, values, .. } = self;
-        // The columns do not depend on each other: the addresses and values on one side, the
-        // names and lines on the other.
+        self.offsets.take_blocks(&mut other.offsets);
+        self.lines.take_blocks(&mut other.lines);
+        for (e, column) in self.values.iter_mut().enumerate() {
+            match other.values.get_mut(e) {
+                Some(from) => column.take_blocks(from),
+                // Events the other table never had: zero, as a shorter row is padded.
+                None => column.append_zeros(rows),
+            }
+        }
+        // Functions and files are renumbered side by side.
+        let (symbols, files) = (&mut self.symbols, &mut self.files);
         rayon::join(
-            || {
-                offsets.append_from(&other.offsets, None);
-                for (e, column) in values.iter_mut().enumerate() {
-                    match other.values.get(e) {
-                        Some(from) => column.append_from(from, None),
-                        // Events the other table never had: zero, as a shorter row is padded.
-                        None => column.append_zeros(rows),
-                    }
-                }
-            },
-            || {
-                symbols.append_from(&other.symbols, Some(&|s| Some(u64::from(symbol(s as u32)))));
-                files.append_from(&other.files, Some(&|f| file(f as FileId).map(u64::from)));
-                lines.append_from(&other.lines, None);
-            },
+            || symbols.append_from(&other.symbols, &|s| Some(u64::from(symbol(s as u32)))),
+            || files.append_from(&other.files, &|f| file(f as FileId).map(u64::from)),
         );
         self.rows += rows;
     }
@@ -967,43 +1076,45 @@ impl CostTable {
 
 impl Column {
     /// Appends the rows of `other`, each stated value passed through `map` (which may drop
-    /// it; `None`: kept as it is), a block of `other` at a time, packing blocks as they fill.
-    fn append_from(&mut self, other: &Column, map: Option<&(dyn Fn(u64) -> Option<u64> + Sync)>) {
+    /// it), a block of `other` at a time, packing blocks as they fill. A run of one value
+    /// (a function's rows) is mapped once.
+    fn append_from(&mut self, other: &Column, map: &dyn Fn(u64) -> Option<u64>) {
         let (mut rows, mut missing) = ([0u64; BLOCK], [0u64; MASK_WORDS]);
-        // The last value mapped and what it became: a block is mostly runs of one function.
-        let mut last: Option<(u64, Option<u64>)> = None;
         let mut block = 0;
         while let Some(len) = other.unpack_block(block, &mut rows, &mut missing) {
             block += 1;
-            let all_stated = missing.iter().all(|&w| w == 0);
             let mut i = 0;
             while i < len {
                 if self.tail.len() == BLOCK {
                     self.seal();
                 }
-                let n = (BLOCK - self.tail.len()).min(len - i);
-                match map {
-                    None if all_stated => self.extend(rows[i..i + n].iter().copied()),
-                    _ => {
-                        for (k, &row) in rows.iter().enumerate().take(i + n).skip(i) {
-                            let value = (!missing_bit(&missing, k)).then_some(row);
-                            self.push(match (value, map) {
-                                (Some(v), Some(f)) => match last {
-                                    Some((from, to)) if from == v => to,
-                                    _ => {
-                                        let to = f(v);
-                                        last = Some((v, to));
-                                        to
-                                    }
-                                },
-                                (value, _) => value,
-                            });
-                        }
-                    }
+                if missing_bit(&missing, i) {
+                    self.push_missing();
+                    i += 1;
+                    continue;
                 }
-                i += n;
+                // The run of one stated value from `i`, within room of the tail.
+                let end = len.min(i + BLOCK - self.tail.len());
+                let mut j = i + 1;
+                while j < end && rows[j] == rows[i] && !missing_bit(&missing, j) {
+                    j += 1;
+                }
+                self.extend_same(map(rows[i]), j - i);
+                i = j;
             }
         }
+    }
+
+    /// Moves the blocks and the tail of `other` to the end of this column, whose tail must be
+    /// empty: no value is unpacked or packed again.
+    fn take_blocks(&mut self, other: &mut Column) {
+        debug_assert!(self.tail.is_empty(), "blocks are moved in at a block boundary");
+        let first_page = self.pages.len() as u32;
+        self.heads.extend(other.heads.iter().map(|h| Head { page: h.page + first_page, ..*h }));
+        self.pages.append(&mut other.pages);
+        self.tail = std::mem::take(&mut other.tail);
+        self.tail_missing = other.tail_missing;
+        self.stated += other.stated;
     }
 
     /// Appends `rows` zeros, packing blocks as they fill.
@@ -1311,23 +1422,58 @@ mod tests {
             prop_assert_eq!(table.any_value(), costs.iter().any(|c| c.values.iter().any(|&v| v != 0)));
         }
 
-        /// Rows appended from another table, renumbered, are the rows pushed one by one,
-        /// wherever the first table's last block ends and whichever is wider.
+        /// Rows appended from other tables, renumbered, are the rows pushed one by one, and
+        /// read back the same every way, wherever the first table's last block ends, whichever
+        /// is wider, and after several appends (a table with padding appended in turn).
         #[test]
-        fn appended_rows_are_the_rows_pushed(first in many_rows(), second in many_rows(), cut in 0usize..600) {
+        fn appended_rows_are_the_rows_pushed(
+            first in many_rows(), second in many_rows(), third in many_rows(), cut in 0usize..600
+        ) {
             let first = &first[..cut.min(first.len())];
             let symbol = |s: u32| s * 3 + 1;
             let file = |f: FileId| (!f.is_multiple_of(4)).then_some(f + 10);
             let mut joined: CostTable = first.iter().cloned().collect();
-            let other: CostTable = second.iter().cloned().collect();
-            joined.append_mapped(&other, symbol, file);
+            joined.append_mapped(second.iter().cloned().collect(), symbol, file);
+            let mut more: CostTable = third[..third.len() / 2].iter().cloned().collect();
+            more.append_mapped(third[third.len() / 2..].iter().cloned().collect(), symbol, file);
+            joined.append_mapped(more, symbol, file);
             let mut pushed: CostTable = first.iter().cloned().collect();
-            for c in &second {
-                pushed.push_parts(c.offset, c.symbol.map(symbol), c.file.and_then(file), c.line, &c.values);
+            let half = third.len() / 2;
+            for (k, c) in second.iter().chain(&third).enumerate() {
+                // The second half of the third table was renumbered twice.
+                let twice = k >= second.len() + half;
+                let s = c.symbol.map(symbol).map(|s| if twice { symbol(s) } else { s });
+                let f = c.file.and_then(file).and_then(|f| if twice { file(f) } else { Some(f) });
+                pushed.push_parts(c.offset, s, f, c.line, &c.values);
             }
-            prop_assert_eq!(joined.len(), first.len() + second.len());
+            prop_assert_eq!(joined.len(), pushed.len());
             prop_assert!(joined.iter().eq(pushed.iter()));
             prop_assert!(joined == pushed);
+            prop_assert!(joined.offsets().eq(pushed.offsets()));
+            prop_assert!(joined.lines().eq(pushed.lines()));
+            for e in 0..joined.width() + 1 {
+                prop_assert!(joined.event_values(e).eq(pushed.event_values(e)));
+                prop_assert_eq!(joined.total(e), pushed.total(e));
+            }
+            let stated = |t: &CostTable| {
+                let mut v = Vec::new();
+                t.for_each_offset_and_symbol(|row, offset, symbol| v.push((row, offset, symbol)));
+                v
+            };
+            prop_assert_eq!(stated(&joined), stated(&pushed));
+            let (mut a, mut b) = (joined.cursor(), pushed.cursor());
+            for row in (0..joined.len()).rev().step_by(3) {
+                prop_assert_eq!(
+                    (a.offset(row), a.symbol(row), a.file(row), a.line(row), a.values(row)),
+                    (b.offset(row), b.symbol(row), b.file(row), b.line(row), b.values(row))
+                );
+            }
+            prop_assert_eq!(joined.any_value(), pushed.any_value());
+            if let Some(last) = pushed.len().checked_sub(1) {
+                joined.add_to_last(&[1, 2, 3, 4]);
+                pushed.add_to_last(&[1, 2, 3, 4]);
+                prop_assert_eq!(joined.get(last), pushed.get(last));
+            }
             let total = |t: &CostTable| (0..t.width()).map(|e| t.total(e)).collect::<Vec<_>>();
             prop_assert_eq!(total(&joined), total(&pushed));
         }

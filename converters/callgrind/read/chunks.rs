@@ -359,7 +359,7 @@ impl Reader {
         for (k, image) in order {
             let costs = &mut self.profile.processes[p].images[image_map[k] as usize].costs;
             let symbols = &symbol_map[k];
-            costs.append_mapped(&image.costs, |s| symbols[s as usize], |f| file(Some(f)));
+            costs.append_mapped(image.costs, |s| symbols[s as usize], |f| file(Some(f)));
         }
         if let Some(state) = part_state.as_mut() {
             let own = &mut self.states[p];
