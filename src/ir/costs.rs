@@ -991,8 +991,10 @@ impl CostTable {
             c.heads.shrink_to_fit();
             c.tail.shrink_to_fit();
             c.pages.shrink_to_fit();
-            if let Some(last) = c.pages.last_mut() {
-                last.shrink_to_fit();
+            // The last page, and those before blocks moved in from another table
+            // ([`CostTable::append_mapped`]), have room left.
+            for page in c.pages.iter_mut().filter(|p| p.capacity() > p.len()) {
+                page.shrink_to_fit();
             }
         }
         self.values.shrink_to_fit();
