@@ -4,7 +4,8 @@
 //! path in `CFGHUB_CALLGRIND_BENCH`; without it, the committed small valgrind fixture is used.
 //! Reading runs from memory, so the figure is the parser's, not the disk's; the profile read is
 //! dropped outside the timing (freeing the model is not reading it). `read` reads the bytes as a
-//! stream, as `cfghub convert` does.
+//! stream, as `cfghub convert` reads a pipe, a compressed file or a file below 4 MiB (a larger
+//! file on disk is read in parts side by side: the whole commands of the script time that).
 
 use std::time::Duration;
 

@@ -17,8 +17,9 @@
 #    alternating, for a before/after comparison on the same machine at the same moment.
 #    NO_CRITERION=1 stops after the whole commands.
 # 3. Measures reading alone (and writing alone) in memory with the criterion bench
-#    benches/callgrind.rs, which reports MB/s: `read` as a stream (as cfghub reads every
-#    Callgrind input), and `write`.
+#    benches/callgrind.rs, which reports MB/s: `read` as a stream (as cfghub reads a pipe or a
+#    compressed file; a large file on disk is read in parts, as the whole commands above show),
+#    and `write`.
 #
 # Needs: valgrind, g++, callgrind_annotate (valgrind package), a Rust toolchain.
 set -euo pipefail
