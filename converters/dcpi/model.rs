@@ -106,17 +106,14 @@ pub fn choose_image<'p>(
     findings: &mut Findings,
     format: &str,
 ) -> Result<&'p Image> {
+    // Each event's column summed a block at a time (saturating), not a row at a time.
     let total = |image: &Image| -> u64 {
         let costs = &image.costs;
-        (0..costs.len())
-            .map(|row| {
-                if events.is_empty() {
-                    costs.values(row).iter().sum::<u64>()
-                } else {
-                    events.iter().map(|&e| costs.value(row, e)).sum()
-                }
-            })
-            .sum()
+        let sum = |e: usize| costs.total(e);
+        match events {
+            [] => (0..costs.width()).map(sum).fold(0, u64::saturating_add),
+            _ => events.iter().map(|&e| sum(e)).fold(0, u64::saturating_add),
+        }
     };
     let mut with_costs: Vec<(&Image, u64)> = profile
         .processes

@@ -148,8 +148,9 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
         if !image.blocks.is_empty() {
             continue;
         }
-        let costs = &image.costs;
-        let width = costs.width();
+        // Rows in order through a cursor: each block unpacked once, not a row decoded at a time.
+        let mut costs = image.costs.cursor();
+        let width = image.costs.width();
         for k in 0..costs.len() {
             let Some(offset) = costs.offset(k) else { continue };
             if (0..width).all(|e| costs.value(k, e) == 0) {

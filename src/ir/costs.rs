@@ -272,10 +272,13 @@ pub(crate) struct ColumnIter<'a> {
     len: usize,
     /// The next row of `rows`.
     i: usize,
+    /// Blocks that end in padding rows of the table, and the rows before the padding.
+    short: Vec<(usize, usize)>,
 }
 
 impl<'a> ColumnIter<'a> {
-    fn new(column: &'a Column) -> Self {
+    /// The values of `column`, a column of `table`, without the table's padding rows.
+    fn new(table: &CostTable, column: &'a Column) -> Self {
         ColumnIter {
             column,
             next_block: 0,
@@ -283,6 +286,7 @@ impl<'a> ColumnIter<'a> {
             missing: [0; MASK_WORDS],
             len: 0,
             i: 0,
+            short: table.padding().iter().map(|p| (p.start / BLOCK, p.start % BLOCK)).collect(),
         }
     }
 
@@ -293,7 +297,8 @@ impl<'a> ColumnIter<'a> {
         self.i = 0;
         match self.column.unpack_block(block, &mut self.rows, &mut self.missing) {
             Some(len) => {
-                self.len = len;
+                // Padding always fills a block up to its end: the block is read short.
+                self.len = self.short.iter().find(|s| s.0 == block).map_or(len, |s| s.1);
                 true
             }
             None => false,
@@ -473,32 +478,27 @@ impl Iterator for ColumnIter<'_> {
     }
 }
 
-/// A column's values in row order, without the padding rows of its table.
-struct SkipPadding<I> {
-    inner: I,
-    /// Where the column is, and its padding rows still ahead, last first.
-    at: usize,
-    padding: Vec<std::ops::Range<usize>>,
+/// One event's value in every row ([`CostTable::event_values`]): the column's, or zeros for an
+/// event beyond the table's width.
+struct EventValues<'a> {
+    column: Option<ColumnIter<'a>>,
+    /// Zeros left to give when there is no column.
+    zeros: usize,
 }
 
-impl<I: Iterator> SkipPadding<I> {
-    fn new(inner: I, table: &CostTable) -> Self {
-        SkipPadding { inner, at: 0, padding: table.padding().into_iter().rev().collect() }
-    }
-}
-
-impl<I: Iterator> Iterator for SkipPadding<I> {
-    type Item = I::Item;
+impl Iterator for EventValues<'_> {
+    type Item = u64;
 
     #[inline]
-    fn next(&mut self) -> Option<I::Item> {
-        if self.padding.last().is_some_and(|p| p.start == self.at) {
-            let skip = self.padding.pop().map_or(0, |p| p.len());
-            self.inner.nth(skip - 1);
-            self.at += skip;
+    fn next(&mut self) -> Option<u64> {
+        match &mut self.column {
+            Some(column) => column.next().map(|v| v.unwrap_or(0)),
+            None if self.zeros > 0 => {
+                self.zeros -= 1;
+                Some(0)
+            }
+            None => None,
         }
-        self.at += 1;
-        self.inner.next()
     }
 }
 
@@ -510,9 +510,6 @@ pub struct Rows<'a> {
     lines: ColumnIter<'a>,
     values: Vec<ColumnIter<'a>>,
     left: usize,
-    /// Where the columns are, and their padding rows still ahead, last first.
-    at: usize,
-    padding: Vec<std::ops::Range<usize>>,
 }
 
 impl Iterator for Rows<'_> {
@@ -524,17 +521,6 @@ impl Iterator for Rows<'_> {
             return None;
         }
         self.left -= 1;
-        if self.padding.last().is_some_and(|p| p.start == self.at) {
-            let skip = self.padding.pop().map_or(0, |p| p.len());
-            for column in [&mut self.offsets, &mut self.symbols, &mut self.files, &mut self.lines]
-                .into_iter()
-                .chain(self.values.iter_mut())
-            {
-                column.nth(skip - 1);
-            }
-            self.at += skip;
-        }
-        self.at += 1;
         Some(Cost {
             offset: self.offsets.next().flatten(),
             symbol: self.symbols.next().flatten().map(|s| s as u32),
@@ -909,14 +895,12 @@ impl CostTable {
     /// Every row, in order, as owned [`Cost`]s.
     pub fn iter(&self) -> Rows<'_> {
         Rows {
-            offsets: ColumnIter::new(&self.offsets),
-            symbols: ColumnIter::new(&self.symbols),
-            files: ColumnIter::new(&self.files),
-            lines: ColumnIter::new(&self.lines),
-            values: self.values.iter().map(ColumnIter::new).collect(),
+            offsets: ColumnIter::new(self, &self.offsets),
+            symbols: ColumnIter::new(self, &self.symbols),
+            files: ColumnIter::new(self, &self.files),
+            lines: ColumnIter::new(self, &self.lines),
+            values: self.values.iter().map(|c| ColumnIter::new(self, c)).collect(),
             left: self.rows,
-            at: 0,
-            padding: self.padding().into_iter().rev().collect(),
         }
     }
 
@@ -934,7 +918,7 @@ impl CostTable {
 
     /// The offset of every row, in order.
     pub fn offsets(&self) -> impl Iterator<Item = Option<u64>> + '_ {
-        SkipPadding::new(ColumnIter::new(&self.offsets), self)
+        ColumnIter::new(self, &self.offsets)
     }
 
     /// `f(row, offset, function)` for every row that states both, in order: a block of rows
@@ -965,15 +949,12 @@ impl CostTable {
 
     /// The line of every row, in order.
     pub fn lines(&self) -> impl Iterator<Item = Option<u32>> + '_ {
-        SkipPadding::new(ColumnIter::new(&self.lines), self).map(|l| l.map(|l| l as u32))
+        ColumnIter::new(self, &self.lines).map(|l| l.map(|l| l as u32))
     }
 
     /// The value of one event in every row, in order (zeros for an event beyond the width).
     pub fn event_values(&self, event: usize) -> impl Iterator<Item = u64> + '_ {
-        let column = self.values.get(event);
-        let stated = column.map(|c| SkipPadding::new(ColumnIter::new(c), self).map(|v| v.unwrap_or(0)));
-        let zeros = column.is_none().then(|| std::iter::repeat_n(0, self.rows));
-        stated.into_iter().flatten().chain(zeros.into_iter().flatten())
+        EventValues { column: self.values.get(event).map(|c| ColumnIter::new(self, c)), zeros: self.rows }
     }
 
     /// Whether any row states an offset (a line, a function, a file).
