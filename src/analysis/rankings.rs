@@ -148,16 +148,20 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
         if !image.blocks.is_empty() {
             continue;
         }
-        // Rows in order through a cursor: each block unpacked once, not a row decoded at a time.
-        let mut costs = image.costs.cursor();
-        let width = image.costs.width();
-        for k in 0..costs.len() {
-            let Some(offset) = costs.offset(k) else { continue };
-            if (0..width).all(|e| costs.value(k, e) == 0) {
+        // Rows in order, each column unpacked a block at a time.
+        let costs = &image.costs;
+        let mut columns: Vec<_> = (0..costs.width()).map(|e| costs.event_values(e)).collect();
+        let mut row = vec![0u64; columns.len()];
+        for (k, offset) in costs.offsets().enumerate() {
+            for (v, column) in row.iter_mut().zip(&mut columns) {
+                *v = column.next().unwrap_or(0);
+            }
+            let Some(offset) = offset else { continue };
+            if row.iter().all(|&v| v == 0) {
                 continue;
             }
             let address = image.load_addr.wrapping_add(offset);
-            let hot = Reverse((costs.value(k, 0), Reverse(address), i, k));
+            let hot = Reverse((row[0], Reverse(address), i, k));
             if hottest.len() < top {
                 hottest.push(hot);
             } else if let Some(mut coldest) = hottest.peek_mut() {
