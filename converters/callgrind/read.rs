@@ -58,10 +58,9 @@ const MAX_THREADS: u64 = 1 << 16;
 /// A large uncompressed file is mapped and read in parts side by side (see [`chunks`]);
 /// anything else is read as a stream, line after line.
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let big = input.size_hint().is_some_and(|n| n >= chunks::MIN_PARALLEL as u64);
-    if big && input.is_file() && rayon::current_num_threads() > 1 {
+    let size = input.size_hint().unwrap_or(0) as usize;
+    if size >= chunks::MIN_PARALLEL && input.is_file() && rayon::current_num_threads() > 1 {
         // One part per thread, none shorter than [`chunks::MIN_PART`].
-        let size = input.size_hint().unwrap_or(0) as usize;
         let parts = rayon::current_num_threads().min(size / chunks::MIN_PART).max(1);
         let reader = chunks::read_parts(input.bytes()?, findings, parts)?;
         // The input's pages leave the process before the control-flow rebuild, the peak of

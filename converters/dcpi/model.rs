@@ -109,11 +109,8 @@ pub fn choose_image<'p>(
     // Each event's column summed a block at a time (saturating), not a row at a time.
     let total = |image: &Image| -> u64 {
         let costs = &image.costs;
-        let sum = |e: usize| costs.total(e);
-        match events {
-            [] => (0..costs.width()).map(sum).fold(0, u64::saturating_add),
-            _ => events.iter().map(|&e| sum(e)).fold(0, u64::saturating_add),
-        }
+        let all: Vec<usize> = if events.is_empty() { (0..costs.width()).collect() } else { events.to_vec() };
+        all.iter().map(|&e| costs.total(e)).fold(0, u64::saturating_add)
     };
     let mut with_costs: Vec<(&Image, u64)> = profile
         .processes

@@ -69,16 +69,9 @@ impl<'a> ByOffset<'a> {
                 let mut values = self.costs.event_values(0);
                 for offset in self.costs.offsets() {
                     let v = values.next().unwrap_or(0);
-                    let Some(offset) = offset else { continue };
-                    if !take(&[v]) {
-                        continue;
+                    if let Some(offset) = offset {
+                        add(offset, &[v], &mut sum)?;
                     }
-                    if at.is_some_and(|a| a != offset) {
-                        f(at.unwrap_or(0), &sum)?;
-                        sum[0] = 0;
-                    }
-                    at = Some(offset);
-                    sum[0] = sum[0].saturating_add(v);
                 }
             }
             None => {

@@ -286,7 +286,7 @@ impl<'a> ColumnIter<'a> {
             missing: [0; MASK_WORDS],
             len: 0,
             i: 0,
-            short: table.padding().iter().map(|p| (p.start / BLOCK, p.start % BLOCK)).collect(),
+            short: table.short_blocks(),
         }
     }
 
@@ -297,7 +297,6 @@ impl<'a> ColumnIter<'a> {
         self.i = 0;
         match self.column.unpack_block(block, &mut self.rows, &mut self.missing) {
             Some(len) => {
-                // Padding always fills a block up to its end: the block is read short.
                 self.len = self.short.iter().find(|s| s.0 == block).map_or(len, |s| s.1);
                 true
             }
@@ -604,15 +603,16 @@ impl CostTable {
         }
     }
 
-    /// The rows of padding in the columns, in order.
-    fn padding(&self) -> Vec<std::ops::Range<usize>> {
+    /// The blocks that end in padding, each with the rows it holds before the padding (a gap
+    /// always fills its block up to the end).
+    fn short_blocks(&self) -> Vec<(usize, usize)> {
         let mut before = 0;
         self.gaps
             .iter()
             .map(|g| {
-                let range = g.row + before..g.row + g.padding;
+                let start = g.row + before;
                 before = g.padding;
-                range
+                (start / BLOCK, start % BLOCK)
             })
             .collect()
     }
@@ -1011,7 +1011,6 @@ impl CostTable {
         if other.width() > self.width() {
             self.widen(other.width());
         }
-        let tail = self.offsets.tail.len();
         if !other.gaps.is_empty() {
             // Not a fresh table: its rows one by one.
             for c in other.iter() {
@@ -1019,6 +1018,7 @@ impl CostTable {
             }
             return;
         }
+        let tail = self.offsets.tail.len();
         if tail > 0 && tail < BLOCK {
             let before = self.gaps.last().map_or(0, |g| g.padding);
             self.gaps.push(Gap { row: self.rows, padding: before + BLOCK - tail });
