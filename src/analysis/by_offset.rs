@@ -66,13 +66,7 @@ impl<'a> ByOffset<'a> {
         match &self.order {
             // One event, in order (a DCPI profile of millions of slots): no row to gather.
             None if width == 1 => {
-                let mut values = self.costs.event_values(0);
-                for offset in self.costs.offsets() {
-                    let v = values.next().unwrap_or(0);
-                    if let Some(offset) = offset {
-                        add(offset, &[v], &mut sum)?;
-                    }
-                }
+                self.costs.try_for_each_offset_and_value(0, |offset, v| add(offset, &[v], &mut sum))?
             }
             None => {
                 let mut columns: Vec<_> = (0..width).map(|e| self.costs.event_values(e)).collect();

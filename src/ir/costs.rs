@@ -947,6 +947,33 @@ impl CostTable {
         }
     }
 
+    /// `f(offset, value)` for every row that states an offset, in order, with its value of
+    /// `event` (0 when it states none): a block of rows unpacked at a time, for a walk over
+    /// millions of samples. Stops at the first error `f` returns.
+    pub fn try_for_each_offset_and_value<E>(
+        &self,
+        event: usize,
+        mut f: impl FnMut(u64, u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (mut offsets, mut values) = ([0u64; BLOCK], [0u64; BLOCK]);
+        let (mut no_offset, mut no_value) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
+        let column = self.values.get(event);
+        let mut block = 0;
+        while let Some(len) = self.offsets.unpack_block(block, &mut offsets, &mut no_offset) {
+            // Padding rows state no offset: skipped like any such row.
+            if column.and_then(|c| c.unpack_block(block, &mut values, &mut no_value)).is_none() {
+                no_value = [u64::MAX; MASK_WORDS];
+            }
+            for i in 0..len {
+                if !missing_bit(&no_offset, i) {
+                    f(offsets[i], if missing_bit(&no_value, i) { 0 } else { values[i] })?;
+                }
+            }
+            block += 1;
+        }
+        Ok(())
+    }
+
     /// The line of every row, in order.
     pub fn lines(&self) -> impl Iterator<Item = Option<u32>> + '_ {
         ColumnIter::new(self, &self.lines).map(|l| l.map(|l| l as u32))
@@ -1450,6 +1477,30 @@ mod tests {
                 v
             };
             prop_assert_eq!(stated(&joined), stated(&pushed));
+            for e in 0..joined.width() + 1 {
+                // Every row with an offset, with its value (0 for none), as the iterators give them.
+                let expected: Vec<(u64, u64)> =
+                    pushed.offsets().zip(pushed.event_values(e)).filter_map(|(o, v)| Some((o?, v))).collect();
+                for t in [&joined, &pushed] {
+                    let mut got = Vec::new();
+                    t.try_for_each_offset_and_value(e, |o, v| {
+                        got.push((o, v));
+                        Ok::<(), ()>(())
+                    })
+                    .unwrap();
+                    prop_assert_eq!(&got, &expected);
+                    // An error stops the walk where it is returned.
+                    let mut calls = 0;
+                    let stop = expected.len() / 2;
+                    let result = t.try_for_each_offset_and_value(e, |_, _| {
+                        calls += 1;
+                        if calls > stop { Err(calls) } else { Ok(()) }
+                    });
+                    let stops = expected.len() > stop;
+                    prop_assert_eq!(result, if stops { Err(stop + 1) } else { Ok(()) });
+                    prop_assert_eq!(calls, if stops { stop + 1 } else { expected.len() });
+                }
+            }
             let (mut a, mut b) = (joined.cursor(), pushed.cursor());
             for row in (0..joined.len()).rev().step_by(3) {
                 prop_assert_eq!(
