@@ -623,8 +623,9 @@ impl Walked {
     /// Appends the blocks of the instructions that follow (a cut where a block must start, so
     /// that the last block here has no next one).
     fn append(&mut self, mut after: Walked) {
-        self.blocks.append(&mut after.blocks);
-        self.lines.append(&mut after.lines);
+        // The two largest lists of the walk: never whole twice over.
+        mem::append_releasing(&mut self.blocks, after.blocks);
+        mem::append_releasing(&mut self.lines, after.lines);
         self.owner.append(&mut after.owner);
         self.count.append(&mut after.count);
         self.has_next.append(&mut after.has_next);
@@ -1014,6 +1015,11 @@ fn returns(
 /// Merges the contributions into edges sorted by (source, target, kind), numbered from 1: a
 /// counting sort by source block, then each source's few contributions by target and kind.
 /// Contributions to one edge add up; a call edge keeps the site of its first call transfer.
+///
+/// This is the peak of the rebuild: edges (64 bytes each) are made from contributions (24).
+/// So the contributions, once sorted by source, are let go of from the end as the edges of
+/// the last sources are made, a megabyte at a time, and the edges, made last source first,
+/// are turned round at the end.
 #[inline(never)]
 fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Edge> {
     let nblocks = b.owner.len();
@@ -1024,65 +1030,91 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Ed
     for s in 1..start.len() {
         start[s] += start[s - 1];
     }
-    let mut fill = start.clone();
-    let mut order = vec![0u32; items.len()];
-    for (n, c) in items.iter().enumerate() {
-        let f = &mut fill[c.source as usize];
-        order[*f as usize] = n as u32;
-        *f += 1;
+    // Stable: equal edges keep the order in which they were added.
+    let mut sorted: Vec<Contribution> = mem::vec_with_capacity(items.len());
+    {
+        let mut fill = start.clone();
+        let spare = &mut sorted.spare_capacity_mut()[..items.len()];
+        for c in &items {
+            let f = &mut fill[c.source as usize];
+            spare[*f as usize].write(*c);
+            *f += 1;
+        }
+        // SAFETY: the counts in `start` place each of the `items.len()` contributions at a
+        // slot of its own, so every slot up to that length was written above.
+        unsafe { sorted.set_len(items.len()) };
     }
-    drop(fill);
-    let mut edges: Vec<Edge> = mem::vec_with_capacity(items.len());
-    for s in 0..nblocks {
-        let group = &mut order[start[s] as usize..start[s + 1] as usize];
+    drop(items);
+    /// Contributions let go of at a time (a megabyte).
+    const RELEASE: usize = (1 << 20) / std::mem::size_of::<Contribution>();
+    let mut released = sorted.len();
+    let mut edges: Vec<Edge> = mem::vec_with_capacity(sorted.len());
+    for s in (0..nblocks).rev() {
+        let from = start[s] as usize;
+        let group = &mut sorted[from..start[s + 1] as usize];
         if group.is_empty() {
             continue;
         }
-        // Stable: equal edges keep the order in which they were added.
-        group.sort_by_key(|&n| (items[n as usize].target, items[n as usize].kind));
-        let mut x = 0;
-        while x < group.len() {
-            let first = &items[group[x] as usize];
-            let mut counts = Counts::new();
-            let mut inclusive: Vec<u64> = Vec::new();
-            let mut y = x;
-            while y < group.len() {
-                let c = &items[group[y] as usize];
-                if (c.target, c.kind) != (first.target, first.kind) {
-                    break;
-                }
-                add_counts(&mut counts, u32::from(c.thread), c.count);
-                if c.arc != NONE {
-                    let a = &arcs.list[c.arc as usize];
-                    let add = arcs.inclusive_of(a);
-                    let len = add.len().max(arcs.pad_to).max(inclusive.len());
-                    if inclusive.is_empty() {
-                        // The first call of the edge: one allocation of the final length.
-                        inclusive = Vec::with_capacity(len);
-                        inclusive.extend_from_slice(add);
-                        inclusive.resize(len, 0);
-                    } else {
-                        inclusive.resize(len, 0);
-                        for (v, &w) in inclusive.iter_mut().zip(add) {
-                            *v = v.saturating_add(w);
-                        }
-                    }
-                }
-                y += 1;
+        group.sort_by_key(|c| (c.target, c.kind));
+        // Edges of this source, last first.
+        let mut y = group.len();
+        while y > 0 {
+            let last = &group[y - 1];
+            let mut x = y - 1;
+            while x > 0 && (group[x - 1].target, group[x - 1].kind) == (last.target, last.kind) {
+                x -= 1;
             }
-            let site = (first.arc != NONE).then(|| site(&arcs.list[first.arc as usize]));
-            edges.push(Edge {
-                id: edges.len() as u64 + 1,
-                source: NodeRef::Block(b.block_ref(first.source)),
-                target: NodeRef::Block(b.block_ref(first.target)),
-                kind: first.kind,
-                counts,
-                details: EdgeDetails::boxed(inclusive, site),
-            });
-            x = y;
+            edges.push(merged(&group[x..y], b, arcs));
+            y = x;
+        }
+        if released - from >= RELEASE {
+            sorted.truncate(from);
+            sorted.shrink_to_fit();
+            released = from;
         }
     }
+    drop(sorted);
+    edges.reverse();
+    for (k, edge) in edges.iter_mut().enumerate() {
+        edge.id = k as u64 + 1;
+    }
     edges
+}
+
+/// The edge that contributions with one source, target and kind make, in the order they were
+/// added (its id is left for the caller).
+fn merged(group: &[Contribution], b: &Blocks, arcs: &Transfers) -> Edge {
+    let first = &group[0];
+    let mut counts = Counts::new();
+    let mut inclusive: Vec<u64> = Vec::new();
+    for c in group {
+        add_counts(&mut counts, u32::from(c.thread), c.count);
+        if c.arc != NONE {
+            let a = &arcs.list[c.arc as usize];
+            let add = arcs.inclusive_of(a);
+            let len = add.len().max(arcs.pad_to).max(inclusive.len());
+            if inclusive.is_empty() {
+                // The first call of the edge: one allocation of the final length.
+                inclusive = Vec::with_capacity(len);
+                inclusive.extend_from_slice(add);
+                inclusive.resize(len, 0);
+            } else {
+                inclusive.resize(len, 0);
+                for (v, &w) in inclusive.iter_mut().zip(add) {
+                    *v = v.saturating_add(w);
+                }
+            }
+        }
+    }
+    let site = (first.arc != NONE).then(|| site(&arcs.list[first.arc as usize]));
+    Edge {
+        id: 0,
+        source: NodeRef::Block(b.block_ref(first.source)),
+        target: NodeRef::Block(b.block_ref(first.target)),
+        kind: first.kind,
+        counts,
+        details: EdgeDetails::boxed(inclusive, site),
+    }
 }
 
 /// Routines: the functions of the file, in the order their first block appears. A routine's
