@@ -1030,21 +1030,16 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Ed
     for s in 1..start.len() {
         start[s] += start[s - 1];
     }
-    // Stable: equal edges keep the order in which they were added.
-    let mut sorted: Vec<Contribution> = mem::vec_with_capacity(items.len());
-    {
-        let mut fill = start.clone();
-        let spare = &mut sorted.spare_capacity_mut()[..items.len()];
-        for c in &items {
-            let f = &mut fill[c.source as usize];
-            spare[*f as usize].write(*c);
-            *f += 1;
-        }
-        // SAFETY: the counts in `start` place each of the `items.len()` contributions at a
-        // slot of its own, so every slot up to that length was written above.
-        unsafe { sorted.set_len(items.len()) };
+    // Stable: equal edges keep the order in which they were added. (Made as a copy, then
+    // each contribution put in its place: every slot is written once either way.)
+    let mut sorted = items.clone();
+    let mut fill = start.clone();
+    for c in &items {
+        let f = &mut fill[c.source as usize];
+        sorted[*f as usize] = *c;
+        *f += 1;
     }
-    drop(items);
+    drop((items, fill));
     /// Contributions let go of at a time (a megabyte).
     const RELEASE: usize = (1 << 20) / std::mem::size_of::<Contribution>();
     let mut released = sorted.len();
