@@ -267,10 +267,18 @@ impl Drop for Lookup<'_> {
     }
 }
 
+/// Whether DWARF can say anything of `address`: not of the last address of all, which no
+/// range can hold (a range ends one past its last address). addr2line looks an address up as
+/// the range `[address, address + 1)`, which overflows there (a symbol or sample at
+/// `0xffffffffffffffff` in a damaged file).
+fn addressable(address: u64) -> bool {
+    address != u64::MAX
+}
+
 impl Lookup<'_> {
     /// The source position of a stated address (the line table's row), if DWARF says.
     pub fn find_location(&self, address: u64) -> Result<Option<Location>> {
-        let Some(ctx) = &self.context else { return Ok(None) };
+        let Some(ctx) = self.context.as_ref().filter(|_| addressable(address)) else { return Ok(None) };
         let loc = ctx.find_location(address).map_err(dwarf_error)?;
         Ok(loc.map(|l| Location { file: l.file.map(str::to_string), line: l.line, column: l.column }))
     }
@@ -289,7 +297,7 @@ impl Lookup<'_> {
     /// The inline chain at a stated address, innermost first; the last frame is the function
     /// the code belongs to. Empty when DWARF says nothing of the address.
     pub fn find_frames(&self, address: u64) -> Result<Vec<Frame>> {
-        let Some(ctx) = &self.context else { return Ok(Vec::new()) };
+        let Some(ctx) = self.context.as_ref().filter(|_| addressable(address)) else { return Ok(Vec::new()) };
         let mut iter = self.resolve(ctx.find_frames(address)).map_err(dwarf_error)?;
         let mut frames = Vec::new();
         while let Some(f) = iter.next().map_err(dwarf_error)? {
@@ -361,12 +369,13 @@ fn symbol_ends(symbols: &[FunctionSymbol], segments: &[Segment]) -> Vec<u64> {
             let segment_end = segments
                 .iter()
                 .find(|g| s.address >= g.address && s.address - g.address < g.size)
-                .map(|g| g.address + g.size);
+                // A damaged file's segment may run past the last address.
+                .map(|g| g.address.saturating_add(g.size));
             match (next, segment_end) {
                 (Some(n), Some(e)) => n.min(e),
                 (Some(n), None) => n,
                 (None, Some(e)) => e,
-                (None, None) => s.address + 1,
+                (None, None) => s.address.saturating_add(1),
             }
         })
         .collect()
@@ -432,6 +441,20 @@ pub fn demangle(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged file's symbols and segments near the last address (found by fuzzing): the
+    /// ends stop at the last address instead of overflowing.
+    #[test]
+    fn symbol_ends_stop_at_the_last_address() {
+        use elf::{FunctionSymbol, Segment};
+        let symbol = |address, size| FunctionSymbol { address, size, name: "f" };
+        let segment =
+            Segment { address: u64::MAX - 16, size: 64, file_offset: 0, file_size: 0, executable: true };
+        let symbols = [symbol(u64::MAX - 8, 0), symbol(u64::MAX - 4, 100), symbol(u64::MAX, 0)];
+        assert_eq!(symbol_ends(&symbols, &[segment]), vec![u64::MAX - 4, u64::MAX, u64::MAX]);
+        assert_eq!(symbol_ends(&[symbol(u64::MAX, 0)], &[]), vec![u64::MAX]);
+        assert_eq!(symbol_ends(&[symbol(8, 0), symbol(16, 0)], &[]), vec![16, 17]);
+    }
 
     #[test]
     fn names_are_demangled_by_their_scheme() {

@@ -140,3 +140,23 @@ fn damaged_dwarf_falls_back_to_the_symbol_table_and_a_truncated_file_is_refused(
     let input = samples(dir, &dir.join("gone/truncated"), &prog);
     refused(&convert(&input, &truncated, &out), &out, &["truncated"]);
 }
+
+/// The last address of all is in no DWARF range; looking it up (a symbol or sample at
+/// `0xffffffffffffffff` in a damaged file, found by fuzzing) finds nothing instead of
+/// overflowing in the line-table search. Tests are built with overflow checks, so the
+/// overflow would show here as a panic.
+#[test]
+fn the_last_address_of_all_has_no_source_position() {
+    use cfghub::symbolize::{Found, Symbolizer};
+    common::require("gcc");
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = gcc(tmp.path(), "prog", &["-g"]);
+    let found = Found { binary: Some(prog.clone()), debug: Some(prog), ..Found::default() };
+    let symbolizer = Symbolizer::new(found).unwrap();
+    assert!(symbolizer.has_dwarf());
+    let lookup = symbolizer.lookup();
+    assert!(lookup.find_location(u64::MAX).unwrap().is_none());
+    assert!(lookup.find_frames(u64::MAX).unwrap().is_empty());
+    // The address below it is looked up as any other.
+    assert!(lookup.find_location(u64::MAX - 1).unwrap().is_none());
+}
