@@ -47,25 +47,18 @@ impl<'a> ByOffset<'a> {
         f: impl FnMut(u64, &[u64]) -> Result<(), E>,
     ) -> Result<(), E> {
         let width = self.costs.width();
-        let mut row = vec![0u64; width];
         let mut sums = Sums { take, f, at: None, sum: vec![0u64; width] };
         match &self.order {
             // One event, in order (a DCPI profile of millions of slots): no row to gather.
             None if width == 1 => {
                 self.costs.try_for_each_offset_and_value(0, |offset, v| sums.add(offset, &[v]))?
             }
-            None => {
-                let mut columns: Vec<_> = (0..width).map(|e| self.costs.event_values(e)).collect();
-                for offset in self.costs.offsets() {
-                    for (v, column) in row.iter_mut().zip(&mut columns) {
-                        *v = column.next().unwrap_or(0);
-                    }
-                    if let Some(offset) = offset {
-                        sums.add(offset, &row)?;
-                    }
-                }
-            }
+            None => self.costs.try_for_each_row_values(|_, offset, row| match offset {
+                Some(offset) => sums.add(offset, row),
+                None => Ok(()),
+            })?,
             Some(order) => {
+                let mut row = vec![0u64; width];
                 for &(offset, r) in order {
                     for (e, v) in row.iter_mut().enumerate() {
                         *v = self.costs.value(r, e);

@@ -148,17 +148,11 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
         if !image.blocks.is_empty() {
             continue;
         }
-        // Rows in order, each column unpacked a block at a time.
-        let costs = &image.costs;
-        let mut columns: Vec<_> = (0..costs.width()).map(|e| costs.event_values(e)).collect();
-        let mut row = vec![0u64; columns.len()];
-        for (k, offset) in costs.offsets().enumerate() {
-            for (v, column) in row.iter_mut().zip(&mut columns) {
-                *v = column.next().unwrap_or(0);
-            }
-            let Some(offset) = offset else { continue };
+        // Nothing here fails: the walk's error type has no value.
+        let Ok(()) = image.costs.try_for_each_row_values(|k, offset, row| {
+            let Some(offset) = offset else { return Ok::<(), std::convert::Infallible>(()) };
             if row.iter().all(|&v| v == 0) {
-                continue;
+                return Ok(());
             }
             let address = image.load_addr.wrapping_add(offset);
             let hot = Reverse((row[0], Reverse(address), i, k));
@@ -171,7 +165,8 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
                     *coldest = hot;
                 }
             }
-        }
+            Ok(())
+        });
     }
     let mut hottest: Vec<Hot> = hottest.into_iter().map(|r| r.0).collect();
     hottest.sort_unstable_by(|a, b| b.cmp(a));

@@ -947,6 +947,24 @@ impl CostTable {
         }
     }
 
+    /// `f(row, offset, values)` for every row, in order, with its value of each event (0 when
+    /// it states none): each column unpacked a block at a time. Stops at the first error `f`
+    /// returns.
+    pub fn try_for_each_row_values<E>(
+        &self,
+        mut f: impl FnMut(usize, Option<u64>, &[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut columns: Vec<_> = (0..self.width()).map(|e| self.event_values(e)).collect();
+        let mut row = vec![0u64; columns.len()];
+        for (k, offset) in self.offsets().enumerate() {
+            for (v, column) in row.iter_mut().zip(&mut columns) {
+                *v = column.next().unwrap_or(0);
+            }
+            f(k, offset, &row)?;
+        }
+        Ok(())
+    }
+
     /// `f(offset, value)` for every row that states an offset, in order, with its value of
     /// `event` (0 when it states none): a block of rows unpacked at a time, for a walk over
     /// millions of samples. Stops at the first error `f` returns.
@@ -1477,6 +1495,20 @@ mod tests {
                 v
             };
             prop_assert_eq!(stated(&joined), stated(&pushed));
+            let rows = |t: &CostTable| {
+                let mut v = Vec::new();
+                t.try_for_each_row_values(|k, o, values| {
+                    v.push((k, o, values.to_vec()));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+                v
+            };
+            let mut cursor = pushed.cursor();
+            let expected: Vec<_> =
+                pushed.iter().enumerate().map(|(k, c)| (k, c.offset, cursor.values(k).to_vec())).collect();
+            prop_assert_eq!(rows(&joined), expected.clone());
+            prop_assert_eq!(rows(&pushed), expected);
             for e in 0..joined.width() + 1 {
                 // Every row with an offset, with its value (0 for none), as the iterators give them.
                 let expected: Vec<(u64, u64)> =
