@@ -52,6 +52,8 @@ const COST_ROW_BYTES: u64 = 20;
 
 /// Most threads a `thread:` header may name (edge counts are indexed by thread).
 const MAX_THREADS: u64 = 1 << 16;
+/// Most events a profile may name (a call's inclusive cost is kept with its length in 16 bits).
+const MAX_EVENTS: usize = u16::MAX as usize;
 
 /// Reads a whole Callgrind file.
 ///
@@ -354,7 +356,7 @@ struct Reader {
     pid: Option<u64>,
     /// Index of the current process, once something needed it.
     process: Option<usize>,
-    thread: u32,
+    thread: u16,
     columns: Vec<Column>,
     instr_col: Option<usize>,
     line_col: Option<usize>,
@@ -848,7 +850,7 @@ impl Reader {
                         "thread: {t} is too large; expected a thread number up to {MAX_THREADS}"
                     )));
                 }
-                self.thread = t.saturating_sub(1) as u32;
+                self.thread = t.saturating_sub(1) as u16;
             }
             b"positions" => {
                 self.new_part_if_needed();
@@ -895,8 +897,7 @@ impl Reader {
                             {
                                 self.events_grew = true;
                             }
-                            self.profile.events.push(Event::new(name.into_owned()));
-                            self.profile.events.len() - 1
+                            self.add_event(Event::new(name.into_owned()))?
                         }
                     };
                     if map.contains(&idx) {
@@ -972,8 +973,7 @@ impl Reader {
                 if self.profile.processes.iter().any(|p| p.images.iter().any(|i| !i.costs.is_empty())) {
                     self.events_grew = true;
                 }
-                self.profile.events.push(Event::new(name));
-                self.profile.events.len() - 1
+                self.add_event(Event::new(name))?
             }
         };
         if long.as_deref().is_some_and(|l| !l.is_empty()) {
@@ -1367,6 +1367,18 @@ impl Reader {
         )))
     }
 
+    /// Names one more event; its index.
+    fn add_event(&mut self, event: Event) -> Result<usize> {
+        if self.profile.events.len() >= MAX_EVENTS {
+            return Err(Error::input(format!(
+                "event '{}' is one too many; a profile names at most {MAX_EVENTS} events",
+                event.name
+            )));
+        }
+        self.profile.events.push(event);
+        Ok(self.profile.events.len() - 1)
+    }
+
     /// Records the association `p` now that its source line gave its position (`instr`,
     /// `line_no`) in `symbol` of `image`, and for a call the callee's inclusive cost `values`.
     #[allow(clippy::too_many_arguments)]
@@ -1398,6 +1410,7 @@ impl Reader {
             has_addr: self.instr_col.is_some(),
             has_line: line_no.is_some(),
             thread: self.thread,
+            incl_len: (state.inclusive.len() - incl_start) as u16,
             src_image: image,
             src_symbol: symbol,
             src_line: line_no.unwrap_or(0),
@@ -1407,9 +1420,7 @@ impl Reader {
             src_addr: instr.unwrap_or(0),
             tgt_addr: self.instr_col.map_or(0, |c| p.target[c]),
             count: p.count,
-            executed: p.executed,
-            incl_start,
-            incl_len: (state.inclusive.len() - incl_start) as u32,
+            detail: if p.kind == ArcKind::Call { incl_start as u64 } else { p.executed },
         });
         if p.kind == ArcKind::Call {
             self.cob = None;
@@ -1680,5 +1691,39 @@ mod tests {
             (costs.len(), costs.offset(2), costs.line(2), &costs.values(2)[..]),
             (3, Some(0x12), Some(3), &[2][..])
         );
+    }
+
+    /// A profile names at most 65,535 events, on one `events:` line or by `event:` lines; one
+    /// more is an error at its line.
+    #[test]
+    fn at_most_65535_events() {
+        let names = |n: usize| (0..n).map(|k| format!("e{k}")).collect::<Vec<_>>().join(" ");
+        let text = format!(
+            "events: {}
+fn=main
+1 1
+",
+            names(MAX_EVENTS)
+        );
+        assert_eq!(read_text(&mut text.as_bytes()).unwrap().events.len(), MAX_EVENTS);
+        let text = format!(
+            "events: {}
+fn=main
+1 1
+",
+            names(MAX_EVENTS + 1)
+        );
+        let err = read_text(&mut text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains("'e65535' is one too many"), "{err}");
+        let text = format!(
+            "events: {}
+event: more
+fn=main
+1 1
+",
+            names(MAX_EVENTS)
+        );
+        let err = read_text(&mut text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("'more' is one too many"), "{err}");
     }
 }

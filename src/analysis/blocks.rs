@@ -38,9 +38,9 @@ const MAX_INSTR_LEN: u64 = 15;
 const NONE: u32 = u32::MAX;
 
 /// A control transfer as a profile states it, before it becomes an edge: a call, a
-/// conditional or an unconditional branch between two code positions. Compact (80 bytes, a
+/// conditional or an unconditional branch between two code positions. Compact (64 bytes, a
 /// call's inclusive cost kept aside in [`Transfers::inclusive`]): a large profile has hundreds
-/// of thousands.
+/// of thousands, and they are the largest list a Callgrind file is read into.
 #[derive(Clone, Copy, Debug)]
 pub struct Transfer {
     /// A call kind ([`EdgeKind::is_call`]), a conditional branch
@@ -52,7 +52,10 @@ pub struct Transfer {
     /// Whether both ends have a source line (`src_line`, `tgt_line`).
     pub has_line: bool,
     /// Threads are numbered below 2^16.
-    pub thread: u32,
+    pub thread: u16,
+    /// For calls: how many values of the callee's inclusive cost [`Transfers::inclusive`]
+    /// holds from [`Transfer::detail`] on (one per event: a profile names fewer than 2^16).
+    pub incl_len: u16,
     pub src_image: u32,
     pub src_symbol: u32,
     pub src_line: u32,
@@ -63,15 +66,13 @@ pub struct Transfer {
     pub tgt_addr: u64,
     /// Times the transfer was taken.
     pub count: u64,
-    /// For a conditional branch: times it was executed, taken or not (the rest fell through).
-    pub executed: u64,
-    /// For calls: where the callee's inclusive cost starts in [`Transfers::inclusive`], and
-    /// its length.
-    pub incl_start: usize,
-    pub incl_len: u32,
+    /// For a conditional branch: times it was executed, taken or not (the rest fell through;
+    /// see [`Transfer::executed`]). For a call: where the callee's inclusive cost starts in
+    /// [`Transfers::inclusive`]. No transfer is both: one field keeps a transfer in 64 bytes.
+    pub detail: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Transfer>() == 80);
+const _: () = assert!(std::mem::size_of::<Transfer>() == 64);
 
 impl Transfer {
     pub fn src_addr(&self) -> Option<u64> {
@@ -85,6 +86,18 @@ impl Transfer {
     }
     pub fn tgt_line(&self) -> Option<u32> {
         self.has_line.then_some(self.tgt_line)
+    }
+    /// For a conditional branch, times it was executed, taken or not; 0 for anything else.
+    pub fn executed(&self) -> u64 {
+        if self.kind.is_conditional() {
+            self.detail
+        } else {
+            0
+        }
+    }
+    /// Times a conditional branch fell through: executed and not taken (0 for anything else).
+    fn fell_through(&self) -> u64 {
+        self.executed().saturating_sub(self.count)
     }
     fn is_call(&self) -> bool {
         self.kind.is_call()
@@ -102,7 +115,11 @@ pub struct Transfers<'a> {
 
 impl Transfers<'_> {
     fn inclusive_of(&self, a: &Transfer) -> &[u64] {
-        &self.inclusive[a.incl_start..a.incl_start + a.incl_len as usize]
+        if !a.is_call() {
+            return &[];
+        }
+        let start = a.detail as usize;
+        &self.inclusive[start..start + usize::from(a.incl_len)]
     }
 
     /// The callee's inclusive cost of a call, padded; empty for jumps.
@@ -228,7 +245,7 @@ pub fn function_edges<'a>(
         let target = NodeRef::Symbol(SymbolRef { image: a.tgt_image, symbol: a.tgt_symbol });
         let kind = a.kind;
         let site = site(a);
-        let fall_through = a.kind.is_conditional() && a.executed > a.count;
+        let fall_through = a.fell_through() > 0;
         // The fall-through of a conditional jump stays in the function: no target position.
         let ft_site = fall_through.then(|| site.without_target());
         process.edges.push(Edge {
@@ -236,7 +253,7 @@ pub fn function_edges<'a>(
             source,
             target,
             kind,
-            counts: thread_counts(a.thread, a.count),
+            counts: thread_counts(a.thread.into(), a.count),
             details: EdgeDetails::boxed(transfers.inclusive(a), Some(site)),
         });
         if let Some(ft_site) = ft_site {
@@ -246,7 +263,7 @@ pub fn function_edges<'a>(
                 source,
                 target: source,
                 kind: EdgeKind::FallThrough,
-                counts: thread_counts(a.thread, a.executed - a.count),
+                counts: thread_counts(a.thread.into(), a.fell_through()),
                 details: EdgeDetails::boxed(Vec::new(), Some(ft_site)),
             });
         }
@@ -324,9 +341,8 @@ struct EdgeSet {
 }
 
 impl EdgeSet {
-    fn add(&mut self, source: u32, target: u32, kind: EdgeKind, thread: u32, count: u64, arc: u32) {
-        debug_assert!(thread <= u32::from(u16::MAX), "thread numbers are checked when read");
-        self.items.push(Contribution { count, source, target, arc, thread: thread as u16, kind });
+    fn add(&mut self, source: u32, target: u32, kind: EdgeKind, thread: u16, count: u64, arc: u32) {
+        self.items.push(Contribution { count, source, target, arc, thread, kind });
         self.has_out[source as usize] = true;
         let t = &mut self.incoming[target as usize];
         *t = t.saturating_add(count);
@@ -490,7 +506,7 @@ pub fn rebuild(
     // Transfers at addresses without costs stay edges between functions.
     let mut unplaced: Vec<usize> = Vec::new();
     // (call site, callee entry, thread, calls)
-    let mut call_sites: Vec<(u32, u32, u32, u64)> = Vec::new();
+    let mut call_sites: Vec<(u32, u32, u16, u64)> = Vec::new();
     for (k, a) in list.iter().enumerate() {
         let (src, tgt) = (arc_source[k], arc_target[k]);
         if src == NONE || a.tgt_addr().is_none() {
@@ -522,9 +538,9 @@ pub fn rebuild(
             }
             set.add(src, tgt, a.kind, a.thread, a.count, NONE);
         }
-        if conditional && a.executed > a.count {
+        if a.fell_through() > 0 {
             if let Some(ft) = b.next(src) {
-                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.executed - a.count, NONE);
+                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NONE);
             }
         }
     }
@@ -942,7 +958,7 @@ fn returns(
     set: &mut EdgeSet,
     b: &Blocks,
     ends_in_jump: &[bool],
-    call_sites: Vec<(u32, u32, u32, u64)>,
+    call_sites: Vec<(u32, u32, u16, u64)>,
 ) {
     // Functions numbered process-wide, as blocks are.
     let mut symbol_base = Vec::with_capacity(process.images.len());
@@ -954,7 +970,7 @@ fn returns(
     let owner_of = |g: u32| symbol_base[b.image[g as usize] as usize] + b.owner[g as usize];
     // Calls back to each return site, aggregated and sorted by (callee, return site, thread),
     // so that the hand-out does not depend on the order of the lines.
-    let mut demands: Vec<(u64, u32, u64)> = call_sites
+    let mut demands: Vec<(u64, u16, u64)> = call_sites
         .into_iter()
         .filter_map(|(src, callee, thread, count)| {
             let ret = b.next(src)?;
@@ -1189,8 +1205,7 @@ mod tests {
             src_addr: from,
             tgt_addr: to,
             count,
-            executed,
-            incl_start: 0,
+            detail: executed,
             incl_len: 0,
         }
     }

@@ -108,7 +108,7 @@ impl Continuation {
 #[derive(Clone, PartialEq, Eq)]
 struct PartState {
     pid: Option<u64>,
-    thread: u32,
+    thread: u16,
     columns: Vec<super::Column>,
     event_map: Vec<usize>,
     events: Vec<String>,
@@ -372,7 +372,7 @@ impl Reader {
                     src_symbol: symbol_map[a.src_image as usize][a.src_symbol as usize],
                     tgt_image: image_map[a.tgt_image as usize],
                     tgt_symbol: symbol_map[a.tgt_image as usize][a.tgt_symbol as usize],
-                    incl_start: a.incl_start + base,
+                    detail: if a.kind.is_call() { a.detail + base as u64 } else { a.detail },
                     ..a
                 });
             }
