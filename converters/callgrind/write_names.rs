@@ -127,33 +127,10 @@ impl NameTable {
         out.byte(b'\n');
     }
 
-    /// The written ids and definitions, to go back to with [`NameTable::restore`].
-    pub(super) fn mark(&self) -> NameMark {
-        NameMark { ids: self.ids.clone(), defined: self.defined.clone(), last_id: self.last_id }
-    }
-
-    /// Forgets every id given out and definition written since `mark` (names met since keep
-    /// their keys, unwritten).
-    pub(super) fn restore(&mut self, mark: &NameMark) {
-        let n = mark.ids.len();
-        self.ids[..n].copy_from_slice(&mark.ids);
-        self.ids[n..].iter_mut().for_each(|id| *id = 0);
-        self.defined[..n].copy_from_slice(&mark.defined);
-        self.defined[n..].iter_mut().for_each(|d| *d = false);
-        self.last_id = mark.last_id;
-    }
-
     /// Starts a part: every name is defined again where first used.
     pub(super) fn new_part(&mut self) {
         self.defined.iter_mut().for_each(|d| *d = false);
     }
-}
-
-/// A [`NameTable`]'s written ids and definitions at one point.
-pub(super) struct NameMark {
-    ids: Vec<u32>,
-    defined: Vec<bool>,
-    last_id: u32,
 }
 
 /// A 64-bit hash of a name, eight bytes at a time (the multiply-and-rotate of rustc's FxHash):
@@ -228,24 +205,6 @@ mod tests {
         assert_eq!((t.key("first"), t.key("second"), t.key("third")), (a, b, c));
         assert_eq!((&t.names[b as usize][..], &t.names[c as usize][..]), ("second", "third"));
         assert_eq!(t.collided.len(), 2);
-    }
-
-    #[test]
-    fn restoring_a_mark_forgets_later_ids_and_definitions() {
-        let mut t = NameTable::default();
-        let a = t.key("a");
-        let mut out = Out::with_capacity(0);
-        t.write(&mut out, b"fn", a);
-        let mark = t.mark();
-        let b = t.key("b");
-        t.write(&mut out, b"fn", b);
-        t.new_part();
-        t.write(&mut out, b"fn", a);
-        t.restore(&mark);
-        let mut again = Out::with_capacity(0);
-        t.write(&mut again, b"fn", a);
-        t.write(&mut again, b"fn", b);
-        assert_eq!(std::str::from_utf8(again.text()).unwrap(), "fn=(1)\nfn=(2) b\n");
     }
 
     #[test]

@@ -36,11 +36,6 @@ impl Out {
         self.pos = 0;
     }
 
-    /// Drops what was written after the first `len` bytes.
-    pub(super) fn truncate(&mut self, len: usize) {
-        self.pos = self.pos.min(len);
-    }
-
     /// Makes room for `n` more bytes.
     #[inline]
     fn reserve(&mut self, n: usize) {
