@@ -30,7 +30,8 @@ pub(super) type Place = (Func, u64, u32);
 
 /// The function every edge end and cost belongs to: a symbol, or the routine of a block (see
 /// [`functions::of_blocks`]), with its name as a key of the writer's compressed names.
-pub(super) struct FuncIndex {
+pub(super) struct FuncIndex<'p> {
+    process: &'p Process,
     /// Per image, the function of every symbol.
     symbols: Vec<Vec<Func>>,
     /// The function of every call graph node.
@@ -39,16 +40,16 @@ pub(super) struct FuncIndex {
     blocks: Vec<Vec<BlockEnds>>,
 }
 
-impl FuncIndex {
+impl<'p> FuncIndex<'p> {
     /// The functions of `process`: its symbols and, when given, its routines (numbered as
     /// the call graph numbers its nodes: images in order, routines in order).
     pub(super) fn new(
         profile: &Profile,
         functions: &mut NameTable,
         lines: &[SourceIndex],
-        process: &Process,
+        process: &'p Process,
         routines: Option<&[Cow<'_, [Routine]>]>,
-    ) -> FuncIndex {
+    ) -> FuncIndex<'p> {
         let symbols: Vec<Vec<Func>> = process
             .images
             .iter()
@@ -74,7 +75,7 @@ impl FuncIndex {
                 Func { image: r.image, name, file: r.file }
             })
             .collect();
-        FuncIndex { symbols, nodes, blocks: of_blocks.blocks }
+        FuncIndex { process, symbols, nodes, blocks: of_blocks.blocks }
     }
 
     /// The call graph node of the routine holding block `b`.
@@ -112,7 +113,12 @@ impl FuncIndex {
             NodeRef::Block(b) => {
                 let end = self.block(b)?;
                 let f = *self.nodes.get(end.routine as usize)?;
-                let (addr, l) = if source { (end.last, end.last_line) } else { (end.first, end.first_line) };
+                let block = &self.process.images[b.image as usize].blocks[b.block as usize];
+                let (addr, l) = if source {
+                    (block.offset.wrapping_add(block.last_instr_offset), end.last_line)
+                } else {
+                    (block.offset, end.first_line)
+                };
                 Some((f, offset.unwrap_or(addr), line.unwrap_or(l)))
             }
             NodeRef::Symbol(s) => {

@@ -1,7 +1,7 @@
 //! The function every block belongs to, for writers that speak of functions rather than
 //! blocks (Callgrind's `fn=` with `calls=`/`jump=` positions): each routine as a function
-//! (its name and file), and of each block its first and last instruction, the source lines
-//! there and the routine that holds it.
+//! (its name and file), and of each block the source lines at its first and last instruction
+//! and the routine that holds it.
 
 use std::borrow::Cow;
 
@@ -12,14 +12,11 @@ use crate::ir::{FileId, Process, Profile, Routine};
 /// "No routine" in [`BlockEnds::routine`].
 pub const NONE: u32 = u32::MAX;
 
-/// What an edge needs of a block, in one place: where it starts and ends, its routine and the
-/// source lines there.
+/// What an edge needs of a block beside the block itself (whose first instruction is its
+/// `offset` and last `offset + last_instr_offset`): its routine and the source lines at its
+/// two ends. Twelve bytes: a writer holds one per block of the profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockEnds {
-    /// The first instruction's address.
-    pub first: u64,
-    /// The last instruction's address.
-    pub last: u64,
     /// The routine holding the block, numbered as the call graph numbers its nodes (images in
     /// order, routines in order); [`NONE`] for none.
     pub routine: u32,
@@ -79,8 +76,6 @@ pub fn of_blocks(
                 .map(|block| {
                     let last = block.offset.wrapping_add(block.last_instr_offset);
                     BlockEnds {
-                        first: block.offset,
-                        last,
                         routine: NONE,
                         first_line: index.at_from(image, block.offset, &mut first_hint).map_or(0, |l| l.line),
                         last_line: index.at_from(image, last, &mut last_hint).map_or(0, |l| l.line),
@@ -147,9 +142,9 @@ mod tests {
         let profile = Profile::default();
         let lines: Vec<SourceIndex> = process.images.iter().map(SourceIndex::new).collect();
         let f = of_blocks(&profile, &lines, &process, Some(&routines));
-        let ends: Vec<(u64, u64, u32, u32, u32)> =
-            f.blocks[0].iter().map(|e| (e.first, e.last, e.routine, e.first_line, e.last_line)).collect();
-        assert_eq!(ends, [(0x10, 0x14, 0, 1, 2), (0x18, 0x1e, 1, 2, 2), (0x40, 0x40, 2, 9, 9)]);
+        let ends: Vec<(u32, u32, u32)> =
+            f.blocks[0].iter().map(|e| (e.routine, e.first_line, e.last_line)).collect();
+        assert_eq!(ends, [(0, 1, 2), (1, 2, 2), (2, 9, 9)]);
         assert_eq!(f.routines[0], RoutineFunction { image: 0, name: FunctionName::Symbol(0), file: Some(3) });
         // Inside f but not at its start: named from f, with f's file.
         assert_eq!(f.routines[1].name, FunctionName::Code("f+0x8".into()));
