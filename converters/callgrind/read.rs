@@ -1504,20 +1504,27 @@ impl Reader {
         self.profile.meta.format_version.get_or_insert((1, 0));
         let ir = self.profile.event_index("Ir");
         let has_instr = !self.part_without_instr && !self.columns.is_empty();
-        for (p, state) in self.states.into_iter().enumerate() {
-            let process = &mut self.profile.processes[p];
+        // What the rebuild needs of the reader is the profile and the transfers: the name
+        // tables go first (3 MB for the functions of a large C++ program).
+        let mut profile = std::mem::take(&mut self.profile);
+        let states = std::mem::take(&mut self.states);
+        drop(self);
+        for (p, state) in states.into_iter().enumerate() {
+            let ProcessState { arcs, inclusive, images, symbols, by_name } = state;
+            drop((images, symbols, by_name));
+            let process = &mut profile.processes[p];
             let owners = recursion_bases(process);
-            let jumps = state.arcs.iter().any(|a| !a.kind.is_call());
+            let jumps = arcs.iter().any(|a| !a.kind.is_call());
             if has_instr && jumps {
                 // Symbol extents are set on the way, from the sorted addresses.
-                blocks::rebuild(process, state.arcs, &state.inclusive, pad_to, ir, &owners);
+                blocks::rebuild(process, arcs, &inclusive, pad_to, ir, &owners);
             } else {
-                let transfers = blocks::Transfers { list: &state.arcs, inclusive: &state.inclusive, pad_to };
-                blocks::symbol_extents(process, &state.arcs, &owners);
-                blocks::function_edges(process, &transfers, &state.arcs, 1);
+                let transfers = blocks::Transfers { list: &arcs, inclusive: &inclusive, pad_to };
+                blocks::symbol_extents(process, &arcs, &owners);
+                blocks::function_edges(process, &transfers, &arcs, 1);
             }
         }
-        Ok(self.profile)
+        Ok(profile)
     }
 }
 
