@@ -361,7 +361,7 @@ impl<'a> Walk<'a> {
                 let start = offset;
                 let mut nodes = Vec::new();
                 for (b, &n) in r.instrs.iter().enumerate() {
-                    let size = u64::from(n) * 4;
+                    let size = u32::from(n) * 4;
                     let node = (g as u32, b as u32);
                     if let Some(counts) = self.block_counts.get(&node) {
                         let idx = image.blocks.len() as u32;
@@ -370,7 +370,7 @@ impl<'a> Walk<'a> {
                             id: next_id,
                             offset,
                             size,
-                            num_instrs: u64::from(n),
+                            num_instrs: u32::from(n),
                             last_instr_offset: size - 4,
                             count: Some(counts.iter().sum()),
                         });
@@ -379,12 +379,12 @@ impl<'a> Walk<'a> {
                             line: 10 + (g as u32) * 100 + b as u32,
                             offset,
                             size,
-                            num_instrs: u64::from(n),
+                            num_instrs: u32::from(n),
                         });
                         next_id += 1;
                         nodes.push(idx);
                     }
-                    offset += size;
+                    offset += u64::from(size);
                 }
                 image.symbols.push(Symbol {
                     name: routine_name(g),

@@ -201,11 +201,12 @@ fn block_items(image: &Image, source: &SourceIndex, block: Option<u32>, ends_pat
     let mut items = Vec::new();
     if !image.no_addresses {
         let blk = &image.blocks[b as usize];
-        for i in source.overlapping(image, blk.offset, blk.size) {
+        for i in source.overlapping(image, blk.offset, u64::from(blk.size)) {
             let l = &image.source_lines[i as usize];
             // A range inside the block: one line per instruction; else the line once.
-            let inside = l.offset >= blk.offset && l.offset + l.size <= blk.offset + blk.size;
-            let times = if inside { l.num_instrs.clamp(1, MAX_REPEAT) } else { 1 };
+            let inside =
+                l.offset >= blk.offset && l.offset + u64::from(l.size) <= blk.offset + u64::from(blk.size);
+            let times = if inside { u64::from(l.num_instrs).clamp(1, MAX_REPEAT) } else { 1 };
             // Line 0 is "no line" (DWARF, Callgrind).
             for _ in 0..times {
                 if l.line != 0 {

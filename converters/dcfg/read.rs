@@ -895,9 +895,10 @@ impl Table for Sources {
         let mut v = [0u64; 5];
         let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| cell(seq, Int, &mut v[f]))?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
-        let line =
-            u32::try_from(v[1]).map_err(|_| de::Error::custom(format!("LINE_NUM {} is too large", v[1])))?;
-        self.rows.push(SourceLine { file: None, line, offset: v[2], size: v[3], num_instrs: v[4] });
+        let line = fits_u32::<A::Error>(v[1], "LINE_NUM")?;
+        let (size, num_instrs) =
+            (fits_u32::<A::Error>(v[3], "SIZE")?, fits_u32::<A::Error>(v[4], "NUM_INSTRS")?);
+        self.rows.push(SourceLine { file: None, line, offset: v[2], size, num_instrs });
         self.files.push(v[0]);
         Ok(())
     }
@@ -924,13 +925,20 @@ impl Table for Blocks {
         self.rows.push(Block {
             id: v[0],
             offset: v[1],
-            size: v[2],
-            num_instrs: v[3],
-            last_instr_offset: v[4],
+            size: fits_u32::<A::Error>(v[2], "SIZE")?,
+            num_instrs: fits_u32::<A::Error>(v[3], "NUM_INSTRS")?,
+            last_instr_offset: fits_u32::<A::Error>(v[4], "LAST_INSTR_OFFSET")?,
             count: (present & 32 != 0).then_some(v[5]),
         });
         Ok(())
     }
+}
+
+/// A cell that the model holds in 32 bits (a line number, a block's or line's size and
+/// instruction count, as Pin's DCFG interface holds them).
+fn fits_u32<E: de::Error>(value: u64, column: &str) -> Result<u32, E> {
+    u32::try_from(value)
+        .map_err(|_| E::custom(format!("{column} {value} is too large; expected at most {}", u32::MAX)))
 }
 
 struct Routines {

@@ -369,9 +369,9 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
     c(w);
     w.hex(image.load_addr);
     c(w);
-    let size = image
-        .size
-        .unwrap_or_else(|| image.blocks.iter().map(|b| b.offset.saturating_add(b.size)).max().unwrap_or(0));
+    let size = image.size.unwrap_or_else(|| {
+        image.blocks.iter().map(|b| b.offset.saturating_add(u64::from(b.size))).max().unwrap_or(0)
+    });
     w.int(size);
     c(w);
     w.nl(ind)?;
@@ -434,9 +434,9 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
                 c(w);
                 w.hex(l.offset);
                 c(w);
-                w.int(l.size);
+                w.int(u64::from(l.size));
                 c(w);
-                w.int(l.num_instrs);
+                w.int(u64::from(l.num_instrs));
                 Ok(())
             },
         )?;
@@ -456,11 +456,11 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
                 c(w);
                 w.hex(b.offset);
                 c(w);
-                w.int(b.size);
+                w.int(u64::from(b.size));
                 c(w);
-                w.int(b.num_instrs);
+                w.int(u64::from(b.num_instrs));
                 c(w);
-                w.int(b.last_instr_offset);
+                w.int(u64::from(b.last_instr_offset));
                 if let Some(count) = b.count {
                     c(w);
                     w.int(count);

@@ -68,7 +68,7 @@ impl Pairing {
         for (i, e) in process.edges.iter().enumerate() {
             by_id.insert(e.id, i as u32);
             weights.push(match e.source {
-                NodeRef::Block(b) => process.block(b).num_instrs,
+                NodeRef::Block(b) => u64::from(process.block(b).num_instrs),
                 _ => 0,
             });
         }

@@ -304,7 +304,7 @@ impl<'a> EdgeInfo<'a> {
     fn instrs(&self, id: u64) -> Option<u64> {
         let e = &self.process.edges[*self.by_id.get(&id)?];
         Some(match e.source {
-            NodeRef::Block(b) => self.process.block(b).num_instrs,
+            NodeRef::Block(b) => u64::from(self.process.block(b).num_instrs),
             _ => 0,
         })
     }

@@ -52,7 +52,7 @@ pub fn looped(spec: &SynthSpec, edges_per_thread: u64, chunk_edges: u64) -> Resu
         .iter()
         .map(|e| {
             let w = match e.source {
-                NodeRef::Block(b) => process.block(b).num_instrs,
+                NodeRef::Block(b) => u64::from(process.block(b).num_instrs),
                 _ => 0,
             };
             (e.id, w)

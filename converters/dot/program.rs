@@ -191,7 +191,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
                         .iter()
                         .map(|&b| {
                             let blk = &image.blocks[b as usize];
-                            blk.num_instrs.saturating_mul(counts[ii][b as usize])
+                            u64::from(blk.num_instrs).saturating_mul(counts[ii][b as usize])
                         })
                         .fold(0u64, |a, x| a.saturating_add(x));
                     let hottest = members.iter().map(|&b| heat(r(b))).max().unwrap_or(0);

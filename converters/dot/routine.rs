@@ -56,7 +56,7 @@ pub fn find_routine(
                 let hit = image
                     .blocks
                     .iter()
-                    .position(|b| off >= b.offset && off < b.offset.saturating_add(b.size.max(1)));
+                    .position(|b| off >= b.offset && off < b.offset.saturating_add(u64::from(b.size.max(1))));
                 if let Some(r) = hit.and_then(|b| owner_of(b as u32)) {
                     return Ok(found(r));
                 }
@@ -86,7 +86,7 @@ pub fn find_routine(
                         let b = image
                             .blocks
                             .iter()
-                            .position(|b| start >= b.offset && start < b.offset + b.size.max(1))?;
+                            .position(|b| start >= b.offset && start < b.offset + u64::from(b.size.max(1)))?;
                         owner_of(b as u32)
                     };
                     if let Some(r) = exact.or_else(containing) {

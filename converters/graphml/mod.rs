@@ -260,7 +260,7 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                     o.data("executed_instrs", &block.executed_instrs().to_string())?;
                 }
                 o.data("symbol", &sym)?;
-                if let Some(src) = source.describe(profile, image, block.offset, block.size) {
+                if let Some(src) = source.describe(profile, image, block.offset, u64::from(block.size)) {
                     o.data("source", &src)?;
                 }
             }

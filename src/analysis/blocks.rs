@@ -34,6 +34,9 @@ use crate::mem;
 /// Longest x86 instruction: the most a block's last instruction is taken to span (the input
 /// gives no instruction lengths).
 const MAX_INSTR_LEN: u64 = 15;
+/// Farthest a block's last instruction may lie from its first: a block's size is 32 bits
+/// (only an input with a gap of gigabytes between two instructions of one function meets it).
+const MAX_BLOCK_SPAN: u64 = u32::MAX as u64 - MAX_INSTR_LEN;
 /// "No block" in the per-transfer block tables.
 const NONE: u32 = u32::MAX;
 
@@ -685,6 +688,7 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
                 || prev.flags & END != 0
                 || x.owner != first.owner
                 || (counted && x.ir != first.ir && x.flags & CALL == 0)
+                || x.addr - first.addr > MAX_BLOCK_SPAN
             {
                 break;
             }
@@ -696,7 +700,8 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
             Some(n) if n - last.addr <= MAX_INSTR_LEN => n - last.addr,
             _ => 1,
         };
-        let size = last.addr - first.addr + last_len;
+        // At most `MAX_BLOCK_SPAN + MAX_INSTR_LEN`: the walk cut the block short of more.
+        let size = (last.addr - first.addr + last_len) as u32;
         // Source lines: runs of instructions on the same file and line.
         let mut r = 0;
         while r < block.len() {
@@ -704,27 +709,29 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
             while q < block.len() && block[q].file == block[r].file && block[q].line == block[r].line {
                 q += 1;
             }
-            let end_addr = if q < block.len() { block[q].addr } else { first.addr + size };
+            let end_addr = if q < block.len() { block[q].addr } else { first.addr + u64::from(size) };
             out.lines.push(SourceLine {
                 file: (block[r].file != NONE).then_some(block[r].file),
                 line: block[r].line,
                 offset: block[r].addr,
-                size: end_addr - block[r].addr,
-                num_instrs: (q - r) as u64,
+                size: (end_addr - block[r].addr) as u32,
+                num_instrs: (q - r) as u32,
             });
             r = q;
         }
         let count = counted.then_some(first.ir);
         if let Some(prev) = out.blocks.last() {
-            let adjacent = prev.offset + prev.size == first.addr && out.owner.last() == Some(&first.owner);
+            let adjacent =
+                prev.offset + u64::from(prev.size) == first.addr && out.owner.last() == Some(&first.owner);
             out.has_next.push(adjacent);
         }
         out.blocks.push(Block {
             id: 0,
             offset: first.addr,
             size,
-            num_instrs: block.len() as u64,
-            last_instr_offset: last.addr - first.addr,
+            // Rows, and so a block's instructions, are fewer than 2^32 (see `rebuild`).
+            num_instrs: block.len() as u32,
+            last_instr_offset: (last.addr - first.addr) as u32,
             count,
         });
         out.owner.push(first.owner);
@@ -795,10 +802,11 @@ fn attach_transfers(
     }
     let mut k = 0;
     for e in srcs {
-        while blocks.get(k).is_some_and(|b| b.offset + b.last_instr_offset < e.addr) {
+        let last = |b: &Block| b.offset + u64::from(b.last_instr_offset);
+        while blocks.get(k).is_some_and(|b| last(b) < e.addr) {
             k += 1;
         }
-        if blocks.get(k).is_some_and(|b| b.offset + b.last_instr_offset == e.addr) {
+        if blocks.get(k).is_some_and(|b| last(b) == e.addr) {
             arc_source[e.arc as usize] = global + k as u32;
         }
     }
@@ -1276,6 +1284,35 @@ mod tests {
         assert_eq!((halves.owner, halves.count, halves.has_next), (whole.owner, whole.count, whole.has_next));
     }
 
+    /// A block's size is 32 bits: instructions of one function that ran equally often but lie
+    /// gigabytes apart (only a made-up input has them) are two blocks, the gap in neither; a
+    /// block may span up to `MAX_BLOCK_SPAN` and its last instruction.
+    #[test]
+    fn instructions_gigabytes_apart_are_two_blocks() {
+        let blocks_of = |addrs: &[u64]| {
+            let mut costs = CostTable::new();
+            for &addr in addrs {
+                costs.push_parts(Some(addr), Some(0), Some(0), Some(1), &[5]);
+            }
+            let image = Image { symbols: vec![Symbol::default()], costs, ..Image::default() };
+            let mut p = Process { images: vec![image], ..Process::default() };
+            let list = [branch(EdgeKind::UnconditionalBranch, addrs[addrs.len() - 1], 0x10, 4, 0)];
+            rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
+            let image = &p.images[0];
+            assert!(image
+                .blocks
+                .iter()
+                .zip(&image.source_lines)
+                .all(|(b, l)| (b.offset, b.size) == (l.offset, l.size)));
+            image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs)).collect::<Vec<_>>()
+        };
+        let far = 0x10 + u64::from(u32::MAX);
+        assert_eq!(blocks_of(&[0x10, 0x12, far - 2, far]), [(0x10, 3, 2), (far - 2, 3, 2)]);
+        let edge = 0x10 + MAX_BLOCK_SPAN;
+        assert_eq!(blocks_of(&[0x10, 0x12, edge]), [(0x10, u32::MAX - 14, 3)]);
+        assert_eq!(blocks_of(&[0x10, 0x12, edge + 1]), [(0x10, 3, 2), (edge + 1, 1, 1)]);
+    }
+
     #[test]
     fn blocks_edges_and_routines_follow_from_addresses_and_branches() {
         let mut p = process();
@@ -1285,11 +1322,11 @@ mod tests {
         ];
         rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
         let image = &p.images[0];
-        let blocks: Vec<(u64, u64, u64, Option<u64>)> =
+        let blocks: Vec<(u64, u32, u32, Option<u64>)> =
             image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs, b.count)).collect();
         // The last instruction spans to the next executed address (at most 15 bytes), else 1.
         assert_eq!(blocks, [(0x10, 6, 3, Some(10)), (0x16, 10, 2, Some(6)), (0x20, 1, 1, Some(10))]);
-        let lines: Vec<(u32, u64, u64)> =
+        let lines: Vec<(u32, u64, u32)> =
             image.source_lines.iter().map(|l| (l.line, l.offset, l.size)).collect();
         assert_eq!(lines, [(1, 0x10, 4), (2, 0x14, 2), (3, 0x16, 10), (4, 0x20, 1)]);
         let block = |b| NodeRef::Block(BlockRef { image: 0, block: b });

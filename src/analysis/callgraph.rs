@@ -370,7 +370,7 @@ mod tests {
                     id: 10 + b as u64,
                     offset,
                     size: 16,
-                    num_instrs: instrs,
+                    num_instrs: instrs as u32,
                     last_instr_offset: 12,
                     count: Some(count),
                 });

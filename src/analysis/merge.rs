@@ -87,7 +87,7 @@ impl BlockIndex {
             (0..image.blocks.len() as u32).filter(|&b| image.blocks[b as usize].size > 0).collect();
         let span = |b: u32| {
             let block = &image.blocks[b as usize];
-            (block.offset, block.offset.saturating_add(block.size))
+            (block.offset, block.offset.saturating_add(u64::from(block.size)))
         };
         // By start; for equal starts the longer first, so the shorter ends up innermost.
         order.sort_by(|&a, &b| {

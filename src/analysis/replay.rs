@@ -129,7 +129,7 @@ impl ProcessFacts {
                 };
                 EdgeFacts {
                     instrs: match e.source {
-                        NodeRef::Block(b) => process.block(b).num_instrs,
+                        NodeRef::Block(b) => u64::from(process.block(b).num_instrs),
                         _ => 0,
                     },
                     act,
@@ -793,7 +793,7 @@ mod tests {
         let index: HashMap<u64, u32> =
             process.edges.iter().enumerate().map(|(i, e)| (e.id, i as u32)).collect();
         let instrs = |e: u32| match process.edges[e as usize].source {
-            NodeRef::Block(b) => process.block(b).num_instrs,
+            NodeRef::Block(b) => u64::from(process.block(b).num_instrs),
             _ => 0,
         };
         job.begin_process(&SequenceProcess { pid: process.pid, process: 0 }).unwrap();

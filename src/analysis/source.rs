@@ -24,7 +24,7 @@ impl SourceIndex {
         let mut sorted = true;
         let mut prev = 0;
         for l in lines {
-            max_size = max_size.max(l.size);
+            max_size = max_size.max(u64::from(l.size));
             sorted &= prev <= l.offset;
             prev = l.offset;
         }
@@ -66,7 +66,7 @@ impl SourceIndex {
             if l.offset.saturating_add(self.max_size) <= addr {
                 break;
             }
-            if addr < l.offset.saturating_add(l.size.max(1)) {
+            if addr < l.offset.saturating_add(u64::from(l.size.max(1))) {
                 return Some(l);
             }
             k -= 1;
@@ -117,7 +117,7 @@ impl SourceIndex {
         out: &mut Vec<(u64, Option<FileId>, u32, u64)>,
     ) {
         let lo = block.offset;
-        let hi = block.offset.saturating_add(block.size.max(1));
+        let hi = block.offset.saturating_add(u64::from(block.size.max(1)));
         let lines = &image.source_lines;
         // Lines starting before hi.
         let end = match hi.checked_sub(1) {
@@ -131,22 +131,23 @@ impl SourceIndex {
         parts.clear();
         for k in first..end {
             let l = self.nth(lines, k);
-            let l_end = l.offset.saturating_add(l.size.max(1));
+            let l_end = l.offset.saturating_add(u64::from(l.size.max(1)));
             if l_end <= lo || l.offset >= hi {
                 continue;
             }
             let start = l.offset.max(lo);
             let bytes = l_end.min(hi) - start;
             let full = l.offset >= lo && l_end <= hi;
-            parts.push((start, l.file, l.line, full.then_some(l.num_instrs), bytes));
+            parts.push((start, l.file, l.line, full.then_some(u64::from(l.num_instrs)), bytes));
         }
         let full_sum: u64 = parts.iter().filter_map(|p| p.3).sum();
-        if parts.is_empty() || full_sum > block.num_instrs {
+        let num_instrs = u64::from(block.num_instrs);
+        if parts.is_empty() || full_sum > num_instrs {
             let (file, line) = parts.first().map_or((None, 0), |p| (p.1, p.2));
-            out.push((lo, file, line, block.num_instrs.saturating_mul(count)));
+            out.push((lo, file, line, num_instrs.saturating_mul(count)));
             return;
         }
-        let mut rest = block.num_instrs - full_sum;
+        let mut rest = num_instrs - full_sum;
         let partial_bytes: u64 = parts.iter().filter(|p| p.3.is_none()).map(|p| p.4).sum();
         let npartial = parts.iter().filter(|p| p.3.is_none()).count();
         if npartial == 0 && rest > 0 {
@@ -196,7 +197,7 @@ impl SourceIndex {
         }
         (first..upto).map(move |k| self.index(k)).filter(move |&i| {
             let l = &lines[i as usize];
-            l.offset.saturating_add(l.size.max(1)) > offset
+            l.offset.saturating_add(u64::from(l.size.max(1))) > offset
         })
     }
 
@@ -286,7 +287,7 @@ mod tests {
         assert_eq!(line_ranges(&[3, 4, 5, 9]), "3-5,9");
     }
 
-    fn line(offset: u64, size: u64, line: u32) -> SourceLine {
+    fn line(offset: u64, size: u32, line: u32) -> SourceLine {
         SourceLine { file: None, line, offset, size, num_instrs: 1 }
     }
 
@@ -321,7 +322,7 @@ mod tests {
                 let mut scan: Vec<u32> = (0..spans.len() as u32)
                     .filter(|&i| {
                         let l = &image.source_lines[i as usize];
-                        l.offset < offset + size.max(1) && l.offset + l.size.max(1) > offset
+                        l.offset < offset + size.max(1) && l.offset + u64::from(l.size.max(1)) > offset
                     })
                     .collect();
                 let mut found: Vec<u32> = index.overlapping(&image, offset, size).collect();

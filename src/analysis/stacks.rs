@@ -489,7 +489,7 @@ mod tests {
                 id: 10 + i as u64,
                 offset,
                 size: 16,
-                num_instrs: n,
+                num_instrs: n as u32,
                 last_instr_offset: 12,
                 count: Some(runs),
             });

@@ -105,7 +105,7 @@ fn check_process(p: usize, process: &Process, f: &mut Findings) {
         for (b, block) in image.blocks.iter().enumerate() {
             let here = || at(&format!(".IMAGES[{i}].BASIC_BLOCKS row {}", b + 1));
             if let Some(size) = image.size {
-                if block.offset.saturating_add(block.size) > size {
+                if block.offset.saturating_add(u64::from(block.size)) > size {
                     f.violation(
                         here(),
                         format!(

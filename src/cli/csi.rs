@@ -143,7 +143,7 @@ impl Chosen<'_> {
         let blk = &self.image.blocks[b as usize];
         let mut v: Vec<u32> = self
             .source
-            .overlapping(self.image, blk.offset, blk.size)
+            .overlapping(self.image, blk.offset, u64::from(blk.size))
             .map(|i| self.image.source_lines[i as usize].line)
             .collect();
         v.dedup();

@@ -284,17 +284,25 @@ pub struct Symbol {
 }
 
 /// An address range mapped to a source line (DCFG `SOURCE_DATA`, DWARF line tables).
+///
+/// 32 bytes: a profile rebuilt from a Valgrind run has one per block, hundreds of thousands.
+/// A range's size and instruction count fit 32 bits (as in Pin's DCFG interface); readers
+/// reject larger ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceLine {
     pub file: Option<FileId>,
     pub line: u32,
     pub offset: u64,
-    pub size: u64,
+    /// Size in bytes.
+    pub size: u32,
     /// Instructions in the range, starting with the one at `offset`.
-    pub num_instrs: u64,
+    pub num_instrs: u32,
 }
 
 /// A basic block: straight-line code with one entry and one exit.
+///
+/// 48 bytes: a block's size, instruction count and last-instruction offset fit 32 bits (as
+/// in Pin's DCFG interface); readers reject larger ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Block {
     /// Node id, unique in the process and distinct from the special nodes' ids.
@@ -302,10 +310,10 @@ pub struct Block {
     /// First instruction, relative to the image's load address.
     pub offset: u64,
     /// Size in bytes.
-    pub size: u64,
-    pub num_instrs: u64,
+    pub size: u32,
+    pub num_instrs: u32,
     /// Last instruction's offset from the block's first instruction.
-    pub last_instr_offset: u64,
+    pub last_instr_offset: u32,
     /// Executions over all threads, as the input stated it (DCFG `COUNT`). Per-thread block
     /// counts are derived from the incoming edges by `crate::analysis`.
     pub count: Option<u64>,
@@ -314,7 +322,7 @@ pub struct Block {
 impl Block {
     /// Instructions executed in this block: `num_instrs * count` (0 when the count is unknown).
     pub fn executed_instrs(&self) -> u64 {
-        self.num_instrs.saturating_mul(self.count.unwrap_or(0))
+        u64::from(self.num_instrs).saturating_mul(self.count.unwrap_or(0))
     }
 }
 
@@ -621,6 +629,13 @@ mod tests {
     fn edges_stay_small() {
         assert!(std::mem::size_of::<Edge>() <= 64, "{}", std::mem::size_of::<Edge>());
         assert!(std::mem::size_of::<EdgeDetails>() <= 48, "{}", std::mem::size_of::<EdgeDetails>());
+    }
+
+    /// A Valgrind profile of a large program rebuilds to hundreds of thousands of blocks, each
+    /// with a source line.
+    #[test]
+    fn blocks_and_source_lines_stay_small() {
+        assert_eq!((std::mem::size_of::<Block>(), std::mem::size_of::<SourceLine>()), (48, 32));
     }
 
     #[test]

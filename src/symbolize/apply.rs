@@ -492,15 +492,17 @@ fn fill_image(
         let mut lines = Vec::new();
         for b in &image.blocks {
             let Some(start) = stated(b.offset) else { continue };
-            let Ok(rows) = lookup.find_location_range(start, start.saturating_add(b.size.max(1))) else {
+            let block_size = u64::from(b.size.max(1));
+            let Ok(rows) = lookup.find_location_range(start, start.saturating_add(block_size)) else {
                 continue;
             };
             for (address, size, loc) in rows {
                 let (Some(offset), Some(line)) = (model(address), loc.line) else { continue };
-                let whole = offset == b.offset && size >= b.size;
+                let whole = offset == b.offset && size >= u64::from(b.size);
                 lines.push((
                     offset,
-                    size.min(b.size.max(1)),
+                    // No larger than the block: 32 bits.
+                    size.min(block_size) as u32,
                     loc.file,
                     line,
                     if whole { b.num_instrs } else { 0 },

@@ -48,6 +48,42 @@ fn wrong_type_in_a_row() {
     );
 }
 
+/// Sizes, instruction counts and last-instruction offsets of blocks and source ranges are
+/// held in 32 bits, as Pin's DCFG interface holds them: a larger one is named with its place.
+#[test]
+fn block_sizes_past_32_bits() {
+    let big = "4294967296";
+    for (row, column) in [
+        (format!("[ 7, \"0x536\", {big}, 2, 5, 3 ]"), "SIZE"),
+        (format!("[ 7, \"0x536\", 10, {big}, 5, 3 ]"), "NUM_INSTRS"),
+        (format!("[ 7, \"0x536\", 10, 2, {big}, 3 ]"), "LAST_INSTR_OFFSET"),
+    ] {
+        let text = hello().replace("[ 7, \"0x536\", 10, 2, 5, 3 ]", &row);
+        refused(
+            "big.dcfg.json",
+            text.as_bytes(),
+            &[
+                "PROCESSES[0].IMAGES[0].BASIC_BLOCKS row 4",
+                &format!("{column} {big} is too large"),
+                "4294967295",
+            ],
+        );
+    }
+    let text = hello().replace("[ 4, 3, \"0x52d\", 9, 3 ]", &format!("[ 4, 3, \"0x52d\", {big}, 3 ]"));
+    refused(
+        "big.dcfg.json",
+        text.as_bytes(),
+        &["PROCESSES[0].IMAGES[0].SOURCE_DATA row 1", &format!("SIZE {big} is too large")],
+    );
+    // The largest that fits reads.
+    let text = hello().replace("[ 7, \"0x536\", 10, 2, 5, 3 ]", "[ 7, \"0x536\", 4294967295, 2, 5, 3 ]");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("fits.dcfg.json");
+    std::fs::write(&input, text).unwrap();
+    let o = common::run(&["info", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}
+
 #[test]
 fn edge_naming_an_unknown_node() {
     let text = hello().replace("[ 9, 8, 9, 18, [ 1 ] ]", "[ 9, 8, 99, 18, [ 1 ] ]");

@@ -55,7 +55,8 @@ fn merge_attributes_every_sample_to_its_block() {
         .find(|(_, i)| graph.image_name(i).ends_with("/simple_loop"))
         .unwrap();
     let exe_path = graph.image_name(exe);
-    let inside = |o: u64| exe.blocks.iter().filter(|b| b.offset <= o && o < b.offset + b.size).count();
+    let inside =
+        |o: u64| exe.blocks.iter().filter(|b| b.offset <= o && o < b.offset + u64::from(b.size)).count();
 
     // cycles: 3(k+1) at the first instruction of block k, and 1 more at its last instruction
     // when no other block holds that address; imiss: k % 3 at the first instruction.
@@ -70,7 +71,7 @@ fn merge_attributes_every_sample_to_its_block() {
         cycles.insert(b.offset, 3 * (k as u64 + 1));
         imiss.insert(b.offset, k as u64 % 3);
         expected[k] = (3 * (k as u64 + 1), k as u64 % 3);
-        let last = b.offset + b.last_instr_offset;
+        let last = b.offset + u64::from(b.last_instr_offset);
         if b.last_instr_offset > 0 && inside(last) == 1 {
             cycles.insert(last, 1);
             expected[k].0 += 1;
@@ -78,8 +79,11 @@ fn merge_attributes_every_sample_to_its_block() {
     }
     // Three addresses in no block: past the image, and in a gap between blocks if there is one.
     let mut stray = vec![exe.size.unwrap() + 0x100, exe.size.unwrap() + 0x204];
-    let gap =
-        exe.blocks.iter().map(|b| b.offset + b.size).find(|&o| inside(o) == 0 && !cycles.contains_key(&o));
+    let gap = exe
+        .blocks
+        .iter()
+        .map(|b| b.offset + u64::from(b.size))
+        .find(|&o| inside(o) == 0 && !cycles.contains_key(&o));
     stray.push(gap.unwrap_or(exe.size.unwrap() + 0x300));
     for (i, &o) in stray.iter().enumerate() {
         cycles.insert(o, 7 + i as u64);

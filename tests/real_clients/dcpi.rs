@@ -130,7 +130,7 @@ fn merged_samples_keep_their_source_file_and_none_is_lost() {
     let (start, size) = (main.offset.unwrap(), main.size.unwrap());
     let mut samples: BTreeMap<u64, u64> = (0..4).map(|k| (start + k * size / 4, 10 + k)).collect();
     // Past every block of the executable: three samples in no block.
-    let end = exe.blocks.iter().map(|b| b.offset + b.size).max().unwrap();
+    let end = exe.blocks.iter().map(|b| b.offset + u64::from(b.size)).max().unwrap();
     samples.insert(end + 0x40, 3);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cycles.dcpi");
