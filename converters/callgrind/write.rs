@@ -50,8 +50,9 @@
 //!   function of every symbol and routine (from the routines themselves, named as the call
 //!   graph names them), and one record per block with its ends, routine and source lines.
 //! - Conditionals are paired with their fall-throughs while the edges are written, among the
-//!   edges of their own source; only edges that do not come grouped by source get a pass of
-//!   their own for it.
+//!   edges of their own source, once a pass over the sources and kinds alone has found them
+//!   grouped by source (as readers give them); only edges that are not get a pairing pass of
+//!   their own. The text of the edges streams out like that of the costs.
 //! - Text is formatted into windows of one reused buffer ([`write_text`]); when the totals are
 //!   known before the body (costs written as they are), the buffer goes out every 256 KiB.
 //!   The commonest cost line (same function and file, one value) has a loop of its own.
