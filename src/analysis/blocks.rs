@@ -568,15 +568,15 @@ pub fn rebuild(
     let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
     // Making the edges is the peak of the rebuild: what only the steps before it asked for
     // goes first.
-    let calls = keep_calls(&mut set.items, list);
+    let mut details = call_details(&mut set.items, list, inclusive, pad_to);
     drop(ends_in_jump);
     let EdgeSet { items, has_out, incoming } = set;
     drop((has_out, incoming));
     blocks_of.count = Vec::new();
     blocks_of.has_next = Vec::new();
-    let edges = merge_edges(items, &blocks_of, &Transfers { list: &calls, inclusive, pad_to });
-    // The calls and each block's image were for the edges: they go before the routines.
-    drop(calls);
+    let edges = merge_edges(items, &blocks_of, &mut details);
+    // Each block's image was for the edges: it goes before the routines.
+    drop(details);
     blocks_of.image = Vec::new();
     set_routines(process, &edges, &blocks_of);
     process.edges = edges;
@@ -586,23 +586,38 @@ pub fn rebuild(
     }
 }
 
-/// The call transfers that edge contributions name, which the contributions then index: what
-/// making the edges still asks of the transfers (a call's inclusive cost and site). Kept in
-/// `list`'s own memory, moved to its front and the rest given back (a copy was 5 MB more at
-/// the rebuild's peak): contributions name calls in the order of the list, each once, so a
-/// call moves only towards the front, over calls already moved.
-fn keep_calls(items: &mut [Contribution], mut list: Vec<Transfer>) -> Vec<Transfer> {
-    let mut kept = 0;
-    for c in items.iter_mut().filter(|c| c.arc != NONE) {
-        let from = c.arc as usize;
-        assert!(from >= kept, "calls are named in the order of the list");
-        list[kept] = list[from];
-        c.arc = kept as u32;
-        kept += 1;
+/// The details of the call transfers that edge contributions name (inclusive cost, padded,
+/// and site), which the contributions then index: all that making the edges still asks of
+/// the transfers. Made here as the boxes the edges will keep (one per call; calls merged
+/// into one edge add up into the first one's), so that nothing else of the calls is held
+/// while the edges are made, the rebuild's peak. The transfer list goes meanwhile: calls are
+/// named in the order of the list, so they are taken last first and the list's tail let go
+/// of a megabyte at a time.
+fn call_details(
+    items: &mut [Contribution],
+    mut list: Vec<Transfer>,
+    inclusive: &[u64],
+    pad_to: usize,
+) -> Vec<Option<Box<EdgeDetails>>> {
+    const RELEASE: usize = (1 << 20) / std::mem::size_of::<Transfer>();
+    let mut details: Vec<Option<Box<EdgeDetails>>> =
+        (0..items.iter().filter(|c| c.arc != NONE).count()).map(|_| None).collect();
+    let mut slot = details.len();
+    let mut kept = list.len();
+    for c in items.iter_mut().rev().filter(|c| c.arc != NONE) {
+        let k = c.arc as usize;
+        let transfers = Transfers { list: &list, inclusive, pad_to };
+        let a = &list[k];
+        slot -= 1;
+        details[slot] = EdgeDetails::boxed(transfers.inclusive(a), Some(site(a)));
+        c.arc = slot as u32;
+        if kept - k >= RELEASE {
+            list.truncate(k);
+            list.shrink_to_fit();
+            kept = k;
+        }
     }
-    list.truncate(kept);
-    list.shrink_to_fit();
-    list
+    details
 }
 
 /// Each image's transfer sources and targets (transfers with both addresses), sorted by
@@ -1054,7 +1069,7 @@ fn returns(
 /// the last sources are made, a megabyte at a time, and the edges, made last source first,
 /// are turned round at the end.
 #[inline(never)]
-fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Edge> {
+fn merge_edges(items: Vec<Contribution>, b: &Blocks, details: &mut [Option<Box<EdgeDetails>>]) -> Vec<Edge> {
     let nblocks = b.owner.len();
     let mut start = vec![0u32; nblocks + 1];
     for c in &items {
@@ -1092,7 +1107,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Ed
             while x > 0 && (group[x - 1].target, group[x - 1].kind) == (last.target, last.kind) {
                 x -= 1;
             }
-            edges.push(merged(&group[x..y], b, arcs));
+            edges.push(merged(&group[x..y], b, details));
             y = x;
         }
         if released - from >= RELEASE {
@@ -1110,38 +1125,39 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, arcs: &Transfers) -> Vec<Ed
 }
 
 /// The edge that contributions with one source, target and kind make, in the order they were
-/// added (its id is left for the caller).
-fn merged(group: &[Contribution], b: &Blocks, arcs: &Transfers) -> Edge {
+/// added (its id is left for the caller): counts by thread, and for calls the details of the
+/// first call with the inclusive costs of the others added (see [`call_details`]).
+fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDetails>>]) -> Edge {
     let first = &group[0];
     let mut counts = Counts::new();
-    let mut inclusive: Vec<u64> = Vec::new();
+    let mut edge_details: Option<Box<EdgeDetails>> = None;
     for c in group {
         add_counts(&mut counts, u32::from(c.thread), c.count);
-        if c.arc != NONE {
-            let a = &arcs.list[c.arc as usize];
-            let add = arcs.inclusive_of(a);
-            let len = add.len().max(arcs.pad_to).max(inclusive.len());
-            if inclusive.is_empty() {
-                // The first call of the edge: one allocation of the final length.
-                inclusive = Vec::with_capacity(len);
-                inclusive.extend_from_slice(add);
-                inclusive.resize(len, 0);
-            } else {
-                inclusive.resize(len, 0);
-                for (v, &w) in inclusive.iter_mut().zip(add) {
+        if c.arc == NONE {
+            continue;
+        }
+        let add = details[c.arc as usize].take();
+        match (&mut edge_details, add) {
+            (Some(sum), Some(add)) => {
+                let sum = &mut sum.inclusive;
+                if sum.len() < add.inclusive.len() {
+                    sum.resize(add.inclusive.len(), 0);
+                }
+                for (v, &w) in sum.iter_mut().zip(add.inclusive.iter()) {
                     *v = v.saturating_add(w);
                 }
             }
+            (None, add) => edge_details = add,
+            (Some(_), None) => {}
         }
     }
-    let site = (first.arc != NONE).then(|| site(&arcs.list[first.arc as usize]));
     Edge {
         id: 0,
         source: NodeRef::Block(b.block_ref(first.source)),
         target: NodeRef::Block(b.block_ref(first.target)),
         kind: first.kind,
         counts,
-        details: EdgeDetails::boxed(inclusive, site),
+        details: edge_details,
     }
 }
 
@@ -1364,5 +1380,36 @@ mod tests {
         assert!(matches!(last.source, NodeRef::Symbol(_)));
         assert_eq!(last.site().and_then(|s| s.source_offset()), Some(0x99));
         assert_eq!(last.inclusive(), &[7]);
+    }
+
+    /// Calls from one site to one entry in several threads (or function contexts) make one
+    /// edge: counts by thread, inclusive costs added (padded to the events named later), the
+    /// site of the first; other calls keep their own.
+    #[test]
+    fn calls_of_one_site_add_up_into_one_edge() {
+        let mut p = process();
+        let call = |thread: u16, count: u64, start: u64, len: u16| Transfer {
+            thread,
+            detail: start,
+            incl_len: len,
+            ..branch(EdgeKind::Call, 0x12, 0x20, count, 0)
+        };
+        let list = [
+            call(0, 2, 0, 1),
+            branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0),
+            call(1, 3, 1, 2),
+            Transfer { src_line: 9, has_line: true, ..call(1, 1, 3, 1) },
+            call(0, 5, 4, 1),
+        ];
+        rebuild(&mut p, list.to_vec(), &[7, 4, 5, 100, 1], 2, Some(0), &[vec![0]]);
+        let calls: Vec<(&[u64], &[u64], Option<u32>)> = p
+            .edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Call)
+            .map(|e| (&e.counts[..], e.inclusive(), e.site().and_then(|s| s.source_line())))
+            .collect();
+        assert_eq!(calls, [(&[7, 4][..], &[7 + 4 + 100 + 1, 5][..], None)]);
+        let site = p.edges.iter().find(|e| e.kind == EdgeKind::Call).and_then(|e| e.site()).cloned();
+        assert_eq!(site.and_then(|s| s.source_offset()), Some(0x12));
     }
 }
