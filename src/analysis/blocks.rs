@@ -372,8 +372,6 @@ struct Blocks {
     image: Vec<u32>,
     /// Owning function of each block (index into its image's symbols).
     owner: Vec<u32>,
-    /// Executions of each block (0 when unknown). Emptied before the edges are made.
-    count: Vec<u64>,
     /// Whether the next block directly follows this one in the same function (where a call
     /// returns to and a jump falls through to). Emptied before the edges are made, with it
     /// [`Blocks::next`].
@@ -381,6 +379,12 @@ struct Blocks {
 }
 
 impl Blocks {
+    /// Executions of block `g` (0 when unknown), read from the block itself.
+    fn count(&self, process: &Process, g: u32) -> u64 {
+        let r = self.block_ref(g);
+        process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(0)
+    }
+
     fn block_ref(&self, g: u32) -> BlockRef {
         let image = self.image[g as usize];
         BlockRef { image, block: g - self.base[image as usize] }
@@ -444,7 +448,6 @@ pub fn rebuild(
         base: Vec::with_capacity(nimages + 1),
         image: Vec::new(),
         owner: Vec::new(),
-        count: Vec::new(),
         has_next: Vec::new(),
     };
     // Each image's executed addresses, and the ends of the transfers by address, do not
@@ -485,7 +488,6 @@ pub fn rebuild(
         attach_transfers(&walked.blocks, global, srcs, tgts, &mut arc_source, &mut arc_target);
         blocks_of.image.extend(std::iter::repeat_n(i as u32, walked.blocks.len()));
         blocks_of.owner.append(&mut walked.owner);
-        blocks_of.count.append(&mut walked.count);
         blocks_of.has_next.append(&mut walked.has_next);
         image.blocks = walked.blocks;
         image.source_lines = walked.lines;
@@ -558,7 +560,7 @@ pub fn rebuild(
                 continue;
             }
             let Some(n) = b.next(r) else { continue };
-            let ft = b.count[n as usize].saturating_sub(set.incoming[n as usize]).min(b.count[r as usize]);
+            let ft = b.count(process, n).saturating_sub(set.incoming[n as usize]).min(b.count(process, r));
             if ft > 0 {
                 set.add(r, n, EdgeKind::FallThrough, 0, ft, NONE);
             }
@@ -572,7 +574,6 @@ pub fn rebuild(
     drop(ends_in_jump);
     let EdgeSet { items, has_out, incoming } = set;
     drop((has_out, incoming));
-    blocks_of.count = Vec::new();
     blocks_of.has_next = Vec::new();
     let edges = merge_edges(items, &blocks_of, &mut details);
     // Each block's image was for the edges: it goes before the routines.
@@ -654,8 +655,6 @@ struct Walked {
     lines: Vec<SourceLine>,
     /// Owning function of each block.
     owner: Vec<u32>,
-    /// Executions of each block (0 when unknown).
-    count: Vec<u64>,
     /// Whether the next block directly follows this one in the same function.
     has_next: Vec<bool>,
 }
@@ -668,7 +667,6 @@ impl Walked {
         mem::append_releasing(&mut self.blocks, after.blocks);
         mem::append_releasing(&mut self.lines, after.lines);
         self.owner.append(&mut after.owner);
-        self.count.append(&mut after.count);
         self.has_next.append(&mut after.has_next);
     }
 }
@@ -687,7 +685,6 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
         blocks: Vec::with_capacity(rows),
         lines: Vec::with_capacity(rows),
         owner: Vec::new(),
-        count: Vec::new(),
         has_next: Vec::new(),
     };
     // The instructions of the block being gathered, and the one after them.
@@ -752,7 +749,6 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
             count,
         });
         out.owner.push(first.owner);
-        out.count.push(count.unwrap_or(0));
     }
     if !out.blocks.is_empty() {
         out.has_next.push(false);
@@ -1035,7 +1031,7 @@ fn returns(
     let mut supply: Vec<(u32, u64)> = vec![(0, 0); start[nsymbols]];
     for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
         let s = owner_of(g as u32) as usize;
-        supply[fill[s]] = (g as u32, b.count[g]);
+        supply[fill[s]] = (g as u32, b.count(process, g as u32));
         fill[s] += 1;
     }
     for (key, thread, count) in demands {
@@ -1299,7 +1295,7 @@ mod tests {
         assert!(whole.blocks.len() > 5 * functions as usize);
         assert_eq!(halves.blocks, whole.blocks);
         assert_eq!(halves.lines, whole.lines);
-        assert_eq!((halves.owner, halves.count, halves.has_next), (whole.owner, whole.count, whole.has_next));
+        assert_eq!((halves.owner, halves.has_next), (whole.owner, whole.has_next));
     }
 
     /// A block's size is 32 bits: instructions of one function that ran equally often but lie
