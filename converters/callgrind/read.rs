@@ -1519,9 +1519,9 @@ impl Reader {
                 // Symbol extents are set on the way, from the sorted addresses.
                 blocks::rebuild(process, arcs, &inclusive, pad_to, ir, &owners);
             } else {
-                let transfers = blocks::Transfers { list: &arcs, inclusive: &inclusive, pad_to };
+                let costs = blocks::InclusiveCosts { values: &inclusive, pad_to };
                 blocks::symbol_extents(process, &arcs, &owners);
-                blocks::function_edges(process, &transfers, &arcs, 1);
+                blocks::function_edges(process, &costs, &arcs, 1);
             }
         }
         Ok(profile)

@@ -660,7 +660,7 @@ impl Writer<'_> {
         let mut estimates = Estimates::new(profile, process, rs.as_deref(), None);
         // Edges as they come, pairing conditionals run by run; when a source's edges are not
         // together, after a pass that pairs them all.
-        if conditionals_in_runs(process) {
+        if branch_pairs::pairable_in_runs(process) {
             return self.edges_in_runs(process, thread, &funcs, &mut estimates);
         }
         let pairs = Pairs::new(process);
@@ -792,7 +792,7 @@ impl Writer<'_> {
     }
 
     /// Every edge of a process in one pass, for edges that come grouped by source (as readers
-    /// give them; see [`conditionals_in_runs`]): a conditional's fall-through is among the
+    /// give them; see [`branch_pairs::pairable_in_runs`]): a conditional's fall-through is among the
     /// edges of its own source, so it is paired there, with no pass of its own over the edges.
     /// The text streams out as it is made.
     fn edges_in_runs(
@@ -808,7 +808,7 @@ impl Writer<'_> {
         let mut partner: Vec<u32> = Vec::new();
         let mut paired: Vec<bool> = Vec::new();
         let mut threads = 0;
-        for (k, end) in source_runs(edges) {
+        for (k, end) in branch_pairs::source_runs(edges) {
             let run = &edges[k..end];
             partner.clear();
             partner.resize(run.len(), write_index::NONE);
@@ -817,7 +817,7 @@ impl Writer<'_> {
             if run.iter().any(|e| e.kind.is_conditional())
                 && run.iter().any(|e| e.kind == EdgeKind::FallThrough)
             {
-                let group = (k..end).filter(|&j| pairs_up(&edges[j])).map(|j| j as u32);
+                let group = (k..end).filter(|&j| branch_pairs::takes_part(&edges[j])).map(|j| j as u32);
                 branch_pairs::pair_group(edges, group, &mut scratch, |c, f| {
                     partner[c as usize - k] = f;
                     paired[f as usize - k] = true;
@@ -1117,42 +1117,6 @@ impl<T: Copy + Default> Groups<T> {
     fn get(&self, g: usize) -> &[T] {
         &self.items[self.start[g] as usize..self.start[g + 1] as usize]
     }
-}
-
-/// Whether an edge takes part in pairing conditionals with their fall-throughs.
-fn pairs_up(e: &Edge) -> bool {
-    e.kind.is_conditional() || e.kind == EdgeKind::FallThrough
-}
-
-/// The runs of edges with one source, as `(start, end)` index pairs, in order.
-fn source_runs(edges: &[Edge]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut k = 0;
-    std::iter::from_fn(move || {
-        let source = edges.get(k)?.source;
-        let start = k;
-        k += 1;
-        while k < edges.len() && edges[k].source == source {
-            k += 1;
-        }
-        Some((start, k))
-    })
-}
-
-/// Whether every source's conditionals and fall-throughs are in one run of edges with that
-/// source (as readers give them), so that they pair run by run as they are written. A pass
-/// over the sources and kinds alone: it decides before anything is written, so the text of
-/// the edges (10 MB of a large Valgrind profile) streams out instead of waiting in memory.
-fn conditionals_in_runs(process: &Process) -> bool {
-    let edges = &process.edges;
-    let slots = branch_pairs::Slots::new(process);
-    let mut seen = vec![false; slots.other];
-    source_runs(edges).all(|(k, end)| {
-        if !edges[k..end].iter().any(pairs_up) {
-            return true;
-        }
-        let slot = slots.of(process, edges[k].source);
-        slot != slots.other && !std::mem::replace(&mut seen[slot], true)
-    })
 }
 
 /// The routines of every image: as the input gave them (a writer needs their blocks, not their

@@ -114,11 +114,8 @@ impl<'p> FuncIndex<'p> {
                 let end = self.block(b)?;
                 let f = *self.nodes.get(end.routine as usize)?;
                 let block = &self.process.images[b.image as usize].blocks[b.block as usize];
-                let (addr, l) = if source {
-                    (block.offset.wrapping_add(u64::from(block.last_instr_offset)), end.last_line)
-                } else {
-                    (block.offset, end.first_line)
-                };
+                let (addr, l) =
+                    if source { (block.last_instr(), end.last_line) } else { (block.offset, end.first_line) };
                 Some((f, offset.unwrap_or(addr), line.unwrap_or(l)))
             }
             NodeRef::Symbol(s) => {
@@ -172,7 +169,7 @@ impl BlockIndex {
         *hint = p;
         let b = starts[p].1;
         let bl = &process.images[image as usize].blocks[b as usize];
-        (addr < bl.offset.saturating_add(u64::from(bl.size.max(1)))).then_some(BlockRef { image, block: b })
+        (addr < bl.end()).then_some(BlockRef { image, block: b })
     }
 }
 
@@ -237,8 +234,7 @@ mod tests {
             let blocks = &process.images[0].blocks;
             // The latest-starting block at or before a, if it holds a.
             let b = (0..blocks.len()).filter(|&b| blocks[b].offset <= a).max_by_key(|&b| blocks[b].offset)?;
-            (a < blocks[b].offset + u64::from(blocks[b].size.max(1)))
-                .then_some(BlockRef { image: 0, block: b as u32 })
+            (a < blocks[b].end()).then_some(BlockRef { image: 0, block: b as u32 })
         };
         let mut hint = 0;
         for a in

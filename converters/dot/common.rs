@@ -126,7 +126,7 @@ impl<'a> ImageIndex<'a> {
 
     /// The chosen event's cost inside a block's address range.
     pub fn block_cost(&self, block: &Block) -> u64 {
-        let end = block.offset.saturating_add(u64::from(block.size.max(1)));
+        let end = block.end();
         let from = self.costs.partition_point(|c| c.0 < block.offset);
         self.costs[from..].iter().take_while(|c| c.0 < end).fold(0u64, |a, c| a.saturating_add(c.1))
     }

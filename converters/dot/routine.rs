@@ -53,10 +53,7 @@ pub fn find_routine(
             let found = |r: usize| Found { process: pi, image: ii, routine: r };
             if let Some(addr) = address {
                 let Some(off) = addr.checked_sub(image.load_addr) else { continue };
-                let hit = image
-                    .blocks
-                    .iter()
-                    .position(|b| off >= b.offset && off < b.offset.saturating_add(u64::from(b.size.max(1))));
+                let hit = image.blocks.iter().position(|b| off >= b.offset && off < b.end());
                 if let Some(r) = hit.and_then(|b| owner_of(b as u32)) {
                     return Ok(found(r));
                 }
@@ -83,10 +80,7 @@ pub fn find_routine(
                         .iter()
                         .position(|r| image.blocks.get(r.entry as usize).is_some_and(|b| b.offset == start));
                     let containing = || {
-                        let b = image
-                            .blocks
-                            .iter()
-                            .position(|b| start >= b.offset && start < b.offset + u64::from(b.size.max(1)))?;
+                        let b = image.blocks.iter().position(|b| start >= b.offset && start < b.end())?;
                         owner_of(b as u32)
                     };
                     if let Some(r) = exact.or_else(containing) {

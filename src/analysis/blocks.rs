@@ -10,7 +10,7 @@
 //! - the transfers ([`Transfer`]) name a source and a target position (image, function,
 //!   address, line), an [`EdgeKind`] (a call, a conditional or an unconditional branch), a
 //!   count, for a conditional branch how often it was executed, and for a call the callee's
-//!   inclusive cost, kept aside in one store ([`Transfers::inclusive`]).
+//!   inclusive cost, kept aside in one store ([`InclusiveCosts`]).
 //!
 //! The caller says which function's code each function runs (its `owners`, e.g. a recursion
 //! level `fib'2` runs `fib`'s): blocks belong to owners.
@@ -42,7 +42,7 @@ const NONE: u32 = u32::MAX;
 
 /// A control transfer as a profile states it, before it becomes an edge: a call, a
 /// conditional or an unconditional branch between two code positions. Compact (64 bytes, a
-/// call's inclusive cost kept aside in [`Transfers::inclusive`]): a large profile has hundreds
+/// call's inclusive cost kept aside in [`InclusiveCosts`]): a large profile has hundreds
 /// of thousands, and they are the largest list a Callgrind file is read into.
 #[derive(Clone, Copy, Debug)]
 pub struct Transfer {
@@ -56,7 +56,7 @@ pub struct Transfer {
     pub has_line: bool,
     /// Threads are numbered below 2^16.
     pub thread: u16,
-    /// For calls: how many values of the callee's inclusive cost [`Transfers::inclusive`]
+    /// For calls: how many values of the callee's inclusive cost [`InclusiveCosts`]
     /// holds from [`Transfer::detail`] on (one per event: a profile names fewer than 2^16).
     pub incl_len: u16,
     pub src_image: u32,
@@ -71,7 +71,7 @@ pub struct Transfer {
     pub count: u64,
     /// For a conditional branch: times it was executed, taken or not (the rest fell through;
     /// see [`Transfer::executed`]). For a call: where the callee's inclusive cost starts in
-    /// [`Transfers::inclusive`]. No transfer is both: one field keeps a transfer in 64 bytes.
+    /// [`InclusiveCosts`]. No transfer is both: one field keeps a transfer in 64 bytes.
     pub detail: u64,
 }
 
@@ -107,30 +107,23 @@ impl Transfer {
     }
 }
 
-/// The transfers of one process, with the store of the calls' inclusive costs.
-pub struct Transfers<'a> {
-    pub list: &'a [Transfer],
-    pub inclusive: &'a [u64],
+/// The store of the calls' inclusive costs of one process: each call's values one after the
+/// other (a call names its place with [`Transfer::detail`] and [`Transfer::incl_len`]).
+pub struct InclusiveCosts<'a> {
+    pub values: &'a [u64],
     /// The length every call's inclusive cost is padded to with zeros (events named after the
     /// call was read), or 0.
     pub pad_to: usize,
 }
 
-impl Transfers<'_> {
-    fn inclusive_of(&self, a: &Transfer) -> &[u64] {
-        if !a.is_call() {
-            return &[];
-        }
-        let start = a.detail as usize;
-        &self.inclusive[start..start + usize::from(a.incl_len)]
-    }
-
+impl InclusiveCosts<'_> {
     /// The callee's inclusive cost of a call, padded; empty for jumps.
-    fn inclusive(&self, a: &Transfer) -> Vec<u64> {
+    fn of(&self, a: &Transfer) -> Vec<u64> {
         if !a.is_call() {
             return Vec::new();
         }
-        let mut v = self.inclusive_of(a).to_vec();
+        let start = a.detail as usize;
+        let mut v = self.values[start..start + usize::from(a.incl_len)].to_vec();
         if v.len() < self.pad_to {
             v.resize(self.pad_to, 0);
         }
@@ -238,7 +231,7 @@ fn site(a: &Transfer) -> Site {
 /// transfers without addresses or profiles without executed addresses.
 pub fn function_edges<'a>(
     process: &mut Process,
-    transfers: &Transfers,
+    inclusive: &InclusiveCosts,
     list: impl IntoIterator<Item = &'a Transfer>,
     first_id: u64,
 ) {
@@ -257,7 +250,7 @@ pub fn function_edges<'a>(
             target,
             kind,
             counts: thread_counts(a.thread.into(), a.count),
-            details: EdgeDetails::boxed(transfers.inclusive(a), Some(site)),
+            details: EdgeDetails::boxed(inclusive.of(a), Some(site)),
         });
         if let Some(ft_site) = ft_site {
             id += 1;
@@ -432,13 +425,13 @@ pub fn rebuild(
     ir: Option<usize>,
     owners: &[Vec<u32>],
 ) {
-    let arcs = &Transfers { list: &list, inclusive, pad_to };
+    let call_costs = &InclusiveCosts { values: inclusive, pad_to };
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
     if list.len() >= NONE as usize || rows >= NONE as usize {
         // Transfers, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
         symbol_extents(process, &list, owners);
-        return function_edges(process, arcs, &list, 1);
+        return function_edges(process, call_costs, &list, 1);
     }
     let nimages = process.images.len();
     // The block each transfer leaves from (ends at) and goes to (starts at).
@@ -570,7 +563,7 @@ pub fn rebuild(
     let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
     // Making the edges is the peak of the rebuild: what only the steps before it asked for
     // goes first.
-    let mut details = call_details(&mut set.items, list, inclusive, pad_to);
+    let mut details = call_details(&mut set.items, list, call_costs);
     drop(ends_in_jump);
     let EdgeSet { items, has_out, incoming } = set;
     drop((has_out, incoming));
@@ -583,7 +576,7 @@ pub fn rebuild(
     process.edges = edges;
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
-        function_edges(process, &Transfers { list: &[], inclusive, pad_to }, &unplaced, first_id);
+        function_edges(process, call_costs, &unplaced, first_id);
     }
 }
 
@@ -597,8 +590,7 @@ pub fn rebuild(
 fn call_details(
     items: &mut [Contribution],
     mut list: Vec<Transfer>,
-    inclusive: &[u64],
-    pad_to: usize,
+    inclusive: &InclusiveCosts,
 ) -> Vec<Option<Box<EdgeDetails>>> {
     const RELEASE: usize = (1 << 20) / std::mem::size_of::<Transfer>();
     let mut details: Vec<Option<Box<EdgeDetails>>> =
@@ -607,10 +599,9 @@ fn call_details(
     let mut kept = list.len();
     for c in items.iter_mut().rev().filter(|c| c.arc != NONE) {
         let k = c.arc as usize;
-        let transfers = Transfers { list: &list, inclusive, pad_to };
         let a = &list[k];
         slot -= 1;
-        details[slot] = EdgeDetails::boxed(transfers.inclusive(a), Some(site(a)));
+        details[slot] = EdgeDetails::boxed(inclusive.of(a), Some(site(a)));
         c.arc = slot as u32;
         if kept - k >= RELEASE {
             list.truncate(k);
@@ -815,11 +806,10 @@ fn attach_transfers(
     }
     let mut k = 0;
     for e in srcs {
-        let last = |b: &Block| b.offset + u64::from(b.last_instr_offset);
-        while blocks.get(k).is_some_and(|b| last(b) < e.addr) {
+        while blocks.get(k).is_some_and(|b| b.last_instr() < e.addr) {
             k += 1;
         }
-        if blocks.get(k).is_some_and(|b| last(b) == e.addr) {
+        if blocks.get(k).is_some_and(|b| b.last_instr() == e.addr) {
             arc_source[e.arc as usize] = global + k as u32;
         }
     }

@@ -58,6 +58,42 @@ impl Slots {
     }
 }
 
+/// Whether an edge takes part in the pairing: a conditional or a fall-through.
+pub fn takes_part(e: &Edge) -> bool {
+    e.kind.is_conditional() || e.kind == EdgeKind::FallThrough
+}
+
+/// The runs of edges with one source, as `(start, end)` index pairs, in order.
+pub fn source_runs(edges: &[Edge]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let source = edges.get(k)?.source;
+        let start = k;
+        k += 1;
+        while k < edges.len() && edges[k].source == source {
+            k += 1;
+        }
+        Some((start, k))
+    })
+}
+
+/// Whether every source's conditionals and fall-throughs lie in one run of edges with that
+/// source (as readers give them): then [`pair_group`] on each run pairs them as
+/// [`BranchPairs`] would, and a writer can pair them as it writes. One pass over the sources
+/// and kinds alone, which a writer can make before it writes anything.
+pub fn pairable_in_runs(process: &Process) -> bool {
+    let edges = &process.edges;
+    let slots = Slots::new(process);
+    let mut seen = vec![false; slots.other];
+    source_runs(edges).all(|(k, end)| {
+        if !edges[k..end].iter().any(takes_part) {
+            return true;
+        }
+        let slot = slots.of(process, edges[k].source);
+        slot != slots.other && !std::mem::replace(&mut seen[slot], true)
+    })
+}
+
 /// A fall-through or conditional while pairing: source, site offset and line, whether a
 /// conditional, edge index.
 pub type PairEntry = (NodeRef, Option<u64>, Option<u32>, bool, u32);
@@ -127,8 +163,8 @@ impl BranchPairs {
         let mut conditionals = false;
         let mut slots: Option<Slots> = None;
         for (k, e) in edges.iter().enumerate() {
-            let conditional = e.kind.is_conditional();
-            if conditional || e.kind == EdgeKind::FallThrough {
+            if takes_part(e) {
+                let conditional = e.kind.is_conditional();
                 conditionals |= conditional;
                 let slots = slots.get_or_insert_with(|| Slots::new(process));
                 candidates.push(Candidate {
@@ -231,6 +267,29 @@ mod tests {
         assert_eq!(partners, [None, None, Some(0), Some(5), None, None, None]);
         let paired: Vec<bool> = (0..7).map(|k| p.paired(k)).collect();
         assert_eq!(paired, [true, false, false, false, false, true, false]);
+    }
+
+    /// Edges pair run by run only when no source's conditionals and fall-throughs are split
+    /// between two runs; runs of other edges may repeat a source.
+    #[test]
+    fn pairing_in_runs_needs_each_source_together() {
+        let sym = |s| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
+        let edge = |s, kind| Edge { source: sym(s), target: sym(1), kind, ..Edge::default() };
+        let image = Image { symbols: vec![Default::default(), Default::default()], ..Image::default() };
+        let with = |kinds: &[(u32, EdgeKind)]| Process {
+            images: vec![image.clone()],
+            edges: kinds.iter().map(|&(s, k)| edge(s, k)).collect(),
+            ..Process::default()
+        };
+        use EdgeKind::{Call, ConditionalBranch as Cond, FallThrough as Ft};
+        assert!(pairable_in_runs(&with(&[(0, Cond), (0, Ft), (1, Ft)])));
+        assert!(pairable_in_runs(&with(&[(0, Call), (1, Cond), (0, Call)])));
+        assert!(!pairable_in_runs(&with(&[(0, Cond), (1, Ft), (0, Ft)])));
+        assert!(pairable_in_runs(&with(&[(0, Ft), (1, Call), (0, Call)])));
+        assert!(!pairable_in_runs(&with(&[(0, Ft), (1, Call), (0, Cond)])));
+        let runs: Vec<(usize, usize)> =
+            source_runs(&with(&[(0, Call), (0, Ft), (1, Ft), (0, Call)]).edges).collect();
+        assert_eq!(runs, [(0, 2), (2, 3), (3, 4)]);
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn of_blocks(
                 .blocks
                 .iter()
                 .map(|block| {
-                    let last = block.offset.wrapping_add(u64::from(block.last_instr_offset));
+                    let last = block.last_instr();
                     BlockEnds {
                         routine: NONE,
                         first_line: index.at_from(image, block.offset, &mut first_hint).map_or(0, |l| l.line),

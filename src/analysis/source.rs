@@ -66,7 +66,7 @@ impl SourceIndex {
             if l.offset.saturating_add(self.max_size) <= addr {
                 break;
             }
-            if addr < l.offset.saturating_add(u64::from(l.size.max(1))) {
+            if addr < l.end() {
                 return Some(l);
             }
             k -= 1;
@@ -117,7 +117,7 @@ impl SourceIndex {
         out: &mut Vec<(u64, Option<FileId>, u32, u64)>,
     ) {
         let lo = block.offset;
-        let hi = block.offset.saturating_add(u64::from(block.size.max(1)));
+        let hi = block.end();
         let lines = &image.source_lines;
         // Lines starting before hi.
         let end = match hi.checked_sub(1) {
@@ -131,7 +131,7 @@ impl SourceIndex {
         parts.clear();
         for k in first..end {
             let l = self.nth(lines, k);
-            let l_end = l.offset.saturating_add(u64::from(l.size.max(1)));
+            let l_end = l.end();
             if l_end <= lo || l.offset >= hi {
                 continue;
             }
@@ -197,7 +197,7 @@ impl SourceIndex {
         }
         (first..upto).map(move |k| self.index(k)).filter(move |&i| {
             let l = &lines[i as usize];
-            l.offset.saturating_add(u64::from(l.size.max(1))) > offset
+            l.end() > offset
         })
     }
 

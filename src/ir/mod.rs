@@ -319,7 +319,26 @@ pub struct Block {
     pub count: Option<u64>,
 }
 
+impl SourceLine {
+    /// One past the range's last byte, a range taken to span at least one byte (so that it
+    /// holds its own offset).
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.size.max(1)))
+    }
+}
+
 impl Block {
+    /// One past the block's last byte, a block taken to span at least one byte (so that it
+    /// holds its own offset).
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.size.max(1)))
+    }
+
+    /// The offset of the block's last instruction.
+    pub fn last_instr(&self) -> u64 {
+        self.offset.wrapping_add(u64::from(self.last_instr_offset))
+    }
+
     /// Instructions executed in this block: `num_instrs * count` (0 when the count is unknown).
     pub fn executed_instrs(&self) -> u64 {
         u64::from(self.num_instrs).saturating_mul(self.count.unwrap_or(0))
