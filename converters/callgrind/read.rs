@@ -1513,7 +1513,7 @@ impl Reader {
             let ProcessState { arcs, inclusive, images, symbols, by_name } = state;
             drop((images, symbols, by_name));
             let process = &mut profile.processes[p];
-            let owners = recursion_bases(process);
+            let owners = crate::analysis::names::recursion_bases(process);
             let jumps = arcs.iter().any(|a| !a.kind.is_call());
             if has_instr && jumps {
                 // Symbol extents are set on the way, from the sorted addresses.
@@ -1550,32 +1550,6 @@ impl Table {
             Table::Function => "function (fn=, cfn=, jfn=)",
         }
     }
-}
-
-/// For every symbol of every image: the symbol of its base function when it is a recursion
-/// level (`fib'2` -> `fib`, when `fib` is a symbol of the image), else itself.
-fn recursion_bases(process: &Process) -> Vec<Vec<u32>> {
-    process
-        .images
-        .iter()
-        .map(|image| {
-            let names: std::collections::HashMap<&str, u32> =
-                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
-            image
-                .symbols
-                .iter()
-                .enumerate()
-                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
-                .collect()
-        })
-        .collect()
-}
-
-/// The base function of a recursion-level name (`fib'2` -> `fib`), when the name has such a
-/// suffix.
-pub fn recursion_base(name: &str) -> Option<&str> {
-    let (base, level) = name.rsplit_once('\'')?;
-    (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
 }
 
 /// A hasher for the integer keys of the reader (object, file and function ids, name keys):

@@ -90,28 +90,25 @@ pub fn inferno_options(
     Ok(opt)
 }
 
-/// The event to draw: `--event`, else the first, with a warning naming the others.
+/// The event to draw: `--event`, else the first, with a warning that says how much of each
+/// other event the picture leaves out.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
-    match &options.event {
-        Some(_) => Ok(crate::stacks::chosen_events(profile, options.event.as_deref())?[0]),
+    let event = match &options.event {
+        Some(_) => crate::stacks::chosen_events(profile, options.event.as_deref())?[0],
         None if profile.events.is_empty() => {
-            Err(Error::unsupported("a flame graph needs an event, the profile has none"))
+            return Err(Error::unsupported("a flame graph needs an event, the profile has none"))
         }
-        None => {
-            if profile.events.len() > 1 {
-                let others: Vec<&str> = profile.events[1..].iter().map(|e| e.name.as_str()).collect();
-                findings.warn(
-                    None,
-                    format!(
-                        "svg: drew '{}'; not drawn: {} (choose one with --event)",
-                        profile.events[0].name,
-                        others.join(", ")
-                    ),
-                );
-            }
-            Ok(0)
-        }
+        None => 0,
+    };
+    if profile.events.len() > 1 {
+        let totals = crate::analysis::totals::event_totals(profile);
+        let drawn: Vec<(String, f64)> =
+            totals.iter().filter(|t| t.0 == profile.events[event].name).cloned().collect();
+        let why =
+            format!("one event is drawn, '{}'; choose another with --event", profile.events[event].name);
+        crate::analysis::totals::warn_left_out(findings, "svg", &totals, &drawn, &why);
     }
+    Ok(event)
 }
 
 /// Folded lines (`frames value [value]`) of the stacks, values multiplied by `scale` and

@@ -505,6 +505,7 @@ pub fn rebuild(
     let mut unplaced: Vec<usize> = Vec::new();
     // (call site, callee entry, thread, calls)
     let mut call_sites: Vec<(u32, u32, u16, u64)> = Vec::new();
+    let mut branches = ConditionalEnds::default();
     for (k, a) in list.iter().enumerate() {
         let (src, tgt) = (arc_source[k], arc_target[k]);
         if src == NONE || a.tgt_addr().is_none() {
@@ -536,6 +537,9 @@ pub fn rebuild(
             }
             set.add(src, tgt, a.kind, a.thread, a.count, NONE);
         }
+        if conditional {
+            branches.note(src, a);
+        }
         if a.fell_through() > 0 {
             if let Some(ft) = b.next(src) {
                 set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NONE);
@@ -544,6 +548,9 @@ pub fn rebuild(
     }
     drop(arc_source);
     drop(arc_target);
+    if ir.is_some() {
+        branches.complete_fall_throughs(process, &mut set, b);
+    }
     // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
     // Each block is looked at once, and only its own fall-through changes what the next one
     // sees, so the edge set can grow during the walk.
@@ -577,6 +584,55 @@ pub fn rebuild(
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
         function_edges(process, call_costs, &unplaced, first_id);
+    }
+}
+
+/// What the conditional branches that end each block say, gathered to complete their
+/// fall-throughs from the block's own count.
+///
+/// A producer may state a branch's executions in parts that do not add up to the
+/// instruction's: Valgrind runs the code after a branch in every superblock that contains it
+/// (two plain `if`s in a row start a second superblock at the second `if`), counts the
+/// branch's executions per superblock, and writes no `jcnd=` line for a superblock in which
+/// the branch never jumped. The block's count, from every execution of its instructions, is
+/// whole: what it ran and did not jump fell through.
+#[derive(Default)]
+struct ConditionalEnds {
+    /// (block, thread of its first branch line, times taken, times stated as fallen through).
+    ends: Vec<(u32, u16, u64, u64)>,
+}
+
+impl ConditionalEnds {
+    fn note(&mut self, block: u32, a: &Transfer) {
+        match self.ends.last_mut() {
+            Some(last) if last.0 == block => {
+                last.2 = last.2.saturating_add(a.count);
+                last.3 = last.3.saturating_add(a.fell_through());
+            }
+            _ => self.ends.push((block, a.thread, a.count, a.fell_through())),
+        }
+    }
+
+    /// Adds, for every block ending in a conditional branch, the fall-through its count
+    /// asks for beyond what the lines stated: executions neither taken nor stated as fallen
+    /// through.
+    fn complete_fall_throughs(mut self, process: &Process, set: &mut EdgeSet, b: &Blocks) {
+        // Lines of one branch come apart when several function contexts or parts name it.
+        self.ends.sort_unstable_by_key(|e| e.0);
+        let mut k = 0;
+        while k < self.ends.len() {
+            let (block, thread, mut taken, mut stated) = self.ends[k];
+            k += 1;
+            while self.ends.get(k).is_some_and(|e| e.0 == block) {
+                taken = taken.saturating_add(self.ends[k].2);
+                stated = stated.saturating_add(self.ends[k].3);
+                k += 1;
+            }
+            let missing = b.count(process, block).saturating_sub(taken).saturating_sub(stated);
+            if let (true, Some(next)) = (missing > 0, b.next(block)) {
+                set.add(block, next, EdgeKind::FallThrough, thread, missing, NONE);
+            }
+        }
     }
 }
 
@@ -1351,6 +1407,61 @@ mod tests {
             (0, &vec![2], &vec![0, 1, 2])
         );
         assert_eq!((image.symbols[0].offset, image.symbols[0].size), (Some(0x10), Some(0x11)));
+    }
+
+    /// Two plain `if`s in a row, as Valgrind records them: the second `if` (0x20-0x22) runs in
+    /// the superblock of the first (6 times, never jumping: no `jcnd=` line) and in its own (4
+    /// times, jumping 3): the branch at 0x22 ran 10 times, jumped 3, fell through 7.
+    #[test]
+    fn a_branch_counted_in_overlapping_superblocks_falls_through_what_its_block_did_not_jump() {
+        let mut costs = CostTable::new();
+        for (addr, n) in [(0x10, 10), (0x12, 10), (0x16, 6), (0x20, 6), (0x22, 6), (0x20, 4), (0x22, 4)] {
+            costs.push_parts(Some(addr), Some(0), Some(0), Some(1), &[n]);
+        }
+        for (addr, n) in [(0x24, 7), (0x30, 10)] {
+            costs.push_parts(Some(addr), Some(0), Some(0), Some(1), &[n]);
+        }
+        let image = Image {
+            symbols: vec![Symbol { name: "f".into(), ..Symbol::default() }],
+            costs,
+            ..Image::default()
+        };
+        let mut p = Process { images: vec![image], ..Process::default() };
+        let list = [
+            branch(EdgeKind::ConditionalBranch, 0x12, 0x20, 4, 10),
+            branch(EdgeKind::ConditionalBranch, 0x22, 0x30, 3, 4),
+        ];
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
+        let image = &p.images[0];
+        let blocks: Vec<(u64, Option<u64>)> = image.blocks.iter().map(|b| (b.offset, b.count)).collect();
+        assert_eq!(
+            blocks,
+            [(0x10, Some(10)), (0x16, Some(6)), (0x20, Some(10)), (0x24, Some(7)), (0x30, Some(10))]
+        );
+        let block = |b| NodeRef::Block(BlockRef { image: 0, block: b });
+        let edges: Vec<(NodeRef, NodeRef, EdgeKind, u64)> =
+            p.edges.iter().map(|e| (e.source, e.target, e.kind, e.total())).collect();
+        assert_eq!(
+            edges,
+            [
+                (block(0), block(1), EdgeKind::FallThrough, 6),
+                (block(0), block(2), EdgeKind::ConditionalBranch, 4),
+                (block(1), block(2), EdgeKind::FallThrough, 6),
+                (block(2), block(3), EdgeKind::FallThrough, 7),
+                (block(2), block(4), EdgeKind::ConditionalBranch, 3),
+                (block(3), block(4), EdgeKind::FallThrough, 7),
+            ]
+        );
+        // Every block's count is what flows into it.
+        for (b, block) in image.blocks.iter().enumerate().skip(1) {
+            let into: u64 = p
+                .edges
+                .iter()
+                .filter(|e| e.target == NodeRef::Block(BlockRef { image: 0, block: b as u32 }))
+                .map(|e| e.total())
+                .sum();
+            assert_eq!(Some(into), block.count, "block at {:#x}", block.offset);
+        }
     }
 
     #[test]

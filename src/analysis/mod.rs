@@ -25,4 +25,5 @@ pub mod routines;
 pub mod sequence;
 pub mod source;
 pub mod stacks;
+pub mod totals;
 pub mod validate;

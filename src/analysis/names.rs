@@ -30,6 +30,32 @@ impl SymbolIndex {
     }
 }
 
+/// For every symbol of every image: the symbol of its base function when it is a recursion
+/// level (Callgrind's names for the levels of a recursion) (`fib'2` -> `fib`, when `fib` is a symbol of the image), else itself.
+pub fn recursion_bases(process: &crate::ir::Process) -> Vec<Vec<u32>> {
+    process
+        .images
+        .iter()
+        .map(|image| {
+            let names: std::collections::HashMap<&str, u32> =
+                image.symbols.iter().enumerate().map(|(k, s)| (s.name.as_str(), k as u32)).collect();
+            image
+                .symbols
+                .iter()
+                .enumerate()
+                .map(|(k, s)| recursion_base(&s.name).and_then(|b| names.get(b).copied()).unwrap_or(k as u32))
+                .collect()
+        })
+        .collect()
+}
+
+/// The base function of a recursion-level name (`fib'2` -> `fib`), when the name has such a
+/// suffix.
+pub fn recursion_base(name: &str) -> Option<&str> {
+    let (base, level) = name.rsplit_once('\'')?;
+    (!base.is_empty() && !level.is_empty() && level.bytes().all(|b| b.is_ascii_digit())).then_some(base)
+}
+
 /// The base name of an image's file, or `image<ID>` when it has none.
 pub fn image_base_name(profile: &Profile, image: &Image) -> String {
     let full = profile.image_name(image);

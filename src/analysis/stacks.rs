@@ -17,7 +17,10 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::callgraph::{self, CallGraph};
+mod estimate;
+
+pub use estimate::{estimate, uses_cost_rows, ESTIMATED_EVENT};
+
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
     Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef,
@@ -168,16 +171,17 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
     let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
     findings.warn(
         None,
-        "stacks estimated from the call graph: each routine's inclusive instructions are split among \
-         its callers in proportion to call counts and recursion is cut at its back edges; exact \
-         stacks need a stack profile or a DCFG-trace",
+        "stacks estimated from the call graph: every function keeps its self cost exactly, shared \
+         among the call paths to it in proportion to the calls' inclusive costs; recursion is cut \
+         and cost on no call path is a stack of its own function; exact stacks need a stack \
+         profile or a DCFG-trace",
     );
     if truncated {
         findings.warn(
             None,
             format!(
-                "more than {MAX_ESTIMATED_STACKS} estimated call paths: deeper calls are folded into \
-                 their callers' frames"
+                "more than {MAX_ESTIMATED_STACKS} estimated call paths: functions reached only \
+                 deeper are stacks of their own"
             ),
         );
     }
@@ -239,156 +243,6 @@ pub fn flat_stacks(profile: &Profile) -> Profile {
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
 /// their callers.
 pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
-
-/// The event of estimated stacks: instructions executed (`num_instrs × count` of blocks).
-pub const ESTIMATED_EVENT: &str = "instructions";
-
-/// Stacks estimated from the call graph ([`crate::analysis::callgraph`]) of every process,
-/// for a model with blocks but without stacks. Returns a profile with the same meta data and
-/// processes (pids) holding only the stacks, one event `instructions`, and whether the
-/// enumeration stopped at `max_stacks` paths.
-///
-/// The rule: every root routine (nothing calls it; for a recursion cycle nothing outside calls,
-/// its first routine) starts a path carrying its inclusive instructions. At a routine reached
-/// with flow `f`, the call arcs to routines not already on the path (arcs back into the path are
-/// recursion and are cut) and the routine's self instructions share `f` in proportion to the
-/// arcs' inclusive instructions (the callee's inclusive cost split among its callers by call
-/// counts) and to the self instructions; the self share becomes a stack ending at the routine.
-/// Flow is conserved at every step, so the stacks add up to the instructions executed.
-pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
-    let mut out = Profile {
-        meta: profile.meta.clone(),
-        events: vec![crate::ir::Event::new(ESTIMATED_EVENT)],
-        ..Profile::default()
-    };
-    let mut truncated = false;
-    for process in &profile.processes {
-        let graph = callgraph::build(profile, process);
-        let frame_of: Vec<FrameId> = graph.nodes.iter().map(|n| out.frames.intern(&n.name)).collect();
-        let n = graph.nodes.len();
-        let mut has_caller = vec![false; n];
-        for a in &graph.arcs {
-            // A call never made (count 0) makes no caller: the loader's entry has such arcs.
-            if a.caller != a.callee && a.count > 0 {
-                has_caller[a.callee as usize] = true;
-            }
-        }
-        let mut stacks = Vec::new();
-        let mut walk =
-            Walk { graph: &graph, frame_of: &frame_of, stacks: &mut stacks, max_stacks, truncated: false };
-        let mut reached = vec![false; n];
-        let mut roots: Vec<u32> = (0..n as u32).filter(|&v| !has_caller[v as usize]).collect();
-        loop {
-            for &r in &roots {
-                mark_reachable(&graph, r, &mut reached);
-                let flow = graph.nodes[r as usize].inclusive_instrs as f64;
-                let mut path = vec![r];
-                walk.visit(&mut path, flow);
-            }
-            // Recursion cycles nothing outside calls: start at their first routine.
-            match (0..n as u32).find(|&v| !reached[v as usize]) {
-                Some(v) => roots = vec![v],
-                None => break,
-            }
-        }
-        truncated |= walk.truncated;
-        // Whole instructions, the sum kept exact: round each stack and give the rounding
-        // remainder to the largest stack.
-        // The call graph's shares are whole instructions rounded down, so the flows add up to a
-        // little less than the instructions executed: scale them back to that exact total, then
-        // round each stack to whole instructions keeping the total.
-        let total = graph.total_instrs();
-        let sum = stacks.iter().map(|s| s.values[0]).sum::<f64>();
-        if sum > 0.0 {
-            let k = total as f64 / sum;
-            for s in &mut stacks {
-                s.values[0] *= k;
-            }
-        }
-        round_preserving_total(&mut stacks, total);
-        stacks.retain(|s: &Stack| s.values[0] > 0.0);
-        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
-    }
-    (out, truncated)
-}
-
-fn mark_reachable(graph: &CallGraph, root: u32, reached: &mut [bool]) {
-    let mut todo = vec![root];
-    while let Some(v) = todo.pop() {
-        if std::mem::replace(&mut reached[v as usize], true) {
-            continue;
-        }
-        todo.extend(graph.calls_from(v).iter().map(|a| a.callee).filter(|&c| !reached[c as usize]));
-    }
-}
-
-struct Walk<'a> {
-    graph: &'a CallGraph,
-    frame_of: &'a [FrameId],
-    stacks: &'a mut Vec<Stack>,
-    max_stacks: usize,
-    truncated: bool,
-}
-
-impl Walk<'_> {
-    fn visit(&mut self, path: &mut Vec<u32>, flow: f64) {
-        let v = *path.last().expect("paths are never empty");
-        let node = &self.graph.nodes[v as usize];
-        let self_cost = node.self_instrs as f64;
-        // Calls to routines off the path, merged per callee (several call sites).
-        let mut calls: Vec<(u32, f64)> = Vec::new();
-        for a in self.graph.calls_from(v) {
-            if path.contains(&a.callee) || a.inclusive_instrs == 0 {
-                continue;
-            }
-            match calls.iter_mut().find(|(c, _)| *c == a.callee) {
-                Some(slot) => slot.1 += a.inclusive_instrs as f64,
-                None => calls.push((a.callee, a.inclusive_instrs as f64)),
-            }
-        }
-        let whole = self_cost + calls.iter().map(|c| c.1).sum::<f64>();
-        if whole <= 0.0 || flow <= 0.0 {
-            return;
-        }
-        let full = self.stacks.len() + calls.len() >= self.max_stacks;
-        if full && !calls.is_empty() {
-            self.truncated = true;
-        }
-        let own = if full { flow } else { flow * self_cost / whole };
-        if own > 0.0 {
-            let frames = path.iter().map(|&p| self.frame_of[p as usize]).collect();
-            self.stacks.push(Stack { frames, values: vec![own], thread: None });
-        }
-        if full {
-            return;
-        }
-        for (callee, cost) in calls {
-            path.push(callee);
-            self.visit(path, flow * cost / whole);
-            path.pop();
-        }
-    }
-}
-
-/// Rounds every stack's value to a whole number so that the values add up to `total`
-/// (largest-remainder rounding).
-fn round_preserving_total(stacks: &mut [Stack], total: u64) {
-    let floor_sum: u64 = stacks.iter().map(|s| s.values[0].floor() as u64).sum();
-    let mut remainders: Vec<(usize, f64)> =
-        stacks.iter().enumerate().map(|(i, s)| (i, s.values[0] - s.values[0].floor())).collect();
-    remainders.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut missing = total.saturating_sub(floor_sum) as usize;
-    for s in stacks.iter_mut() {
-        s.values[0] = s.values[0].floor();
-    }
-    for (i, _) in remainders {
-        if missing == 0 {
-            break;
-        }
-        stacks[i].values[0] += 1.0;
-        missing -= 1;
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -569,6 +423,67 @@ mod tests {
         assert!(stacks.iter().all(|s| s.1.fract() == 0.0));
     }
 
+    /// Self cost of every leaf frame, for event `e`.
+    fn leaf_costs(p: &Profile, e: usize) -> HashMap<String, f64> {
+        let mut m = HashMap::new();
+        for s in &p.processes[0].stacks {
+            *m.entry(p.frames.get(*s.frames.last().unwrap()).to_string()).or_insert(0.0) += s.values[e];
+        }
+        m
+    }
+
+    #[test]
+    fn estimated_stacks_keep_the_cost_lines_of_every_function_by_its_own_name() {
+        // main calls a (block 1) and b; the cost lines say: main 5, a 7 of which 3 at an address
+        // of b's block (code the two share), a'2 (a's recursion level) 4, b 20, and 6 in `init`,
+        // a function nothing calls; 2 Dr in b.
+        let mut p = block_model(
+            &["main", "a", "b", "init"],
+            &[(5, 1), (10, 1), (20, 1), (1, 1)],
+            &[(0, 1, 1), (0, 2, 1), (1, 1, 1)],
+        );
+        p.events = vec![crate::ir::Event::new("Ir"), crate::ir::Event::new("Dr")];
+        let image = &mut p.processes[0].images[0];
+        image.symbols.push(Symbol { name: "a'2".into(), ..Symbol::default() });
+        for (offset, symbol, ir, dr) in [
+            (0x1000, 0, 5, 0),
+            (0x1100, 1, 4, 0),
+            (0x1200, 1, 3, 0),
+            (0x1100, 4, 4, 0),
+            (0x1200, 2, 20, 2),
+            (0x1300, 3, 6, 0),
+        ] {
+            image.costs.push_parts(Some(offset), Some(symbol), None, None, &[ir, dr]);
+        }
+        let (est, truncated) = estimate(&p, 1000);
+        assert!(!truncated);
+        assert_eq!(est.events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Ir", "Dr"]);
+        let ir = leaf_costs(&est, 0);
+        assert_eq!((ir["main"], ir["a"], ir["b"], ir["init"]), (5.0, 11.0, 20.0, 6.0));
+        assert!(!ir.contains_key("a'2"));
+        assert_eq!(leaf_costs(&est, 1)["b"], 2.0);
+        // `init` is on no call path: a stack of its own; a's recursion is cut.
+        let stacks = folded(&est);
+        assert!(stacks.iter().any(|s| s.0 == "init" && s.1 == 6.0), "{stacks:?}");
+        assert!(stacks.iter().all(|s| !s.0.contains("a;a")), "{stacks:?}");
+        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 42.0);
+    }
+
+    #[test]
+    fn every_function_keeps_its_self_cost_whatever_the_call_counts_say() {
+        // d is called by a and b; the call graph's shares are estimates, d's self cost is not.
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (7, 3)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 2), (2, 3, 1)],
+        );
+        let (est, _) = estimate(&p, 1000);
+        let leaf = leaf_costs(&est, 0);
+        assert_eq!((leaf["main"], leaf["a"], leaf["b"], leaf["d"]), (5.0, 10.0, 20.0, 21.0));
+        assert_eq!(folded(&est).iter().find(|s| s.0 == "main;a;d").unwrap().1, 14.0);
+    }
+
     #[test]
     fn estimation_stops_at_the_path_limit_and_keeps_the_total() {
         let p = block_model(
@@ -580,16 +495,5 @@ mod tests {
         assert!(truncated);
         let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
         assert_eq!(total, 75.0);
-    }
-
-    #[test]
-    fn largest_remainder_rounding_keeps_the_total() {
-        let mut stacks: Vec<Stack> = [1.4, 1.3, 1.3]
-            .iter()
-            .map(|&v| Stack { frames: vec![0], values: vec![v], thread: None })
-            .collect();
-        round_preserving_total(&mut stacks, 4);
-        let v: Vec<f64> = stacks.iter().map(|s| s.values[0]).collect();
-        assert_eq!(v, [2.0, 1.0, 1.0]);
     }
 }

@@ -5,7 +5,7 @@
 //! `callgrind_annotate` the DCFG's own instruction counts.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common;
@@ -341,4 +341,159 @@ fn callgrind_annotate_reads_the_callgrind_output_of_every_readable_format_withou
         }
     }
     assert!(failures.is_empty(), "callgrind_annotate complained:\n{}", failures.join("\n"));
+}
+
+/// Compiles `fixtures/callgrind/shapes.c` at -O0 (recursion, plain `if`s in a row that Valgrind
+/// runs in overlapping superblocks, code shared by two names, a function entered in the
+/// middle) and profiles it with Valgrind. `None` (skipped) where gcc or valgrind is missing.
+fn valgrind_profile_of_shapes(dir: &Path) -> PathBuf {
+    for tool in ["gcc", "valgrind", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    std::fs::copy(common::fixture("callgrind/shapes.c"), dir.join("shapes.c")).unwrap();
+    let o = Command::new("gcc")
+        .args(["-O0", "-g", "-o", "shapes", "shapes.c"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "gcc: {}", common::stderr(&o));
+    let profile = dir.join("callgrind.out.shapes");
+    let o = Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(dir.join("shapes"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
+    profile
+}
+
+/// Self cost of every leaf frame of folded stacks (first column).
+fn folded_self_costs(path: &Path) -> BTreeMap<String, u64> {
+    let mut selfs = BTreeMap::new();
+    for line in
+        std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (stack, value) = line.rsplit_once(' ').unwrap();
+        *selfs.entry(stack.rsplit(';').next().unwrap().to_string()).or_default() += number(value);
+    }
+    selfs
+}
+
+/// Self cost of every function as `go tool pprof -top` prints it (flat column).
+fn pprof_self_costs(path: &Path) -> BTreeMap<String, u64> {
+    let o = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", "-edgefraction=0"])
+        .arg(path)
+        .output()
+        .expect("go runs");
+    assert!(o.status.success(), "go tool pprof: {}", common::stderr(&o));
+    let mut selfs = BTreeMap::new();
+    let text = common::stdout(&o);
+    let mut listing = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("flat") {
+            listing = true;
+        } else if listing && !line.trim().is_empty() {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            assert!(parts.len() > 5, "{line}");
+            let function = parts[5..].join(" ");
+            *selfs.entry(function).or_default() += number(parts[0]);
+        }
+    }
+    selfs
+}
+
+/// Self cost of every frame of a speedscope file's first profile (sampled: the last frame of
+/// each sample takes its weight).
+fn speedscope_self_costs(path: &Path) -> BTreeMap<String, u64> {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let frames = doc["shared"]["frames"].as_array().unwrap();
+    let profile = &doc["profiles"][0];
+    assert_eq!(profile["type"], "sampled");
+    let mut selfs = BTreeMap::new();
+    for (sample, weight) in
+        profile["samples"].as_array().unwrap().iter().zip(profile["weights"].as_array().unwrap())
+    {
+        let leaf = sample.as_array().unwrap().last().unwrap().as_u64().unwrap() as usize;
+        *selfs.entry(frames[leaf]["name"].as_str().unwrap().to_string()).or_default() +=
+            weight.as_u64().unwrap();
+    }
+    selfs
+}
+
+/// The width of an inferno flame graph's root frame (`all`), in its count unit.
+fn svg_total(path: &Path) -> u64 {
+    let svg = std::fs::read_to_string(path).unwrap();
+    let at = svg.find("<title>all (").expect("a root frame");
+    let rect = &svg[at..];
+    let w = rect.find("fg:w=\"").unwrap() + 6;
+    number(&rect[w..w + rect[w..].find('"').unwrap()])
+}
+
+/// Self costs by function name, as frames of one name are one function in stack formats:
+/// recursion levels folded, and functions of one name in several files added up.
+fn by_function_name(functions: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (name, cost) in fold_recursion(functions) {
+        let function = name.split_once(':').map_or(name.as_str(), |(_, f)| f).to_string();
+        *out.entry(function).or_default() += cost;
+    }
+    out
+}
+
+#[test]
+fn stack_outputs_of_a_valgrind_profile_keep_its_total_and_every_functions_self_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = valgrind_profile_of_shapes(dir.path());
+    let source = annotate(&profile);
+    let want = by_function_name(&source.functions);
+    // The shapes are there: code shared by two names, a recursion level.
+    for f in ["twice_plus_one", "twice", "skip_first", "fib", "many_ifs", "two_ifs"] {
+        assert!(want.get(f).is_some_and(|&c| c > 0), "{f} in {want:?}");
+    }
+    let mut failures = Vec::new();
+    for to in ["folded", "pprof", "speedscope", "svg"] {
+        let out = dir.path().join(format!("out.{to}"));
+        let o = common::run(&[
+            "convert",
+            "-q",
+            profile.to_str().unwrap(),
+            "--to",
+            to,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{to}: {}", common::stderr(&o));
+        let got = match to {
+            "folded" => folded_self_costs(&out),
+            "pprof" if common::have("go") => pprof_self_costs(&out),
+            "pprof" => {
+                eprintln!("skipping the pprof check: go (golang-go) is not installed");
+                continue;
+            }
+            "speedscope" => speedscope_self_costs(&out),
+            _ => {
+                if svg_total(&out) != source.total {
+                    failures.push(format!("svg: total {} of {}", svg_total(&out), source.total));
+                }
+                continue;
+            }
+        };
+        let total: u64 = got.values().sum();
+        if total != source.total {
+            failures.push(format!("{to}: total {total} of {}", source.total));
+        }
+        for name in want.keys().chain(got.keys()) {
+            if want.get(name) != got.get(name) {
+                failures.push(format!(
+                    "{to}: {name}: {:?} (callgrind_annotate {:?})",
+                    got.get(name),
+                    want.get(name)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
