@@ -89,6 +89,7 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
+    warn_rounded_stacks(profile, findings);
     // Ir comes from blocks when the profile has blocks and no cost at an address carries Ir
     // (an `Ir` event may still be there: stacks and call inclusive costs replayed from a
     // DCFG-trace measure it).
@@ -221,6 +222,34 @@ pub fn write(
 
 /// Whether a process holds stacks and nothing else the writer could use (no blocks, costs or
 /// edges).
+/// Says how much rounding changes the totals of stacks with fractional values: their
+/// function-level costs are whole numbers, each function's sum rounded once.
+fn warn_rounded_stacks(profile: &Profile, findings: &mut Findings) {
+    let fractional = |p: &Process| p.stacks.iter().any(|s| s.values.iter().any(|v| v.fract() != 0.0));
+    if !profile.processes.iter().any(|p| stacks_only(p) && fractional(p)) {
+        return;
+    }
+    let mut kept: Vec<(String, f64)> = profile.events.iter().map(|e| (e.name.clone(), 0.0)).collect();
+    for process in profile.processes.iter().filter(|p| stacks_only(p)) {
+        let level = stacks::function_level(profile, process);
+        for image in &level.images {
+            for row in image.costs.iter() {
+                for (slot, &v) in kept.iter_mut().zip(row.values.iter()) {
+                    slot.1 += v as f64;
+                }
+            }
+        }
+    }
+    let source = crate::analysis::totals::event_totals(profile);
+    crate::analysis::totals::warn_left_out(
+        findings,
+        "callgrind",
+        &source,
+        &kept,
+        "Callgrind costs are whole numbers: each function's fractional sum is rounded",
+    );
+}
+
 fn stacks_only(process: &Process) -> bool {
     !process.stacks.is_empty()
         && process.edges.is_empty()

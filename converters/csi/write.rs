@@ -23,6 +23,12 @@ use crate::ir::{Image, LineItem, Profile, Routine};
 const MAX_REPEAT: u64 = 4096;
 
 pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) -> Result<()> {
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "csi",
+        profile,
+        "CSI path-tracing metadata numbers paths and holds no costs",
+    );
     let mut text = Vec::with_capacity(1 << 16);
     let mut skipped: Vec<String> = Vec::new();
     let mut with_addresses = false;

@@ -243,7 +243,7 @@ fn write_to(
     }
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     buf.extend_from_slice(header.as_bytes());
-    let (mut nonzero, mut sum) = (0u32, 0u32);
+    let (mut nonzero, mut sum, mut kept) = (0u32, 0u32, 0u64);
     let mut chunks = chunks.into_iter();
     let mut left = 0;
     by_offset.try_for_each_address(takes_part, |_, values| {
@@ -255,6 +255,7 @@ fn write_to(
         }
         left -= 1;
         let v = values.get(event).copied().unwrap_or(0) as u32;
+        kept += u64::from(v);
         nonzero += (v != 0) as u32;
         sum = sum.wrapping_add(v);
         buf.extend_from_slice(&v.to_le_bytes());
@@ -266,5 +267,14 @@ fn write_to(
     })?;
     buf.extend_from_slice(&nonzero.to_le_bytes());
     buf.extend_from_slice(&sum.to_le_bytes());
-    out.write_all(&buf).map_err(io_err)
+    out.write_all(&buf).map_err(io_err)?;
+    let written = vec![(profile.events[event].name.clone(), kept as f64)];
+    crate::analysis::totals::warn_left_out(
+        findings,
+        "dcpi",
+        &crate::analysis::totals::event_totals(profile),
+        &written,
+        "a DCPI file holds the samples at addresses of one event in one image",
+    );
+    Ok(())
 }

@@ -102,6 +102,7 @@ pub fn write(
         }
     }
     let (mut fractional, mut negative_or_huge) = (0usize, 0usize);
+    let mut written = vec![0f64; nevents];
     for process in &profile.processes {
         for stack in &process.stacks {
             scratch.clear();
@@ -125,6 +126,7 @@ pub fn write(
                     negative_or_huge += 1;
                     0
                 };
+                written[e] += i as f64;
                 put::varint(&mut inner, i as u64);
             }
             put::bytes(&mut scratch, 2, &inner);
@@ -146,8 +148,17 @@ pub fn write(
             }
         }
     }
-    if fractional > 0 {
-        findings.warn(None, format!("pprof: {fractional} fractional stack value(s) rounded to integers"));
+    if fractional > 0 || negative_or_huge > 0 {
+        let kept: Vec<(String, f64)> =
+            profile.events.iter().zip(&written).map(|(e, &w)| (e.name.clone(), w)).collect();
+        let why = format!("{fractional} fractional stack value(s) rounded to integers");
+        crate::analysis::totals::warn_left_out(
+            findings,
+            "pprof",
+            &crate::analysis::totals::event_totals(profile),
+            &kept,
+            &why,
+        );
     }
     if negative_or_huge > 0 {
         findings.warn(

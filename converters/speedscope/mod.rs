@@ -115,6 +115,7 @@ pub fn write(
 
     let several_processes = profile.processes.len() > 1;
     let (mut rounded, mut dropped, mut empty) = (0usize, 0usize, 0usize);
+    let mut written = vec![0f64; profile.events.len()];
     let mut first = true;
     let mut weights: Vec<u64> = Vec::new();
     let mut int = itoa::Buffer::new();
@@ -147,6 +148,7 @@ pub fn write(
                     if r == 0.0 {
                         continue;
                     }
+                    written[e] += r;
                     kept.push(i);
                     weights.push(r as u64);
                 }
@@ -206,8 +208,15 @@ pub fn write(
     }
     buf.extend_from_slice(b"]}\n");
     out.write_all(&buf).map_err(&err)?;
-    if rounded > 0 {
-        findings.warn(None, format!("speedscope: {rounded} fractional weight(s) rounded to integers"));
+    if rounded > 0 || dropped > 0 || empty > 0 {
+        let kept: Vec<(String, f64)> =
+            events.iter().map(|&e| (profile.events[e].name.clone(), written[e])).collect();
+        let chosen: Vec<(String, f64)> = crate::analysis::totals::event_totals(&profile)
+            .into_iter()
+            .filter(|t| kept.iter().any(|k| k.0 == t.0))
+            .collect();
+        let why = format!("{rounded} fractional weight(s) rounded to integers");
+        crate::analysis::totals::warn_left_out(findings, "speedscope", &chosen, &kept, &why);
     }
     if dropped > 0 {
         findings.warn(None, format!("speedscope: {dropped} negative or non-finite weight(s) not written"));

@@ -149,6 +149,12 @@ pub fn write(
     let differential = options.event.is_none()
         && profile.events.iter().map(|e| e.name.clone()).eq(crate::stacks::default_event_names(2));
     let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
+    if differential {
+        let totals = crate::analysis::totals::event_totals(profile);
+        let widths: Vec<(String, f64)> = totals.iter().skip(1).cloned().collect();
+        let why = "a differential graph's widths are the second column; the first only colours the change";
+        crate::analysis::totals::warn_left_out(findings, "svg", &totals, &widths, why);
+    }
     // Two unnamed count columns are a differential profile (before, after): inferno draws the
     // change, as it does from the same folded file.
     let stacks: Vec<&Stack> = profile.processes.iter().flat_map(|p| &p.stacks).collect();

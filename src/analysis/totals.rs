@@ -46,12 +46,14 @@ pub fn event_totals(profile: &Profile) -> Vec<(String, f64)> {
     totals
 }
 
-/// A number as the warnings write it: whole numbers without a fraction.
-fn amount(v: f64) -> String {
+/// A number as the warnings write it: whole numbers without a fraction, others to at most six
+/// decimals.
+pub fn amount(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e18 {
         format!("{}", v as i64)
     } else {
-        format!("{v}")
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -70,7 +72,8 @@ pub fn warn_left_out(
         .filter_map(|(name, total)| {
             let k = kept.iter().find(|k| &k.0 == name).map_or(0.0, |k| k.1);
             let left = total - k;
-            (left.abs() > 1e-9 * total.abs().max(1.0)).then(|| format!("{} {name}", amount(left)))
+            (left.abs() > 1e-9 * total.abs().max(1.0) && amount(left) != "0" && amount(left) != "-0")
+                .then(|| format!("{} {name}", amount(left)))
         })
         .collect();
     if !parts.is_empty() {

@@ -112,6 +112,15 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             ),
         );
     }
+    let written: Vec<(String, f64)> =
+        profile.events.iter().zip(&totals).map(|(e, &t)| (e.name.clone(), t as f64)).collect();
+    crate::analysis::totals::warn_left_out(
+        findings,
+        "dcpicat",
+        &crate::analysis::totals::event_totals(profile),
+        &written,
+        "a dump holds the samples at addresses of one image",
+    );
     out.write_all(text.as_bytes()).map_err(io_err)?;
     let mut buf = String::with_capacity(64 * 1024);
     by_offset.try_for_each_address(
