@@ -4,7 +4,7 @@
     scripts/check-exact-costs.py PROFILE [CFGHUB]
 
 Converts a Callgrind profile to folded stacks, pprof, speedscope and an SVG flame graph, reads
-each back with its own client (inferno renders the folded stacks, `go tool pprof -top` reads
+each back as its client reads it (folded lines as inferno reads them, `go tool pprof -raw` reads
 the pprof, the speedscope JSON is read as speedscope reads it, the SVG's frames as inferno drew
 them), and compares with `callgrind_annotate --inclusive=no --threshold=100`:
 - the total of the first event equals the PROGRAM TOTALS line, in every output;
@@ -69,18 +69,29 @@ def folded_self(path):
 
 
 def pprof_self(path):
+    """Self costs as `go tool pprof -raw` lists the profile: each sample's first value goes to
+    its leaf location's function (`-top` shortens C++ names, merging overloads)."""
     out = subprocess.run(
-        ["go", "tool", "pprof", "-top", "-nodecount=100000000", "-nodefraction=0", "-edgefraction=0", path],
-        check=True, capture_output=True, text=True,
+        ["go", "tool", "pprof", "-raw", path], check=True, capture_output=True, text=True,
     ).stdout
-    selfs, listing = collections.Counter(), False
+    section, samples, functions = None, [], {}
     for line in out.splitlines():
-        if line.strip().startswith("flat"):
-            listing = True
+        if line in ("Samples:", "Locations", "Mappings"):
+            section = line
             continue
-        if listing and line.strip():
-            parts = line.split(None, 5)
-            selfs[parts[5]] += int(parts[0])
+        if section == "Samples:" and ":" in line and line.strip()[:1].isdigit():
+            values, locations = line.split(":", 1)
+            samples.append((int(values.split()[0]), int(locations.split()[0])))
+        elif section == "Locations" and re.match(r"\s*\d+: ", line):
+            # `ID: ADDRESS M=MAPPING NAME FILE:LINE s=START`, then `(SYSTEM_NAME)` when pprof
+            # shows a shortened name (C++ parameters and templates left out).
+            head, rest = line.strip().split(": ", 1)
+            rest = rest.split(" ", 2)[2]
+            m = re.match(r"^(.*?) (\S*:\d+) s=\d+(?:\((.*)\))?$", rest)
+            functions[int(head)] = m.group(3) if m.group(3) is not None else m.group(1)
+    selfs = collections.Counter()
+    for value, leaf in samples:
+        selfs[functions[leaf]] += value
     return selfs
 
 

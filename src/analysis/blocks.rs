@@ -1042,6 +1042,16 @@ fn returns(
         nsymbols += image.symbols.len();
     }
     let owner_of = |g: u32| symbol_base[b.image[g as usize] as usize] + b.owner[g as usize];
+    // Tail calls (a call with no return site: the caller ends there, its callee returns to
+    // the caller's callers), by calling function.
+    let mut tails: Vec<(u32, u32)> = call_sites
+        .iter()
+        .filter(|c| b.next(c.0).is_none())
+        .map(|&(src, callee, _, _)| (owner_of(src), owner_of(callee)))
+        .filter(|(caller, callee)| caller != callee)
+        .collect();
+    tails.sort_unstable();
+    tails.dedup();
     // Calls back to each return site, aggregated and sorted by (callee, return site, thread),
     // so that the hand-out does not depend on the order of the lines.
     let mut demands: Vec<(u64, u16, u64)> = call_sites
@@ -1080,23 +1090,47 @@ fn returns(
         supply[fill[s]] = (g as u32, b.count(process, g as u32));
         fill[s] += 1;
     }
+    // A call instruction returns as often as it ran: a lazily bound call is two calls from
+    // one site (to the resolver, then to the function) and one return.
+    let mut returned: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     for (key, thread, count) in demands {
         let (callee, ret) = ((key >> 32) as usize, key as u32);
+        let so_far = returned.entry(ret).or_insert(0);
+        let r = b.block_ref(ret - 1);
+        let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
+        let count = count.min(ran.saturating_sub(*so_far));
+        *so_far += count;
+        if count == 0 {
+            continue;
+        }
         let exits = &mut supply[start[callee]..start[callee + 1]];
         if let [(x, _)] = exits[..] {
             set.add(x, ret, EdgeKind::Return, thread, count, NONE);
             continue;
         }
+        // The callee's exits first, then those of the functions it tail-calls, nearest first.
         let mut need = count;
-        for (x, left) in exits.iter_mut() {
-            if need == 0 {
-                break;
+        let mut functions = vec![callee as u32];
+        let mut next = 0;
+        while need > 0 && next < functions.len() && next < 16 {
+            let f = functions[next] as usize;
+            next += 1;
+            for (x, left) in supply[start[f]..start[f + 1]].iter_mut() {
+                if need == 0 {
+                    break;
+                }
+                let take = need.min(*left);
+                if take > 0 {
+                    set.add(*x, ret, EdgeKind::Return, thread, take, NONE);
+                    *left -= take;
+                    need -= take;
+                }
             }
-            let take = need.min(*left);
-            if take > 0 {
-                set.add(*x, ret, EdgeKind::Return, thread, take, NONE);
-                *left -= take;
-                need -= take;
+            let lo = tails.partition_point(|t| t.0 < f as u32);
+            for &(_, t) in tails[lo..].iter().take_while(|t| t.0 == f as u32) {
+                if !functions.contains(&t) {
+                    functions.push(t);
+                }
             }
         }
     }
@@ -1462,6 +1496,39 @@ mod tests {
                 .sum();
             assert_eq!(Some(into), block.count, "block at {:#x}", block.offset);
         }
+    }
+
+    /// f calls g at 0x10, twice; g (0x40) only tail-calls h (0x80), which returns to f's
+    /// 0x15. The same site also shows two calls straight to h, as a lazily bound call shows a
+    /// call to the resolver and one to the function: the call instruction ran twice, so two
+    /// returns reach 0x15, from h's exit.
+    #[test]
+    fn returns_come_from_tail_called_exits_and_as_often_as_the_call_ran() {
+        let mut costs = CostTable::new();
+        for (addr, symbol) in [(0x10, 0), (0x15, 0), (0x17, 0), (0x40, 1), (0x80, 2)] {
+            costs.push_parts(Some(addr), Some(symbol), Some(0), Some(1), &[2]);
+        }
+        let symbols = ["f", "g", "h"].map(|n| Symbol { name: n.into(), ..Symbol::default() }).to_vec();
+        let image = Image { symbols, costs, ..Image::default() };
+        let mut p = Process { images: vec![image], ..Process::default() };
+        let call = |from: u64, to: u64, src_symbol: u32, tgt_symbol: u32| Transfer {
+            src_symbol,
+            tgt_symbol,
+            ..branch(EdgeKind::Call, from, to, 2, 0)
+        };
+        let list = [call(0x10, 0x40, 0, 1), call(0x40, 0x80, 1, 2), call(0x10, 0x80, 0, 2)];
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0, 1, 2]]);
+        let offset = |n: NodeRef| match n {
+            NodeRef::Block(b) => p.images[0].blocks[b.block as usize].offset,
+            _ => 0,
+        };
+        let returns: Vec<(u64, u64, u64)> = p
+            .edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Return)
+            .map(|e| (offset(e.source), offset(e.target), e.total()))
+            .collect();
+        assert_eq!(returns, [(0x80, 0x15, 2)]);
     }
 
     #[test]

@@ -381,26 +381,44 @@ fn folded_self_costs(path: &Path) -> BTreeMap<String, u64> {
     selfs
 }
 
-/// Self cost of every function as `go tool pprof -top` prints it (flat column).
+/// Self cost of every function as `go tool pprof -raw` lists the profile: a sample's first
+/// value goes to the function of its leaf location.
 fn pprof_self_costs(path: &Path) -> BTreeMap<String, u64> {
-    let o = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", "-edgefraction=0"])
-        .arg(path)
-        .output()
-        .expect("go runs");
+    let o = Command::new("go").args(["tool", "pprof", "-raw"]).arg(path).output().expect("go runs");
     assert!(o.status.success(), "go tool pprof: {}", common::stderr(&o));
-    let mut selfs = BTreeMap::new();
     let text = common::stdout(&o);
-    let mut listing = false;
+    let (mut section, mut samples, mut functions) = ("", Vec::new(), BTreeMap::new());
     for line in text.lines() {
-        if line.trim_start().starts_with("flat") {
-            listing = true;
-        } else if listing && !line.trim().is_empty() {
-            let parts: Vec<&str> = line.split_whitespace().collect();
-            assert!(parts.len() > 5, "{line}");
-            let function = parts[5..].join(" ");
-            *selfs.entry(function).or_default() += number(parts[0]);
+        if matches!(line, "Samples:" | "Locations" | "Mappings") {
+            section = line;
+            continue;
         }
+        let t = line.trim();
+        match section {
+            "Samples:" if t.starts_with(|c: char| c.is_ascii_digit()) && t.contains(':') => {
+                let (values, locations) = t.split_once(':').unwrap();
+                let value = number(values.split_whitespace().next().unwrap());
+                let leaf: u64 = locations.split_whitespace().next().unwrap().parse().unwrap();
+                samples.push((value, leaf));
+            }
+            "Locations" if t.split_once(": ").is_some_and(|(id, _)| id.parse::<u64>().is_ok()) => {
+                // `ID: ADDRESS M=MAPPING FUNCTION FILE:LINE s=START`, then `(SYSTEM_NAME)` where
+                // pprof shows a shortened name.
+                let (id, rest) = t.split_once(": ").unwrap();
+                let rest = rest.splitn(3, ' ').nth(2).unwrap();
+                let (shown, after) = rest.rsplit_once(" s=").unwrap();
+                let function = match after.split_once('(') {
+                    Some((_, system)) => system.strip_suffix(')').unwrap(),
+                    None => shown.rsplit_once(' ').map_or(shown, |(f, _)| f),
+                };
+                functions.insert(id.parse::<u64>().unwrap(), function.to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut selfs = BTreeMap::new();
+    for (value, leaf) in samples {
+        *selfs.entry(functions[&leaf].clone()).or_default() += value;
     }
     selfs
 }
@@ -496,4 +514,51 @@ fn stack_outputs_of_a_valgrind_profile_keep_its_total_and_every_functions_self_c
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Plain `if`s in a row run in two overlapping Valgrind superblocks; the DCFG made of the
+/// profile must still say how every block of the program was entered: each block of the
+/// program's functions is entered as often as it ran (`cfghub validate`'s flow rule).
+#[test]
+fn the_dcfg_of_a_valgrind_profile_enters_every_block_of_the_program_as_often_as_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = valgrind_profile_of_shapes(dir.path());
+    let dcfg = dir.path().join("shapes.dcfg.json");
+    convert(&profile, &dcfg);
+    let p = cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let process = &p.processes[0];
+    let (i, image) = process
+        .images
+        .iter()
+        .enumerate()
+        .find(|(_, i)| p.image_name(i).ends_with("/shapes"))
+        .expect("the program");
+    let index = cfghub::analysis::names::SymbolIndex::new(image);
+    let mut into = vec![0u64; image.blocks.len()];
+    for e in &process.edges {
+        if let cfghub::ir::NodeRef::Block(t) = e.target {
+            if t.image as usize == i {
+                into[t.block as usize] += e.total();
+            }
+        }
+    }
+    let program =
+        ["main", "fib", "is_even", "is_odd", "two_ifs", "many_ifs", "twice", "twice_plus_one", "skip_first"];
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (b, block) in image.blocks.iter().enumerate() {
+        let Some(s) = index.covering(block.offset) else { continue };
+        let name = &image.symbols[s as usize].name;
+        // A function's entry is entered by calls (and main by the C library, which the
+        // profile records as a call too).
+        if !program.contains(&name.as_str()) {
+            continue;
+        }
+        checked += 1;
+        if block.count != Some(into[b]) {
+            wrong.push(format!("{name}+{:#x}: ran {:?}, entered {}", block.offset, block.count, into[b]));
+        }
+    }
+    assert!(checked > 100, "{checked} blocks of the program");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
