@@ -90,7 +90,8 @@ pub fn inferno_options(
     Ok(opt)
 }
 
-/// The event to draw: `--event`, else the first, with a warning naming the others.
+/// The event to draw: `--event`, else the profile's default (pprof's `default_sample_type`) or
+/// the first, with a warning naming the others.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
     match &options.event {
         Some(_) => Ok(crate::stacks::chosen_events(profile, options.event.as_deref())?[0]),
@@ -98,18 +99,25 @@ pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Fin
             Err(Error::unsupported("a flame graph needs an event, the profile has none"))
         }
         None => {
+            let drawn = crate::stacks::default_event(profile);
             if profile.events.len() > 1 {
-                let others: Vec<&str> = profile.events[1..].iter().map(|e| e.name.as_str()).collect();
+                let others: Vec<&str> = profile
+                    .events
+                    .iter()
+                    .enumerate()
+                    .filter(|&(e, _)| e != drawn)
+                    .map(|(_, e)| e.name.as_str())
+                    .collect();
                 findings.warn(
                     None,
                     format!(
                         "svg: drew '{}'; not drawn: {} (choose one with --event)",
-                        profile.events[0].name,
+                        profile.events[drawn].name,
                         others.join(", ")
                     ),
                 );
             }
-            Ok(0)
+            Ok(drawn)
         }
     }
 }
