@@ -350,3 +350,55 @@ fn dwz_compressed_debug_information_is_read_through_its_supplementary_file() {
     let err = convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
     assert!(err.contains("common.debug") && err.contains("was not found"), "{err}");
 }
+
+/// `--symbols` naming a build other than the one profiled is refused, and said so even when
+/// the image's own file gives the names instead; the libraries `--symbols ./prog` was not
+/// meant for get one line between them, not warnings of their own.
+#[test]
+fn symbols_warn_about_the_image_they_were_named_for_and_only_once_about_the_others() {
+    for tool in ["gcc", "valgrind", "strip"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let prog = build(dir, "prog", &["-no-pie"]);
+    // Another build of the same name: other code, so another build id.
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let source = std::fs::read_to_string(common::fixture("symbols/inlined.c")).unwrap();
+    std::fs::write(other.join("inlined.c"), source.replace("3 * x + 1", "5 * x + 2")).unwrap();
+    sh(&other, "gcc", &["-g", "-O2", "-no-pie", "-o", "prog", "inlined.c"]);
+    assert_ne!(build_id(&prog), build_id(&other.join("prog")));
+
+    // Samples of the unstripped build: its own file names them, the other build is refused.
+    let (work, _) =
+        layout(&prog).0.into_iter().find(|(_, _, n)| n == "work").map(|(a, s, _)| (a, s)).unwrap();
+    let samples = dir.join("samples.dcpicat");
+    std::fs::write(&samples, dcpicat(prog.to_str().unwrap(), 0x400000, &[(work + 4, 10)])).unwrap();
+    let out = dir.join("named.folded");
+    let (samples, out) = (samples.to_str().unwrap(), out.to_str().unwrap());
+    let other_prog = other.join("prog");
+    let warnings = convert(&["convert", samples, "--symbols", other_prog.to_str().unwrap(), "-o", out]);
+    assert!(
+        warnings.contains("refused, its build id")
+            && warnings.contains("another build than the one profiled"),
+        "{warnings}"
+    );
+    assert!(std::fs::read_to_string(out).unwrap().contains("work"), "named from the image's own file");
+
+    // A stripped build under valgrind, named with `--symbols ./prog`: its libraries (the
+    // loader, valgrind's preload objects) are not what --symbols was for.
+    std::fs::copy(&prog, dir.join("stripped")).unwrap();
+    sh(dir, "strip", &["stripped"]);
+    let profile = callgrind(dir, "stripped", "callgrind.out.stripped");
+    let o = common::cfghub()
+        .args(["convert", profile.to_str().unwrap(), "--symbols", "./prog", "-o", "named.callgrind"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let stderr = common::stderr(&o);
+    let about_libraries: Vec<&str> = stderr.lines().filter(|l| l.contains(".so")).collect();
+    assert!(about_libraries.len() <= 1, "one line at most about the libraries:\n{stderr}");
+    assert!(!stderr.contains("refused"), "./prog is not refused by images it was not named for:\n{stderr}");
+}
