@@ -271,6 +271,16 @@ pub fn symbolize(
             continue;
         };
         fill_image(profile, p, i, &symbolizer, &relocation, options, &mut report);
+        let missing = symbolizer.missing_dwos();
+        if let Some(first) = missing.first() {
+            let full = format!(
+                "split DWARF: {} .dwo file(s) not found (the first: {first}): their code has no source \
+                 lines or inlined frames; keep the .dwo files where the build wrote them or beside the \
+                 binary, or pack them with `dwp -e BINARY`",
+                missing.len()
+            );
+            notes.say(asked, &name, &full, "split DWARF .dwo files not found");
+        }
         if report.unnamed > 0 && report.unnamed == report.addresses {
             let full = format!(
                 "none of its {} addresses is in a function of {}; is it the same build, and are the \
@@ -636,7 +646,12 @@ fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline
             a.file = innermost.file.clone();
             a.line = innermost.line;
             a.function_file = outer.location.file.clone();
-            a.name = outer.function.or_else(|| hit().map(|h| h.name));
+            a.name = match outer.function {
+                // A bare DWARF name (a member without its class): the symbol table's, qualified.
+                Some(n) if !n.contains("::") => lookup.qualified_name(address, &n).or(Some(n)),
+                Some(n) => Some(n),
+                None => hit().map(|h| h.name),
+            };
             if inline {
                 a.inlined = frames;
             }

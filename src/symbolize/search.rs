@@ -9,7 +9,8 @@
 //!    `/usr/lib/debug/<its folder>/`, accepted only when the file's CRC-32 is the one the link
 //!    states;
 //! 5. the `.gnu_debugaltlink` supplementary file (dwz), matched by build id;
-//! 6. `<binary>.dwp` for split DWARF.
+//! 6. `<binary>.dwp` for split DWARF (without one, [`super::Symbolizer`] reads the `.dwo` files
+//!    the skeleton units name, as it meets them).
 //!
 //! When both the image's file and a candidate have a build id, they must be equal: a candidate
 //! that differs is refused with a warning, never used. A file with a symbol table but no DWARF
