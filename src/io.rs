@@ -79,6 +79,13 @@ impl Compression {
     }
 }
 
+/// Whether an uncompressed `name` is one that producers give raw files: protocol-buffer
+/// profiles named `*.pb.gz` (py-spy and .NET's tools write them raw; `go tool pprof` reads
+/// them either way).
+fn raw_under_gz_name(name: &str, compression: Compression) -> bool {
+    compression == Compression::None && name.ends_with(".pb.gz")
+}
+
 /// The file name without a `.gz`/`.bz2` suffix: what format detection by extension looks at.
 pub fn strip_compression_suffix(name: &str) -> &str {
     name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bz2")).unwrap_or(name)
@@ -116,7 +123,7 @@ impl Input {
         let magic = raw.fill_buf().map_err(|e| Error::io(name, e))?;
         let compression = Compression::from_magic(magic);
         let named = Compression::from_name(name);
-        if named != Compression::None && named != compression {
+        if named != Compression::None && named != compression && !raw_under_gz_name(name, compression) {
             let what = if magic.is_empty() { "an empty file".to_string() } else { describe_magic(magic) };
             return Err(Error::input(format!(
                 "the name ends in {} but the content is not {} data (it starts with {what})",

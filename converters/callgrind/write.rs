@@ -71,7 +71,7 @@ mod write_names;
 mod write_text;
 
 use crate::analysis::source::{Part, SourceIndex};
-use crate::analysis::{branch_pairs, callgraph, counts, names, routines, stacks};
+use crate::analysis::{addresses, branch_pairs, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;
@@ -145,6 +145,7 @@ pub fn write(
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
+        bases: Vec::new(),
         inclusive: Vec::new(),
         edge_threads: 0,
     };
@@ -294,6 +295,9 @@ struct Writer<'a> {
     unplaced: u64,
     /// Source-line indexes of the current process's images.
     lines: Vec<SourceIndex>,
+    /// What turns an offset of each of the current process's images into the address its
+    /// object states, as valgrind writes positions ([`addresses::stated_base`]).
+    bases: Vec<u64>,
     /// Scratch: the inclusive cost of a call, by column.
     inclusive: Vec<u64>,
     /// The longest per-thread count array of the last part's process's edges
@@ -369,6 +373,7 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(SourceIndex::new).collect();
+        self.bases = process.images.iter().map(|i| addresses::stated_base(self.profile, i)).collect();
         let write_costs = thread.is_none_or(|t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
             *costs_unsplit = true;
@@ -523,7 +528,15 @@ impl Writer<'_> {
         self.cost(costs.offset(k).unwrap_or(0), costs.line(k).unwrap_or(0), values, true);
     }
 
+    /// The address an offset of image `image` (of the current process) is written as.
+    #[inline(always)]
+    fn stated(&self, image: Option<u32>, offset: u64) -> u64 {
+        image.and_then(|i| self.bases.get(i as usize)).map_or(offset, |b| offset.wrapping_add(*b))
+    }
+
+    /// A cost line at `instr`, an offset of the current image.
     fn cost(&mut self, instr: u64, line: u32, values: &[u64], self_cost: bool) {
+        let instr = self.stated(self.ctx.image, instr);
         let values = &values[..values.len().min(self.columns)];
         let n = values.iter().rposition(|&v| v != 0).map_or(0, |p| p + 1);
         let values = &values[..n];
@@ -558,6 +571,7 @@ impl Writer<'_> {
     /// is).
     fn cost_run(&mut self, costs: &mut Cursor, mut r: usize, current: Option<u32>) -> usize {
         let Some(file) = self.ctx.file else { return r };
+        let base = self.stated(self.ctx.image, 0);
         let [mut last_instr, mut last_line] = self.last;
         let mut total = self.totals[0];
         while r < costs.len() && self.body.len() < CHUNK {
@@ -565,7 +579,7 @@ impl Writer<'_> {
             if costs.file(r) != file || costs.symbol(r) != current {
                 break;
             }
-            let instr = costs.offset(r).unwrap_or(0);
+            let instr = costs.offset(r).unwrap_or(0).wrapping_add(base);
             let v = costs.value(r, 0);
             let w = self.body.window();
             let i = put_position(w, 0, instr, &mut last_instr, true, true);
@@ -896,6 +910,9 @@ impl Writer<'_> {
             if !matches!(e.source, NodeRef::Block(_)) {
                 *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             }
+        } else if matches!(e.kind, EdgeKind::Entry | EdgeKind::Exit) {
+            // The program's start and end (DCFG's START and END nodes): the first and last
+            // blocks' counts say as much, and Callgrind has nothing else for them. No loss.
         } else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
         }
@@ -971,6 +988,7 @@ impl Writer<'_> {
             w[..6].copy_from_slice(b"calls=");
             let i = put_num(w, 6, count);
             w[i] = b' ';
+            let tgt_addr = self.stated(Some(callee.image), tgt_addr);
             let i = self.put_positions(i + 1, tgt_addr, tgt_line, false);
             self.body.window()[i] = b'\n';
             self.body.advance(i + 1);
@@ -1001,6 +1019,8 @@ impl Writer<'_> {
             // the block counts.
             return;
         }
+        let (tgt_addr, src_addr) =
+            (self.stated(Some(to.image), tgt_addr), self.stated(Some(from.image), src_addr));
         self.enter(process, from);
         if to.name != from.name {
             if to.file != from.file {

@@ -39,10 +39,15 @@ pub(super) struct NameTable {
 }
 
 impl NameTable {
-    /// The key of `name` ([`NO_NAME`] for the empty name).
+    /// The key of `name` ([`NO_NAME`] for the empty name). Callgrind has no escapes and a
+    /// name ends at the end of its line, so line breaks inside a name (a pprof function name
+    /// may hold one) are written as spaces.
     pub(super) fn key(&mut self, name: &str) -> u32 {
         if name.is_empty() {
             return NO_NAME;
+        }
+        if name.contains(['\n', '\r']) {
+            return self.key(&name.replace(['\n', '\r'], " "));
         }
         let hash = name_hash(name.as_bytes());
         let k = match self.by_hash.get(&hash) {
@@ -191,6 +196,16 @@ mod tests {
             std::str::from_utf8(out.text()).unwrap(),
             "fn=(1) beta\ncfn=(2) alpha\nfn=(1)\nfn=\nfn=(2) alpha\nfn=(2)\n"
         );
+    }
+
+    #[test]
+    fn line_breaks_in_names_become_spaces() {
+        let mut t = NameTable::default();
+        let k = t.key("outer\ninner\r\nend");
+        assert_eq!(t.key("outer inner  end"), k);
+        let mut out = Out::with_capacity(0);
+        t.write(&mut out, b"fn", k);
+        assert_eq!(std::str::from_utf8(out.text()).unwrap(), "fn=(1) outer inner  end\n");
     }
 
     #[test]

@@ -18,8 +18,25 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let (profile, events) = for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
+    let (profile, mut events) = for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
     let profile = &*profile;
+    if options.event.is_none() && crate::stacks::events_are_sample_types(profile) {
+        // Two count columns are a before/after pair to flame-graph tools: one sample type
+        // is written, the default one.
+        let written = crate::stacks::default_event(profile);
+        let others: Vec<&str> =
+            events.iter().filter(|&&e| e != written).map(|&e| profile.events[e].name.as_str()).collect();
+        findings.warn(
+            None,
+            format!(
+                "folded: wrote '{}'; not written: {} (folded stacks hold one measure: \
+                 flame-graph tools read two columns as a before/after pair; choose one with --event)",
+                profile.events[written].name,
+                others.join(", ")
+            ),
+        );
+        events = vec![written];
+    }
     let err = write_error("folded output");
     for (key, value) in &profile.meta.headers {
         if key == COMMENT_KEY && !value.starts_with(EVENTS_PREFIX) && !value.contains('\n') {

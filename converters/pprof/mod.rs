@@ -44,7 +44,7 @@ pub mod keys {
     pub const DURATION_NANOS: &str = "pprof.duration_nanos";
     pub const DROP_FRAMES: &str = "pprof.drop_frames";
     pub const KEEP_FRAMES: &str = "pprof.keep_frames";
-    pub const DEFAULT_SAMPLE_TYPE: &str = "pprof.default_sample_type";
+    pub const DEFAULT_SAMPLE_TYPE: &str = crate::ir::DEFAULT_EVENT_KEY;
     pub const DOC_URL: &str = "pprof.doc_url";
     /// One per comment; folded stacks' `# ` comments use the same key.
     pub const COMMENT: &str = "comment";

@@ -12,7 +12,7 @@ use super::wire::{Cursor, FIXED32, FIXED64, LEN, VARINT};
 use super::{keys, PID_LABEL, THREAD_LABEL};
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
-use crate::ir::{Event, FrameId, FrameSource, Image, Process, Profile, Stack};
+use crate::ir::{Event, FrameAddress, FrameId, FrameSource, Image, Process, Profile, Stack};
 use crate::registry::ReadOptions;
 
 const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as written by \
@@ -353,8 +353,60 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
     read_with_early(bytes, Vec::new(), findings)
 }
 
+/// What a legacy pprof profile (the formats before profile.proto) starts with, when `bytes` is
+/// one: the text profiles of Go's runtime and gperftools (`heap profile: ...`,
+/// `goroutine profile: total 4`, `--- mutex:`, `--- contention:`, `heap_v2/524288`), and the
+/// binary CPU profile of gperftools and old Go (a header of machine words 0, 3, 0, period, 0).
+fn legacy_kind(bytes: &[u8]) -> Option<&'static str> {
+    let line = bytes.split(|&b| b == b'\n').next().unwrap_or(bytes);
+    let line = line.get(..200).unwrap_or(line);
+    let text = std::str::from_utf8(line).ok().map(str::trim_end);
+    if let Some(t) = text {
+        let words: Vec<&str> = t.split_whitespace().collect();
+        let profile_header =
+            words.iter().position(|w| *w == "profile:").is_some_and(|i| (1..=2).contains(&i))
+                && words[0].bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if profile_header || t.starts_with("heap_v2/") || t.starts_with("--- ") && t.ends_with(':') {
+            return Some("a legacy text profile");
+        }
+    }
+    for word in [8usize, 4] {
+        let Some(head) = bytes.get(..5 * word) else { continue };
+        let w = |i: usize| {
+            let b = &head[i * word..(i + 1) * word];
+            let le = b.iter().rev().fold(0u64, |v, &x| v << 8 | x as u64);
+            let be = b.iter().fold(0u64, |v, &x| v << 8 | x as u64);
+            (le, be)
+        };
+        let (h0, h1, h2, h4) = (w(0), w(1), w(2), w(4));
+        let native = |f: fn((u64, u64)) -> u64| f(h0) == 0 && f(h1) == 3 && f(h2) == 0 && f(h4) == 0;
+        if native(|p| p.0) || native(|p| p.1) {
+            return Some("a legacy binary CPU profile");
+        }
+    }
+    None
+}
+
+/// Refuses a legacy pprof profile with what it is and the command that converts it.
+fn refuse_legacy(bytes: &[u8]) -> Result<()> {
+    if let Some(kind) = legacy_kind(bytes) {
+        Err(Error::input(format!(
+            "{kind} (the pprof format before profile.proto), not a profile.proto; cfghub reads \
+             profile.proto only"
+        ))
+        .at_byte(0)
+        .with_hint(
+            "convert it first: `go tool pprof -proto PROGRAM FILE > FILE.pb.gz` (the program's \
+             binary names its functions; `go tool pprof -proto FILE` without it), then read FILE.pb.gz",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Reads a whole profile whose first samples were decoded already (`early`, runs of [`RUN`]).
 fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) -> Result<Profile> {
+    refuse_legacy(bytes)?;
     let t = top(bytes)?;
     let strings = Strings { table: t.strings.iter().map(|(b, _)| String::from_utf8_lossy(b)).collect() };
     match t.strings.first() {
@@ -437,6 +489,7 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
                 file: file.map(|f| profile.files.intern(f)),
                 line: u32::try_from(f.start_line).ok().filter(|&l| l > 0),
                 system_name: (!system.is_empty() && system != shown).then(|| system.to_string()),
+                address: None,
             });
         }
         function_frame.push(frame);
@@ -455,11 +508,7 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
             ));
         }
         if l.lines.is_empty() {
-            let frame = profile.frames.intern(&format!("{:#x}", l.address));
-            if frame as usize == profile.frame_sources.len() {
-                profile.frame_sources.push(FrameSource::default());
-            }
-            location_frames.push(frame);
+            location_frames.push(address_frame(&mut profile, l, &mapping_ids));
         }
         for (j, &fid) in l.lines.iter().enumerate().rev() {
             let f = function_ids.get(fid).ok_or_else(|| {
@@ -528,6 +577,19 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
     processes[0].images = images;
     profile.processes = processes;
     Ok(profile)
+}
+
+/// The frame of a location without lines (not symbolized): named by its address, with the
+/// address and its mapping kept for a later symbolizer (`go tool pprof`, or pprof -> pprof).
+fn address_frame(profile: &mut Profile, l: &Location, mapping_ids: &IdMap) -> FrameId {
+    let frame = profile.frames.intern(&format!("{:#x}", l.address));
+    let address = FrameAddress { image: mapping_ids.get(l.mapping_id), address: l.address };
+    let n = frame as usize;
+    if n >= profile.frame_sources.len() {
+        profile.frame_sources.resize(n + 1, FrameSource::default());
+    }
+    profile.frame_sources[n].address.get_or_insert(address);
+    frame
 }
 
 /// What decoding a sample needs to know.

@@ -1,7 +1,9 @@
 //! Writing the model as profile.proto.
 //!
 //! One `Function` per frame name (with its file and start line when the model knows them), one
-//! `Location` per function with one `Line` (location and function ids are equal), one `Sample`
+//! `Location` per function with one `Line` (location and function ids are equal); a frame named
+//! by its address (`0x42ef04`, a location the source left unsymbolized) stays a `Location` with
+//! its mapping and address and no line, so it can still be symbolized. One `Sample`
 //! per stack (locations leaf first, one value per event), one `Mapping` per image. Stacks
 //! with a thread carry a numeric `thread` label; profiles of several processes (or of one
 //! with a process id) carry a numeric `pid` label. Models without stacks get them from
@@ -173,25 +175,36 @@ pub fn write(
     ids.sort_unstable();
     ids.dedup();
     let keep_ids = ids.len() == images.len() && ids.first() != Some(&0);
+    let mapping_id = |n: usize| if keep_ids { images[n].id } else { n as u64 + 1 };
+    let address_of = |f: u32| address_of(profile, f);
+    let unsymbolized = unsymbolized_images(profile, &used, images.len());
     for (n, image) in images.iter().enumerate() {
         scratch.clear();
-        put::uint(&mut scratch, 1, if keep_ids { image.id } else { n as u64 + 1 });
+        put::uint(&mut scratch, 1, mapping_id(n));
         put::uint(&mut scratch, 2, image.load_addr);
         put::uint(&mut scratch, 3, image.size.map_or(0, |s| image.load_addr.saturating_add(s)));
         put::uint(&mut scratch, 4, image.file_offset.unwrap_or(0));
         put::uint(&mut scratch, 5, image.file.map_or(0, |f| strings.id(profile.file_name(f))));
         put::uint(&mut scratch, 6, image.build_id.as_deref().map_or(0, |b| strings.id(b)));
-        // Functions are named already: no symbolization wanted.
-        put::flag(&mut scratch, 7, true);
+        // Functions are named already: no symbolization wanted (unless some are not).
+        put::flag(&mut scratch, 7, !unsymbolized[n]);
         put::bytes(&mut buf, 3, &scratch);
     }
 
-    // location and function: one each per frame used, same ids.
+    // location and function: one each per frame used, same ids (no function for a frame
+    // named by its address).
     for (n, &f) in used.iter().enumerate() {
         let id = n as u64 + 1;
         scratch.clear();
         inner.clear();
         put::uint(&mut scratch, 1, id);
+        if let Some(address) = address_of(f) {
+            let image = address.image.map(|i| i as usize).filter(|&i| i < images.len());
+            put::uint(&mut scratch, 2, image.map_or(0, mapping_id));
+            put::uint(&mut scratch, 3, address.address);
+            put::bytes(&mut buf, 4, &scratch);
+            continue;
+        }
         put::uint(&mut inner, 1, id);
         let source = profile.frame_source(f);
         put::uint(&mut inner, 2, source.and_then(|s| s.line).map_or(0, u64::from));
@@ -199,6 +212,9 @@ pub fn write(
         put::bytes(&mut buf, 4, &scratch);
     }
     for (n, &f) in used.iter().enumerate() {
+        if address_of(f).is_some() {
+            continue;
+        }
         scratch.clear();
         put::uint(&mut scratch, 1, n as u64 + 1);
         let name = strings.id(profile.frames.get(f));
@@ -262,4 +278,28 @@ pub fn write(
     out.write_all(&buf).map_err(&err)?;
 
     Ok(())
+}
+
+/// The address of a frame named by it (a location the source left unsymbolized): written as
+/// such, a location with its mapping and address and no line, for `go tool pprof` or cfghub to
+/// symbolize later.
+fn address_of(profile: &Profile, f: u32) -> Option<crate::ir::FrameAddress> {
+    profile
+        .frame_source(f)
+        .and_then(|s| s.address)
+        .filter(|a| profile.frames.get(f) == format!("{:#x}", a.address))
+}
+
+/// Which of `images` (of the first process, by index) hold an unsymbolized frame of `used`:
+/// their mappings do not claim to have functions.
+fn unsymbolized_images(profile: &Profile, used: &[u32], images: usize) -> Vec<bool> {
+    let mut unsymbolized = vec![false; images];
+    for &f in used {
+        if let Some(u) =
+            address_of(profile, f).and_then(|a| a.image).and_then(|i| unsymbolized.get_mut(i as usize))
+        {
+            *u = true;
+        }
+    }
+    unsymbolized
 }

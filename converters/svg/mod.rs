@@ -90,15 +90,15 @@ pub fn inferno_options(
     Ok(opt)
 }
 
-/// The event to draw: `--event`, else the first, with a warning that says how much of each
-/// other event the picture leaves out.
+/// The event to draw: `--event`, else the profile's default (pprof's `default_sample_type`) or
+/// the first, with a warning that says how much of each other event the picture leaves out.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
     let event = match &options.event {
         Some(_) => crate::stacks::chosen_events(profile, options.event.as_deref())?[0],
         None if profile.events.is_empty() => {
             return Err(Error::unsupported("a flame graph needs an event, the profile has none"))
         }
-        None => 0,
+        None => crate::stacks::default_event(profile),
     };
     if profile.events.len() > 1 {
         let totals = crate::analysis::totals::event_totals(profile);

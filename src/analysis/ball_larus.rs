@@ -94,8 +94,9 @@ impl fmt::Display for PathError {
     }
 }
 
-/// Largest number of paths a numbering accepts: path numbers are signed 64-bit in the trace.
-pub const MAX_PATHS: u64 = i64::MAX as u64;
+/// Largest number of paths a numbering accepts: path numbers are signed 64-bit in the trace,
+/// so 2^63 paths (numbers 0 to 2^63 - 1) is the most that can be told apart.
+pub const MAX_PATHS: u64 = 1 << 63;
 
 /// Marks the retreating edges of a depth-first search from the entry (then from every node it
 /// does not reach) as back edges, and unmarks the others, so that the rest is acyclic. Edges into the entry are always back
@@ -383,30 +384,31 @@ impl Dag {
                     .map(|(_, a)| (a.weight, np[a.target as usize]))
                     .collect();
                 taken.sort_unstable();
-                let mut gap = 0i64;
+                // Wider than i64: the numbers of a node run up to 2^63.
+                let mut gap = 0i128;
                 for (w, c) in taken {
-                    if w == gap {
-                        gap = gap.saturating_add(c as i64);
+                    if w as i128 == gap {
+                        gap += c as i128;
                     } else {
                         break;
                     }
                 }
-                arcs[k].weight = gap;
+                arcs[k].weight = i64::try_from(gap).unwrap_or(i64::MAX);
                 arcs[k].increment = 0;
             }
             let slice = &mut arcs[range];
             slice.sort_by_key(|a| a.weight);
-            let mut expect = 0i64;
+            let mut expect = 0i128;
             for a in slice.iter() {
                 if np[a.target as usize] == 0 {
                     continue;
                 }
-                if a.weight != expect {
+                if a.weight as i128 != expect {
                     return Err(PathError::BadWeights { node: v as u32 });
                 }
-                expect = expect.saturating_add(np[a.target as usize] as i64);
+                expect += np[a.target as usize] as i128;
             }
-            if expect as u64 != np[v] && v != g.exit as usize {
+            if expect != np[v] as i128 && v != g.exit as usize {
                 return Err(PathError::BadWeights { node: v as u32 });
             }
         }
@@ -447,7 +449,7 @@ impl Dag {
             let Some(a) = arcs[..k].iter().rev().find(|a| self.np[a.target as usize] > 0) else {
                 return Err(PathError::BadWeights { node: v });
             };
-            if r - a.weight >= self.np[a.target as usize] as i64 {
+            if (r - a.weight) as u64 >= self.np[a.target as usize] {
                 return Err(PathError::BadWeights { node: v });
             }
             r -= a.weight;
@@ -675,7 +677,40 @@ mod tests {
         let n = number(&g).unwrap();
         let dag = Dag::new(&g, &n.edges).unwrap();
         assert_eq!(dag.paths(), n.paths);
-        let last = dag.decode(n.paths as i64 - 1).unwrap();
+        let last = dag.decode((n.paths - 1) as i64).unwrap();
         assert!(!last.nodes.is_empty());
+    }
+
+    /// `diamonds` diamonds in a row: 2^diamonds acyclic paths.
+    fn diamonds(diamonds: u32) -> PathGraph {
+        let mut edges = Vec::new();
+        let node = |d: u32, k: u32| 2 + 3 * d + k;
+        edges.push(GraphEdge { source: 0, target: node(0, 0), back: false });
+        for d in 0..diamonds {
+            let (a, b, j) = (node(d, 0), node(d, 1), node(d, 2));
+            edges.push(GraphEdge { source: a, target: b, back: false });
+            edges.push(GraphEdge { source: a, target: j, back: false });
+            edges.push(GraphEdge { source: b, target: j, back: false });
+            let next = if d + 1 < diamonds { node(d + 1, 0) } else { 1 };
+            edges.push(GraphEdge { source: j, target: next, back: false });
+        }
+        PathGraph { nodes: 2 + 3 * diamonds, entry: 0, exit: 1, edges }
+    }
+
+    #[test]
+    fn exactly_two_to_the_63_paths_are_numbered_and_one_more_doubling_is_refused() {
+        let g = diamonds(63);
+        let n = number(&g).unwrap();
+        assert_eq!(n.paths, 1 << 63);
+        let dag = Dag::new(&g, &n.edges).unwrap();
+        assert_eq!(dag.paths(), 1 << 63);
+        // The first and last numbers take opposite arms of every diamond.
+        let (first, last) = (dag.decode(0).unwrap(), dag.decode(i64::MAX).unwrap());
+        let mut lengths = [first.nodes.len(), last.nodes.len()];
+        lengths.sort_unstable();
+        assert_eq!(lengths, [2 + 2 * 63, 2 + 3 * 63]);
+        assert!(dag.decode(-1).is_err());
+        assert_eq!(number(&diamonds(64)), Err(PathError::TooManyPaths));
+        assert_eq!(PathError::TooManyPaths.to_string(), "more than 2^63 acyclic paths");
     }
 }

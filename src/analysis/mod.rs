@@ -4,6 +4,7 @@
 //! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
 //! stacks) is computed here.
 
+pub mod addresses;
 pub mod ball_larus;
 pub mod blocks;
 pub mod branch_pairs;

@@ -173,6 +173,68 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
     hottest.into_iter().map(|(_, Reverse(address), image, row)| HotAddress { image, row, address }).collect()
 }
 
+/// A function (stack frame) of a process's stacks with its costs, per event: `self_cost` of
+/// the stacks it ends, `total` of the stacks it is on (each stack once however often the
+/// frame repeats on it), as `go tool pprof -top` gives them (flat and cum).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackFunction {
+    pub frame: crate::ir::FrameId,
+    pub self_cost: Vec<f64>,
+    pub total: Vec<f64>,
+}
+
+/// The totals of a process's stacks per event, and its `top` functions ranked by the self cost
+/// of event `by` (then by total, then by name), hottest first.
+pub fn stack_functions(
+    profile: &Profile,
+    process: &Process,
+    by: usize,
+    top: usize,
+) -> (Vec<f64>, Vec<StackFunction>) {
+    let events = profile.events.len();
+    let mut totals = vec![0.0f64; events];
+    // Per frame: index into `functions`, and the last stack that counted it.
+    let mut slot: Vec<(u32, usize)> = vec![(u32::MAX, 0); profile.frames.len()];
+    let mut functions: Vec<StackFunction> = Vec::new();
+    for (n, stack) in process.stacks.iter().enumerate() {
+        for (t, v) in totals.iter_mut().zip(&stack.values) {
+            *t += v;
+        }
+        for (depth, &f) in stack.frames.iter().enumerate() {
+            let Some(s) = slot.get_mut(f as usize) else { continue };
+            if s.0 == u32::MAX {
+                s.0 = functions.len() as u32;
+                functions.push(StackFunction {
+                    frame: f,
+                    self_cost: vec![0.0; events],
+                    total: vec![0.0; events],
+                });
+            }
+            let function = &mut functions[s.0 as usize];
+            if s.1 != n + 1 {
+                s.1 = n + 1;
+                for (t, v) in function.total.iter_mut().zip(&stack.values) {
+                    *t += v;
+                }
+            }
+            if depth + 1 == stack.frames.len() {
+                for (t, v) in function.self_cost.iter_mut().zip(&stack.values) {
+                    *t += v;
+                }
+            }
+        }
+    }
+    let key = |v: &[f64]| v.get(by).copied().unwrap_or(0.0);
+    functions.sort_by(|a, b| {
+        key(&b.self_cost)
+            .total_cmp(&key(&a.self_cost))
+            .then(key(&b.total).total_cmp(&key(&a.total)))
+            .then_with(|| profile.frames.get(a.frame).cmp(profile.frames.get(b.frame)))
+    });
+    functions.truncate(top);
+    (totals, functions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

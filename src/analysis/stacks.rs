@@ -3,7 +3,9 @@
 //!
 //! [`function_level`] turns a process's stacks into a function-level profile that
 //! function-level writers (Callgrind) express directly:
-//! - one symbol per distinct frame name (in one image without a file);
+//! - one symbol per distinct frame name (in one image without a file), in its function's
+//!   source file when the stacks' format names one (pprof `Function.filename`), its self
+//!   cost at the function's first line when known (`start_line`);
 //! - **self cost**: each stack's values go to its leaf frame, exactly;
 //! - **call edges** between [`NodeRef::Symbol`]s, one per distinct caller->callee pair seen on
 //!   any stack, with the **inclusive cost**: the sum of the values of the stacks on which the
@@ -43,6 +45,8 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
     let mut symbol_of: HashMap<FrameId, u32> = HashMap::new();
     let mut symbols: Vec<Symbol> = Vec::new();
     let mut self_cost: Vec<Vec<f64>> = Vec::new();
+    // The first line of each symbol's function, where its self cost is put, when known.
+    let mut start_lines: Vec<Option<u32>> = Vec::new();
     // (caller, callee) -> (edge index)
     let mut edge_of: HashMap<(u32, u32), usize> = HashMap::new();
     struct Acc {
@@ -60,7 +64,10 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
         frame_syms.clear();
         for &f in &stack.frames {
             let s = *symbol_of.entry(f).or_insert_with(|| {
-                symbols.push(Symbol { name: profile.frames.get(f).to_string(), ..Symbol::default() });
+                let source = profile.frame_source(f);
+                let file = source.and_then(|s| s.file);
+                start_lines.push(source.and_then(|s| s.line));
+                symbols.push(Symbol { name: profile.frames.get(f).to_string(), file, ..Symbol::default() });
                 self_cost.push(vec![0.0; events]);
                 (symbols.len() - 1) as u32
             });
@@ -101,6 +108,8 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
         .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
         .map(|(s, v)| Cost {
             symbol: Some(s as u32),
+            file: symbols[s].file,
+            line: start_lines[s],
             values: v.iter().map(|&x| to_cost(x)).collect(),
             ..Cost::default()
         })

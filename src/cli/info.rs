@@ -10,6 +10,9 @@
 //!                     "source_lines": int, "costs": int } ],
 //!       "edges": int, "edges_by_kind": { KIND: { "edges": int, "count": int } },
 //!       "stacks": int,
+//!       "stack_totals": { EVENT: float },                     (profiles with stacks)
+//!       "top_functions": [ { "name": str, "self": { EVENT: float },
+//!                            "total": { EVENT: float } } ],   (profiles with stacks)
 //!       "top_routines": [ { "name": str, "image": str, "entry": "0x..", "blocks": int,
 //!                           "instructions": int, "percent": float } ],
 //!       "top_loops": [ { "routine": str, "head": int, "address": "0x..", "blocks": int,
@@ -121,6 +124,12 @@ pub struct ProcessReport {
     pub edges: usize,
     pub edges_by_kind: BTreeMap<String, KindReport>,
     pub stacks: usize,
+    /// Per event, the sum of the stacks' values.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub stack_totals: BTreeMap<String, f64>,
+    /// The functions of the stacks, by self cost of the default event.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top_functions: Vec<FunctionReport>,
     pub top_routines: Vec<RoutineReport>,
     pub top_loops: Vec<LoopReport>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -130,6 +139,15 @@ pub struct ProcessReport {
     /// Routines with stated path numbering or without addresses (CSI): their acyclic paths.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub path_functions: Vec<PathFunctionReport>,
+}
+
+/// A function of a profile's stacks: its self and total costs per event (pprof's flat and cum).
+#[derive(Serialize, Debug)]
+pub struct FunctionReport {
+    pub name: String,
+    #[serde(rename = "self")]
+    pub self_cost: BTreeMap<String, f64>,
+    pub total: BTreeMap<String, f64>,
 }
 
 /// One function of path-tracing metadata.
@@ -401,6 +419,7 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
             }
         })
         .collect();
+    let (stack_totals, top_functions) = stack_report(profile, process, top);
     ProcessReport {
         pid: process.pid,
         threads: process.thread_count(),
@@ -411,12 +430,39 @@ fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessRe
         edges: process.edges.len(),
         edges_by_kind: by_kind,
         stacks: process.stacks.len(),
+        stack_totals,
+        top_functions,
         top_routines,
         top_loops,
         costs_by_image,
         top_addresses,
         path_functions: path_functions(profile, process, &all_routines),
     }
+}
+
+/// The totals of a process's stacks per event and its top functions (none without stacks).
+fn stack_report(
+    profile: &Profile,
+    process: &Process,
+    top: usize,
+) -> (BTreeMap<String, f64>, Vec<FunctionReport>) {
+    if process.stacks.is_empty() {
+        return (BTreeMap::new(), Vec::new());
+    }
+    let by = crate::stacks::default_event(profile);
+    let (totals, functions) = rankings::stack_functions(profile, process, by, top);
+    let per_event = |values: &[f64]| -> BTreeMap<String, f64> {
+        profile.events.iter().zip(values).map(|(e, &v)| (e.name.clone(), v)).collect()
+    };
+    let functions = functions
+        .iter()
+        .map(|f| FunctionReport {
+            name: profile.frames.get(f.frame).to_string(),
+            self_cost: per_event(&f.self_cost),
+            total: per_event(&f.total),
+        })
+        .collect();
+    (per_event(&totals), functions)
 }
 
 /// Per function of an image without addresses (CSI), or any routine whose input numbered its
@@ -531,6 +577,14 @@ pub fn render(report: &Report) -> String {
         ));
         if p.stacks > 0 {
             out.push_str(&format!("  stacks: {}\n", p.stacks));
+            let totals: Vec<String> = report
+                .events
+                .iter()
+                .filter_map(|e| p.stack_totals.get(e).map(|v| format!("{e} {}", number(*v))))
+                .collect();
+            if !totals.is_empty() {
+                out.push_str(&format!("  stack totals: {}\n", totals.join(", ")));
+            }
         }
         if report.format == "dcfg-trace" {
             out.push_str(&format!(
@@ -569,6 +623,7 @@ pub fn render(report: &Report) -> String {
             out.push('\n');
             out.push_str(&indent(&t.render()));
         }
+        render_top_functions(&mut out, report, p);
         let sampled: Vec<&String> = report.events.iter().filter(|e| *e != "Ir").collect();
         let has_samples = p.top_routines.iter().any(|r| !r.sampled.samples.is_empty());
         if !p.costs_by_image.is_empty() {
@@ -738,6 +793,42 @@ pub fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+/// The top functions of a process's stacks: self and total per event, with their shares.
+fn render_top_functions(out: &mut String, report: &Report, p: &ProcessReport) {
+    if p.top_functions.is_empty() {
+        return;
+    }
+    let mut header: Vec<String> = vec!["function".into()];
+    for e in &report.events {
+        header.extend([format!("self {e}"), "%".into(), format!("total {e}"), "%".into()]);
+    }
+    let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
+    let right: Vec<usize> = (1..h.len()).collect();
+    let mut t = Table::new(&h, &right);
+    for f in &p.top_functions {
+        let mut row = vec![f.name.replace(['\n', '\r'], " ")];
+        for e in &report.events {
+            let whole = p.stack_totals.get(e).copied().unwrap_or(0.0);
+            let share = |v: f64| if whole != 0.0 { format!("{:.2}", v * 100.0 / whole) } else { "-".into() };
+            let (own, total) =
+                (f.self_cost.get(e).copied().unwrap_or(0.0), f.total.get(e).copied().unwrap_or(0.0));
+            row.extend([number(own), share(own), number(total), share(total)]);
+        }
+        t.row(row);
+    }
+    out.push_str("\n  top functions of the stacks (self: stacks ending in it; total: stacks through it)\n");
+    out.push_str(&indent(&t.render()));
+}
+
+/// A stack value as folded stacks write it: an integer when it is one.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
 }
 
 fn indent(s: &str) -> String {

@@ -71,7 +71,7 @@ pub struct Profile {
 }
 
 /// Where a frame's function is defined (pprof `Function.filename`, `start_line`,
-/// `system_name`).
+/// `system_name`), or, for a frame no function names yet, where its code is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FrameSource {
     pub file: Option<FileId>,
@@ -79,12 +79,28 @@ pub struct FrameSource {
     pub line: Option<u32>,
     /// The name as the system knows it (a mangled C++ name), when it differs from the frame's.
     pub system_name: Option<String>,
+    /// The code address of a frame named by its address (`0x42ef04`: a pprof `Location` without
+    /// lines), so that a writer can hand it on to be symbolized later.
+    pub address: Option<FrameAddress>,
+}
+
+/// An unsymbolized frame's address: where the profiled program ran it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameAddress {
+    /// The image (pprof `Mapping`) holding it, by index into the first process's images.
+    pub image: Option<u32>,
+    /// The runtime address.
+    pub address: u64,
 }
 
 /// The [`Meta::headers`] key whose values say in what unit an event is counted, as
 /// `"EVENT UNIT"` (`"cpu nanoseconds"`), one header per event with a known unit (pprof sample
 /// types; speedscope profiles show it).
 pub const EVENT_UNIT_KEY: &str = "event unit";
+
+/// The [`Meta::headers`] key whose value names the event a viewer shows first when none is
+/// chosen (pprof `default_sample_type`).
+pub const DEFAULT_EVENT_KEY: &str = "pprof.default_sample_type";
 
 /// The unit `event` is counted in, from its [`EVENT_UNIT_KEY`] header.
 pub fn event_unit<'a>(meta: &'a Meta, event: &str) -> Option<&'a str> {

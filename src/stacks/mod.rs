@@ -142,6 +142,26 @@ pub fn for_writing<'a>(
     Ok((profile, events))
 }
 
+/// The event shown when none is chosen: the one the profile names as its default (pprof's
+/// `default_sample_type`), else the first.
+pub fn default_event(profile: &Profile) -> EventId {
+    profile
+        .meta
+        .headers
+        .iter()
+        .find(|(k, _)| k == crate::ir::DEFAULT_EVENT_KEY)
+        .and_then(|(_, name)| profile.event_index(name))
+        .unwrap_or(0)
+}
+
+/// Whether the events are sample types of one sampler, each in its unit (pprof's
+/// `samples/count` and `cpu/nanoseconds`): different measures of the same samples, never a
+/// before/after pair, which is what flame-graph tools make of two count columns.
+pub fn events_are_sample_types(profile: &Profile) -> bool {
+    profile.events.len() > 1
+        && profile.events.iter().all(|e| crate::ir::event_unit(&profile.meta, &e.name).is_some())
+}
+
 /// Which event columns to write: the one `--event` names, else all of them.
 pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
     match event {

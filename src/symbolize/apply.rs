@@ -187,6 +187,7 @@ pub fn symbolize(
     let todo = wanted(profile, options.override_names);
     let mut reports = Vec::new();
     let mut refused_all = Vec::new();
+    let mut notes = Notes { findings, others: Vec::new() };
     for &(p, i) in &todo {
         let image = &profile.processes[p].images[i];
         let name = profile.image_name(image);
@@ -200,27 +201,34 @@ pub fn symbolize(
             system_dirs: &options.system_dirs,
         };
         let found = search::find(&query);
+        // An image `--symbols` was meant for gets every warning in full; the others (the
+        // libraries of a program whose binary was named) one line between them at the end.
+        let asked = query.sole || search::meant_for(&found, &query);
         report.build_id = found.build_id.clone();
-        refused_all.extend(found.refused.iter().cloned());
+        refused_all.extend(found.wrong_build.iter().chain(&found.refused).cloned());
+        for w in &found.wrong_build {
+            notes.findings.warn(
+                None,
+                format!("symbols for {name}: {w}: another build than the one profiled, whose names would be wrong"),
+            );
+        }
         for m in &found.missing {
-            findings.warn(None, format!("symbols for {name}: {m}"));
+            notes.say(asked, &name, m, "a dwz file it names is missing");
         }
         // Files refused for this image are worth a word only when it ends without DWARF: a
         // file named for one image is refused by every other.
-        let refused = found.refused.clone();
-        let tell_refused = |findings: &mut Findings| {
+        let refused = if asked { found.refused.clone() } else { Vec::new() };
+        let tell_refused = |notes: &mut Notes| {
             for r in &refused {
-                findings.warn(None, format!("symbols for {name}: {r}"));
+                notes.findings.warn(None, format!("symbols for {name}: {r}"));
             }
         };
         if !found.any() {
             let note = "no ELF file with symbols or DWARF found; addresses left as they are".to_string();
             if file.as_deref().is_some_and(|f| f != "???") {
-                tell_refused(findings);
-                findings.warn(
-                    None,
-                    format!("symbols for {name}: {note} (name the binary or its debug file with --symbols)"),
-                );
+                tell_refused(&mut notes);
+                let full = format!("{note} (name the binary or its debug file with --symbols)");
+                notes.say(asked, &name, &full, "no ELF file found");
             }
             report.note = Some(note);
             reports.push(report);
@@ -229,7 +237,7 @@ pub fn symbolize(
         let symbolizer = match Symbolizer::new(found) {
             Ok(s) => s,
             Err(e) => {
-                findings.warn(None, format!("symbols for {name}: {e}"));
+                notes.say(true, &name, &e.to_string(), "");
                 report.note = Some(e.to_string());
                 reports.push(report);
                 continue;
@@ -238,47 +246,54 @@ pub fn symbolize(
         report.debug_file = symbolizer.found.debug.as_ref().map(|p| p.display().to_string());
         report.symbol_file = symbolizer.found.binary.as_ref().map(|p| p.display().to_string());
         if let Some(e) = &symbolizer.dwarf_error {
-            findings.warn(None, format!("symbols for {name}: {e}; names from the symbol table only"));
+            notes.say(asked, &name, &format!("{e}; names from the symbol table only"), "unreadable DWARF");
             report.debug_file = None;
         } else if !symbolizer.has_dwarf() {
-            tell_refused(findings);
-            findings.warn(
-                None,
-                format!(
-                    "symbols for {name}: no DWARF (.debug_info) in {}: names from the symbol table only, \
-                     no source lines or inlined frames",
-                    symbolizer.paths().join(", ")
-                ),
+            tell_refused(&mut notes);
+            let full = format!(
+                "no DWARF (.debug_info) in {}: names from the symbol table only, no source lines or inlined frames",
+                symbolizer.paths().join(", ")
             );
+            notes.say(asked, &name, &full, "no DWARF");
         }
         if symbolizer.symbol_count() == 0 && !symbolizer.has_dwarf() {
             let note = "neither a symbol table nor DWARF in the files found".to_string();
-            findings.warn(None, format!("symbols for {name}: {note}"));
+            notes.say(asked, &name, &note, "neither symbols nor DWARF");
             report.note = Some(note);
             reports.push(report);
             continue;
         }
         let Some(relocation) = symbolizer.relocation(kind, image.load_addr) else {
             let note = "the ELF file has no loadable segment to place the addresses by".to_string();
-            findings.warn(None, format!("symbols for {name}: {note}"));
+            notes.say(asked, &name, &note, "no loadable segment");
             report.note = Some(note);
             reports.push(report);
             continue;
         };
         fill_image(profile, p, i, &symbolizer, &relocation, options, &mut report);
-        if report.unnamed > 0 && report.unnamed == report.addresses {
-            findings.warn(
-                None,
-                format!(
-                    "symbols for {name}: none of its {} addresses is in a function of {}; is it the same build, \
-                     and are the addresses where the profile says the image was loaded?",
-                    report.addresses,
-                    symbolizer.paths().join(", ")
-                ),
+        let missing = symbolizer.missing_dwos();
+        if let Some(first) = missing.first() {
+            let full = format!(
+                "split DWARF: {} .dwo file(s) not found (the first: {first}): their code has no source \
+                 lines or inlined frames; keep the .dwo files where the build wrote them or beside the \
+                 binary, or pack them with `dwp -e BINARY`",
+                missing.len()
             );
+            notes.say(asked, &name, &full, "split DWARF .dwo files not found");
+        }
+        if report.unnamed > 0 && report.unnamed == report.addresses {
+            let full = format!(
+                "none of its {} addresses is in a function of {}; is it the same build, and are the \
+                 addresses where the profile says the image was loaded?",
+                report.addresses,
+                symbolizer.paths().join(", ")
+            );
+            let short = format!("none of its {} addresses in a function", report.addresses);
+            notes.say(asked, &name, &full, &short);
         }
         reports.push(report);
     }
+    notes.finish();
     let helped = reports.iter().any(|r| r.addresses > r.unnamed);
     if !todo.is_empty() && !helped {
         let mut err = Error::input("no debug information could be used for any image of the profile");
@@ -291,6 +306,44 @@ pub fn symbolize(
         return Err(err);
     }
     Ok(reports)
+}
+
+/// Warnings of the pass: in full for the images `--symbols` was meant for, and for the others
+/// (which `--symbols` only tried on the way) one line between them all.
+struct Notes<'f> {
+    findings: &'f mut Findings,
+    /// (image, reason) of the images not asked about.
+    others: Vec<(String, String)>,
+}
+
+impl Notes<'_> {
+    fn say(&mut self, asked: bool, image: &str, full: &str, short: &str) {
+        if asked {
+            self.findings.warn(None, format!("symbols for {image}: {full}"));
+        } else {
+            let base = image.rsplit('/').next().unwrap_or(image).to_string();
+            match self.others.last_mut() {
+                Some((last, reasons)) if *last == base => *reasons = format!("{reasons}, {short}"),
+                _ => self.others.push((base, short.to_string())),
+            }
+        }
+    }
+
+    fn finish(self) {
+        if !self.others.is_empty() {
+            let each: Vec<String> =
+                self.others.iter().map(|(image, why)| format!("{image}: {why}")).collect();
+            self.findings.warn(
+                None,
+                format!(
+                    "symbols: {} other image(s) named only in part ({}); `cfghub info PROFILE --symbols` \
+                     tells what was found for each",
+                    self.others.len(),
+                    each.join("; ")
+                ),
+            );
+        }
+    }
 }
 
 /// Looks up every distinct address of image `i` of process `p` and fills the model.
@@ -593,7 +646,12 @@ fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline
             a.file = innermost.file.clone();
             a.line = innermost.line;
             a.function_file = outer.location.file.clone();
-            a.name = outer.function.or_else(|| hit().map(|h| h.name));
+            a.name = match outer.function {
+                // A bare DWARF name (a member without its class): the symbol table's, qualified.
+                Some(n) if !n.contains("::") => lookup.qualified_name(address, &n).or(Some(n)),
+                Some(n) => Some(n),
+                None => hit().map(|h| h.name),
+            };
             if inline {
                 a.inlined = frames;
             }

@@ -76,6 +76,10 @@ pub struct Symbolizer {
     contexts: Mutex<Vec<addr2line::Context<Reader>>>,
     dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
     dwp: Option<gimli::DwarfPackage<Reader>>,
+    /// Split DWARF read from `.dwo` files (no `.dwp`), by DWO id: `None` for one not found.
+    dwos: Mutex<HashMap<u64, Option<Arc<gimli::Dwarf<Reader>>>>>,
+    /// The `.dwo` files read, and the paths of those not found, for a warning.
+    dwo_files: Mutex<(Vec<ElfFile>, Storage, Vec<String>)>,
     symbols: Vec<FunctionSymbol>,
     /// End of each symbol (its size, or the next symbol's start when it has none).
     ends: Vec<u64>,
@@ -172,6 +176,8 @@ impl Symbolizer {
             contexts: Mutex::new(contexts),
             dwarf,
             dwp: package,
+            dwos: Mutex::new(HashMap::new()),
+            dwo_files: Mutex::new((Vec::new(), Storage::default(), Vec::new())),
             symbols,
             ends,
             segments,
@@ -241,7 +247,52 @@ impl Symbolizer {
         let pooled = self.contexts.lock().ok().and_then(|mut c| c.pop());
         let context = pooled
             .or_else(|| self.dwarf.as_ref().and_then(|d| addr2line::Context::from_arc_dwarf(d.clone()).ok()));
-        Lookup { symbolizer: self, context, names: RefCell::new(HashMap::new()) }
+        Lookup {
+            symbolizer: self,
+            context,
+            names: RefCell::new(HashMap::new()),
+            symbol_names: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The split DWARF unit a skeleton unit names, from its `.dwo` file (`DW_AT_dwo_name`,
+    /// relative to `DW_AT_comp_dir`, else beside the binary or the debug file), read once.
+    fn dwo(&self, load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf<Reader>>> {
+        let mut cache = self.dwos.lock().ok()?;
+        if let Some(known) = cache.get(&load.dwo_id.0) {
+            return known.clone();
+        }
+        let text = |r: &Option<Reader>| r.map(|r| String::from_utf8_lossy(r.slice()).into_owned());
+        let name = text(&load.path)?;
+        let name = std::path::Path::new(&name);
+        let mut candidates = Vec::new();
+        match text(&load.comp_dir) {
+            Some(dir) if name.is_relative() => candidates.push(std::path::Path::new(&dir).join(name)),
+            _ => candidates.push(name.to_path_buf()),
+        }
+        for beside in [&self.found.binary, &self.found.debug].into_iter().flatten() {
+            if let (Some(dir), Some(file)) = (beside.parent(), name.file_name()) {
+                candidates.push(dir.join(file));
+            }
+        }
+        let mut files = self.dwo_files.lock().ok()?;
+        let (opened, storage, missing) = &mut *files;
+        let unit = candidates.iter().filter(|c| c.is_file()).find_map(|c| {
+            let file = ElfFile::open(c).ok()?;
+            let dwarf = load_dwo(&file, load, storage)?;
+            opened.push(file);
+            Some(Arc::new(dwarf))
+        });
+        if unit.is_none() {
+            missing.push(candidates[0].display().to_string());
+        }
+        cache.insert(load.dwo_id.0, unit.clone());
+        unit
+    }
+
+    /// The `.dwo` files split DWARF names that were not found (or not the build's).
+    pub fn missing_dwos(&self) -> Vec<String> {
+        self.dwo_files.lock().map(|f| f.2.clone()).unwrap_or_default()
     }
 
     /// Paths of every file in use.
@@ -257,6 +308,8 @@ pub struct Lookup<'a> {
     /// Demangled DWARF names by where their raw name lies: a function is named at every
     /// address inside it, and demangling costs more than the look-up.
     names: RefCell<HashMap<(usize, usize), String>>,
+    /// Demangled symbol-table names, by symbol.
+    symbol_names: RefCell<HashMap<usize, String>>,
 }
 
 impl Drop for Lookup<'_> {
@@ -309,7 +362,10 @@ impl Lookup<'_> {
                     Some(match names.get(&key) {
                         Some(n) => n.clone(),
                         None => {
-                            let n = name.demangle().map_err(dwarf_error)?.into_owned();
+                            let n = name.demangle().map_err(dwarf_error)?;
+                            // A name the language's demangler left mangled gets the fallback's
+                            // best (`std::swap<double>` of a name it cannot parse whole).
+                            let n = if n.starts_with("_Z") { demangle(&n) } else { n.into_owned() };
                             names.insert(key, n.clone());
                             n
                         }
@@ -329,6 +385,21 @@ impl Lookup<'_> {
         Ok(frames)
     }
 
+    /// The symbol table's (demangled) name of the function at a stated address, where DWARF
+    /// names it `bare` (`_M_invoke`: a member's DW_AT_name without its class, so that two
+    /// `std::function` handlers would be one function): only a mangled symbol whose name
+    /// holds the bare one, as addr2line and llvm-symbolizer give it.
+    pub fn qualified_name(&self, address: u64, bare: &str) -> Option<String> {
+        let i = self.symbolizer.symbol_index(address)?;
+        let raw = self.symbolizer.symbols[i].name;
+        if !raw.starts_with("_Z") {
+            return None;
+        }
+        let mut cache = self.symbol_names.borrow_mut();
+        let name = cache.entry(i).or_insert_with(|| demangle(raw));
+        name.contains(bare).then(|| name.clone())
+    }
+
     /// Runs a look-up to its end, loading split units from the package when it asks.
     fn resolve<L>(&self, mut r: LookupResult<L>) -> L::Output
     where
@@ -343,7 +414,8 @@ impl Lookup<'_> {
                         .dwp
                         .as_ref()
                         .and_then(|p| p.find_cu(load.dwo_id, &load.parent).ok().flatten())
-                        .map(Arc::new);
+                        .map(Arc::new)
+                        .or_else(|| self.symbolizer.dwo(&load));
                     r = continuation.resume(unit);
                 }
             }
@@ -404,6 +476,40 @@ fn load_dwarf(file: &ElfFile, sup: Option<&ElfFile>, storage: &mut Storage) -> R
     Ok(dwarf)
 }
 
+/// The split unit of a `.dwo` file, when it is the one `load` asks for (its DWO id).
+fn load_dwo(
+    file: &ElfFile,
+    load: &addr2line::SplitDwarfLoad<Reader>,
+    storage: &mut Storage,
+) -> Option<gimli::Dwarf<Reader>> {
+    let e = endian(file);
+    let mut dwarf = gimli::Dwarf::load(|id| -> Result<Reader> {
+        let data = match id.dwo_name() {
+            Some(name) => file.section(name, storage)?,
+            None => &[],
+        };
+        Ok(gimli::EndianSlice::new(data, e))
+    })
+    .ok()?;
+    dwarf.make_dwo(&load.parent);
+    // A stale .dwo (another build) must not answer: its unit states the id the skeleton names
+    // (DWARF 5 in its header, GNU DWARF 4 as DW_AT_GNU_dwo_id).
+    let header = dwarf.units().next().ok()??;
+    let id = match header.type_() {
+        gimli::UnitType::SplitCompilation(id) => Some(id),
+        _ => {
+            let unit = dwarf.unit(header).ok()?;
+            let mut entries = unit.entries();
+            let root = entries.next_dfs().ok()??;
+            match root.attr_value(gimli::DW_AT_GNU_dwo_id) {
+                Some(gimli::AttributeValue::DwoId(id)) => Some(id),
+                _ => None,
+            }
+        }
+    };
+    (id.is_none_or(|id| id == load.dwo_id)).then_some(dwarf)
+}
+
 fn load_package(file: &ElfFile, storage: &mut Storage) -> Result<gimli::DwarfPackage<Reader>> {
     let e = endian(file);
     let empty = gimli::EndianSlice::new(&[][..], e);
@@ -429,13 +535,23 @@ pub fn demangle(name: &str) -> String {
         }
     }
     if name.starts_with("_Z") {
-        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            if let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+        if let Some(d) = demangle_cpp(name) {
+            return d;
+        }
+        // What the demangler cannot parse whole (a template whose return type uses a pack
+        // expansion in an expression: `std::swap<double>`'s enable_if) still has a name: the
+        // shortest prefix that ends a name (at an `E`) and demangles.
+        for (i, _) in name.match_indices('E') {
+            if let Some(d) = demangle_cpp(&name[..=i]) {
                 return d;
             }
         }
     }
     name.to_string()
+}
+
+fn demangle_cpp(name: &str) -> Option<String> {
+    cpp_demangle::Symbol::new(name).ok()?.demangle(&cpp_demangle::DemangleOptions::default()).ok()
 }
 
 #[cfg(test)]
@@ -462,6 +578,10 @@ mod tests {
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zbad"), "_Zbad");
+        // g++'s std::swap<double>, whose enable_if return type the demangler cannot parse.
+        let swap = "_ZSt4swapIdENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21\
+                    is_move_constructibleIS4_ESt18is_move_assignableIS4_EEE5valueEvE4typeERS4_SE_";
+        assert_eq!(demangle(swap), "std::swap<double>");
     }
 
     #[test]

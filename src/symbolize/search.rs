@@ -9,7 +9,8 @@
 //!    `/usr/lib/debug/<its folder>/`, accepted only when the file's CRC-32 is the one the link
 //!    states;
 //! 5. the `.gnu_debugaltlink` supplementary file (dwz), matched by build id;
-//! 6. `<binary>.dwp` for split DWARF.
+//! 6. `<binary>.dwp` for split DWARF (without one, [`super::Symbolizer`] reads the `.dwo` files
+//!    the skeleton units name, as it meets them).
 //!
 //! When both the image's file and a candidate have a build id, they must be equal: a candidate
 //! that differs is refused with a warning, never used. A file with a symbol table but no DWARF
@@ -51,6 +52,10 @@ pub struct Found {
     pub dwp: Option<PathBuf>,
     /// Candidates refused, and why (each a sentence for a warning).
     pub refused: Vec<String>,
+    /// Files named with `--symbols` for this very image (by its name, or as the only image
+    /// that needs names) and refused as another build: always worth a warning, even when
+    /// another file gives names.
+    pub wrong_build: Vec<String>,
     /// What the files found name but could not be found (a dwz file): always worth a warning.
     pub missing: Vec<String>,
 }
@@ -157,6 +162,23 @@ pub fn find(q: &Query) -> Found {
     found
 }
 
+/// Whether the `--symbols` paths of `q` were meant for its image: one of them is a file named
+/// as the image is (a `.debug` suffix aside), or the debug information found lies in one of
+/// them (a folder of debug files).
+pub fn meant_for(found: &Found, q: &Query) -> bool {
+    let base = q.image.and_then(|p| Path::new(p).file_name());
+    let named = q.paths.iter().any(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = name.strip_suffix(".debug").unwrap_or(&name);
+        base.is_some_and(|b| b.to_string_lossy() == stem)
+    });
+    let inside = [&found.debug, &found.binary]
+        .into_iter()
+        .flatten()
+        .any(|f| q.paths.iter().any(|p| f == p || (p.is_dir() && f.starts_with(p))));
+    named || inside
+}
+
 struct Search<'f> {
     want: Option<&'static [u8]>,
     base: Option<String>,
@@ -169,6 +191,14 @@ struct Search<'f> {
 impl Search<'_> {
     fn done(&self) -> bool {
         self.found.debug.is_some()
+    }
+
+    /// Whether a file named with `--symbols` is meant for this image: the only image that
+    /// needs names, or one of the file's name (a `.debug` suffix aside).
+    fn meant(&self, path: &Path) -> bool {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = name.strip_suffix(".debug").unwrap_or(&name);
+        self.sole || self.base.as_deref() == Some(stem)
     }
 
     /// Takes `path` if it is the image's: `named` when the user gave this very file, `crc`
@@ -187,20 +217,18 @@ impl Search<'_> {
         let id = file.build_id();
         match (self.want, id) {
             (Some(w), Some(h)) if w != h => {
-                self.found.refused.push(format!(
-                    "{shown}: refused, its build id {} is not the image's {}",
-                    hex(h),
-                    hex(w)
-                ));
+                let why = format!("{shown}: refused, its build id {} is not the image's {}", hex(h), hex(w));
+                if !named {
+                    self.found.refused.push(why);
+                } else if self.meant(path) {
+                    self.found.wrong_build.push(why);
+                }
+                // A file named for another image of the profile says nothing about this one.
                 return;
             }
-            (None, _) if named && !self.sole => {
+            (None, _) if named && !self.meant(path) => {
                 // Nothing to match by but the name.
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let stem = name.strip_suffix(".debug").unwrap_or(&name);
-                if self.base.as_deref() != Some(stem) {
-                    return;
-                }
+                return;
             }
             _ => {}
         }

@@ -128,3 +128,34 @@ proptest! {
         let _ = read(&bytes);
     }
 }
+
+#[test]
+fn legacy_profiles_are_named_as_such_with_the_command_that_converts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Go's and gperftools' text profiles, and the binary CPU profile (words 0, 3, 0, period, 0).
+    let mut binary = Vec::new();
+    for w in [0u64, 3, 0, 10000, 0, 1, 1, 0x401000] {
+        binary.extend_from_slice(&w.to_le_bytes());
+    }
+    let inputs: [(&str, Vec<u8>); 4] = [
+        (
+            "heap.pb.gz",
+            b"heap profile: 1: 2048 [3: 6144] @ heap/1048576\n1: 2048 [3: 6144] @ 0x401000\n".to_vec(),
+        ),
+        ("goroutine.pprof", b"goroutine profile: total 4\n4 @ 0x43a1c5 0x40a6e2\n".to_vec()),
+        ("mutex.pb", b"--- mutex:\ncycles/second=2000000000\nsampling period=1\n".to_vec()),
+        ("cpu.pb", binary),
+    ];
+    for (name, bytes) in inputs {
+        let input = dir.path().join(name);
+        std::fs::write(&input, &bytes).unwrap();
+        let output = dir.path().join("out.folded");
+        let o = common::run(&["convert", input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", common::stderr(&o));
+        let e = common::stderr(&o);
+        assert!(e.contains("legacy") && e.contains("go tool pprof -proto"), "{name}: {e}");
+        assert!(!output.exists(), "{name}");
+    }
+    let e = read(b"heap profile: 1: 2048 [3: 6144] @ heap/1048576\n").unwrap_err();
+    assert_eq!(e.location, Some(Location::Byte(0)), "{e}");
+}

@@ -169,3 +169,35 @@ fn valgrind_profiles_validate_clean_by_their_own_rules() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("line 4") && out.contains("1 warning(s)"), "{out}");
 }
+
+/// Positions are the addresses the object states, as valgrind writes them: a fixed-address
+/// executable's own addresses (`_start` of the hello-world DCFG at 0x400440, its load address
+/// 0x400000), a shared library's from 0 (`puts` at 0x6f6a0 of libc loaded at 0x7f0000000000);
+/// DCPI samples of an Alpha executable at 0x120000000 likewise. And no word of the DCFG's
+/// ENTRY and EXIT edges, which lose nothing.
+#[test]
+fn positions_are_the_objects_addresses_and_entry_and_exit_edges_are_no_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out.hello");
+    let hello = common::fixture("dcfg/hello-world.dcfg.json.bz2");
+    let o = common::run(&["convert", hello.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stderr(&o), "", "nothing is lost: no warning");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let after =
+        |what: &str| text.split(what).nth(1).and_then(|t| t.lines().nth(1)).unwrap_or_default().to_string();
+    assert!(after("fn=(1) _start").starts_with("0x400440 "), "{text}");
+    assert!(text.contains("calls=3 0x6f6a0 "), "{text}");
+    // Read back, the addresses are the executable's own.
+    let o = common::run(&["info", out.to_str().unwrap()]);
+    let info = common::stdout(&o);
+    assert!(info.contains("0x400440") && !info.contains(" 0x440 "), "{info}");
+
+    let alpha = common::fixture("dcpi/alpha-cycles.dcpi");
+    let o = common::run(&["convert", alpha.to_str().unwrap(), "--to", "callgrind", "-o", "-"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let positions: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("0x")).map(|l| l.split(' ').next().unwrap()).collect();
+    assert!(!positions.is_empty() && positions.iter().all(|p| p.starts_with("0x120")), "{text}");
+}

@@ -112,12 +112,18 @@ fn a_go_cpu_profile_keeps_its_totals_through_folded_pprof_and_callgrind() {
     assert_eq!(types, ["samples/count", "cpu/nanoseconds"]);
     assert!(totals[0] > 10, "the program ran long enough to be sampled: {totals:?}");
 
-    // pprof -> folded: the same totals; inlined functions are frames of their own.
+    // pprof -> folded: one sample type (two count columns are a before/after pair to
+    // flame-graph tools), the first unless --event names another, with a warning naming the
+    // others; its total is pprof's. Inlined functions are frames of their own.
     let folded = d.join("cpu.folded");
-    convert(&[s(&profile), "-o", s(&folded)]);
+    let o = common::run(&["convert", s(&profile), "-o", s(&folded)]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(common::stderr(&o).contains("not written: cpu"), "{}", common::stderr(&o));
     let (names, sums) = folded_totals(&folded);
-    assert_eq!(names, ["samples", "cpu"]);
-    assert_eq!(sums, totals);
+    assert_eq!((names, sums), (vec!["samples".to_string()], vec![totals[0]]));
+    let cpu = d.join("cpu-ns.folded");
+    convert(&[s(&profile), "--event", "cpu", "-o", s(&cpu)]);
+    assert_eq!(folded_totals(&cpu), (vec!["cpu".to_string()], vec![totals[1]]));
     let text = std::fs::read_to_string(&folded).unwrap();
     assert!(text.contains("main.main;main.spin;main.step"), "step inlined into spin is a frame:\n{text}");
     assert!(text.contains("main.main;main.hash"), "{text}");
@@ -182,4 +188,82 @@ fn go_tool_pprof_reads_what_cfghub_writes_from_every_kind_of_profile() {
             .unwrap();
         assert!(top.contains(&first_frame), "{stem}: {first_frame} in\n{top}");
     }
+}
+
+/// A sampler's profile (tests/common/protobuf.rs) written raw under a `.pb.gz` name, as
+/// py-spy and .NET's tools name theirs.
+fn sampler_profile(dir: &Path) -> PathBuf {
+    let path = dir.join("sampler.pb.gz");
+    std::fs::write(&path, common::protobuf::sampler_profile()).unwrap();
+    path
+}
+
+#[test]
+fn raw_protobuf_named_pb_gz_is_read_as_go_tool_pprof_reads_it() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = sampler_profile(d);
+    let (types, totals) = raw_totals(d, &profile);
+    assert_eq!((types.len(), totals.clone()), (2, vec![5, 50]));
+    let again = d.join("again.pprof");
+    convert(&[s(&profile), "-o", s(&again)]);
+    assert_eq!(raw_totals(d, &again).1, totals);
+}
+
+#[test]
+fn unsymbolized_locations_keep_their_address_and_mapping_through_pprof() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = sampler_profile(d);
+    for name in ["again.pb.gz", "again.pprof"] {
+        let again = d.join(name);
+        convert(&[s(&profile), "-o", s(&again)]);
+        // -raw lists each location as `ID: ADDRESS M=MAPPING FUNCTION ...`: the unsymbolized
+        // one keeps its address in mapping 1 and names no function.
+        let raw = pprof(d, &["-raw"], &again);
+        let locations: Vec<&str> = raw
+            .lines()
+            .skip_while(|l| l.trim() != "Locations")
+            .skip(1)
+            .take_while(|l| !l.starts_with("Mappings"))
+            .collect();
+        let unsymbolized: Vec<&str> = locations.iter().copied().filter(|l| l.contains("0x42ef04")).collect();
+        assert_eq!(unsymbolized.len(), 1, "{name}: {raw}");
+        let fields: Vec<&str> = unsymbolized[0].split_whitespace().collect();
+        assert_eq!(&fields[1..], ["0x42ef04", "M=1"], "{name}: address and mapping, no function: {raw}");
+        let mappings = raw.split("Mappings").nth(1).unwrap_or_default();
+        assert!(mappings.contains("/bin/prog") && mappings.contains("b1d"), "{name}: {raw}");
+        // pprof shows unsymbolized code by its mapping's file, as for the source profile.
+        let top = pprof(d, &["-top", "-nodecount=100"], &again);
+        assert!(top.contains("main") && top.contains("[prog]"), "{name}: {top}");
+    }
+}
+
+#[test]
+fn pprof_to_callgrind_names_the_files_and_keeps_a_name_with_a_line_break_on_one_line() {
+    common::require("callgrind_annotate");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cg = d.join("callgrind.out.sampler");
+    convert(&[s(&sampler_profile(d)), "-o", s(&cg)]);
+    let o = Command::new("callgrind_annotate").arg("--inclusive=yes").arg(&cg).output().unwrap();
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    assert!(out.contains("/src/main.go:main"), "the function's file, not ???:\n{out}");
+    assert!(out.contains("/src/main.go:weird name"), "{out}");
+
+    // The Go program's profile: every function of burn.go in its file.
+    let go = d.join("callgrind.out.go");
+    convert(&[s(&common::fixture("pprof/burn.cpu.pb.gz")), "-o", s(&go)]);
+    let o = Command::new("callgrind_annotate").arg(&go).output().unwrap();
+    // (Functions without a start line cost at line 0 of their file: callgrind_annotate, which
+    // finds Go's own sources on this machine, annotates them with a Perl warning or two.)
+    assert!(o.status.success() && !common::stderr(&o).contains("malformed"), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    for f in ["main.step", "main.hash", "main.mix"] {
+        assert!(out.contains(&format!("/tmp/gotest/burn.go:{f}")), "{f}:\n{out}");
+    }
+    assert!(!out.contains("???:main."), "{out}");
 }

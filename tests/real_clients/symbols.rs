@@ -350,3 +350,180 @@ fn dwz_compressed_debug_information_is_read_through_its_supplementary_file() {
     let err = convert(&["convert", input.to_str().unwrap(), "--symbols", "-o", out.to_str().unwrap()]);
     assert!(err.contains("common.debug") && err.contains("was not found"), "{err}");
 }
+
+/// `--symbols` naming a build other than the one profiled is refused, and said so even when
+/// the image's own file gives the names instead; the libraries `--symbols ./prog` was not
+/// meant for get one line between them, not warnings of their own.
+#[test]
+fn symbols_warn_about_the_image_they_were_named_for_and_only_once_about_the_others() {
+    for tool in ["gcc", "valgrind", "strip"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let prog = build(dir, "prog", &["-no-pie"]);
+    // Another build of the same name: other code, so another build id.
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let source = std::fs::read_to_string(common::fixture("symbols/inlined.c")).unwrap();
+    std::fs::write(other.join("inlined.c"), source.replace("3 * x + 1", "5 * x + 2")).unwrap();
+    sh(&other, "gcc", &["-g", "-O2", "-no-pie", "-o", "prog", "inlined.c"]);
+    assert_ne!(build_id(&prog), build_id(&other.join("prog")));
+
+    // Samples of the unstripped build: its own file names them, the other build is refused.
+    let (work, _) =
+        layout(&prog).0.into_iter().find(|(_, _, n)| n == "work").map(|(a, s, _)| (a, s)).unwrap();
+    let samples = dir.join("samples.dcpicat");
+    std::fs::write(&samples, dcpicat(prog.to_str().unwrap(), 0x400000, &[(work + 4, 10)])).unwrap();
+    let out = dir.join("named.folded");
+    let (samples, out) = (samples.to_str().unwrap(), out.to_str().unwrap());
+    let other_prog = other.join("prog");
+    let warnings = convert(&["convert", samples, "--symbols", other_prog.to_str().unwrap(), "-o", out]);
+    assert!(
+        warnings.contains("refused, its build id")
+            && warnings.contains("another build than the one profiled"),
+        "{warnings}"
+    );
+    assert!(std::fs::read_to_string(out).unwrap().contains("work"), "named from the image's own file");
+
+    // A stripped build under valgrind, named with `--symbols ./prog`: its libraries (the
+    // loader, valgrind's preload objects) are not what --symbols was for.
+    std::fs::copy(&prog, dir.join("stripped")).unwrap();
+    sh(dir, "strip", &["stripped"]);
+    let profile = callgrind(dir, "stripped", "callgrind.out.stripped");
+    let o = common::cfghub()
+        .args(["convert", profile.to_str().unwrap(), "--symbols", "./prog", "-o", "named.callgrind"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let stderr = common::stderr(&o);
+    let about_libraries: Vec<&str> = stderr.lines().filter(|l| l.contains(".so")).collect();
+    assert!(about_libraries.len() <= 1, "one line at most about the libraries:\n{stderr}");
+    assert!(!stderr.contains("refused"), "./prog is not refused by images it was not named for:\n{stderr}");
+}
+
+/// C++ names as addr2line and llvm-symbolizer give them: the two `std::function` handlers of
+/// handlers.cpp keep their qualified names (DWARF names both `_M_invoke`, which would make
+/// them one function of 30 samples), and `std::swap<double>` inlined into `app::order` is
+/// demangled although its return type is beyond the demangler.
+#[test]
+fn cpp_functions_keep_their_qualified_names_and_inlined_frames_are_demangled() {
+    for tool in ["g++", "addr2line", "c++filt"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(common::fixture("symbols/handlers.cpp"), dir.join("handlers.cpp")).unwrap();
+    sh(dir, "g++", &["-g", "-O2", "-no-pie", "-o", "handlers", "handlers.cpp"]);
+    let exe = dir.join("handlers");
+    let (symbols, text) = layout(&exe);
+    let handlers: Vec<(u64, String)> = symbols
+        .iter()
+        .filter(|(_, _, n)| n.contains("_M_invoke"))
+        .map(|(a, _, n)| (a + 2, n.clone()))
+        .collect();
+    assert_eq!(handlers.len(), 2, "{symbols:?}");
+    let (order, size, _) = symbols.iter().find(|(_, _, n)| n == "_ZN3app5orderEPdS0_i").unwrap().clone();
+    // The address where the swap's stores are (inlined std::swap<double>).
+    let swap = (order..order + size)
+        .find(|&a| addr2line(&exe, &[a])[0].iter().any(|f| f.contains("std::swap<double>")))
+        .expect("std::swap<double> inlined into app::order");
+    let samples = dir.join("samples.dcpicat");
+    let input = dcpicat(exe.to_str().unwrap(), text, &[(handlers[0].0, 10), (handlers[1].0, 20), (swap, 30)]);
+    std::fs::write(&samples, input).unwrap();
+    let out = dir.join("named.folded");
+    convert(&[
+        "convert",
+        samples.to_str().unwrap(),
+        "--symbols",
+        exe.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stacks = folded(&out);
+    // Each handler is its own function, named as binutils demangles its symbol.
+    for ((_, mangled), samples) in handlers.iter().zip([10, 20]) {
+        let o = Command::new("c++filt").arg(mangled).output().unwrap();
+        let outer = common::stdout(&o).trim().to_string();
+        assert!(outer.contains("_Function_handler") && outer.contains("_M_invoke"), "{outer}");
+        let own: u64 =
+            stacks.iter().filter(|(k, _)| k.starts_with(&format!("{outer};"))).map(|(_, v)| v).sum();
+        assert_eq!(own, samples, "{outer} in {stacks:?}");
+    }
+    assert!(stacks.keys().all(|k| !k.contains("_Z")), "nothing left mangled: {stacks:?}");
+    assert_eq!(stacks.get("app::order(double*, double*, int);std::swap<double>"), Some(&30), "{stacks:?}");
+}
+
+/// Inline chains from `llvm-symbolizer` (which reads split DWARF), outermost function first.
+fn llvm_symbolizer(binary: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
+    let input: String = addresses.iter().map(|a| format!("{a:#x}\n")).collect();
+    let mut child = Command::new("llvm-symbolizer-19")
+        .args(["-f", "-i", "-e"])
+        .arg(binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let chains: Vec<Vec<String>> = text
+        .split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .map(|block| {
+            let mut chain: Vec<String> = block.lines().step_by(2).map(String::from).collect();
+            chain.reverse();
+            chain
+        })
+        .collect();
+    assert_eq!(chains.len(), addresses.len(), "{text}");
+    chains
+}
+
+/// A `-gsplit-dwarf` build without a `.dwp`: the `.dwo` file the skeleton unit names is read,
+/// so samples get the inline chains llvm-symbolizer gives; without it, a warning says which
+/// file is missing instead of silently giving no inlined frames.
+#[test]
+fn split_dwarf_is_read_from_its_dwo_files_and_a_missing_one_is_named() {
+    for tool in ["gcc", "llvm-symbolizer-19"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exe = build(dir, "split", &["-gsplit-dwarf", "-no-pie"]);
+    let dwo: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "dwo"))
+        .collect();
+    assert_eq!(dwo.len(), 1, "gcc wrote one .dwo: {dwo:?}");
+    let (symbols, text) = layout(&exe);
+    let (work, size, _) = symbols.iter().find(|(_, _, n)| n == "work").unwrap().clone();
+    let addresses: Vec<u64> = (work..work + size).collect();
+    let mut expected: HashMap<String, u64> = HashMap::new();
+    for chain in llvm_symbolizer(&exe, &addresses) {
+        *expected.entry(chain.join(";")).or_default() += 1;
+    }
+    assert!(expected.keys().any(|k| k == "work;poly;square"), "{expected:?}");
+    let samples = dir.join("samples.dcpicat");
+    let counts: Vec<(u64, u64)> = addresses.iter().map(|&a| (a, 1)).collect();
+    std::fs::write(&samples, dcpicat(exe.to_str().unwrap(), text, &counts)).unwrap();
+    let (samples, exe) = (samples.to_str().unwrap(), exe.to_str().unwrap());
+    let out = dir.join("named.folded");
+    let warnings = convert(&["convert", samples, "--symbols", exe, "-o", out.to_str().unwrap()]);
+    assert!(!warnings.contains(".dwo"), "{warnings}");
+    assert_eq!(folded(&out), expected);
+
+    let away = dir.join("away");
+    std::fs::create_dir(&away).unwrap();
+    std::fs::rename(&dwo[0], away.join(dwo[0].file_name().unwrap())).unwrap();
+    let warnings = convert(&["convert", samples, "--symbols", exe, "-o", out.to_str().unwrap()]);
+    assert!(
+        warnings.contains(".dwo file(s) not found") && warnings.contains(dwo[0].to_str().unwrap()),
+        "{warnings}"
+    );
+    assert_eq!(folded(&out).get("work"), Some(&size), "named from the skeleton and symbol table");
+}

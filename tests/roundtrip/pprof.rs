@@ -71,6 +71,7 @@ fn model(spec: Spec) -> Profile {
             file: file.as_ref().map(|x| p.files.intern(x)),
             line: *line,
             system_name: system.clone(),
+            ..FrameSource::default()
         };
         p.frame_sources.push(source);
     }
