@@ -545,50 +545,7 @@ fn read_with_early(
         _ => {}
     }
     let mut profile = Profile::default();
-    let headers = &mut profile.meta.headers;
-    for (i, &(ty, unit, at)) in t.sample_types.iter().enumerate() {
-        let name = strings.get(ty, at, || format!("sample_type[{i}].type"))?;
-        let unit = strings.get(unit, at, || format!("sample_type[{i}].unit"))?;
-        profile.events.push(Event::new(name.as_ref()));
-        if !unit.is_empty() {
-            headers.push((keys::UNIT.into(), format!("{name} {unit}")));
-        }
-    }
-    let top_string = |i: u64, what: &str| strings.get(i, 0, || what.to_string()).map(|s| s.into_owned());
-    if let Some((ty, unit, at)) = t.period_type {
-        let ty = strings.get(ty, at, || "period_type.type".into())?;
-        let unit = strings.get(unit, at, || "period_type.unit".into())?;
-        headers.push((keys::PERIOD_TYPE.into(), format!("{ty} {unit}")));
-    }
-    for (key, v) in
-        [(keys::PERIOD, t.period), (keys::TIME_NANOS, t.time_nanos), (keys::DURATION_NANOS, t.duration_nanos)]
-    {
-        if let Some(v) = v {
-            headers.push((key.into(), (v as i64).to_string()));
-        }
-    }
-    for (key, v) in [
-        (keys::DROP_FRAMES, t.drop_frames),
-        (keys::KEEP_FRAMES, t.keep_frames),
-        (keys::DEFAULT_SAMPLE_TYPE, t.default_sample_type),
-        (keys::DOC_URL, t.doc_url),
-    ] {
-        if let Some(v) = v {
-            let s = top_string(v, key)?;
-            if !s.is_empty() {
-                headers.push((key.into(), s));
-            }
-        }
-    }
-    for (i, &c) in t.comments.iter().enumerate() {
-        headers.push((keys::COMMENT.into(), top_string(c, &format!("comment[{i}]"))?));
-    }
-    if t.comments_dropped > 0 {
-        findings.warn(
-            None,
-            format!("pprof: {} comment(s) past the first {MAX_COMMENTS} not kept", t.comments_dropped),
-        );
-    }
+    read_headers(&mut profile, &t, &strings, findings)?;
 
     // Mappings become images (the first MAX_IMAGES of them).
     let mapping_ids = IdMap::new(t.mapping_ids.iter().copied(), "mapping")?;
@@ -720,6 +677,55 @@ fn read_with_early(
     processes[0].images = images;
     profile.processes = processes;
     Ok(profile)
+}
+
+/// Events, their units and the top-level fields, into the profile's headers.
+fn read_headers(profile: &mut Profile, t: &Top, strings: &Strings, findings: &mut Findings) -> Result<()> {
+    let headers = &mut profile.meta.headers;
+    for (i, &(ty, unit, at)) in t.sample_types.iter().enumerate() {
+        let name = strings.get(ty, at, || format!("sample_type[{i}].type"))?;
+        let unit = strings.get(unit, at, || format!("sample_type[{i}].unit"))?;
+        profile.events.push(Event::new(name.as_ref()));
+        if !unit.is_empty() {
+            headers.push((keys::UNIT.into(), format!("{name} {unit}")));
+        }
+    }
+    let top_string = |i: u64, what: &str| strings.get(i, 0, || what.to_string()).map(|s| s.into_owned());
+    if let Some((ty, unit, at)) = t.period_type {
+        let ty = strings.get(ty, at, || "period_type.type".into())?;
+        let unit = strings.get(unit, at, || "period_type.unit".into())?;
+        headers.push((keys::PERIOD_TYPE.into(), format!("{ty} {unit}")));
+    }
+    for (key, v) in
+        [(keys::PERIOD, t.period), (keys::TIME_NANOS, t.time_nanos), (keys::DURATION_NANOS, t.duration_nanos)]
+    {
+        if let Some(v) = v {
+            headers.push((key.into(), (v as i64).to_string()));
+        }
+    }
+    for (key, v) in [
+        (keys::DROP_FRAMES, t.drop_frames),
+        (keys::KEEP_FRAMES, t.keep_frames),
+        (keys::DEFAULT_SAMPLE_TYPE, t.default_sample_type),
+        (keys::DOC_URL, t.doc_url),
+    ] {
+        if let Some(v) = v {
+            let s = top_string(v, key)?;
+            if !s.is_empty() {
+                headers.push((key.into(), s));
+            }
+        }
+    }
+    for (i, &c) in t.comments.iter().enumerate() {
+        headers.push((keys::COMMENT.into(), top_string(c, &format!("comment[{i}]"))?));
+    }
+    if t.comments_dropped > 0 {
+        findings.warn(
+            None,
+            format!("pprof: {} comment(s) past the first {MAX_COMMENTS} not kept", t.comments_dropped),
+        );
+    }
+    Ok(())
 }
 
 /// A hasher for keys that are hashes already.
