@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Times symbolization of 100,000 sampled addresses of a real binary with DWARF (cfghub's own
+# Times symbolization of COUNT (default 100,000) sampled addresses of a real binary with DWARF (cfghub's own
 # release build, built with line tables) side by side with the tools a user would otherwise run:
 #   1. the whole `cfghub convert SAMPLES.dcpicat --symbols BINARY -o OUT.folded` (read, search,
 #      look up every address with its inline chain, write the stacks);
 #   2. GNU `addr2line -a -f -i -C -e BINARY` and `llvm-addr2line -a -f -i -C -e BINARY` on the
 #      same addresses (sorted), read from a file;
 #   3. opening the debug file: `cfghub info` of a one-address profile with --symbols.
-# Best of 3 runs each. Installs binutils and llvm when missing (Debian).
+# Best of 3 runs each, with the peak resident size of the fastest. Installs binutils and llvm
+# when missing (Debian).
 #
-# Usage: scripts/bench-symbols.sh [WORKDIR]   (needs python3)
+# Usage: [COUNT=1000000] scripts/bench-symbols.sh [WORKDIR]   (needs python3)
+# COUNT=1000000 checks that a million addresses cost no more per address than 100,000, in
+# memory that follows the debug information.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -28,9 +31,10 @@ cp "$BIN" "$TARGET"
 
 # 100,000 distinct addresses inside function symbols, as a dcpicat dump (text_start: the
 # executable segment, so runtime and stated addresses agree) and as a list for addr2line.
-python3 - "$TARGET" "$WORK" <<'PY'
+COUNT=${COUNT:-100000}
+python3 - "$TARGET" "$WORK" "$COUNT" <<'PY'
 import random, subprocess, sys
-target, work = sys.argv[1], sys.argv[2]
+target, work, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 syms = []
 for line in subprocess.run(["nm", "-S", "--defined-only", target], capture_output=True, text=True).stdout.splitlines():
     f = line.split()
@@ -46,10 +50,10 @@ for line in subprocess.run(["readelf", "-lW", target], capture_output=True, text
 rng = random.Random(7)
 weights = [s[1] for s in syms]
 picked = set()
-while len(picked) < 100_000:
+while len(picked) < count:
     for a, n in rng.choices(syms, weights=weights, k=10_000):
         picked.add(a + rng.randrange(n))
-addrs = sorted(picked)[:100_000]
+addrs = sorted(picked)[:count]
 with open(f"{work}/addresses.txt", "w") as f:
     f.writelines(f"{a:#x}\n" for a in addrs)
 with open(f"{work}/samples.dcpicat", "w") as f:
@@ -61,28 +65,28 @@ with open(f"{work}/one.dcpicat", "w") as f:
     f.write(f"text_start {text:#014x}\ntext_size 0x000010000000\nevent 1 cycles:63488:10000\n{addrs[0]:#014x} 1\n")
 PY
 
-# best_of CMD...: "wall cpu" seconds of the fastest of 3 runs (cpu: user + system); on a loaded
-# machine the processor time says more than the wall clock.
+# best_of CMD...: "wall cpu rss" of the fastest of 3 runs (cpu: user + system seconds; rss:
+# peak resident MiB); on a loaded machine the processor time says more than the wall clock.
 best_of() {
-  local best="" cpu=""
+  local best="" cpu="" rss=""
   for _ in 1 2 3; do
     local tmp; tmp=$(mktemp)
-    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
-    local t u s; read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print u + s}'); fi
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp" "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
+    local t u s m; read -r t u s m < <(tail -1 "$tmp"); rm -f "$tmp"
+    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print u + s}'); rss=$((m / 1024)); fi
   done
-  echo "$best $cpu"
+  echo "$best $cpu $rss"
 }
 
-echo "== symbolization: 100,000 sorted addresses of $(basename "$TARGET") ($(stat -c %s "$TARGET") bytes), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-read -r t_cfg c_cfg < <(best_of "$BIN" convert -q "$WORK/samples.dcpicat" --symbols "$TARGET" -o "$WORK/out.folded")
-read -r t_gnu c_gnu < <(best_of sh -c "addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
-read -r t_llvm c_llvm < <(best_of sh -c "llvm-addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
+echo "== symbolization: $COUNT sorted addresses of $(basename "$TARGET") ($(stat -c %s "$TARGET") bytes), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+read -r t_cfg c_cfg m_cfg < <(best_of "$BIN" convert -q "$WORK/samples.dcpicat" --symbols "$TARGET" -o "$WORK/out.folded")
+read -r t_gnu c_gnu m_gnu < <(best_of sh -c "addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
+read -r t_llvm c_llvm m_llvm < <(best_of sh -c "llvm-addr2line -a -f -i -C -e '$TARGET' < '$WORK/addresses.txt'")
 read -r t_open _ < <(best_of "$BIN" info -q "$WORK/one.dcpicat" --symbols "$TARGET")
 read -r t_none _ < <(best_of "$BIN" info -q "$WORK/one.dcpicat")
-awk -v c="$t_cfg" -v cc="$c_cfg" -v g="$t_gnu" -v cg="$c_gnu" -v l="$t_llvm" -v cl="$c_llvm" -v o="$t_open" -v n="$t_none" 'BEGIN{
-  printf "cfghub convert --symbols (whole command)  %6.3f s wall %6.3f s cpu\n", c, cc
-  printf "GNU addr2line -a -f -i -C                 %6.3f s wall %6.3f s cpu   cfghub is %.1fx faster wall, %.1fx cpu (target >= 2)\n", g, cg, g/c, cg/cc
-  printf "llvm-addr2line -a -f -i -C                %6.3f s wall %6.3f s cpu   cfghub is %.1fx faster wall, %.1fx cpu (target > 1)\n", l, cl, l/c, cl/cc
+awk -v cnt="$COUNT" -v mc="$m_cfg" -v mg="$m_gnu" -v ml="$m_llvm" -v c="$t_cfg" -v cc="$c_cfg" -v g="$t_gnu" -v cg="$c_gnu" -v l="$t_llvm" -v cl="$c_llvm" -v o="$t_open" -v n="$t_none" 'BEGIN{
+  printf "cfghub convert --symbols (whole command)  %6.3f s wall %6.3f s cpu  %5d MiB  %.2f us cpu/address\n", c, cc, mc, cc * 1e6 / cnt
+  printf "GNU addr2line -a -f -i -C                 %6.3f s wall %6.3f s cpu  %5d MiB  cfghub is %.1fx faster wall, %.1fx cpu (target >= 2)\n", g, cg, mg, g/c, cg/cc
+  printf "llvm-addr2line -a -f -i -C                %6.3f s wall %6.3f s cpu  %5d MiB  cfghub is %.1fx faster wall, %.1fx cpu (target > 1)\n", l, cl, ml, l/c, cl/cc
   printf "opening the debug file (info of 1 address with --symbols minus without)  %.0f ms (target < 50)\n", (o-n)*1000
 }'

@@ -52,11 +52,30 @@ seed() {
     find "$path" -type f -size -2M -print0 | xargs -0 -r cp -n -t "$corpus" 2>/dev/null || true
   done
   # The symbolizer's seeds are ELF files with DWARF, compiled from the C sources it names.
-  if [ "$target" = symbols ] && command -v cc >/dev/null; then
+  if [ "${target%-at}" = symbols ] && command -v cc >/dev/null; then
     for c in "$corpus"/*.c; do
       [ -e "$c" ] || continue
       cc -g -O2 -o "${c%.c}-O2.elf" "$c" 2>/dev/null || true
       cc -g -O0 -o "${c%.c}-O0.elf" "$c" 2>/dev/null || true
+    done
+  fi
+  # symbols-at: the same files behind a count byte and addresses inside them (their first
+  # function symbols).
+  if [ "$target" = symbols-at ] && command -v nm >/dev/null; then
+    for elf in "$corpus"/*.elf; do
+      [ -e "$elf" ] || continue
+      nm "$elf" 2>/dev/null | awk '$2 ~ /^[tT]$/ {print $1}' | head -8 | python3 -c '
+import struct, sys
+addrs = [int(l, 16) + 4 for l in sys.stdin if l.strip()]
+sys.stdout.buffer.write(bytes([len(addrs)]) + b"".join(struct.pack("<Q", a) for a in addrs))
+' > "$elf.at" && cat "$elf" >> "$elf.at" && rm -f "$elf"
+    done
+  fi
+  # csi-elf: each text behind a flag byte, as is and to be compressed.
+  if [ "$target" = csi-elf ]; then
+    for t in "$corpus"/*; do
+      case $t in *.z|*.raw) continue ;; esac
+      { printf '\001'; cat "$t"; } > "$t.z" && { printf '\000'; cat "$t"; } > "$t.raw" && rm -f "$t"
     done
   fi
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 
 mod bz2;
+pub mod sections;
 
 /// How many decompressed bytes are kept aside for format sniffing.
 pub const HEAD_LEN: usize = 64 * 1024;
@@ -282,24 +283,31 @@ fn describe_magic(magic: &[u8]) -> String {
 /// Runs a decompressor on its own thread, handing decompressed chunks over a bounded channel.
 fn pipelined<D: Read + Send + 'static>(mut decoder: D) -> Box<dyn BufRead + Send> {
     let (tx, rx) = mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
-    std::thread::spawn(move || loop {
-        let mut chunk = vec![0u8; CHUNK_LEN];
-        let mut filled = 0;
-        while filled < CHUNK_LEN {
-            match decoder.read(&mut chunk[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
+    std::thread::spawn(move || {
+        let mut produced = 0u64;
+        loop {
+            let mut chunk = vec![0u8; CHUNK_LEN];
+            let mut filled = 0;
+            while filled < CHUNK_LEN {
+                match decoder.read(&mut chunk[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // Say where: the decompressed bytes that came out before the damage.
+                        let at = produced + filled as u64;
+                        let e = io::Error::new(e.kind(), format!("{e} at decompressed byte {at}"));
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
                 }
             }
-        }
-        chunk.truncate(filled);
-        let done = filled == 0;
-        if tx.send(Ok(chunk)).is_err() || done {
-            return;
+            produced += filled as u64;
+            chunk.truncate(filled);
+            let done = filled == 0;
+            if tx.send(Ok(chunk)).is_err() || done {
+                return;
+            }
         }
     });
     Box::new(ChannelReader { rx, chunk: Vec::new(), pos: 0, done: false })
@@ -503,7 +511,16 @@ pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// Whether two paths name one file: by device and inode (which a symbolic link and a hard
+/// link share with their target), else by canonical path.
 fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return a.dev() == b.dev() && a.ino() == b.ino();
+        }
+    }
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -518,6 +535,7 @@ where
     F: FnOnce(&mut dyn Write) -> Result<()>,
 {
     check_not_an_input(path, inputs)?;
+    let write = |out: &mut dyn Write| write(out).map_err(name_output(path));
     if path == "-" {
         let stdout = io::stdout();
         let mut out = io::BufWriter::with_capacity(BUF_LEN, stdout.lock());
@@ -554,6 +572,17 @@ where
     set_output_permissions(temp.as_file(), &target);
     temp.persist(&target).map_err(|e| Error::io(path, e.error))?;
     Ok(())
+}
+
+/// Writers that do not know their output's path name it `output` (or `<format> output`) in
+/// an error: the caller's path (or standard output) replaces that.
+fn name_output(path: &str) -> impl Fn(Error) -> Error + '_ {
+    move |mut e| {
+        if e.file.as_deref().is_some_and(|f| f == "output" || f.ends_with(" output")) {
+            e.file = Some(if path == "-" { "standard output".to_string() } else { path.to_string() });
+        }
+        e
+    }
 }
 
 /// Runs `write` into `out`, compressed as `path`'s name asks, and flushes everything.

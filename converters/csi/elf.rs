@@ -4,16 +4,15 @@
 //! The linker concatenates the sections of every object file, so one section holds several
 //! objects' texts one after the other: the text parser reads them as one. Sections compressed
 //! with `objcopy --compress-debug-sections` (`SHF_COMPRESSED`, or GNU `.zdebug_*`) are
-//! decompressed, after checking that the size they announce is one zlib could produce from
-//! their bytes.
+//! inflated under the rule every reader of compressed sections follows
+//! ([`crate::io::sections`]).
+
+use std::borrow::Cow;
 
 use object::{Object, ObjectSection};
 
 use super::read::{Builder, Section};
 use crate::error::{Error, Result};
-
-/// zlib cannot expand data by more than about 1032 times.
-const MAX_RATIO: u64 = 1100;
 
 /// The section a name stands for: `.debug_PT`, `.zdebug_PT`, Mach-O `debug_PT`.
 fn section_of(name: &str) -> Option<Section> {
@@ -24,6 +23,15 @@ fn section_of(name: &str) -> Option<Section> {
 
 /// Reads every CSI section of an object file into `builder`; errors when there is none.
 pub fn read(data: &[u8], builder: &mut Builder) -> Result<()> {
+    for (kind, bytes) in sections(data)? {
+        builder.add_text(&bytes, Some(kind))?;
+    }
+    Ok(())
+}
+
+/// The CSI sections of an object file, inflated, path tracing first (so that coverage arrays
+/// attach to the functions' symbols); errors when there is none.
+pub fn sections(data: &[u8]) -> Result<Vec<(Section, Cow<'_, [u8]>)>> {
     let file = object::File::parse(data)
         .map_err(|e| Error::input(format!("not a readable object file: {e}")).at_byte(0))?;
     let mut found = Vec::new();
@@ -35,21 +43,7 @@ pub fn read(data: &[u8], builder: &mut Builder) -> Result<()> {
                 continue;
             }
         }
-        let range = section
-            .compressed_file_range()
-            .map_err(|e| Error::input(format!("section {name}: {e}")).at_path(format!("section {name}")))?;
-        if range.uncompressed_size > range.compressed_size.saturating_mul(MAX_RATIO).saturating_add(4096) {
-            return Err(Error::input(format!(
-                "section {name} announces {} bytes once decompressed, more than its {} compressed bytes can hold",
-                range.uncompressed_size, range.compressed_size
-            ))
-            .at_path(format!("section {name}")));
-        }
-        let bytes = section.uncompressed_data().map_err(|e| {
-            Error::input(format!("section {name} cannot be decompressed: {e}"))
-                .at_path(format!("section {name}"))
-        })?;
-        found.push((kind, name.to_string(), bytes));
+        found.push((kind, crate::io::sections::section_data(&section, name)?));
     }
     if found.is_empty() {
         return Err(Error::input(
@@ -59,12 +53,8 @@ pub fn read(data: &[u8], builder: &mut Builder) -> Result<()> {
             "build the program with csi-cc, or add a section with objcopy --add-section .debug_PT=FILE",
         ));
     }
-    // Path tracing first, so coverage arrays attach to the functions' symbols.
-    found.sort_by_key(|(kind, _, _)| Section::ALL.iter().position(|s| s == kind));
-    for (kind, _, bytes) in found {
-        builder.add_text(&bytes, Some(kind))?;
-    }
-    Ok(())
+    found.sort_by_key(|(kind, _)| Section::ALL.iter().position(|s| s == kind));
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -66,6 +66,20 @@ pub fn read_bytes(data: &[u8], file: Option<String>) -> Result<Profile> {
     Ok(builder.finish_profile(file))
 }
 
+/// Where block `id` of the function `function` is defined in CSI metadata (section text or
+/// an object file): its line, as the reader's errors name lines. For messages about a function
+/// read already, so `None` when it cannot be found.
+pub fn block_location(data: &[u8], function: &str, id: u64) -> Option<crate::error::Location> {
+    if is_object_file(data) {
+        let sections = elf::sections(data).ok()?;
+        return sections.iter().find_map(|(kind, text)| {
+            let line = read::block_line(text, function, id)?;
+            Some(crate::error::Location::Path(format!("section {}, line {line}", kind.name())))
+        });
+    }
+    read::block_line(data, function, id).map(crate::error::Location::Line)
+}
+
 /// ELF, or Mach-O (either byte order, 32 or 64 bits).
 fn is_object_file(head: &[u8]) -> bool {
     head.starts_with(b"\x7fELF")

@@ -175,9 +175,12 @@ impl Builder {
     /// kind of coverage arrays whose names do not tell); `None` for a text file.
     pub fn add_text(&mut self, text: &[u8], section: Option<Section>) -> Result<()> {
         let place = Place { section: section.map(Section::name) };
-        // At most one block or edge per line: reserved once, never grown by doubling (the
-        // capacity no line fills is never touched, so never committed).
-        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+        // At most one block or edge per line that starts with a digit (blank lines, names and
+        // `#` lines hold none): reserved once, never grown by doubling (the capacity no line
+        // fills is never touched, so never committed). Counting every newline instead would
+        // reserve for a text of blank lines (or a section that inflates to them) what it
+        // cannot hold.
+        let lines = numbered_lines(text);
         self.image.blocks.reserve(lines);
         self.image.block_lines.reserve(lines);
         self.edges.reserve(lines);
@@ -528,8 +531,12 @@ impl Builder {
     }
 
     /// Linked objects may each have a function of the same name (static functions): a
-    /// coverage array of such a name goes to the function whose source lines hold its sites'
-    /// lines, and among equals to one that has no array of that kind yet.
+    /// coverage array of such a name goes to the function whose source lines hold most of its
+    /// sites' lines, and among equals to the first that has no array of that kind yet.
+    ///
+    /// Linear in the sites and the functions' lines (times the functions that share a line):
+    /// an index from source line to the same-named functions that hold it answers each site,
+    /// and a cursor per name and kind finds the first function without an array.
     fn attach_coverage(&mut self) {
         let image = &mut self.image;
         if image.coverage.is_empty() {
@@ -542,17 +549,23 @@ impl Builder {
         if same_name.values().all(|v| v.len() < 2) {
             return;
         }
-        let routines = image.routines.as_deref().unwrap_or(&[]);
-        let lines_of = |symbol: u32| -> std::collections::HashSet<u32> {
-            routines
-                .iter()
-                .filter(|r| r.symbol == Some(symbol))
-                .flat_map(|r| r.nodes.iter())
-                .filter_map(|&b| image.block_lines.get(b as usize))
-                .flat_map(|l| l.lines())
-                .collect()
-        };
-        let mut taken: Vec<(u32, CoverageKind)> = Vec::new();
+        // (source line, symbol) of every function that shares its name with another.
+        let shared =
+            |s: u32| same_name.get(image.symbols[s as usize].name.as_str()).is_some_and(|v| v.len() > 1);
+        let mut line_symbols: Vec<(u32, u32)> = Vec::new();
+        for r in image.routines.as_deref().unwrap_or(&[]) {
+            let Some(symbol) = r.symbol.filter(|&s| shared(s)) else { continue };
+            for &b in &r.nodes {
+                if let Some(lines) = image.block_lines.get(b as usize) {
+                    line_symbols.extend(lines.lines().map(|l| (l, symbol)));
+                }
+            }
+        }
+        line_symbols.sort_unstable();
+        line_symbols.dedup();
+        let mut taken: std::collections::HashSet<(u32, CoverageKind)> = std::collections::HashSet::new();
+        let mut cursor: HashMap<(&str, CoverageKind), usize> = HashMap::new();
+        let mut hits: HashMap<u32, usize> = HashMap::new();
         let mut chosen = Vec::with_capacity(image.coverage.len());
         for c in &image.coverage {
             let name = image.symbols[c.symbol as usize].name.as_str();
@@ -561,17 +574,31 @@ impl Builder {
                 chosen.push(c.symbol);
                 continue;
             }
-            let best = candidates
+            hits.clear();
+            for &l in c.sites.iter().flat_map(|site| &site.lines) {
+                let from = line_symbols.partition_point(|&(x, _)| x < l);
+                for &(_, s) in line_symbols[from..].iter().take_while(|&&(x, _)| x == l) {
+                    if image.symbols[s as usize].name == name {
+                        *hits.entry(s).or_default() += 1;
+                    }
+                }
+            }
+            let best = match hits
                 .iter()
-                .copied()
-                .max_by_key(|&s| {
-                    let lines = lines_of(s);
-                    let hits =
-                        c.sites.iter().flat_map(|site| &site.lines).filter(|l| lines.contains(l)).count();
-                    (hits, !taken.contains(&(s, c.kind)), std::cmp::Reverse(s))
-                })
-                .unwrap_or(c.symbol);
-            taken.push((best, c.kind));
+                .map(|(&s, &n)| (n, !taken.contains(&(s, c.kind)), std::cmp::Reverse(s)))
+                .max()
+            {
+                Some((_, _, std::cmp::Reverse(s))) => s,
+                None => {
+                    // No site line in any of them: the first without an array of this kind.
+                    let k = cursor.entry((name, c.kind)).or_default();
+                    while *k < candidates.len() && taken.contains(&(candidates[*k], c.kind)) {
+                        *k += 1;
+                    }
+                    candidates.get(*k).copied().unwrap_or(candidates[0])
+                }
+            };
+            taken.insert((best, c.kind));
             chosen.push(best);
         }
         for (c, s) in image.coverage.iter_mut().zip(chosen) {
@@ -588,6 +615,47 @@ impl Builder {
         profile.processes.push(Process { images: vec![self.image], edges: self.edges, ..Process::default() });
         profile
     }
+}
+
+/// The line (from 1) of the block line `ID|...` of block `id` in the first function called
+/// `function` of a `.debug_PT` text.
+pub fn block_line(text: &[u8], function: &str, id: u64) -> Option<u64> {
+    // 0: between functions; 1: after `#`; 2: in the function's blocks; 3: in another's.
+    let mut state = 0;
+    for (n, raw) in text.split(|&b| b == b'\n').enumerate() {
+        let line = trim(raw);
+        if line.is_empty() {
+            continue;
+        }
+        state = match state {
+            _ if line == b"#" => 1,
+            1 => {
+                if line == function.as_bytes() {
+                    2
+                } else {
+                    3
+                }
+            }
+            2 if line == b"$" => 0,
+            2 => match memchr::memchr(b'|', line) {
+                Some(bar) if parse_u64(&line[..bar]) == Some(id) => return Some(n as u64 + 1),
+                _ => 2,
+            },
+            s => s,
+        };
+    }
+    None
+}
+
+/// Lines that start with a digit: an upper bound on the blocks and edges of a text (whose
+/// lines csi-cc writes without leading spaces; a line that has them is counted out, and the
+/// lists grow for it).
+fn numbered_lines(text: &[u8]) -> usize {
+    let first = text.first().is_some_and(u8::is_ascii_digit) as usize;
+    first
+        + memchr::memchr_iter(b'\n', text)
+            .filter(|&i| text.get(i + 1).is_some_and(u8::is_ascii_digit))
+            .count()
 }
 
 fn utf8<'a>(bytes: &'a [u8], line_no: u64, place: &Place<'_>, what: &str) -> Result<&'a str> {

@@ -2,11 +2,25 @@
 //!
 //! The fields of `Profile` may come in any order (Go writes the string table last), so the
 //! reader takes two passes over the top-level message: the first decodes everything but the
-//! samples and notes where each sample lies, the second turns samples into stacks once
+//! samples and notes where runs of samples lie, the second turns samples into stacks once
 //! functions and locations are known. Nothing is allocated from a count in the input: every
 //! length is checked against the bytes left ([`super::wire`]).
+//!
+//! What the reader keeps is bounded by what the input really holds, not by what it repeats:
+//! - samples with the same locations and labels are one stack whose values are summed, as
+//!   pprof itself merges them (dense profiles of tiny samples cost their distinct stacks);
+//! - a location's inline chain is expanded into every stack that names it, up to
+//!   [`FRAMES_PER_BYTE`] frames a byte of input in all (at least [`MIN_FRAME_BUDGET`]): a
+//!   profile that claims more is refused, naming the sample that passed the limit;
+//! - the string table is kept as offsets into the input; labels other than numeric `thread`
+//!   and `pid` ones are counted, not kept; at most [`MAX_COMMENTS`] comments and
+//!   [`MAX_IMAGES`] mappings become headers and images (the rest are counted, with a warning);
+//! - a stream (a `.pb.gz`) is checked field by field as it is inflated, so that bytes that
+//!   cannot be profile.proto are refused at the first of them, not after holding them all.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::wire::{Cursor, FIXED32, FIXED64, LEN, VARINT};
 use super::{keys, PID_LABEL, THREAD_LABEL};
@@ -18,69 +32,186 @@ use crate::registry::ReadOptions;
 const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as written by \
                     runtime/pprof, `go tool pprof -proto` or `perf_to_profile`";
 
+/// Frames that stacks may hold in all, per byte of input: inline chains multiply a location's
+/// lines by the samples naming it, which no sampler makes thousands of times over.
+pub const FRAMES_PER_BYTE: u64 = 16;
+/// Frames that stacks may hold in all whatever the input's size (64 MiB of frame ids).
+pub const MIN_FRAME_BUDGET: u64 = 1 << 24;
+/// Comments kept as headers; more are counted and dropped with a warning.
+pub const MAX_COMMENTS: usize = 4096;
+/// Mappings kept as images; more are counted (their ids still checked) and dropped with a
+/// warning. A process maps a few thousand files at most.
+pub const MAX_IMAGES: usize = 8192;
+
 /// Reads a whole pprof input (decompressed already by [`crate::io`]).
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     if input.is_file() {
         return read_bytes(input.bytes()?, findings);
     }
-    // A stream (decompressed on its own thread): samples are decoded as their bytes arrive,
-    // side by side with the decompression; the rest is read once the input is complete.
+    // A stream (decompressed on its own thread): its top-level fields are checked as they
+    // arrive, and runs of samples decoded side by side with the decompression; the rest is
+    // read once the input is complete.
     let size = input.size_hint();
     let input = input.stream();
-    let mut bytes = Vec::with_capacity(size.unwrap_or(0).min(1 << 32) as usize);
+    let mut bytes: Vec<u8> = Vec::new();
+    reserve(&mut bytes, size.unwrap_or(0).min(1 << 32) as usize)?;
     let mut early = Vec::new();
-    let mut scanned = 0usize;
-    let mut pending: Vec<(usize, usize)> = Vec::new();
-    let mut scanning = true;
+    let mut scan = Scan::default();
     loop {
         let chunk = input.fill_buf().map_err(|e| Error::io("-", e))?;
         if chunk.is_empty() {
             break;
         }
         let n = chunk.len();
+        reserve(&mut bytes, n)?;
         bytes.extend_from_slice(chunk);
         input.consume(n);
-        if scanning {
-            scanning = scan_samples(&bytes, &mut scanned, &mut pending);
-            if pending.len() >= RUN {
-                let ranges: Vec<(&[u8], u64)> =
-                    pending.iter().map(|&(a, b)| (&bytes[a..b], a as u64)).collect();
-                early.push(decode_raw(early.len() * RUN, &ranges)?);
-                pending.clear();
-            }
+        scan.advance(&bytes)?;
+        for run in scan.complete.drain(..) {
+            early.push((run, decode_run(&bytes, run)?));
         }
     }
     read_with_early(&bytes, early, findings)
 }
 
+/// Makes room for `more` bytes of a stream held whole, or says that it does not fit.
+fn reserve(bytes: &mut Vec<u8>, more: usize) -> Result<()> {
+    bytes.try_reserve(more).map_err(|_| {
+        bad(
+            bytes.len() as u64,
+            format!(
+                "the decompressed profile does not fit in memory: {} MiB read so far, {} MiB more asked for",
+                bytes.len() >> 20,
+                more.div_ceil(1 << 20)
+            ),
+        )
+    })
+}
+
 /// Samples decoded in runs of this many.
 const RUN: usize = 32 * 1024;
 
-/// Walks the complete top-level fields from `*pos`, noting the byte ranges of samples in
-/// `pending` (in runs of [`RUN`]). Returns false at anything unexpected: the full reader will
-/// report it.
-fn scan_samples(bytes: &[u8], pos: &mut usize, pending: &mut Vec<(usize, usize)>) -> bool {
-    while *pos < bytes.len() && pending.len() < RUN {
-        let mut c = Cursor::new(&bytes[*pos..], *pos as u64);
-        let Ok((field, wire)) = c.key() else { return bytes.len() - *pos < 16 };
-        let ok = match wire {
-            LEN => match c.bytes() {
-                Ok((b, at)) => {
-                    if field == 2 {
-                        pending.push((at as usize, at as usize + b.len()));
-                    }
-                    true
-                }
-                Err(_) => return true,
-            },
-            _ => c.skip(wire).is_ok(),
-        };
-        if !ok {
-            return true;
+/// A run of up to [`RUN`] samples: the top-level bytes from the first one's key to the end of
+/// the last one (other fields may lie between them), and the index of the first sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SampleRun {
+    start: usize,
+    end: usize,
+    first: usize,
+    count: usize,
+}
+
+/// Groups samples into runs, the same way for a stream and for whole bytes.
+#[derive(Default)]
+struct Runs {
+    current: Option<SampleRun>,
+    samples: usize,
+}
+
+impl Runs {
+    /// Notes a sample whose field spans `[start, end)`; returns the run it completes.
+    fn add(&mut self, start: usize, end: usize) -> Option<SampleRun> {
+        let first = self.samples;
+        let run = self.current.get_or_insert(SampleRun { start, end, first, count: 0 });
+        run.end = end;
+        run.count += 1;
+        self.samples += 1;
+        if run.count == RUN {
+            self.current.take()
+        } else {
+            None
         }
-        *pos = c.offset() as usize;
     }
-    true
+}
+
+/// The wire types profile.proto gives its top-level fields (`None`: a field it does not name,
+/// which a reader skips).
+fn top_field(field: u64) -> Option<(&'static str, &'static [u8])> {
+    Some(match field {
+        1 => ("sample_type", &[LEN]),
+        2 => ("sample", &[LEN]),
+        3 => ("mapping", &[LEN]),
+        4 => ("location", &[LEN]),
+        5 => ("function", &[LEN]),
+        6 => ("string_table", &[LEN]),
+        7 => ("drop_frames", &[VARINT]),
+        8 => ("keep_frames", &[VARINT]),
+        9 => ("time_nanos", &[VARINT]),
+        10 => ("duration_nanos", &[VARINT]),
+        11 => ("period_type", &[LEN]),
+        12 => ("period", &[VARINT]),
+        13 => ("comment", &[VARINT, LEN]),
+        14 => ("default_sample_type", &[VARINT]),
+        15 => ("doc_url", &[VARINT]),
+        _ => return None,
+    })
+}
+
+/// Checks a top-level key's wire type against profile.proto.
+fn check_top_key(field: u64, wire: u8, at: u64) -> Result<()> {
+    match top_field(field) {
+        Some((name, wires)) if !wires.contains(&wire) => Err(bad(
+            at,
+            format!("Profile.{name} (field {field}): wire type {wire}, which profile.proto does not give it"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `rest` may be the start of a varint whose end has not arrived yet.
+fn unfinished_varint(rest: &[u8]) -> bool {
+    rest.len() < 10 && rest.iter().all(|&b| b >= 0x80)
+}
+
+/// The top-level fields of a stream, walked as its bytes arrive: a key that cannot be
+/// profile.proto's is an error at once; complete runs of samples are handed out in `complete`.
+#[derive(Default)]
+struct Scan {
+    pos: usize,
+    runs: Runs,
+    complete: Vec<SampleRun>,
+}
+
+impl Scan {
+    fn advance(&mut self, bytes: &[u8]) -> Result<()> {
+        while self.pos < bytes.len() {
+            let at = self.pos as u64;
+            let mut c = Cursor::new(&bytes[self.pos..], at);
+            let (field, wire) = match c.key() {
+                Ok(k) => k,
+                Err(_) if unfinished_varint(&bytes[self.pos..]) => return Ok(()),
+                Err(e) => return Err(within(|| "Profile".to_string())(e)),
+            };
+            check_top_key(field, wire, at)?;
+            let value = c.offset() as usize;
+            let done = match wire {
+                LEN => match c.bytes() {
+                    Ok((_, _)) => true,
+                    Err(_) if unfinished_varint(&bytes[value..]) => false,
+                    Err(e) => {
+                        // The length is complete: the field's bytes have not all arrived.
+                        if Cursor::new(&bytes[value..], value as u64).varint().is_ok() {
+                            false
+                        } else {
+                            return Err(within(|| "Profile".to_string())(e));
+                        }
+                    }
+                },
+                _ => c.skip(wire).is_ok(),
+            };
+            if !done {
+                return Ok(());
+            }
+            let end = c.offset() as usize;
+            if field == 2 {
+                if let Some(run) = self.runs.add(self.pos, end) {
+                    self.complete.push(run);
+                }
+            }
+            self.pos = end;
+        }
+        Ok(())
+    }
 }
 
 /// Prefixes an error's message with the message path it happened in (`location[3].line[0]`).
@@ -171,21 +302,27 @@ impl IdMap {
 
 /// Everything of the top-level message but the samples' contents.
 #[derive(Default)]
-struct Top<'a> {
+struct Top {
     sample_types: Vec<(u64, u64, u64)>,
-    /// (bytes, offset) of each sample.
-    samples: Vec<(&'a [u8], u64)>,
+    /// Runs of samples, in order.
+    sample_runs: Vec<SampleRun>,
+    /// Mappings kept as images (the first [`MAX_IMAGES`]).
     mappings: Vec<Mapping>,
+    /// (id, offset) of every mapping, kept or not: locations refer to them.
+    mapping_ids: Vec<(u64, u64)>,
     locations: Vec<Location>,
     functions: Vec<Function>,
-    strings: Vec<(&'a [u8], u64)>,
+    /// Offset of each string's length (the string follows it).
+    strings: Vec<u64>,
     drop_frames: Option<u64>,
     keep_frames: Option<u64>,
     time_nanos: Option<u64>,
     duration_nanos: Option<u64>,
     period_type: Option<(u64, u64, u64)>,
     period: Option<u64>,
+    /// The first [`MAX_COMMENTS`] comments, and how many more there were.
     comments: Vec<u64>,
+    comments_dropped: u64,
     default_sample_type: Option<u64>,
     doc_url: Option<u64>,
 }
@@ -259,12 +396,14 @@ fn location(mut c: Cursor) -> Result<Location> {
     Ok(l)
 }
 
-fn top(bytes: &[u8]) -> Result<Top<'_>> {
+fn top(bytes: &[u8]) -> Result<Top> {
     let mut t = Top::default();
+    let mut runs = Runs::default();
     let mut c = Cursor::new(bytes, 0);
     while !c.is_empty() {
         let at = c.offset();
         let (field, wire) = c.key().map_err(within(|| "Profile".to_string()))?;
+        check_top_key(field, wire, at)?;
         match field {
             1 => {
                 let i = t.sample_types.len();
@@ -272,14 +411,20 @@ fn top(bytes: &[u8]) -> Result<Top<'_>> {
                 t.sample_types.push(value_type(m).map_err(within(|| format!("sample_type[{i}]")))?);
             }
             2 => {
-                let i = t.samples.len();
-                let (b, o) = c.message(wire, "sample").map_err(within(|| format!("sample[{i}]")))?.rest();
-                t.samples.push((b, o));
+                let i = runs.samples;
+                c.message(wire, "sample").map_err(within(|| format!("sample[{i}]")))?;
+                if let Some(run) = runs.add(at as usize, c.offset() as usize) {
+                    t.sample_runs.push(run);
+                }
             }
             3 => {
-                let i = t.mappings.len();
+                let i = t.mapping_ids.len();
                 let m = c.message(wire, "mapping").map_err(within(|| format!("mapping[{i}]")))?;
-                t.mappings.push(mapping(m).map_err(within(|| format!("mapping[{i}]")))?);
+                let m = mapping(m).map_err(within(|| format!("mapping[{i}]")))?;
+                t.mapping_ids.push((m.id, m.at));
+                if t.mappings.len() < MAX_IMAGES {
+                    t.mappings.push(m);
+                }
             }
             4 => {
                 let i = t.locations.len();
@@ -293,8 +438,8 @@ fn top(bytes: &[u8]) -> Result<Top<'_>> {
             }
             6 => {
                 let i = t.strings.len();
-                let m = c.message(wire, "string_table").map_err(within(|| format!("string_table[{i}]")))?;
-                t.strings.push(m.rest());
+                t.strings.push(c.offset());
+                c.message(wire, "string_table").map_err(within(|| format!("string_table[{i}]")))?;
             }
             7 => t.drop_frames = Some(c.uint(wire, "drop_frames").map_err(within(|| "Profile".into()))?),
             8 => t.keep_frames = Some(c.uint(wire, "keep_frames").map_err(within(|| "Profile".into()))?),
@@ -308,8 +453,15 @@ fn top(bytes: &[u8]) -> Result<Top<'_>> {
             }
             12 => t.period = Some(c.uint(wire, "period").map_err(within(|| "Profile".into()))?),
             13 => {
-                let comments = &mut t.comments;
-                c.repeated(wire, "comment", |v| comments.push(v)).map_err(within(|| "Profile".into()))?
+                let (comments, dropped) = (&mut t.comments, &mut t.comments_dropped);
+                c.repeated(wire, "comment", |v| {
+                    if comments.len() < MAX_COMMENTS {
+                        comments.push(v)
+                    } else {
+                        *dropped += 1
+                    }
+                })
+                .map_err(within(|| "Profile".into()))?
             }
             14 => {
                 t.default_sample_type =
@@ -324,27 +476,49 @@ fn top(bytes: &[u8]) -> Result<Top<'_>> {
             }
         }
     }
+    t.sample_runs.extend(runs.current.take());
     Ok(t)
 }
 
-/// The string table, checked: index lookups with the path of the field that refers.
+/// The string table, checked: index lookups with the path of the field that refers. The
+/// strings stay in the input's bytes (an index each), turned into text when asked for.
 struct Strings<'a> {
-    table: Vec<std::borrow::Cow<'a, str>>,
+    bytes: &'a [u8],
+    offsets: Vec<u64>,
 }
 
-impl Strings<'_> {
-    fn get(&self, i: u64, at: u64, path: impl FnOnce() -> String) -> Result<&str> {
-        self.table.get(i as usize).map(|s| s.as_ref()).ok_or_else(|| {
-            bad(
-                at,
-                format!("{}: string index {i} past the string table ({} strings)", path(), self.table.len()),
-            )
+impl<'a> Strings<'a> {
+    fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// String `i`'s bytes; `None` past the table.
+    fn raw(&self, i: u64) -> Option<&'a [u8]> {
+        let at = *self.offsets.get(usize::try_from(i).ok()?)?;
+        let mut c = Cursor::new(&self.bytes[at as usize..], at);
+        // Checked by `top` already.
+        c.bytes().ok().map(|(b, _)| b)
+    }
+
+    fn get(&self, i: u64, at: u64, path: impl FnOnce() -> String) -> Result<std::borrow::Cow<'a, str>> {
+        self.raw(i).map(String::from_utf8_lossy).ok_or_else(|| {
+            bad(at, format!("{}: string index {i} past the string table ({} strings)", path(), self.len()))
         })
     }
 
     /// `None` for the empty string.
-    fn opt(&self, i: u64, at: u64, path: impl FnOnce() -> String) -> Result<Option<&str>> {
+    fn opt(
+        &self,
+        i: u64,
+        at: u64,
+        path: impl FnOnce() -> String,
+    ) -> Result<Option<std::borrow::Cow<'a, str>>> {
         self.get(i, at, path).map(|s| (!s.is_empty()).then_some(s))
+    }
+
+    /// The index of the first string equal to `s`.
+    fn find(&self, s: &str) -> Option<u64> {
+        (0..self.len() as u64).find(|&i| self.raw(i) == Some(s.as_bytes()))
     }
 }
 
@@ -404,75 +578,51 @@ fn refuse_legacy(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Reads a whole profile whose first samples were decoded already (`early`, runs of [`RUN`]).
-fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) -> Result<Profile> {
+/// Reads a whole profile whose first runs of samples were decoded already (`early`).
+fn read_with_early(
+    bytes: &[u8],
+    early: Vec<(SampleRun, RawRun)>,
+    findings: &mut Findings,
+) -> Result<Profile> {
     refuse_legacy(bytes)?;
     let t = top(bytes)?;
-    let strings = Strings { table: t.strings.iter().map(|(b, _)| String::from_utf8_lossy(b)).collect() };
-    match t.strings.first() {
+    let strings = Strings { bytes, offsets: t.strings.clone() };
+    match strings.raw(0) {
         None => {
             return Err(bad(0, "Profile: no string table (string_table[0] must be the empty string)".into()))
         }
-        Some((b, at)) if !b.is_empty() => {
-            return Err(bad(*at, "string_table[0]: not the empty string".into()));
+        Some(b) if !b.is_empty() => {
+            return Err(bad(t.strings[0], "string_table[0]: not the empty string".into()));
         }
         _ => {}
     }
     let mut profile = Profile::default();
-    let headers = &mut profile.meta.headers;
-    for (i, &(ty, unit, at)) in t.sample_types.iter().enumerate() {
-        let name = strings.get(ty, at, || format!("sample_type[{i}].type"))?;
-        let unit = strings.get(unit, at, || format!("sample_type[{i}].unit"))?;
-        profile.events.push(Event::new(name));
-        if !unit.is_empty() {
-            headers.push((keys::UNIT.into(), format!("{name} {unit}")));
-        }
-    }
-    let top_string = |i: u64, what: &str| strings.get(i, 0, || what.to_string()).map(str::to_string);
-    if let Some((ty, unit, at)) = t.period_type {
-        let ty = strings.get(ty, at, || "period_type.type".into())?;
-        let unit = strings.get(unit, at, || "period_type.unit".into())?;
-        headers.push((keys::PERIOD_TYPE.into(), format!("{ty} {unit}")));
-    }
-    for (key, v) in
-        [(keys::PERIOD, t.period), (keys::TIME_NANOS, t.time_nanos), (keys::DURATION_NANOS, t.duration_nanos)]
-    {
-        if let Some(v) = v {
-            headers.push((key.into(), (v as i64).to_string()));
-        }
-    }
-    for (key, v) in [
-        (keys::DROP_FRAMES, t.drop_frames),
-        (keys::KEEP_FRAMES, t.keep_frames),
-        (keys::DEFAULT_SAMPLE_TYPE, t.default_sample_type),
-        (keys::DOC_URL, t.doc_url),
-    ] {
-        if let Some(v) = v {
-            let s = top_string(v, key)?;
-            if !s.is_empty() {
-                headers.push((key.into(), s));
-            }
-        }
-    }
-    for (i, &c) in t.comments.iter().enumerate() {
-        headers.push((keys::COMMENT.into(), top_string(c, &format!("comment[{i}]"))?));
-    }
+    read_headers(&mut profile, &t, &strings, findings)?;
 
-    // Mappings become images.
-    let mapping_ids = IdMap::new(t.mappings.iter().map(|m| (m.id, m.at)), "mapping")?;
+    // Mappings become images (the first MAX_IMAGES of them).
+    let mapping_ids = IdMap::new(t.mapping_ids.iter().copied(), "mapping")?;
     let mut images = Vec::with_capacity(t.mappings.len());
     for (i, m) in t.mappings.iter().enumerate() {
         let file = strings.opt(m.filename, m.at, || format!("mapping[{i}].filename"))?;
         let build_id = strings.opt(m.build_id, m.at, || format!("mapping[{i}].build_id"))?;
         images.push(Image {
             id: m.id,
-            file: file.map(|f| profile.files.intern(f)),
+            file: file.map(|f| profile.files.intern(&f)),
             load_addr: m.memory_start,
             size: (m.memory_limit > m.memory_start).then(|| m.memory_limit - m.memory_start),
             file_offset: (m.file_offset != 0).then_some(m.file_offset),
-            build_id: build_id.map(str::to_string),
+            build_id: build_id.map(|b| b.into_owned()),
             ..Image::default()
         });
+    }
+    if t.mapping_ids.len() > t.mappings.len() {
+        findings.warn(
+            None,
+            format!(
+                "pprof: {} mapping(s) past the first {MAX_IMAGES} not kept as images",
+                t.mapping_ids.len() - t.mappings.len()
+            ),
+        );
     }
 
     // Functions become frames (by name) with their sources.
@@ -482,13 +632,13 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
         let name = strings.get(f.name, f.at, || format!("function[{i}].name"))?;
         let system = strings.get(f.system_name, f.at, || format!("function[{i}].system_name"))?;
         let file = strings.opt(f.filename, f.at, || format!("function[{i}].filename"))?;
-        let shown = if name.is_empty() { system } else { name };
+        let shown = if name.is_empty() { &system } else { &name };
         let frame = profile.frames.intern(shown);
         if frame as usize == profile.frame_sources.len() {
             profile.frame_sources.push(FrameSource {
-                file: file.map(|f| profile.files.intern(f)),
+                file: file.map(|f| profile.files.intern(&f)),
                 line: u32::try_from(f.start_line).ok().filter(|&l| l > 0),
-                system_name: (!system.is_empty() && system != shown).then(|| system.to_string()),
+                system_name: (!system.is_empty() && system != *shown).then(|| system.to_string()),
                 address: None,
             });
         }
@@ -523,31 +673,29 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
         profile.frame_sources.pop();
     }
 
-    // Samples become stacks: runs of samples decoded side by side (those not decoded while
-    // the input arrived), then their location ids resolved into frames.
+    // Samples become stacks: the runs not decoded while the input arrived are decoded and
+    // resolved side by side, each run's raw stacks dropped as soon as they are resolved.
     use rayon::prelude::*;
-    let done = early.len() * RUN;
-    let mut runs = early;
-    let rest: Vec<Result<RawRun>> = t.samples[done.min(t.samples.len())..]
-        .par_chunks(RUN)
-        .enumerate()
-        .map(|(k, samples)| decode_raw(done + k * RUN, samples))
-        .collect();
-    for run in rest {
-        runs.push(run?);
-    }
     let ctx = SampleContext {
         nvalues: t.sample_types.len(),
-        thread_key: strings.table.iter().position(|s| s == THREAD_LABEL).map(|i| i as u64),
-        pid_key: strings.table.iter().position(|s| s == PID_LABEL).map(|i| i as u64),
+        thread_key: strings.find(THREAD_LABEL),
+        pid_key: strings.find(PID_LABEL),
         location_ids: &location_ids,
         location_run: &location_run,
         location_frames: &location_frames,
+        frames_used: AtomicU64::new(0),
+        frame_budget: (bytes.len() as u64).saturating_mul(FRAMES_PER_BYTE).max(MIN_FRAME_BUDGET),
+        bytes: bytes.len() as u64,
     };
-    let resolved: Vec<Result<Decoded>> =
-        runs.into_par_iter().enumerate().map(|(k, run)| ctx.resolve(k * RUN, run)).collect();
+    let done = early.iter().zip(&t.sample_runs).take_while(|((e, _), r)| e == *r).count();
+    let mut resolved: Vec<Result<Decoded>> =
+        early.into_par_iter().take(done).map(|(_, raw)| ctx.resolve(raw)).collect();
+    resolved.par_extend(
+        t.sample_runs[done..].par_iter().map(|&run| decode_run(bytes, run).and_then(|raw| ctx.resolve(raw))),
+    );
     let mut processes: Vec<Process> = Vec::new();
-    let mut other_labels = 0usize;
+    let mut merged: Vec<StackSet> = Vec::new();
+    let mut other_labels = 0u64;
     for run in resolved {
         let run = run?;
         other_labels += run.other_labels;
@@ -556,10 +704,11 @@ fn read_with_early(bytes: &[u8], early: Vec<RawRun>, findings: &mut Findings) ->
                 Some(p) => p,
                 None => {
                     processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
+                    merged.push(StackSet::default());
                     processes.len() - 1
                 }
             };
-            processes[p].stacks.push(stack);
+            merged[p].add(&mut processes[p].stacks, stack);
         }
     }
     if other_labels > 0 {
@@ -592,7 +741,113 @@ fn address_frame(profile: &mut Profile, l: &Location, mapping_ids: &IdMap) -> Fr
     frame
 }
 
-/// What decoding a sample needs to know.
+/// Events, their units and the top-level fields, into the profile's headers.
+fn read_headers(profile: &mut Profile, t: &Top, strings: &Strings, findings: &mut Findings) -> Result<()> {
+    let headers = &mut profile.meta.headers;
+    for (i, &(ty, unit, at)) in t.sample_types.iter().enumerate() {
+        let name = strings.get(ty, at, || format!("sample_type[{i}].type"))?;
+        let unit = strings.get(unit, at, || format!("sample_type[{i}].unit"))?;
+        profile.events.push(Event::new(name.as_ref()));
+        if !unit.is_empty() {
+            headers.push((keys::UNIT.into(), format!("{name} {unit}")));
+        }
+    }
+    let top_string = |i: u64, what: &str| strings.get(i, 0, || what.to_string()).map(|s| s.into_owned());
+    if let Some((ty, unit, at)) = t.period_type {
+        let ty = strings.get(ty, at, || "period_type.type".into())?;
+        let unit = strings.get(unit, at, || "period_type.unit".into())?;
+        headers.push((keys::PERIOD_TYPE.into(), format!("{ty} {unit}")));
+    }
+    for (key, v) in
+        [(keys::PERIOD, t.period), (keys::TIME_NANOS, t.time_nanos), (keys::DURATION_NANOS, t.duration_nanos)]
+    {
+        if let Some(v) = v {
+            headers.push((key.into(), (v as i64).to_string()));
+        }
+    }
+    for (key, v) in [
+        (keys::DROP_FRAMES, t.drop_frames),
+        (keys::KEEP_FRAMES, t.keep_frames),
+        (keys::DEFAULT_SAMPLE_TYPE, t.default_sample_type),
+        (keys::DOC_URL, t.doc_url),
+    ] {
+        if let Some(v) = v {
+            let s = top_string(v, key)?;
+            if !s.is_empty() {
+                headers.push((key.into(), s));
+            }
+        }
+    }
+    for (i, &c) in t.comments.iter().enumerate() {
+        headers.push((keys::COMMENT.into(), top_string(c, &format!("comment[{i}]"))?));
+    }
+    if t.comments_dropped > 0 {
+        findings.warn(
+            None,
+            format!("pprof: {} comment(s) past the first {MAX_COMMENTS} not kept", t.comments_dropped),
+        );
+    }
+    Ok(())
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// First entry of each hash's chain.
+type Heads = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+
+/// Mixes `v` into the hash `h` (the multiply-rotate of FxHash).
+#[inline]
+fn mix(h: u64, v: u64) -> u64 {
+    (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// Stacks of one process, merged when their frames and thread are equal (values summed).
+#[derive(Default)]
+struct StackSet {
+    heads: Heads,
+    next: Vec<u32>,
+}
+
+impl StackSet {
+    fn add(&mut self, stacks: &mut Vec<Stack>, stack: Stack) {
+        let mut h = mix(0, stack.thread.map_or(u64::MAX, u64::from));
+        for &f in &stack.frames {
+            h = mix(h, f as u64);
+        }
+        let mut k = self.heads.get(&h).copied().unwrap_or(u32::MAX);
+        while k != u32::MAX {
+            let s = &mut stacks[k as usize];
+            if s.thread == stack.thread && s.frames == stack.frames && s.values.len() == stack.values.len() {
+                for (a, b) in s.values.iter_mut().zip(&stack.values) {
+                    *a += b;
+                }
+                return;
+            }
+            k = self.next[k as usize];
+        }
+        let i = stacks.len() as u32;
+        self.next.push(self.heads.insert(h, i).unwrap_or(u32::MAX));
+        stacks.push(stack);
+    }
+}
+
+/// What resolving a sample needs to know.
 struct SampleContext<'a> {
     nvalues: usize,
     thread_key: Option<u64>,
@@ -600,48 +855,150 @@ struct SampleContext<'a> {
     location_ids: &'a IdMap,
     location_run: &'a [(u32, u32)],
     location_frames: &'a [FrameId],
+    /// Frames given to stacks so far, against `frame_budget`.
+    frames_used: AtomicU64,
+    frame_budget: u64,
+    /// The input's size, for messages.
+    bytes: u64,
 }
 
 /// Stacks of a run of samples, with their `pid` labels.
 struct Decoded {
     stacks: Vec<(Option<u64>, Stack)>,
-    other_labels: usize,
+    other_labels: u64,
 }
 
-/// A run of samples as the wire says them: stacks whose frames are still location ids, leaf
-/// first (ids beyond `u32` in `wide`), their offsets, and their labels.
+/// One distinct sample of a run: its location ids, numeric labels and values, as ranges of
+/// the run's lists; where it first occurs; how many samples it stands for.
+struct RawStack {
+    locs: (usize, usize),
+    /// The location ids are in `wide` (some is beyond `u32`), else in `locs`.
+    wide: bool,
+    labels: (usize, usize),
+    values: (usize, usize),
+    sample: usize,
+    at: u64,
+    occurrences: u64,
+    next: u32,
+}
+
+/// A run of samples as the wire says them, equal samples merged: location ids not resolved
+/// yet, labels whose keys are not known to be `thread` or `pid` yet.
 struct RawRun {
-    stacks: Vec<Stack>,
-    at: Vec<u64>,
-    /// (sample in the run, location ids) of samples with an id beyond `u32`.
-    wide: Vec<(u32, Vec<u64>)>,
-    /// (sample in the run, key, num, has a string) of every label.
-    labels: Vec<(u32, u64, Option<u64>, bool)>,
+    stacks: Vec<RawStack>,
+    heads: Heads,
+    locs: Vec<u32>,
+    wide: Vec<u64>,
+    /// (key, number) of numeric labels, by key, the last of each key in a sample.
+    labels: Vec<(u64, u64)>,
+    values: Vec<f64>,
+    /// Labels that cannot be `thread` or `pid` (a string value, or no number).
+    other_labels: u64,
 }
 
-/// Decodes the fields of `samples` (the first is sample number `first`); ids are resolved by
+/// One sample's fields, before it is merged into its run.
+#[derive(Default)]
+struct Scratch {
+    locs: Vec<u64>,
+    labels: Vec<(u64, u64)>,
+    values: Vec<f64>,
+}
+
+impl RawRun {
+    /// Adds the sample in `s` (number `sample`, at byte `at`), merged with an equal one.
+    fn add(&mut self, s: &mut Scratch, sample: usize, at: u64) {
+        // Labels by key, the last of each key winning (as they are read).
+        s.labels.reverse();
+        s.labels.sort_by_key(|&(k, _)| k);
+        s.labels.dedup_by_key(|&mut (k, _)| k);
+        let wide = s.locs.iter().any(|&l| l >= u32::MAX as u64);
+        let mut h = mix(s.values.len() as u64, s.locs.len() as u64);
+        for &l in &s.locs {
+            h = mix(h, l);
+        }
+        for &(k, v) in &s.labels {
+            h = mix(mix(h, k), v);
+        }
+        let mut k = self.heads.get(&h).copied().unwrap_or(u32::MAX);
+        while k != u32::MAX {
+            let r = &mut self.stacks[k as usize];
+            let same_locs = if r.wide {
+                wide && self.wide[r.locs.0..r.locs.1] == s.locs[..]
+            } else {
+                !wide
+                    && r.locs.1 - r.locs.0 == s.locs.len()
+                    && self.locs[r.locs.0..r.locs.1].iter().zip(&s.locs).all(|(&a, &b)| a as u64 == b)
+            };
+            if same_locs
+                && self.labels[r.labels.0..r.labels.1] == s.labels[..]
+                && r.values.1 - r.values.0 == s.values.len()
+            {
+                for (a, b) in self.values[r.values.0..r.values.1].iter_mut().zip(&s.values) {
+                    *a += b;
+                }
+                r.occurrences += 1;
+                return;
+            }
+            k = r.next;
+        }
+        let locs = if wide {
+            self.wide.extend_from_slice(&s.locs);
+            (self.wide.len() - s.locs.len(), self.wide.len())
+        } else {
+            self.locs.extend(s.locs.iter().map(|&l| l as u32));
+            (self.locs.len() - s.locs.len(), self.locs.len())
+        };
+        self.labels.extend_from_slice(&s.labels);
+        self.values.extend_from_slice(&s.values);
+        let i = self.stacks.len() as u32;
+        let next = self.heads.insert(h, i).unwrap_or(u32::MAX);
+        self.stacks.push(RawStack {
+            locs,
+            wide,
+            labels: (self.labels.len() - s.labels.len(), self.labels.len()),
+            values: (self.values.len() - s.values.len(), self.values.len()),
+            sample,
+            at,
+            occurrences: 1,
+            next,
+        });
+    }
+}
+
+/// Decodes the samples of `run` (top-level fields of `bytes`); ids are resolved by
 /// [`SampleContext::resolve`] once the tables are known.
-fn decode_raw(first: usize, samples: &[(&[u8], u64)]) -> Result<RawRun> {
-    let mut run = RawRun {
-        stacks: Vec::with_capacity(samples.len()),
-        at: Vec::with_capacity(samples.len()),
+fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
+    let mut out = RawRun {
+        stacks: Vec::new(),
+        heads: Heads::default(),
+        locs: Vec::new(),
         wide: Vec::new(),
         labels: Vec::new(),
+        values: Vec::new(),
+        other_labels: 0,
     };
-    let mut locs: Vec<u64> = Vec::new();
-    let mut values: Vec<f64> = Vec::new();
-    for (n, &(bytes, at)) in samples.iter().enumerate() {
-        let i = first + n;
-        let mut c = Cursor::new(bytes, at);
-        locs.clear();
-        values.clear();
+    let mut s = Scratch::default();
+    let mut top = Cursor::new(&bytes[run.start..run.end], run.start as u64);
+    let mut i = run.first;
+    while !top.is_empty() {
+        // The fields between a run's samples were checked by `top` or the scan.
+        let Ok((field, wire)) = top.key() else { break };
+        if field != 2 {
+            top.skip(wire).map_err(within(|| "Profile".to_string()))?;
+            continue;
+        }
+        let mut c = top.message(wire, "sample").map_err(within(|| format!("sample[{i}]")))?;
+        let at = c.offset();
+        s.locs.clear();
+        s.values.clear();
+        s.labels.clear();
         while !c.is_empty() {
             match c.key().map_err(within(|| format!("sample[{i}]")))? {
                 (1, w) => c
-                    .repeated(w, "location_id", |v| locs.push(v))
+                    .repeated(w, "location_id", |v| s.locs.push(v))
                     .map_err(within(|| format!("sample[{i}]")))?,
                 (2, w) => c
-                    .repeated(w, "value", |v| values.push(v as i64 as f64))
+                    .repeated(w, "value", |v| s.values.push(v as i64 as f64))
                     .map_err(within(|| format!("sample[{i}]")))?,
                 (3, w) => {
                     let path = || format!("sample[{i}].label");
@@ -655,81 +1012,88 @@ fn decode_raw(first: usize, samples: &[(&[u8], u64)]) -> Result<RawRun> {
                             (_, w) => label.skip(w).map_err(within(path))?,
                         }
                     }
-                    run.labels.push((n as u32, key, num, has_str));
+                    match num {
+                        Some(v) if !has_str && key != 0 => s.labels.push((key, v)),
+                        _ => out.other_labels += 1,
+                    }
                 }
                 (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
             }
         }
-        let frames: Vec<FrameId> = if locs.iter().all(|&l| l < u32::MAX as u64) {
-            locs.iter().map(|&l| l as u32).collect()
-        } else {
-            run.wide.push((n as u32, locs.clone()));
-            Vec::new()
-        };
-        run.stacks.push(Stack { frames, values: values.clone(), thread: None });
-        run.at.push(at);
+        out.add(&mut s, i, at);
+        i += 1;
     }
-    Ok(run)
+    Ok(out)
 }
 
 impl SampleContext<'_> {
     /// Resolves a run's location ids into frames (root first) and its labels into threads and
-    /// processes; checks the number of values.
-    fn resolve(&self, first: usize, mut run: RawRun) -> Result<Decoded> {
-        let mut out = Decoded { stacks: Vec::with_capacity(run.stacks.len()), other_labels: 0 };
-        let mut pids: Vec<Option<u64>> = vec![None; run.stacks.len()];
-        for &(n, key, num, has_str) in &run.labels {
-            match num {
-                Some(v) if !has_str && Some(key) == self.thread_key => {
-                    run.stacks[n as usize].thread = u32::try_from(v).ok()
-                }
-                Some(v) if !has_str && Some(key) == self.pid_key => pids[n as usize] = Some(v),
-                _ => out.other_labels += 1,
-            }
+    /// processes; checks the number of values and the frames stacks may hold.
+    fn resolve(&self, run: RawRun) -> Result<Decoded> {
+        let mut out =
+            Decoded { stacks: Vec::with_capacity(run.stacks.len()), other_labels: run.other_labels };
+        // The first sample with the wrong number of values is the one reported.
+        if let Some(r) =
+            run.stacks.iter().filter(|r| r.values.1 - r.values.0 != self.nvalues).min_by_key(|r| r.sample)
+        {
+            return Err(bad(
+                r.at,
+                format!(
+                    "sample[{}]: {} value(s) where sample_type names {} (one value per sample type)",
+                    r.sample,
+                    r.values.1 - r.values.0,
+                    self.nvalues
+                ),
+            ));
         }
-        let mut wide = run.wide.into_iter().peekable();
         let mut ids: Vec<u64> = Vec::new();
-        for (n, (mut stack, at)) in run.stacks.into_iter().zip(run.at).enumerate() {
-            let i = first + n;
-            if stack.values.len() != self.nvalues {
+        for r in &run.stacks {
+            let i = r.sample;
+            ids.clear();
+            if r.wide {
+                ids.extend_from_slice(&run.wide[r.locs.0..r.locs.1]);
+            } else {
+                ids.extend(run.locs[r.locs.0..r.locs.1].iter().map(|&l| l as u64));
+            }
+            let mut total = 0u64;
+            for &id in &ids {
+                let l = self.location_ids.get(id).ok_or_else(|| {
+                    bad(r.at, format!("sample[{i}].location_id: location id {id} names no location"))
+                })?;
+                total += self.location_run[l as usize].1 as u64;
+            }
+            let used = self.frames_used.fetch_add(total, Ordering::Relaxed).saturating_add(total);
+            if used > self.frame_budget {
                 return Err(bad(
-                    at,
+                    r.at,
                     format!(
-                        "sample[{i}]: {} value(s) where sample_type names {} (one value per sample type)",
-                        stack.values.len(),
-                        self.nvalues
+                        "sample[{i}]: its {} location(s) expand to {total} frames with their inline lines, \
+                         past the {} frames a profile of {} bytes may expand to ({FRAMES_PER_BYTE} a byte, \
+                         at least {MIN_FRAME_BUDGET}); no sampler writes such inline chains",
+                        ids.len(),
+                        self.frame_budget,
+                        self.bytes
                     ),
                 ));
             }
-            ids.clear();
-            match wide.peek() {
-                Some((w, _)) if *w as usize == n => ids.extend(wide.next().map(|w| w.1).unwrap_or_default()),
-                _ => ids.extend(stack.frames.iter().map(|&f| f as u64)),
-            }
-            let mut simple = true;
-            for (k, &id) in ids.iter().enumerate() {
-                let l = self.location_ids.get(id).ok_or_else(|| {
-                    bad(at, format!("sample[{i}].location_id: location id {id} names no location"))
-                })?;
+            let mut frames = Vec::with_capacity(total as usize);
+            for &id in ids.iter().rev() {
+                let l = self.location_ids.get(id).unwrap_or(0);
                 let (start, len) = self.location_run[l as usize];
-                if len == 1 && simple && k < stack.frames.len() {
-                    stack.frames[k] = self.location_frames[start as usize];
+                frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
+            }
+            let (mut thread, mut pid) = (None, None);
+            for &(key, v) in &run.labels[r.labels.0..r.labels.1] {
+                if Some(key) == self.thread_key {
+                    thread = u32::try_from(v).ok();
+                } else if Some(key) == self.pid_key {
+                    pid = Some(v);
                 } else {
-                    simple = false;
+                    out.other_labels += r.occurrences;
                 }
             }
-            if simple && stack.frames.len() == ids.len() {
-                stack.frames.reverse();
-            } else {
-                let mut frames = Vec::with_capacity(ids.len() + 4);
-                for &id in ids.iter().rev() {
-                    let l = self.location_ids.get(id).unwrap_or(0);
-                    let (start, len) = self.location_run[l as usize];
-                    frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
-                }
-                stack.frames = frames;
-            }
-            out.stacks.push((pids[n], stack));
+            let values = run.values[r.values.0..r.values.1].to_vec();
+            out.stacks.push((pid, Stack { frames, values, thread }));
         }
         Ok(out)
     }

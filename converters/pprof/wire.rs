@@ -35,11 +35,6 @@ impl<'a> Cursor<'a> {
         self.pos >= self.buf.len()
     }
 
-    /// The bytes not read yet and their offset in the whole input.
-    pub fn rest(self) -> (&'a [u8], u64) {
-        (&self.buf[self.pos..], self.offset())
-    }
-
     /// Offset of the next byte in the whole input.
     pub fn offset(&self) -> u64 {
         self.base + self.pos as u64

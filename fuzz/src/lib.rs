@@ -70,3 +70,91 @@ pub fn symbolize(data: &[u8]) {
         let _ = lookup.find_location_range(s.address, s.address.saturating_add(s.size.min(4096)));
     }
 }
+
+/// Wraps `data` as the `.debug_PT` section of a minimal 64-bit little-endian ELF object file
+/// (compressed with zlib, `SHF_COMPRESSED`, when the first byte is odd) and reads the file
+/// with the CSI reader: the object-file path, section inflation included, on any section text.
+pub fn read_csi_elf(data: &[u8]) {
+    let Some((&flags, text)) = data.split_first() else { return };
+    read("csi", &csi_object(text, flags & 1 == 1));
+}
+
+/// A relocatable ELF64 (little-endian, x86-64) with one section `.debug_PT` holding `text`.
+pub fn csi_object(text: &[u8], compress: bool) -> Vec<u8> {
+    const SHF_COMPRESSED: u64 = 0x800;
+    let (content, flags) = if compress {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        let _ = z.write_all(text);
+        let packed = z.finish().unwrap_or_default();
+        // Elf64_Chdr: ch_type 1 (zlib), reserved, ch_size, ch_addralign.
+        let mut c = Vec::with_capacity(24 + packed.len());
+        c.extend_from_slice(&1u32.to_le_bytes());
+        c.extend_from_slice(&0u32.to_le_bytes());
+        c.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        c.extend_from_slice(&1u64.to_le_bytes());
+        c.extend_from_slice(&packed);
+        (c, SHF_COMPRESSED)
+    } else {
+        (text.to_vec(), 0)
+    };
+    let shstrtab = b"\0.debug_PT\0.shstrtab\0";
+    let content_at = 64u64;
+    let names_at = content_at + content.len() as u64;
+    let headers_at = (names_at + shstrtab.len() as u64).next_multiple_of(8);
+    let mut f = Vec::new();
+    f.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    f.extend_from_slice(&1u16.to_le_bytes()); // ET_REL
+    f.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&0u64.to_le_bytes()); // entry
+    f.extend_from_slice(&0u64.to_le_bytes()); // phoff
+    f.extend_from_slice(&headers_at.to_le_bytes()); // shoff
+    f.extend_from_slice(&0u32.to_le_bytes());
+    for v in [64u16, 0, 0, 64, 3, 2] {
+        f.extend_from_slice(&v.to_le_bytes()); // ehsize, phentsize, phnum, shentsize, shnum, shstrndx
+    }
+    f.extend_from_slice(&content);
+    f.extend_from_slice(shstrtab);
+    f.resize(headers_at as usize, 0);
+    let section = |f: &mut Vec<u8>, name: u32, ty: u32, flags: u64, offset: u64, size: u64, align: u64| {
+        f.extend_from_slice(&name.to_le_bytes());
+        f.extend_from_slice(&ty.to_le_bytes());
+        for v in [flags, 0, offset, size] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&align.to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+    };
+    section(&mut f, 0, 0, 0, 0, 0, 0);
+    section(&mut f, 1, 1, flags, content_at, content.len() as u64, 1);
+    section(&mut f, 11, 3, 0, names_at, shstrtab.len() as u64, 1);
+    f
+}
+
+/// Symbolizes addresses the input chooses in an ELF file the input holds: the first byte is
+/// the number of addresses (at most 32), then 8 bytes each (little-endian), then the file.
+/// Each is looked up as a stated address and as the start of a range of line rows.
+pub fn symbolize_at(data: &[u8]) {
+    use cfghub::symbolize::{Found, Symbolizer};
+    let Some((&count, rest)) = data.split_first() else { return };
+    let count = (count as usize % 33).min(rest.len() / 8);
+    let (raw, elf) = rest.split_at(count * 8);
+    let addresses: Vec<u64> =
+        raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    let path = std::env::temp_dir().join(format!("cfghub-fuzz-at-{}", std::process::id()));
+    if std::fs::write(&path, elf).is_err() {
+        return;
+    }
+    let found = Found { binary: Some(path.clone()), debug: Some(path), ..Found::default() };
+    let Ok(symbolizer) = Symbolizer::new(found) else { return };
+    let lookup = symbolizer.lookup();
+    for &a in &addresses {
+        let _ = symbolizer.find_symbol(a);
+        let _ = lookup.find_location(a);
+        let _ = lookup.find_frames(a);
+        let _ = lookup.find_location_range(a, a.saturating_add(256));
+    }
+}

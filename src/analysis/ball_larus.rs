@@ -351,6 +351,8 @@ pub struct Crash {
 
 /// Limit on the steps of the search for unfinished-path candidates.
 const CRASH_SEARCH_STEPS: usize = 1_000_000;
+/// Limit on the nodes of the candidates the search spells out.
+const CRASH_CANDIDATE_NODES: usize = 10_000_000;
 
 impl Dag {
     /// The acyclic graph of `g` with the given numbers per edge (stated by the input, or
@@ -486,8 +488,15 @@ impl Dag {
     }
 
     /// Every prefix of a path that ends at `node` and whose increments sum to `sum`: from the
-    /// entry, or from the target of a back edge (starting from that edge's increment). The
-    /// search stops after a million steps (`true` in the result's second place).
+    /// entry, or from the target of a back edge (starting from that edge's increment). Sums
+    /// wrap at 2^64, as the program's counter does (csi-cc adds increments to a 64-bit
+    /// integer): `-2` is the running value of a prefix whose increments add up to 2^64 - 2.
+    ///
+    /// A depth-first search whose partial paths share their prefixes (each step records its
+    /// node and the step before it), so that a step costs the same at any depth; a path is
+    /// spelled out only when it is a candidate. The search stops after a million steps (or
+    /// twice the nodes, when more), or once the candidates hold ten million nodes in all
+    /// (`true` in the result's second place).
     pub fn prefixes(&self, node: u32, sum: i64) -> (Vec<DecodedPath>, bool) {
         let n = self.np.len();
         if node as usize >= n {
@@ -513,39 +522,53 @@ impl Dag {
                 }
             }
         }
-        // (node, running sum, nodes before it, started after a back edge)
-        let mut work: Vec<(u32, i64, Vec<u32>, bool)> = Vec::new();
+        const NONE: u32 = u32::MAX;
+        // Steps taken: (node, the step before it).
+        let mut steps: Vec<(u32, u32)> = Vec::new();
+        // (node, running sum, the step before it, started after a back edge)
+        let mut work: Vec<(u32, i64, u32, bool)> = Vec::new();
         if reaches[self.entry as usize] {
-            work.push((self.entry, 0, Vec::new(), false));
+            work.push((self.entry, 0, NONE, false));
         }
         for a in self.arcs(self.entry) {
             if matches!(a.kind, ArcKind::Start(_)) && reaches[a.target as usize] {
-                work.push((a.target, a.increment, Vec::new(), true));
+                work.push((a.target, a.increment, NONE, true));
             }
         }
         let mut out = Vec::new();
-        let mut steps = 0usize;
-        while let Some((v, s, mut nodes, after)) = work.pop() {
-            steps += 1;
-            if steps > CRASH_SEARCH_STEPS {
-                out.sort_by(|a: &DecodedPath, b| a.nodes.cmp(&b.nodes));
-                return (out, true);
+        let mut spelled = 0usize;
+        let mut truncated = false;
+        // Enough steps to walk the whole graph twice, however large.
+        let most_steps = CRASH_SEARCH_STEPS.max(2 * n);
+        while let Some((v, s, before, after)) = work.pop() {
+            if steps.len() >= most_steps || spelled > CRASH_CANDIDATE_NODES {
+                truncated = true;
+                break;
             }
-            nodes.push(v);
+            let here = steps.len() as u32;
+            steps.push((v, before));
             if v == node {
                 if s == sum {
+                    let mut nodes = Vec::new();
+                    let mut k = here;
+                    while k != NONE {
+                        nodes.push(steps[k as usize].0);
+                        k = steps[k as usize].1;
+                    }
+                    nodes.reverse();
+                    spelled += nodes.len();
                     out.push(DecodedPath { nodes, after_back_edge: after, ends_at_back_edge: false });
                 }
                 continue;
             }
             for a in self.arcs(v) {
                 if matches!(a.kind, ArcKind::Edge(_)) && reaches[a.target as usize] {
-                    work.push((a.target, s.saturating_add(a.increment), nodes.clone(), after));
+                    work.push((a.target, s.wrapping_add(a.increment), here, after));
                 }
             }
         }
         out.sort_by(|a, b| (a.after_back_edge, &a.nodes).cmp(&(b.after_back_edge, &b.nodes)));
-        (out, false)
+        (out, truncated)
     }
 }
 

@@ -110,14 +110,15 @@ impl WriteArgs {
 }
 
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
-    crate::io::check_not_an_input(&args.output, &[&args.input])?;
+    let mut inputs = vec![args.input.as_str()];
+    inputs.extend(args.symbols.paths());
+    crate::io::check_not_an_input(&args.output, &inputs)?;
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
     let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
-    let mut inputs = vec![args.input.as_str()];
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);

@@ -99,13 +99,6 @@ struct PathJson {
 }
 
 #[derive(Serialize)]
-struct PathsJson {
-    function: String,
-    paths: u64,
-    decoded: Vec<PathJson>,
-}
-
-#[derive(Serialize)]
 struct CrashJson {
     function: String,
     paths: u64,
@@ -117,6 +110,9 @@ struct CrashJson {
 
 /// The routine chosen, with what decoding and printing need.
 struct Chosen<'p> {
+    /// The input is CSI metadata (whose lines errors can name).
+    csi: bool,
+    file: String,
     name: String,
     image: &'p Image,
     rp: RoutinePaths,
@@ -126,10 +122,7 @@ struct Chosen<'p> {
 
 impl Chosen<'_> {
     fn label(&self, node: u32) -> String {
-        match self.rp.blocks.get(node as usize).copied().flatten() {
-            Some(b) => self.image.display_id(b).to_string(),
-            None => "EXIT".to_string(),
-        }
+        node_label(self.image, &self.rp, node)
     }
 
     fn lines(&self, node: u32) -> Vec<u32> {
@@ -179,7 +172,7 @@ impl Chosen<'_> {
     }
 }
 
-fn choose<'p>(profile: &'p Profile, name: &str, file: &str) -> Result<Chosen<'p>> {
+fn choose<'p>(profile: &'p Profile, name: &str, file: &str, csi: bool) -> Result<Chosen<'p>> {
     let mut known = Vec::new();
     for process in &profile.processes {
         let all = routines::all(process);
@@ -197,9 +190,13 @@ fn choose<'p>(profile: &'p Profile, name: &str, file: &str) -> Result<Chosen<'p>
             if let Some(k) = hit {
                 let rp = routine_paths(process, ii, &rs[k..k + 1]).remove(0);
                 let dag = rp.dag().map_err(|e| {
-                    Error::input(format!("function {name} cannot be decoded: {e}")).in_file(file)
+                    let mut e = path_error(e, name, file, image, &rp, csi);
+                    e.message = e.message.replacen(": ", " cannot be decoded: ", 1);
+                    e
                 })?;
                 return Ok(Chosen {
+                    csi,
+                    file: file.to_string(),
                     name: name.to_string(),
                     image,
                     rp,
@@ -216,8 +213,45 @@ fn choose<'p>(profile: &'p Profile, name: &str, file: &str) -> Result<Chosen<'p>
     }))
 }
 
-fn decode_error(e: PathError, name: &str, file: &str) -> Error {
-    Error::usage(format!("function {name}: {e}")).in_file(file)
+/// A numbering error in the input's own terms: blocks by the ids the input gives them (not
+/// the graph's node numbers), and for CSI metadata the line that defines the block.
+fn path_error(e: PathError, name: &str, file: &str, image: &Image, rp: &RoutinePaths, csi: bool) -> Error {
+    let label = |n: u32| node_label(image, rp, n);
+    let (message, node) = match e {
+        PathError::BadWeights { node } => (
+            format!("the edge weights out of block {} do not cover its paths exactly once", label(node)),
+            Some(node),
+        ),
+        PathError::Cycle(n) => (format!("a cycle through block {} has no back edge", label(n)), Some(n)),
+        PathError::BadNode(n) => (format!("block {} is not in the graph", label(n)), None),
+        PathError::OutOfRange { .. } => return Error::usage(format!("function {name}: {e}")).in_file(file),
+        PathError::TooManyPaths => (e.to_string(), None),
+    };
+    let mut err = Error::input(format!("function {name}: {message}")).in_file(file);
+    let block = node.and_then(|n| rp.blocks.get(n as usize).copied().flatten());
+    if let (true, Some(b)) = (csi, block) {
+        let id = image.display_id(b);
+        let data = crate::io::Input::open(file).ok().and_then(|i| {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut i.reader(), &mut v).ok().map(|_| v)
+        });
+        if let Some(at) = data.and_then(|d| crate::converters::csi::block_location(&d, name, id)) {
+            err = err.at(at);
+        }
+    }
+    err
+}
+
+/// The id the input gives the block of graph node `n` (`EXIT` for a virtual exit).
+fn node_label(image: &Image, rp: &RoutinePaths, n: u32) -> String {
+    match rp.blocks.get(n as usize).copied().flatten() {
+        Some(b) => image.display_id(b).to_string(),
+        None => "EXIT".to_string(),
+    }
+}
+
+fn decode_error(e: PathError, c: &Chosen) -> Error {
+    path_error(e, &c.name, &c.file, c.image, &c.rp, c.csi)
 }
 
 /// Prints to standard output; a reader that closed the pipe early (`| head`) is not an error.
@@ -242,38 +276,99 @@ fn load_target(t: &Target, quiet: bool) -> Result<crate::convert::Loaded> {
     Ok(loaded)
 }
 
+/// Standard output, buffered; a reader that closed the pipe early (`| head`) ends the
+/// output quietly.
+struct Out<'a> {
+    w: std::io::BufWriter<std::io::StdoutLock<'a>>,
+    closed: bool,
+}
+
+impl Out<'_> {
+    fn new() -> Self {
+        Out { w: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()), closed: false }
+    }
+
+    fn put(&mut self, text: &[u8]) -> Result<()> {
+        use std::io::Write;
+        if self.closed {
+            return Ok(());
+        }
+        match self.w.write_all(text) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(e) => return Err(Error::io("standard output", e)),
+            Ok(()) => {}
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<()> {
+        use std::io::Write;
+        match self.w.flush() {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe && !self.closed => {
+                Err(Error::io("standard output", e))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Decodes and prints the paths asked for one at a time, as they are decoded: memory stays
+/// that of one path whatever `--limit` allows.
 fn paths(args: PathsArgs, quiet: bool) -> Result<i32> {
     let loaded = load_target(&args.target, quiet)?;
-    let c = choose(&loaded.profile, &args.target.function, &args.target.input)?;
+    let c =
+        choose(&loaded.profile, &args.target.function, &args.target.input, loaded.format.name() == "csi")?;
     let total = c.dag.paths();
-    let numbers: Vec<i64> = if args.numbers.is_empty() {
+    let count = if args.numbers.is_empty() {
         if total > args.limit && !quiet {
             eprintln!("cfghub: {} has {total} paths; the first {} are shown (--limit)", c.name, args.limit);
         }
-        (0..total.min(args.limit) as i64).collect()
+        total.min(args.limit).min(i64::MAX as u64) as usize
     } else {
-        args.numbers.clone()
-    };
-    let mut decoded = Vec::with_capacity(numbers.len());
-    for &n in &numbers {
-        decoded.push((n, c.dag.decode(n).map_err(|e| decode_error(e, &c.name, &args.target.input))?));
-    }
-    if args.target.json {
-        let j = PathsJson {
-            function: c.name.clone(),
-            paths: total,
-            decoded: decoded.iter().map(|(n, p)| c.json(Some(*n), p)).collect(),
-        };
-        emit(&(serde_json::to_string_pretty(&j).expect("paths serialise") + "\n"))?;
-    } else {
-        let mut out = String::new();
-        for (n, p) in &decoded {
-            out.push_str(&c.text(Some(*n), p));
-            out.push('\n');
+        // Numbers named on the command line are checked before anything is printed.
+        for &n in &args.numbers {
+            c.dag.decode(n).map_err(|e| decode_error(e, &c))?;
         }
-        emit(&out)?;
+        args.numbers.len()
+    };
+    let number = |k: usize| if args.numbers.is_empty() { k as i64 } else { args.numbers[k] };
+    let mut out = Out::new();
+    if args.target.json {
+        let head = serde_json::json!({ "function": c.name, "paths": total });
+        let head = serde_json::to_string_pretty(&head).expect("paths serialise");
+        // The object without its closing brace, then the decoded paths one by one.
+        out.put(head.trim_end_matches('}').trim_end().as_bytes())?;
+        out.put(b",\n  \"decoded\": [")?;
+        for k in 0..count {
+            if out.closed {
+                break;
+            }
+            let n = number(k);
+            let p = c.dag.decode(n).map_err(|e| decode_error(e, &c))?;
+            let item = serde_json::to_string_pretty(&c.json(Some(n), &p)).expect("paths serialise");
+            out.put(if k == 0 { b"\n" } else { b",\n" })?;
+            out.put(indent_json(&item, "    ").as_bytes())?;
+        }
+        out.put(if count == 0 { b"]\n}\n" } else { b"\n  ]\n}\n" })?;
+    } else {
+        for k in 0..count {
+            if out.closed {
+                break;
+            }
+            let n = number(k);
+            let p = c.dag.decode(n).map_err(|e| decode_error(e, &c))?;
+            let mut line = c.text(Some(n), &p);
+            line.push('\n');
+            out.put(line.as_bytes())?;
+        }
     }
+    out.finish()?;
     Ok(0)
+}
+
+/// Pretty JSON indented by `pad` (an item of an array printed by hand).
+fn indent_json(json: &str, pad: &str) -> String {
+    json.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
 }
 
 fn crash(args: CrashArgs, quiet: bool) -> Result<i32> {
@@ -291,16 +386,14 @@ fn crash(args: CrashArgs, quiet: bool) -> Result<i32> {
         )));
     }
     let loaded = load_target(&args.target, quiet)?;
-    let c = choose(&loaded.profile, &args.target.function, &args.target.input)?;
+    let c =
+        choose(&loaded.profile, &args.target.function, &args.target.input, loaded.format.name() == "csi")?;
     let node = (0..c.rp.graph.nodes).find(|&n| c.label(n) == args.block.to_string()).ok_or_else(|| {
         let ids: Vec<String> = (0..c.rp.graph.nodes).map(|n| c.label(n)).collect();
         Error::usage(format!("--block {}: function {} has no such block", args.block, c.name))
             .with_hint(format!("its blocks are {}", ids.join(" ")))
     })?;
-    let state = c
-        .dag
-        .crash(&args.array, args.index, args.current, node)
-        .map_err(|e| decode_error(e, &c.name, &args.target.input))?;
+    let state = c.dag.crash(&args.array, args.index, args.current, node).map_err(|e| decode_error(e, &c))?;
     if state.truncated && !quiet {
         eprintln!(
             "cfghub: the search for the unfinished path stopped at its limit; more candidates may exist"

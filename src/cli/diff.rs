@@ -49,7 +49,9 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs, quiet: bool) -> Result<i32> {
-    crate::io::check_not_an_input(&args.output, &[&args.before, &args.after])?;
+    let mut inputs = vec![args.before.as_str(), args.after.as_str()];
+    inputs.extend(args.symbols.paths());
+    crate::io::check_not_an_input(&args.output, &inputs)?;
     let mut before = load(&args.before, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.before, &before.findings, quiet)?;
     args.symbols.apply(&mut before, &args.before, quiet)?;
@@ -58,7 +60,6 @@ pub fn run(args: DiffArgs, quiet: bool) -> Result<i32> {
     args.symbols.apply(&mut after, &args.after, quiet)?;
     let stacks = |l: &Loaded| l.profile.processes.iter().any(|p| !p.stacks.is_empty());
     let mut findings = Findings::default();
-    let inputs = [args.before.as_str(), args.after.as_str()];
     match (stacks(&before), stacks(&after)) {
         (true, true) => {
             let old = column(&before.profile, &args.event).map_err(|e| e.in_file(&args.before))?;

@@ -75,7 +75,8 @@ pub struct DotArgs {
 }
 
 pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
-    check_not_an_input(&args.output, &[&args.input])?;
+    let inputs: Vec<&str> = std::iter::once(args.input.as_str()).chain(args.symbols.paths()).collect();
+    check_not_an_input(&args.output, &inputs)?;
     for (name, f) in [("--node-fraction", args.node_fraction), ("--edge-fraction", args.edge_fraction)] {
         if !(0.0..=1.0).contains(&f) {
             return Err(Error::usage(format!("{name} {f} is not a fraction between 0 and 1")));
@@ -110,9 +111,7 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         Some(format) => render::render(&text, format, &args.output)?,
         None => text.into_bytes(),
     };
-    write_output(&args.output, &[&args.input], |out| {
-        out.write_all(&bytes).map_err(write_error(&args.output))
-    })?;
+    write_output(&args.output, &inputs, |out| out.write_all(&bytes).map_err(write_error(&args.output)))?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }

@@ -267,9 +267,30 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
             serde_json::to_string_pretty(&report).map_err(|e| crate::error::Error::input(e.to_string()))?;
         super::print_out(&(json + "\n"))?;
     } else {
-        super::print_out(&render(&report))?;
+        super::print_out(&escape_controls(&render(&report)))?;
     }
     Ok(0)
+}
+
+/// The text with control characters other than line ends and tabs shown as escapes (`\0`,
+/// `\x1b`), as error messages show them: names from the input never reach the terminal raw.
+fn escape_controls(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (j, part) in line.split('\t').enumerate() {
+            if j > 0 {
+                out.push('\t');
+            }
+            let _ = crate::error::write_escaped(&mut out, part);
+        }
+    }
+    out
 }
 
 fn percent(part: u64, whole: u64) -> f64 {

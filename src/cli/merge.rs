@@ -53,6 +53,7 @@ pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
 pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
     let mut inputs: Vec<&str> = vec![&args.graph];
     inputs.extend(args.samples.iter().map(|s| s.as_str()));
+    inputs.extend(args.symbols.paths());
     crate::io::check_not_an_input(&args.output, &inputs)?;
     let options = args.read.options();
     let mut graph = load(&args.graph, args.from.as_deref(), &options)?;

@@ -28,6 +28,11 @@ pub struct SymbolArgs {
 }
 
 impl SymbolArgs {
+    /// The files and folders named with `--symbols`: inputs, which no output may replace.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.symbols.iter().map(String::as_str).filter(|p| !p.is_empty())
+    }
+
     /// Whether symbolization was asked for.
     pub fn wanted(&self) -> bool {
         !self.symbols.is_empty() || self.symbols_override

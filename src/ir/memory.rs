@@ -152,7 +152,8 @@ impl Image {
             + self
                 .inlined
                 .iter()
-                .map(|i| buffer(&i.frames) + i.frames.iter().map(|f| owned(&f.name)).sum::<u64>())
+                // Frame names are shared between addresses (counted with the frames' strings).
+                .map(|i| buffer(&i.frames))
                 .sum::<u64>();
         m.other += self.build_id.as_ref().map_or(0, owned)
             + buffer(&self.block_lines)

@@ -261,8 +261,8 @@ pub struct Inlined {
 /// One inlined function at an address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InlineFrame {
-    /// Its name, demangled.
-    pub name: String,
+    /// Its name, demangled: one copy shared by every address it is inlined at.
+    pub name: std::sync::Arc<str>,
     /// Where its code at the address comes from: its own file and line for the innermost
     /// frame, the call site inside it of the next inner frame otherwise.
     pub file: Option<FileId>,

@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -81,17 +82,43 @@ pub struct ImageReport {
 #[derive(Clone, Debug, Default)]
 struct Answer {
     /// Outermost function's name (DWARF, else the symbol table).
-    name: Option<String>,
+    name: Option<Arc<str>>,
     /// The covering symbol's start and size (stated addresses).
     start: Option<u64>,
     size: Option<u64>,
-    file: Option<String>,
+    file: Option<Arc<str>>,
     line: Option<u32>,
     /// Inlined frames, innermost first (without the outermost function).
-    inlined: Vec<super::Frame>,
+    inlined: Vec<AnsweredFrame>,
     /// The function's own file: of its outermost frame.
-    function_file: Option<String>,
+    function_file: Option<Arc<str>>,
     failed: bool,
+}
+
+/// An inlined frame of an [`Answer`]: names shared with every other answer that has them.
+#[derive(Clone, Debug)]
+struct AnsweredFrame {
+    function: Option<Arc<str>>,
+    file: Option<Arc<str>>,
+    line: Option<u32>,
+}
+
+/// One copy of each name and file the look-ups of a thread return: a million addresses
+/// name a few thousand functions and files, each shared by its answers instead of copied
+/// into each (memory that grew with addresses times inline frames).
+#[derive(Default)]
+struct Shared(HashMap<Box<str>, Arc<str>>);
+
+impl Shared {
+    fn get(&mut self, s: Option<String>) -> Option<Arc<str>> {
+        let s = s?;
+        if let Some(a) = self.0.get(s.as_str()) {
+            return Some(a.clone());
+        }
+        let a: Arc<str> = Arc::from(s.as_str());
+        self.0.insert(s.into_boxed_str(), a.clone());
+        Some(a)
+    }
 }
 
 /// Whether a function name is a stand-in for a missing one: `0x401190`, `prog+0x1234`, `???`,
@@ -408,8 +435,8 @@ fn fill_image(
     let answers = look_up(sym, &offsets, &stated, options.inline);
 
     // Intern the file names the answers use.
-    let mut file_ids: HashMap<String, FileId> = HashMap::new();
-    let mut intern = |profile: &mut Profile, f: &Option<String>| -> Option<FileId> {
+    let mut file_ids: HashMap<Arc<str>, FileId> = HashMap::new();
+    let mut intern = |profile: &mut Profile, f: &Option<Arc<str>>| -> Option<FileId> {
         let f = f.as_ref()?;
         if let Some(&id) = file_ids.get(f) {
             return Some(id);
@@ -422,7 +449,7 @@ fn fill_image(
         answers.iter().map(|a| (intern(profile, &a.file), intern(profile, &a.function_file))).collect();
     let inline_files: Vec<Vec<Option<FileId>>> = answers
         .iter()
-        .map(|a| a.inlined.iter().map(|f| intern(profile, &f.location.file)).collect())
+        .map(|a| a.inlined.iter().map(|f| intern(profile, &f.file)).collect())
         .collect();
     let at = |o: u64| offsets.binary_search(&o).ok();
 
@@ -481,7 +508,7 @@ fn fill_image(
     // A symbol for an answer's function, made when the model has none.
     let mut symbol_for = |image: &mut Image, a: usize| -> Option<u32> {
         let ans = &answers[a];
-        let name = ans.name.clone()?;
+        let name = ans.name.as_deref()?.to_string();
         let start = ans.start.and_then(model);
         let key = (name, start);
         if let Some(&s) = by_key.get(&key) {
@@ -564,7 +591,7 @@ fn fill_image(
         }
         let mut source_lines = Vec::with_capacity(lines.len());
         for (offset, size, file, line, num_instrs) in lines {
-            let file = intern(profile, &file);
+            let file = intern(profile, &file.map(Arc::from));
             source_lines.push(SourceLine { file, line, offset, size, num_instrs });
         }
         source_lines.sort_by_key(|l| l.offset);
@@ -603,9 +630,9 @@ fn fill_image(
                     .iter()
                     .zip(files)
                     .map(|(f, &file)| InlineFrame {
-                        name: f.function.clone().unwrap_or_else(|| "??".to_string()),
+                        name: f.function.clone().unwrap_or_else(|| Arc::from("??")),
                         file,
-                        line: f.location.line,
+                        line: f.line,
                     })
                     .collect(),
             })
@@ -628,44 +655,58 @@ fn look_up(
         .par_chunks(run)
         .flat_map_iter(|chunk| {
             let lookup = sym.lookup();
-            chunk.iter().map(move |&o| answer(sym, &lookup, stated(o), inline)).collect::<Vec<_>>()
+            let mut shared = Shared::default();
+            chunk.iter().map(move |&o| answer(sym, &lookup, &mut shared, stated(o), inline)).collect::<Vec<_>>()
         })
         .collect()
 }
 
-fn answer(sym: &Symbolizer, lookup: &super::Lookup, address: Option<u64>, inline: bool) -> Answer {
+fn answer(
+    sym: &Symbolizer,
+    lookup: &super::Lookup,
+    shared: &mut Shared,
+    address: Option<u64>,
+    inline: bool,
+) -> Answer {
     let Some(address) = address else { return Answer::default() };
     let range = sym.find_symbol_range(address);
     let mut a = Answer { start: range.map(|r| r.0), size: range.map(|r| r.1), ..Answer::default() };
     // The symbol's name only where DWARF gives none: demangling costs more than the look-up.
-    let hit = || sym.find_symbol(address);
+    let hit = || sym.find_symbol(address).map(|h| h.name);
     match lookup.find_frames(address) {
         Ok(mut frames) if !frames.is_empty() => {
             let outer = frames.pop().expect("not empty");
             let innermost = frames.first().map_or(&outer.location, |f| &f.location);
-            a.file = innermost.file.clone();
+            a.file = shared.get(innermost.file.clone());
             a.line = innermost.line;
-            a.function_file = outer.location.file.clone();
-            a.name = match outer.function {
+            a.function_file = shared.get(outer.location.file);
+            a.name = shared.get(match outer.function {
                 // A bare DWARF name (a member without its class): the symbol table's, qualified.
                 Some(n) if !n.contains("::") => lookup.qualified_name(address, &n).or(Some(n)),
                 Some(n) => Some(n),
-                None => hit().map(|h| h.name),
-            };
+                None => hit(),
+            });
             if inline {
-                a.inlined = frames;
+                a.inlined = frames
+                    .into_iter()
+                    .map(|f| AnsweredFrame {
+                        function: shared.get(f.function),
+                        file: shared.get(f.location.file),
+                        line: f.location.line,
+                    })
+                    .collect();
             }
         }
         Ok(_) => {
-            a.name = hit().map(|h| h.name);
+            a.name = shared.get(hit());
             if let Ok(Some(loc)) = lookup.find_location(address) {
-                a.file = loc.file;
+                a.file = shared.get(loc.file);
                 a.line = loc.line;
             }
         }
         Err(_) => {
             a.failed = true;
-            a.name = hit().map(|h| h.name);
+            a.name = shared.get(hit());
         }
     }
     a

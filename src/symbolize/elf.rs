@@ -50,6 +50,16 @@ impl ElfFile {
     /// Maps and parses `path`. Errors say what the file is when it is not an ELF file.
     pub fn open(path: &Path) -> Result<ElfFile> {
         let shown = path.display().to_string();
+        // Only a regular file can be an ELF file: opening a FIFO would wait for a writer
+        // forever, and a device has no end.
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(shown.clone(), e))?;
+        if !meta.is_file() {
+            let kind =
+                if meta.is_dir() { "a folder" } else { "not a regular file (a FIFO, socket or device)" };
+            return Err(Error::input(format!("{kind}, not an ELF file"))
+                .in_file(shown)
+                .with_hint("--symbols takes an ELF binary, a separate debug file, or a directory of them"));
+        }
         let map = MappedFile::open_lazy(path).map_err(|e| Error::io(shown.clone(), e))?;
         let map = Arc::new(map);
         // SAFETY: the slice borrows the mapping, which `ElfFile` owns through `map` and keeps
@@ -149,17 +159,22 @@ impl ElfFile {
         symbols
     }
 
-    /// A section's bytes, uncompressed (`SHF_COMPRESSED` zlib or zstd), into `storage` when
-    /// they had to be copied; empty when the file has no such section.
+    /// A section's bytes, uncompressed (`SHF_COMPRESSED` zlib or zstd, under the rule of
+    /// [`crate::io::sections`]), into `storage` when they had to be copied; empty when the file
+    /// has no such section.
     pub fn section(&self, name: &str, storage: &mut Storage) -> Result<&'static [u8]> {
         let Some(section) = self.object.section_by_name(name) else { return Ok(&[]) };
         if section.kind() == SectionKind::UninitializedData {
             return Ok(&[]);
         }
-        let data = section.uncompressed_data().map_err(|e| {
-            Error::input(format!("section {name}: {e}"))
-                .in_file(self.path.display().to_string())
-                .with_hint("the file may be truncated; rebuild it or point --symbols at another copy")
+        let data = crate::io::sections::section_data(&section, name).map_err(|e| {
+            let e = e.in_file(self.path.display().to_string());
+            match e.hint {
+                Some(_) => e,
+                None => {
+                    e.with_hint("the file may be truncated; rebuild it or point --symbols at another copy")
+                }
+            }
         })?;
         Ok(match data {
             Cow::Borrowed(b) => b,

@@ -171,3 +171,497 @@ fn every_fuzz_finding_stays_contained() {
     }
     assert!(replayed > 0, "fixtures/fuzz holds the fuzzers' findings");
 }
+
+// The readers of pprof, CSI and ELF/DWARF (`--symbols`) under the same limits: 2 GB of
+// address space and 10 seconds. Large inputs are generated here; where a defect was memory
+// out of proportion to the input, the peak resident size is checked as well.
+
+use crate::common::protobuf::{field, uint, varint};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Seconds every run below may take: 10 for an optimised build; an unoptimised (debug) build
+/// of cfghub runs some ten times slower, and tests of it run beside each other.
+const LIMIT_S: u32 = if cfg!(debug_assertions) { 90 } else { 10 };
+
+/// Runs cfghub in `dir` under the limits, measuring its peak resident size (KiB).
+fn run_measured(dir: &Path, args: &[&str]) -> (Output, u64) {
+    run_measured_in(dir, 2_000_000_000, args)
+}
+
+/// [`run_measured`] with `bytes` of address space.
+fn run_measured_in(dir: &Path, bytes: u64, args: &[&str]) -> (Output, u64) {
+    let rss = dir.join(".rss");
+    let o = Command::new("timeout")
+        .args(["-s", "KILL", &LIMIT_S.to_string(), "/usr/bin/time", "-f", "%M", "-o"])
+        .arg(&rss)
+        .args(["prlimit", &format!("--as={bytes}"), "--"])
+        .arg(env!("CARGO_BIN_EXE_cfghub"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("timeout, time, prlimit and cfghub run");
+    let text = std::fs::read_to_string(&rss).unwrap_or_default();
+    let kib = text.lines().filter_map(|l| l.trim().parse().ok()).next_back().unwrap_or(u64::MAX);
+    let _ = std::fs::remove_file(&rss);
+    (o, kib)
+}
+
+/// A pprof profile: sample type `samples/count`, functions `f1..=functions` at locations of
+/// the same ids, the strings, then `body` (samples and anything else).
+fn pprof(functions: u64, strings: &[&str], body: &[u8]) -> Vec<u8> {
+    let mut p = Vec::new();
+    let mut vt = Vec::new();
+    uint(&mut vt, 1, 1);
+    uint(&mut vt, 2, 2);
+    field(&mut p, 1, &vt);
+    for id in 1..=functions {
+        let mut f = Vec::new();
+        uint(&mut f, 1, id);
+        uint(&mut f, 2, 3);
+        field(&mut p, 5, &f);
+        let mut line = Vec::new();
+        uint(&mut line, 1, id);
+        let mut loc = Vec::new();
+        uint(&mut loc, 1, id);
+        field(&mut loc, 4, &line);
+        field(&mut p, 4, &loc);
+    }
+    for s in ["", "samples", "count", "f"].iter().chain(strings) {
+        field(&mut p, 6, s.as_bytes());
+    }
+    p.extend_from_slice(body);
+    p
+}
+
+/// One sample: location ids (leaf first) and one value.
+fn sample(locations: &[u64], value: u64) -> Vec<u8> {
+    let mut ids = Vec::new();
+    locations.iter().for_each(|&l| varint(&mut ids, l));
+    let mut s = Vec::new();
+    field(&mut s, 1, &ids);
+    field(&mut s, 2, &[value as u8]);
+    let mut out = Vec::new();
+    field(&mut out, 2, &s);
+    out
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn pprof_inline_chains_named_many_times_are_refused_not_multiplied() {
+    // Location 1 has 100,000 inline lines; one sample names it 50,000 times: 5x10^9 frames.
+    let dir = tempfile::tempdir().unwrap();
+    let mut loc = Vec::new();
+    uint(&mut loc, 1, 1);
+    let mut line = Vec::new();
+    uint(&mut line, 1, 1);
+    for _ in 0..100_000 {
+        field(&mut loc, 4, &line);
+    }
+    let mut body = Vec::new();
+    field(&mut body, 4, &loc);
+    body.extend(sample(&vec![1; 50_000], 1));
+    let mut p = pprof(0, &[], &[]);
+    let mut f = Vec::new();
+    uint(&mut f, 1, 1);
+    uint(&mut f, 2, 3);
+    field(&mut p, 5, &f);
+    p.extend(body);
+    std::fs::write(dir.path().join("in.pb"), &p).unwrap();
+    std::fs::write(dir.path().join("in.pb.gz"), gzip(&p)).unwrap();
+    for input in ["in.pb", "in.pb.gz"] {
+        for args in [vec!["info", input], vec!["convert", input, "-o", "out.folded"]] {
+            let o = common::run_limited(dir.path(), LIMIT_S, &args);
+            let err = common::assert_contained(&o, &args.join(" "));
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert!(err.contains("sample[0]") && err.contains("frames"), "{err}");
+            assert!(!dir.path().join("out.folded").exists());
+        }
+    }
+}
+
+#[test]
+fn pprof_dense_samples_cost_their_distinct_stacks() {
+    // 600,000 samples of 9 bytes (one location, one value): 5.4 MB. Each sample used to cost
+    // some 166 bytes; equal samples are one stack now, at most 3x the input in all.
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = Vec::new();
+    let n = 600_000u64;
+    for i in 0..n {
+        body.extend(sample(&[1 + i % 3], 1 + (i % 2)));
+    }
+    let p = pprof(3, &[], &body);
+    std::fs::write(dir.path().join("in.pb"), &p).unwrap();
+    let (o, kib) = run_measured(dir.path(), &["convert", "in.pb", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "dense samples");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let out = std::fs::read_to_string(dir.path().join("out.folded")).unwrap();
+    let total: u64 = out.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, n / 2 + 2 * (n / 2), "every sample's value is counted");
+    assert_eq!(out.lines().count(), 1, "the three functions are all called f: {out}");
+    let bound = 3 * p.len() as u64 / 1024 + 32 * 1024;
+    assert!(kib < bound, "peak {kib} KiB for a {} KiB input (bound {bound} KiB)", p.len() / 1024);
+}
+
+#[test]
+fn pprof_gzip_bombs_are_refused_at_the_first_byte_that_is_not_a_profile() {
+    // 3 GB of zeros as 3,000 gzip members of 1 MB (3 MB on disk): refused at byte 0, at once,
+    // instead of held whole (which aborted).
+    let dir = tempfile::tempdir().unwrap();
+    let member = gzip(&vec![0u8; 1 << 20]);
+    let mut bomb = Vec::with_capacity(member.len() * 3000);
+    for _ in 0..3000 {
+        bomb.extend_from_slice(&member);
+    }
+    std::fs::write(dir.path().join("bomb.pb.gz"), &bomb).unwrap();
+    for args in [vec!["info", "bomb.pb.gz"], vec!["convert", "bomb.pb.gz", "-o", "out.folded"]] {
+        let start = std::time::Instant::now();
+        let o = common::run_limited(dir.path(), LIMIT_S, &args);
+        let err = common::assert_contained(&o, &args.join(" "));
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("bomb.pb.gz: byte 0"), "{err}");
+        assert!(start.elapsed().as_secs() < 5, "refused after {:?}", start.elapsed());
+    }
+    // A truncated stream says where it ends.
+    let good = gzip(&pprof(1, &[], &sample(&[1], 1)));
+    std::fs::write(dir.path().join("cut.pb.gz"), &good[..good.len() - 12]).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "cut.pb.gz"]);
+    let err = common::assert_contained(&o, "truncated gzip");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cut.pb.gz") && err.contains("byte "), "{err}");
+}
+
+#[test]
+fn pprof_small_repeated_records_cost_nothing_each() {
+    let dir = tempfile::tempdir().unwrap();
+    // 25,000,000 empty comments (one packed field of zeros).
+    let mut comments = Vec::new();
+    field(&mut comments, 13, &vec![0u8; 25_000_000]);
+    // 500,000 mappings with nothing but an id.
+    let mut mappings = Vec::new();
+    for id in 1..=500_000u64 {
+        let mut m = Vec::new();
+        uint(&mut m, 1, id);
+        field(&mut mappings, 3, &m);
+    }
+    // One sample with 5,000,000 empty labels.
+    let mut labels = Vec::new();
+    let mut s = Vec::new();
+    field(&mut s, 1, &[1]);
+    field(&mut s, 2, &[1]);
+    for _ in 0..5_000_000 {
+        s.extend_from_slice(&[0x1a, 0x00]);
+    }
+    field(&mut labels, 2, &s);
+    for (name, body) in [("comments", comments), ("mappings", mappings), ("labels", labels)] {
+        let p = pprof(1, &[], &body);
+        let input = format!("{name}.pb");
+        std::fs::write(dir.path().join(&input), &p).unwrap();
+        let (o, kib) = run_measured(dir.path(), &["info", &input]);
+        let err = common::assert_contained(&o, name);
+        assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+        let bound = 2 * p.len() as u64 / 1024 + 64 * 1024;
+        assert!(kib < bound, "{name}: peak {kib} KiB for a {} KiB input", p.len() / 1024);
+    }
+}
+
+/// A CSI function that is a chain of `n` blocks (1 ENTRY .. n EXIT), one path, each edge's
+/// increment given by `increment(i)` for the edge out of block `i`.
+fn csi_chain(n: u64, increment: impl Fn(u64) -> i64) -> String {
+    let mut t = String::from("#\nmain\n1|ENTRY|1\n");
+    for i in 2..n {
+        t.push_str(&format!("{i}|{i}\n"));
+    }
+    t.push_str(&format!("{n}|EXIT\n$\n"));
+    for i in 1..n {
+        t.push_str(&format!("{i}->{}|{}$0\n", i + 1, increment(i)));
+    }
+    t
+}
+
+#[test]
+fn csi_blank_lines_and_inflating_sections_are_not_reserved_for() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 MB of blank lines: blocks, lines and edges were reserved for each (1.3 GB), which a
+    // 1 GB address space refuses.
+    std::fs::write(dir.path().join("blank.debug_PT"), vec![b'\n'; 8 << 20]).unwrap();
+    let (o, kib) = run_measured_in(dir.path(), 1_000_000_000, &["info", "--from", "csi", "blank.debug_PT"]);
+    common::assert_contained(&o, "8 MB of blank lines");
+    assert!(kib < 128 * 1024, "peak {kib} KiB");
+    // An object file whose compressed .debug_PT inflates to 64 MB of newlines (1,000 times
+    // its size): refused by the rule for compressed sections, before inflating.
+    if !common::have("objcopy") || !common::have("cc") {
+        eprintln!("skipping the object file: objcopy or cc is not installed");
+        return;
+    }
+    std::fs::write(dir.path().join("e.c"), "int f(void) { return 1; }\n").unwrap();
+    std::fs::write(dir.path().join("nl.txt"), vec![b'\n'; 64 << 20]).unwrap();
+    let ok = |c: &mut Command| assert!(c.current_dir(dir.path()).status().unwrap().success());
+    ok(Command::new("cc").args(["-c", "-o", "e.o", "e.c"]));
+    ok(Command::new("objcopy").args(["--add-section", ".debug_PT=nl.txt", "e.o", "plain.o"]));
+    ok(Command::new("objcopy").args(["--compress-debug-sections=zlib", "plain.o", "csi.o"]));
+    std::fs::remove_file(dir.path().join("plain.o")).unwrap();
+    std::fs::remove_file(dir.path().join("nl.txt")).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "--from", "csi", "csi.o"]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("section .debug_PT") && err.contains("objcopy --decompress-debug-sections"),
+        "{err}"
+    );
+}
+
+#[test]
+fn csi_crash_on_a_long_chain_is_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("chain.debug_PT"), csi_chain(100_000, |_| 0)).unwrap();
+    let o = common::run_limited(
+        dir.path(),
+        LIMIT_S,
+        &["csi", "crash", "chain.debug_PT", "--function", "main", "--array", "0,0,0,0,0,0,0,0,0,-1"]
+            .iter()
+            .chain(&["--index", "0", "--current", "0", "--block", "99999"])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let err = common::assert_contained(&o, "crash on a chain");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let out = common::stdout(&o);
+    assert_eq!(out.lines().count(), 1, "one candidate");
+    assert!(out.starts_with("partial: 1 2 3 ") && out.trim_end().ends_with(" 99998 99999"), "{}", &out[..80]);
+}
+
+/// `n` diamonds (2^n paths) then a chain of `tail` blocks, numbered as csi-cc numbers them.
+fn csi_diamonds(n: u64, tail: u64) -> String {
+    // Blocks: 1 ENTRY; diamond k: top 10+3k, left 11+3k, right 12+3k, joining at the next top.
+    let mut blocks = String::from("#\nmain\n1|ENTRY|1\n2|EXIT\n");
+    let mut edges = String::new();
+    let top = |k: u64| 10 + 3 * k;
+    edges.push_str(&format!("1->{}|0$0\n", top(0)));
+    for k in 0..n {
+        let (t, l, r) = (top(k), top(k) + 1, top(k) + 2);
+        blocks.push_str(&format!("{t}|{t}\n{l}|{l}\n{r}|{r}\n"));
+        // Paths from the right branch come after those of the left one.
+        let later = 1u64 << (n - 1 - k);
+        edges.push_str(&format!(
+            "{t}->{l}|0$0\n{t}->{r}|{later}${later}\n{l}->{}|0$0\n{r}->{}|0$0\n",
+            top(k + 1),
+            top(k + 1)
+        ));
+    }
+    let first_tail = top(n);
+    for i in 0..tail {
+        let b = first_tail + i;
+        blocks.push_str(&format!("{b}|{b}\n"));
+        let next = if i + 1 == tail { 2 } else { b + 1 };
+        edges.push_str(&format!("{b}->{next}|0$0\n"));
+    }
+    format!("{blocks}$\n{edges}")
+}
+
+#[test]
+fn csi_paths_are_streamed_whatever_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.debug_PT"), csi_diamonds(17, 300)).unwrap();
+    // The first 20,000 paths of 334 blocks: each printed as decoded, none kept (they took
+    // 80 MB kept).
+    let rss = dir.path().join(".rss");
+    let o = Command::new("timeout")
+        .args(["-s", "KILL", &LIMIT_S.to_string(), "/usr/bin/time", "-f", "%M", "-o"])
+        .arg(&rss)
+        .args(["prlimit", "--as=2000000000", "--"])
+        .arg(env!("CARGO_BIN_EXE_cfghub"))
+        .args(["-q", "csi", "paths", "d.debug_PT", "--function", "main", "--limit", "20000"])
+        .current_dir(dir.path())
+        .stdout(Stdio::from(std::fs::File::create(dir.path().join("paths.txt")).unwrap()))
+        .output()
+        .unwrap();
+    common::assert_contained(&o, "csi paths");
+    let kib: u64 = std::fs::read_to_string(&rss).unwrap().trim().lines().last().unwrap().parse().unwrap();
+    let printed = std::fs::metadata(dir.path().join("paths.txt")).unwrap().len();
+    assert!(printed > 20_000 * 300 * 4, "{printed} bytes printed");
+    assert!(kib < 40 * 1024, "peak {kib} KiB while printing {} MB", printed >> 20);
+    // A limit of 10^11 paths asks for nothing up front; a reader that stops reading ends it.
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; timeout -s KILL {LIMIT_S} prlimit --as=2000000000 -- '{}' csi paths d.debug_PT \
+             --function main --limit 100000000000 | head -c 100000 > /dev/null",
+            env!("CARGO_BIN_EXE_cfghub")
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 141)), "{:?}: {}", o.status, common::stderr(&o));
+    assert!(!common::stderr(&o).contains("panicked"));
+}
+
+#[test]
+fn csi_coverage_of_many_same_named_functions_attaches_in_linear_time() {
+    // 2,000 static functions called `f` (one per object file), each with a block coverage
+    // array whose site is on its own line.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = String::new();
+    for k in 0..2000u64 {
+        t.push_str(&format!("#\nf\n1|ENTRY|{k}\n2|EXIT\n3|{}\n$\n1->3|0$0\n3->2|0$0\n", 10_000 + k));
+    }
+    for k in 0..2000u64 {
+        t.push_str(&format!("#f|__BBC_arr_o{k}_f\n0|L|{}\n", 10_000 + k));
+    }
+    std::fs::write(dir.path().join("many.debug_PT"), t).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "--from", "csi", "many.debug_PT"]);
+    let err = common::assert_contained(&o, "2,000 functions called f");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn csi_numbering_errors_name_the_block_and_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // Block 4's edges should be numbered 0 and 1: 5 leaves a gap.
+    let text =
+        "#\nmain\n3|EXIT\n2|ENTRY|9\n4|10\n5|11\n6|12\n$\n2->4|0$0\n4->5|0$0\n4->6|5$5\n5->3|0$0\n6->3|0$0\n";
+    std::fs::write(dir.path().join("bad.debug_PT"), text).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["csi", "paths", "bad.debug_PT", "--function", "main"]);
+    let err = common::assert_contained(&o, "bad weights");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.debug_PT:5:") && err.contains("block 4"), "{err}");
+    assert!(!err.contains("node "), "{err}");
+}
+
+#[test]
+fn csi_crash_sums_wrap_as_the_programs_counter_does() {
+    // Two increments of 2^63 - 1: the counter holds 2^64 - 2, which is -2 as a signed value.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.debug_PT"), csi_chain(4, |i| if i < 3 { i64::MAX } else { 0 }))
+        .unwrap();
+    let crash = |current: &str| {
+        let args = ["csi", "crash", "w.debug_PT", "--function", "main", "--array", "0,0,0,0,0,0,0,0,0,-1"];
+        let mut args: Vec<&str> = args.to_vec();
+        args.extend(["--index", "0", "--current", current, "--block", "3"]);
+        let o = common::run_limited(dir.path(), LIMIT_S, &args);
+        common::assert_contained(&o, current);
+        common::stdout(&o)
+    };
+    assert_eq!(crash("-2"), "partial: 1 2 3\n");
+    assert_eq!(crash(&i64::MAX.to_string()), "", "no prefix sums to 2^63 - 1");
+}
+
+/// A dcpicat dump of samples at `addresses` of the image `path` (loaded where it says).
+fn dcpicat(path: &str, addresses: &[u64]) -> String {
+    let mut t = format!(
+        "name                 prog\nimage                1\npath                 {path}\n\
+         epoch                202611230000\nplatform             x86_64\n\
+         text_start           0x000000400000\ntext_size            0x000000100000\n\
+         event                {} cycles:63488:10000\n",
+        addresses.len()
+    );
+    for a in addresses {
+        t.push_str(&format!("{a:#014x}      1\n"));
+    }
+    t
+}
+
+#[test]
+fn a_fifo_named_by_symbols_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.dcpicat"), dcpicat("prog", &[0x401000])).unwrap();
+    assert!(Command::new("mkfifo").arg(dir.path().join("fifo")).status().unwrap().success());
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "in.dcpicat", "--symbols", "fifo"]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--symbols fifo: not a regular file"), "{err}");
+}
+
+#[test]
+fn compressed_debug_sections_that_claim_too_much_are_refused_before_inflating() {
+    if !common::have("objcopy") || !common::have("cc") {
+        eprintln!("skipping: objcopy or cc is not installed");
+        return;
+    }
+    use object::{Object, ObjectSection};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::fixture("symbols/inlined.c"), dir.path().join("p.c")).unwrap();
+    let ok = |c: &mut Command| assert!(c.current_dir(dir.path()).status().unwrap().success());
+    ok(Command::new("cc").args(["-g", "-O2", "-no-pie", "-o", "p", "p.c"]));
+    ok(Command::new("objcopy").args(["--compress-debug-sections=zlib", "p", "pz"]));
+    // .debug_info's compression header (Elf64_Chdr) now claims 3 GB once inflated.
+    let mut bytes = std::fs::read(dir.path().join("pz")).unwrap();
+    let offset = {
+        let file = object::File::parse(&*bytes).unwrap();
+        let info = file.section_by_name(".debug_info").unwrap();
+        info.compressed_file_range().unwrap().offset as usize - 24
+    };
+    bytes[offset + 8..offset + 16].copy_from_slice(&3_000_000_000u64.to_le_bytes());
+    std::fs::write(dir.path().join("pz"), &bytes).unwrap();
+    let nm = common::stdout(&Command::new("nm").arg(dir.path().join("p")).output().unwrap());
+    let main = nm.lines().find(|l| l.ends_with(" main")).unwrap().split(' ').next().unwrap();
+    let main = u64::from_str_radix(main, 16).unwrap();
+    std::fs::write(dir.path().join("in.dcpicat"), dcpicat("p", &[main, main + 4])).unwrap();
+    let o = common::run_limited(
+        dir.path(),
+        LIMIT_S,
+        &["convert", "in.dcpicat", "--symbols", "pz", "-o", "out.folded"],
+    );
+    let err = common::assert_contained(&o, "3 GB .debug_info");
+    assert!(err.contains(".debug_info") && err.contains("3000000000"), "{err}");
+}
+
+#[test]
+fn names_from_the_input_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = Vec::new();
+    uint(&mut m, 1, 1);
+    uint(&mut m, 5, 4);
+    let mut body = Vec::new();
+    field(&mut body, 3, &m);
+    body.extend(sample(&[1], 1));
+    std::fs::write(dir.path().join("ctl.pb"), pprof(1, &["lib\u{1b}[2J\0.so"], &body)).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "ctl.pb"]);
+    let out = common::stdout(&o);
+    common::assert_contained(&o, "info ctl.pb");
+    assert!(!o.stdout.iter().any(|&b| b == 0 || b == 0x1b), "raw control bytes: {out:?}");
+    assert!(out.contains("lib\\x1b[2J\\0.so"), "{out}");
+}
+
+#[test]
+fn write_errors_name_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.folded"), "main;a 1\n".repeat(20_000)).unwrap();
+    for to in ["pprof", "folded", "callgrind"] {
+        let o = common::run_limited(
+            dir.path(),
+            LIMIT_S,
+            &["convert", "in.folded", "--to", to, "-o", "/dev/full"],
+        );
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{to}: {err}");
+        assert!(err.starts_with("cfghub: error: /dev/full: "), "{to}: {err}");
+    }
+}
+
+#[test]
+fn outputs_that_are_inputs_by_hard_link_or_as_symbols_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.folded"), "main;a 1\n").unwrap();
+    std::fs::hard_link(dir.path().join("in.folded"), dir.path().join("out.folded")).unwrap();
+    std::fs::write(dir.path().join("out.elf"), b"\x7fELF not really").unwrap();
+    let before = common::snapshot(dir.path());
+    for args in [
+        vec!["convert", "in.folded", "-o", "out.folded"],
+        vec!["convert", "in.folded", "--symbols", "out.elf", "-o", "out.elf"],
+        vec!["dot", "in.folded", "--symbols", "out.elf", "-o", "out.elf"],
+    ] {
+        let o = common::run_limited(dir.path(), LIMIT_S, &args);
+        let err = common::assert_contained(&o, &args.join(" "));
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("is also an input"), "{err}");
+        assert_eq!(common::snapshot(dir.path()), before, "{}: an input changed", args.join(" "));
+    }
+}
