@@ -13,6 +13,7 @@ pub mod dot;
 pub mod dtrace;
 pub mod folded;
 pub mod graphml;
+pub mod llvm_sample;
 pub mod perf;
 pub mod pprof;
 pub mod speedscope;
@@ -37,6 +38,8 @@ pub static ALL: &[&Format] = &[
     &speedscope::FORMAT,
     &bolt::FORMAT,
     &bolt::PREAGGREGATED,
+    &llvm_sample::FORMAT,
+    &llvm_sample::UNSYMBOLIZED,
     &folded::FORMAT,
     &svg::FORMAT,
 ];

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::records::{binary_image, model_records, refuse_without_addresses, Namer};
+use super::records::{model_records, Namer};
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::WriteOptions;
@@ -16,7 +16,7 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    refuse_without_addresses(profile, "fdata")?;
+    crate::analysis::names::require_code_addresses(profile, "fdata")?;
     let records = model_records(profile, true, findings);
     let io = |e: std::io::Error| Error::io("output", e);
     if records.is_empty() {
@@ -59,7 +59,7 @@ fn write_no_lbr(
     let mut sums: BTreeMap<(String, u64), u64> = BTreeMap::new();
     let mut unnamed = 0u64;
     if let Some(process) = profile.processes.first() {
-        if let Some(binary) = binary_image(process) {
+        if let Some(binary) = crate::analysis::names::main_image(process) {
             let image = &process.images[binary as usize];
             let namer = Namer::new(profile, image);
             for cost in &image.costs {

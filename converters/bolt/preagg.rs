@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::records::{fields, model_records, refuse_without_addresses, BinarySymbols};
+use super::records::{fields, model_records, BinarySymbols};
 use super::Options;
 use crate::analysis::branch_records::{BranchRecords, Location as At};
 use crate::error::{Error, Findings, Location, Result};
@@ -120,7 +120,7 @@ pub fn write(
     _options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    refuse_without_addresses(profile, "bolt-pa")?;
+    crate::analysis::names::require_code_addresses(profile, "bolt-pa")?;
     let records = model_records(profile, false, findings);
     if records.is_empty() {
         return Err(Error::input("bolt-pa: the profile has no edges between blocks")

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use crate::analysis::names::SymbolIndex;
+use crate::analysis::names::{main_image, SymbolIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
 use crate::symbolize::elf::ElfFile;
@@ -91,26 +91,8 @@ pub struct Record {
     pub mispredicts: u64,
 }
 
-/// The image a BOLT profile is of: BOLT optimizes one binary. The image with a function
-/// `main`, else the one whose edges were traversed most.
-pub fn binary_image(process: &Process) -> Option<u32> {
-    if let Some(i) =
-        process.images.iter().position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()))
-    {
-        return Some(i as u32);
-    }
-    let mut traversals = vec![0u64; process.images.len()];
-    for e in &process.edges {
-        if let NodeRef::Block(s) = e.source {
-            traversals[s.image as usize] = traversals[s.image as usize].saturating_add(e.total());
-        }
-    }
-    let costs = |i: &Image| i.costs.len() as u64;
-    (0..process.images.len()).max_by_key(|&i| (traversals[i], costs(&process.images[i]))).map(|i| i as u32)
-}
-
 /// The records of the first process's edges between blocks of its binary's image
-/// ([`binary_image`]), repeats added up, sorted by source. Calls and branches are taken
+/// ([`main_image`]), repeats added up, sorted by source. Calls and branches are taken
 /// branches from the source block's last instruction to the target block's first;
 /// fall-throughs the same with `fall_through` set. Left out as perf2bolt leaves them out:
 /// returns (BOLT takes a function's exits from its code), and with `pair_jumps` (`.fdata`)
@@ -125,7 +107,7 @@ pub fn model_records(profile: &Profile, pair_jumps: bool, findings: &mut Finding
     if profile.processes.len() > 1 {
         findings.warn(None, "BOLT profiles describe one process: only the first is written");
     }
-    let Some(binary) = binary_image(process) else { return out };
+    let Some(binary) = main_image(process) else { return out };
     let paired = if pair_jumps { jumps_paired_with_conditionals(process) } else { HashSet::new() };
     let (mut between_functions, mut other_images) = (0u64, 0u64);
     for e in &process.edges {
@@ -257,25 +239,6 @@ impl<'a> Namer<'a> {
         let s = &self.image.symbols[self.model.covering(offset)? as usize];
         Some((s.name.as_str(), offset - s.offset?))
     }
-}
-
-/// Whether a profile's model has code addresses to write: some image states no addresses
-/// (CSI) and nothing else has any, or it has only lines (a Callgrind profile without
-/// `--dump-instr=yes`, folded stacks): the error that says how to record it with addresses.
-pub fn refuse_without_addresses(profile: &Profile, format: &str) -> Result<()> {
-    let has_blocks =
-        profile.processes.iter().any(|p| p.images.iter().any(|i| !i.no_addresses && !i.blocks.is_empty()));
-    let has_samples = profile.processes.iter().any(|p| p.images.iter().any(|i| i.costs.has_offsets()));
-    if has_blocks || has_samples {
-        return Ok(());
-    }
-    Err(Error::input(format!(
-        "{format}: this profile has no code addresses (no blocks, no samples at addresses)"
-    ))
-    .with_hint(
-        "record one with addresses: valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes, \
-             a Pin/SDE DCFG, perf record, or pprof with addresses",
-    ))
 }
 
 /// The whitespace-separated fields of a line with their 1-based columns.

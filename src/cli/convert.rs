@@ -123,7 +123,9 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
-    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+    let write_options =
+        args.write.options().with(crate::converters::llvm_sample::Options { binary: args.symbols.binary() });
+    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     // The process ends with this command: the system takes the model's memory back at once,
     // sooner than freeing its allocations one by one would (2-3% of a conversion).

@@ -37,8 +37,12 @@ impl SymbolArgs {
     /// `options` with what readers take from `--symbols`: the binary a BOLT profile names
     /// functions of (the first `--symbols` path that is a file).
     pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
-        let binary = self.symbols.iter().map(PathBuf::from).find(|p| p.is_file());
-        options.with(crate::converters::bolt::Options { binary })
+        options.with(crate::converters::bolt::Options { binary: self.binary() })
+    }
+
+    /// The first `--symbols` path that is a file: the binary, for formats that describe one.
+    pub fn binary(&self) -> Option<PathBuf> {
+        self.symbols.iter().map(PathBuf::from).find(|p| p.is_file())
     }
 
     pub fn options(&self) -> symbolize::Options {
