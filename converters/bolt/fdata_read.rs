@@ -184,11 +184,11 @@ fn classify(branches: &[Branch]) -> BranchRecords {
         let pair = paired_jump(from);
         if let Some(before) = pair {
             let count = run.iter().fold(0u64, |a, b| a.saturating_add(b.count));
-            records.add_fall_through(At::new(0, before), At::new(0, from), count);
+            records.add_block_fall_through(At::new(0, before), At::new(0, from), count);
         }
         for b in run {
             if pair.is_none() && fall_through(b) {
-                records.add_fall_through(At::new(0, b.from), At::new(0, b.to), b.count);
+                records.add_block_fall_through(At::new(0, b.from), At::new(0, b.to), b.count);
             } else {
                 records.add_taken(At::new(0, b.from), At::new(0, b.to), b.count, b.mispredicts);
             }

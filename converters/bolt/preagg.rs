@@ -55,8 +55,17 @@ pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findin
     Ok(profile)
 }
 
+/// Longest x86 instruction.
+const MAX_INSTR_LEN: u64 = 15;
+
+/// The records of a file. An `F` range is a trace from a branch's target to the next
+/// branch's source, as perf2bolt makes them; one that starts where no branch goes and ends
+/// at most one instruction on is a fall-through from a block's last instruction into the
+/// next block, as cfghub writes them (and `.fdata` states them), which also says where
+/// blocks end.
 fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
     let mut records = BranchRecords::new();
+    let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
     let mut line = String::new();
     let mut n = 0u64;
     loop {
@@ -102,11 +111,22 @@ fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
                 }
                 let (start, end) = (addr(1)?, addr(2)?);
                 let count = number(3, "a count")?;
-                records.add_fall_through(At::new(0, start), At::new(0, end), count);
+                ranges.push((start, end, count));
             }
             other => {
                 return Err(err(fields[0].0, format!("expected a record type B, F or f, found '{other}'")));
             }
+        }
+    }
+    let mut targets: Vec<u64> = records.taken.iter().map(|b| b.to.offset).collect();
+    targets.sort_unstable();
+    for (start, end, count) in ranges {
+        let between_blocks =
+            end > start && end - start <= MAX_INSTR_LEN && targets.binary_search(&start).is_err();
+        if between_blocks {
+            records.add_block_fall_through(At::new(0, start), At::new(0, end), count);
+        } else {
+            records.add_fall_through(At::new(0, start), At::new(0, end), count);
         }
     }
     Ok(records)

@@ -9,8 +9,11 @@
 //! - **fall-through ranges** `START ..= END`: code ran straight from the instruction at
 //!   `START` through the instruction at `END`, with no taken branch between, `count` times.
 //!   perf's traces run from one branch record's target to the next record's source (BOLT's
-//!   pre-aggregated `F START END COUNT`); an `.fdata` fall-through, from the last instruction
-//!   of a block to the first of the next, is the same statement about two instructions.
+//!   pre-aggregated `F START END COUNT`);
+//! - **fall-throughs between blocks** `FROM -> TO`: the block whose last instruction is at
+//!   `FROM` ran on into the block that starts at `TO`, `count` times (`.fdata` writes them
+//!   so). Said of two instructions, it is the range `FROM ..= TO`; it says more: a block ends
+//!   at `FROM` and one starts at `TO`, where a range leaves the blocks to the branches.
 //!
 //! [`BranchRecords`] gathers them ([`BranchRecords::aggregate`] adds up repeats) and
 //! [`BranchRecords::to_model`] turns them into the model's basic blocks and edges through the
@@ -85,6 +88,9 @@ pub struct FallThrough {
 pub struct BranchRecords {
     pub taken: Vec<TakenBranch>,
     pub fall_throughs: Vec<FallThrough>,
+    /// Fall-throughs between blocks: `start` is the last instruction of a block, `end` the
+    /// first of the next.
+    pub block_fall_throughs: Vec<FallThrough>,
 }
 
 /// What [`BranchRecords::to_model`] left out.
@@ -111,6 +117,12 @@ impl BranchRecords {
         self.fall_throughs.push(FallThrough { start, end, count });
     }
 
+    /// Adds a fall-through from the block whose last instruction is at `from` into the block
+    /// that starts at `to` (repeats add up in [`BranchRecords::aggregate`]).
+    pub fn add_block_fall_through(&mut self, from: Location, to: Location, count: u64) {
+        self.block_fall_throughs.push(FallThrough { start: from, end: to, count });
+    }
+
     /// Adds up records of the same branch or range (counts saturate), drops those counted
     /// zero times, and sorts both lists by address.
     pub fn aggregate(&mut self) {
@@ -124,20 +136,22 @@ impl BranchRecords {
             }
             same
         });
-        self.fall_throughs.retain(|f| f.count > 0);
-        self.fall_throughs.sort_unstable_by_key(|f| (f.start, f.end));
-        self.fall_throughs.dedup_by(|next, kept| {
-            let same = (next.start, next.end) == (kept.start, kept.end);
-            if same {
-                kept.count = kept.count.saturating_add(next.count);
-            }
-            same
-        });
+        for list in [&mut self.fall_throughs, &mut self.block_fall_throughs] {
+            list.retain(|f| f.count > 0);
+            list.sort_unstable_by_key(|f| (f.start, f.end));
+            list.dedup_by(|next, kept| {
+                let same = (next.start, next.end) == (kept.start, kept.end);
+                if same {
+                    kept.count = kept.count.saturating_add(next.count);
+                }
+                same
+            });
+        }
     }
 
     /// Whether there is nothing to say.
     pub fn is_empty(&self) -> bool {
-        self.taken.is_empty() && self.fall_throughs.is_empty()
+        self.taken.is_empty() && self.fall_throughs.is_empty() && self.block_fall_throughs.is_empty()
     }
 
     /// Fills `process` with the blocks, edges and routines the records describe (see the
@@ -151,24 +165,26 @@ impl BranchRecords {
         let mut summary = Summary::default();
         self.taken.retain(|b| b.from.image < nimages && b.to.image < nimages);
         let covers: Vec<Coverage> = process.images.iter().map(Coverage::new).collect();
-        self.fall_throughs.retain(|f| {
-            let valid = f.start.image == f.end.image
-                && f.start.image < nimages
-                && f.start.offset <= f.end.offset
-                && covers[f.start.image as usize].symbol_at(f.start.offset)
-                    == covers[f.start.image as usize].symbol_at(f.end.offset);
-            if !valid {
-                summary.invalid_ranges += 1;
-                summary.invalid_range_count = summary.invalid_range_count.saturating_add(f.count);
-            }
-            valid
-        });
+        for list in [&mut self.fall_throughs, &mut self.block_fall_throughs] {
+            list.retain(|f| {
+                let valid = f.start.image == f.end.image
+                    && f.start.image < nimages
+                    && f.start.offset <= f.end.offset
+                    && covers[f.start.image as usize].symbol_at(f.start.offset)
+                        == covers[f.start.image as usize].symbol_at(f.end.offset);
+                if !valid {
+                    summary.invalid_ranges += 1;
+                    summary.invalid_range_count = summary.invalid_range_count.saturating_add(f.count);
+                }
+                valid
+            });
+        }
         let mut images: Vec<ImagePoints> = (0..nimages).map(|_| ImagePoints::default()).collect();
         for b in &self.taken {
             images[b.from.image as usize].addrs.push(b.from.offset);
             images[b.to.image as usize].addrs.push(b.to.offset);
         }
-        for f in &self.fall_throughs {
+        for f in self.fall_throughs.iter().chain(&self.block_fall_throughs) {
             let points = &mut images[f.start.image as usize].addrs;
             points.push(f.start.offset);
             points.push(f.end.offset);
@@ -182,10 +198,19 @@ impl BranchRecords {
             images[b.from.image as usize].at(b.from.offset).taken_out += b.count;
             images[b.to.image as usize].at(b.to.offset).taken_in += b.count;
         }
+        for f in &self.fall_throughs {
+            images[f.start.image as usize].at(f.start.offset).lead = true;
+            images[f.end.image as usize].at(f.end.offset).end = true;
+        }
+        for f in &self.block_fall_throughs {
+            images[f.start.image as usize].at(f.start.offset).end = true;
+            images[f.end.image as usize].at(f.end.offset).lead = true;
+        }
         for points in &mut images {
             points.diff = vec![(0i128, 0i128); points.addrs.len() + 1];
         }
-        for f in &self.fall_throughs {
+        // A fall-through between blocks runs from one instruction into the next, as a range.
+        for f in self.fall_throughs.iter().chain(&self.block_fall_throughs) {
             let points = &mut images[f.start.image as usize];
             let (s, e) = (points.index(f.start.offset), points.index(f.end.offset));
             let c = i128::from(f.count);
@@ -195,8 +220,9 @@ impl BranchRecords {
             points.diff[s].1 += c;
             points.diff[e].1 -= c;
         }
-        for points in &mut images {
+        for (points, cover) in images.iter_mut().zip(&covers) {
             points.accumulate();
+            points.equalize(cover);
         }
         // Symbols as given: the rebuild sets them from what ran, which is narrower.
         let given: Vec<Vec<(Option<u64>, Option<u64>)>> =
@@ -205,7 +231,8 @@ impl BranchRecords {
         for ((image, points), cover) in process.images.iter_mut().zip(&images).zip(&covers) {
             symbol_of.push(place_points(image, points, cover));
         }
-        let transfers = transfers(&self.taken, &images, &symbol_of, &process.images);
+        let mut transfers = transfers(&self.taken, &images, &symbol_of, &process.images);
+        block_ends(&mut transfers, &self.block_fall_throughs, &self.taken, &images, &symbol_of);
         let owners: Vec<Vec<u32>> =
             process.images.iter().map(|i| (0..i.symbols.len() as u32).collect()).collect();
         process.edges.clear();
@@ -231,6 +258,12 @@ struct Flow {
     /// Ranges that run into the point from below, and on from it.
     seq_in: u64,
     seq_out: u64,
+    /// Code is entered here (a range starts, a fall-through between blocks arrives), or left
+    /// from here (a range ends, a fall-through between blocks leaves).
+    lead: bool,
+    end: bool,
+    /// Executions, once known ([`ImagePoints::equalize`]).
+    executions: u64,
 }
 
 impl Flow {
@@ -269,6 +302,33 @@ impl ImagePoints {
             flow.seq_out = u64::try_from(seq_out).unwrap_or(u64::MAX);
         }
         self.diff = Vec::new();
+    }
+
+    /// Sets each point's executions: the most of any point in its straight run. Points with
+    /// no way in or out between them (no branch taken to or from them, nothing entering or
+    /// leaving, one function) run equally often, but each may see only part of the flow: a
+    /// function's first block is entered by calls the records may not hold, and left by
+    /// branches they do.
+    fn equalize(&mut self, cover: &Coverage) {
+        let n = self.addrs.len();
+        let mut start = 0;
+        for i in 1..=n {
+            let cut = i == n || {
+                let (prev, here) = (self.flow[i - 1], self.flow[i]);
+                here.taken_in > 0
+                    || here.lead
+                    || prev.taken_out > 0
+                    || prev.end
+                    || cover.symbol_at(self.addrs[i - 1]) != cover.symbol_at(self.addrs[i])
+            };
+            if cut {
+                let most = self.flow[start..i].iter().map(Flow::executions).max().unwrap_or(0);
+                for f in &mut self.flow[start..i] {
+                    f.executions = most;
+                }
+                start = i;
+            }
+        }
     }
 }
 
@@ -333,7 +393,7 @@ fn place_points(image: &mut Image, points: &ImagePoints, cover: &Coverage) -> Ve
             },
         };
         symbol_of.push(symbol);
-        costs.push_parts(Some(addr), Some(symbol), None, None, &[flow.executions()]);
+        costs.push_parts(Some(addr), Some(symbol), None, None, &[flow.executions]);
     }
     image.costs = costs;
     image.blocks.clear();
@@ -401,6 +461,44 @@ fn transfers(
         k += run;
     }
     list
+}
+
+/// A fall-through between blocks ends a block at its source, also where no branch is taken
+/// from there: a transfer that is a conditional branch never taken, executed as often as
+/// the fall-through, which the rebuild turns into the fall-through edge to the next block.
+/// (Where a branch is taken from the source, its own transfer carries the fall-through.)
+fn block_ends(
+    list: &mut Vec<Transfer>,
+    edges: &[FallThrough],
+    taken: &[TakenBranch],
+    images: &[ImagePoints],
+    symbol_of: &[Vec<u32>],
+) {
+    for f in edges {
+        if taken.binary_search_by_key(&f.start, |b| b.from).is_ok() {
+            continue;
+        }
+        let points = &images[f.start.image as usize];
+        let (si, ti) = (points.index(f.start.offset), points.index(f.end.offset));
+        let symbols = &symbol_of[f.start.image as usize];
+        list.push(Transfer {
+            kind: EdgeKind::ConditionalBranch,
+            has_addr: true,
+            has_line: false,
+            thread: 0,
+            incl_len: 0,
+            src_image: f.start.image,
+            src_symbol: symbols[si],
+            src_line: 0,
+            tgt_image: f.end.image,
+            tgt_symbol: symbols[ti],
+            tgt_line: 0,
+            src_addr: f.start.offset,
+            tgt_addr: f.end.offset,
+            count: 0,
+            detail: f.count,
+        });
+    }
 }
 
 /// Puts each taken branch's mispredictions on the edge made of it: the edge from the block
@@ -484,7 +582,7 @@ mod tests {
         let mut fdata = BranchRecords::new();
         fdata.add_taken(l(0x08), l(0x10), 1, 0);
         fdata.add_taken(l(0x18), l(0x10), 9, 2);
-        fdata.add_fall_through(l(0x18), l(0x1c), 1);
+        fdata.add_block_fall_through(l(0x18), l(0x1c), 1);
         for records in [traces, fdata] {
             let mut p = Process { images: vec![image_with(&[("main", 0, 0x40)])], ..Process::default() };
             let summary = records.to_model(&mut p);

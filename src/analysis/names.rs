@@ -124,6 +124,6 @@ pub fn require_code_addresses(profile: &Profile, format: &str) -> Result<()> {
     ))
     .with_hint(
         "record one with addresses: valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes, \
-             a Pin/SDE DCFG, perf record, or pprof with addresses",
+             a Pin/SDE DCFG or its trace, or DCPI samples",
     ))
 }

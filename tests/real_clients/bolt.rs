@@ -10,7 +10,8 @@ use std::process::Command;
 
 use crate::common;
 
-const TOOLS: [&str; 6] = ["clang-19", "valgrind", "llvm-bolt-19", "perf2bolt-19", "llvm-profgen-19", "llvm-profdata-19"];
+const TOOLS: [&str; 6] =
+    ["clang-19", "valgrind", "llvm-bolt-19", "perf2bolt-19", "llvm-profgen-19", "llvm-profdata-19"];
 
 /// The program built and profiled once per test, in its own folder.
 struct Worked {
@@ -22,7 +23,10 @@ struct Worked {
 fn tools_present() -> bool {
     let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !common::have(t)).collect();
     if !missing.is_empty() {
-        eprintln!("skipped: {} not installed (scripts/test.sh installs bolt-19 llvm-19 clang-19 valgrind)", missing.join(", "));
+        eprintln!(
+            "skipped: {} not installed (scripts/test.sh installs bolt-19 llvm-19 clang-19 valgrind)",
+            missing.join(", ")
+        );
     }
     missing.is_empty()
 }
@@ -88,7 +92,8 @@ fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64),
         .arg(format!("-print-only={function}"))
         .arg(format!("-data={}", fdata.display())));
     let text = common::stdout(&o);
-    let start = text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
+    let start =
+        text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
     let text = &text[start..text[start..].find("End of Function").map_or(text.len(), |e| start + e)];
     // Block label -> its first offset; per block its last instruction and successors.
     let mut first: BTreeMap<String, u64> = BTreeMap::new();
