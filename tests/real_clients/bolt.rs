@@ -171,6 +171,22 @@ fn llvm_bolt_takes_the_fdata_with_valgrinds_counts_and_the_program_still_works()
             assert_eq!(cfg.get(edge), Some(count), "{function}: edge {edge:x?} in BOLT's CFG {cfg:x?}");
         }
     }
+    // What BOLT was told, drawn on the routine's CFG: the fdata read back with the binary.
+    let dot = w.dir.path().join("run.dot");
+    let o = common::run(&[
+        "dot",
+        fdata.to_str().unwrap(),
+        "--symbols",
+        w.binary.to_str().unwrap(),
+        "--routine",
+        "run",
+        "-o",
+        dot.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let picture = std::fs::read_to_string(&dot).unwrap();
+    assert!(picture.contains("run+0x27") && picture.contains("× 68,170"), "{picture}");
+    common::render_dot(&picture, "run's CFG from the fdata");
     let run = |b: &Path| common::stdout(&sh(Command::new(b).arg("100000")));
     assert_eq!(run(&bolted), run(&w.binary), "the optimized program prints what the original prints");
     // The loop's conditional at run+0x4b (taken to the call, falling through otherwise) ran
