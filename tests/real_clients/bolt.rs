@@ -279,3 +279,33 @@ fn llvm_profgen_agrees_with_the_sample_profile_and_clang_uses_it() {
     convert(&dcfg, &via_dcfg, &[]);
     assert_eq!(std::fs::read(&via_dcfg).unwrap(), std::fs::read(&ours).unwrap());
 }
+
+#[test]
+fn samples_at_addresses_give_no_lbr_fdata_and_sample_counts() {
+    if !tools_present() || !common::have("nm") {
+        return;
+    }
+    let w = worked();
+    let d = w.dir.path();
+    let nm = common::stdout(&sh(Command::new("nm").arg(&w.binary)));
+    let run = nm
+        .lines()
+        .find_map(|l| l.strip_suffix(" T run").map(|a| u64::from_str_radix(a, 16).unwrap()))
+        .expect("run in the symbol table");
+    // DCPI samples taken at run+0x2e and run+0x4b, the binary's text starting at `run`.
+    let samples = BTreeMap::from([(0x2e, 100), (0x4b, 50)]);
+    let dcpi = d.join("run.dcpi");
+    std::fs::write(&dcpi, common::dcpi_bytes(w.binary.to_str().unwrap(), "cycles", run, &samples)).unwrap();
+    let fdata = d.join("samples.fdata");
+    convert(&dcpi, &fdata, &["--address-step", "1"]);
+    assert_eq!(std::fs::read_to_string(&fdata).unwrap(), "no_lbr cycles\n1 run 2e 100\n1 run 4b 50\n");
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(&w.binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&o) + &common::stderr(&o);
+    assert!(log.contains("1 out of") && log.contains("non-empty execution profile"), "{log}");
+    let prof = d.join("samples.prof");
+    convert(&dcpi, &prof, &["--address-step", "1"]);
+    assert_eq!(heads(&prof).get("run"), Some(&(150, 0)), "{}", std::fs::read_to_string(&prof).unwrap());
+}
