@@ -97,7 +97,9 @@ fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64),
     let text = &text[start..text[start..].find("End of Function").map_or(text.len(), |e| start + e)];
     // Block label -> its first offset; per block its last instruction and successors.
     let mut first: BTreeMap<String, u64> = BTreeMap::new();
-    let mut blocks: Vec<(Vec<u64>, Vec<(String, u64)>)> = Vec::new();
+    // Per block: its instructions' offsets, and its successors' labels with their counts.
+    type Printed = (Vec<u64>, Vec<(String, u64)>);
+    let mut blocks: Vec<Printed> = Vec::new();
     let mut label: Option<String> = None;
     for line in text.lines() {
         if let Some(l) = line.strip_suffix(')').and_then(|l| l.split_once(" (")).map(|(l, _)| l) {

@@ -34,6 +34,9 @@ impl End {
 /// Functions, each a list of (block size, how it ends).
 type Program = Vec<Vec<(u32, End)>>;
 
+/// A block: (function, block in it).
+type At = (usize, usize);
+
 fn program() -> impl Strategy<Value = Program> {
     (1usize..=3).prop_flat_map(|nfun| {
         let functions: Vec<_> = (0..nfun)
@@ -78,12 +81,12 @@ fn run(program: &Program, seed: u64, runs: u32) -> Profile {
         state & 1 == 1
     };
     // (function, block) -> executions; (from, to, kind) -> traversals.
-    let mut counts: BTreeMap<(usize, usize), u64> = BTreeMap::new();
-    let mut edges: BTreeMap<((usize, usize), (usize, usize), EdgeKind), u64> = BTreeMap::new();
+    let mut counts: BTreeMap<At, u64> = BTreeMap::new();
+    let mut edges: BTreeMap<(At, At, EdgeKind), u64> = BTreeMap::new();
     for _ in 0..runs {
         let (mut c, mut e) = (BTreeMap::new(), BTreeMap::new());
-        let mut stack: Vec<(usize, usize)> = Vec::new();
-        let mut at = (0usize, 0usize);
+        let mut stack: Vec<At> = Vec::new();
+        let mut at: At = (0, 0);
         let mut done = false;
         for _ in 0..5000 {
             *c.entry(at).or_insert(0u64) += 1;
@@ -118,7 +121,7 @@ fn run(program: &Program, seed: u64, runs: u32) -> Profile {
         }
     }
     let mut image = Image::default();
-    let mut index: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    let mut index: BTreeMap<At, u32> = BTreeMap::new();
     let mut offset = 0x1000u64;
     for (f, blocks) in program.iter().enumerate() {
         let start = offset;
@@ -142,7 +145,7 @@ fn run(program: &Program, seed: u64, runs: u32) -> Profile {
         });
         offset = offset.next_multiple_of(16) + 16;
     }
-    let node = |at: &(usize, usize)| NodeRef::Block(BlockRef { image: 0, block: index[at] });
+    let node = |at: &At| NodeRef::Block(BlockRef { image: 0, block: index[at] });
     let edges = edges
         .iter()
         .enumerate()
