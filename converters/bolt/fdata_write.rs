@@ -25,20 +25,19 @@ pub fn write(
     let process = &profile.processes[0];
     let namer = Namer::new(profile, &process.images[records[0].from.0 as usize]);
     let mut unnamed = 0u64;
-    let mut lines = Vec::with_capacity(records.len());
+    // Written whole once every record is named: a refusal leaves no partial file.
+    let mut text = String::with_capacity(records.len() * 40);
     for r in &records {
         match (namer.name(r.from.1), namer.name(r.to.1)) {
             (Some((f, fo)), Some((t, to))) if plain(f) && plain(t) => {
-                lines.push(format!("1 {f} {fo:x} 1 {t} {to:x} {} {}\n", r.mispredicts, r.count));
+                use std::fmt::Write as _;
+                let _ = writeln!(text, "1 {f} {fo:x} 1 {t} {to:x} {} {}", r.mispredicts, r.count);
             }
             _ => unnamed += 1,
         }
     }
     warn_unnamed(findings, unnamed);
-    for l in lines {
-        out.write_all(l.as_bytes()).map_err(io)?;
-    }
-    Ok(())
+    out.write_all(text.as_bytes()).map_err(io)
 }
 
 /// `no_lbr EVENT`, then one line per named address with its samples of the event.

@@ -171,36 +171,49 @@ pub fn model_records(profile: &Profile, pair_jumps: bool, findings: &mut Finding
 /// that ends in a conditional branch: BOLT sees `jcc A; jmp B` as the two exits of one block.
 fn jumps_paired_with_conditionals(process: &Process) -> HashSet<BlockRef> {
     let counted = |e: &&crate::ir::Edge| !e.kind.is_bypass() && e.kind != EdgeKind::CallBypass;
-    // Per block: whether every edge out is a plain jump, and whether one is conditional.
-    let mut out: HashMap<BlockRef, (bool, bool)> = HashMap::new();
+    // Blocks numbered process-wide.
+    let mut base = Vec::with_capacity(process.images.len());
+    let mut n = 0usize;
+    for image in &process.images {
+        base.push(n);
+        n += image.blocks.len();
+    }
+    let at = |r: BlockRef| base[r.image as usize] + r.block as usize;
+    // Per block: whether every edge out is a plain jump, whether one is conditional, edges
+    // in, and whether the last edge in falls through from a conditional.
+    let mut only_jumps = vec![true; n];
+    let mut jumps = vec![false; n];
+    let mut conditional = vec![false; n];
     for e in process.edges.iter().filter(counted) {
         if let NodeRef::Block(s) = e.source {
             let plain_jump = !e.kind.is_call()
                 && !e.kind.is_return()
                 && e.kind != EdgeKind::FallThrough
                 && !e.kind.is_conditional();
-            let (only_jumps, conditional) = out.entry(s).or_insert((true, false));
-            *only_jumps &= plain_jump;
-            *conditional |= e.kind.is_conditional();
+            only_jumps[at(s)] &= plain_jump;
+            jumps[at(s)] = true;
+            conditional[at(s)] |= e.kind.is_conditional();
         }
     }
-    // Per block: edges in, and whether the last one seen falls through from a conditional.
-    let mut incoming: HashMap<BlockRef, (u32, bool)> = HashMap::new();
+    let mut incoming = vec![(0u32, false); n];
     for e in process.edges.iter().filter(counted) {
         if let NodeRef::Block(t) = e.target {
-            let (n, from_conditional) = incoming.entry(t).or_default();
-            *n += 1;
-            *from_conditional = e.kind == EdgeKind::FallThrough
-                && matches!(e.source, NodeRef::Block(s) if out.get(&s).is_some_and(|o| o.1));
+            let slot = &mut incoming[at(t)];
+            slot.0 = slot.0.saturating_add(1);
+            slot.1 = e.kind == EdgeKind::FallThrough
+                && matches!(e.source, NodeRef::Block(s) if conditional[at(s)]);
         }
     }
-    incoming
-        .into_iter()
-        .filter(|&(t, (n, from_conditional))| {
-            n == 1 && from_conditional && process.block(t).num_instrs == 1 && out.get(&t).is_some_and(|o| o.0)
-        })
-        .map(|(t, _)| t)
-        .collect()
+    let mut out = HashSet::new();
+    for (i, image) in process.images.iter().enumerate() {
+        for (k, block) in image.blocks.iter().enumerate() {
+            let g = base[i] + k;
+            if incoming[g] == (1, true) && block.num_instrs == 1 && jumps[g] && only_jumps[g] {
+                out.insert(BlockRef { image: i as u32, block: k as u32 });
+            }
+        }
+    }
+    out
 }
 
 /// Names the binary image's addresses by function and offset: by the binary's own symbol
