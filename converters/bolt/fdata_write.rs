@@ -23,7 +23,8 @@ pub fn write(
         return write_no_lbr(profile, out, options, findings);
     }
     let process = &profile.processes[0];
-    let namer = Namer::new(profile, &process.images[records[0].from.0 as usize]);
+    let binary = options.formats.get::<super::Options>().binary;
+    let namer = Namer::new(profile, &process.images[records[0].from.0 as usize], binary.as_deref());
     let mut unnamed = 0u64;
     // Written whole once every record is named: a refusal leaves no partial file.
     let mut text = String::with_capacity(records.len() * 40);
@@ -60,7 +61,8 @@ fn write_no_lbr(
     if let Some(process) = profile.processes.first() {
         if let Some(binary) = crate::analysis::names::main_image(process) {
             let image = &process.images[binary as usize];
-            let namer = Namer::new(profile, image);
+            let binary = options.formats.get::<super::Options>().binary;
+            let namer = Namer::new(profile, image, binary.as_deref());
             for cost in &image.costs {
                 let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
                 if value == 0 {

@@ -31,12 +31,14 @@ use std::path::PathBuf;
 use crate::ir::AddressKind;
 use crate::registry::Format;
 
-/// What the BOLT readers can be told.
+/// What the BOLT readers and writers can be told.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// The binary the profile is of (`--symbols PATH`): `.fdata` names resolve to its ELF
-    /// symbols, and the pre-aggregated form's addresses fall in its functions. Without it,
-    /// `.fdata` functions are laid out one after another in the order they first appear.
+    /// The binary the profile is of (`--symbols PATH`). Reading, `.fdata` names resolve to its
+    /// ELF symbols and the pre-aggregated form's addresses fall in its functions (without it,
+    /// `.fdata` functions are laid out one after another in the order they first appear).
+    /// Writing, addresses are named by its symbol table (else by the image's own file, else by
+    /// the model's symbols).
     pub binary: Option<PathBuf>,
 }
 

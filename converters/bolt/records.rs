@@ -217,8 +217,8 @@ fn jumps_paired_with_conditionals(process: &Process) -> HashSet<BlockRef> {
 }
 
 /// Names the binary image's addresses by function and offset: by the binary's own symbol
-/// table, with BOLT's names for local functions, when the image's file is an ELF file that can
-/// be read; else by the model's symbols.
+/// table, with BOLT's names for local functions, when the binary (`--symbols`, else the
+/// image's file) is an ELF file that can be read; else by the model's symbols.
 pub struct Namer<'a> {
     image: &'a Image,
     model: SymbolIndex,
@@ -226,10 +226,10 @@ pub struct Namer<'a> {
 }
 
 impl<'a> Namer<'a> {
-    pub fn new(profile: &'a Profile, image: &'a Image) -> Namer<'a> {
-        let binary = image
-            .file
-            .map(|f| Path::new(profile.file_name(f)))
+    /// `binary`: the file `--symbols` named, else the image's own file is tried.
+    pub fn new(profile: &'a Profile, image: &'a Image, binary: Option<&Path>) -> Namer<'a> {
+        let binary = binary
+            .or_else(|| image.file.map(|f| Path::new(profile.file_name(f))))
             .filter(|p| p.is_file())
             .and_then(|p| BinarySymbols::open(p).ok())
             .map(|b| {

@@ -123,8 +123,13 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
-    let write_options =
-        args.write.options().with(crate::converters::llvm_sample::Options { binary: args.symbols.binary() });
+    // Formats that describe one binary name it from --symbols.
+    let binary = args.symbols.binary();
+    let write_options = args
+        .write
+        .options()
+        .with(crate::converters::llvm_sample::Options { binary: binary.clone() })
+        .with(crate::converters::bolt::Options { binary });
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     // The process ends with this command: the system takes the model's memory back at once,
