@@ -3,6 +3,7 @@
 
 use crate::registry::Format;
 
+pub mod bolt;
 pub mod callgrind;
 pub mod csi;
 pub mod dcfg;
@@ -12,6 +13,7 @@ pub mod dot;
 pub mod dtrace;
 pub mod folded;
 pub mod graphml;
+pub mod llvm_sample;
 pub mod perf;
 pub mod pprof;
 pub mod speedscope;
@@ -34,6 +36,10 @@ pub static ALL: &[&Format] = &[
     &perf::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
+    &bolt::FORMAT,
+    &bolt::PREAGGREGATED,
+    &llvm_sample::FORMAT,
+    &llvm_sample::UNSYMBOLIZED,
     &folded::FORMAT,
     &svg::FORMAT,
 ];

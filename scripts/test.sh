@@ -2,7 +2,8 @@
 # Runs the whole test suite, first installing the real programs the tests drive when they are
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, lbzip2 and
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm), dwz,
-# Go (go tool pprof), Chromium, python's networkx, and the speedscope viewer (npm, under
+# Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
+# llvm-profdata, clang -fprofile-sample-use), python's networkx, and the speedscope viewer (npm, under
 # target/speedscope). Needs root for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,8 @@ export DEBIAN_FRONTEND=noninteractive
 need_apt=()
 for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2 \
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils dwz:dwz \
-    go:golang-go chromium:chromium; do
+    go:golang-go chromium:chromium \
+    llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

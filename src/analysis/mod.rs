@@ -8,6 +8,7 @@ pub mod addresses;
 pub mod ball_larus;
 pub mod blocks;
 pub mod branch_pairs;
+pub mod branch_records;
 pub mod by_offset;
 pub mod callgraph;
 pub mod cfg;

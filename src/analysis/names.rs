@@ -1,6 +1,7 @@
 //! Names for code locations: the symbol covering an address, and routine names.
 
-use crate::ir::{Image, Profile};
+use crate::error::{Error, Result};
+use crate::ir::{Image, NodeRef, Process, Profile};
 
 /// Symbols of one image sorted by start, for address look-ups.
 pub struct SymbolIndex {
@@ -114,4 +115,41 @@ pub fn warn_blocks_without_addresses(
     if n > 0 {
         findings.warn(None, format!("{format}: {n} block(s) have no address (CSI metadata): {consequence}"));
     }
+}
+
+/// The image a profile of one program is mostly about, for formats that describe one binary
+/// (BOLT profiles, LLVM sample profiles): the image with a function `main`, else the one whose
+/// blocks' edges were traversed most, else the one with the most cost rows.
+pub fn main_image(process: &Process) -> Option<u32> {
+    if let Some(i) =
+        process.images.iter().position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()))
+    {
+        return Some(i as u32);
+    }
+    let mut traversals = vec![0u64; process.images.len()];
+    for e in &process.edges {
+        if let NodeRef::Block(s) = e.source {
+            traversals[s.image as usize] = traversals[s.image as usize].saturating_add(e.total());
+        }
+    }
+    (0..process.images.len())
+        .max_by_key(|&i| (traversals[i], process.images[i].costs.len()))
+        .map(|i| i as u32)
+}
+
+/// An error for a writer whose format is made from code addresses when the profile has none:
+/// no blocks with addresses and no samples at addresses (a Callgrind profile without
+/// `--dump-instr=yes`, folded stacks, CSI), with the hint to record one with addresses.
+pub fn require_code_addresses(profile: &Profile, format: &str) -> Result<()> {
+    let images = || profile.processes.iter().flat_map(|p| p.images.iter());
+    if images().any(|i| (!i.no_addresses && !i.blocks.is_empty()) || i.costs.has_offsets()) {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "{format}: this profile has no code addresses (no blocks, no samples at addresses)"
+    ))
+    .with_hint(
+        "record one with addresses: valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes, \
+             a Pin/SDE DCFG or its trace, or DCPI samples",
+    ))
 }

@@ -116,14 +116,22 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
-    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    let mut loaded =
+        load(&args.input, args.from.as_deref(), &args.symbols.reader_options(args.read.options()))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
-    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+    // Formats that describe one binary name it from --symbols.
+    let binary = args.symbols.binary();
+    let write_options = args
+        .write
+        .options()
+        .with(crate::converters::llvm_sample::Options { binary: binary.clone() })
+        .with(crate::converters::bolt::Options { binary });
+    let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     // The process ends with this command: the system takes the model's memory back at once,
     // sooner than freeing its allocations one by one would (2-3% of a conversion).

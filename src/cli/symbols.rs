@@ -7,6 +7,7 @@ use clap::Args;
 
 use crate::convert::Loaded;
 use crate::error::Result;
+use crate::registry::ReadOptions;
 use crate::symbolize::{self, ImageReport};
 
 /// Options that name a profile's addresses from ELF/DWARF.
@@ -36,6 +37,17 @@ impl SymbolArgs {
     /// Whether symbolization was asked for.
     pub fn wanted(&self) -> bool {
         !self.symbols.is_empty() || self.symbols_override
+    }
+
+    /// `options` with what readers take from `--symbols`: the binary a BOLT profile names
+    /// functions of (the first `--symbols` path that is a file).
+    pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
+        options.with(crate::converters::bolt::Options { binary: self.binary() })
+    }
+
+    /// The first `--symbols` path that is a file: the binary, for formats that describe one.
+    pub fn binary(&self) -> Option<PathBuf> {
+        self.symbols.iter().map(PathBuf::from).find(|p| p.is_file())
     }
 
     pub fn options(&self) -> symbolize::Options {

@@ -1,0 +1,66 @@
+//! llvm-profgen's unsymbolized profile (see [`super`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use super::write::{binary_of, refuse_without_addresses};
+use crate::analysis::names::main_image;
+use crate::error::{Error, Findings, Result};
+use crate::ir::{EdgeKind, NodeRef, Profile};
+use crate::registry::WriteOptions;
+
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    refuse_without_addresses(profile, "llvm-unsymbolized")?;
+    let Some(process) = profile.processes.first() else { return Ok(()) };
+    let Some(image_index) = main_image(process) else { return Ok(()) };
+    let image = &process.images[image_index as usize];
+    // Addresses as the binary states them, which `--use-offset=0` asks for.
+    let base = binary_of(profile, image, options).map_or(0, |(_, base)| base);
+    let address = |offset: u64| if base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
+        let v = ranges.entry((address(b.offset), address(b.last_instr()))).or_default();
+        *v = v.saturating_add(b.count.unwrap_or(0));
+    }
+    if image.blocks.is_empty() {
+        let event = super::write::event_of(profile, options)?;
+        for cost in &image.costs {
+            let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
+            if value > 0 {
+                let v = ranges.entry((address(offset), address(offset))).or_default();
+                *v = v.saturating_add(value);
+            }
+        }
+    }
+    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for e in &process.edges {
+        if e.kind == EdgeKind::FallThrough || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass {
+            continue;
+        }
+        let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else { continue };
+        if s.image != image_index || t.image != image_index || e.total() == 0 {
+            continue;
+        }
+        let key = (address(process.block(s).last_instr()), address(process.block(t).offset));
+        let v = branches.entry(key).or_default();
+        *v = v.saturating_add(e.total());
+    }
+    if profile.processes.len() > 1 {
+        findings.warn(None, "the unsymbolized form describes one process: only the first is written");
+    }
+    let io = |e: std::io::Error| Error::io("output", e);
+    writeln!(out, "{}", ranges.len()).map_err(io)?;
+    for ((s, e), c) in ranges {
+        writeln!(out, "{s:x}-{e:x}:{c}").map_err(io)?;
+    }
+    writeln!(out, "{}", branches.len()).map_err(io)?;
+    for ((s, t), c) in branches {
+        writeln!(out, "{s:x}->{t:x}:{c}").map_err(io)?;
+    }
+    Ok(())
+}

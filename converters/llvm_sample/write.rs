@@ -1,0 +1,201 @@
+//! The text sample profile (see [`super`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::dwarf::{DebugInfo, Frame};
+use super::Options;
+use crate::analysis::names::main_image;
+pub use crate::analysis::names::require_code_addresses as refuse_without_addresses;
+use crate::error::{Error, Findings, Result};
+use crate::ir::{Image, NodeRef, Profile};
+use crate::registry::WriteOptions;
+use crate::symbolize::elf::ElfFile;
+
+/// The samples of one function, or of one function inlined at one call site.
+#[derive(Default)]
+struct Samples {
+    total: u64,
+    head: u64,
+    /// By (line offset, discriminator): the count and the calls to each callee.
+    body: BTreeMap<(u32, u32), (u64, BTreeMap<String, u64>)>,
+    /// By (line offset, discriminator): the functions inlined there.
+    inlined: BTreeMap<(u32, u32), BTreeMap<String, Samples>>,
+}
+
+/// The binary of `image` and where its lowest segment is loaded: `--symbols` when given, else
+/// the image's own file when it can be read.
+pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Option<(PathBuf, u64)> {
+    let path = options
+        .formats
+        .get::<Options>()
+        .binary
+        .or_else(|| image.file.map(|f| PathBuf::from(profile.file_name(f))))
+        .filter(|p| p.is_file())?;
+    let elf = ElfFile::open(&path).ok()?;
+    let base = elf.segments().iter().filter(|s| s.size > 0).map(|s| s.address).min().unwrap_or(0);
+    Some((path, base))
+}
+
+/// The event whose samples count executions, for profiles without blocks.
+pub fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
+    match &options.event {
+        Some(name) => profile
+            .event_index(name)
+            .ok_or_else(|| Error::usage(format!("the profile has no event '{name}'"))),
+        None => Ok(0),
+    }
+}
+
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    refuse_without_addresses(profile, "llvm-sample")?;
+    let Some(process) = profile.processes.first() else { return Ok(()) };
+    let Some(image_index) = main_image(process) else { return Ok(()) };
+    let image = &process.images[image_index as usize];
+    let Some((path, _)) = binary_of(profile, image, options) else {
+        return Err(Error::input(format!(
+            "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
+            profile.image_name(image)
+        ))
+        .with_hint("name it with --symbols BINARY"));
+    };
+    let debug = DebugInfo::open(&path)?;
+    let address = |offset: u64| if debug.base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let mut top: HashMap<String, Samples> = HashMap::new();
+    let mut unnamed = 0u64;
+    // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
+    // of inlined functions.
+    for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
+        let count = b.count.unwrap_or(0);
+        // The block's last instruction's length, where the profile had to guess it (a jump or
+        // return followed by padding), from the binary's code.
+        let start = address(b.offset);
+        let last = address(b.last_instr());
+        let end = match debug.branch_length(last) {
+            Some(len) => last.saturating_add(len),
+            None => start.saturating_add(u64::from(b.size.max(1))),
+        };
+        let mut a = start;
+        while a < end {
+            let next = debug.next_row(a).clamp(a + 1, end);
+            let frames = debug.frames(a);
+            if frames.is_empty() {
+                unnamed += 1;
+            } else {
+                add_body(&mut top, &frames, count, count.saturating_mul(next - a));
+            }
+            a = next;
+        }
+    }
+    if image.blocks.is_empty() {
+        // Samples at addresses: each counts once, where it was taken.
+        let event = event_of(profile, options)?;
+        for cost in &image.costs {
+            let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
+            let frames = debug.frames(address(offset));
+            if value > 0 && !frames.is_empty() {
+                add_body(&mut top, &frames, value, value);
+            }
+        }
+    }
+    for e in process.edges.iter().filter(|e| e.kind.is_call() && e.total() > 0) {
+        let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else { continue };
+        if s.image != image_index || t.image != image_index {
+            continue;
+        }
+        let Some(callee) = debug.function_at(address(process.block(t).offset)) else { continue };
+        let frames = debug.frames(address(process.block(s).last_instr()));
+        if frames.is_empty() {
+            continue;
+        }
+        let callee = callee.to_string();
+        let leaf = leaf(&mut top, &frames, 0);
+        let entry = leaf.body.entry(location(&frames[frames.len() - 1])).or_default();
+        *entry.1.entry(callee.clone()).or_default() += e.total();
+        let head = &mut top.entry(callee).or_default().head;
+        *head = head.saturating_add(e.total());
+    }
+    if unnamed > 0 {
+        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
+    }
+    let mut functions: Vec<(&String, &Samples)> =
+        top.iter().filter(|(_, s)| s.total > 0 || s.head > 0).collect();
+    functions.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));
+    let mut text = String::new();
+    for (name, samples) in functions {
+        print(&mut text, name, samples, 0);
+    }
+    out.write_all(text.as_bytes()).map_err(|e| Error::io("output", e))
+}
+
+/// A frame's place in its function: (line offset from the function's first line, base
+/// discriminator), as LLVM keys samples.
+fn location(frame: &Frame) -> (u32, u32) {
+    (frame.line.wrapping_sub(frame.decl_line) & 0xffff, base_discriminator(frame.discriminator))
+}
+
+/// The base discriminator of a DWARF discriminator (LLVM's prefix encoding: the low bit set
+/// means none; else 6 bits, or 12 when bit 6 is set).
+fn base_discriminator(d: u32) -> u32 {
+    if d & 1 != 0 {
+        return 0;
+    }
+    let u = d >> 1;
+    if u & 0x40 != 0 {
+        (u & 0x3f) | ((u >> 1) & 0xfe0)
+    } else {
+        u & 0x3f
+    }
+}
+
+/// The samples of the innermost frame, every frame's total raised by `bytes_count`.
+fn leaf<'a>(top: &'a mut HashMap<String, Samples>, frames: &[Frame], bytes_count: u64) -> &'a mut Samples {
+    let mut s = top.entry(frames[0].function.clone()).or_default();
+    s.total = s.total.saturating_add(bytes_count);
+    for pair in frames.windows(2) {
+        let site = location(&pair[0]);
+        s = s.inlined.entry(site).or_default().entry(pair[1].function.clone()).or_default();
+        s.total = s.total.saturating_add(bytes_count);
+    }
+    s
+}
+
+/// Code run `count` times: the innermost function's line takes the largest count of its
+/// instructions; every function on the chain counts the bytes run.
+fn add_body(top: &mut HashMap<String, Samples>, frames: &[Frame], count: u64, bytes_count: u64) {
+    let loc = location(&frames[frames.len() - 1]);
+    let s = leaf(top, frames, bytes_count);
+    let entry = s.body.entry(loc).or_default();
+    entry.0 = entry.0.max(count);
+}
+
+fn print(text: &mut String, name: &str, s: &Samples, indent: usize) {
+    use std::fmt::Write as _;
+    if indent == 0 {
+        let _ = writeln!(text, "{name}:{}:{}", s.total, s.head);
+    } else {
+        let _ = writeln!(text, "{name}:{}", s.total);
+    }
+    let loc = |(offset, d): (u32, u32)| if d == 0 { format!("{offset}") } else { format!("{offset}.{d}") };
+    for (&at, (count, targets)) in &s.body {
+        let _ = write!(text, "{:indent$}{}: {count}", "", loc(at), indent = indent + 1);
+        let mut sorted: Vec<(&String, &u64)> = targets.iter().collect();
+        sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (callee, n) in sorted {
+            let _ = write!(text, " {callee}:{n}");
+        }
+        text.push('\n');
+    }
+    for (&at, callees) in &s.inlined {
+        for (callee, samples) in callees {
+            let _ = write!(text, "{:indent$}{}: ", "", loc(at), indent = indent + 1);
+            print(text, callee, samples, indent + 1);
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! BOLT and LLVM sample profiles, checked by the tools that consume them (Debian bolt-19,
+//! llvm-19, clang-19). A branchy C program (fixtures/bolt/branchy.c) is built as BOLT wants
+//! it and run under Valgrind with instructions and jumps; cfghub turns the profile into
+//! `.fdata`, the pre-aggregated form, a text sample profile and llvm-profgen's unsymbolized
+//! form, and each consumer must accept it and agree with Valgrind's counts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+
+const TOOLS: [&str; 6] =
+    ["clang-19", "valgrind", "llvm-bolt-19", "perf2bolt-19", "llvm-profgen-19", "llvm-profdata-19"];
+
+/// The program built and profiled once per test, in its own folder.
+struct Worked {
+    dir: tempfile::TempDir,
+    binary: PathBuf,
+    callgrind: PathBuf,
+}
+
+fn tools_present() -> bool {
+    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !common::have(t)).collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "skipped: {} not installed (scripts/test.sh installs bolt-19 llvm-19 clang-19 valgrind)",
+            missing.join(", ")
+        );
+    }
+    missing.is_empty()
+}
+
+fn sh(cmd: &mut Command) -> std::process::Output {
+    let o = cmd.output().expect("the tool runs");
+    assert!(o.status.success(), "{cmd:?}: {}{}", common::stdout(&o), common::stderr(&o));
+    o
+}
+
+fn worked() -> Worked {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("branchy");
+    // valgrind 3.19 reads DWARF 4, not clang-19's default 5; BOLT wants relocations, and a
+    // function with a jump table it cannot analyse gets no profile.
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-gdwarf-4", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("bolt/branchy.c")));
+    let callgrind = dir.path().join("callgrind.out.branchy");
+    sh(Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", callgrind.display()))
+        .arg(&binary)
+        .arg("100000"));
+    Worked { dir, binary, callgrind }
+}
+
+fn convert(input: &Path, output: &Path, extra: &[&str]) {
+    let mut args = vec!["convert", input.to_str().unwrap(), "-o", output.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = common::run(&args);
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+}
+
+fn sorted_lines(path: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string(path).unwrap().lines().map(String::from).collect();
+    v.sort();
+    v
+}
+
+/// `1 FROM OFF 1 TO OFF MISPREDS COUNT` lines of `function`, as (from offset, to offset) ->
+/// count.
+fn records_of(fdata: &[String], function: &str) -> BTreeMap<(u64, u64), u64> {
+    let mut out = BTreeMap::new();
+    for l in fdata {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 8 && f[1] == function && f[4] == function {
+            let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+            out.insert((hex(f[2]), hex(f[5])), f[7].parse().unwrap());
+        }
+    }
+    out
+}
+
+/// BOLT's CFG of `function` (`-print-cfg`): for each block, the offsets of its last two
+/// instructions (BOLT ends a block with `jcc; jmp` pairs) with its successors' first offsets
+/// and their counts.
+fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64), u64> {
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(binary)
+        .args(["-o", "/dev/null", "-print-cfg"])
+        .arg(format!("-print-only={function}"))
+        .arg(format!("-data={}", fdata.display())));
+    let text = common::stdout(&o);
+    let start =
+        text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
+    let text = &text[start..text[start..].find("End of Function").map_or(text.len(), |e| start + e)];
+    // Block label -> its first offset; per block its last instruction and successors.
+    let mut first: BTreeMap<String, u64> = BTreeMap::new();
+    // Per block: its instructions' offsets, and its successors' labels with their counts.
+    type Printed = (Vec<u64>, Vec<(String, u64)>);
+    let mut blocks: Vec<Printed> = Vec::new();
+    let mut label: Option<String> = None;
+    for line in text.lines() {
+        if let Some(l) = line.strip_suffix(')').and_then(|l| l.split_once(" (")).map(|(l, _)| l) {
+            if l.starts_with('.') && !l.contains(' ') {
+                label = Some(l.to_string());
+                blocks.push((Vec::new(), Vec::new()));
+                continue;
+            }
+        }
+        let t = line.trim_start();
+        if let Some((off, _)) = t.split_once(':').filter(|(o, _)| o.len() == 8) {
+            if let Ok(o) = u64::from_str_radix(off, 16) {
+                if let Some(l) = label.take() {
+                    first.insert(l, o);
+                }
+                if !t.contains("!CFI") {
+                    blocks.last_mut().unwrap().0.push(o);
+                }
+            }
+        }
+        if let Some(rest) = t.strip_prefix("Successors: ") {
+            for succ in rest.split("), ") {
+                let (name, info) = succ.split_once(" (").unwrap();
+                let count = info.rsplit("count: ").next().unwrap().trim_end_matches(')').trim();
+                blocks.last_mut().unwrap().1.push((name.to_string(), count.parse().unwrap_or(0)));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (instrs, succs) in blocks {
+        for (name, count) in succs.into_iter().filter(|s| s.1 > 0) {
+            for &last in instrs.iter().rev().take(2) {
+                out.insert((last, first[&name]), count);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn llvm_bolt_takes_the_fdata_with_valgrinds_counts_and_the_program_still_works() {
+    if !tools_present() {
+        return;
+    }
+    let w = worked();
+    let fdata = w.dir.path().join("branchy.fdata");
+    convert(&w.callgrind, &fdata, &[]);
+    let bolted = w.dir.path().join("branchy.bolt");
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(&w.binary)
+        .arg("-o")
+        .arg(&bolted)
+        .arg(format!("-data={}", fdata.display()))
+        .args(["-reorder-blocks=ext-tsp", "-reorder-functions=hfsort", "-split-functions", "-dyno-stats"]));
+    let log = common::stdout(&o) + &common::stderr(&o);
+    // run, classify, main and the start-up code Valgrind saw run.
+    let profiled = log
+        .lines()
+        .find(|l| l.contains("have non-empty execution profile"))
+        .and_then(|l| l.trim_start_matches("BOLT-INFO: ").split(' ').next()?.parse::<u32>().ok());
+    assert!(profiled.is_some_and(|n| n >= 3), "{log}");
+    assert!(!log.contains("stale"), "{log}");
+    // BOLT's CFG of each hot function carries every taken and fall-through count of the fdata,
+    // which are Valgrind's (the Callgrind reader's own tests check those).
+    let lines = sorted_lines(&fdata);
+    for function in ["run", "classify"] {
+        let ours = records_of(&lines, function);
+        assert!(ours.len() >= 4, "{function}: {ours:?}");
+        let cfg = bolt_cfg(&w.binary, &fdata, function);
+        for (edge, count) in &ours {
+            assert_eq!(cfg.get(edge), Some(count), "{function}: edge {edge:x?} in BOLT's CFG {cfg:x?}");
+        }
+    }
+    // What BOLT was told, drawn on the routine's CFG: the fdata read back with the binary.
+    let dot = w.dir.path().join("run.dot");
+    let o = common::run(&[
+        "dot",
+        fdata.to_str().unwrap(),
+        "--symbols",
+        w.binary.to_str().unwrap(),
+        "--routine",
+        "run",
+        "-o",
+        dot.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let picture = std::fs::read_to_string(&dot).unwrap();
+    assert!(picture.contains("run+0x27") && picture.contains("× 68,170"), "{picture}");
+    common::render_dot(&picture, "run's CFG from the fdata");
+    let run = |b: &Path| common::stdout(&sh(Command::new(b).arg("100000")));
+    assert_eq!(run(&bolted), run(&w.binary), "the optimized program prints what the original prints");
+    // The loop's conditional at run+0x4b (taken to the call, falling through otherwise) ran
+    // once per iteration: 100000 executions, as Valgrind counted.
+    let run_records = records_of(&lines, "run");
+    let from_loop_head: u64 =
+        run_records.iter().filter(|((from, _), _)| *from == 0x4b).map(|(_, c)| *c).sum();
+    assert_eq!(from_loop_head, 100_000, "{run_records:x?}");
+}
+
+#[test]
+fn perf2bolt_on_the_pre_aggregated_form_and_the_dcfg_path_give_the_same_fdata() {
+    if !tools_present() {
+        return;
+    }
+    let w = worked();
+    let d = w.dir.path();
+    let fdata = d.join("branchy.fdata");
+    convert(&w.callgrind, &fdata, &[]);
+    let pa = d.join("branchy.pa");
+    convert(&w.callgrind, &pa, &["--to", "bolt-pa"]);
+    let from_perf2bolt = d.join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .args(["-pa", "-aggregate-only", "-p"])
+        .arg(&pa)
+        .arg("-o")
+        .arg(&from_perf2bolt)
+        .arg(&w.binary));
+    assert_eq!(sorted_lines(&from_perf2bolt), sorted_lines(&fdata), "perf2bolt -pa and cfghub agree");
+    // valgrind -> DCFG -> fdata.
+    let dcfg = d.join("branchy.dcfg.json");
+    convert(&w.callgrind, &dcfg, &[]);
+    let via_dcfg = d.join("via-dcfg.fdata");
+    convert(&dcfg, &via_dcfg, &[]);
+    assert_eq!(sorted_lines(&via_dcfg), sorted_lines(&fdata), "the DCFG path gives the same fdata");
+    // And cfghub reads both of its own forms back to the same records.
+    for (input, extra) in [(&fdata, vec![]), (&pa, vec!["--symbols", w.binary.to_str().unwrap()])] {
+        let back = d.join("back.fdata");
+        convert(input, &back, &extra);
+        assert_eq!(sorted_lines(&back), sorted_lines(&fdata), "{} read back", input.display());
+    }
+}
+
+/// `NAME:TOTAL:HEAD` lines of a text sample profile.
+fn heads(path: &Path) -> BTreeMap<String, (u64, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| {
+            let f: Vec<&str> = l.rsplitn(3, ':').collect();
+            (f[2].to_string(), (f[1].parse().unwrap(), f[0].parse().unwrap()))
+        })
+        .collect()
+}
+
+#[test]
+fn llvm_profgen_agrees_with_the_sample_profile_and_clang_uses_it() {
+    if !tools_present() {
+        return;
+    }
+    let w = worked();
+    let d = w.dir.path();
+    let ours = d.join("branchy.prof");
+    convert(&w.callgrind, &ours, &[]);
+    let raw = d.join("branchy.rawprof");
+    convert(&w.callgrind, &raw, &[]);
+    let profgen = d.join("profgen.prof");
+    sh(Command::new("llvm-profgen-19")
+        .arg(format!("--binary={}", w.binary.display()))
+        .arg(format!("--unsymbolized-profile={}", raw.display()))
+        .args(["--use-offset=0", "--format=text"])
+        .arg(format!("--output={}", profgen.display())));
+    let (a, b) = (heads(&ours), heads(&profgen));
+    assert!(a.contains_key("run") && a.contains_key("classify"), "{a:?}");
+    assert_eq!(a, b, "every function's total and head samples");
+    let o = sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&ours));
+    assert!(common::stdout(&o).contains("Function: run: "), "{}", common::stdout(&o));
+    let o = sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-Wall"])
+        .arg(format!("-fprofile-sample-use={}", ours.display()))
+        .arg(common::fixture("bolt/branchy.c"))
+        .arg("-o")
+        .arg(d.join("branchy.pgo")));
+    assert!(common::stderr(&o).is_empty(), "clang warns: {}", common::stderr(&o));
+    // The same program's profile through a DCFG gives the same sample profile.
+    let dcfg = d.join("branchy.dcfg.json");
+    convert(&w.callgrind, &dcfg, &[]);
+    let via_dcfg = d.join("via-dcfg.prof");
+    convert(&dcfg, &via_dcfg, &[]);
+    assert_eq!(std::fs::read(&via_dcfg).unwrap(), std::fs::read(&ours).unwrap());
+}
+
+#[test]
+fn samples_at_addresses_give_no_lbr_fdata_and_sample_counts() {
+    if !tools_present() || !common::have("nm") {
+        return;
+    }
+    let w = worked();
+    let d = w.dir.path();
+    let nm = common::stdout(&sh(Command::new("nm").arg(&w.binary)));
+    let run = nm
+        .lines()
+        .find_map(|l| l.strip_suffix(" T run").map(|a| u64::from_str_radix(a, 16).unwrap()))
+        .expect("run in the symbol table");
+    // DCPI samples taken at run+0x2e and run+0x4b, the binary's text starting at `run`.
+    let samples = BTreeMap::from([(0x2e, 100), (0x4b, 50)]);
+    let dcpi = d.join("run.dcpi");
+    std::fs::write(&dcpi, common::dcpi_bytes(w.binary.to_str().unwrap(), "cycles", run, &samples)).unwrap();
+    let fdata = d.join("samples.fdata");
+    convert(&dcpi, &fdata, &["--address-step", "1"]);
+    assert_eq!(std::fs::read_to_string(&fdata).unwrap(), "no_lbr cycles\n1 run 2e 100\n1 run 4b 50\n");
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(&w.binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&o) + &common::stderr(&o);
+    assert!(log.contains("1 out of") && log.contains("non-empty execution profile"), "{log}");
+    let prof = d.join("samples.prof");
+    convert(&dcpi, &prof, &["--address-step", "1"]);
+    assert_eq!(heads(&prof).get("run"), Some(&(150, 0)), "{}", std::fs::read_to_string(&prof).unwrap());
+}
