@@ -32,6 +32,7 @@ pub static ALL: &[&Format] = &[
     &graphml::FORMAT,
     &dtrace::FORMAT,
     &perf::FORMAT,
+    &perf::data::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
     &folded::FORMAT,

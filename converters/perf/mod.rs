@@ -16,6 +16,8 @@
 //! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
 //! `tids` header). Read only. See docs/formats/perf.md.
 
+pub mod data;
+
 use std::io::BufRead;
 
 use inferno::collapse::Collapse;
@@ -44,13 +46,20 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let raw = crate::stacks::read_all(input)?;
     let from = first_record(&raw)?;
-    // The tid in the root frame (`comm-pid/tid`, the pid alone when perf printed no tid).
-    let mut options = inferno::collapse::perf::Options::default();
-    options.include_tid = true;
-    let mut folder = inferno::collapse::perf::Folder::from(options);
-    let folded = crate::stacks::collapse_bytes(&mut folder, &raw[from..], "`perf script` output", HINT)?;
+    let folded = collapse(&raw[from..])?;
     let profile = crate::stacks::folded::read_bytes(&folded, findings)?;
     Ok(by_process_and_thread(profile))
+}
+
+/// The collapse of `perf script` text both readers use (the perf.data reader writes its
+/// samples as that text): the tid in the root frame (`comm-pid/tid`, the pid alone when perf
+/// printed no tid), kernel frames marked `_[k]`.
+fn collapse(text: &[u8]) -> Result<Vec<u8>> {
+    let mut options = inferno::collapse::perf::Options::default();
+    options.include_tid = true;
+    options.annotate_kernel = true;
+    let mut folder = inferno::collapse::perf::Folder::from(options);
+    crate::stacks::collapse_bytes(&mut folder, text, "`perf script` output", HINT)
 }
 
 /// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is
