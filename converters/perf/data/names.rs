@@ -153,19 +153,16 @@ impl Kallsyms {
             symbols.push((address, t, name.to_string()));
         }
         symbols.sort_by_key(|s| s.0);
-        // One symbol per address, chosen as perf chooses among aliases: not weak over weak,
-        // global over local, fewer leading underscores, then the longer name.
+        // One symbol per address, as perf ends up with among aliases: it ends each symbol
+        // where the next begins (so of several at one address only the last in the file's
+        // order has a size) and then prefers the one with a size.
         let mut kept: Vec<(u64, String)> = Vec::with_capacity(symbols.len());
         let mut best: Option<(u64, u8, String)> = None;
         for s in symbols {
-            best = match best {
-                Some(b) if b.0 == s.0 => Some(if better(&s, &b) { s } else { b }),
-                Some(b) => {
-                    kept.push((b.0, b.2));
-                    Some(s)
-                }
-                None => Some(s),
-            };
+            if let Some(b) = best.take().filter(|b| b.0 != s.0) {
+                kept.push((b.0, b.2));
+            }
+            best = Some(s);
         }
         if let Some(b) = best {
             kept.push((b.0, b.2));
@@ -189,21 +186,4 @@ impl Kallsyms {
         }
         names
     }
-}
-
-/// Whether kernel symbol `a` is a better name than `b` for one address.
-fn better(a: &(u64, u8, String), b: &(u64, u8, String)) -> bool {
-    let weak = |s: &(u64, u8, String)| matches!(s.1, b'W' | b'w');
-    let global = |s: &(u64, u8, String)| s.1.is_ascii_uppercase();
-    let underscores = |s: &(u64, u8, String)| s.2.bytes().take_while(|&c| c == b'_').count();
-    if weak(a) != weak(b) {
-        return !weak(a);
-    }
-    if global(a) != global(b) {
-        return global(a);
-    }
-    if underscores(a) != underscores(b) {
-        return underscores(a) < underscores(b);
-    }
-    a.2.len() > b.2.len()
 }
