@@ -3,6 +3,7 @@
 
 use crate::registry::Format;
 
+pub mod bolt;
 pub mod callgrind;
 pub mod csi;
 pub mod dcfg;
@@ -35,6 +36,8 @@ pub static ALL: &[&Format] = &[
     &perf::data::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
+    &bolt::FORMAT,
+    &bolt::PREAGGREGATED,
     &folded::FORMAT,
     &svg::FORMAT,
 ];

@@ -7,6 +7,7 @@
 pub mod ball_larus;
 pub mod blocks;
 pub mod branch_pairs;
+pub mod branch_records;
 pub mod by_offset;
 pub mod callgraph;
 pub mod cfg;

@@ -114,7 +114,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
-    let mut loaded = load(&args.input, args.from.as_deref(), &args.read.options())?;
+    let mut loaded =
+        load(&args.input, args.from.as_deref(), &args.symbols.reader_options(args.read.options()))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut inputs = vec![args.input.as_str()];

@@ -85,7 +85,8 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
     if picture.is_some() && !render::available() {
         return Err(render::graphviz_missing(&args.output));
     }
-    let mut loaded = load(&args.input, args.from.as_deref(), &ReadOptions::default())?;
+    let mut loaded =
+        load(&args.input, args.from.as_deref(), &args.symbols.reader_options(ReadOptions::default()))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let view = match (&args.routine, args.callgraph) {

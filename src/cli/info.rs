@@ -229,7 +229,10 @@ pub struct LoopReport {
 pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     // A summary never decodes a DCFG-trace's edges (a few hundred bytes can claim 10^15 of
     // them): the chunks' declared counts are enough; `cfghub trace stats` decodes.
-    let options = args.read.options().with(dcfg_trace::Options { declared_only: true, max_edges: None });
+    let options = args
+        .symbols
+        .reader_options(args.read.options())
+        .with(dcfg_trace::Options { declared_only: true, max_edges: None });
     let mut loaded = load(&args.input, args.from.as_deref(), &options)?;
     if !quiet {
         for w in loaded.findings.items.iter() {

@@ -7,6 +7,7 @@ use clap::Args;
 
 use crate::convert::Loaded;
 use crate::error::Result;
+use crate::registry::ReadOptions;
 use crate::symbolize::{self, ImageReport};
 
 /// Options that name a profile's addresses from ELF/DWARF.
@@ -31,6 +32,13 @@ impl SymbolArgs {
     /// Whether symbolization was asked for.
     pub fn wanted(&self) -> bool {
         !self.symbols.is_empty() || self.symbols_override
+    }
+
+    /// `options` with what readers take from `--symbols`: the binary a BOLT profile names
+    /// functions of (the first `--symbols` path that is a file).
+    pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
+        let binary = self.symbols.iter().map(PathBuf::from).find(|p| p.is_file());
+        options.with(crate::converters::bolt::Options { binary })
     }
 
     pub fn options(&self) -> symbolize::Options {

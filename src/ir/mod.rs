@@ -435,18 +435,34 @@ pub struct EdgeDetails {
     /// Ball-Larus path numbering stated for an intra-routine edge (CSI); boxed, as only path
     /// profiles have it.
     pub path: Option<Box<PathEdge>>,
+    /// Of the edge's traversals, the times its branch was mispredicted, as branch records
+    /// state it (LBR, BOLT profiles); 0 when unknown or none.
+    pub mispredicts: u64,
 }
 
 impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
-        (!inclusive.is_empty() || site.is_some())
-            .then(|| Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, path: None }))
+        (!inclusive.is_empty() || site.is_some()).then(|| {
+            Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, path: None, mispredicts: 0 })
+        })
     }
 
     /// The boxed record of an edge whose only stated detail is its path numbering.
     pub fn path(path: PathEdge) -> Option<Box<EdgeDetails>> {
-        Some(Box::new(EdgeDetails { inclusive: Numbers::new(), site: None, path: Some(Box::new(path)) }))
+        Some(Box::new(EdgeDetails {
+            inclusive: Numbers::new(),
+            site: None,
+            path: Some(Box::new(path)),
+            mispredicts: 0,
+        }))
+    }
+
+    /// The boxed record of an edge whose only stated detail is its mispredictions (none when
+    /// `mispredicts` is 0).
+    pub fn mispredicted(mispredicts: u64) -> Option<Box<EdgeDetails>> {
+        (mispredicts > 0)
+            .then(|| Box::new(EdgeDetails { inclusive: Numbers::new(), site: None, path: None, mispredicts }))
     }
 }
 
@@ -471,17 +487,28 @@ impl Edge {
         self.details.as_ref().and_then(|d| d.path.as_deref())
     }
 
+    /// Times the edge's branch was mispredicted, as the input stated it (0: unknown or none).
+    pub fn mispredicts(&self) -> u64 {
+        self.details.as_ref().map_or(0, |d| d.mispredicts)
+    }
+
     /// Replaces the inclusive cost (empty: unknown).
     pub fn set_inclusive(&mut self, inclusive: Vec<u64>) {
-        let (site, path) = match self.details.take() {
-            Some(d) => (d.site, d.path),
-            None => (None, None),
+        let (site, path, mispredicts) = match self.details.take() {
+            Some(d) => (d.site, d.path, d.mispredicts),
+            None => (None, None, 0),
         };
         self.details = EdgeDetails::boxed(inclusive, site);
         if let Some(p) = path {
             match &mut self.details {
                 Some(d) => d.path = Some(p),
                 None => self.details = EdgeDetails::path(*p),
+            }
+        }
+        if mispredicts > 0 {
+            match &mut self.details {
+                Some(d) => d.mispredicts = mispredicts,
+                None => self.details = EdgeDetails::mispredicted(mispredicts),
             }
         }
     }
@@ -647,7 +674,7 @@ mod tests {
     #[test]
     fn edges_stay_small() {
         assert!(std::mem::size_of::<Edge>() <= 64, "{}", std::mem::size_of::<Edge>());
-        assert!(std::mem::size_of::<EdgeDetails>() <= 48, "{}", std::mem::size_of::<EdgeDetails>());
+        assert!(std::mem::size_of::<EdgeDetails>() <= 56, "{}", std::mem::size_of::<EdgeDetails>());
     }
 
     /// A Valgrind profile of a large program rebuilds to hundreds of thousands of blocks, each

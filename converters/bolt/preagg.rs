@@ -1,0 +1,142 @@
+//! BOLT's pre-aggregated branch records (format `bolt-pa`): `B FROM TO COUNT MISPREDS`,
+//! `F START END COUNT`, `f START END COUNT`, locations `[BUILDID:]HEXADDR`.
+
+use std::io::{BufRead, Write};
+
+use super::records::{fields, model_records, refuse_without_addresses, BinarySymbols};
+use super::Options;
+use crate::analysis::branch_records::{BranchRecords, Location as At};
+use crate::error::{Error, Findings, Location, Result};
+use crate::io::Source;
+use crate::ir::{Image, Process, Profile};
+use crate::registry::{ReadOptions, WriteOptions};
+
+/// The first line is a `B`, `F` or `f` record.
+pub fn sniff(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
+    let Some(first) = text.lines().next() else { return false };
+    let f: Vec<&str> = first.split_ascii_whitespace().collect();
+    let addr = |s: &str| u64::from_str_radix(s.rsplit(':').next().unwrap_or(s), 16).is_ok();
+    match f.first().copied() {
+        Some("B") => f.len() == 5 && addr(f[1]) && addr(f[2]),
+        Some("F" | "f") => f.len() == 4 && addr(f[1]) && addr(f[2]),
+        _ => false,
+    }
+}
+
+pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
+    let records = parse(input.limit_lines().stream())?;
+    let options = options.formats.get::<Options>();
+    let mut profile = Profile::default();
+    let mut image = Image::default();
+    match &options.binary {
+        Some(path) => {
+            image.file = Some(profile.files.intern(&path.display().to_string()));
+            image.symbols = BinarySymbols::open(path)?.symbols;
+        }
+        None => findings.warn(
+            None,
+            "without the binary (--symbols BINARY) functions are not known: calls and returns are \
+             not told apart from jumps",
+        ),
+    }
+    let mut process = Process { images: vec![image], ..Process::default() };
+    let summary = records.to_model(&mut process);
+    if summary.invalid_ranges > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{} fall-through ranges run backwards or across functions ({} executions): left out",
+                summary.invalid_ranges, summary.invalid_range_count
+            ),
+        );
+    }
+    profile.processes.push(process);
+    Ok(profile)
+}
+
+fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
+    let mut records = BranchRecords::new();
+    let mut line = String::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if input.read_line(&mut line).map_err(|e| Error::input(format!("cannot read: {e}")))? == 0 {
+            break;
+        }
+        n += 1;
+        let text = line.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let fields = fields(text);
+        let err = |column: usize, message: String| {
+            Error::input(format!("column {column}: {message}")).at(Location::Line(n))
+        };
+        let addr = |k: usize| -> Result<u64> {
+            let (col, s) = fields[k];
+            let hex = s.rsplit_once(':').map_or(s, |(_, a)| a);
+            u64::from_str_radix(hex.trim_start_matches("0x"), 16)
+                .map_err(|_| err(col, format!("expected [BUILDID:]HEXADDR, found '{s}'")))
+        };
+        let number = |k: usize, what: &str| -> Result<u64> {
+            let (col, s) = fields[k];
+            s.parse::<u64>().map_err(|_| err(col, format!("expected {what}, found '{s}'")))
+        };
+        let shape = |expected: &str| {
+            let column = fields.last().map_or(1, |f| f.0);
+            err(column, format!("expected {expected}, found {} fields", fields.len()))
+        };
+        match fields[0].1 {
+            "B" => {
+                if fields.len() != 5 {
+                    return Err(shape("B FROM TO COUNT MISPREDS"));
+                }
+                let (from, to) = (addr(1)?, addr(2)?);
+                let (count, mispredicts) = (number(3, "a count")?, number(4, "a count of mispredictions")?);
+                records.add_taken(At::new(0, from), At::new(0, to), count, mispredicts);
+            }
+            "F" | "f" => {
+                if fields.len() != 4 {
+                    return Err(shape("F START END COUNT"));
+                }
+                let (start, end) = (addr(1)?, addr(2)?);
+                let count = number(3, "a count")?;
+                records.add_fall_through(At::new(0, start), At::new(0, end), count);
+            }
+            other => {
+                return Err(err(fields[0].0, format!("expected a record type B, F or f, found '{other}'")));
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// `B` for every taken branch (calls and returns too) and `F` for every fall-through (from the
+/// last instruction of a block to the first of the next), at the image's addresses.
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    _options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    refuse_without_addresses(profile, "bolt-pa")?;
+    let records = model_records(profile, false, findings);
+    if records.is_empty() {
+        return Err(Error::input("bolt-pa: the profile has no edges between blocks")
+            .with_hint("samples without branches go to BOLT as fdata's no_lbr form: --to fdata"));
+    }
+    let Some(process) = profile.processes.first() else { return Ok(()) };
+    let io = |e: std::io::Error| Error::io("output", e);
+    let base = |image: u32| process.images[image as usize].load_addr;
+    for r in &records {
+        let from = base(r.from.0).wrapping_add(r.from.1);
+        let to = base(r.to.0).wrapping_add(r.to.1);
+        if r.fall_through {
+            writeln!(out, "F {from:x} {to:x} {}", r.count).map_err(io)?;
+        } else {
+            writeln!(out, "B {from:x} {to:x} {} {}", r.count, r.mispredicts).map_err(io)?;
+        }
+    }
+    Ok(())
+}
