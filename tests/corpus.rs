@@ -33,3 +33,6 @@ mod dot;
 
 #[path = "corpus/clients.rs"]
 mod clients;
+
+#[path = "corpus/perf_data.rs"]
+mod perf_data;

@@ -33,6 +33,7 @@ mod stacks;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{Findings, Result};
+use crate::analysis::branch_records::{BranchRecords, Location};
 use crate::ir::{Cost, Event, Image, Process, Profile, Symbol};
 use crate::registry::Format;
 use records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
@@ -81,6 +82,17 @@ fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
             w.insert(offset);
         }
     }
+    for (&pid, totals) in &rec.branches {
+        let ends = totals.taken.keys().chain(totals.ranges.keys());
+        for &(a, b) in ends {
+            for address in [a, b] {
+                let (image, offset) = rec.resolve(pid, address);
+                if let Some(w) = wanted.get_mut(image as usize) {
+                    w.insert(offset);
+                }
+            }
+        }
+    }
     wanted
 }
 
@@ -99,7 +111,7 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
         profile.events.push(Event { name: e.name.clone(), description: Some(how) });
     }
     stacks::add_stacks(&mut profile, rec, &names)?;
-    add_images(&mut profile, rec, &names);
+    add_images(&mut profile, rec, &names, findings);
     let mut threads: Vec<_> = rec.thread_names.iter().collect();
     threads.sort();
     for ((pid, tid), comm) in threads {
@@ -124,13 +136,20 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
     Ok(profile)
 }
 
-/// The images of each process, with the sampled instructions as costs.
-fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames]) {
-    let width = rec.events.len();
+/// The images of each process, with the sampled instructions as costs, and the blocks and
+/// edges its branch records describe.
+fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames], findings: &mut Findings) {
     // pid -> image -> offset -> values.
     let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
         by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values);
+    }
+    for (&pid, totals) in &rec.branches {
+        for &(a, b) in totals.taken.keys().chain(totals.ranges.keys()) {
+            for address in [a, b] {
+                by_pid.entry(pid).or_default().entry(rec.resolve(pid, address).0).or_default();
+            }
+        }
     }
     for (pid, images) in by_pid {
         let pid_u = pid as u32 as u64;
@@ -141,48 +160,99 @@ fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames
                 profile.processes.len() - 1
             }
         };
+        let mut local = BTreeMap::new();
         for (image, offsets) in images {
-            let (key, n) = match image {
-                NO_IMAGE | NO_KERNEL_IMAGE => (None, None),
-                i => (rec.images.get(i as usize), names.get(i as usize)),
-            };
-            let mut model = Image {
-                id: u64::from(image),
-                load_addr: key.map_or(0, |k| k.base),
-                size: key.map(|_| rec.image_ends[image as usize]),
-                file_offset: key.map(|_| 0),
-                build_id: n.and_then(|n| n.build_id.clone()),
-                routines: None,
-                ..Image::default()
-            };
-            let path = key.map_or("[unknown]", |k| k.path.as_str());
-            model.file = Some(profile.files.intern(path));
-            if let Some(n) = n {
-                model.symbols = n
-                    .symbols
-                    .iter()
-                    .map(|(name, offset, size)| Symbol {
-                        name: name.clone(),
-                        offset: Some(*offset),
-                        size: Some(*size),
-                        file: None,
-                    })
-                    .collect();
-            }
-            for (offset, values) in offsets {
-                let place = n.and_then(|n| n.places.get(&offset));
-                let mut v = crate::ir::Values::from_slice(values);
-                v.resize(width, 0);
-                model.costs.push(Cost {
-                    symbol: place.and_then(|p| p.function),
-                    offset: Some(offset),
-                    file: place.and_then(|p| p.file.as_deref()).map(|f| profile.files.intern(f)),
-                    line: place.and_then(|p| p.line),
-                    values: v,
-                });
-            }
+            local.insert(image, profile.processes[at].images.len() as u32);
+            let model = image_model(profile, rec, names, image, &offsets);
             profile.processes[at].images.push(model);
+        }
+        if let Some(totals) = rec.branches.get(&pid) {
+            add_branches(&mut profile.processes[at], rec, pid, totals, &local, findings);
         }
     }
     profile.processes.sort_by_key(|p| p.pid);
+}
+
+/// One image of a process: where it was mapped, its build id, the functions named in it and
+/// the sampled instructions as costs.
+fn image_model(
+    profile: &mut Profile,
+    rec: &Recording,
+    names: &[names::ImageNames],
+    image: u32,
+    offsets: &BTreeMap<u64, &Vec<u64>>,
+) -> Image {
+    let width = rec.events.len();
+    let (key, n) = match image {
+        NO_IMAGE | NO_KERNEL_IMAGE => (None, None),
+        i => (rec.images.get(i as usize), names.get(i as usize)),
+    };
+    let mut model = Image {
+        id: u64::from(image),
+        load_addr: key.map_or(0, |k| k.base),
+        size: key.map(|_| rec.image_ends[image as usize]),
+        file_offset: key.map(|_| 0),
+        build_id: n.and_then(|n| n.build_id.clone()),
+        routines: None,
+        ..Image::default()
+    };
+    let path = key.map_or("[unknown]", |k| k.path.as_str());
+    model.file = Some(profile.files.intern(path));
+    if let Some(n) = n {
+        model.symbols = n
+            .symbols
+            .iter()
+            .map(|(name, offset, size)| Symbol { name: name.clone(), offset: Some(*offset), size: Some(*size), file: None })
+            .collect();
+    }
+    for (&offset, values) in offsets {
+        let place = n.and_then(|n| n.places.get(&offset));
+        let mut v = crate::ir::Values::from_slice(values);
+        v.resize(width, 0);
+        model.costs.push(Cost {
+            symbol: place.and_then(|p| p.function),
+            offset: Some(offset),
+            file: place.and_then(|p| p.file.as_deref()).map(|f| profile.files.intern(f)),
+            line: place.and_then(|p| p.line),
+            values: v,
+        });
+    }
+    model
+}
+
+/// The blocks and edges of a process's branch records, through the block rebuild; the
+/// sampled instructions' costs stay as they were.
+fn add_branches(
+    process: &mut Process,
+    rec: &Recording,
+    pid: i32,
+    totals: &records::BranchTotals,
+    local: &BTreeMap<u32, u32>,
+    findings: &mut Findings,
+) {
+    let at = |address: u64| {
+        let (image, offset) = rec.resolve(pid, address);
+        Location::new(local[&image], offset)
+    };
+    let mut branches = BranchRecords::new();
+    for (&(from, to), &(count, mispredicts)) in &totals.taken {
+        branches.add_taken(at(from), at(to), count, mispredicts);
+    }
+    for (&(start, end), &count) in &totals.ranges {
+        branches.add_fall_through(at(start), at(end), count);
+    }
+    let costs: Vec<_> = process.images.iter_mut().map(|i| std::mem::take(&mut i.costs)).collect();
+    let summary = branches.to_model(process);
+    for (image, costs) in process.images.iter_mut().zip(costs) {
+        image.costs = costs;
+    }
+    if summary.invalid_ranges > 0 {
+        findings.warn(
+            None,
+            format!(
+                "process {pid}: {} fall-through range(s) ({} executions) run backwards or across images or functions and were left out, as perf2bolt leaves them",
+                summary.invalid_ranges, summary.invalid_range_count
+            ),
+        );
+    }
 }

@@ -91,6 +91,35 @@ pub struct Recording {
     pub headers: Vec<(String, String)>,
     pub command: Option<String>,
     pub creator: Option<String>,
+    /// The address spaces as the records left them, for addresses added up without their
+    /// image (branch records).
+    spaces: HashMap<i32, Vec<Mapping>>,
+}
+
+impl Recording {
+    /// The image and offset of a runtime address in process `pid` at the end of the
+    /// recording (kernel addresses in the kernel's mappings).
+    pub fn resolve(&self, pid: i32, address: u64) -> (u32, u64) {
+        let kernel = address >= KERNEL_START;
+        resolve_in(&self.spaces, &self.images, pid, address, kernel)
+    }
+}
+
+/// Where the kernel's half of the address space starts on 64-bit machines.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+fn resolve_in(spaces: &HashMap<i32, Vec<Mapping>>, images: &[ImageKey], pid: i32, address: u64, kernel: bool) -> (u32, u64) {
+    let space = if kernel { KERNEL_PID } else { pid };
+    let found = spaces.get(&space).and_then(|maps| {
+        let i = maps.partition_point(|m| m.start <= address).checked_sub(1)?;
+        let m = maps[i];
+        (address < m.end).then_some(m)
+    });
+    match found {
+        Some(m) => (m.image, address.wrapping_sub(images[m.image as usize].base)),
+        None if kernel => (NO_KERNEL_IMAGE, address),
+        None => (NO_IMAGE, address),
+    }
 }
 
 /// One mapping of an address space.
@@ -193,6 +222,7 @@ pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<R
             format!("{} SAMPLE record(s) whose fields run past their end were skipped", r.rec.malformed),
         );
     }
+    r.rec.spaces = std::mem::take(&mut r.spaces);
     Ok(r.rec)
 }
 
@@ -313,20 +343,7 @@ impl Replay {
     }
 
     fn resolve(&self, pid: i32, address: u64, kernel: bool) -> (u32, u64) {
-        let space = if kernel { KERNEL_PID } else { pid };
-        let found = self.spaces.get(&space).and_then(|maps| {
-            let i = maps.partition_point(|m| m.start <= address).checked_sub(1)?;
-            let m = maps[i];
-            (address < m.end).then_some(m)
-        });
-        match found {
-            Some(m) => {
-                let base = self.rec.images[m.image as usize].base;
-                (m.image, address.wrapping_sub(base))
-            }
-            None if kernel => (NO_KERNEL_IMAGE, address),
-            None => (NO_IMAGE, address),
-        }
+        resolve_in(&self.spaces, &self.rec.images, pid, address, kernel)
     }
 
     fn sample(&mut self, attr: usize, misc: u16, body: &[u8]) {
