@@ -14,8 +14,11 @@
 //! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
 //! result lands in the model as stacks with the event `samples`, in one process per pid, each
 //! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
-//! `tids` header). Read only. See docs/formats/perf.md.
+//! `tids` header). Text of `perf script -F brstack` (branch stacks) is read by [`brstack`]
+//! into blocks and edges instead. Read only. See docs/formats/perf.md; the binary perf.data
+//! is read by [`data`] (docs/formats/perf-data.md).
 
+pub mod brstack;
 pub mod data;
 
 use std::io::BufRead;
@@ -45,6 +48,15 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 /// found one: the input is handed over from the first record on, once its header is checked.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let raw = crate::stacks::read_all(input)?;
+    // Branch-stack text: entries on the first lines (the first samples may have none).
+    let mut head = raw
+        .split(|&b| b == b'\n')
+        .map(String::from_utf8_lossy)
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(64);
+    if head.any(|l| brstack::has_entries(&l)) {
+        return brstack::read(&raw, findings);
+    }
     let from = first_record(&raw)?;
     let folded = collapse(&raw[from..])?;
     let profile = crate::stacks::folded::read_bytes(&folded, findings)?;

@@ -58,3 +58,35 @@ fn branch_records_become_the_binarys_blocks_and_edges() {
     assert!(dot.contains("compute_flag") && dot.contains("fall-through"), "{dot}");
     assert!(dot.matches("->").count() >= 4, "{dot}");
 }
+
+/// The `edge kind` table of `cfghub info`.
+fn edge_table(args: &[&str], file: &std::path::Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))
+        .arg("info")
+        .args(args)
+        .arg(file)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let table: Vec<&str> =
+        text.lines().skip_while(|l| !l.contains("edge kind")).take_while(|l| !l.trim().is_empty()).collect();
+    table.join("\n")
+}
+
+#[test]
+fn brstack_text_gives_the_edges_of_the_perf_data_file() {
+    if !common::have("perf") {
+        eprintln!("skipped: perf is needed to print the branch stacks");
+        return;
+    }
+    let path = common::fixture(RECORDING);
+    let o = Command::new("perf").args(["script", "-F", "pid,brstack", "-i"]).arg(&path).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("brstack.perf.txt");
+    std::fs::write(&text, &o.stdout).unwrap();
+    let direct = edge_table(&[], &path);
+    assert!(direct.contains("CONDITIONAL_BRANCH") && direct.contains("FALL_THROUGH"), "{direct}");
+    assert_eq!(direct, edge_table(&["--from", "perf"], &text));
+}

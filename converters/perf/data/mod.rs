@@ -32,8 +32,8 @@ mod stacks;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Findings, Result};
 use crate::analysis::branch_records::{BranchRecords, Location};
+use crate::error::{Findings, Result};
 use crate::ir::{Cost, Event, Image, Process, Profile, Symbol};
 use crate::registry::Format;
 use records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
@@ -202,7 +202,12 @@ fn image_model(
         model.symbols = n
             .symbols
             .iter()
-            .map(|(name, offset, size)| Symbol { name: name.clone(), offset: Some(*offset), size: Some(*size), file: None })
+            .map(|(name, offset, size)| Symbol {
+                name: name.clone(),
+                offset: Some(*offset),
+                size: Some(*size),
+                file: None,
+            })
             .collect();
     }
     for (&offset, values) in offsets {

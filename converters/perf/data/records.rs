@@ -108,7 +108,13 @@ impl Recording {
 /// Where the kernel's half of the address space starts on 64-bit machines.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
-fn resolve_in(spaces: &HashMap<i32, Vec<Mapping>>, images: &[ImageKey], pid: i32, address: u64, kernel: bool) -> (u32, u64) {
+fn resolve_in(
+    spaces: &HashMap<i32, Vec<Mapping>>,
+    images: &[ImageKey],
+    pid: i32,
+    address: u64,
+    kernel: bool,
+) -> (u32, u64) {
     let space = if kernel { KERNEL_PID } else { pid };
     let found = spaces.get(&space).and_then(|maps| {
         let i = maps.partition_point(|m| m.start <= address).checked_sub(1)?;
@@ -410,15 +416,23 @@ impl Replay {
 /// branch, and between two consecutive records (the older one's target, the newer one's
 /// source) code that ran straight through.
 pub fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
-    let mut newer: Option<u64> = None;
-    for b in s.branches(order) {
-        let t = totals.taken.entry((b.from, b.to)).or_insert((0, 0));
-        t.0 += 1;
-        t.1 += u64::from(b.mispredicted);
-        if let Some(end) = newer {
-            *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+    totals.add_stack(s.branches(order));
+}
+
+impl BranchTotals {
+    /// Adds one branch stack, newest branch first (see [`add_branches`]).
+    pub fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
+        let totals = self;
+        let mut newer: Option<u64> = None;
+        for b in stack {
+            let t = totals.taken.entry((b.from, b.to)).or_insert((0, 0));
+            t.0 += 1;
+            t.1 += u64::from(b.mispredicted);
+            if let Some(end) = newer {
+                *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+            }
+            newer = Some(b.from);
         }
-        newer = Some(b.from);
     }
 }
 
