@@ -11,7 +11,7 @@ export DEBIAN_FRONTEND=noninteractive
 need_apt=()
 for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2 \
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils dwz:dwz \
-    go:golang-go chromium:chromium; do
+    go:golang-go chromium:chromium perf:linux-perf; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
