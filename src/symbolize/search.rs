@@ -86,7 +86,7 @@ fn hex(id: &[u8]) -> String {
 
 /// The bytes of a build id written in hex; `None` when it is not hex.
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || text.is_empty() {
+    if !text.len().is_multiple_of(2) || text.is_empty() {
         return None;
     }
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()

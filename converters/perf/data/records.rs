@@ -280,11 +280,10 @@ impl Replay {
                 }
                 _ => {}
             },
-            RecordType::LOST => {
-                if body.len() >= 16 {
-                    let order = self.rec.order.unwrap_or(Order::Little);
-                    self.rec.lost = self.rec.lost.saturating_add(order.u64(&body[8..]));
-                }
+            // `id`, then the number of samples lost.
+            RecordType::LOST if body.len() >= 16 => {
+                let order = self.rec.order.unwrap_or(Order::Little);
+                self.rec.lost = self.rec.lost.saturating_add(order.u64(&body[8..]));
             }
             _ => {}
         }
