@@ -34,6 +34,7 @@ pub static ALL: &[&Format] = &[
     &graphml::FORMAT,
     &dtrace::FORMAT,
     &perf::FORMAT,
+    &perf::data::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
     &bolt::FORMAT,

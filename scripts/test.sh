@@ -12,7 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 need_apt=()
 for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2 \
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils dwz:dwz \
-    go:golang-go chromium:chromium \
+    go:golang-go chromium:chromium perf:linux-perf \
     llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done

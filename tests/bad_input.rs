@@ -45,3 +45,5 @@ mod perf;
 
 #[path = "bad_input/bolt.rs"]
 mod bolt;
+#[path = "bad_input/perf_data.rs"]
+mod perf_data;

@@ -36,3 +36,5 @@ mod clients;
 
 #[path = "corpus/conservation.rs"]
 mod conservation;
+#[path = "corpus/perf_data.rs"]
+mod perf_data;

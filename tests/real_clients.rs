@@ -42,3 +42,5 @@ mod bzip2;
 
 #[path = "real_clients/bolt.rs"]
 mod bolt;
+#[path = "real_clients/perf_data.rs"]
+mod perf_data;

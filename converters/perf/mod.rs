@@ -14,7 +14,12 @@
 //! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
 //! result lands in the model as stacks with the event `samples`, in one process per pid, each
 //! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
-//! `tids` header). Read only. See docs/formats/perf.md.
+//! `tids` header). Text of `perf script -F brstack` (branch stacks) is read by [`brstack`]
+//! into blocks and edges instead. Read only. See docs/formats/perf.md; the binary perf.data
+//! is read by [`data`] (docs/formats/perf-data.md).
+
+pub mod brstack;
+pub mod data;
 
 use std::io::BufRead;
 
@@ -43,14 +48,30 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 /// found one: the input is handed over from the first record on, once its header is checked.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let raw = crate::stacks::read_all(input)?;
+    // Branch-stack text: entries on the first lines (the first samples may have none).
+    let mut head = raw
+        .split(|&b| b == b'\n')
+        .map(String::from_utf8_lossy)
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(64);
+    if head.any(|l| brstack::has_entries(&l)) {
+        return brstack::read(&raw, findings);
+    }
     let from = first_record(&raw)?;
-    // The tid in the root frame (`comm-pid/tid`, the pid alone when perf printed no tid).
-    let mut options = inferno::collapse::perf::Options::default();
-    options.include_tid = true;
-    let mut folder = inferno::collapse::perf::Folder::from(options);
-    let folded = crate::stacks::collapse_bytes(&mut folder, &raw[from..], "`perf script` output", HINT)?;
+    let folded = collapse(&raw[from..])?;
     let profile = crate::stacks::folded::read_bytes(&folded, findings)?;
     Ok(by_process_and_thread(profile))
+}
+
+/// The collapse of `perf script` text both readers use (the perf.data reader writes its
+/// samples as that text): the tid in the root frame (`comm-pid/tid`, the pid alone when perf
+/// printed no tid), kernel frames marked `_[k]`.
+fn collapse(text: &[u8]) -> Result<Vec<u8>> {
+    let mut options = inferno::collapse::perf::Options::default();
+    options.include_tid = true;
+    options.annotate_kernel = true;
+    let mut folder = inferno::collapse::perf::Folder::from(options);
+    crate::stacks::collapse_bytes(&mut folder, text, "`perf script` output", HINT)
 }
 
 /// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is

@@ -40,6 +40,8 @@ pub struct Options {
     pub inline: bool,
     /// Folders of system debug files.
     pub system_dirs: Vec<PathBuf>,
+    /// Build-id caches laid out as perf's (`~/.debug`).
+    pub build_id_caches: Vec<PathBuf>,
 }
 
 impl Default for Options {
@@ -49,6 +51,7 @@ impl Default for Options {
             override_names: false,
             inline: true,
             system_dirs: vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)],
+            build_id_caches: search::perf_build_id_cache().into_iter().collect(),
         }
     }
 }
@@ -226,6 +229,8 @@ pub fn symbolize(
             paths: &options.paths,
             sole: todo.len() == 1,
             system_dirs: &options.system_dirs,
+            build_id: image.build_id.as_deref(),
+            build_id_caches: &options.build_id_caches,
         };
         let found = search::find(&query);
         // An image `--symbols` was meant for gets every warning in full; the others (the

@@ -12,6 +12,11 @@
 //! 6. `<binary>.dwp` for split DWARF (without one, [`super::Symbolizer`] reads the `.dwo` files
 //!    the skeleton units name, as it meets them).
 //!
+//! When the profile states the image's build id (perf.data, pprof), that id is the one every
+//! file must have, the image's own file included (a binary rebuilt since the recording is not
+//! the image), and perf's build-id cache (`~/.debug/.build-id/xx/yyyy/{debug,elf}`, where
+//! `perf record` copies what it sampled) is searched after the system's debug folder.
+//!
 //! When both the image's file and a candidate have a build id, they must be equal: a candidate
 //! that differs is refused with a warning, never used. A file with a symbol table but no DWARF
 //! is kept as the source of names in case nothing better turns up.
@@ -22,6 +27,15 @@ use super::elf::ElfFile;
 
 /// The system's folder of separate debug files.
 pub const SYSTEM_DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// Where perf keeps copies of the files it recorded, by build id: `$PERF_BUILDID_DIR`, else
+/// `~/.debug`.
+pub fn perf_build_id_cache() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PERF_BUILDID_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    std::env::var_os("HOME").map(|h| Path::new(&h).join(".debug"))
+}
 
 /// What to search for one image.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +49,10 @@ pub struct Query<'a> {
     pub sole: bool,
     /// Folders of system debug files (normally [`SYSTEM_DEBUG_DIR`]).
     pub system_dirs: &'a [PathBuf],
+    /// The build id the profile states for the image, in hex.
+    pub build_id: Option<&'a str>,
+    /// Build-id caches laid out as perf's (`.build-id/xx/yyyy/elf` and `debug`).
+    pub build_id_caches: &'a [PathBuf],
 }
 
 /// What was found for an image.
@@ -71,11 +89,31 @@ fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The bytes of a build id written in hex; `None` when it is not hex.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || text.is_empty() {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+}
+
 /// Looks for the debug information of one image (see the module documentation for the order).
 pub fn find(q: &Query) -> Found {
     let mut found = Found::default();
-    let own = q.image.map(Path::new).filter(|p| p.is_file()).and_then(|p| ElfFile::open(p).ok());
-    let want = own.as_ref().and_then(|f| f.build_id());
+    let stated = q.build_id.and_then(unhex);
+    let mut own = q.image.map(Path::new).filter(|p| p.is_file()).and_then(|p| ElfFile::open(p).ok());
+    if let (Some(s), Some(o)) = (&stated, &own) {
+        if o.build_id().is_some_and(|id| id != s.as_slice()) {
+            found.refused.push(format!(
+                "{}: refused, its build id {} is not the {} the profile states",
+                o.path.display(),
+                hex(o.build_id().unwrap_or_default()),
+                hex(s)
+            ));
+            own = None;
+        }
+    }
+    let want: Option<&[u8]> = stated.as_deref().or_else(|| own.as_ref().and_then(|f| f.build_id()));
     found.build_id = want.map(hex);
     let base = q.image.and_then(|p| Path::new(p).file_name()).map(|n| n.to_string_lossy().into_owned());
     let link = own.as_ref().and_then(|f| f.debuglink());
@@ -122,6 +160,17 @@ pub fn find(q: &Query) -> Found {
             let c = dir.join(".build-id").join(xx).join(rest);
             if !search.done() && c.is_file() {
                 search.consider(&c, false, None);
+            }
+        }
+    }
+    if let Some((xx, rest)) = &id_path {
+        let rest = rest.strip_suffix(".debug").unwrap_or(rest);
+        for dir in q.build_id_caches {
+            for leaf in ["debug", "elf"] {
+                let c = dir.join(".build-id").join(xx).join(rest).join(leaf);
+                if !search.done() && c.is_file() {
+                    search.consider(&c, false, None);
+                }
             }
         }
     }
@@ -179,8 +228,8 @@ pub fn meant_for(found: &Found, q: &Query) -> bool {
     named || inside
 }
 
-struct Search<'f> {
-    want: Option<&'static [u8]>,
+struct Search<'f, 'w> {
+    want: Option<&'w [u8]>,
     base: Option<String>,
     sole: bool,
     found: &'f mut Found,
@@ -188,7 +237,7 @@ struct Search<'f> {
     fallback: Option<PathBuf>,
 }
 
-impl Search<'_> {
+impl Search<'_, '_> {
     fn done(&self) -> bool {
         self.found.debug.is_some()
     }

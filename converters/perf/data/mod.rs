@@ -1,0 +1,263 @@
+//! perf.data: the binary file `perf record` writes, read directly (no `perf script`).
+//!
+//! The file (see [`layout`]) holds the events' attributes (name, sampling period or frequency,
+//! `sample_type`), header features (hostname, command line, CPU, build ids) and a stream of
+//! records: `SAMPLE`s, and the side-band records that say what the samples' addresses mean
+//! (`MMAP`/`MMAP2`: a file mapped at an address; `COMM`: a thread's name; `FORK`/`EXIT`).
+//! `perf record -z` packs the records into zstd-compressed `COMPRESSED` records; `perf record
+//! -o -` writes the pipe layout, where attributes and features are records too. The records
+//! are parsed by the `linux-perf-data` crate (the parser samply uses), after [`layout`] has
+//! checked every size against the bytes there are; samples are read by [`sample`].
+//!
+//! Model (docs/formats/perf-data.md has the table):
+//! - each event a column, named as perf names it (`cpu-clock`, `cycles:u`); a sample counts its
+//!   period (the sum over samples is what `perf report` shows);
+//! - one process per pid; its stacks: every sample's call chain, named as `perf script` names
+//!   it and collapsed as the `perf script` reader collapses that text (so the two forms of one
+//!   recording give the same stacks): the command name as the root, kernel frames with the
+//!   suffix `_[k]`, `[unknown]` kept, frames in no known function named after their file;
+//! - its images: every file samples fell in, with the address its byte 0 would be mapped at
+//!   (offsets are file offsets), its size and build id; the sampled instructions as costs at
+//!   their offsets, with their function and source line;
+//! - branch stacks (`perf record -b`, `--call-graph lbr`): taken branches and fall-through
+//!   ranges, added up per process as perf2bolt adds them ([`records::add_branches`]);
+//! - threads' command names and the header features as header lines.
+
+pub mod header;
+pub mod layout;
+pub mod names;
+pub mod records;
+pub mod sample;
+mod stacks;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::analysis::branch_records::{BranchRecords, Location};
+use crate::error::{Findings, Result};
+use crate::ir::{Cost, Event, Image, Process, Profile, Symbol};
+use crate::registry::Format;
+use records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
+
+/// The perf.data format.
+pub static FORMAT: Format = Format {
+    name: "perf-data",
+    description: "Linux perf.data as `perf record` writes it, file or pipe layout (read only)",
+    extensions: &[".perf.data"],
+    file_name: Some(matches_file_name),
+    sniffer: Some(sniff),
+    reader: Some(|input, _, findings| read(input.bytes()?, findings)),
+    // Offsets are file offsets: the symbolizer maps them through the ELF file's segments.
+    addresses: crate::ir::AddressKind::FileOffset,
+    ..Format::NONE
+};
+
+/// `perf.data`, `perf.data.old`, `x.perf.data`.
+fn matches_file_name(base_name: &str) -> bool {
+    base_name.starts_with("perf.data")
+}
+
+fn sniff(head: &[u8]) -> bool {
+    layout::order_of(head).is_some()
+}
+
+/// Reads a whole perf.data file (either layout).
+pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
+    let frame = layout::check(bytes)?;
+    let rec = records::replay(bytes, &frame, findings)?;
+    to_model(&rec, findings)
+}
+
+/// The offsets of each image that need names: those of stack frames and sampled instructions.
+fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
+    let mut wanted = vec![BTreeSet::new(); rec.images.len()];
+    for key in rec.stacks.keys() {
+        for pair in key[4..].chunks_exact(2) {
+            if let Some(w) = wanted.get_mut(pair[0] as usize) {
+                w.insert(pair[1]);
+            }
+        }
+    }
+    for &(_, image, offset) in rec.costs.keys() {
+        if let Some(w) = wanted.get_mut(image as usize) {
+            w.insert(offset);
+        }
+    }
+    for (&pid, totals) in &rec.branches {
+        let ends = totals.taken.keys().chain(totals.ranges.keys());
+        for &(a, b) in ends {
+            for address in [a, b] {
+                let (image, offset) = rec.resolve(pid, address);
+                if let Some(w) = wanted.get_mut(image as usize) {
+                    w.insert(offset);
+                }
+            }
+        }
+    }
+    wanted
+}
+
+fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
+    let names = names::name_images(rec, &wanted_offsets(rec), true);
+    let mut profile = Profile::default();
+    profile.meta.creator = rec.creator.clone();
+    profile.meta.command = rec.command.clone();
+    profile.meta.headers = rec.headers.clone();
+    for e in &rec.events {
+        let how = match (e.period, e.frequency) {
+            (Some(p), _) => format!("perf event, one sample every {p}"),
+            (_, Some(f)) => format!("perf event, sampled at {f} Hz"),
+            _ => "perf event".to_string(),
+        };
+        profile.events.push(Event { name: e.name.clone(), description: Some(how) });
+    }
+    stacks::add_stacks(&mut profile, rec, &names)?;
+    add_images(&mut profile, rec, &names, findings);
+    let mut threads: Vec<_> = rec.thread_names.iter().collect();
+    threads.sort();
+    for ((pid, tid), comm) in threads {
+        profile.meta.headers.push(("thread".into(), format!("{pid}/{tid} {}", rec.comms[*comm as usize])));
+    }
+    let unnamed: Vec<&str> = rec
+        .images
+        .iter()
+        .zip(&names)
+        .filter(|(i, n)| !i.kernel && n.symbols.is_empty() && !n.places.is_empty())
+        .map(|(i, _)| i.path.as_str())
+        .collect();
+    if !unnamed.is_empty() {
+        findings.warn(
+            None,
+            format!(
+                "no ELF file with symbols found for {}: their addresses stay unnamed (`perf buildid-cache` or --symbols can supply them)",
+                unnamed.join(", ")
+            ),
+        );
+    }
+    Ok(profile)
+}
+
+/// The images of each process, with the sampled instructions as costs, and the blocks and
+/// edges its branch records describe.
+fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames], findings: &mut Findings) {
+    // pid -> image -> offset -> values.
+    let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
+    for ((pid, image, offset), values) in &rec.costs {
+        by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values);
+    }
+    for (&pid, totals) in &rec.branches {
+        for &(a, b) in totals.taken.keys().chain(totals.ranges.keys()) {
+            for address in [a, b] {
+                by_pid.entry(pid).or_default().entry(rec.resolve(pid, address).0).or_default();
+            }
+        }
+    }
+    for (pid, images) in by_pid {
+        let pid_u = pid as u32 as u64;
+        let at = match profile.processes.iter().position(|p| p.pid == pid_u) {
+            Some(i) => i,
+            None => {
+                profile.processes.push(Process { pid: pid_u, ..Process::default() });
+                profile.processes.len() - 1
+            }
+        };
+        let mut local = BTreeMap::new();
+        for (image, offsets) in images {
+            local.insert(image, profile.processes[at].images.len() as u32);
+            let model = image_model(profile, rec, names, image, &offsets);
+            profile.processes[at].images.push(model);
+        }
+        if let Some(totals) = rec.branches.get(&pid) {
+            add_branches(&mut profile.processes[at], rec, pid, totals, &local, findings);
+        }
+    }
+    profile.processes.sort_by_key(|p| p.pid);
+}
+
+/// One image of a process: where it was mapped, its build id, the functions named in it and
+/// the sampled instructions as costs.
+fn image_model(
+    profile: &mut Profile,
+    rec: &Recording,
+    names: &[names::ImageNames],
+    image: u32,
+    offsets: &BTreeMap<u64, &Vec<u64>>,
+) -> Image {
+    let width = rec.events.len();
+    let (key, n) = match image {
+        NO_IMAGE | NO_KERNEL_IMAGE => (None, None),
+        i => (rec.images.get(i as usize), names.get(i as usize)),
+    };
+    let mut model = Image {
+        id: u64::from(image),
+        load_addr: key.map_or(0, |k| k.base),
+        size: key.map(|_| rec.image_ends[image as usize]),
+        file_offset: key.map(|_| 0),
+        build_id: n.and_then(|n| n.build_id.clone()),
+        routines: None,
+        ..Image::default()
+    };
+    let path = key.map_or("[unknown]", |k| k.path.as_str());
+    model.file = Some(profile.files.intern(path));
+    if let Some(n) = n {
+        model.symbols = n
+            .symbols
+            .iter()
+            .map(|(name, offset, size)| Symbol {
+                name: name.clone(),
+                offset: Some(*offset),
+                size: Some(*size),
+                file: None,
+            })
+            .collect();
+    }
+    for (&offset, values) in offsets {
+        let place = n.and_then(|n| n.places.get(&offset));
+        let mut v = crate::ir::Values::from_slice(values);
+        v.resize(width, 0);
+        model.costs.push(Cost {
+            symbol: place.and_then(|p| p.function),
+            offset: Some(offset),
+            file: place.and_then(|p| p.file.as_deref()).map(|f| profile.files.intern(f)),
+            line: place.and_then(|p| p.line),
+            values: v,
+        });
+    }
+    model
+}
+
+/// The blocks and edges of a process's branch records, through the block rebuild; the
+/// sampled instructions' costs stay as they were.
+fn add_branches(
+    process: &mut Process,
+    rec: &Recording,
+    pid: i32,
+    totals: &records::BranchTotals,
+    local: &BTreeMap<u32, u32>,
+    findings: &mut Findings,
+) {
+    let at = |address: u64| {
+        let (image, offset) = rec.resolve(pid, address);
+        Location::new(local[&image], offset)
+    };
+    let mut branches = BranchRecords::new();
+    for (&(from, to), &(count, mispredicts)) in &totals.taken {
+        branches.add_taken(at(from), at(to), count, mispredicts);
+    }
+    for (&(start, end), &count) in &totals.ranges {
+        branches.add_fall_through(at(start), at(end), count);
+    }
+    let costs: Vec<_> = process.images.iter_mut().map(|i| std::mem::take(&mut i.costs)).collect();
+    let summary = branches.to_model(process);
+    for (image, costs) in process.images.iter_mut().zip(costs) {
+        image.costs = costs;
+    }
+    if summary.invalid_ranges > 0 {
+        findings.warn(
+            None,
+            format!(
+                "process {pid}: {} fall-through range(s) ({} executions) run backwards or across images or functions and were left out, as perf2bolt leaves them",
+                summary.invalid_ranges, summary.invalid_range_count
+            ),
+        );
+    }
+}

@@ -1,0 +1,472 @@
+//! The records of a perf.data file, replayed in time order into what the model needs: each
+//! process's address space (from `MMAP`/`MMAP2` records, inherited on `FORK`), each thread's
+//! command name (`COMM`), and the samples added up by stack, by address and by branch.
+//!
+//! Addresses are resolved as perf resolves them when it prints: the sample's (or the call
+//! chain's context marker's) CPU mode picks the kernel's mappings or the process's, and an
+//! address falls in the mapping that covers it at the time of the sample. An address in an
+//! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
+
+use std::collections::HashMap;
+use std::io::Cursor;
+
+use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RecordType};
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+
+use super::layout::{self, Kind, Layout, Order};
+use super::sample::{Layout as SampleLayout, Sample};
+use crate::error::{Error, Findings, Result};
+
+/// An image: a file mapped into some process (or the kernel).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ImageKey {
+    /// The path perf recorded (`/usr/lib/x86_64-linux-gnu/libc.so.6`, `[kernel.kallsyms]`,
+    /// `[vdso]`).
+    pub path: String,
+    /// Where the file's byte 0 would lie: the mapping's start less its file offset (0 for the
+    /// kernel, whose addresses are kept as they are).
+    pub base: u64,
+    /// Whether it is the kernel or a kernel module.
+    pub kernel: bool,
+}
+
+/// A frame of a call chain: the image (index into [`Recording::images`]) and the offset in
+/// it, or an address in no image ([`NO_IMAGE`] in user space, [`NO_KERNEL_IMAGE`] in the
+/// kernel).
+pub type Frame = (u32, u64);
+pub const NO_IMAGE: u32 = u32::MAX;
+pub const NO_KERNEL_IMAGE: u32 = u32::MAX - 1;
+
+/// One event of the file: its name and how it samples.
+#[derive(Clone, Debug, Default)]
+pub struct EventInfo {
+    pub name: String,
+    /// Fixed sampling period, or the frequency in Hz (`freq` set), as the attribute says.
+    pub period: Option<u64>,
+    pub frequency: Option<u64>,
+    pub sample_type: u64,
+    pub branch_sample_type: u64,
+}
+
+/// Samples that share event, thread, command name and call chain.
+#[derive(Clone, Debug, Default)]
+pub struct StackTotal {
+    pub samples: u64,
+    pub period: u64,
+}
+
+/// Branch records of one process, added up (runtime addresses).
+#[derive(Clone, Debug, Default)]
+pub struct BranchTotals {
+    /// `(from, to)` -> (times taken, times mispredicted).
+    pub taken: HashMap<(u64, u64), (u64, u64)>,
+    /// `(start, end)`: code ran from `start` through the instruction at `end`.
+    pub ranges: HashMap<(u64, u64), u64>,
+}
+
+/// Everything the records said.
+#[derive(Default)]
+pub struct Recording {
+    pub order: Option<Order>,
+    pub kind: Option<Kind>,
+    pub events: Vec<EventInfo>,
+    pub images: Vec<ImageKey>,
+    /// Highest file offset seen mapped, per image (its size).
+    pub image_ends: Vec<u64>,
+    /// Build ids by recorded path.
+    pub build_ids: HashMap<String, Vec<u8>>,
+    /// Command names, interned.
+    pub comms: Vec<String>,
+    /// Key: `[event, pid, tid, comm, then image and offset of each frame, leaf first]`.
+    pub stacks: HashMap<Vec<u64>, StackTotal>,
+    /// `(pid, image, offset)` -> period per event, of the sampled instruction.
+    pub costs: HashMap<(i32, u32, u64), Vec<u64>>,
+    /// Branch records per pid.
+    pub branches: HashMap<i32, BranchTotals>,
+    /// The last command name of each thread: `(pid, tid)` -> comm.
+    pub thread_names: HashMap<(i32, i32), u32>,
+    pub samples: u64,
+    pub lost: u64,
+    pub malformed: u64,
+    pub headers: Vec<(String, String)>,
+    pub command: Option<String>,
+    pub creator: Option<String>,
+    /// The address spaces as the records left them, for addresses added up without their
+    /// image (branch records).
+    spaces: HashMap<i32, Vec<Mapping>>,
+}
+
+impl Recording {
+    /// The image and offset of a runtime address in process `pid` at the end of the
+    /// recording (kernel addresses in the kernel's mappings).
+    pub fn resolve(&self, pid: i32, address: u64) -> (u32, u64) {
+        let kernel = address >= KERNEL_START;
+        resolve_in(&self.spaces, &self.images, pid, address, kernel)
+    }
+}
+
+/// Where the kernel's half of the address space starts on 64-bit machines.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+fn resolve_in(
+    spaces: &HashMap<i32, Vec<Mapping>>,
+    images: &[ImageKey],
+    pid: i32,
+    address: u64,
+    kernel: bool,
+) -> (u32, u64) {
+    let space = if kernel { KERNEL_PID } else { pid };
+    let found = spaces.get(&space).and_then(|maps| {
+        let i = maps.partition_point(|m| m.start <= address).checked_sub(1)?;
+        let m = maps[i];
+        (address < m.end).then_some(m)
+    });
+    match found {
+        Some(m) => (m.image, address.wrapping_sub(images[m.image as usize].base)),
+        None if kernel => (NO_KERNEL_IMAGE, address),
+        None => (NO_IMAGE, address),
+    }
+}
+
+/// One mapping of an address space.
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    image: u32,
+}
+
+/// The state of the replay.
+#[derive(Default)]
+struct Replay {
+    rec: Recording,
+    image_index: HashMap<ImageKey, u32>,
+    comm_index: HashMap<String, u32>,
+    /// Mappings per pid, sorted by start, not overlapping; pid -1 is the kernel's.
+    spaces: HashMap<i32, Vec<Mapping>>,
+    /// The current command name of each tid.
+    comm_of: HashMap<i32, u32>,
+    layouts: Vec<SampleLayout>,
+    default_period: Vec<u64>,
+    frames: Vec<u64>,
+}
+
+const KERNEL_PID: i32 = -1;
+/// Call-chain entries from here up are context markers (`PERF_CONTEXT_*`), not addresses.
+const CONTEXT_MAX: u64 = (-4095i64) as u64;
+const CONTEXT_KERNEL: u64 = (-128i64) as u64;
+const CONTEXT_USER: u64 = (-512i64) as u64;
+const CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
+/// `misc` CPU modes.
+const MISC_CPUMODE_MASK: u16 = 7;
+const MISC_KERNEL: u16 = 1;
+const MISC_GUEST_KERNEL: u16 = 4;
+
+/// Reads every record of a checked file.
+pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<Recording> {
+    let fail = |e: linux_perf_data::Error| {
+        Error::input(format!("the perf.data records cannot be read: {e}")).with_hint(
+            "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
+        )
+    };
+    let reader = match frame.kind {
+        Kind::File => PerfFileReader::parse_file(Cursor::new(bytes)),
+        Kind::Pipe => PerfFileReader::parse_pipe(Cursor::new(bytes)),
+    }
+    .map_err(fail)?;
+    let PerfFileReader { mut perf_file, mut record_iter } = reader;
+    let mut r = Replay::default();
+    r.rec.order = Some(frame.order);
+    r.rec.kind = Some(frame.kind);
+    for attr in perf_file.event_attributes() {
+        let a = attr.attributes();
+        let (period, frequency) = match a.sampling_policy {
+            linux_perf_data::linux_perf_event_reader::SamplingPolicy::Period(p) => (Some(p.get()), None),
+            linux_perf_data::linux_perf_event_reader::SamplingPolicy::Frequency(f) => (None, Some(f)),
+            linux_perf_data::linux_perf_event_reader::SamplingPolicy::NoSampling => (None, None),
+        };
+        r.layouts.push(SampleLayout {
+            sample_type: a.sample_format.bits(),
+            read_format: a.read_format.bits(),
+            branch_sample_type: a.branch_sample_format.bits(),
+        });
+        r.default_period.push(period.unwrap_or(1));
+        r.rec.events.push(EventInfo {
+            name: attr.name().map_or_else(|| format!("event{}", r.rec.events.len()), str::to_string),
+            period,
+            frequency,
+            sample_type: a.sample_format.bits(),
+            branch_sample_type: a.branch_sample_format.bits(),
+        });
+    }
+    super::header::read(&perf_file, frame.order, &mut r.rec);
+    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(fail)? {
+        match record {
+            PerfFileRecord::EventRecord { attr_index, record } => {
+                r.event(attr_index, record.record_type, record.misc, record.data.as_slice().as_ref(), &record)
+            }
+            PerfFileRecord::UserRecord(u) => {
+                if u.record_type.record_type().0 == layout::BUILD_ID {
+                    r.build_id_record(u.misc, u.data.as_slice().as_ref(), frame.order);
+                }
+            }
+        }
+    }
+    for (t, n, at) in &frame.unknown {
+        findings.warn(
+            Some(crate::error::Location::Byte(*at)),
+            format!("{n} record(s) of unknown type {t} skipped (the first at this offset)"),
+        );
+    }
+    if r.rec.lost > 0 {
+        findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", r.rec.lost));
+    }
+    if r.rec.malformed > 0 {
+        findings.warn(
+            None,
+            format!("{} SAMPLE record(s) whose fields run past their end were skipped", r.rec.malformed),
+        );
+    }
+    r.rec.spaces = std::mem::take(&mut r.spaces);
+    Ok(r.rec)
+}
+
+impl Replay {
+    fn event(
+        &mut self,
+        attr: usize,
+        kind: RecordType,
+        misc: u16,
+        body: &[u8],
+        raw: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>,
+    ) {
+        match kind {
+            RecordType::SAMPLE => self.sample(attr, misc, body),
+            RecordType::MMAP | RecordType::MMAP2 | RecordType::COMM | RecordType::FORK => match raw.parse() {
+                Ok(EventRecord::Mmap(m)) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    self.map(m.pid, m.address, m.length, m.page_offset, path, misc, None);
+                }
+                Ok(EventRecord::Mmap2(m)) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    let id = match m.file_id {
+                        Mmap2FileId::BuildId(id) => Some(id),
+                        Mmap2FileId::InodeAndVersion(_) => None,
+                    };
+                    // Only code: a mapping without PROT_EXEC holds no samples perf names.
+                    if m.protection & 4 != 0
+                        || m.cpu_mode != linux_perf_data::linux_perf_event_reader::CpuMode::User
+                    {
+                        self.map(m.pid, m.address, m.length, m.page_offset, path, misc, id);
+                    }
+                }
+                Ok(EventRecord::Comm(c)) => {
+                    let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                    let id = self.comm(name);
+                    self.comm_of.insert(c.tid, id);
+                    self.rec.thread_names.insert((c.pid, c.tid), id);
+                }
+                Ok(EventRecord::Fork(f)) => {
+                    if f.pid != f.ppid {
+                        if let Some(parent) = self.spaces.get(&f.ppid).cloned() {
+                            self.spaces.insert(f.pid, parent);
+                        }
+                    }
+                    if let Some(&c) = self.comm_of.get(&f.ptid) {
+                        self.comm_of.insert(f.tid, c);
+                        self.rec.thread_names.insert((f.pid, f.tid), c);
+                    }
+                }
+                _ => {}
+            },
+            // `id`, then the number of samples lost.
+            RecordType::LOST if body.len() >= 16 => {
+                let order = self.rec.order.unwrap_or(Order::Little);
+                self.rec.lost = self.rec.lost.saturating_add(order.u64(&body[8..]));
+            }
+            _ => {}
+        }
+    }
+
+    fn comm(&mut self, name: String) -> u32 {
+        if let Some(&id) = self.comm_index.get(&name) {
+            return id;
+        }
+        let id = self.rec.comms.len() as u32;
+        self.rec.comms.push(name.clone());
+        self.comm_index.insert(name, id);
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn map(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: String,
+        misc: u16,
+        id: Option<Vec<u8>>,
+    ) {
+        let mode = misc & MISC_CPUMODE_MASK;
+        let kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
+        let pid = if kernel { KERNEL_PID } else { pid };
+        let Some(end) = start.checked_add(len).filter(|_| len > 0) else { return };
+        let (path, base) = if kernel {
+            let name =
+                if path.starts_with("[kernel.kallsyms]") { "[kernel.kallsyms]".to_string() } else { path };
+            (name, 0)
+        } else {
+            (path, start.wrapping_sub(pgoff))
+        };
+        if let Some(id) = id {
+            self.rec.build_ids.entry(path.clone()).or_insert(id);
+        }
+        let key = ImageKey { path, base, kernel };
+        let image = match self.image_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.rec.images.len() as u32;
+                self.rec.images.push(key.clone());
+                self.rec.image_ends.push(0);
+                self.image_index.insert(key, i);
+                i
+            }
+        };
+        let top = &mut self.rec.image_ends[image as usize];
+        *top = (*top).max(end.wrapping_sub(base));
+        insert_mapping(self.spaces.entry(pid).or_default(), Mapping { start, end, pgoff, image });
+    }
+
+    /// A `HEADER_BUILD_ID` record (pipe layout): `pid`, 24 bytes of id, the path.
+    fn build_id_record(&mut self, misc: u16, body: &[u8], order: Order) {
+        if let Some((path, id)) = super::header::build_id_entry(misc, body, order) {
+            self.rec.build_ids.insert(path, id);
+        }
+    }
+
+    fn resolve(&self, pid: i32, address: u64, kernel: bool) -> (u32, u64) {
+        resolve_in(&self.spaces, &self.rec.images, pid, address, kernel)
+    }
+
+    fn sample(&mut self, attr: usize, misc: u16, body: &[u8]) {
+        let order = self.rec.order.unwrap_or(Order::Little);
+        let Some(&layout) = self.layouts.get(attr) else { return };
+        let Some(s) = Sample::parse(body, layout, order) else {
+            self.rec.malformed += 1;
+            return;
+        };
+        self.rec.samples += 1;
+        let period = s.period.unwrap_or(self.default_period[attr]);
+        let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
+        let comm = match self.comm_of.get(&tid) {
+            Some(&c) => c,
+            None => self.comm(":".to_string() + &tid.to_string()),
+        };
+        let mode = misc & MISC_CPUMODE_MASK;
+        let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        frames.extend_from_slice(&[attr as u64, pid as u32 as u64, tid as u32 as u64, u64::from(comm)]);
+        if s.has_callchain() {
+            let mut kernel = sample_kernel;
+            for address in s.callchain(order) {
+                if address >= CONTEXT_MAX {
+                    kernel = matches!(address, CONTEXT_KERNEL | CONTEXT_GUEST_KERNEL);
+                    if address == CONTEXT_USER {
+                        kernel = false;
+                    }
+                    continue;
+                }
+                let (image, offset) = self.resolve(pid, address, kernel);
+                frames.push(u64::from(image));
+                frames.push(offset);
+            }
+        } else if let Some(ip) = s.ip {
+            let (image, offset) = self.resolve(pid, ip, sample_kernel);
+            frames.push(u64::from(image));
+            frames.push(offset);
+        }
+        match self.rec.stacks.get_mut(frames.as_slice()) {
+            Some(total) => {
+                total.samples += 1;
+                total.period = total.period.saturating_add(period);
+            }
+            None => {
+                self.rec.stacks.insert(frames.clone(), StackTotal { samples: 1, period });
+            }
+        }
+        self.frames = frames;
+        if let Some(ip) = s.ip {
+            let (image, offset) = self.resolve(pid, ip, sample_kernel);
+            let events = self.layouts.len();
+            let values = self.rec.costs.entry((pid, image, offset)).or_insert_with(|| vec![0; events]);
+            values[attr] = values[attr].saturating_add(period);
+        }
+        if s.branch_count() > 0 {
+            add_branches(self.rec.branches.entry(pid).or_default(), &s, order);
+        }
+    }
+}
+
+/// Adds one sample's branch stack, newest first, as perf2bolt does: every record a taken
+/// branch, and between two consecutive records (the older one's target, the newer one's
+/// source) code that ran straight through.
+pub fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
+    totals.add_stack(s.branches(order));
+}
+
+impl BranchTotals {
+    /// Adds one branch stack, newest branch first (see [`add_branches`]).
+    pub fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
+        let totals = self;
+        let mut newer: Option<u64> = None;
+        for b in stack {
+            let t = totals.taken.entry((b.from, b.to)).or_insert((0, 0));
+            t.0 += 1;
+            t.1 += u64::from(b.mispredicted);
+            if let Some(end) = newer {
+                *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+            }
+            newer = Some(b.from);
+        }
+    }
+}
+
+/// Puts a mapping into a sorted, non-overlapping list: what it covers of older mappings is
+/// cut out of them (a later `mmap` over an address replaces what was there).
+fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
+    let first = maps.partition_point(|m| m.end <= new.start);
+    let mut last = first;
+    let mut kept = Vec::new();
+    while last < maps.len() && maps[last].start < new.end {
+        let old = maps[last];
+        if old.start < new.start {
+            kept.push(Mapping { end: new.start, ..old });
+        }
+        if old.end > new.end {
+            let cut = new.end - old.start;
+            kept.push(Mapping { start: new.end, pgoff: old.pgoff.wrapping_add(cut), ..old });
+        }
+        last += 1;
+    }
+    kept.push(new);
+    kept.sort_by_key(|m| m.start);
+    maps.splice(first..last, kept);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_mapping_cuts_the_older_ones() {
+        let mut maps = Vec::new();
+        insert_mapping(&mut maps, Mapping { start: 0x1000, end: 0x5000, pgoff: 0, image: 0 });
+        insert_mapping(&mut maps, Mapping { start: 0x2000, end: 0x3000, pgoff: 0, image: 1 });
+        let got: Vec<_> = maps.iter().map(|m| (m.start, m.end, m.pgoff, m.image)).collect();
+        assert_eq!(got, vec![(0x1000, 0x2000, 0, 0), (0x2000, 0x3000, 0, 1), (0x3000, 0x5000, 0x2000, 0)]);
+    }
+}

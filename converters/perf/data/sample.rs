@@ -1,0 +1,205 @@
+//! One `PERF_RECORD_SAMPLE` body, read field by field as the event's `sample_type` lays it
+//! out (perf_event_open(2)):
+//!
+//! ```text
+//! IDENTIFIER id | IP ip | TID pid, tid | TIME time | ADDR addr | ID id | STREAM_ID id
+//! | CPU cpu, res | PERIOD period | READ values | CALLCHAIN nr, ips[nr] | RAW size, data
+//! | BRANCH_STACK nr, [hw_idx], {from, to, flags}[nr] | ...
+//! ```
+//!
+//! Every count is checked against the bytes the record has. The fields after the branch
+//! stack (registers, user stack, weights) are not needed and not read.
+
+use super::layout::Order;
+
+const IP: u64 = 1 << 0;
+const TID: u64 = 1 << 1;
+const TIME: u64 = 1 << 2;
+const ADDR: u64 = 1 << 3;
+const READ: u64 = 1 << 4;
+const CALLCHAIN: u64 = 1 << 5;
+const ID: u64 = 1 << 6;
+const CPU: u64 = 1 << 7;
+const PERIOD: u64 = 1 << 8;
+const STREAM_ID: u64 = 1 << 9;
+const RAW: u64 = 1 << 10;
+const BRANCH_STACK: u64 = 1 << 11;
+const IDENTIFIER: u64 = 1 << 16;
+
+const READ_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const READ_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+const READ_ID: u64 = 1 << 2;
+const READ_GROUP: u64 = 1 << 3;
+const READ_LOST: u64 = 1 << 4;
+
+/// `branch_sample_type` bit: each branch stack starts with the hardware index.
+const BRANCH_HW_INDEX: u64 = 1 << 17;
+
+/// How one event's samples are laid out.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub branch_sample_type: u64,
+}
+
+/// What a sample says that the model uses; the call chain and branch stack are left in the
+/// record's bytes and read through [`Sample::callchain`] and [`Sample::branch`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample<'a> {
+    pub ip: Option<u64>,
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
+    pub period: Option<u64>,
+    callchain: &'a [u8],
+    branches: &'a [u8],
+}
+
+/// One branch record: the branch's address, its target, and whether it was mispredicted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    pub from: u64,
+    pub to: u64,
+    pub mispredicted: bool,
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    order: Order,
+}
+
+impl<'a> Cursor<'a> {
+    fn u64(&mut self) -> Option<u64> {
+        let v = self.bytes.get(self.at..self.at + 8).map(|b| self.order.u64(b))?;
+        self.at += 8;
+        Some(v)
+    }
+    fn take(&mut self, n: u64) -> Option<&'a [u8]> {
+        let n = usize::try_from(n).ok()?;
+        let end = self.at.checked_add(n)?;
+        let part = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(part)
+    }
+    fn skip(&mut self, n: u64) -> Option<()> {
+        self.take(n).map(|_| ())
+    }
+}
+
+impl<'a> Sample<'a> {
+    /// Reads a sample body; `None` when a field runs past the record's end.
+    pub fn parse(body: &'a [u8], layout: Layout, order: Order) -> Option<Sample<'a>> {
+        let t = layout.sample_type;
+        let mut c = Cursor { bytes: body, at: 0, order };
+        let mut s = Sample::default();
+        let has = |bit: u64| t & bit != 0;
+        if has(IDENTIFIER) {
+            c.skip(8)?;
+        }
+        if has(IP) {
+            s.ip = Some(c.u64()?);
+        }
+        if has(TID) {
+            let b = c.take(8)?;
+            s.pid = Some(order.u32(b) as i32);
+            s.tid = Some(order.u32(&b[4..]) as i32);
+        }
+        for bit in [TIME, ADDR, ID, STREAM_ID, CPU] {
+            if has(bit) {
+                c.skip(8)?;
+            }
+        }
+        if has(PERIOD) {
+            s.period = Some(c.u64()?);
+        }
+        if has(READ) {
+            let f = layout.read_format;
+            let per_value = 8 * (1 + u64::from(f & READ_ID != 0) + u64::from(f & READ_LOST != 0));
+            let times = 8
+                * (u64::from(f & READ_TOTAL_TIME_ENABLED != 0) + u64::from(f & READ_TOTAL_TIME_RUNNING != 0));
+            if f & READ_GROUP != 0 {
+                let nr = c.u64()?;
+                c.skip(times)?;
+                c.skip(nr.checked_mul(per_value)?)?;
+            } else {
+                c.skip(8)?;
+                c.skip(times)?;
+                c.skip(per_value - 8)?;
+            }
+        }
+        if has(CALLCHAIN) {
+            let nr = c.u64()?;
+            s.callchain = c.take(nr.checked_mul(8)?)?;
+        }
+        if has(RAW) {
+            let size = order.u32(c.take(4)?);
+            c.skip(u64::from(size))?;
+        }
+        if has(BRANCH_STACK) {
+            let nr = c.u64()?;
+            if layout.branch_sample_type & BRANCH_HW_INDEX != 0 {
+                c.skip(8)?;
+            }
+            s.branches = c.take(nr.checked_mul(24)?)?;
+        }
+        Some(s)
+    }
+
+    /// The call chain's addresses (context markers included), leaf first.
+    pub fn callchain(&self, order: Order) -> impl Iterator<Item = u64> + 'a {
+        self.callchain.chunks_exact(8).map(move |b| order.u64(b))
+    }
+
+    /// Whether the sample has a call chain at all.
+    pub fn has_callchain(&self) -> bool {
+        !self.callchain.is_empty()
+    }
+
+    /// The branch stack, newest branch first.
+    pub fn branches(&self, order: Order) -> impl Iterator<Item = Branch> + 'a {
+        self.branches.chunks_exact(24).map(move |b| Branch {
+            from: order.u64(b),
+            to: order.u64(&b[8..]),
+            mispredicted: order.u64(&b[16..]) & 1 != 0,
+        })
+    }
+
+    /// Branch records in the stack.
+    pub fn branch_count(&self) -> usize {
+        self.branches.len() / 24
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[u64]) -> Vec<u8> {
+        w.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn reads_ip_tid_period_callchain_and_branches() {
+        let layout = Layout {
+            sample_type: IP | TID | TIME | PERIOD | CALLCHAIN | BRANCH_STACK,
+            read_format: 0,
+            branch_sample_type: 0,
+        };
+        let body = words(&[0x401000, (7u64 << 32) | 5, 99, 250, 2, 0x401000, 0x402000, 1, 0x10, 0x20, 1]);
+        let s = Sample::parse(&body, layout, Order::Little).unwrap();
+        assert_eq!((s.ip, s.pid, s.tid, s.period), (Some(0x401000), Some(5), Some(7), Some(250)));
+        assert_eq!(s.callchain(Order::Little).collect::<Vec<_>>(), vec![0x401000, 0x402000]);
+        assert_eq!(
+            s.branches(Order::Little).collect::<Vec<_>>(),
+            vec![Branch { from: 0x10, to: 0x20, mispredicted: true }]
+        );
+    }
+
+    #[test]
+    fn counts_past_the_end_are_refused() {
+        let layout = Layout { sample_type: CALLCHAIN, read_format: 0, branch_sample_type: 0 };
+        assert!(Sample::parse(&words(&[u64::MAX, 1]), layout, Order::Little).is_none());
+        assert!(Sample::parse(&words(&[3, 1, 2]), layout, Order::Little).is_none());
+    }
+}

@@ -1,0 +1,104 @@
+//! perf.data: a damaged file is refused with the byte offset of the fault (exit 2), a record
+//! of a type perf does not define is skipped with a warning, and nothing panics.
+
+use cfghub::converters::perf::data;
+use cfghub::error::{Findings, Location};
+
+use crate::common;
+
+fn recording() -> Vec<u8> {
+    std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap()
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn byte_offset(bytes: &[u8]) -> Option<u64> {
+    match data::read(bytes, &mut Findings::default()) {
+        Ok(_) => None,
+        Err(e) => match e.location.clone() {
+            Some(Location::Byte(at)) => Some(at),
+            other => panic!("no byte offset in {e} ({other:?})"),
+        },
+    }
+}
+
+#[test]
+fn the_fixture_reads() {
+    let mut findings = Findings::default();
+    let profile = data::read(&recording(), &mut findings).unwrap();
+    assert_eq!(profile.events[0].name, "cpu-clock:u");
+    assert!(!profile.processes[0].stacks.is_empty());
+}
+
+#[test]
+fn a_truncated_file_is_refused_at_its_end_never_a_panic() {
+    let bytes = recording();
+    let data_start = u64_at(&bytes, 40) as usize;
+    let data_end = data_start + u64_at(&bytes, 48) as usize;
+    // Cut inside the header, the attributes, the records and the features.
+    for cut in (0..bytes.len()).step_by(37).chain([8, 16, 103, data_start + 3, data_end - 1]) {
+        let at = byte_offset(&bytes[..cut]);
+        assert!(at.is_some_and(|a| a <= cut as u64 || a < 104), "cut at {cut}: {at:?}");
+    }
+}
+
+#[test]
+fn a_header_whose_sections_run_past_the_end_names_the_field() {
+    let mut bytes = recording();
+    bytes[48..56].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert_eq!(byte_offset(&bytes), Some(40));
+    let mut bytes = recording();
+    bytes[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(byte_offset(&bytes), Some(24));
+}
+
+#[test]
+fn a_record_of_unknown_type_is_skipped_with_a_warning() {
+    let mut bytes = recording();
+    let first = u64_at(&bytes, 40) as usize;
+    bytes[first..first + 4].copy_from_slice(&48u32.to_le_bytes());
+    let mut findings = Findings::default();
+    let profile = data::read(&bytes, &mut findings).unwrap();
+    assert!(!profile.processes.is_empty());
+    let warned = findings.warnings().any(|w| w.message.contains("unknown type 48"));
+    assert!(warned, "{findings:?}");
+}
+
+#[test]
+fn a_file_of_the_other_byte_order_is_read_as_such_or_refused_with_an_offset() {
+    // The magic of a big-endian file on little-endian contents: every size reads as nonsense.
+    let mut bytes = recording();
+    bytes[..8].copy_from_slice(b"2ELIFREP");
+    assert!(byte_offset(&bytes).is_some());
+}
+
+#[test]
+fn the_command_line_exits_2_with_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = recording();
+    std::fs::write(dir.path().join("perf.data"), &bytes[..bytes.len() / 2]).unwrap();
+    let o = common::run_limited(dir.path(), 60, &["convert", "perf.data", "-o", "out.folded"]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("perf.data") && err.contains("byte"), "{err}");
+    assert!(!dir.path().join("out.folded").exists());
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    let bytes = recording();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..40 {
+        let mut b = bytes.clone();
+        for _ in 0..4 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state % b.len() as u64) as usize;
+            b[at] = (state >> 32) as u8;
+        }
+        let _ = data::read(&b, &mut Findings::default());
+    }
+}

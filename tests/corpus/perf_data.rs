@@ -1,0 +1,92 @@
+//! perf.data with branch stacks, recorded by others (fixtures/perf-data, see fixtures/README.md):
+//! the branch records cfghub adds up are those `perf script -F pid,brstack` prints, added up
+//! independently (tests/perf_brstack_aggregate.py), and they become the binary's blocks and
+//! edges with its functions named from perf's build-id cache.
+
+use std::process::Command;
+
+use cfghub::converters::perf::data::{layout, records};
+use cfghub::error::Findings;
+
+use crate::common;
+
+const RECORDING: &str = "perf-data/propeller_sample_1.perf.data";
+
+#[test]
+fn branch_records_add_up_as_perf_script_prints_them() {
+    if !common::have("perf") || !common::have("python3") {
+        eprintln!("skipped: perf and python3 are needed to print and add up the branch stacks independently");
+        return;
+    }
+    let path = common::fixture(RECORDING);
+    let bytes = std::fs::read(&path).unwrap();
+    let frame = layout::check(&bytes).unwrap();
+    let rec = records::replay(&bytes, &frame, &mut Findings::default()).unwrap();
+    let mut ours = Vec::new();
+    for (pid, totals) in &rec.branches {
+        for (&(from, to), &(count, mispredicted)) in &totals.taken {
+            ours.push(format!("B {pid} {from:x} {to:x} {count} {mispredicted}"));
+        }
+        for (&(start, end), &count) in &totals.ranges {
+            ours.push(format!("F {pid} {start:x} {end:x} {count}"));
+        }
+    }
+    ours.sort();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perf_brstack_aggregate.py");
+    let o = Command::new("python3").arg(script).arg(&path).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+    assert!(theirs.len() > 20, "{theirs:?}");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn branch_records_become_the_binarys_blocks_and_edges() {
+    // perf's build-id cache, holding the recorded binary under its build id.
+    let cache = tempfile::tempdir().unwrap();
+    let slot = cache.path().join(".build-id/57/2ac72487ae1966");
+    std::fs::create_dir_all(&slot).unwrap();
+    std::fs::copy(common::fixture("perf-data/propeller_sample_1.bin"), slot.join("elf")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))
+        .args(["dot", "--routine", "compute_flag", "-o", "-"])
+        .arg(common::fixture(RECORDING))
+        .env("PERF_BUILDID_DIR", cache.path())
+        .output()
+        .unwrap();
+    let dot = common::stdout(&o);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(dot.contains("compute_flag") && dot.contains("fall-through"), "{dot}");
+    assert!(dot.matches("->").count() >= 4, "{dot}");
+}
+
+/// The `edge kind` table of `cfghub info`.
+fn edge_table(args: &[&str], file: &std::path::Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))
+        .arg("info")
+        .args(args)
+        .arg(file)
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let table: Vec<&str> =
+        text.lines().skip_while(|l| !l.contains("edge kind")).take_while(|l| !l.trim().is_empty()).collect();
+    table.join("\n")
+}
+
+#[test]
+fn brstack_text_gives_the_edges_of_the_perf_data_file() {
+    if !common::have("perf") {
+        eprintln!("skipped: perf is needed to print the branch stacks");
+        return;
+    }
+    let path = common::fixture(RECORDING);
+    let o = Command::new("perf").args(["script", "-F", "pid,brstack", "-i"]).arg(&path).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("brstack.perf.txt");
+    std::fs::write(&text, &o.stdout).unwrap();
+    let direct = edge_table(&[], &path);
+    assert!(direct.contains("CONDITIONAL_BRANCH") && direct.contains("FALL_THROUGH"), "{direct}");
+    assert_eq!(direct, edge_table(&["--from", "perf"], &text));
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Adds up the branch stacks `perf script -F pid,brstack` prints, as perf2bolt does, on its own:
+every entry `0xFROM/0xTO/FLAG/...` (newest first) is a taken branch, mispredicted when FLAG is
+M; each consecutive pair, the older entry's TO to the newer entry's FROM, is code that ran
+straight through. Prints one line per branch and range: `B PID FROM TO COUNT MISPRED` and
+`F PID START END COUNT` (hex addresses), sorted."""
+import collections
+import subprocess
+import sys
+
+taken = collections.Counter()
+mispredicted = collections.Counter()
+ranges = collections.Counter()
+out = subprocess.run(["perf", "script", "-F", "pid,brstack", "-i", sys.argv[1]],
+                     capture_output=True, text=True, check=True).stdout
+for line in out.splitlines():
+    fields = line.split()
+    if len(fields) < 2:
+        continue
+    pid = int(fields[0])
+    newer = None
+    for entry in fields[1:]:
+        parts = entry.split("/")
+        src, dst = int(parts[0], 16), int(parts[1], 16)
+        taken[(pid, src, dst)] += 1
+        mispredicted[(pid, src, dst)] += parts[2] == "M"
+        if newer is not None:
+            ranges[(pid, dst, newer)] += 1
+        newer = src
+lines = [f"B {p} {a:x} {b:x} {n} {mispredicted[(p, a, b)]}" for (p, a, b), n in taken.items()]
+lines += [f"F {p} {a:x} {b:x} {n}" for (p, a, b), n in ranges.items()]
+print("\n".join(sorted(lines)))

@@ -1,0 +1,137 @@
+//! perf.data against perf itself: C programs compiled here and recorded with `perf record -g
+//! -e cpu-clock` (a software event, so it works without a PMU). cfghub's folded stacks of the
+//! file must be those of `perf script` of the same file read by cfghub's `perf script` reader,
+//! stack for stack, in the file layout, the pipe layout and zstd-compressed (for a program
+//! without the C library: where several symbols share an address, as the C library's aliases
+//! do, perf's choice among them follows the shape of its own search tree, not a rule); the Callgrind
+//! total must be the samples' periods added up; functions are named from the build ids perf
+//! recorded (the binary is gone, perf's build-id cache has it) with no `--symbols`; and
+//! `callgrind_annotate` shows the hot loop's source lines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{self, run, stderr};
+
+/// Compiles the fixture program into `dir` and records it; `None` (with a note) when this
+/// machine does not let perf record at all.
+fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<PathBuf> {
+    common::require("perf");
+    common::require("gcc");
+    let source = common::fixture(&format!("perf-data/{program}.c"));
+    let binary = dir.join("hot");
+    let freestanding: &[&str] = if program == "hot-nolibc" {
+        &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"]
+    } else {
+        &[]
+    };
+    let cc = Command::new("gcc")
+        .args(freestanding)
+        .args(["-O1", "-g", "-gdwarf-4", "-fno-omit-frame-pointer", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    let data = dir.join(output);
+    for event in ["cpu-clock", "cpu-clock:u"] {
+        let mut perf = Command::new("perf");
+        perf.arg("record").args(extra).args(["-g", "-e", event]);
+        let o = if output == "-" {
+            perf.args(["-o", "-"]).arg(&binary).arg("30000000").current_dir(dir).output().unwrap()
+        } else {
+            perf.arg("-o").arg(&data).arg(&binary).arg("30000000").current_dir(dir).output().unwrap()
+        };
+        if o.status.success() {
+            if output == "-" {
+                let piped = dir.join("pipe.perf.data");
+                std::fs::write(&piped, &o.stdout).unwrap();
+                return Some(piped);
+            }
+            return Some(data);
+        }
+    }
+    eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+    None
+}
+
+/// The stacks of a folded file, sorted, comment lines left out.
+fn stacks(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<String> = text.lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+/// cfghub's folded stacks of a perf.data file, and of `perf script` of it.
+fn both_ways(dir: &Path, data: &Path) -> (Vec<String>, Vec<String>) {
+    let direct = dir.join("direct.folded");
+    let o = run(&["convert", data.to_str().unwrap(), "-o", direct.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let script = Command::new("perf").arg("script").arg("-i").arg(data).output().unwrap();
+    assert!(script.status.success(), "{}", String::from_utf8_lossy(&script.stderr));
+    let text = dir.join("script.perf.txt");
+    std::fs::write(&text, &script.stdout).unwrap();
+    let via = dir.join("via-script.folded");
+    let o = run(&["convert", "--from", "perf", text.to_str().unwrap(), "-o", via.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (stacks(&direct), stacks(&via))
+}
+
+#[test]
+fn folded_stacks_equal_those_of_perf_script_in_every_layout() {
+    for (extra, output) in [(&[][..], "perf.data"), (&["-z"][..], "perf.data"), (&[][..], "-")] {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(data) = record(dir.path(), "hot-nolibc", extra, output) else { return };
+        let (direct, via) = both_ways(dir.path(), &data);
+        assert!(direct.iter().any(|s| s.contains("main;inner")), "{extra:?} {output}: {direct:#?}");
+        assert_eq!(direct, via, "{extra:?} {output}");
+    }
+}
+
+/// The periods of the samples, from `perf script -F period`.
+fn periods(data: &Path) -> Vec<u64> {
+    let o = Command::new("perf").args(["script", "-F", "period", "-i"]).arg(data).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).split_whitespace().map(|p| p.parse().unwrap()).collect()
+}
+
+#[test]
+fn callgrind_names_functions_from_build_ids_and_shows_the_hot_loop() {
+    common::require("callgrind_annotate");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot", &[], "perf.data") else { return };
+    // The binary goes away: its copy in perf's build-id cache is what names it now.
+    std::fs::rename(dir.path().join("hot"), dir.path().join("hot.moved")).unwrap();
+    let out = dir.path().join("callgrind.out.hot");
+    let o = run(&["convert", data.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("fn=(") && text.contains(" inner\n"), "{text}");
+    let periods = periods(&data);
+    let total: u64 = periods.iter().sum();
+    assert!(periods.iter().all(|&p| p == periods[0]), "cpu-clock samples share one period");
+    assert_eq!(total, periods.len() as u64 * periods[0]);
+    assert!(text.contains(&format!("\nsummary: {total}\n")), "{text}");
+    let annotated = Command::new("callgrind_annotate")
+        .arg("--auto=yes")
+        .arg(&out)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&annotated.stdout);
+    assert!(shown.contains(&format!("{} (100.0%)  PROGRAM TOTALS", thousands(total))), "{shown}");
+    let hot_line = shown.lines().find(|l| l.contains("s += i * i")).unwrap_or_else(|| panic!("{shown}"));
+    assert!(hot_line.trim_start().starts_with(|c: char| c.is_ascii_digit()), "{hot_line}");
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
