@@ -10,6 +10,7 @@ pub mod dcfg_trace;
 pub mod dcpi;
 pub mod dot;
 pub mod dtrace;
+pub mod firefox;
 pub mod folded;
 pub mod graphml;
 pub mod perf;
@@ -31,6 +32,7 @@ pub static ALL: &[&Format] = &[
     &dot::FORMAT,
     &graphml::FORMAT,
     &dtrace::FORMAT,
+    &firefox::FORMAT,
     &perf::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
