@@ -33,3 +33,6 @@ mod dot;
 
 #[path = "corpus/clients.rs"]
 mod clients;
+
+#[path = "corpus/firefox.rs"]
+mod firefox;

@@ -24,3 +24,6 @@ mod csi;
 
 #[path = "roundtrip/pprof.rs"]
 mod pprof;
+
+#[path = "roundtrip/firefox.rs"]
+mod firefox;

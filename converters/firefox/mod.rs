@@ -53,14 +53,17 @@ pub static FORMAT: Format = Format {
     ..Format::NONE
 };
 
-/// A JSON object that starts with `"meta"` and says it is a processed profile, or is a
-/// Gecko profile (`"meta"` first, no `MAJOR_VERSION` of a DCFG): the reader explains what
-/// it cannot read.
+/// A JSON object that starts with `"meta"` (as samply and the profiler write it), or whose
+/// first bytes hold a key only this format has. Gecko profiles start so too: the reader
+/// explains that it cannot read them.
 fn sniff(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
     let Some(rest) = t.strip_prefix('{') else { return false };
     rest.trim_start().starts_with("\"meta\"")
+        || ["\"preprocessedProfileVersion\"", "\"stackTable\"", "\"frameTable\""]
+            .iter()
+            .any(|k| t.contains(k))
 }
 
 #[cfg(test)]
@@ -73,5 +76,6 @@ mod tests {
         assert!(sniff(b" {\n  \"meta\": {"));
         assert!(!sniff(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
         assert!(!sniff(b"{\"MAJOR_VERSION\":1"));
+        assert!(sniff(b"{\"libs\":[],\"meta\":{\"preprocessedProfileVersion\":49}}"));
     }
 }

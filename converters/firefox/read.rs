@@ -166,6 +166,7 @@ struct Reader<'f> {
     threads: HashMap<(usize, String), u32>,
     /// Image index by (process, library path, start).
     images: HashMap<(usize, String, u64), u32>,
+    scratch: Scratch,
 }
 
 impl<'f> Reader<'f> {
@@ -188,6 +189,7 @@ impl<'f> Reader<'f> {
             processes: HashMap::new(),
             threads: HashMap::new(),
             images: HashMap::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -281,56 +283,65 @@ impl<'f> Reader<'f> {
 
     fn read_thread(&mut self, t: usize, thread: &'f Thread) -> Result<()> {
         let tables = self.tables(t, thread)?;
-        let weights = sample_weights(&tables, t, thread)?;
-        if weights.iter().all(|&w| w == 0.0) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.read_samples(&tables, t, thread, &mut scratch);
+        scratch.clear();
+        self.scratch = scratch;
+        result
+    }
+
+    fn read_samples(
+        &mut self,
+        tables: &Tables<'f>,
+        t: usize,
+        thread: &'f Thread,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        sample_weights(tables, t, thread, scratch)?;
+        if scratch.touched.iter().all(|&s| scratch.weights[s] == 0.0) {
             return Ok(());
         }
         let (p, model_thread) = self.place(thread);
         let event = self.event(thread);
-        let mut frame_of: Vec<Option<FrameId>> = vec![None; tables.frames.func.len()];
         let stack_count = tables.stacks.frame.len();
+        let frame_count = tables.frames.func.len();
+        if scratch.frames.len() < frame_count {
+            scratch.frames.resize(frame_count, NO_FRAME);
+        }
         let mut walked: Vec<FrameId> = Vec::new();
-        for (s, &w) in weights.iter().enumerate() {
+        for k in 0..scratch.touched.len() {
+            let s = scratch.touched[k];
+            let w = scratch.weights[s];
             if w == 0.0 {
                 continue;
             }
             walked.clear();
-            if s < stack_count {
-                let mut cur = Some(s);
-                let mut steps = 0usize;
-                while let Some(c) = cur {
-                    steps += 1;
-                    if steps > stack_count {
-                        return Err(bad(
-                            format!("{}.stackTable.prefix[{c}]", tables.at),
-                            format!("the prefixes of stack {s} form a cycle"),
-                        ));
-                    }
-                    let f = index(tables.stacks.frame.get(c)).ok_or_else(|| {
-                        bad(format!("{}.stackTable.frame[{c}]", tables.at), "stack without a frame".into())
-                    })?;
-                    let frame = match frame_of.get(f) {
-                        Some(Some(known)) => *known,
-                        Some(None) => {
-                            let made = self.frame(&tables, f, p)?;
-                            frame_of[f] = Some(made);
-                            made
-                        }
-                        None => {
-                            return Err(bad(
-                                format!("{}.stackTable.frame[{c}]", tables.at),
-                                format!(
-                                    "frame {f} does not exist: the frame table has {} frames",
-                                    frame_of.len()
-                                ),
-                            ))
-                        }
-                    };
-                    walked.push(frame);
-                    cur = tables.prefix(c)?;
+            let mut cur = (s < stack_count).then_some(s);
+            let mut steps = 0usize;
+            while let Some(c) = cur {
+                steps += 1;
+                if steps > stack_count {
+                    return Err(bad(
+                        format!("{}.stackTable.prefix[{c}]", tables.at),
+                        format!("the prefixes of stack {s} form a cycle"),
+                    ));
                 }
-                walked.reverse();
+                let f = index(tables.stacks.frame.get(c)).filter(|&f| f < frame_count).ok_or_else(|| {
+                    bad(
+                        format!("{}.stackTable.frame[{c}]", tables.at),
+                        format!("the stack names no frame of the {frame_count} in the frame table"),
+                    )
+                })?;
+                let mut frame = scratch.frames[f];
+                if frame == NO_FRAME {
+                    frame = self.frame(tables, f, p)?;
+                    scratch.frames[f] = frame;
+                    scratch.frames_touched.push(f);
+                }
+                walked.push(frame);
+                cur = tables.prefix(c)?;
             }
+            walked.reverse();
             let mut values = vec![0.0; event + 1];
             values[event] = w;
             self.profile.processes[p].stacks.push(Stack {
@@ -477,12 +488,16 @@ fn image_base_name(profile: &Profile, i: u32, p: usize) -> String {
     name.rsplit(['/', '\\']).next().unwrap_or(&name).to_string()
 }
 
-/// Each stack's summed sample weight (a weight column, else 1 per sample); samples without a
-/// stack are summed at the index one past the stack table.
-fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread) -> Result<Vec<f64>> {
+/// Each stack's summed sample weight (a weight column, else 1 per sample) into
+/// `scratch.weights`, the stacks in order of first sample in `scratch.touched`; samples without
+/// a stack are summed at the index one past the stack table.
+fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut Scratch) -> Result<()> {
     let samples = &thread.samples;
     let n = tables.stacks.frame.len();
-    let mut weights = vec![0.0f64; n + 1];
+    if scratch.weights.len() < n + 1 {
+        scratch.weights.resize(n + 1, 0.0);
+        scratch.seen.resize(n + 1, false);
+    }
     if let Some(w) = &samples.weight {
         if w.len() < samples.stack.len() {
             return Err(bad(
@@ -500,16 +515,49 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread) -> Result<Vec<
                 "the weight is not a finite number".into(),
             ));
         }
-        match s.and_then(|s| usize::try_from(s).ok()) {
-            None => weights[n] += w,
-            Some(s) if s < n => weights[s] += w,
+        let s = match s.and_then(|s| usize::try_from(s).ok()) {
+            None => n,
+            Some(s) if s < n => s,
             Some(s) => {
                 return Err(bad(
                     format!("threads[{t}].samples.stack[{i}]"),
                     format!("the sample names stack {s}, which does not exist: {} has {n} stacks", tables.at),
                 ))
             }
+        };
+        if !scratch.seen[s] {
+            scratch.seen[s] = true;
+            scratch.touched.push(s);
         }
+        scratch.weights[s] += w;
     }
-    Ok(weights)
+    Ok(())
+}
+
+/// No model frame made yet for a frame of the file.
+const NO_FRAME: FrameId = FrameId::MAX;
+
+/// Per-thread working space, kept between threads (a profile's threads may share one large
+/// table) and cleared by what each thread touched.
+#[derive(Default)]
+struct Scratch {
+    weights: Vec<f64>,
+    seen: Vec<bool>,
+    touched: Vec<usize>,
+    frames: Vec<FrameId>,
+    frames_touched: Vec<usize>,
+}
+
+impl Scratch {
+    fn clear(&mut self) {
+        for &s in &self.touched {
+            self.weights[s] = 0.0;
+            self.seen[s] = false;
+        }
+        self.touched.clear();
+        for &f in &self.frames_touched {
+            self.frames[f] = NO_FRAME;
+        }
+        self.frames_touched.clear();
+    }
 }

@@ -512,6 +512,13 @@ fn fill_image(
         }
     }
 
+    // 3b. Stack frames that are addresses: a symbol for the function of each.
+    for &(_, o) in &frame_offsets {
+        if let Some(a) = at(o) {
+            symbol_for(image, a);
+        }
+    }
+
     // 4. Source lines of blocks, from the line table, when the input has none.
     if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
         let lookup = sym.lookup();
