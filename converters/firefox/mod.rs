@@ -66,6 +66,18 @@ fn sniff(head: &[u8]) -> bool {
             .any(|k| t.contains(k))
 }
 
+/// What perf's collapsers (and folded stacks after them) append to a kernel function's name;
+/// the reader appends it to frames of the `Kernel` category or a kernel image, the writer
+/// takes it off and sets that category.
+pub const KERNEL_SUFFIX: &str = "_[k]";
+
+/// Whether an image holds kernel code: samply's and perf's `[kernel.kallsyms]`, a `vmlinux`,
+/// a module.
+pub fn is_kernel_image(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base.starts_with("[kernel") || base.starts_with("vmlinux") || base.ends_with(".ko")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

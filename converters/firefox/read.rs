@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::schema::{Column, File, FrameTable, FuncTable, Lib, ResourceTable, Sources, StackTable, Thread};
-use super::{NEWEST_VERSION, OLDEST_VERSION};
+use super::{is_kernel_image, KERNEL_SUFFIX, NEWEST_VERSION, OLDEST_VERSION};
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{Event, FileId, FrameId, FrameSource, Image, Meta, Process, Profile, Stack};
@@ -375,19 +375,33 @@ impl<'f> Reader<'f> {
         let placeholder = name
             .strip_prefix("0x")
             .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
-        let shown = match (placeholder, address, lib) {
+        let mut shown = match (placeholder, address, lib) {
             (true, Some(address), Some(l)) => {
                 let image = self.image(tables, l, p);
                 format!("{}+{address:#x}", image_base_name(&self.profile, image, p))
             }
             _ => name.to_string(),
         };
+        if !placeholder && !shown.ends_with(KERNEL_SUFFIX) && self.in_kernel(tables, f, lib) {
+            shown.push_str(KERNEL_SUFFIX);
+        }
         let frame = self.profile.frames.intern(&shown);
         if frame as usize == self.profile.frame_sources.len() {
             let source = self.function_source(tables, func)?;
             self.profile.frame_sources.push(source);
         }
         Ok(frame)
+    }
+
+    /// Whether frame `f` is kernel code: its category is called `Kernel` (samply's), or its
+    /// library is a kernel image.
+    fn in_kernel(&self, tables: &Tables<'f>, f: usize, lib: Option<usize>) -> bool {
+        let category = tables.frames.category.as_ref().and_then(|c| index(c.get(f)));
+        let categories = self.file.meta.categories.as_deref().unwrap_or(&[]);
+        category.and_then(|c| categories.get(c)).is_some_and(|c| c.name == "Kernel")
+            || lib
+                .and_then(|l| tables.libs.get(l))
+                .is_some_and(|l| l.path.as_deref().or(l.name.as_deref()).is_some_and(is_kernel_image))
     }
 
     /// The library of frame `f` (of function `func`), checked.

@@ -32,6 +32,8 @@ use crate::ir::{FrameId, Image, Process, Profile, Stack};
 use crate::registry::WriteOptions;
 use crate::stacks::for_writing;
 
+use super::{is_kernel_image, KERNEL_SUFFIX};
+
 /// The largest weight the format holds: the crate's sample weight is an `i32`.
 const MAX_WEIGHT: u64 = i32::MAX as u64;
 /// At most this many extra samples are made by splitting weights above [`MAX_WEIGHT`]; past
@@ -138,12 +140,6 @@ struct Writer {
 struct AddressOf {
     image: usize,
     offset: u32,
-}
-
-/// Whether an image holds kernel code.
-fn is_kernel_image(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    base.starts_with("[kernel") || base.starts_with("vmlinux") || base.ends_with(".ko")
 }
 
 impl Writer {
@@ -256,7 +252,9 @@ impl Writer {
     ) -> FrameInfo {
         let name = profile.frames.get(f);
         let at = addresses.get(&f).and_then(|a| Some((libs.get(a.image).copied()??, a)));
-        let in_kernel = at.map_or(false, |(_, a)| kernel_images[a.image]) || name.ends_with("_[k]");
+        let in_kernel = at.is_some_and(|(_, a)| kernel_images[a.image]) || name.ends_with(KERNEL_SUFFIX);
+        // The category says it: the profiler shows the name without perf's suffix.
+        let name = name.strip_suffix(KERNEL_SUFFIX).unwrap_or(name);
         let category_pair = if in_kernel { self.kernel } else { self.user };
         let frame = match at {
             Some((lib, a)) => Frame::RelativeAddressFromInstructionPointer(lib, a.offset),

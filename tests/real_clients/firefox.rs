@@ -173,5 +173,43 @@ fn what_cfghub_writes_it_reads_back_with_the_same_stacks() {
     assert!(text.contains("burn.c"));
     let categories: Vec<&str> =
         v["meta"]["categories"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert!(categories.contains(&"Kernel") && categories.contains(&"User"), "{categories:?}");
+    // Kernel functions (samply's Kernel category, `_[k]` in folded stacks) keep their category.
+    assert!(direct.contains("irqentry_exit_to_user_mode_[k]"), "{direct}");
+    let t = &v["threads"][0];
+    let category_of = |name: &str| {
+        let strings = t["stringArray"].as_array().unwrap();
+        let frames = &t["frameTable"];
+        (0..frames["func"].as_array().unwrap().len())
+            .find(|&i| {
+                let func = frames["func"][i].as_u64().unwrap() as usize;
+                strings[t["funcTable"]["name"][func].as_u64().unwrap() as usize] == name
+            })
+            .map(|i| categories[frames["category"][i].as_u64().unwrap() as usize])
+    };
+    assert_eq!(category_of("irqentry_exit_to_user_mode"), Some("Kernel"));
+    assert_eq!(category_of("hash_loop"), Some("User"));
+}
+
+#[test]
+fn one_track_per_event_or_the_one_event_asked_for() {
+    let go = fixture("pprof/burn.cpu.pb.gz");
+    let tracks = |extra: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["convert", go.to_str().unwrap(), "--to", "firefox", "-o", "-"];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_slice(&convert(&args).stdout).unwrap();
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (t["name"].as_str().unwrap().to_string(), t["cfghubEvent"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let all = tracks(&[]);
+    let events: Vec<&str> = all.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(events, ["samples", "cpu"], "{all:?}");
+    let one = tracks(&["--event", "cpu"]);
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].1, "cpu");
 }
