@@ -11,6 +11,7 @@ pub mod dcfg_trace;
 pub mod dcpi;
 pub mod dot;
 pub mod dtrace;
+pub mod firefox;
 pub mod folded;
 pub mod graphml;
 pub mod llvm_sample;
@@ -33,6 +34,7 @@ pub static ALL: &[&Format] = &[
     &dot::FORMAT,
     &graphml::FORMAT,
     &dtrace::FORMAT,
+    &firefox::FORMAT,
     &perf::FORMAT,
     &perf::data::FORMAT,
     &pprof::FORMAT,

@@ -122,6 +122,10 @@ pub struct Format {
     /// What the code addresses of a profile read in this format are, for the symbolizer
     /// (`crate::symbolize`): runtime addresses unless the format says otherwise.
     pub addresses: AddressKind,
+    /// Whether a profile read in this format is named from ELF/DWARF without being asked
+    /// (`--symbols`): its producer leaves names to its viewer and records where the binaries
+    /// are (samply's processed profiles).
+    pub symbolize_by_default: bool,
     /// The rules of this format that can be checked on a profile it read, beyond what the
     /// reader reports on the way (`cfghub validate`). A format whose reader checks everything
     /// it can has none: another format's rules (a DCFG's flow conservation, say) are not its.
@@ -141,6 +145,7 @@ impl Format {
         hint: None,
         without_addresses: None,
         addresses: AddressKind::Runtime,
+        symbolize_by_default: false,
         validator: None,
     };
 

@@ -47,3 +47,5 @@ mod perf;
 mod bolt;
 #[path = "bad_input/perf_data.rs"]
 mod perf_data;
+#[path = "bad_input/firefox.rs"]
+mod firefox;

@@ -38,3 +38,5 @@ mod clients;
 mod conservation;
 #[path = "corpus/perf_data.rs"]
 mod perf_data;
+#[path = "corpus/firefox.rs"]
+mod firefox;

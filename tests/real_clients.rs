@@ -44,3 +44,5 @@ mod bzip2;
 mod bolt;
 #[path = "real_clients/perf_data.rs"]
 mod perf_data;
+#[path = "real_clients/firefox.rs"]
+mod firefox;

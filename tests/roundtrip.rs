@@ -27,3 +27,5 @@ mod pprof;
 
 #[path = "roundtrip/fdata.rs"]
 mod fdata;
+#[path = "roundtrip/firefox.rs"]
+mod firefox;

@@ -59,16 +59,31 @@ impl SymbolArgs {
         }
     }
 
-    /// Names the addresses of a loaded profile when asked to, printing the warnings; the
-    /// report per image (empty when not asked).
+    /// Names the addresses of a loaded profile when asked to, or when its format names them
+    /// by default ([`crate::registry::Format::symbolize_by_default`]), printing the warnings;
+    /// the report per image (empty when nothing was done).
     pub fn apply(&self, loaded: &mut Loaded, name: &str, quiet: bool) -> Result<Vec<ImageReport>> {
-        if !self.wanted() {
+        let automatic = !self.wanted() && loaded.format.symbolize_by_default;
+        if !self.wanted() && !automatic {
             return Ok(Vec::new());
         }
         let mut findings = crate::error::Findings::default();
         let kind = loaded.format.address_kind();
-        let reports = symbolize::symbolize(&mut loaded.profile, kind, &self.options(), &mut findings)
-            .map_err(|e| e.in_file(name))?;
+        let reports = match symbolize::symbolize(&mut loaded.profile, kind, &self.options(), &mut findings) {
+            Ok(reports) => reports,
+            // Unasked, finding no binary is no error: the frames stay addresses.
+            Err(e) if automatic => {
+                findings.warn(
+                    None,
+                    format!(
+                        "{}; frames are left as IMAGE+0xOFFSET: name the binaries with --symbols",
+                        e.message
+                    ),
+                );
+                Vec::new()
+            }
+            Err(e) => return Err(e.in_file(name)),
+        };
         super::check_findings(name, &findings, quiet)?;
         Ok(reports)
     }

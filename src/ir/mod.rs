@@ -285,6 +285,10 @@ pub enum AddressKind {
     Stated,
     /// `load_addr + offset` is an offset in the ELF file.
     FileOffset,
+    /// `offset` is relative to the image's base, the lowest address its loadable segments state
+    /// (page-aligned), and `load_addr` is where that base was mapped (0 when unknown): samply's
+    /// and the Firefox Profiler's library-relative addresses, for fixed-address executables too.
+    ImageRelative,
 }
 
 /// A named code range, from a symbol table or a profile's function names.

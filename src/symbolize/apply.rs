@@ -26,7 +26,8 @@ use super::{Relocation, Symbolizer};
 use crate::analysis::names::SymbolIndex;
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    AddressKind, CostTable, FileId, Image, InlineFrame, Inlined, Profile, Site, SourceLine, Symbol,
+    AddressKind, CostTable, FileId, FrameId, FrameSource, Image, InlineFrame, Inlined, Profile, Site,
+    SourceLine, Symbol,
 };
 
 /// What the pass is asked to do.
@@ -163,12 +164,35 @@ fn wanted(profile: &Profile, override_names: bool) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (p, process) in profile.processes.iter().enumerate() {
         for (i, image) in process.images.iter().enumerate() {
-            if needs_names(profile, image, override_names) {
+            if needs_names(profile, image, override_names) || !stack_frame_offsets(profile, p, i).is_empty() {
                 out.push((p, i));
             }
         }
     }
     out
+}
+
+/// Stack frames of process `p` that are addresses in image `i`, named `IMAGE+0xOFFSET` with
+/// IMAGE the image's file name (its folders left out): each frame with its offset.
+fn stack_frame_offsets(profile: &Profile, p: usize, i: usize) -> Vec<(FrameId, u64)> {
+    let process = &profile.processes[p];
+    let Some(file) = process.images[i].file else { return Vec::new() };
+    let path = profile.file_name(file);
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let mut frames: Vec<FrameId> = process.stacks.iter().flat_map(|s| s.frames.iter().copied()).collect();
+    frames.sort_unstable();
+    frames.dedup();
+    frames
+        .into_iter()
+        .filter_map(|f| match placeholder_address(profile.frames.get(f)) {
+            Some((offset, true))
+                if profile.frames.get(f).rsplit_once('+').is_some_and(|(b, _)| b == base) =>
+            {
+                Some((f, offset))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn unknown_file(profile: &Profile, f: Option<FileId>) -> bool {
@@ -421,6 +445,8 @@ fn fill_image(
     offsets.extend((0..image.costs.len()).filter_map(|r| image.costs.offset(r)));
     offsets.extend(symbol_offset.iter().flatten());
     offsets.extend(image.blocks.iter().map(|b| b.offset));
+    let frame_offsets = stack_frame_offsets(profile, p, i);
+    offsets.extend(frame_offsets.iter().map(|&(_, o)| o));
     // Edges between functions: their call and target sites in this image.
     let process = &profile.processes[p];
     let in_image =
@@ -571,6 +597,13 @@ fn fill_image(
         }
     }
 
+    // 3b. Stack frames that are addresses: a symbol for the function of each.
+    for &(_, o) in &frame_offsets {
+        if let Some(a) = at(o) {
+            symbol_for(image, a);
+        }
+    }
+
     // 4. Source lines of blocks, from the line table, when the input has none.
     if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
         let lookup = sym.lookup();
@@ -620,7 +653,11 @@ fn fill_image(
         }
     }
 
-    // 6. The inline chain of every address that has one.
+    // 6. Stack frames that were addresses: the function, then the functions inlined there.
+    rename_stack_frames(profile, p, &frame_offsets, &offsets, &answers, &ids, options.inline);
+
+    // 7. The inline chain of every address that has one.
+    let process = &mut profile.processes[p];
     let image = &mut process.images[i];
     if options.inline {
         image.inlined = offsets
@@ -645,6 +682,60 @@ fn fill_image(
     } else {
         image.inlined.clear();
     }
+}
+
+/// Replaces each address frame of process `p`'s stacks (`frame_offsets`) by its function and
+/// the functions inlined at the address, outermost first; a frame whose address has no
+/// function stays as it is. `answers` are those of `offsets`, `ids` their (line, function) files.
+fn rename_stack_frames(
+    profile: &mut Profile,
+    p: usize,
+    frame_offsets: &[(FrameId, u64)],
+    offsets: &[u64],
+    answers: &[Answer],
+    ids: &[(Option<FileId>, Option<FileId>)],
+    inline: bool,
+) {
+    if frame_offsets.is_empty() {
+        return;
+    }
+    let mut named: HashMap<FrameId, Vec<FrameId>> = HashMap::with_capacity(frame_offsets.len());
+    for &(f, offset) in frame_offsets {
+        let Ok(a) = offsets.binary_search(&offset) else { continue };
+        let Some(name) = &answers[a].name else { continue };
+        let mut chain = vec![intern_frame(profile, name, ids[a].1.or(ids[a].0))];
+        if inline {
+            for frame in answers[a].inlined.iter().rev() {
+                let name = frame.function.as_deref().unwrap_or("??");
+                chain.push(intern_frame(profile, name, None));
+            }
+        }
+        named.insert(f, chain);
+    }
+    for stack in &mut profile.processes[p].stacks {
+        if !stack.frames.iter().any(|f| named.contains_key(f)) {
+            continue;
+        }
+        let mut frames = Vec::with_capacity(stack.frames.len() + 4);
+        for f in &stack.frames {
+            match named.get(f) {
+                Some(chain) => frames.extend_from_slice(chain),
+                None => frames.push(*f),
+            }
+        }
+        stack.frames = frames;
+    }
+}
+
+/// The frame called `name`, its function's file recorded when the frame is new.
+fn intern_frame(profile: &mut Profile, name: &str, file: Option<FileId>) -> FrameId {
+    let known = profile.frames.len();
+    let f = profile.frames.intern(name);
+    if f as usize == known && file.is_some() {
+        profile.frame_sources.resize(f as usize, FrameSource::default());
+        profile.frame_sources.push(FrameSource { file, ..FrameSource::default() });
+    }
+    f
 }
 
 /// Looks up `offsets` (sorted, distinct model offsets), in contiguous runs side by side.

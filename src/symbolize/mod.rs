@@ -206,7 +206,7 @@ impl Symbolizer {
         if kind == AddressKind::FileOffset {
             return (!self.segments.is_empty()).then(|| Relocation::FileOffsets(self.segments.clone()));
         }
-        if kind == AddressKind::Stated || !self.relocatable {
+        if kind == AddressKind::Stated || !self.relocatable && kind != AddressKind::ImageRelative {
             // A fixed-address executable runs where it says; stated addresses are as they are.
             return Some(Relocation::Shift(0));
         }

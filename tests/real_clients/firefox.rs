@@ -1,0 +1,215 @@
+//! The Firefox Profiler's processed format from a real producer: samply's import of a perf
+//! recording of fixtures/firefox/burn.c (scripts/record-firefox-fixture.sh re-records it).
+//! samply saves addresses; cfghub names them from the binary, and its counts per function
+//! equal those scripts/firefox-counts.py computes with binutils' addr2line. Converted to
+//! Callgrind (checked by callgrind_annotate) and folded stacks, every sample is kept; what
+//! cfghub writes in the format, it reads back.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{self, fixture, have};
+
+const SAMPLES_IN_FIXTURE: u64 = 1230;
+
+fn profile() -> PathBuf {
+    fixture("firefox/burn.samply.json.gz")
+}
+
+fn binary() -> PathBuf {
+    fixture("firefox/burn")
+}
+
+fn convert(args: &[&str]) -> std::process::Output {
+    let o = common::run(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// Samples per leaf function of folded stacks (kernel addresses by their image's name).
+fn leaf_counts(folded: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for line in folded.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let leaf = stack.rsplit(';').next().unwrap();
+        *out.entry(leaf.to_string()).or_insert(0) += n.parse::<u64>().unwrap();
+    }
+    out
+}
+
+fn folded_of(input: &Path, extra: &[&str]) -> (String, String) {
+    let mut args = vec!["convert", input.to_str().unwrap(), "--to", "folded", "-o", "-"];
+    args.extend_from_slice(extra);
+    let o = convert(&args);
+    (String::from_utf8(o.stdout).unwrap(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn counts_per_function_equal_addr2line_s() {
+    if !(have("python3") && have("addr2line") && have("readelf")) {
+        eprintln!("skipping: python3, addr2line (binutils) or readelf missing");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/firefox-counts.py");
+    let o = Command::new("python3").arg(script).arg(profile()).arg(binary()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs: BTreeMap<String, u64> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (n, name) = l.split_once(' ').unwrap();
+            (name.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    let bin = binary();
+    let (folded, _) = folded_of(&profile(), &["--symbols", bin.to_str().unwrap()]);
+    let ours = leaf_counts(&folded);
+    // The program's own functions, by name (the inlined `mix` among them).
+    let program = ["mix", "hash_loop", "sum_loop", "work", "light", "main", "note"];
+    for f in program {
+        assert_eq!(ours.get(f), theirs.get(f), "{f}: ours {ours:?}, addr2line's {theirs:?}");
+    }
+    assert!(theirs.get("mix").is_some_and(|&n| n > 100), "{theirs:?}");
+    // Every sample: the rest are in the kernel and libc.
+    let total: u64 = ours.values().sum();
+    assert_eq!(total, theirs.values().sum::<u64>());
+    assert_eq!(total, SAMPLES_IN_FIXTURE);
+}
+
+#[test]
+fn names_without_symbols_when_the_binary_is_where_the_profile_says() {
+    // The profile names the binary where it was recorded; put that path where it is now.
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(profile()).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let here = std::fs::canonicalize(binary()).unwrap();
+    for lib in v["libs"].as_array_mut().unwrap() {
+        if lib["name"] == "burn" {
+            lib["path"] = here.to_str().unwrap().into();
+            lib["debugPath"] = here.to_str().unwrap().into();
+        }
+    }
+    let moved = dir.path().join("prof.json");
+    std::fs::write(&moved, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (folded, _) = folded_of(&moved, &[]);
+    assert!(folded.contains(";main;work;hash_loop;mix "), "{folded}");
+    assert_eq!(leaf_counts(&folded).values().sum::<u64>(), SAMPLES_IN_FIXTURE);
+
+    // Elsewhere, without --symbols: addresses, and a warning that says what to do.
+    v["libs"].as_array_mut().unwrap().iter_mut().filter(|l| l["name"] == "burn").for_each(|l| {
+        l["path"] = "/nonexistent/burn".into();
+        l["debugPath"] = "/nonexistent/burn".into();
+    });
+    std::fs::write(&moved, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (folded, stderr) = folded_of(&moved, &[]);
+    assert!(folded.contains(";burn+0x"), "{folded}");
+    assert!(stderr.contains("--symbols"), "{stderr}");
+}
+
+#[test]
+fn callgrind_keeps_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out.burn");
+    let bin = binary();
+    convert(&[
+        "convert",
+        profile().to_str().unwrap(),
+        "--symbols",
+        bin.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let totals =
+        text.lines().find_map(|l| l.strip_prefix("totals: ").or_else(|| l.strip_prefix("summary: ")));
+    assert_eq!(totals.map(str::trim), Some(SAMPLES_IN_FIXTURE.to_string().as_str()), "{text}");
+    if !have("callgrind_annotate") {
+        eprintln!("skipping callgrind_annotate: not installed (valgrind)");
+        return;
+    }
+    let o = Command::new("callgrind_annotate").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = String::from_utf8_lossy(&o.stdout);
+    let total_line = report.lines().find(|l| l.contains("PROGRAM TOTALS")).unwrap_or("");
+    assert!(total_line.trim_start().starts_with("1,230"), "{report}");
+    assert!(report.contains("burn.c:mix") || report.contains(":mix"), "{report}");
+}
+
+#[test]
+fn what_cfghub_writes_it_reads_back_with_the_same_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = binary();
+    let written = dir.path().join("burn.fxprof.json.gz");
+    convert(&[
+        "convert",
+        profile().to_str().unwrap(),
+        "--symbols",
+        bin.to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    let (direct, _) = folded_of(&profile(), &["--symbols", bin.to_str().unwrap()]);
+    let (again, _) = folded_of(&written, &[]);
+    let sum = |folded: &str| {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for line in folded.lines() {
+            let (stack, n) = line.rsplit_once(' ').unwrap();
+            *out.entry(stack.to_string()).or_insert(0) += n.parse::<u64>().unwrap();
+        }
+        out
+    };
+    assert_eq!(sum(&again), sum(&direct));
+    // The libraries keep their path and build id, the functions their files.
+    let bytes = std::fs::read(&written).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["meta"]["preprocessedProfileVersion"], 55);
+    let burn = v["libs"].as_array().unwrap().iter().find(|l| l["name"] == "burn").expect("burn's library");
+    assert_eq!(burn["codeId"], "523d30703045ef7ec39bf6efc59c1d7da82840c9");
+    assert!(text.contains("burn.c"));
+    let categories: Vec<&str> =
+        v["meta"]["categories"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    // Kernel functions (samply's Kernel category, `_[k]` in folded stacks) keep their category.
+    assert!(direct.contains("irqentry_exit_to_user_mode_[k]"), "{direct}");
+    let t = &v["threads"][0];
+    let category_of = |name: &str| {
+        let strings = t["stringArray"].as_array().unwrap();
+        let frames = &t["frameTable"];
+        (0..frames["func"].as_array().unwrap().len())
+            .find(|&i| {
+                let func = frames["func"][i].as_u64().unwrap() as usize;
+                strings[t["funcTable"]["name"][func].as_u64().unwrap() as usize] == name
+            })
+            .map(|i| categories[frames["category"][i].as_u64().unwrap() as usize])
+    };
+    assert_eq!(category_of("irqentry_exit_to_user_mode"), Some("Kernel"));
+    assert_eq!(category_of("hash_loop"), Some("User"));
+}
+
+#[test]
+fn one_track_per_event_or_the_one_event_asked_for() {
+    let go = fixture("pprof/burn.cpu.pb.gz");
+    let tracks = |extra: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["convert", go.to_str().unwrap(), "--to", "firefox", "-o", "-"];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_slice(&convert(&args).stdout).unwrap();
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (t["name"].as_str().unwrap().to_string(), t["cfghubEvent"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let all = tracks(&[]);
+    let events: Vec<&str> = all.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(events, ["samples", "cpu"], "{all:?}");
+    let one = tracks(&["--event", "cpu"]);
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].1, "cpu");
+}

@@ -1,0 +1,170 @@
+//! The Firefox Profiler's processed format: read(write(m)) keeps every stack and weight of m,
+//! for models of several processes, threads and events with integer weights (of either sign,
+//! and above the format's 32-bit weights, which the writer splits), frames with their
+//! function's file and first line. A stack's place may change (the format merges equal stacks
+//! of a track), so stacks are compared as sums per (process, thread, frames, event).
+
+use std::collections::BTreeMap;
+
+use cfghub::converters::firefox::FORMAT as Firefox;
+use cfghub::error::Findings;
+use cfghub::ir::{Event, FrameSource, Process, Profile, Stack};
+use cfghub::registry::WriteOptions;
+use proptest::prelude::*;
+
+type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
+
+#[derive(Debug, Clone)]
+struct Spec {
+    events: Vec<String>,
+    names: Vec<String>,
+    sources: Vec<(Option<String>, Option<u32>)>,
+    processes: Vec<Vec<StackSpec>>,
+}
+
+fn model(spec: &Spec) -> Profile {
+    let mut p = Profile { events: spec.events.iter().map(Event::new).collect(), ..Profile::default() };
+    for (name, (file, line)) in spec.names.iter().zip(&spec.sources) {
+        p.frames.intern(name);
+        let file = file.as_ref().map(|f| p.files.intern(f));
+        p.frame_sources.push(FrameSource { file, line: *line, system_name: None });
+    }
+    for (n, stacks) in spec.processes.iter().enumerate() {
+        let stacks = stacks
+            .iter()
+            .map(|(frames, values, thread)| Stack {
+                frames: frames.iter().map(|&f| f as u32).collect(),
+                values: values.iter().map(|&v| v as f64).collect(),
+                thread: *thread,
+            })
+            .collect();
+        p.processes.push(Process { pid: 1000 + n as u64, stacks, ..Process::default() });
+    }
+    p
+}
+
+/// (pid, thread, frame names, event name) -> summed weight, zero sums left out.
+fn sums(p: &Profile) -> BTreeMap<(u64, Option<u32>, Vec<String>, String), f64> {
+    let mut out = BTreeMap::new();
+    for process in &p.processes {
+        for s in &process.stacks {
+            let frames: Vec<String> = s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect();
+            for (e, &v) in s.values.iter().enumerate() {
+                *out.entry((process.pid, s.thread, frames.clone(), p.events[e].name.clone()))
+                    .or_insert(0.0) += v;
+            }
+        }
+    }
+    out.retain(|_, v| *v != 0.0);
+    out
+}
+
+/// The function's file and line each frame name has.
+fn sources(p: &Profile) -> BTreeMap<String, (Option<String>, Option<u32>)> {
+    let mut out = BTreeMap::new();
+    for process in &p.processes {
+        for s in &process.stacks {
+            for &f in &s.frames {
+                let src = p.frame_source(f).cloned().unwrap_or_default();
+                let file = src.file.map(|x| p.file_name(x).to_string());
+                out.insert(p.frames.get(f).to_string(), (file, src.line));
+            }
+        }
+    }
+    out
+}
+
+fn write(p: &Profile) -> (Vec<u8>, Findings) {
+    let mut out = Vec::new();
+    let mut findings = Findings::default();
+    Firefox.write(p, &mut out, &WriteOptions::default(), &mut findings).expect("writes");
+    (out, findings)
+}
+
+fn read(bytes: &[u8]) -> Profile {
+    let mut findings = Findings::default();
+    cfghub::converters::firefox::read_bytes(bytes, &mut findings).expect("reads back")
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (1usize..3, 1usize..8)
+        .prop_flat_map(|(nev, nframes)| {
+            let events = proptest::collection::btree_set("[a-z][a-z_]{0,6}", nev)
+                .prop_map(|s| s.into_iter().collect::<Vec<_>>());
+            let names = proptest::collection::btree_set("[a-zA-Z_][a-zA-Z0-9_:<>() ]{0,10}", nframes)
+                .prop_map(|s| s.into_iter().collect::<Vec<_>>());
+            let sources = proptest::collection::vec(
+                (proptest::option::of("/src/[a-z]{1,6}\\.c"), proptest::option::of(1u32..5000)),
+                nframes,
+            );
+            (Just(nev), Just(nframes), events, names, sources)
+        })
+        .prop_flat_map(|(nev, nframes, events, names, sources)| {
+            let nev = events.len().min(nev);
+            let value = prop_oneof![8 => -1000i64..100_000, 1 => (1i64 << 31)..(1i64 << 34)];
+            let stack = (
+                proptest::collection::vec(0..names.len().min(nframes), 1..6),
+                proptest::collection::vec(value, nev),
+                proptest::option::of(0u32..3),
+            );
+            let processes = proptest::collection::vec(proptest::collection::vec(stack, 1..8), 1..3);
+            (Just(events), Just(names), Just(sources), processes)
+        })
+        .prop_map(|(events, names, sources, processes)| Spec { events, names, sources, processes })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn stacks_and_weights_survive(spec in spec()) {
+        let m = model(&spec);
+        let (bytes, _) = write(&m);
+        let back = read(&bytes);
+        prop_assert_eq!(sums(&back), sums(&m));
+        // Every function keeps its file and first line.
+        let want = sources(&m);
+        for (name, src) in sources(&back) {
+            prop_assert_eq!(Some(&src), want.get(&name), "{}", name);
+        }
+        // And once more: what cfghub wrote and read, it writes and reads the same.
+        let again = read(&write(&back).0);
+        prop_assert_eq!(sums(&again), sums(&back));
+    }
+}
+
+#[test]
+fn weights_past_32_bits_are_split_exactly_and_said_so() {
+    let spec = Spec {
+        events: vec!["Ir".into()],
+        names: vec!["main".into(), "work".into()],
+        sources: vec![(None, None); 2],
+        processes: vec![vec![(vec![0, 1], vec![5_000_000_000], None), (vec![0], vec![7], Some(1))]],
+    };
+    let m = model(&spec);
+    let (bytes, findings) = write(&m);
+    assert!(findings.warnings().any(|w| w.message.contains("split into 3 samples")), "{findings:?}");
+    assert_eq!(sums(&read(&bytes)), sums(&m));
+}
+
+#[test]
+fn weights_too_large_to_split_are_scaled_with_a_warning() {
+    let many: Vec<StackSpec> = (0..3).map(|i| (vec![i % 2], vec![1i64 << 52], None)).collect();
+    let spec = Spec {
+        events: vec!["cycles".into()],
+        names: vec!["a".into(), "b".into()],
+        sources: vec![(None, None); 2],
+        processes: vec![many],
+    };
+    let m = model(&spec);
+    let (bytes, findings) = write(&m);
+    assert!(findings.warnings().any(|w| w.message.contains("scaled down by")), "{findings:?}");
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains("\"cfghubScale\""));
+    // Scaled weights are read back multiplied: within the rounding of one scale step.
+    let back = sums(&read(&bytes));
+    for (k, v) in sums(&m) {
+        let got = back[&k];
+        assert!((got - v).abs() / v < 1e-6, "{k:?}: {got} vs {v}");
+    }
+}
