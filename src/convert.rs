@@ -61,6 +61,12 @@ pub fn save(
         return Err(Error::unsupported(format!("cfghub cannot write {} files", format.name())));
     }
     let mut findings = Findings::default();
+    if let Some(folder) = format.folder {
+        crate::io::write_output_folder(path, inputs, folder.holds, |dir, target| {
+            (folder.write)(profile, dir, target, options, &mut findings).map_err(|e| e.in_file(path))
+        })?;
+        return Ok(findings);
+    }
     write_output(path, inputs, |out| {
         format.write(profile, out, options, &mut findings).map_err(|e| e.in_file(path))
     })?;
