@@ -24,3 +24,6 @@ mod csi;
 
 #[path = "roundtrip/pprof.rs"]
 mod pprof;
+
+#[path = "roundtrip/tables.rs"]
+mod tables;

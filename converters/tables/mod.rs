@@ -9,6 +9,7 @@
 //!   edges.parquet     edge_counts.parquet edge_costs.parquet
 //!   routines.parquet  routine_blocks.parquet loops.parquet loop_blocks.parquet
 //!   costs.parquet     stack_nodes.parquet stack_samples.parquet
+//!   block_lines.parquet coverage.parquet  (source lines and coverage arrays of CSI metadata)
 //! ```
 //!
 //! Every row starts with `profile_id` (the folder's name without `.tables`), so that the tables
@@ -80,6 +81,8 @@ pub static TABLES: &[(&str, &[Spec])] = &[
     ("loops", LOOPS),
     ("loop_blocks", LOOP_BLOCKS),
     ("costs", COSTS),
+    ("block_lines", BLOCK_LINES),
+    ("coverage", COVERAGE),
     ("stack_nodes", STACK_NODES),
     ("stack_samples", STACK_SAMPLES),
 ];
@@ -122,6 +125,7 @@ pub(crate) const IMAGES: &[Spec] = &[
     opt("build_id", Text),
     req("no_addresses", Bool),
     req("routines_stated", Bool),
+    req("lines_per_block", Bool),
 ];
 pub(crate) const SYMBOLS: &[Spec] = &[
     PID,
@@ -246,6 +250,30 @@ pub(crate) const COSTS: &[Spec] = &[
     opt("line", U32),
     opt("event", Text),
     req("value", U64),
+];
+pub(crate) const BLOCK_LINES: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("image", U32),
+    req("block", U32),
+    opt("local_id", U64),
+    opt("position", U32),
+    opt("line", U32),
+    opt("path_end", Bool),
+];
+pub(crate) const COVERAGE: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("image", U32),
+    req("coverage", U32),
+    req("kind", Text),
+    req("symbol", U32),
+    req("array", Text),
+    opt("site", U32),
+    opt("slot", I64),
+    opt("label", Text),
+    opt("lines", Text),
+    opt("callee", Text),
 ];
 pub(crate) const STACK_NODES: &[Spec] = &[
     PID,

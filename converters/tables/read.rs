@@ -15,8 +15,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{
-    Block, BlockRef, CostTable, Counts, EdgeDetails, EdgeKind, Event, FrameSource, Image, Loop, Meta,
-    NodeRef, PathEdge, Process, Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
+    Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind, CoverageSite, EdgeDetails,
+    EdgeKind, Event, FrameSource, Image, LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine,
+    Site, SourceLine, Stack, Symbol, SymbolRef,
 };
 use crate::registry::ReadOptions;
 
@@ -59,6 +60,8 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     edges(&mut profile, &index, &events, [t("edges"), t("edge_counts"), t("edge_costs")])?;
     routines(&mut profile, &index, [t("routines"), t("routine_blocks"), t("loops"), t("loop_blocks")])?;
     costs(&mut profile, &index, &events, t("costs"))?;
+    block_lines(&mut profile, &index, t("block_lines"))?;
+    coverage(&mut profile, &index, t("coverage"))?;
     stacks(&mut profile, &index, &events, t("stack_nodes"), t("stack_samples"))?;
     Ok(profile)
 }
@@ -279,6 +282,12 @@ fn images(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()>
             build_id: t.texts("build_id")[r].clone(),
             no_addresses: t.bools("no_addresses")[r] == Some(true),
             routines: (t.bools("routines_stated")[r] == Some(true)).then(Vec::new),
+            // Marks an image with lines per block until the blocks are read.
+            block_lines: if t.bools("lines_per_block")[r] == Some(true) {
+                vec![BlockLines::default()]
+            } else {
+                Vec::new()
+            },
             ..Image::default()
         });
         index.symbols[p].push(Ids::default());
@@ -627,6 +636,77 @@ fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, 
                 }
                 image.costs = bare;
             }
+        }
+    }
+    Ok(())
+}
+
+fn block_lines(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
+    for image in profile.processes.iter_mut().flat_map(|p| &mut p.images) {
+        if !image.block_lines.is_empty() {
+            image.block_lines = vec![BlockLines::default(); image.blocks.len()];
+        }
+    }
+    for r in 0..t.rows {
+        let p = index.process(t, "process", r)?;
+        let i = index.image(t, p, "image", r)?;
+        let b = index.block(t, p, i, "block", r, t.int("block", r))?;
+        let image = &mut profile.processes[p].images[i];
+        let Some(lines) = image.block_lines.get_mut(b as usize) else {
+            return Err(t.error("image", r, "lines of a block whose image says it has no lines per block"));
+        };
+        lines.local_id = t.ints("local_id")[r];
+        if t.ints("position")[r].is_some() {
+            lines.items.push(match (t.bools("path_end")[r], t.opt_u32("line", r)?) {
+                (Some(true), _) => LineItem::PathEnd,
+                (_, Some(l)) => LineItem::Line(l),
+                _ => return Err(t.error("line", r, "an item is a line or a path end")),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
+    let mut open: Option<(u64, u64, u64)> = None;
+    for r in 0..t.rows {
+        let key = (t.int("process", r), t.int("image", r), t.int("coverage", r));
+        let p = index.process(t, "process", r)?;
+        let i = index.image(t, p, "image", r)?;
+        let image = &mut profile.processes[p].images[i];
+        if open != Some(key) {
+            let kind = match t.texts("kind")[r].as_deref().unwrap_or_default() {
+                "function" => CoverageKind::Function,
+                "block" => CoverageKind::Block,
+                "call" => CoverageKind::Call,
+                other => {
+                    return Err(t.error(
+                        "kind",
+                        r,
+                        format!("unknown coverage kind {other:?} (function, block, call)"),
+                    ))
+                }
+            };
+            let symbol = index.symbol(t, p, i, "symbol", r, t.int("symbol", r))?;
+            let array = t.texts("array")[r].clone().unwrap_or_default();
+            image.coverage.push(Coverage { kind, symbol, array, sites: Vec::new() });
+            open = Some(key);
+        }
+        if t.ints("site")[r].is_some() {
+            let lines = t.texts("lines")[r].as_deref().unwrap_or_default();
+            let lines = lines
+                .split_ascii_whitespace()
+                .map(|l| {
+                    l.parse::<u32>().map_err(|_| t.error("lines", r, format!("{l:?} is not a line number")))
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            let site = CoverageSite {
+                index: t.ints("slot")[r].unwrap_or_default() as i64,
+                label: t.texts("label")[r].clone().unwrap_or_default(),
+                lines,
+                callee: t.texts("callee")[r].clone(),
+            };
+            image.coverage.last_mut().expect("pushed above").sites.push(site);
         }
     }
     Ok(())

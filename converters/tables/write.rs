@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use crate::analysis::counts::{block_thread_counts, block_totals, executed_in};
 use crate::analysis::names::{routine_name, SymbolIndex};
 use crate::error::{Findings, Result};
-use crate::ir::{Image, NodeRef, Process, Profile, Routine};
+use crate::ir::{CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine};
 use crate::registry::WriteOptions;
 
 use super::columns::Table;
@@ -94,6 +94,8 @@ pub fn write(
         loops,
         loop_blocks,
         costs,
+        block_lines,
+        coverage,
         stack_nodes,
         stack_samples,
     ];
@@ -190,7 +192,8 @@ fn images(cx: &Context<'_>) -> Table {
             .int(image.file_offset)
             .s(image.build_id.as_deref())
             .b(Some(image.no_addresses))
-            .b(Some(image.routines.is_some()));
+            .b(Some(image.routines.is_some()))
+            .b(Some(!image.block_lines.is_empty()));
     }
     t
 }
@@ -544,6 +547,69 @@ fn costs(cx: &Context<'_>) -> Table {
                     .int(line.map(u64::from))
                     .s(event_name(cx.profile, 0))
                     .u(0);
+            }
+        }
+    }
+    t
+}
+
+fn block_lines(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("block_lines", BLOCK_LINES, &cx.id);
+    for (p, i, image) in each_image(cx.profile) {
+        for (b, lines) in image.block_lines.iter().enumerate() {
+            let local = lines.local_id;
+            if lines.items.is_empty() {
+                t.row().u(p).u(i).u(b as u64).int(local).int(None).int(None).b(None);
+            }
+            for (k, item) in lines.items.iter().enumerate() {
+                let (line, end) = match *item {
+                    LineItem::Line(l) => (Some(u64::from(l)), false),
+                    LineItem::PathEnd => (None, true),
+                };
+                t.row().u(p).u(i).u(b as u64).int(local).u(k as u64).int(line).b(Some(end));
+            }
+        }
+    }
+    t
+}
+
+fn coverage(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("coverage", COVERAGE, &cx.id);
+    for (p, i, image) in each_image(cx.profile) {
+        for (c, cov) in image.coverage.iter().enumerate() {
+            let kind = match cov.kind {
+                CoverageKind::Function => "function",
+                CoverageKind::Block => "block",
+                CoverageKind::Call => "call",
+            };
+            let mut rows: Vec<(Option<u64>, Option<u64>, Option<&str>, Option<String>, Option<&str>)> =
+                Vec::new();
+            if cov.sites.is_empty() {
+                rows.push((None, None, None, None, None));
+            }
+            for (k, site) in cov.sites.iter().enumerate() {
+                let lines = site.lines.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+                rows.push((
+                    Some(k as u64),
+                    Some(site.index as u64),
+                    Some(&site.label),
+                    Some(lines),
+                    site.callee.as_deref(),
+                ));
+            }
+            for (site, slot, label, lines, callee) in rows {
+                t.row()
+                    .u(p)
+                    .u(i)
+                    .u(c as u64)
+                    .s(Some(kind))
+                    .u(u64::from(cov.symbol))
+                    .s(Some(&cov.array))
+                    .int(site)
+                    .int(slot)
+                    .s(label)
+                    .s(lines.as_deref())
+                    .s(callee);
             }
         }
     }
