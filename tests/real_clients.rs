@@ -39,3 +39,6 @@ mod speedscope;
 
 #[path = "real_clients/bzip2.rs"]
 mod bzip2;
+
+#[path = "real_clients/tables.rs"]
+mod tables;

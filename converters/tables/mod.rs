@@ -33,9 +33,10 @@ use std::path::Path;
 use crate::registry::{FolderFormat, Format};
 
 use columns::Kind::{Bool, Text, F64, I64, U32, U64};
-use columns::{opt, req, Spec};
+use columns::{opt, req};
 
-pub use columns::Kind;
+pub use columns::{Kind, Spec};
+pub use read::read_folder;
 
 /// The tables format.
 pub static FORMAT: Format = Format {
