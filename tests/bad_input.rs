@@ -42,3 +42,6 @@ mod dtrace;
 
 #[path = "bad_input/perf.rs"]
 mod perf;
+
+#[path = "bad_input/tables.rs"]
+mod tables;

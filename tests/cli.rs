@@ -29,3 +29,6 @@ mod bzip2;
 
 #[path = "cli/outputs.rs"]
 mod outputs;
+
+#[path = "cli/tables.rs"]
+mod tables;
