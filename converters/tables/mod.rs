@@ -295,3 +295,40 @@ pub(crate) const STACK_SAMPLES: &[Spec] = &[
     opt("event", Text),
     opt("value", F64),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/formats/tables.md lists every table, and in its section every column (after
+    /// `profile_id`) with its type, in schema order.
+    #[test]
+    fn the_docs_list_every_column_with_its_type() {
+        let docs = include_str!("../../docs/formats/tables.md");
+        for (table, specs) in TABLES {
+            let heading = format!("### `{table}`\n");
+            let start = docs.find(&heading).unwrap_or_else(|| panic!("no section for {table}"));
+            let section = &docs[start + heading.len()..];
+            let section = &section[..section.find("\n### ").unwrap_or(section.len())];
+            let listed: Vec<(&str, &str)> = section
+                .lines()
+                .filter_map(|l| {
+                    let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                    let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+                    Some((name, *cells.get(2)?))
+                })
+                .collect();
+            let expected: Vec<(&str, &str)> = specs[1..].iter().map(|s| (s.name, s.kind.sql())).collect();
+            assert_eq!(listed, expected, "{table}");
+            assert_eq!(specs[0].name, "profile_id");
+        }
+    }
+
+    #[test]
+    fn the_profile_id_is_the_folder_name_without_its_extension() {
+        assert_eq!(profile_id_for(Path::new("runs/2026-11-26.tables")), "2026-11-26");
+        assert_eq!(profile_id_for(Path::new("app.tables/")), "app");
+        assert_eq!(profile_id_for(Path::new("plain")), "plain");
+        assert_eq!(profile_id_for(Path::new(".tables")), ".tables");
+    }
+}
