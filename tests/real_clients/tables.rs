@@ -115,3 +115,110 @@ fn a_folder_duckdb_filtered_and_wrote_back_converts_to_callgrind_that_callgrind_
     assert_eq!(annotated.total, kept, "callgrind_annotate's total is what DuckDB kept");
     assert!(kept > 0 && kept < cfghub::analysis::counts::executed_instructions(&whole.processes[0]));
 }
+
+/// Runs SQL over the tables with DuckDB (in `dir`) and returns its rows as text, one per line.
+fn duckdb(dir: &Path, sql: &str) -> String {
+    let script = format!(
+        "import duckdb\nfor row in duckdb.sql('''{sql}''').fetchall(): print('|'.join(str(v) for v in row))"
+    );
+    let o = Command::new("python3").current_dir(dir).args(["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{sql}\n{}", common::stderr(&o));
+    common::stdout(&o)
+}
+
+#[test]
+fn the_user_guides_queries_over_many_runs_agree_with_each_run() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    let mut per_run = 0u64;
+    for (run, input) in [("a", "dcfg/hello-world.dcfg.json"), ("b", "dcfg/two-processes.dcfg.json")] {
+        let input = common::fixture(input);
+        let out = dir.path().join(format!("runs/{run}.tables"));
+        let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let p = cfghub::convert::load(input.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+        per_run += p.processes.iter().map(cfghub::analysis::counts::executed_instructions).sum::<u64>();
+    }
+    let hot = duckdb(
+        dir.path(),
+        "select r.name, count(distinct b.profile_id) as runs, sum(b.count * b.instrs) as instrs
+         from 'runs/*.tables/blocks.parquet' b
+         join 'runs/*.tables/routines.parquet' r using (profile_id, routine)
+         group by 1 order by 3 desc",
+    );
+    let total: u64 = hot.lines().map(|l| l.rsplit('|').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, per_run, "{hot}");
+    let loops = duckdb(
+        dir.path(),
+        "select r.name, b.address as head, l.profile_id, l.iterations
+         from 'runs/*.tables/loops.parquet' l
+         join 'runs/*.tables/routines.parquet' r using (profile_id, routine)
+         join 'runs/*.tables/blocks.parquet' b
+           on b.profile_id = l.profile_id and b.process = r.process and b.image = r.image and b.block = l.head
+         order by r.name, head, l.profile_id",
+    );
+    assert!(loops.lines().any(|l| l.contains("|a|")), "{loops}");
+    let single = duckdb(
+        dir.path(),
+        "select r.name, l.head, l.depth, l.iterations, l.entries
+         from 'runs/a.tables/loops.parquet' l join 'runs/a.tables/routines.parquet' r using (routine)
+         order by l.iterations desc limit 20",
+    );
+    assert!(!single.trim().is_empty());
+}
+
+#[test]
+fn dcpi_samples_per_block_from_a_merged_profile() {
+    require_python_modules();
+    let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let graph = cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let process = &graph.processes[0];
+    let (exe_index, exe) = process
+        .images
+        .iter()
+        .enumerate()
+        .find(|(_, i)| graph.image_name(i).ends_with("/simple_loop"))
+        .unwrap();
+    // One block per start address: k + 1 samples at the first instruction of block k.
+    let mut samples = std::collections::BTreeMap::new();
+    for (k, b) in exe.blocks.iter().enumerate() {
+        if b.size > 0 && exe.blocks.iter().filter(|o| o.offset == b.offset).count() == 1 {
+            samples.insert(b.offset, k as u64 + 1);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cycles = dir.path().join("cycles.dcpi");
+    std::fs::write(&cycles, common::dcpi_bytes(&graph.image_name(exe), "cycles", exe.load_addr, &samples))
+        .unwrap();
+    let merged = dir.path().join("merged.tables");
+    let o = common::run(&[
+        "merge",
+        dcfg.to_str().unwrap(),
+        cycles.to_str().unwrap(),
+        "--address-step",
+        "1",
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let rows = duckdb(
+        dir.path(),
+        "select b.image, b.block, b.address, b.count, sum(c.value) as samples
+         from 'merged.tables/costs.parquet' c
+         join 'merged.tables/blocks.parquet' b
+           on c.process = b.process and c.image = b.image and c.offset >= b.offset and c.offset < b.offset + b.size
+         where c.event = 'cycles'
+         group by all order by samples desc",
+    );
+    let mut seen = 0;
+    for line in rows.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        let (image, block, got) =
+            (f[0].parse::<usize>().unwrap(), f[1].parse::<usize>().unwrap(), f[4].parse::<u64>().unwrap());
+        assert_eq!(image, exe_index, "{rows}");
+        assert_eq!(Some(&got), samples.get(&exe.blocks[block].offset), "block {block}: {rows}");
+        seen += 1;
+    }
+    assert_eq!(seen, samples.len(), "{rows}");
+}
