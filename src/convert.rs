@@ -20,7 +20,7 @@ pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loa
     let input = Input::open(path)?;
     let format = detect_input(&input, from)?;
     if !format.can_read() {
-        return Err(Error::unsupported(format!("cfghub cannot read {} files", format.name())));
+        return Err(format.unsupported("read"));
     }
     let mut findings = Findings::default();
     let profile =
@@ -58,7 +58,7 @@ pub fn save(
 ) -> Result<Findings> {
     let format = detect_output(path, to)?;
     if !format.can_write() {
-        return Err(Error::unsupported(format!("cfghub cannot write {} files", format.name())));
+        return Err(format.unsupported("write"));
     }
     let mut findings = Findings::default();
     if let Some(folder) = format.folder {

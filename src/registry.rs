@@ -266,7 +266,8 @@ impl Format {
         }
     }
 
-    fn unsupported(&self, what: &str) -> Error {
+    /// The error for a format that cannot `what` ("read", "write"), with the format's hint.
+    pub fn unsupported(&self, what: &str) -> Error {
         let e = Error::unsupported(format!("cfghub cannot {what} {} files", self.name));
         match self.hint {
             Some(hint) => e.with_hint(hint),
@@ -306,6 +307,9 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Form
             .copied()
             .find(|f| f.can_read() && f.folder.is_some_and(|folder| (folder.holds)(dir)))
             .ok_or_else(|| {
+                if let Some(f) = by_file_name(&input.name).filter(|f| !f.can_read() && f.hint.is_some()) {
+                    return f.unsupported("read").in_file(&input.name);
+                }
                 Error::usage("this folder holds no profile cfghub can read (no blocks.parquet)")
                     .in_file(&input.name)
                     .with_hint("name a folder of tables written by `cfghub convert ... -o NAME.tables/`")
@@ -334,6 +338,9 @@ pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format
         {
             return Ok(f);
         }
+    }
+    if let Some(f) = by_file_name(path).filter(|f| !f.can_write() && f.hint.is_some()) {
+        return Err(f.unsupported("write"));
     }
     by_file_name(path).filter(|f| f.can_write()).ok_or_else(|| {
         Error::usage(format!("cannot tell the output format from the name {path}"))

@@ -43,5 +43,6 @@ mod dtrace;
 #[path = "bad_input/perf.rs"]
 mod perf;
 
+#[cfg(feature = "tables")]
 #[path = "bad_input/tables.rs"]
 mod tables;

@@ -30,5 +30,6 @@ mod bzip2;
 #[path = "cli/outputs.rs"]
 mod outputs;
 
+#[cfg(feature = "tables")]
 #[path = "cli/tables.rs"]
 mod tables;

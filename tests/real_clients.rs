@@ -40,5 +40,6 @@ mod speedscope;
 #[path = "real_clients/bzip2.rs"]
 mod bzip2;
 
+#[cfg(feature = "tables")]
 #[path = "real_clients/tables.rs"]
 mod tables;

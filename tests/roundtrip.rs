@@ -25,5 +25,6 @@ mod csi;
 #[path = "roundtrip/pprof.rs"]
 mod pprof;
 
+#[cfg(feature = "tables")]
 #[path = "roundtrip/tables.rs"]
 mod tables;

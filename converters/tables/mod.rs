@@ -24,32 +24,52 @@
 //! The writer fills a temporary folder beside the target and renames it into place
 //! ([`crate::io::write_output_folder`]); the reader takes a folder that holds `blocks.parquet`.
 
+#[cfg(feature = "tables")]
 mod columns;
+#[cfg(feature = "tables")]
 mod read;
+mod schema;
+#[cfg(feature = "tables")]
 mod write;
 
 use std::path::Path;
 
-use crate::registry::{FolderFormat, Format};
+use crate::registry::Format;
 
-use columns::Kind::{Bool, Text, F64, I64, U32, U64};
-use columns::{opt, req};
+use schema::Kind::{Bool, Text, F64, I64, U32, U64};
+use schema::{opt, req};
 
-pub use columns::{Kind, Spec};
+#[cfg(feature = "tables")]
 pub use read::read_folder;
+pub use schema::{Kind, Spec};
+
+const DESCRIPTION: &str =
+    "a folder of Parquet tables (blocks, edges, routines, loops, costs, stacks) for DuckDB, pandas, Spark";
 
 /// The tables format.
+#[cfg(feature = "tables")]
 pub static FORMAT: Format = Format {
     name: "tables",
-    description:
-        "a folder of Parquet tables (blocks, edges, routines, loops, costs, stacks) for DuckDB, pandas, Spark",
+    description: DESCRIPTION,
     extensions: &[".tables"],
     reader: Some(read::read),
-    folder: Some(&FolderFormat { holds: holds_tables, write: write::write }),
+    folder: Some(&crate::registry::FolderFormat { holds: holds_tables, write: write::write }),
+    ..Format::NONE
+};
+
+/// The tables format, in a cfghub built without Parquet: named, so that asking for it says how
+/// to get it.
+#[cfg(not(feature = "tables"))]
+pub static FORMAT: Format = Format {
+    name: "tables",
+    description: DESCRIPTION,
+    extensions: &[".tables"],
+    hint: Some("this cfghub was built without Parquet tables: build it with `cargo build --release --features tables`"),
     ..Format::NONE
 };
 
 /// Whether a folder holds tables: it has a `blocks.parquet`.
+#[cfg_attr(not(feature = "tables"), allow(dead_code))]
 fn holds_tables(dir: &Path) -> bool {
     dir.join("blocks.parquet").is_file()
 }
