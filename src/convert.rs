@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
 use crate::io::{write_output, Input};
 use crate::ir::Profile;
 use crate::registry::{detect_input, detect_output, Format, ReadOptions, WriteOptions};
