@@ -573,6 +573,10 @@ fn block_lines(cx: &Context<'_>) -> Table {
     t
 }
 
+/// A coverage site's row: its position, slot, label, lines and callee (all null for an array
+/// without sites).
+type SiteRow<'a> = (Option<u64>, Option<u64>, Option<&'a str>, Option<String>, Option<&'a str>);
+
 fn coverage(cx: &Context<'_>) -> Table {
     let mut t = Table::new("coverage", COVERAGE, &cx.id);
     for (p, i, image) in each_image(cx.profile) {
@@ -582,8 +586,7 @@ fn coverage(cx: &Context<'_>) -> Table {
                 CoverageKind::Block => "block",
                 CoverageKind::Call => "call",
             };
-            let mut rows: Vec<(Option<u64>, Option<u64>, Option<&str>, Option<String>, Option<&str>)> =
-                Vec::new();
+            let mut rows: Vec<SiteRow<'_>> = Vec::new();
             if cov.sites.is_empty() {
                 rows.push((None, None, None, None, None));
             }
@@ -616,9 +619,11 @@ fn coverage(cx: &Context<'_>) -> Table {
     t
 }
 
-/// The prefix tree of a process's stacks: each stack's leaf node, and the nodes as
-/// `(parent, frame, depth)`.
-fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<(Option<u32>, u32, u32)>) {
+/// A node of the stacks' prefix tree: its parent, frame and depth.
+type TreeNode = (Option<u32>, u32, u32);
+
+/// The prefix tree of a process's stacks: each stack's leaf node, and the nodes.
+fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
     let mut index: HashMap<(Option<u32>, u32), u32> = HashMap::new();
     let mut nodes = Vec::new();
     let leaves = process
