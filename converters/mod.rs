@@ -19,6 +19,7 @@ pub mod perf;
 pub mod pprof;
 pub mod speedscope;
 pub mod svg;
+pub mod tables;
 
 /// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
 pub use dcpi::cat as dcpicat;
@@ -45,4 +46,5 @@ pub static ALL: &[&Format] = &[
     &llvm_sample::UNSYMBOLIZED,
     &folded::FORMAT,
     &svg::FORMAT,
+    &tables::FORMAT,
 ];

@@ -22,8 +22,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 python3 -c 'import networkx' 2>/dev/null || python3 -m pip install --quiet networkx
+# DuckDB, pyarrow and pandas read the Parquet tables (tests/real_clients/tables.rs).
+python3 -c 'import duckdb, pyarrow, pandas' 2>/dev/null || python3 -m pip install --quiet duckdb pyarrow pandas
 # The speedscope viewer's web build, outside the sources (tests/real_clients/speedscope.rs).
 [ -f target/speedscope/node_modules/speedscope/dist/release/index.html ] \
   || npm install --silent --no-audit --no-fund --prefix target/speedscope speedscope@1.25.0 >/dev/null
 
-cargo test "$@"
+cargo test --features tables "$@"

@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use crate::error::{Error, Findings, Result};
+use crate::error::{Findings, Result};
 use crate::io::{write_output, Input};
 use crate::ir::Profile;
 use crate::registry::{detect_input, detect_output, Format, ReadOptions, WriteOptions};
@@ -20,7 +20,7 @@ pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loa
     let input = Input::open(path)?;
     let format = detect_input(&input, from)?;
     if !format.can_read() {
-        return Err(Error::unsupported(format!("cfghub cannot read {} files", format.name())));
+        return Err(format.unsupported("read"));
     }
     let mut findings = Findings::default();
     let profile =
@@ -58,9 +58,15 @@ pub fn save(
 ) -> Result<Findings> {
     let format = detect_output(path, to)?;
     if !format.can_write() {
-        return Err(Error::unsupported(format!("cfghub cannot write {} files", format.name())));
+        return Err(format.unsupported("write"));
     }
     let mut findings = Findings::default();
+    if let Some(folder) = format.folder {
+        crate::io::write_output_folder(path, inputs, folder.holds, |dir, target| {
+            (folder.write)(profile, dir, target, options, &mut findings).map_err(|e| e.in_file(path))
+        })?;
+        return Ok(findings);
+    }
     write_output(path, inputs, |out| {
         format.write(profile, out, options, &mut findings).map_err(|e| e.in_file(path))
     })?;

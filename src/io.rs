@@ -101,6 +101,9 @@ pub struct Input {
     pub compression: Compression,
     /// The file's size in bytes, when it is a file.
     pub size: Option<u64>,
+    /// The folder, when the input is one (a format stored as a folder of files): then the
+    /// content is empty and the format's reader reads the folder's files.
+    pub folder: Option<PathBuf>,
     rest: Box<dyn BufRead + Send>,
 }
 
@@ -110,6 +113,16 @@ impl Input {
         let (raw, size): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
             (Box::new(io::stdin()), None)
         } else {
+            if Path::new(path).is_dir() {
+                return Ok(Input {
+                    name: path.to_string(),
+                    head: Vec::new(),
+                    compression: Compression::None,
+                    size: None,
+                    folder: Some(PathBuf::from(path)),
+                    rest: Box::new(io::empty()),
+                });
+            }
             let file = File::open(path).map_err(|e| Error::io(path, e))?;
             let size = file.metadata().ok().map(|m| m.len());
             (Box::new(file), size)
@@ -141,7 +154,7 @@ impl Input {
         };
         let mut head = Vec::with_capacity(HEAD_LEN);
         (&mut stream).take(HEAD_LEN as u64).read_to_end(&mut head).map_err(|e| Error::io(name, e))?;
-        Ok(Input { name: name.to_string(), head, compression, size, rest: stream })
+        Ok(Input { name: name.to_string(), head, compression, size, folder: None, rest: stream })
     }
 
     /// A reader over the whole decompressed content, the sniffed head included.
@@ -157,7 +170,8 @@ impl Input {
         let file = (self.name != "-" && self.size.is_some() && self.compression == Compression::None)
             .then(|| PathBuf::from(&self.name));
         let size = self.size.filter(|_| self.compression == Compression::None);
-        Source { file, size, ..Source::new(self.reader()) }
+        let folder = self.folder.clone();
+        Source { file, size, folder, ..Source::new(self.reader()) }
     }
 }
 
@@ -181,6 +195,8 @@ pub struct Source<'a> {
     file: Option<PathBuf>,
     /// The content's size, when known.
     size: Option<u64>,
+    /// The folder the input is, for a format stored as a folder of files.
+    folder: Option<PathBuf>,
     whole: Option<Whole>,
 }
 
@@ -193,7 +209,12 @@ enum Whole {
 impl<'a> Source<'a> {
     /// A stream of which nothing else is known (bytes in memory, a reader a test made).
     pub fn new(stream: impl BufRead + 'a) -> Source<'a> {
-        Source { stream: Box::new(stream), file: None, size: None, whole: None }
+        Source { stream: Box::new(stream), file: None, size: None, folder: None, whole: None }
+    }
+
+    /// The folder the input is, when it is one (a format stored as a folder of files).
+    pub fn folder(&self) -> Option<&Path> {
+        self.folder.as_deref()
     }
 
     /// Bytes the content holds, when known (an uncompressed file's size): a reader that keeps
@@ -583,6 +604,90 @@ fn name_output(path: &str) -> impl Fn(Error) -> Error + '_ {
         }
         e
     }
+}
+
+/// Writes an output that is a folder atomically: `write` fills an empty temporary folder beside
+/// `path`, which is renamed to `path` only when `write` succeeded; a failure removes it and
+/// leaves `path` as it was. An existing `path` is replaced only when it is a folder that holds
+/// nothing but what `replaceable` accepts (an earlier output of the same format); never when it
+/// is, or holds, one of `inputs`.
+pub fn write_output_folder<F>(
+    path: &str,
+    inputs: &[&str],
+    replaceable: fn(&Path) -> bool,
+    write: F,
+) -> Result<()>
+where
+    F: FnOnce(&Path, &Path) -> Result<()>,
+{
+    if path == "-" {
+        return Err(Error::usage("this format is a folder of files and cannot go to standard output")
+            .with_hint("name an output folder, e.g. -o app.tables/"));
+    }
+    check_not_an_input(path, inputs)?;
+    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
+    let existing = match std::fs::metadata(&target) {
+        Ok(m) if !m.is_dir() => {
+            return Err(Error::usage(format!("the output {path} exists and is not a folder"))
+                .with_hint("name a new folder, e.g. app.tables/"))
+        }
+        Ok(_) => {
+            let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
+            let inside =
+                inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical)));
+            if inside {
+                return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
+                    .with_hint("choose another output name; cfghub never overwrites its inputs"));
+            }
+            let empty = std::fs::read_dir(&target).map_err(|e| Error::io(path, e))?.next().is_none();
+            if !empty && !replaceable(&target) {
+                return Err(Error::usage(format!(
+                    "the output folder {path} holds files cfghub did not write"
+                ))
+                .with_hint("name a new folder, or remove this one first"));
+            }
+            true
+        }
+        Err(_) => false,
+    };
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix(".cfghub-")
+        .suffix(".partial")
+        .tempdir_in(&dir)
+        .map_err(|e| Error::io(path, e))?;
+    write(temp.path(), &target)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755));
+    }
+    // The old folder moves aside (into an empty temporary folder it replaces), the new one takes
+    // its name, then the old one goes.
+    let old = if existing {
+        let old = tempfile::Builder::new()
+            .prefix(".cfghub-")
+            .suffix(".old")
+            .tempdir_in(&dir)
+            .map_err(|e| Error::io(path, e))?;
+        std::fs::rename(&target, old.path()).map_err(|e| Error::io(path, e))?;
+        Some(old)
+    } else {
+        None
+    };
+    let written = temp.keep();
+    if let Err(e) = std::fs::rename(&written, &target) {
+        let _ = std::fs::remove_dir_all(&written);
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old.path(), &target);
+        }
+        return Err(Error::io(path, e));
+    }
+    drop(old);
+    Ok(())
 }
 
 /// Runs `write` into `out`, compressed as `path`'s name asks, and flushes everything.

@@ -94,6 +94,21 @@ pub type ReadFn = fn(&mut Source<'_>, &ReadOptions, &mut Findings) -> Result<Pro
 /// Writes a profile. What the format cannot express is named in the findings as a warning.
 pub type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
 
+/// Writes a profile into a folder: `(profile, dir, target, options, findings)`, where `dir` is
+/// the empty folder to fill and `target` the path it will be renamed to.
+pub type WriteFolderFn =
+    fn(&Profile, &std::path::Path, &std::path::Path, &WriteOptions, &mut Findings) -> Result<()>;
+
+/// A format stored as a folder of files rather than as one file (Parquet tables): how to tell
+/// one, and how to write one. Its reader is [`Format::reader`], given a [`Source`] whose
+/// [`Source::folder`] is the folder.
+#[derive(Clone, Copy)]
+pub struct FolderFormat {
+    /// Whether a folder holds this format (its marker file is there).
+    pub holds: fn(&std::path::Path) -> bool,
+    pub write: WriteFolderFn,
+}
+
 /// One file format: how to recognise it, read it into the model and write the model out.
 /// Each format's folder declares one as `FORMAT`, filling what it has and leaving the rest to
 /// [`Format::NONE`]; `converters::ALL` lists them.
@@ -130,6 +145,8 @@ pub struct Format {
     /// reader reports on the way (`cfghub validate`). A format whose reader checks everything
     /// it can has none: another format's rules (a DCFG's flow conservation, say) are not its.
     pub validator: Option<fn(&Profile) -> Findings>,
+    /// For a format stored as a folder: how to tell and write one.
+    pub folder: Option<&'static FolderFormat>,
 }
 
 impl Format {
@@ -147,6 +164,7 @@ impl Format {
         addresses: AddressKind::Runtime,
         symbolize_by_default: false,
         validator: None,
+        folder: None,
     };
 
     pub fn name(&self) -> &'static str {
@@ -188,7 +206,12 @@ impl Format {
     }
 
     pub fn can_write(&self) -> bool {
-        self.writer.is_some()
+        self.writer.is_some() || self.folder.is_some()
+    }
+
+    /// Whether the format is a folder of files rather than one file.
+    pub fn is_folder(&self) -> bool {
+        self.folder.is_some()
     }
 
     /// Reads a whole input, given as a stream, into a profile.
@@ -240,11 +263,16 @@ impl Format {
                 }
                 write(profile, out, options, findings)
             }
+            None if self.folder.is_some() => {
+                Err(Error::usage(format!("{} are written to a folder, not to a stream", self.name))
+                    .with_hint("name an output folder, e.g. -o app.tables/"))
+            }
             None => Err(self.unsupported("write")),
         }
     }
 
-    fn unsupported(&self, what: &str) -> Error {
+    /// The error for a format that cannot `what` ("read", "write"), with the format's hint.
+    pub fn unsupported(&self, what: &str) -> Error {
         let e = Error::unsupported(format!("cfghub cannot {what} {} files", self.name));
         match self.hint {
             Some(hint) => e.with_hint(hint),
@@ -278,6 +306,20 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Form
     if let Some(name) = forced {
         return by_name(name);
     }
+    if let Some(dir) = &input.folder {
+        return formats()
+            .iter()
+            .copied()
+            .find(|f| f.can_read() && f.folder.is_some_and(|folder| (folder.holds)(dir)))
+            .ok_or_else(|| {
+                if let Some(f) = by_file_name(&input.name).filter(|f| !f.can_read() && f.hint.is_some()) {
+                    return f.unsupported("read").in_file(&input.name);
+                }
+                Error::usage("this folder holds no profile cfghub can read (no blocks.parquet)")
+                    .in_file(&input.name)
+                    .with_hint("name a folder of tables written by `cfghub convert ... -o NAME.tables/`")
+            });
+    }
     if let Some(f) = formats().iter().copied().find(|f| f.can_read() && f.sniff(&input.head)) {
         return Ok(f);
     }
@@ -293,6 +335,17 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Form
 pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format> {
     if let Some(name) = forced {
         return by_name(name);
+    }
+    let existing = std::path::Path::new(path);
+    if existing.is_dir() {
+        if let Some(f) =
+            formats().iter().copied().find(|f| f.folder.is_some_and(|folder| (folder.holds)(existing)))
+        {
+            return Ok(f);
+        }
+    }
+    if let Some(f) = by_file_name(path).filter(|f| !f.can_write() && f.hint.is_some()) {
+        return Err(f.unsupported("write"));
     }
     by_file_name(path).filter(|f| f.can_write()).ok_or_else(|| {
         Error::usage(format!("cannot tell the output format from the name {path}"))

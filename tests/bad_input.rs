@@ -49,3 +49,6 @@ mod bolt;
 mod perf_data;
 #[path = "bad_input/firefox.rs"]
 mod firefox;
+#[cfg(feature = "tables")]
+#[path = "bad_input/tables.rs"]
+mod tables;

@@ -32,3 +32,6 @@ mod outputs;
 
 #[path = "cli/pprof.rs"]
 mod pprof;
+#[cfg(feature = "tables")]
+#[path = "cli/tables.rs"]
+mod tables;

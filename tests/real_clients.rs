@@ -46,3 +46,6 @@ mod bolt;
 mod perf_data;
 #[path = "real_clients/firefox.rs"]
 mod firefox;
+#[cfg(feature = "tables")]
+#[path = "real_clients/tables.rs"]
+mod tables;

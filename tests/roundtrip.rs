@@ -29,3 +29,6 @@ mod pprof;
 mod fdata;
 #[path = "roundtrip/firefox.rs"]
 mod firefox;
+#[cfg(feature = "tables")]
+#[path = "roundtrip/tables.rs"]
+mod tables;

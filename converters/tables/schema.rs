@@ -1,0 +1,76 @@
+//! The tables' columns: names, kinds and whether they may be null. Parquet-free, so that the
+//! schema (and its documentation test) stands without the `tables` feature.
+
+/// What a column holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An unsigned 64-bit integer: counts, addresses, ids (`INT64` as `INTEGER(64,false)`;
+    /// DuckDB `UBIGINT`, pandas `uint64`).
+    U64,
+    /// An unsigned 32-bit integer: indices, lines, sizes (`INT32` as `INTEGER(32,false)`; DuckDB
+    /// `UINTEGER`, pandas `uint32`).
+    U32,
+    /// A signed 64-bit integer (`INT64`; DuckDB `BIGINT`, pandas `int64`).
+    I64,
+    /// A 64-bit float (`DOUBLE`).
+    F64,
+    /// `BOOLEAN`.
+    Bool,
+    /// UTF-8 text (`BYTE_ARRAY` as `STRING`; DuckDB `VARCHAR`, pandas `object`).
+    Text,
+}
+
+impl Kind {
+    /// The type as DuckDB shows it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            Kind::U64 => "UBIGINT",
+            Kind::U32 => "UINTEGER",
+            Kind::I64 => "BIGINT",
+            Kind::F64 => "DOUBLE",
+            Kind::Bool => "BOOLEAN",
+            Kind::Text => "VARCHAR",
+        }
+    }
+
+    #[cfg_attr(not(feature = "tables"), allow(dead_code))]
+    pub(super) fn schema(self) -> &'static str {
+        match self {
+            Kind::U64 => "INT64 {} (INTEGER(64,false))",
+            Kind::U32 => "INT32 {} (INTEGER(32,false))",
+            Kind::I64 => "INT64 {} (INTEGER(64,true))",
+            Kind::F64 => "DOUBLE {}",
+            Kind::Bool => "BOOLEAN {}",
+            Kind::Text => "BYTE_ARRAY {} (STRING)",
+        }
+    }
+
+    #[cfg_attr(not(feature = "tables"), allow(dead_code))]
+    pub(super) fn what(self) -> &'static str {
+        match self {
+            Kind::U64 | Kind::U32 => "an unsigned integer",
+            Kind::I64 => "an integer",
+            Kind::F64 => "a number",
+            Kind::Bool => "a boolean",
+            Kind::Text => "a string",
+        }
+    }
+}
+
+/// One column of a table's schema: its name, kind, and whether it may be null.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub nullable: bool,
+}
+
+/// A required column.
+pub const fn req(name: &'static str, kind: Kind) -> Spec {
+    Spec { name, kind, nullable: false }
+}
+
+/// A column that may be null.
+pub const fn opt(name: &'static str, kind: Kind) -> Spec {
+    Spec { name, kind, nullable: true }
+}

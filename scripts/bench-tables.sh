@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Parquet tables, on the 98 MB Pin-style DCFG that scripts/bench.sh generates (same generator,
+# same file):
+#  1. writing the tables (`cfghub convert X.dcfg.json -o X.tables/`): target <= 1.5x the time of
+#     `cfghub info` on the DCFG (both read the DCFG; the writing is what the conversion adds);
+#  2. reading them back (`load X.tables`): target <= reading the DCFG JSON (`load X.dcfg.json`);
+#  3. beside them, what a user would otherwise run: DuckDB summing the block table, and
+#     python3's json.load of the DCFG.
+# Called by scripts/bench.sh (which exports CFGHUB, LOAD, DATA and best_of) or on its own.
+# Wall times on a shared machine vary with its load: CPU seconds (user+sys) are printed too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-target/bench-data}
+mkdir -p "$DATA"
+cargo build --release --quiet --features tables --bin cfghub --example load
+CFGHUB=target/release/cfghub
+LOAD=target/release/examples/load
+
+# best N CMD...: "wall cpu" seconds of the fastest of N runs.
+best() {
+  local n=$1; shift
+  local best="" cpu=""
+  for _ in $(seq "$n"); do
+    local tmp; tmp=$(mktemp)
+    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
+    read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
+    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk "BEGIN{print $u + $s}"); fi
+  done
+  echo "$best $cpu"
+}
+
+dcfg=$DATA/synth-pin-style.dcfg.json
+tables=$DATA/synth-pin-style.tables
+# The generator and arguments of scripts/bench.sh's DCFG section.
+[ -s "$dcfg" ] || $CFGHUB synth --pretty --images 4 --routines 14000 --blocks 24 --threads 2 --steps 28000000 -o "$dcfg"
+
+echo "== tables (Parquet)"
+read -r ti ci < <(best 3 "$CFGHUB" info "$dcfg")
+read -r tw cw < <(best 3 "$CFGHUB" convert -q "$dcfg" -o "$tables")
+size=$(du -sb "$tables" | cut -f1)
+awk -v ti="$ti" -v ci="$ci" -v tw="$tw" -v cw="$cw" -v s="$(stat -c %s "$dcfg")" -v o="$size" 'BEGIN{
+  printf "%-34s %.1f MB DCFG -> %.1f MB of tables\n", "synth-pin-style", s/1e6, o/1e6
+  printf "%-34s write %.2f s (cpu %.2f), info %.2f s (cpu %.2f): %.2fx (target <= 1.5)\n", "convert -o X.tables vs info", tw, cw, ti, ci, tw/ti }'
+read -r tr cr < <(best 3 "$LOAD" "$tables")
+read -r tj cj < <(best 3 "$LOAD" "$dcfg")
+awk -v tr="$tr" -v cr="$cr" -v tj="$tj" -v cj="$cj" 'BEGIN{
+  printf "%-34s tables %.2f s (cpu %.2f), DCFG JSON %.2f s (cpu %.2f): %.2fx (target <= 1)\n", "read back (examples/load)", tr, cr, tj, cj, tr/tj }'
+if python3 -c 'import duckdb' 2>/dev/null; then
+  read -r td _ < <(best 3 python3 -c "import duckdb,sys; duckdb.sql(f\"select sum(count*instrs) from '{sys.argv[1]}/blocks.parquet'\").fetchall()" "$tables")
+  read -r tp _ < <(best 1 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dcfg")
+  awk -v td="$td" -v tp="$tp" 'BEGIN{ printf "%-34s DuckDB sum over blocks.parquet %.2f s; python3 json.load of the DCFG %.2f s\n", "what a user would otherwise run", td, tp }'
+fi

@@ -1,0 +1,224 @@
+//! Tables: DuckDB and pandas (pyarrow) read every table cfghub writes for every fixture format,
+//! with the documented types, and their sums agree with `cfghub info --json`; a folder DuckDB
+//! filtered and wrote back itself reads into cfghub and converts to Callgrind that
+//! `callgrind_annotate` accepts with the total DuckDB computed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+use cfghub::converters::tables::TABLES;
+
+/// Python with DuckDB, pyarrow and pandas, which scripts/test.sh installs.
+fn require_python_modules() {
+    let o = Command::new("python3")
+        .args(["-c", "import duckdb, pyarrow, pandas"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "python3 cannot import duckdb, pyarrow and pandas; scripts/test.sh installs them (pip install duckdb pyarrow pandas)"
+    );
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real_clients/tables").join(name)
+}
+
+/// The documented schema: table -> [(column, DuckDB type)].
+fn schema_json() -> String {
+    let tables: Vec<String> = TABLES
+        .iter()
+        .map(|(name, specs)| {
+            let columns: Vec<String> =
+                specs.iter().map(|s| format!("[\"{}\", \"{}\"]", s.name, s.kind.sql())).collect();
+            format!("\"{name}\": [{}]", columns.join(", "))
+        })
+        .collect();
+    format!("{{{}}}", tables.join(", "))
+}
+
+/// One input of each format that has fixtures, and the real-world ones where present.
+fn inputs() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = [
+        "dcfg/hello-world.dcfg.json",
+        "dcfg/two-processes.dcfg.json",
+        "dcfg-trace/small.trace.json",
+        "callgrind/callgrind.out.recursion-loops",
+        "csi/recursion-loops.debug_PT",
+        "dcpi/alpha-cycles.dcpi",
+        "dcpi/v006-imiss.dcpi",
+        "dcpi/alpha-cycles.dcpicat",
+        "dtrace/ustack.stacks",
+        "folded/two-columns.folded",
+        "perf/two-processes.perf.txt",
+        "pprof/burn.cpu.pb.gz",
+    ]
+    .iter()
+    .map(|f| common::fixture(f))
+    .collect();
+    v.extend(common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2"));
+    v.extend(common::shared_fixture("callgrind/internal_driver_testdata_pprof.cpu.callgrind"));
+    v
+}
+
+#[test]
+fn duckdb_and_pandas_read_every_table_with_the_documented_types_and_info_totals() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, schema_json()).unwrap();
+    for (n, input) in inputs().iter().enumerate() {
+        let input = input.to_str().unwrap();
+        let out = dir.path().join(format!("p{n}.tables"));
+        let o = common::run(&["convert", input, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{input}: {}", common::stderr(&o));
+        let info = common::run(&["info", "--json", input]);
+        assert!(info.status.success(), "{input}: {}", common::stderr(&info));
+        let info_path = dir.path().join(format!("p{n}.info.json"));
+        std::fs::write(&info_path, &info.stdout).unwrap();
+        let o = Command::new("python3")
+            .arg(script("check.py"))
+            .args([out.as_os_str(), schema.as_os_str(), info_path.as_os_str()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{input}: {}{}", common::stdout(&o), common::stderr(&o));
+    }
+}
+
+#[test]
+fn a_folder_duckdb_filtered_and_wrote_back_converts_to_callgrind_that_callgrind_annotate_reads() {
+    require_python_modules();
+    common::require("callgrind_annotate");
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all.tables");
+    let input = common::fixture("dcfg/hello-world.dcfg.json");
+    let o = common::run(&["convert", input.to_str().unwrap(), "-o", all.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let hot = dir.path().join("hot.tables");
+    let o = Command::new("python3")
+        .arg(script("filter.py"))
+        .args([all.as_os_str(), hot.as_os_str()])
+        .args(TABLES.iter().map(|t| t.0))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let kept: u64 = common::stdout(&o).trim().parse().expect("the kept instructions");
+    let whole = cfghub::convert::load(all.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let filtered = cfghub::convert::load(hot.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    assert!(filtered.processes[0].images[0].blocks.len() == whole.processes[0].images[0].blocks.len());
+    assert!(filtered.processes[0].images[1].blocks.is_empty(), "image 1's blocks were filtered away");
+    let callgrind = dir.path().join("callgrind.out.hot");
+    let o = common::run(&["convert", hot.to_str().unwrap(), "-o", callgrind.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let annotated = crate::callgrind::annotate(&callgrind);
+    assert_eq!(annotated.total, kept, "callgrind_annotate's total is what DuckDB kept");
+    assert!(kept > 0 && kept < cfghub::analysis::counts::executed_instructions(&whole.processes[0]));
+}
+
+/// Runs SQL over the tables with DuckDB (in `dir`) and returns its rows as text, one per line.
+fn duckdb(dir: &Path, sql: &str) -> String {
+    let script = format!(
+        "import duckdb\nfor row in duckdb.sql('''{sql}''').fetchall(): print('|'.join(str(v) for v in row))"
+    );
+    let o = Command::new("python3").current_dir(dir).args(["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{sql}\n{}", common::stderr(&o));
+    common::stdout(&o)
+}
+
+#[test]
+fn the_user_guides_queries_over_many_runs_agree_with_each_run() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    let mut per_run = 0u64;
+    for (run, input) in [("a", "dcfg/hello-world.dcfg.json"), ("b", "dcfg/two-processes.dcfg.json")] {
+        let input = common::fixture(input);
+        let out = dir.path().join(format!("runs/{run}.tables"));
+        let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let p = cfghub::convert::load(input.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+        per_run += p.processes.iter().map(cfghub::analysis::counts::executed_instructions).sum::<u64>();
+    }
+    let hot = duckdb(
+        dir.path(),
+        "select r.name, count(distinct b.profile_id) as runs, sum(b.count * b.instrs) as instrs
+         from 'runs/*.tables/blocks.parquet' b
+         join 'runs/*.tables/routines.parquet' r using (profile_id, routine)
+         group by 1 order by 3 desc",
+    );
+    let total: u64 = hot.lines().map(|l| l.rsplit('|').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, per_run, "{hot}");
+    let loops = duckdb(
+        dir.path(),
+        "select r.name, b.address as head, l.profile_id, l.iterations
+         from 'runs/*.tables/loops.parquet' l
+         join 'runs/*.tables/routines.parquet' r using (profile_id, routine)
+         join 'runs/*.tables/blocks.parquet' b
+           on b.profile_id = l.profile_id and b.process = r.process and b.image = r.image and b.block = l.head
+         order by r.name, head, l.profile_id",
+    );
+    assert!(loops.lines().any(|l| l.contains("|a|")), "{loops}");
+    let single = duckdb(
+        dir.path(),
+        "select r.name, l.head, l.depth, l.iterations, l.entries
+         from 'runs/a.tables/loops.parquet' l join 'runs/a.tables/routines.parquet' r using (routine)
+         order by l.iterations desc limit 20",
+    );
+    assert!(!single.trim().is_empty());
+}
+
+#[test]
+fn dcpi_samples_per_block_from_a_merged_profile() {
+    require_python_modules();
+    let Some(dcfg) = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2") else { return };
+    let graph = cfghub::convert::load(dcfg.to_str().unwrap(), None, &Default::default()).unwrap().profile;
+    let process = &graph.processes[0];
+    let (exe_index, exe) = process
+        .images
+        .iter()
+        .enumerate()
+        .find(|(_, i)| graph.image_name(i).ends_with("/simple_loop"))
+        .unwrap();
+    // One block per start address: k + 1 samples at the first instruction of block k.
+    let mut samples = std::collections::BTreeMap::new();
+    for (k, b) in exe.blocks.iter().enumerate() {
+        if b.size > 0 && exe.blocks.iter().filter(|o| o.offset == b.offset).count() == 1 {
+            samples.insert(b.offset, k as u64 + 1);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cycles = dir.path().join("cycles.dcpi");
+    std::fs::write(&cycles, common::dcpi_bytes(&graph.image_name(exe), "cycles", exe.load_addr, &samples))
+        .unwrap();
+    let merged = dir.path().join("merged.tables");
+    let o = common::run(&[
+        "merge",
+        dcfg.to_str().unwrap(),
+        cycles.to_str().unwrap(),
+        "--address-step",
+        "1",
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let rows = duckdb(
+        dir.path(),
+        "select b.image, b.block, b.address, b.count, sum(c.value) as samples
+         from 'merged.tables/costs.parquet' c
+         join 'merged.tables/blocks.parquet' b
+           on c.process = b.process and c.image = b.image and c.offset >= b.offset and c.offset < b.offset + b.size
+         where c.event = 'cycles'
+         group by all order by samples desc",
+    );
+    let mut seen = 0;
+    for line in rows.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        let (image, block, got) =
+            (f[0].parse::<usize>().unwrap(), f[1].parse::<usize>().unwrap(), f[4].parse::<u64>().unwrap());
+        assert_eq!(image, exe_index, "{rows}");
+        assert_eq!(Some(&got), samples.get(&exe.blocks[block].offset), "block {block}: {rows}");
+        seen += 1;
+    }
+    assert_eq!(seen, samples.len(), "{rows}");
+}
