@@ -45,10 +45,10 @@ mod perf;
 
 #[path = "bad_input/bolt.rs"]
 mod bolt;
-#[path = "bad_input/perf_data.rs"]
-mod perf_data;
 #[path = "bad_input/firefox.rs"]
 mod firefox;
+#[path = "bad_input/perf_data.rs"]
+mod perf_data;
 #[cfg(feature = "tables")]
 #[path = "bad_input/tables.rs"]
 mod tables;

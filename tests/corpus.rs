@@ -36,7 +36,7 @@ mod clients;
 
 #[path = "corpus/conservation.rs"]
 mod conservation;
-#[path = "corpus/perf_data.rs"]
-mod perf_data;
 #[path = "corpus/firefox.rs"]
 mod firefox;
+#[path = "corpus/perf_data.rs"]
+mod perf_data;

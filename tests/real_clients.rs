@@ -42,10 +42,10 @@ mod bzip2;
 
 #[path = "real_clients/bolt.rs"]
 mod bolt;
-#[path = "real_clients/perf_data.rs"]
-mod perf_data;
 #[path = "real_clients/firefox.rs"]
 mod firefox;
+#[path = "real_clients/perf_data.rs"]
+mod perf_data;
 #[cfg(feature = "tables")]
 #[path = "real_clients/tables.rs"]
 mod tables;

@@ -487,7 +487,7 @@ impl<'f> Reader<'f> {
             None => None,
         };
         let line = column_u32(tables.funcs.line_number.as_ref(), func);
-        Ok(FrameSource { file, line, system_name: None })
+        Ok(FrameSource { file, line, ..FrameSource::default() })
     }
 }
 

@@ -129,6 +129,8 @@ pub(crate) const FRAMES: &[Spec] = &[
     opt("file", U32),
     opt("line", U32),
     opt("system_name", Text),
+    opt("address", U64),
+    opt("address_image", U32),
 ];
 pub(crate) const PROCESSES: &[Spec] =
     &[PID, req("process", U32), req("pid", U64), opt("instr_count", U64), req("threads", U32)];

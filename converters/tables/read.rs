@@ -16,8 +16,8 @@ use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{
     Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind, CoverageSite, EdgeDetails,
-    EdgeKind, Event, FrameSource, Image, LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine,
-    Site, SourceLine, Stack, Symbol, SymbolRef,
+    EdgeKind, Event, FrameAddress, FrameSource, Image, LineItem, Loop, Meta, NodeRef, PathEdge, Process,
+    Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
 };
 use crate::registry::ReadOptions;
 
@@ -219,6 +219,10 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
                 file: file_ref(profile, frames, "file", r)?,
                 line: frames.opt_u32("line", r)?,
                 system_name: frames.texts("system_name")[r].clone(),
+                address: frames.ints("address")[r].map(|address| FrameAddress {
+                    image: frames.ints("address_image")[r].and_then(|i| u32::try_from(i).ok()),
+                    address,
+                }),
             };
         }
     }

@@ -148,7 +148,9 @@ fn frames(cx: &Context<'_>) -> Table {
             .b(Some(source.is_some()))
             .int(source.and_then(|s| s.file).map(u64::from))
             .int(source.and_then(|s| s.line).map(u64::from))
-            .s(source.and_then(|s| s.system_name.as_deref()));
+            .s(source.and_then(|s| s.system_name.as_deref()))
+            .int(source.and_then(|s| s.address).map(|a| a.address))
+            .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from));
     }
     t
 }
