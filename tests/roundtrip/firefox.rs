@@ -27,7 +27,7 @@ fn model(spec: &Spec) -> Profile {
     for (name, (file, line)) in spec.names.iter().zip(&spec.sources) {
         p.frames.intern(name);
         let file = file.as_ref().map(|f| p.files.intern(f));
-        p.frame_sources.push(FrameSource { file, line: *line, system_name: None });
+        p.frame_sources.push(FrameSource { file, line: *line, ..FrameSource::default() });
     }
     for (n, stacks) in spec.processes.iter().enumerate() {
         let stacks = stacks
