@@ -66,7 +66,8 @@ pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findi
         reserve(&mut bytes, n)?;
         bytes.extend_from_slice(chunk);
         input.consume(n);
-        scan.advance(&bytes)?;
+        // A legacy profile fails the scan at once: say what it is rather than what the scan saw.
+        scan.advance(&bytes).map_err(|e| refuse_legacy(&bytes).err().unwrap_or(e))?;
         for run in scan.complete.drain(..) {
             early.push((run, decode_run(&bytes, run)?));
         }
