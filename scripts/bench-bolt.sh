@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# BOLT and LLVM sample profiles: the cost of writing them from the 98 MB Pin-style DCFG that
-# scripts/bench.sh generates (same generator, same file), against `cfghub info` on it (target:
+# BOLT and LLVM sample profiles: the cost of writing them from the Pin-style DCFG that
+# scripts/bench.sh generates (same generator, same file: 232 MB), against `cfghub info` on it (target:
 # at most 1.30x), and the worked example of docs/user-guide.md ("PGO and BOLT from any
 # profile"): its program's run time before and after llvm-bolt with the profile cfghub wrote,
 # and after clang -fprofile-sample-use. Best of 3 runs.
@@ -15,10 +15,10 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 best() {
-  local best=""
+  local best="" t
   for _ in 1 2 3; do
-    local t
-    t=$( { /usr/bin/time -f "%e" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -f "%e" -o "$dir/time" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+    t=$(tail -1 "$dir/time")
     if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
   done
   echo "$best"
@@ -34,7 +34,7 @@ for out in x.fdata x.pa x.rawprof; do
   t=$(best "$bin" convert -q "$pretty" -o "$dir/$out")
   awk -v o="$out" -v t="$t" -v i="$info" 'BEGIN{ printf "%-44s %.2f s = %.2fx info (target <= 1.30)\n", "cfghub convert -o " o, t, t/i }'
 done
-wc -l "$dir/x.fdata" "$dir/x.pa" | head -2
+wc -l "$dir/x.fdata" "$dir/x.pa" "$dir/x.rawprof" | head -3
 
 echo "== the worked example: fixtures/bolt/branchy.c"
 n=${N:-30000000}
