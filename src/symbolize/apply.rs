@@ -394,10 +394,8 @@ fn fill_image(
     };
     let ids: Vec<(Option<FileId>, Option<FileId>)> =
         answers.iter().map(|a| (intern(profile, &a.file), intern(profile, &a.function_file))).collect();
-    let inline_files: Vec<Vec<Option<FileId>>> = answers
-        .iter()
-        .map(|a| a.inlined.iter().map(|f| intern(profile, &f.file)).collect())
-        .collect();
+    let inline_files: Vec<Vec<Option<FileId>>> =
+        answers.iter().map(|a| a.inlined.iter().map(|f| intern(profile, &f.file)).collect()).collect();
     let at = |o: u64| offsets.binary_search(&o).ok();
 
     // The report.
@@ -603,7 +601,10 @@ fn look_up(
         .flat_map_iter(|chunk| {
             let lookup = sym.lookup();
             let mut shared = Shared::default();
-            chunk.iter().map(move |&o| answer(sym, &lookup, &mut shared, stated(o), inline)).collect::<Vec<_>>()
+            chunk
+                .iter()
+                .map(move |&o| answer(sym, &lookup, &mut shared, stated(o), inline))
+                .collect::<Vec<_>>()
         })
         .collect()
 }
