@@ -58,7 +58,8 @@ pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findi
     let mut early = Vec::new();
     let mut scan = Scan::default();
     loop {
-        let chunk = input.fill_buf().map_err(|e| Error::io("-", e))?;
+        // An error names no file: the caller's name for the input is used.
+        let chunk = input.fill_buf().map_err(|e| Error { file: None, ..Error::io("-", e) })?;
         if chunk.is_empty() {
             break;
         }

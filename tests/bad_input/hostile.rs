@@ -329,13 +329,20 @@ fn pprof_gzip_bombs_are_refused_at_the_first_byte_that_is_not_a_profile() {
         assert!(err.contains("bomb.pb.gz: byte 0"), "{err}");
         assert!(start.elapsed().as_secs() < 5, "refused after {:?}", start.elapsed());
     }
-    // A truncated stream says where it ends.
-    let good = gzip(&pprof(1, &[], &sample(&[1], 1)));
-    std::fs::write(dir.path().join("cut.pb.gz"), &good[..good.len() - 12]).unwrap();
-    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "cut.pb.gz"]);
-    let err = common::assert_contained(&o, "truncated gzip");
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("cut.pb.gz") && err.contains("byte "), "{err}");
+    // A truncated stream says where it ends, short (cut in the first bytes read) or long.
+    let short = gzip(&pprof(1, &[], &sample(&[1], 1)));
+    let mut body = Vec::new();
+    for i in 0..200_000u64 {
+        body.extend(sample(&[1], i % 100));
+    }
+    let long = gzip(&pprof(1, &[], &body));
+    for cut in [&short[..short.len() - 12], &long[..long.len() / 2]] {
+        std::fs::write(dir.path().join("cut.pb.gz"), cut).unwrap();
+        let o = common::run_limited(dir.path(), LIMIT_S, &["info", "cut.pb.gz"]);
+        let err = common::assert_contained(&o, "truncated gzip");
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("cfghub: error: cut.pb.gz: ") && err.contains("byte "), "{err}");
+    }
 }
 
 #[test]
