@@ -45,11 +45,37 @@ pub static FORMAT: Format = Format {
     extensions: &[".perf.data"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input.bytes()?, findings)),
+    reader: Some(|input, options, findings| {
+        read_with(input.bytes()?, &options.formats.get::<Options>(), findings)
+    }),
     // Offsets are file offsets: the symbolizer maps them through the ELF file's segments.
     addresses: crate::ir::AddressKind::FileOffset,
     ..Format::NONE
 };
+
+/// What the perf.data reader can be asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Look up the source line of every sampled instruction in the images' DWARF (the
+    /// default). Stacks need only function names, from the symbol tables; a conversion to a
+    /// format that holds nothing but stacks turns this off, as reading (and decompressing)
+    /// the DWARF of every image is most of the time such a conversion would take.
+    pub source_lines: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { source_lines: true }
+    }
+}
+
+impl Options {
+    /// The options for a conversion to the format called `output`: no source lines for
+    /// formats of stacks alone (folded stacks, flame graphs).
+    pub fn for_output(output: &str) -> Options {
+        Options { source_lines: !matches!(output, "folded" | "svg") }
+    }
+}
 
 /// `perf.data`, `perf.data.old`, `x.perf.data`.
 fn matches_file_name(base_name: &str) -> bool {
@@ -62,9 +88,14 @@ fn sniff(head: &[u8]) -> bool {
 
 /// Reads a whole perf.data file (either layout).
 pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
+    read_with(bytes, &Options::default(), findings)
+}
+
+/// Reads a whole perf.data file (either layout) as `options` say.
+pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Result<Profile> {
     let frame = layout::check(bytes)?;
     let rec = records::replay(bytes, &frame, findings)?;
-    to_model(&rec, findings)
+    to_model(&rec, options, findings)
 }
 
 /// The offsets of each image that need names: those of stack frames and sampled instructions.
@@ -96,8 +127,8 @@ fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
     wanted
 }
 
-fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
-    let names = names::name_images(rec, &wanted_offsets(rec), true);
+fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
+    let names = names::name_images(rec, &wanted_offsets(rec), options.source_lines);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
@@ -120,10 +151,15 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
     let unnamed: Vec<&str> = rec
         .images
         .iter()
-        .zip(&names)
-        .filter(|(i, n)| !i.kernel && n.symbols.is_empty() && !n.places.is_empty())
-        .map(|(i, _)| i.path.as_str())
+        .enumerate()
+        .filter(|(at, i)| {
+            !i.kernel && names.get(*at).is_some_and(|n| n.symbols.is_empty() && !n.places.is_empty())
+        })
+        .map(|(_, i)| i.path.as_str())
         .collect();
+    let mut unnamed = unnamed;
+    unnamed.sort_unstable();
+    unnamed.dedup();
     if !unnamed.is_empty() {
         findings.warn(
             None,
@@ -138,7 +174,7 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
 
 /// The images of each process, with the sampled instructions as costs, and the blocks and
 /// edges its branch records describe.
-fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames], findings: &mut Findings) {
+fn add_images(profile: &mut Profile, rec: &Recording, names: &names::Names, findings: &mut Findings) {
     // pid -> image -> offset -> values.
     let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
@@ -178,7 +214,7 @@ fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames
 fn image_model(
     profile: &mut Profile,
     rec: &Recording,
-    names: &[names::ImageNames],
+    names: &names::Names,
     image: u32,
     offsets: &BTreeMap<u64, &Vec<u64>>,
 ) -> Image {

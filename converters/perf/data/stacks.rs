@@ -5,13 +5,13 @@
 
 use std::fmt::Write as _;
 
-use super::names::ImageNames;
+use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
 use crate::error::{Findings, Result};
 use crate::ir::{Process, Profile, Stack};
 
 /// Adds the stacks of every event to `profile` (whose events are already set).
-pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &[ImageNames]) -> Result<()> {
+pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &Names) -> Result<()> {
     let width = rec.events.len();
     let mut all = Process::default();
     for (e, event) in rec.events.iter().enumerate() {
@@ -48,7 +48,7 @@ pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &[ImageNames]) 
 /// comm pid/tid 0.0: PERIOD EVENT:
 /// \tADDRESS FUNCTION (FILE)
 /// ```
-fn script_text(rec: &Recording, names: &[ImageNames], event: u64, event_name: &str) -> String {
+fn script_text(rec: &Recording, names: &Names, event: u64, event_name: &str) -> String {
     let mut text = String::new();
     let mut keys: Vec<_> = rec.stacks.iter().filter(|(k, _)| k[0] == event).collect();
     keys.sort_by(|a, b| a.0.cmp(b.0));
