@@ -139,7 +139,10 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
             (_, Some(f)) => format!("perf event, sampled at {f} Hz"),
             _ => "perf event".to_string(),
         };
-        profile.events.push(Event { name: e.name.clone(), description: Some(how) });
+        let fields = sample_fields(e.sample_type);
+        profile
+            .events
+            .push(Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) });
     }
     stacks::add_stacks(&mut profile, rec, &names)?;
     add_images(&mut profile, rec, &names, findings);
@@ -170,6 +173,40 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
         );
     }
     Ok(profile)
+}
+
+/// The fields of an event's samples (its `sample_type`), as perf names them.
+fn sample_fields(sample_type: u64) -> String {
+    const NAMES: &[&str] = &[
+        "IP",
+        "TID",
+        "TIME",
+        "ADDR",
+        "READ",
+        "CALLCHAIN",
+        "ID",
+        "CPU",
+        "PERIOD",
+        "STREAM_ID",
+        "RAW",
+        "BRANCH_STACK",
+        "REGS_USER",
+        "STACK_USER",
+        "WEIGHT",
+        "DATA_SRC",
+        "IDENTIFIER",
+        "TRANSACTION",
+        "REGS_INTR",
+        "PHYS_ADDR",
+        "AUX",
+        "CGROUP",
+        "DATA_PAGE_SIZE",
+        "CODE_PAGE_SIZE",
+        "WEIGHT_STRUCT",
+    ];
+    let names: Vec<&str> =
+        NAMES.iter().enumerate().filter(|(bit, _)| sample_type & (1 << bit) != 0).map(|(_, n)| *n).collect();
+    names.join("|")
 }
 
 /// The images of each process, with the sampled instructions as costs, and the blocks and
