@@ -133,7 +133,17 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
     profile.meta.headers = rec.headers.clone();
-    for e in &rec.events {
+    // Events that took no samples (the `dummy` event `perf record -a` adds) are named in a
+    // header, not given a column of zeros.
+    let any = rec.event_samples.iter().any(|&n| n > 0);
+    let mut columns = Vec::with_capacity(rec.events.len());
+    for (e, n) in rec.events.iter().zip(&rec.event_samples) {
+        if any && *n == 0 {
+            profile.meta.headers.push(("event without samples".into(), e.name.clone()));
+            columns.push(None);
+            continue;
+        }
+        columns.push(Some(profile.events.len()));
         let how = match (e.period, e.frequency) {
             (Some(p), _) => format!("perf event, one sample every {p}"),
             (_, Some(f)) => format!("perf event, sampled at {f} Hz"),
@@ -144,8 +154,8 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
             .events
             .push(Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) });
     }
-    stacks::add_stacks(&mut profile, rec, &names)?;
-    add_images(&mut profile, rec, &names, findings);
+    stacks::add_stacks(&mut profile, rec, &names, &columns)?;
+    add_images(&mut profile, rec, &names, &columns, findings);
     let mut threads: Vec<_> = rec.thread_names.iter().collect();
     threads.sort();
     for ((pid, tid), comm) in threads {
@@ -211,7 +221,13 @@ fn sample_fields(sample_type: u64) -> String {
 
 /// The images of each process, with the sampled instructions as costs, and the blocks and
 /// edges its branch records describe.
-fn add_images(profile: &mut Profile, rec: &Recording, names: &names::Names, findings: &mut Findings) {
+fn add_images(
+    profile: &mut Profile,
+    rec: &Recording,
+    names: &names::Names,
+    columns: &[Option<usize>],
+    findings: &mut Findings,
+) {
     // pid -> image -> offset -> values.
     let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
@@ -236,7 +252,7 @@ fn add_images(profile: &mut Profile, rec: &Recording, names: &names::Names, find
         let mut local = BTreeMap::new();
         for (image, offsets) in images {
             local.insert(image, profile.processes[at].images.len() as u32);
-            let model = image_model(profile, rec, names, image, &offsets);
+            let model = image_model(profile, rec, names, columns, image, &offsets);
             profile.processes[at].images.push(model);
         }
         if let Some(totals) = rec.branches.get(&pid) {
@@ -252,10 +268,11 @@ fn image_model(
     profile: &mut Profile,
     rec: &Recording,
     names: &names::Names,
+    columns: &[Option<usize>],
     image: u32,
     offsets: &BTreeMap<u64, &Vec<u64>>,
 ) -> Image {
-    let width = rec.events.len();
+    let width = profile.events.len();
     let (key, n) = match image {
         NO_IMAGE | NO_KERNEL_IMAGE => (None, None),
         i => (rec.images.get(i as usize), names.get(i as usize)),
@@ -285,8 +302,12 @@ fn image_model(
     }
     for (&offset, values) in offsets {
         let place = n.and_then(|n| n.places.get(&offset));
-        let mut v = crate::ir::Values::from_slice(values);
-        v.resize(width, 0);
+        let mut v = crate::ir::Values::from_elem(0, width);
+        for (value, column) in values.iter().zip(columns) {
+            if let Some(c) = column {
+                v[*c] = *value;
+            }
+        }
         model.costs.push(Cost {
             symbol: place.and_then(|p| p.function),
             offset: Some(offset),
