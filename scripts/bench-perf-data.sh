@@ -10,14 +10,14 @@
 # seconds and the largest peak RSS are shown, and the two outputs' stacks compared.
 # Without a file, one is recorded: `perf record -g -e cpu-clock -F 10000 -a -- sleep 45`
 # (every CPU, whatever runs on them: at least 100 MB on two CPUs; run as root).
-# Usage: scripts/bench-perf-data.sh [PERF_DATA [RUNS]]
+# Usage: scripts/bench-perf-data.sh [PERF_DATA [RUNS]]   (NO_BUILD=1: use target/release/cfghub as built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-target/bench-data}
 mkdir -p "$DATA"
 input=${1:-$DATA/perf-callchains.perf.data}
 RUNS=${2:-3}
-cargo build --release --quiet --bin cfghub
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet --bin cfghub
 CFGHUB=$PWD/target/release/cfghub
 if [ ! -f "$input" ]; then
   perf record -q -g -e cpu-clock -F 10000 -a -o "$input" -- sleep 45
@@ -36,7 +36,8 @@ echo "input: $input, $((size / 1048576)) MiB, $(perf report -i "$input" --stats 
 measure() {
   local best_wall=999999 best_cpu=999999 peak=0 line wall cpu rss
   for _ in $(seq "$RUNS"); do
-    line=$( { /usr/bin/time -f "%e %U %S %M" sh -c "$1" 2>/dev/null >/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$DATA/time.txt" -f "%e %U %S %M" sh -c "$1" >/dev/null 2>&1
+    line=$(tail -1 "$DATA/time.txt")
     read -r wall user sys rss <<<"$line"
     cpu=$(echo "$user + $sys" | bc)
     best_wall=$(echo "if ($wall < $best_wall) $wall else $best_wall" | bc)

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use crate::convert::{load, save};
-use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, speedscope, svg};
+use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, perf, speedscope, svg};
 use crate::error::Result;
 use crate::registry::{ReadOptions, WriteOptions};
 
@@ -116,8 +116,13 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
-    let mut loaded =
-        load(&args.input, args.from.as_deref(), &args.symbols.reader_options(args.read.options()))?;
+    // A perf.data file converted to stacks alone needs no source lines.
+    let output = crate::registry::detect_output(&args.output, args.to.as_deref()).ok();
+    let read = args
+        .read
+        .options()
+        .with(output.map_or_else(Default::default, |f| perf::data::Options::for_output(f.name())));
+    let mut loaded = load(&args.input, args.from.as_deref(), &args.symbols.reader_options(read))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     if let Some(trace) = args.trace.as_deref() {

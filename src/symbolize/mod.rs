@@ -132,6 +132,17 @@ impl Symbolizer {
     /// with its supplementary file and package. DWARF that cannot be read leaves the symbol
     /// table to answer, with the reason in [`Symbolizer::dwarf_error`].
     pub fn new(found: Found) -> Result<Symbolizer> {
+        Self::build(found, true)
+    }
+
+    /// The symbolizer of what [`search::find`] found, with its symbol table and segments but
+    /// no DWARF: for function names alone, without the cost of reading (and decompressing)
+    /// the debug sections.
+    pub fn symbols_only(found: Found) -> Result<Symbolizer> {
+        Self::build(found, false)
+    }
+
+    fn build(found: Found, with_dwarf: bool) -> Result<Symbolizer> {
         let open = |p: &Option<std::path::PathBuf>| p.as_deref().map(ElfFile::open).transpose();
         let binary = open(&found.binary)?;
         let debug = open(&found.debug)?;
@@ -152,7 +163,7 @@ impl Symbolizer {
         let mut dwarf = None;
         let mut contexts = Vec::new();
         let mut package = None;
-        if let Some(d) = debug.as_ref() {
+        if let (true, Some(d)) = (with_dwarf, debug.as_ref()) {
             match load_dwarf(d, sup.as_ref(), &mut storage) {
                 Ok(dw) => {
                     // Parse the units' address ranges now: an unreadable .debug_info shows here.

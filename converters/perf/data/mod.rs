@@ -45,11 +45,37 @@ pub static FORMAT: Format = Format {
     extensions: &[".perf.data"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input.bytes()?, findings)),
+    reader: Some(|input, options, findings| {
+        read_with(input.bytes()?, &options.formats.get::<Options>(), findings)
+    }),
     // Offsets are file offsets: the symbolizer maps them through the ELF file's segments.
     addresses: crate::ir::AddressKind::FileOffset,
     ..Format::NONE
 };
+
+/// What the perf.data reader can be asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Look up the source line of every sampled instruction in the images' DWARF (the
+    /// default). Stacks need only function names, from the symbol tables; a conversion to a
+    /// format that holds nothing but stacks turns this off, as reading (and decompressing)
+    /// the DWARF of every image is most of the time such a conversion would take.
+    pub source_lines: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { source_lines: true }
+    }
+}
+
+impl Options {
+    /// The options for a conversion to the format called `output`: no source lines for
+    /// formats of stacks alone (folded stacks, flame graphs).
+    pub fn for_output(output: &str) -> Options {
+        Options { source_lines: !matches!(output, "folded" | "svg") }
+    }
+}
 
 /// `perf.data`, `perf.data.old`, `x.perf.data`.
 fn matches_file_name(base_name: &str) -> bool {
@@ -62,9 +88,14 @@ fn sniff(head: &[u8]) -> bool {
 
 /// Reads a whole perf.data file (either layout).
 pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
+    read_with(bytes, &Options::default(), findings)
+}
+
+/// Reads a whole perf.data file (either layout) as `options` say.
+pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Result<Profile> {
     let frame = layout::check(bytes)?;
     let rec = records::replay(bytes, &frame, findings)?;
-    to_model(&rec, findings)
+    to_model(&rec, options, findings)
 }
 
 /// The offsets of each image that need names: those of stack frames and sampled instructions.
@@ -96,22 +127,35 @@ fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
     wanted
 }
 
-fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
-    let names = names::name_images(rec, &wanted_offsets(rec), true);
+fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
+    let names = names::name_images(rec, &wanted_offsets(rec), options.source_lines);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
     profile.meta.headers = rec.headers.clone();
-    for e in &rec.events {
+    // Events that took no samples (the `dummy` event `perf record -a` adds) are named in a
+    // header, not given a column of zeros.
+    let any = rec.event_samples.iter().any(|&n| n > 0);
+    let mut columns = Vec::with_capacity(rec.events.len());
+    for (e, n) in rec.events.iter().zip(&rec.event_samples) {
+        if any && *n == 0 {
+            profile.meta.headers.push(("event without samples".into(), e.name.clone()));
+            columns.push(None);
+            continue;
+        }
+        columns.push(Some(profile.events.len()));
         let how = match (e.period, e.frequency) {
             (Some(p), _) => format!("perf event, one sample every {p}"),
             (_, Some(f)) => format!("perf event, sampled at {f} Hz"),
             _ => "perf event".to_string(),
         };
-        profile.events.push(Event { name: e.name.clone(), description: Some(how) });
+        let fields = sample_fields(e.sample_type);
+        profile
+            .events
+            .push(Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) });
     }
-    stacks::add_stacks(&mut profile, rec, &names)?;
-    add_images(&mut profile, rec, &names, findings);
+    stacks::add_stacks(&mut profile, rec, &names, &columns)?;
+    add_images(&mut profile, rec, &names, &columns, findings);
     let mut threads: Vec<_> = rec.thread_names.iter().collect();
     threads.sort();
     for ((pid, tid), comm) in threads {
@@ -120,10 +164,15 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
     let unnamed: Vec<&str> = rec
         .images
         .iter()
-        .zip(&names)
-        .filter(|(i, n)| !i.kernel && n.symbols.is_empty() && !n.places.is_empty())
-        .map(|(i, _)| i.path.as_str())
+        .enumerate()
+        .filter(|(at, i)| {
+            !i.kernel && names.get(*at).is_some_and(|n| n.symbols.is_empty() && !n.places.is_empty())
+        })
+        .map(|(_, i)| i.path.as_str())
         .collect();
+    let mut unnamed = unnamed;
+    unnamed.sort_unstable();
+    unnamed.dedup();
     if !unnamed.is_empty() {
         findings.warn(
             None,
@@ -136,9 +185,49 @@ fn to_model(rec: &Recording, findings: &mut Findings) -> Result<Profile> {
     Ok(profile)
 }
 
+/// The fields of an event's samples (its `sample_type`), as perf names them.
+fn sample_fields(sample_type: u64) -> String {
+    const NAMES: &[&str] = &[
+        "IP",
+        "TID",
+        "TIME",
+        "ADDR",
+        "READ",
+        "CALLCHAIN",
+        "ID",
+        "CPU",
+        "PERIOD",
+        "STREAM_ID",
+        "RAW",
+        "BRANCH_STACK",
+        "REGS_USER",
+        "STACK_USER",
+        "WEIGHT",
+        "DATA_SRC",
+        "IDENTIFIER",
+        "TRANSACTION",
+        "REGS_INTR",
+        "PHYS_ADDR",
+        "AUX",
+        "CGROUP",
+        "DATA_PAGE_SIZE",
+        "CODE_PAGE_SIZE",
+        "WEIGHT_STRUCT",
+    ];
+    let names: Vec<&str> =
+        NAMES.iter().enumerate().filter(|(bit, _)| sample_type & (1 << bit) != 0).map(|(_, n)| *n).collect();
+    names.join("|")
+}
+
 /// The images of each process, with the sampled instructions as costs, and the blocks and
 /// edges its branch records describe.
-fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames], findings: &mut Findings) {
+fn add_images(
+    profile: &mut Profile,
+    rec: &Recording,
+    names: &names::Names,
+    columns: &[Option<usize>],
+    findings: &mut Findings,
+) {
     // pid -> image -> offset -> values.
     let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
@@ -163,7 +252,7 @@ fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames
         let mut local = BTreeMap::new();
         for (image, offsets) in images {
             local.insert(image, profile.processes[at].images.len() as u32);
-            let model = image_model(profile, rec, names, image, &offsets);
+            let model = image_model(profile, rec, names, columns, image, &offsets);
             profile.processes[at].images.push(model);
         }
         if let Some(totals) = rec.branches.get(&pid) {
@@ -178,11 +267,12 @@ fn add_images(profile: &mut Profile, rec: &Recording, names: &[names::ImageNames
 fn image_model(
     profile: &mut Profile,
     rec: &Recording,
-    names: &[names::ImageNames],
+    names: &names::Names,
+    columns: &[Option<usize>],
     image: u32,
     offsets: &BTreeMap<u64, &Vec<u64>>,
 ) -> Image {
-    let width = rec.events.len();
+    let width = profile.events.len();
     let (key, n) = match image {
         NO_IMAGE | NO_KERNEL_IMAGE => (None, None),
         i => (rec.images.get(i as usize), names.get(i as usize)),
@@ -212,8 +302,12 @@ fn image_model(
     }
     for (&offset, values) in offsets {
         let place = n.and_then(|n| n.places.get(&offset));
-        let mut v = crate::ir::Values::from_slice(values);
-        v.resize(width, 0);
+        let mut v = crate::ir::Values::from_elem(0, width);
+        for (value, column) in values.iter().zip(columns) {
+            if let Some(c) = column {
+                v[*c] = *value;
+            }
+        }
         model.costs.push(Cost {
             symbol: place.and_then(|p| p.function),
             offset: Some(offset),

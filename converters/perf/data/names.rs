@@ -45,15 +45,43 @@ fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The names of every image of a recording. Images of one file (the same library in many
+/// processes) share one entry: the file is read once.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    files: Vec<ImageNames>,
+    /// Index into `files` of each image of the recording.
+    of_image: Vec<usize>,
+}
+
+impl Names {
+    /// The names of image `image` of the recording.
+    pub fn get(&self, image: usize) -> Option<&ImageNames> {
+        self.files.get(*self.of_image.get(image)?)
+    }
+}
+
 /// Names every offset in `wanted` (per image of the recording).
-pub fn name_images(rec: &Recording, wanted: &[BTreeSet<u64>], lines: bool) -> Vec<ImageNames> {
+pub fn name_images(rec: &Recording, wanted: &[BTreeSet<u64>], lines: bool) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
     let system = vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)];
     let mut kallsyms: Option<Option<Kallsyms>> = None;
-    rec.images
-        .iter()
-        .zip(wanted)
+    // One entry per file (path, kernel or not, build id), with the offsets of all its images.
+    let mut file_index: HashMap<(&str, bool, Option<&Vec<u8>>), usize> = HashMap::new();
+    let mut files: Vec<(&ImageKey, BTreeSet<u64>)> = Vec::new();
+    let mut of_image = Vec::with_capacity(rec.images.len());
+    for (image, offsets) in rec.images.iter().zip(wanted) {
+        let key = (image.path.as_str(), image.kernel, rec.build_ids.get(&image.path));
+        let i = *file_index.entry(key).or_insert_with(|| {
+            files.push((image, BTreeSet::new()));
+            files.len() - 1
+        });
+        files[i].1.extend(offsets.iter().copied());
+        of_image.push(i);
+    }
+    let files = files
+        .into_iter()
         .map(|(image, offsets)| {
             let id = rec.build_ids.get(&image.path).map(|i| hex(i));
             if offsets.is_empty() {
@@ -62,16 +90,17 @@ pub fn name_images(rec: &Recording, wanted: &[BTreeSet<u64>], lines: bool) -> Ve
             let mut names = if image.kernel {
                 let table = kallsyms.get_or_insert_with(|| Kallsyms::load(rec, cache.as_deref()));
                 match table {
-                    Some(k) => k.name(offsets),
+                    Some(k) => k.name(&offsets),
                     None => ImageNames::default(),
                 }
             } else {
-                name_from_elf(image, id.as_deref(), &caches, &system, offsets, lines)
+                name_from_elf(image, id.as_deref(), &caches, &system, &offsets, lines)
             };
             names.build_id = id;
             names
         })
-        .collect()
+        .collect();
+    Names { files, of_image }
 }
 
 fn name_from_elf(
@@ -95,7 +124,8 @@ fn name_from_elf(
     if !found.any() {
         return names;
     }
-    let Ok(symbolizer) = Symbolizer::new(found) else { return names };
+    let symbolizer = if lines { Symbolizer::new(found) } else { Symbolizer::symbols_only(found) };
+    let Ok(symbolizer) = symbolizer else { return names };
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
     let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());

@@ -86,6 +86,8 @@ pub struct Recording {
     /// The last command name of each thread: `(pid, tid)` -> comm.
     pub thread_names: HashMap<(i32, i32), u32>,
     pub samples: u64,
+    /// Samples per event.
+    pub event_samples: Vec<u64>,
     pub lost: u64,
     pub malformed: u64,
     pub headers: Vec<(String, String)>,
@@ -200,6 +202,7 @@ pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<R
             branch_sample_type: a.branch_sample_format.bits(),
         });
     }
+    r.rec.event_samples = vec![0; r.rec.events.len()];
     super::header::read(&perf_file, frame.order, &mut r.rec);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(fail)? {
         match record {
@@ -359,6 +362,9 @@ impl Replay {
             return;
         };
         self.rec.samples += 1;
+        if let Some(n) = self.rec.event_samples.get_mut(attr) {
+            *n += 1;
+        }
         let period = s.period.unwrap_or(self.default_period[attr]);
         let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
         let comm = match self.comm_of.get(&tid) {

@@ -5,16 +5,23 @@
 
 use std::fmt::Write as _;
 
-use super::names::ImageNames;
+use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
 use crate::error::{Findings, Result};
 use crate::ir::{Process, Profile, Stack};
 
 /// Adds the stacks of every event to `profile` (whose events are already set).
-pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &[ImageNames]) -> Result<()> {
-    let width = rec.events.len();
+/// `columns` gives each event's column in the profile (`None`: left out).
+pub fn add_stacks(
+    profile: &mut Profile,
+    rec: &Recording,
+    names: &Names,
+    columns: &[Option<usize>],
+) -> Result<()> {
+    let width = profile.events.len();
     let mut all = Process::default();
-    for (e, event) in rec.events.iter().enumerate() {
+    for ((e, event), column) in rec.events.iter().enumerate().zip(columns) {
+        let Some(column) = *column else { continue };
         let text = script_text(rec, names, e as u64, &event.name);
         if text.is_empty() {
             continue;
@@ -26,7 +33,7 @@ pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &[ImageNames]) 
                 let frames =
                     stack.frames.iter().map(|&f| profile.frames.intern(collapsed.frames.get(f))).collect();
                 let mut values = vec![0.0; width];
-                values[e] = stack.values.first().copied().unwrap_or(0.0);
+                values[column] = stack.values.first().copied().unwrap_or(0.0);
                 all.stacks.push(Stack { frames, values, thread: None });
             }
         }
@@ -48,11 +55,10 @@ pub fn add_stacks(profile: &mut Profile, rec: &Recording, names: &[ImageNames]) 
 /// comm pid/tid 0.0: PERIOD EVENT:
 /// \tADDRESS FUNCTION (FILE)
 /// ```
-fn script_text(rec: &Recording, names: &[ImageNames], event: u64, event_name: &str) -> String {
+fn script_text(rec: &Recording, names: &Names, event: u64, event_name: &str) -> String {
     let mut text = String::new();
-    let mut keys: Vec<_> = rec.stacks.iter().filter(|(k, _)| k[0] == event).collect();
-    keys.sort_by(|a, b| a.0.cmp(b.0));
-    for (key, total) in keys {
+    // In any order: the collapse sorts what it folds.
+    for (key, total) in rec.stacks.iter().filter(|(k, _)| k[0] == event) {
         let (pid, tid, comm) = (key[1] as u32 as i32, key[2] as u32 as i32, &rec.comms[key[3] as usize]);
         let _ = writeln!(text, "{comm} {pid}/{tid} 0.0: {} {event_name}:", total.period);
         for pair in key[4..].chunks_exact(2) {
