@@ -185,45 +185,62 @@ pub struct StackFunction {
 
 /// The totals of a process's stacks per event, and its `top` functions ranked by the self cost
 /// of event `by` (then by total, then by name), hottest first.
+///
+/// The stacks are summed in a few runs side by side, each into dense arrays by frame, then
+/// added up: a pprof profile has millions of samples and a few thousand functions.
 pub fn stack_functions(
     profile: &Profile,
     process: &Process,
     by: usize,
     top: usize,
 ) -> (Vec<f64>, Vec<StackFunction>) {
+    use rayon::prelude::*;
     let events = profile.events.len();
-    let mut totals = vec![0.0f64; events];
-    // Per frame: index into `functions`, and the last stack that counted it.
-    let mut slot: Vec<(u32, usize)> = vec![(u32::MAX, 0); profile.frames.len()];
-    let mut functions: Vec<StackFunction> = Vec::new();
-    for (n, stack) in process.stacks.iter().enumerate() {
-        for (t, v) in totals.iter_mut().zip(&stack.values) {
-            *t += v;
-        }
-        for (depth, &f) in stack.frames.iter().enumerate() {
-            let Some(s) = slot.get_mut(f as usize) else { continue };
-            if s.0 == u32::MAX {
-                s.0 = functions.len() as u32;
-                functions.push(StackFunction {
-                    frame: f,
-                    self_cost: vec![0.0; events],
-                    total: vec![0.0; events],
-                });
-            }
-            let function = &mut functions[s.0 as usize];
-            if s.1 != n + 1 {
-                s.1 = n + 1;
-                for (t, v) in function.total.iter_mut().zip(&stack.values) {
+    let frames = profile.frames.len();
+    let runs = rayon::current_num_threads().max(1) * 2;
+    let run = process.stacks.len().div_ceil(runs).max(1 << 14);
+    let sums = process
+        .stacks
+        .par_chunks(run)
+        .map(|stacks| {
+            let mut sums = FrameSums::new(frames, events);
+            // The last stack (1 + its index in the run) that counted each frame's total.
+            let mut counted = vec![0u32; frames];
+            for (n, stack) in stacks.iter().enumerate() {
+                let mark = n as u32 + 1;
+                for (t, v) in sums.totals.iter_mut().zip(&stack.values) {
                     *t += v;
                 }
-            }
-            if depth + 1 == stack.frames.len() {
-                for (t, v) in function.self_cost.iter_mut().zip(&stack.values) {
-                    *t += v;
+                for &f in &stack.frames {
+                    let f = f as usize;
+                    if f >= frames || counted[f] == mark {
+                        continue;
+                    }
+                    counted[f] = mark;
+                    sums.seen[f] = true;
+                    for (t, v) in sums.total[f * events..].iter_mut().zip(&stack.values) {
+                        *t += v;
+                    }
+                }
+                if let Some(&leaf) = stack.frames.last().filter(|&&f| (f as usize) < frames) {
+                    let leaf = leaf as usize;
+                    for (t, v) in sums.self_cost[leaf * events..].iter_mut().zip(&stack.values) {
+                        *t += v;
+                    }
                 }
             }
-        }
-    }
+            sums
+        })
+        .reduce_with(FrameSums::add)
+        .unwrap_or_else(|| FrameSums::new(frames, events));
+    let mut functions: Vec<StackFunction> = (0..frames)
+        .filter(|&f| sums.seen[f])
+        .map(|f| StackFunction {
+            frame: f as crate::ir::FrameId,
+            self_cost: sums.self_cost[f * events..(f + 1) * events].to_vec(),
+            total: sums.total[f * events..(f + 1) * events].to_vec(),
+        })
+        .collect();
     let key = |v: &[f64]| v.get(by).copied().unwrap_or(0.0);
     functions.sort_by(|a, b| {
         key(&b.self_cost)
@@ -232,7 +249,35 @@ pub fn stack_functions(
             .then_with(|| profile.frames.get(a.frame).cmp(profile.frames.get(b.frame)))
     });
     functions.truncate(top);
-    (totals, functions)
+    (sums.totals, functions)
+}
+
+/// Sums of a run of stacks: per event, and per frame and event (`frame * events + event`).
+struct FrameSums {
+    totals: Vec<f64>,
+    self_cost: Vec<f64>,
+    total: Vec<f64>,
+    seen: Vec<bool>,
+}
+
+impl FrameSums {
+    fn new(frames: usize, events: usize) -> FrameSums {
+        FrameSums {
+            totals: vec![0.0; events],
+            self_cost: vec![0.0; frames * events],
+            total: vec![0.0; frames * events],
+            seen: vec![false; frames],
+        }
+    }
+
+    fn add(mut self, other: FrameSums) -> FrameSums {
+        let add = |a: &mut Vec<f64>, b: &[f64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        add(&mut self.totals, &other.totals);
+        add(&mut self.self_cost, &other.self_cost);
+        add(&mut self.total, &other.total);
+        self.seen.iter_mut().zip(&other.seen).for_each(|(x, y)| *x |= y);
+        self
+    }
 }
 
 #[cfg(test)]
