@@ -38,6 +38,12 @@ pub fn write(
         }
     }
     warn_unnamed(findings, unnamed);
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "fdata",
+        profile,
+        "a BOLT profile holds branch and fall-through counts, not the events' costs",
+    );
     out.write_all(text.as_bytes()).map_err(io)
 }
 
@@ -79,6 +85,15 @@ fn write_no_lbr(
         }
     }
     warn_unnamed(findings, unnamed);
+    let written: u64 = sums.values().fold(0u64, |a, &b| a.saturating_add(b));
+    let event_label = profile.events.get(event).map_or("samples", |e| e.name.as_str());
+    crate::analysis::totals::warn_left_out(
+        findings,
+        "fdata",
+        &crate::analysis::totals::event_totals(profile),
+        &[(event_label.to_string(), written as f64)],
+        "the no_lbr form holds one event's samples at addresses a symbol names",
+    );
     let io = |e: std::io::Error| Error::io("output", e);
     writeln!(out, "no_lbr {event_name}").map_err(io)?;
     for ((name, off), count) in sums {

@@ -146,6 +146,12 @@ pub fn write(
         return Err(Error::input("bolt-pa: the profile has no edges between blocks")
             .with_hint("samples without branches go to BOLT as fdata's no_lbr form: --to fdata"));
     }
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "bolt-pa",
+        profile,
+        "a BOLT profile holds branch and fall-through counts, not the events' costs",
+    );
     let Some(process) = profile.processes.first() else { return Ok(()) };
     let io = |e: std::io::Error| Error::io("output", e);
     let base = |image: u32| process.images[image as usize].load_addr;

@@ -63,7 +63,7 @@ pub fn write(
     for process in &profile.processes {
         w.process(profile, process, &events);
     }
-    w.notes.report(findings);
+    w.notes.report(profile, findings);
     let mut json = serde_json::to_value(&w.fx)
         .map_err(|e| Error::unsupported(format!("the profile could not be serialized: {e}")))?;
     complete(&mut json, profile, &w.tracks);
@@ -85,6 +85,8 @@ struct Track {
 #[derive(Default)]
 struct Notes {
     rounded: usize,
+    /// Per event index: the weights' sum before and after rounding, where any was rounded.
+    rounding: std::collections::BTreeMap<usize, (f64, f64)>,
     dropped: usize,
     split: u64,
     split_into: u64,
@@ -92,12 +94,13 @@ struct Notes {
 }
 
 impl Notes {
-    fn report(&self, findings: &mut Findings) {
+    fn report(&self, profile: &Profile, findings: &mut Findings) {
         if self.rounded > 0 {
-            findings.warn(
-                None,
-                format!("Firefox Profiler: {} fractional weight(s) rounded to integers", self.rounded),
-            );
+            let name = |e: usize| profile.events.get(e).map_or_else(String::new, |ev| ev.name.clone());
+            let source: Vec<(String, f64)> = self.rounding.iter().map(|(&e, &(s, _))| (name(e), s)).collect();
+            let kept: Vec<(String, f64)> = self.rounding.iter().map(|(&e, &(_, k))| (name(e), k)).collect();
+            let why = format!("{} fractional weight(s) rounded to integers", self.rounded);
+            crate::analysis::totals::warn_left_out(findings, "Firefox Profiler", &source, &kept, &why);
         }
         if self.dropped > 0 {
             findings
@@ -281,6 +284,9 @@ impl Writer {
             if r != v {
                 self.notes.rounded += 1;
             }
+            let sums = self.notes.rounding.entry(e).or_default();
+            sums.0 += v;
+            sums.1 += r;
             whole.push(r.clamp(i64::MIN as f64, i64::MAX as f64) as i64);
         }
         let extra: u64 = whole.iter().map(|w| w.unsigned_abs().div_ceil(MAX_WEIGHT).saturating_sub(1)).sum();

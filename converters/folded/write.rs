@@ -24,17 +24,14 @@ pub fn write(
         // Two count columns are a before/after pair to flame-graph tools: one sample type
         // is written, the default one.
         let written = crate::stacks::default_event(profile);
-        let others: Vec<&str> =
-            events.iter().filter(|&&e| e != written).map(|&e| profile.events[e].name.as_str()).collect();
-        findings.warn(
-            None,
-            format!(
-                "folded: wrote '{}'; not written: {} (folded stacks hold one measure: \
-                 flame-graph tools read two columns as a before/after pair; choose one with --event)",
-                profile.events[written].name,
-                others.join(", ")
-            ),
+        let totals = crate::analysis::totals::event_totals(profile);
+        let name = &profile.events[written].name;
+        let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();
+        let why = format!(
+            "wrote '{name}' alone: folded stacks hold one measure, and flame-graph tools read two \
+             columns as a before/after pair; choose another with --event"
         );
+        crate::analysis::totals::warn_left_out(findings, "folded", &totals, &kept, &why);
         events = vec![written];
     }
     let err = write_error("folded output");

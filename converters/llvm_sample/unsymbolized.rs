@@ -16,6 +16,12 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-unsymbolized")?;
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "llvm-unsymbolized",
+        profile,
+        "llvm-profgen's input holds executed ranges and branches with counts, not the events' costs",
+    );
     let Some(process) = profile.processes.first() else { return Ok(()) };
     let Some(image_index) = main_image(process) else { return Ok(()) };
     let image = &process.images[image_index as usize];
