@@ -215,6 +215,7 @@ pub(crate) const EDGES: &[Spec] = &[
     opt("path_increment", I64),
     opt("path_weight", I64),
     opt("path_back", Bool),
+    opt("mispredicts", U64),
 ];
 pub(crate) const EDGE_COUNTS: &[Spec] =
     &[PID, req("process", U32), req("edge", U32), req("thread", U32), req("count", U64)];

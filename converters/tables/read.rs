@@ -446,6 +446,12 @@ fn edges(
                 None => details = EdgeDetails::path(path),
             }
         }
+        if let Some(mispredicts) = t.ints("mispredicts")[r].filter(|&m| m > 0) {
+            match &mut details {
+                Some(d) => d.mispredicts = mispredicts,
+                None => details = EdgeDetails::mispredicted(mispredicts),
+            }
+        }
         let edge = crate::ir::Edge {
             id: t.int("edge_id", r),
             source: node(index, t, p, "source", r)?,

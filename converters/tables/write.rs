@@ -342,7 +342,8 @@ fn edges(cx: &Context<'_>) -> Table {
                 .int(site.and_then(|s| s.target_line()).map(u64::from))
                 .int(path.map(|x| x.increment as u64))
                 .int(path.map(|x| x.weight as u64))
-                .b(path.map(|x| x.back));
+                .b(path.map(|x| x.back))
+                .int((edge.mispredicts() > 0).then(|| edge.mispredicts()));
         }
     }
     t

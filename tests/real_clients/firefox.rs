@@ -104,7 +104,17 @@ fn names_without_symbols_when_the_binary_is_where_the_profile_says() {
         l["debugPath"] = "/nonexistent/burn".into();
     });
     std::fs::write(&moved, serde_json::to_vec(&v).unwrap()).unwrap();
-    let (folded, stderr) = folded_of(&moved, &[]);
+    // perf's build-id cache (where `perf record` copies what it sampled) would find the binary
+    // by its code id: an empty one stands in for a machine that never recorded it.
+    let empty_cache = tempfile::tempdir().unwrap();
+    let o = common::cfghub()
+        .args(["convert", moved.to_str().unwrap(), "--to", "folded", "-o", "-"])
+        .env("PERF_BUILDID_DIR", empty_cache.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (folded, stderr) =
+        (String::from_utf8(o.stdout).unwrap(), String::from_utf8_lossy(&o.stderr).into_owned());
     assert!(folded.contains(";burn+0x"), "{folded}");
     assert!(stderr.contains("--symbols"), "{stderr}");
 }
