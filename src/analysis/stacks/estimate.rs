@@ -347,12 +347,15 @@ fn share_self_costs(f: &Functions, paths: Vec<Path>, frame_of: &[FrameId]) -> Ve
     for (k, p) in paths.iter().enumerate() {
         ending_in[*p.nodes.last().expect("paths are never empty") as usize].push(k);
     }
+    // Each path's list of functions becomes its stack's frames in place.
+    let mut flows: Vec<Vec<f64>> = Vec::with_capacity(paths.len());
     let mut stacks: Vec<Stack> = paths
-        .iter()
-        .map(|p| Stack {
-            frames: p.nodes.iter().map(|&v| frame_of[v as usize]).collect(),
-            values: vec![0.0; events],
-            thread: None,
+        .into_iter()
+        .map(|p| {
+            flows.push(p.flow);
+            let mut frames = p.nodes;
+            frames.iter_mut().for_each(|v| *v = frame_of[*v as usize]);
+            Stack { frames, values: vec![0.0; events], thread: None }
         })
         .collect();
     for v in 0..n {
@@ -362,7 +365,7 @@ fn share_self_costs(f: &Functions, paths: Vec<Path>, frame_of: &[FrameId]) -> Ve
                 continue;
             }
             let ends = &ending_in[v];
-            let sum: f64 = ends.iter().map(|&k| paths[k].flow[e].max(0.0)).sum();
+            let sum: f64 = ends.iter().map(|&k| flows[k][e].max(0.0)).sum();
             if sum <= 0.0 {
                 // On no call path: a stack of its own frame.
                 let mut values = vec![0.0; events];
@@ -370,8 +373,7 @@ fn share_self_costs(f: &Functions, paths: Vec<Path>, frame_of: &[FrameId]) -> Ve
                 stacks.push(Stack { frames: vec![frame_of[v]], values, thread: None });
                 continue;
             }
-            let shares: Vec<f64> =
-                ends.iter().map(|&k| cost as f64 * paths[k].flow[e].max(0.0) / sum).collect();
+            let shares: Vec<f64> = ends.iter().map(|&k| cost as f64 * flows[k][e].max(0.0) / sum).collect();
             for (&k, whole) in ends.iter().zip(whole_units(&shares, cost)) {
                 stacks[k].values[e] = whole as f64;
             }
