@@ -268,13 +268,13 @@ fn write_to(
     buf.extend_from_slice(&nonzero.to_le_bytes());
     buf.extend_from_slice(&sum.to_le_bytes());
     out.write_all(&buf).map_err(io_err)?;
-    let written = vec![(profile.events[event].name.clone(), kept as f64)];
-    crate::analysis::totals::warn_left_out(
+    let why = "a DCPI file holds the samples at addresses of one event in one image";
+    crate::analysis::totals::warn_kept(
         findings,
         "dcpi",
-        &crate::analysis::totals::event_totals(profile),
-        &written,
-        "a DCPI file holds the samples at addresses of one event in one image",
+        profile,
+        [(profile.events[event].name.as_str(), kept as f64)],
+        why,
     );
     Ok(())
 }

@@ -116,7 +116,7 @@ pub fn write(
                 put::bytes(&mut scratch, 1, &inner);
             }
             inner.clear();
-            for e in 0..nevents {
+            for (e, sum) in written.iter_mut().enumerate() {
                 let v = stack.values.get(e).copied().unwrap_or(0.0);
                 let r = v.round();
                 if r != v {
@@ -128,7 +128,7 @@ pub fn write(
                     negative_or_huge += 1;
                     0
                 };
-                written[e] += i as f64;
+                *sum += i as f64;
                 put::varint(&mut inner, i as u64);
             }
             put::bytes(&mut scratch, 2, &inner);
@@ -151,16 +151,9 @@ pub fn write(
         }
     }
     if fractional > 0 || negative_or_huge > 0 {
-        let kept: Vec<(String, f64)> =
-            profile.events.iter().zip(&written).map(|(e, &w)| (e.name.clone(), w)).collect();
+        let kept = profile.events.iter().zip(&written).map(|(e, &w)| (e.name.as_str(), w));
         let why = format!("{fractional} fractional stack value(s) rounded to integers");
-        crate::analysis::totals::warn_left_out(
-            findings,
-            "pprof",
-            &crate::analysis::totals::event_totals(profile),
-            &kept,
-            &why,
-        );
+        crate::analysis::totals::warn_kept(findings, "pprof", profile, kept, &why);
     }
     if negative_or_huge > 0 {
         findings.warn(

@@ -211,7 +211,7 @@ pub fn write(
     if rounded > 0 || dropped > 0 || empty > 0 {
         let kept: Vec<(String, f64)> =
             events.iter().map(|&e| (profile.events[e].name.clone(), written[e])).collect();
-        let chosen: Vec<(String, f64)> = crate::analysis::totals::event_totals(&profile)
+        let chosen: Vec<(String, f64)> = crate::analysis::totals::event_totals(profile)
             .into_iter()
             .filter(|t| kept.iter().any(|k| k.0 == t.0))
             .collect();

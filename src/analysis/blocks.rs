@@ -1092,10 +1092,10 @@ fn returns(
     }
     // A call instruction returns as often as it ran: a lazily bound call is two calls from
     // one site (to the resolver, then to the function) and one return.
-    let mut returned: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    let mut returned = vec![0u64; b.owner.len()];
     for (key, thread, count) in demands {
         let (callee, ret) = ((key >> 32) as usize, key as u32);
-        let so_far = returned.entry(ret).or_insert(0);
+        let so_far = &mut returned[ret as usize];
         let r = b.block_ref(ret - 1);
         let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
         let count = count.min(ran.saturating_sub(*so_far));

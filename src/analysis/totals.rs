@@ -81,6 +81,19 @@ pub fn warn_left_out(
     }
 }
 
+/// [`warn_left_out`] for an output of `profile` that keeps `kept` of the events it names (by
+/// name), the rest of the profile's totals left out.
+pub fn warn_kept<'a>(
+    findings: &mut Findings,
+    format: &str,
+    profile: &Profile,
+    kept: impl IntoIterator<Item = (&'a str, f64)>,
+    why: &str,
+) {
+    let kept: Vec<(String, f64)> = kept.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    warn_left_out(findings, format, &event_totals(profile), &kept, why);
+}
+
 /// Warns, once, that the output `format` carries none of the profile's events: their whole
 /// totals are left out.
 pub fn warn_no_events(findings: &mut Findings, format: &str, profile: &Profile, why: &str) {

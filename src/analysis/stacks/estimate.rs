@@ -115,12 +115,18 @@ fn functions(profile: &Profile, process: &Process, graph: &CallGraph, from_rows:
     }
     if from_rows {
         for (i, image) in process.images.iter().enumerate() {
+            // The node of each symbol, looked up once (a large profile has millions of rows).
+            let mut of_symbol = vec![u32::MAX; image.symbols.len()];
             for row in image.costs.iter() {
                 let symbol = row.symbol.or_else(|| row.offset.and_then(|o| indexes[i].covering(o)));
                 let node = match (symbol, row.offset) {
+                    (Some(s), _) if of_symbol[s as usize] != u32::MAX => of_symbol[s as usize],
                     (Some(s), _) => {
-                        let s = bases[i][s as usize];
-                        f.node(Key::Symbol(i as u32, s), || image.symbols[s as usize].name.clone())
+                        let base = bases[i][s as usize];
+                        let node =
+                            f.node(Key::Symbol(i as u32, base), || image.symbols[base as usize].name.clone());
+                        of_symbol[s as usize] = node;
+                        node
                     }
                     (None, Some(o)) => {
                         let name = names::code_name(profile, image, &indexes[i], o);
@@ -230,7 +236,7 @@ pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
         let graph = callgraph::build(profile, process);
         let f = functions(profile, process, &graph, from_rows);
         let frame_of: Vec<FrameId> = f.names.iter().map(|n| out.frames.intern(n)).collect();
-        let mut walk = Walk { f: &f, paths: Vec::new(), max_stacks, truncated: false };
+        let mut walk = Walk { f: &f, paths: Paths::default(), max_stacks, truncated: false };
         walk.all();
         truncated |= walk.truncated;
         let Walk { paths, .. } = walk;
@@ -240,16 +246,39 @@ pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
     (out, truncated)
 }
 
-/// A call path found by the walk: its functions root first, and the flow it brings to its
-/// last function, per event.
-struct Path {
+/// The call paths found by the walk, in flat lists (a large program has a million): each
+/// path's functions root first, and the flow it brings to its last function, per event.
+#[derive(Default)]
+struct Paths {
     nodes: Vec<u32>,
-    flow: Vec<f64>,
+    /// Where each path's functions start in `nodes`; one more entry holds the end.
+    starts: Vec<usize>,
+    /// `events` values per path.
+    flows: Vec<f64>,
+}
+
+impl Paths {
+    fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    fn push(&mut self, nodes: &[u32], flow: &[f64]) {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        self.nodes.extend_from_slice(nodes);
+        self.starts.push(self.nodes.len());
+        self.flows.extend_from_slice(flow);
+    }
+
+    fn nodes(&self, k: usize) -> &[u32] {
+        &self.nodes[self.starts[k]..self.starts[k + 1]]
+    }
 }
 
 struct Walk<'a> {
     f: &'a Functions,
-    paths: Vec<Path>,
+    paths: Paths,
     max_stacks: usize,
     truncated: bool,
 }
@@ -327,7 +356,7 @@ impl Walk<'_> {
                 .collect()
         };
         if own.iter().any(|&c| c > 0) {
-            self.paths.push(Path { nodes: path.clone(), flow });
+            self.paths.push(path, &flow);
         }
         for (callee, share) in children {
             path.push(callee);
@@ -340,21 +369,16 @@ impl Walk<'_> {
 /// The stacks: every function's self cost shared among the paths that end in it in proportion
 /// to their flows, event by event, in whole units that add up to the self cost exactly
 /// (largest remainders); a function's cost that no path brings flow to is a stack of its own.
-fn share_self_costs(f: &Functions, paths: Vec<Path>, frame_of: &[FrameId]) -> Vec<Stack> {
+fn share_self_costs(f: &Functions, paths: Paths, frame_of: &[FrameId]) -> Vec<Stack> {
     let n = f.names.len();
     let events = f.events;
-    let mut ending_in: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (k, p) in paths.iter().enumerate() {
-        ending_in[*p.nodes.last().expect("paths are never empty") as usize].push(k);
+    let mut ending_in: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for k in 0..paths.len() {
+        ending_in[*paths.nodes(k).last().expect("paths are never empty") as usize].push(k as u32);
     }
-    let mut stacks: Vec<Stack> = paths
-        .iter()
-        .map(|p| Stack {
-            frames: p.nodes.iter().map(|&v| frame_of[v as usize]).collect(),
-            values: vec![0.0; events],
-            thread: None,
-        })
-        .collect();
+    let flow = |k: u32, e: usize| paths.flows[k as usize * events + e].max(0.0);
+    let mut values = vec![0.0f64; paths.len() * events];
+    let mut stacks: Vec<Stack> = Vec::new();
     for v in 0..n {
         for e in 0..events {
             let cost = f.costs[v][e];
@@ -362,22 +386,27 @@ fn share_self_costs(f: &Functions, paths: Vec<Path>, frame_of: &[FrameId]) -> Ve
                 continue;
             }
             let ends = &ending_in[v];
-            let sum: f64 = ends.iter().map(|&k| paths[k].flow[e].max(0.0)).sum();
+            let sum: f64 = ends.iter().map(|&k| flow(k, e)).sum();
             if sum <= 0.0 {
                 // On no call path: a stack of its own frame.
-                let mut values = vec![0.0; events];
-                values[e] = cost as f64;
-                stacks.push(Stack { frames: vec![frame_of[v]], values, thread: None });
+                let mut own = vec![0.0; events];
+                own[e] = cost as f64;
+                stacks.push(Stack { frames: vec![frame_of[v]], values: own, thread: None });
                 continue;
             }
-            let shares: Vec<f64> =
-                ends.iter().map(|&k| cost as f64 * paths[k].flow[e].max(0.0) / sum).collect();
+            let shares: Vec<f64> = ends.iter().map(|&k| cost as f64 * flow(k, e) / sum).collect();
             for (&k, whole) in ends.iter().zip(whole_units(&shares, cost)) {
-                stacks[k].values[e] = whole as f64;
+                values[k as usize * events + e] = whole as f64;
             }
         }
     }
-    stacks.retain(|s| s.values.iter().any(|&v| v != 0.0));
+    // Paths whose shares all rounded to nothing make no stack.
+    for (k, v) in values.chunks(events.max(1)).enumerate().take(paths.len()) {
+        if v.iter().any(|&x| x != 0.0) {
+            let frames = paths.nodes(k).iter().map(|&p| frame_of[p as usize]).collect();
+            stacks.push(Stack { frames, values: v.to_vec(), thread: None });
+        }
+    }
     stacks
 }
 
