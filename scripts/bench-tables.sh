@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Parquet tables, on the 98 MB Pin-style DCFG that scripts/bench.sh generates (same generator,
-# same file):
+# Parquet tables, on the Pin-style DCFG that scripts/bench.sh generates (same generator, same
+# file: 232 MB of pretty JSON today):
 #  1. writing the tables (`cfghub convert X.dcfg.json -o X.tables/`): target <= 1.5x the time of
 #     `cfghub info` on the DCFG (both read the DCFG; the writing is what the conversion adds);
 #  2. reading them back (`load X.tables`): target <= reading the DCFG JSON (`load X.dcfg.json`);

@@ -64,7 +64,7 @@ pub static FORMAT: Format = Format {
     name: "tables",
     description: DESCRIPTION,
     extensions: &[".tables"],
-    hint: Some("this cfghub was built without Parquet tables: build it with `cargo build --release --features tables`"),
+    hint: Some("this cfghub was built without Parquet tables: build it with `cargo build --release` (the default features)"),
     ..Format::NONE
 };
 

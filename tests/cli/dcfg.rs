@@ -120,8 +120,11 @@ fn the_readme_first_command_converts_the_bundled_compressed_dcfg() {
     let commands: Vec<&str> =
         block.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
     assert_eq!(commands.len(), 2, "{commands:?}");
-    let args: Vec<&str> =
-        commands[0].strip_prefix("cargo run --release -- ").expect(commands[0]).split_whitespace().collect();
+    let args: Vec<&str> = commands[0]
+        .strip_prefix("cargo run --release --features tables -- ")
+        .expect(commands[0])
+        .split_whitespace()
+        .collect();
     assert_eq!((args[0], args[2]), ("convert", "-o"), "{args:?}");
     let input = root.join(args[1]);
     assert!(args[1].ends_with(".dcfg.json.bz2") && input.exists(), "{}", input.display());
