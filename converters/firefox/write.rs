@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use fxprof_processed_profile::{
-    debugid::DebugId, CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo,
-    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StringHandle, Symbol, SymbolTable,
-    Timestamp,
+    debugid::DebugId, CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameHandle, FrameInfo,
+    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StackHandle, StringHandle, Symbol,
+    SymbolTable, Timestamp,
 };
 use serde_json::{json, Value};
 
@@ -171,16 +171,35 @@ impl Writer {
                 let weights = self.weights(stacks, e, &track);
                 let scale = weights.1;
                 let mut time = 0.0;
+                // Each distinct stack and frame is interned once per track: profiles repeat
+                // a few stacks many times.
+                let mut stack_handles: HashMap<&[FrameId], Option<StackHandle>> = HashMap::new();
+                let mut frame_handles: HashMap<FrameId, FrameHandle> = HashMap::new();
                 for (stack, weight) in stacks.iter().zip(weights.0) {
                     if weight.is_empty() {
                         continue;
                     }
-                    let frames: Vec<FrameInfo> = stack
-                        .frames
-                        .iter()
-                        .map(|&f| self.frame_info(profile, f, &addresses, &libs, &kernel_images))
-                        .collect();
-                    let handle = self.fx.intern_stack_frames(th, frames.into_iter());
+                    let handle = match stack_handles.get(&stack.frames[..]) {
+                        Some(&h) => h,
+                        None => {
+                            let mut parent = None;
+                            for &f in &stack.frames {
+                                let frame = match frame_handles.get(&f) {
+                                    Some(&h) => h,
+                                    None => {
+                                        let info =
+                                            self.frame_info(profile, f, &addresses, &libs, &kernel_images);
+                                        let h = self.fx.intern_frame(th, info);
+                                        frame_handles.insert(f, h);
+                                        h
+                                    }
+                                };
+                                parent = Some(self.fx.intern_stack(th, parent, frame));
+                            }
+                            stack_handles.insert(&stack.frames[..], parent);
+                            parent
+                        }
+                    };
                     for w in weight {
                         self.fx.add_sample(
                             th,
