@@ -58,8 +58,15 @@ pub fn write(
     );
     let user = CategoryPairHandle::from(fx.add_category("User", CategoryColor::Yellow));
     let kernel = CategoryPairHandle::from(fx.add_category("Kernel", CategoryColor::Orange));
-    let mut w =
-        Writer { fx, user, kernel, strings: HashMap::new(), tracks: Vec::new(), notes: Notes::default() };
+    let mut w = Writer {
+        fx,
+        user,
+        kernel,
+        strings: HashMap::new(),
+        tracks: Vec::new(),
+        names: Default::default(),
+        notes: Notes::default(),
+    };
     for process in &profile.processes {
         w.process(profile, process, &events);
     }
@@ -76,6 +83,8 @@ pub fn write(
 
 /// One written track: whose thread and event it is, and how its weights were scaled.
 struct Track {
+    /// The thread's name, unique in the file.
+    name: String,
     event: String,
     thread: Option<u32>,
     scale: u64,
@@ -132,7 +141,25 @@ struct Writer {
     kernel: CategoryPairHandle,
     strings: HashMap<FrameId, StringHandle>,
     tracks: Vec<Track>,
+    /// The tracks' names so far.
+    names: std::collections::HashSet<String>,
     notes: Notes,
+}
+
+impl Writer {
+    /// `name`, or `name #2`, `name #3`, ... when a track has it already.
+    fn unique(&mut self, name: String) -> String {
+        let name = if self.names.contains(&name) {
+            (2..)
+                .map(|k| format!("{name} #{k}"))
+                .find(|n| !self.names.contains(n))
+                .expect("some suffix is free")
+        } else {
+            name
+        };
+        self.names.insert(name.clone());
+        name
+    }
 }
 
 /// Where a frame's function is, when it can be written as an address.
@@ -153,13 +180,13 @@ impl Writer {
         for s in &process.stacks {
             by_thread.entry(s.thread).or_default().push(s);
         }
-        let mut first = true;
         for (thread, stacks) in &by_thread {
             for &e in events {
                 let event = &profile.events[e].name;
                 let tid = thread.map_or(pid, |t| pid.wrapping_add(t));
-                let th = self.fx.add_thread(ph, tid, Timestamp::from_millis_since_reference(0.0), first);
-                first = false;
+                // No track is the process's main thread: the crate would name it after the
+                // process, and names tell the tracks apart in its output (it sorts them).
+                let th = self.fx.add_thread(ph, tid, Timestamp::from_millis_since_reference(0.0), false);
                 let mut track = match thread {
                     Some(t) => format!("thread {t}"),
                     None => name.clone(),
@@ -167,6 +194,7 @@ impl Writer {
                 if events.len() > 1 || profile.events.len() > 1 {
                     track = format!("{track} ({event})");
                 }
+                let track = self.unique(track);
                 self.fx.set_thread_name(th, &track);
                 let weights = self.weights(stacks, e, &track);
                 let scale = weights.1;
@@ -211,7 +239,7 @@ impl Writer {
                         time += 1.0;
                     }
                 }
-                self.tracks.push(Track { event: event.clone(), thread: *thread, scale });
+                self.tracks.push(Track { name: track, event: event.clone(), thread: *thread, scale });
             }
         }
     }
@@ -407,7 +435,9 @@ fn complete(json: &mut Value, profile: &Profile, tracks: &[Track]) {
         }
     }
     let Some(threads) = json["threads"].as_array_mut() else { return };
-    for (thread, track) in threads.iter_mut().zip(tracks) {
+    let by_name: HashMap<&str, &Track> = tracks.iter().map(|t| (t.name.as_str(), t)).collect();
+    for thread in threads.iter_mut() {
+        let Some(track) = thread["name"].as_str().and_then(|n| by_name.get(n)).copied() else { continue };
         thread["cfghubEvent"] = json!(track.event);
         thread["cfghubThread"] = json!(track.thread);
         if track.scale > 1 {
