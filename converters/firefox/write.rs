@@ -395,9 +395,11 @@ fn frame_addresses(profile: &Profile, process: &Process) -> HashMap<FrameId, Add
         .map(|im| im.file.map(|f| profile.file_name(f).rsplit('/').next().unwrap_or("").to_string()))
         .collect();
     let mut out = HashMap::new();
+    // Each frame once, whether it has an address or not.
+    let mut seen = vec![false; profile.frames.len()];
     for s in &process.stacks {
         for &f in &s.frames {
-            if out.contains_key(&f) {
+            if std::mem::replace(&mut seen[f as usize], true) {
                 continue;
             }
             let name = profile.frames.get(f);

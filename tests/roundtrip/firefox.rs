@@ -142,7 +142,11 @@ fn tracks_keep_their_process_thread_and_event_whatever_order_the_file_has() {
         names: vec!["f".into(), "g".into()],
         sources: vec![(None, None); 2],
         processes: vec![
-            vec![(vec![0], vec![1, 2], Some(0)), (vec![1], vec![3, 4], Some(1)), (vec![0, 1], vec![5, 6], None)],
+            vec![
+                (vec![0], vec![1, 2], Some(0)),
+                (vec![1], vec![3, 4], Some(1)),
+                (vec![0, 1], vec![5, 6], None),
+            ],
             vec![(vec![1], vec![7, 8], Some(0)), (vec![0], vec![9, 10], Some(2))],
         ],
     };
