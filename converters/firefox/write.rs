@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use fxprof_processed_profile::{
-    debugid::DebugId, CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo,
-    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StringHandle, Symbol, SymbolTable,
-    Timestamp,
+    debugid::DebugId, CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameHandle, FrameInfo,
+    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StackHandle, StringHandle, Symbol,
+    SymbolTable, Timestamp,
 };
 use serde_json::{json, Value};
 
@@ -58,8 +58,15 @@ pub fn write(
     );
     let user = CategoryPairHandle::from(fx.add_category("User", CategoryColor::Yellow));
     let kernel = CategoryPairHandle::from(fx.add_category("Kernel", CategoryColor::Orange));
-    let mut w =
-        Writer { fx, user, kernel, strings: HashMap::new(), tracks: Vec::new(), notes: Notes::default() };
+    let mut w = Writer {
+        fx,
+        user,
+        kernel,
+        strings: HashMap::new(),
+        tracks: Vec::new(),
+        names: Default::default(),
+        notes: Notes::default(),
+    };
     for process in &profile.processes {
         w.process(profile, process, &events);
     }
@@ -76,6 +83,8 @@ pub fn write(
 
 /// One written track: whose thread and event it is, and how its weights were scaled.
 struct Track {
+    /// The thread's name, unique in the file.
+    name: String,
     event: String,
     thread: Option<u32>,
     scale: u64,
@@ -135,7 +144,25 @@ struct Writer {
     kernel: CategoryPairHandle,
     strings: HashMap<FrameId, StringHandle>,
     tracks: Vec<Track>,
+    /// The tracks' names so far.
+    names: std::collections::HashSet<String>,
     notes: Notes,
+}
+
+impl Writer {
+    /// `name`, or `name #2`, `name #3`, ... when a track has it already.
+    fn unique(&mut self, name: String) -> String {
+        let name = if self.names.contains(&name) {
+            (2..)
+                .map(|k| format!("{name} #{k}"))
+                .find(|n| !self.names.contains(n))
+                .expect("some suffix is free")
+        } else {
+            name
+        };
+        self.names.insert(name.clone());
+        name
+    }
 }
 
 /// Where a frame's function is, when it can be written as an address.
@@ -156,13 +183,13 @@ impl Writer {
         for s in &process.stacks {
             by_thread.entry(s.thread).or_default().push(s);
         }
-        let mut first = true;
         for (thread, stacks) in &by_thread {
             for &e in events {
                 let event = &profile.events[e].name;
                 let tid = thread.map_or(pid, |t| pid.wrapping_add(t));
-                let th = self.fx.add_thread(ph, tid, Timestamp::from_millis_since_reference(0.0), first);
-                first = false;
+                // No track is the process's main thread: the crate would name it after the
+                // process, and names tell the tracks apart in its output (it sorts them).
+                let th = self.fx.add_thread(ph, tid, Timestamp::from_millis_since_reference(0.0), false);
                 let mut track = match thread {
                     Some(t) => format!("thread {t}"),
                     None => name.clone(),
@@ -170,20 +197,40 @@ impl Writer {
                 if events.len() > 1 || profile.events.len() > 1 {
                     track = format!("{track} ({event})");
                 }
+                let track = self.unique(track);
                 self.fx.set_thread_name(th, &track);
                 let weights = self.weights(stacks, e, &track);
                 let scale = weights.1;
                 let mut time = 0.0;
+                // Each distinct stack and frame is interned once per track: profiles repeat
+                // a few stacks many times.
+                let mut stack_handles: HashMap<&[FrameId], Option<StackHandle>> = HashMap::new();
+                let mut frame_handles: HashMap<FrameId, FrameHandle> = HashMap::new();
                 for (stack, weight) in stacks.iter().zip(weights.0) {
                     if weight.is_empty() {
                         continue;
                     }
-                    let frames: Vec<FrameInfo> = stack
-                        .frames
-                        .iter()
-                        .map(|&f| self.frame_info(profile, f, &addresses, &libs, &kernel_images))
-                        .collect();
-                    let handle = self.fx.intern_stack_frames(th, frames.into_iter());
+                    let handle = match stack_handles.get(&stack.frames[..]) {
+                        Some(&h) => h,
+                        None => {
+                            let mut parent = None;
+                            for &f in &stack.frames {
+                                let frame = match frame_handles.get(&f) {
+                                    Some(&h) => h,
+                                    None => {
+                                        let info =
+                                            self.frame_info(profile, f, &addresses, &libs, &kernel_images);
+                                        let h = self.fx.intern_frame(th, info);
+                                        frame_handles.insert(f, h);
+                                        h
+                                    }
+                                };
+                                parent = Some(self.fx.intern_stack(th, parent, frame));
+                            }
+                            stack_handles.insert(&stack.frames[..], parent);
+                            parent
+                        }
+                    };
                     for w in weight {
                         self.fx.add_sample(
                             th,
@@ -195,7 +242,7 @@ impl Writer {
                         time += 1.0;
                     }
                 }
-                self.tracks.push(Track { event: event.clone(), thread: *thread, scale });
+                self.tracks.push(Track { name: track, event: event.clone(), thread: *thread, scale });
             }
         }
     }
@@ -354,9 +401,11 @@ fn frame_addresses(profile: &Profile, process: &Process) -> HashMap<FrameId, Add
         .map(|im| im.file.map(|f| profile.file_name(f).rsplit('/').next().unwrap_or("").to_string()))
         .collect();
     let mut out = HashMap::new();
+    // Each frame once, whether it has an address or not.
+    let mut seen = vec![false; profile.frames.len()];
     for s in &process.stacks {
         for &f in &s.frames {
-            if out.contains_key(&f) {
+            if std::mem::replace(&mut seen[f as usize], true) {
                 continue;
             }
             let name = profile.frames.get(f);
@@ -394,7 +443,9 @@ fn complete(json: &mut Value, profile: &Profile, tracks: &[Track]) {
         }
     }
     let Some(threads) = json["threads"].as_array_mut() else { return };
-    for (thread, track) in threads.iter_mut().zip(tracks) {
+    let by_name: HashMap<&str, &Track> = tracks.iter().map(|t| (t.name.as_str(), t)).collect();
+    for thread in threads.iter_mut() {
+        let Some(track) = thread["name"].as_str().and_then(|n| by_name.get(n)).copied() else { continue };
         thread["cfghubEvent"] = json!(track.event);
         thread["cfghubThread"] = json!(track.thread);
         if track.scale > 1 {

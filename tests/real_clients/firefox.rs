@@ -217,8 +217,9 @@ fn one_track_per_event_or_the_one_event_asked_for() {
             .collect()
     };
     let all = tracks(&[]);
-    let events: Vec<&str> = all.iter().map(|t| t.1.as_str()).collect();
-    assert_eq!(events, ["samples", "cpu"], "{all:?}");
+    let mut events: Vec<&str> = all.iter().map(|t| t.1.as_str()).collect();
+    events.sort();
+    assert_eq!(events, ["cpu", "samples"], "{all:?}");
     let one = tracks(&["--event", "cpu"]);
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].1, "cpu");

@@ -134,6 +134,29 @@ proptest! {
 }
 
 #[test]
+fn tracks_keep_their_process_thread_and_event_whatever_order_the_file_has() {
+    // pids 999 and 1000 sort one way as numbers and the other as text; threads of both have
+    // the same names.
+    let spec = Spec {
+        events: vec!["a".into(), "b".into()],
+        names: vec!["f".into(), "g".into()],
+        sources: vec![(None, None); 2],
+        processes: vec![
+            vec![
+                (vec![0], vec![1, 2], Some(0)),
+                (vec![1], vec![3, 4], Some(1)),
+                (vec![0, 1], vec![5, 6], None),
+            ],
+            vec![(vec![1], vec![7, 8], Some(0)), (vec![0], vec![9, 10], Some(2))],
+        ],
+    };
+    let mut m = model(&spec);
+    m.processes[1].pid = 999;
+    let back = read(&write(&m).0);
+    assert_eq!(sums(&back), sums(&m));
+}
+
+#[test]
 fn weights_past_32_bits_are_split_exactly_and_said_so() {
     let spec = Spec {
         events: vec!["Ir".into()],
