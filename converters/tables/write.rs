@@ -520,25 +520,13 @@ fn costs(cx: &Context<'_>) -> Table {
                 (cursor.symbol(row), cursor.offset(row), cursor.file(row), cursor.line(row));
             let values = cursor.values(row);
             let address = offset.map(|o| image.load_addr.wrapping_add(o));
-            let mut any = false;
-            for (e, &v) in values.iter().enumerate() {
-                if v != 0 {
-                    any = true;
-                    t.row()
-                        .u(p)
-                        .u(i)
-                        .u(row as u64)
-                        .int(symbol.map(u64::from))
-                        .int(offset)
-                        .int(address)
-                        .int(file.map(u64::from))
-                        .int(line.map(u64::from))
-                        .s(event_name(cx.profile, e))
-                        .u(v);
-                }
-            }
-            if !any {
+            let mut stated: Vec<(usize, u64)> =
+                values.iter().enumerate().filter(|&(_, &v)| v != 0).map(|(e, &v)| (e, v)).collect();
+            if stated.is_empty() {
                 // A row with no value still says where: kept with a zero.
+                stated.push((0, 0));
+            }
+            for (e, v) in stated {
                 t.row()
                     .u(p)
                     .u(i)
@@ -548,8 +536,8 @@ fn costs(cx: &Context<'_>) -> Table {
                     .int(address)
                     .int(file.map(u64::from))
                     .int(line.map(u64::from))
-                    .s(event_name(cx.profile, 0))
-                    .u(0);
+                    .s(event_name(cx.profile, e))
+                    .u(v);
             }
         }
     }
