@@ -1,7 +1,8 @@
 //! The Firefox Profiler's processed format: the test fixtures of the profiler's own repository
-//! (fixtures/firefox/upstream, versions 0, 7, 24, 49, 58 and 68; see fixtures/README.md) read
-//! with every sample, each thread's weights summed as the profiler counts them; its Gecko
-//! profile (the profiler's input format) is refused by version.
+//! (fixtures/firefox/upstream, versions 0, 7, 24, 49, 58, 68, 69 and 70; see fixtures/README.md)
+//! read with every sample, each thread's weights summed as the profiler counts them; the
+//! profiler's own upgrades of a profile to versions 69 and 70 read alike; its Gecko profile
+//! (the profiler's input format) is refused by version.
 
 use cfghub::error::Findings;
 use serde_json::Value;
@@ -54,6 +55,9 @@ fn every_version_in_the_profilers_fixtures_reads_with_all_its_samples() {
         ("unsymbolicated.json", 49),
         ("argument-values.json.gz", 58),
         ("sourcemap-single.json", 68),
+        ("processed-1.v69.json", 69),
+        ("processed-1.v70.json", 70),
+        ("perf-import.v70.json", 70),
     ] {
         let p = read(name);
         assert_eq!(p.meta.format_version, Some((version, 0)), "{name}");
@@ -67,6 +71,38 @@ fn every_version_in_the_profilers_fixtures_reads_with_all_its_samples() {
         assert_eq!(read_total, samples_with_stacks(&json(name)), "{name}");
         assert!(read_total > 0.0, "{name}");
     }
+}
+
+/// Folded stacks of a fixture, as cfghub writes them.
+fn folded(name: &str) -> String {
+    let path = fixture(&format!("firefox/upstream/{name}"));
+    let o =
+        common::run(&["convert", "--from", "firefox", path.to_str().unwrap(), "--to", "folded", "-o", "-"]);
+    assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Samples per stack of folded stacks, and their sum.
+fn total(folded: &str) -> u64 {
+    folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum()
+}
+
+#[test]
+fn the_profilers_own_upgrades_to_versions_69_and_70_read_alike_with_every_sample() {
+    // processed-1.json is version 0; the profiler's upgrader took it to 69 (the library on
+    // the resource) and to 70 (the library on the frame): both read the same stacks.
+    let v69 = folded("processed-1.v69.json");
+    let v70 = folded("processed-1.v70.json");
+    assert_eq!(v69, v70);
+    // Against the original, the profiler's upgraders changed two things that show: callers'
+    // return addresses are one less (firefox+0xf84 becomes firefox+0xf83 where it calls),
+    // and a JavaScript function's name lost the location it carried (`frobnicate
+    // (chrome://blargh:34)` is `frobnicate`, its file and line apart). The samples are the same.
+    let original = folded("processed-1.json");
+    assert!(original.contains(";firefox+0xf84;frobnicate (chrome://blargh:34) 1"), "{original}");
+    assert!(v70.contains(";firefox+0xf83;frobnicate 1"), "{v70}");
+    assert_eq!(total(&v70), total(&original));
+    assert_eq!(v70.lines().count(), original.lines().count());
 }
 
 #[test]
