@@ -178,7 +178,8 @@ impl Writer {
         let name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
         let ph = self.fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0));
         let (libs, kernel_images) = self.libraries(profile, process);
-        let addresses = frame_addresses(profile, process);
+        let first = std::ptr::eq(process, &profile.processes[0]);
+        let addresses = frame_addresses(profile, process, first);
         let mut by_thread: std::collections::BTreeMap<Option<u32>, Vec<&Stack>> = Default::default();
         for s in &process.stacks {
             by_thread.entry(s.thread).or_default().push(s);
@@ -376,8 +377,10 @@ fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
 }
 
 /// Frames of the process's stacks that can be written as an address in an image: named like
-/// exactly one symbol of the images (the symbol's start), or `IMAGE+0xOFFSET`.
-fn frame_addresses(profile: &Profile, process: &Process) -> HashMap<FrameId, AddressOf> {
+/// exactly one symbol of the images (the symbol's start), named `IMAGE+0xOFFSET`, or named by
+/// the runtime address the model keeps for it (an unsymbolized pprof location: its mapping is
+/// an image of the first process), so that the profiler can symbolize them all later.
+fn frame_addresses(profile: &Profile, process: &Process, first: bool) -> HashMap<FrameId, AddressOf> {
     let mut by_name: HashMap<&str, Option<AddressOf>> = HashMap::new();
     for (i, image) in process.images.iter().enumerate() {
         if image.file.is_none() {
@@ -417,12 +420,25 @@ fn frame_addresses(profile: &Profile, process: &Process) -> HashMap<FrameId, Add
                     Some(AddressOf { image, offset })
                 }),
             };
+            let found = found.or_else(|| first.then(|| recorded_address(profile, process, f)).flatten());
             if let Some(a) = found {
                 out.insert(f, a);
             }
         }
     }
     out
+}
+
+/// The address the model keeps for frame `f` of the first process, relative to its image as
+/// the format wants it: the runtime address less where the image was mapped, plus the file
+/// offset it was mapped from (samply's relative addresses are so for the code of a PIE and of
+/// a fixed-address executable alike).
+fn recorded_address(profile: &Profile, process: &Process, f: FrameId) -> Option<AddressOf> {
+    let recorded = profile.frame_source(f)?.address?;
+    let image = recorded.image? as usize;
+    let im = process.images.get(image).filter(|im| im.file.is_some())?;
+    let relative = recorded.address.checked_sub(im.load_addr)?.checked_add(im.file_offset.unwrap_or(0))?;
+    Some(AddressOf { image, offset: u32::try_from(relative).ok()? })
 }
 
 /// Sets what the crate leaves empty (see the module documentation).

@@ -191,3 +191,54 @@ fn weights_too_large_to_split_are_scaled_with_a_warning() {
         assert!((got - v).abs() / v < 1e-6, "{k:?}: {got} vs {v}");
     }
 }
+
+#[test]
+fn frames_named_by_their_address_are_written_as_addresses_in_their_library() {
+    use cfghub::ir::{FrameAddress, Image};
+    // An unsymbolized Go location: runtime address 0x401234 in /bin/app, mapped at 0x400000
+    // from file offset 0; a named frame has no address to write.
+    let mut m = Profile { events: vec![Event::new("samples")], ..Profile::default() };
+    let file = m.files.intern("/bin/app");
+    let main = m.frames.intern("main");
+    let unnamed = m.frames.intern("0x401234");
+    m.frame_sources = vec![
+        FrameSource::default(),
+        FrameSource {
+            address: Some(FrameAddress { image: Some(0), address: 0x401234 }),
+            ..FrameSource::default()
+        },
+    ];
+    let image =
+        Image { id: 1, file: Some(file), load_addr: 0x400000, size: Some(0x10000), ..Image::default() };
+    m.processes.push(Process {
+        pid: 7,
+        images: vec![image],
+        stacks: vec![Stack { frames: vec![main, unnamed], values: vec![3.0], thread: None }],
+        ..Process::default()
+    });
+    let (bytes, _) = write(&m);
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let t = &v["threads"][0];
+    let strings = t["stringArray"].as_array().unwrap();
+    let frames = &t["frameTable"];
+    let funcs = &t["funcTable"];
+    let row = |name: &str| {
+        (0..frames["func"].as_array().unwrap().len())
+            .find(|&i| {
+                let func = frames["func"][i].as_u64().unwrap() as usize;
+                strings[funcs["name"][func].as_u64().unwrap() as usize] == name
+            })
+            .unwrap_or_else(|| panic!("no frame {name}: {t}"))
+    };
+    let at = row("0x1234");
+    assert_eq!(frames["address"][at], 0x1234);
+    let resource =
+        funcs["resource"][frames["func"][at].as_u64().unwrap() as usize].as_u64().unwrap() as usize;
+    let lib = t["resourceTable"]["lib"][resource].as_u64().unwrap() as usize;
+    assert_eq!(v["libs"][lib]["path"], "/bin/app");
+    assert_eq!(frames["address"][row("main")], -1);
+    // Read back, the frame is the library's address, as samply's unsymbolized frames are.
+    let back = read(&bytes);
+    let names: Vec<&str> = back.processes[0].stacks[0].frames.iter().map(|&f| back.frames.get(f)).collect();
+    assert_eq!(names, ["main", "app+0x1234"]);
+}
