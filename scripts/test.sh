@@ -3,8 +3,9 @@
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, bzip2, lbzip2 and
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm), dwz,
 # Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
-# llvm-profdata, clang -fprofile-sample-use), python's networkx, and the speedscope viewer (npm, under
-# target/speedscope). Needs root for apt-get on a fresh machine.
+# llvm-profdata, clang -fprofile-sample-use), python's networkx, the speedscope viewer (npm, under
+# target/speedscope) and the Firefox Profiler's command-line client (npm, under
+# target/firefox-profiler). Needs root for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,5 +28,8 @@ python3 -c 'import duckdb, pyarrow, pandas' 2>/dev/null || python3 -m pip instal
 # The speedscope viewer's web build, outside the sources (tests/real_clients/speedscope.rs).
 [ -f target/speedscope/node_modules/speedscope/dist/release/index.html ] \
   || npm install --silent --no-audit --no-fund --prefix target/speedscope speedscope@1.25.0 >/dev/null
+# The Firefox Profiler's own command-line client (tests/real_clients/firefox.rs).
+[ -x target/firefox-profiler/node_modules/.bin/profiler-cli ] \
+  || npm install --silent --no-audit --no-fund --prefix target/firefox-profiler @firefox-devtools/profiler-cli@0.10.0 >/dev/null
 
 cargo test --features tables "$@"

@@ -3,7 +3,9 @@
 //! samply saves addresses; cfghub names them from the binary, and its counts per function
 //! equal those scripts/firefox-counts.py computes with binutils' addr2line. Converted to
 //! Callgrind (checked by callgrind_annotate) and folded stacks, every sample is kept; what
-//! cfghub writes in the format, it reads back.
+//! cfghub writes in the format, it reads back, and the Firefox Profiler's own command-line
+//! client (`profiler-cli`, the profiler's processing code under node) loads it and counts the
+//! same samples per function.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -223,4 +225,143 @@ fn one_track_per_event_or_the_one_event_asked_for() {
     let one = tracks(&["--event", "cpu"]);
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].1, "cpu");
+}
+
+/// The Firefox Profiler's command-line client: the profiler's own loading, upgrading and
+/// call-tree code under node (npm `@firefox-devtools/profiler-cli`, which scripts/test.sh
+/// installs under target/firefox-profiler, or the program `CFGHUB_PROFILER_CLI` names).
+fn profiler_cli() -> PathBuf {
+    let path = std::env::var_os("CFGHUB_PROFILER_CLI").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/firefox-profiler/node_modules/.bin/profiler-cli")
+    });
+    assert!(
+        path.exists() && have("node"),
+        "the Firefox Profiler's profiler-cli (npm) or node is not installed at {}; scripts/test.sh installs it",
+        path.display()
+    );
+    path
+}
+
+/// A profiler-cli session with a profile loaded (its daemon is stopped when dropped); its
+/// state lives in a folder of its own.
+struct ProfilerSession {
+    cli: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl ProfilerSession {
+    fn load(file: &Path) -> ProfilerSession {
+        let session = ProfilerSession { cli: profiler_cli(), home: tempfile::tempdir().unwrap() };
+        let o = session.run(&["load", file.to_str().unwrap()]);
+        // The client gives its daemon half a second to start, which a busy machine can take:
+        // the daemon goes on loading the file, and answers once it has.
+        if !o.status.success() && o.stderr.contains("did not become ready") {
+            let ready = (0..120).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                session.run(&["status"]).status.success()
+            });
+            assert!(ready, "profiler-cli's daemon never answered: {}{}", o.stdout, o.stderr);
+        } else {
+            assert!(o.status.success(), "profiler-cli load: {}{}", o.stdout, o.stderr);
+        }
+        session
+    }
+
+    fn run(&self, args: &[&str]) -> CliOutput {
+        let o = Command::new(&self.cli)
+            .args(args)
+            .args(["--session", "cfghub"])
+            .env("HOME", self.home.path())
+            .output()
+            .unwrap();
+        CliOutput {
+            status: o.status,
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// `thread functions --json` of a thread: each function's name and self samples.
+    fn self_samples(&self, thread: &str) -> BTreeMap<String, u64> {
+        let o = self.run(&["thread", "functions", "--thread", thread, "--json"]);
+        assert!(o.status.success(), "profiler-cli thread functions: {}{}", o.stdout, o.stderr);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        let mut out = BTreeMap::new();
+        for f in v["functions"].as_array().unwrap() {
+            let n = f["selfSamples"].as_f64().unwrap() as u64;
+            if n > 0 {
+                *out.entry(f["name"].as_str().unwrap().to_string()).or_insert(0) += n;
+            }
+        }
+        out
+    }
+
+    fn threads(&self) -> Vec<String> {
+        let o = self.run(&["thread", "list", "--json"]);
+        assert!(o.status.success(), "profiler-cli thread list: {}{}", o.stdout, o.stderr);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["threadHandle"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+impl Drop for ProfilerSession {
+    fn drop(&mut self) {
+        let _ = self.run(&["stop"]);
+    }
+}
+
+struct CliOutput {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+#[test]
+fn the_firefox_profilers_own_client_counts_what_cfghub_writes_as_cfghub_does() {
+    let cli = profiler_cli();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = binary();
+    let written = dir.path().join("burn.fxprof.json.gz");
+    convert(&[
+        "convert",
+        profile().to_str().unwrap(),
+        "--symbols",
+        bin.to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    let (folded, _) = folded_of(&profile(), &["--symbols", bin.to_str().unwrap()]);
+    // The profiler shows kernel functions without perf's suffix (their category says it).
+    let ours: BTreeMap<String, u64> = leaf_counts(&folded)
+        .into_iter()
+        .map(|(name, n)| (name.strip_suffix("_[k]").unwrap_or(&name).to_string(), n))
+        .fold(BTreeMap::new(), |mut m, (k, n)| {
+            *m.entry(k).or_insert(0) += n;
+            m
+        });
+    let session = ProfilerSession::load(&written);
+    assert_eq!(session.cli, cli);
+    let threads = session.threads();
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    let theirs = session.self_samples(&threads[0]);
+    assert_eq!(theirs, ours);
+    assert_eq!(theirs.values().sum::<u64>(), SAMPLES_IN_FIXTURE);
+    assert!(theirs.get("mix").is_some_and(|&n| n > 100), "{theirs:?}");
+
+    // A Go profile (two events: a track each) loads too, with the weights of each event.
+    let go = fixture("pprof/burn.cpu.pb.gz");
+    let written = dir.path().join("go.fxprof.json");
+    convert(&["convert", go.to_str().unwrap(), "-o", written.to_str().unwrap()]);
+    let session = ProfilerSession::load(&written);
+    let threads = session.threads();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    let (folded, _) = folded_of(&go, &["--event", "samples"]);
+    let samples: u64 = leaf_counts(&folded).values().sum();
+    let totals: Vec<u64> = threads.iter().map(|t| session.self_samples(t).values().sum()).collect();
+    assert!(totals.contains(&samples), "{totals:?} vs {samples} samples");
 }
