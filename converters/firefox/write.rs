@@ -1,29 +1,40 @@
 //! Writing the model as a processed profile, through `fxprof-processed-profile` (the crate
-//! samply writes its profiles with).
+//! samply writes its profiles with) for all but each track's stack table and samples.
 //!
 //! A process per model process; per model thread, one thread (a track in the profiler) per
 //! event written (all events, or the one `--event` names), each sample a model stack with its
 //! weight. A frame whose name is the name of a symbol of one of the process's images becomes an
 //! address in that image's library (the library carries the image's symbols as its symbol
 //! table, so the profiler shows the name and knows the address); a frame named
-//! `IMAGE+0xOFFSET` (an address nothing named) becomes that address in the image's library;
-//! any other frame is a label. Frames in a kernel image, or named with perf's `_[k]`, get the
-//! `Kernel` category, the others `User`.
+//! `IMAGE+0xOFFSET` (an address nothing named), or one the model keeps a runtime address for,
+//! becomes that address in the image's library; any other frame is a label. Frames in a kernel
+//! image, or named with perf's `_[k]`, get the `Kernel` category, the others `User`.
 //!
-//! The crate leaves some columns empty that the model can fill; they are set on the JSON it
-//! serializes: each function's file and first line (`funcTable.fileName`, `lineNumber`), each
+//! The crate makes the profile's meta, libraries, categories and each track's frame, function,
+//! resource, native-symbol and string tables. The stack table and samples are cfghub's own
+//! ([`StackTree`]): the crate interns every node of every stack through a hash table, once per
+//! track, which took most of the writing time; the model's stacks are all known up front, so
+//! sorting them once per model thread gives the prefix tree without a lookup, shared by the
+//! thread's tracks. They are written in the crate's layout, the frames by the numbers the crate
+//! gave them.
+//!
+//! The crate's JSON is serialized once, and completed as it is copied out (only the small parts
+//! that change are parsed): each track's stack table and samples, each function's file and
+//! first line (`funcTable.fileName`, `lineNumber`, which the crate leaves empty), each
 //! library's address range (`start`, `end`), and what cfghub needs to read its own file back
 //! exactly (`meta.cfghub`, each thread's `cfghubEvent`, `cfghubThread` and `cfghubScale`),
 //! which the profiler ignores.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
 
 use fxprof_processed_profile::{
-    debugid::DebugId, CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameHandle, FrameInfo,
-    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StackHandle, StringHandle, Symbol,
-    SymbolTable, Timestamp,
+    debugid::DebugId, CategoryColor, CategoryPairHandle, Frame, FrameFlags, FrameHandle, FrameInfo,
+    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StringHandle, Symbol, SymbolTable,
+    Timestamp,
 };
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Findings, Result};
@@ -64,6 +75,7 @@ pub fn write(
         kernel,
         strings: HashMap::new(),
         tracks: Vec::new(),
+        stack_tables: Vec::new(),
         names: Default::default(),
         notes: Notes::default(),
     };
@@ -71,12 +83,11 @@ pub fn write(
         w.process(profile, process, &events);
     }
     w.notes.report(profile, findings);
-    let mut json = serde_json::to_value(&w.fx)
-        .map_err(|e| Error::unsupported(format!("the profile could not be serialized: {e}")))?;
-    complete(&mut json, profile, &w.tracks);
+    let serialized = serde_json::to_vec(&w.fx).map_err(unserializable)?;
+    drop(w.fx);
     let err = write_error("Firefox Profiler output");
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-    serde_json::to_writer(&mut out, &json).map_err(|e| err(e.into()))?;
+    complete(&serialized, profile, &w.tracks, &w.stack_tables, &mut out)?;
     out.write_all(b"\n").map_err(&err)?;
     out.flush().map_err(&err)
 }
@@ -88,6 +99,13 @@ struct Track {
     event: String,
     thread: Option<u32>,
     scale: u64,
+    /// The JSON of its `stackTable`: an index into [`Writer::stack_tables`] (the tracks of a
+    /// model thread share one).
+    stack_table: usize,
+    /// The JSON of its `samples`.
+    samples: String,
+    /// How many frames its frame table has (the crate's: checked against what was interned).
+    frames: usize,
 }
 
 /// What a writer could not express exactly, said once at the end.
@@ -144,6 +162,8 @@ struct Writer {
     kernel: CategoryPairHandle,
     strings: HashMap<FrameId, StringHandle>,
     tracks: Vec<Track>,
+    /// The JSON of the tracks' stack tables.
+    stack_tables: Vec<String>,
     /// The tracks' names so far.
     names: std::collections::HashSet<String>,
     notes: Notes,
@@ -185,6 +205,11 @@ impl Writer {
             by_thread.entry(s.thread).or_default().push(s);
         }
         for (thread, stacks) in &by_thread {
+            let tree = StackTree::of(stacks);
+            // The crate's frame indices of the tree's frames, and the stack table they make:
+            // the same for every track of the thread (each interns the same frames in the same
+            // order), so made once unless a track's differ.
+            let mut shared: Option<(Vec<u32>, usize)> = None;
             for &e in events {
                 let event = &profile.events[e].name;
                 let tid = thread.map_or(pid, |t| pid.wrapping_add(t));
@@ -200,52 +225,107 @@ impl Writer {
                 }
                 let track = self.unique(track);
                 self.fx.set_thread_name(th, &track);
-                let weights = self.weights(stacks, e, &track);
-                let scale = weights.1;
-                let mut time = 0.0;
-                // Each distinct stack and frame is interned once per track: profiles repeat
-                // a few stacks many times.
-                let mut stack_handles: HashMap<&[FrameId], Option<StackHandle>> = HashMap::new();
-                let mut frame_handles: HashMap<FrameId, FrameHandle> = HashMap::new();
-                for (stack, weight) in stacks.iter().zip(weights.0) {
-                    if weight.is_empty() {
-                        continue;
+                let (frame_index, frames) =
+                    self.intern_frames(th, profile, &tree, &addresses, &libs, &kernel_images);
+                let stack_table = match &shared {
+                    Some((index, table)) if *index == frame_index => *table,
+                    _ => {
+                        self.stack_tables.push(tree.table_json(&frame_index));
+                        shared = Some((frame_index, self.stack_tables.len() - 1));
+                        self.stack_tables.len() - 1
                     }
-                    let handle = match stack_handles.get(&stack.frames[..]) {
-                        Some(&h) => h,
-                        None => {
-                            let mut parent = None;
-                            for &f in &stack.frames {
-                                let frame = match frame_handles.get(&f) {
-                                    Some(&h) => h,
-                                    None => {
-                                        let info =
-                                            self.frame_info(profile, f, &addresses, &libs, &kernel_images);
-                                        let h = self.fx.intern_frame(th, info);
-                                        frame_handles.insert(f, h);
-                                        h
-                                    }
-                                };
-                                parent = Some(self.fx.intern_stack(th, parent, frame));
-                            }
-                            stack_handles.insert(&stack.frames[..], parent);
-                            parent
-                        }
-                    };
-                    for w in weight {
-                        self.fx.add_sample(
-                            th,
-                            Timestamp::from_millis_since_reference(time),
-                            handle,
-                            CpuDelta::ZERO,
-                            w,
-                        );
-                        time += 1.0;
-                    }
-                }
-                self.tracks.push(Track { name: track, event: event.clone(), thread: *thread, scale });
+                };
+                let (weights, scale) = self.weights(stacks, e, &track);
+                let samples = self.samples_json(&tree, &weights);
+                self.tracks.push(Track {
+                    name: track,
+                    event: event.clone(),
+                    thread: *thread,
+                    scale,
+                    stack_table,
+                    samples,
+                    frames,
+                });
             }
         }
+    }
+
+    /// Interns the frames of `tree` in thread `th`, in the order of its nodes: the crate's
+    /// frame index of each model frame the tree holds (by [`FrameId`]; others `u32::MAX`), and
+    /// how many frames the thread has.
+    /// The crate numbers a thread's frames 0, 1, ... as they are first interned, and a
+    /// handle's order is its number's, so each frame's index is its handle's rank.
+    fn intern_frames(
+        &mut self,
+        th: fxprof_processed_profile::ThreadHandle,
+        profile: &Profile,
+        tree: &StackTree,
+        addresses: &HashMap<FrameId, AddressOf>,
+        libs: &[Option<LibraryHandle>],
+        kernel_images: &[bool],
+    ) -> (Vec<u32>, usize) {
+        let mut handle_of: Vec<Option<FrameHandle>> = vec![None; profile.frames.len()];
+        for &f in &tree.frame {
+            if handle_of[f as usize].is_none() {
+                let info = self.frame_info(profile, f, addresses, libs, kernel_images);
+                handle_of[f as usize] = Some(self.fx.intern_frame(th, info));
+            }
+        }
+        let mut ranked: Vec<FrameHandle> = handle_of.iter().flatten().copied().collect();
+        ranked.sort_unstable();
+        ranked.dedup();
+        let index = handle_of
+            .iter()
+            .map(|h| h.and_then(|h| ranked.binary_search(&h).ok()).map_or(u32::MAX, |i| i as u32))
+            .collect();
+        (index, ranked.len())
+    }
+
+    /// The JSON of a track's `samples` (as the crate writes them): a sample per stack with a
+    /// weight (several where it is split), 1 ms apart, in the order of `stacks`.
+    fn samples_json(&mut self, tree: &StackTree, weights: &[i64]) -> String {
+        let mut stack_column = String::with_capacity(weights.len() * 8);
+        let mut weight_column = String::with_capacity(weights.len() * 4);
+        let mut n = 0usize;
+        let mut numbers = itoa::Buffer::new();
+        for (leaf, &weight) in tree.leaf.iter().zip(weights) {
+            if weight == 0 {
+                continue;
+            }
+            if weight.unsigned_abs() > MAX_WEIGHT {
+                self.notes.split += 1;
+                self.notes.split_into += weight.unsigned_abs().div_ceil(MAX_WEIGHT);
+            }
+            for part in parts(weight) {
+                if n > 0 {
+                    stack_column.push(',');
+                    weight_column.push(',');
+                }
+                match leaf {
+                    Some(node) => stack_column.push_str(numbers.format(*node)),
+                    None => stack_column.push_str("null"),
+                }
+                weight_column.push_str(numbers.format(part));
+                n += 1;
+            }
+        }
+        let mut out = String::with_capacity(stack_column.len() + weight_column.len() + 8 * n + 128);
+        out.push_str("{\"length\":");
+        out.push_str(numbers.format(n));
+        out.push_str(",\"weightType\":\"samples\",\"stack\":[");
+        out.push_str(&stack_column);
+        out.push_str("],\"timeDeltas\":[");
+        for i in 0..n {
+            out.push_str(if i == 0 { "0.0" } else { ",1.0" });
+        }
+        out.push_str("],\"weight\":[");
+        out.push_str(&weight_column);
+        out.push_str("],\"threadCPUDelta\":[");
+        for i in 0..n {
+            out.push_str(if i == 0 { "0" } else { ",0" });
+        }
+        out.push_str("]}");
+        out
     }
 
     /// A library per image with a file; the images that hold kernel code.
@@ -317,10 +397,12 @@ impl Writer {
         FrameInfo { frame, category_pair, flags: FrameFlags::empty() }
     }
 
-    /// The weights of `stacks` for event `e`: per stack, its samples' weights (empty when
-    /// it is not written), and the factor they were divided by.
-    fn weights(&mut self, stacks: &[&Stack], e: usize, track: &str) -> (Vec<Vec<i32>>, u64) {
+    /// The weights of `stacks` for event `e`, rounded to whole numbers (0: not written) and
+    /// divided by the factor returned: 1 unless splitting them into samples of at most
+    /// [`MAX_WEIGHT`] would make more than [`MAX_SPLIT_SAMPLES`] extra samples.
+    fn weights(&mut self, stacks: &[&Stack], e: usize, track: &str) -> (Vec<i64>, u64) {
         let mut whole: Vec<i64> = Vec::with_capacity(stacks.len());
+        let (mut source, mut kept) = (0.0, 0.0);
         for s in stacks {
             let v = s.values.get(e).copied().unwrap_or(0.0);
             if !v.is_finite() {
@@ -332,39 +414,105 @@ impl Writer {
             if r != v {
                 self.notes.rounded += 1;
             }
-            let sums = self.notes.rounding.entry(e).or_default();
-            sums.0 += v;
-            sums.1 += r;
+            source += v;
+            kept += r;
             whole.push(r.clamp(i64::MIN as f64, i64::MAX as f64) as i64);
         }
+        if !stacks.is_empty() {
+            let sums = self.notes.rounding.entry(e).or_default();
+            sums.0 += source;
+            sums.1 += kept;
+        }
         let extra: u64 = whole.iter().map(|w| w.unsigned_abs().div_ceil(MAX_WEIGHT).saturating_sub(1)).sum();
-        let scale = if extra > MAX_SPLIT_SAMPLES {
-            let most = whole.iter().map(|w| w.unsigned_abs()).max().unwrap_or(0);
-            let factor = most.div_ceil(MAX_WEIGHT);
-            self.notes.scaled.push((track.to_string(), factor));
-            factor
-        } else {
-            1
-        };
-        let out = whole
-            .into_iter()
-            .map(|w| {
-                let w = if scale > 1 { (w as f64 / scale as f64).round() as i64 } else { w };
-                let (sign, mut left) = (w.signum(), w.unsigned_abs());
-                let mut parts = Vec::with_capacity(1);
-                while left > 0 {
-                    let part = left.min(MAX_WEIGHT);
-                    parts.push(sign as i32 * part as i32);
-                    left -= part;
-                }
-                if parts.len() > 1 {
-                    self.notes.split += 1;
-                    self.notes.split_into += parts.len() as u64;
-                }
-                parts
-            })
-            .collect();
-        (out, scale)
+        if extra <= MAX_SPLIT_SAMPLES {
+            return (whole, 1);
+        }
+        let most = whole.iter().map(|w| w.unsigned_abs()).max().unwrap_or(0);
+        let factor = most.div_ceil(MAX_WEIGHT);
+        self.notes.scaled.push((track.to_string(), factor));
+        for w in &mut whole {
+            *w = (*w as f64 / factor as f64).round() as i64;
+        }
+        (whole, factor)
+    }
+}
+
+/// A weight as the samples' weights the format holds: parts of at most [`MAX_WEIGHT`], of
+/// the weight's sign (none for 0).
+fn parts(weight: i64) -> impl Iterator<Item = i32> {
+    let (sign, mut left) = (weight.signum() as i32, weight.unsigned_abs());
+    std::iter::from_fn(move || {
+        (left > 0).then(|| {
+            let part = left.min(MAX_WEIGHT);
+            left -= part;
+            sign * part as i32
+        })
+    })
+}
+
+/// The prefix tree of a model thread's stacks, the format's stack table: a node per distinct
+/// stack prefix, its prefix's node before it.
+///
+/// Built by sorting the stacks: stacks that share a prefix are then neighbours, so each node
+/// is made once, when the walk first goes below the prefix the previous stack shares, with no
+/// lookup at all; the crate's own interning hashes every node of every stack, track by track.
+struct StackTree {
+    /// Per node, its prefix's node (`None` at a root) and its model frame.
+    prefix: Vec<Option<u32>>,
+    frame: Vec<FrameId>,
+    /// Per stack (in the order given), the node of its leaf (`None`: a stack without frames).
+    leaf: Vec<Option<u32>>,
+}
+
+impl StackTree {
+    fn of(stacks: &[&Stack]) -> StackTree {
+        let mut order: Vec<u32> = (0..stacks.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| stacks[a as usize].frames.cmp(&stacks[b as usize].frames));
+        let mut tree = StackTree { prefix: Vec::new(), frame: Vec::new(), leaf: vec![None; stacks.len()] };
+        // The nodes of the previous stack's frames, root first.
+        let mut path: Vec<u32> = Vec::new();
+        let mut previous: &[FrameId] = &[];
+        for &i in &order {
+            let frames = &stacks[i as usize].frames[..];
+            let shared = frames.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(shared);
+            for &f in &frames[shared..] {
+                tree.prefix.push(path.last().copied());
+                tree.frame.push(f);
+                path.push(tree.frame.len() as u32 - 1);
+            }
+            tree.leaf[i as usize] = path.last().copied();
+            previous = frames;
+        }
+        tree
+    }
+
+    /// The JSON of the stack table (as the crate writes it), frames by their index in the
+    /// track's frame table (`frame_index`, by model frame).
+    fn table_json(&self, frame_index: &[u32]) -> String {
+        let mut out = String::with_capacity(self.frame.len() * 16 + 64);
+        let mut numbers = itoa::Buffer::new();
+        out.push_str("{\"length\":");
+        out.push_str(numbers.format(self.frame.len()));
+        out.push_str(",\"prefix\":[");
+        for (i, p) in self.prefix.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match p {
+                Some(p) => out.push_str(numbers.format(*p)),
+                None => out.push_str("null"),
+            }
+        }
+        out.push_str("],\"frame\":[");
+        for (i, &f) in self.frame.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(numbers.format(frame_index[f as usize]));
+        }
+        out.push_str("]}");
+        out
     }
 }
 
@@ -441,67 +589,212 @@ fn recorded_address(profile: &Profile, process: &Process, f: FrameId) -> Option<
     Some(AddressOf { image, offset: u32::try_from(relative).ok()? })
 }
 
-/// Sets what the crate leaves empty (see the module documentation).
-fn complete(json: &mut Value, profile: &Profile, tracks: &[Track]) {
-    json["meta"]["cfghub"] = json!({ "version": env!("CARGO_PKG_VERSION") });
-    if let Some(libs) = json["libs"].as_array_mut() {
-        let ranges: HashMap<String, (u64, Option<u64>)> = profile
-            .processes
-            .iter()
-            .flat_map(|p| &p.images)
-            .filter(|i| i.file.is_some())
-            .map(|i| (profile.image_name(i), (i.load_addr, i.size)))
-            .collect();
-        for lib in libs {
-            let Some(&(start, size)) = lib["path"].as_str().and_then(|p| ranges.get(p)) else { continue };
-            lib["start"] = json!(start);
-            lib["end"] = json!(start.saturating_add(size.unwrap_or(0)));
+/// Writes the crate's JSON `serialized` to `out` with what the crate leaves empty set (see the
+/// module documentation) and each track's stack table and samples. Only the small parts that
+/// change are parsed; the rest is copied as it is.
+fn complete(
+    serialized: &[u8],
+    profile: &Profile,
+    tracks: &[Track],
+    stack_tables: &[String],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let err = write_error("Firefox Profiler output");
+    let top: Object = serde_json::from_slice(serialized).map_err(unserializable)?;
+    let by_name: HashMap<&str, &Track> = tracks.iter().map(|t| (t.name.as_str(), t)).collect();
+    out.write_all(b"{").map_err(&err)?;
+    for (i, (key, value)) in top.0.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",").map_err(&err)?;
+        }
+        serde_json::to_writer(&mut *out, key).map_err(|e| err(e.into()))?;
+        out.write_all(b":").map_err(&err)?;
+        match *key {
+            "meta" => {
+                let mut meta = Object::parse(value.get())?.entries();
+                let version = json!({ "version": env!("CARGO_PKG_VERSION") });
+                meta.push(("cfghub", Cow::Owned(version.to_string())));
+                write_object(out, &meta).map_err(&err)?;
+            }
+            "libs" => out.write_all(libs_with_ranges(value.get(), profile)?.as_bytes()).map_err(&err)?,
+            "threads" => {
+                let threads: Vec<&RawValue> = serde_json::from_str(value.get()).map_err(unserializable)?;
+                out.write_all(b"[").map_err(&err)?;
+                for (i, thread) in threads.into_iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",").map_err(&err)?;
+                    }
+                    let entries = thread_completed(thread, &by_name, stack_tables, profile)?;
+                    write_object(out, &entries).map_err(&err)?;
+                }
+                out.write_all(b"]").map_err(&err)?;
+            }
+            _ => out.write_all(value.get().as_bytes()).map_err(&err)?,
         }
     }
-    let Some(threads) = json["threads"].as_array_mut() else { return };
-    let by_name: HashMap<&str, &Track> = tracks.iter().map(|t| (t.name.as_str(), t)).collect();
-    for thread in threads.iter_mut() {
-        let Some(track) = thread["name"].as_str().and_then(|n| by_name.get(n)).copied() else { continue };
-        thread["cfghubEvent"] = json!(track.event);
-        thread["cfghubThread"] = json!(track.thread);
-        if track.scale > 1 {
-            thread["cfghubScale"] = json!(track.scale);
-        }
-        fill_sources(thread, profile);
+    out.write_all(b"}").map_err(&err)
+}
+
+fn unserializable(e: serde_json::Error) -> Error {
+    Error::unsupported(format!("the profile could not be serialized: {e}"))
+}
+
+/// A JSON object as its keys and their values' text, in the order written.
+struct Object<'a>(Vec<(&'a str, &'a RawValue)>);
+
+impl<'a> Object<'a> {
+    fn parse(text: &'a str) -> Result<Object<'a>> {
+        serde_json::from_str(text).map_err(unserializable)
+    }
+
+    fn entries(self) -> Vec<(&'a str, Cow<'a, str>)> {
+        self.0.into_iter().map(|(k, v)| (k, Cow::Borrowed(v.get()))).collect()
     }
 }
 
-/// Each function's file and first line, from the model's frame sources, by its name.
-fn fill_sources(thread: &mut Value, profile: &Profile) {
-    if profile.frame_sources.is_empty() {
-        return;
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Object<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Object<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> std::result::Result<Object<'de>, M::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<&'de str, &'de RawValue>()? {
+                    out.push(entry);
+                }
+                Ok(Object(out))
+            }
+        }
+        d.deserialize_map(Visit)
     }
-    let Some(strings) = thread["stringArray"].as_array().cloned() else { return };
-    let Some(names) = thread["funcTable"]["name"].as_array().cloned() else { return };
-    let mut strings: Vec<Value> = strings;
+}
+
+/// The JSON text of an object of `entries` (keys and their values' JSON text).
+fn object_text(entries: &[(&str, Cow<'_, str>)]) -> String {
+    let mut out = Vec::with_capacity(entries.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 2);
+    write_object(&mut out, entries).expect("writing to memory");
+    String::from_utf8(out).expect("JSON text is UTF-8")
+}
+
+fn write_object(out: &mut dyn Write, entries: &[(&str, Cow<'_, str>)]) -> std::io::Result<()> {
+    out.write_all(b"{")?;
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.write_all(b":")?;
+        out.write_all(value.as_bytes())?;
+    }
+    out.write_all(b"}")
+}
+
+/// The libraries, each with the address range of its image.
+fn libs_with_ranges(text: &str, profile: &Profile) -> Result<String> {
+    let mut libs: Vec<Value> = serde_json::from_str(text).map_err(unserializable)?;
+    let ranges: HashMap<String, (u64, Option<u64>)> = profile
+        .processes
+        .iter()
+        .flat_map(|p| &p.images)
+        .filter(|i| i.file.is_some())
+        .map(|i| (profile.image_name(i), (i.load_addr, i.size)))
+        .collect();
+    for lib in &mut libs {
+        let Some(&(start, size)) = lib["path"].as_str().and_then(|p| ranges.get(p)) else { continue };
+        lib["start"] = json!(start);
+        lib["end"] = json!(start.saturating_add(size.unwrap_or(0)));
+    }
+    Ok(Value::Array(libs).to_string())
+}
+
+/// A thread's JSON entries with the track's stack table and samples, its own keys, and its
+/// functions' files and lines.
+fn thread_completed<'a>(
+    thread: &'a RawValue,
+    tracks: &HashMap<&str, &'a Track>,
+    stack_tables: &'a [String],
+    profile: &Profile,
+) -> Result<Vec<(&'a str, Cow<'a, str>)>> {
+    let mut entries = Object::parse(thread.get())?.entries();
+    let name = entries.iter().find(|(k, _)| *k == "name").map(|(_, v)| serde_json::from_str::<String>(v));
+    let Some(track) = name.and_then(|n| n.ok()).and_then(|n| tracks.get(n.as_str()).copied()) else {
+        return Ok(entries);
+    };
+    // The stack table names frames by the numbers the crate gave them: it must have as many.
+    let frame_table = entries.iter().find(|(k, _)| *k == "frameTable").map(|(_, v)| v.as_ref());
+    let frames = frame_table.map(Object::parse).transpose()?.and_then(|t| {
+        let length = t.0.iter().find(|(k, _)| *k == "length")?;
+        serde_json::from_str::<usize>(length.1.get()).ok()
+    });
+    if frames != Some(track.frames) {
+        return Err(Error::unsupported(format!(
+            "track '{}': the frame table has {frames:?} frames where {} were interned",
+            track.name, track.frames
+        )));
+    }
+    for (key, value) in &mut entries {
+        match *key {
+            "stackTable" => *value = Cow::Borrowed(stack_tables[track.stack_table].as_str()),
+            "samples" => *value = Cow::Borrowed(track.samples.as_str()),
+            _ => {}
+        }
+    }
+    if !profile.frame_sources.is_empty() {
+        fill_sources(&mut entries, profile)?;
+    }
+    entries.push(("cfghubEvent", Cow::Owned(json!(track.event).to_string())));
+    entries.push(("cfghubThread", Cow::Owned(json!(track.thread).to_string())));
+    if track.scale > 1 {
+        entries.push(("cfghubScale", Cow::Owned(track.scale.to_string())));
+    }
+    Ok(entries)
+}
+
+/// Each function's file and first line (`funcTable.fileName`, `lineNumber`), from the model's
+/// frame sources, by its name; file names are added to the thread's strings.
+fn fill_sources(thread: &mut [(&str, Cow<'_, str>)], profile: &Profile) -> Result<()> {
+    let at = |key: &str| thread.iter().position(|(k, _)| *k == key);
+    let (Some(strings_at), Some(funcs_at)) = (at("stringArray"), at("funcTable")) else { return Ok(()) };
+    let mut strings: Vec<String> = serde_json::from_str(&thread[strings_at].1).map_err(unserializable)?;
+    let mut funcs = Object::parse(&thread[funcs_at].1)?.entries();
+    let Some(names_at) = funcs.iter().position(|(k, _)| *k == "name") else { return Ok(()) };
+    let names: Vec<Option<usize>> = serde_json::from_str(&funcs[names_at].1).map_err(unserializable)?;
     let mut index_of: HashMap<String, usize> =
-        strings.iter().enumerate().filter_map(|(i, s)| Some((s.as_str()?.to_string(), i))).collect();
+        strings.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect();
     let mut files = Vec::with_capacity(names.len());
     let mut lines = Vec::with_capacity(names.len());
-    for n in &names {
-        let name =
-            n.as_u64().and_then(|i| strings.get(i as usize)).and_then(Value::as_str).map(str::to_string);
-        let source = name
-            .and_then(|name| profile.frames.lookup(&name))
+    for n in names {
+        let source = n
+            .and_then(|i| strings.get(i))
+            .and_then(|name| profile.frames.lookup(name))
             .and_then(|f| profile.frame_source(f))
             .cloned()
             .unwrap_or_default();
         let file = source.file.map(|f| {
             let file = profile.file_name(f).to_string();
             *index_of.entry(file.clone()).or_insert_with(|| {
-                strings.push(Value::String(file));
+                strings.push(file);
                 strings.len() - 1
             })
         });
-        files.push(json!(file));
-        lines.push(json!(source.line));
+        files.push(file);
+        lines.push(source.line);
     }
-    thread["stringArray"] = Value::Array(strings);
-    thread["funcTable"]["fileName"] = Value::Array(files);
-    thread["funcTable"]["lineNumber"] = Value::Array(lines);
+    for (key, value) in [("fileName", json!(files)), ("lineNumber", json!(lines))] {
+        let text = Cow::Owned(value.to_string());
+        match funcs.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = text,
+            None => funcs.push((key, text)),
+        }
+    }
+    let funcs = object_text(&funcs);
+    thread[funcs_at].1 = Cow::Owned(funcs);
+    thread[strings_at].1 = Cow::Owned(serde_json::to_string(&strings).map_err(unserializable)?);
+    Ok(())
 }
