@@ -28,4 +28,4 @@ python3 -c 'import duckdb, pyarrow, pandas' 2>/dev/null || python3 -m pip instal
 [ -f target/speedscope/node_modules/speedscope/dist/release/index.html ] \
   || npm install --silent --no-audit --no-fund --prefix target/speedscope speedscope@1.25.0 >/dev/null
 
-cargo test --features tables "$@"
+cargo test --workspace --features tables "$@"
