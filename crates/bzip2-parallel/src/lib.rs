@@ -40,7 +40,6 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-
 const BLOCK_MAGIC: u64 = 0x3141_5926_5359;
 const EOS_MAGIC: u64 = 0x1772_4538_5090;
 /// A damaged, truncated or non-bzip2 input: what is wrong and where, carried inside the
@@ -562,9 +561,11 @@ impl Scanner {
             };
             if !ok {
                 return Err(Stop::Failed(invalid(
-                    DecodeError::new("expected a bzip2 stream header (BZh1 to BZh9) after the previous stream")
-                        .at_byte(header)
-                        .with_hint("the file has trailing data or is damaged; check it with `bzip2 -t`"),
+                    DecodeError::new(
+                        "expected a bzip2 stream header (BZh1 to BZh9) after the previous stream",
+                    )
+                    .at_byte(header)
+                    .with_hint("the file has trailing data or is damaged; check it with `bzip2 -t`"),
                 )));
             }
             let level = self.buf[(header - self.base) as usize + 3] - b'0';
@@ -594,8 +595,10 @@ impl Scanner {
                     return Err(Stop::Hungup);
                 }
                 return Err(Stop::Failed(invalid(
-                    DecodeError::new("a bzip2 stream header not followed by a block or an end-of-stream marker")
-                        .at_byte(header),
+                    DecodeError::new(
+                        "a bzip2 stream header not followed by a block or an end-of-stream marker",
+                    )
+                    .at_byte(header),
                 )));
             }
         };
@@ -739,7 +742,9 @@ impl Blocks {
         match self.peeked.take() {
             Some(item) => item,
             None => self.items.recv().unwrap_or_else(|_| {
-                Item::Failed(invalid(DecodeError::new("bzip2 decompression stopped before the end of the input")))
+                Item::Failed(invalid(DecodeError::new(
+                    "bzip2 decompression stopped before the end of the input",
+                )))
             }),
         }
     }
@@ -749,7 +754,9 @@ impl Blocks {
         match self.next_item() {
             Item::Block(rx) => {
                 let decoded = rx.recv().map_err(|_| {
-                    invalid(DecodeError::new("a bzip2 decompression thread stopped before its block was done"))
+                    invalid(DecodeError::new(
+                        "a bzip2 decompression thread stopped before its block was done",
+                    ))
                 })?;
                 let Decoded { piece, result } = decoded;
                 match result {
