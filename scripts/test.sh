@@ -32,4 +32,4 @@ python3 -c 'import duckdb, pyarrow, pandas' 2>/dev/null || python3 -m pip instal
 [ -x target/firefox-profiler/node_modules/.bin/profiler-cli ] \
   || npm install --silent --no-audit --no-fund --prefix target/firefox-profiler @firefox-devtools/profiler-cli@0.10.0 >/dev/null
 
-cargo test --features tables "$@"
+cargo test --workspace --features tables "$@"

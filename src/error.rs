@@ -108,6 +108,21 @@ impl Error {
             }
             return e;
         }
+        // The bzip2 decoder names the compressed byte where its input goes wrong.
+        if let Some(bz) = err.get_ref().and_then(|e| e.downcast_ref::<bzip2_parallel::DecodeError>()) {
+            let path = path.into();
+            let mut e = Error::input(bz.message.clone());
+            if path != "-" {
+                e = e.in_file(path);
+            }
+            if let Some(offset) = bz.offset {
+                e = e.at(Location::Byte(offset));
+            }
+            if let Some(hint) = &bz.hint {
+                e = e.with_hint(hint.clone());
+            }
+            return e;
+        }
         let kind = match err.kind() {
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Input,
             _ => ErrorKind::Io,

@@ -2,7 +2,7 @@
 //!
 //! Inputs: a path or `-` for standard input; plain, gzip or bzip2, told apart by their magic
 //! bytes (Pin and SDE write bzip2). Decompression runs beside the parsing on the calling
-//! thread: gzip on one thread of its own, bzip2 block by block on every core (`io/bz2.rs`).
+//! thread: gzip on one thread of its own, bzip2 block by block on every core (the `bzip2-parallel` crate of this workspace).
 //! The first bytes of the decompressed stream are kept aside so the registry can sniff the
 //! format without consuming anything.
 //!
@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-mod bz2;
 pub mod sections;
 
 /// How many decompressed bytes are kept aside for format sniffing.
@@ -150,7 +149,7 @@ impl Input {
         let mut stream: Box<dyn BufRead + Send> = match compression {
             Compression::None => Box::new(raw),
             Compression::Gzip => pipelined(flate2::bufread::MultiGzDecoder::new(raw)),
-            Compression::Bzip2 => bz2::decoder(Box::new(raw), decompression_threads()),
+            Compression::Bzip2 => bzip2_parallel::decoder(Box::new(raw), decompression_threads()),
         };
         let mut head = Vec::with_capacity(HEAD_LEN);
         (&mut stream).take(HEAD_LEN as u64).read_to_end(&mut head).map_err(|e| Error::io(name, e))?;

@@ -113,14 +113,8 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 /// zeroing and no copy). Like any mapping of a file, it assumes nobody truncates the file
 /// while it is read; cfghub only maps inputs it reads once, start to end, and drops them after.
 pub struct MappedFile {
-    ptr: *const u8,
-    len: usize,
+    map: memmap2::Mmap,
 }
-
-// SAFETY: the mapping is read-only and owned; sharing its bytes across threads is sharing a
-// `&[u8]`.
-unsafe impl Send for MappedFile {}
-unsafe impl Sync for MappedFile {}
 
 impl MappedFile {
     /// Maps the regular file at `path`. An error for anything that cannot be mapped (a pipe,
@@ -142,50 +136,22 @@ impl MappedFile {
         if !meta.is_file() || len == 0 {
             return Err(std::io::Error::other("not a non-empty regular file"));
         }
-        Self::map(&file, len, populate)
-    }
-
-    #[cfg(unix)]
-    fn map(file: &std::fs::File, len: usize, populate: bool) -> std::io::Result<MappedFile> {
-        use std::os::unix::io::AsRawFd;
-        #[cfg(target_os = "linux")]
-        let flags = if populate { libc::MAP_PRIVATE | libc::MAP_POPULATE } else { libc::MAP_PRIVATE };
-        #[cfg(not(target_os = "linux"))]
-        let flags = {
-            let _ = populate;
-            libc::MAP_PRIVATE
-        };
-        // SAFETY: a fresh read-only private mapping of an open file; the pointer is checked
-        // and owned by the returned value, which unmaps it once.
-        let ptr =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, flags, file.as_raw_fd(), 0) };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
+        let mut options = memmap2::MmapOptions::new();
+        options.len(len);
+        if populate {
+            options.populate();
         }
-        Ok(MappedFile { ptr: ptr as *const u8, len })
-    }
-
-    #[cfg(not(unix))]
-    fn map(_: &std::fs::File, _: usize, _: bool) -> std::io::Result<MappedFile> {
-        Err(std::io::Error::other("mapping files is not supported here"))
+        // SAFETY: a read-only private mapping of a regular file; as the type's doc says, it
+        // assumes nobody truncates the file while it is read.
+        let map = unsafe { options.map_copy_read_only(&file)? };
+        Ok(MappedFile { map })
     }
 }
 
 impl std::ops::Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl Drop for MappedFile {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        // SAFETY: unmaps exactly the mapping made in `map`, once.
-        unsafe {
-            libc::munmap(self.ptr as *mut libc::c_void, self.len);
-        }
+        &self.map
     }
 }
 

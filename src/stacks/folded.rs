@@ -12,11 +12,10 @@
 //! into [`Profile::frames`], and the frames a line shares with the previous one (sorted folded
 //! files share long prefixes) are reused without hashing them again.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::BufRead;
 
 use memchr::{memchr_iter, memrchr2};
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Findings, Location, Result};
 use crate::ir::{Event, FrameId, Process, Profile, Stack};
@@ -102,8 +101,9 @@ struct Parser {
     /// of its name in that text.
     prev_text: Vec<u8>,
     prev_frames: Vec<(FrameId, usize)>,
-    /// Frame ids by the raw bytes of their names.
-    ids: HashMap<Box<[u8]>, FrameId, BuildHasherDefault<FxHasher>>,
+    /// Frame ids by the raw bytes of their names, hashed with rustc's FxHash: fast on short
+    /// keys, and frame names come from the profile, not from an adversary choosing collisions.
+    ids: FxHashMap<Box<[u8]>, FrameId>,
     warned_utf8: bool,
 }
 
@@ -125,47 +125,6 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         i += 1;
     }
     i
-}
-
-/// The multiply-rotate hash of rustc (FxHash): fast on short keys; frame names come from
-/// the profile itself, not from an adversary choosing collisions.
-#[derive(Default)]
-struct FxHasher {
-    hash: u64,
-}
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.hash
-    }
 }
 
 impl Parser {

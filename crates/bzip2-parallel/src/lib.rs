@@ -27,17 +27,64 @@
 //!
 //! Memory stays bounded whatever the input's size: the scanner holds at most one block's
 //! compressed bytes plus one read, and the channels between the threads hold a few blocks per
-//! worker. The progress bar counts the compressed bytes the scanner has read.
+//! worker.
+//!
+//! Errors are [`io::Error`]s of kind [`io::ErrorKind::InvalidData`] that carry a
+//! [`DecodeError`]: what is wrong, the byte of the compressed input where it is, and what to do.
+//! Errors of the underlying reader pass through unchanged.
 
+use std::alloc::Layout;
 use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::fmt;
 use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, Location};
-
 const BLOCK_MAGIC: u64 = 0x3141_5926_5359;
 const EOS_MAGIC: u64 = 0x1772_4538_5090;
+/// A damaged, truncated or non-bzip2 input: what is wrong and where, carried inside the
+/// [`io::Error`] the reader returns (`err.get_ref()` and `downcast_ref::<DecodeError>()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// What is wrong, e.g. "the bzip2 block that starts here (...) is corrupt: ...".
+    pub message: String,
+    /// The byte of the compressed input it concerns, where there is one.
+    pub offset: Option<u64>,
+    /// What the user can do about it, e.g. "the file is truncated".
+    pub hint: Option<String>,
+}
+
+impl DecodeError {
+    fn new(message: impl Into<String>) -> Self {
+        DecodeError { message: message.into(), offset: None, hint: None }
+    }
+
+    fn at_byte(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    fn with_hint(mut self, hint: &str) -> Self {
+        self.hint = Some(hint.to_string());
+        self
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(offset) = self.offset {
+            write!(f, "byte {offset}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, " ({hint})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 /// Bytes read from the compressed input at a time.
 const READ_LEN: usize = 1 << 20;
 
@@ -258,7 +305,7 @@ fn decode_piece(piece: &Piece) -> Result<Vec<u8>, String> {
 /// Each block is a stream of its own, and libbz2 allocates a stream's state when it starts
 /// (64 KB) and its block of `level`·100 000 32-bit entries when it reads the header (3.6 MB at
 /// level 9), and frees both at the end. Through `malloc` those are fresh pages every block (the
-/// process maps large blocks apart, see [`crate::mem::map_large_blocks_apart`]), which the
+/// process maps large blocks apart, as cfghub does by setting glibc's mmap threshold), which the
 /// kernel zeroes on first touch: about a tenth of the CPU time of `info` on a bzip2 DCFG. A
 /// worker keeps one decoder, whose pool hands the same memory back to libbz2 each block. It
 /// keeps one allocation per size libbz2 asks for: the state, and one table per block level met.
@@ -277,11 +324,20 @@ struct Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for (ptr, _) in self.spare.drain(..).chain(self.in_use.drain(..)) {
-            // SAFETY: every pointer in the pool came from `libc::malloc` and is freed once.
-            unsafe { libc::free(ptr) };
+        for (ptr, len) in self.spare.drain(..).chain(self.in_use.drain(..)) {
+            // SAFETY: every pointer in the pool came from `alloc` with this length's layout
+            // and is freed once.
+            if let Some(layout) = block_layout(len) {
+                unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+            }
         }
     }
+}
+
+/// The layout of an allocation of `len` bytes handed to libbz2: aligned for any of its fields,
+/// as `malloc`'s are.
+fn block_layout(len: usize) -> Option<Layout> {
+    Layout::from_size_align(len.max(1), 16).ok()
 }
 
 /// libbz2's `bzalloc`: a spare allocation of the same size, else a new one.
@@ -295,8 +351,12 @@ extern "C" fn pool_alloc(opaque: *mut c_void, items: c_int, size: c_int) -> *mut
     };
     let ptr = match pool.spare.iter().position(|&(_, l)| l == len) {
         Some(i) => pool.spare.swap_remove(i).0,
-        // SAFETY: plain allocation; libbz2 handles a null result as out of memory.
-        None => unsafe { libc::malloc(len.max(1)) },
+        None => match block_layout(len) {
+            // SAFETY: the layout's size is not zero; libbz2 handles a null result as out of
+            // memory.
+            Some(layout) => unsafe { std::alloc::alloc(layout) as *mut c_void },
+            None => std::ptr::null_mut(),
+        },
     };
     if !ptr.is_null() {
         pool.in_use.push((ptr, len));
@@ -325,23 +385,23 @@ impl BlockDecoder {
         out.reserve(usize::from(piece.level) * 100_000 + 4096);
         // SAFETY: an all-zero `bz_stream` is how libbz2 expects one before `Init` (null
         // buffers, no state); the allocator fields are set next.
-        let mut stream: Box<bzip2_sys::bz_stream> = Box::new(unsafe { std::mem::zeroed() });
+        let mut stream: Box<libbz2_rs_sys::bz_stream> = Box::new(unsafe { std::mem::zeroed() });
         stream.bzalloc = Some(pool_alloc);
         stream.bzfree = Some(pool_free);
         stream.opaque = &mut *self.pool as *mut Pool as *mut c_void;
         // SAFETY: the stream is boxed (libbz2 keeps its address) and ended below on every path.
-        if unsafe { bzip2_sys::BZ2_bzDecompressInit(&mut *stream, 0, 0) } != bzip2_sys::BZ_OK {
+        if unsafe { libbz2_rs_sys::BZ2_bzDecompressInit(&mut *stream, 0, 0) } != libbz2_rs_sys::BZ_OK {
             return Err("libbz2 could not start (out of memory)".into());
         }
         let result = run(&mut stream, &input, &mut out);
         // SAFETY: the stream was initialised above and is not used after this.
-        unsafe { bzip2_sys::BZ2_bzDecompressEnd(&mut *stream) };
+        unsafe { libbz2_rs_sys::BZ2_bzDecompressEnd(&mut *stream) };
         result.map(|()| out)
     }
 }
 
 /// Feeds all of `input` to an initialised stream, growing `out` as it fills.
-fn run(stream: &mut bzip2_sys::bz_stream, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+fn run(stream: &mut libbz2_rs_sys::bz_stream, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let Ok(avail_in) = c_uint::try_from(input.len()) else {
         return Err("it is longer than any block".into());
     };
@@ -358,20 +418,20 @@ fn run(stream: &mut bzip2_sys::bz_stream, input: &[u8], out: &mut Vec<u8>) -> Re
         let rc = unsafe {
             stream.next_out = out.as_mut_ptr().add(out.len()) as *mut c_char;
             stream.avail_out = room as c_uint;
-            let rc = bzip2_sys::BZ2_bzDecompress(stream);
+            let rc = libbz2_rs_sys::BZ2_bzDecompress(stream);
             out.set_len(out.len() + room - stream.avail_out as usize);
             rc
         };
         match rc {
-            bzip2_sys::BZ_STREAM_END => break,
-            bzip2_sys::BZ_OK if (stream.avail_in, stream.avail_out as usize) == before => {
+            libbz2_rs_sys::BZ_STREAM_END => break,
+            libbz2_rs_sys::BZ_OK if (stream.avail_in, stream.avail_out as usize) == before => {
                 return Err("its data ends before the block does".into())
             }
-            bzip2_sys::BZ_OK => {}
-            bzip2_sys::BZ_DATA_ERROR | bzip2_sys::BZ_DATA_ERROR_MAGIC => {
+            libbz2_rs_sys::BZ_OK => {}
+            libbz2_rs_sys::BZ_DATA_ERROR | libbz2_rs_sys::BZ_DATA_ERROR_MAGIC => {
                 return Err("its data does not decode or its CRC does not match".into())
             }
-            bzip2_sys::BZ_MEM_ERROR => return Err("libbz2 ran out of memory".into()),
+            libbz2_rs_sys::BZ_MEM_ERROR => return Err("libbz2 ran out of memory".into()),
             other => return Err(format!("libbz2 stopped with code {other}")),
         }
     }
@@ -501,9 +561,11 @@ impl Scanner {
             };
             if !ok {
                 return Err(Stop::Failed(invalid(
-                    Error::input("expected a bzip2 stream header (BZh1 to BZh9) after the previous stream")
-                        .at(Location::Byte(header))
-                        .with_hint("the file has trailing data or is damaged; check it with `bzip2 -t`"),
+                    DecodeError::new(
+                        "expected a bzip2 stream header (BZh1 to BZh9) after the previous stream",
+                    )
+                    .at_byte(header)
+                    .with_hint("the file has trailing data or is damaged; check it with `bzip2 -t`"),
                 )));
             }
             let level = self.buf[(header - self.base) as usize + 3] - b'0';
@@ -533,8 +595,10 @@ impl Scanner {
                     return Err(Stop::Hungup);
                 }
                 return Err(Stop::Failed(invalid(
-                    Error::input("a bzip2 stream header not followed by a block or an end-of-stream marker")
-                        .at(Location::Byte(header)),
+                    DecodeError::new(
+                        "a bzip2 stream header not followed by a block or an end-of-stream marker",
+                    )
+                    .at_byte(header),
                 )));
             }
         };
@@ -569,12 +633,12 @@ impl Scanner {
                         return Err(Stop::Hungup);
                     }
                     return Err(Stop::Failed(invalid(
-                        Error::input(format!(
+                        DecodeError::new(format!(
                             "no bzip2 block boundary within {} bytes of the block that starts here; \
                              a block of level {level} takes at most that",
                             limit / 8
                         ))
-                        .at(Location::Byte(start / 8))
+                        .at_byte(start / 8)
                         .with_hint("the file is damaged; `bzip2recover` can save its intact blocks"),
                     )));
                 }
@@ -669,7 +733,7 @@ struct Blocks {
     finished: bool,
 }
 
-fn invalid(e: Error) -> io::Error {
+fn invalid(e: DecodeError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
@@ -678,7 +742,9 @@ impl Blocks {
         match self.peeked.take() {
             Some(item) => item,
             None => self.items.recv().unwrap_or_else(|_| {
-                Item::Failed(invalid(Error::input("bzip2 decompression stopped before the end of the input")))
+                Item::Failed(invalid(DecodeError::new(
+                    "bzip2 decompression stopped before the end of the input",
+                )))
             }),
         }
     }
@@ -688,7 +754,9 @@ impl Blocks {
         match self.next_item() {
             Item::Block(rx) => {
                 let decoded = rx.recv().map_err(|_| {
-                    invalid(Error::input("a bzip2 decompression thread stopped before its block was done"))
+                    invalid(DecodeError::new(
+                        "a bzip2 decompression thread stopped before its block was done",
+                    ))
                 })?;
                 let Decoded { piece, result } = decoded;
                 match result {
@@ -705,11 +773,11 @@ impl Blocks {
             Item::StreamEnd { bit, crc } => {
                 if crc != self.combined_crc {
                     return Err(invalid(
-                        Error::input(format!(
+                        DecodeError::new(format!(
                             "the bzip2 stream that starts at byte {} has CRC {:08x} but its blocks make {:08x}",
                             self.stream_start, crc, self.combined_crc
                         ))
-                        .at(Location::Byte(bit / 8)),
+                        .at_byte(bit / 8),
                     ));
                 }
                 Ok(true)
@@ -738,7 +806,7 @@ impl Blocks {
             match self.next_item() {
                 Item::Block(rx) => {
                     let next = rx.recv().map_err(|_| {
-                        invalid(Error::input(
+                        invalid(DecodeError::new(
                             "a bzip2 decompression thread stopped before its block was done",
                         ))
                     })?;
@@ -753,12 +821,12 @@ impl Blocks {
                 }
                 Item::Truncated { end } => {
                     return Err(invalid(
-                        Error::input(format!(
+                        DecodeError::new(format!(
                             "the bzip2 block that starts here (at bit {} of this compressed byte) is cut \
                              short: the data ends at byte {end} ({why})",
                             at % 8
                         ))
-                        .at(Location::Byte(at / 8))
+                        .at_byte(at / 8)
                         .with_hint("the file is truncated"),
                     ))
                 }
@@ -769,11 +837,11 @@ impl Blocks {
             }
         }
         Err(invalid(
-            Error::input(format!(
+            DecodeError::new(format!(
                 "the bzip2 block that starts here (at bit {} of this compressed byte) is corrupt: {why}",
                 at % 8
             ))
-            .at(Location::Byte(at / 8))
+            .at_byte(at / 8)
             .with_hint("the file is damaged; `bzip2recover` can save its intact blocks"),
         ))
     }
@@ -781,18 +849,22 @@ impl Blocks {
 
 fn truncated(stream_start: u64, end: u64) -> io::Error {
     invalid(
-        Error::input(format!(
+        DecodeError::new(format!(
             "the bzip2 data ends here, before the end-of-stream marker of the stream that starts at \
              byte {stream_start}"
         ))
-        .at(Location::Byte(end))
+        .at_byte(end)
         .with_hint("the file is truncated"),
     )
 }
 
 impl Read for Blocks {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        super::read_buffered(self, buf)
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
     }
 }
 
@@ -977,6 +1049,9 @@ mod tests {
             let err = decompress(bad, 2).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidData);
             assert!(err.to_string().contains("byte"), "{err}");
+            let found = err.get_ref().and_then(|e| e.downcast_ref::<DecodeError>()).expect("a DecodeError");
+            let offset = found.offset.expect("a byte offset");
+            assert!(offset <= at as u64 + 1, "{offset} names a byte past the flipped one at {at}");
         }
         for cut in [10, bytes.len() / 3, bytes.len() - 1] {
             let err = decompress(bytes[..cut].to_vec(), 2).unwrap_err();

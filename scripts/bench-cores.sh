@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Whole commands on 1, 2, 4, 8 and 16 cores (`taskset`, as many as the machine has): more cores
+# must never make a command slower, and `cfghub info FILE.bz2` must be no slower than the pipe a
+# user would otherwise run, `lbzip2 -dc -n N FILE.bz2 | cfghub info -`.
+#
+# Commands, each the best of RUNS, wall seconds:
+#   info-bz2     cfghub info pin.dcfg.json.bz2            (the built-in parallel bzip2 decoder)
+#   lbzip2-pipe  lbzip2 -dc -n N pin.dcfg.json.bz2 | cfghub info -
+#   info-json    cfghub info pin.dcfg.json                (plain JSON)
+#   callgrind    cfghub convert callgrind.out -o OUT.callgrind   (when DATA has callgrind.out)
+# With BASE set to another cfghub binary, its figures for the cfghub commands come beside.
+#
+# Usage: scripts/bench-cores.sh DATA [RUNS]
+#   DATA holds pin.dcfg.json.bz2 (made with `cfghub synth` and lbzip2 when absent) and,
+#   optionally, callgrind.out (e.g. the cc1plus profile `scripts/bench-callgrind.sh` makes).
+#   CFGHUB (default target/release/cfghub), BASE (optional), LBZIP2_BIN (default lbzip2), CORES
+#   (default "1 2 4 8 16", capped at the machine's) override.
+# It needs only bash, taskset and lbzip2, so it runs on a bare machine with carried binaries.
+set -euo pipefail
+DATA=${1:?usage: scripts/bench-cores.sh DATA [RUNS]}
+RUNS=${2:-3}
+CFGHUB=${CFGHUB:-target/release/cfghub}
+BASE=${BASE:-}
+LBZIP2_BIN=${LBZIP2_BIN:-lbzip2}
+CORES=${CORES:-1 2 4 8 16}
+MAX=$(nproc)
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+if [ ! -s "$DATA/pin.dcfg.json.bz2" ]; then
+  "$CFGHUB" synth --pretty --images 4 --routines 6000 --blocks 24 --threads 2 --steps 12000000 \
+    -o "$DATA/pin.dcfg.json"
+  "$LBZIP2_BIN" -k -9 "$DATA/pin.dcfg.json"
+fi
+[ -s "$DATA/pin.dcfg.json" ] || "$LBZIP2_BIN" -dc "$DATA/pin.dcfg.json.bz2" > "$DATA/pin.dcfg.json"
+
+# best N CMD...: the best wall time of RUNS runs of CMD on the first N cores.
+best() {
+  local n=$1 b="" t0 t1 t
+  shift
+  for _ in $(seq "$RUNS"); do
+    t0=$(date +%s.%N)
+    taskset -c "0-$((n - 1))" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+    t1=$(date +%s.%N)
+    t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')
+    if [ -z "$b" ] || awk "BEGIN{exit !($t < $b)}"; then b=$t; fi
+  done
+  echo "$b"
+}
+
+pipe() { "$LBZIP2_BIN" -dc -n "$1" "$DATA/pin.dcfg.json.bz2" | "$CFGHUB" info -; }
+export -f pipe
+export LBZIP2_BIN CFGHUB DATA
+
+builds=(cfghub)
+[ -n "$BASE" ] && builds+=(base)
+printf '%-6s %-12s' cores command
+for b in "${builds[@]}"; do printf ' %10s' "$b"; done
+echo
+for n in $CORES; do
+  [ "$n" -le "$MAX" ] || continue
+  for cmd in info-bz2 lbzip2-pipe info-json callgrind; do
+    [ "$cmd" = callgrind ] && [ ! -s "$DATA/callgrind.out" ] && continue
+    printf '%-6s %-12s' "$n" "$cmd"
+    for b in "${builds[@]}"; do
+      bin=$CFGHUB
+      [ "$b" = base ] && bin=$BASE
+      case $cmd in
+        info-bz2) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json.bz2") ;;
+        lbzip2-pipe) t=$(CFGHUB=$bin best "$n" bash -c "pipe $n") ;;
+        info-json) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json") ;;
+        callgrind) t=$(best "$n" "$bin" convert "$DATA/callgrind.out" -o "$OUT/out.callgrind") ;;
+      esac
+      printf ' %10s' "$t"
+    done
+    echo
+  done
+done
