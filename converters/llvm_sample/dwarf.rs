@@ -38,7 +38,7 @@ struct Scope {
 /// One frame of an address's chain: a function, its first line, and the line and
 /// discriminator the address is at in it (the call site of the next frame, for all but the
 /// innermost).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
     pub function: String,
     pub decl_line: u32,

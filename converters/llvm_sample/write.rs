@@ -59,6 +59,9 @@ pub fn write(
     let Some(image_index) = main_image(process) else { return Ok(()) };
     let image = &process.images[image_index as usize];
     let Some((path, _)) = binary_of(profile, image, options) else {
+        if image.blocks.is_empty() && image.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some()) {
+            return write_from_profile_lines(profile, image, out, options, findings);
+        }
         return Err(Error::input(format!(
             "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
             profile.image_name(image)
@@ -124,6 +127,77 @@ pub fn write(
     if unnamed > 0 {
         findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
     }
+    print_all(out, &top)
+}
+
+/// Samples at addresses whose profile names their function and line (pprof), without the
+/// binary: each function by the profile's own name, its lines as offsets from the first line
+/// the profile states for it (pprof `Function.start_line`; the line itself when none).
+/// Inlined code counts as its own function's, as the profile's leaf frames count it.
+fn write_from_profile_lines(
+    profile: &Profile,
+    image: &Image,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let event = event_of(profile, options)?;
+    let mut top: HashMap<String, Samples> = HashMap::new();
+    let (mut without_line, mut unplaced) = (0u64, 0u64);
+    for cost in &image.costs {
+        let value = cost.value(event);
+        let name = cost.symbol.map(|s| &image.symbols[s as usize].name);
+        // (A name with a line break or other control character cannot be written.)
+        let (Some(name), Some(line), true) =
+            (name.filter(|n| !n.is_empty() && !n.contains(char::is_control)), cost.line, value > 0)
+        else {
+            without_line = without_line.saturating_add(value);
+            continue;
+        };
+        let first = profile.frames.lookup(name).and_then(|f| profile.frame_source(f)).and_then(|s| s.line);
+        match first.filter(|&f| f <= line) {
+            Some(decl_line) => {
+                let frame = Frame { function: name.clone(), line, decl_line, ..Frame::default() };
+                add_body(&mut top, std::slice::from_ref(&frame), value, value);
+            }
+            None => {
+                // Lines are offsets from the function's first line: without it, the function's
+                // total alone.
+                let s = top.entry(name.clone()).or_default();
+                s.total = s.total.saturating_add(value);
+                unplaced = unplaced.saturating_add(value);
+            }
+        }
+    }
+    if unplaced > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{unplaced} samples in functions whose first line the profile does not state (pprof \
+                 `start_line`, written by Go 1.20 on) count in their function's total, on no line: \
+                 --symbols BINARY places them"
+            ),
+        );
+    }
+    if without_line > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{without_line} samples at addresses without a function and line left out: name them \
+                 with --symbols BINARY"
+            ),
+        );
+    }
+    findings.warn(
+        None,
+        "llvm-sample: no binary found: functions and lines are the profile's own, without the \
+         inline chains DWARF gives (--symbols BINARY adds them)",
+    );
+    print_all(out, &top)
+}
+
+/// Writes the functions, the busiest first.
+fn print_all(out: &mut dyn Write, top: &HashMap<String, Samples>) -> Result<()> {
     let mut functions: Vec<(&String, &Samples)> =
         top.iter().filter(|(_, s)| s.total > 0 || s.head > 0).collect();
     functions.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));

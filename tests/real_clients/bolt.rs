@@ -311,3 +311,79 @@ fn samples_at_addresses_give_no_lbr_fdata_and_sample_counts() {
     convert(&dcpi, &prof, &["--address-step", "1"]);
     assert_eq!(heads(&prof).get("run"), Some(&(150, 0)), "{}", std::fs::read_to_string(&prof).unwrap());
 }
+
+/// `1 NAME OFF COUNT` lines of a no_lbr fdata: counts by function.
+fn no_lbr_counts(fdata: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for l in fdata.lines().skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((f.len(), f[0]), (4, "1"), "a no_lbr line: {l}");
+        *out.entry(f[1].to_string()).or_default() += f[3].parse::<u64>().unwrap();
+    }
+    out
+}
+
+/// pprof as a sample source: a Go program's CPU profile (runtime/pprof, fixtures/pprof/burn.go)
+/// gives no_lbr fdata of its leaf addresses that llvm-bolt takes for the very binary, and a
+/// sample profile llvm-profdata reads; with the binary gone, the sample profile still names
+/// the profile's own functions.
+#[test]
+fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
+    if !tools_present() || !common::have("go") {
+        eprintln!("skipped: go (golang-go) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = super::pprof::go_cpu_profile(d);
+    let binary = d.join("burn");
+    let (_, totals) = super::pprof::raw_totals(d, &profile);
+    // The profile's mapping names the binary's path: its symbol table names the addresses.
+    let fdata = d.join("burn.fdata");
+    let o = common::run(&["convert", profile.to_str().unwrap(), "-o", fdata.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&fdata).unwrap();
+    assert!(text.starts_with("no_lbr samples\n"), "{text}");
+    let counts = no_lbr_counts(&text);
+    let written: u64 = counts.values().sum();
+    // Every sample is written, or said to be left out (a sample in no function of the binary).
+    // (`left out 2 samples, 980000000 cpu (...)`; the cpu column is never written.)
+    let stderr = common::stderr(&o);
+    let said = stderr.split("left out ").nth(1).and_then(|r| r.split(" (").next()).unwrap_or("");
+    let left =
+        said.split(", ").find_map(|p| p.strip_suffix(" samples")).map_or(0, |n| n.parse::<u64>().unwrap());
+    assert_eq!(written + left, totals[0] as u64, "{text}{}", common::stderr(&o));
+    assert!(counts.get("main.spin").is_some_and(|&n| n > 0), "{text}");
+    assert!(counts.get("main.hash").is_some_and(|&n| n > 0), "{text}");
+    let bolt = sh(Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&bolt) + &common::stderr(&bolt);
+    assert!(log.contains("operating with basic samples profiling data (no LBR)"), "{log}");
+    let profiled = log
+        .lines()
+        .find_map(|l| l.strip_prefix("BOLT-INFO: ")?.split(" out of ").next()?.parse::<usize>().ok())
+        .expect("BOLT counts the functions with a profile");
+    assert_eq!(profiled, counts.len(), "{log}");
+
+    // The sample profile from the binary's DWARF: each sample once, in its outermost function.
+    let prof = d.join("burn.prof");
+    convert(&profile, &prof, &["--symbols", binary.to_str().unwrap()]);
+    sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&prof));
+    let from_dwarf = heads(&prof);
+    let total: u64 = from_dwarf.values().map(|h| h.0).sum();
+    assert_eq!(total, written, "{}", std::fs::read_to_string(&prof).unwrap());
+    assert!(from_dwarf.contains_key("main.spin") && from_dwarf.contains_key("main.hash"), "{from_dwarf:?}");
+
+    // Without the binary: the profile's own function names (the leaf frames, inlined ones
+    // included), each with its samples.
+    std::fs::rename(&binary, d.join("burn.moved")).unwrap();
+    let own = d.join("own.prof");
+    convert(&profile, &own, &[]);
+    sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&own));
+    let own = heads(&own);
+    let total: u64 = own.values().map(|h| h.0).sum();
+    assert_eq!(total, totals[0] as u64, "{own:?}");
+    assert!(own.contains_key("main.step") && own.contains_key("main.mix"), "inlined leaves: {own:?}");
+}
