@@ -387,3 +387,42 @@ fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
     assert_eq!(total, totals[0] as u64, "{own:?}");
     assert!(own.contains_key("main.step") && own.contains_key("main.mix"), "inlined leaves: {own:?}");
 }
+
+/// perf.data as a sample source: a `perf record -e cpu-clock` (no branch records) of a program
+/// built for BOLT gives, line for line, the no_lbr fdata `perf2bolt -nl` gives: samples counted
+/// at each address, not their periods added up.
+#[test]
+fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
+    if !tools_present() || !common::have("perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("hot");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("perf-data/hot.c")));
+    let data = d.join("hot.perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        let mut perf = Command::new("perf");
+        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg("100000000");
+        perf.output().unwrap().status.success()
+    });
+    if !recorded {
+        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+        return;
+    }
+    let ours = d.join("cfghub.fdata");
+    convert(&data, &ours, &[]);
+    let theirs = d.join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .args(["-nl", "-aggregate-only", "-p"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&theirs)
+        .arg(&binary));
+    let ours = sorted_lines(&ours);
+    assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
+    assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
+}
