@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::dwarf::{DebugInfo, Frame};
 use super::Options;
-use crate::analysis::names::main_image;
 pub use crate::analysis::names::require_code_addresses as refuse_without_addresses;
+use crate::analysis::names::{choose_binary, ChosenBinary};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{Image, NodeRef, Profile};
 use crate::registry::WriteOptions;
@@ -55,12 +55,15 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-sample")?;
-    let Some(process) = profile.processes.first() else { return Ok(()) };
-    let Some(image_index) = main_image(process) else { return Ok(()) };
-    let image = &process.images[image_index as usize];
+    let opts = options.formats.get::<Options>();
+    let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
+        return Ok(());
+    };
+    let (p, i) = chosen.places[0];
+    let image = &profile.processes[p].images[i as usize];
     let Some((path, _)) = binary_of(profile, image, options) else {
         if image.blocks.is_empty() && image.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some()) {
-            return write_from_profile_lines(profile, image, out, options, findings);
+            return write_from_profile_lines(profile, &chosen, out, options, findings);
         }
         return Err(Error::input(format!(
             "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
@@ -69,8 +72,45 @@ pub fn write(
         .with_hint("name it with --symbols BINARY"));
     };
     let debug = DebugInfo::open(&path)?;
-    let address = |offset: u64| if debug.base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let event = event_of(profile, options)?;
     let mut top: HashMap<String, Samples> = HashMap::new();
+    let mut unnamed = 0u64;
+    for &(p, i) in &chosen.places {
+        unnamed += add_image(&mut top, &debug, &profile.processes[p], i, event);
+    }
+    if unnamed > 0 {
+        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
+    }
+    warn_other_images(profile, &chosen, findings);
+    print_all(out, &top)
+}
+
+/// Names, in a warning, the images with samples or blocks that are not the binary written.
+fn warn_other_images(profile: &Profile, chosen: &ChosenBinary, findings: &mut Findings) {
+    if !chosen.others.is_empty() {
+        let (p, i) = chosen.places[0];
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
+        findings.warn(
+            None,
+            format!(
+                "code of images other than {name} left out (a sample profile is of one binary): {}",
+                chosen.left_out_note()
+            ),
+        );
+    }
+}
+
+/// Adds the blocks (else the samples of `event`) and calls of one process's image of the
+/// binary; returns the code ranges DWARF names no function for.
+fn add_image(
+    top: &mut HashMap<String, Samples>,
+    debug: &DebugInfo,
+    process: &crate::ir::Process,
+    image_index: u32,
+    event: usize,
+) -> u64 {
+    let image = &process.images[image_index as usize];
+    let address = |offset: u64| if debug.base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
     let mut unnamed = 0u64;
     // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
     // of inlined functions.
@@ -91,19 +131,18 @@ pub fn write(
             if frames.is_empty() {
                 unnamed += 1;
             } else {
-                add_body(&mut top, &frames, count, count.saturating_mul(next - a));
+                add_body(top, &frames, count, count.saturating_mul(next - a));
             }
             a = next;
         }
     }
     if image.blocks.is_empty() {
         // Samples at addresses: each counts once, where it was taken.
-        let event = event_of(profile, options)?;
         for cost in &image.costs {
             let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
             let frames = debug.frames(address(offset));
             if value > 0 && !frames.is_empty() {
-                add_body(&mut top, &frames, value, value);
+                add_body(top, &frames, value, value);
             }
         }
     }
@@ -118,16 +157,13 @@ pub fn write(
             continue;
         }
         let callee = callee.to_string();
-        let leaf = leaf(&mut top, &frames, 0);
+        let leaf = leaf(top, &frames, 0);
         let entry = leaf.body.entry(location(&frames[frames.len() - 1])).or_default();
         *entry.1.entry(callee.clone()).or_default() += e.total();
         let head = &mut top.entry(callee).or_default().head;
         *head = head.saturating_add(e.total());
     }
-    if unnamed > 0 {
-        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
-    }
-    print_all(out, &top)
+    unnamed
 }
 
 /// Samples at addresses whose profile names their function and line (pprof), without the
@@ -136,7 +172,7 @@ pub fn write(
 /// Inlined code counts as its own function's, as the profile's leaf frames count it.
 fn write_from_profile_lines(
     profile: &Profile,
-    image: &Image,
+    chosen: &ChosenBinary,
     out: &mut dyn Write,
     options: &WriteOptions,
     findings: &mut Findings,
@@ -144,7 +180,8 @@ fn write_from_profile_lines(
     let event = event_of(profile, options)?;
     let mut top: HashMap<String, Samples> = HashMap::new();
     let (mut without_line, mut unplaced) = (0u64, 0u64);
-    for cost in &image.costs {
+    let places = chosen.places.iter().map(|&(p, i)| &profile.processes[p].images[i as usize]);
+    for (image, cost) in places.flat_map(|image| image.costs.iter().map(move |c| (image, c))) {
         let value = cost.value(event);
         let name = cost.symbol.map(|s| &image.symbols[s as usize].name);
         // (A name with a line break or other control character cannot be written.)
@@ -193,6 +230,7 @@ fn write_from_profile_lines(
         "llvm-sample: no binary found: functions and lines are the profile's own, without the \
          inline chains DWARF gives (--symbols BINARY adds them)",
     );
+    warn_other_images(profile, chosen, findings);
     print_all(out, &top)
 }
 
