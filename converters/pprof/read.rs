@@ -607,31 +607,8 @@ fn read_with_early(
     let mut profile = Profile::default();
     read_headers(&mut profile, &t, &strings, findings)?;
 
-    // Mappings become images (the first MAX_IMAGES of them).
     let mapping_ids = IdMap::new(t.mapping_ids.iter().copied(), "mapping")?;
-    let mut images = Vec::with_capacity(t.mappings.len());
-    for (i, m) in t.mappings.iter().enumerate() {
-        let file = strings.opt(m.filename, m.at, || format!("mapping[{i}].filename"))?;
-        let build_id = strings.opt(m.build_id, m.at, || format!("mapping[{i}].build_id"))?;
-        images.push(Image {
-            id: m.id,
-            file: file.map(|f| profile.files.intern(&f)),
-            load_addr: m.memory_start,
-            size: (m.memory_limit > m.memory_start).then(|| m.memory_limit - m.memory_start),
-            file_offset: (m.file_offset != 0).then_some(m.file_offset),
-            build_id: build_id.map(|b| b.into_owned()),
-            ..Image::default()
-        });
-    }
-    if t.mapping_ids.len() > t.mappings.len() {
-        findings.warn(
-            None,
-            format!(
-                "pprof: {} mapping(s) past the first {MAX_IMAGES} not kept as images",
-                t.mapping_ids.len() - t.mappings.len()
-            ),
-        );
-    }
+    let mut images = images_of(&mut profile, &t, &strings, findings)?;
 
     // Functions become frames (by name) with their sources.
     let function_ids = IdMap::new(t.functions.iter().map(|f| (f.id, f.at)), "function")?;
@@ -842,6 +819,39 @@ impl LeafSamples {
             });
         }
     }
+}
+
+/// Mappings become images (the first [`MAX_IMAGES`] of them).
+fn images_of(
+    profile: &mut Profile,
+    t: &Top,
+    strings: &Strings,
+    findings: &mut Findings,
+) -> Result<Vec<Image>> {
+    let mut images = Vec::with_capacity(t.mappings.len());
+    for (i, m) in t.mappings.iter().enumerate() {
+        let file = strings.opt(m.filename, m.at, || format!("mapping[{i}].filename"))?;
+        let build_id = strings.opt(m.build_id, m.at, || format!("mapping[{i}].build_id"))?;
+        images.push(Image {
+            id: m.id,
+            file: file.map(|f| profile.files.intern(&f)),
+            load_addr: m.memory_start,
+            size: (m.memory_limit > m.memory_start).then(|| m.memory_limit - m.memory_start),
+            file_offset: (m.file_offset != 0).then_some(m.file_offset),
+            build_id: build_id.map(|b| b.into_owned()),
+            ..Image::default()
+        });
+    }
+    if t.mapping_ids.len() > t.mappings.len() {
+        findings.warn(
+            None,
+            format!(
+                "pprof: {} mapping(s) past the first {MAX_IMAGES} not kept as images",
+                t.mapping_ids.len() - t.mappings.len()
+            ),
+        );
+    }
+    Ok(images)
 }
 
 /// The frame of a location without lines (not symbolized): named by its address, with the

@@ -375,6 +375,9 @@ fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
     let total: u64 = from_dwarf.values().map(|h| h.0).sum();
     assert_eq!(total, written, "{}", std::fs::read_to_string(&prof).unwrap());
     assert!(from_dwarf.contains_key("main.spin") && from_dwarf.contains_key("main.hash"), "{from_dwarf:?}");
+    // Go's inlined calls name their function through a .debug_info reference.
+    let text = std::fs::read_to_string(&prof).unwrap();
+    assert!(text.contains(": main.step:") && !text.contains(": :"), "every inlined call named: {text}");
 
     // Without the binary: the profile's own function names (the leaf frames, inlined ones
     // included), each with its samples.

@@ -295,7 +295,9 @@ fn leaf_samples_become_costs_at_their_addresses() {
     let profile = read(&bytes);
     let image = &profile.processes[0].images[0];
     assert!(image.leaf_samples);
-    let rows: Vec<(Option<String>, Option<u64>, Option<u32>, Vec<u64>)> = image
+    // (function, offset, line, values)
+    type Row = (Option<String>, Option<u64>, Option<u32>, Vec<u64>);
+    let rows: Vec<Row> = image
         .costs
         .iter()
         .map(|c| {
