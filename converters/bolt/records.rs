@@ -256,9 +256,9 @@ impl<'a> Namer<'a> {
     pub fn name(&self, offset: u64) -> Option<(&str, u64)> {
         if let Some((b, index)) = &self.binary {
             // A position-dependent binary's addresses are its load address on; a PIE's are
-            // offsets from where it was loaded (a profile that states ELF addresses has a load
-            // address of 0 either way).
-            let address = if b.base == 0 { offset } else { offset.wrapping_add(self.image.load_addr) };
+            // offsets into its file (a profile that states ELF addresses has a load address of
+            // 0 either way).
+            let address = crate::analysis::addresses::elf_address(self.image, b.base, offset);
             let s = &b.symbols[index.covering(address)? as usize];
             return Some((s.name.as_str(), address - s.offset?));
         }

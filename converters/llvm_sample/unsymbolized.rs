@@ -69,7 +69,7 @@ fn add_image(
     options: &WriteOptions,
 ) -> Result<()> {
     let image = &process.images[image_index as usize];
-    let address = |offset: u64| if base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let address = |offset: u64| crate::analysis::addresses::elf_address(image, base, offset);
     for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
         let v = ranges.entry((address(b.offset), address(b.last_instr()))).or_default();
         *v = v.saturating_add(b.count.unwrap_or(0));

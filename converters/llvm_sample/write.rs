@@ -110,7 +110,7 @@ fn add_image(
     event: usize,
 ) -> u64 {
     let image = &process.images[image_index as usize];
-    let address = |offset: u64| if debug.base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let address = |offset: u64| crate::analysis::addresses::elf_address(image, debug.base, offset);
     let mut unnamed = 0u64;
     // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
     // of inlined functions.

@@ -429,3 +429,67 @@ fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
     assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
     assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
 }
+
+/// A pprof profile of a position-independent binary maps its text from file offset 0x1000, as
+/// samplers of C and C++ programs write it: samples at `run+0x2e` there give `1 run 2e N`, which
+/// llvm-bolt takes.
+#[test]
+fn pprof_samples_of_a_pie_are_placed_through_the_mappings_file_offset() {
+    use common::protobuf::{field, uint};
+    if !tools_present() || !common::have("nm") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("branchy-pie");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-fPIE", "-pie", "-fno-jump-tables", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("bolt/branchy.c")));
+    let nm = common::stdout(&sh(Command::new("nm").arg(&binary)));
+    let run = nm
+        .lines()
+        .find_map(|l| l.strip_suffix(" T run").map(|a| u64::from_str_radix(a, 16).unwrap()))
+        .expect("run in the symbol table");
+    assert!(run >= 0x1000, "run at {run:#x}, in the text mapped from 0x1000");
+    // The text mapping: 0x1000 of the file mapped at 0x555555555000.
+    let (start, offset) = (0x5555_5555_5000u64, 0x1000u64);
+    let path = binary.to_str().unwrap();
+    let strings = ["", "samples", "count", path, "run"];
+    let message = |fields: &[(u64, u64)]| {
+        let mut m = Vec::new();
+        for &(n, v) in fields {
+            uint(&mut m, n, v);
+        }
+        m
+    };
+    let mut pb = Vec::new();
+    field(&mut pb, 1, &message(&[(1, 1), (2, 2)]));
+    let mut sample = Vec::new();
+    field(&mut sample, 1, &[1]);
+    field(&mut sample, 2, &[7]);
+    field(&mut pb, 2, &sample);
+    field(&mut pb, 3, &message(&[(1, 1), (2, start), (3, start + 0x10000), (4, offset), (5, 3)]));
+    let mut location = message(&[(1, 1), (2, 1), (3, start + run + 0x2e - offset)]);
+    field(&mut location, 4, &message(&[(1, 1), (2, 20)]));
+    field(&mut pb, 4, &location);
+    field(&mut pb, 5, &message(&[(1, 1), (2, 4), (3, 4)]));
+    for s in strings {
+        field(&mut pb, 6, s.as_bytes());
+    }
+    let input = d.join("pie.pb");
+    std::fs::write(&input, pb).unwrap();
+    let fdata = d.join("pie.fdata");
+    convert(&input, &fdata, &[]);
+    assert_eq!(std::fs::read_to_string(&fdata).unwrap(), "no_lbr samples\n1 run 2e 7\n");
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&o) + &common::stderr(&o);
+    assert!(log.contains("1 out of") && log.contains("non-empty execution profile"), "{log}");
+    let raw = d.join("pie.rawprof");
+    convert(&input, &raw, &[]);
+    let at = run + 0x2e;
+    assert_eq!(std::fs::read_to_string(&raw).unwrap(), format!("1\n{at:x}-{at:x}:7\n0\n"));
+}
