@@ -55,6 +55,12 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-sample")?;
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "llvm-sample",
+        profile,
+        "a sample profile holds executions or samples per function and source line, not the events' costs",
+    );
     let opts = options.formats.get::<Options>();
     let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
         return Ok(());
