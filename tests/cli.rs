@@ -35,3 +35,6 @@ mod pprof;
 #[cfg(feature = "tables")]
 #[path = "cli/tables.rs"]
 mod tables;
+
+#[path = "cli/bolt.rs"]
+mod bolt;

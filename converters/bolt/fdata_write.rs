@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::records::{model_records, Namer};
+use crate::analysis::names::{choose_binary, ChosenBinary};
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::WriteOptions;
@@ -17,14 +18,17 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     crate::analysis::names::require_code_addresses(profile, "fdata")?;
-    let records = model_records(profile, true, findings);
+    let opts = options.formats.get::<super::Options>();
+    let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
+        return Ok(());
+    };
+    let records = model_records(profile, &chosen, true, findings);
     let io = |e: std::io::Error| Error::io("output", e);
     if records.is_empty() {
-        return write_no_lbr(profile, out, options, findings);
+        return write_no_lbr(profile, &chosen, out, options, findings);
     }
-    let process = &profile.processes[0];
-    let binary = options.formats.get::<super::Options>().binary;
-    let namer = Namer::new(profile, &process.images[records[0].from.0 as usize], binary.as_deref());
+    let (p, i) = chosen.places[0];
+    let namer = Namer::new(profile, &profile.processes[p].images[i as usize], opts.binary.as_deref());
     let mut unnamed = 0u64;
     // Written whole once every record is named: a refusal leaves no partial file.
     let mut text = String::with_capacity(records.len() * 40);
@@ -47,9 +51,11 @@ pub fn write(
     out.write_all(text.as_bytes()).map_err(io)
 }
 
-/// `no_lbr EVENT`, then one line per named address with its samples of the event.
+/// `no_lbr EVENT`, then one line per named address with its samples of the event, in the
+/// chosen binary of every process.
 fn write_no_lbr(
     profile: &Profile,
+    chosen: &ChosenBinary,
     out: &mut dyn Write,
     options: &WriteOptions,
     findings: &mut Findings,
@@ -64,27 +70,40 @@ fn write_no_lbr(
         profile.events.get(event).map_or("samples", |e| e.name.as_str()).replace(char::is_whitespace, "_");
     let mut sums: BTreeMap<(String, u64), u64> = BTreeMap::new();
     let mut unnamed = 0u64;
-    if let Some(process) = profile.processes.first() {
-        if let Some(binary) = crate::analysis::names::main_image(process) {
-            let image = &process.images[binary as usize];
-            let binary = options.formats.get::<super::Options>().binary;
-            let namer = Namer::new(profile, image, binary.as_deref());
-            for cost in &image.costs {
-                let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
-                if value == 0 {
-                    continue;
+    let (p, i) = chosen.places[0];
+    let binary = options.formats.get::<super::Options>().binary;
+    let namer = Namer::new(profile, &profile.processes[p].images[i as usize], binary.as_deref());
+    for &(p, i) in &chosen.places {
+        for cost in &profile.processes[p].images[i as usize].costs {
+            let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
+            if value == 0 {
+                continue;
+            }
+            match namer.name(offset) {
+                Some((name, off)) if plain(name) => {
+                    let v = sums.entry((name.to_string(), off)).or_default();
+                    *v = v.saturating_add(value);
                 }
-                match namer.name(offset) {
-                    Some((name, off)) if plain(name) => {
-                        let v = sums.entry((name.to_string(), off)).or_default();
-                        *v = v.saturating_add(value);
-                    }
-                    _ => unnamed += 1,
-                }
+                _ => unnamed += 1,
             }
         }
     }
     warn_unnamed(findings, unnamed);
+    let elsewhere = profile.processes.iter().enumerate().any(|(q, process)| {
+        process.images.iter().enumerate().any(|(j, image)| {
+            !chosen.holds(q, j as u32) && image.costs.iter().any(|c| c.offset.is_some() && c.value(event) > 0)
+        })
+    });
+    if elsewhere {
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
+        findings.warn(
+            None,
+            format!(
+                "samples in images other than {name} left out (BOLT optimizes one binary): {}",
+                chosen.left_out_note()
+            ),
+        );
+    }
     let written: u64 = sums.values().fold(0u64, |a, &b| a.saturating_add(b));
     let event_label = profile.events.get(event).map_or("samples", |e| e.name.as_str());
     crate::analysis::totals::warn_left_out(

@@ -40,6 +40,9 @@ pub struct Options {
     /// Writing, addresses are named by its symbol table (else by the image's own file, else by
     /// the model's symbols).
     pub binary: Option<PathBuf>,
+    /// Writing, the image written (`--image`: its id, path or file base name); default the
+    /// image of `binary`, else the main binary. BOLT optimizes one binary per profile.
+    pub image: Option<String>,
 }
 
 /// BOLT's `.fdata` profile.

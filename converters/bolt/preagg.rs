@@ -137,11 +137,17 @@ fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
 pub fn write(
     profile: &Profile,
     out: &mut dyn Write,
-    _options: &WriteOptions,
+    options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
     crate::analysis::names::require_code_addresses(profile, "bolt-pa")?;
-    let records = model_records(profile, false, findings);
+    let opts = options.formats.get::<super::Options>();
+    let Some(chosen) =
+        crate::analysis::names::choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())?
+    else {
+        return Ok(());
+    };
+    let records = model_records(profile, &chosen, false, findings);
     if records.is_empty() {
         return Err(Error::input("bolt-pa: the profile has no edges between blocks")
             .with_hint("samples without branches go to BOLT as fdata's no_lbr form: --to fdata"));
@@ -152,7 +158,7 @@ pub fn write(
         profile,
         "a BOLT profile holds branch and fall-through counts, not the events' costs",
     );
-    let Some(process) = profile.processes.first() else { return Ok(()) };
+    let process = &profile.processes[chosen.places[0].0];
     let io = |e: std::io::Error| Error::io("output", e);
     let base = |image: u32| process.images[image as usize].load_addr;
     for r in &records {

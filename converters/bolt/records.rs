@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use crate::analysis::names::{main_image, SymbolIndex};
+use crate::analysis::names::{ChosenBinary, SymbolIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
 use crate::symbolize::elf::ElfFile;
@@ -91,53 +91,61 @@ pub struct Record {
     pub mispredicts: u64,
 }
 
-/// The records of the first process's edges between blocks of its binary's image
-/// ([`main_image`]), repeats added up, sorted by source. Calls and branches are taken
-/// branches from the source block's last instruction to the target block's first;
-/// fall-throughs the same with `fall_through` set. Left out as perf2bolt leaves them out:
-/// returns (BOLT takes a function's exits from its code), and with `pair_jumps` (`.fdata`)
-/// the fall-through into a lone unconditional jump after a conditional one (BOLT ends one
-/// block with the pair; perf2bolt reads the pre-aggregated form's fall-through into it and
-/// writes none). Left out
-/// too: call bypasses, edges counted zero times and, named in a warning, edges to or from
-/// other images (shared libraries) and edges between functions rather than blocks.
-pub fn model_records(profile: &Profile, pair_jumps: bool, findings: &mut Findings) -> Vec<Record> {
+/// The records of the edges between blocks of the chosen binary ([`ChosenBinary`]: its image
+/// in every process that loaded it, added up as perf2bolt adds up the processes of a binary),
+/// repeats added up, sorted by source; every record names the first place's image. Calls and
+/// branches are taken branches from the source block's last instruction to the target
+/// block's first; fall-throughs the same with `fall_through` set. Left out as perf2bolt
+/// leaves them out: returns (BOLT takes a function's exits from its code), and with
+/// `pair_jumps` (`.fdata`) the fall-through into a lone unconditional jump after a
+/// conditional one (BOLT ends one block with the pair; perf2bolt reads the pre-aggregated
+/// form's fall-through into it and writes none). Left out too: call bypasses, edges counted
+/// zero times and, named in a warning, edges to or from other images (shared libraries) and
+/// edges between functions rather than blocks.
+pub fn model_records(
+    profile: &Profile,
+    binary: &ChosenBinary,
+    pair_jumps: bool,
+    findings: &mut Findings,
+) -> Vec<Record> {
     let mut out = Vec::new();
-    let Some(process) = profile.processes.first() else { return out };
-    if profile.processes.len() > 1 {
-        findings.warn(None, "BOLT profiles describe one process: only the first is written");
-    }
-    let Some(binary) = main_image(process) else { return out };
-    let paired = if pair_jumps { jumps_paired_with_conditionals(process) } else { HashSet::new() };
+    let named = binary.places[0].1;
     let (mut between_functions, mut other_images) = (0u64, 0u64);
-    for e in &process.edges {
-        let count = e.total();
-        if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
-            continue;
-        }
-        if let (EdgeKind::FallThrough, NodeRef::Block(t)) = (e.kind, e.target) {
-            if paired.contains(&t) {
+    for (p, process) in profile.processes.iter().enumerate() {
+        let here = binary.places.iter().find(|&&(q, _)| q == p).map(|&(_, i)| i);
+        let paired = match (here, pair_jumps) {
+            (Some(_), true) => jumps_paired_with_conditionals(process),
+            _ => HashSet::new(),
+        };
+        for e in &process.edges {
+            let count = e.total();
+            if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
                 continue;
             }
-        }
-        let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else {
-            if matches!(e.source, NodeRef::Symbol(_)) || matches!(e.target, NodeRef::Symbol(_)) {
-                between_functions += 1;
+            if let (EdgeKind::FallThrough, NodeRef::Block(t)) = (e.kind, e.target) {
+                if paired.contains(&t) {
+                    continue;
+                }
             }
-            continue;
-        };
-        if s.image != binary || t.image != binary {
-            other_images += 1;
-            continue;
+            let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else {
+                if matches!(e.source, NodeRef::Symbol(_)) || matches!(e.target, NodeRef::Symbol(_)) {
+                    between_functions += 1;
+                }
+                continue;
+            };
+            if Some(s.image) != here || Some(t.image) != here {
+                other_images += 1;
+                continue;
+            }
+            let (sb, tb) = (process.block(s), process.block(t));
+            out.push(Record {
+                from: (named, sb.last_instr()),
+                to: (named, tb.offset),
+                fall_through: e.kind == EdgeKind::FallThrough,
+                count,
+                mispredicts: e.mispredicts(),
+            });
         }
-        let (sb, tb) = (process.block(s), process.block(t));
-        out.push(Record {
-            from: (s.image, sb.last_instr()),
-            to: (t.image, tb.offset),
-            fall_through: e.kind == EdgeKind::FallThrough,
-            count,
-            mispredicts: e.mispredicts(),
-        });
     }
     if between_functions > 0 {
         findings.warn(
@@ -149,10 +157,15 @@ pub fn model_records(profile: &Profile, pair_jumps: bool, findings: &mut Finding
         );
     }
     if other_images > 0 {
-        let name = profile.image_name(&process.images[binary as usize]);
+        let (p, i) = binary.places[0];
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
         findings.warn(
             None,
-            format!("{other_images} edges to or from images other than {name} (BOLT optimizes one binary): left out"),
+            format!(
+                "{other_images} edges to or from images other than {name} left out (BOLT optimizes one \
+                 binary): {}",
+                binary.left_out_note()
+            ),
         );
     }
     out.sort_unstable_by_key(|r| (r.from, r.to, r.fall_through));
@@ -243,9 +256,9 @@ impl<'a> Namer<'a> {
     pub fn name(&self, offset: u64) -> Option<(&str, u64)> {
         if let Some((b, index)) = &self.binary {
             // A position-dependent binary's addresses are its load address on; a PIE's are
-            // offsets from where it was loaded (a profile that states ELF addresses has a load
-            // address of 0 either way).
-            let address = if b.base == 0 { offset } else { offset.wrapping_add(self.image.load_addr) };
+            // offsets into its file (a profile that states ELF addresses has a load address of
+            // 0 either way).
+            let address = crate::analysis::addresses::elf_address(self.image, b.base, offset);
             let s = &b.symbols[index.covering(address)? as usize];
             return Some((s.name.as_str(), address - s.offset?));
         }
@@ -269,4 +282,82 @@ pub fn fields(text: &str) -> Vec<(usize, &str)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::names::choose_binary;
+    use crate::ir::{Block, Counts, Edge};
+
+    /// A process with `app` (a conditional branch taken `count` times) and, when `with_lib`,
+    /// `libc.so.6` with a call into it.
+    fn process(profile: &mut Profile, pid: u64, count: u64, with_lib: bool) -> Process {
+        let block =
+            |id, offset| Block { id, offset, size: 4, num_instrs: 2, last_instr_offset: 2, count: None };
+        let app = Image {
+            id: 1,
+            file: Some(profile.files.intern("/bin/app")),
+            blocks: vec![block(10, 0x10), block(11, 0x20)],
+            ..Image::default()
+        };
+        let at = |image, block| NodeRef::Block(BlockRef { image, block });
+        let mut edges = vec![Edge {
+            source: at(0, 0),
+            target: at(0, 1),
+            kind: EdgeKind::ConditionalBranch,
+            counts: Counts::from_slice(&[count]),
+            ..Edge::default()
+        }];
+        let mut images = vec![app];
+        if with_lib {
+            let libc = profile.files.intern("/lib/libc.so.6");
+            images.push(Image {
+                id: 2,
+                file: Some(libc),
+                blocks: vec![block(20, 0x100)],
+                ..Image::default()
+            });
+            edges.push(Edge {
+                source: at(0, 1),
+                target: at(1, 0),
+                kind: EdgeKind::DirectCall,
+                counts: Counts::from_slice(&[3]),
+                ..Edge::default()
+            });
+        }
+        Process { pid, images, edges, ..Process::default() }
+    }
+
+    #[test]
+    fn the_binary_is_added_up_over_processes_and_other_images_are_named() {
+        let mut profile = Profile::default();
+        let first = process(&mut profile, 1, 5, true);
+        let second = process(&mut profile, 2, 7, false);
+        profile.processes = vec![first, second];
+        let chosen = choose_binary(&profile, None, None).unwrap().unwrap();
+        assert_eq!(chosen.places, vec![(0, 0), (1, 0)]);
+        assert_eq!(chosen.others, vec!["/lib/libc.so.6".to_string()]);
+        let mut findings = Findings::default();
+        let records = model_records(&profile, &chosen, false, &mut findings);
+        assert_eq!(records.len(), 1);
+        assert_eq!((records[0].from, records[0].to, records[0].count), ((0, 0x12), (0, 0x20), 12));
+        let warning = findings.warnings().map(|w| w.message.clone()).collect::<Vec<_>>().join("\n");
+        assert!(warning.contains("1 edges to or from images other than /bin/app"), "{warning}");
+        assert!(warning.contains("/lib/libc.so.6; write one of them with --image NAME"), "{warning}");
+        // The library instead, by its base name or its id.
+        for name in ["libc.so.6", "2", "/lib/libc.so.6"] {
+            let libc = choose_binary(&profile, Some(name), None).unwrap().unwrap();
+            assert_eq!(
+                (libc.places.clone(), libc.others.clone()),
+                (vec![(0, 1)], vec!["/bin/app".to_string()])
+            );
+            assert!(model_records(&profile, &libc, false, &mut Findings::default()).is_empty());
+        }
+        let err = choose_binary(&profile, Some("libm.so.6"), None).unwrap_err();
+        assert!(err.hint.unwrap().contains("/bin/app, /lib/libc.so.6"));
+        // `--symbols` naming the library's file picks it.
+        let by_file = choose_binary(&profile, None, Some(Path::new("/tmp/copy/libc.so.6"))).unwrap().unwrap();
+        assert_eq!(by_file.places, vec![(0, 1)]);
+    }
 }

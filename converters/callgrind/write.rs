@@ -116,12 +116,13 @@ pub fn write(
     if columns.is_empty() {
         columns.push(("Ir".into(), Some("Instruction Fetch".into())));
     }
-    let has_instr = profile.processes.iter().any(|p| {
+    // (A process written from its stacks has function-level costs only.)
+    let has_instr = profile.processes.iter().filter(|p| !stacks_only(p)).any(|p| {
         p.images.iter().any(|i| !i.blocks.is_empty() || i.costs.has_offsets())
             || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_offset().is_some()))
     });
     let has_line = !has_instr
-        || profile.processes.iter().any(|p| {
+        || profile.processes.iter().filter(|p| !stacks_only(p)).any(|p| {
             p.images.iter().any(|i| !i.source_lines.is_empty() || i.costs.has_lines())
                 || p.edges.iter().any(|e| e.site().is_some_and(|s| s.source_line().is_some()))
         });
@@ -221,8 +222,6 @@ pub fn write(
     w.out.flush().map_err(|e| Error::io("output", e))
 }
 
-/// Whether a process holds stacks and nothing else the writer could use (no blocks, costs or
-/// edges).
 /// Says how much rounding changes the totals of stacks with fractional values: their
 /// function-level costs are whole numbers, each function's sum rounded once.
 fn warn_rounded_stacks(profile: &Profile, findings: &mut Findings) {
@@ -251,10 +250,12 @@ fn warn_rounded_stacks(profile: &Profile, findings: &mut Findings) {
     );
 }
 
+/// Whether a process holds stacks and nothing else the writer could use (no blocks, no edges,
+/// no costs but the stacks' own leaf samples).
 fn stacks_only(process: &Process) -> bool {
     !process.stacks.is_empty()
         && process.edges.is_empty()
-        && process.images.iter().all(|i| i.blocks.is_empty() && i.costs.is_empty())
+        && process.images.iter().all(|i| i.blocks.is_empty() && (i.costs.is_empty() || i.leaf_samples))
 }
 
 /// The place the last written lines refer to.

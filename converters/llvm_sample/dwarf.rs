@@ -38,7 +38,7 @@ struct Scope {
 /// One frame of an address's chain: a function, its first line, and the line and
 /// discriminator the address is at in it (the call site of the next frame, for all but the
 /// innermost).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
     pub function: String,
     pub decl_line: u32,
@@ -228,7 +228,8 @@ impl DebugInfo {
 }
 
 /// A function's linkage name (else its name) and first line, through
-/// `DW_AT_abstract_origin` and `DW_AT_specification` within the unit.
+/// `DW_AT_abstract_origin` and `DW_AT_specification` within the unit (by unit offset, or by
+/// `.debug_info` offset as Go's linker writes them).
 fn name_and_line(
     dwarf: &gimli::Dwarf<Reader>,
     unit: &gimli::Unit<Reader>,
@@ -250,7 +251,13 @@ fn name_and_line(
     }
     if (name.is_none() || line.is_none()) && hops < 4 {
         for at in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
-            if let Some(AttributeValue::UnitRef(offset)) = entry.attr_value(at) {
+            // Within the unit, by unit offset or (as Go writes it) by .debug_info offset.
+            let offset = match entry.attr_value(at) {
+                Some(AttributeValue::UnitRef(offset)) => Some(offset),
+                Some(AttributeValue::DebugInfoRef(offset)) => offset.to_unit_offset(&unit.header),
+                _ => None,
+            };
+            if let Some(offset) = offset {
                 let origin = unit.entry(offset)?;
                 let (n, l) = name_and_line(dwarf, unit, &origin, hops + 1)?;
                 if name.is_none() && !n.is_empty() {

@@ -35,6 +35,9 @@ use crate::registry::Format;
 pub struct Options {
     /// The binary (with DWARF) the profile is of (`--symbols PATH`); else the image's own file.
     pub binary: Option<PathBuf>,
+    /// The image written (`--image`: its id, path or file base name); default the image of
+    /// `binary`, else the main binary.
+    pub image: Option<String>,
 }
 
 /// LLVM's text sample profile.

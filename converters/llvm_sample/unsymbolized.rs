@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::write::{binary_of, refuse_without_addresses};
-use crate::analysis::names::main_image;
+use crate::analysis::names::choose_binary;
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, NodeRef, Profile};
 use crate::registry::WriteOptions;
@@ -22,13 +22,54 @@ pub fn write(
         profile,
         "llvm-profgen's input holds executed ranges and branches with counts, not the events' costs",
     );
-    let Some(process) = profile.processes.first() else { return Ok(()) };
-    let Some(image_index) = main_image(process) else { return Ok(()) };
-    let image = &process.images[image_index as usize];
+    let opts = options.formats.get::<super::Options>();
+    let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
+        return Ok(());
+    };
+    let (p, i) = chosen.places[0];
     // Addresses as the binary states them, which `--use-offset=0` asks for.
-    let base = binary_of(profile, image, options).map_or(0, |(_, base)| base);
-    let address = |offset: u64| if base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let base =
+        binary_of(profile, &profile.processes[p].images[i as usize], options).map_or(0, |(_, base)| base);
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for &(p, i) in &chosen.places {
+        add_image(&mut ranges, &mut branches, profile, &profile.processes[p], i, base, options)?;
+    }
+    if !chosen.others.is_empty() {
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
+        findings.warn(
+            None,
+            format!(
+                "code of images other than {name} left out (the unsymbolized form is of one binary): {}",
+                chosen.left_out_note()
+            ),
+        );
+    }
+    let io = |e: std::io::Error| Error::io("output", e);
+    writeln!(out, "{}", ranges.len()).map_err(io)?;
+    for ((s, e), c) in ranges {
+        writeln!(out, "{s:x}-{e:x}:{c}").map_err(io)?;
+    }
+    writeln!(out, "{}", branches.len()).map_err(io)?;
+    for ((s, t), c) in branches {
+        writeln!(out, "{s:x}->{t:x}:{c}").map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Adds one process's image of the binary: its blocks (else its samples) as ranges, its taken
+/// edges as branches.
+fn add_image(
+    ranges: &mut BTreeMap<(u64, u64), u64>,
+    branches: &mut BTreeMap<(u64, u64), u64>,
+    profile: &Profile,
+    process: &crate::ir::Process,
+    image_index: u32,
+    base: u64,
+    options: &WriteOptions,
+) -> Result<()> {
+    let image = &process.images[image_index as usize];
+    let address = |offset: u64| crate::analysis::addresses::elf_address(image, base, offset);
     for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
         let v = ranges.entry((address(b.offset), address(b.last_instr()))).or_default();
         *v = v.saturating_add(b.count.unwrap_or(0));
@@ -43,7 +84,6 @@ pub fn write(
             }
         }
     }
-    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for e in &process.edges {
         if e.kind == EdgeKind::FallThrough || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass {
             continue;
@@ -55,18 +95,6 @@ pub fn write(
         let key = (address(process.block(s).last_instr()), address(process.block(t).offset));
         let v = branches.entry(key).or_default();
         *v = v.saturating_add(e.total());
-    }
-    if profile.processes.len() > 1 {
-        findings.warn(None, "the unsymbolized form describes one process: only the first is written");
-    }
-    let io = |e: std::io::Error| Error::io("output", e);
-    writeln!(out, "{}", ranges.len()).map_err(io)?;
-    for ((s, e), c) in ranges {
-        writeln!(out, "{s:x}-{e:x}:{c}").map_err(io)?;
-    }
-    writeln!(out, "{}", branches.len()).map_err(io)?;
-    for ((s, t), c) in branches {
-        writeln!(out, "{s:x}->{t:x}:{c}").map_err(io)?;
     }
     Ok(())
 }

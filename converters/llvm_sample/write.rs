@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::dwarf::{DebugInfo, Frame};
 use super::Options;
-use crate::analysis::names::main_image;
 pub use crate::analysis::names::require_code_addresses as refuse_without_addresses;
+use crate::analysis::names::{choose_binary, ChosenBinary};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{Image, NodeRef, Profile};
 use crate::registry::WriteOptions;
@@ -55,10 +55,22 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-sample")?;
-    let Some(process) = profile.processes.first() else { return Ok(()) };
-    let Some(image_index) = main_image(process) else { return Ok(()) };
-    let image = &process.images[image_index as usize];
+    crate::analysis::totals::warn_no_events(
+        findings,
+        "llvm-sample",
+        profile,
+        "a sample profile holds executions or samples per function and source line, not the events' costs",
+    );
+    let opts = options.formats.get::<Options>();
+    let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
+        return Ok(());
+    };
+    let (p, i) = chosen.places[0];
+    let image = &profile.processes[p].images[i as usize];
     let Some((path, _)) = binary_of(profile, image, options) else {
+        if image.blocks.is_empty() && image.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some()) {
+            return write_from_profile_lines(profile, &chosen, out, options, findings);
+        }
         return Err(Error::input(format!(
             "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
             profile.image_name(image)
@@ -66,8 +78,45 @@ pub fn write(
         .with_hint("name it with --symbols BINARY"));
     };
     let debug = DebugInfo::open(&path)?;
-    let address = |offset: u64| if debug.base == 0 { offset } else { offset.wrapping_add(image.load_addr) };
+    let event = event_of(profile, options)?;
     let mut top: HashMap<String, Samples> = HashMap::new();
+    let mut unnamed = 0u64;
+    for &(p, i) in &chosen.places {
+        unnamed += add_image(&mut top, &debug, &profile.processes[p], i, event);
+    }
+    if unnamed > 0 {
+        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
+    }
+    warn_other_images(profile, &chosen, findings);
+    print_all(out, &top)
+}
+
+/// Names, in a warning, the images with samples or blocks that are not the binary written.
+fn warn_other_images(profile: &Profile, chosen: &ChosenBinary, findings: &mut Findings) {
+    if !chosen.others.is_empty() {
+        let (p, i) = chosen.places[0];
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
+        findings.warn(
+            None,
+            format!(
+                "code of images other than {name} left out (a sample profile is of one binary): {}",
+                chosen.left_out_note()
+            ),
+        );
+    }
+}
+
+/// Adds the blocks (else the samples of `event`) and calls of one process's image of the
+/// binary; returns the code ranges DWARF names no function for.
+fn add_image(
+    top: &mut HashMap<String, Samples>,
+    debug: &DebugInfo,
+    process: &crate::ir::Process,
+    image_index: u32,
+    event: usize,
+) -> u64 {
+    let image = &process.images[image_index as usize];
+    let address = |offset: u64| crate::analysis::addresses::elf_address(image, debug.base, offset);
     let mut unnamed = 0u64;
     // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
     // of inlined functions.
@@ -88,19 +137,18 @@ pub fn write(
             if frames.is_empty() {
                 unnamed += 1;
             } else {
-                add_body(&mut top, &frames, count, count.saturating_mul(next - a));
+                add_body(top, &frames, count, count.saturating_mul(next - a));
             }
             a = next;
         }
     }
     if image.blocks.is_empty() {
         // Samples at addresses: each counts once, where it was taken.
-        let event = event_of(profile, options)?;
         for cost in &image.costs {
             let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
             let frames = debug.frames(address(offset));
             if value > 0 && !frames.is_empty() {
-                add_body(&mut top, &frames, value, value);
+                add_body(top, &frames, value, value);
             }
         }
     }
@@ -115,15 +163,85 @@ pub fn write(
             continue;
         }
         let callee = callee.to_string();
-        let leaf = leaf(&mut top, &frames, 0);
+        let leaf = leaf(top, &frames, 0);
         let entry = leaf.body.entry(location(&frames[frames.len() - 1])).or_default();
         *entry.1.entry(callee.clone()).or_default() += e.total();
         let head = &mut top.entry(callee).or_default().head;
         *head = head.saturating_add(e.total());
     }
-    if unnamed > 0 {
-        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
+    unnamed
+}
+
+/// Samples at addresses whose profile names their function and line (pprof), without the
+/// binary: each function by the profile's own name, its lines as offsets from the first line
+/// the profile states for it (pprof `Function.start_line`; the line itself when none).
+/// Inlined code counts as its own function's, as the profile's leaf frames count it.
+fn write_from_profile_lines(
+    profile: &Profile,
+    chosen: &ChosenBinary,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let event = event_of(profile, options)?;
+    let mut top: HashMap<String, Samples> = HashMap::new();
+    let (mut without_line, mut unplaced) = (0u64, 0u64);
+    let places = chosen.places.iter().map(|&(p, i)| &profile.processes[p].images[i as usize]);
+    for (image, cost) in places.flat_map(|image| image.costs.iter().map(move |c| (image, c))) {
+        let value = cost.value(event);
+        let name = cost.symbol.map(|s| &image.symbols[s as usize].name);
+        // (A name with a line break or other control character cannot be written.)
+        let (Some(name), Some(line), true) =
+            (name.filter(|n| !n.is_empty() && !n.contains(char::is_control)), cost.line, value > 0)
+        else {
+            without_line = without_line.saturating_add(value);
+            continue;
+        };
+        let first = profile.frames.lookup(name).and_then(|f| profile.frame_source(f)).and_then(|s| s.line);
+        match first.filter(|&f| f <= line) {
+            Some(decl_line) => {
+                let frame = Frame { function: name.clone(), line, decl_line, ..Frame::default() };
+                add_body(&mut top, std::slice::from_ref(&frame), value, value);
+            }
+            None => {
+                // Lines are offsets from the function's first line: without it, the function's
+                // total alone.
+                let s = top.entry(name.clone()).or_default();
+                s.total = s.total.saturating_add(value);
+                unplaced = unplaced.saturating_add(value);
+            }
+        }
     }
+    if unplaced > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{unplaced} samples in functions whose first line the profile does not state (pprof \
+                 `start_line`, written by Go 1.20 on) count in their function's total, on no line: \
+                 --symbols BINARY places them"
+            ),
+        );
+    }
+    if without_line > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{without_line} samples at addresses without a function and line left out: name them \
+                 with --symbols BINARY"
+            ),
+        );
+    }
+    findings.warn(
+        None,
+        "llvm-sample: no binary found: functions and lines are the profile's own, without the \
+         inline chains DWARF gives (--symbols BINARY adds them)",
+    );
+    warn_other_images(profile, chosen, findings);
+    print_all(out, &top)
+}
+
+/// Writes the functions, the busiest first.
+fn print_all(out: &mut dyn Write, top: &HashMap<String, Samples>) -> Result<()> {
     let mut functions: Vec<(&String, &Samples)> =
         top.iter().filter(|(_, s)| s.total > 0 || s.head > 0).collect();
     functions.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));

@@ -260,6 +260,8 @@ struct Location {
     address: u64,
     /// Function ids of `Line`s, innermost (inlined) first.
     lines: Vec<u64>,
+    /// The source line of the innermost `Line` (0: none stated).
+    leaf_line: i64,
 }
 
 /// Ids to indices: dense when the ids are small (Go numbers them 1..n), a hash map otherwise.
@@ -383,12 +385,16 @@ fn location(mut c: Cursor) -> Result<Location> {
             (4, w) => {
                 let n = l.lines.len();
                 let mut line = c.message(w, "line").map_err(within(|| format!("line[{n}]")))?;
-                let mut function_id = 0;
+                let (mut function_id, mut number) = (0, 0);
                 while !line.is_empty() {
                     match line.key().map_err(within(|| format!("line[{n}]")))? {
                         (1, w) => function_id = line.uint(w, "function_id")?,
+                        (2, w) => number = line.uint(w, "line")? as i64,
                         (_, w) => line.skip(w).map_err(within(|| format!("line[{n}]")))?,
                     }
+                }
+                if l.lines.is_empty() {
+                    l.leaf_line = number;
                 }
                 l.lines.push(function_id);
             }
@@ -601,31 +607,8 @@ fn read_with_early(
     let mut profile = Profile::default();
     read_headers(&mut profile, &t, &strings, findings)?;
 
-    // Mappings become images (the first MAX_IMAGES of them).
     let mapping_ids = IdMap::new(t.mapping_ids.iter().copied(), "mapping")?;
-    let mut images = Vec::with_capacity(t.mappings.len());
-    for (i, m) in t.mappings.iter().enumerate() {
-        let file = strings.opt(m.filename, m.at, || format!("mapping[{i}].filename"))?;
-        let build_id = strings.opt(m.build_id, m.at, || format!("mapping[{i}].build_id"))?;
-        images.push(Image {
-            id: m.id,
-            file: file.map(|f| profile.files.intern(&f)),
-            load_addr: m.memory_start,
-            size: (m.memory_limit > m.memory_start).then(|| m.memory_limit - m.memory_start),
-            file_offset: (m.file_offset != 0).then_some(m.file_offset),
-            build_id: build_id.map(|b| b.into_owned()),
-            ..Image::default()
-        });
-    }
-    if t.mapping_ids.len() > t.mappings.len() {
-        findings.warn(
-            None,
-            format!(
-                "pprof: {} mapping(s) past the first {MAX_IMAGES} not kept as images",
-                t.mapping_ids.len() - t.mappings.len()
-            ),
-        );
-    }
+    let mut images = images_of(&mut profile, &t, &strings, findings)?;
 
     // Functions become frames (by name) with their sources.
     let function_ids = IdMap::new(t.functions.iter().map(|f| (f.id, f.at)), "function")?;
@@ -698,10 +681,11 @@ fn read_with_early(
     let mut processes: Vec<Process> = Vec::new();
     let mut merged: Vec<StackSet> = Vec::new();
     let mut other_labels = 0u64;
+    let mut leaves = LeafSamples::new(&t, &mapping_ids, images.len());
     for run in resolved {
         let run = run?;
         other_labels += run.other_labels;
-        for (pid, stack) in run.stacks {
+        for (pid, leaf, stack) in run.stacks {
             let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
                 Some(p) => p,
                 None => {
@@ -710,6 +694,9 @@ fn read_with_early(
                     processes.len() - 1
                 }
             };
+            if let (0, Some(leaf)) = (p, leaf) {
+                leaves.add(leaf, &stack.values);
+            }
             merged[p].add(&mut processes[p].stacks, stack);
         }
     }
@@ -725,9 +712,146 @@ fn read_with_early(
     if processes.is_empty() {
         processes.push(Process::default());
     }
+    leaves.into_costs(&mut images, &t, &function_ids, &function_frame, &profile, findings);
     processes[0].images = images;
     profile.processes = processes;
     Ok(profile)
+}
+
+/// The samples of the first process by their leaf location: what the program was running when
+/// each sample was taken, which becomes a cost at that address of its mapping's image (as a
+/// sampler of instruction addresses, perf or DCPI, states it).
+struct LeafSamples {
+    /// Per location: its image and offset there, when its address lies in a kept mapping.
+    places: Vec<Option<(u32, u64)>>,
+    /// Values by location, summed.
+    values: HashMap<u32, Vec<f64>>,
+}
+
+impl LeafSamples {
+    fn new(t: &Top, mapping_ids: &IdMap, images: usize) -> LeafSamples {
+        let places = t
+            .locations
+            .iter()
+            .map(|l| {
+                let m = mapping_ids.get(l.mapping_id).filter(|&m| (m as usize) < images)?;
+                let mapping = &t.mappings[m as usize];
+                let inside = l.address >= mapping.memory_start
+                    && (mapping.memory_limit <= mapping.memory_start || l.address < mapping.memory_limit);
+                (l.address != 0 && inside).then(|| (m, l.address - mapping.memory_start))
+            })
+            .collect();
+        LeafSamples { places, values: HashMap::new() }
+    }
+
+    fn add(&mut self, leaf: u32, values: &[f64]) {
+        if self.places.get(leaf as usize).is_some_and(Option::is_some) {
+            let sum = self.values.entry(leaf).or_insert_with(|| vec![0.0; values.len()]);
+            for (s, v) in sum.iter_mut().zip(values) {
+                *s += v;
+            }
+        }
+    }
+
+    /// The summed samples as costs of the images, each with the function its location names
+    /// first (the innermost, as the stacks' leaf frame) and that line; a location without
+    /// lines leaves them to a symbolizer. Sums below zero (a difference of profiles) are no
+    /// samples and are left out.
+    fn into_costs(
+        self,
+        images: &mut [Image],
+        t: &Top,
+        function_ids: &IdMap,
+        function_frame: &[FrameId],
+        profile: &Profile,
+        findings: &mut Findings,
+    ) {
+        // (image, offset, function frame, line) -> values.
+        type Key = (u32, u64, Option<FrameId>, Option<u32>);
+        let mut rows: std::collections::BTreeMap<Key, Vec<u64>> = std::collections::BTreeMap::new();
+        let mut negative = 0usize;
+        for (loc, values) in self.values {
+            let Some((image, offset)) = self.places[loc as usize] else { continue };
+            if values.iter().any(|&v| v < 0.0) {
+                negative += 1;
+                continue;
+            }
+            let l = &t.locations[loc as usize];
+            let frame =
+                l.lines.first().and_then(|&f| function_ids.get(f)).map(|f| function_frame[f as usize]);
+            let line = u32::try_from(l.leaf_line).ok().filter(|&n| n > 0 && frame.is_some());
+            let row = rows.entry((image, offset, frame, line)).or_insert_with(|| vec![0; values.len()]);
+            for (r, v) in row.iter_mut().zip(&values) {
+                *r = r.saturating_add(*v as u64);
+            }
+        }
+        if negative > 0 {
+            findings.warn(
+                None,
+                format!(
+                    "pprof: {negative} location(s) whose samples sum below zero are no costs at addresses"
+                ),
+            );
+        }
+        // Each image's functions as symbols, in order of first use.
+        let mut symbol_of: HashMap<(u32, FrameId), u32> = HashMap::new();
+        for ((image, offset, frame, line), values) in rows {
+            let img = &mut images[image as usize];
+            let symbol = frame.map(|f| {
+                *symbol_of.entry((image, f)).or_insert_with(|| {
+                    img.symbols.push(crate::ir::Symbol {
+                        name: profile.frames.get(f).to_string(),
+                        offset: None,
+                        size: None,
+                        file: profile.frame_source(f).and_then(|s| s.file),
+                    });
+                    img.symbols.len() as u32 - 1
+                })
+            });
+            let file = frame.and_then(|f| profile.frame_source(f)).and_then(|s| s.file);
+            img.leaf_samples = true;
+            img.costs.push(crate::ir::Cost {
+                symbol,
+                offset: Some(offset),
+                file,
+                line,
+                values: values.into_iter().collect(),
+            });
+        }
+    }
+}
+
+/// Mappings become images (the first [`MAX_IMAGES`] of them).
+fn images_of(
+    profile: &mut Profile,
+    t: &Top,
+    strings: &Strings,
+    findings: &mut Findings,
+) -> Result<Vec<Image>> {
+    let mut images = Vec::with_capacity(t.mappings.len());
+    for (i, m) in t.mappings.iter().enumerate() {
+        let file = strings.opt(m.filename, m.at, || format!("mapping[{i}].filename"))?;
+        let build_id = strings.opt(m.build_id, m.at, || format!("mapping[{i}].build_id"))?;
+        images.push(Image {
+            id: m.id,
+            file: file.map(|f| profile.files.intern(&f)),
+            load_addr: m.memory_start,
+            size: (m.memory_limit > m.memory_start).then(|| m.memory_limit - m.memory_start),
+            file_offset: (m.file_offset != 0).then_some(m.file_offset),
+            build_id: build_id.map(|b| b.into_owned()),
+            ..Image::default()
+        });
+    }
+    if t.mapping_ids.len() > t.mappings.len() {
+        findings.warn(
+            None,
+            format!(
+                "pprof: {} mapping(s) past the first {MAX_IMAGES} not kept as images",
+                t.mapping_ids.len() - t.mappings.len()
+            ),
+        );
+    }
+    Ok(images)
 }
 
 /// The frame of a location without lines (not symbolized): named by its address, with the
@@ -864,9 +988,9 @@ struct SampleContext<'a> {
     bytes: u64,
 }
 
-/// Stacks of a run of samples, with their `pid` labels.
+/// Stacks of a run of samples, with their `pid` labels and their leaf locations (by index).
 struct Decoded {
-    stacks: Vec<(Option<u64>, Stack)>,
+    stacks: Vec<(Option<u64>, Option<u32>, Stack)>,
     other_labels: u64,
 }
 
@@ -1095,7 +1219,8 @@ impl SampleContext<'_> {
                 }
             }
             let values = run.values[r.values.0..r.values.1].to_vec();
-            out.stacks.push((pid, Stack { frames, values, thread }));
+            let leaf = ids.first().and_then(|&id| self.location_ids.get(id));
+            out.stacks.push((pid, leaf, Stack { frames, values, thread }));
         }
         Ok(out)
     }

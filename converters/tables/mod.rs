@@ -149,6 +149,7 @@ pub(crate) const IMAGES: &[Spec] = &[
     req("no_addresses", Bool),
     req("routines_stated", Bool),
     req("lines_per_block", Bool),
+    opt("leaf_samples", Bool),
 ];
 pub(crate) const SYMBOLS: &[Spec] = &[
     PID,

@@ -285,6 +285,7 @@ fn images(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()>
             file_offset: t.ints("file_offset")[r],
             build_id: t.texts("build_id")[r].clone(),
             no_addresses: t.bools("no_addresses")[r] == Some(true),
+            leaf_samples: t.bools("leaf_samples")[r] == Some(true),
             routines: (t.bools("routines_stated")[r] == Some(true)).then(Vec::new),
             // Marks an image with lines per block until the blocks are read.
             block_lines: if t.bools("lines_per_block")[r] == Some(true) {

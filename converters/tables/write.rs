@@ -195,7 +195,8 @@ fn images(cx: &Context<'_>) -> Table {
             .s(image.build_id.as_deref())
             .b(Some(image.no_addresses))
             .b(Some(image.routines.is_some()))
-            .b(Some(!image.block_lines.is_empty()));
+            .b(Some(!image.block_lines.is_empty()))
+            .b(Some(image.leaf_samples));
     }
     t
 }

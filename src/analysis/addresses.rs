@@ -28,6 +28,19 @@ pub fn is_fixed_address(profile: &Profile, image: &Image) -> bool {
     low && !image.file.is_some_and(|f| is_shared_library(profile.file_name(f)))
 }
 
+/// The address the ELF file of `image` states for `offset`, given where the file's lowest
+/// segment is linked (`elf_base`; 0 for a position-independent file): for a fixed-address file
+/// its runtime address, `load_addr + offset`; for a position-independent one the offset into
+/// the file, `file_offset + offset` (an image that maps the file from `file_offset`, as pprof
+/// maps a PIE's text from its page 0x1000), which such a file states as the address.
+pub fn elf_address(image: &Image, elf_base: u64, offset: u64) -> u64 {
+    if elf_base == 0 {
+        offset.wrapping_add(image.file_offset.unwrap_or(0))
+    } else {
+        offset.wrapping_add(image.load_addr)
+    }
+}
+
 /// What to add to an offset of `image` to give the address its ELF file states: the load
 /// address of a fixed-address executable, 0 for any other image (a Callgrind image's load
 /// address is 0 already).

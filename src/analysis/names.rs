@@ -137,6 +137,97 @@ pub fn main_image(process: &Process) -> Option<u32> {
         .map(|i| i as u32)
 }
 
+/// The binary a profile of one binary (BOLT profiles, LLVM sample profiles) is written for,
+/// in every process that loaded it (as perf2bolt adds up every process of the binary).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChosenBinary {
+    /// `(process, image)` indices of each process that has the binary; the first names it.
+    pub places: Vec<(usize, u32)>,
+    /// The other images with blocks or costs, by name, sorted: what is left out.
+    pub others: Vec<String>,
+}
+
+impl ChosenBinary {
+    /// Whether `(process, image)` is the binary.
+    pub fn holds(&self, process: usize, image: u32) -> bool {
+        self.places.iter().any(|&(p, i)| p == process && i == image)
+    }
+
+    /// The images left out and how to write one of them instead, for a warning.
+    pub fn left_out_note(&self) -> String {
+        const SHOWN: usize = 5;
+        let mut names: Vec<&str> = self.others.iter().take(SHOWN).map(String::as_str).collect();
+        if self.others.len() > SHOWN {
+            names.push("...");
+        }
+        format!("{}; write one of them with --image NAME", names.join(", "))
+    }
+}
+
+/// Picks the binary: the image `choice` names (its id, its path, or its file's base name),
+/// else the image of the file `binary` (`--symbols`: by path, else by base name), else the
+/// first process's [`main_image`]; then the image of the same file in every process. `None`
+/// for a profile without images; an error when `choice` names no image.
+pub fn choose_binary(
+    profile: &Profile,
+    choice: Option<&str>,
+    binary: Option<&std::path::Path>,
+) -> Result<Option<ChosenBinary>> {
+    let base_name =
+        |name: &str| std::path::Path::new(name).file_name().map(|b| b.to_string_lossy().into_owned());
+    let find = |matches: &dyn Fn(&Image, &str) -> bool| {
+        profile.processes.iter().enumerate().find_map(|(p, process)| {
+            let i = process.images.iter().position(|image| matches(image, &profile.image_name(image)))?;
+            Some((p, i as u32))
+        })
+    };
+    let first = if let Some(choice) = choice {
+        let named = |image: &Image, name: &str| {
+            choice.parse::<u64>().is_ok_and(|id| id == image.id)
+                || name == choice
+                || base_name(name).as_deref() == Some(choice)
+        };
+        let Some(found) = find(&named) else {
+            let mut names: Vec<String> =
+                profile.processes.iter().flat_map(|p| &p.images).map(|i| profile.image_name(i)).collect();
+            names.sort();
+            names.dedup();
+            return Err(Error::usage(format!("--image {choice}: the profile has no such image"))
+                .with_hint(format!("its images: {}", names.join(", "))));
+        };
+        Some(found)
+    } else {
+        let by_file = binary.and_then(|b| {
+            let path = b.to_string_lossy();
+            find(&|_: &Image, name: &str| name == path)
+                .or_else(|| find(&|_: &Image, name: &str| base_name(name) == base_name(&path)))
+        });
+        by_file.or_else(|| {
+            let p = profile.processes.first()?;
+            main_image(p).map(|i| (0, i))
+        })
+    };
+    let Some((p, i)) = first else { return Ok(None) };
+    let name = profile.image_name(&profile.processes[p].images[i as usize]);
+    let mut places = vec![(p, i)];
+    let mut others = Vec::new();
+    for (q, process) in profile.processes.iter().enumerate() {
+        for (j, image) in process.images.iter().enumerate() {
+            let this = profile.image_name(image);
+            if this == name {
+                if q != p && !places.iter().any(|&(k, _)| k == q) {
+                    places.push((q, j as u32));
+                }
+            } else if !image.blocks.is_empty() || !image.costs.is_empty() {
+                others.push(this);
+            }
+        }
+    }
+    others.sort();
+    others.dedup();
+    Ok(Some(ChosenBinary { places, others }))
+}
+
 /// An error for a writer whose format is made from code addresses when the profile has none:
 /// no blocks with addresses and no samples at addresses (a Callgrind profile without
 /// `--dump-instr=yes`, folded stacks, CSI), with the hint to record one with addresses.

@@ -28,6 +28,11 @@ pub struct ConvertArgs {
     /// them) into a DCFG-trace written to the output.
     #[arg(long)]
     pub trace_from: Option<String>,
+    /// Profiles of one binary (fdata, bolt-pa, llvm-sample, llvm-unsymbolized): the image
+    /// written, by id, path or file base name (default: the binary --symbols names, else the
+    /// main binary), added up over every process that loaded it.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
     /// With --trace-from: a new chunk starts after this many instructions.
     #[arg(long, default_value_t = 1_000_000)]
     pub chunk_instrs: u64,
@@ -134,8 +139,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     let write_options = args
         .write
         .options()
-        .with(crate::converters::llvm_sample::Options { binary: binary.clone() })
-        .with(crate::converters::bolt::Options { binary });
+        .with(crate::converters::llvm_sample::Options { binary: binary.clone(), image: args.image.clone() })
+        .with(crate::converters::bolt::Options { binary, image: args.image.clone() });
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     // The process ends with this command: the system takes the model's memory back at once,

@@ -42,7 +42,7 @@ impl SymbolArgs {
     /// `options` with what readers take from `--symbols`: the binary a BOLT profile names
     /// functions of (the first `--symbols` path that is a file).
     pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
-        options.with(crate::converters::bolt::Options { binary: self.binary() })
+        options.with(crate::converters::bolt::Options { binary: self.binary(), image: None })
     }
 
     /// The first `--symbols` path that is a file: the binary, for formats that describe one.

@@ -230,6 +230,11 @@ pub struct Image {
     /// `crate::symbolize` (no format states them), sorted by offset, one entry per address
     /// that has inlined frames.
     pub inlined: Vec<Inlined>,
+    /// The costs are the leaf samples of the process's stacks at their addresses (pprof: the
+    /// same samples, seen by where the program ran rather than by call path). Writers that draw
+    /// functions and calls from the stacks (Callgrind) leave them aside; writers made from
+    /// addresses (BOLT, LLVM sample profiles, DCPI) take them.
+    pub leaf_samples: bool,
 }
 
 impl Image {

@@ -311,3 +311,185 @@ fn samples_at_addresses_give_no_lbr_fdata_and_sample_counts() {
     convert(&dcpi, &prof, &["--address-step", "1"]);
     assert_eq!(heads(&prof).get("run"), Some(&(150, 0)), "{}", std::fs::read_to_string(&prof).unwrap());
 }
+
+/// `1 NAME OFF COUNT` lines of a no_lbr fdata: counts by function.
+fn no_lbr_counts(fdata: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for l in fdata.lines().skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((f.len(), f[0]), (4, "1"), "a no_lbr line: {l}");
+        *out.entry(f[1].to_string()).or_default() += f[3].parse::<u64>().unwrap();
+    }
+    out
+}
+
+/// pprof as a sample source: a Go program's CPU profile (runtime/pprof, fixtures/pprof/burn.go)
+/// gives no_lbr fdata of its leaf addresses that llvm-bolt takes for the very binary, and a
+/// sample profile llvm-profdata reads; with the binary gone, the sample profile still names
+/// the profile's own functions.
+#[test]
+fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
+    if !tools_present() || !common::have("go") {
+        eprintln!("skipped: go (golang-go) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = super::pprof::go_cpu_profile(d);
+    let binary = d.join("burn");
+    let (_, totals) = super::pprof::raw_totals(d, &profile);
+    // The profile's mapping names the binary's path: its symbol table names the addresses.
+    let fdata = d.join("burn.fdata");
+    let o = common::run(&["convert", profile.to_str().unwrap(), "-o", fdata.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(&fdata).unwrap();
+    assert!(text.starts_with("no_lbr samples\n"), "{text}");
+    let counts = no_lbr_counts(&text);
+    let written: u64 = counts.values().sum();
+    // Every sample is written, or said to be left out (a sample in no function of the binary).
+    // (`left out 2 samples, 980000000 cpu (...)`; the cpu column is never written.)
+    let stderr = common::stderr(&o);
+    let said = stderr.split("left out ").nth(1).and_then(|r| r.split(" (").next()).unwrap_or("");
+    let left =
+        said.split(", ").find_map(|p| p.strip_suffix(" samples")).map_or(0, |n| n.parse::<u64>().unwrap());
+    assert_eq!(written + left, totals[0] as u64, "{text}{}", common::stderr(&o));
+    assert!(counts.get("main.spin").is_some_and(|&n| n > 0), "{text}");
+    assert!(counts.get("main.hash").is_some_and(|&n| n > 0), "{text}");
+    let bolt = sh(Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&bolt) + &common::stderr(&bolt);
+    assert!(log.contains("operating with basic samples profiling data (no LBR)"), "{log}");
+    let profiled = log
+        .lines()
+        .find_map(|l| l.strip_prefix("BOLT-INFO: ")?.split(" out of ").next()?.parse::<usize>().ok())
+        .expect("BOLT counts the functions with a profile");
+    assert_eq!(profiled, counts.len(), "{log}");
+
+    // The sample profile from the binary's DWARF: each sample once, in its outermost function.
+    let prof = d.join("burn.prof");
+    convert(&profile, &prof, &["--symbols", binary.to_str().unwrap()]);
+    sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&prof));
+    let from_dwarf = heads(&prof);
+    let total: u64 = from_dwarf.values().map(|h| h.0).sum();
+    assert_eq!(total, written, "{}", std::fs::read_to_string(&prof).unwrap());
+    assert!(from_dwarf.contains_key("main.spin") && from_dwarf.contains_key("main.hash"), "{from_dwarf:?}");
+    // Go's inlined calls name their function through a .debug_info reference.
+    let text = std::fs::read_to_string(&prof).unwrap();
+    assert!(text.contains(": main.step:") && !text.contains(": :"), "every inlined call named: {text}");
+
+    // Without the binary: the profile's own function names (the leaf frames, inlined ones
+    // included), each with its samples.
+    std::fs::rename(&binary, d.join("burn.moved")).unwrap();
+    let own = d.join("own.prof");
+    convert(&profile, &own, &[]);
+    sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&own));
+    let own = heads(&own);
+    let total: u64 = own.values().map(|h| h.0).sum();
+    assert_eq!(total, totals[0] as u64, "{own:?}");
+    assert!(own.contains_key("main.step") && own.contains_key("main.mix"), "inlined leaves: {own:?}");
+}
+
+/// perf.data as a sample source: a `perf record -e cpu-clock` (no branch records) of a program
+/// built for BOLT gives, line for line, the no_lbr fdata `perf2bolt -nl` gives: samples counted
+/// at each address, not their periods added up.
+#[test]
+fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
+    if !tools_present() || !common::have("perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("hot");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("perf-data/hot.c")));
+    let data = d.join("hot.perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        let mut perf = Command::new("perf");
+        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg("100000000");
+        perf.output().unwrap().status.success()
+    });
+    if !recorded {
+        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+        return;
+    }
+    let ours = d.join("cfghub.fdata");
+    convert(&data, &ours, &[]);
+    let theirs = d.join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .args(["-nl", "-aggregate-only", "-p"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&theirs)
+        .arg(&binary));
+    let ours = sorted_lines(&ours);
+    assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
+    assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
+}
+
+/// A pprof profile of a position-independent binary maps its text from file offset 0x1000, as
+/// samplers of C and C++ programs write it: samples at `run+0x2e` there give `1 run 2e N`, which
+/// llvm-bolt takes.
+#[test]
+fn pprof_samples_of_a_pie_are_placed_through_the_mappings_file_offset() {
+    use common::protobuf::{field, uint};
+    if !tools_present() || !common::have("nm") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("branchy-pie");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-fPIE", "-pie", "-fno-jump-tables", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("bolt/branchy.c")));
+    let nm = common::stdout(&sh(Command::new("nm").arg(&binary)));
+    let run = nm
+        .lines()
+        .find_map(|l| l.strip_suffix(" T run").map(|a| u64::from_str_radix(a, 16).unwrap()))
+        .expect("run in the symbol table");
+    assert!(run >= 0x1000, "run at {run:#x}, in the text mapped from 0x1000");
+    // The text mapping: 0x1000 of the file mapped at 0x555555555000.
+    let (start, offset) = (0x5555_5555_5000u64, 0x1000u64);
+    let path = binary.to_str().unwrap();
+    let strings = ["", "samples", "count", path, "run"];
+    let message = |fields: &[(u64, u64)]| {
+        let mut m = Vec::new();
+        for &(n, v) in fields {
+            uint(&mut m, n, v);
+        }
+        m
+    };
+    let mut pb = Vec::new();
+    field(&mut pb, 1, &message(&[(1, 1), (2, 2)]));
+    let mut sample = Vec::new();
+    field(&mut sample, 1, &[1]);
+    field(&mut sample, 2, &[7]);
+    field(&mut pb, 2, &sample);
+    field(&mut pb, 3, &message(&[(1, 1), (2, start), (3, start + 0x10000), (4, offset), (5, 3)]));
+    let mut location = message(&[(1, 1), (2, 1), (3, start + run + 0x2e - offset)]);
+    field(&mut location, 4, &message(&[(1, 1), (2, 20)]));
+    field(&mut pb, 4, &location);
+    field(&mut pb, 5, &message(&[(1, 1), (2, 4), (3, 4)]));
+    for s in strings {
+        field(&mut pb, 6, s.as_bytes());
+    }
+    let input = d.join("pie.pb");
+    std::fs::write(&input, pb).unwrap();
+    let fdata = d.join("pie.fdata");
+    convert(&input, &fdata, &[]);
+    assert_eq!(std::fs::read_to_string(&fdata).unwrap(), "no_lbr samples\n1 run 2e 7\n");
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+    let log = common::stdout(&o) + &common::stderr(&o);
+    assert!(log.contains("1 out of") && log.contains("non-empty execution profile"), "{log}");
+    let raw = d.join("pie.rawprof");
+    convert(&input, &raw, &[]);
+    let at = run + 0x2e;
+    assert_eq!(std::fs::read_to_string(&raw).unwrap(), format!("1\n{at:x}-{at:x}:7\n0\n"));
+}

@@ -35,7 +35,7 @@ fn pprof(home: &Path, args: &[&str], file: &Path) -> String {
 }
 
 /// Totals per sample type from `go tool pprof -raw`: (type/unit names, sums).
-fn raw_totals(home: &Path, file: &Path) -> (Vec<String>, Vec<i128>) {
+pub(crate) fn raw_totals(home: &Path, file: &Path) -> (Vec<String>, Vec<i128>) {
     let text = pprof(home, &["-raw"], file);
     let mut lines = text.lines().skip_while(|l| l.trim() != "Samples:").skip(1);
     let types: Vec<String> =
@@ -90,7 +90,7 @@ fn s(p: &Path) -> &str {
 }
 
 /// Compiles and runs fixtures/pprof/burn.go: a CPU profile of about a second.
-fn go_cpu_profile(dir: &Path) -> PathBuf {
+pub(crate) fn go_cpu_profile(dir: &Path) -> PathBuf {
     std::fs::copy(common::fixture("pprof/burn.go"), dir.join("burn.go")).unwrap();
     let o = go(dir).args(["build", "-o", "burn", "burn.go"]).current_dir(dir).output().unwrap();
     assert!(o.status.success(), "go build: {}", common::stderr(&o));

@@ -285,3 +285,33 @@ fn streams_and_buffers_read_the_same() {
         assert_eq!(a.values[1], same.iter().map(|s| s.values[1]).sum::<f64>(), "stack {k}");
     }
 }
+
+/// Each sample's leaf location becomes a cost at its address in its mapping's image, with the
+/// function and line the location names (none for an unsymbolized one), the stacks unchanged;
+/// pprof -> pprof keeps the stacks (the costs are their own leaves, not written again).
+#[test]
+fn leaf_samples_become_costs_at_their_addresses() {
+    let bytes = crate::common::protobuf::sampler_profile();
+    let profile = read(&bytes);
+    let image = &profile.processes[0].images[0];
+    assert!(image.leaf_samples);
+    // (function, offset, line, values)
+    type Row = (Option<String>, Option<u64>, Option<u32>, Vec<u64>);
+    let rows: Vec<Row> = image
+        .costs
+        .iter()
+        .map(|c| {
+            let name = c.symbol.map(|s| image.symbols[s as usize].name.clone());
+            (name, c.offset, c.line, c.values.to_vec())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (Some("weird\nname".into()), Some(0x1100), Some(12), vec![2, 20]),
+            (None, Some(0x2ef04), None, vec![3, 30])
+        ]
+    );
+    let again = read(&write(&profile));
+    assert_eq!(again.processes[0].stacks, profile.processes[0].stacks);
+}

@@ -61,19 +61,28 @@ pub struct Options {
     /// format that holds nothing but stacks turns this off, as reading (and decompressing)
     /// the DWARF of every image is most of the time such a conversion would take.
     pub source_lines: bool,
+    /// Count samples rather than add up their periods: each event's column holds how many
+    /// samples it took (at each address, on each stack), as perf2bolt (`-nl`) and llvm-profgen
+    /// count them, and is named as `perf script` prints the event (`cpu-clock:`), the name
+    /// perf2bolt writes.
+    pub sample_counts: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { source_lines: true }
+        Options { source_lines: true, sample_counts: false }
     }
 }
 
 impl Options {
     /// The options for a conversion to the format called `output`: no source lines for
-    /// formats of stacks alone (folded stacks, flame graphs).
+    /// formats of stacks alone (folded stacks, flame graphs); sample counts for the profiles
+    /// that feed optimizers, which count samples (BOLT's no_lbr form, LLVM sample profiles).
     pub fn for_output(output: &str) -> Options {
-        Options { source_lines: !matches!(output, "folded" | "svg") }
+        Options {
+            source_lines: !matches!(output, "folded" | "svg"),
+            sample_counts: matches!(output, "fdata" | "llvm-sample" | "llvm-unsymbolized"),
+        }
     }
 }
 
@@ -94,7 +103,7 @@ pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
 /// Reads a whole perf.data file (either layout) as `options` say.
 pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Result<Profile> {
     let frame = layout::check(bytes)?;
-    let rec = records::replay(bytes, &frame, findings)?;
+    let rec = records::replay_weighing(bytes, &frame, options.sample_counts, findings)?;
     to_model(&rec, options, findings)
 }
 
@@ -150,9 +159,12 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
             _ => "perf event".to_string(),
         };
         let fields = sample_fields(e.sample_type);
-        profile
-            .events
-            .push(Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) });
+        let event = if options.sample_counts {
+            Event { name: format!("{}:", e.name), description: Some(format!("{how}; samples taken")) }
+        } else {
+            Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) }
+        };
+        profile.events.push(event);
     }
     stacks::add_stacks(&mut profile, rec, &names, &columns)?;
     add_images(&mut profile, rec, &names, &columns, findings);

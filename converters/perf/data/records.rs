@@ -152,6 +152,8 @@ struct Replay {
     layouts: Vec<SampleLayout>,
     default_period: Vec<u64>,
     frames: Vec<u64>,
+    /// Each sample weighs 1 rather than its period.
+    count_samples: bool,
 }
 
 const KERNEL_PID: i32 = -1;
@@ -165,8 +167,20 @@ const MISC_CPUMODE_MASK: u16 = 7;
 const MISC_KERNEL: u16 = 1;
 const MISC_GUEST_KERNEL: u16 = 4;
 
-/// Reads every record of a checked file.
+/// Reads every record of a checked file, each sample weighing its period.
 pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<Recording> {
+    replay_weighing(bytes, frame, false, findings)
+}
+
+/// Reads every record of a checked file; with `count_samples`, each sample weighs 1 in the
+/// stacks and costs (sample counts, as perf2bolt and llvm-profgen count samples), else its
+/// period.
+pub fn replay_weighing(
+    bytes: &[u8],
+    frame: &Layout,
+    count_samples: bool,
+    findings: &mut Findings,
+) -> Result<Recording> {
     let fail = |e: linux_perf_data::Error| {
         Error::input(format!("the perf.data records cannot be read: {e}")).with_hint(
             "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
@@ -178,7 +192,7 @@ pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<R
     }
     .map_err(fail)?;
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
-    let mut r = Replay::default();
+    let mut r = Replay { count_samples, ..Replay::default() };
     r.rec.order = Some(frame.order);
     r.rec.kind = Some(frame.kind);
     for attr in perf_file.event_attributes() {
@@ -365,7 +379,7 @@ impl Replay {
         if let Some(n) = self.rec.event_samples.get_mut(attr) {
             *n += 1;
         }
-        let period = s.period.unwrap_or(self.default_period[attr]);
+        let period = if self.count_samples { 1 } else { s.period.unwrap_or(self.default_period[attr]) };
         let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
         let comm = match self.comm_of.get(&tid) {
             Some(&c) => c,
