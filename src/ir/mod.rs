@@ -255,7 +255,7 @@ pub struct Inlined {
     pub offset: u64,
     /// Inlined functions, innermost first; the function they are all inlined into is the
     /// image's symbol covering the address. One copy of each chain, shared by every address
-    /// that has it: a million addresses have a few tens of thousands of chains.
+    /// that has it (a million addresses of a 45 MB Rust binary have 110,525 distinct chains).
     pub frames: std::sync::Arc<[InlineFrame]>,
 }
 

@@ -1,8 +1,8 @@
 //! The answers of a look-up of many addresses, in memory that follows the debug information.
 //!
-//! A million addresses name a few thousand functions and files, and a few tens of thousands of
-//! inline chains: what each address gets is a small record of indices (24 bytes) into tables
-//! that hold each name, file, function and inline chain once. Without the tables, the answers
+//! A million addresses of a 45 MB Rust binary name 6,468 functions and 110,525 distinct inline
+//! chains: what each address gets is a small record of indices (24 bytes) into tables that
+//! hold each name, file, function and inline chain once. Without the tables, the answers
 //! held each inline chain per address, and memory grew with addresses times frames (830 of
 //! the 935 MB of a million addresses of a 44 MB binary).
 //!
