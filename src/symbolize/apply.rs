@@ -437,19 +437,7 @@ fn fill_image(
     let ids = |a: usize| (files.get(answers.file_id(a)), files.get(answers.function_file_id(a)));
     let at = |o: u64| offsets.binary_search(&o).ok();
 
-    // The report.
-    report.addresses = offsets.len();
-    let every = || 0..answers.len();
-    report.lines = every().filter(|&a| answers.line(a).is_some_and(|l| l > 0)).count();
-    report.unnamed = every().filter(|&a| answers.name(a).is_none()).count();
-    report.inlined_addresses = every().filter(|&a| !answers.chain(a).is_empty()).count();
-    report.inline_frames = every().map(|a| answers.chain(a).len()).sum();
-    report.functions = answers.distinct_functions();
-    let failed = every().filter(|&a| answers.failed(a)).count();
-    if failed > 0 {
-        report.note =
-            Some(format!("DWARF could not be read at {failed} address(es): symbol table used there"));
-    }
+    tell(report, &answers);
 
     let unknown_files: Vec<bool> = {
         let image = &profile.processes[p].images[i];
@@ -643,6 +631,22 @@ fn fill_image(
             .collect();
     } else {
         image.inlined.clear();
+    }
+}
+
+/// What the answers say, counted for the image's report.
+fn tell(report: &mut ImageReport, answers: &Answers) {
+    let every = || 0..answers.len();
+    report.addresses = answers.len();
+    report.lines = every().filter(|&a| answers.line(a).is_some_and(|l| l > 0)).count();
+    report.unnamed = every().filter(|&a| answers.name(a).is_none()).count();
+    report.inlined_addresses = every().filter(|&a| !answers.chain(a).is_empty()).count();
+    report.inline_frames = every().map(|a| answers.chain(a).len()).sum();
+    report.functions = answers.distinct_functions();
+    let failed = every().filter(|&a| answers.failed(a)).count();
+    if failed > 0 {
+        report.note =
+            Some(format!("DWARF could not be read at {failed} address(es): symbol table used there"));
     }
 }
 
