@@ -153,3 +153,130 @@ fn info_prints_the_models_memory_by_part() {
         "{line}"
     );
 }
+
+/// C source of a function whose every instruction lies under `depth` levels of inlined calls:
+/// each level calls the one below twice, so the bottom's code is copied 2^depth times.
+fn deeply_inlined_c(depth: u32) -> String {
+    let mut c =
+        String::from("#define INL static inline __attribute__((always_inline))\nvolatile int sink;\n");
+    c.push_str("INL void l0(int x) {\n");
+    for i in 0..8 {
+        writeln!(c, "  sink += x * {};", i + 3).unwrap();
+    }
+    c.push_str("}\n");
+    for d in 1..=depth {
+        writeln!(c, "INL void l{d}(int x) {{ l{}(x); l{}(x + {d}); }}", d - 1, d - 1).unwrap();
+    }
+    writeln!(c, "__attribute__((noinline)) void deep(int x) {{ l{depth}(x); }}").unwrap();
+    c.push_str("int main(int argc, char **argv) { (void)argv; deep(argc); return 0; }\n");
+    c
+}
+
+/// Peak resident memory (KiB) of `cfghub ARGS` run in `dir`.
+fn peak_kib(dir: &Path, args: &[&str]) -> u64 {
+    let o = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M", "-o", "rss"])
+        .arg(env!("CARGO_BIN_EXE_cfghub"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+    std::fs::read_to_string(dir.join("rss")).unwrap().lines().last().unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn symbolizing_addresses_takes_memory_per_address_not_per_inlined_frame() {
+    if !common::have("cc") || !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipping: cc or /usr/bin/time is not installed");
+        return;
+    }
+    // 166 KB of code, every address under 11 frames (`deep` and 10 inlined levels).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("deep.c"), deeply_inlined_c(10)).unwrap();
+    let o =
+        std::process::Command::new("cc").args(["-g", "-O1", "-o", "deep", "deep.c"]).current_dir(d).output();
+    assert!(o.unwrap().status.success());
+    let nm = std::process::Command::new("nm").args(["-S", "deep"]).current_dir(d).output().unwrap();
+    let (start, size) = common::stdout(&nm)
+        .lines()
+        .find(|l| l.ends_with(" T deep"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap())
+        })
+        .expect("deep in the symbol table");
+    // Every address of `deep`, and the first quarter of them: the difference in peak memory is
+    // what the other three quarters cost.
+    let mut peaks = Vec::new();
+    for count in [size, size / 4] {
+        let mut text = format!(
+            "name deep\nimage 1\npath deep\nepoch 202611230000\nplatform x86_64\ntext_start 0x0\n\
+             text_size 0x10000000\nevent {count} cycles:63488:10000\n"
+        );
+        for a in start..start + count {
+            writeln!(text, "{a:#014x} 1").unwrap();
+        }
+        std::fs::write(d.join("in.dcpicat"), text).unwrap();
+        peaks.push(peak_kib(d, &["convert", "-q", "in.dcpicat", "--symbols", "deep", "-o", "out.folded"]));
+        let folded = std::fs::read_to_string(d.join("out.folded")).unwrap();
+        assert!(
+            folded.contains("deep;l10;l9;l8;l7;l6;l5;l4;l3;l2;l1;l0 "),
+            "{}",
+            &folded[..folded.len().min(500)]
+        );
+    }
+    let per_address = (peaks[0] as f64 - peaks[1] as f64) * 1024.0 / (size - size / 4) as f64;
+    // The answers of an address and its entry in the model's inline table take about 70 bytes;
+    // a copy of its 10 inlined frames per address would take about 1.6 KB.
+    assert!(per_address < 300.0, "{per_address:.0} bytes per address (peaks {peaks:?} KiB)");
+}
+
+/// A Callgrind profile of `main` over `layers` layers of two functions, each calling both
+/// functions of the layer below: 2^layers call paths, every function with a cost of its own.
+fn lattice_callgrind(layers: usize) -> String {
+    let at = |layer: usize, j: usize| 0x400200 + 0x100 * (2 * layer + j);
+    let mut c = String::from("positions: instr line\nevents: Ir\nob=lattice\nfl=lattice.c\nfn=main\n");
+    // (A jump, so that the profile has blocks to estimate stacks from.)
+    c.push_str("0x400100 1 1\njump=1 0x400104 1\n0x400100 1\n");
+    for j in 0..2 {
+        writeln!(c, "cfn=L0_{j}\ncalls=1 {:#x} 2\n{:#x} 1 {}", at(0, j), 0x400104 + 4 * j, 2 * layers)
+            .unwrap();
+    }
+    for l in 0..layers {
+        for j in 0..2 {
+            writeln!(c, "fn=L{l}_{j}\n{:#x} {} 1", at(l, j), l + 2).unwrap();
+            for k in (0..2).filter(|_| l + 1 < layers) {
+                let (to, from) = (at(l + 1, k), at(l, j) + 4 + 4 * k);
+                writeln!(
+                    c,
+                    "cfn=L{}_{k}\ncalls=1 {to:#x} {}\n{from:#x} {} {}",
+                    l + 1,
+                    l + 3,
+                    l + 2,
+                    layers - l
+                )
+                .unwrap();
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn estimating_a_million_deep_call_paths_keeps_no_list_of_each_paths_frames() {
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipping: /usr/bin/time is not installed");
+        return;
+    }
+    // 2^60 paths 60 calls deep: the estimate walks a million of them (its limit). Kept as a
+    // list of frames per path they took 276 MB; as the tree of the walk, 8 bytes per path.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("callgrind.out.lattice"), lattice_callgrind(60)).unwrap();
+    let kib = peak_kib(d, &["convert", "-q", "callgrind.out.lattice", "-o", "out.folded"]);
+    let folded = std::fs::read_to_string(d.join("out.folded")).unwrap();
+    assert!(folded.contains("main;L0_0;L1_0 1") || folded.contains("main;L0_0;L1_1 1"), "{folded}");
+    assert!(kib < 150 * 1024, "peak {} MiB", kib / 1024);
+}

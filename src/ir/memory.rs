@@ -53,6 +53,17 @@ impl ModelMemory {
 }
 
 /// Heap bytes of a vector's buffer (its capacity), not of what its elements own.
+/// The inline chains of an image, each counted once however many addresses share it (frame
+/// names are shared too, counted with the frames' strings).
+fn inline_chains(inlined: &[super::Inlined]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    inlined
+        .iter()
+        .filter(|i| seen.insert(i.frames.as_ptr()))
+        .map(|i| (i.frames.len() * size_of::<super::InlineFrame>() + 2 * size_of::<usize>()) as u64)
+        .sum()
+}
+
 fn buffer<T>(v: &Vec<T>) -> u64 {
     (v.capacity() * size_of::<T>()) as u64
 }
@@ -149,12 +160,7 @@ impl Image {
             + self.symbols.iter().map(|s| owned(&s.name)).sum::<u64>()
             + buffer(&self.source_lines)
             + buffer(&self.inlined)
-            + self
-                .inlined
-                .iter()
-                // Frame names are shared between addresses (counted with the frames' strings).
-                .map(|i| buffer(&i.frames))
-                .sum::<u64>();
+            + inline_chains(&self.inlined);
         m.other += self.build_id.as_ref().map_or(0, owned)
             + buffer(&self.block_lines)
             + self.block_lines.iter().map(block_lines_heap).sum::<u64>()

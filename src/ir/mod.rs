@@ -259,8 +259,9 @@ pub struct Inlined {
     /// The address, relative to the image's load address.
     pub offset: u64,
     /// Inlined functions, innermost first; the function they are all inlined into is the
-    /// image's symbol covering the address.
-    pub frames: Vec<InlineFrame>,
+    /// image's symbol covering the address. One copy of each chain, shared by every address
+    /// that has it (a million addresses of a 45 MB Rust binary have 110,525 distinct chains).
+    pub frames: std::sync::Arc<[InlineFrame]>,
 }
 
 /// One inlined function at an address.

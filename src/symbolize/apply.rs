@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
+use super::answers::Answers;
 use super::search::{self, Query};
 use super::{Relocation, Symbolizer};
 use crate::analysis::names::SymbolIndex;
@@ -80,49 +79,6 @@ pub struct ImageReport {
     /// Why nothing (or less) was done, when so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-}
-
-/// The answer for one address.
-#[derive(Clone, Debug, Default)]
-struct Answer {
-    /// Outermost function's name (DWARF, else the symbol table).
-    name: Option<Arc<str>>,
-    /// The covering symbol's start and size (stated addresses).
-    start: Option<u64>,
-    size: Option<u64>,
-    file: Option<Arc<str>>,
-    line: Option<u32>,
-    /// Inlined frames, innermost first (without the outermost function).
-    inlined: Vec<AnsweredFrame>,
-    /// The function's own file: of its outermost frame.
-    function_file: Option<Arc<str>>,
-    failed: bool,
-}
-
-/// An inlined frame of an [`Answer`]: names shared with every other answer that has them.
-#[derive(Clone, Debug)]
-struct AnsweredFrame {
-    function: Option<Arc<str>>,
-    file: Option<Arc<str>>,
-    line: Option<u32>,
-}
-
-/// One copy of each name and file the look-ups of a thread return: a million addresses
-/// name a few thousand functions and files, each shared by its answers instead of copied
-/// into each (memory that grew with addresses times inline frames).
-#[derive(Default)]
-struct Shared(HashMap<Box<str>, Arc<str>>);
-
-impl Shared {
-    fn get(&mut self, s: Option<String>) -> Option<Arc<str>> {
-        let s = s?;
-        if let Some(a) = self.0.get(s.as_str()) {
-            return Some(a.clone());
-        }
-        let a: Arc<str> = Arc::from(s.as_str());
-        self.0.insert(s.into_boxed_str(), a.clone());
-        Some(a)
-    }
 }
 
 /// Whether a function name is a stand-in for a missing one: `0x401190`, `prog+0x1234`, `???`,
@@ -463,41 +419,25 @@ fn fill_image(
     offsets.sort_unstable();
     offsets.dedup();
 
-    let answers = look_up(sym, &offsets, &stated, options.inline);
+    let answers = Answers::look_up(sym, &offsets, &stated, options.inline);
 
-    // Intern the file names the answers use.
-    let mut file_ids: HashMap<Arc<str>, FileId> = HashMap::new();
-    let mut intern = |profile: &mut Profile, f: &Option<Arc<str>>| -> Option<FileId> {
-        let f = f.as_ref()?;
-        if let Some(&id) = file_ids.get(f) {
-            return Some(id);
+    // The files the answers name, as the model's, in the order of the addresses: each
+    // address's line file and function file, then the files of the inlined frames.
+    let mut files = AnswerFiles::default();
+    for a in 0..answers.len() {
+        files.intern(profile, &answers, answers.file_id(a));
+        files.intern(profile, &answers, answers.function_file_id(a));
+    }
+    for a in 0..answers.len() {
+        for f in answers.chain(a) {
+            files.intern(profile, &answers, f.file);
         }
-        let id = profile.files.intern(f);
-        file_ids.insert(f.clone(), id);
-        Some(id)
-    };
-    let ids: Vec<(Option<FileId>, Option<FileId>)> =
-        answers.iter().map(|a| (intern(profile, &a.file), intern(profile, &a.function_file))).collect();
-    let inline_files: Vec<Vec<Option<FileId>>> =
-        answers.iter().map(|a| a.inlined.iter().map(|f| intern(profile, &f.file)).collect()).collect();
+    }
+    // (line file, function file) of address `a`.
+    let ids = |a: usize| (files.get(answers.file_id(a)), files.get(answers.function_file_id(a)));
     let at = |o: u64| offsets.binary_search(&o).ok();
 
-    // The report.
-    report.addresses = offsets.len();
-    report.lines = answers.iter().filter(|a| a.line.is_some_and(|l| l > 0)).count();
-    report.unnamed = answers.iter().filter(|a| a.name.is_none()).count();
-    report.inlined_addresses = answers.iter().filter(|a| !a.inlined.is_empty()).count();
-    report.inline_frames = answers.iter().map(|a| a.inlined.len()).sum();
-    let mut distinct: Vec<(Option<u64>, &str)> =
-        answers.iter().filter_map(|a| Some((a.start, a.name.as_deref()?))).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    report.functions = distinct.len();
-    let failed = answers.iter().filter(|a| a.failed).count();
-    if failed > 0 {
-        report.note =
-            Some(format!("DWARF could not be read at {failed} address(es): symbol table used there"));
-    }
+    tell(report, &answers);
 
     let unknown_files: Vec<bool> = {
         let image = &profile.processes[p].images[i];
@@ -522,35 +462,43 @@ fn fill_image(
     // 1. Placeholder symbols (every symbol with --symbols-override) renamed.
     for (k, offset) in symbol_offset.iter().enumerate() {
         let Some(a) = offset.and_then(at) else { continue };
-        let Some(name) = &answers[a].name else { continue };
+        let Some(name) = answers.name(a) else { continue };
         let s = &mut image.symbols[k];
         let suffix = strip_recursion(&s.name).1.to_string();
         s.name = format!("{name}{suffix}");
         if unknown_symbol_files[k] || options.override_names {
-            s.file = ids[a].1.or(ids[a].0).or(s.file);
+            s.file = ids(a).1.or(ids(a).0).or(s.file);
         }
         if s.offset.is_some() {
-            s.offset = answers[a].start.and_then(model).or(s.offset);
-            s.size = answers[a].size.or(s.size);
+            s.offset = answers.start(a).and_then(model).or(s.offset);
+            s.size = answers.size(a).or(s.size);
         }
     }
-    // A symbol for an answer's function, made when the model has none.
+    // A symbol for an answer's function, made when the model has none; the symbol of each
+    // function of the answers once found, for its other addresses.
+    let mut symbol_of_function: HashMap<u32, u32> = HashMap::new();
     let mut symbol_for = |image: &mut Image, a: usize| -> Option<u32> {
-        let ans = &answers[a];
-        let name = ans.name.as_deref()?.to_string();
-        let start = ans.start.and_then(model);
-        let key = (name, start);
-        if let Some(&s) = by_key.get(&key) {
+        let name = answers.name(a)?;
+        if let Some(&s) = symbol_of_function.get(&answers.function_id(a)) {
             return Some(s);
         }
-        let s = image.symbols.len() as u32;
-        image.symbols.push(Symbol {
-            name: key.0.clone(),
-            offset: start,
-            size: ans.size,
-            file: ids[a].1.or(ids[a].0),
-        });
-        by_key.insert(key, s);
+        let start = answers.start(a).and_then(model);
+        let key = (name.to_string(), start);
+        let s = match by_key.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = image.symbols.len() as u32;
+                image.symbols.push(Symbol {
+                    name: key.0.clone(),
+                    offset: start,
+                    size: answers.size(a),
+                    file: ids(a).1.or(ids(a).0),
+                });
+                by_key.insert(key, s);
+                s
+            }
+        };
+        symbol_of_function.insert(answers.function_id(a), s);
         Some(s)
     };
 
@@ -571,9 +519,9 @@ fn fill_image(
                     symbol = symbol_for(image, a);
                 }
                 let lacks = line.unwrap_or(0) == 0 || unknown;
-                if (lacks || options.override_names) && answers[a].line.is_some() {
-                    file = ids[a].0;
-                    line = answers[a].line;
+                if (lacks || options.override_names) && answers.line(a).is_some() {
+                    file = ids(a).0;
+                    line = answers.line(a);
                 }
             }
             costs.push_parts(offset, symbol, file, line, &old.values(r));
@@ -627,7 +575,7 @@ fn fill_image(
         }
         let mut source_lines = Vec::with_capacity(lines.len());
         for (offset, size, file, line, num_instrs) in lines {
-            let file = intern(profile, &file.map(Arc::from));
+            let file = file.map(|f| profile.files.intern(&f));
             source_lines.push(SourceLine { file, line, offset, size, num_instrs });
         }
         source_lines.sort_by_key(|l| l.offset);
@@ -642,7 +590,7 @@ fn fill_image(
         let Some(site) = e.details.as_mut().and_then(|d| d.site.as_mut()) else { continue };
         // A line past what a site holds is taken as unknown.
         let line_of =
-            |o: Option<u64>| o.and_then(at).and_then(|a| answers[a].line).filter(|&l| l <= Site::MAX_LINE);
+            |o: Option<u64>| o.and_then(at).and_then(|a| answers.line(a)).filter(|&l| l <= Site::MAX_LINE);
         if from && (site.source_line().unwrap_or(0) == 0 || options.override_names) {
             site.set_source_line(line_of(site.source_offset()).or(site.source_line()));
         }
@@ -658,27 +606,71 @@ fn fill_image(
     let process = &mut profile.processes[p];
     let image = &mut process.images[i];
     if options.inline {
-        image.inlined = offsets
-            .iter()
-            .zip(&answers)
-            .zip(&inline_files)
-            .filter(|((_, a), _)| !a.inlined.is_empty())
-            .map(|((&offset, a), files)| Inlined {
-                offset,
-                frames: a
-                    .inlined
-                    .iter()
-                    .zip(files)
-                    .map(|(f, &file)| InlineFrame {
-                        name: f.function.clone().unwrap_or_else(|| Arc::from("??")),
-                        file,
-                        line: f.line,
+        // One copy of each chain, shared by its addresses; one of each name.
+        let unknown: Arc<str> = Arc::from("??");
+        let mut chains: HashMap<u32, Arc<[InlineFrame]>> = HashMap::new();
+        image.inlined = (0..answers.len())
+            .filter(|&a| !answers.chain(a).is_empty())
+            .map(|a| Inlined {
+                offset: offsets[a],
+                frames: chains
+                    .entry(answers.chain_id(a))
+                    .or_insert_with(|| {
+                        answers
+                            .chain(a)
+                            .iter()
+                            .map(|f| InlineFrame {
+                                name: answers.string(f.function).cloned().unwrap_or_else(|| unknown.clone()),
+                                file: files.get(f.file),
+                                line: f.line,
+                            })
+                            .collect()
                     })
-                    .collect(),
+                    .clone(),
             })
             .collect();
     } else {
         image.inlined.clear();
+    }
+}
+
+/// What the answers say, counted for the image's report.
+fn tell(report: &mut ImageReport, answers: &Answers) {
+    let every = || 0..answers.len();
+    report.addresses = answers.len();
+    report.lines = every().filter(|&a| answers.line(a).is_some_and(|l| l > 0)).count();
+    report.unnamed = every().filter(|&a| answers.name(a).is_none()).count();
+    report.inlined_addresses = every().filter(|&a| !answers.chain(a).is_empty()).count();
+    report.inline_frames = every().map(|a| answers.chain(a).len()).sum();
+    report.functions = answers.distinct_functions();
+    let failed = every().filter(|&a| answers.failed(a)).count();
+    if failed > 0 {
+        report.note =
+            Some(format!("DWARF could not be read at {failed} address(es): symbol table used there"));
+    }
+}
+
+/// The model's ids of the files the answers name, interned as first asked for.
+#[derive(Default)]
+struct AnswerFiles {
+    /// By string id of the answers: the file's id once interned.
+    by_string: HashMap<u32, FileId>,
+}
+
+impl AnswerFiles {
+    /// The model's id of string `id` of the answers as a file, interned when new.
+    fn intern(&mut self, profile: &mut Profile, answers: &Answers, id: u32) -> Option<FileId> {
+        if let Some(&f) = self.by_string.get(&id) {
+            return Some(f);
+        }
+        let f = profile.files.intern(answers.string(id)?);
+        self.by_string.insert(id, f);
+        Some(f)
+    }
+
+    /// The model's id of string `id` of the answers, interned before.
+    fn get(&self, id: u32) -> Option<FileId> {
+        self.by_string.get(&id).copied()
     }
 }
 
@@ -690,8 +682,8 @@ fn rename_stack_frames(
     p: usize,
     frame_offsets: &[(FrameId, u64)],
     offsets: &[u64],
-    answers: &[Answer],
-    ids: &[(Option<FileId>, Option<FileId>)],
+    answers: &Answers,
+    ids: &dyn Fn(usize) -> (Option<FileId>, Option<FileId>),
     inline: bool,
 ) {
     if frame_offsets.is_empty() {
@@ -700,11 +692,11 @@ fn rename_stack_frames(
     let mut named: HashMap<FrameId, Vec<FrameId>> = HashMap::with_capacity(frame_offsets.len());
     for &(f, offset) in frame_offsets {
         let Ok(a) = offsets.binary_search(&offset) else { continue };
-        let Some(name) = &answers[a].name else { continue };
-        let mut chain = vec![intern_frame(profile, name, ids[a].1.or(ids[a].0))];
+        let Some(name) = answers.name(a) else { continue };
+        let mut chain = vec![intern_frame(profile, name, ids(a).1.or(ids(a).0))];
         if inline {
-            for frame in answers[a].inlined.iter().rev() {
-                let name = frame.function.as_deref().unwrap_or("??");
+            for frame in answers.chain(a).iter().rev() {
+                let name = answers.string(frame.function).map_or("??", |n| n);
                 chain.push(intern_frame(profile, name, None));
             }
         }
@@ -734,79 +726,6 @@ fn intern_frame(profile: &mut Profile, name: &str, file: Option<FileId>) -> Fram
         profile.frame_sources.push(FrameSource { file, ..FrameSource::default() });
     }
     f
-}
-
-/// Looks up `offsets` (sorted, distinct model offsets), in contiguous runs side by side.
-fn look_up(
-    sym: &Symbolizer,
-    offsets: &[u64],
-    stated: &(dyn Fn(u64) -> Option<u64> + Sync),
-    inline: bool,
-) -> Vec<Answer> {
-    let threads = rayon::current_num_threads().max(1);
-    let run = offsets.len().div_ceil(threads * 4).max(256);
-    offsets
-        .par_chunks(run)
-        .flat_map_iter(|chunk| {
-            let lookup = sym.lookup();
-            let mut shared = Shared::default();
-            chunk
-                .iter()
-                .map(move |&o| answer(sym, &lookup, &mut shared, stated(o), inline))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-fn answer(
-    sym: &Symbolizer,
-    lookup: &super::Lookup,
-    shared: &mut Shared,
-    address: Option<u64>,
-    inline: bool,
-) -> Answer {
-    let Some(address) = address else { return Answer::default() };
-    let range = sym.find_symbol_range(address);
-    let mut a = Answer { start: range.map(|r| r.0), size: range.map(|r| r.1), ..Answer::default() };
-    // The symbol's name only where DWARF gives none: demangling costs more than the look-up.
-    let hit = || sym.find_symbol(address).map(|h| h.name);
-    match lookup.find_frames(address) {
-        Ok(mut frames) if !frames.is_empty() => {
-            let outer = frames.pop().expect("not empty");
-            let innermost = frames.first().map_or(&outer.location, |f| &f.location);
-            a.file = shared.get(innermost.file.clone());
-            a.line = innermost.line;
-            a.function_file = shared.get(outer.location.file);
-            a.name = shared.get(match outer.function {
-                // A bare DWARF name (a member without its class): the symbol table's, qualified.
-                Some(n) if !n.contains("::") => lookup.qualified_name(address, &n).or(Some(n)),
-                Some(n) => Some(n),
-                None => hit(),
-            });
-            if inline {
-                a.inlined = frames
-                    .into_iter()
-                    .map(|f| AnsweredFrame {
-                        function: shared.get(f.function),
-                        file: shared.get(f.location.file),
-                        line: f.location.line,
-                    })
-                    .collect();
-            }
-        }
-        Ok(_) => {
-            a.name = shared.get(hit());
-            if let Ok(Some(loc)) = lookup.find_location(address) {
-                a.file = shared.get(loc.file);
-                a.line = loc.line;
-            }
-        }
-        Err(_) => {
-            a.failed = true;
-            a.name = shared.get(hit());
-        }
-    }
-    a
 }
 
 #[cfg(test)]

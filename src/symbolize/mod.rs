@@ -18,6 +18,7 @@
 //! addresses ([`crate::ir::AddressKind`], which each format names); [`Symbolizer::relocation`]
 //! turns one into the other from the image's load address and its `PT_LOAD` segments.
 
+mod answers;
 pub mod apply;
 pub mod elf;
 pub mod search;

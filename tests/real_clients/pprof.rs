@@ -268,3 +268,245 @@ fn pprof_to_callgrind_names_the_files_and_keeps_a_name_with_a_line_break_on_one_
     }
     assert!(!out.contains("???:main."), "{out}");
 }
+
+/// Self cost per function: `name -> value`, names as pprof shows them (an inlined function's
+/// ` (inline)` mark left out), equal names summed.
+type Flat = std::collections::BTreeMap<String, i128>;
+
+/// `go tool pprof -top` flat values of sample type `index`, in the type's own unit: every
+/// node, none dropped for being small.
+fn top_flat(home: &Path, file: &Path, index: usize, unit: &str) -> Flat {
+    let sample_index = format!("-sample_index={index}");
+    let unit = format!("-unit={unit}");
+    let text = pprof(
+        home,
+        &["-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", &sample_index, &unit],
+        file,
+    );
+    let mut flat = Flat::new();
+    let mut last = String::new();
+    for line in text.lines().skip_while(|l| !l.trim_start().starts_with("flat ")).skip(1) {
+        // A name with a line break goes on over the next line: cfghub's outputs, which cannot
+        // hold a line break in a name, write it as a space.
+        if line.split_whitespace().count() < 6 {
+            let value = flat.remove(&last).expect("a name before its continuation");
+            last = format!("{last} {line}");
+            flat.insert(last.clone(), value);
+            continue;
+        }
+        // `FLAT FLAT% SUM% CUM CUM% NAME`, NAME perhaps with spaces of its own.
+        let mut rest = line.trim_start();
+        let mut fields = Vec::new();
+        for _ in 0..5 {
+            let end = rest.find(' ').unwrap_or_else(|| panic!("a -top line: {line}"));
+            fields.push(&rest[..end]);
+            rest = rest[end..].trim_start();
+        }
+        let name = rest.strip_suffix(" (inline)").unwrap_or(rest);
+        let value = fields[0].trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let value: i128 = value.parse().unwrap_or_else(|_| panic!("a whole flat value: {line}"));
+        *flat.entry(name.to_string()).or_default() += value;
+        last = name.to_string();
+    }
+    flat
+}
+
+/// Self costs of a folded file: each line's count is its last frame's.
+fn folded_flat(file: &Path) -> Flat {
+    let mut flat = Flat::new();
+    for line in
+        std::fs::read_to_string(file).unwrap().lines().filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        let leaf = stack.rsplit(';').next().unwrap();
+        *flat.entry(leaf.to_string()).or_default() += count.parse::<i128>().unwrap();
+    }
+    flat
+}
+
+/// Self costs of event `event` in a speedscope file: each sample's weight is its last
+/// frame's, over every profile (one per thread and event) named after the event.
+fn speedscope_flat(file: &Path, event: &str, events: &[String]) -> Flat {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let frames: Vec<&str> =
+        doc["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let mut flat = Flat::new();
+    for p in doc["profiles"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        let of = events.iter().filter(|e| name.contains(e.as_str())).max_by_key(|e| e.len());
+        if of.map(String::as_str) != Some(event) && events.len() > 1 {
+            continue;
+        }
+        for (sample, weight) in p["samples"].as_array().unwrap().iter().zip(p["weights"].as_array().unwrap())
+        {
+            let leaf = sample.as_array().unwrap().last().unwrap().as_u64().unwrap() as usize;
+            // (A line break in a name counted as a space, as in the other outputs.)
+            let name = frames[leaf].replace('\n', " ");
+            *flat.entry(name).or_default() += weight.as_f64().unwrap().round() as i128;
+        }
+    }
+    flat
+}
+
+/// Self costs of event `event` as `callgrind_annotate --inclusive=no` gives them for a
+/// Callgrind file: `COST (PERCENT)  FILE:FUNCTION`, `.` for none.
+fn callgrind_flat(file: &Path, event: &str) -> Flat {
+    let o = Command::new("callgrind_annotate")
+        .args(["--inclusive=no", "--threshold=100", &format!("--show={event}")])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "callgrind_annotate: {}", common::stderr(&o));
+    let out = common::stdout(&o);
+    let mut flat = Flat::new();
+    let body = out.split("file:function").nth(1).unwrap_or_else(|| panic!("a function table:\n{out}"));
+    for line in body.lines().skip(1) {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("--") {
+            if flat.is_empty() {
+                continue;
+            }
+            break;
+        }
+        let (value, rest) = line.split_once(' ').unwrap();
+        let rest = rest.trim_start();
+        let rest =
+            if rest.starts_with('(') { rest[rest.find(')').unwrap() + 1..].trim_start() } else { rest };
+        let function = rest.split_once(':').map_or(rest, |(_, f)| f);
+        let function =
+            function.strip_suffix(']').and_then(|f| f.rsplit_once(" [")).map_or(function, |(f, _)| f);
+        // (`.` is a zero.)
+        let value = if value == "." { 0 } else { value.replace(',', "").parse::<i128>().unwrap() };
+        *flat.entry(function.to_string()).or_default() += value;
+    }
+    flat
+}
+
+/// The sample types of a pprof file as `-raw` lists them: (type, unit).
+fn sample_types(home: &Path, file: &Path) -> Vec<(String, String)> {
+    raw_totals(home, file)
+        .0
+        .iter()
+        .map(|t| {
+            let (ty, unit) = t.split_once('/').unwrap();
+            (ty.to_string(), unit.to_string())
+        })
+        .collect()
+}
+
+/// pprof's name of each unsymbolized location of a profile, by its address as cfghub names
+/// it (`0x42ef04`): `[prog]`, its mapping's file name, under which `-top` sums every
+/// unsymbolized address of the mapping. cfghub keeps them apart, by address, so that
+/// `--symbols` can still name each.
+fn unsymbolized_names(home: &Path, file: &Path) -> std::collections::BTreeMap<String, String> {
+    let raw = pprof(home, &["-raw"], file);
+    let mut mappings = std::collections::BTreeMap::new();
+    for line in raw.split("Mappings").nth(1).unwrap_or_default().lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [id, _range, path, ..] = fields[..] {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            mappings.insert(format!("M={}", id.trim_end_matches(':')), format!("[{base}]"));
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    let locations = raw.lines().skip_while(|l| l.trim() != "Locations").skip(1);
+    for line in locations.take_while(|l| !l.starts_with("Mappings")) {
+        if let [_, address, mapping] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            if let Some(name) = mappings.get(mapping) {
+                out.insert(address.to_string(), name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A view's self costs under pprof's names for unsymbolized locations.
+fn as_pprof_names(flat: Flat, unsymbolized: &std::collections::BTreeMap<String, String>) -> Flat {
+    let mut out = Flat::new();
+    for (name, value) in flat {
+        *out.entry(unsymbolized.get(&name).cloned().unwrap_or(name)).or_default() += value;
+    }
+    out
+}
+
+/// Functions whose values differ between two views (zeros and missing names alike).
+fn differences(want: &Flat, got: &Flat) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in want.keys().chain(got.keys().filter(|n| !want.contains_key(*n))) {
+        let (w, g) = (want.get(name).copied().unwrap_or(0), got.get(name).copied().unwrap_or(0));
+        if w != g {
+            out.push(format!("{name}: {g}, pprof -top {w}"));
+        }
+    }
+    out
+}
+
+/// pprof inputs: the project's, a sampler's, and the real profile.proto files of
+/// ../shared/fixtures when it has any.
+fn pprof_inputs(dir: &Path) -> Vec<PathBuf> {
+    let mut inputs = vec![
+        common::fixture("pprof/burn.cpu.pb.gz"),
+        common::fixture("pprof/allocs.heap.pb.gz"),
+        sampler_profile(dir),
+    ];
+    let mut shared = Vec::new();
+    if let Some(root) = common::shared_fixture("") {
+        let mut todo = vec![root];
+        while let Some(d) = todo.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    todo.push(path);
+                } else if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pb") {
+                    shared.push(path);
+                }
+            }
+        }
+    }
+    if shared.is_empty() {
+        eprintln!("no profile.proto files under ../shared/fixtures: the project's pprof fixtures only");
+    }
+    shared.sort();
+    inputs.extend(shared);
+    inputs
+}
+
+#[test]
+fn every_functions_self_cost_in_every_output_is_go_tool_pprofs_flat_value() {
+    for tool in ["go", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut problems = Vec::new();
+    for (n, input) in pprof_inputs(d).iter().enumerate() {
+        let types = sample_types(d, input);
+        let unsymbolized = unsymbolized_names(d, input);
+        let events: Vec<String> = types.iter().map(|t| t.0.clone()).collect();
+        let out = |name: &str| d.join(format!("{n}-{name}"));
+        let (speedscope, callgrind, again) =
+            (out("out.speedscope.json"), d.join(format!("callgrind.out.{n}")), out("again.pb.gz"));
+        for o in [&speedscope, &callgrind, &again] {
+            convert(&[s(input), "-o", s(o)]);
+        }
+        for (index, (event, unit)) in types.iter().enumerate() {
+            let want = top_flat(d, input, index, unit);
+            assert!(want.values().any(|&v| v != 0), "{}: {event}: {want:?}", input.display());
+            let folded = out(&format!("{event}.folded"));
+            convert(&[s(input), "--event", event, "-o", s(&folded)]);
+            let views = [
+                ("folded", folded_flat(&folded)),
+                ("speedscope", speedscope_flat(&speedscope, event, &events)),
+                ("Callgrind", callgrind_flat(&callgrind, event)),
+                ("pprof", top_flat(d, &again, index, unit)),
+            ];
+            for (writer, got) in views {
+                for diff in differences(&want, &as_pprof_names(got, &unsymbolized)) {
+                    problems.push(format!("{} -> {writer}, {event}: {diff}", input.display()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "self costs that are not pprof's:\n{}", problems.join("\n"));
+}
