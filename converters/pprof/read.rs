@@ -724,8 +724,8 @@ fn read_with_early(
 struct LeafSamples {
     /// Per location: its image and offset there, when its address lies in a kept mapping.
     places: Vec<Option<(u32, u64)>>,
-    /// Values by location, summed.
-    values: HashMap<u32, Vec<f64>>,
+    /// Values by location (index as in `places`), summed; empty where no sample ends.
+    values: Vec<Vec<f64>>,
 }
 
 impl LeafSamples {
@@ -741,12 +741,16 @@ impl LeafSamples {
                 (l.address != 0 && inside).then(|| (m, l.address - mapping.memory_start))
             })
             .collect();
-        LeafSamples { places, values: HashMap::new() }
+        let values = vec![Vec::new(); t.locations.len()];
+        LeafSamples { places, values }
     }
 
     fn add(&mut self, leaf: u32, values: &[f64]) {
         if self.places.get(leaf as usize).is_some_and(Option::is_some) {
-            let sum = self.values.entry(leaf).or_insert_with(|| vec![0.0; values.len()]);
+            let sum = &mut self.values[leaf as usize];
+            if sum.is_empty() {
+                sum.resize(values.len(), 0.0);
+            }
             for (s, v) in sum.iter_mut().zip(values) {
                 *s += v;
             }
@@ -770,13 +774,13 @@ impl LeafSamples {
         type Key = (u32, u64, Option<FrameId>, Option<u32>);
         let mut rows: std::collections::BTreeMap<Key, Vec<u64>> = std::collections::BTreeMap::new();
         let mut negative = 0usize;
-        for (loc, values) in self.values {
-            let Some((image, offset)) = self.places[loc as usize] else { continue };
+        for (loc, values) in self.values.into_iter().enumerate().filter(|(_, v)| !v.is_empty()) {
+            let Some((image, offset)) = self.places[loc] else { continue };
             if values.iter().any(|&v| v < 0.0) {
                 negative += 1;
                 continue;
             }
-            let l = &t.locations[loc as usize];
+            let l = &t.locations[loc];
             let frame =
                 l.lines.first().and_then(|&f| function_ids.get(f)).map(|f| function_frame[f as usize]);
             let line = u32::try_from(l.leaf_line).ok().filter(|&n| n > 0 && frame.is_some());
