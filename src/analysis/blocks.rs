@@ -1093,23 +1093,14 @@ fn returns(
     // Returns each return site can take: its executions less the jumps into it. A call site
     // whose calls are more than that is (at least partly) a jump Valgrind counted as a call
     // (`jmp *ptr` ending a function, its next address another block of the function).
-    let mut room: Vec<(u32, u64)> = call_sites
-        .iter()
-        .filter_map(|c| b.return_site(c.0))
-        .map(|ret| {
-            let r = b.block_ref(ret);
-            let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
-            (ret, ran.saturating_sub(set.incoming[ret as usize]))
-        })
-        .collect();
-    room.sort_unstable();
-    room.dedup();
-    let mut called: Vec<u64> = vec![0; room.len()];
-    let room_at = |room: &[(u32, u64)], ret: u32| room.partition_point(|r| r.0 < ret);
+    let mut room = vec![0u64; b.owner.len()];
+    let mut called = vec![0u64; b.owner.len()];
     for c in &call_sites {
         if let Some(ret) = b.return_site(c.0) {
-            let k = room_at(&room, ret);
-            called[k] = called[k].saturating_add(c.3);
+            let r = b.block_ref(ret);
+            let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
+            room[ret as usize] = ran.saturating_sub(set.incoming[ret as usize]);
+            called[ret as usize] = called[ret as usize].saturating_add(c.3);
         }
     }
     // Tail calls (a call with no return site, or more calls than its return site can take:
@@ -1119,14 +1110,16 @@ fn returns(
     // was called for returns from the second's exits.
     let mut tails: Vec<(u32, u32)> = call_sites
         .iter()
-        .filter(|c| {
-            b.return_site(c.0).is_none_or(|ret| called[room_at(&room, ret)] > room[room_at(&room, ret)].1)
-        })
+        .filter(|c| b.return_site(c.0).is_none_or(|ret| called[ret as usize] > room[ret as usize]))
         .map(|&(src, callee, _, _)| (owner_of(src), owner_of(callee)))
         .chain(
             set.items
                 .iter()
-                .filter(|c| !(c.kind.is_call() || c.kind.is_bypass() || c.kind.is_return()))
+                .filter(|c| {
+                    let (s, t) = (c.source as usize, c.target as usize);
+                    (b.owner[s] != b.owner[t] || b.image[s] != b.image[t])
+                        && !(c.kind.is_call() || c.kind.is_bypass() || c.kind.is_return())
+                })
                 .map(|c| (owner_of(c.source), owner_of(c.target))),
         )
         .filter(|(caller, callee)| caller != callee)
@@ -1179,8 +1172,7 @@ fn returns(
         let so_far = &mut returned[ret as usize];
         let r = b.block_ref(ret - 1);
         let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
-        let at = room_at(&room, ret);
-        let left = &mut room[at].1;
+        let left = &mut room[ret as usize];
         let count = count.min(ran.saturating_sub(*so_far)).min(*left);
         *so_far += count;
         *left -= count;
