@@ -1385,9 +1385,14 @@ fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
         }
     }
     let before = edges.len();
+    let mut emptied_return = false;
     if any_excess {
+        // The edges into blocks entered too often: a few among all.
+        let into_excess: Vec<usize> = (0..before)
+            .filter(|&k| matches!(edges[k].target, NodeRef::Block(t) if excess[global(t)] > 0))
+            .collect();
         for derived in [true, false] {
-            for k in 0..before {
+            for &k in &into_excess {
                 let e = &mut edges[k];
                 let NodeRef::Block(t) = e.target else { continue };
                 let x = &mut excess[global(t)];
@@ -1400,6 +1405,7 @@ fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
                 }
                 *x -= take;
                 let taken = take_traversals(&mut e.counts, take);
+                emptied_return |= e.kind.is_return() && e.total() == 0;
                 if !derived {
                     let (source, kind) = (e.source, e.kind);
                     edges.push(Edge {
@@ -1413,6 +1419,8 @@ fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
                 }
             }
         }
+    }
+    if emptied_return {
         // A return cut to nothing is no way back.
         edges.retain(|e| !(e.kind.is_return() && e.total() == 0));
     }
@@ -1426,10 +1434,10 @@ fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
             details: None,
         });
     }
-    if edges.len() != before || any_excess {
-        for (k, edge) in edges.iter_mut().enumerate() {
-            edge.id = k as u64 + 1;
-        }
+    // Ids go on from the merged edges' (all renumbered when a return went).
+    let from = if emptied_return { 0 } else { before };
+    for (k, edge) in edges.iter_mut().enumerate().skip(from) {
+        edge.id = k as u64 + 1;
     }
 }
 
