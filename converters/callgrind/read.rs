@@ -1517,7 +1517,7 @@ impl Reader {
             let jumps = arcs.iter().any(|a| !a.kind.is_call());
             if has_instr && jumps {
                 // Symbol extents are set on the way, from the sorted addresses.
-                blocks::rebuild(process, arcs, &inclusive, pad_to, ir, &owners);
+                blocks::rebuild(process, arcs, &inclusive, pad_to, ir, &owners, true);
             } else {
                 let costs = blocks::InclusiveCosts { values: &inclusive, pad_to };
                 blocks::symbol_extents(process, &arcs, &owners);

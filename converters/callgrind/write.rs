@@ -71,7 +71,7 @@ mod write_names;
 mod write_text;
 
 use crate::analysis::source::{Part, SourceIndex};
-use crate::analysis::{addresses, branch_pairs, callgraph, counts, names, routines, stacks};
+use crate::analysis::{addresses, blocks, branch_pairs, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;
@@ -166,7 +166,10 @@ pub fn write(
     }
     let mut costs_unsplit = false;
     for (k, &(p, thread)) in parts.iter().enumerate() {
-        let process = &profile.processes[p];
+        // Calls and jumps with the counts the profile stated, parts that a rebuild sent to
+        // the UNKNOWN node joined back (Callgrind has no such node).
+        let rejoined = blocks::with_unknown_parts_rejoined(&profile.processes[p]);
+        let process = rejoined.as_ref().unwrap_or(&profile.processes[p]);
         w.part(k + 1, process, thread, &mut costs_unsplit)?;
         let threads = process.thread_instr_counts.len().max(w.edge_threads);
         if thread.is_none() && threads > 1 {
@@ -914,6 +917,9 @@ impl Writer<'_> {
         } else if matches!(e.kind, EdgeKind::Entry | EdgeKind::Exit) {
             // The program's start and end (DCFG's START and END nodes): the first and last
             // blocks' counts say as much, and Callgrind has nothing else for them. No loss.
+        } else if e.source == NodeRef::Unknown && matches!(e.target, NodeRef::Block(_)) {
+            // Entries no transfer explains (DCFG's UNKNOWN node; the Callgrind reader's own
+            // for flow its input does not state): the block's count says as much. No loss.
         } else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
         }

@@ -365,9 +365,11 @@ struct Blocks {
     image: Vec<u32>,
     /// Owning function of each block (index into its image's symbols).
     owner: Vec<u32>,
-    /// Whether the next block directly follows this one in the same function (where a call
-    /// returns to and a jump falls through to). Emptied before the edges are made, with it
-    /// [`Blocks::next`].
+    /// Whether the next block starts where this one ends (where a call returns to and a
+    /// jump falls through to), whichever function each belongs to: code shared by two names
+    /// runs on into the next address as any other code does (one name's entry falling into
+    /// the other's body; rows of two names at one address, which cut blocks where the first
+    /// row's name changes). Emptied before the edges are made, with it [`Blocks::next`].
     has_next: Vec<bool>,
 }
 
@@ -385,6 +387,13 @@ impl Blocks {
 
     fn next(&self, g: u32) -> Option<u32> {
         self.has_next[g as usize].then_some(g + 1)
+    }
+
+    /// Where a call that ends block `g` returns to: the next block, in the same function. A
+    /// call that ends its function's code is a tail call (a jump Valgrind counts as a call),
+    /// or never returns.
+    fn return_site(&self, g: u32) -> Option<u32> {
+        self.next(g).filter(|&n| self.owner[n as usize] == self.owner[g as usize])
     }
 }
 
@@ -414,6 +423,12 @@ impl Blocks {
 /// Routines are the functions of the profile: every block belongs to the function of its first
 /// instruction (a recursion level's base function).
 ///
+/// `every_execution`: the counts are every execution of an instrumented run (Valgrind's), not
+/// samples: the rebuild then makes each block entered exactly as often as it ran, through the
+/// `UNKNOWN` node where the profile does not say how ([`balance`]), and splits off the parts
+/// of a function its entry does not reach as routines of their own ([`set_routines`]), so
+/// that the DCFG made of it keeps the format's rules.
+///
 /// The transfers are taken by value: once the edges between blocks are gathered, only calls'
 /// details and the transfers left between functions are kept, and the list goes before the
 /// edges are made (it is the largest table left by then).
@@ -424,6 +439,7 @@ pub fn rebuild(
     pad_to: usize,
     ir: Option<usize>,
     owners: &[Vec<u32>],
+    every_execution: bool,
 ) {
     let call_costs = &InclusiveCosts { values: inclusive, pad_to };
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
@@ -500,52 +516,8 @@ pub fn rebuild(
         has_out: vec![false; nblocks],
         incoming: vec![0; nblocks],
     };
-    let mut ends_in_jump = vec![false; nblocks];
-    // Transfers at addresses without costs stay edges between functions.
-    let mut unplaced: Vec<usize> = Vec::new();
-    // (call site, callee entry, thread, calls)
-    let mut call_sites: Vec<(u32, u32, u16, u64)> = Vec::new();
-    let mut branches = ConditionalEnds::default();
-    for (k, a) in list.iter().enumerate() {
-        let (src, tgt) = (arc_source[k], arc_target[k]);
-        if src == NONE || a.tgt_addr().is_none() {
-            unplaced.push(k);
-            continue;
-        }
-        if a.is_call() {
-            if tgt == NONE {
-                unplaced.push(k);
-                continue;
-            }
-            set.add(src, tgt, a.kind, a.thread, a.count, k as u32);
-            if let Some(ret) = b.next(src) {
-                // As Pin writes them: the bypass links call site and return site for the
-                // routine's shape; the returns carry the counts.
-                set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
-            }
-            call_sites.push((src, tgt, a.thread, a.count));
-            continue;
-        }
-        let conditional = a.kind.is_conditional();
-        if !conditional {
-            ends_in_jump[src as usize] = true;
-        }
-        if a.count > 0 {
-            if tgt == NONE {
-                unplaced.push(k);
-                continue;
-            }
-            set.add(src, tgt, a.kind, a.thread, a.count, NONE);
-        }
-        if conditional {
-            branches.note(src, a);
-        }
-        if a.fell_through() > 0 {
-            if let Some(ft) = b.next(src) {
-                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NONE);
-            }
-        }
-    }
+    let Placed { ends_in_jump, unplaced, call_sites, branches } =
+        place_transfers(&list, &arc_source, &arc_target, &mut set, b);
     drop(arc_source);
     drop(arc_target);
     if ir.is_some() {
@@ -575,16 +547,89 @@ pub fn rebuild(
     let EdgeSet { items, has_out, incoming } = set;
     drop((has_out, incoming));
     blocks_of.has_next = Vec::new();
-    let edges = merge_edges(items, &blocks_of, &mut details);
-    // Each block's image was for the edges: it goes before the routines.
+    let mut edges = merge_edges(items, &blocks_of, &mut details);
     drop(details);
+    if ir.is_some() && every_execution {
+        balance(process, &mut edges, &blocks_of);
+    }
+    // Each block's image was for the edges: it goes before the routines.
     blocks_of.image = Vec::new();
-    set_routines(process, &edges, &blocks_of);
+    set_routines(process, &edges, &blocks_of, every_execution);
     process.edges = edges;
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
         function_edges(process, call_costs, &unplaced, first_id);
     }
+}
+
+/// What placing the transfers between blocks leaves for the later steps.
+struct Placed {
+    /// Blocks that end in a jump (no fall-through).
+    ends_in_jump: Vec<bool>,
+    /// Transfers at addresses without costs: they stay edges between functions.
+    unplaced: Vec<usize>,
+    /// (call site, callee entry, thread, calls).
+    call_sites: Vec<(u32, u32, u16, u64)>,
+    branches: ConditionalEnds,
+}
+
+/// Adds the edges the transfers state between blocks (`arc_source`, `arc_target`: the block
+/// each leaves and enters): calls with their bypass, jumps, conditionals taken and their
+/// stated fall-throughs.
+fn place_transfers(
+    list: &[Transfer],
+    arc_source: &[u32],
+    arc_target: &[u32],
+    set: &mut EdgeSet,
+    b: &Blocks,
+) -> Placed {
+    let mut ends_in_jump = vec![false; b.owner.len()];
+    // Transfers at addresses without costs stay edges between functions.
+    let mut unplaced: Vec<usize> = Vec::new();
+    // (call site, callee entry, thread, calls)
+    let mut call_sites: Vec<(u32, u32, u16, u64)> = Vec::new();
+    let mut branches = ConditionalEnds::default();
+    for (k, a) in list.iter().enumerate() {
+        let (src, tgt) = (arc_source[k], arc_target[k]);
+        if src == NONE || a.tgt_addr().is_none() {
+            unplaced.push(k);
+            continue;
+        }
+        if a.is_call() {
+            if tgt == NONE {
+                unplaced.push(k);
+                continue;
+            }
+            set.add(src, tgt, a.kind, a.thread, a.count, k as u32);
+            if let Some(ret) = b.return_site(src) {
+                // As Pin writes them: the bypass links call site and return site for the
+                // routine's shape; the returns carry the counts.
+                set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
+            }
+            call_sites.push((src, tgt, a.thread, a.count));
+            continue;
+        }
+        let conditional = a.kind.is_conditional();
+        if !conditional {
+            ends_in_jump[src as usize] = true;
+        }
+        if a.count > 0 {
+            if tgt == NONE {
+                unplaced.push(k);
+                continue;
+            }
+            set.add(src, tgt, a.kind, a.thread, a.count, NONE);
+        }
+        if conditional {
+            branches.note(src, a);
+        }
+        if a.fell_through() > 0 {
+            if let Some(ft) = b.next(src) {
+                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NONE);
+            }
+        }
+    }
+    Placed { ends_in_jump, unplaced, call_sites, branches }
 }
 
 /// What the conditional branches that end each block say, gathered to complete their
@@ -702,14 +747,19 @@ struct Walked {
     lines: Vec<SourceLine>,
     /// Owning function of each block.
     owner: Vec<u32>,
-    /// Whether the next block directly follows this one in the same function.
+    /// Whether the next block directly follows this one (see [`Blocks::has_next`]).
     has_next: Vec<bool>,
 }
 
 impl Walked {
-    /// Appends the blocks of the instructions that follow (a cut where a block must start, so
-    /// that the last block here has no next one).
+    /// Appends the blocks of the instructions that follow (a cut where a block must start);
+    /// the last block here runs on into the first one there when it ends where that starts.
     fn append(&mut self, mut after: Walked) {
+        if let (Some(last), Some(first), Some(next)) =
+            (self.blocks.last(), after.blocks.first(), self.has_next.last_mut())
+        {
+            *next = last.offset + u64::from(last.size) == first.offset;
+        }
         // The two largest lists of the walk: never whole twice over.
         mem::append_releasing(&mut self.blocks, after.blocks);
         mem::append_releasing(&mut self.lines, after.lines);
@@ -782,9 +832,7 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
         }
         let count = counted.then_some(first.ir);
         if let Some(prev) = out.blocks.last() {
-            let adjacent =
-                prev.offset + u64::from(prev.size) == first.addr && out.owner.last() == Some(&first.owner);
-            out.has_next.push(adjacent);
+            out.has_next.push(prev.offset + u64::from(prev.size) == first.addr);
         }
         out.blocks.push(Block {
             id: 0,
@@ -1042,12 +1090,38 @@ fn returns(
         nsymbols += image.symbols.len();
     }
     let owner_of = |g: u32| symbol_base[b.image[g as usize] as usize] + b.owner[g as usize];
-    // Tail calls (a call with no return site: the caller ends there, its callee returns to
-    // the caller's callers), by calling function.
+    // Returns each return site can take: its executions less the jumps into it. A call site
+    // whose calls are more than that is (at least partly) a jump Valgrind counted as a call
+    // (`jmp *ptr` ending a function, its next address another block of the function).
+    let mut room = vec![0u64; b.owner.len()];
+    let mut called = vec![0u64; b.owner.len()];
+    for c in &call_sites {
+        if let Some(ret) = b.return_site(c.0) {
+            let r = b.block_ref(ret);
+            let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
+            room[ret as usize] = ran.saturating_sub(set.incoming[ret as usize]);
+            called[ret as usize] = called[ret as usize].saturating_add(c.3);
+        }
+    }
+    // Tail calls (a call with no return site, or more calls than its return site can take:
+    // the caller ends there, its callee returns to the caller's callers), by calling
+    // function; and jumps and fall-throughs into another function's code (one name's entry
+    // running on into code of another name, as `mempcpy` jumps into `memcpy`): what the first
+    // was called for returns from the second's exits.
     let mut tails: Vec<(u32, u32)> = call_sites
         .iter()
-        .filter(|c| b.next(c.0).is_none())
+        .filter(|c| b.return_site(c.0).is_none_or(|ret| called[ret as usize] > room[ret as usize]))
         .map(|&(src, callee, _, _)| (owner_of(src), owner_of(callee)))
+        .chain(
+            set.items
+                .iter()
+                .filter(|c| {
+                    let (s, t) = (c.source as usize, c.target as usize);
+                    (b.owner[s] != b.owner[t] || b.image[s] != b.image[t])
+                        && !(c.kind.is_call() || c.kind.is_bypass() || c.kind.is_return())
+                })
+                .map(|c| (owner_of(c.source), owner_of(c.target))),
+        )
         .filter(|(caller, callee)| caller != callee)
         .collect();
     tails.sort_unstable();
@@ -1057,7 +1131,7 @@ fn returns(
     let mut demands: Vec<(u64, u16, u64)> = call_sites
         .into_iter()
         .filter_map(|(src, callee, thread, count)| {
-            let ret = b.next(src)?;
+            let ret = b.return_site(src)?;
             Some((u64::from(owner_of(callee)) << 32 | u64::from(ret), thread, count))
         })
         .collect();
@@ -1098,8 +1172,10 @@ fn returns(
         let so_far = &mut returned[ret as usize];
         let r = b.block_ref(ret - 1);
         let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
-        let count = count.min(ran.saturating_sub(*so_far));
+        let left = &mut room[ret as usize];
+        let count = count.min(ran.saturating_sub(*so_far)).min(*left);
         *so_far += count;
+        *left -= count;
         if count == 0 {
             continue;
         }
@@ -1237,17 +1313,199 @@ fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDeta
     }
 }
 
+/// Whether the rebuild derived an edge's count rather than read it: a fall-through (what a
+/// block ran and did not jump) and a return (handed out from the callee's exits). Every other
+/// edge carries a count the profile states (a jump, a conditional taken, a call).
+fn is_derived(kind: EdgeKind) -> bool {
+    kind == EdgeKind::FallThrough || kind.is_return()
+}
+
+/// Takes `n` traversals (at most its total) off an edge's counts, last thread first, and
+/// returns them by thread.
+fn take_traversals(counts: &mut Counts, mut n: u64) -> Counts {
+    let mut taken = Counts::from_elem(0, counts.len());
+    for t in (0..counts.len()).rev() {
+        let take = n.min(counts[t]);
+        counts[t] -= take;
+        taken[t] = take;
+        n -= take;
+    }
+    let len = taken.iter().rposition(|&v| v > 0).map_or(1, |p| p + 1);
+    taken.resize(len, 0);
+    taken
+}
+
+/// Makes every block of known count entered exactly as often as it ran (the DCFG rule that a
+/// block's `COUNT` is the sum of its incoming edges), keeping every count the profile states.
+/// The block's count is its first instruction's executions, exact; where the edges into it
+/// say otherwise the profile cannot explain the difference, and the difference goes through
+/// the process's `UNKNOWN` node rather than vanish or be made up:
+/// - entered less often than it ran: an `UNKNOWN` edge from the `UNKNOWN` node brings the
+///   rest (a way in the profile does not record: a jump Valgrind did not count, control
+///   entering code from a signal or `longjmp`, a block's other entries where the profile
+///   contradicts itself);
+/// - entered more often than it ran: the derived edges into it (fall-throughs, returns) are
+///   cut first, as they are estimates; what stated counts still bring in beyond the block's
+///   count leaves its source for the `UNKNOWN` node instead, as an edge of the same kind
+///   (the source still sends as many as the profile says, so the stated count is the sum of
+///   the two edges). Valgrind writes such counts, e.g. `calls=81` to a function whose first
+///   instruction ran once, `jcnd=58/1`.
+#[inline(never)]
+fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
+    let nblocks = b.owner.len();
+    let global = |r: BlockRef| (b.base[r.image as usize] + r.block) as usize;
+    let mut entered = vec![0u64; nblocks];
+    for e in edges.iter() {
+        if let NodeRef::Block(t) = e.target {
+            let g = global(t);
+            entered[g] = entered[g].saturating_add(e.total());
+        }
+    }
+    let ran = |g: usize| {
+        let r = b.block_ref(g as u32);
+        process.images[r.image as usize].blocks[r.block as usize].count
+    };
+    // Entered beyond what ran, by block; what was entered too few times.
+    let mut excess = entered;
+    let mut short: Vec<(u32, u64)> = Vec::new();
+    let mut any_excess = false;
+    for (g, x) in excess.iter_mut().enumerate() {
+        match ran(g) {
+            Some(c) if *x > c => {
+                *x -= c;
+                any_excess = true;
+            }
+            Some(c) => {
+                if *x < c {
+                    short.push((g as u32, c - *x));
+                }
+                *x = 0;
+            }
+            None => *x = 0,
+        }
+    }
+    let before = edges.len();
+    let mut emptied_return = false;
+    if any_excess {
+        // The edges into blocks entered too often: a few among all.
+        let into_excess: Vec<usize> = (0..before)
+            .filter(|&k| matches!(edges[k].target, NodeRef::Block(t) if excess[global(t)] > 0))
+            .collect();
+        for derived in [true, false] {
+            for &k in &into_excess {
+                let e = &mut edges[k];
+                let NodeRef::Block(t) = e.target else { continue };
+                let x = &mut excess[global(t)];
+                if *x == 0 || is_derived(e.kind) != derived {
+                    continue;
+                }
+                let take = (*x).min(e.total());
+                if take == 0 {
+                    continue;
+                }
+                *x -= take;
+                let taken = take_traversals(&mut e.counts, take);
+                emptied_return |= e.kind.is_return() && e.total() == 0;
+                if !derived {
+                    let (source, kind) = (e.source, e.kind);
+                    edges.push(Edge {
+                        id: 0,
+                        source,
+                        target: NodeRef::Unknown,
+                        kind,
+                        counts: taken,
+                        details: None,
+                    });
+                }
+            }
+        }
+    }
+    if emptied_return {
+        // A return cut to nothing is no way back.
+        edges.retain(|e| !(e.kind.is_return() && e.total() == 0));
+    }
+    for (g, n) in short {
+        edges.push(Edge {
+            id: 0,
+            source: NodeRef::Unknown,
+            target: NodeRef::Block(b.block_ref(g)),
+            kind: EdgeKind::Unknown,
+            counts: Counts::from_elem(n, 1),
+            details: None,
+        });
+    }
+    // Ids go on from the merged edges' (all renumbered when a return went).
+    let from = if emptied_return { 0 } else { before };
+    for (k, edge) in edges.iter_mut().enumerate().skip(from) {
+        edge.id = k as u64 + 1;
+    }
+}
+
+/// A stated transfer's part that [`rebuild`] sent to the `UNKNOWN` node (its target ran fewer
+/// times than the profile says it was entered): a call or branch from a block to `UNKNOWN`.
+fn is_unknown_part(e: &Edge) -> bool {
+    matches!((e.source, e.target), (NodeRef::Block(_), NodeRef::Unknown))
+        && (e.kind.is_call() || e.kind.is_branch())
+}
+
+/// The process with every transfer's count as the profile stated it, for writers of formats
+/// that have no `UNKNOWN` node (Callgrind): each part [`rebuild`] sent to the `UNKNOWN` node
+/// joins the edge of the same source and kind that it left (the first such edge when a
+/// source has several targets of one kind). `None` when the process has no such part.
+pub fn with_unknown_parts_rejoined(process: &Process) -> Option<Process> {
+    if !process.edges.iter().any(is_unknown_part) {
+        return None;
+    }
+    let mut parts: std::collections::HashMap<(NodeRef, EdgeKind), Counts> = std::collections::HashMap::new();
+    for e in process.edges.iter().filter(|e| is_unknown_part(e)) {
+        let sum = parts.entry((e.source, e.kind)).or_default();
+        for (t, &n) in e.counts.iter().enumerate() {
+            add_counts(sum, t as u32, n);
+        }
+    }
+    let mut out = process.clone();
+    out.edges.retain(|e| !is_unknown_part(e));
+    for e in &mut out.edges {
+        if !matches!(e.target, NodeRef::Block(_)) {
+            continue;
+        }
+        if let Some(add) = parts.remove(&(e.source, e.kind)) {
+            for (t, &n) in add.iter().enumerate() {
+                add_counts(&mut e.counts, t as u32, n);
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Routines: the functions of the file, in the order their first block appears. A routine's
 /// entry is the block at its function's address (else its first block); its exits are the
 /// blocks that return or have no edge on inside the routine.
+///
+/// With `split` (counts of every execution, whose edges explain every block), a DCFG routine's every node is reached from its entry without calls or returns. A
+/// function's blocks that its entry does not reach that way (code entered only from another
+/// name's code, a return site whose call never returned, a block entered only through the
+/// `UNKNOWN` node) make routines of their own, as the DCFG rules allow for code with several
+/// entries: each headed by a block that no other such block leads to (else the first in
+/// address order), and named after the function all the same ([`Routine::symbol`]).
 #[inline(never)]
-fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
+fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks, split: bool) {
     let nblocks = b.owner.len();
+    let global = |r: BlockRef| (b.base[r.image as usize] + r.block) as usize;
     let mut out_intra = vec![false; nblocks];
     let mut returns = vec![false; nblocks];
+    // Successors inside the image over edges a routine may be walked by (a counting sort by
+    // source).
+    let intra = |e: &Edge| match (e.source, e.target) {
+        (NodeRef::Block(s), NodeRef::Block(t)) if s.image == t.image && e.kind.is_intra_routine() => {
+            Some((global(s), global(t) as u32))
+        }
+        _ => None,
+    };
+    let mut start = vec![0u32; nblocks + 1];
     for e in edges {
         if let NodeRef::Block(s) = e.source {
-            let g = (b.base[s.image as usize] + s.block) as usize;
+            let g = global(s);
             if e.kind.is_intra_routine() {
                 out_intra[g] = true;
             }
@@ -1255,7 +1513,23 @@ fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
                 returns[g] = true;
             }
         }
+        if let Some((s, _)) = intra(e) {
+            start[s + 1] += 1;
+        }
     }
+    for s in 1..start.len() {
+        start[s] += start[s - 1];
+    }
+    let mut successors = vec![0u32; start[nblocks] as usize];
+    let mut fill = start.clone();
+    for e in edges {
+        if let Some((s, t)) = intra(e) {
+            successors[fill[s] as usize] = t;
+            fill[s] += 1;
+        }
+    }
+    drop(fill);
+    let succ = |g: usize| &successors[start[g] as usize..start[g + 1] as usize];
     for (i, image) in process.images.iter_mut().enumerate() {
         if image.blocks.is_empty() {
             continue;
@@ -1272,23 +1546,78 @@ fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks) {
             }
             by_owner[*s as usize].1.push(k as u32);
         }
-        let routines = by_owner
-            .into_iter()
-            .map(|(owner, nodes)| {
-                let entry_addr = image.symbols[owner as usize].offset;
-                let entry = nodes
-                    .iter()
-                    .copied()
-                    .find(|&k| Some(image.blocks[k as usize].offset) == entry_addr)
-                    .unwrap_or(nodes[0]);
-                let exits = nodes
-                    .iter()
-                    .copied()
-                    .filter(|&k| returns[global + k as usize] || !out_intra[global + k as usize])
-                    .collect();
-                Routine { entry, exits, nodes, ..Routine::default() }
-            })
-            .collect();
+        // Blocks already in a routine; blocks another unplaced block of their function leads to.
+        let mut placed = vec![false; image.blocks.len()];
+        let mut led_to = vec![false; image.blocks.len()];
+        let mut queue: Vec<u32> = Vec::new();
+        // Places the blocks of function `owner` that `entry` reaches, the entry first.
+        let mut reach = |entry: u32, owner: u32, placed: &mut [bool]| -> Vec<u32> {
+            placed[entry as usize] = true;
+            queue.clear();
+            queue.push(entry);
+            let mut k = 0;
+            while k < queue.len() {
+                let x = queue[k] as usize;
+                k += 1;
+                for &t in succ(global + x) {
+                    let Some(t) = (t as usize).checked_sub(global) else { continue };
+                    if t < placed.len() && !placed[t] && owners[t] == owner {
+                        placed[t] = true;
+                        queue.push(t as u32);
+                    }
+                }
+            }
+            let mut members = queue.clone();
+            members.sort_unstable();
+            members
+        };
+        let exits_of = |nodes: &[u32]| -> Vec<u32> {
+            nodes
+                .iter()
+                .copied()
+                .filter(|&k| returns[global + k as usize] || !out_intra[global + k as usize])
+                .collect()
+        };
+        let mut routines = Vec::with_capacity(by_owner.len());
+        for (owner, nodes) in by_owner {
+            let entry_addr = image.symbols[owner as usize].offset;
+            let entry = nodes
+                .iter()
+                .copied()
+                .find(|&k| Some(image.blocks[k as usize].offset) == entry_addr)
+                .unwrap_or(nodes[0]);
+            let members = if split { reach(entry, owner, &mut placed) } else { nodes.clone() };
+            if members.len() == nodes.len() {
+                routines.push(Routine { entry, exits: exits_of(&nodes), nodes, ..Routine::default() });
+                continue;
+            }
+            routines.push(Routine { entry, exits: exits_of(&members), nodes: members, ..Routine::default() });
+            for &x in nodes.iter().filter(|&&x| !placed[x as usize]) {
+                for &t in succ(global + x as usize) {
+                    if let Some(t) =
+                        (t as usize).checked_sub(global).filter(|&t| t < placed.len() && t != x as usize)
+                    {
+                        if owners[t] == owner && !placed[t] {
+                            led_to[t] = true;
+                        }
+                    }
+                }
+            }
+            let heads = nodes.iter().filter(|&&x| !led_to[x as usize]).chain(nodes.iter());
+            for &head in heads {
+                if placed[head as usize] {
+                    continue;
+                }
+                let members = reach(head, owner, &mut placed);
+                routines.push(Routine {
+                    entry: head,
+                    exits: exits_of(&members),
+                    nodes: members,
+                    symbol: Some(owner),
+                    ..Routine::default()
+                });
+            }
+        }
         image.routines = Some(routines);
     }
 }
@@ -1391,7 +1720,7 @@ mod tests {
             let image = Image { symbols: vec![Symbol::default()], costs, ..Image::default() };
             let mut p = Process { images: vec![image], ..Process::default() };
             let list = [branch(EdgeKind::UnconditionalBranch, addrs[addrs.len() - 1], 0x10, 4, 0)];
-            rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
+            rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]], true);
             let image = &p.images[0];
             assert!(image
                 .blocks
@@ -1414,7 +1743,7 @@ mod tests {
             branch(EdgeKind::ConditionalBranch, 0x14, 0x20, 4, 10),
             branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0),
         ];
-        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]], true);
         let image = &p.images[0];
         let blocks: Vec<(u64, u32, u32, Option<u64>)> =
             image.blocks.iter().map(|b| (b.offset, b.size, b.num_instrs, b.count)).collect();
@@ -1432,6 +1761,8 @@ mod tests {
                 (block(0), block(1), EdgeKind::FallThrough, 6),
                 (block(0), block(2), EdgeKind::ConditionalBranch, 4),
                 (block(1), block(2), EdgeKind::UnconditionalBranch, 6),
+                // Nothing in the input says how the first block was entered.
+                (NodeRef::Unknown, block(0), EdgeKind::Unknown, 10),
             ]
         );
         let routines = image.routines.as_ref().expect("routines");
@@ -1465,7 +1796,7 @@ mod tests {
             branch(EdgeKind::ConditionalBranch, 0x12, 0x20, 4, 10),
             branch(EdgeKind::ConditionalBranch, 0x22, 0x30, 3, 4),
         ];
-        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0]], true);
         let image = &p.images[0];
         let blocks: Vec<(u64, Option<u64>)> = image.blocks.iter().map(|b| (b.offset, b.count)).collect();
         assert_eq!(
@@ -1484,6 +1815,7 @@ mod tests {
                 (block(2), block(3), EdgeKind::FallThrough, 7),
                 (block(2), block(4), EdgeKind::ConditionalBranch, 3),
                 (block(3), block(4), EdgeKind::FallThrough, 7),
+                (NodeRef::Unknown, block(0), EdgeKind::Unknown, 10),
             ]
         );
         // Every block's count is what flows into it.
@@ -1517,7 +1849,7 @@ mod tests {
             ..branch(EdgeKind::Call, from, to, 2, 0)
         };
         let list = [call(0x10, 0x40, 0, 1), call(0x40, 0x80, 1, 2), call(0x10, 0x80, 0, 2)];
-        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0, 1, 2]]);
+        rebuild(&mut p, list.to_vec(), &[], 0, Some(0), &[vec![0, 1, 2]], true);
         let offset = |n: NodeRef| match n {
             NodeRef::Block(b) => p.images[0].blocks[b.block as usize].offset,
             _ => 0,
@@ -1538,7 +1870,7 @@ mod tests {
         let mut call = branch(EdgeKind::Call, 0x99, 0x10, 2, 0);
         call.incl_len = 1;
         let list = [branch(EdgeKind::UnconditionalBranch, 0x18, 0x20, 6, 0), call];
-        rebuild(&mut p, list.to_vec(), &[7], 0, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[7], 0, Some(0), &[vec![0]], true);
         let last = p.edges.last().expect("edges");
         assert_eq!(last.kind, EdgeKind::Call);
         assert!(matches!(last.source, NodeRef::Symbol(_)));
@@ -1565,14 +1897,19 @@ mod tests {
             Transfer { src_line: 9, has_line: true, ..call(1, 1, 3, 1) },
             call(0, 5, 4, 1),
         ];
-        rebuild(&mut p, list.to_vec(), &[7, 4, 5, 100, 1], 2, Some(0), &[vec![0]]);
+        rebuild(&mut p, list.to_vec(), &[7, 4, 5, 100, 1], 2, Some(0), &[vec![0]], true);
         let calls: Vec<(&[u64], &[u64], Option<u32>)> = p
             .edges
             .iter()
             .filter(|e| e.kind == EdgeKind::Call)
             .map(|e| (&e.counts[..], e.inclusive(), e.site().and_then(|s| s.source_line())))
             .collect();
-        assert_eq!(calls, [(&[7, 4][..], &[7 + 4 + 100 + 1, 5][..], None)]);
+        // The callee's entry ran 10 times but is entered by 6 jumps and 11 calls: the calls
+        // beyond what it ran go to the UNKNOWN node, the site's count staying 11.
+        assert_eq!(calls, [(&[4, 0][..], &[7 + 4 + 100 + 1, 5][..], None), (&[3, 4][..], &[][..], None)]);
+        let unknown: Vec<NodeRef> =
+            p.edges.iter().filter(|e| e.kind == EdgeKind::Call).map(|e| e.target).collect();
+        assert_eq!(unknown[1], NodeRef::Unknown);
         let site = p.edges.iter().find(|e| e.kind == EdgeKind::Call).and_then(|e| e.site()).cloned();
         assert_eq!(site.and_then(|s| s.source_offset()), Some(0x12));
     }

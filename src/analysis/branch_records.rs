@@ -236,7 +236,7 @@ impl BranchRecords {
         let owners: Vec<Vec<u32>> =
             process.images.iter().map(|i| (0..i.symbols.len() as u32).collect()).collect();
         process.edges.clear();
-        blocks::rebuild(process, transfers, &[], 0, Some(0), &owners);
+        blocks::rebuild(process, transfers, &[], 0, Some(0), &owners, false);
         for (image, given) in process.images.iter_mut().zip(given) {
             image.costs = CostTable::new();
             for (sym, (offset, size)) in image.symbols.iter_mut().zip(given) {

@@ -28,7 +28,8 @@ pub struct BlockEnds {
 /// How a routine is named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FunctionName {
-    /// The symbol (index in its image) that starts at the routine's entry.
+    /// The symbol (index in its image) that starts at the routine's entry, or that the routine
+    /// names ([`crate::ir::Routine::symbol`]).
     Symbol(u32),
     /// The code at the entry ([`names::code_name`]), or `image#N` for a routine without an
     /// entry block.
@@ -101,8 +102,12 @@ pub fn of_blocks(
                 end.routine = n;
             }
             let entry = image.blocks.get(routine.entry as usize);
-            let covering = entry.and_then(|b| index.covering(b.offset));
+            // A routine that names its function (a part of one entered apart from its entry)
+            // is that function.
+            let named = routine.symbol.filter(|&s| (s as usize) < image.symbols.len());
+            let covering = named.or_else(|| entry.and_then(|b| index.covering(b.offset)));
             let name = match (entry, covering) {
+                (_, Some(s)) if named.is_some() => FunctionName::Symbol(s),
                 (Some(b), Some(s)) if image.symbols[s as usize].offset.unwrap_or(b.offset) == b.offset => {
                     FunctionName::Symbol(s)
                 }
