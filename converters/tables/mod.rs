@@ -189,8 +189,7 @@ pub(crate) const BLOCKS: &[Spec] = &[
     opt("count", U64),
     opt("routine", U32).derived(),
 ];
-pub(crate) const BLOCK_COUNTS: &[Spec] =
-    &[
+pub(crate) const BLOCK_COUNTS: &[Spec] = &[
     PID,
     req("process", U32).derived(),
     req("image", U32).derived(),

@@ -16,8 +16,8 @@ use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{
     Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind, CoverageSite, EdgeDetails,
-    EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined, LineItem, Loop, Meta, NodeRef, PathEdge, Process,
-    Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
+    EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined, LineItem, Loop, Meta, NodeRef,
+    PathEdge, Process, Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
 };
 use crate::registry::ReadOptions;
 
@@ -338,16 +338,24 @@ fn symbols(profile: &mut Profile, index: &mut Index, mut reader: TableReader) ->
 fn source_lines(profile: &mut Profile, index: &Index, mut reader: TableReader) -> Result<()> {
     while let Some(t) = reader.next()? {
         let (process, image, offset) = (t.ints("process"), t.ints("image"), t.ints("offset"));
+        let (files, line, size, instrs) = (t.ints("file"), t.ints("line"), t.ints("size"), t.ints("instrs"));
         let mut at = Place::default();
+        let known_files = profile.files.len() as u64;
         for r in t.range() {
             let (p, i) = at.find(index, &t, r, process.at(r), image.at(r))?;
-            let file = file_ref(profile, &t, "file", r)?;
+            let file = match files.get(r) {
+                Some(f) if f >= known_files => {
+                    return Err(t.error("file", r, format!("no file {f} in the files table")))
+                }
+                f => f.map(|f| f as u32),
+            };
+            // The reader checked that 32-bit columns fit.
             profile.processes[p].images[i].source_lines.push(SourceLine {
                 file,
-                line: t.u32("line", r)?,
+                line: line.at(r) as u32,
                 offset: offset.at(r),
-                size: t.u32("size", r)?,
-                num_instrs: t.u32("instrs", r)?,
+                size: size.at(r) as u32,
+                num_instrs: instrs.at(r) as u32,
             });
         }
     }
@@ -432,14 +440,25 @@ impl<'a> EndColumns<'a> {
         match kind_name {
             "block" => {
                 let i = image()?;
-                let id = self.block.get(r).ok_or_else(|| t.error(block_column, r, "a block end needs its block"))?;
-                Ok(NodeRef::Block(BlockRef { image: i as u32, block: index.block(t, p, i, block_column, r, id)? }))
+                let id = self
+                    .block
+                    .get(r)
+                    .ok_or_else(|| t.error(block_column, r, "a block end needs its block"))?;
+                Ok(NodeRef::Block(BlockRef {
+                    image: i as u32,
+                    block: index.block(t, p, i, block_column, r, id)?,
+                }))
             }
             "symbol" => {
                 let i = image()?;
-                let id =
-                    self.symbol.get(r).ok_or_else(|| t.error(symbol_column, r, "a symbol end needs its symbol"))?;
-                Ok(NodeRef::Symbol(SymbolRef { image: i as u32, symbol: index.symbol(t, p, i, symbol_column, r, id)? }))
+                let id = self
+                    .symbol
+                    .get(r)
+                    .ok_or_else(|| t.error(symbol_column, r, "a symbol end needs its symbol"))?;
+                Ok(NodeRef::Symbol(SymbolRef {
+                    image: i as u32,
+                    symbol: index.symbol(t, p, i, symbol_column, r, id)?,
+                }))
             }
             "start" => Ok(NodeRef::Start),
             "end" => Ok(NodeRef::End),
@@ -465,9 +484,11 @@ fn edges(
     while let Some(t) = edges.next()? {
         let source = EndColumns::new(&t, ["source_kind", "source_image", "source_block", "source_symbol"]);
         let target = EndColumns::new(&t, ["target_kind", "target_image", "target_block", "target_symbol"]);
-        let (process, edge, edge_id, threads) = (t.ints("process"), t.ints("edge"), t.ints("edge_id"), t.ints("threads"));
+        let (process, edge, edge_id, threads) =
+            (t.ints("process"), t.ints("edge"), t.ints("edge_id"), t.ints("threads"));
         let (kinds, has_site, mispredicts) = (t.texts("kind"), t.bools("has_site"), t.ints("mispredicts"));
-        let (increment, weight, back) = (t.ints("path_increment"), t.ints("path_weight"), t.bools("path_back"));
+        let (increment, weight, back) =
+            (t.ints("path_increment"), t.ints("path_weight"), t.bools("path_back"));
         // Each kind's name parsed once per batch.
         let parsed: Vec<Option<EdgeKind>> = kinds.words().iter().map(|w| w.parse().ok()).collect();
         for r in t.range() {
@@ -502,7 +523,9 @@ fn edges(
                 None
             };
             let mut details = EdgeDetails::boxed(Vec::new(), site);
-            if let (Some(increment), Some(weight), Some(back)) = (increment.get(r), weight.get(r), back.get(r)) {
+            if let (Some(increment), Some(weight), Some(back)) =
+                (increment.get(r), weight.get(r), back.get(r))
+            {
                 let path = PathEdge { increment: increment as i64, weight: weight as i64, back };
                 match &mut details {
                     Some(d) => d.path = Some(Box::new(path)),
@@ -527,11 +550,14 @@ fn edges(
         }
     }
     while let Some(t) = counts.next()? {
-        let (process, edge, thread, count) = (t.ints("process"), t.ints("edge"), t.ints("thread"), t.ints("count"));
+        let (process, edge, thread, count) =
+            (t.ints("process"), t.ints("edge"), t.ints("thread"), t.ints("count"));
         for r in t.range() {
             let p = index.process_of(&t, "process", r, process.at(r))?;
             let id = edge.at(r);
-            let e = ids[p].get(id).ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
+            let e = ids[p]
+                .get(id)
+                .ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
             let thread = thread.at(r) as usize;
             let edge = &mut profile.processes[p].edges[e as usize];
             let slot = edge.counts.get_mut(thread).ok_or_else(|| {
@@ -545,7 +571,9 @@ fn edges(
         for r in t.range() {
             let p = index.process(&t, "process", r)?;
             let id = t.int("edge", r);
-            let e = ids[p].get(id).ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
+            let e = ids[p]
+                .get(id)
+                .ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
             event_of(events, &t, "event", r)?;
             let position = t.int("position", r) as usize;
             if position > t.rows {
@@ -566,6 +594,13 @@ fn edges(
 
 /// The routines of the images that state theirs (derived routines in the tables are left out:
 /// they follow from the edges again), with their blocks and loops.
+/// Where a stated routine is: process, image, position in the image, and whether it has
+/// dominators.
+type RoutinePlace = (usize, usize, usize, bool);
+
+/// Where a loop is: process, image, routine position, loop position.
+type LoopPlace = (usize, usize, usize, usize);
+
 fn routines(
     profile: &mut Profile,
     index: &Index,
@@ -573,7 +608,7 @@ fn routines(
 ) -> Result<()> {
     // Routine identifier -> (process, image, position in the image, whether it has dominators),
     // for stated ones.
-    let mut at: HashMap<u64, (usize, usize, usize, bool)> = HashMap::new();
+    let mut at: HashMap<u64, RoutinePlace> = HashMap::new();
     while let Some(t) = routines.next()? {
         let t = &t;
         for r in t.range() {
@@ -599,23 +634,40 @@ fn routines(
     let mut exits: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
     while let Some(blocks) = blocks.next()? {
         let blocks = &blocks;
+        let (routine_ids, block_ids) = (blocks.ints("routine"), blocks.ints("block"));
+        let (in_routine, idoms, exit_positions) =
+            (blocks.bools("in_routine"), blocks.ints("idom"), blocks.ints("exit_position"));
+        // A routine's rows come together: its place is looked up once.
+        let mut last: Option<(u64, Option<RoutinePlace>)> = None;
         for r in blocks.range() {
-            let id = blocks.int("routine", r);
-            let Some(&(p, i, k, dominators)) = at.get(&id) else { continue };
-            let b = index.block(blocks, p, i, "block", r, blocks.int("block", r))?;
+            let id = routine_ids.at(r);
+            let place = match last {
+                Some((known, place)) if known == id => place,
+                _ => {
+                    let place = at.get(&id).copied();
+                    last = Some((id, place));
+                    place
+                }
+            };
+            let Some((p, i, k, dominators)) = place else { continue };
+            let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
             let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
-            if blocks.bools("in_routine").get(r) == Some(true) {
+            if in_routine.get(r) == Some(true) {
                 routine.nodes.push(b);
                 if dominators {
-                    match blocks.ints("idom").get(r) {
+                    match idoms.get(r) {
                         Some(d) => routine.idoms.push(index.block(blocks, p, i, "idom", r, d)?),
                         None => {
-                            return Err(blocks.error("idom", r, "a routine with dominators needs each block's"))
+                            return Err(blocks.error(
+                                "idom",
+                                r,
+                                "a routine with dominators needs each block's",
+                            ))
                         }
                     }
                 }
             }
-            if let Some(x) = blocks.ints("exit_position").get(r) {
+            if let Some(x) = exit_positions.get(r) {
                 exits.entry(id).or_default().push((x, b));
             }
         }
@@ -632,12 +684,12 @@ fn routines(
 fn loops_of(
     profile: &mut Profile,
     index: &Index,
-    at: &HashMap<u64, (usize, usize, usize, bool)>,
+    at: &HashMap<u64, RoutinePlace>,
     mut loops_reader: TableReader,
     mut blocks_reader: TableReader,
 ) -> Result<()> {
     // Loop identifier -> (process, image, routine position, loop position).
-    let mut loops: HashMap<u64, (usize, usize, usize, usize)> = HashMap::new();
+    let mut loops: HashMap<u64, LoopPlace> = HashMap::new();
     while let Some(t) = loops_reader.next()? {
         let t = &t;
         for r in t.range() {
@@ -655,15 +707,27 @@ fn loops_of(
     let mut back: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
     while let Some(blocks) = blocks_reader.next()? {
         let blocks = &blocks;
+        let (loop_ids, block_ids) = (blocks.ints("loop"), blocks.ints("block"));
+        let (in_loop, back_positions) = (blocks.bools("in_loop"), blocks.ints("back_edge_position"));
+        // A loop's rows come together: its place is looked up once.
+        let mut last: Option<(u64, Option<LoopPlace>)> = None;
         for r in blocks.range() {
-            let id = blocks.int("loop", r);
-            let Some(&(p, i, k, l)) = loops.get(&id) else { continue };
-            let b = index.block(blocks, p, i, "block", r, blocks.int("block", r))?;
+            let id = loop_ids.at(r);
+            let place = match last {
+                Some((known, place)) if known == id => place,
+                _ => {
+                    let place = loops.get(&id).copied();
+                    last = Some((id, place));
+                    place
+                }
+            };
+            let Some((p, i, k, l)) = place else { continue };
+            let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
             let lp = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k].loops[l];
-            if blocks.bools("in_loop").get(r) == Some(true) {
+            if in_loop.get(r) == Some(true) {
                 lp.nodes.push(b);
             }
-            if let Some(x) = blocks.ints("back_edge_position").get(r) {
+            if let Some(x) = back_positions.get(r) {
                 back.entry(id).or_default().push((x, b));
             }
         }
@@ -677,7 +741,12 @@ fn loops_of(
     Ok(())
 }
 
-fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, mut reader: TableReader) -> Result<()> {
+fn costs(
+    profile: &mut Profile,
+    index: &Index,
+    events: &HashMap<String, usize>,
+    mut reader: TableReader,
+) -> Result<()> {
     let width = profile.events.len().max(1);
     let mut values = vec![0u64; width];
     let mut open: Option<(u64, u64, u64, usize, usize)> = None;
@@ -707,7 +776,12 @@ fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, 
                     Some(s) => Some(index.symbol(t, p, i, "symbol", r, s)?),
                     None => None,
                 };
-                fields = (t.ints("offset").get(r), symbol, file_ref(profile, t, "file", r)?, t.opt_u32("line", r)?);
+                fields = (
+                    t.ints("offset").get(r),
+                    symbol,
+                    file_ref(profile, t, "file", r)?,
+                    t.opt_u32("line", r)?,
+                );
             }
             if let Some(e) = event_of(events, t, "event", r)? {
                 values[e] = values[e].saturating_add(t.int("value", r));
@@ -745,7 +819,11 @@ fn block_lines(profile: &mut Profile, index: &Index, mut reader: TableReader) ->
             let b = index.block(t, p, i, "block", r, t.int("block", r))?;
             let image = &mut profile.processes[p].images[i];
             let Some(lines) = image.block_lines.get_mut(b as usize) else {
-                return Err(t.error("image", r, "lines of a block whose image says it has no lines per block"));
+                return Err(t.error(
+                    "image",
+                    r,
+                    "lines of a block whose image says it has no lines per block",
+                ));
             };
             lines.local_id = t.ints("local_id").get(r);
             if t.ints("position").get(r).is_some() {
@@ -899,7 +977,11 @@ fn inline_frames(profile: &mut Profile, index: &Index, mut reader: TableReader) 
             }
             let frames = &mut inlined.last_mut().expect("pushed above").frames;
             if position.at(r) != frames.len() as u64 {
-                return Err(t.error("position", r, "an address's frames are numbered 0, 1, 2, ... in row order"));
+                return Err(t.error(
+                    "position",
+                    r,
+                    "an address's frames are numbered 0, 1, 2, ... in row order",
+                ));
             }
             let name = name_column.get(r).unwrap_or_default();
             let name = match names.get(name) {

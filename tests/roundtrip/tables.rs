@@ -139,8 +139,14 @@ fn inline_frames_from_symbols_survive_tables() {
     let options = cfghub::symbolize::Options { paths: vec![prog.clone()], ..Default::default() };
     let kind = loaded.format.address_kind();
     cfghub::symbolize::symbolize(&mut loaded.profile, kind, &options, &mut loaded.findings).unwrap();
-    let frames: usize =
-        loaded.profile.processes.iter().flat_map(|p| &p.images).flat_map(|i| &i.inlined).map(|x| x.frames.len()).sum();
+    let frames: usize = loaded
+        .profile
+        .processes
+        .iter()
+        .flat_map(|p| &p.images)
+        .flat_map(|i| &i.inlined)
+        .map(|x| x.frames.len())
+        .sum();
     assert!(frames > 0, "gcc -O2 inlined nothing the debug information states");
 
     let back = through_tables(&loaded.profile, dir, "inlined");
@@ -150,6 +156,29 @@ fn inline_frames_from_symbols_survive_tables() {
     let (via, _) = write_to_vec(folded, &back, &WriteOptions::default()).unwrap();
     assert_eq!(String::from_utf8_lossy(&via), String::from_utf8_lossy(&direct));
     assert!(String::from_utf8_lossy(&via).contains("work;poly"), "{}", String::from_utf8_lossy(&via));
+}
+
+/// A profile bigger than a row group (131,072 rows) and than a read batch (8,192 rows) in its
+/// blocks, block counts, edges, edge counts and routine blocks: the rows written a group at a
+/// time and read a batch at a time come back as they were, nulls included.
+#[test]
+fn tables_of_several_row_groups_survive() {
+    let spec = SynthSpec {
+        seed: 7,
+        images: 1,
+        routines_per_image: 8000,
+        blocks_per_routine: 24,
+        threads: 2,
+        steps_per_thread: 4_000_000,
+        ..SynthSpec::default()
+    };
+    let mut profile = generate(&spec).profile;
+    add_inline_frames(&mut profile, 20_000);
+    let blocks: usize = profile.processes.iter().flat_map(|p| &p.images).map(|i| i.blocks.len()).sum();
+    let edges: usize = profile.processes.iter().map(|p| p.edges.len()).sum();
+    assert!(blocks > 1 << 17 && edges > 1 << 17, "{blocks} blocks, {edges} edges");
+    let dir = tempfile::tempdir().unwrap();
+    assert_same(&through_tables(&profile, dir.path(), "big"), &profile, "several row groups");
 }
 
 /// Inline chains on the first blocks of each image: one name shared by many addresses, lines
@@ -168,7 +197,11 @@ fn add_inline_frames(profile: &mut Profile, per_image: usize) {
                 offset,
                 frames: (0..=k % 3)
                     .map(|depth| InlineFrame {
-                        name: if depth == 0 { shared.clone() } else { std::sync::Arc::from(format!("outer{depth}")) },
+                        name: if depth == 0 {
+                            shared.clone()
+                        } else {
+                            std::sync::Arc::from(format!("outer{depth}"))
+                        },
                         file: None,
                         line: (depth != 1).then_some(10 + depth as u32),
                     })
