@@ -569,8 +569,10 @@ fn table_error(name: &str, file: &str, column: &str, row: usize, message: impl I
 pub struct TableReader {
     pub name: &'static str,
     pub file: Arc<str>,
-    /// The rows of the whole table.
+    /// The rows of the whole table, as the file's footer states them.
     pub rows: usize,
+    /// The file's size in bytes: bounds what may be reserved for its rows.
+    pub bytes: u64,
     reader: SerializedFileReader<File>,
     /// The columns read (derived ones are not): their spec and position in the file.
     wanted: Vec<(Spec, usize)>,
@@ -610,6 +612,7 @@ pub fn open_table(
     let bad = |e: ParquetError| {
         Error::input(format!("table {name} is not a readable Parquet file: {e}")).in_file(&shown)
     };
+    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reader = SerializedFileReader::new(file).map_err(bad)?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();
     let rows = usize::try_from(reader.metadata().file_metadata().num_rows().max(0)).unwrap_or(usize::MAX);
@@ -617,6 +620,7 @@ pub fn open_table(
         name,
         file: Arc::from(shown.as_str()),
         rows,
+        bytes,
         reader,
         wanted: Vec::new(),
         next_group: 0,

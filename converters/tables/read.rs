@@ -481,6 +481,13 @@ fn edges(
     // Per process: edge identifier -> position.
     let mut ids: Vec<Ids> = (0..profile.processes.len()).map(|_| Ids::default()).collect();
     let count_rows = counts.rows;
+    // One process (the common case) holds every row: its list is made once, at its size. The
+    // footer's row count is an untrusted claim: what it reserves is bounded by the file's
+    // length, and a list that needs more grows as rows come.
+    if let [process] = &mut profile.processes[..] {
+        let rows = edges.rows.min(usize::try_from(edges.bytes).unwrap_or(usize::MAX));
+        crate::mem::reserve(&mut process.edges, rows);
+    }
     while let Some(t) = edges.next()? {
         let source = EndColumns::new(&t, ["source_kind", "source_image", "source_block", "source_symbol"]);
         let target = EndColumns::new(&t, ["target_kind", "target_image", "target_block", "target_symbol"]);
