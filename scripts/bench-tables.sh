@@ -16,17 +16,19 @@ cargo build --release --quiet --features tables --bin cfghub --example load
 CFGHUB=target/release/cfghub
 LOAD=target/release/examples/load
 
-# best N CMD...: "wall cpu" seconds of the fastest of N runs.
+# best N CMD...: "wall cpu peak-MB" of the fastest of N runs (peak: its maximum resident set).
 best() {
   local n=$1; shift
-  local best="" cpu=""
+  local best="" cpu="" peak=""
   for _ in $(seq "$n"); do
     local tmp; tmp=$(mktemp)
-    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
-    read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk "BEGIN{print $u + $s}"); fi
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
+    read -r t u s m < <(tail -1 "$tmp"); rm -f "$tmp"
+    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then
+      best=$t; cpu=$(awk "BEGIN{print $u + $s}"); peak=$(awk "BEGIN{print $m / 1000}")
+    fi
   done
-  echo "$best $cpu"
+  echo "$best $cpu $peak"
 }
 
 dcfg=$DATA/synth-pin-style.dcfg.json
@@ -35,16 +37,16 @@ tables=$DATA/synth-pin-style.tables
 [ -s "$dcfg" ] || $CFGHUB synth --pretty --images 4 --routines 14000 --blocks 24 --threads 2 --steps 28000000 -o "$dcfg"
 
 echo "== tables (Parquet)"
-read -r ti ci < <(best 3 "$CFGHUB" info "$dcfg")
-read -r tw cw < <(best 3 "$CFGHUB" convert -q "$dcfg" -o "$tables")
+read -r ti ci mi < <(best 3 "$CFGHUB" info "$dcfg")
+read -r tw cw mw < <(best 3 "$CFGHUB" convert -q "$dcfg" -o "$tables")
 size=$(du -sb "$tables" | cut -f1)
-awk -v ti="$ti" -v ci="$ci" -v tw="$tw" -v cw="$cw" -v s="$(stat -c %s "$dcfg")" -v o="$size" 'BEGIN{
+awk -v ti="$ti" -v ci="$ci" -v mi="$mi" -v tw="$tw" -v cw="$cw" -v mw="$mw" -v s="$(stat -c %s "$dcfg")" -v o="$size" 'BEGIN{
   printf "%-34s %.1f MB DCFG -> %.1f MB of tables\n", "synth-pin-style", s/1e6, o/1e6
-  printf "%-34s write %.2f s (cpu %.2f), info %.2f s (cpu %.2f): %.2fx (target <= 1.5)\n", "convert -o X.tables vs info", tw, cw, ti, ci, tw/ti }'
-read -r tr cr < <(best 3 "$LOAD" "$tables")
-read -r tj cj < <(best 3 "$LOAD" "$dcfg")
-awk -v tr="$tr" -v cr="$cr" -v tj="$tj" -v cj="$cj" 'BEGIN{
-  printf "%-34s tables %.2f s (cpu %.2f), DCFG JSON %.2f s (cpu %.2f): %.2fx (target <= 1)\n", "read back (examples/load)", tr, cr, tj, cj, tr/tj }'
+  printf "%-34s write %.2f s (cpu %.2f, peak %.0f MB), info %.2f s (cpu %.2f, peak %.0f MB): %.2fx wall, %.2fx cpu (target <= 1.5)\n", "convert -o X.tables vs info", tw, cw, mw, ti, ci, mi, tw/ti, cw/ci }'
+read -r tr cr mr < <(best 3 "$LOAD" "$tables")
+read -r tj cj mj < <(best 3 "$LOAD" "$dcfg")
+awk -v tr="$tr" -v cr="$cr" -v mr="$mr" -v tj="$tj" -v cj="$cj" -v mj="$mj" -v o="$size" 'BEGIN{
+  printf "%-34s tables %.2f s (cpu %.2f, peak %.0f MB = %.1fx the tables), DCFG JSON %.2f s (cpu %.2f, peak %.0f MB): %.2fx wall, %.2fx cpu (target <= 1)\n", "read back (examples/load)", tr, cr, mr, mr*1e6/o, tj, cj, mj, tr/tj, cr/cj }'
 if python3 -c 'import duckdb' 2>/dev/null; then
   read -r td _ < <(best 3 python3 -c "import duckdb,sys; duckdb.sql(f\"select sum(count*instrs) from '{sys.argv[1]}/blocks.parquet'\").fetchall()" "$tables")
   read -r tp _ < <(best 1 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dcfg")

@@ -1,21 +1,33 @@
 //! Tables as columns, and their Parquet files: what the writer fills row by row and the reader
-//! gets back, one column at a time.
+//! gets back, a batch of rows at a time.
 //!
 //! Parquet stores each column with a physical type (`INT32`, `INT64`, `DOUBLE`, `BOOLEAN`,
 //! `BYTE_ARRAY`) and a logical type on top (`INTEGER(64,false)` for an unsigned 64-bit count,
-//! `STRING` for text). cfghub writes the types of [`Kind`]; it reads what other tools write back
-//! leniently: any integer width, signed or not (a negative value where a count belongs is an
-//! error naming its row), plain or dictionary-encoded strings, and every compression DuckDB or
-//! pyarrow use by default (snappy, or none).
+//! `STRING` for text). A nullable (`OPTIONAL`) column stores its present values densely, beside a
+//! definition level per row (1 present, 0 null); a `REQUIRED` one stores values alone.
+//!
+//! The writer keeps each column in that form as rows come (values in their physical type,
+//! levels only for nullable columns) and writes a row group each [`GROUP`] rows, so that a
+//! table never waits whole in memory. The reader streams too: it reads [`BATCH`] rows of every
+//! column it needs at a time, and skips the columns that are derived from others.
+//!
+//! cfghub writes the types of [`Kind`]; it reads what other tools write back leniently: any
+//! integer width, signed or not (a negative value where a count belongs is an error naming its
+//! row), plain or dictionary-encoded strings, and every compression DuckDB or pyarrow use by
+//! default (snappy, or none).
 
+use std::collections::HashMap;
 use std::fs::File;
+use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parquet::basic::{Compression, LogicalType, Type as Physical};
 use parquet::column::reader::ColumnReader;
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::ByteArray;
+use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
@@ -25,13 +37,313 @@ use crate::error::{Error, Location, Result};
 
 use super::schema::{Kind, Spec};
 
-/// A column's values: integers as `u64` (a signed one as its two's complement bits).
-#[derive(Clone, Debug)]
-pub enum Data {
-    Int(Vec<Option<u64>>),
-    Float(Vec<Option<f64>>),
-    Bool(Vec<Option<bool>>),
-    Text(Vec<Option<String>>),
+/// Rows per row group written: 128Ki (DuckDB writes 122,880). Small enough that the widest
+/// table's buffers stay near 30 MB, large enough that per-group overhead (statistics, column
+/// chunk metadata) stays negligible.
+pub const GROUP: usize = 1 << 17;
+
+/// Bytes per data page written (Parquet's default is 1 MiB). Buffers of a page, while writing
+/// and while reading, then stay below the size from which the allocator maps each block
+/// apart ([`crate::mem::map_large_blocks_apart`]) and are reused instead of mapped, faulted in
+/// and unmapped page after page; on the Pin-style DCFG the kernel's share of the time was a
+/// quarter of reading.
+const PAGE_BYTES: usize = 64 << 10;
+
+/// Rows read from every column at a time: 64 KiB of 64-bit values, below that size too.
+pub const BATCH: usize = 1 << 13;
+
+/// A column's present values in its Parquet physical type.
+enum Values {
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Text(Vec<ByteArray>),
+}
+
+/// A column being written: its present values and, when nullable, a definition level per row.
+struct Column {
+    values: Values,
+    defs: Vec<i16>,
+    nullable: bool,
+}
+
+impl Column {
+    fn new(spec: &Spec) -> Column {
+        let values = match spec.kind {
+            Kind::U64 | Kind::I64 => Values::I64(Vec::new()),
+            Kind::U32 => Values::I32(Vec::new()),
+            Kind::F64 => Values::F64(Vec::new()),
+            Kind::Bool => Values::Bool(Vec::new()),
+            Kind::Text => Values::Text(Vec::new()),
+        };
+        Column { values, defs: Vec::new(), nullable: spec.nullable }
+    }
+
+    /// Marks a row present or null; a null in a required column (never pushed by the writer)
+    /// becomes the type's default, so that the file stays well formed.
+    fn level(&mut self, present: bool) -> bool {
+        if self.nullable {
+            self.defs.push(i16::from(present));
+            present
+        } else {
+            true
+        }
+    }
+
+    fn clear(&mut self) {
+        self.defs.clear();
+        match &mut self.values {
+            Values::I64(v) => v.clear(),
+            Values::I32(v) => v.clear(),
+            Values::F64(v) => v.clear(),
+            Values::Bool(v) => v.clear(),
+            Values::Text(v) => v.clear(),
+        }
+    }
+
+    fn write(&self, writer: &mut ColumnWriter<'_>) -> parquet::errors::Result<()> {
+        let defs = self.nullable.then_some(&self.defs[..]);
+        match (writer, &self.values) {
+            (ColumnWriter::Int64ColumnWriter(w), Values::I64(v)) => w.write_batch(v, defs, None),
+            (ColumnWriter::Int32ColumnWriter(w), Values::I32(v)) => w.write_batch(v, defs, None),
+            (ColumnWriter::DoubleColumnWriter(w), Values::F64(v)) => w.write_batch(v, defs, None),
+            (ColumnWriter::BoolColumnWriter(w), Values::Bool(v)) => w.write_batch(v, defs, None),
+            (ColumnWriter::ByteArrayColumnWriter(w), Values::Text(v)) => w.write_batch(v, defs, None),
+            _ => return Err(ParquetError::General("a column does not match its schema".into())),
+        }
+        .map(drop)
+    }
+}
+
+/// A table being written row by row, in the order of its schema, to `<dir>/<name>.parquet`;
+/// [`Table::finish`] writes what is left and closes the file.
+pub struct Table {
+    pub name: &'static str,
+    columns: Vec<Column>,
+    /// The profile id every row carries as its first column, and as many copies of it as the
+    /// group has rows (clones share its bytes).
+    profile_id: ByteArray,
+    ids: Vec<ByteArray>,
+    /// Rows of the group being filled, and groups written.
+    rows: usize,
+    groups: usize,
+    writer: Option<SerializedFileWriter<BufWriter<File>>>,
+    shown: String,
+    /// The first error, kept until [`Table::finish`] so that rows can be pushed without checks.
+    failed: Option<Error>,
+}
+
+impl Table {
+    /// An empty table whose first column (`profile_id`) every row fills with `profile_id`,
+    /// written to `dir/<name>.parquet`.
+    pub fn new(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>, dir: &Path) -> Table {
+        let path = dir.join(format!("{name}.parquet"));
+        let shown = path.display().to_string();
+        let mut table = Table {
+            name,
+            columns: specs.iter().skip(1).map(Column::new).collect(),
+            profile_id: ByteArray::from(profile_id.as_bytes().to_vec()),
+            ids: Vec::new(),
+            rows: 0,
+            groups: 0,
+            writer: None,
+            shown,
+            failed: None,
+        };
+        match open_writer(name, specs, &path) {
+            Ok(writer) => table.writer = Some(writer),
+            Err(e) => table.failed = Some(e),
+        }
+        table
+    }
+
+    /// Starts a row: push its values (after `profile_id`) in schema order.
+    pub fn row(&mut self) -> Row<'_> {
+        if self.rows == GROUP {
+            self.flush();
+        }
+        self.rows += 1;
+        Row { columns: &mut self.columns, next: 0 }
+    }
+
+    /// Writes the rows pushed so far as a row group.
+    fn flush(&mut self) {
+        if let Some(writer) = self.writer.as_mut() {
+            if self.ids.len() < self.rows {
+                self.ids.resize(self.rows, self.profile_id.clone());
+            }
+            if let Err(e) = write_group(writer, &self.ids[..self.rows], &self.columns) {
+                self.failed = Some(Error::input(format!("cannot write table {}: {e}", self.name)));
+                self.writer = None;
+            }
+        }
+        self.columns.iter_mut().for_each(Column::clear);
+        self.rows = 0;
+        self.groups += 1;
+    }
+
+    /// Writes the last row group (an empty one for an empty table) and the file's footer.
+    pub fn finish(mut self) -> Result<()> {
+        if self.rows > 0 || self.groups == 0 {
+            self.flush();
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let writer = self.writer.take().expect("open while nothing failed");
+        let out = writer
+            .into_inner()
+            .map_err(|e| Error::input(format!("cannot write table {}: {e}", self.name)))?;
+        out.into_inner().map_err(|e| Error::io(&self.shown, e.into_error()))?.sync_data().ok();
+        Ok(())
+    }
+}
+
+fn open_writer(name: &str, specs: &[Spec], path: &Path) -> Result<SerializedFileWriter<BufWriter<File>>> {
+    let shown = path.display().to_string();
+    let fail = |e: ParquetError| Error::input(format!("cannot write table {name}: {e}"));
+    let schema = format!(
+        "message {name} {{ {} }}",
+        specs
+            .iter()
+            .map(|s| format!(
+                "{} {};",
+                if s.nullable { "OPTIONAL" } else { "REQUIRED" },
+                s.kind.schema().replace("{}", s.name)
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema).map_err(fail)?);
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_data_page_size_limit(PAGE_BYTES)
+        .set_created_by(format!("cfghub {}", env!("CARGO_PKG_VERSION")));
+    for s in specs.iter().filter(|s| s.kind == Kind::Text) {
+        props = props.set_column_dictionary_enabled(s.name.into(), true);
+    }
+    let file = File::create(path).map_err(|e| Error::io(&shown, e))?;
+    let out = BufWriter::with_capacity(1 << 20, file);
+    SerializedFileWriter::new(out, schema, Arc::new(props.build())).map_err(fail)
+}
+
+/// One row group: the profile ids (with their statistics, known beforehand), then every other
+/// column.
+fn write_group(
+    writer: &mut SerializedFileWriter<BufWriter<File>>,
+    ids: &[ByteArray],
+    columns: &[Column],
+) -> parquet::errors::Result<()> {
+    let mut group = writer.next_row_group()?;
+    let mut index = 0;
+    while let Some(mut column) = group.next_column()? {
+        if index == 0 {
+            let id = ids.first();
+            match column.untyped() {
+                ColumnWriter::ByteArrayColumnWriter(w) => {
+                    w.write_batch_with_statistics(ids, None, None, id, id, Some(1)).map(drop)?
+                }
+                _ => return Err(ParquetError::General("profile_id is not text".into())),
+            }
+        } else {
+            columns[index - 1].write(column.untyped())?;
+        }
+        column.close()?;
+        index += 1;
+    }
+    group.close().map(drop)
+}
+
+/// One row being pushed into a [`Table`].
+pub struct Row<'a> {
+    columns: &'a mut Vec<Column>,
+    next: usize,
+}
+
+impl Row<'_> {
+    fn column(&mut self) -> &mut Column {
+        self.next += 1;
+        &mut self.columns[self.next - 1]
+    }
+
+    /// An integer (unsigned, or a signed value's bits), or null.
+    pub fn int(mut self, v: Option<u64>) -> Self {
+        let c = self.column();
+        let x = v.unwrap_or_default();
+        if c.level(v.is_some()) {
+            match &mut c.values {
+                Values::I64(out) => out.push(x as i64),
+                Values::I32(out) => out.push(x as u32 as i32),
+                _ => unreachable!("integer pushed into another column"),
+            }
+        }
+        self
+    }
+    pub fn u(self, v: u64) -> Self {
+        self.int(Some(v))
+    }
+    pub fn f(mut self, v: Option<f64>) -> Self {
+        let c = self.column();
+        if c.level(v.is_some()) {
+            match &mut c.values {
+                Values::F64(out) => out.push(v.unwrap_or_default()),
+                _ => unreachable!("float pushed into another column"),
+            }
+        }
+        self
+    }
+    pub fn b(mut self, v: Option<bool>) -> Self {
+        let c = self.column();
+        if c.level(v.is_some()) {
+            match &mut c.values {
+                Values::Bool(out) => out.push(v.unwrap_or_default()),
+                _ => unreachable!("bool pushed into another column"),
+            }
+        }
+        self
+    }
+    /// Text, or null. A value equal to the column's previous one shares its bytes.
+    pub fn s(mut self, v: Option<&str>) -> Self {
+        let c = self.column();
+        if c.level(v.is_some()) {
+            let v = v.unwrap_or_default().as_bytes();
+            match &mut c.values {
+                Values::Text(out) => {
+                    let same = out.last().filter(|last| last.data() == v).cloned();
+                    out.push(same.unwrap_or_else(|| ByteArray::from(v.to_vec())));
+                }
+                _ => unreachable!("text pushed into another column"),
+            }
+        }
+        self
+    }
+    /// Text the program itself spells (a kind's name): no copy.
+    pub fn k(mut self, v: &'static str) -> Self {
+        let c = self.column();
+        if c.level(true) {
+            match &mut c.values {
+                Values::Text(out) => out.push(ByteArray::from(Bytes::from_static(v.as_bytes()))),
+                _ => unreachable!("text pushed into another column"),
+            }
+        }
+        self
+    }
+}
+
+/// A column of rows read back: a value per row (the type's default where null).
+#[derive(Debug)]
+enum Data {
+    Int(Vec<u64>),
+    Float(Vec<f64>),
+    Bool(Vec<bool>),
+    /// Text as codes into the batch's own list of distinct values.
+    Text {
+        codes: Vec<u32>,
+        words: Vec<String>,
+    },
 }
 
 impl Data {
@@ -40,248 +352,193 @@ impl Data {
             Kind::U64 | Kind::U32 | Kind::I64 => Data::Int(Vec::new()),
             Kind::F64 => Data::Float(Vec::new()),
             Kind::Bool => Data::Bool(Vec::new()),
-            Kind::Text => Data::Text(Vec::new()),
+            Kind::Text => Data::Text { codes: Vec::new(), words: Vec::new() },
         }
     }
+}
 
+/// A column read back: its values and, when some row is null, whether each row has one.
+#[derive(Debug)]
+struct ReadColumn {
+    name: &'static str,
+    data: Data,
+    present: Option<Vec<bool>>,
+}
+
+impl ReadColumn {
     fn len(&self) -> usize {
-        match self {
+        match &self.data {
             Data::Int(v) => v.len(),
             Data::Float(v) => v.len(),
             Data::Bool(v) => v.len(),
-            Data::Text(v) => v.len(),
-        }
-    }
-}
-
-/// A table being filled row by row, in the order of its schema.
-pub struct Table {
-    pub name: &'static str,
-    pub specs: &'static [Spec],
-    pub columns: Vec<Data>,
-    /// The profile id every row carries as its first column.
-    profile_id: Arc<str>,
-    rows: usize,
-}
-
-impl Table {
-    /// An empty table whose first column (`profile_id`) every row fills with `profile_id`.
-    pub fn new(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>) -> Table {
-        Table {
-            name,
-            specs,
-            columns: specs.iter().skip(1).map(|s| Data::for_kind(s.kind)).collect(),
-            profile_id: profile_id.clone(),
-            rows: 0,
+            Data::Text { codes, .. } => codes.len(),
         }
     }
 
-    /// Starts a row: push its values (after `profile_id`) in schema order.
-    pub fn row(&mut self) -> Row<'_> {
-        self.rows += 1;
-        Row { columns: &mut self.columns, next: 0 }
-    }
-
-    /// Writes the table to `dir/<name>.parquet`, in row groups of at most a million rows.
-    pub fn write(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(format!("{}.parquet", self.name));
-        let shown = path.display().to_string();
-        let fail =
-            |e: parquet::errors::ParquetError| Error::input(format!("cannot write table {}: {e}", self.name));
-        let schema = format!(
-            "message {} {{ {} }}",
-            self.name,
-            self.specs
-                .iter()
-                .map(|s| format!(
-                    "{} {};",
-                    if s.nullable { "OPTIONAL" } else { "REQUIRED" },
-                    s.kind.schema().replace("{}", s.name)
-                ))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema).map_err(fail)?);
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_dictionary_enabled(false)
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_created_by(format!("cfghub {}", env!("CARGO_PKG_VERSION")));
-        for s in self.specs.iter().filter(|s| s.kind == Kind::Text) {
-            props = props.set_column_dictionary_enabled(s.name.into(), true);
-        }
-        let file = File::create(&path).map_err(|e| Error::io(&shown, e))?;
-        let out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let mut writer = SerializedFileWriter::new(out, schema, Arc::new(props.build())).map_err(fail)?;
-        const GROUP: usize = 1 << 20;
-        let mut start = 0;
-        loop {
-            let end = (start + GROUP).min(self.rows);
-            let mut group = writer.next_row_group().map_err(fail)?;
-            let mut index = 0;
-            while let Some(mut column) = group.next_column().map_err(fail)? {
-                let spec = self.specs[index];
-                if index == 0 {
-                    let ids = vec![ByteArray::from(self.profile_id.as_bytes().to_vec()); end - start];
-                    write_column(column.untyped(), &Data::Text(Vec::new()), spec, start..end, Some(&ids))
-                } else {
-                    write_column(column.untyped(), &self.columns[index - 1], spec, start..end, None)
-                }
-                .map_err(fail)?;
-                column.close().map_err(fail)?;
-                index += 1;
+    /// Appends `other`, a later batch of the same column.
+    fn append(&mut self, other: ReadColumn) {
+        let before = self.len();
+        match (&mut self.data, other.data) {
+            (Data::Int(a), Data::Int(b)) => a.extend(b),
+            (Data::Float(a), Data::Float(b)) => a.extend(b),
+            (Data::Bool(a), Data::Bool(b)) => a.extend(b),
+            (Data::Text { codes, words }, Data::Text { codes: more, words: theirs }) => {
+                let mut index: HashMap<String, u32> =
+                    words.iter().enumerate().map(|(k, w)| (w.clone(), k as u32)).collect();
+                let map: Vec<u32> = theirs
+                    .into_iter()
+                    .map(|w| {
+                        let next = words.len() as u32;
+                        *index.entry(w.clone()).or_insert_with(|| {
+                            words.push(w);
+                            next
+                        })
+                    })
+                    .collect();
+                // A null row's code (0) may name no word.
+                codes.extend(more.into_iter().map(|c| map.get(c as usize).copied().unwrap_or(0)));
             }
-            group.close().map_err(fail)?;
-            start = end;
-            if start >= self.rows {
-                break;
+            _ => unreachable!("batches of one column have one type"),
+        }
+        let after = self.len();
+        match (&mut self.present, other.present) {
+            (None, None) => {}
+            (Some(a), None) => a.resize(after, true),
+            (a, b) => {
+                let mut mine = a.take().unwrap_or_else(|| vec![true; before]);
+                mine.extend(b.unwrap_or_else(|| vec![true; after - before]));
+                *a = Some(mine);
             }
         }
-        let out = writer.into_inner().map_err(fail)?;
-        out.into_inner().map_err(|e| Error::io(&shown, e.into_error()))?.sync_data().ok();
-        Ok(())
     }
 }
 
-/// One row being pushed into a [`Table`].
-pub struct Row<'a> {
-    columns: &'a mut Vec<Data>,
-    next: usize,
+/// The values of an integer, float or boolean column for the rows of a [`ReadTable`], indexed
+/// by row number in the whole table.
+#[derive(Clone, Copy)]
+pub struct Col<'a, T> {
+    first: usize,
+    values: &'a [T],
+    present: Option<&'a [bool]>,
 }
 
-impl Row<'_> {
-    fn column(&mut self) -> &mut Data {
-        self.next += 1;
-        &mut self.columns[self.next - 1]
+impl<T: Copy> Col<'_, T> {
+    /// The value of `row`, `None` when null.
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<T> {
+        let i = row - self.first;
+        match self.present {
+            Some(p) if !p[i] => None,
+            _ => Some(self.values[i]),
+        }
     }
 
-    /// An integer (unsigned, or a signed value's bits), or null.
-    pub fn int(mut self, v: Option<u64>) -> Self {
-        match self.column() {
-            Data::Int(c) => c.push(v),
-            other => unreachable!("integer pushed into {other:?}"),
-        }
-        self
-    }
-    pub fn u(self, v: u64) -> Self {
-        self.int(Some(v))
-    }
-    pub fn f(mut self, v: Option<f64>) -> Self {
-        match self.column() {
-            Data::Float(c) => c.push(v),
-            other => unreachable!("float pushed into {other:?}"),
-        }
-        self
-    }
-    pub fn b(mut self, v: Option<bool>) -> Self {
-        match self.column() {
-            Data::Bool(c) => c.push(v),
-            other => unreachable!("bool pushed into {other:?}"),
-        }
-        self
-    }
-    pub fn s(mut self, v: Option<&str>) -> Self {
-        match self.column() {
-            Data::Text(c) => c.push(v.map(str::to_owned)),
-            other => unreachable!("text pushed into {other:?}"),
-        }
-        self
+    /// The value of `row` of a column the reader checked holds no null.
+    #[inline]
+    pub fn at(&self, row: usize) -> T {
+        self.values[row - self.first]
     }
 }
 
-/// Definition levels and the present values of `rows` of an optional column.
-fn levels<T: Clone, U>(values: &[Option<T>], map: impl Fn(&T) -> U) -> (Vec<i16>, Vec<U>) {
-    let defs = values.iter().map(|v| i16::from(v.is_some())).collect();
-    let present = values.iter().flatten().map(map).collect();
-    (defs, present)
+/// The values of a text column for the rows of a [`ReadTable`].
+#[derive(Clone, Copy)]
+pub struct Texts<'a> {
+    first: usize,
+    codes: &'a [u32],
+    words: &'a [String],
+    present: Option<&'a [bool]>,
 }
 
-fn write_column(
-    writer: &mut ColumnWriter<'_>,
-    data: &Data,
-    spec: Spec,
-    rows: std::ops::Range<usize>,
-    text: Option<&[ByteArray]>,
-) -> parquet::errors::Result<()> {
-    match (writer, data) {
-        (ColumnWriter::ByteArrayColumnWriter(w), _) if text.is_some() => {
-            w.write_batch(text.unwrap_or_default(), None, None)?;
+impl<'a> Texts<'a> {
+    /// The position of `row`'s text among [`Texts::words`], `None` when null.
+    #[inline]
+    pub fn code(&self, row: usize) -> Option<usize> {
+        let i = row - self.first;
+        match self.present {
+            Some(p) if !p[i] => None,
+            _ => Some(self.codes[i] as usize),
         }
-        (ColumnWriter::Int64ColumnWriter(w), Data::Int(v)) => {
-            let (defs, vals) = levels(&v[rows], |&x| x as i64);
-            w.write_batch(&vals, spec.nullable.then_some(&defs[..]), None)?;
-        }
-        (ColumnWriter::Int32ColumnWriter(w), Data::Int(v)) => {
-            let (defs, vals) = levels(&v[rows], |&x| x as u32 as i32);
-            w.write_batch(&vals, spec.nullable.then_some(&defs[..]), None)?;
-        }
-        (ColumnWriter::DoubleColumnWriter(w), Data::Float(v)) => {
-            let (defs, vals) = levels(&v[rows], |&x| x);
-            w.write_batch(&vals, spec.nullable.then_some(&defs[..]), None)?;
-        }
-        (ColumnWriter::BoolColumnWriter(w), Data::Bool(v)) => {
-            let (defs, vals) = levels(&v[rows], |&x| x);
-            w.write_batch(&vals, spec.nullable.then_some(&defs[..]), None)?;
-        }
-        (ColumnWriter::ByteArrayColumnWriter(w), Data::Text(v)) => {
-            let (defs, vals) = levels(&v[rows], |x: &String| ByteArray::from(x.as_bytes().to_vec()));
-            w.write_batch(&vals, spec.nullable.then_some(&defs[..]), None)?;
-        }
-        _ => unreachable!("column {} does not match its schema", spec.name),
     }
-    Ok(())
+
+    /// The distinct texts of the batch.
+    pub fn words(&self) -> &'a [String] {
+        self.words
+    }
+
+    /// The text of `row`, `None` when null.
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<&'a str> {
+        let i = row - self.first;
+        match self.present {
+            Some(p) if !p[i] => None,
+            _ => Some(&self.words[self.codes[i] as usize]),
+        }
+    }
 }
 
-/// A table read back: its columns by name, as the reader asked for them.
+/// Rows read back from a table: a batch of consecutive rows (or all of them) of the columns the
+/// reader asked for, addressed by their row number in the whole table.
 pub struct ReadTable {
     pub name: &'static str,
     /// The file it was read from, for error messages.
-    pub file: String,
+    pub file: Arc<str>,
+    /// The rows of the whole table.
     pub rows: usize,
-    columns: Vec<(&'static str, Data)>,
+    first: usize,
+    len: usize,
+    columns: Vec<ReadColumn>,
 }
 
 impl ReadTable {
-    fn column(&self, name: &str) -> &Data {
-        &self.columns.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("column {name} not read")).1
+    /// The row numbers this batch holds.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.len
+    }
+
+    fn column(&self, name: &str) -> &ReadColumn {
+        self.columns.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("column {name} not read"))
     }
 
     /// An integer column's values.
-    pub fn ints(&self, name: &str) -> &[Option<u64>] {
-        match self.column(name) {
-            Data::Int(v) => v,
+    pub fn ints(&self, name: &str) -> Col<'_, u64> {
+        let c = self.column(name);
+        match &c.data {
+            Data::Int(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
             _ => unreachable!("{name} is not an integer column"),
         }
     }
-    pub fn floats(&self, name: &str) -> &[Option<f64>] {
-        match self.column(name) {
-            Data::Float(v) => v,
+    pub fn floats(&self, name: &str) -> Col<'_, f64> {
+        let c = self.column(name);
+        match &c.data {
+            Data::Float(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
             _ => unreachable!("{name} is not a float column"),
         }
     }
-    pub fn bools(&self, name: &str) -> &[Option<bool>] {
-        match self.column(name) {
-            Data::Bool(v) => v,
+    pub fn bools(&self, name: &str) -> Col<'_, bool> {
+        let c = self.column(name);
+        match &c.data {
+            Data::Bool(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
             _ => unreachable!("{name} is not a boolean column"),
         }
     }
-    pub fn texts(&self, name: &str) -> &[Option<String>] {
-        match self.column(name) {
-            Data::Text(v) => v,
+    pub fn texts(&self, name: &str) -> Texts<'_> {
+        let c = self.column(name);
+        match &c.data {
+            Data::Text { codes, words } => {
+                Texts { first: self.first, codes, words, present: c.present.as_deref() }
+            }
             _ => unreachable!("{name} is not a text column"),
         }
     }
 
     /// An error about one value of this table.
     pub fn error(&self, column: &str, row: usize, message: impl Into<String>) -> Error {
-        Error::input(message)
-            .in_file(&self.file)
-            .at(Location::Path(format!("table {}, column {column}, row {row}", self.name)))
+        table_error(self.name, &self.file, column, row, message)
     }
 
     /// A required integer (the reader checked it is not null).
     pub fn int(&self, name: &str, row: usize) -> u64 {
-        self.ints(name)[row].unwrap_or_default()
+        self.ints(name).at(row)
     }
 
     /// A required integer that must fit 32 bits.
@@ -292,7 +549,7 @@ impl ReadTable {
 
     /// An optional integer that must fit 32 bits.
     pub fn opt_u32(&self, name: &str, row: usize) -> Result<Option<u32>> {
-        match self.ints(name)[row] {
+        match self.ints(name).get(row) {
             None => Ok(None),
             Some(v) => u32::try_from(v)
                 .map(Some)
@@ -301,16 +558,42 @@ impl ReadTable {
     }
 }
 
-/// Reads `dir/<name>.parquet`: the columns of `specs` it must have, each converted to its kind;
-/// columns it has beyond those are ignored. With `profile_id`, the first column (`profile_id`)
-/// is checked to hold that id on every row (from the row groups' statistics where they say)
-/// rather than read.
-pub fn read_table(
+fn table_error(name: &str, file: &str, column: &str, row: usize, message: impl Into<String>) -> Error {
+    Error::input(message)
+        .in_file(file)
+        .at(Location::Path(format!("table {name}, column {column}, row {row}")))
+}
+
+/// A table's file opened for reading: its columns checked against the schema, read a batch at
+/// a time with [`TableReader::next`] (or whole with [`TableReader::all`]).
+pub struct TableReader {
+    pub name: &'static str,
+    pub file: Arc<str>,
+    /// The rows of the whole table, as the file's footer states them.
+    pub rows: usize,
+    /// The file's size in bytes: bounds what may be reserved for its rows.
+    pub bytes: u64,
+    reader: SerializedFileReader<File>,
+    /// The columns read (derived ones are not): their spec and position in the file.
+    wanted: Vec<(Spec, usize)>,
+    /// The next row group, the readers of the open one and its rows not read yet.
+    next_group: usize,
+    open: Vec<ColumnReader>,
+    left: usize,
+    /// The row number of the next batch's first row.
+    first: usize,
+}
+
+/// Opens `dir/<name>.parquet` and checks it has the columns of `specs`, each of a type that
+/// converts to its kind; columns it has beyond those are ignored, and derived ones are checked
+/// but not read. With `profile_id`, the first column (`profile_id`) is checked to hold that id
+/// on every row (from the row groups' statistics where they say) rather than read.
+pub fn open_table(
     dir: &Path,
     name: &'static str,
     specs: &'static [Spec],
     profile_id: Option<&str>,
-) -> Result<ReadTable> {
+) -> Result<TableReader> {
     let path = dir.join(format!("{name}.parquet"));
     let shown = path.display().to_string();
     let file = File::open(&path).map_err(|e| {
@@ -326,85 +609,168 @@ pub fn read_table(
             err
         }
     })?;
-    let bad = |e: parquet::errors::ParquetError| {
+    let bad = |e: ParquetError| {
         Error::input(format!("table {name} is not a readable Parquet file: {e}")).in_file(&shown)
     };
+    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reader = SerializedFileReader::new(file).map_err(bad)?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();
     let rows = usize::try_from(reader.metadata().file_metadata().num_rows().max(0)).unwrap_or(usize::MAX);
-    let mut table = ReadTable { name, file: shown.clone(), rows, columns: Vec::new() };
+    let mut table = TableReader {
+        name,
+        file: Arc::from(shown.as_str()),
+        rows,
+        bytes,
+        reader,
+        wanted: Vec::new(),
+        next_group: 0,
+        open: Vec::new(),
+        left: 0,
+        first: 0,
+    };
     for spec in specs {
         let Some(index) = schema.columns().iter().position(|c| c.path().parts() == [spec.name]) else {
             return Err(table.error(spec.name, 0, format!("table {name} has no column {}", spec.name)));
         };
-        let descr = schema.column(index);
-        check_type(&table, spec, &descr)?;
+        check_type(&table, spec, &schema.column(index))?;
         if let (Some(id), "profile_id") = (profile_id, spec.name) {
-            check_profile_id(&reader, index, &descr, &table, id).map_err(|e| e.unwrap_or_else(bad))?;
-            continue;
+            table.check_profile_id(index, spec, id)?;
+        } else if !spec.derived {
+            table.wanted.push((*spec, index));
         }
-        let mut data = Data::for_kind(spec.kind);
-        for g in 0..reader.num_row_groups() {
-            let group = reader.get_row_group(g).map_err(bad)?;
-            let column = group.get_column_reader(index).map_err(bad)?;
-            let first = data.len();
-            read_column(column, &descr, &mut data).map_err(bad)?;
-            check_values(&table, spec, &descr, &data, first)?;
-        }
-        if data.len() != rows {
-            return Err(table.error(
-                spec.name,
-                data.len(),
-                format!("the column holds {} values for {rows} rows", data.len()),
-            ));
-        }
-        table.columns.push((spec.name, data));
-    }
-    // No spec: the table's row count alone.
-    if specs.is_empty() {
-        table.rows = rows;
     }
     Ok(table)
 }
 
-/// Every row of column `index` holds `id`: the statistics of each row group say so, or the
-/// values read show it.
-fn check_profile_id(
-    reader: &SerializedFileReader<File>,
-    index: usize,
-    descr: &ColumnDescriptor,
-    table: &ReadTable,
-    id: &str,
-) -> std::result::Result<(), std::result::Result<Error, parquet::errors::ParquetError>> {
-    let mut first = 0usize;
-    for g in 0..reader.num_row_groups() {
-        let meta = reader.metadata().row_group(g);
-        let rows = usize::try_from(meta.num_rows().max(0)).unwrap_or(usize::MAX);
-        let stats = meta.column(index).statistics();
-        let same = stats.is_some_and(|s| {
-            s.min_bytes_opt() == Some(id.as_bytes())
-                && s.max_bytes_opt() == Some(id.as_bytes())
-                && s.null_count_opt() == Some(0)
-        });
-        if !same {
-            let mut data = Data::Text(Vec::new());
-            let column = reader.get_row_group(g).and_then(|r| r.get_column_reader(index)).map_err(Err)?;
-            read_column(column, descr, &mut data).map_err(Err)?;
-            let Data::Text(values) = data else { unreachable!() };
-            if let Some(row) = values.iter().position(|v| v.as_deref() != Some(id)) {
-                let found = values[row].as_deref().unwrap_or("null");
-                return Err(Ok(table
-                    .error(
-                        "profile_id",
-                        first + row,
-                        format!("a row of profile {found:?} among the tables of {id:?}"),
-                    )
-                    .with_hint("cfghub reads one profile at a time: keep the rows of one profile_id")));
+impl TableReader {
+    fn error(&self, column: &str, row: usize, message: impl Into<String>) -> Error {
+        table_error(self.name, &self.file, column, row, message)
+    }
+
+    fn bad(&self, e: ParquetError) -> Error {
+        Error::input(format!("table {} is not a readable Parquet file: {e}", self.name)).in_file(&*self.file)
+    }
+
+    /// The next batch of rows, `None` after the last.
+    pub fn next(&mut self) -> Result<Option<ReadTable>> {
+        while self.left == 0 {
+            if self.next_group >= self.reader.num_row_groups() {
+                return Ok(None);
+            }
+            let g = self.next_group;
+            self.next_group += 1;
+            let group = self.reader.get_row_group(g).map_err(|e| self.bad(e))?;
+            self.left = usize::try_from(group.metadata().num_rows().max(0)).unwrap_or(usize::MAX);
+            let open: std::result::Result<Vec<ColumnReader>, ParquetError> =
+                self.wanted.iter().map(|&(_, index)| group.get_column_reader(index)).collect();
+            drop(group);
+            self.open = open.map_err(|e| self.bad(e))?;
+        }
+        let n = self.left.min(BATCH);
+        let schema = self.reader.metadata().file_metadata().schema_descr_ptr();
+        let mut columns = Vec::with_capacity(self.wanted.len());
+        for (k, &(spec, index)) in self.wanted.iter().enumerate() {
+            let descr = schema.column(index);
+            let column = read_batch(&mut self.open[k], &descr, spec.kind, n).map_err(|e| self.bad(e))?;
+            if column.len() != n {
+                return Err(self.error(
+                    spec.name,
+                    self.first + column.len(),
+                    format!("the column ends before the table's {} rows", self.rows),
+                ));
+            }
+            let column = ReadColumn { name: spec.name, ..column };
+            check_values(self, &spec, &descr, &column, self.first)?;
+            columns.push(column);
+        }
+        let batch = ReadTable {
+            name: self.name,
+            file: self.file.clone(),
+            rows: self.rows,
+            first: self.first,
+            len: n,
+            columns,
+        };
+        self.first += n;
+        self.left -= n;
+        Ok(Some(batch))
+    }
+
+    /// Every row (for the small tables).
+    pub fn all(&mut self) -> Result<ReadTable> {
+        let mut whole = ReadTable {
+            name: self.name,
+            file: self.file.clone(),
+            rows: self.rows,
+            first: self.first,
+            len: 0,
+            columns: self
+                .wanted
+                .iter()
+                .map(|(s, _)| ReadColumn { name: s.name, data: Data::for_kind(s.kind), present: None })
+                .collect(),
+        };
+        while let Some(batch) = self.next()? {
+            whole.len += batch.len;
+            for (mine, theirs) in whole.columns.iter_mut().zip(batch.columns) {
+                mine.append(theirs);
             }
         }
-        first += rows;
+        Ok(whole)
     }
-    Ok(())
+
+    /// Every row of column `index` holds `id`: the statistics of each row group say so, or the
+    /// values read show it.
+    fn check_profile_id(&self, index: usize, spec: &Spec, id: &str) -> Result<()> {
+        let mut first = 0usize;
+        let schema = self.reader.metadata().file_metadata().schema_descr_ptr();
+        let descr = schema.column(index);
+        for g in 0..self.reader.num_row_groups() {
+            let meta = self.reader.metadata().row_group(g);
+            let rows = usize::try_from(meta.num_rows().max(0)).unwrap_or(usize::MAX);
+            let stats = meta.column(index).statistics();
+            let same = stats.is_some_and(|s| {
+                s.min_bytes_opt() == Some(id.as_bytes())
+                    && s.max_bytes_opt() == Some(id.as_bytes())
+                    && s.null_count_opt() == Some(0)
+            });
+            if !same {
+                let mut column = self
+                    .reader
+                    .get_row_group(g)
+                    .and_then(|r| r.get_column_reader(index))
+                    .map_err(|e| self.bad(e))?;
+                let mut row = first;
+                loop {
+                    let batch = read_batch(&mut column, &descr, spec.kind, BATCH).map_err(|e| self.bad(e))?;
+                    let n = batch.len();
+                    if n == 0 {
+                        break;
+                    }
+                    let Data::Text { codes, words } = &batch.data else { unreachable!("profile_id is text") };
+                    for (k, &code) in codes.iter().enumerate() {
+                        let present = batch.present.as_ref().is_none_or(|p| p[k]);
+                        let found = &words[code as usize];
+                        if !present || found != id {
+                            let found = if present { found.as_str() } else { "null" };
+                            return Err(self
+                                .error(
+                                    "profile_id",
+                                    row + k,
+                                    format!("a row of profile {found:?} among the tables of {id:?}"),
+                                )
+                                .with_hint(
+                                    "cfghub reads one profile at a time: keep the rows of one profile_id",
+                                ));
+                        }
+                    }
+                    row += n;
+                }
+            }
+            first += rows;
+        }
+        Ok(())
+    }
 }
 
 fn is_unsigned(descr: &ColumnDescriptor) -> bool {
@@ -421,7 +787,7 @@ fn is_unsigned(descr: &ColumnDescriptor) -> bool {
 }
 
 /// Whether the file's column can be read as the spec's kind.
-fn check_type(table: &ReadTable, spec: &Spec, descr: &ColumnDescriptor) -> Result<()> {
+fn check_type(table: &TableReader, spec: &Spec, descr: &ColumnDescriptor) -> Result<()> {
     let physical = descr.physical_type();
     let fits = match spec.kind {
         Kind::U64 | Kind::U32 | Kind::I64 => matches!(physical, Physical::INT32 | Physical::INT64),
@@ -441,113 +807,133 @@ fn check_type(table: &ReadTable, spec: &Spec, descr: &ColumnDescriptor) -> Resul
     Ok(())
 }
 
-/// Nulls in a required column, negative values where a count belongs, text that is not UTF-8:
-/// checked on the values read from `first` on.
+/// Nulls in a required column, negative values where a count belongs, values past 32 bits in a
+/// 32-bit column: checked on a batch whose first row is `first`.
 fn check_values(
-    table: &ReadTable,
+    table: &TableReader,
     spec: &Spec,
     descr: &ColumnDescriptor,
-    data: &Data,
+    column: &ReadColumn,
     first: usize,
 ) -> Result<()> {
-    let signed_source = !is_unsigned(descr);
-    let null_at = |row: usize| table.error(spec.name, row, "null where a value is required");
-    match data {
-        Data::Int(v) => {
-            for (row, x) in v.iter().enumerate().skip(first) {
-                match x {
-                    None if !spec.nullable => return Err(null_at(row)),
-                    Some(x) if spec.kind != Kind::I64 && signed_source && (*x as i64) < 0 => {
-                        return Err(table.error(spec.name, row, format!("{} is negative", *x as i64)))
-                    }
-                    Some(x) if spec.kind == Kind::U32 && *x > u64::from(u32::MAX) => {
-                        return Err(table.error(spec.name, row, format!("{x} does not fit 32 bits")))
-                    }
-                    _ => {}
-                }
-            }
+    if let (false, Some(present)) = (spec.nullable, &column.present) {
+        if let Some(row) = present.iter().position(|&p| !p) {
+            return Err(table.error(spec.name, first + row, "null where a value is required"));
         }
-        Data::Float(v) => {
-            if let Some(row) = v.iter().skip(first).position(|x| x.is_none() && !spec.nullable) {
-                return Err(null_at(first + row));
-            }
-        }
-        Data::Bool(v) => {
-            if let Some(row) = v.iter().skip(first).position(|x| x.is_none() && !spec.nullable) {
-                return Err(null_at(first + row));
-            }
-        }
-        Data::Text(v) => {
-            if let Some(row) = v.iter().skip(first).position(|x| x.is_none() && !spec.nullable) {
-                return Err(null_at(first + row));
-            }
+    }
+    if let Data::Int(v) = &column.data {
+        let signed_source = !is_unsigned(descr);
+        let limit = match spec.kind {
+            Kind::U32 => u64::from(u32::MAX),
+            _ => u64::MAX,
+        };
+        let negative = spec.kind != Kind::I64 && signed_source;
+        let wrong = |x: u64| (negative && (x as i64) < 0) || x > limit;
+        if let Some(row) = v.iter().position(|&x| wrong(x)) {
+            let x = v[row];
+            let message = if negative && (x as i64) < 0 {
+                format!("{} is negative", x as i64)
+            } else {
+                format!("{x} does not fit 32 bits")
+            };
+            return Err(table.error(spec.name, first + row, message));
         }
     }
     Ok(())
 }
 
-const BATCH: usize = 64 * 1024;
-
-/// Reads one column chunk to its end, appending to `data` (nulls where the definition level says).
-fn read_column(
-    column: ColumnReader,
+/// Up to `n` rows of one column, converted to `kind`.
+fn read_batch(
+    column: &mut ColumnReader,
     descr: &ColumnDescriptor,
-    data: &mut Data,
-) -> parquet::errors::Result<()> {
+    kind: Kind,
+    n: usize,
+) -> parquet::errors::Result<ReadColumn> {
     let nullable = descr.max_def_level() > 0;
     let unsigned = is_unsigned(descr);
-    macro_rules! drain {
-        ($reader:expr, $out:expr, $conv:expr) => {{
-            let mut r = $reader;
-            let (mut defs, mut vals) = (Vec::new(), Vec::new());
-            loop {
-                defs.clear();
-                vals.clear();
-                let (records, _, _) =
-                    r.read_records(BATCH, nullable.then_some(&mut defs), None, &mut vals)?;
-                if records == 0 {
-                    break;
+    let mut defs: Vec<i16> = Vec::new();
+    let mut present: Vec<bool> = Vec::new();
+    let target = Data::for_kind(kind);
+    // Reads the batch's levels and dense values, then spreads the values over the rows.
+    macro_rules! spread {
+        ($reader:expr, $ty:ty, $out:expr, $conv:expr) => {{
+            let mut dense: Vec<$ty> = Vec::with_capacity(n);
+            $reader.read_records(n, nullable.then_some(&mut defs), None, &mut dense)?;
+            #[allow(unused_mut)]
+            let mut conv = $conv;
+            if nullable {
+                $out.reserve(defs.len());
+                present.reserve(defs.len());
+                let mut values = dense.into_iter();
+                for &d in &defs {
+                    let value = if d > 0 { values.next() } else { None };
+                    present.push(value.is_some());
+                    $out.push(value.map(&mut conv).unwrap_or_default());
                 }
-                if nullable {
-                    let mut it = vals.drain(..);
-                    for &d in &defs[..records] {
-                        $out.push(if d > 0 { it.next().map($conv) } else { None });
-                    }
-                } else {
-                    $out.extend(vals.drain(..).map(|v| Some($conv(v))));
-                }
+            } else {
+                $out.extend(dense.into_iter().map(conv));
             }
         }};
     }
-    match (column, data) {
-        (ColumnReader::Int64ColumnReader(r), Data::Int(out)) => drain!(r, out, |v: i64| v as u64),
-        (ColumnReader::Int32ColumnReader(r), Data::Int(out)) => {
+    let data = match (column, target) {
+        (ColumnReader::Int64ColumnReader(r), Data::Int(mut out)) => {
+            spread!(r, i64, out, |v: i64| v as u64);
+            Data::Int(out)
+        }
+        (ColumnReader::Int32ColumnReader(r), Data::Int(mut out)) => {
             if unsigned {
-                drain!(r, out, |v: i32| u64::from(v as u32))
+                spread!(r, i32, out, |v: i32| u64::from(v as u32))
             } else {
-                drain!(r, out, |v: i32| i64::from(v) as u64)
+                spread!(r, i32, out, |v: i32| i64::from(v) as u64)
             }
+            Data::Int(out)
         }
-        (ColumnReader::DoubleColumnReader(r), Data::Float(out)) => drain!(r, out, |v: f64| v),
-        (ColumnReader::FloatColumnReader(r), Data::Float(out)) => drain!(r, out, |v: f32| f64::from(v)),
-        (ColumnReader::Int64ColumnReader(r), Data::Float(out)) => {
+        (ColumnReader::DoubleColumnReader(r), Data::Float(mut out)) => {
+            spread!(r, f64, out, |v: f64| v);
+            Data::Float(out)
+        }
+        (ColumnReader::FloatColumnReader(r), Data::Float(mut out)) => {
+            spread!(r, f32, out, f64::from);
+            Data::Float(out)
+        }
+        (ColumnReader::Int64ColumnReader(r), Data::Float(mut out)) => {
             if unsigned {
-                drain!(r, out, |v: i64| v as u64 as f64)
+                spread!(r, i64, out, |v: i64| v as u64 as f64)
             } else {
-                drain!(r, out, |v: i64| v as f64)
+                spread!(r, i64, out, |v: i64| v as f64)
             }
+            Data::Float(out)
         }
-        (ColumnReader::Int32ColumnReader(r), Data::Float(out)) => drain!(r, out, |v: i32| f64::from(v)),
-        (ColumnReader::BoolColumnReader(r), Data::Bool(out)) => drain!(r, out, |v: bool| v),
-        (ColumnReader::ByteArrayColumnReader(r), Data::Text(out)) => {
-            drain!(r, out, |v: ByteArray| String::from_utf8_lossy(v.data()).into_owned())
+        (ColumnReader::Int32ColumnReader(r), Data::Float(mut out)) => {
+            spread!(r, i32, out, f64::from);
+            Data::Float(out)
         }
-        _ => {
-            return Err(parquet::errors::ParquetError::General(format!(
-                "column {} cannot be read as asked",
-                descr.name()
-            )))
+        (ColumnReader::BoolColumnReader(r), Data::Bool(mut out)) => {
+            spread!(r, bool, out, |v: bool| v);
+            Data::Bool(out)
         }
-    }
-    Ok(())
+        (ColumnReader::ByteArrayColumnReader(r), Data::Text { .. }) => {
+            // Each distinct value once: most text columns repeat a few kinds or names.
+            let mut words: Vec<String> = Vec::new();
+            let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
+            let mut codes: Vec<u32> = Vec::new();
+            let mut code = |v: ByteArray| -> u32 {
+                let bytes = v.data();
+                if let Some(&c) = index.get(bytes) {
+                    return c;
+                }
+                let c = words.len() as u32;
+                words.push(String::from_utf8_lossy(bytes).into_owned());
+                index.insert(bytes.to_vec(), c);
+                c
+            };
+            spread!(r, ByteArray, codes, &mut code);
+            Data::Text { codes, words }
+        }
+        (_, _) => {
+            return Err(ParquetError::General(format!("column {} cannot be read as asked", descr.name())))
+        }
+    };
+    let present = (nullable && present.contains(&false)).then_some(present);
+    Ok(ReadColumn { name: "", data, present })
 }

@@ -10,6 +10,7 @@
 //!   routines.parquet  routine_blocks.parquet loops.parquet loop_blocks.parquet
 //!   costs.parquet     stack_nodes.parquet stack_samples.parquet
 //!   block_lines.parquet coverage.parquet  (source lines and coverage arrays of CSI metadata)
+//!   inline_frames.parquet                 (functions inlined at addresses, after --symbols)
 //! ```
 //!
 //! Every row starts with `profile_id` (the folder's name without `.tables`), so that the tables
@@ -106,6 +107,7 @@ pub static TABLES: &[(&str, &[Spec])] = &[
     ("coverage", COVERAGE),
     ("stack_nodes", STACK_NODES),
     ("stack_samples", STACK_SAMPLES),
+    ("inline_frames", INLINE_FRAMES),
 ];
 
 const PID: Spec = req("profile_id", Text);
@@ -141,7 +143,7 @@ pub(crate) const IMAGES: &[Spec] = &[
     req("image", U32),
     req("image_id", U64),
     opt("file", U32),
-    opt("path", Text),
+    opt("path", Text).derived(),
     req("load_addr", U64),
     opt("size", U64),
     opt("file_offset", U64),
@@ -158,7 +160,7 @@ pub(crate) const SYMBOLS: &[Spec] = &[
     req("symbol", U32),
     req("name", Text),
     opt("offset", U64),
-    opt("address", U64),
+    opt("address", U64).derived(),
     opt("size", U64),
     opt("file", U32),
 ];
@@ -167,10 +169,10 @@ pub(crate) const SOURCE_LINES: &[Spec] = &[
     req("process", U32),
     req("image", U32),
     opt("file", U32),
-    opt("path", Text),
+    opt("path", Text).derived(),
     req("line", U32),
     req("offset", U64),
-    req("address", U64),
+    req("address", U64).derived(),
     req("size", U32),
     req("instrs", U32),
 ];
@@ -181,15 +183,21 @@ pub(crate) const BLOCKS: &[Spec] = &[
     req("block", U32),
     req("node", U64),
     req("offset", U64),
-    req("address", U64),
+    req("address", U64).derived(),
     req("size", U32),
     req("instrs", U32),
     req("last_instr_offset", U32),
     opt("count", U64),
-    opt("routine", U32),
+    opt("routine", U32).derived(),
 ];
-pub(crate) const BLOCK_COUNTS: &[Spec] =
-    &[PID, req("process", U32), req("image", U32), req("block", U32), req("thread", U32), req("count", U64)];
+pub(crate) const BLOCK_COUNTS: &[Spec] = &[
+    PID,
+    req("process", U32).derived(),
+    req("image", U32).derived(),
+    req("block", U32).derived(),
+    req("thread", U32).derived(),
+    req("count", U64).derived(),
+];
 pub(crate) const EDGES: &[Spec] = &[
     PID,
     req("process", U32),
@@ -200,13 +208,13 @@ pub(crate) const EDGES: &[Spec] = &[
     opt("source_image", U32),
     opt("source_block", U32),
     opt("source_symbol", U32),
-    opt("source_node", U64),
+    opt("source_node", U64).derived(),
     req("target_kind", Text),
     opt("target_image", U32),
     opt("target_block", U32),
     opt("target_symbol", U32),
-    opt("target_node", U64),
-    req("count", U64),
+    opt("target_node", U64).derived(),
+    req("count", U64).derived(),
     req("threads", U32),
     req("has_site", Bool),
     opt("source_offset", U64),
@@ -234,13 +242,13 @@ pub(crate) const ROUTINES: &[Spec] = &[
     req("process", U32),
     req("image", U32),
     req("entry", U32),
-    req("name", Text),
+    req("name", Text).derived(),
     opt("symbol", U32),
     req("stated", Bool),
     req("has_dominators", Bool),
-    req("blocks", U32),
-    req("loops", U32),
-    req("instrs_executed", U64),
+    req("blocks", U32).derived(),
+    req("loops", U32).derived(),
+    req("instrs_executed", U64).derived(),
 ];
 pub(crate) const ROUTINE_BLOCKS: &[Spec] = &[
     PID,
@@ -256,10 +264,10 @@ pub(crate) const LOOPS: &[Spec] = &[
     req("routine", U32),
     req("head", U32),
     opt("parent_head", U32),
-    req("depth", U32),
-    req("blocks", U32),
-    req("iterations", U64),
-    req("entries", U64),
+    req("depth", U32).derived(),
+    req("blocks", U32).derived(),
+    req("iterations", U64).derived(),
+    req("entries", U64).derived(),
 ];
 pub(crate) const LOOP_BLOCKS: &[Spec] =
     &[PID, req("loop", U32), req("block", U32), req("in_loop", Bool), opt("back_edge_position", U32)];
@@ -270,7 +278,7 @@ pub(crate) const COSTS: &[Spec] = &[
     req("row", U64),
     opt("symbol", U32),
     opt("offset", U64),
-    opt("address", U64),
+    opt("address", U64).derived(),
     opt("file", U32),
     opt("line", U32),
     opt("event", Text),
@@ -306,8 +314,8 @@ pub(crate) const STACK_NODES: &[Spec] = &[
     req("node", U32),
     opt("parent", U32),
     req("frame", U32),
-    req("name", Text),
-    req("depth", U32),
+    req("name", Text).derived(),
+    req("depth", U32).derived(),
 ];
 pub(crate) const STACK_SAMPLES: &[Spec] = &[
     PID,
@@ -318,6 +326,20 @@ pub(crate) const STACK_SAMPLES: &[Spec] = &[
     req("position", U32),
     opt("event", Text),
     opt("value", F64),
+];
+
+/// Functions inlined at code addresses (`Image::inlined`, from `--symbols`). Optional on
+/// reading: folders written before it existed have none.
+pub(crate) const INLINE_FRAMES: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("image", U32),
+    req("offset", U64),
+    req("address", U64).derived(),
+    req("position", U32),
+    req("name", Text),
+    opt("file", U32),
+    opt("line", U32),
 ];
 
 #[cfg(test)]

@@ -16,12 +16,12 @@ use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{
     Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind, CoverageSite, EdgeDetails,
-    EdgeKind, Event, FrameAddress, FrameSource, Image, LineItem, Loop, Meta, NodeRef, PathEdge, Process,
-    Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
+    EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined, LineItem, Loop, Meta, NodeRef,
+    PathEdge, Process, Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
 };
 use crate::registry::ReadOptions;
 
-use super::columns::{read_table, ReadTable};
+use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
 use super::*;
 
 /// Reads the tables of the folder the source names.
@@ -35,7 +35,7 @@ pub fn read(source: &mut Source<'_>, _options: &ReadOptions, _findings: &mut Fin
 
 /// Reads the tables in `dir`.
 pub fn read_folder(dir: &Path) -> Result<Profile> {
-    let head = read_table(dir, "profile", PROFILE, None)?;
+    let head = open_table(dir, "profile", PROFILE, None)?.all()?;
     if head.rows != 1 {
         return Err(head.error(
             "profile_id",
@@ -43,17 +43,20 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
             format!("the profile table holds {} rows; cfghub reads one profile at a time", head.rows),
         ));
     }
-    let id = head.texts("profile_id")[0].clone().unwrap_or_default();
-    let tables: Vec<ReadTable> = TABLES[1..]
+    let id = head.texts("profile_id").get(0).unwrap_or_default().to_string();
+    // Every table is opened and its columns checked before any is read; the big ones are then
+    // read a batch of rows at a time, straight into the model.
+    let mut tables: HashMap<&str, TableReader> = TABLES[1..]
         .par_iter()
-        .map(|&(name, specs)| read_table(dir, name_of(name), specs, Some(&id)))
+        .filter(|&&(name, _)| name != "inline_frames" || dir.join("inline_frames.parquet").exists())
+        .map(|&(name, specs)| Ok((name, open_table(dir, name_of(name), specs, Some(&id))?)))
         .collect::<Result<_>>()?;
-    let t = |name: &str| tables.iter().find(|t| t.name == name).expect("every table is read");
-    let mut profile = Profile { meta: meta(&head, t("headers"))?, ..Profile::default() };
-    let events = events(&mut profile, t("events"))?;
-    strings(&mut profile, t("files"), t("frames"))?;
-    let mut index = processes(&mut profile, t("processes"), t("threads"))?;
-    images(&mut profile, &mut index, t("images"))?;
+    let mut t = |name: &str| tables.remove(name).expect("every table is opened once");
+    let mut profile = Profile { meta: meta(&head, &t("headers").all()?)?, ..Profile::default() };
+    let events = events(&mut profile, &t("events").all()?)?;
+    strings(&mut profile, &t("files").all()?, &t("frames").all()?)?;
+    let mut index = processes(&mut profile, &t("processes").all()?, &t("threads").all()?)?;
+    images(&mut profile, &mut index, &t("images").all()?)?;
     symbols(&mut profile, &mut index, t("symbols"))?;
     source_lines(&mut profile, &index, t("source_lines"))?;
     blocks(&mut profile, &mut index, t("blocks"))?;
@@ -61,8 +64,11 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     routines(&mut profile, &index, [t("routines"), t("routine_blocks"), t("loops"), t("loop_blocks")])?;
     costs(&mut profile, &index, &events, t("costs"))?;
     block_lines(&mut profile, &index, t("block_lines"))?;
-    coverage(&mut profile, &index, t("coverage"))?;
+    coverage(&mut profile, &index, &t("coverage").all()?)?;
     stacks(&mut profile, &index, &events, t("stack_nodes"), t("stack_samples"))?;
+    if let Some(inlined) = tables.remove("inline_frames") {
+        inline_frames(&mut profile, &index, inlined)?;
+    }
     Ok(profile)
 }
 
@@ -114,7 +120,12 @@ struct Index {
 
 impl Index {
     fn process(&self, t: &ReadTable, column: &str, row: usize) -> Result<usize> {
-        let id = t.int(column, row);
+        self.process_of(t, column, row, t.int(column, row))
+    }
+
+    /// The process numbered `id` in `column` of `row`.
+    #[inline]
+    fn process_of(&self, t: &ReadTable, column: &str, row: usize, id: u64) -> Result<usize> {
         self.processes
             .get(id)
             .map(|p| p as usize)
@@ -122,7 +133,12 @@ impl Index {
     }
 
     fn image(&self, t: &ReadTable, p: usize, column: &str, row: usize) -> Result<usize> {
-        let id = t.int(column, row);
+        self.image_of(t, p, column, row, t.int(column, row))
+    }
+
+    /// The image numbered `id` of process `p`, in `column` of `row`.
+    #[inline]
+    fn image_of(&self, t: &ReadTable, p: usize, column: &str, row: usize, id: u64) -> Result<usize> {
         self.images[p]
             .get(id)
             .map(|i| i as usize)
@@ -143,7 +159,7 @@ impl Index {
 }
 
 fn meta(head: &ReadTable, headers: &ReadTable) -> Result<Meta> {
-    let version = match (head.ints("format_major")[0], head.ints("format_minor")[0]) {
+    let version = match (head.ints("format_major").get(0), head.ints("format_minor").get(0)) {
         (Some(a), Some(b)) => Some((a, b)),
         _ => None,
     };
@@ -153,17 +169,17 @@ fn meta(head: &ReadTable, headers: &ReadTable) -> Result<Meta> {
         .into_iter()
         .map(|(_, r)| {
             (
-                headers.texts("key")[r].clone().unwrap_or_default(),
-                headers.texts("value")[r].clone().unwrap_or_default(),
+                headers.texts("key").get(r).map(str::to_owned).unwrap_or_default(),
+                headers.texts("value").get(r).map(str::to_owned).unwrap_or_default(),
             )
         })
         .collect();
     Ok(Meta {
         format_version: version,
-        creator: head.texts("creator")[0].clone(),
-        command: head.texts("command")[0].clone(),
+        creator: head.texts("creator").get(0).map(str::to_owned),
+        command: head.texts("command").get(0).map(str::to_owned),
         headers,
-        address_step: head.ints("address_step")[0],
+        address_step: head.ints("address_step").get(0),
     })
 }
 
@@ -174,16 +190,16 @@ fn events(profile: &mut Profile, t: &ReadTable) -> Result<HashMap<String, usize>
         if t.int("event", r) != r as u64 {
             return Err(t.error("event", r, "events are numbered 0, 1, 2, ... in row order"));
         }
-        let name = t.texts("name")[r].clone().unwrap_or_default();
+        let name = t.texts("name").get(r).map(str::to_owned).unwrap_or_default();
         by_name.entry(name.clone()).or_insert(r);
-        profile.events.push(Event { name, description: t.texts("description")[r].clone() });
+        profile.events.push(Event { name, description: t.texts("description").get(r).map(str::to_owned) });
     }
     Ok(by_name)
 }
 
 /// The event named in `column` of row `r`: its position (`None` for a null name).
 fn event_of(events: &HashMap<String, usize>, t: &ReadTable, column: &str, r: usize) -> Result<Option<usize>> {
-    match &t.texts(column)[r] {
+    match t.texts(column).get(r) {
         None => Ok(None),
         Some(name) => events
             .get(name)
@@ -195,7 +211,7 @@ fn event_of(events: &HashMap<String, usize>, t: &ReadTable, column: &str, r: usi
 
 fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Result<()> {
     for r in 0..files.rows {
-        let name = files.texts("name")[r].as_deref().unwrap_or_default();
+        let name = files.texts("name").get(r).unwrap_or_default();
         if files.int("file", r) != r as u64 || profile.files.intern(name) != r as u32 {
             return Err(files.error(
                 "file",
@@ -205,7 +221,7 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
         }
     }
     for r in 0..frames.rows {
-        let name = frames.texts("name")[r].as_deref().unwrap_or_default();
+        let name = frames.texts("name").get(r).unwrap_or_default();
         if frames.int("frame", r) != r as u64 || profile.frames.intern(name) != r as u32 {
             return Err(frames.error(
                 "frame",
@@ -213,14 +229,14 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
                 "frames are numbered 0, 1, 2, ... in row order, each name once",
             ));
         }
-        if frames.bools("source_known")[r] == Some(true) {
+        if frames.bools("source_known").get(r) == Some(true) {
             profile.frame_sources.resize(r + 1, FrameSource::default());
             profile.frame_sources[r] = FrameSource {
                 file: file_ref(profile, frames, "file", r)?,
                 line: frames.opt_u32("line", r)?,
-                system_name: frames.texts("system_name")[r].clone(),
-                address: frames.ints("address")[r].map(|address| FrameAddress {
-                    image: frames.ints("address_image")[r].and_then(|i| u32::try_from(i).ok()),
+                system_name: frames.texts("system_name").get(r).map(str::to_owned),
+                address: frames.ints("address").get(r).map(|address| FrameAddress {
+                    image: frames.ints("address_image").get(r).and_then(|i| u32::try_from(i).ok()),
                     address,
                 }),
             };
@@ -231,7 +247,7 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
 
 /// A file id that the files table holds.
 fn file_ref(profile: &Profile, t: &ReadTable, column: &str, r: usize) -> Result<Option<u32>> {
-    match t.ints(column)[r] {
+    match t.ints(column).get(r) {
         Some(f) if f >= profile.files.len() as u64 => {
             Err(t.error(column, r, format!("no file {f} in the files table")))
         }
@@ -253,7 +269,7 @@ fn processes(profile: &mut Profile, processes: &ReadTable, threads: &ReadTable) 
         }
         profile.processes.push(Process {
             pid: processes.int("pid", r),
-            instr_count: processes.ints("instr_count")[r],
+            instr_count: processes.ints("instr_count").get(r),
             thread_instr_counts: vec![0; n as usize],
             ..Process::default()
         });
@@ -281,14 +297,14 @@ fn images(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()>
             id: t.int("image_id", r),
             file,
             load_addr: t.int("load_addr", r),
-            size: t.ints("size")[r],
-            file_offset: t.ints("file_offset")[r],
-            build_id: t.texts("build_id")[r].clone(),
-            no_addresses: t.bools("no_addresses")[r] == Some(true),
-            leaf_samples: t.bools("leaf_samples")[r] == Some(true),
-            routines: (t.bools("routines_stated")[r] == Some(true)).then(Vec::new),
+            size: t.ints("size").get(r),
+            file_offset: t.ints("file_offset").get(r),
+            build_id: t.texts("build_id").get(r).map(str::to_owned),
+            no_addresses: t.bools("no_addresses").get(r) == Some(true),
+            leaf_samples: t.bools("leaf_samples").get(r) == Some(true),
+            routines: (t.bools("routines_stated").get(r) == Some(true)).then(Vec::new),
             // Marks an image with lines per block until the blocks are read.
-            block_lines: if t.bools("lines_per_block")[r] == Some(true) {
+            block_lines: if t.bools("lines_per_block").get(r) == Some(true) {
                 vec![BlockLines::default()]
             } else {
                 Vec::new()
@@ -301,99 +317,158 @@ fn images(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()>
     Ok(())
 }
 
-fn symbols(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()> {
-    for r in 0..t.rows {
-        let p = index.process(t, "process", r)?;
-        let i = index.image(t, p, "image", r)?;
-        index.symbols[p][i].push(t, "symbol", r, t.int("symbol", r))?;
-        let file = file_ref(profile, t, "file", r)?;
-        profile.processes[p].images[i].symbols.push(Symbol {
-            name: t.texts("name")[r].clone().unwrap_or_default(),
-            offset: t.ints("offset")[r],
-            size: t.ints("size")[r],
-            file,
-        });
+fn symbols(profile: &mut Profile, index: &mut Index, mut reader: TableReader) -> Result<()> {
+    while let Some(t) = reader.next()? {
+        let (names, offsets, sizes) = (t.texts("name"), t.ints("offset"), t.ints("size"));
+        for r in t.range() {
+            let p = index.process(&t, "process", r)?;
+            let i = index.image(&t, p, "image", r)?;
+            index.symbols[p][i].push(&t, "symbol", r, t.int("symbol", r))?;
+            let file = file_ref(profile, &t, "file", r)?;
+            profile.processes[p].images[i].symbols.push(Symbol {
+                name: names.get(r).unwrap_or_default().to_owned(),
+                offset: offsets.get(r),
+                size: sizes.get(r),
+                file,
+            });
+        }
     }
     Ok(())
 }
 
-fn source_lines(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
-    for r in 0..t.rows {
-        let p = index.process(t, "process", r)?;
-        let i = index.image(t, p, "image", r)?;
-        let file = file_ref(profile, t, "file", r)?;
-        profile.processes[p].images[i].source_lines.push(SourceLine {
-            file,
-            line: t.u32("line", r)?,
-            offset: t.int("offset", r),
-            size: t.u32("size", r)?,
-            num_instrs: t.u32("instrs", r)?,
-        });
+fn source_lines(profile: &mut Profile, index: &Index, mut reader: TableReader) -> Result<()> {
+    while let Some(t) = reader.next()? {
+        let (process, image, offset) = (t.ints("process"), t.ints("image"), t.ints("offset"));
+        let (files, line, size, instrs) = (t.ints("file"), t.ints("line"), t.ints("size"), t.ints("instrs"));
+        let mut at = Place::default();
+        let known_files = profile.files.len() as u64;
+        for r in t.range() {
+            let (p, i) = at.find(index, &t, r, process.at(r), image.at(r))?;
+            let file = match files.get(r) {
+                Some(f) if f >= known_files => {
+                    return Err(t.error("file", r, format!("no file {f} in the files table")))
+                }
+                f => f.map(|f| f as u32),
+            };
+            // The reader checked that 32-bit columns fit.
+            profile.processes[p].images[i].source_lines.push(SourceLine {
+                file,
+                line: line.at(r) as u32,
+                offset: offset.at(r),
+                size: size.at(r) as u32,
+                num_instrs: instrs.at(r) as u32,
+            });
+        }
     }
     Ok(())
 }
 
-fn blocks(profile: &mut Profile, index: &mut Index, t: &ReadTable) -> Result<()> {
-    let (process, image, block) = (t.ints("process"), t.ints("image"), t.ints("block"));
-    let (node, offset, count) = (t.ints("node"), t.ints("offset"), t.ints("count"));
-    let mut at: Option<(u64, u64, usize, usize)> = None;
-    for r in 0..t.rows {
-        let (pid, iid) = (process[r].unwrap_or_default(), image[r].unwrap_or_default());
-        let (p, i) = match at {
-            Some((a, b, p, i)) if (a, b) == (pid, iid) => (p, i),
+/// The process and image of the rows before, found again only when a row names others.
+#[derive(Default)]
+struct Place(Option<(u64, u64, usize, usize)>);
+
+impl Place {
+    /// The positions of process `pid` and image `iid`, named in the `process` and `image`
+    /// columns of row `r`.
+    #[inline]
+    fn find(&mut self, index: &Index, t: &ReadTable, r: usize, pid: u64, iid: u64) -> Result<(usize, usize)> {
+        match self.0 {
+            Some((a, b, p, i)) if (a, b) == (pid, iid) => Ok((p, i)),
             _ => {
-                let p = index.process(t, "process", r)?;
-                let i = index.image(t, p, "image", r)?;
-                at = Some((pid, iid, p, i));
-                (p, i)
+                let p = index.process_of(t, "process", r, pid)?;
+                let i = index.image_of(t, p, "image", r, iid)?;
+                self.0 = Some((pid, iid, p, i));
+                Ok((p, i))
+            }
+        }
+    }
+}
+
+fn blocks(profile: &mut Profile, index: &mut Index, mut reader: TableReader) -> Result<()> {
+    let mut at = Place::default();
+    while let Some(t) = reader.next()? {
+        let (process, image, block) = (t.ints("process"), t.ints("image"), t.ints("block"));
+        let (node, offset, count) = (t.ints("node"), t.ints("offset"), t.ints("count"));
+        let (size, instrs, last) = (t.ints("size"), t.ints("instrs"), t.ints("last_instr_offset"));
+        for r in t.range() {
+            let (p, i) = at.find(index, &t, r, process.at(r), image.at(r))?;
+            index.blocks[p][i].push(&t, "block", r, block.at(r))?;
+            // The reader checked that 32-bit columns fit.
+            profile.processes[p].images[i].blocks.push(Block {
+                id: node.at(r),
+                offset: offset.at(r),
+                size: size.at(r) as u32,
+                num_instrs: instrs.at(r) as u32,
+                last_instr_offset: last.at(r) as u32,
+                count: count.get(r),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The columns of one end of the edges in a batch: `source_*` or `target_*`.
+struct EndColumns<'a> {
+    /// The names of its kind, image, block and symbol columns.
+    names: [&'static str; 4],
+    kind: Texts<'a>,
+    image: Col<'a, u64>,
+    block: Col<'a, u64>,
+    symbol: Col<'a, u64>,
+}
+
+impl<'a> EndColumns<'a> {
+    fn new(t: &'a ReadTable, names: [&'static str; 4]) -> EndColumns<'a> {
+        EndColumns {
+            names,
+            kind: t.texts(names[0]),
+            image: t.ints(names[1]),
+            block: t.ints(names[2]),
+            symbol: t.ints(names[3]),
+        }
+    }
+
+    /// The end of the edge in row `r` of process `p`.
+    fn node(&self, index: &Index, t: &ReadTable, p: usize, r: usize) -> Result<NodeRef> {
+        let [kind, image_column, block_column, symbol_column] = self.names;
+        let kind_name = self.kind.get(r).unwrap_or_default();
+        let image = || -> Result<usize> {
+            match self.image.get(r) {
+                None => Err(t.error(image_column, r, format!("a {kind_name} end needs its image"))),
+                Some(id) => index.image_of(t, p, image_column, r, id),
             }
         };
-        index.blocks[p][i].push(t, "block", r, block[r].unwrap_or_default())?;
-        profile.processes[p].images[i].blocks.push(Block {
-            id: node[r].unwrap_or_default(),
-            offset: offset[r].unwrap_or_default(),
-            size: t.u32("size", r)?,
-            num_instrs: t.u32("instrs", r)?,
-            last_instr_offset: t.u32("last_instr_offset", r)?,
-            count: count[r],
-        });
-    }
-    Ok(())
-}
-
-/// One end of the edge in row `r`: `side` is `source` or `target`.
-fn node(index: &Index, t: &ReadTable, p: usize, side: &str, r: usize) -> Result<NodeRef> {
-    let kind = format!("{side}_kind");
-    let column = |c: &str| format!("{side}_{c}");
-    let image = |c: &str| -> Result<usize> {
-        let name = column(c);
-        match t.ints(&name)[r] {
-            None => Err(t.error(
-                &name,
+        match kind_name {
+            "block" => {
+                let i = image()?;
+                let id = self
+                    .block
+                    .get(r)
+                    .ok_or_else(|| t.error(block_column, r, "a block end needs its block"))?;
+                Ok(NodeRef::Block(BlockRef {
+                    image: i as u32,
+                    block: index.block(t, p, i, block_column, r, id)?,
+                }))
+            }
+            "symbol" => {
+                let i = image()?;
+                let id = self
+                    .symbol
+                    .get(r)
+                    .ok_or_else(|| t.error(symbol_column, r, "a symbol end needs its symbol"))?;
+                Ok(NodeRef::Symbol(SymbolRef {
+                    image: i as u32,
+                    symbol: index.symbol(t, p, i, symbol_column, r, id)?,
+                }))
+            }
+            "start" => Ok(NodeRef::Start),
+            "end" => Ok(NodeRef::End),
+            "unknown" => Ok(NodeRef::Unknown),
+            other => Err(t.error(
+                kind,
                 r,
-                format!("a {} end needs its image", t.texts(&kind)[r].as_deref().unwrap_or("")),
+                format!("unknown end kind {other:?} (block, symbol, start, end, unknown)"),
             )),
-            Some(_) => index.image(t, p, &name, r),
-        }
-    };
-    match t.texts(&kind)[r].as_deref().unwrap_or_default() {
-        "start" => Ok(NodeRef::Start),
-        "end" => Ok(NodeRef::End),
-        "unknown" => Ok(NodeRef::Unknown),
-        "block" => {
-            let i = image("image")?;
-            let name = column("block");
-            let id = t.ints(&name)[r].ok_or_else(|| t.error(&name, r, "a block end needs its block"))?;
-            Ok(NodeRef::Block(BlockRef { image: i as u32, block: index.block(t, p, i, &name, r, id)? }))
-        }
-        "symbol" => {
-            let i = image("image")?;
-            let name = column("symbol");
-            let id = t.ints(&name)[r].ok_or_else(|| t.error(&name, r, "a symbol end needs its symbol"))?;
-            Ok(NodeRef::Symbol(SymbolRef { image: i as u32, symbol: index.symbol(t, p, i, &name, r, id)? }))
-        }
-        other => {
-            Err(t.error(&kind, r, format!("unknown end kind {other:?} (block, symbol, start, end, unknown)")))
         }
     }
 }
@@ -402,97 +477,122 @@ fn edges(
     profile: &mut Profile,
     index: &Index,
     events: &HashMap<String, usize>,
-    [t, counts, costs]: [&ReadTable; 3],
+    [mut edges, mut counts, mut costs]: [TableReader; 3],
 ) -> Result<()> {
     // Per process: edge identifier -> position.
     let mut ids: Vec<Ids> = (0..profile.processes.len()).map(|_| Ids::default()).collect();
-    for r in 0..t.rows {
-        let p = index.process(t, "process", r)?;
-        ids[p].push(t, "edge", r, t.int("edge", r))?;
-        let kind_name = t.texts("kind")[r].as_deref().unwrap_or_default();
-        let kind: EdgeKind = kind_name.parse().map_err(|_| {
-            t.error("kind", r, format!("unknown edge kind {kind_name:?} (the DCFG edge types)"))
-        })?;
-        let threads = t.int("threads", r);
-        if threads > counts.rows.max(1) as u64 * 64 + 64 {
-            return Err(t.error(
-                "threads",
-                r,
-                format!("{threads} threads is more than the counts could fill"),
-            ));
-        }
-        let site = if t.bools("has_site")[r] == Some(true) {
-            let offset = |c: &str| -> Result<Option<u64>> {
-                match t.ints(c)[r] {
-                    Some(o) if o > Site::MAX_OFFSET => Err(t.error(c, r, "offset out of range")),
-                    o => Ok(o),
-                }
-            };
-            Some(Site::new(
-                offset("source_offset")?,
-                t.opt_u32("source_line", r)?,
-                offset("target_offset")?,
-                t.opt_u32("target_line", r)?,
-            ))
-        } else {
-            None
-        };
-        let mut details = EdgeDetails::boxed(Vec::new(), site);
-        if let (Some(increment), Some(weight), Some(back)) =
-            (t.ints("path_increment")[r], t.ints("path_weight")[r], t.bools("path_back")[r])
-        {
-            let path = PathEdge { increment: increment as i64, weight: weight as i64, back };
-            match &mut details {
-                Some(d) => d.path = Some(Box::new(path)),
-                None => details = EdgeDetails::path(path),
-            }
-        }
-        if let Some(mispredicts) = t.ints("mispredicts")[r].filter(|&m| m > 0) {
-            match &mut details {
-                Some(d) => d.mispredicts = mispredicts,
-                None => details = EdgeDetails::mispredicted(mispredicts),
-            }
-        }
-        let edge = crate::ir::Edge {
-            id: t.int("edge_id", r),
-            source: node(index, t, p, "source", r)?,
-            target: node(index, t, p, "target", r)?,
-            kind,
-            counts: Counts::from_elem(0, threads as usize),
-            details,
-        };
-        profile.processes[p].edges.push(edge);
+    let count_rows = counts.rows;
+    // One process (the common case) holds every row: its list is made once, at its size. The
+    // footer's row count is an untrusted claim: what it reserves is bounded by the file's
+    // length, and a list that needs more grows as rows come.
+    if let [process] = &mut profile.processes[..] {
+        let rows = edges.rows.min(usize::try_from(edges.bytes).unwrap_or(usize::MAX));
+        crate::mem::reserve(&mut process.edges, rows);
     }
-    for r in 0..counts.rows {
-        let p = index.process(counts, "process", r)?;
-        let id = counts.int("edge", r);
-        let e = ids[p]
-            .get(id)
-            .ok_or_else(|| counts.error("edge", r, format!("no edge {id} in the edges table")))?;
-        let thread = counts.int("thread", r) as usize;
-        let edge = &mut profile.processes[p].edges[e as usize];
-        let slot = edge.counts.get_mut(thread).ok_or_else(|| {
-            counts.error("thread", r, format!("thread {thread} of an edge with fewer threads"))
-        })?;
-        *slot = counts.int("count", r);
+    while let Some(t) = edges.next()? {
+        let source = EndColumns::new(&t, ["source_kind", "source_image", "source_block", "source_symbol"]);
+        let target = EndColumns::new(&t, ["target_kind", "target_image", "target_block", "target_symbol"]);
+        let (process, edge, edge_id, threads) =
+            (t.ints("process"), t.ints("edge"), t.ints("edge_id"), t.ints("threads"));
+        let (kinds, has_site, mispredicts) = (t.texts("kind"), t.bools("has_site"), t.ints("mispredicts"));
+        let (increment, weight, back) =
+            (t.ints("path_increment"), t.ints("path_weight"), t.bools("path_back"));
+        // Each kind's name parsed once per batch.
+        let parsed: Vec<Option<EdgeKind>> = kinds.words().iter().map(|w| w.parse().ok()).collect();
+        for r in t.range() {
+            let p = index.process_of(&t, "process", r, process.at(r))?;
+            ids[p].push(&t, "edge", r, edge.at(r))?;
+            let kind = kinds.code(r).and_then(|c| parsed[c]).ok_or_else(|| {
+                let name = kinds.get(r).unwrap_or_default();
+                t.error("kind", r, format!("unknown edge kind {name:?} (the DCFG edge types)"))
+            })?;
+            let threads = threads.at(r);
+            if threads > count_rows.max(1) as u64 * 64 + 64 {
+                return Err(t.error(
+                    "threads",
+                    r,
+                    format!("{threads} threads is more than the counts could fill"),
+                ));
+            }
+            let site = if has_site.get(r) == Some(true) {
+                let offset = |c: &str| -> Result<Option<u64>> {
+                    match t.ints(c).get(r) {
+                        Some(o) if o > Site::MAX_OFFSET => Err(t.error(c, r, "offset out of range")),
+                        o => Ok(o),
+                    }
+                };
+                Some(Site::new(
+                    offset("source_offset")?,
+                    t.opt_u32("source_line", r)?,
+                    offset("target_offset")?,
+                    t.opt_u32("target_line", r)?,
+                ))
+            } else {
+                None
+            };
+            let mut details = EdgeDetails::boxed(Vec::new(), site);
+            if let (Some(increment), Some(weight), Some(back)) =
+                (increment.get(r), weight.get(r), back.get(r))
+            {
+                let path = PathEdge { increment: increment as i64, weight: weight as i64, back };
+                match &mut details {
+                    Some(d) => d.path = Some(Box::new(path)),
+                    None => details = EdgeDetails::path(path),
+                }
+            }
+            if let Some(mispredicts) = mispredicts.get(r).filter(|&m| m > 0) {
+                match &mut details {
+                    Some(d) => d.mispredicts = mispredicts,
+                    None => details = EdgeDetails::mispredicted(mispredicts),
+                }
+            }
+            let edge = crate::ir::Edge {
+                id: edge_id.at(r),
+                source: source.node(index, &t, p, r)?,
+                target: target.node(index, &t, p, r)?,
+                kind,
+                counts: Counts::from_elem(0, threads as usize),
+                details,
+            };
+            profile.processes[p].edges.push(edge);
+        }
+    }
+    while let Some(t) = counts.next()? {
+        let (process, edge, thread, count) =
+            (t.ints("process"), t.ints("edge"), t.ints("thread"), t.ints("count"));
+        for r in t.range() {
+            let p = index.process_of(&t, "process", r, process.at(r))?;
+            let id = edge.at(r);
+            let e = ids[p]
+                .get(id)
+                .ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
+            let thread = thread.at(r) as usize;
+            let edge = &mut profile.processes[p].edges[e as usize];
+            let slot = edge.counts.get_mut(thread).ok_or_else(|| {
+                t.error("thread", r, format!("thread {thread} of an edge with fewer threads"))
+            })?;
+            *slot = count.at(r);
+        }
     }
     let mut inclusive: HashMap<(usize, u32), Vec<u64>> = HashMap::new();
-    for r in 0..costs.rows {
-        let p = index.process(costs, "process", r)?;
-        let id = costs.int("edge", r);
-        let e = ids[p]
-            .get(id)
-            .ok_or_else(|| costs.error("edge", r, format!("no edge {id} in the edges table")))?;
-        event_of(events, costs, "event", r)?;
-        let position = costs.int("position", r) as usize;
-        if position > costs.rows {
-            return Err(costs.error("position", r, "position past the rows of the table"));
+    while let Some(t) = costs.next()? {
+        for r in t.range() {
+            let p = index.process(&t, "process", r)?;
+            let id = t.int("edge", r);
+            let e = ids[p]
+                .get(id)
+                .ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
+            event_of(events, &t, "event", r)?;
+            let position = t.int("position", r) as usize;
+            if position > t.rows {
+                return Err(t.error("position", r, "position past the rows of the table"));
+            }
+            let values = inclusive.entry((p, e)).or_default();
+            if values.len() <= position {
+                values.resize(position + 1, 0);
+            }
+            values[position] = t.int("inclusive", r);
         }
-        let values = inclusive.entry((p, e)).or_default();
-        if values.len() <= position {
-            values.resize(position + 1, 0);
-        }
-        values[position] = costs.int("inclusive", r);
     }
     for ((p, e), values) in inclusive {
         profile.processes[p].edges[e as usize].set_inclusive(values);
@@ -502,52 +602,82 @@ fn edges(
 
 /// The routines of the images that state theirs (derived routines in the tables are left out:
 /// they follow from the edges again), with their blocks and loops.
+/// Where a stated routine is: process, image, position in the image, and whether it has
+/// dominators.
+type RoutinePlace = (usize, usize, usize, bool);
+
+/// Where a loop is: process, image, routine position, loop position.
+type LoopPlace = (usize, usize, usize, usize);
+
 fn routines(
     profile: &mut Profile,
     index: &Index,
-    [t, blocks, loops, loop_blocks]: [&ReadTable; 4],
+    [mut routines, mut blocks, loops, loop_blocks]: [TableReader; 4],
 ) -> Result<()> {
     // Routine identifier -> (process, image, position in the image, whether it has dominators),
     // for stated ones.
-    let mut at: HashMap<u64, (usize, usize, usize, bool)> = HashMap::new();
-    for r in 0..t.rows {
-        if t.bools("stated")[r] != Some(true) {
-            continue;
+    let mut at: HashMap<u64, RoutinePlace> = HashMap::new();
+    while let Some(t) = routines.next()? {
+        let t = &t;
+        for r in t.range() {
+            if t.bools("stated").get(r) != Some(true) {
+                continue;
+            }
+            let p = index.process(t, "process", r)?;
+            let i = index.image(t, p, "image", r)?;
+            let entry = index.block(t, p, i, "entry", r, t.int("entry", r))?;
+            let symbol = match t.ints("symbol").get(r) {
+                Some(s) => Some(index.symbol(t, p, i, "symbol", r, s)?),
+                None => None,
+            };
+            let image = &mut profile.processes[p].images[i];
+            let list = image.routines.get_or_insert_with(Vec::new);
+            let dominators = t.bools("has_dominators").get(r) == Some(true);
+            if at.insert(t.int("routine", r), (p, i, list.len(), dominators)).is_some() {
+                return Err(t.error("routine", r, "the same routine twice"));
+            }
+            list.push(Routine { entry, symbol, ..Routine::default() });
         }
-        let p = index.process(t, "process", r)?;
-        let i = index.image(t, p, "image", r)?;
-        let entry = index.block(t, p, i, "entry", r, t.int("entry", r))?;
-        let symbol = match t.ints("symbol")[r] {
-            Some(s) => Some(index.symbol(t, p, i, "symbol", r, s)?),
-            None => None,
-        };
-        let image = &mut profile.processes[p].images[i];
-        let list = image.routines.get_or_insert_with(Vec::new);
-        let dominators = t.bools("has_dominators")[r] == Some(true);
-        if at.insert(t.int("routine", r), (p, i, list.len(), dominators)).is_some() {
-            return Err(t.error("routine", r, "the same routine twice"));
-        }
-        list.push(Routine { entry, symbol, ..Routine::default() });
     }
     let mut exits: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
-    for r in 0..blocks.rows {
-        let id = blocks.int("routine", r);
-        let Some(&(p, i, k, dominators)) = at.get(&id) else { continue };
-        let b = index.block(blocks, p, i, "block", r, blocks.int("block", r))?;
-        let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
-        if blocks.bools("in_routine")[r] == Some(true) {
-            routine.nodes.push(b);
-            if dominators {
-                match blocks.ints("idom")[r] {
-                    Some(d) => routine.idoms.push(index.block(blocks, p, i, "idom", r, d)?),
-                    None => {
-                        return Err(blocks.error("idom", r, "a routine with dominators needs each block's"))
+    while let Some(blocks) = blocks.next()? {
+        let blocks = &blocks;
+        let (routine_ids, block_ids) = (blocks.ints("routine"), blocks.ints("block"));
+        let (in_routine, idoms, exit_positions) =
+            (blocks.bools("in_routine"), blocks.ints("idom"), blocks.ints("exit_position"));
+        // A routine's rows come together: its place is looked up once.
+        let mut last: Option<(u64, Option<RoutinePlace>)> = None;
+        for r in blocks.range() {
+            let id = routine_ids.at(r);
+            let place = match last {
+                Some((known, place)) if known == id => place,
+                _ => {
+                    let place = at.get(&id).copied();
+                    last = Some((id, place));
+                    place
+                }
+            };
+            let Some((p, i, k, dominators)) = place else { continue };
+            let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
+            let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
+            if in_routine.get(r) == Some(true) {
+                routine.nodes.push(b);
+                if dominators {
+                    match idoms.get(r) {
+                        Some(d) => routine.idoms.push(index.block(blocks, p, i, "idom", r, d)?),
+                        None => {
+                            return Err(blocks.error(
+                                "idom",
+                                r,
+                                "a routine with dominators needs each block's",
+                            ))
+                        }
                     }
                 }
             }
-        }
-        if let Some(x) = blocks.ints("exit_position")[r] {
-            exits.entry(id).or_default().push((x, b));
+            if let Some(x) = exit_positions.get(r) {
+                exits.entry(id).or_default().push((x, b));
+            }
         }
     }
     for (id, mut list) in exits {
@@ -562,34 +692,52 @@ fn routines(
 fn loops_of(
     profile: &mut Profile,
     index: &Index,
-    at: &HashMap<u64, (usize, usize, usize, bool)>,
-    t: &ReadTable,
-    blocks: &ReadTable,
+    at: &HashMap<u64, RoutinePlace>,
+    mut loops_reader: TableReader,
+    mut blocks_reader: TableReader,
 ) -> Result<()> {
     // Loop identifier -> (process, image, routine position, loop position).
-    let mut loops: HashMap<u64, (usize, usize, usize, usize)> = HashMap::new();
-    for r in 0..t.rows {
-        let Some(&(p, i, k, _)) = at.get(&t.int("routine", r)) else { continue };
-        let head = index.block(t, p, i, "head", r, t.int("head", r))?;
-        let parent = match t.ints("parent_head")[r] {
-            Some(h) => Some(index.block(t, p, i, "parent_head", r, h)?),
-            None => None,
-        };
-        let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
-        loops.insert(t.int("loop", r), (p, i, k, routine.loops.len()));
-        routine.loops.push(Loop { head, parent, ..Loop::default() });
+    let mut loops: HashMap<u64, LoopPlace> = HashMap::new();
+    while let Some(t) = loops_reader.next()? {
+        let t = &t;
+        for r in t.range() {
+            let Some(&(p, i, k, _)) = at.get(&t.int("routine", r)) else { continue };
+            let head = index.block(t, p, i, "head", r, t.int("head", r))?;
+            let parent = match t.ints("parent_head").get(r) {
+                Some(h) => Some(index.block(t, p, i, "parent_head", r, h)?),
+                None => None,
+            };
+            let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
+            loops.insert(t.int("loop", r), (p, i, k, routine.loops.len()));
+            routine.loops.push(Loop { head, parent, ..Loop::default() });
+        }
     }
     let mut back: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
-    for r in 0..blocks.rows {
-        let id = blocks.int("loop", r);
-        let Some(&(p, i, k, l)) = loops.get(&id) else { continue };
-        let b = index.block(blocks, p, i, "block", r, blocks.int("block", r))?;
-        let lp = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k].loops[l];
-        if blocks.bools("in_loop")[r] == Some(true) {
-            lp.nodes.push(b);
-        }
-        if let Some(x) = blocks.ints("back_edge_position")[r] {
-            back.entry(id).or_default().push((x, b));
+    while let Some(blocks) = blocks_reader.next()? {
+        let blocks = &blocks;
+        let (loop_ids, block_ids) = (blocks.ints("loop"), blocks.ints("block"));
+        let (in_loop, back_positions) = (blocks.bools("in_loop"), blocks.ints("back_edge_position"));
+        // A loop's rows come together: its place is looked up once.
+        let mut last: Option<(u64, Option<LoopPlace>)> = None;
+        for r in blocks.range() {
+            let id = loop_ids.at(r);
+            let place = match last {
+                Some((known, place)) if known == id => place,
+                _ => {
+                    let place = loops.get(&id).copied();
+                    last = Some((id, place));
+                    place
+                }
+            };
+            let Some((p, i, k, l)) = place else { continue };
+            let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
+            let lp = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k].loops[l];
+            if in_loop.get(r) == Some(true) {
+                lp.nodes.push(b);
+            }
+            if let Some(x) = back_positions.get(r) {
+                back.entry(id).or_default().push((x, b));
+            }
         }
     }
     for (id, mut list) in back {
@@ -601,7 +749,12 @@ fn loops_of(
     Ok(())
 }
 
-fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, t: &ReadTable) -> Result<()> {
+fn costs(
+    profile: &mut Profile,
+    index: &Index,
+    events: &HashMap<String, usize>,
+    mut reader: TableReader,
+) -> Result<()> {
     let width = profile.events.len().max(1);
     let mut values = vec![0u64; width];
     let mut open: Option<(u64, u64, u64, usize, usize)> = None;
@@ -617,22 +770,30 @@ fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, 
             values.iter_mut().for_each(|v| *v = 0);
         }
     };
-    for r in 0..t.rows {
-        let key = (t.int("process", r), t.int("image", r), t.int("row", r));
-        let same = open.is_some_and(|(a, b, c, _, _)| (a, b, c) == key);
-        if !same {
-            flush(profile, &open, fields, &mut values);
-            let p = index.process(t, "process", r)?;
-            let i = index.image(t, p, "image", r)?;
-            open = Some((key.0, key.1, key.2, p, i));
-            let symbol = match t.ints("symbol")[r] {
-                Some(s) => Some(index.symbol(t, p, i, "symbol", r, s)?),
-                None => None,
-            };
-            fields = (t.ints("offset")[r], symbol, file_ref(profile, t, "file", r)?, t.opt_u32("line", r)?);
-        }
-        if let Some(e) = event_of(events, t, "event", r)? {
-            values[e] = values[e].saturating_add(t.int("value", r));
+    while let Some(t) = reader.next()? {
+        let t = &t;
+        for r in t.range() {
+            let key = (t.int("process", r), t.int("image", r), t.int("row", r));
+            let same = open.is_some_and(|(a, b, c, _, _)| (a, b, c) == key);
+            if !same {
+                flush(profile, &open, fields, &mut values);
+                let p = index.process(t, "process", r)?;
+                let i = index.image(t, p, "image", r)?;
+                open = Some((key.0, key.1, key.2, p, i));
+                let symbol = match t.ints("symbol").get(r) {
+                    Some(s) => Some(index.symbol(t, p, i, "symbol", r, s)?),
+                    None => None,
+                };
+                fields = (
+                    t.ints("offset").get(r),
+                    symbol,
+                    file_ref(profile, t, "file", r)?,
+                    t.opt_u32("line", r)?,
+                );
+            }
+            if let Some(e) = event_of(events, t, "event", r)? {
+                values[e] = values[e].saturating_add(t.int("value", r));
+            }
         }
     }
     flush(profile, &open, fields, &mut values);
@@ -652,27 +813,34 @@ fn costs(profile: &mut Profile, index: &Index, events: &HashMap<String, usize>, 
     Ok(())
 }
 
-fn block_lines(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
+fn block_lines(profile: &mut Profile, index: &Index, mut reader: TableReader) -> Result<()> {
     for image in profile.processes.iter_mut().flat_map(|p| &mut p.images) {
         if !image.block_lines.is_empty() {
             image.block_lines = vec![BlockLines::default(); image.blocks.len()];
         }
     }
-    for r in 0..t.rows {
-        let p = index.process(t, "process", r)?;
-        let i = index.image(t, p, "image", r)?;
-        let b = index.block(t, p, i, "block", r, t.int("block", r))?;
-        let image = &mut profile.processes[p].images[i];
-        let Some(lines) = image.block_lines.get_mut(b as usize) else {
-            return Err(t.error("image", r, "lines of a block whose image says it has no lines per block"));
-        };
-        lines.local_id = t.ints("local_id")[r];
-        if t.ints("position")[r].is_some() {
-            lines.items.push(match (t.bools("path_end")[r], t.opt_u32("line", r)?) {
-                (Some(true), _) => LineItem::PathEnd,
-                (_, Some(l)) => LineItem::Line(l),
-                _ => return Err(t.error("line", r, "an item is a line or a path end")),
-            });
+    while let Some(t) = reader.next()? {
+        let t = &t;
+        for r in t.range() {
+            let p = index.process(t, "process", r)?;
+            let i = index.image(t, p, "image", r)?;
+            let b = index.block(t, p, i, "block", r, t.int("block", r))?;
+            let image = &mut profile.processes[p].images[i];
+            let Some(lines) = image.block_lines.get_mut(b as usize) else {
+                return Err(t.error(
+                    "image",
+                    r,
+                    "lines of a block whose image says it has no lines per block",
+                ));
+            };
+            lines.local_id = t.ints("local_id").get(r);
+            if t.ints("position").get(r).is_some() {
+                lines.items.push(match (t.bools("path_end").get(r), t.opt_u32("line", r)?) {
+                    (Some(true), _) => LineItem::PathEnd,
+                    (_, Some(l)) => LineItem::Line(l),
+                    _ => return Err(t.error("line", r, "an item is a line or a path end")),
+                });
+            }
         }
     }
     Ok(())
@@ -686,7 +854,7 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
         let i = index.image(t, p, "image", r)?;
         let image = &mut profile.processes[p].images[i];
         if open != Some(key) {
-            let kind = match t.texts("kind")[r].as_deref().unwrap_or_default() {
+            let kind = match t.texts("kind").get(r).unwrap_or_default() {
                 "function" => CoverageKind::Function,
                 "block" => CoverageKind::Block,
                 "call" => CoverageKind::Call,
@@ -699,12 +867,12 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
                 }
             };
             let symbol = index.symbol(t, p, i, "symbol", r, t.int("symbol", r))?;
-            let array = t.texts("array")[r].clone().unwrap_or_default();
+            let array = t.texts("array").get(r).map(str::to_owned).unwrap_or_default();
             image.coverage.push(Coverage { kind, symbol, array, sites: Vec::new() });
             open = Some(key);
         }
-        if t.ints("site")[r].is_some() {
-            let lines = t.texts("lines")[r].as_deref().unwrap_or_default();
+        if t.ints("site").get(r).is_some() {
+            let lines = t.texts("lines").get(r).unwrap_or_default();
             let lines = lines
                 .split_ascii_whitespace()
                 .map(|l| {
@@ -712,10 +880,10 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
                 })
                 .collect::<Result<Vec<u32>>>()?;
             let site = CoverageSite {
-                index: t.ints("slot")[r].unwrap_or_default() as i64,
-                label: t.texts("label")[r].clone().unwrap_or_default(),
+                index: t.ints("slot").get(r).unwrap_or_default() as i64,
+                label: t.texts("label").get(r).map(str::to_owned).unwrap_or_default(),
                 lines,
-                callee: t.texts("callee")[r].clone(),
+                callee: t.texts("callee").get(r).map(str::to_owned),
             };
             image.coverage.last_mut().expect("pushed above").sites.push(site);
         }
@@ -727,57 +895,117 @@ fn stacks(
     profile: &mut Profile,
     index: &Index,
     events: &HashMap<String, usize>,
-    nodes: &ReadTable,
-    samples: &ReadTable,
+    mut nodes_reader: TableReader,
+    mut samples_reader: TableReader,
 ) -> Result<()> {
+    let node_rows = nodes_reader.rows;
     // Per process: node identifier -> (parent identifier, frame).
     let mut tree: Vec<HashMap<u64, (Option<u64>, u32)>> = vec![HashMap::new(); profile.processes.len()];
-    for r in 0..nodes.rows {
-        let p = index.process(nodes, "process", r)?;
-        let frame = nodes.u32("frame", r)?;
-        if frame as usize >= profile.frames.len() {
-            return Err(nodes.error("frame", r, format!("no frame {frame} in the frames table")));
+    while let Some(nodes) = nodes_reader.next()? {
+        let nodes = &nodes;
+        for r in nodes.range() {
+            let p = index.process(nodes, "process", r)?;
+            let frame = nodes.u32("frame", r)?;
+            if frame as usize >= profile.frames.len() {
+                return Err(nodes.error("frame", r, format!("no frame {frame} in the frames table")));
+            }
+            tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
         }
-        tree[p].insert(nodes.int("node", r), (nodes.ints("parent")[r], frame));
     }
     let mut open: Option<(u64, u64, usize)> = None;
-    for r in 0..samples.rows {
-        let key = (samples.int("process", r), samples.int("stack", r));
-        if open.is_none_or(|(a, b, _)| (a, b) != key) {
-            let p = index.process(samples, "process", r)?;
-            let mut frames = Vec::new();
-            let mut at = samples.ints("node")[r];
-            while let Some(n) = at {
-                let &(parent, frame) = tree[p].get(&n).ok_or_else(|| {
-                    samples.error("node", r, format!("no node {n} in the stack_nodes table"))
-                })?;
-                if frames.len() > nodes.rows {
-                    return Err(samples.error("node", r, "the stack's nodes form a cycle"));
+    while let Some(samples) = samples_reader.next()? {
+        let samples = &samples;
+        for r in samples.range() {
+            let key = (samples.int("process", r), samples.int("stack", r));
+            if open.is_none_or(|(a, b, _)| (a, b) != key) {
+                let p = index.process(samples, "process", r)?;
+                let mut frames = Vec::new();
+                let mut at = samples.ints("node").get(r);
+                while let Some(n) = at {
+                    let &(parent, frame) = tree[p].get(&n).ok_or_else(|| {
+                        samples.error("node", r, format!("no node {n} in the stack_nodes table"))
+                    })?;
+                    if frames.len() > node_rows {
+                        return Err(samples.error("node", r, "the stack's nodes form a cycle"));
+                    }
+                    frames.push(frame);
+                    at = parent;
                 }
-                frames.push(frame);
-                at = parent;
+                frames.reverse();
+                profile.processes[p].stacks.push(Stack {
+                    frames,
+                    values: Vec::new(),
+                    thread: samples.opt_u32("thread", r)?,
+                });
+                open = Some((key.0, key.1, p));
             }
-            frames.reverse();
-            profile.processes[p].stacks.push(Stack {
-                frames,
-                values: Vec::new(),
-                thread: samples.opt_u32("thread", r)?,
-            });
-            open = Some((key.0, key.1, p));
-        }
-        let p = open.map_or(0, |o| o.2);
-        if let Some(v) = samples.floats("value")[r] {
-            event_of(events, samples, "event", r)?;
-            let stack = profile.processes[p].stacks.last_mut().expect("pushed above");
-            let position = samples.int("position", r) as usize;
-            if position > samples.rows {
-                return Err(samples.error("position", r, "position past the rows of the table"));
+            let p = open.map_or(0, |o| o.2);
+            if let Some(v) = samples.floats("value").get(r) {
+                event_of(events, samples, "event", r)?;
+                let stack = profile.processes[p].stacks.last_mut().expect("pushed above");
+                let position = samples.int("position", r) as usize;
+                if position > samples.rows {
+                    return Err(samples.error("position", r, "position past the rows of the table"));
+                }
+                if stack.values.len() <= position {
+                    stack.values.resize(position + 1, 0.0);
+                }
+                stack.values[position] = v;
             }
-            if stack.values.len() <= position {
-                stack.values.resize(position + 1, 0.0);
-            }
-            stack.values[position] = v;
         }
     }
+    Ok(())
+}
+
+/// The functions inlined at addresses: rows of one address (process, image, offset) together,
+/// innermost first; a name shared by many addresses is kept once.
+fn inline_frames(profile: &mut Profile, index: &Index, mut reader: TableReader) -> Result<()> {
+    let mut names: HashMap<String, std::sync::Arc<str>> = HashMap::new();
+    let mut at = Place::default();
+    // The address whose rows are being read, and its frames so far.
+    let mut open: Option<(usize, usize, u64)> = None;
+    let mut frames: Vec<InlineFrame> = Vec::new();
+    let close = |profile: &mut Profile, open: Option<(usize, usize, u64)>, frames: &mut Vec<InlineFrame>| {
+        if let Some((p, i, offset)) = open {
+            let frames = std::sync::Arc::from(std::mem::take(frames));
+            profile.processes[p].images[i].inlined.push(Inlined { offset, frames });
+        }
+    };
+    while let Some(t) = reader.next()? {
+        let (process, image, offset, position) =
+            (t.ints("process"), t.ints("image"), t.ints("offset"), t.ints("position"));
+        let name_column = t.texts("name");
+        for r in t.range() {
+            let (p, i) = at.find(index, &t, r, process.at(r), image.at(r))?;
+            let offset = offset.at(r);
+            let (file, line) = (file_ref(profile, &t, "file", r)?, t.opt_u32("line", r)?);
+            if open != Some((p, i, offset)) {
+                close(profile, open, &mut frames);
+                let inlined = &profile.processes[p].images[i].inlined;
+                if inlined.last().is_some_and(|last| last.offset >= offset) {
+                    return Err(t.error(
+                        "offset",
+                        r,
+                        "rows of an image must come in ascending order of their offset",
+                    ));
+                }
+                open = Some((p, i, offset));
+            }
+            if position.at(r) != frames.len() as u64 {
+                return Err(t.error(
+                    "position",
+                    r,
+                    "an address's frames are numbered 0, 1, 2, ... in row order",
+                ));
+            }
+            let name = name_column.get(r).unwrap_or_default();
+            let name = match names.get(name) {
+                Some(shared) => shared.clone(),
+                None => names.entry(name.to_owned()).or_insert_with(|| std::sync::Arc::from(name)).clone(),
+            };
+            frames.push(InlineFrame { name, file, line });
+        }
+    }
+    close(profile, open, &mut frames);
     Ok(())
 }

@@ -63,14 +63,24 @@ pub struct Spec {
     pub name: &'static str,
     pub kind: Kind,
     pub nullable: bool,
+    /// Whether the writer derives the column from others for the reader's convenience (an
+    /// address from an offset, a name from an id): checked for its type, never read back.
+    pub derived: bool,
+}
+
+impl Spec {
+    /// The same column, derived from others.
+    pub const fn derived(self) -> Spec {
+        Spec { derived: true, ..self }
+    }
 }
 
 /// A required column.
 pub const fn req(name: &'static str, kind: Kind) -> Spec {
-    Spec { name, kind, nullable: false }
+    Spec { name, kind, nullable: false, derived: false }
 }
 
 /// A column that may be null.
 pub const fn opt(name: &'static str, kind: Kind) -> Spec {
-    Spec { name, kind, nullable: true }
+    Spec { name, kind, nullable: true, derived: false }
 }

@@ -20,6 +20,8 @@ use super::*;
 /// What several tables need, computed once.
 struct Context<'a> {
     profile: &'a Profile,
+    /// The folder the tables go to.
+    dir: &'a Path,
     id: Arc<str>,
     /// Routines of each image of each process: as stated, or derived when the image has none.
     routines: Vec<Vec<Cow<'a, [Routine]>>>,
@@ -71,7 +73,7 @@ pub fn write(
         first_routine.push(fr);
         first_loop.push(fl);
     }
-    let cx = Context { profile, id, routines, first_routine, first_loop };
+    let cx = Context { profile, dir, id, routines, first_routine, first_loop };
     type Fill = fn(&Context<'_>) -> Table;
     let fills: &[Fill] = &[
         profile_table,
@@ -98,12 +100,13 @@ pub fn write(
         coverage,
         stack_nodes,
         stack_samples,
+        inline_frames,
     ];
-    fills.par_iter().try_for_each(|fill| fill(&cx).write(dir))
+    fills.par_iter().try_for_each(|fill| fill(&cx).finish())
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("profile", PROFILE, &cx.id);
+    let mut t = Table::new("profile", PROFILE, &cx.id, cx.dir);
     let m = &cx.profile.meta;
     t.row()
         .int(m.format_version.map(|v| v.0))
@@ -115,7 +118,7 @@ fn profile_table(cx: &Context<'_>) -> Table {
 }
 
 fn headers(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("headers", HEADERS, &cx.id);
+    let mut t = Table::new("headers", HEADERS, &cx.id, cx.dir);
     for (i, (k, v)) in cx.profile.meta.headers.iter().enumerate() {
         t.row().u(i as u64).s(Some(k)).s(Some(v));
     }
@@ -123,7 +126,7 @@ fn headers(cx: &Context<'_>) -> Table {
 }
 
 fn events(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("events", EVENTS, &cx.id);
+    let mut t = Table::new("events", EVENTS, &cx.id, cx.dir);
     for (i, e) in cx.profile.events.iter().enumerate() {
         t.row().u(i as u64).s(Some(&e.name)).s(e.description.as_deref());
     }
@@ -131,7 +134,7 @@ fn events(cx: &Context<'_>) -> Table {
 }
 
 fn files(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("files", FILES, &cx.id);
+    let mut t = Table::new("files", FILES, &cx.id, cx.dir);
     for (i, name) in cx.profile.files.iter() {
         t.row().u(u64::from(i)).s(Some(name));
     }
@@ -139,7 +142,7 @@ fn files(cx: &Context<'_>) -> Table {
 }
 
 fn frames(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("frames", FRAMES, &cx.id);
+    let mut t = Table::new("frames", FRAMES, &cx.id, cx.dir);
     for (i, name) in cx.profile.frames.iter() {
         let source = cx.profile.frame_source(i);
         t.row()
@@ -156,7 +159,7 @@ fn frames(cx: &Context<'_>) -> Table {
 }
 
 fn processes(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("processes", PROCESSES, &cx.id);
+    let mut t = Table::new("processes", PROCESSES, &cx.id, cx.dir);
     for (i, p) in cx.profile.processes.iter().enumerate() {
         t.row().u(i as u64).u(p.pid).int(p.instr_count).u(p.thread_instr_counts.len() as u64);
     }
@@ -164,7 +167,7 @@ fn processes(cx: &Context<'_>) -> Table {
 }
 
 fn threads(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("threads", THREADS, &cx.id);
+    let mut t = Table::new("threads", THREADS, &cx.id, cx.dir);
     for (i, p) in cx.profile.processes.iter().enumerate() {
         for (thread, &n) in p.thread_instr_counts.iter().enumerate() {
             t.row().u(i as u64).u(thread as u64).u(n);
@@ -181,7 +184,7 @@ fn each_image(profile: &Profile) -> impl Iterator<Item = (u64, u64, &Image)> {
 }
 
 fn images(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("images", IMAGES, &cx.id);
+    let mut t = Table::new("images", IMAGES, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         t.row()
             .u(p)
@@ -202,7 +205,7 @@ fn images(cx: &Context<'_>) -> Table {
 }
 
 fn symbols(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("symbols", SYMBOLS, &cx.id);
+    let mut t = Table::new("symbols", SYMBOLS, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         for (s, sym) in image.symbols.iter().enumerate() {
             t.row()
@@ -220,7 +223,7 @@ fn symbols(cx: &Context<'_>) -> Table {
 }
 
 fn source_lines(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("source_lines", SOURCE_LINES, &cx.id);
+    let mut t = Table::new("source_lines", SOURCE_LINES, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         for l in &image.source_lines {
             t.row()
@@ -252,7 +255,7 @@ fn routine_of_blocks(cx: &Context<'_>, p: usize, i: usize, blocks: usize) -> Vec
 }
 
 fn blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("blocks", BLOCKS, &cx.id);
+    let mut t = Table::new("blocks", BLOCKS, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         let routine = routine_of_blocks(cx, p as usize, i as usize, image.blocks.len());
         for (b, block) in image.blocks.iter().enumerate() {
@@ -274,7 +277,7 @@ fn blocks(cx: &Context<'_>) -> Table {
 }
 
 fn block_counts(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("block_counts", BLOCK_COUNTS, &cx.id);
+    let mut t = Table::new("block_counts", BLOCK_COUNTS, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         if process.thread_count() == 0 {
             continue;
@@ -312,7 +315,7 @@ fn end(process: &Process, node: NodeRef) -> End {
 }
 
 fn edges(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edges", EDGES, &cx.id);
+    let mut t = Table::new("edges", EDGES, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             let (sk, si, sb, ss, sn) = end(process, edge.source);
@@ -323,13 +326,13 @@ fn edges(cx: &Context<'_>) -> Table {
                 .u(p as u64)
                 .u(e as u64)
                 .u(edge.id)
-                .s(Some(edge.kind.as_str()))
-                .s(Some(sk))
+                .k(edge.kind.as_str())
+                .k(sk)
                 .int(si)
                 .int(sb)
                 .int(ss)
                 .int(sn)
-                .s(Some(tk))
+                .k(tk)
                 .int(ti)
                 .int(tb)
                 .int(ts)
@@ -351,7 +354,7 @@ fn edges(cx: &Context<'_>) -> Table {
 }
 
 fn edge_counts(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edge_counts", EDGE_COUNTS, &cx.id);
+    let mut t = Table::new("edge_counts", EDGE_COUNTS, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             for (thread, &c) in edge.counts.iter().enumerate() {
@@ -369,7 +372,7 @@ fn event_name(profile: &Profile, e: usize) -> Option<&str> {
 }
 
 fn edge_costs(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edge_costs", EDGE_COSTS, &cx.id);
+    let mut t = Table::new("edge_costs", EDGE_COSTS, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             for (k, &v) in edge.inclusive().iter().enumerate() {
@@ -381,7 +384,7 @@ fn edge_costs(cx: &Context<'_>) -> Table {
 }
 
 fn routines_table(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("routines", ROUTINES, &cx.id);
+    let mut t = Table::new("routines", ROUTINES, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         let index = SymbolIndex::new(image);
         let (pu, iu) = (p as usize, i as usize);
@@ -404,7 +407,7 @@ fn routines_table(cx: &Context<'_>) -> Table {
 }
 
 fn routine_blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("routine_blocks", ROUTINE_BLOCKS, &cx.id);
+    let mut t = Table::new("routine_blocks", ROUTINE_BLOCKS, &cx.id, cx.dir);
     for (p, per_image) in cx.routines.iter().enumerate() {
         for (i, rs) in per_image.iter().enumerate() {
             for (r, routine) in rs.iter().enumerate() {
@@ -432,7 +435,7 @@ fn routine_blocks(cx: &Context<'_>) -> Table {
 }
 
 fn loops(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("loops", LOOPS, &cx.id);
+    let mut t = Table::new("loops", LOOPS, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let per_image = &cx.routines[p];
         if per_image.iter().all(|rs| rs.iter().all(|r| r.loops.is_empty())) {
@@ -486,7 +489,7 @@ fn loops(cx: &Context<'_>) -> Table {
 }
 
 fn loop_blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("loop_blocks", LOOP_BLOCKS, &cx.id);
+    let mut t = Table::new("loop_blocks", LOOP_BLOCKS, &cx.id, cx.dir);
     for (p, per_image) in cx.routines.iter().enumerate() {
         let mut number = cx.first_loop[p].first().copied().unwrap_or(0);
         for rs in per_image {
@@ -512,7 +515,7 @@ fn loop_blocks(cx: &Context<'_>) -> Table {
 }
 
 fn costs(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("costs", COSTS, &cx.id);
+    let mut t = Table::new("costs", COSTS, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         let table = &image.costs;
         let mut cursor = table.cursor();
@@ -546,7 +549,7 @@ fn costs(cx: &Context<'_>) -> Table {
 }
 
 fn block_lines(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("block_lines", BLOCK_LINES, &cx.id);
+    let mut t = Table::new("block_lines", BLOCK_LINES, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         for (b, lines) in image.block_lines.iter().enumerate() {
             let local = lines.local_id;
@@ -570,7 +573,7 @@ fn block_lines(cx: &Context<'_>) -> Table {
 type SiteRow<'a> = (Option<u64>, Option<u64>, Option<&'a str>, Option<String>, Option<&'a str>);
 
 fn coverage(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("coverage", COVERAGE, &cx.id);
+    let mut t = Table::new("coverage", COVERAGE, &cx.id, cx.dir);
     for (p, i, image) in each_image(cx.profile) {
         for (c, cov) in image.coverage.iter().enumerate() {
             let kind = match cov.kind {
@@ -597,7 +600,7 @@ fn coverage(cx: &Context<'_>) -> Table {
                     .u(p)
                     .u(i)
                     .u(c as u64)
-                    .s(Some(kind))
+                    .k(kind)
                     .u(u64::from(cov.symbol))
                     .s(Some(&cov.array))
                     .int(site)
@@ -638,7 +641,7 @@ fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
 }
 
 fn stack_nodes(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("stack_nodes", STACK_NODES, &cx.id);
+    let mut t = Table::new("stack_nodes", STACK_NODES, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let (_, nodes) = prefix_tree(process);
         for (n, &(parent, frame, depth)) in nodes.iter().enumerate() {
@@ -655,7 +658,7 @@ fn stack_nodes(cx: &Context<'_>) -> Table {
 }
 
 fn stack_samples(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("stack_samples", STACK_SAMPLES, &cx.id);
+    let mut t = Table::new("stack_samples", STACK_SAMPLES, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let (leaves, _) = prefix_tree(process);
         for (s, (stack, leaf)) in process.stacks.iter().zip(leaves).enumerate() {
@@ -666,6 +669,27 @@ fn stack_samples(cx: &Context<'_>) -> Table {
             for (k, &v) in stack.values.iter().enumerate() {
                 let event = event_name(cx.profile, k);
                 t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(k as u64).s(event).f(Some(v));
+            }
+        }
+    }
+    t
+}
+
+/// The functions inlined at each address of an image that has them, innermost first.
+fn inline_frames(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("inline_frames", INLINE_FRAMES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for inlined in &image.inlined {
+            for (k, frame) in inlined.frames.iter().enumerate() {
+                t.row()
+                    .u(p)
+                    .u(i)
+                    .u(inlined.offset)
+                    .u(image.load_addr.wrapping_add(inlined.offset))
+                    .u(k as u64)
+                    .s(Some(&frame.name))
+                    .int(frame.file.map(u64::from))
+                    .int(frame.line.map(u64::from));
             }
         }
     }

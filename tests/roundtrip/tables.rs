@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 use cfghub::convert::{load, save, write_to_vec};
-use cfghub::ir::Profile;
+use cfghub::ir::{InlineFrame, Inlined, Profile};
 use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
@@ -96,6 +96,121 @@ fn a_dcfg_trace_replayed_survives_tables() {
     assert_eq!(through_tables(&loaded.profile, dir.path(), "trace"), loaded.profile);
 }
 
+/// The inline chains `--symbols` finds in a `-O2` build (`fixtures/symbols/inlined.c`: `poly`
+/// inlined into `work`) survive the tables, and the folded stacks made from either model agree.
+#[test]
+fn inline_frames_from_symbols_survive_tables() {
+    for tool in ["gcc", "nm"] {
+        if !common::have(tool) {
+            eprintln!("skipped: {tool} is not installed");
+            return;
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(common::fixture("symbols/inlined.c"), dir.join("inlined.c")).unwrap();
+    let o = std::process::Command::new("gcc")
+        .args(["-g", "-O2", "-no-pie", "-o", "prog", "inlined.c"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "gcc: {}", String::from_utf8_lossy(&o.stderr));
+    let prog = dir.join("prog");
+    let nm = std::process::Command::new("nm").arg(&prog).output().unwrap();
+    let nm = String::from_utf8_lossy(&nm.stdout).into_owned();
+    let address = |name: &str| {
+        let line = nm.lines().find(|l| l.ends_with(&format!(" {name}"))).expect("the symbol");
+        u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+    };
+    // Samples in `work` (where `poly` is inlined) and in `fib`, as dcpicat prints them.
+    let mut text = format!(
+        "name                 prog\nimage                1\npath                 {}\nepoch                202611230000\n\
+         platform             x86_64\ntext_start           0x000000400000\ntext_size            0x000000100000\n\
+         event                15 cycles:63488:10000\n",
+        prog.display()
+    );
+    for a in [address("work") + 0x20, address("work") + 0x24, address("fib") + 4] {
+        text.push_str(&format!("{a:#014x}      5\n"));
+    }
+    let input = dir.join("samples.dcpicat");
+    std::fs::write(&input, text).unwrap();
+
+    let mut loaded = load(input.to_str().unwrap(), None, &Default::default()).unwrap();
+    let options = cfghub::symbolize::Options { paths: vec![prog.clone()], ..Default::default() };
+    let kind = loaded.format.address_kind();
+    cfghub::symbolize::symbolize(&mut loaded.profile, kind, &options, &mut loaded.findings).unwrap();
+    let frames: usize = loaded
+        .profile
+        .processes
+        .iter()
+        .flat_map(|p| &p.images)
+        .flat_map(|i| &i.inlined)
+        .map(|x| x.frames.len())
+        .sum();
+    assert!(frames > 0, "gcc -O2 inlined nothing the debug information states");
+
+    let back = through_tables(&loaded.profile, dir, "inlined");
+    assert_same(&back, &loaded.profile, "inline frames");
+    let folded = *cfghub::registry::formats().iter().find(|f| f.name() == "folded").expect("folded");
+    let (direct, _) = write_to_vec(folded, &loaded.profile, &WriteOptions::default()).unwrap();
+    let (via, _) = write_to_vec(folded, &back, &WriteOptions::default()).unwrap();
+    assert_eq!(String::from_utf8_lossy(&via), String::from_utf8_lossy(&direct));
+    assert!(String::from_utf8_lossy(&via).contains("work;poly"), "{}", String::from_utf8_lossy(&via));
+}
+
+/// A profile bigger than a row group (131,072 rows) and than a read batch (8,192 rows) in its
+/// blocks, block counts, edges, edge counts and routine blocks: the rows written a group at a
+/// time and read a batch at a time come back as they were, nulls included.
+#[test]
+fn tables_of_several_row_groups_survive() {
+    let spec = SynthSpec {
+        seed: 7,
+        images: 1,
+        routines_per_image: 8000,
+        blocks_per_routine: 24,
+        threads: 2,
+        steps_per_thread: 4_000_000,
+        ..SynthSpec::default()
+    };
+    let mut profile = generate(&spec).profile;
+    add_inline_frames(&mut profile, 20_000);
+    let blocks: usize = profile.processes.iter().flat_map(|p| &p.images).map(|i| i.blocks.len()).sum();
+    let edges: usize = profile.processes.iter().map(|p| p.edges.len()).sum();
+    assert!(blocks > 1 << 17 && edges > 1 << 17, "{blocks} blocks, {edges} edges");
+    let dir = tempfile::tempdir().unwrap();
+    assert_same(&through_tables(&profile, dir.path(), "big"), &profile, "several row groups");
+}
+
+/// Inline chains on the first blocks of each image: one name shared by many addresses, lines
+/// with and without files.
+fn add_inline_frames(profile: &mut Profile, per_image: usize) {
+    let shared: std::sync::Arc<str> = std::sync::Arc::from("inlined_helper");
+    for image in profile.processes.iter_mut().flat_map(|p| &mut p.images) {
+        let mut offsets: Vec<u64> = image.blocks.iter().map(|b| b.offset).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        image.inlined = offsets
+            .into_iter()
+            .take(per_image)
+            .enumerate()
+            .map(|(k, offset)| Inlined {
+                offset,
+                frames: (0..=k % 3)
+                    .map(|depth| InlineFrame {
+                        name: if depth == 0 {
+                            shared.clone()
+                        } else {
+                            std::sync::Arc::from(format!("outer{depth}"))
+                        },
+                        file: None,
+                        line: (depth != 1).then_some(10 + depth as u32),
+                    })
+                    .collect(),
+            })
+            .collect();
+    }
+}
+
 fn spec() -> impl Strategy<Value = SynthSpec> {
     (any::<u64>(), 1usize..3, 1usize..4, 3usize..10, 1usize..4, 1u64..500).prop_map(
         |(seed, images, routines, blocks, threads, steps)| SynthSpec {
@@ -113,8 +228,9 @@ fn spec() -> impl Strategy<Value = SynthSpec> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
-    fn generated_profiles_survive_tables(spec in spec(), stated in any::<bool>()) {
+    fn generated_profiles_survive_tables(spec in spec(), stated in any::<bool>(), inlined in 0usize..6) {
         let mut profile = generate(&spec).profile;
+        add_inline_frames(&mut profile, inlined);
         if !stated {
             for image in profile.processes.iter_mut().flat_map(|p| &mut p.images) {
                 image.routines = None;
