@@ -171,6 +171,52 @@ impl MappedFile {
     }
 }
 
+impl MappedFile {
+    /// A handle that hands pages of this mapping back to the system (see [`PageReleaser`]).
+    pub fn releaser(&self) -> PageReleaser<'_> {
+        PageReleaser { mapping: Some((self.ptr as usize, self.len)), _file: std::marker::PhantomData }
+    }
+}
+
+/// Hands the pages of part of a mapped file back to the system, for a reader that has gone
+/// past them: they leave the process's memory, and come back from the file (the page cache)
+/// if they are read again, with the same bytes. Made by [`MappedFile::releaser`]; the one
+/// [`PageReleaser::none`] makes (for bytes that are not a mapped file) does nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct PageReleaser<'a> {
+    /// Address and length of the mapping.
+    mapping: Option<(usize, usize)>,
+    _file: std::marker::PhantomData<&'a MappedFile>,
+}
+
+impl PageReleaser<'_> {
+    /// A releaser that releases nothing.
+    pub fn none() -> PageReleaser<'static> {
+        PageReleaser { mapping: None, _file: std::marker::PhantomData }
+    }
+
+    /// Releases the whole pages inside `range` (byte offsets into the mapping).
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        let Some((base, len)) = self.mapping else { return };
+        const PAGE: usize = 4096;
+        let (start, end) = (range.start.min(len), range.end.min(len));
+        // Whole pages only (the mapping starts on a page).
+        let first = start.div_ceil(PAGE) * PAGE;
+        let last = if end == len { end } else { end / PAGE * PAGE };
+        if first >= last {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range lies inside a private, read-only mapping of a file that lives as
+        // long as `'a`; MADV_DONTNEED only drops its pages, which read back from the file.
+        unsafe {
+            libc::madvise((base + first) as *mut libc::c_void, last - first, libc::MADV_DONTNEED);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = base;
+    }
+}
+
 impl std::ops::Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
