@@ -239,6 +239,21 @@ impl Drop for MappedFile {
 mod tests {
     use super::*;
 
+    /// Released pages read back with the file's bytes; the range is cut to whole pages.
+    #[test]
+    fn released_pages_read_back_the_same() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mapped = MappedFile::open(file.path()).unwrap();
+        let pages = mapped.releaser();
+        pages.release(100..30_000);
+        pages.release(0..mapped.len());
+        pages.release(49_000..60_000);
+        PageReleaser::none().release(0..10);
+        assert_eq!(&mapped[..], &bytes[..]);
+    }
+
     /// Items of every kind (owned ones, whose drops count) move over in order, over chunk
     /// boundaries, and each is dropped once.
     #[test]

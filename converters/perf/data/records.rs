@@ -559,6 +559,28 @@ fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
 mod tests {
     use super::*;
 
+    /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
+    /// behind it or not.
+    #[test]
+    fn the_releasing_cursor_reads_as_a_cursor() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..(Releasing::STEP * 2 + 12_345)).map(|i| (i % 253) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mapped = crate::mem::MappedFile::open(file.path()).unwrap();
+        let mut cursor = Releasing { bytes: &mapped, at: 0, released: 0, pages: mapped.releaser() };
+        let mut all = Vec::new();
+        cursor.read_to_end(&mut all).unwrap();
+        assert_eq!(all, bytes);
+        assert_eq!(cursor.released, Releasing::STEP * 2);
+        assert_eq!(cursor.seek(SeekFrom::Start(10)).unwrap(), 10);
+        let mut again = [0u8; 100];
+        cursor.read_exact(&mut again).unwrap();
+        assert_eq!(&again[..], &bytes[10..110]);
+        assert_eq!(cursor.seek(SeekFrom::End(-5)).unwrap() as usize, bytes.len() - 5);
+        assert_eq!(cursor.seek(SeekFrom::Current(-5)).unwrap() as usize, bytes.len() - 10);
+        assert!(cursor.seek(SeekFrom::Current(-(bytes.len() as i64) - 1)).is_err());
+    }
+
     #[test]
     fn a_later_mapping_cuts_the_older_ones() {
         let mut maps = Vec::new();

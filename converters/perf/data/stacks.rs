@@ -319,3 +319,65 @@ fn module_name(path: &str, kernel: bool) -> std::borrow::Cow<'_, str> {
     }
     path.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stacks ordered by their segments' ranks are ordered as their texts, where a segment
+    /// is a prefix of another and the next byte sorts before or after `;` or the end.
+    #[test]
+    fn ranks_order_stacks_as_their_texts() {
+        let words = ["a", "a.part", "a b", "ab", "b", "a0", "", "java", "a;"];
+        let mut texts = Texts::default();
+        for w in words.iter().filter(|w| !w.contains(';')) {
+            texts.intern(w);
+        }
+        let n = texts.names.len() as u32;
+        // Every stack of one to three segments.
+        let mut stacks: Vec<Vec<u32>> = Vec::new();
+        for a in 0..n {
+            stacks.push(vec![a]);
+            for b in 0..n {
+                stacks.push(vec![a, b]);
+                for c in 0..n {
+                    stacks.push(vec![a, b, c]);
+                }
+            }
+        }
+        let text =
+            |s: &[u32]| s.iter().map(|&i| texts.names[i as usize].as_str()).collect::<Vec<_>>().join(";");
+        let mut by_text = stacks.clone();
+        by_text.sort_by_key(|s| text(s));
+        let order = texts.order();
+        let mut by_rank: Vec<Vec<u32>> = stacks
+            .into_iter()
+            .map(|mut s| {
+                order.rank(&mut s);
+                s
+            })
+            .collect();
+        by_rank.sort();
+        let by_rank: Vec<Vec<u32>> = by_rank
+            .into_iter()
+            .map(|mut s| {
+                order.unrank(&mut s);
+                s
+            })
+            .collect();
+        let texts_by_rank: Vec<String> = by_rank.iter().map(|s| text(s)).collect();
+        let texts_by_text: Vec<String> = by_text.iter().map(|s| text(s)).collect();
+        assert_eq!(texts_by_rank, texts_by_text);
+    }
+
+    #[test]
+    fn the_ends_of_a_stack_are_trimmed_as_the_folded_reader_trims_its_line() {
+        let mut texts = Texts::default();
+        let (root, middle, leaf) =
+            (texts.intern(" x-1/2"), texts.intern("[unknown] "), texts.intern("[unknown] "));
+        let mut stack = vec![root, middle, leaf];
+        texts.trim_ends(&mut stack);
+        let names: Vec<&str> = stack.iter().map(|&s| texts.names[s as usize].as_str()).collect();
+        assert_eq!(names, ["x-1/2", "[unknown] ", "[unknown]"]);
+    }
+}
