@@ -137,13 +137,15 @@ impl Texts {
         if let Some(first) = segments.first_mut() {
             let name = &self.names[*first as usize];
             if name.starts_with(is_space) {
-                *first = self.intern(&name.trim_start_matches(is_space).to_string());
+                let trimmed = name.trim_start_matches(is_space).to_string();
+                *first = self.intern(&trimmed);
             }
         }
         if let Some(last) = segments.last_mut() {
             let name = &self.names[*last as usize];
             if name.ends_with(is_space) {
-                *last = self.intern(&name.trim_end_matches(is_space).to_string());
+                let trimmed = name.trim_end_matches(is_space).to_string();
+                *last = self.intern(&trimmed);
             }
         }
     }
