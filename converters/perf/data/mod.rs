@@ -244,9 +244,9 @@ fn add_images(
     findings: &mut Findings,
 ) {
     // pid -> image -> offset -> values.
-    let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
+    let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &[u64]>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
-        by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values);
+        by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values.as_slice());
     }
     for (&pid, totals) in &rec.branches {
         for &(a, b) in totals.taken.keys().chain(totals.ranges.keys()) {
@@ -285,7 +285,7 @@ fn image_model(
     names: &names::Names,
     columns: &[Option<usize>],
     image: u32,
-    offsets: &BTreeMap<u64, &Vec<u64>>,
+    offsets: &BTreeMap<u64, &[u64]>,
 ) -> Image {
     let width = profile.events.len();
     let (key, n) = match image {

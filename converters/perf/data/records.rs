@@ -96,8 +96,9 @@ pub struct Recording {
     /// Key: `[event, thread, then each frame of the chain, leaf first]` (indexes into
     /// [`Recording::threads`] and [`Recording::frames`]).
     pub stacks: FxHashMap<Box<[u32]>, StackTotal>,
-    /// `(pid, image, offset)` -> period per event, of the sampled instruction.
-    pub costs: FxHashMap<(i32, u32, u64), Vec<u64>>,
+    /// `(pid, image, offset)` -> period per event, of the sampled instruction (held inline
+    /// for up to two events: no allocation per address).
+    pub costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
     /// Branch records per pid.
     pub branches: FxHashMap<i32, BranchTotals>,
     /// The last command name of each thread: `(pid, tid)` -> comm.
@@ -500,7 +501,8 @@ impl Replay {
         if let Some(ip) = s.ip {
             let (image, offset) = self.resolve(pid, ip, sample_kernel);
             let events = self.layouts.len();
-            let values = self.rec.costs.entry((pid, image, offset)).or_insert_with(|| vec![0; events]);
+            let values =
+                self.rec.costs.entry((pid, image, offset)).or_insert_with(|| smallvec::smallvec![0; events]);
             values[attr] = values[attr].saturating_add(period);
         }
         if s.branch_count() > 0 {

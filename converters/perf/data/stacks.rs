@@ -37,17 +37,21 @@ pub fn add_stacks(
     }
     let width = profile.events.len();
     let mut texts = Texts::default();
-    // The stacks of each event: the thread (index into rec.threads), then the frames.
-    let mut by_event: Vec<Vec<(&[u32], u64)>> = vec![Vec::new(); rec.events.len()];
-    for (key, total) in &chains {
-        if let Some(list) = by_event.get_mut(key[0] as usize) {
-            list.push((&key[1..], total.period));
-        }
-    }
+    // The stacks of event `e`: the thread (index into rec.threads), then the frames.
+    let of_event = |e: usize| {
+        chains
+            .iter()
+            .filter(move |(key, _)| key[0] as usize == e)
+            .map(|(key, total)| (&key[1..], total.period))
+    };
     let mut roots = Vec::with_capacity(rec.events.len());
-    for ((stacks, event), column) in by_event.iter().zip(&rec.events).zip(columns) {
-        let wanted = column.is_some() && !stacks.is_empty();
-        roots.push(if wanted { thread_roots(rec, stacks, &event.name, &mut texts)? } else { Vec::new() });
+    for (e, (event, column)) in rec.events.iter().zip(columns).enumerate() {
+        let wanted = column.is_some();
+        roots.push(if wanted {
+            thread_roots(rec, of_event(e), &event.name, &mut texts)?
+        } else {
+            Vec::new()
+        });
     }
     let kinds = roots.iter().flatten().flatten().map(|r| r.java);
     let (mut plain, mut java) = (false, false);
@@ -62,11 +66,11 @@ pub fn add_stacks(
     let mut all = Process::default();
     let mut ids: Vec<Option<FrameId>> = vec![None; texts.names.len()];
     let mut named = Vec::new();
-    for ((stacks, roots), column) in by_event.iter().zip(&roots).zip(columns) {
+    for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
         // Stacks by the ranks of their segments (see [`Order`]), added up.
-        let mut merged: FxHashMap<Vec<u32>, u64> = FxHashMap::default();
-        for &(key, period) in stacks {
+        let mut merged: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+        for (key, period) in of_event(e) {
             let Some(root) = &roots[key[0] as usize] else { continue };
             let Some(frames) = &frame_names[usize::from(root.java)] else { continue };
             named.clear();
@@ -79,10 +83,13 @@ pub fn add_stacks(
                 continue;
             }
             order.rank(&mut named);
-            let total = merged.entry(named.clone()).or_insert(0);
+            let total = match merged.get_mut(named.as_slice()) {
+                Some(total) => total,
+                None => merged.entry(named.as_slice().into()).or_insert(0),
+            };
             *total = total.saturating_add(period);
         }
-        let mut merged: Vec<(Vec<u32>, u64)> = merged.into_iter().collect();
+        let mut merged: Vec<(Box<[u32]>, u64)> = merged.into_iter().collect();
         merged.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (mut segments, total) in merged {
             order.unrank(&mut segments);
@@ -99,7 +106,6 @@ pub fn add_stacks(
             all.stacks.push(Stack { frames, values, thread: None });
         }
     }
-    drop(by_event);
     drop(chains);
     if all.stacks.is_empty() {
         return Ok(());
@@ -215,9 +221,9 @@ struct Root {
 /// The roots of the threads that `stacks` name (by index into `rec.threads`; `None`: the
 /// collapse keeps no stack of that thread's samples), through one collapse of one sample
 /// per thread, each with one frame that carries the thread's index.
-fn thread_roots(
+fn thread_roots<'a>(
     rec: &Recording,
-    stacks: &[(&[u32], u64)],
+    stacks: impl Iterator<Item = (&'a [u32], u64)>,
     event: &str,
     texts: &mut Texts,
 ) -> Result<Vec<Option<Root>>> {
