@@ -264,6 +264,18 @@ impl<'a> Source<'a> {
 }
 
 impl Source<'_> {
+    /// The whole content, as [`Source::bytes`] gives it, with a handle that hands the pages
+    /// of a mapped file back to the system as a reader goes past them (it does nothing for
+    /// content read into memory).
+    pub fn bytes_releasable(&mut self) -> Result<(&[u8], crate::mem::PageReleaser<'_>)> {
+        self.bytes()?;
+        Ok(match &self.whole {
+            Some(Whole::Mapped(m)) => (m, m.releaser()),
+            Some(Whole::Read(v)) => (v, crate::mem::PageReleaser::none()),
+            None => (&[], crate::mem::PageReleaser::none()),
+        })
+    }
+
     /// Lets go of the whole content [`Source::bytes`] gave (a mapped file's pages leave the
     /// process), for a reader that is done with the bytes and has more work to do.
     pub fn release(&mut self) {

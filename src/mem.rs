@@ -148,6 +148,55 @@ impl MappedFile {
     }
 }
 
+impl MappedFile {
+    /// A handle that hands pages of this mapping back to the system (see [`PageReleaser`]).
+    pub fn releaser(&self) -> PageReleaser<'_> {
+        PageReleaser {
+            mapping: Some((self.map.as_ptr() as usize, self.map.len())),
+            _file: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Hands the pages of part of a mapped file back to the system, for a reader that has gone
+/// past them: they leave the process's memory, and come back from the file (the page cache)
+/// if they are read again, with the same bytes. Made by [`MappedFile::releaser`]; the one
+/// [`PageReleaser::none`] makes (for bytes that are not a mapped file) does nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct PageReleaser<'a> {
+    /// Address and length of the mapping.
+    mapping: Option<(usize, usize)>,
+    _file: std::marker::PhantomData<&'a MappedFile>,
+}
+
+impl PageReleaser<'_> {
+    /// A releaser that releases nothing.
+    pub fn none() -> PageReleaser<'static> {
+        PageReleaser { mapping: None, _file: std::marker::PhantomData }
+    }
+
+    /// Releases the whole pages inside `range` (byte offsets into the mapping).
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        let Some((base, len)) = self.mapping else { return };
+        const PAGE: usize = 4096;
+        let (start, end) = (range.start.min(len), range.end.min(len));
+        // Whole pages only (the mapping starts on a page).
+        let first = start.div_ceil(PAGE) * PAGE;
+        let last = if end == len { end } else { end / PAGE * PAGE };
+        if first >= last {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range lies inside a private, read-only mapping of a file that lives as
+        // long as `'a`; MADV_DONTNEED only drops its pages, which read back from the file.
+        unsafe {
+            libc::madvise((base + first) as *mut libc::c_void, last - first, libc::MADV_DONTNEED);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = base;
+    }
+}
+
 impl std::ops::Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -158,6 +207,21 @@ impl std::ops::Deref for MappedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Released pages read back with the file's bytes; the range is cut to whole pages.
+    #[test]
+    fn released_pages_read_back_the_same() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mapped = MappedFile::open(file.path()).unwrap();
+        let pages = mapped.releaser();
+        pages.release(100..30_000);
+        pages.release(0..mapped.len());
+        pages.release(49_000..60_000);
+        PageReleaser::none().release(0..10);
+        assert_eq!(&mapped[..], &bytes[..]);
+    }
 
     /// Items of every kind (owned ones, whose drops count) move over in order, over chunk
     /// boundaries, and each is dropped once.

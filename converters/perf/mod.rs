@@ -86,6 +86,9 @@ fn split_root(frame: &str) -> Option<(&str, Option<u64>, u64)> {
     Some((comm, pid, tid.parse().ok()?))
 }
 
+/// A root frame `comm-pid/tid` read: the command's frame, and the pid (if known) and tid.
+type RootFrame = (crate::ir::FrameId, Option<(Option<u64>, u64)>);
+
 /// Moves the stacks of the collapse (one process, root frames `comm-pid/tid`) into one process
 /// per pid (samples without a pid in one process of pid 0), each stack on the thread of its
 /// tid, its root frame the command alone.
@@ -96,15 +99,30 @@ fn by_process_and_thread(mut profile: crate::ir::Profile) -> crate::ir::Profile 
     // pid -> tids seen.
     let mut tids: BTreeMap<Option<u64>, Vec<u64>> = BTreeMap::new();
     let mut placed = Vec::with_capacity(all.stacks.len());
+    // Each old frame's new id, and each root frame's command (new id) and ids, found once.
+    let mut renamed: Vec<Option<crate::ir::FrameId>> = vec![None; old.len()];
+    let mut roots: Vec<Option<RootFrame>> = vec![None; old.len()];
     for mut stack in all.stacks {
-        let names: Vec<&str> = stack.frames.iter().map(|&f| old.get(f)).collect();
-        let (root, ids) = match names.first().and_then(|r| split_root(r)) {
-            Some((comm, pid, tid)) => (comm, Some((pid, tid))),
-            None => (names.first().copied().unwrap_or(""), None),
+        let (root, ids) = match stack.frames.first() {
+            Some(&first) => *roots[first as usize].get_or_insert_with(|| {
+                let name = old.get(first);
+                let (comm, ids) = match split_root(name) {
+                    Some((comm, pid, tid)) => (comm, Some((pid, tid))),
+                    None => (name, None),
+                };
+                (profile.frames.intern(comm), ids)
+            }),
+            None => (profile.frames.intern(""), None),
         };
-        let mut frames = Vec::with_capacity(names.len());
-        frames.push(profile.frames.intern(root));
-        frames.extend(names.iter().skip(1).map(|n| profile.frames.intern(n)));
+        let mut frames = Vec::with_capacity(stack.frames.len().max(1));
+        frames.push(root);
+        frames.extend(
+            stack
+                .frames
+                .iter()
+                .skip(1)
+                .map(|&f| *renamed[f as usize].get_or_insert_with(|| profile.frames.intern(old.get(f)))),
+        );
         stack.frames = frames;
         if let Some((pid, tid)) = ids {
             let t = tids.entry(pid).or_default();

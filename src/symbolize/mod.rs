@@ -237,14 +237,21 @@ impl Symbolizer {
 
     /// The function symbol covering a stated address.
     pub fn find_symbol(&self, address: u64) -> Option<SymbolHit> {
-        let i = self.symbol_index(address)?;
+        self.symbol_at(address).map(|i| self.symbol_hit(i))
+    }
+
+    /// The index of the function symbol covering a stated address (its
+    /// [`SymbolHit::index`]), without naming it: for callers that name each function once
+    /// through [`Symbolizer::symbol_hit`] however many of its addresses they look up.
+    pub fn symbol_at(&self, address: u64) -> Option<u32> {
+        self.symbol_index(address).map(|i| i as u32)
+    }
+
+    /// The symbol of an index [`Symbolizer::symbol_at`] gave, named (demangled).
+    pub fn symbol_hit(&self, index: u32) -> SymbolHit {
+        let i = index as usize;
         let s = &self.symbols[i];
-        Some(SymbolHit {
-            index: i as u32,
-            name: demangle(s.name),
-            address: s.address,
-            size: self.ends[i] - s.address,
-        })
+        SymbolHit { index, name: demangle(s.name), address: s.address, size: self.ends[i] - s.address }
     }
 
     fn symbol_index(&self, address: u64) -> Option<usize> {

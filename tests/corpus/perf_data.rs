@@ -21,7 +21,8 @@ fn branch_records_add_up_as_perf_script_prints_them() {
     let path = common::fixture(RECORDING);
     let bytes = std::fs::read(&path).unwrap();
     let frame = layout::check(&bytes).unwrap();
-    let rec = records::replay(&bytes, &frame, &mut Findings::default()).unwrap();
+    let rec =
+        records::replay(&bytes, cfghub::mem::PageReleaser::none(), &frame, &mut Findings::default()).unwrap();
     let mut ours = Vec::new();
     for (pid, totals) in &rec.branches {
         for (&(from, to), &(count, mispredicted)) in &totals.taken {

@@ -30,7 +30,7 @@ pub mod records;
 pub mod sample;
 mod stacks;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::analysis::branch_records::{BranchRecords, Location};
 use crate::error::{Findings, Result};
@@ -46,7 +46,8 @@ pub static FORMAT: Format = Format {
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
     reader: Some(|input, options, findings| {
-        read_with(input.bytes()?, &options.formats.get::<Options>(), findings)
+        let (bytes, pages) = input.bytes_releasable()?;
+        read_releasing(bytes, pages, &options.formats.get::<Options>(), findings)
     }),
     // Offsets are file offsets: the symbolizer maps them through the ELF file's segments.
     addresses: crate::ir::AddressKind::FileOffset,
@@ -102,24 +103,35 @@ pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
 
 /// Reads a whole perf.data file (either layout) as `options` say.
 pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Result<Profile> {
+    read_releasing(bytes, crate::mem::PageReleaser::none(), options, findings)
+}
+
+/// Reads a whole perf.data file, `pages` handing its pages back to the system as soon as
+/// they are read (the model holds what it needs of them).
+fn read_releasing(
+    bytes: &[u8],
+    pages: crate::mem::PageReleaser<'_>,
+    options: &Options,
+    findings: &mut Findings,
+) -> Result<Profile> {
     let frame = layout::check(bytes)?;
-    let rec = records::replay_weighing(bytes, &frame, options.sample_counts, findings)?;
-    to_model(&rec, options, findings)
+    // The check read every page; the records are read again from the start.
+    pages.release(0..bytes.len());
+    let rec = records::replay_weighing(bytes, pages, &frame, options.sample_counts, findings)?;
+    to_model(rec, options, findings)
 }
 
 /// The offsets of each image that need names: those of stack frames and sampled instructions.
-fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
-    let mut wanted = vec![BTreeSet::new(); rec.images.len()];
-    for key in rec.stacks.keys() {
-        for pair in key[4..].chunks_exact(2) {
-            if let Some(w) = wanted.get_mut(pair[0] as usize) {
-                w.insert(pair[1]);
-            }
+fn wanted_offsets(rec: &Recording) -> Vec<Vec<u64>> {
+    let mut wanted = vec![Vec::new(); rec.images.len()];
+    for &(image, offset) in &rec.frames {
+        if let Some(w) = wanted.get_mut(image as usize) {
+            w.push(offset);
         }
     }
     for &(_, image, offset) in rec.costs.keys() {
         if let Some(w) = wanted.get_mut(image as usize) {
-            w.insert(offset);
+            w.push(offset);
         }
     }
     for (&pid, totals) in &rec.branches {
@@ -128,7 +140,7 @@ fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
             for address in [a, b] {
                 let (image, offset) = rec.resolve(pid, address);
                 if let Some(w) = wanted.get_mut(image as usize) {
-                    w.insert(offset);
+                    w.push(offset);
                 }
             }
         }
@@ -136,7 +148,8 @@ fn wanted_offsets(rec: &Recording) -> Vec<BTreeSet<u64>> {
     wanted
 }
 
-fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
+fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
+    let rec = &mut rec;
     let names = names::name_images(rec, &wanted_offsets(rec), options.source_lines);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
@@ -166,7 +179,9 @@ fn to_model(rec: &Recording, options: &Options, findings: &mut Findings) -> Resu
         };
         profile.events.push(event);
     }
-    stacks::add_stacks(&mut profile, rec, &names, &columns)?;
+    // The stacks are dropped as soon as the model has them.
+    let chains = std::mem::take(&mut rec.stacks);
+    stacks::add_stacks(&mut profile, rec, chains, &names, &columns)?;
     add_images(&mut profile, rec, &names, &columns, findings);
     let mut threads: Vec<_> = rec.thread_names.iter().collect();
     threads.sort();
@@ -241,9 +256,9 @@ fn add_images(
     findings: &mut Findings,
 ) {
     // pid -> image -> offset -> values.
-    let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &Vec<u64>>>> = BTreeMap::new();
+    let mut by_pid: BTreeMap<i32, BTreeMap<u32, BTreeMap<u64, &[u64]>>> = BTreeMap::new();
     for ((pid, image, offset), values) in &rec.costs {
-        by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values);
+        by_pid.entry(*pid).or_default().entry(*image).or_default().insert(*offset, values.as_slice());
     }
     for (&pid, totals) in &rec.branches {
         for &(a, b) in totals.taken.keys().chain(totals.ranges.keys()) {
@@ -282,7 +297,7 @@ fn image_model(
     names: &names::Names,
     columns: &[Option<usize>],
     image: u32,
-    offsets: &BTreeMap<u64, &Vec<u64>>,
+    offsets: &BTreeMap<u64, &[u64]>,
 ) -> Image {
     let width = profile.events.len();
     let (key, n) = match image {

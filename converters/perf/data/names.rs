@@ -3,7 +3,7 @@
 //! cache `~/.debug`, `/usr/lib/debug`), through [`crate::symbolize`]; the kernel's functions
 //! from the `kallsyms` copy perf keeps in its cache, else from `/proc/kallsyms`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::records::{ImageKey, Recording};
@@ -62,19 +62,19 @@ impl Names {
 }
 
 /// Names every offset in `wanted` (per image of the recording).
-pub fn name_images(rec: &Recording, wanted: &[BTreeSet<u64>], lines: bool) -> Names {
+pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], lines: bool) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
     let system = vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)];
     let mut kallsyms: Option<Option<Kallsyms>> = None;
     // One entry per file (path, kernel or not, build id), with the offsets of all its images.
     let mut file_index: HashMap<(&str, bool, Option<&Vec<u8>>), usize> = HashMap::new();
-    let mut files: Vec<(&ImageKey, BTreeSet<u64>)> = Vec::new();
+    let mut files: Vec<(&ImageKey, Vec<u64>)> = Vec::new();
     let mut of_image = Vec::with_capacity(rec.images.len());
     for (image, offsets) in rec.images.iter().zip(wanted) {
         let key = (image.path.as_str(), image.kernel, rec.build_ids.get(&image.path));
         let i = *file_index.entry(key).or_insert_with(|| {
-            files.push((image, BTreeSet::new()));
+            files.push((image, Vec::new()));
             files.len() - 1
         });
         files[i].1.extend(offsets.iter().copied());
@@ -82,7 +82,9 @@ pub fn name_images(rec: &Recording, wanted: &[BTreeSet<u64>], lines: bool) -> Na
     }
     let files = files
         .into_iter()
-        .map(|(image, offsets)| {
+        .map(|(image, mut offsets)| {
+            offsets.sort_unstable();
+            offsets.dedup();
             let id = rec.build_ids.get(&image.path).map(|i| hex(i));
             if offsets.is_empty() {
                 return ImageNames { build_id: id, ..ImageNames::default() };
@@ -108,7 +110,7 @@ fn name_from_elf(
     build_id: Option<&str>,
     caches: &[PathBuf],
     system: &[PathBuf],
-    offsets: &BTreeSet<u64>,
+    offsets: &[u64],
     lines: bool,
 ) -> ImageNames {
     let mut names = ImageNames::default();
@@ -133,10 +135,12 @@ fn name_from_elf(
     for &offset in offsets {
         let Some(stated) = relocation.to_stated(offset) else { continue };
         let mut place = Place::default();
-        if let Some(hit) = symbolizer.find_symbol(stated) {
+        if let Some(symbol) = symbolizer.symbol_at(stated) {
             let next = names.symbols.len() as u32;
-            let f = *index.entry(hit.index).or_insert(next);
+            let f = *index.entry(symbol).or_insert(next);
             if f == next {
+                // Named (demangled) once per function, not once per address.
+                let hit = symbolizer.symbol_hit(symbol);
                 let start = relocation.from_stated(hit.address).unwrap_or(offset);
                 names.symbols.push((hit.name, start, hit.size));
             }
@@ -200,7 +204,7 @@ impl Kallsyms {
         (!kept.is_empty()).then_some(Kallsyms { symbols: kept })
     }
 
-    fn name(&self, offsets: &BTreeSet<u64>) -> ImageNames {
+    fn name(&self, offsets: &[u64]) -> ImageNames {
         let mut names = ImageNames::default();
         let mut index: HashMap<usize, u32> = HashMap::new();
         for &address in offsets {

@@ -8,7 +8,9 @@
 //! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
 
 use std::collections::HashMap;
-use std::io::Cursor;
+use std::io::{Read, Seek, SeekFrom};
+
+use rustc_hash::FxHashMap;
 
 use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RecordType};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
@@ -16,6 +18,7 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use super::layout::{self, Kind, Layout, Order};
 use super::sample::{Layout as SampleLayout, Sample};
 use crate::error::{Error, Findings, Result};
+use crate::mem::PageReleaser;
 
 /// An image: a file mapped into some process (or the kernel).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -48,6 +51,15 @@ pub struct EventInfo {
     pub branch_sample_type: u64,
 }
 
+/// A thread as a sample names it: pid, tid and the thread's command name at the time (index
+/// into [`Recording::comms`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: u32,
+}
+
 /// Samples that share event, thread, command name and call chain.
 #[derive(Clone, Debug, Default)]
 pub struct StackTotal {
@@ -59,9 +71,9 @@ pub struct StackTotal {
 #[derive(Clone, Debug, Default)]
 pub struct BranchTotals {
     /// `(from, to)` -> (times taken, times mispredicted).
-    pub taken: HashMap<(u64, u64), (u64, u64)>,
+    pub taken: FxHashMap<(u64, u64), (u64, u64)>,
     /// `(start, end)`: code ran from `start` through the instruction at `end`.
-    pub ranges: HashMap<(u64, u64), u64>,
+    pub ranges: FxHashMap<(u64, u64), u64>,
 }
 
 /// Everything the records said.
@@ -77,14 +89,20 @@ pub struct Recording {
     pub build_ids: HashMap<String, Vec<u8>>,
     /// Command names, interned.
     pub comms: Vec<String>,
-    /// Key: `[event, pid, tid, comm, then image and offset of each frame, leaf first]`.
-    pub stacks: HashMap<Vec<u64>, StackTotal>,
-    /// `(pid, image, offset)` -> period per event, of the sampled instruction.
-    pub costs: HashMap<(i32, u32, u64), Vec<u64>>,
+    /// The distinct frames of the call chains, each resolved once.
+    pub frames: Vec<Frame>,
+    /// The distinct threads of the samples.
+    pub threads: Vec<Thread>,
+    /// Key: `[event, thread, then each frame of the chain, leaf first]` (indexes into
+    /// [`Recording::threads`] and [`Recording::frames`]).
+    pub stacks: FxHashMap<Box<[u32]>, StackTotal>,
+    /// `(pid, image, offset)` -> period per event, of the sampled instruction (held inline
+    /// for up to two events: no allocation per address).
+    pub costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
     /// Branch records per pid.
-    pub branches: HashMap<i32, BranchTotals>,
+    pub branches: FxHashMap<i32, BranchTotals>,
     /// The last command name of each thread: `(pid, tid)` -> comm.
-    pub thread_names: HashMap<(i32, i32), u32>,
+    pub thread_names: FxHashMap<(i32, i32), u32>,
     pub samples: u64,
     /// Samples per event.
     pub event_samples: Vec<u64>,
@@ -95,7 +113,7 @@ pub struct Recording {
     pub creator: Option<String>,
     /// The address spaces as the records left them, for addresses added up without their
     /// image (branch records).
-    spaces: HashMap<i32, Vec<Mapping>>,
+    spaces: FxHashMap<i32, Vec<Mapping>>,
 }
 
 impl Recording {
@@ -111,7 +129,7 @@ impl Recording {
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 fn resolve_in(
-    spaces: &HashMap<i32, Vec<Mapping>>,
+    spaces: &FxHashMap<i32, Vec<Mapping>>,
     images: &[ImageKey],
     pid: i32,
     address: u64,
@@ -146,12 +164,15 @@ struct Replay {
     image_index: HashMap<ImageKey, u32>,
     comm_index: HashMap<String, u32>,
     /// Mappings per pid, sorted by start, not overlapping; pid -1 is the kernel's.
-    spaces: HashMap<i32, Vec<Mapping>>,
+    spaces: FxHashMap<i32, Vec<Mapping>>,
     /// The current command name of each tid.
-    comm_of: HashMap<i32, u32>,
+    comm_of: FxHashMap<i32, u32>,
     layouts: Vec<SampleLayout>,
     default_period: Vec<u64>,
-    frames: Vec<u64>,
+    frame_index: FxHashMap<Frame, u32>,
+    thread_index: FxHashMap<Thread, u32>,
+    /// The key of the sample at hand, reused from sample to sample.
+    key: Vec<u32>,
     /// Each sample weighs 1 rather than its period.
     count_samples: bool,
 }
@@ -167,16 +188,23 @@ const MISC_CPUMODE_MASK: u16 = 7;
 const MISC_KERNEL: u16 = 1;
 const MISC_GUEST_KERNEL: u16 = 4;
 
-/// Reads every record of a checked file, each sample weighing its period.
-pub fn replay(bytes: &[u8], frame: &Layout, findings: &mut Findings) -> Result<Recording> {
-    replay_weighing(bytes, frame, false, findings)
+/// Reads every record of a checked file, each sample weighing its period; `pages` hands the
+/// file's pages back to the system once the records in them are read.
+pub fn replay(
+    bytes: &[u8],
+    pages: PageReleaser<'_>,
+    frame: &Layout,
+    findings: &mut Findings,
+) -> Result<Recording> {
+    replay_weighing(bytes, pages, frame, false, findings)
 }
 
-/// Reads every record of a checked file; with `count_samples`, each sample weighs 1 in the
-/// stacks and costs (sample counts, as perf2bolt and llvm-profgen count samples), else its
-/// period.
+/// Reads every record of a checked file as [`replay`] does; with `count_samples`, each sample
+/// weighs 1 in the stacks and costs (sample counts, as perf2bolt and llvm-profgen count
+/// samples), else its period.
 pub fn replay_weighing(
     bytes: &[u8],
+    pages: PageReleaser<'_>,
     frame: &Layout,
     count_samples: bool,
     findings: &mut Findings,
@@ -186,9 +214,10 @@ pub fn replay_weighing(
             "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
         )
     };
+    let cursor = Releasing { bytes, at: 0, released: 0, pages };
     let reader = match frame.kind {
-        Kind::File => PerfFileReader::parse_file(Cursor::new(bytes)),
-        Kind::Pipe => PerfFileReader::parse_pipe(Cursor::new(bytes)),
+        Kind::File => PerfFileReader::parse_file(cursor),
+        Kind::Pipe => PerfFileReader::parse_pipe(cursor),
     }
     .map_err(fail)?;
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
@@ -247,6 +276,54 @@ pub fn replay_weighing(
     }
     r.rec.spaces = std::mem::take(&mut r.spaces);
     Ok(r.rec)
+}
+
+/// The file's bytes read front to back, the pages behind the reader handed back to the
+/// system a few megabytes at a time: the records are copied out as they are read, so the
+/// file need not stay in memory beside what is made of it.
+struct Releasing<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    /// Everything before this offset has been released.
+    released: usize,
+    pages: PageReleaser<'a>,
+}
+
+impl Releasing<'_> {
+    const STEP: usize = 8 << 20;
+}
+
+impl Read for Releasing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.at += n;
+        if self.at >= self.released + Self::STEP {
+            let upto = self.at / Self::STEP * Self::STEP;
+            self.pages.release(self.released..upto);
+            self.released = upto;
+        }
+        Ok(n)
+    }
+}
+
+impl Seek for Releasing<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let len = self.bytes.len() as i128;
+        let at = match to {
+            SeekFrom::Start(n) => i128::from(n),
+            SeekFrom::End(d) => len + i128::from(d),
+            SeekFrom::Current(d) => self.at as i128 + i128::from(d),
+        };
+        if at < 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start"));
+        }
+        self.at = usize::try_from(at).unwrap_or(usize::MAX);
+        // Pages read again come back from the file; release them again once past.
+        self.released = self.released.min(self.at / Self::STEP * Self::STEP);
+        Ok(self.at as u64)
+    }
 }
 
 impl Replay {
@@ -368,6 +445,26 @@ impl Replay {
         resolve_in(&self.spaces, &self.rec.images, pid, address, kernel)
     }
 
+    /// The id of the frame an address of a call chain resolves to.
+    fn frame(&mut self, pid: i32, address: u64, kernel: bool) -> u32 {
+        let frame = self.resolve(pid, address, kernel);
+        let next = self.rec.frames.len() as u32;
+        let id = *self.frame_index.entry(frame).or_insert(next);
+        if id == next {
+            self.rec.frames.push(frame);
+        }
+        id
+    }
+
+    fn thread(&mut self, thread: Thread) -> u32 {
+        let next = self.rec.threads.len() as u32;
+        let id = *self.thread_index.entry(thread).or_insert(next);
+        if id == next {
+            self.rec.threads.push(thread);
+        }
+        id
+    }
+
     fn sample(&mut self, attr: usize, misc: u16, body: &[u8]) {
         let order = self.rec.order.unwrap_or(Order::Little);
         let Some(&layout) = self.layouts.get(attr) else { return };
@@ -387,9 +484,10 @@ impl Replay {
         };
         let mode = misc & MISC_CPUMODE_MASK;
         let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
-        let mut frames = std::mem::take(&mut self.frames);
-        frames.clear();
-        frames.extend_from_slice(&[attr as u64, pid as u32 as u64, tid as u32 as u64, u64::from(comm)]);
+        let thread = self.thread(Thread { pid, tid, comm });
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend_from_slice(&[attr as u32, thread]);
         if s.has_callchain() {
             let mut kernel = sample_kernel;
             for address in s.callchain(order) {
@@ -400,29 +498,26 @@ impl Replay {
                     }
                     continue;
                 }
-                let (image, offset) = self.resolve(pid, address, kernel);
-                frames.push(u64::from(image));
-                frames.push(offset);
+                key.push(self.frame(pid, address, kernel));
             }
         } else if let Some(ip) = s.ip {
-            let (image, offset) = self.resolve(pid, ip, sample_kernel);
-            frames.push(u64::from(image));
-            frames.push(offset);
+            key.push(self.frame(pid, ip, sample_kernel));
         }
-        match self.rec.stacks.get_mut(frames.as_slice()) {
+        match self.rec.stacks.get_mut(key.as_slice()) {
             Some(total) => {
                 total.samples += 1;
                 total.period = total.period.saturating_add(period);
             }
             None => {
-                self.rec.stacks.insert(frames.clone(), StackTotal { samples: 1, period });
+                self.rec.stacks.insert(key.as_slice().into(), StackTotal { samples: 1, period });
             }
         }
-        self.frames = frames;
+        self.key = key;
         if let Some(ip) = s.ip {
             let (image, offset) = self.resolve(pid, ip, sample_kernel);
             let events = self.layouts.len();
-            let values = self.rec.costs.entry((pid, image, offset)).or_insert_with(|| vec![0; events]);
+            let values =
+                self.rec.costs.entry((pid, image, offset)).or_insert_with(|| smallvec::smallvec![0; events]);
             values[attr] = values[attr].saturating_add(period);
         }
         if s.branch_count() > 0 {
@@ -480,6 +575,28 @@ fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
+    /// behind it or not.
+    #[test]
+    fn the_releasing_cursor_reads_as_a_cursor() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..(Releasing::STEP * 2 + 12_345)).map(|i| (i % 253) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mapped = crate::mem::MappedFile::open(file.path()).unwrap();
+        let mut cursor = Releasing { bytes: &mapped, at: 0, released: 0, pages: mapped.releaser() };
+        let mut all = Vec::new();
+        cursor.read_to_end(&mut all).unwrap();
+        assert_eq!(all, bytes);
+        assert_eq!(cursor.released, Releasing::STEP * 2);
+        assert_eq!(cursor.seek(SeekFrom::Start(10)).unwrap(), 10);
+        let mut again = [0u8; 100];
+        cursor.read_exact(&mut again).unwrap();
+        assert_eq!(&again[..], &bytes[10..110]);
+        assert_eq!(cursor.seek(SeekFrom::End(-5)).unwrap() as usize, bytes.len() - 5);
+        assert_eq!(cursor.seek(SeekFrom::Current(-5)).unwrap() as usize, bytes.len() - 10);
+        assert!(cursor.seek(SeekFrom::Current(-(bytes.len() as i64) - 1)).is_err());
+    }
 
     #[test]
     fn a_later_mapping_cuts_the_older_ones() {
