@@ -13,18 +13,7 @@ cargo build --release --quiet --bin cfghub --example load --example write
 LOAD=target/release/examples/load
 WRITE=target/release/examples/write
 
-# best N CMD...: "wall cpu" seconds of the fastest of N runs.
-best() {
-  local n=$1; shift
-  local best="" cpu=""
-  for _ in $(seq "$n"); do
-    local tmp; tmp=$(mktemp)
-    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
-    read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk "BEGIN{print $u + $s}"); fi
-  done
-  echo "$best $cpu"
-}
+source scripts/bench-lib.sh
 
 big=$DATA/firefox-100MB.json
 million=$DATA/pprof-1M-samples.pb
@@ -35,11 +24,11 @@ million=$DATA/pprof-1M-samples.pb
 echo "== firefox"
 for f in "$big.gz" "$big"; do
   size=$(stat -c %s "$f")
-  read -r t c < <(best 3 "$LOAD" "$f")
+  read -r t c _ < <(best 3 "$LOAD" "$f")
   if [ "${f%.gz}" != "$f" ]; then
-    read -r tp cp < <(best 1 python3 -c 'import json,gzip,sys; json.load(gzip.open(sys.argv[1]))' "$f")
+    read -r tp cp _ < <(best 1 python3 -c 'import json,gzip,sys; json.load(gzip.open(sys.argv[1]))' "$f")
   else
-    read -r tp cp < <(best 1 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f")
+    read -r tp cp _ < <(best 1 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f")
   fi
   awk -v f="$(basename "$f")" -v s="$size" -v t="$t" -v c="$c" -v tp="$tp" -v cp="$cp" 'BEGIN{
     printf "%-26s %6.1f MB  cfghub reads %.2f s (cpu %.2f); python3 json.load %.2f s (cpu %.2f): %.1fx (target >= 3x)\n",

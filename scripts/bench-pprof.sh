@@ -13,18 +13,7 @@ cargo build --release --quiet --bin cfghub --example load --example write
 LOAD=target/release/examples/load
 WRITE=target/release/examples/write
 
-# best_of N CMD...: "wall cpu" seconds of the fastest of N runs.
-best() {
-  local n=$1; shift
-  local best="" cpu=""
-  for _ in $(seq "$n"); do
-    local tmp; tmp=$(mktemp)
-    /usr/bin/time -f "%e %U %S" -o "$tmp" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; rm -f "$tmp"; return 1; }
-    read -r t u s < <(tail -1 "$tmp"); rm -f "$tmp"
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; cpu=$(awk "BEGIN{print $u + $s}"); fi
-  done
-  echo "$best $cpu"
-}
+source scripts/bench-lib.sh
 
 big=$DATA/pprof-100MB.pb
 million=$DATA/pprof-1M-samples.pb
@@ -39,23 +28,23 @@ go_env=(env HOME="$gohome" GOPATH="$gohome/gopath" GOCACHE="$gohome/gocache" GOP
 
 echo "== pprof"
 size=$(stat -c %s "$big")
-read -r t c < <(best 3 "$LOAD" "$big")
+read -r t c _ < <(best 3 "$LOAD" "$big")
 awk -v s="$size" -v t="$t" -v c="$c" 'BEGIN{ printf "%-28s %6.1f MB  read %.2f s = %4.0f MB/s (target >= 100); cpu %.2f s\n", "pprof-100MB.pb", s/1e6, t, s/1e6/t, c }'
 if command -v go >/dev/null; then
-  read -r tg cg < <(best 1 "${go_env[@]}" go tool pprof -top -symbolize=none "$big")
+  read -r tg cg _ < <(best 1 "${go_env[@]}" go tool pprof -top -symbolize=none "$big")
   awk -v t="$t" -v tg="$tg" -v cg="$cg" 'BEGIN{ printf "%-28s go tool pprof -top %.2f s (cpu %.2f s): cfghub reads %.1fx faster\n", "", tg, cg, tg/t }'
 fi
 
 out=$(mktemp -d)
-read -r tw _ < <(best 3 "$WRITE" "$million" "$out/out.pb")
+read -r tw _ _ < <(best 3 "$WRITE" "$million" "$out/out.pb")
 "$WRITE" "$million" "$out/out.pb" | sed 's/^/  /'
 awk -v t="$tw" 'BEGIN{ printf "%-28s load + write %.2f s\n", "pprof-1M-samples.pb", t }'
 if command -v go >/dev/null; then
-  read -r tg _ < <(best 1 "${go_env[@]}" go tool pprof -proto -symbolize=none -output "$out/go.pb.gz" "$million")
+  read -r tg _ _ < <(best 1 "${go_env[@]}" go tool pprof -proto -symbolize=none -output "$out/go.pb.gz" "$million")
   awk -v tg="$tg" 'BEGIN{ printf "%-28s go tool pprof -proto (read + write) %.2f s\n", "", tg }'
 fi
 rm -rf "$out"
 
-read -r tz cz < <(best 3 gzip -dc "$big.gz")
-read -r tc cc < <(best 3 "$LOAD" "$big.gz")
+read -r tz cz _ < <(best 3 gzip -dc "$big.gz")
+read -r tc cc _ < <(best 3 "$LOAD" "$big.gz")
 awk -v tz="$tz" -v tc="$tc" -v cz="$cz" -v cc="$cc" 'BEGIN{ printf "%-28s gzip -dc %.2f s (cpu %.2f), cfghub read %.2f s (cpu %.2f): ratio %.2f (target <= 1.15)\n", "pprof-100MB.pb.gz", tz, cz, tc, cc, tc/tz }'
