@@ -590,10 +590,7 @@ where
         }
         _ => {}
     }
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = parent_dir(&target);
     let temp = tempfile::Builder::new()
         .prefix(".cfghub-")
         .suffix(".partial")
@@ -661,10 +658,7 @@ where
         }
         Err(_) => false,
     };
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = parent_dir(&target);
     let temp = tempfile::Builder::new()
         .prefix(".cfghub-")
         .suffix(".partial")
@@ -742,6 +736,15 @@ fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// The folder an output is made in (its temporary file or folder sits beside it): the path's
+/// parent, or `.` for a bare name.
+fn parent_dir(target: &Path) -> PathBuf {
+    match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 /// Temporary files are private (0600); an output gets the permissions of the file it replaces,

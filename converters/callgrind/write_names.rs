@@ -11,7 +11,6 @@
 //! indexes the written id and whether the current part has defined it.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::write_text::{put_num, Out};
 use crate::ir::{FileId, Profile};
@@ -24,7 +23,7 @@ pub(super) const NO_NAME: u32 = u32::MAX;
 pub(super) struct NameTable {
     /// Key of every name seen, by the name's hash ([`name_hash`]): the name is stored once, in
     /// `names`. A name whose hash is taken by another name goes to `collided`.
-    by_hash: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    by_hash: rustc_hash::FxHashMap<u64, u32>,
     collided: HashMap<String, u32>,
     /// Name of every key.
     names: Vec<String>,
@@ -154,24 +153,6 @@ fn name_hash(bytes: &[u8]) -> u64 {
     h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
     // Mix the high bits down: the table indexes by the low bits.
     h ^ (h >> 29)
-}
-
-/// A hasher for keys that are hashes already.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | b as u64;
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@
 //!   cannot be profile.proto are refused at the first of them, not after holding them all.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::wire::{Cursor, FIXED32, FIXED64, LEN, VARINT};
@@ -920,26 +919,8 @@ fn read_headers(profile: &mut Profile, t: &Top, strings: &Strings, findings: &mu
     Ok(())
 }
 
-/// A hasher for keys that are hashes already.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-/// First entry of each hash's chain.
-type Heads = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+/// First entry of each hash's chain (FxHash of a hash: one multiply).
+type Heads = rustc_hash::FxHashMap<u64, u32>;
 
 /// Mixes `v` into the hash `h` (the multiply-rotate of FxHash).
 #[inline]
