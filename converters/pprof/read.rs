@@ -19,7 +19,6 @@
 //!   cannot be profile.proto are refused at the first of them, not after holding them all.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::wire::{Cursor, FIXED32, FIXED64, LEN, VARINT};
 use super::{keys, PID_LABEL, THREAD_LABEL};
@@ -55,6 +54,7 @@ pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findi
     let mut bytes: Vec<u8> = Vec::new();
     reserve(&mut bytes, size.unwrap_or(0).min(1 << 32) as usize)?;
     let mut early = Vec::new();
+    let mut samples = SampleSet::new();
     let mut scan = Scan::default();
     loop {
         // An error names no file: the caller's name for the input is used.
@@ -69,10 +69,11 @@ pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findi
         // A legacy profile fails the scan at once: say what it is rather than what the scan saw.
         scan.advance(&bytes).map_err(|e| refuse_legacy(&bytes).err().unwrap_or(e))?;
         for run in scan.complete.drain(..) {
-            early.push((run, decode_run(&bytes, run)?));
+            samples.absorb(&[decode_run(&bytes, run)?]);
+            early.push(run);
         }
     }
-    read_with_early(&bytes, early, findings)
+    read_with_early(&bytes, early, samples, findings)
 }
 
 /// Makes room for `more` bytes of a stream held whole, or says that it does not fit.
@@ -531,7 +532,7 @@ impl<'a> Strings<'a> {
 
 /// Reads a whole decompressed profile.proto.
 pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
-    read_with_early(bytes, Vec::new(), findings)
+    read_with_early(bytes, Vec::new(), SampleSet::new(), findings)
 }
 
 /// What a legacy pprof profile (the formats before profile.proto) starts with, when `bytes` is
@@ -585,10 +586,12 @@ fn refuse_legacy(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Reads a whole profile whose first runs of samples were decoded already (`early`).
+/// Reads a whole profile whose first runs of samples (`early`) were decoded into `samples`
+/// already.
 fn read_with_early(
     bytes: &[u8],
-    early: Vec<(SampleRun, RawRun)>,
+    early: Vec<SampleRun>,
+    mut samples: SampleSet,
     findings: &mut Findings,
 ) -> Result<Profile> {
     refuse_legacy(bytes)?;
@@ -657,8 +660,9 @@ fn read_with_early(
         profile.frame_sources.pop();
     }
 
-    // Samples become stacks: the runs not decoded while the input arrived are decoded and
-    // resolved side by side, each run's raw stacks dropped as soon as they are resolved.
+    // Samples become stacks: the runs not decoded while the input arrived are decoded side by
+    // side; equal samples are merged by their location ids and labels as runs are decoded, and
+    // only the distinct ones are expanded into frames.
     use rayon::prelude::*;
     let ctx = SampleContext {
         nvalues: t.sample_types.len(),
@@ -667,37 +671,37 @@ fn read_with_early(
         location_ids: &location_ids,
         location_run: &location_run,
         location_frames: &location_frames,
-        frames_used: AtomicU64::new(0),
         frame_budget: (bytes.len() as u64).saturating_mul(FRAMES_PER_BYTE).max(MIN_FRAME_BUDGET),
         bytes: bytes.len() as u64,
     };
-    let done = early.iter().zip(&t.sample_runs).take_while(|((e, _), r)| e == *r).count();
-    let mut resolved: Vec<Result<Decoded>> =
-        early.into_par_iter().take(done).map(|(_, raw)| ctx.resolve(raw)).collect();
-    resolved.par_extend(
-        t.sample_runs[done..].par_iter().map(|&run| decode_run(bytes, run).and_then(|raw| ctx.resolve(raw))),
-    );
+    let done = if t.sample_runs.starts_with(&early) {
+        early.len()
+    } else {
+        samples = SampleSet::new();
+        0
+    };
+    // A few runs per thread at a time: decoded side by side, then merged shard by shard.
+    for runs in t.sample_runs[done..].chunks(2 * rayon::current_num_threads()) {
+        let runs: Vec<Result<RawRun>> = runs.par_iter().map(|&run| decode_run(bytes, run)).collect();
+        samples.absorb(&runs.into_iter().collect::<Result<Vec<_>>>()?);
+    }
+    let Decoded { stacks, other_labels } = ctx.resolve(samples)?;
     let mut processes: Vec<Process> = Vec::new();
     let mut merged: Vec<StackSet> = Vec::new();
-    let mut other_labels = 0u64;
     let mut leaves = LeafSamples::new(&t, &mapping_ids, images.len());
-    for run in resolved {
-        let run = run?;
-        other_labels += run.other_labels;
-        for (pid, leaf, stack) in run.stacks {
-            let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
-                Some(p) => p,
-                None => {
-                    processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
-                    merged.push(StackSet::default());
-                    processes.len() - 1
-                }
-            };
-            if let (0, Some(leaf)) = (p, leaf) {
-                leaves.add(leaf, &stack.values);
+    for (pid, leaf, stack) in stacks {
+        let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
+            Some(p) => p,
+            None => {
+                processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
+                merged.push(StackSet::default());
+                processes.len() - 1
             }
-            merged[p].add(&mut processes[p].stacks, stack);
+        };
+        if let (0, Some(leaf)) = (p, leaf) {
+            leaves.add(leaf, &stack.values);
         }
+        merged[p].add(&mut processes[p].stacks, stack);
     }
     if other_labels > 0 {
         findings.warn(
@@ -966,8 +970,7 @@ struct SampleContext<'a> {
     location_ids: &'a IdMap,
     location_run: &'a [(u32, u32)],
     location_frames: &'a [FrameId],
-    /// Frames given to stacks so far, against `frame_budget`.
-    frames_used: AtomicU64,
+    /// Frames the profile's stacks may hold in all.
     frame_budget: u64,
     /// The input's size, for messages.
     bytes: u64,
@@ -979,9 +982,19 @@ struct Decoded {
     other_labels: u64,
 }
 
-/// One distinct sample of a run: its location ids, numeric labels and values, as ranges of
-/// the run's lists; where it first occurs; how many samples it stands for.
+/// Samples are spread over this many shards by their hash: equal samples land in the same
+/// shard, so shards merge side by side, each with a table small enough to stay in cache.
+const SHARDS: usize = 64;
+
+/// The shard of a sample's hash (its top bits, the best mixed).
+fn shard_of(hash: u64) -> usize {
+    (hash >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+/// A sample, or equal samples merged: its location ids, numeric labels and values, as ranges
+/// of its list's arenas; its hash; where it first occurs; how many samples it stands for.
 struct RawStack {
+    hash: u64,
     locs: (usize, usize),
     /// The location ids are in `wide` (some is beyond `u32`), else in `locs`.
     wide: bool,
@@ -990,21 +1003,153 @@ struct RawStack {
     sample: usize,
     at: u64,
     occurrences: u64,
+    /// The next stack of a merged list with the same hash (`u32::MAX`: none).
     next: u32,
 }
 
-/// A run of samples as the wire says them, equal samples merged: location ids not resolved
-/// yet, labels whose keys are not known to be `thread` or `pid` yet.
-struct RawRun {
+/// Samples as the wire says them, location ids not resolved yet, labels whose keys are not
+/// known to be `thread` or `pid` yet.
+#[derive(Default)]
+struct SampleList {
     stacks: Vec<RawStack>,
-    heads: Heads,
     locs: Vec<u32>,
     wide: Vec<u64>,
     /// (key, number) of numeric labels, by key, the last of each key in a sample.
     labels: Vec<(u64, u64)>,
     values: Vec<f64>,
+}
+
+impl SampleList {
+    fn same_locs(&self, r: &RawStack, other: &SampleList, o: &RawStack) -> bool {
+        r.wide == o.wide
+            && if r.wide {
+                self.wide[r.locs.0..r.locs.1] == other.wide[o.locs.0..o.locs.1]
+            } else {
+                self.locs[r.locs.0..r.locs.1] == other.locs[o.locs.0..o.locs.1]
+            }
+    }
+
+    /// Appends the sample in `s` (number `sample`, at byte `at`, labels by key).
+    fn push(&mut self, s: &Scratch, hash: u64, sample: usize, at: u64) {
+        let wide = s.locs.iter().any(|&l| l >= u32::MAX as u64);
+        let locs = if wide {
+            self.wide.extend_from_slice(&s.locs);
+            (self.wide.len() - s.locs.len(), self.wide.len())
+        } else {
+            self.locs.extend(s.locs.iter().map(|&l| l as u32));
+            (self.locs.len() - s.locs.len(), self.locs.len())
+        };
+        self.labels.extend_from_slice(&s.labels);
+        self.values.extend_from_slice(&s.values);
+        self.stacks.push(RawStack {
+            hash,
+            locs,
+            wide,
+            labels: (self.labels.len() - s.labels.len(), self.labels.len()),
+            values: (self.values.len() - s.values.len(), self.values.len()),
+            sample,
+            at,
+            occurrences: 1,
+            next: u32::MAX,
+        });
+    }
+
+    /// Appends a copy of `o` of list `from`, as the first of its hash's chain after `next`.
+    fn push_copy(&mut self, from: &SampleList, o: &RawStack, next: u32) {
+        let locs = if o.wide {
+            self.wide.extend_from_slice(&from.wide[o.locs.0..o.locs.1]);
+            (self.wide.len() - (o.locs.1 - o.locs.0), self.wide.len())
+        } else {
+            self.locs.extend_from_slice(&from.locs[o.locs.0..o.locs.1]);
+            (self.locs.len() - (o.locs.1 - o.locs.0), self.locs.len())
+        };
+        self.labels.extend_from_slice(&from.labels[o.labels.0..o.labels.1]);
+        self.values.extend_from_slice(&from.values[o.values.0..o.values.1]);
+        self.stacks.push(RawStack {
+            locs,
+            labels: (self.labels.len() - (o.labels.1 - o.labels.0), self.labels.len()),
+            values: (self.values.len() - (o.values.1 - o.values.0), self.values.len()),
+            next,
+            ..*o
+        });
+    }
+}
+
+/// A run of samples as decoded, spread over the shards by hash, not merged yet.
+struct RawRun {
+    shards: Vec<SampleList>,
     /// Labels that cannot be `thread` or `pid` (a string value, or no number).
     other_labels: u64,
+}
+
+/// One shard of the profile's distinct samples, equal ones merged, with its hash table.
+#[derive(Default)]
+struct MergedShard {
+    list: SampleList,
+    heads: Heads,
+}
+
+impl MergedShard {
+    /// Adds the samples of `from` (of this shard), merged with equal ones; each keeps the
+    /// number and place of its first occurrence.
+    fn absorb(&mut self, from: &SampleList) {
+        'samples: for o in &from.stacks {
+            let first = self.heads.get(&o.hash).copied().unwrap_or(u32::MAX);
+            let mut k = first;
+            while k != u32::MAX {
+                let r = &self.list.stacks[k as usize];
+                if self.list.same_locs(r, from, o)
+                    && self.list.labels[r.labels.0..r.labels.1] == from.labels[o.labels.0..o.labels.1]
+                    && r.values.1 - r.values.0 == o.values.1 - o.values.0
+                {
+                    let r = &mut self.list.stacks[k as usize];
+                    r.occurrences += o.occurrences;
+                    let (values, summed) = (&from.values[o.values.0..o.values.1], r.values);
+                    for (a, b) in self.list.values[summed.0..summed.1].iter_mut().zip(values) {
+                        *a += b;
+                    }
+                    continue 'samples;
+                }
+                k = r.next;
+            }
+            self.heads.insert(o.hash, self.list.stacks.len() as u32);
+            self.list.push_copy(from, o, first);
+        }
+    }
+}
+
+/// The profile's distinct samples, equal ones (same locations, labels and number of values)
+/// merged as runs are decoded, values summed.
+struct SampleSet {
+    shards: Vec<MergedShard>,
+    other_labels: u64,
+}
+
+impl SampleSet {
+    fn new() -> SampleSet {
+        SampleSet { shards: (0..SHARDS).map(|_| MergedShard::default()).collect(), other_labels: 0 }
+    }
+
+    /// Merges decoded runs, in their order, shard by shard side by side.
+    fn absorb(&mut self, runs: &[RawRun]) {
+        use rayon::prelude::*;
+        self.shards.par_iter_mut().enumerate().for_each(|(s, shard)| {
+            for run in runs {
+                shard.absorb(&run.shards[s]);
+            }
+        });
+        self.other_labels += runs.iter().map(|r| r.other_labels).sum::<u64>();
+    }
+
+    /// The distinct samples in the order they first occur, as (shard, index).
+    fn in_order(&self) -> Vec<(u32, u32)> {
+        let mut order: Vec<(usize, u32, u32)> = Vec::new();
+        for (s, shard) in self.shards.iter().enumerate() {
+            order.extend(shard.list.stacks.iter().enumerate().map(|(i, r)| (r.sample, s as u32, i as u32)));
+        }
+        order.sort_unstable();
+        order.into_iter().map(|(_, s, i)| (s, i)).collect()
+    }
 }
 
 /// One sample's fields, before it is merged into its run.
@@ -1015,79 +1160,28 @@ struct Scratch {
     values: Vec<f64>,
 }
 
-impl RawRun {
-    /// Adds the sample in `s` (number `sample`, at byte `at`), merged with an equal one.
-    fn add(&mut self, s: &mut Scratch, sample: usize, at: u64) {
-        // Labels by key, the last of each key winning (as they are read).
-        s.labels.reverse();
-        s.labels.sort_by_key(|&(k, _)| k);
-        s.labels.dedup_by_key(|&mut (k, _)| k);
-        let wide = s.locs.iter().any(|&l| l >= u32::MAX as u64);
-        let mut h = mix(s.values.len() as u64, s.locs.len() as u64);
-        for &l in &s.locs {
+impl Scratch {
+    /// Puts labels in order of key, the last of each key winning (as they are read), and
+    /// gives the hash that equal samples share.
+    fn normalize_and_hash(&mut self) -> u64 {
+        self.labels.reverse();
+        self.labels.sort_by_key(|&(k, _)| k);
+        self.labels.dedup_by_key(|&mut (k, _)| k);
+        let mut h = mix(self.values.len() as u64, self.locs.len() as u64);
+        for &l in &self.locs {
             h = mix(h, l);
         }
-        for &(k, v) in &s.labels {
+        for &(k, v) in &self.labels {
             h = mix(mix(h, k), v);
         }
-        let mut k = self.heads.get(&h).copied().unwrap_or(u32::MAX);
-        while k != u32::MAX {
-            let r = &mut self.stacks[k as usize];
-            let same_locs = if r.wide {
-                wide && self.wide[r.locs.0..r.locs.1] == s.locs[..]
-            } else {
-                !wide
-                    && r.locs.1 - r.locs.0 == s.locs.len()
-                    && self.locs[r.locs.0..r.locs.1].iter().zip(&s.locs).all(|(&a, &b)| a as u64 == b)
-            };
-            if same_locs
-                && self.labels[r.labels.0..r.labels.1] == s.labels[..]
-                && r.values.1 - r.values.0 == s.values.len()
-            {
-                for (a, b) in self.values[r.values.0..r.values.1].iter_mut().zip(&s.values) {
-                    *a += b;
-                }
-                r.occurrences += 1;
-                return;
-            }
-            k = r.next;
-        }
-        let locs = if wide {
-            self.wide.extend_from_slice(&s.locs);
-            (self.wide.len() - s.locs.len(), self.wide.len())
-        } else {
-            self.locs.extend(s.locs.iter().map(|&l| l as u32));
-            (self.locs.len() - s.locs.len(), self.locs.len())
-        };
-        self.labels.extend_from_slice(&s.labels);
-        self.values.extend_from_slice(&s.values);
-        let i = self.stacks.len() as u32;
-        let next = self.heads.insert(h, i).unwrap_or(u32::MAX);
-        self.stacks.push(RawStack {
-            locs,
-            wide,
-            labels: (self.labels.len() - s.labels.len(), self.labels.len()),
-            values: (self.values.len() - s.values.len(), self.values.len()),
-            sample,
-            at,
-            occurrences: 1,
-            next,
-        });
+        h
     }
 }
 
 /// Decodes the samples of `run` (top-level fields of `bytes`); ids are resolved by
 /// [`SampleContext::resolve`] once the tables are known.
 fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
-    let mut out = RawRun {
-        stacks: Vec::new(),
-        heads: Heads::default(),
-        locs: Vec::new(),
-        wide: Vec::new(),
-        labels: Vec::new(),
-        values: Vec::new(),
-        other_labels: 0,
-    };
+    let mut out = RawRun { shards: (0..SHARDS).map(|_| SampleList::default()).collect(), other_labels: 0 };
     let mut s = Scratch::default();
     let mut top = Cursor::new(&bytes[run.start..run.end], run.start as u64);
     let mut i = run.first;
@@ -1131,7 +1225,8 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
                 (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
             }
         }
-        out.add(&mut s, i, at);
+        let hash = s.normalize_and_hash();
+        out.shards[shard_of(hash)].push(&s, hash, i, at);
         i += 1;
     }
     Ok(out)
@@ -1140,13 +1235,17 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
 impl SampleContext<'_> {
     /// Resolves a run's location ids into frames (root first) and its labels into threads and
     /// processes; checks the number of values and the frames stacks may hold.
-    fn resolve(&self, run: RawRun) -> Result<Decoded> {
-        let mut out =
-            Decoded { stacks: Vec::with_capacity(run.stacks.len()), other_labels: run.other_labels };
+    fn resolve(&self, set: SampleSet) -> Result<Decoded> {
+        let order = set.in_order();
+        let mut out = Decoded { stacks: Vec::with_capacity(order.len()), other_labels: set.other_labels };
+        let stacks = || {
+            order.iter().map(|&(s, i)| {
+                let list = &set.shards[s as usize].list;
+                (list, &list.stacks[i as usize])
+            })
+        };
         // The first sample with the wrong number of values is the one reported.
-        if let Some(r) =
-            run.stacks.iter().filter(|r| r.values.1 - r.values.0 != self.nvalues).min_by_key(|r| r.sample)
-        {
+        if let Some((_, r)) = stacks().find(|(_, r)| r.values.1 - r.values.0 != self.nvalues) {
             return Err(bad(
                 r.at,
                 format!(
@@ -1158,7 +1257,8 @@ impl SampleContext<'_> {
             ));
         }
         let mut ids: Vec<u64> = Vec::new();
-        for r in &run.stacks {
+        let mut frames_used = 0u64;
+        for (run, r) in stacks() {
             let i = r.sample;
             ids.clear();
             if r.wide {
@@ -1173,8 +1273,8 @@ impl SampleContext<'_> {
                 })?;
                 total += self.location_run[l as usize].1 as u64;
             }
-            let used = self.frames_used.fetch_add(total, Ordering::Relaxed).saturating_add(total);
-            if used > self.frame_budget {
+            frames_used = frames_used.saturating_add(total);
+            if frames_used > self.frame_budget {
                 return Err(bad(
                     r.at,
                     format!(
