@@ -5,7 +5,12 @@
 //!
 //! In `<input>.expected/`:
 //! - `info.txt` is what `cfghub info <input>` prints;
-//! - `to-<format>` is what `cfghub convert <input> --to <format> -o -` writes.
+//! - `to-<format>` is what `cfghub convert <input> --to <format> -o -` writes;
+//! - for a DCFG-trace `<name>.trace.json`, whose DCFG is `<name>.dcfg.json` beside it when there
+//!   is one: `trace-edges`, `trace-timeline` and `trace-stats.json` are what `cfghub trace edges`,
+//!   `trace timeline` and `trace stats --json` print for it (with `--dcfg <name>.dcfg.json`), and
+//!   `replayed-to-<format>` what `cfghub convert <name>.dcfg.json --trace <input> --to <format>
+//!   -o -` writes.
 //!
 //! The `memory:` line of `info` (how many bytes the model takes) is left out of the comparison:
 //! it follows the model's layout, not the input, and has tests of its own.
@@ -43,11 +48,35 @@ fn cases() -> Vec<(PathBuf, PathBuf)> {
 
 /// The arguments of the command an expected file names.
 fn command(input: &str, expected: &str) -> Vec<String> {
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     if expected == "info.txt" {
-        return vec!["info".into(), input.into()];
+        return owned(&["info", input]);
     }
-    let format = expected.strip_prefix("to-").unwrap_or_else(|| panic!("unknown golden file {expected}"));
-    ["convert", input, "--to", format, "-o", "-"].map(String::from).to_vec()
+    if let Some(format) = expected.strip_prefix("to-") {
+        return owned(&["convert", input, "--to", format, "-o", "-"]);
+    }
+    let dcfg = input.strip_suffix(".trace.json").map(|stem| format!("{stem}.dcfg.json"));
+    let dcfg = dcfg.filter(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join(d).is_file());
+    let with_dcfg = |mut args: Vec<String>| {
+        if let Some(d) = &dcfg {
+            args.extend(["--dcfg".to_string(), d.clone()]);
+        }
+        args
+    };
+    match expected {
+        "trace-edges" => with_dcfg(owned(&["trace", "edges", input])),
+        "trace-timeline" => with_dcfg(owned(&["trace", "timeline", input])),
+        "trace-stats.json" => with_dcfg(owned(&["trace", "stats", input, "--json"])),
+        _ => {
+            let format = expected.strip_prefix("replayed-to-");
+            match (format, &dcfg) {
+                (Some(format), Some(d)) => {
+                    owned(&["convert", d, "--trace", input, "--to", format, "-o", "-"])
+                }
+                _ => panic!("unknown golden file {expected} for {input}"),
+            }
+        }
+    }
 }
 
 fn relative(path: &Path) -> String {

@@ -165,7 +165,7 @@ fn go_tool_pprof_reads_what_cfghub_writes_from_every_kind_of_profile() {
         common::fixture("dcfg/hello-world.dcfg.json"),
         common::fixture("dcfg/two-processes.dcfg.json"),
         common::fixture("dcpi/alpha-cycles.dcpi"),
-        common::fixture("dcfg-trace/small.folded"),
+        common::fixture("dcfg-trace/small.trace.json.expected/replayed-to-folded"),
     ];
     for input in inputs {
         let stem = input.file_name().unwrap().to_str().unwrap().replace('.', "_");

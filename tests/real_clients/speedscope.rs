@@ -127,7 +127,7 @@ fn speedscope_imports_what_cfghub_writes() {
     let d = dir.path();
     let cases = [
         // Stacks as they are.
-        ("dcfg-trace/small.folded", "stacks-from-folded", 1),
+        ("dcfg-trace/small.trace.json.expected/replayed-to-folded", "stacks-from-folded", 1),
         // A DCFG: stacks estimated from its call graph, one profile per process.
         ("dcfg/two-processes.dcfg.json", "stacks-from-dcfg", 2),
         // Estimated stacks from a Callgrind profile with instruction positions.
