@@ -457,7 +457,8 @@ fn routine_name(g: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{counts, validate};
+    use crate::analysis::counts;
+    use crate::converters::dcfg::validate;
 
     #[test]
     fn generated_profiles_obey_every_rule_and_counts_agree() {

@@ -11,6 +11,8 @@
 //! an unconditional jump (`jump=count target`) or a conditional one
 //! (`jcnd=followed/executed target`), each followed by its source position.
 
+mod branch_pairs;
+mod functions;
 mod parse;
 mod read;
 mod write;

@@ -70,8 +70,9 @@ mod write_names;
 #[path = "write_text.rs"]
 mod write_text;
 
+use super::branch_pairs;
 use crate::analysis::source::{Part, SourceIndex};
-use crate::analysis::{addresses, blocks, branch_pairs, callgraph, counts, names, routines, stacks};
+use crate::analysis::{addresses, blocks, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;

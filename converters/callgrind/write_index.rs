@@ -1,14 +1,14 @@
 //! Look-up tables the Callgrind writer builds once per part, so that writing a cost line or an
 //! edge is array indexing: source lines by address, blocks by address, the function of every
 //! symbol and block with its name compressed (the facts behind them are
-//! [`crate::analysis::functions`]), and which edges write something (the pairing of
-//! conditionals with their fall-throughs is [`crate::analysis::branch_pairs`]).
+//! [`crate::converters::callgrind::functions`]), and which edges write something (the pairing of
+//! conditionals with their fall-throughs is [`crate::converters::callgrind::branch_pairs`]).
 
 use std::borrow::Cow;
 
-use crate::analysis::branch_pairs::BranchPairs;
-use crate::analysis::functions::{self, BlockEnds, FunctionName};
 use crate::analysis::source::SourceIndex;
+use crate::converters::callgrind::branch_pairs::BranchPairs;
+use crate::converters::callgrind::functions::{self, BlockEnds, FunctionName};
 use crate::ir::{BlockRef, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 
 use super::write_names::NameTable;

@@ -2,6 +2,7 @@
 //! (usually `*.dcfg.json.bz2`). Format version 1.00; see docs/formats/dcfg.md for the mapping.
 
 mod read;
+pub mod validate;
 mod write;
 
 use crate::registry::Format;
@@ -30,7 +31,7 @@ pub static FORMAT: Format = Format {
         "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",
     ),
     // The structural and arithmetic rules of the DCFG spec.
-    validator: Some(crate::analysis::validate::check),
+    validator: Some(validate::check),
     ..Format::NONE
 };
 

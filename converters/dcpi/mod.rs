@@ -12,6 +12,7 @@
 //! Model: one process (pid 0), one image (`path`, `tstart`, `tsize`), one event, one
 //! [`Cost`](crate::ir::Cost) per slot at its offset from `tstart`. See docs/formats/dcpi.md.
 
+pub mod by_offset;
 pub mod cat;
 pub mod model;
 pub mod read;

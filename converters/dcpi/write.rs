@@ -9,9 +9,9 @@
 
 use std::io::Write;
 
+use super::by_offset::ByOffset;
 use super::model::{choose_event, choose_image, event_specs, gcd, is_dcpi_family, step_of_gaps};
 use super::read::{parse_version, REQUIRED};
-use crate::analysis::by_offset::ByOffset;
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
 use crate::registry::WriteOptions;

@@ -1,8 +1,9 @@
 //! DCFG: real files made by Pin, and the project's own fixtures with their expected `info`.
 
 use crate::common;
-use cfghub::analysis::{counts, validate};
+use cfghub::analysis::counts;
 use cfghub::convert::load;
+use cfghub::converters::dcfg::validate;
 use cfghub::ir::{EdgeKind, NodeRef};
 use cfghub::registry::ReadOptions;
 

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::analysis::by_offset::ByOffset;
+use crate::converters::dcpi::by_offset::ByOffset;
 use crate::converters::dcpi::model::{base_name, choose_image, event_specs, is_dcpi_family};
 use crate::converters::dcpi::write::io_err;
 use crate::error::{Error, Findings, Result};

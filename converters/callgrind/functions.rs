@@ -5,8 +5,8 @@
 
 use std::borrow::Cow;
 
-use super::names;
-use super::source::SourceIndex;
+use crate::analysis::names;
+use crate::analysis::source::SourceIndex;
 use crate::ir::{FileId, Process, Profile, Routine};
 
 /// "No routine" in [`BlockEnds::routine`].
