@@ -487,6 +487,51 @@ impl<R: Read> JsonReader<R> {
         Ok(())
     }
 
+    /// The byte at `pos`, refilling first at the end of a chunk; `None` at the end of the input.
+    fn byte_here(&mut self) -> Result<Option<u8>> {
+        if self.pos >= self.end && !self.refill()? {
+            return Ok(None);
+        }
+        Ok(Some(self.buf[self.pos]))
+    }
+
+    /// Consumes decimal digits; how many there were.
+    fn skip_digits(&mut self) -> Result<usize> {
+        let mut n = 0;
+        while let Some(b'0'..=b'9') = self.byte_here()? {
+            self.pos += 1;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Skips a number, its form checked but its value not computed: skipped columns of
+    /// fractions (the sample times of a profile) are millions of numbers.
+    fn skip_number(&mut self) -> Result<()> {
+        if self.byte_here()? == Some(b'-') {
+            self.pos += 1;
+        }
+        if self.skip_digits()? == 0 {
+            return Err(self.error("expected a digit"));
+        }
+        if self.byte_here()? == Some(b'.') {
+            self.pos += 1;
+            if self.skip_digits()? == 0 {
+                return Err(self.error("expected a digit after `.`"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.byte_here()? {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.byte_here()? {
+                self.pos += 1;
+            }
+            if self.skip_digits()? == 0 {
+                return Err(self.error("expected a digit in the exponent"));
+            }
+        }
+        Ok(())
+    }
+
     /// Skips one value of any kind without building it (and without recursion).
     fn skip(&mut self) -> Result<()> {
         let mut depth = 0u32;
@@ -516,9 +561,7 @@ impl<R: Read> JsonReader<R> {
                     self.string_slow()?;
                     self.scratch.clear();
                 }
-                b'-' | b'0'..=b'9' => {
-                    self.number(de::IgnoredAny)?;
-                }
+                b'-' | b'0'..=b'9' => self.skip_number()?,
                 b't' => self.literal(b"true")?,
                 b'f' => self.literal(b"false")?,
                 b'n' => self.literal(b"null")?,
@@ -679,6 +722,17 @@ impl<'de, R: Read> de::Deserializer<'de> for &mut JsonReader<R> {
         result.map_err(|e| self.place(e))
     }
 
+    /// `null` is `None`; any other value is `Some` of it (so that `Option<i64>` and the like
+    /// read numbers).
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if self.peek_or_eof("a value")? == b'n' {
+            self.literal(b"null").map_err(|e| self.place(e))?;
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         self.skip()?;
         visitor.visit_unit()
@@ -706,7 +760,7 @@ impl<'de, R: Read> de::Deserializer<'de> for &mut JsonReader<R> {
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
         tuple_struct map struct enum identifier
     }
 }
@@ -867,6 +921,22 @@ mod tests {
         );
         assert!(indented.len() > CHUNK);
         assert_eq!(parse::<Vec<u64>>(&indented).unwrap(), (0..n).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn options_and_skipped_numbers() {
+        let v: Vec<Option<i64>> = parse("[null, 3, -1, null]").unwrap();
+        assert_eq!(v, [None, Some(3), Some(-1), None]);
+        let v: Option<Vec<u64>> = parse("null").unwrap();
+        assert_eq!(v, None);
+        // Skipped numbers of every form, across the edge of a chunk; malformed ones refused.
+        let times: Vec<String> = (0..200_000).map(|i| format!("{}.{:03}", i, i % 1000)).collect();
+        let text = format!("[[{}, -1e-5, 2E+7, 0.5], 7]", times.join(","));
+        let v: (de::IgnoredAny, u64) = parse(&text).unwrap();
+        assert_eq!(v.1, 7);
+        for bad in ["[1.]", "[-]", "[1e]", "[1.e5]", "[--1]"] {
+            assert!(parse::<de::IgnoredAny>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

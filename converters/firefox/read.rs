@@ -6,7 +6,9 @@
 //! inline depth; a function names its resource, and a resource (or, from version 70, the
 //! frame) its library. The reader sums each thread's sample weights per stack first, then
 //! walks the prefix chain once per stack that was sampled, so a profile of millions of
-//! samples walks each distinct stack once.
+//! samples walks each distinct stack once. The JSON is parsed as it arrives, with
+//! [`crate::json::JsonReader`] (from the file, or from the thread that inflates it): no copy
+//! of the text is held, and parsing overlaps inflating.
 //!
 //! Model: a process per distinct `pid`, a thread per distinct `tid` in it (in order of first
 //! appearance), one event per weight type (`samples`, `tracing-ms`, `bytes`; a file cfghub
@@ -15,42 +17,62 @@
 //! `LIBRARY+0x1139`, which `crate::symbolize` names from the library's binary.
 
 use std::collections::HashMap;
+use std::io::Read;
 
-use super::schema::{Column, File, FrameTable, FuncTable, Lib, ResourceTable, Sources, StackTable, Thread};
+use serde::de::DeserializeSeed;
+
+use super::schema::{
+    Column, File, FileSeed, FrameTable, FuncTable, Lib, ResourceTable, Seen, Sources, StackTable, Thread,
+};
 use super::{is_kernel_image, KERNEL_SUFFIX, NEWEST_VERSION, OLDEST_VERSION};
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
 use crate::ir::{Event, FileId, FrameId, FrameSource, Image, Meta, Process, Profile, Stack};
+use crate::json::JsonReader;
 use crate::registry::ReadOptions;
 
 const HINT: &str = "expected the Firefox Profiler's processed profile format (JSON, gzip-compressed \
                     or plain), as `samply record --save-only` or the profiler's download writes it";
 
-/// Reads a whole processed profile (decompressed already by [`crate::io`]).
+/// Reads a whole processed profile from its stream: the JSON is parsed as it arrives (from
+/// the file, or from the thread that decompresses it), never held whole.
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    read_bytes(input.bytes()?, findings)
+    read_from(input.stream(), findings)
 }
 
 /// Reads a processed profile from its JSON text.
 pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
-    let file: File = match serde_json::from_slice(bytes) {
-        Ok(file) => file,
-        Err(e) => {
-            // A file of another version or a Gecko profile is refused as such.
-            if let Ok(probe) = serde_json::from_slice::<super::schema::Probe>(bytes) {
-                let newer = probe.meta.preprocessed_profile_version.as_ref().and_then(|v| v.as_u64());
-                if probe.gecko() || newer.is_some_and(|v| v > NEWEST_VERSION) {
-                    let meta_only = File { meta: probe.meta, ..File::default() };
-                    version_of(&meta_only)?;
-                }
-            }
-            return Err(Error::input(format!("not a processed profile: {e}"))
-                .at_line(e.line() as u64)
-                .with_hint(HINT));
-        }
-    };
+    read_from(bytes, findings)
+}
+
+fn read_from(input: impl Read, findings: &mut Findings) -> Result<Profile> {
+    let file = parse(input)?;
     let version = version_of(&file)?;
     Reader::new(&file, version).read(findings)
+}
+
+/// The file's tables. A file of a newer version, or a Gecko profile, that does not parse is
+/// refused as such, by what its top level showed before parsing stopped.
+fn parse(input: impl Read) -> Result<File> {
+    let mut seen = Seen::default();
+    let mut json = JsonReader::new(input);
+    let parsed = FileSeed(&mut seen).deserialize(&mut json).and_then(|file| json.end().map(|()| file));
+    let e = match parsed {
+        Ok(file) => return Ok(file),
+        Err(e) => json.place(e),
+    };
+    if let Some(meta) = seen.meta {
+        let newer = meta.preprocessed_profile_version.as_ref().and_then(|v| v.as_u64());
+        if seen.gecko || newer.is_some_and(|v| v > NEWEST_VERSION) {
+            version_of(&File { meta, ..File::default() })?;
+        }
+    }
+    if e.io {
+        // The decompressor's own message, which says where the compressed data went wrong.
+        return Err(Error::input(e.message.clone()));
+    }
+    let what = if e.eof { "the JSON ends too early (truncated file?)" } else { "not a processed profile" };
+    Err(Error::input(format!("{what}: {e}")).at_line(e.line).with_hint(HINT))
 }
 
 /// The file's processed-profile version, refused unless cfghub reads it.
@@ -145,7 +167,7 @@ impl<'a> Tables<'a> {
                 "the stack table has no prefix column".into(),
             ));
         };
-        match index(prefix.get(s)) {
+        match prefix.get(s) {
             None => Ok(None),
             Some(p) if p < n => Ok(Some(p)),
             Some(p) => Err(bad(
@@ -326,7 +348,7 @@ impl<'f> Reader<'f> {
                         format!("the prefixes of stack {s} form a cycle"),
                     ));
                 }
-                let f = index(tables.stacks.frame.get(c)).filter(|&f| f < frame_count).ok_or_else(|| {
+                let f = tables.stacks.frame.get(c).filter(|&f| f < frame_count).ok_or_else(|| {
                     bad(
                         format!("{}.stackTable.frame[{c}]", tables.at),
                         format!("the stack names no frame of the {frame_count} in the frame table"),
@@ -529,7 +551,7 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
                 "the weight is not a finite number".into(),
             ));
         }
-        let s = match s.and_then(|s| usize::try_from(s).ok()) {
+        let s = match s {
             None => n,
             Some(s) if s < n => s,
             Some(s) => {

@@ -16,7 +16,11 @@
 //! Columns hold `null` or `-1` where a value is absent; both are read as absent. Unknown keys
 //! are ignored.
 
-use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 /// A number or a string (pids and tids are strings in recent versions, numbers in old ones).
 #[derive(Deserialize, Clone, Debug)]
@@ -46,8 +50,60 @@ impl Id {
 /// A column of optional integers: `null` and negative values are absent.
 pub type Column = Vec<Option<i64>>;
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// A column of row indices of the largest tables (the samples' stacks, the stacks' prefixes
+/// and frames): `null` and negative values are absent; 4 bytes a row instead of the 16 of
+/// [`Column`], which keeps the stack table of a thread in the processor's cache while the
+/// reader walks it and a quarter of the memory for the sample column. An index beyond 32 bits
+/// (no table has that many rows) is refused where it is.
+#[derive(Default)]
+pub struct Indices(Vec<u32>);
+
+impl Indices {
+    const ABSENT: u32 = u32::MAX;
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Row `i`'s index; `None` where it is absent or the column is shorter.
+    pub fn get(&self, i: usize) -> Option<usize> {
+        self.0.get(i).copied().filter(|&v| v != Self::ABSENT).map(|v| v as usize)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        self.0.iter().map(|&v| (v != Self::ABSENT).then_some(v as usize))
+    }
+}
+
+impl<'de> Deserialize<'de> for Indices {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Rows;
+        impl<'de> Visitor<'de> for Rows {
+            type Value = Indices;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of indices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Indices, A::Error> {
+                let mut rows = Vec::new();
+                while let Some(v) = seq.next_element::<Option<i64>>()? {
+                    rows.push(match v {
+                        Some(v) if v >= 0 => {
+                            u32::try_from(v).ok().filter(|&v| v != Indices::ABSENT).ok_or_else(|| {
+                                de::Error::custom(format!("index {v} is beyond any table's rows"))
+                            })?
+                        }
+                        _ => Indices::ABSENT,
+                    });
+                }
+                Ok(Indices(rows))
+            }
+        }
+        deserializer.deserialize_seq(Rows)
+    }
+}
+
+/// A whole file, as [`FileSeed`] reads it.
+#[derive(Default)]
 pub struct File {
     pub meta: Meta,
     pub libs: Vec<Lib>,
@@ -55,21 +111,95 @@ pub struct File {
     pub threads: Vec<Thread>,
 }
 
-/// Only the `meta` of a file, to tell what it is when it does not read as a processed profile.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct Probe {
-    pub meta: Meta,
-    pub threads: Vec<serde_json::Value>,
+/// What the top level of a file showed before reading stopped: enough to refuse a file of
+/// another version, or a Gecko profile, as what it is rather than where its JSON stops
+/// matching this schema.
+#[derive(Default)]
+pub struct Seen {
+    pub meta: Option<Meta>,
+    /// `libs` or a thread was a string: Gecko profiles keep them as JSON text in strings.
+    pub gecko: bool,
 }
 
-impl Probe {
-    /// Whether the threads are a Gecko profile's: sub-profiles as strings, or tables with a
-    /// `schema`.
-    pub fn gecko(&self) -> bool {
-        self.threads.iter().any(|t| {
-            t.is_string() || t["stackTable"]["schema"].is_object() || t["samples"]["schema"].is_object()
-        })
+/// Reads a whole file (its top-level keys in any order; unknown keys skipped), noting in
+/// [`Seen`] what it has read so far. Reading stops at the first sign of a Gecko profile.
+pub struct FileSeed<'s>(pub &'s mut Seen);
+
+impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
+    type Value = File;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<File, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FileSeed<'_> {
+    type Value = File;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a processed profile (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<File, A::Error> {
+        let mut file = File::default();
+        let gecko =
+            || de::Error::custom("a string where the processed format has a table (as in a Gecko profile)");
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "meta" => self.0.meta = Some(map.next_value()?),
+                "libs" => match map.next_value()? {
+                    OrText::Value(libs) => file.libs = libs,
+                    OrText::Text => {
+                        self.0.gecko = true;
+                        return Err(gecko());
+                    }
+                },
+                "shared" => file.shared = map.next_value()?,
+                "threads" => {
+                    for thread in map.next_value::<Vec<OrText<Thread>>>()? {
+                        match thread {
+                            OrText::Value(thread) => file.threads.push(thread),
+                            OrText::Text => {
+                                self.0.gecko = true;
+                                return Err(gecko());
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        file.meta = self.0.meta.take().unwrap_or_default();
+        Ok(file)
+    }
+}
+
+/// A table, or a string in its place (a Gecko profile's `libs` and sub-process profiles).
+enum OrText<T> {
+    Value(T),
+    Text,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrText<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Either<T> {
+            type Value = OrText<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object, an array or a string")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<OrText<T>, E> {
+                Ok(OrText::Text)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<OrText<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(OrText::Value)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<OrText<T>, A::Error> {
+                T::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OrText::Value)
+            }
+        }
+        deserializer.deserialize_any(Either(PhantomData))
     }
 }
 
@@ -144,9 +274,9 @@ pub struct StackTable {
     /// Gecko profiles (the profiler's input, not its processed format) describe their tables
     /// with a `schema`.
     pub schema: Option<serde_json::Value>,
-    pub prefix: Option<Column>,
+    pub prefix: Option<Indices>,
     pub prefix_offset: Option<Column>,
-    pub frame: Column,
+    pub frame: Indices,
 }
 
 #[derive(Deserialize, Default)]
@@ -186,11 +316,11 @@ pub struct Sources {
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Samples {
-    pub stack: Column,
+    pub stack: Indices,
     /// Times are not kept (the model has no timeline of samples): skipped unparsed, which
     /// halves the time a large profile takes to read.
-    pub time: Option<serde::de::IgnoredAny>,
-    pub time_deltas: Option<serde::de::IgnoredAny>,
+    pub time: Option<IgnoredAny>,
+    pub time_deltas: Option<IgnoredAny>,
     pub weight: Option<Vec<Option<f64>>>,
     pub weight_type: Option<String>,
 }

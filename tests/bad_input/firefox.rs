@@ -99,6 +99,41 @@ fn the_command_line_exits_2_names_the_path_and_writes_nothing() {
     assert!(!out.exists());
 }
 
+#[test]
+fn a_truncated_file_is_refused_where_it_ends_gzip_compressed_or_plain() {
+    use std::io::Write;
+    // Long enough (a few hundred KB of samples) that reading is under way when the end comes.
+    let text = profile(|p| {
+        let n = 100_000;
+        p["threads"][0]["samples"]["stack"] = serde_json::json!(vec![1; n]);
+        p["threads"][0]["samples"]["time"] =
+            serde_json::json!((0..n).map(|i| i as f64 + 0.25).collect::<Vec<_>>());
+    });
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&text).unwrap();
+    let gz = gz.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("cut.fxprof.json.gz", &gz[..gz.len() / 2], "decompressed byte"),
+        ("cut.fxprof.json", &text[..text.len() / 2], "ends too early"),
+    ];
+    for (name, bytes, expected) in cases {
+        let input = dir.path().join(name);
+        std::fs::write(&input, bytes).unwrap();
+        let out = dir.path().join("out.folded");
+        let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(expected) && err.contains(name), "{name}: {err}");
+        assert!(!out.exists(), "{name}");
+    }
+    // Bad JSON inside a column is placed by line and column.
+    let text = String::from_utf8(text).unwrap().replacen("\"stack\":[1,1", "\"stack\":[1,x", 1);
+    let e = read_bytes(text.as_bytes(), &mut Findings::default()).expect_err("refused");
+    assert!(matches!(e.location, Some(Location::Line(1))), "{e}");
+    assert!(e.message.contains("column"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
