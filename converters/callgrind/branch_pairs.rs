@@ -7,10 +7,8 @@
 //! first fall-through, in edge order, of the same source and source site (offset and line of
 //! the edge's [`crate::ir::Site`]) not taken by an earlier conditional.
 
+use crate::ir::NO_INDEX;
 use crate::ir::{Edge, EdgeKind, NodeRef, Process, Site};
-
-/// Marks "none" in the partner table.
-const NONE: u32 = u32::MAX;
 
 /// A dense index for every block and symbol of a process, and one more for every other edge
 /// end (special nodes, references out of range): for tables indexed by edge end.
@@ -134,7 +132,7 @@ pub fn pair_group(
 /// The pairing of a process's conditionals and fall-throughs (see the module).
 #[derive(Debug, Default)]
 pub struct BranchPairs {
-    /// Per edge: for a conditional, the index of its fall-through ([`NONE`] for none); empty
+    /// Per edge: for a conditional, the index of its fall-through ([`NO_INDEX`] for none); empty
     /// when the process has no conditional.
     partner: Vec<u32>,
     /// Per edge: a fall-through taken by a conditional; empty likewise.
@@ -177,7 +175,7 @@ impl BranchPairs {
         }
         let mut pairs = BranchPairs::default();
         let Some(other) = slots.filter(|_| conditionals).map(|s| s.other) else { return pairs };
-        pairs.partner = vec![NONE; edges.len()];
+        pairs.partner = vec![NO_INDEX; edges.len()];
         pairs.paired = vec![false; edges.len()];
         if !candidates.windows(2).all(|w| w[0].slot <= w[1].slot) {
             // A stable counting sort by slot.
@@ -229,7 +227,7 @@ impl BranchPairs {
 
     /// The fall-through of conditional edge `k`.
     pub fn partner(&self, k: usize) -> Option<usize> {
-        self.partner.get(k).filter(|&&f| f != NONE).map(|&f| f as usize)
+        self.partner.get(k).filter(|&&f| f != NO_INDEX).map(|&f| f as usize)
     }
 
     /// Whether fall-through edge `k` completes a conditional.

@@ -7,10 +7,8 @@ use std::borrow::Cow;
 
 use crate::analysis::names;
 use crate::analysis::source::SourceIndex;
+use crate::ir::NO_INDEX;
 use crate::ir::{FileId, Process, Profile, Routine};
-
-/// "No routine" in [`BlockEnds::routine`].
-pub const NONE: u32 = u32::MAX;
 
 /// What an edge needs of a block beside the block itself (whose first instruction is its
 /// `offset` and last `offset + last_instr_offset`): its routine and the source lines at its
@@ -18,7 +16,7 @@ pub const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockEnds {
     /// The routine holding the block, numbered as the call graph numbers its nodes (images in
-    /// order, routines in order); [`NONE`] for none.
+    /// order, routines in order); [`NO_INDEX`] for none.
     pub routine: u32,
     /// The source line of the first and of the last instruction (0 for none).
     pub first_line: u32,
@@ -77,7 +75,7 @@ pub fn of_blocks(
                 .map(|block| {
                     let last = block.last_instr();
                     BlockEnds {
-                        routine: NONE,
+                        routine: NO_INDEX,
                         first_line: index.at_from(image, block.offset, &mut first_hint).map_or(0, |l| l.line),
                         last_line: index.at_from(image, last, &mut last_hint).map_or(0, |l| l.line),
                     }
@@ -159,6 +157,6 @@ mod tests {
         assert!(matches!(&f.routines[2].name, FunctionName::Code(n) if n.ends_with("+0x40")));
         // Without routines, blocks belong to none.
         let none = of_blocks(&profile, &lines, &process, None);
-        assert!(none.routines.is_empty() && none.blocks[0].iter().all(|e| e.routine == NONE));
+        assert!(none.routines.is_empty() && none.blocks[0].iter().all(|e| e.routine == NO_INDEX));
     }
 }

@@ -74,6 +74,7 @@ use super::branch_pairs;
 use crate::analysis::source::{Part, SourceIndex};
 use crate::analysis::{addresses, blocks, callgraph, counts, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
+use crate::ir::NO_INDEX;
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;
 use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
@@ -859,7 +860,7 @@ impl Writer<'_> {
         for (k, end) in branch_pairs::source_runs(edges) {
             let run = &edges[k..end];
             partner.clear();
-            partner.resize(run.len(), write_index::NONE);
+            partner.resize(run.len(), NO_INDEX);
             paired.clear();
             paired.resize(run.len(), false);
             if run.iter().any(|e| e.kind.is_conditional())
@@ -873,7 +874,7 @@ impl Writer<'_> {
             }
             for (j, e) in run.iter().enumerate() {
                 threads = threads.max(e.counts.len());
-                let p = (partner[j] != write_index::NONE).then_some(partner[j] as usize);
+                let p = (partner[j] != NO_INDEX).then_some(partner[j] as usize);
                 self.edge(process, thread, funcs, estimates, k + j, p, paired[j]);
             }
             self.spill()?;

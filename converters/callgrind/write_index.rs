@@ -9,12 +9,10 @@ use std::borrow::Cow;
 use crate::analysis::source::SourceIndex;
 use crate::converters::callgrind::branch_pairs::BranchPairs;
 use crate::converters::callgrind::functions::{self, BlockEnds, FunctionName};
+use crate::ir::NO_INDEX;
 use crate::ir::{BlockRef, EdgeKind, FileId, NodeRef, Process, Profile, Routine};
 
 use super::write_names::NameTable;
-
-/// Marks "none" in the index vectors.
-pub(super) const NONE: u32 = u32::MAX;
 
 /// A function as written: its object (image index), its name (a key of the function names)
 /// and its `fl=` file.
@@ -80,7 +78,7 @@ impl<'p> FuncIndex<'p> {
 
     /// The call graph node of the routine holding block `b`.
     pub(super) fn node_of(&self, b: BlockRef) -> Option<u32> {
-        self.block(b).map(|e| e.routine).filter(|&n| n != functions::NONE)
+        self.block(b).map(|e| e.routine).filter(|&n| n != NO_INDEX)
     }
 
     /// The function of symbol `symbol` of image `image`.

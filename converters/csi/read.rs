@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Location, Result};
+use crate::ir::NO_INDEX;
 use crate::ir::{
     Block, BlockLines, BlockRef, Coverage, CoverageKind, CoverageSite, Edge, EdgeDetails, EdgeKind, Image,
     LineItem, NodeRef, PathEdge, Process, Profile, Routine, Symbol,
@@ -92,8 +93,6 @@ struct IdTable {
 }
 
 impl IdTable {
-    const NONE: u32 = u32::MAX;
-
     /// Adds `id`; `false` when it is there already.
     fn insert(&mut self, id: u64, index: u32) -> bool {
         if let Some(map) = &mut self.sparse {
@@ -107,7 +106,7 @@ impl IdTable {
             let new_base = id.saturating_sub(8);
             let shift = (self.base - new_base) as usize;
             if shift <= 4 * self.count + 1024 {
-                self.direct.splice(0..0, std::iter::repeat_n(Self::NONE, shift));
+                self.direct.splice(0..0, std::iter::repeat_n(NO_INDEX, shift));
                 self.base = new_base;
             } else {
                 return self.go_sparse(id, index);
@@ -118,9 +117,9 @@ impl IdTable {
             return self.go_sparse(id, index);
         }
         if slot >= self.direct.len() {
-            self.direct.resize(slot + 1, Self::NONE);
+            self.direct.resize(slot + 1, NO_INDEX);
         }
-        if self.direct[slot] != Self::NONE {
+        if self.direct[slot] != NO_INDEX {
             return false;
         }
         self.direct[slot] = index;
@@ -131,7 +130,7 @@ impl IdTable {
     fn go_sparse(&mut self, id: u64, index: u32) -> bool {
         let mut map: HashMap<u64, u32> = HashMap::with_capacity(self.count * 2);
         for (k, &v) in self.direct.iter().enumerate() {
-            if v != Self::NONE {
+            if v != NO_INDEX {
                 map.insert(self.base + k as u64, v);
             }
         }
@@ -146,7 +145,7 @@ impl IdTable {
             Some(map) => map.get(&id).copied(),
             None => {
                 let slot = id.checked_sub(self.base)?;
-                self.direct.get(usize::try_from(slot).ok()?).copied().filter(|&v| v != Self::NONE)
+                self.direct.get(usize::try_from(slot).ok()?).copied().filter(|&v| v != NO_INDEX)
             }
         }
     }

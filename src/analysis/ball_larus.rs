@@ -21,6 +21,7 @@
 //! `ENTRY -> w` edge; the weight of the phony `v -> EXIT` edge is not printed and is the single
 //! number of `[0, NP(v))` that no other edge of `v` covers.
 
+use crate::ir::NO_INDEX;
 use std::fmt;
 
 /// A routine's control-flow graph: nodes `0..nodes`, one entry and one exit node.
@@ -522,17 +523,16 @@ impl Dag {
                 }
             }
         }
-        const NONE: u32 = u32::MAX;
         // Steps taken: (node, the step before it).
         let mut steps: Vec<(u32, u32)> = Vec::new();
         // (node, running sum, the step before it, started after a back edge)
         let mut work: Vec<(u32, i64, u32, bool)> = Vec::new();
         if reaches[self.entry as usize] {
-            work.push((self.entry, 0, NONE, false));
+            work.push((self.entry, 0, NO_INDEX, false));
         }
         for a in self.arcs(self.entry) {
             if matches!(a.kind, ArcKind::Start(_)) && reaches[a.target as usize] {
-                work.push((a.target, a.increment, NONE, true));
+                work.push((a.target, a.increment, NO_INDEX, true));
             }
         }
         let mut out = Vec::new();
@@ -551,7 +551,7 @@ impl Dag {
                 if s == sum {
                     let mut nodes = Vec::new();
                     let mut k = here;
-                    while k != NONE {
+                    while k != NO_INDEX {
                         nodes.push(steps[k as usize].0);
                         k = steps[k as usize].1;
                     }

@@ -24,6 +24,7 @@
 
 mod radix;
 
+use crate::ir::NO_INDEX;
 use crate::ir::{
     Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
     SymbolRef,
@@ -37,8 +38,6 @@ const MAX_INSTR_LEN: u64 = 15;
 /// Farthest a block's last instruction may lie from its first: a block's size is 32 bits
 /// (only an input with a gap of gigabytes between two instructions of one function meets it).
 const MAX_BLOCK_SPAN: u64 = u32::MAX as u64 - MAX_INSTR_LEN;
-/// "No block" in the per-transfer block tables.
-const NONE: u32 = u32::MAX;
 
 /// A control transfer as a profile states it, before it becomes an edge: a call, a
 /// conditional or an unconditional branch between two code positions. Compact (64 bytes, a
@@ -275,7 +274,7 @@ struct Instr {
     ir: u64,
     /// The function the address belongs to (a recursion level's base function).
     owner: u32,
-    /// Source file, `NONE` when unknown.
+    /// Source file, `NO_INDEX` when unknown.
     file: u32,
     line: u32,
     /// [`LEAD`], [`END`], [`CALL`].
@@ -318,7 +317,7 @@ struct Contribution {
     count: u64,
     source: u32,
     target: u32,
-    /// The call transfer (inclusive cost and site), `NONE` for other contributions.
+    /// The call transfer (inclusive cost and site), `NO_INDEX` for other contributions.
     arc: u32,
     /// Threads are numbered below 2^16 (the reader checks `thread:` lines).
     thread: u16,
@@ -443,7 +442,7 @@ pub fn rebuild(
 ) {
     let call_costs = &InclusiveCosts { values: inclusive, pad_to };
     let rows: usize = process.images.iter().map(|i| i.costs.len()).sum();
-    if list.len() >= NONE as usize || rows >= NONE as usize {
+    if list.len() >= NO_INDEX as usize || rows >= NO_INDEX as usize {
         // Transfers, cost rows and blocks are numbered in 32 bits here; past that (a file
         // of hundreds of gigabytes), edges join functions.
         symbol_extents(process, &list, owners);
@@ -451,8 +450,8 @@ pub fn rebuild(
     }
     let nimages = process.images.len();
     // The block each transfer leaves from (ends at) and goes to (starts at).
-    let mut arc_source = vec![NONE; list.len()];
-    let mut arc_target = vec![NONE; list.len()];
+    let mut arc_source = vec![NO_INDEX; list.len()];
+    let mut arc_target = vec![NO_INDEX; list.len()];
     let mut blocks_of = Blocks {
         base: Vec::with_capacity(nimages + 1),
         image: Vec::new(),
@@ -534,7 +533,7 @@ pub fn rebuild(
             let Some(n) = b.next(r) else { continue };
             let ft = b.count(process, n).saturating_sub(set.incoming[n as usize]).min(b.count(process, r));
             if ft > 0 {
-                set.add(r, n, EdgeKind::FallThrough, 0, ft, NONE);
+                set.add(r, n, EdgeKind::FallThrough, 0, ft, NO_INDEX);
             }
         }
     }
@@ -591,12 +590,12 @@ fn place_transfers(
     let mut branches = ConditionalEnds::default();
     for (k, a) in list.iter().enumerate() {
         let (src, tgt) = (arc_source[k], arc_target[k]);
-        if src == NONE || a.tgt_addr().is_none() {
+        if src == NO_INDEX || a.tgt_addr().is_none() {
             unplaced.push(k);
             continue;
         }
         if a.is_call() {
-            if tgt == NONE {
+            if tgt == NO_INDEX {
                 unplaced.push(k);
                 continue;
             }
@@ -604,7 +603,7 @@ fn place_transfers(
             if let Some(ret) = b.return_site(src) {
                 // As Pin writes them: the bypass links call site and return site for the
                 // routine's shape; the returns carry the counts.
-                set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NONE);
+                set.add(src, ret, EdgeKind::CallBypass, a.thread, 0, NO_INDEX);
             }
             call_sites.push((src, tgt, a.thread, a.count));
             continue;
@@ -614,18 +613,18 @@ fn place_transfers(
             ends_in_jump[src as usize] = true;
         }
         if a.count > 0 {
-            if tgt == NONE {
+            if tgt == NO_INDEX {
                 unplaced.push(k);
                 continue;
             }
-            set.add(src, tgt, a.kind, a.thread, a.count, NONE);
+            set.add(src, tgt, a.kind, a.thread, a.count, NO_INDEX);
         }
         if conditional {
             branches.note(src, a);
         }
         if a.fell_through() > 0 {
             if let Some(ft) = b.next(src) {
-                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NONE);
+                set.add(src, ft, EdgeKind::FallThrough, a.thread, a.fell_through(), NO_INDEX);
             }
         }
     }
@@ -675,7 +674,7 @@ impl ConditionalEnds {
             }
             let missing = b.count(process, block).saturating_sub(taken).saturating_sub(stated);
             if let (true, Some(next)) = (missing > 0, b.next(block)) {
-                set.add(block, next, EdgeKind::FallThrough, thread, missing, NONE);
+                set.add(block, next, EdgeKind::FallThrough, thread, missing, NO_INDEX);
             }
         }
     }
@@ -695,10 +694,10 @@ fn call_details(
 ) -> Vec<Option<Box<EdgeDetails>>> {
     const RELEASE: usize = (1 << 20) / std::mem::size_of::<Transfer>();
     let mut details: Vec<Option<Box<EdgeDetails>>> =
-        (0..items.iter().filter(|c| c.arc != NONE).count()).map(|_| None).collect();
+        (0..items.iter().filter(|c| c.arc != NO_INDEX).count()).map(|_| None).collect();
     let mut slot = details.len();
     let mut kept = list.len();
-    for c in items.iter_mut().rev().filter(|c| c.arc != NONE) {
+    for c in items.iter_mut().rev().filter(|c| c.arc != NO_INDEX) {
         let k = c.arc as usize;
         let a = &list[k];
         slot -= 1;
@@ -822,7 +821,7 @@ fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: 
             }
             let end_addr = if q < block.len() { block[q].addr } else { first.addr + u64::from(size) };
             out.lines.push(SourceLine {
-                file: (block[r].file != NONE).then_some(block[r].file),
+                file: (block[r].file != NO_INDEX).then_some(block[r].file),
                 line: block[r].line,
                 offset: block[r].addr,
                 size: (end_addr - block[r].addr) as u32,
@@ -1054,7 +1053,7 @@ impl Iterator for Executed<'_> {
             addr,
             ir: self.executions(row),
             owner: self.owners[symbol as usize],
-            file: self.cursor.file(row).unwrap_or(NONE),
+            file: self.cursor.file(row).unwrap_or(NO_INDEX),
             line: self.cursor.line(row).unwrap_or(0),
             flags: 0,
         };
@@ -1181,7 +1180,7 @@ fn returns(
         }
         let exits = &mut supply[start[callee]..start[callee + 1]];
         if let [(x, _)] = exits[..] {
-            set.add(x, ret, EdgeKind::Return, thread, count, NONE);
+            set.add(x, ret, EdgeKind::Return, thread, count, NO_INDEX);
             continue;
         }
         // The callee's exits first, then those of the functions it tail-calls, nearest first.
@@ -1197,7 +1196,7 @@ fn returns(
                 }
                 let take = need.min(*left);
                 if take > 0 {
-                    set.add(*x, ret, EdgeKind::Return, thread, take, NONE);
+                    set.add(*x, ret, EdgeKind::Return, thread, take, NO_INDEX);
                     *left -= take;
                     need -= take;
                 }
@@ -1285,7 +1284,7 @@ fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDeta
     let mut edge_details: Option<Box<EdgeDetails>> = None;
     for c in group {
         add_counts(&mut counts, u32::from(c.thread), c.count);
-        if c.arc == NONE {
+        if c.arc == NO_INDEX {
             continue;
         }
         let add = details[c.arc as usize].take();
@@ -1536,11 +1535,11 @@ fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks, split: bool) 
         }
         let global = b.base[i] as usize;
         let owners = &b.owner[global..global + image.blocks.len()];
-        let mut slot = vec![NONE; image.symbols.len()];
+        let mut slot = vec![NO_INDEX; image.symbols.len()];
         let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
         for (k, &o) in owners.iter().enumerate() {
             let s = &mut slot[o as usize];
-            if *s == NONE {
+            if *s == NO_INDEX {
                 *s = by_owner.len() as u32;
                 by_owner.push((o, Vec::new()));
             }

@@ -44,6 +44,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::analysis::{names, routines};
+use crate::ir::NO_INDEX;
 use crate::ir::{BlockRef, NodeRef, Process, Profile, Routine};
 
 /// A routine in the call graph.
@@ -208,17 +209,16 @@ fn components(n: usize, arcs: &[CallArc]) -> (Vec<u32>, usize) {
     }
     let targets: Vec<u32> = arcs.iter().map(|a| a.callee).collect();
 
-    const NONE: u32 = u32::MAX;
-    let mut index = vec![NONE; n];
+    let mut index = vec![NO_INDEX; n];
     let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];
-    let mut comp = vec![NONE; n];
+    let mut comp = vec![NO_INDEX; n];
     let mut stack: Vec<u32> = Vec::new();
     let mut call: Vec<(u32, u32)> = Vec::new(); // (node, next arc position)
     let mut next_index = 0u32;
     let mut ncomp = 0usize;
     for root in 0..n as u32 {
-        if index[root as usize] != NONE {
+        if index[root as usize] != NO_INDEX {
             continue;
         }
         call.push((root, start[root as usize]));
@@ -232,7 +232,7 @@ fn components(n: usize, arcs: &[CallArc]) -> (Vec<u32>, usize) {
             if pos < start[v as usize + 1] {
                 top.1 += 1;
                 let w = targets[pos as usize];
-                if index[w as usize] == NONE {
+                if index[w as usize] == NO_INDEX {
                     index[w as usize] = next_index;
                     low[w as usize] = next_index;
                     next_index += 1;

@@ -16,9 +16,7 @@
 //! not match its edges) get the entry as their immediate dominator and no post-order number.
 
 use crate::analysis::cfg::RoutineCfg;
-
-/// Sentinel for "none" in local index arrays.
-pub const NONE: u32 = u32::MAX;
+use crate::ir::NO_INDEX;
 
 /// The dominator tree of one routine, over its local node numbers.
 #[derive(Clone, Debug, Default)]
@@ -27,7 +25,7 @@ pub struct Dominators {
     pub idom: Vec<u32>,
     /// Local nodes reachable from the entry, in reverse post-order (the entry first).
     pub rpo: Vec<u32>,
-    /// Position of every local node in `rpo`, [`NONE`] when unreachable.
+    /// Position of every local node in `rpo`, [`NO_INDEX`] when unreachable.
     pub rpo_index: Vec<u32>,
     /// Pre- and post-order numbers in the dominator tree, for O(1) dominance tests.
     tree_pre: Vec<u32>,
@@ -37,15 +35,15 @@ pub struct Dominators {
 impl Dominators {
     /// Whether local node `v` is reachable from the entry.
     pub fn reachable(&self, v: u32) -> bool {
-        self.rpo_index[v as usize] != NONE
+        self.rpo_index[v as usize] != NO_INDEX
     }
 
     /// Whether `a` dominates `b` (every node dominates itself). False when either is
     /// unreachable.
     pub fn dominates(&self, a: u32, b: u32) -> bool {
         let (a, b) = (a as usize, b as usize);
-        self.tree_pre[a] != NONE
-            && self.tree_pre[b] != NONE
+        self.tree_pre[a] != NO_INDEX
+            && self.tree_pre[b] != NO_INDEX
             && self.tree_pre[a] <= self.tree_pre[b]
             && self.tree_post[b] <= self.tree_post[a]
     }
@@ -78,37 +76,37 @@ pub fn compute(g: &RoutineCfg) -> Dominators {
             stack.pop();
         }
     }
-    let mut po_num = vec![NONE; n];
+    let mut po_num = vec![NO_INDEX; n];
     for (i, &v) in post.iter().enumerate() {
         po_num[v as usize] = i as u32;
     }
     let rpo: Vec<u32> = post.iter().rev().copied().collect();
-    let mut rpo_index = vec![NONE; n];
+    let mut rpo_index = vec![NO_INDEX; n];
     for (i, &v) in rpo.iter().enumerate() {
         rpo_index[v as usize] = i as u32;
     }
 
-    let mut idom = vec![NONE; n];
+    let mut idom = vec![NO_INDEX; n];
     idom[entry as usize] = entry;
     let mut changed = true;
     while changed {
         changed = false;
         for &b in rpo.iter().skip(1) {
-            let mut new_idom = NONE;
+            let mut new_idom = NO_INDEX;
             for &p in g.predecessors(b) {
-                if idom[p as usize] == NONE {
+                if idom[p as usize] == NO_INDEX {
                     continue;
                 }
-                new_idom = if new_idom == NONE { p } else { intersect(&idom, &po_num, p, new_idom) };
+                new_idom = if new_idom == NO_INDEX { p } else { intersect(&idom, &po_num, p, new_idom) };
             }
-            if new_idom != NONE && idom[b as usize] != new_idom {
+            if new_idom != NO_INDEX && idom[b as usize] != new_idom {
                 idom[b as usize] = new_idom;
                 changed = true;
             }
         }
     }
     for d in idom.iter_mut() {
-        if *d == NONE {
+        if *d == NO_INDEX {
             *d = entry;
         }
     }
@@ -128,8 +126,8 @@ pub fn compute(g: &RoutineCfg) -> Dominators {
         children[fill[p] as usize] = v;
         fill[p] += 1;
     }
-    let mut tree_pre = vec![NONE; n];
-    let mut tree_post = vec![NONE; n];
+    let mut tree_pre = vec![NO_INDEX; n];
+    let mut tree_post = vec![NO_INDEX; n];
     let (mut pre_n, mut post_n) = (0u32, 0u32);
     let mut stack: Vec<(u32, u32)> = vec![(entry, child_start[entry as usize])];
     tree_pre[entry as usize] = pre_n;
@@ -168,7 +166,7 @@ fn intersect(idom: &[u32], po: &[u32], mut a: u32, mut b: u32) -> u32 {
 pub fn idoms_of(g: &RoutineCfg, d: &Dominators, nodes: &[u32], map: &mut Vec<u32>) -> Vec<u32> {
     let max = g.blocks.iter().copied().max().map_or(0, |m| m as usize + 1);
     if map.len() < max {
-        map.resize(max, NONE);
+        map.resize(max, NO_INDEX);
     }
     for (i, &b) in g.blocks.iter().enumerate() {
         map[b as usize] = i as u32;
@@ -176,12 +174,12 @@ pub fn idoms_of(g: &RoutineCfg, d: &Dominators, nodes: &[u32], map: &mut Vec<u32
     let out = nodes
         .iter()
         .map(|&b| match map.get(b as usize) {
-            Some(&l) if l != NONE => g.blocks[d.idom[l as usize] as usize],
+            Some(&l) if l != NO_INDEX => g.blocks[d.idom[l as usize] as usize],
             _ => g.blocks.first().copied().unwrap_or(b),
         })
         .collect();
     for &b in &g.blocks {
-        map[b as usize] = NONE;
+        map[b as usize] = NO_INDEX;
     }
     out
 }

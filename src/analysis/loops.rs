@@ -20,8 +20,9 @@
 //! practice: near-linear time.
 
 use crate::analysis::cfg::RoutineCfg;
-use crate::analysis::dominators::{Dominators, NONE};
+use crate::analysis::dominators::Dominators;
 use crate::ir::Loop;
+use crate::ir::NO_INDEX;
 
 /// The natural loops of a routine graph as [`Loop`]s over block indices: outer loops before the
 /// loops they contain (by reverse post-order of heads), back-edge sources and nodes sorted by
@@ -53,9 +54,9 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
     order.sort_unstable_by_key(|&h| std::cmp::Reverse(d.rpo_index[h as usize]));
 
     let mut uf: Vec<u32> = (0..n as u32).collect();
-    let mut mark = vec![NONE; n];
-    let mut innermost = vec![NONE; n]; // head of the innermost loop containing each node
-    let mut parent = vec![NONE; n]; // for heads: head of the enclosing loop
+    let mut mark = vec![NO_INDEX; n];
+    let mut innermost = vec![NO_INDEX; n]; // head of the innermost loop containing each node
+    let mut parent = vec![NO_INDEX; n]; // for heads: head of the enclosing loop
     let mut is_head = vec![false; n];
     for &h in &heads {
         is_head[h as usize] = true;
@@ -64,7 +65,7 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
     let mut body: Vec<u32> = Vec::new();
     for &h in &order {
         mark[h as usize] = h;
-        if innermost[h as usize] == NONE {
+        if innermost[h as usize] == NO_INDEX {
             innermost[h as usize] = h;
         }
         let lo = sources.partition_point(|&(x, _)| x < h);
@@ -92,17 +93,17 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
         }
         for &r in &body {
             uf[r as usize] = h;
-            if is_head[r as usize] && parent[r as usize] == NONE {
+            if is_head[r as usize] && parent[r as usize] == NO_INDEX {
                 parent[r as usize] = h;
             }
-            if innermost[r as usize] == NONE {
+            if innermost[r as usize] == NO_INDEX {
                 innermost[r as usize] = h;
             }
         }
     }
 
     // Members: every node belongs to its innermost loop and that loop's ancestors.
-    let mut slot = vec![NONE; n];
+    let mut slot = vec![NO_INDEX; n];
     let mut loops: Vec<Loop> = Vec::with_capacity(heads.len());
     let mut by_rpo = heads.clone();
     by_rpo.sort_unstable_by_key(|&h| d.rpo_index[h as usize]);
@@ -116,13 +117,13 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
             head: g.blocks[h as usize],
             back_edge_sources: back,
             nodes: Vec::new(),
-            parent: (parent[h as usize] != NONE).then(|| g.blocks[parent[h as usize] as usize]),
+            parent: (parent[h as usize] != NO_INDEX).then(|| g.blocks[parent[h as usize] as usize]),
         });
     }
     for (v, &inner) in innermost.iter().enumerate() {
         let mut h = inner;
         let mut guard = 0;
-        while h != NONE && guard <= heads.len() {
+        while h != NO_INDEX && guard <= heads.len() {
             loops[slot[h as usize] as usize].nodes.push(g.blocks[v]);
             h = parent[h as usize];
             guard += 1;

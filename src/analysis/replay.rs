@@ -27,9 +27,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::sequence::{ChunkEdges, SequenceChunk, SequenceJob, SequenceProcess};
 use crate::analysis::{names, routines};
 use crate::error::{Error, Findings, Result};
+use crate::ir::NO_INDEX;
 use crate::ir::{EdgeKind, Event, NodeRef, Process, Profile, Stack};
-
-const NONE: u32 = u32::MAX;
 
 /// What an edge does to the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +43,11 @@ enum Act {
 struct EdgeFacts {
     instrs: u64,
     act: Act,
-    /// Routine containing the target (NONE for special nodes).
+    /// Routine containing the target (NO_INDEX for special nodes).
     target_routine: u32,
     /// Routine containing the source.
     source_routine: u32,
-    /// Loop entered by this edge (index into `ProcessFacts::loops`), or NONE.
+    /// Loop entered by this edge (index into `ProcessFacts::loops`), or NO_INDEX.
     enters_loop: u32,
 }
 
@@ -70,7 +69,7 @@ impl ProcessFacts {
         let mut loops = Vec::new();
         // routine of each block, per image; and loops by head block.
         let mut routine_of: Vec<Vec<u32>> =
-            process.images.iter().map(|i| vec![NONE; i.blocks.len()]).collect();
+            process.images.iter().map(|i| vec![NO_INDEX; i.blocks.len()]).collect();
         let mut loop_heads: HashMap<(u32, u32), Vec<LoopNodes>> = HashMap::new();
         for (i, image) in process.images.iter().enumerate() {
             let index = names::SymbolIndex::new(image);
@@ -96,8 +95,8 @@ impl ProcessFacts {
                 .get(b.image as usize)
                 .and_then(|v| v.get(b.block as usize))
                 .copied()
-                .unwrap_or(NONE),
-            _ => NONE,
+                .unwrap_or(NO_INDEX),
+            _ => NO_INDEX,
         };
         let edges = process
             .edges
@@ -124,8 +123,8 @@ impl ProcessFacts {
                             })
                         })
                         .map(|(li, _)| *li)
-                        .unwrap_or(NONE),
-                    _ => NONE,
+                        .unwrap_or(NO_INDEX),
+                    _ => NO_INDEX,
                 };
                 EdgeFacts {
                     instrs: match e.source {
@@ -259,7 +258,7 @@ struct ThreadState {
 impl Default for ThreadState {
     fn default() -> Self {
         ThreadState {
-            nodes: vec![(NONE, NONE)],
+            nodes: vec![(NO_INDEX, NO_INDEX)],
             index: HashMap::new(),
             costs: vec![0],
             path: Vec::new(),
@@ -288,13 +287,13 @@ impl ThreadState {
         let m = self.path.len() as u64;
         if m > k {
             let node = self.path[(m - k - 1) as usize];
-            if top == NONE || self.nodes[node as usize].1 == top {
+            if top == NO_INDEX || self.nodes[node as usize].1 == top {
                 node
             } else {
                 let parent = self.nodes[node as usize].0;
                 self.child(parent, top)
             }
-        } else if top == NONE {
+        } else if top == NO_INDEX {
             0
         } else {
             self.child(0, top)
@@ -311,7 +310,7 @@ impl ThreadState {
                 if m <= k {
                     return true;
                 }
-                let keep = if top == NONE { m - k } else { m - k - 1 };
+                let keep = if top == NO_INDEX { m - k } else { m - k - 1 };
                 !(0..keep as usize).any(|d| self.nodes[self.path[d] as usize].1 == callee)
             }
         }
@@ -401,8 +400,11 @@ impl SequenceJob for Replayer<'_> {
             counts.resize(facts.edges.len(), 0);
         }
         let mut tree = RelTree { nodes: Vec::new(), index: HashMap::new(), costs: Vec::new() };
-        let first_top =
-            c.first_edge.and_then(|e| facts.edges.get(e as usize)).map(|f| f.source_routine).unwrap_or(NONE);
+        let first_top = c
+            .first_edge
+            .and_then(|e| facts.edges.get(e as usize))
+            .map(|f| f.source_routine)
+            .unwrap_or(NO_INDEX);
         let mut node = tree.node(RelNode::Root { k: 0, top: first_top });
         let mut instrs = 0u64;
         let mut calls: Vec<(u32, u64, Counted)> = Vec::new();
@@ -416,7 +418,7 @@ impl SequenceJob for Replayer<'_> {
             match f.act {
                 Act::Push { call } => {
                     if call {
-                        let counts = if f.target_routine == NONE {
+                        let counts = if f.target_routine == NO_INDEX {
                             Counted::Yes
                         } else {
                             tree.holds(node, f.target_routine)
@@ -437,12 +439,12 @@ impl SequenceJob for Replayer<'_> {
                         }
                     }
                     node = tree.pop(node, f.target_routine);
-                    if f.target_routine != NONE && tree.top(node) != f.target_routine {
+                    if f.target_routine != NO_INDEX && tree.top(node) != f.target_routine {
                         node = tree.replace_top(node, f.target_routine);
                     }
                 }
                 Act::Stay => {
-                    if f.target_routine != NONE && tree.top(node) != f.target_routine {
+                    if f.target_routine != NO_INDEX && tree.top(node) != f.target_routine {
                         node = tree.replace_top(node, f.target_routine);
                     }
                 }
@@ -695,7 +697,7 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> SequenceJob for Timeline<'_, 
         };
         let first = c.first_edge.and_then(|e| facts.edges.get(e as usize));
         if let Some(fe) = first {
-            if fe.source_routine != NONE && stack.last() != Some(&fe.source_routine) {
+            if fe.source_routine != NO_INDEX && stack.last() != Some(&fe.source_routine) {
                 stack.pop();
                 stack.push(fe.source_routine);
             }
@@ -707,11 +709,11 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> SequenceJob for Timeline<'_, 
             let entered = match fx.act {
                 Act::Push { .. } => {
                     stack.push(tr);
-                    tr != NONE
+                    tr != NO_INDEX
                 }
                 Act::Pop { .. } => {
                     stack.pop();
-                    if tr != NONE && stack.last() != Some(&tr) {
+                    if tr != NO_INDEX && stack.last() != Some(&tr) {
                         stack.pop();
                         stack.push(tr);
                         true
@@ -720,7 +722,7 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> SequenceJob for Timeline<'_, 
                     }
                 }
                 Act::Stay => {
-                    if tr != NONE && stack.last() != Some(&tr) {
+                    if tr != NO_INDEX && stack.last() != Some(&tr) {
                         stack.pop();
                         stack.push(tr);
                         true
@@ -740,7 +742,7 @@ impl<F: FnMut(TimelineEntry) -> Result<()> + Sync> SequenceJob for Timeline<'_, 
                 };
                 emit(e, &mut events);
             }
-            if fx.enters_loop != NONE {
+            if fx.enters_loop != NO_INDEX {
                 let (name, routine) = &facts.loops[fx.enters_loop as usize];
                 let e = TimelineEntry {
                     thread: c.thread,
@@ -837,7 +839,7 @@ mod tests {
         let mut inclusive = vec![0; process.edges.len()];
         let mut instrs = 0;
         if let Some(f) = edges.first().map(|e| facts.edges[by_id[e]]) {
-            if f.source_routine != NONE {
+            if f.source_routine != NO_INDEX {
                 stack.push(f.source_routine);
             }
         }
@@ -867,7 +869,7 @@ mod tests {
                 }
                 Act::Stay => {}
             }
-            if f.target_routine != NONE && stack.last() != Some(&f.target_routine) {
+            if f.target_routine != NO_INDEX && stack.last() != Some(&f.target_routine) {
                 stack.pop();
                 stack.push(f.target_routine);
             }

@@ -93,6 +93,10 @@ pub struct FrameAddress {
     pub address: u64,
 }
 
+/// An index into one of the model's or an analysis's tables that names nothing (a `u32` slot
+/// of "no block", "no routine", "no partner"): one sentinel for all of them.
+pub const NO_INDEX: u32 = u32::MAX;
+
 /// The [`Meta::headers`] key whose values say in what unit an event is counted, as
 /// `"EVENT UNIT"` (`"cpu nanoseconds"`), one header per event with a known unit (pprof sample
 /// types; speedscope profiles show it).
