@@ -14,12 +14,12 @@ pub mod analysis;
 pub mod cli;
 pub mod convert;
 pub mod error;
+pub mod folded_stacks;
 pub mod io;
 pub mod ir;
 pub mod json;
 pub mod mem;
 pub mod registry;
-pub mod stacks;
 pub mod symbolize;
 pub mod synth;
 

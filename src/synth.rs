@@ -457,7 +457,7 @@ fn routine_name(g: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::counts;
+    use crate::analysis::executions;
     use crate::converters::dcfg::validate;
 
     #[test]
@@ -469,7 +469,7 @@ mod tests {
             let findings = validate::check(&s.profile);
             assert!(findings.items.is_empty(), "seed {seed}: {:?}", findings.items);
             let p = &s.profile.processes[0];
-            assert_eq!(p.instr_count, Some(counts::executed_instructions(p)));
+            assert_eq!(p.instr_count, Some(executions::executed_instructions(p)));
             for (t, seq) in s.sequences.iter().enumerate() {
                 let ids: HashMap<u64, &Edge> = p.edges.iter().map(|e| (e.id, e)).collect();
                 assert_eq!(ids[&seq[0]].kind, EdgeKind::Entry);

@@ -72,7 +72,7 @@ mod write_text;
 
 use super::branch_pairs;
 use crate::analysis::source::{Part, SourceIndex};
-use crate::analysis::{addresses, blocks, callgraph, counts, names, routines, stacks};
+use crate::analysis::{addresses, blocks, callgraph, executions, names, routines, stacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::NO_INDEX;
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
@@ -725,8 +725,8 @@ impl Writer<'_> {
         let mut estimates = Estimates::new(self.profile, process, None, Some(&graph));
         let pairs = Pairs::new(process);
         self.edge_threads = pairs.threads;
-        let thread_counts = thread.map(|_| counts::block_thread_counts(process));
-        let totals = counts::block_totals(process);
+        let thread_counts = thread.map(|_| executions::block_thread_counts(process));
+        let totals = executions::block_totals(process);
         let nnodes = graph.nodes.len();
         // Costs of other events, by the node of the block that holds their address.
         let mut node_costs: Vec<(u32, (u32, u32))> = Vec::new();

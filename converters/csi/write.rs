@@ -13,7 +13,7 @@ use std::io::Write;
 
 use crate::analysis::ball_larus::PathError;
 use crate::analysis::names::{self, SymbolIndex};
-use crate::analysis::paths::{routine_paths, RoutinePaths};
+use crate::analysis::path_graph::{routine_paths, RoutinePaths};
 use crate::analysis::routines;
 use crate::analysis::source::SourceIndex;
 use crate::error::{Error, Findings, Result};

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::analysis::counts;
+use crate::analysis::executions;
 use crate::error::{Findings, Location};
 use crate::ir::{EdgeKind, Image, NodeRef, Process, Profile, Routine};
 
@@ -43,7 +43,7 @@ fn check_process(p: usize, process: &Process, f: &mut Findings) {
                 );
             }
         }
-        let in_blocks = counts::executed_instructions(process);
+        let in_blocks = executions::executed_instructions(process);
         let has_counts = process.images.iter().any(|i| i.blocks.iter().any(|b| b.count.is_some()));
         if has_counts && in_blocks != total {
             f.warn(

@@ -220,8 +220,8 @@ pub fn write_routine(
     };
     // Ball-Larus numbers per process edge: stated by the input, or computed with --increments.
     let numbers: HashMap<usize, crate::analysis::ball_larus::EdgeNumbers> = if options.increments {
-        let rp =
-            crate::analysis::paths::routine_paths(process, f.image, std::slice::from_ref(routine)).remove(0);
+        let rp = crate::analysis::path_graph::routine_paths(process, f.image, std::slice::from_ref(routine))
+            .remove(0);
         match rp.numbers() {
             Ok(n) => rp.edges.iter().zip(n).filter_map(|(e, n)| Some(((*e)?, n))).collect(),
             Err(e) => {

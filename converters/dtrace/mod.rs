@@ -53,13 +53,13 @@ const HINT: &str = "expected records of indented frames (leaf first), each ended
 /// checked first ([`check_records`]): inferno would take any text as an empty aggregation and
 /// name no line where a record is cut short.
 pub fn read(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let raw = crate::stacks::read_all(input)?;
+    let raw = crate::folded_stacks::read_all(input)?;
     check_records(&raw)?;
     let mut collapse = inferno::collapse::dtrace::Options::default();
     collapse.includeoffset = options.formats.get::<Options>().include_offsets;
     let mut folder = inferno::collapse::dtrace::Folder::from(collapse);
-    let folded = crate::stacks::collapse_bytes(&mut folder, &raw, WHAT, HINT)?;
-    crate::stacks::folded::read_bytes(&folded, findings)
+    let folded = crate::folded_stacks::collapse_bytes(&mut folder, &raw, WHAT, HINT)?;
+    crate::folded_stacks::folded::read_bytes(&folded, findings)
 }
 
 /// Walks the records as inferno's collapser will (everything up to the first blank line is a

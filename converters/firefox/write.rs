@@ -38,10 +38,10 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Findings, Result};
+use crate::folded_stacks::for_writing;
 use crate::io::write_error;
 use crate::ir::{FrameId, Image, Process, Profile, Stack};
 use crate::registry::WriteOptions;
-use crate::stacks::for_writing;
 
 use super::{is_kernel_image, KERNEL_SUFFIX};
 

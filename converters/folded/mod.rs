@@ -14,7 +14,7 @@ mod write;
 
 use crate::registry::Format;
 
-pub use crate::stacks::folded::{read, read_bytes};
+pub use crate::folded_stacks::folded::{read, read_bytes};
 pub use write::write;
 
 /// The folded-stacks format.

@@ -8,8 +8,8 @@ use crate::io::write_error;
 use crate::ir::{Profile, Stack};
 use crate::registry::WriteOptions;
 
-use crate::stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
-use crate::stacks::for_writing;
+use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
+use crate::folded_stacks::for_writing;
 
 /// Writes the profile's stacks (or stacks derived from its call graph, with a warning).
 pub fn write(
@@ -20,10 +20,10 @@ pub fn write(
 ) -> Result<()> {
     let (profile, mut events) = for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
     let profile = &*profile;
-    if options.event.is_none() && crate::stacks::events_are_sample_types(profile) {
+    if options.event.is_none() && crate::folded_stacks::events_are_sample_types(profile) {
         // Two count columns are a before/after pair to flame-graph tools: one sample type
         // is written, the default one.
-        let written = crate::stacks::default_event(profile);
+        let written = crate::folded_stacks::default_event(profile);
         let totals = crate::analysis::totals::event_totals(profile);
         let name = &profile.events[written].name;
         let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();

@@ -47,7 +47,7 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 /// inferno learns the event to keep from the first record's header line and asserts that it
 /// found one: the input is handed over from the first record on, once its header is checked.
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    let raw = crate::stacks::read_all(input)?;
+    let raw = crate::folded_stacks::read_all(input)?;
     // Branch-stack text: entries on the first lines (the first samples may have none).
     let mut head = raw
         .split(|&b| b == b'\n')
@@ -59,7 +59,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
     }
     let from = first_record(&raw)?;
     let folded = collapse(&raw[from..])?;
-    let profile = crate::stacks::folded::read_bytes(&folded, findings)?;
+    let profile = crate::folded_stacks::folded::read_bytes(&folded, findings)?;
     Ok(by_process_and_thread(profile))
 }
 
@@ -71,7 +71,7 @@ fn collapse(text: &[u8]) -> Result<Vec<u8>> {
     options.include_tid = true;
     options.annotate_kernel = true;
     let mut folder = inferno::collapse::perf::Folder::from(options);
-    crate::stacks::collapse_bytes(&mut folder, text, "`perf script` output", HINT)
+    crate::folded_stacks::collapse_bytes(&mut folder, text, "`perf script` output", HINT)
 }
 
 /// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is

@@ -20,10 +20,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::error::{Findings, Result};
+use crate::folded_stacks::for_writing;
 use crate::io::write_error;
 use crate::ir::Profile;
 use crate::registry::{Format, WriteOptions};
-use crate::stacks::for_writing;
 
 /// The `$schema` value speedscope detects its format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";

@@ -94,11 +94,11 @@ pub fn inferno_options(
 /// the first, with a warning that says how much of each other event the picture leaves out.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
     let event = match &options.event {
-        Some(_) => crate::stacks::chosen_events(profile, options.event.as_deref())?[0],
+        Some(_) => crate::folded_stacks::chosen_events(profile, options.event.as_deref())?[0],
         None if profile.events.is_empty() => {
             return Err(Error::unsupported("a flame graph needs an event, the profile has none"))
         }
-        None => crate::stacks::default_event(profile),
+        None => crate::folded_stacks::default_event(profile),
     };
     if profile.events.len() > 1 {
         let totals = crate::analysis::totals::event_totals(profile);
@@ -147,7 +147,7 @@ pub fn write(
     let derived = derived::stacks_for_output(profile, findings)?;
     let profile = derived.as_ref().unwrap_or(profile);
     let differential = options.event.is_none()
-        && profile.events.iter().map(|e| e.name.clone()).eq(crate::stacks::default_event_names(2));
+        && profile.events.iter().map(|e| e.name.clone()).eq(crate::folded_stacks::default_event_names(2));
     let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
     if differential {
         let totals = crate::analysis::totals::event_totals(profile);
@@ -176,7 +176,7 @@ pub fn write(
     let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
     if differential {
-        opt.count_name = crate::stacks::DEFAULT_EVENT.to_string();
+        opt.count_name = crate::folded_stacks::DEFAULT_EVENT.to_string();
     }
     if scale > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::analysis::counts::{block_thread_counts, block_totals, executed_in};
+use crate::analysis::executions::{block_thread_counts, block_totals, executed_in};
 use crate::analysis::names::{routine_name, SymbolIndex};
 use crate::error::{Findings, Result};
 use crate::ir::{CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine};

@@ -9,7 +9,7 @@
 //! covers the path numbers `[W, W + NP(t))` of `v`.
 //!
 //! The functions here work on a small graph type, [`PathGraph`], so that any format's routines
-//! can be numbered and decoded ([`crate::analysis::paths`] builds it from the model):
+//! can be numbered and decoded ([`crate::analysis::path_graph`] builds it from the model):
 //! - [`number`]: the numbering of a graph whose back edges are marked ([`mark_back_edges`] marks
 //!   them by depth-first search when the input does not say);
 //! - [`Dag::new`]: the acyclic graph with stated or computed weights, and [`Dag::decode`] of a

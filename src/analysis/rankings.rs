@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{counts, merge, names};
+use super::{executions, merge, names};
 use crate::ir::{Process, Profile, Routine};
 
 /// The sampled events of a profile: every event but `Ir` (which counts instructions, as block
@@ -74,7 +74,7 @@ pub fn routines_and_loops(
                 routine: r,
                 r#loop: None,
                 name: name.clone(),
-                instructions: counts::executed_in(image, &routine.nodes),
+                instructions: executions::executed_in(image, &routine.nodes),
                 samples: samples_of(&routine.nodes),
             });
             for (k, l) in routine.loops.iter().enumerate() {
@@ -83,7 +83,7 @@ pub fn routines_and_loops(
                     routine: r,
                     r#loop: Some(k),
                     name: name.clone(),
-                    instructions: counts::executed_in(image, &l.nodes),
+                    instructions: executions::executed_in(image, &l.nodes),
                     samples: samples_of(&l.nodes),
                 });
             }

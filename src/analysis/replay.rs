@@ -360,7 +360,7 @@ pub struct Replayer<'a> {
 
 /// Per-worker edge counts: per thread, per DCFG edge index.
 #[derive(Default)]
-pub struct Counts(HashMap<u64, Vec<u64>>);
+pub struct EdgeCountsByThread(HashMap<u64, Vec<u64>>);
 
 impl<'a> Replayer<'a> {
     /// A replayer over `profile`, the DCFG the trace belongs to.
@@ -370,7 +370,7 @@ impl<'a> Replayer<'a> {
 }
 
 impl SequenceJob for Replayer<'_> {
-    type Local = Counts;
+    type Local = EdgeCountsByThread;
     type Part = ChunkReplay;
 
     fn begin_process(&mut self, p: &SequenceProcess) -> Result<()> {
@@ -389,11 +389,16 @@ impl SequenceJob for Replayer<'_> {
         Ok(())
     }
 
-    fn local(&self) -> Counts {
-        Counts::default()
+    fn local(&self) -> EdgeCountsByThread {
+        EdgeCountsByThread::default()
     }
 
-    fn decode(&self, c: &SequenceChunk, edges: &dyn ChunkEdges, local: &mut Counts) -> Result<ChunkReplay> {
+    fn decode(
+        &self,
+        c: &SequenceChunk,
+        edges: &dyn ChunkEdges,
+        local: &mut EdgeCountsByThread,
+    ) -> Result<ChunkReplay> {
         let facts = self.facts.as_ref().ok_or_else(|| Error::usage("replay before a process"))?;
         let counts = local.0.entry(c.thread).or_default();
         if counts.len() < facts.edges.len() {
@@ -511,7 +516,7 @@ impl SequenceJob for Replayer<'_> {
         Ok(())
     }
 
-    fn end_process(&mut self, locals: Vec<Counts>) -> Result<()> {
+    fn end_process(&mut self, locals: Vec<EdgeCountsByThread>) -> Result<()> {
         let Some(out) = self.processes.last_mut() else { return Ok(()) };
         let edges = out.inclusive.len();
         let threads = locals.iter().flat_map(|l| l.0.keys()).max().map(|&t| t as usize + 1).unwrap_or(0);

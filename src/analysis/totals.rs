@@ -33,7 +33,7 @@ pub fn event_totals(profile: &Profile) -> Vec<(String, f64)> {
                 }
             }
         } else if process.images.iter().any(|i| !i.blocks.is_empty()) {
-            let n = crate::analysis::counts::executed_instructions(process) as f64;
+            let n = crate::analysis::executions::executed_instructions(process) as f64;
             *by_blocks.get_or_insert(0.0) += n;
         }
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use crate::analysis::ball_larus::{Dag, DecodedPath, PathError};
-use crate::analysis::paths::{routine_paths, RoutinePaths};
+use crate::analysis::path_graph::{routine_paths, RoutinePaths};
 use crate::analysis::{names, routines, source::SourceIndex};
 use crate::convert::load;
 use crate::error::{Error, Result};

@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{counts, loops, names, paths, rankings, routines};
+use crate::analysis::{executions, loops, names, path_graph, rankings, routines};
 use crate::convert::load;
 use crate::converters::dcfg_trace;
 use crate::error::Result;
@@ -318,7 +318,7 @@ pub fn build(file: &str, format: &str, profile: &Profile, top: usize) -> Report 
 }
 
 fn process_report(profile: &Profile, process: &Process, top: usize) -> ProcessReport {
-    let executed = counts::executed_instructions(process);
+    let executed = executions::executed_instructions(process);
     let all_routines = routines::all(process);
     let mut images = Vec::new();
     for (i, image) in process.images.iter().enumerate() {
@@ -473,7 +473,7 @@ fn stack_report(
     if process.stacks.is_empty() {
         return (BTreeMap::new(), Vec::new());
     }
-    let by = crate::stacks::default_event(profile);
+    let by = crate::folded_stacks::default_event(profile);
     let (totals, functions) = rankings::stack_functions(profile, process, by, top);
     let per_event = |values: &[f64]| -> BTreeMap<String, f64> {
         profile.events.iter().zip(values).map(|(e, &v)| (e.name.clone(), v)).collect()
@@ -506,7 +506,7 @@ fn path_functions(
         let index = names::SymbolIndex::new(image);
         let rs: &[Routine] = &all[i];
         let mut named = vec![false; image.symbols.len()];
-        for (r, rp) in rs.iter().zip(paths::routine_paths(process, i, rs)) {
+        for (r, rp) in rs.iter().zip(path_graph::routine_paths(process, i, rs)) {
             let (paths, error) = match rp.dag() {
                 Ok(d) => (Some(d.paths()), None),
                 Err(e) => (None, Some(e.to_string())),

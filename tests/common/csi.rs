@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use cfghub::analysis::ball_larus::ArcKind;
-use cfghub::analysis::{paths, routines};
+use cfghub::analysis::{path_graph, routines};
 use cfghub::ir::{LineItem, NodeRef, Profile};
 
 /// One function as `.debug_PT` states it, blocks and edges sorted: (name, blocks (id, role,
@@ -78,7 +78,7 @@ pub fn check_decoding(profile: &Profile, max_paths: u64) -> (usize, u64) {
     for p in &profile.processes {
         let all = routines::all(p);
         for (ii, _) in p.images.iter().enumerate() {
-            for (k, rp) in paths::routine_paths(p, ii, &all[ii]).iter().enumerate() {
+            for (k, rp) in path_graph::routine_paths(p, ii, &all[ii]).iter().enumerate() {
                 let dag = match rp.dag() {
                     Ok(d) => d,
                     Err(e) => panic!("routine {k} of image {ii}: {e}"),

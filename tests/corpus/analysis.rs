@@ -90,7 +90,7 @@ fn the_call_graph_accounts_for_every_instruction_of_simple_loop() {
     let Some(profile) = simple_loop() else { return };
     let process = &profile.processes[0];
     let g = callgraph::build(&profile, process);
-    assert_eq!(g.total_instrs(), cfghub::analysis::counts::executed_instructions(process));
+    assert_eq!(g.total_instrs(), cfghub::analysis::executions::executed_instructions(process));
     let main = g.nodes.iter().find(|n| n.name == "main").expect("main is a node");
     // main: blocks 29..33 with 7x1 + 7x10 + 3x11 + 5x1 + 2x1 instructions.
     assert_eq!(main.self_instrs, 7 + 70 + 33 + 5 + 2);

@@ -110,7 +110,7 @@ fn valgrind_profile_becomes_a_control_flow_graph() {
     // skips and charges to the calling instructions (20 instructions in this run).
     let costs: u64 = process.images.iter().flat_map(|i| &i.costs).map(|c| c.value(0)).sum();
     assert_eq!(costs, 212_633);
-    assert_eq!(cfghub::analysis::counts::executed_instructions(process), 212_613);
+    assert_eq!(cfghub::analysis::executions::executed_instructions(process), 212_613);
     // Recursion levels stay functions of their own, over the same code.
     let exe = process.images.iter().find(|i| p.image_name(i) == "./recursion-loops").unwrap();
     let fib = exe.symbols.iter().find(|s| s.name == "fib").unwrap();

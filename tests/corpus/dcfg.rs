@@ -1,7 +1,7 @@
 //! DCFG: real files made by Pin, and the project's own fixtures with their expected `info`.
 
 use crate::common;
-use cfghub::analysis::counts;
+use cfghub::analysis::executions;
 use cfghub::convert::load;
 use cfghub::converters::dcfg::validate;
 use cfghub::ir::{EdgeKind, NodeRef};
@@ -65,7 +65,7 @@ fn simple_loop_reads_as_pin_wrote_it() {
     // outside any block, reported as a warning.
     let findings = validate::check(profile);
     assert!(!findings.has_violations(), "{:?}", findings.items);
-    assert_eq!(counts::executed_instructions(p), 135188);
+    assert_eq!(executions::executed_instructions(p), 135188);
     assert!(findings.warnings().any(|w| w.message.contains("25 short")));
 }
 

@@ -65,7 +65,7 @@ fn a_dcfg_without_stacks_gives_estimated_stacks_that_add_up() {
     let (back, _) = cfghub::convert::read_with(&Folded, &mut &text[..]).unwrap();
     assert_eq!(back.events[0].name, "instructions");
     let sum: f64 = back.processes[0].stacks.iter().map(|s| s.values[0]).sum();
-    let executed = cfghub::analysis::counts::executed_instructions(&loaded.profile.processes[0]);
+    let executed = cfghub::analysis::executions::executed_instructions(&loaded.profile.processes[0]);
     assert_eq!(sum as u64, executed);
     // Every stack starts at a routine nothing calls, and the hot loader path is there.
     assert!(back.processes[0].stacks.iter().all(|s| s.frames.len() < 64));

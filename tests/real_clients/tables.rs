@@ -113,7 +113,7 @@ fn a_folder_duckdb_filtered_and_wrote_back_converts_to_callgrind_that_callgrind_
     assert!(o.status.success(), "{}", common::stderr(&o));
     let annotated = crate::callgrind::annotate(&callgrind);
     assert_eq!(annotated.total, kept, "callgrind_annotate's total is what DuckDB kept");
-    assert!(kept > 0 && kept < cfghub::analysis::counts::executed_instructions(&whole.processes[0]));
+    assert!(kept > 0 && kept < cfghub::analysis::executions::executed_instructions(&whole.processes[0]));
 }
 
 /// Runs SQL over the tables with DuckDB (in `dir`) and returns its rows as text, one per line.
@@ -138,7 +138,7 @@ fn the_user_guides_queries_over_many_runs_agree_with_each_run() {
         let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", common::stderr(&o));
         let p = cfghub::convert::load(input.to_str().unwrap(), None, &Default::default()).unwrap().profile;
-        per_run += p.processes.iter().map(cfghub::analysis::counts::executed_instructions).sum::<u64>();
+        per_run += p.processes.iter().map(cfghub::analysis::executions::executed_instructions).sum::<u64>();
     }
     let hot = duckdb(
         dir.path(),

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::common;
-use cfghub::analysis::{callgraph, counts};
+use cfghub::analysis::{callgraph, executions};
 use cfghub::convert::{read_with, write_to_vec};
 use cfghub::converters::callgrind::FORMAT as Callgrind;
 use cfghub::ir::{
@@ -258,7 +258,7 @@ proptest! {
         }
         let back = read(&bytes);
         let by_fn = ir_by_function(&back);
-        prop_assert_eq!(by_fn.values().sum::<u64>(), counts::executed_instructions(process));
+        prop_assert_eq!(by_fn.values().sum::<u64>(), executions::executed_instructions(process));
         let mut expected: HashMap<String, u64> = HashMap::new();
         for n in &graph.nodes {
             if n.self_instrs > 0 {
@@ -277,7 +277,7 @@ proptest! {
         let text = String::from_utf8(per_thread.clone()).unwrap();
         prop_assert_eq!(text.matches("\nthread: ").count(), if threads > 1 { threads } else { 0 });
         let back = read(&per_thread);
-        prop_assert_eq!(ir_by_function(&back).values().sum::<u64>(), counts::executed_instructions(process));
+        prop_assert_eq!(ir_by_function(&back).values().sum::<u64>(), executions::executed_instructions(process));
         for t in 0..threads {
             let want: u64 = process.edges.iter().filter(|e| e.kind.is_call() && matches!(e.source, NodeRef::Block(_))).map(|e| e.counts.get(t).copied().unwrap_or(0)).sum();
             let got: u64 = back.processes[0].edges.iter().filter(|e| e.kind == EdgeKind::Call).map(|e| if threads > 1 { e.counts.get(t).copied().unwrap_or(0) } else { e.total() }).sum();
@@ -328,5 +328,5 @@ fn costs_of_other_events_become_further_columns() {
         back.processes[0].images.iter().flat_map(|i| &i.costs).map(|c| c.value(e)).sum()
     };
     assert_eq!(sum(cycles), (0..6).map(|i| 100 + i).sum::<u64>());
-    assert_eq!(sum(ir), counts::executed_instructions(&model.processes[0]));
+    assert_eq!(sum(ir), executions::executed_instructions(&model.processes[0]));
 }
