@@ -32,6 +32,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnDescriptor;
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Location, Result};
 
@@ -222,8 +223,15 @@ fn open_writer(name: &str, specs: &[Spec], path: &Path) -> Result<SerializedFile
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_data_page_size_limit(PAGE_BYTES)
         .set_created_by(format!("cfghub {}", env!("CARGO_PKG_VERSION")));
+    // Text columns repeat a few values (kinds, paths, the profile id): a dictionary pays. Their
+    // statistics cost a string comparison per row and prune nothing (every row group holds
+    // every kind), except the profile id's, by which a glob over many profiles skips files
+    // and the reader checks a folder holds one profile.
     for s in specs.iter().filter(|s| s.kind == Kind::Text) {
         props = props.set_column_dictionary_enabled(s.name.into(), true);
+        if s.name != "profile_id" {
+            props = props.set_column_statistics_enabled(s.name.into(), EnabledStatistics::None);
+        }
     }
     let file = File::create(path).map_err(|e| Error::io(&shown, e))?;
     let out = BufWriter::with_capacity(1 << 20, file);
@@ -915,7 +923,7 @@ fn read_batch(
         (ColumnReader::ByteArrayColumnReader(r), Data::Text { .. }) => {
             // Each distinct value once: most text columns repeat a few kinds or names.
             let mut words: Vec<String> = Vec::new();
-            let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
+            let mut index: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
             let mut codes: Vec<u32> = Vec::new();
             let mut code = |v: ByteArray| -> u32 {
                 let bytes = v.data();

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Findings, Result};
 use crate::io::Source;
@@ -407,11 +408,36 @@ fn blocks(profile: &mut Profile, index: &mut Index, mut reader: TableReader) -> 
     Ok(())
 }
 
+/// What an edge end names, as its `*_kind` column spells it.
+#[derive(Clone, Copy)]
+enum EndKind {
+    Block,
+    Symbol,
+    Start,
+    End,
+    Unknown,
+}
+
+impl EndKind {
+    fn parse(word: &str) -> Option<EndKind> {
+        Some(match word {
+            "block" => EndKind::Block,
+            "symbol" => EndKind::Symbol,
+            "start" => EndKind::Start,
+            "end" => EndKind::End,
+            "unknown" => EndKind::Unknown,
+            _ => return None,
+        })
+    }
+}
+
 /// The columns of one end of the edges in a batch: `source_*` or `target_*`.
 struct EndColumns<'a> {
     /// The names of its kind, image, block and symbol columns.
     names: [&'static str; 4],
     kind: Texts<'a>,
+    /// Each distinct kind of the batch parsed once.
+    kinds: Vec<Option<EndKind>>,
     image: Col<'a, u64>,
     block: Col<'a, u64>,
     symbol: Col<'a, u64>,
@@ -419,9 +445,11 @@ struct EndColumns<'a> {
 
 impl<'a> EndColumns<'a> {
     fn new(t: &'a ReadTable, names: [&'static str; 4]) -> EndColumns<'a> {
+        let kind = t.texts(names[0]);
         EndColumns {
             names,
-            kind: t.texts(names[0]),
+            kind,
+            kinds: kind.words().iter().map(|w| EndKind::parse(w)).collect(),
             image: t.ints(names[1]),
             block: t.ints(names[2]),
             symbol: t.ints(names[3]),
@@ -431,15 +459,15 @@ impl<'a> EndColumns<'a> {
     /// The end of the edge in row `r` of process `p`.
     fn node(&self, index: &Index, t: &ReadTable, p: usize, r: usize) -> Result<NodeRef> {
         let [kind, image_column, block_column, symbol_column] = self.names;
-        let kind_name = self.kind.get(r).unwrap_or_default();
+        let kind_name = || self.kind.get(r).unwrap_or_default();
         let image = || -> Result<usize> {
             match self.image.get(r) {
-                None => Err(t.error(image_column, r, format!("a {kind_name} end needs its image"))),
+                None => Err(t.error(image_column, r, format!("a {} end needs its image", kind_name()))),
                 Some(id) => index.image_of(t, p, image_column, r, id),
             }
         };
-        match kind_name {
-            "block" => {
+        match self.kind.code(r).and_then(|c| self.kinds[c]) {
+            Some(EndKind::Block) => {
                 let i = image()?;
                 let id = self
                     .block
@@ -450,7 +478,7 @@ impl<'a> EndColumns<'a> {
                     block: index.block(t, p, i, block_column, r, id)?,
                 }))
             }
-            "symbol" => {
+            Some(EndKind::Symbol) => {
                 let i = image()?;
                 let id = self
                     .symbol
@@ -461,13 +489,13 @@ impl<'a> EndColumns<'a> {
                     symbol: index.symbol(t, p, i, symbol_column, r, id)?,
                 }))
             }
-            "start" => Ok(NodeRef::Start),
-            "end" => Ok(NodeRef::End),
-            "unknown" => Ok(NodeRef::Unknown),
-            other => Err(t.error(
+            Some(EndKind::Start) => Ok(NodeRef::Start),
+            Some(EndKind::End) => Ok(NodeRef::End),
+            Some(EndKind::Unknown) => Ok(NodeRef::Unknown),
+            None => Err(t.error(
                 kind,
                 r,
-                format!("unknown end kind {other:?} (block, symbol, start, end, unknown)"),
+                format!("unknown end kind {:?} (block, symbol, start, end, unknown)", kind_name()),
             )),
         }
     }
@@ -616,7 +644,7 @@ fn routines(
 ) -> Result<()> {
     // Routine identifier -> (process, image, position in the image, whether it has dominators),
     // for stated ones.
-    let mut at: HashMap<u64, RoutinePlace> = HashMap::new();
+    let mut at: FxHashMap<u64, RoutinePlace> = FxHashMap::default();
     while let Some(t) = routines.next()? {
         let t = &t;
         for r in t.range() {
@@ -639,32 +667,41 @@ fn routines(
             list.push(Routine { entry, symbol, ..Routine::default() });
         }
     }
-    let mut exits: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
+    let mut exits: FxHashMap<u64, Vec<(u64, u32)>> = FxHashMap::default();
+    // A routine's rows come together: its place is looked up once, and its blocks and
+    // dominators gathered here, then moved into the model in one allocation each.
+    let mut run: Option<(u64, Option<RoutinePlace>)> = None;
+    let (mut nodes, mut doms): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    let close = |profile: &mut Profile,
+                 run: Option<(u64, Option<RoutinePlace>)>,
+                 nodes: &mut Vec<u32>,
+                 doms: &mut Vec<u32>| {
+        if let Some((_, Some((p, i, k, _)))) = run {
+            let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
+            routine.nodes.extend_from_slice(nodes);
+            routine.idoms.extend_from_slice(doms);
+        }
+        nodes.clear();
+        doms.clear();
+    };
     while let Some(blocks) = blocks.next()? {
         let blocks = &blocks;
         let (routine_ids, block_ids) = (blocks.ints("routine"), blocks.ints("block"));
         let (in_routine, idoms, exit_positions) =
             (blocks.bools("in_routine"), blocks.ints("idom"), blocks.ints("exit_position"));
-        // A routine's rows come together: its place is looked up once.
-        let mut last: Option<(u64, Option<RoutinePlace>)> = None;
         for r in blocks.range() {
             let id = routine_ids.at(r);
-            let place = match last {
-                Some((known, place)) if known == id => place,
-                _ => {
-                    let place = at.get(&id).copied();
-                    last = Some((id, place));
-                    place
-                }
-            };
-            let Some((p, i, k, dominators)) = place else { continue };
+            if run.map(|(known, _)| known) != Some(id) {
+                close(profile, run, &mut nodes, &mut doms);
+                run = Some((id, at.get(&id).copied()));
+            }
+            let Some((p, i, _, dominators)) = run.and_then(|(_, place)| place) else { continue };
             let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
-            let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
             if in_routine.get(r) == Some(true) {
-                routine.nodes.push(b);
+                nodes.push(b);
                 if dominators {
                     match idoms.get(r) {
-                        Some(d) => routine.idoms.push(index.block(blocks, p, i, "idom", r, d)?),
+                        Some(d) => doms.push(index.block(blocks, p, i, "idom", r, d)?),
                         None => {
                             return Err(blocks.error(
                                 "idom",
@@ -680,6 +717,7 @@ fn routines(
             }
         }
     }
+    close(profile, run, &mut nodes, &mut doms);
     for (id, mut list) in exits {
         list.sort_unstable();
         let (p, i, k, _) = at[&id];
@@ -692,12 +730,12 @@ fn routines(
 fn loops_of(
     profile: &mut Profile,
     index: &Index,
-    at: &HashMap<u64, RoutinePlace>,
+    at: &FxHashMap<u64, RoutinePlace>,
     mut loops_reader: TableReader,
     mut blocks_reader: TableReader,
 ) -> Result<()> {
     // Loop identifier -> (process, image, routine position, loop position).
-    let mut loops: HashMap<u64, LoopPlace> = HashMap::new();
+    let mut loops: FxHashMap<u64, LoopPlace> = FxHashMap::default();
     while let Some(t) = loops_reader.next()? {
         let t = &t;
         for r in t.range() {
@@ -712,34 +750,38 @@ fn loops_of(
             routine.loops.push(Loop { head, parent, ..Loop::default() });
         }
     }
-    let mut back: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
+    let mut back: FxHashMap<u64, Vec<(u64, u32)>> = FxHashMap::default();
+    // A loop's rows come together: its place is looked up once and its blocks gathered here.
+    let mut run: Option<(u64, Option<LoopPlace>)> = None;
+    let mut nodes: Vec<u32> = Vec::new();
+    let close = |profile: &mut Profile, run: Option<(u64, Option<LoopPlace>)>, nodes: &mut Vec<u32>| {
+        if let Some((_, Some((p, i, k, l)))) = run {
+            let routine = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k];
+            routine.loops[l].nodes.extend_from_slice(nodes);
+        }
+        nodes.clear();
+    };
     while let Some(blocks) = blocks_reader.next()? {
         let blocks = &blocks;
         let (loop_ids, block_ids) = (blocks.ints("loop"), blocks.ints("block"));
         let (in_loop, back_positions) = (blocks.bools("in_loop"), blocks.ints("back_edge_position"));
-        // A loop's rows come together: its place is looked up once.
-        let mut last: Option<(u64, Option<LoopPlace>)> = None;
         for r in blocks.range() {
             let id = loop_ids.at(r);
-            let place = match last {
-                Some((known, place)) if known == id => place,
-                _ => {
-                    let place = loops.get(&id).copied();
-                    last = Some((id, place));
-                    place
-                }
-            };
-            let Some((p, i, k, l)) = place else { continue };
+            if run.map(|(known, _)| known) != Some(id) {
+                close(profile, run, &mut nodes);
+                run = Some((id, loops.get(&id).copied()));
+            }
+            let Some((p, i, _, _)) = run.and_then(|(_, place)| place) else { continue };
             let b = index.block(blocks, p, i, "block", r, block_ids.at(r))?;
-            let lp = &mut profile.processes[p].images[i].routines.as_mut().expect("stated")[k].loops[l];
             if in_loop.get(r) == Some(true) {
-                lp.nodes.push(b);
+                nodes.push(b);
             }
             if let Some(x) = back_positions.get(r) {
                 back.entry(id).or_default().push((x, b));
             }
         }
     }
+    close(profile, run, &mut nodes);
     for (id, mut list) in back {
         list.sort_unstable();
         let (p, i, k, l) = loops[&id];

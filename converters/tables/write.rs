@@ -2,11 +2,11 @@
 //! file, the tables in parallel.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::analysis::executions::{block_thread_counts, block_totals, executed_in};
 use crate::analysis::names::{routine_name, SymbolIndex};
@@ -412,7 +412,7 @@ fn routine_blocks(cx: &Context<'_>) -> Table {
         for (i, rs) in per_image.iter().enumerate() {
             for (r, routine) in rs.iter().enumerate() {
                 let number = u64::from(cx.first_routine[p][i]) + r as u64;
-                let exits: HashMap<u32, usize> =
+                let exits: FxHashMap<u32, usize> =
                     routine.exits.iter().enumerate().rev().map(|(k, &b)| (b, k)).collect();
                 for (k, &b) in routine.nodes.iter().enumerate() {
                     t.row()
@@ -442,7 +442,7 @@ fn loops(cx: &Context<'_>) -> Table {
             continue;
         }
         // Back-edge traversals: the edges from a loop's back-edge sources to its head.
-        let mut back: HashMap<(u32, u32, u32), u64> = HashMap::new();
+        let mut back: FxHashMap<(u32, u32, u32), u64> = FxHashMap::default();
         for (i, rs) in per_image.iter().enumerate() {
             for l in rs.iter().flat_map(|r| &r.loops) {
                 for &s in &l.back_edge_sources {
@@ -619,7 +619,7 @@ type TreeNode = (Option<u32>, u32, u32);
 
 /// The prefix tree of a process's stacks: each stack's leaf node, and the nodes.
 fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
-    let mut index: HashMap<(Option<u32>, u32), u32> = HashMap::new();
+    let mut index: FxHashMap<(Option<u32>, u32), u32> = FxHashMap::default();
     let mut nodes = Vec::new();
     let leaves = process
         .stacks

@@ -9,13 +9,6 @@ pub struct PerBlock<T> {
     images: Vec<Vec<T>>,
 }
 
-impl<T: Clone> PerBlock<T> {
-    /// `value` for every block of `process`.
-    pub fn filled(process: &Process, value: T) -> Self {
-        PerBlock { images: process.images.iter().map(|i| vec![value.clone(); i.blocks.len()]).collect() }
-    }
-}
-
 impl<T> PerBlock<T> {
     /// The value of block `r`; `None` for a block the process does not have.
     pub fn get(&self, r: BlockRef) -> Option<&T> {
@@ -29,20 +22,49 @@ impl<T> PerBlock<T> {
 
 /// Per-thread execution counts of every block: the sum of its incoming edges' counts.
 /// (DCFG `COUNT` is the all-thread total and is optional; edges carry the per-thread split.)
-pub fn block_thread_counts(process: &Process) -> PerBlock<Vec<u64>> {
+pub fn block_thread_counts(process: &Process) -> ThreadCounts {
     let threads = process.thread_count();
-    let mut counts = PerBlock::filled(process, vec![0u64; threads]);
+    let mut counts = ThreadCounts {
+        threads,
+        images: process
+            .images
+            .iter()
+            .map(|i| (i.blocks.len(), vec![0u64; i.blocks.len() * threads]))
+            .collect(),
+    };
     for edge in &process.edges {
         if let NodeRef::Block(target) = edge.target {
             let Some(slot) = counts.get_mut(target) else { continue };
-            for (t, &c) in edge.counts.iter().enumerate() {
-                if let Some(s) = slot.get_mut(t) {
-                    *s = s.saturating_add(c);
-                }
+            for (s, &c) in slot.iter_mut().zip(edge.counts.iter()) {
+                *s = s.saturating_add(c);
             }
         }
     }
     counts
+}
+
+/// Per-thread counts of every block of a process, each image's in one list (`threads` numbers
+/// per block) rather than a list per block: a DCFG has millions of blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadCounts {
+    threads: usize,
+    /// Per image: its number of blocks, and their counts.
+    images: Vec<(usize, Vec<u64>)>,
+}
+
+impl ThreadCounts {
+    /// The counts of block `r`, thread 0 first; `None` for a block the process does not have.
+    pub fn get(&self, r: BlockRef) -> Option<&[u64]> {
+        let (blocks, counts) = self.images.get(r.image as usize)?;
+        let start = (r.block as usize) * self.threads;
+        counts.get(start..start + self.threads).filter(|_| (r.block as usize) < *blocks)
+    }
+
+    fn get_mut(&mut self, r: BlockRef) -> Option<&mut [u64]> {
+        let (blocks, counts) = self.images.get_mut(r.image as usize)?;
+        let start = (r.block as usize) * self.threads;
+        counts.get_mut(start..start + self.threads).filter(|_| (r.block as usize) < *blocks)
+    }
 }
 
 /// Executions of every block over all threads: its stated count, or else the sum of its
@@ -137,7 +159,7 @@ mod tests {
     #[test]
     fn thread_counts_sum_incoming_edges_per_thread() {
         let counts = block_thread_counts(&process());
-        let at = |image, block| counts.get(BlockRef { image, block }).cloned();
+        let at = |image, block| counts.get(BlockRef { image, block }).map(<[u64]>::to_vec);
         assert_eq!(at(0, 0), Some(vec![3, 1]));
         assert_eq!(at(0, 1), Some(vec![2, 2]));
         assert_eq!(at(1, 0), Some(vec![1, 5]));
