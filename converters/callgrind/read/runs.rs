@@ -2,6 +2,11 @@
 //! loop straight from the input's buffer, without the dispatch of [`Reader::line`] per line.
 //! The same grammar as [`super::costs`] and [`super::arcs`], for nine lines in ten of a large
 //! file; any line the loop cannot read in one pass is left to [`Reader::line`].
+//!
+//! What it saves, measured on the whole command (`cfghub convert` of the 21 MB Valgrind
+//! profile of `cc1plus` to Callgrind, interleaved rounds on a loaded 2-core machine, one core):
+//! 0.40 s of processor time against 0.44 s with every line read by [`Reader::line`] (0.83 s
+//! against 0.90 s wall, best of 9; medians 0.93 s against 1.06 s).
 
 use super::super::parse::{self as parse, trim_end};
 use super::{starts_cost_line, ArcKind, Pending, Reader, RESERVE_AT};
