@@ -3,7 +3,8 @@
 
 use std::io::BufRead;
 
-use crate::error::{Findings, Result};
+use crate::converters::dcfg_trace::{self, encode, paired};
+use crate::error::{Error, Findings, Result};
 use crate::io::{write_output, Input};
 use crate::ir::Profile;
 use crate::registry::{detect_input, detect_output, Format, ReadOptions, WriteOptions};
@@ -71,4 +72,60 @@ pub fn save(
         format.write(profile, out, options, &mut findings).map_err(|e| e.in_file(path))
     })?;
     Ok(findings)
+}
+
+/// Replays the DCFG-trace at `trace` (`-` for standard input) into `profile`, its paired DCFG
+/// (`cfghub convert DCFG --trace TRACE`): the call stacks the trace walks and the exact
+/// inclusive costs of calls. Where the trace's edge counts differ from the profile's, the
+/// findings say so. `max_edges` bounds the edges the trace may declare.
+pub fn replay_trace(profile: &mut Profile, trace: &str, max_edges: Option<u64>) -> Result<Findings> {
+    let input = Input::open(trace)?;
+    let replayer = crate::analysis::replay::Replayer::new(profile);
+    let replays = paired::run(&mut input.reader(), profile, replayer, max_edges)
+        .map_err(|e| e.in_file(trace))?
+        .processes;
+    let mut findings = Findings::default();
+    crate::analysis::replay::apply(profile, &replays, &mut findings);
+    Ok(findings)
+}
+
+/// Refuses an output name that does not name a DCFG-trace (`*.trace.json`, optionally `.bz2`
+/// or `.gz`): what [`encode_trace`] writes.
+pub fn check_trace_output(output: &str) -> Result<()> {
+    let format = detect_output(output, None).unwrap_or(&dcfg_trace::FORMAT);
+    if format.name() != "dcfg-trace" {
+        return Err(Error::usage(format!(
+            "--trace-from writes a DCFG-trace, but {output} names a {} file",
+            format.name()
+        ))
+        .with_hint("name the output *.trace.json (optionally .bz2 or .gz)"));
+    }
+    Ok(())
+}
+
+/// Encodes the edge sequences at `edges` (`-` for standard input; the text `cfghub trace
+/// edges` prints: edge ids one per line, `# thread N` before each thread's) into a DCFG-trace
+/// of the first process of `dcfg`, the DCFG read from `dcfg_path`, written atomically to
+/// `output` with chunks of about `chunk_instrs` instructions (`cfghub convert DCFG
+/// --trace-from EDGES -o OUT`).
+pub fn encode_trace(
+    dcfg: &Profile,
+    dcfg_path: &str,
+    edges: &str,
+    output: &str,
+    chunk_instrs: u64,
+) -> Result<()> {
+    check_trace_output(output)?;
+    let process = dcfg
+        .processes
+        .first()
+        .ok_or_else(|| Error::input("the DCFG has no process to pair the trace with").in_file(dcfg_path))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut Input::open(edges)?.reader(), &mut text)
+        .map_err(|e| Error::io(edges, e))?;
+    let threads = encode::parse_edge_list(&text).map_err(|e| e.in_file(edges))?;
+    let options = encode::EncodeOptions { chunk_instrs, ..encode::EncodeOptions::default() };
+    write_output(output, &[dcfg_path, edges], |out| {
+        encode::encode(dcfg, process.pid, &threads, &options, out).map_err(|e| e.in_file(edges))
+    })
 }

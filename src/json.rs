@@ -8,6 +8,12 @@
 //! table punctuation) is a few instructions per byte. The typed visitors of each format are
 //! unchanged: this is an ordinary [`serde::Deserializer`].
 //!
+//! What it saves, measured on the whole command (`cfghub info` of a 232 MB Pin-style DCFG
+//! made by `cfghub synth --pretty --images 4 --routines 14000 --blocks 24 --threads 2 --steps
+//! 28000000`, interleaved rounds, 2-core machine under load): 1.03 s of processor time (2.62 s
+//! wall) against 1.93 s (4.91 s wall) with `serde_json::Deserializer::from_reader` on a
+//! `BufReader`, the same visitors reading integers through `deserialize_any`.
+//!
 //! It accepts exactly RFC 8259 JSON. Nesting deeper than [`MAX_DEPTH`] is an error, not a stack
 //! overflow. Errors carry the line and column where they were found.
 

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use super::read::{COSTS_TAG, EVENTS_TAG};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{EdgeKind, Image, NodeRef, Process, Profile};
+use crate::ir::{Block, EdgeKind, Image, NodeRef, Process, Profile, Routine, SourceLine, Symbol};
 
 /// Writes `profile` as DCFG JSON.
 pub fn write(profile: &Profile, out: &mut dyn Write, pretty: bool, findings: &mut Findings) -> Result<()> {
@@ -363,6 +363,8 @@ fn edge_ids_usable(p: &Process) -> bool {
     p.edges.iter().all(|e| e.id != 0 && seen.insert(e.id))
 }
 
+/// Writes one image row: id, load address, size, then the object of its tables (file name,
+/// symbols, source lines, blocks, routines, costs), each only where the image has some.
 fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut Findings) -> Result<()> {
     let ind = 12;
     w.int(image.id);
@@ -405,119 +407,23 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
     if !symbols.is_empty() {
         sep(w)?;
         w.key("SYMBOLS");
-        table(w, ind + 2, &["NAME", "ADDR_OFFSET", "SIZE"], symbols.len(), |w, i| {
-            let s = symbols[i];
-            w.string(&s.name);
-            c(w);
-            w.hex(s.offset.unwrap_or(0));
-            if let Some(size) = s.size {
-                c(w);
-                w.int(size);
-            }
-            Ok(())
-        })?;
+        write_symbols(w, ind + 2, &symbols)?;
     }
     let lines: Vec<_> = image.source_lines.iter().filter(|l| l.file.is_some()).collect();
     if !lines.is_empty() {
         sep(w)?;
         w.key("SOURCE_DATA");
-        table(
-            w,
-            ind + 2,
-            &["FILE_NAME_ID", "LINE_NUM", "ADDR_OFFSET", "SIZE", "NUM_INSTRS"],
-            lines.len(),
-            |w, i| {
-                let l = lines[i];
-                w.int(u64::from(l.file.unwrap_or(0)) + 1);
-                c(w);
-                w.int(u64::from(l.line));
-                c(w);
-                w.hex(l.offset);
-                c(w);
-                w.int(u64::from(l.size));
-                c(w);
-                w.int(u64::from(l.num_instrs));
-                Ok(())
-            },
-        )?;
+        write_source_data(w, ind + 2, &lines)?;
     }
     if !image.blocks.is_empty() {
         sep(w)?;
         w.key("BASIC_BLOCKS");
-        let blocks = &image.blocks;
-        table(
-            w,
-            ind + 2,
-            &["NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT"],
-            blocks.len(),
-            |w, i| {
-                let b = &blocks[i];
-                w.int(b.id);
-                c(w);
-                w.hex(b.offset);
-                c(w);
-                w.int(u64::from(b.size));
-                c(w);
-                w.int(u64::from(b.num_instrs));
-                c(w);
-                w.int(u64::from(b.last_instr_offset));
-                if let Some(count) = b.count {
-                    c(w);
-                    w.int(count);
-                }
-                Ok(())
-            },
-        )?;
+        write_blocks(w, ind + 2, &image.blocks)?;
     }
     if let Some(routines) = &image.routines {
         sep(w)?;
         w.key("ROUTINES");
-        let id = |b: u32| image.blocks[b as usize].id;
-        table(w, ind + 2, &["ENTRY_NODE_ID", "EXIT_NODE_IDS", "NODES", "LOOPS"], routines.len(), |w, i| {
-            let r = &routines[i];
-            w.int(id(r.entry));
-            c(w);
-            w.ints(r.exits.iter().map(|&b| id(b)));
-            c(w);
-            let header: &[&str] = if r.idoms.len() == r.nodes.len() && !r.idoms.is_empty() {
-                &["NODE_ID", "IDOM_NODE_ID"]
-            } else {
-                &["NODE_ID"]
-            };
-            inline_table(w, header, r.nodes.len(), |w, k| {
-                w.int(id(r.nodes[k]));
-                if header.len() == 2 {
-                    c(w);
-                    w.int(id(r.idoms[k]));
-                }
-            });
-            if !r.loops.is_empty() {
-                c(w);
-                inline_table(
-                    w,
-                    &[
-                        "LOOP_HEAD_NODE_ID",
-                        "LOOP_BACK_EDGE_SOURCE_NODE_IDS",
-                        "LOOP_NODE_IDS",
-                        "PARENT_LOOP_HEAD_NODE_ID",
-                    ],
-                    r.loops.len(),
-                    |w, k| {
-                        let l = &r.loops[k];
-                        w.int(id(l.head));
-                        c(w);
-                        w.ints(l.back_edge_sources.iter().map(|&b| id(b)));
-                        c(w);
-                        w.ints(l.nodes.iter().map(|&b| id(b)));
-                        if let Some(p) = l.parent {
-                            c(w);
-                            w.int(id(p));
-                        }
-                    },
-                );
-            }
-            Ok(())
-        })?;
+        write_routines(w, ind + 2, image, routines)?;
     }
     let costs: Vec<_> = image.costs.iter().filter(|c| c.offset.is_some()).collect();
     if costs.len() < image.costs.len() {
@@ -543,6 +449,117 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
     w.sp();
     w.s("}")?;
     Ok(())
+}
+
+/// The `SYMBOLS` table: name, offset and (when known) size of the symbols with an address.
+fn write_symbols(w: &mut JsonOut, ind: usize, symbols: &[&Symbol]) -> Result<()> {
+    table(w, ind, &["NAME", "ADDR_OFFSET", "SIZE"], symbols.len(), |w, i| {
+        let s = symbols[i];
+        w.string(&s.name);
+        c(w);
+        w.hex(s.offset.unwrap_or(0));
+        if let Some(size) = s.size {
+            c(w);
+            w.int(size);
+        }
+        Ok(())
+    })
+}
+
+/// The `SOURCE_DATA` table: the address ranges of source lines (file ids count from 1).
+fn write_source_data(w: &mut JsonOut, ind: usize, lines: &[&SourceLine]) -> Result<()> {
+    table(w, ind, &["FILE_NAME_ID", "LINE_NUM", "ADDR_OFFSET", "SIZE", "NUM_INSTRS"], lines.len(), |w, i| {
+        let l = lines[i];
+        w.int(u64::from(l.file.unwrap_or(0)) + 1);
+        c(w);
+        w.int(u64::from(l.line));
+        c(w);
+        w.hex(l.offset);
+        c(w);
+        w.int(u64::from(l.size));
+        c(w);
+        w.int(u64::from(l.num_instrs));
+        Ok(())
+    })
+}
+
+/// The `BASIC_BLOCKS` table: id, offset, size, instructions, last instruction and (when
+/// known) execution count of each block.
+fn write_blocks(w: &mut JsonOut, ind: usize, blocks: &[Block]) -> Result<()> {
+    table(
+        w,
+        ind,
+        &["NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT"],
+        blocks.len(),
+        |w, i| {
+            let b = &blocks[i];
+            w.int(b.id);
+            c(w);
+            w.hex(b.offset);
+            c(w);
+            w.int(u64::from(b.size));
+            c(w);
+            w.int(u64::from(b.num_instrs));
+            c(w);
+            w.int(u64::from(b.last_instr_offset));
+            if let Some(count) = b.count {
+                c(w);
+                w.int(count);
+            }
+            Ok(())
+        },
+    )
+}
+
+/// The `ROUTINES` table: entry, exits, nodes (with their immediate dominators when the model
+/// has them) and loops of each routine, by block id.
+fn write_routines(w: &mut JsonOut, ind: usize, image: &Image, routines: &[Routine]) -> Result<()> {
+    let id = |b: u32| image.blocks[b as usize].id;
+    table(w, ind, &["ENTRY_NODE_ID", "EXIT_NODE_IDS", "NODES", "LOOPS"], routines.len(), |w, i| {
+        let r = &routines[i];
+        w.int(id(r.entry));
+        c(w);
+        w.ints(r.exits.iter().map(|&b| id(b)));
+        c(w);
+        let header: &[&str] = if r.idoms.len() == r.nodes.len() && !r.idoms.is_empty() {
+            &["NODE_ID", "IDOM_NODE_ID"]
+        } else {
+            &["NODE_ID"]
+        };
+        inline_table(w, header, r.nodes.len(), |w, k| {
+            w.int(id(r.nodes[k]));
+            if header.len() == 2 {
+                c(w);
+                w.int(id(r.idoms[k]));
+            }
+        });
+        if !r.loops.is_empty() {
+            c(w);
+            inline_table(
+                w,
+                &[
+                    "LOOP_HEAD_NODE_ID",
+                    "LOOP_BACK_EDGE_SOURCE_NODE_IDS",
+                    "LOOP_NODE_IDS",
+                    "PARENT_LOOP_HEAD_NODE_ID",
+                ],
+                r.loops.len(),
+                |w, k| {
+                    let l = &r.loops[k];
+                    w.int(id(l.head));
+                    c(w);
+                    w.ints(l.back_edge_sources.iter().map(|&b| id(b)));
+                    c(w);
+                    w.ints(l.nodes.iter().map(|&b| id(b)));
+                    if let Some(p) = l.parent {
+                        c(w);
+                        w.int(id(p));
+                    }
+                },
+            );
+        }
+        Ok(())
+    })
 }
 
 /// A nested table written on one line (routine nodes and loops, as Pin does).

@@ -10,7 +10,7 @@
 //! GraphML is write-only: it carries the graph, not the whole profile (no per-thread
 //! instruction counts, no stacks, no header lines; these are named in a warning when present).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::io::Write;
 
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
@@ -19,7 +19,7 @@ use quick_xml::Writer;
 use crate::analysis::{names, routines, source::SourceIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::EdgeClass;
-use crate::ir::{NodeRef, Profile};
+use crate::ir::{NodeRef, Process, Profile, Routine};
 use crate::registry::Format;
 
 /// The GraphML format (write-only).
@@ -160,26 +160,51 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     Ok(())
 }
 
-fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_>) -> Result<()> {
-    let pid = process.pid;
+/// Writes the nodes and edges of one process: a node per block, then the special and
+/// function nodes its edges use, then an edge per control-flow edge.
+fn write_process(profile: &Profile, process: &Process, o: &mut Out<'_>) -> Result<()> {
     let all = routines::all(process);
-    let pid_s = pid.to_string();
-    // Routine and innermost loop of every block, per image.
-    let mut back: HashMap<(u32, u32, u32), ()> = HashMap::new();
+    // Back edges of every loop: (image, source block, head).
+    let mut back: HashSet<(u32, u32, u32)> = HashSet::new();
     for (ii, image) in process.images.iter().enumerate() {
-        let n = image.blocks.len();
-        let mut routine_of = vec![u32::MAX; n];
-        let mut loop_of: Vec<(u32, u32)> = vec![(u32::MAX, 0); n]; // (head, depth)
-        let mut heads = vec![false; n];
-        let mut exits = vec![false; n];
-        for (r, routine) in all[ii].iter().enumerate() {
+        let places = BlockPlaces::of(&all[ii], image.blocks.len());
+        for l in all[ii].iter().flat_map(|r| r.loops.iter()) {
+            back.extend(l.back_edge_sources.iter().map(|&s| (ii as u32, s, l.head)));
+        }
+        write_block_nodes(profile, process, ii, &all[ii], &places, o)?;
+    }
+    write_other_nodes(process, o)?;
+    write_edges(process, &back, o)
+}
+
+/// Where each block of an image stands among its routines: its routine, innermost loop,
+/// whether it heads a loop and whether it is a routine's exit.
+struct BlockPlaces {
+    /// Index of the routine of each block (`u32::MAX` for none).
+    routine_of: Vec<u32>,
+    /// The head and depth of each block's innermost loop (`u32::MAX` head for none).
+    loop_of: Vec<(u32, u32)>,
+    heads: Vec<bool>,
+    exits: Vec<bool>,
+}
+
+impl BlockPlaces {
+    /// The places of the `n` blocks of an image with `routines`.
+    fn of(routines: &[Routine], n: usize) -> Self {
+        let mut places = BlockPlaces {
+            routine_of: vec![u32::MAX; n],
+            loop_of: vec![(u32::MAX, 0); n],
+            heads: vec![false; n],
+            exits: vec![false; n],
+        };
+        for (r, routine) in routines.iter().enumerate() {
             for &b in routine.nodes.iter().chain(std::iter::once(&routine.entry)) {
-                if let Some(slot) = routine_of.get_mut(b as usize) {
+                if let Some(slot) = places.routine_of.get_mut(b as usize) {
                     *slot = r as u32;
                 }
             }
             for &b in &routine.exits {
-                if let Some(slot) = exits.get_mut(b as usize) {
+                if let Some(slot) = places.exits.get_mut(b as usize) {
                     *slot = true;
                 }
             }
@@ -193,17 +218,14 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                     }
                     parent = routine.loops.iter().find(|x| x.head == p).and_then(|x| x.parent);
                 }
-                if let Some(h) = heads.get_mut(l.head as usize) {
+                if let Some(h) = places.heads.get_mut(l.head as usize) {
                     *h = true;
-                }
-                for &s in &l.back_edge_sources {
-                    back.insert((ii as u32, s, l.head), ());
                 }
                 if l.head as usize >= n {
                     continue;
                 }
                 for &b in &l.nodes {
-                    if let Some(slot) = loop_of.get_mut(b as usize) {
+                    if let Some(slot) = places.loop_of.get_mut(b as usize) {
                         if slot.0 == u32::MAX || slot.1 < depth {
                             *slot = (l.head, depth);
                         }
@@ -211,76 +233,93 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
                 }
             }
         }
-        let symbols = names::SymbolIndex::new(image);
-        let source = SourceIndex::new(image);
-        let image_name = profile.image_name(image);
-        let image_id = image.id.to_string();
-        for (b, block) in image.blocks.iter().enumerate() {
-            let id = format!("p{pid}_b{}", block.id);
-            o.start("node", &[("id", &id)])?;
-            let routine = all[ii].get(routine_of[b] as usize);
-            if image.no_addresses {
-                // No address, size or covering symbol: the format's own id, the routine and
-                // the block's source lines (CSI).
-                let name = routine.map(|r| names::routine_name(profile, image, &symbols, r));
-                o.data(
-                    "label",
-                    &format!("BB {} {}", image.display_id(b as u32), name.as_deref().unwrap_or("")),
-                )?;
-                o.data("kind", "block")?;
-                o.data("process", &pid_s)?;
-                o.data("node_id", &block.id.to_string())?;
-                o.data("image", &image_name)?;
-                o.data("image_id", &image_id)?;
-                if let Some(l) = image.lines_of(b as u32) {
-                    let lines: Vec<String> = l.lines().map(|n| n.to_string()).collect();
-                    o.data("lines", &lines.join(" "))?;
-                    o.data("records_path", if l.ends_path() { "true" } else { "false" })?;
-                }
-                if let Some(c) = block.count {
-                    o.data("count", &c.to_string())?;
-                }
-            } else {
-                let addr = image.load_addr.wrapping_add(block.offset);
-                let sym = names::code_name(profile, image, &symbols, block.offset);
-                o.data("label", &format!("BB {} {sym}", block.id))?;
-                o.data("kind", "block")?;
-                o.data("process", &pid_s)?;
-                o.data("node_id", &block.id.to_string())?;
-                o.data("image", &image_name)?;
-                o.data("image_id", &image_id)?;
-                o.data("address", &format!("{addr:#x}"))?;
-                if addr <= i64::MAX as u64 {
-                    o.data("address_int", &addr.to_string())?;
-                }
-                o.data("size", &block.size.to_string())?;
-                o.data("instrs", &block.num_instrs.to_string())?;
-                if let Some(c) = block.count {
-                    o.data("count", &c.to_string())?;
-                    o.data("executed_instrs", &block.executed_instrs().to_string())?;
-                }
-                o.data("symbol", &sym)?;
-                if let Some(src) = source.describe(profile, image, block.offset, u64::from(block.size)) {
-                    o.data("source", &src)?;
-                }
-            }
-            if let Some((routine, entry)) =
-                routine.and_then(|r| Some((r, image.blocks.get(r.entry as usize)?)))
-            {
-                o.data("routine", &names::routine_name(profile, image, &symbols, routine))?;
-                o.data("routine_entry", &entry.id.to_string())?;
-                o.data("routine_entry_block", if routine.entry as usize == b { "true" } else { "false" })?;
-                o.data("routine_exit_block", if exits[b] { "true" } else { "false" })?;
-            }
-            if loop_of[b].0 != u32::MAX {
-                o.data("loop_head", &image.blocks[loop_of[b].0 as usize].id.to_string())?;
-                o.data("loop_depth", &loop_of[b].1.to_string())?;
-            }
-            o.data("is_loop_head", if heads[b] { "true" } else { "false" })?;
-            o.end("node")?;
-        }
+        places
     }
-    // Special and function nodes that edges use.
+}
+
+/// Writes a node per block of image `ii`: its label, kind, process and image; its address,
+/// size, instructions, symbol and source (for CSI, which has no addresses, its id and source
+/// lines); its count; its routine and loop.
+fn write_block_nodes(
+    profile: &Profile,
+    process: &Process,
+    ii: usize,
+    routines: &[Routine],
+    places: &BlockPlaces,
+    o: &mut Out<'_>,
+) -> Result<()> {
+    let (pid, image) = (process.pid, &process.images[ii]);
+    let pid_s = pid.to_string();
+    let symbols = names::SymbolIndex::new(image);
+    let source = SourceIndex::new(image);
+    let image_name = profile.image_name(image);
+    let image_id = image.id.to_string();
+    for (b, block) in image.blocks.iter().enumerate() {
+        let id = format!("p{pid}_b{}", block.id);
+        o.start("node", &[("id", &id)])?;
+        let routine = routines.get(places.routine_of[b] as usize);
+        if image.no_addresses {
+            // No address, size or covering symbol: the format's own id, the routine and
+            // the block's source lines (CSI).
+            let name = routine.map(|r| names::routine_name(profile, image, &symbols, r));
+            o.data("label", &format!("BB {} {}", image.display_id(b as u32), name.as_deref().unwrap_or("")))?;
+            o.data("kind", "block")?;
+            o.data("process", &pid_s)?;
+            o.data("node_id", &block.id.to_string())?;
+            o.data("image", &image_name)?;
+            o.data("image_id", &image_id)?;
+            if let Some(l) = image.lines_of(b as u32) {
+                let lines: Vec<String> = l.lines().map(|n| n.to_string()).collect();
+                o.data("lines", &lines.join(" "))?;
+                o.data("records_path", if l.ends_path() { "true" } else { "false" })?;
+            }
+            if let Some(c) = block.count {
+                o.data("count", &c.to_string())?;
+            }
+        } else {
+            let addr = image.load_addr.wrapping_add(block.offset);
+            let sym = names::code_name(profile, image, &symbols, block.offset);
+            o.data("label", &format!("BB {} {sym}", block.id))?;
+            o.data("kind", "block")?;
+            o.data("process", &pid_s)?;
+            o.data("node_id", &block.id.to_string())?;
+            o.data("image", &image_name)?;
+            o.data("image_id", &image_id)?;
+            o.data("address", &format!("{addr:#x}"))?;
+            if addr <= i64::MAX as u64 {
+                o.data("address_int", &addr.to_string())?;
+            }
+            o.data("size", &block.size.to_string())?;
+            o.data("instrs", &block.num_instrs.to_string())?;
+            if let Some(c) = block.count {
+                o.data("count", &c.to_string())?;
+                o.data("executed_instrs", &block.executed_instrs().to_string())?;
+            }
+            o.data("symbol", &sym)?;
+            if let Some(src) = source.describe(profile, image, block.offset, u64::from(block.size)) {
+                o.data("source", &src)?;
+            }
+        }
+        if let Some((routine, entry)) = routine.and_then(|r| Some((r, image.blocks.get(r.entry as usize)?))) {
+            o.data("routine", &names::routine_name(profile, image, &symbols, routine))?;
+            o.data("routine_entry", &entry.id.to_string())?;
+            o.data("routine_entry_block", if routine.entry as usize == b { "true" } else { "false" })?;
+            o.data("routine_exit_block", if places.exits[b] { "true" } else { "false" })?;
+        }
+        let (head, depth) = places.loop_of[b];
+        if head != u32::MAX {
+            o.data("loop_head", &image.blocks[head as usize].id.to_string())?;
+            o.data("loop_depth", &depth.to_string())?;
+        }
+        o.data("is_loop_head", if places.heads[b] { "true" } else { "false" })?;
+        o.end("node")?;
+    }
+    Ok(())
+}
+
+/// Writes the special nodes (START, END, UNKNOWN) and function nodes the process's edges use.
+fn write_other_nodes(process: &Process, o: &mut Out<'_>) -> Result<()> {
+    let pid_s = process.pid.to_string();
     let mut extra: Vec<NodeRef> = Vec::new();
     for e in &process.edges {
         for r in [e.source, e.target] {
@@ -313,19 +352,26 @@ fn write_process(profile: &Profile, process: &crate::ir::Process, o: &mut Out<'_
         }
         o.end("node")?;
     }
+    Ok(())
+}
+
+/// Writes an edge per control-flow edge whose ends exist: kind, class (a loop's back edges,
+/// found or stated, are `back`), counts, inclusive costs and path numbering.
+fn write_edges(process: &Process, back: &HashSet<(u32, u32, u32)>, o: &mut Out<'_>) -> Result<()> {
+    let pid = process.pid;
+    let valid = |r: NodeRef| match r {
+        NodeRef::Block(b) => {
+            process.images.get(b.image as usize).is_some_and(|i| (b.block as usize) < i.blocks.len())
+        }
+        _ => true,
+    };
     for (k, e) in process.edges.iter().enumerate() {
-        let valid = |r: NodeRef| match r {
-            NodeRef::Block(b) => {
-                process.images.get(b.image as usize).is_some_and(|i| (b.block as usize) < i.blocks.len())
-            }
-            _ => true,
-        };
         if !valid(e.source) || !valid(e.target) {
             continue;
         }
         let is_back = match (e.source, e.target) {
             (NodeRef::Block(a), NodeRef::Block(b)) => {
-                a.image == b.image && back.contains_key(&(a.image, a.block, b.block))
+                a.image == b.image && back.contains(&(a.image, a.block, b.block))
             }
             _ => false,
         } || e.path().is_some_and(|p| p.back);

@@ -236,7 +236,46 @@ pub fn merge(
     samples: &Profile,
     options: &MergeOptions,
 ) -> Result<(Profile, MergeReport)> {
-    // Event columns: the graph's own, then every sample event.
+    let event_map = add_sample_events(&mut graph, samples)?;
+    let events = graph.events.len();
+    let mut report = MergeReport {
+        events: samples.events.iter().map(|e| e.name.clone()).collect(),
+        attributed: vec![0; samples.events.len()],
+        unattributed_totals: vec![0; samples.events.len()],
+        ..MergeReport::default()
+    };
+    let sample_images: Vec<&Image> = samples.processes.iter().flat_map(|p| &p.images).collect();
+    let targets = match_images(&graph, samples, &sample_images, options)?;
+    let mut placement = Placement {
+        events,
+        event_map,
+        sinks: graph
+            .processes
+            .iter()
+            .map(|p| (0..p.images.len()).map(|_| Sink::default()).collect())
+            .collect(),
+        sources: HashMap::new(),
+        outside: HashMap::new(),
+        unmatched: Vec::new(),
+    };
+    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
+    for (image, &target) in sample_images.iter().zip(&targets) {
+        let name = samples.image_name(image);
+        report
+            .matches
+            .push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
+        let index = target.map(|t| {
+            &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1]))
+        });
+        placement.place_image(&mut graph, samples, image, &name, target, index, options, &mut report);
+    }
+    placement.finish(&mut graph, samples);
+    Ok((graph, report))
+}
+
+/// Adds every sample event to the graph's events, after its own; where each went. An event
+/// the graph already has is refused.
+fn add_sample_events(graph: &mut Profile, samples: &Profile) -> Result<Vec<usize>> {
     let mut event_map = Vec::new();
     for e in &samples.events {
         if graph.event_index(&e.name).is_some() {
@@ -246,17 +285,18 @@ pub fn merge(
         graph.events.push(e.clone());
         event_map.push(graph.events.len() - 1);
     }
-    let events = graph.events.len();
-    let mut report = MergeReport {
-        events: samples.events.iter().map(|e| e.name.clone()).collect(),
-        attributed: vec![0; samples.events.len()],
-        unattributed_totals: vec![0; samples.events.len()],
-        ..MergeReport::default()
-    };
+    Ok(event_map)
+}
 
-    let mut sinks: Vec<Vec<Sink>> =
-        graph.processes.iter().map(|p| (0..p.images.len()).map(|_| Sink::default()).collect()).collect();
-
+/// The graph image (process and image index) of each sample image: the one `--image` names,
+/// else the one of the same path, else the only one of the same base name. A merge in which
+/// no sample image with samples matches is refused, naming both sides' images.
+fn match_images(
+    graph: &Profile,
+    samples: &Profile,
+    sample_images: &[&Image],
+    options: &MergeOptions,
+) -> Result<Vec<Option<(usize, usize)>>> {
     // Graph images by path and by base name.
     let mut by_path: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut by_base: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
@@ -271,7 +311,6 @@ pub fn merge(
     }
     let graph_images: Vec<String> =
         graph.processes.iter().flat_map(|p| &p.images).map(|i| graph.image_name(i)).collect();
-    let sample_images: Vec<&Image> = samples.processes.iter().flat_map(|p| &p.images).collect();
     if options.image.is_some() && sample_images.len() > 1 {
         return Err(Error::usage(
             "--image names the graph image of a single sample image, but the samples cover several",
@@ -291,16 +330,14 @@ pub fn merge(
             _ => Ok(None),
         }
     };
-    // Every sample image's graph image, first: a merge in which none matches is refused.
     let mut targets = Vec::with_capacity(sample_images.len());
-    for image in &sample_images {
-        let name = samples.image_name(image);
+    for image in sample_images {
         let target = match &options.image {
             Some(wanted) => Some(find(wanted)?.ok_or_else(|| {
                 Error::usage(format!("the graph has no image {wanted}"))
                     .with_hint(format!("its images: {}", graph_images.join(", ")))
             })?),
-            None if image.file.is_some() => find(&name)?,
+            None if image.file.is_some() => find(&samples.image_name(image))?,
             None => None,
         };
         targets.push(target);
@@ -317,31 +354,49 @@ pub fn merge(
         ))
         .with_hint("name the graph image the samples belong to with --image (and --base if it moved)"));
     }
-    let mut indexes: HashMap<(usize, usize), BlockIndex> = HashMap::new();
-    let mut sources: HashMap<(usize, usize), SourceIndex> = HashMap::new();
-    // The function holding samples outside blocks, per graph image, once added.
-    let mut outside: HashMap<(usize, usize), u32> = HashMap::new();
-    // Sample images no graph image matches: (image, its samples), added to the graph at the end.
-    let mut unmatched: Vec<(Option<FileId>, u64, CostTable)> = Vec::new();
-    for (k, image) in sample_images.iter().enumerate() {
-        let name = samples.image_name(image);
-        let target = targets[k];
-        report
-            .matches
-            .push((name.clone(), target.map(|(p, i)| graph.image_name(&graph.processes[p].images[i]))));
-        let target_image = target.map(|(p, i)| &graph.processes[p].images[i]);
-        let index = target.map(|t| {
-            &*indexes.entry(t).or_insert_with(|| BlockIndex::new(&graph.processes[t.0].images[t.1]))
-        });
+    Ok(targets)
+}
+
+/// The samples on their way into the graph: the costs gathered for each graph image, and the
+/// sample images no graph image matches.
+struct Placement {
+    /// Event columns of the merged profile.
+    events: usize,
+    /// The merged profile's column of each sample event.
+    event_map: Vec<usize>,
+    /// Costs gathered per graph image, by process and image.
+    sinks: Vec<Vec<Sink>>,
+    sources: HashMap<(usize, usize), SourceIndex>,
+    /// The function holding samples outside blocks, per graph image, once added.
+    outside: HashMap<(usize, usize), u32>,
+    /// Sample images no graph image matches: (image, its samples), added to the graph at the end.
+    unmatched: Vec<(Option<FileId>, u64, CostTable)>,
+}
+
+impl Placement {
+    /// Places the samples of sample image `image` (named `name`) in graph image `target`,
+    /// whose blocks `index` finds: each in its block, else outside the blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn place_image(
+        &mut self,
+        graph: &mut Profile,
+        samples: &Profile,
+        image: &Image,
+        name: &str,
+        target: Option<(usize, usize)>,
+        index: Option<&BlockIndex>,
+        options: &MergeOptions,
+        report: &mut MergeReport,
+    ) {
         // Offset in the graph image = (base - load address) + offset from the text start.
-        let shift: i128 = match target_image {
+        let shift: i128 = match target.map(|(p, i)| &graph.processes[p].images[i]) {
             Some(g) => options.base.unwrap_or(g.load_addr) as i128 - g.load_addr as i128,
             None => 0,
         };
         if target.is_none() {
             let mut table = CostTable::new();
-            table.widen(events);
-            unmatched.push((image.file, image.load_addr, table));
+            table.widen(self.events);
+            self.unmatched.push((image.file, image.load_addr, table));
         }
         let mut hint = 0usize;
         let costs = &image.costs;
@@ -352,56 +407,33 @@ pub fn merge(
             }
             let Some(offset) = costs.offset(row) else { continue };
             let relocated = shift + offset as i128;
+            let in_space = (0..=u64::MAX as i128).contains(&relocated);
             let block = match index {
-                Some(ix) if (0..=u64::MAX as i128).contains(&relocated) => {
-                    ix.find_from(relocated as u64, &mut hint)
-                }
+                Some(ix) if in_space => ix.find_from(relocated as u64, &mut hint),
                 _ => None,
             };
             // Inline for up to two events: no allocation per sample.
-            let mut values = Values::from_elem(0, events);
+            let mut values = Values::from_elem(0, self.events);
             for (j, &v) in row_values.iter().enumerate() {
-                if let Some(&e) = event_map.get(j) {
+                if let Some(&e) = self.event_map.get(j) {
                     values[e] = v;
                 }
             }
             match (block, target) {
                 (Some(_), Some((p, i))) => {
-                    for (j, &v) in row_values.iter().enumerate().take(event_map.len()) {
+                    for (j, &v) in row_values.iter().enumerate().take(self.event_map.len()) {
                         report.attributed[j] = report.attributed[j].saturating_add(v);
                     }
                     let g = &graph.processes[p].images[i];
-                    let src = sources.entry((p, i)).or_insert_with(|| SourceIndex::new(g));
+                    let src = self.sources.entry((p, i)).or_insert_with(|| SourceIndex::new(g));
                     let place =
                         src.overlapping(g, relocated as u64, 1).next().map(|l| &g.source_lines[l as usize]);
                     let (file, line) = place.map_or((None, None), |l| (l.file, Some(l.line)));
-                    sinks[p][i].push(relocated as u64, None, file, line, &values, costs.len());
+                    self.sinks[p][i].push(relocated as u64, None, file, line, &values, costs.len());
                 }
                 _ => {
-                    // Kept, at their address, under a function that says where they are.
-                    match target {
-                        Some((p, i)) if (0..=u64::MAX as i128).contains(&relocated) => {
-                            let symbols = &mut graph.processes[p].images[i].symbols;
-                            let symbol = *outside.entry((p, i)).or_insert_with(|| {
-                                symbols.push(Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() });
-                                (symbols.len() - 1) as u32
-                            });
-                            sinks[p][i].push(
-                                relocated as u64,
-                                Some(symbol),
-                                None,
-                                None,
-                                &values,
-                                costs.len(),
-                            );
-                        }
-                        Some(_) => {}
-                        None => {
-                            if let Some(u) = unmatched.last_mut() {
-                                u.2.push_parts(Some(offset), Some(0), None, None, &values);
-                            }
-                        }
-                    }
+                    let at = if in_space { Some(relocated as u64) } else { None };
+                    self.place_outside(graph, target, at, offset, &values, costs.len());
                     let values: Vec<u64> = (0..samples.events.len()).map(|j| costs.value(row, j)).collect();
                     for (t, v) in report.unattributed_totals.iter_mut().zip(&values) {
                         *t = t.saturating_add(*v);
@@ -409,7 +441,7 @@ pub fn merge(
                     report.unattributed_addresses += 1;
                     if report.unattributed.len() < MergeReport::LISTED {
                         report.unattributed.push(Unattributed {
-                            image: name.clone(),
+                            image: name.to_string(),
                             address: image.load_addr.wrapping_add(offset),
                             values,
                         });
@@ -419,35 +451,69 @@ pub fn merge(
         }
     }
 
-    for (p, process) in graph.processes.iter_mut().enumerate() {
-        for (i, image) in process.images.iter_mut().enumerate() {
-            let mut costs = std::mem::take(&mut sinks[p][i]).finish(events);
-            if costs.is_empty() && image.costs.is_empty() {
-                continue;
+    /// Keeps a sample in no block at its address (`relocated` in the graph image's space, when
+    /// it falls in it; `offset` from the sample image's text start) under a function that says
+    /// where it is: [`OUTSIDE_BLOCKS`] of graph image `target`, or of the image of its own a
+    /// sample image without a match gets.
+    fn place_outside(
+        &mut self,
+        graph: &mut Profile,
+        target: Option<(usize, usize)>,
+        relocated: Option<u64>,
+        offset: u64,
+        values: &[u64],
+        expected: usize,
+    ) {
+        match (target, relocated) {
+            (Some((p, i)), Some(at)) => {
+                let symbols = &mut graph.processes[p].images[i].symbols;
+                let symbol = *self.outside.entry((p, i)).or_insert_with(|| {
+                    symbols.push(Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() });
+                    (symbols.len() - 1) as u32
+                });
+                self.sinks[p][i].push(at, Some(symbol), None, None, values, expected);
             }
-            if !image.costs.is_empty() {
-                costs.append(&image.costs);
+            (Some(_), None) => {}
+            (None, _) => {
+                if let Some(u) = self.unmatched.last_mut() {
+                    u.2.push_parts(Some(offset), Some(0), None, None, values);
+                }
+            }
+        }
+    }
+
+    /// Puts the gathered costs in their graph images (after any costs an image had), and the
+    /// sample images of no graph image in images of their own in the first process.
+    fn finish(mut self, graph: &mut Profile, samples: &Profile) {
+        let events = self.events;
+        for (p, process) in graph.processes.iter_mut().enumerate() {
+            for (i, image) in process.images.iter_mut().enumerate() {
+                let mut costs = std::mem::take(&mut self.sinks[p][i]).finish(events);
+                if costs.is_empty() && image.costs.is_empty() {
+                    continue;
+                }
+                if !image.costs.is_empty() {
+                    costs.append(&image.costs);
+                    sum_equal_offsets(&mut costs, events);
+                }
+                image.costs = costs;
+            }
+        }
+        if let Some(process) = graph.processes.first_mut() {
+            for (file, load_addr, mut costs) in self.unmatched {
+                let file = file.map(|f| graph.files.intern(samples.files.get(f)));
                 sum_equal_offsets(&mut costs, events);
+                process.images.push(Image {
+                    id: process.images.iter().map(|i| i.id).max().map_or(0, |m| m + 1),
+                    file,
+                    load_addr,
+                    symbols: vec![Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() }],
+                    costs,
+                    ..Image::default()
+                });
             }
-            image.costs = costs;
         }
     }
-    // Sample images of no graph image: images of their own in the first process.
-    if let Some(process) = graph.processes.first_mut() {
-        for (file, load_addr, mut costs) in unmatched {
-            let file = file.map(|f| graph.files.intern(samples.files.get(f)));
-            sum_equal_offsets(&mut costs, events);
-            process.images.push(Image {
-                id: process.images.iter().map(|i| i.id).max().map_or(0, |m| m + 1),
-                file,
-                load_addr,
-                symbols: vec![Symbol { name: OUTSIDE_BLOCKS.into(), ..Symbol::default() }],
-                costs,
-                ..Image::default()
-            });
-        }
-    }
-    Ok((graph, report))
 }
 
 #[cfg(test)]

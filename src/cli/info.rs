@@ -560,7 +560,6 @@ fn coverage_of(image: &Image, symbol: u32) -> Vec<CoverageReport> {
         .collect()
 }
 
-/// The report as aligned text tables.
 /// One line: the model's memory, against the input's size when known, and its parts.
 fn render_memory(m: &MemoryReport) -> String {
     let parts: Vec<String> = m
@@ -573,6 +572,7 @@ fn render_memory(m: &MemoryReport) -> String {
     format!("memory:   {} in the model{ratio} ({})\n", human_bytes(m.total), parts.join(", "))
 }
 
+/// The report as aligned text tables.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     out.push_str(&format!("file:     {}\nformat:   {}", report.file, report.format));
@@ -586,237 +586,301 @@ pub fn render(report: &Report) -> String {
     out.push_str(&format!("processes: {}\n", report.processes.len()));
     out.push_str(&render_memory(&report.memory));
     for p in &report.processes {
-        out.push_str(&format!("\nprocess {}: {} thread(s)", p.pid, p.threads));
-        if let Some(n) = p.instr_count {
-            out.push_str(&format!(", INSTR_COUNT {n}"));
+        render_process_summary(&mut out, report, p);
+        render_images_and_edges(&mut out, p);
+        render_top_functions(&mut out, report, p);
+        render_costs_by_image(&mut out, report, p);
+        render_top_addresses(&mut out, report, p);
+        render_path_functions(&mut out, p);
+        let samples = SampleColumns::of(report, p);
+        render_top_routines(&mut out, p, &samples);
+        render_top_loops(&mut out, p, &samples);
+    }
+    render_symbols(&mut out, report);
+    out
+}
+
+/// A process's first lines: threads, instructions, stacks.
+fn render_process_summary(out: &mut String, report: &Report, p: &ProcessReport) {
+    out.push_str(&format!("\nprocess {}: {} thread(s)", p.pid, p.threads));
+    if let Some(n) = p.instr_count {
+        out.push_str(&format!(", INSTR_COUNT {n}"));
+    }
+    out.push('\n');
+    if p.thread_instr_counts.len() > 1 {
+        let per: Vec<String> = p.thread_instr_counts.iter().map(|c| c.to_string()).collect();
+        out.push_str(&format!("  instructions per thread: {}\n", per.join(" ")));
+    }
+    out.push_str(&format!(
+        "  instructions executed in blocks (NUM_INSTRS x COUNT): {}\n",
+        p.executed_instructions
+    ));
+    if p.stacks > 0 {
+        out.push_str(&format!("  stacks: {}\n", p.stacks));
+        let totals: Vec<String> = report
+            .events
+            .iter()
+            .filter_map(|e| p.stack_totals.get(e).map(|v| format!("{e} {}", number(*v))))
+            .collect();
+        if !totals.is_empty() {
+            out.push_str(&format!("  stack totals: {}\n", totals.join(", ")));
         }
-        out.push('\n');
-        if p.thread_instr_counts.len() > 1 {
-            let per: Vec<String> = p.thread_instr_counts.iter().map(|c| c.to_string()).collect();
-            out.push_str(&format!("  instructions per thread: {}\n", per.join(" ")));
-        }
+    }
+    if report.format == "dcfg-trace" {
         out.push_str(&format!(
-            "  instructions executed in blocks (NUM_INSTRS x COUNT): {}\n",
-            p.executed_instructions
+            "  edges: not decoded here (`cfghub trace stats {}` decodes and counts them)\n",
+            report.file
         ));
-        if p.stacks > 0 {
-            out.push_str(&format!("  stacks: {}\n", p.stacks));
-            let totals: Vec<String> = report
-                .events
-                .iter()
-                .filter_map(|e| p.stack_totals.get(e).map(|v| format!("{e} {}", number(*v))))
-                .collect();
-            if !totals.is_empty() {
-                out.push_str(&format!("  stack totals: {}\n", totals.join(", ")));
-            }
+    }
+}
+
+/// The table of a process's images, and of its edges by kind.
+fn render_images_and_edges(out: &mut String, p: &ProcessReport) {
+    let mut t = Table::new(
+        &["image", "path", "load address", "size", "symbols", "blocks", "routines", "loops"],
+        &[0, 3, 4, 5, 6, 7],
+    );
+    for i in &p.images {
+        t.row(vec![
+            i.id.to_string(),
+            i.path.clone(),
+            i.load_address.clone(),
+            i.size.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            i.symbols.to_string(),
+            i.blocks.to_string(),
+            i.routines.to_string(),
+            i.loops.to_string(),
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&indent(&t.render()));
+    if p.edges > 0 {
+        let mut t = Table::new(&["edge kind", "edges", "traversals"], &[1, 2]);
+        for (k, v) in &p.edges_by_kind {
+            t.row(vec![k.clone(), v.edges.to_string(), v.count.to_string()]);
         }
-        if report.format == "dcfg-trace" {
-            out.push_str(&format!(
-                "  edges: not decoded here (`cfghub trace stats {}` decodes and counts them)\n",
-                report.file
-            ));
-        }
-        let mut t = Table::new(
-            &["image", "path", "load address", "size", "symbols", "blocks", "routines", "loops"],
-            &[0, 3, 4, 5, 6, 7],
-        );
-        for i in &p.images {
-            t.row(vec![
-                i.id.to_string(),
-                i.path.clone(),
-                i.load_address.clone(),
-                i.size.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
-                i.symbols.to_string(),
-                i.blocks.to_string(),
-                i.routines.to_string(),
-                i.loops.to_string(),
-            ]);
-        }
+        t.row(vec![
+            "total".into(),
+            p.edges.to_string(),
+            p.edges_by_kind.values().map(|v| v.count).sum::<u64>().to_string(),
+        ]);
         out.push('\n');
         out.push_str(&indent(&t.render()));
-        if p.edges > 0 {
-            let mut t = Table::new(&["edge kind", "edges", "traversals"], &[1, 2]);
-            for (k, v) in &p.edges_by_kind {
-                t.row(vec![k.clone(), v.edges.to_string(), v.count.to_string()]);
-            }
-            t.row(vec![
-                "total".into(),
-                p.edges.to_string(),
-                p.edges_by_kind.values().map(|v| v.count).sum::<u64>().to_string(),
+    }
+}
+
+/// Each image's cost per event, with its share and the running share.
+fn render_costs_by_image(out: &mut String, report: &Report, p: &ProcessReport) {
+    if p.costs_by_image.is_empty() {
+        return;
+    }
+    let mut header: Vec<String> = vec!["image".into()];
+    for e in &report.events {
+        header.extend([e.clone(), "%".into(), "cum%".into()]);
+    }
+    let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
+    let right: Vec<usize> = (1..h.len()).collect();
+    let mut t = Table::new(&h, &right);
+    let mut cum = vec![0.0f64; report.events.len()];
+    for i in &p.costs_by_image {
+        let mut row = vec![i.image.clone()];
+        for (k, e) in report.events.iter().enumerate() {
+            let pc = i.percent.get(e).copied().unwrap_or(0.0);
+            cum[k] += pc;
+            row.extend([
+                i.costs.get(e).copied().unwrap_or(0).to_string(),
+                format!("{pc:.2}"),
+                format!("{:.2}", cum[k].min(100.0)),
             ]);
-            out.push('\n');
-            out.push_str(&indent(&t.render()));
         }
-        render_top_functions(&mut out, report, p);
-        let sampled: Vec<&String> = report.events.iter().filter(|e| *e != "Ir").collect();
-        let has_samples = p.top_routines.iter().any(|r| !r.sampled.samples.is_empty());
-        if !p.costs_by_image.is_empty() {
-            let mut header: Vec<String> = vec!["image".into()];
-            for e in &report.events {
-                header.extend([e.clone(), "%".into(), "cum%".into()]);
-            }
-            let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-            let right: Vec<usize> = (1..h.len()).collect();
-            let mut t = Table::new(&h, &right);
-            let mut cum = vec![0.0f64; report.events.len()];
-            for i in &p.costs_by_image {
-                let mut row = vec![i.image.clone()];
-                for (k, e) in report.events.iter().enumerate() {
-                    let pc = i.percent.get(e).copied().unwrap_or(0.0);
-                    cum[k] += pc;
-                    row.extend([
-                        i.costs.get(e).copied().unwrap_or(0).to_string(),
-                        format!("{pc:.2}"),
-                        format!("{:.2}", cum[k].min(100.0)),
-                    ]);
-                }
-                t.row(row);
-            }
-            out.push_str("\n  costs by image\n");
-            out.push_str(&indent(&t.render()));
+        t.row(row);
+    }
+    out.push_str("\n  costs by image\n");
+    out.push_str(&indent(&t.render()));
+}
+
+/// The addresses with the highest cost in the first event.
+fn render_top_addresses(out: &mut String, report: &Report, p: &ProcessReport) {
+    if p.top_addresses.is_empty() {
+        return;
+    }
+    let mut header: Vec<&str> = vec!["address", "image"];
+    header.extend(report.events.iter().map(|e| e.as_str()));
+    let right: Vec<usize> = (2..header.len()).collect();
+    let mut t = Table::new(&header, &right);
+    for a in &p.top_addresses {
+        let mut row = vec![a.address.clone(), a.image.clone()];
+        row.extend(report.events.iter().map(|e| a.costs.get(e).copied().unwrap_or(0).to_string()));
+        t.row(row);
+    }
+    out.push_str(&format!(
+        "\n  hottest addresses by {}\n",
+        report.events.first().map(|s| s.as_str()).unwrap_or("cost")
+    ));
+    out.push_str(&indent(&t.render()));
+}
+
+/// The functions of a path-tracing profile: their graphs, acyclic paths and coverage arrays.
+fn render_path_functions(out: &mut String, p: &ProcessReport) {
+    if p.path_functions.is_empty() {
+        return;
+    }
+    let mut t = Table::new(
+        &["function", "blocks", "edges", "back edges", "acyclic paths", "coverage arrays"],
+        &[1, 2, 3, 4],
+    );
+    for f in &p.path_functions {
+        let cov: Vec<String> =
+            f.coverage.iter().map(|c| format!("{} {} ({} sites)", c.kind, c.array, c.sites)).collect();
+        t.row(vec![
+            f.name.clone(),
+            f.blocks.to_string(),
+            f.edges.to_string(),
+            f.back_edges.to_string(),
+            match (&f.paths, &f.error) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(e)) => format!("- ({e})"),
+                (None, None) => "-".to_string(),
+            },
+            if cov.is_empty() { "-".to_string() } else { cov.join(", ") },
+        ]);
+    }
+    out.push_str("\n  functions (path tracing)\n");
+    out.push_str(&indent(&t.render()));
+}
+
+/// The sample columns of the routine and loop tables: for each sampled event (all but `Ir`),
+/// the samples, their share and the samples per 1,000 instructions; none where no routine has
+/// samples.
+struct SampleColumns<'r> {
+    events: Vec<&'r String>,
+    shown: bool,
+}
+
+impl<'r> SampleColumns<'r> {
+    fn of(report: &'r Report, p: &ProcessReport) -> Self {
+        SampleColumns {
+            events: report.events.iter().filter(|e| *e != "Ir").collect(),
+            shown: p.top_routines.iter().any(|r| !r.sampled.samples.is_empty()),
         }
-        if !p.top_addresses.is_empty() {
-            let mut header: Vec<&str> = vec!["address", "image"];
-            header.extend(report.events.iter().map(|e| e.as_str()));
-            let right: Vec<usize> = (2..header.len()).collect();
-            let mut t = Table::new(&header, &right);
-            for a in &p.top_addresses {
-                let mut row = vec![a.address.clone(), a.image.clone()];
-                row.extend(report.events.iter().map(|e| a.costs.get(e).copied().unwrap_or(0).to_string()));
-                t.row(row);
+    }
+
+    /// The header `base` followed by the sample columns; numbers from column 3 on are
+    /// right-aligned.
+    fn header(&self, base: &[&str]) -> (Vec<String>, Vec<usize>) {
+        let mut h: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        if self.shown {
+            for e in &self.events {
+                h.extend([e.to_string(), format!("{e} %"), format!("{e}/1k instr")]);
             }
+        }
+        let right = (3..h.len()).collect();
+        (h, right)
+    }
+
+    /// Appends the sample cells of `s` to `row`.
+    fn cells(&self, s: &Samples, row: &mut Vec<String>) {
+        if !self.shown {
+            return;
+        }
+        for e in &self.events {
+            row.push(s.samples.get(*e).copied().unwrap_or(0).to_string());
+            row.push(format!("{:.2}", s.samples_percent.get(*e).copied().unwrap_or(0.0)));
+            row.push(match s.samples_per_1000_instructions.get(*e).copied().flatten() {
+                Some(v) => format!("{v:.3}"),
+                None => "-".into(),
+            });
+        }
+    }
+}
+
+/// The hottest routines, by samples where there are any, else by instructions executed.
+fn render_top_routines(out: &mut String, p: &ProcessReport, samples: &SampleColumns<'_>) {
+    if p.top_routines.is_empty() {
+        return;
+    }
+    let (h, right) = samples.header(&["routine", "image", "entry", "blocks", "instructions", "%"]);
+    let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+    let mut t = Table::new(&h, &right);
+    for r in &p.top_routines {
+        let mut row = vec![
+            r.name.clone(),
+            r.image.clone(),
+            r.entry.clone(),
+            r.blocks.to_string(),
+            r.instructions.to_string(),
+            format!("{:.2}", r.percent),
+        ];
+        samples.cells(&r.sampled, &mut row);
+        t.row(row);
+    }
+    out.push_str(if samples.shown {
+        "\n  top routines by samples\n"
+    } else {
+        "\n  top routines by instructions executed\n"
+    });
+    out.push_str(&indent(&t.render()));
+}
+
+/// The hottest loops, by samples where there are any, else by instructions executed.
+fn render_top_loops(out: &mut String, p: &ProcessReport, samples: &SampleColumns<'_>) {
+    if p.top_loops.is_empty() {
+        return;
+    }
+    let (h, mut right) =
+        samples.header(&["loop head", "address", "routine", "depth", "blocks", "instructions", "%"]);
+    right.push(0);
+    let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+    let mut t = Table::new(&h, &right);
+    for l in &p.top_loops {
+        let mut row = vec![
+            l.head.to_string(),
+            l.address.clone(),
+            l.routine.clone(),
+            l.depth.to_string(),
+            l.blocks.to_string(),
+            l.instructions.to_string(),
+            format!("{:.2}", l.percent),
+        ];
+        samples.cells(&l.sampled, &mut row);
+        t.row(row);
+    }
+    out.push_str(if samples.shown {
+        "\n  top loops by samples\n"
+    } else {
+        "\n  top loops by instructions executed\n"
+    });
+    out.push_str(&indent(&t.render()));
+}
+
+/// What symbolization found for each image: its debug or symbol file and what it named.
+fn render_symbols(out: &mut String, report: &Report) {
+    if report.symbols.is_empty() {
+        return;
+    }
+    out.push_str("\nsymbols:\n");
+    for s in &report.symbols {
+        out.push_str(&format!("  process {} image {}", s.pid, s.image));
+        if let Some(id) = &s.build_id {
+            out.push_str(&format!(" (build id {id})"));
+        }
+        out.push('\n');
+        match (&s.debug_file, &s.symbol_file) {
+            (Some(d), _) => out.push_str(&format!("    debug file: {d}\n")),
+            (None, Some(f)) => out.push_str(&format!("    symbol table only: {f}\n")),
+            (None, None) => out.push_str("    nothing found\n"),
+        }
+        if s.addresses > 0 {
             out.push_str(&format!(
-                "\n  hottest addresses by {}\n",
-                report.events.first().map(|s| s.as_str()).unwrap_or("cost")
+                "    {} address(es): {} function(s), {} with a source line, {} with inlined frames \
+                 ({} frames), {} left unnamed\n",
+                s.addresses, s.functions, s.lines, s.inlined_addresses, s.inline_frames, s.unnamed
             ));
-            out.push_str(&indent(&t.render()));
         }
-        // Numbers from column 3 on are right-aligned.
-        let sample_header = |base: &[&str]| -> (Vec<String>, Vec<usize>) {
-            let mut h: Vec<String> = base.iter().map(|s| s.to_string()).collect();
-            if has_samples {
-                for e in &sampled {
-                    h.extend([e.to_string(), format!("{e} %"), format!("{e}/1k instr")]);
-                }
-            }
-            let right = (3..h.len()).collect();
-            (h, right)
-        };
-        let sample_cells = |s: &Samples, row: &mut Vec<String>| {
-            if has_samples {
-                for e in &sampled {
-                    row.push(s.samples.get(*e).copied().unwrap_or(0).to_string());
-                    row.push(format!("{:.2}", s.samples_percent.get(*e).copied().unwrap_or(0.0)));
-                    row.push(match s.samples_per_1000_instructions.get(*e).copied().flatten() {
-                        Some(v) => format!("{v:.3}"),
-                        None => "-".into(),
-                    });
-                }
-            }
-        };
-        if !p.path_functions.is_empty() {
-            let mut t = Table::new(
-                &["function", "blocks", "edges", "back edges", "acyclic paths", "coverage arrays"],
-                &[1, 2, 3, 4],
-            );
-            for f in &p.path_functions {
-                let cov: Vec<String> = f
-                    .coverage
-                    .iter()
-                    .map(|c| format!("{} {} ({} sites)", c.kind, c.array, c.sites))
-                    .collect();
-                t.row(vec![
-                    f.name.clone(),
-                    f.blocks.to_string(),
-                    f.edges.to_string(),
-                    f.back_edges.to_string(),
-                    match (&f.paths, &f.error) {
-                        (Some(n), _) => n.to_string(),
-                        (None, Some(e)) => format!("- ({e})"),
-                        (None, None) => "-".to_string(),
-                    },
-                    if cov.is_empty() { "-".to_string() } else { cov.join(", ") },
-                ]);
-            }
-            out.push_str("\n  functions (path tracing)\n");
-            out.push_str(&indent(&t.render()));
-        }
-        if !p.top_routines.is_empty() {
-            let (h, right) = sample_header(&["routine", "image", "entry", "blocks", "instructions", "%"]);
-            let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
-            let mut t = Table::new(&h, &right);
-            for r in &p.top_routines {
-                let mut row = vec![
-                    r.name.clone(),
-                    r.image.clone(),
-                    r.entry.clone(),
-                    r.blocks.to_string(),
-                    r.instructions.to_string(),
-                    format!("{:.2}", r.percent),
-                ];
-                sample_cells(&r.sampled, &mut row);
-                t.row(row);
-            }
-            out.push_str(if has_samples {
-                "\n  top routines by samples\n"
-            } else {
-                "\n  top routines by instructions executed\n"
-            });
-            out.push_str(&indent(&t.render()));
-        }
-        if !p.top_loops.is_empty() {
-            let (h, mut right) =
-                sample_header(&["loop head", "address", "routine", "depth", "blocks", "instructions", "%"]);
-            right.push(0);
-            let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
-            let mut t = Table::new(&h, &right);
-            for l in &p.top_loops {
-                let mut row = vec![
-                    l.head.to_string(),
-                    l.address.clone(),
-                    l.routine.clone(),
-                    l.depth.to_string(),
-                    l.blocks.to_string(),
-                    l.instructions.to_string(),
-                    format!("{:.2}", l.percent),
-                ];
-                sample_cells(&l.sampled, &mut row);
-                t.row(row);
-            }
-            out.push_str(if has_samples {
-                "\n  top loops by samples\n"
-            } else {
-                "\n  top loops by instructions executed\n"
-            });
-            out.push_str(&indent(&t.render()));
+        if let Some(n) = &s.note {
+            out.push_str(&format!("    {n}\n"));
         }
     }
-    if !report.symbols.is_empty() {
-        out.push_str("\nsymbols:\n");
-        for s in &report.symbols {
-            out.push_str(&format!("  process {} image {}", s.pid, s.image));
-            if let Some(id) = &s.build_id {
-                out.push_str(&format!(" (build id {id})"));
-            }
-            out.push('\n');
-            match (&s.debug_file, &s.symbol_file) {
-                (Some(d), _) => out.push_str(&format!("    debug file: {d}\n")),
-                (None, Some(f)) => out.push_str(&format!("    symbol table only: {f}\n")),
-                (None, None) => out.push_str("    nothing found\n"),
-            }
-            if s.addresses > 0 {
-                out.push_str(&format!(
-                    "    {} address(es): {} function(s), {} with a source line, {} with inlined frames \
-                     ({} frames), {} left unnamed\n",
-                    s.addresses, s.functions, s.lines, s.inlined_addresses, s.inline_frames, s.unnamed
-                ));
-            }
-            if let Some(n) = &s.note {
-                out.push_str(&format!("    {n}\n"));
-            }
-        }
-    }
-    out
 }
 
 /// The top functions of a process's stacks: self and total per event, with their shares.

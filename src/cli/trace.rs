@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::analysis::replay::{Replayer, Timeline, TimelineEntry};
+use crate::analysis::replay::{Timeline, TimelineEntry};
 use crate::convert::load;
 use crate::converters::dcfg_trace::decode::{self, EachEdge};
 use crate::converters::dcfg_trace::encode::EncodeOptions;
@@ -396,25 +396,21 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (stacks, exact
-/// inclusive costs of calls), naming count differences as warnings.
+/// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (see
+/// [`crate::convert::replay_trace`]), naming count differences as warnings.
 pub(crate) fn replay_into(
     profile: &mut Profile,
     trace: &str,
     max_edges: Option<u64>,
     quiet: bool,
 ) -> Result<()> {
-    let input = Input::open(trace)?;
-    let replays = paired::run(&mut input.reader(), profile, Replayer::new(profile), max_edges)
-        .map_err(|e| e.in_file(trace))?
-        .processes;
-    let mut findings = crate::error::Findings::default();
-    crate::analysis::replay::apply(profile, &replays, &mut findings);
+    let findings = crate::convert::replay_trace(profile, trace, max_edges)?;
     super::check_findings(trace, &findings, quiet)
 }
 
 /// `cfghub convert DCFG --trace-from EDGES -o OUT`: encodes edge sequences into a DCFG-trace of
-/// the DCFG's first process.
+/// the DCFG's first process (see [`crate::convert::encode_trace`]), once the output's name and
+/// the DCFG have been checked.
 pub(crate) fn encode_from(
     dcfg: &str,
     edges: &str,
@@ -422,28 +418,8 @@ pub(crate) fn encode_from(
     chunk_instrs: u64,
     quiet: bool,
 ) -> Result<i32> {
-    use crate::converters::dcfg_trace::encode::{encode, parse_edge_list};
-    let format =
-        crate::registry::detect_output(output, None).unwrap_or(&crate::converters::dcfg_trace::FORMAT);
-    if format.name() != "dcfg-trace" {
-        return Err(Error::usage(format!(
-            "--trace-from writes a DCFG-trace, but {output} names a {} file",
-            format.name()
-        ))
-        .with_hint("name the output *.trace.json (optionally .bz2 or .gz)"));
-    }
+    crate::convert::check_trace_output(output)?;
     let profile = load_dcfg(dcfg, quiet)?;
-    let process = profile
-        .processes
-        .first()
-        .ok_or_else(|| Error::input("the DCFG has no process to pair the trace with").in_file(dcfg))?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut Input::open(edges)?.reader(), &mut text)
-        .map_err(|e| Error::io(edges, e))?;
-    let threads = parse_edge_list(&text).map_err(|e| e.in_file(edges))?;
-    let options = EncodeOptions { chunk_instrs, ..EncodeOptions::default() };
-    write_output(output, &[dcfg, edges], |out| {
-        encode(&profile, process.pid, &threads, &options, out).map_err(|e| e.in_file(edges))
-    })?;
+    crate::convert::encode_trace(&profile, dcfg, edges, output, chunk_instrs)?;
     Ok(0)
 }

@@ -268,6 +268,46 @@ fn body_starts_in_full(text: &[u8], ncols: usize) -> bool {
     (0..ncols).all(|_| tokens.next().is_some_and(|t| t[0].is_ascii_digit()))
 }
 
+/// How the values of a part's reader read in the joining reader's tables: what each
+/// placeholder stands for, and where each name the part interned went.
+struct PartNames {
+    /// The value of each placeholder, by its index in [`Continuation::forwards`].
+    resolved: Vec<u32>,
+    /// The part's object and file names, as the joining reader interned them.
+    files: Vec<u32>,
+    /// The part's function names, as the joining reader interned them.
+    functions: Vec<u32>,
+}
+
+impl PartNames {
+    /// A function name value of the part.
+    fn name(&self, v: u32) -> u32 {
+        if is_forward(v) {
+            self.resolved[(v & !FORWARD) as usize]
+        } else {
+            self.functions[v as usize]
+        }
+    }
+
+    /// An object or file value of the part; `u32::MAX` (the empty name, as id tables hold it)
+    /// stays so.
+    fn file(&self, v: Name) -> Name {
+        let f = match v? {
+            u32::MAX => u32::MAX,
+            v if is_forward(v) => self.resolved[(v & !FORWARD) as usize],
+            v => self.files[v as usize],
+        };
+        (f != u32::MAX).then_some(f)
+    }
+}
+
+/// Where the part's images and symbols went in the joining reader: `images[i]` is the image
+/// the part's image `i` became, `symbols[i][s]` the symbol its symbol `s` became.
+struct PartPlaces {
+    images: Vec<u32>,
+    symbols: Vec<Vec<u32>>,
+}
+
 impl Reader {
     /// Joins `part`, the reader of the lines that follow this reader's: afterwards this reader
     /// is as if it had read those lines itself. `false`, with nothing changed, when the part
@@ -275,6 +315,25 @@ impl Reader {
     fn absorb(&mut self, mut part: Reader, findings: &mut Findings) -> bool {
         let Some(cont) = part.cont.take() else { return false };
         let Some(p) = self.process else { return false };
+        let Some(resolved) = self.resolve_placeholders(&part, &cont) else { return false };
+        // From here on the join cannot fail. Names first, in the order the part met them.
+        let names = PartNames {
+            resolved,
+            files: part.profile.files.iter().map(|(_, t)| self.profile.files.intern(t)).collect(),
+            functions: part.fn_names.iter().map(|(_, t)| self.fn_names.intern(t)).collect(),
+        };
+        let places = self.append_part(p, &mut part, &cont, &names);
+        self.add_part_checks(&part, cont.totals, findings);
+        self.take_state_at_end(part, &names, &places);
+        true
+    }
+
+    /// What the placeholders of `part` stand for, from this reader's state at the cut; `None`
+    /// when the part cannot be joined: it reads more than one process, something is pending
+    /// across the cut (a call or jump, a `cob=`/`cfi=`/`jfi=`/`jfn=`, a name used before its
+    /// definition), the part assumed other headers, a placeholder names something this reader
+    /// does not know, or two of the part's objects with cost rows turn out to be one.
+    fn resolve_placeholders(&self, part: &Reader, cont: &Continuation) -> Option<Vec<u32>> {
         let single_process = part.profile.processes.len() <= 1 && part.states.len() <= 1;
         let nothing_pending = self.pending.is_none()
             && self.cob.is_none()
@@ -285,23 +344,19 @@ impl Reader {
         // this reader meets that definition itself.
         let no_forward_names = self.forwards.iter().all(|f| f.defined);
         if !single_process || !nothing_pending || !no_forward_names || self.part_state() != cont.assumed {
-            return false;
+            return None;
         }
-        // What the placeholders stand for, from this reader's state at the cut.
-        let mut resolved = Vec::with_capacity(cont.forwards.len());
-        for f in &cont.forwards {
-            let value = match *f {
+        let resolved = cont
+            .forwards
+            .iter()
+            .map(|f| match *f {
                 Forward::ObjectAtStart => Some(self.ob.unwrap_or(u32::MAX)),
                 Forward::FileAtStart => Some(self.fl.unwrap_or(u32::MAX)),
                 Forward::Object(id) => self.objects.get(id),
                 Forward::File(id) => self.files.get(id),
                 Forward::Function(id) => self.functions.get(id),
-            };
-            match value {
-                Some(v) => resolved.push(v),
-                None => return false,
-            }
-        }
+            })
+            .collect::<Option<Vec<u32>>>()?;
         // Placeholders may name an object the part also names otherwise (the object at the cut
         // and a later `ob=(2)`): such images become one, their cost rows one after the other.
         // That is file order for the rows of the object at the cut, which come before any
@@ -322,49 +377,41 @@ impl Reader {
                 },
             };
             if !with_rows.insert(key) {
-                return false;
+                return None;
             }
         }
+        Some(resolved)
+    }
 
-        // From here on the join cannot fail. Names first, in the order the part met them.
-        let file_map: Vec<u32> =
-            part.profile.files.iter().map(|(_, t)| self.profile.files.intern(t)).collect();
-        let fn_map: Vec<u32> = part.fn_names.iter().map(|(_, t)| self.fn_names.intern(t)).collect();
-        let name = |v: u32| -> u32 {
-            if is_forward(v) {
-                resolved[(v & !FORWARD) as usize]
-            } else {
-                fn_map[v as usize]
-            }
-        };
-        // Object and file values; `u32::MAX` (the empty name, as id tables hold it) stays so.
-        let file = |v: Name| -> Name {
-            let f = match v? {
-                u32::MAX => u32::MAX,
-                v if is_forward(v) => resolved[(v & !FORWARD) as usize],
-                v => file_map[v as usize],
-            };
-            (f != u32::MAX).then_some(f)
-        };
+    /// Takes the images, functions, cost rows and associations of `part` into process `p`,
+    /// after this reader's own; where they went.
+    fn append_part(
+        &mut self,
+        p: usize,
+        part: &mut Reader,
+        cont: &Continuation,
+        names: &PartNames,
+    ) -> PartPlaces {
         let mut part_process = part.profile.processes.pop();
-        let mut part_state = part.states.pop();
+        let part_state = part.states.pop();
         let images = part_process.as_mut().map(|pr| std::mem::take(&mut pr.images)).unwrap_or_default();
-        let image_map: Vec<u32> = images.iter().map(|i| self.image_of(file(i.file))).collect();
+        let image_map: Vec<u32> = images.iter().map(|i| self.image_of(names.file(i.file))).collect();
         let mut symbol_map: Vec<Vec<u32>> = images.iter().map(|i| vec![0; i.symbols.len()]).collect();
         for &(image, symbol, fn_name) in &cont.symbols {
             let s = &images[image as usize].symbols[symbol as usize];
             symbol_map[image as usize][symbol as usize] =
-                self.symbol_of(image_map[image as usize], name(fn_name), file(s.file));
+                self.symbol_of(image_map[image as usize], names.name(fn_name), names.file(s.file));
         }
-        // Cost rows and associations, after this reader's own.
+        // Cost rows, the object at the cut's first (see [`Reader::resolve_placeholders`]).
+        let at_cut = cont.forward_ids.get(&Forward::ObjectAtStart).copied();
         let mut order: Vec<(usize, Image)> = images.into_iter().enumerate().collect();
         order.sort_by_key(|(_, image)| image.file != at_cut);
         for (k, image) in order {
             let costs = &mut self.profile.processes[p].images[image_map[k] as usize].costs;
             let symbols = &symbol_map[k];
-            costs.append_mapped(image.costs, |s| symbols[s as usize], |f| file(Some(f)));
+            costs.append_mapped(image.costs, |s| symbols[s as usize], |f| names.file(Some(f)));
         }
-        if let Some(state) = part_state.as_mut() {
+        if let Some(mut state) = part_state {
             let own = &mut self.states[p];
             let base = own.inclusive.len();
             own.inclusive.extend_from_slice(&state.inclusive);
@@ -380,9 +427,19 @@ impl Reader {
                 });
             }
         }
-        // The part's checks and counts, with its lines counted from the cut.
+        PartPlaces { images: image_map, symbols: symbol_map }
+    }
+
+    /// The part's `totals:` checks (`totals` as the part recorded them) and its warning
+    /// counts, with its lines counted from the cut.
+    fn add_part_checks(
+        &mut self,
+        part: &Reader,
+        totals: Vec<(Vec<u64>, Vec<u64>, u64)>,
+        findings: &mut Findings,
+    ) {
         let lines_before = self.line_no;
-        for (stated, partial, line) in cont.totals {
+        for (stated, partial, line) in totals {
             let computed = self.part_totals.iter().zip(&partial).map(|(a, b)| a.wrapping_add(*b)).collect();
             check_totals(stated, computed, lines_before + line, findings);
         }
@@ -401,38 +458,43 @@ impl Reader {
             }
             self.jcnd_over += part.jcnd_over;
         }
-        // The state at the end of the part, for the next part or the end of the file.
+    }
+
+    /// The state at the end of the part, for the next part or the end of the file: the ids it
+    /// defined, its positions, the names in effect and what is pending.
+    fn take_state_at_end(&mut self, part: Reader, names: &PartNames, places: &PartPlaces) {
         for (id, v) in part.objects.entries() {
-            self.objects.set(id, file(Some(v)).unwrap_or(u32::MAX));
+            self.objects.set(id, names.file(Some(v)).unwrap_or(u32::MAX));
         }
         for (id, v) in part.files.entries() {
-            self.files.set(id, file(Some(v)).unwrap_or(u32::MAX));
+            self.files.set(id, names.file(Some(v)).unwrap_or(u32::MAX));
         }
         for (id, v) in part.functions.entries() {
-            self.functions.set(id, name(v));
+            self.functions.set(id, names.name(v));
         }
+        let lines_before = self.line_no;
+        let (images, symbols) = (&places.images, &places.symbols);
         self.line_no = lines_before + part.line_no;
         self.last = part.last;
-        self.ob = file(part.ob);
-        self.fl = file(part.fl);
-        self.file = file(part.file);
-        self.cob = part.cob.map(file);
-        self.cfi = part.cfi.map(file);
-        self.jfi = part.jfi.map(file);
-        self.cfn = part.cfn.map(name);
-        self.jfn = part.jfn.map(name);
-        self.image = part.image.map(|i| image_map[i as usize]);
+        self.ob = names.file(part.ob);
+        self.fl = names.file(part.fl);
+        self.file = names.file(part.file);
+        self.cob = part.cob.map(|v| names.file(v));
+        self.cfi = part.cfi.map(|v| names.file(v));
+        self.jfi = part.jfi.map(|v| names.file(v));
+        self.cfn = part.cfn.map(|v| names.name(v));
+        self.jfn = part.jfn.map(|v| names.name(v));
+        self.image = part.image.map(|i| images[i as usize]);
         self.symbol = match (part.image, part.symbol) {
-            (Some(i), Some(s)) => Some(symbol_map[i as usize][s as usize]),
+            (Some(i), Some(s)) => Some(symbols[i as usize][s as usize]),
             _ => None,
         };
         self.pending = part.pending.map(|q| Pending {
-            target_image: image_map[q.target_image as usize],
-            target_symbol: symbol_map[q.target_image as usize][q.target_symbol as usize],
+            target_image: images[q.target_image as usize],
+            target_symbol: symbols[q.target_image as usize][q.target_symbol as usize],
             line_no: lines_before + q.line_no,
             ..q
         });
-        true
     }
 }
 

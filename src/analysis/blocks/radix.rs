@@ -6,6 +6,14 @@
 //! found in one pass and skipped; the others are sorted in digits of up to 8 bits (11 for long
 //! lists): a typical list sorts in two or three passes of one read and one scattered write
 //! each, against the `n log n` comparisons of a comparison sort.
+//!
+//! What it saves, measured on the whole command (`cfghub convert` of the 21 MB Valgrind
+//! profile of `cc1plus` to Callgrind, interleaved rounds, 2-core machine under load): with
+//! the standard library's stable `sort_by_key` (and a sort of (address, row) pairs in place of
+//! [`sort_by_runs`]) the command takes 0.45 s of processor time against 0.40 s on one core
+//! (1.16 s against 1.03 s wall), 0.48 s against 0.44 s on two (1.21 s against 1.05 s wall);
+//! with rayon's `par_sort_by_key` and `par_sort_unstable`, 0.47 s and 0.50 s (1.18 s and
+//! 1.25 s wall).
 
 /// Below this length a comparison sort is cheaper than the histogram passes.
 const SMALL: usize = 64;
