@@ -45,6 +45,7 @@ mod header;
 mod names;
 mod runs;
 
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::io::BufRead;
 
@@ -160,12 +161,12 @@ fn read_into(r: &mut Reader, input: &mut dyn BufRead, findings: &mut Findings) -
 /// Per-process lookups from names to model indices.
 #[derive(Default)]
 struct ProcessState {
-    images: HashMap<Option<FileId>, u32, FastHash>,
+    images: FxHashMap<Option<FileId>, u32>,
     /// Functions by image, name and file: two static functions of one name in one object
     /// (ld.so's two `check_match`) are two functions, as Valgrind and KCachegrind tell them.
-    symbols: HashMap<(u32, u32, Name), u32, FastHash>,
+    symbols: FxHashMap<(u32, u32, Name), u32>,
     /// The first function of each image and name, whatever its file.
-    by_name: HashMap<(u32, u32), u32, FastHash>,
+    by_name: FxHashMap<(u32, u32), u32>,
     /// The `calls=`/`jump=`/`jcnd=` lines as transfers between positions.
     arcs: Vec<Transfer>,
     /// The inclusive costs of the calls, one after the other.
@@ -383,44 +384,6 @@ impl Reader {
             }
         }
         Ok(profile)
-    }
-}
-
-/// A hasher for the integer keys of the reader (object, file and function ids, name keys):
-/// a multiply-and-rotate mix (as rustc's FxHash), much cheaper than SipHash. Not
-/// collision-resistant: a file crafted to collide can make reading slow, never wrong.
-#[derive(Clone, Copy, Default)]
-pub(super) struct FastHash;
-
-impl std::hash::BuildHasher for FastHash {
-    type Hasher = FastHasher;
-    fn build_hasher(&self) -> FastHasher {
-        FastHasher(0)
-    }
-}
-
-pub(super) struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(n as u64);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
