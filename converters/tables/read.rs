@@ -1000,9 +1000,8 @@ fn stacks(
 }
 
 /// The functions inlined at addresses: rows of one address (process, image, offset) together,
-/// innermost first; a name shared by many addresses is kept once.
+/// innermost first; a name shared by many addresses is kept once, in its image's table.
 fn inline_frames(profile: &mut Profile, index: &Index, mut reader: TableReader) -> Result<()> {
-    let mut names: HashMap<String, std::sync::Arc<str>> = HashMap::new();
     let mut at = Place::default();
     // The address whose rows are being read, and its frames so far.
     let mut open: Option<(usize, usize, u64)> = None;
@@ -1041,11 +1040,8 @@ fn inline_frames(profile: &mut Profile, index: &Index, mut reader: TableReader) 
                 ));
             }
             let name = name_column.get(r).unwrap_or_default();
-            let name = match names.get(name) {
-                Some(shared) => shared.clone(),
-                None => names.entry(name.to_owned()).or_insert_with(|| std::sync::Arc::from(name)).clone(),
-            };
-            frames.push(InlineFrame { name, file, line });
+            let name = profile.processes[p].images[i].inline_names.intern(name);
+            frames.push(InlineFrame::new(name, file, line));
         }
     }
     close(profile, open, &mut frames);

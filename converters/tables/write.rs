@@ -687,9 +687,9 @@ fn inline_frames(cx: &Context<'_>) -> Table {
                     .u(inlined.offset)
                     .u(image.load_addr.wrapping_add(inlined.offset))
                     .u(k as u64)
-                    .s(Some(&frame.name))
-                    .int(frame.file.map(u64::from))
-                    .int(frame.line.map(u64::from));
+                    .s(Some(image.inline_names.get(frame.name)))
+                    .int(frame.file().map(u64::from))
+                    .int(frame.line().map(u64::from));
             }
         }
     }

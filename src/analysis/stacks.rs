@@ -210,34 +210,51 @@ pub fn flat_stacks(profile: &Profile) -> Profile {
         Profile { meta: profile.meta.clone(), events: profile.events.clone(), ..Profile::default() };
     for process in &profile.processes {
         let mut stacks: Vec<Stack> = Vec::new();
-        let mut seen: HashMap<Vec<FrameId>, usize> = HashMap::new();
+        // Each distinct stack once: indices into `stacks`, by the hash of their frames.
+        let mut seen: hashbrown::HashTable<usize> = hashbrown::HashTable::new();
+        let mut frames: Vec<FrameId> = Vec::new();
         for image in &process.images {
             if image.costs.is_empty() {
                 continue;
             }
             let index = SymbolIndex::new(image);
-            let mut by_symbol: HashMap<u32, FrameId> = HashMap::new();
+            // The frame of each symbol, once met.
+            let mut by_symbol: Vec<Option<FrameId>> = vec![None; image.symbols.len()];
+            // The frame of each inlined function's name, once met.
+            let mut by_inline_name: Vec<Option<FrameId>> = vec![None; image.inline_names.len()];
             let costs = &image.costs;
             for row in 0..costs.len() {
                 let offset = costs.offset(row);
                 let symbol = costs.symbol(row).or_else(|| offset.and_then(|o| index.covering(o)));
-                let mut frames = vec![match (symbol, offset) {
-                    (Some(s), _) => *by_symbol
-                        .entry(s)
-                        .or_insert_with(|| out.frames.intern(&image.symbols[s as usize].name)),
+                frames.clear();
+                frames.push(match (symbol, offset) {
+                    (Some(s), _) => *by_symbol[s as usize]
+                        .get_or_insert_with(|| out.frames.intern(&image.symbols[s as usize].name)),
                     (None, Some(o)) => out.frames.intern(&code_name(profile, image, &index, o)),
                     (None, None) => out.frames.intern(&image_base_name(profile, image)),
-                }];
+                });
                 if let Some(o) = offset {
                     if let Ok(k) = image.inlined.binary_search_by_key(&o, |i| i.offset) {
-                        frames
-                            .extend(image.inlined[k].frames.iter().rev().map(|f| out.frames.intern(&f.name)));
+                        frames.extend(image.inlined[k].frames.iter().rev().map(|f| {
+                            *by_inline_name[f.name as usize]
+                                .get_or_insert_with(|| out.frames.intern(image.inline_names.get(f.name)))
+                        }));
                     }
                 }
-                let at = *seen.entry(frames).or_insert_with_key(|frames| {
-                    stacks.push(Stack { frames: frames.clone(), values: vec![0.0; events], thread: None });
-                    stacks.len() - 1
-                });
+                let hash = frames_hash(&frames);
+                let at = match seen.find(hash, |&k| stacks[k].frames == frames) {
+                    Some(&k) => k,
+                    None => {
+                        stacks.push(Stack {
+                            frames: frames.clone(),
+                            values: vec![0.0; events],
+                            thread: None,
+                        });
+                        let k = stacks.len() - 1;
+                        seen.insert_unique(hash, k, |&j| frames_hash(&stacks[j].frames));
+                        k
+                    }
+                };
                 for (slot, &v) in stacks[at].values.iter_mut().zip(&costs.values(row)) {
                     *slot += v as f64;
                 }
@@ -247,6 +264,11 @@ pub fn flat_stacks(profile: &Profile) -> Profile {
         out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
     }
     out
+}
+
+fn frames_hash(frames: &[FrameId]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(frames)
 }
 
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into

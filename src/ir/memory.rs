@@ -54,7 +54,7 @@ impl ModelMemory {
 
 /// Heap bytes of a vector's buffer (its capacity), not of what its elements own.
 /// The inline chains of an image, each counted once however many addresses share it (frame
-/// names are shared too, counted with the frames' strings).
+/// names are indices into the image's table of them, counted beside).
 fn inline_chains(inlined: &[super::Inlined]) -> u64 {
     let mut seen = std::collections::HashSet::new();
     inlined
@@ -160,7 +160,8 @@ impl Image {
             + self.symbols.iter().map(|s| owned(&s.name)).sum::<u64>()
             + buffer(&self.source_lines)
             + buffer(&self.inlined)
-            + inline_chains(&self.inlined);
+            + inline_chains(&self.inlined)
+            + self.inline_names.heap_bytes();
         m.other += self.build_id.as_ref().map_or(0, owned)
             + buffer(&self.block_lines)
             + self.block_lines.iter().map(block_lines_heap).sum::<u64>()
@@ -228,5 +229,32 @@ mod tests {
         assert_eq!(m.blocks, 10 * size_of::<Block>() as u64);
         assert_eq!(m.edges, 3 * size_of::<Edge>() as u64);
         assert!(m.strings >= "/a/file".len() as u64);
+    }
+
+    /// A shared inline chain counts once, at 16 bytes a frame, whatever the number of
+    /// addresses that share it; each address adds its 24-byte entry.
+    #[test]
+    fn inline_chains_count_once_at_16_bytes_a_frame() {
+        use crate::ir::{InlineFrame, Inlined};
+        let symbols_of = |inlined: Vec<Inlined>, names: &[&str]| {
+            let mut image = Image { inlined, ..Image::default() };
+            for n in names {
+                image.inline_names.intern(n);
+            }
+            let profile = Profile {
+                processes: vec![Process { images: vec![image], ..Process::default() }],
+                ..Profile::default()
+            };
+            profile.memory().symbols
+        };
+        let chain: std::sync::Arc<[InlineFrame]> =
+            (0..10).map(|k| InlineFrame::new(k % 2, Some(0), Some(k))).collect::<Vec<_>>().into();
+        let names = ["helper", "outer"];
+        let at = |n: u64| (0..n).map(|o| Inlined { offset: o, frames: chain.clone() }).collect::<Vec<_>>();
+        let (one, thousand) = (symbols_of(at(1), &names), symbols_of(at(1000), &names));
+        assert_eq!(thousand - one, 999 * size_of::<Inlined>() as u64);
+        assert_eq!(size_of::<Inlined>(), 24);
+        let without_chain = symbols_of(Vec::new(), &names);
+        assert_eq!(one - without_chain, 24 + 10 * 16 + 2 * size_of::<usize>() as u64);
     }
 }

@@ -234,6 +234,8 @@ pub struct Image {
     /// `crate::symbolize` (no format states them), sorted by offset, one entry per address
     /// that has inlined frames.
     pub inlined: Vec<Inlined>,
+    /// The names of the functions in [`Image::inlined`]'s frames, each once.
+    pub inline_names: StringTable,
     /// The costs are the leaf samples of the process's stacks at their addresses (pprof: the
     /// same samples, seen by where the program ran rather than by call path). Writers that draw
     /// functions and calls from the stacks (Callgrind) leave them aside; writers made from
@@ -268,15 +270,38 @@ pub struct Inlined {
     pub frames: std::sync::Arc<[InlineFrame]>,
 }
 
-/// One inlined function at an address.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One inlined function at an address: 16 bytes (a million addresses of a 45 MB Rust binary
+/// have 692,635 frames in their distinct chains).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InlineFrame {
-    /// Its name, demangled: one copy shared by every address it is inlined at.
-    pub name: std::sync::Arc<str>,
-    /// Where its code at the address comes from: its own file and line for the innermost
-    /// frame, the call site inside it of the next inner frame otherwise.
-    pub file: Option<FileId>,
-    pub line: Option<u32>,
+    /// Its name, demangled: an index into the image's [`Image::inline_names`], which holds
+    /// each name once.
+    pub name: u32,
+    /// Its file ([`FileId`]), or [`InlineFrame::NO_FILE`].
+    file: u32,
+    line: Option<u32>,
+}
+
+impl InlineFrame {
+    /// No file.
+    const NO_FILE: u32 = u32::MAX;
+
+    /// The frame of the function named `name` (an index into [`Image::inline_names`]), whose
+    /// code at the address comes from `file` and `line`: its own file and line for the
+    /// innermost frame, the call site inside it of the next inner frame otherwise.
+    pub fn new(name: u32, file: Option<FileId>, line: Option<u32>) -> InlineFrame {
+        // A file table of 2^32 - 1 names is beyond what the model can hold: no id is NO_FILE.
+        InlineFrame { name, file: file.unwrap_or(Self::NO_FILE), line }
+    }
+
+    /// Where its code at the address comes from (see [`InlineFrame::new`]).
+    pub fn file(&self) -> Option<FileId> {
+        (self.file != Self::NO_FILE).then_some(self.file)
+    }
+
+    pub fn line(&self) -> Option<u32> {
+        self.line
+    }
 }
 
 /// How a format's code addresses relate to the addresses an ELF file states (its symbols,
@@ -712,6 +737,16 @@ mod tests {
     #[test]
     fn blocks_and_source_lines_stay_small() {
         assert_eq!((std::mem::size_of::<Block>(), std::mem::size_of::<SourceLine>()), (48, 32));
+    }
+
+    /// A million symbolized addresses hold hundreds of thousands of inline frames.
+    #[test]
+    fn inline_frames_take_16_bytes_and_keep_what_they_know() {
+        assert_eq!(std::mem::size_of::<InlineFrame>(), 16);
+        let f = InlineFrame::new(3, Some(0), None);
+        assert_eq!((f.name, f.file(), f.line()), (3, Some(0), None));
+        let g = InlineFrame::new(0, None, Some(0));
+        assert_eq!((g.file(), g.line()), (None, Some(0)));
     }
 
     #[test]

@@ -1,21 +1,43 @@
 //! Interned strings: file names and frame names are stored once and referred to by index.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 /// A list of distinct strings with a lookup from string to index.
 ///
+/// Each string is stored once, in one buffer of text; the lookup holds only indices (4 bytes
+/// a string), hashed by the text they name. A million distinct frame names (a symbolized
+/// profile of a million functions) take their text and about 25 bytes each, where a list of
+/// `String`s beside a map of `String` keys took two copies and about 130 bytes each.
+///
 /// Equality compares the strings in order, so two tables built by interning the same names in
 /// the same order are equal.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct StringTable {
-    names: Vec<String>,
-    index: HashMap<String, u32>,
+    /// The strings' text, one after the other.
+    text: String,
+    /// Where each string lies in `text`: (start, end).
+    spans: Vec<(usize, usize)>,
+    /// Indices into `spans`, by the hash of their string.
+    index: HashTable<u32>,
+}
+
+impl std::fmt::Debug for StringTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(|(_, s)| s)).finish()
+    }
 }
 
 impl PartialEq for StringTable {
     fn eq(&self, other: &Self) -> bool {
-        self.names == other.names
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a.1 == b.1)
     }
+}
+
+fn hash(name: &str) -> u64 {
+    FxBuildHasher.hash_one(name)
 }
 
 impl StringTable {
@@ -25,54 +47,72 @@ impl StringTable {
 
     /// The index of `name`, adding it when new.
     pub fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.index.get(name) {
+        let h = hash(name);
+        let (text, spans) = (&self.text, &self.spans);
+        if let Some(&i) = self.index.find(h, |&i| span(text, spans, i) == name) {
             return i;
         }
-        let i = u32::try_from(self.names.len()).expect("more than 2^32 interned strings");
-        self.names.push(name.to_string());
-        self.index.insert(name.to_string(), i);
+        let i = u32::try_from(self.spans.len()).expect("more than 2^32 interned strings");
+        let start = self.text.len();
+        self.text.push_str(name);
+        self.spans.push((start, self.text.len()));
+        let (text, spans) = (&self.text, &self.spans);
+        self.index.insert_unique(h, i, |&j| hash(span(text, spans, j)));
         i
     }
 
     /// The index of `name`, if interned.
     pub fn lookup(&self, name: &str) -> Option<u32> {
-        self.index.get(name).copied()
+        self.index.find(hash(name), |&i| self.get(i) == name).copied()
     }
 
     /// The string at `id`. Panics on an id this table did not hand out.
     pub fn get(&self, id: u32) -> &str {
-        &self.names[id as usize]
+        span(&self.text, &self.spans, id)
     }
 
     /// Gives the string at `id` the name `name`, when no other index holds that name; `false`,
     /// with nothing changed, otherwise. For a reader that meets a name's use before its
     /// definition.
     pub fn rename(&mut self, id: u32, name: &str) -> bool {
-        if self.index.contains_key(name) || id as usize >= self.names.len() {
+        if self.lookup(name).is_some() || id as usize >= self.spans.len() {
             return false;
         }
-        let old = std::mem::replace(&mut self.names[id as usize], name.to_string());
-        self.index.remove(&old);
-        self.index.insert(name.to_string(), id);
+        let old = hash(self.get(id));
+        if let Ok(entry) = self.index.find_entry(old, |&i| i == id) {
+            entry.remove();
+        }
+        // The old text stays in the buffer, unused: renaming is rare (one name per use
+        // before definition).
+        let start = self.text.len();
+        self.text.push_str(name);
+        self.spans[id as usize] = (start, self.text.len());
+        let (text, spans) = (&self.text, &self.spans);
+        self.index.insert_unique(hash(name), id, |&j| hash(span(text, spans, j)));
         true
     }
 
     /// Heap bytes the table holds: the strings and the lookup from string to index.
     pub fn heap_bytes(&self) -> u64 {
-        let strings: u64 = self.names.iter().map(|n| n.capacity() as u64).sum();
-        let slots = self.index.capacity() * (std::mem::size_of::<(String, u32)>() + 1);
-        (self.names.capacity() * std::mem::size_of::<String>() + slots) as u64 + 2 * strings
+        let spans = self.spans.capacity() * std::mem::size_of::<(usize, usize)>();
+        let slots = self.index.num_buckets() * (std::mem::size_of::<u32>() + 1);
+        (self.text.capacity() + spans + slots) as u64
     }
 
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.spans.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.names.iter().enumerate().map(|(i, s)| (i as u32, s.as_str()))
+        (0..self.spans.len() as u32).map(|i| (i, self.get(i)))
     }
+}
+
+fn span<'t>(text: &'t str, spans: &[(usize, usize)], id: u32) -> &'t str {
+    let (start, end) = spans[id as usize];
+    &text[start..end]
 }

@@ -10,11 +10,13 @@
 //! context and its own tables; the runs' tables are then merged into one, and the records
 //! renumbered.
 
-use std::collections::HashMap;
-use std::hash::Hash;
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use rayon::prelude::*;
+use rustc_hash::FxBuildHasher;
 
 use super::{Lookup, Symbolizer};
 
@@ -57,26 +59,42 @@ pub struct ChainFrame {
     pub line: Option<u32>,
 }
 
-/// A list that holds each distinct item once, with the index of each.
-struct Interned<T: Hash + Eq + Clone> {
+/// A list that holds each distinct item once, with the index of each: the lookup holds
+/// indices into the list (4 bytes an item), hashed by the item they name.
+struct Interned<T: Hash + Eq> {
     items: Vec<T>,
-    ids: HashMap<T, u32>,
+    ids: HashTable<u32>,
 }
 
-impl<T: Hash + Eq + Clone> Default for Interned<T> {
+impl<T: Hash + Eq> Default for Interned<T> {
     fn default() -> Self {
-        Interned { items: Vec::new(), ids: HashMap::new() }
+        Interned { items: Vec::new(), ids: HashTable::new() }
     }
 }
 
-impl<T: Hash + Eq + Clone> Interned<T> {
+fn hash<Q: Hash + ?Sized>(item: &Q) -> u64 {
+    FxBuildHasher.hash_one(item)
+}
+
+impl<T: Hash + Eq> Interned<T> {
+    /// The index of an item equal to `item` (which hashes as the item would), if any.
+    fn find<Q>(&self, item: &Q) -> Option<u32>
+    where
+        T: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.ids.find(hash(item), |&i| self.items[i as usize].borrow() == item).copied()
+    }
+
     fn id(&mut self, item: T) -> u32 {
-        if let Some(&id) = self.ids.get(&item) {
+        let h = hash(&item);
+        if let Some(&id) = self.ids.find(h, |&i| self.items[i as usize] == item) {
             return id;
         }
         let id = self.items.len() as u32;
-        self.items.push(item.clone());
-        self.ids.insert(item, id);
+        self.items.push(item);
+        let items = &self.items;
+        self.ids.insert_unique(h, id, |&i| hash(&items[i as usize]));
         id
     }
 }
@@ -100,16 +118,16 @@ impl Tables {
 
     /// The index of the chain in [`Tables::chain`].
     fn chain_id(&mut self) -> u32 {
-        match self.chains.ids.get(self.chain.as_slice()) {
-            Some(&id) => id,
+        match self.chains.find(self.chain.as_slice()) {
+            Some(id) => id,
             None => self.chains.id(Arc::from(self.chain.as_slice())),
         }
     }
 
     fn string(&mut self, s: Option<String>) -> u32 {
         let Some(s) = s else { return NONE };
-        match self.strings.ids.get(s.as_str()) {
-            Some(&id) => id,
+        match self.strings.find(s.as_str()) {
+            Some(id) => id,
             None => self.strings.id(Arc::from(s)),
         }
     }
@@ -134,11 +152,16 @@ impl Answers {
     ) -> Answers {
         let threads = rayon::current_num_threads().max(1);
         let run = offsets.len().div_ceil(threads * 4).max(256);
-        let runs: Vec<(Tables, Vec<Answer>)> = offsets
-            .par_chunks(run)
+        let units = if offsets.len() > run { sym.unit_ranges() } else { Vec::new() };
+        let runs: Vec<(Tables, Vec<Answer>)> = runs(offsets, stated, &units, run)
+            .into_par_iter()
             .map(|chunk| {
                 let lookup = sym.lookup();
                 let mut tables = Tables::new();
+                // Room for a function and a name per address (5 bytes each): growing the
+                // tables as a million functions arrive rehashes them many times over.
+                tables.functions.ids.reserve(chunk.len(), |&i| hash(&tables.functions.items[i as usize]));
+                tables.strings.ids.reserve(chunk.len(), |&i| hash(&tables.strings.items[i as usize]));
                 let answers =
                     chunk.iter().map(|&o| answer(sym, &lookup, &mut tables, stated(o), inline)).collect();
                 (tables, answers)
@@ -159,6 +182,16 @@ impl Answers {
     /// A string of the tables (a name or a file), `None` for [`NONE`].
     pub fn string(&self, id: u32) -> Option<&Arc<str>> {
         self.strings.get(id as usize)
+    }
+
+    /// Number of functions: every [`Answers::function_id`] is below it.
+    pub fn function_count(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// Number of strings in the tables: every string id is below it.
+    pub fn string_count(&self) -> usize {
+        self.strings.len()
     }
 
     /// Address `a`'s function name.
@@ -217,8 +250,48 @@ impl Answers {
     }
 }
 
+/// `offsets` cut into runs of about `size` addresses, each run ending where a compilation unit
+/// does (`units`: [`Symbolizer::unit_ranges`]), so that each unit is parsed by one run's
+/// context only.
+fn runs<'o>(
+    offsets: &'o [u64],
+    stated: &(dyn Fn(u64) -> Option<u64> + Sync),
+    units: &[(u64, u64, usize)],
+    size: usize,
+) -> Vec<&'o [u64]> {
+    let unit_of = |offset: u64| {
+        let address = stated(offset)?;
+        let k = units.partition_point(|u| u.0 <= address);
+        let (_, end, unit) = *units.get(k.checked_sub(1)?)?;
+        (address < end).then_some(unit)
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < offsets.len() {
+        let mut end = (start + size).min(offsets.len());
+        if let Some(unit) = offsets.get(end).and_then(|_| unit_of(offsets[end - 1])) {
+            while end < offsets.len() && unit_of(offsets[end]) == Some(unit) {
+                end += 1;
+            }
+        }
+        out.push(&offsets[start..end]);
+        start = end;
+    }
+    out
+}
+
 /// One table of the runs' tables, and each run's answers renumbered into it.
-fn merge(runs: Vec<(Tables, Vec<Answer>)>) -> Answers {
+fn merge(mut runs: Vec<(Tables, Vec<Answer>)>) -> Answers {
+    if runs.len() == 1 {
+        // One run (one compilation unit, or few addresses): its tables are already all.
+        let (tables, of) = runs.pop().expect("one run");
+        return Answers {
+            of,
+            strings: tables.strings.items,
+            functions: tables.functions.items,
+            chains: tables.chains.items,
+        };
+    }
     let mut all = Tables::new();
     let mut of = Vec::with_capacity(runs.iter().map(|r| r.1.len()).sum());
     for (tables, answers) in runs {
@@ -268,20 +341,32 @@ fn answer(
         a.function = tables.functions.id(no_function);
         return a;
     };
-    let range = sym.find_symbol_range(address);
+    // The covering symbol, found once; its name only where DWARF gives none: demangling costs
+    // more than the look-up.
+    let symbol = sym.symbol_at(address);
+    let range = symbol.map(|s| sym.symbol_range(s));
     let mut function = Function { start: range.map(|r| r.0), size: range.map(|r| r.1), ..no_function };
-    // The symbol's name only where DWARF gives none: demangling costs more than the look-up.
-    let hit = || sym.find_symbol(address).map(|h| h.name);
+    let hit = || symbol.map(|s| sym.symbol_hit(s).name);
     match lookup.find_frames(address) {
         Ok(mut frames) if !frames.is_empty() => {
             let outer = frames.pop().expect("not empty");
-            let innermost = frames.first().map_or(&outer.location, |f| &f.location);
-            a.file = tables.string(innermost.file.clone());
-            a.line = innermost.line;
-            function.file = tables.string(outer.location.file);
+            // The innermost frame's file and line are the address's; without inlined frames,
+            // the function's own.
+            function.file = match frames.first() {
+                Some(innermost) => {
+                    a.file = tables.string(innermost.location.file.clone());
+                    a.line = innermost.location.line;
+                    tables.string(outer.location.file)
+                }
+                None => {
+                    a.file = tables.string(outer.location.file);
+                    a.line = outer.location.line;
+                    a.file
+                }
+            };
             function.name = tables.string(match outer.function {
                 // A bare DWARF name (a member without its class): the symbol table's, qualified.
-                Some(n) if !n.contains("::") => lookup.qualified_name(address, &n).or(Some(n)),
+                Some(n) if !n.contains("::") => symbol.and_then(|s| lookup.qualified_name(s, &n)).or(Some(n)),
                 Some(n) => Some(n),
                 None => hit(),
             });

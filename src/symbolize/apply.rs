@@ -15,9 +15,11 @@
 //! Two static functions of one name stay two symbols: symbols are told apart by their start
 //! address, not their name.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
+use rustc_hash::FxHashMap;
 
 use super::answers::Answers;
 use super::search::{self, Query};
@@ -26,7 +28,7 @@ use crate::analysis::names::SymbolIndex;
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
     AddressKind, CostTable, FileId, FrameId, FrameSource, Image, InlineFrame, Inlined, Profile, Site,
-    SourceLine, Symbol,
+    SourceLine, StringTable, Symbol,
 };
 
 /// What the pass is asked to do.
@@ -358,6 +360,50 @@ impl Notes<'_> {
     }
 }
 
+/// Model offsets and the addresses the ELF file states, one into the other.
+struct Addresses<'r> {
+    reloc: &'r Relocation,
+    load: u64,
+}
+
+impl Addresses<'_> {
+    /// The stated address of a model offset.
+    fn stated(&self, offset: u64) -> Option<u64> {
+        self.reloc.to_stated(self.load.wrapping_add(offset))
+    }
+
+    /// The model offset of a stated address.
+    fn model(&self, address: u64) -> Option<u64> {
+        self.reloc.from_stated(address).map(|a| a.wrapping_sub(self.load))
+    }
+}
+
+/// The answers for an image's addresses, with what puts them in the model's terms.
+struct Looked<'a> {
+    /// The model offsets looked up, sorted and distinct: answer `a` is of `offsets[a]`.
+    offsets: &'a [u64],
+    answers: &'a Answers,
+    files: &'a AnswerFiles,
+    addresses: &'a Addresses<'a>,
+}
+
+impl Looked<'_> {
+    /// The answer of model offset `o`.
+    fn at(&self, o: u64) -> Option<usize> {
+        self.offsets.binary_search(&o).ok()
+    }
+
+    /// (line file, function file) of answer `a`, as the model's.
+    fn ids(&self, a: usize) -> (Option<FileId>, Option<FileId>) {
+        (self.files.get(self.answers.file_id(a)), self.files.get(self.answers.function_file_id(a)))
+    }
+
+    /// The model offset of the start of answer `a`'s function.
+    fn start(&self, a: usize) -> Option<u64> {
+        self.answers.start(a).and_then(|s| self.addresses.model(s))
+    }
+}
+
 /// Looks up every distinct address of image `i` of process `p` and fills the model.
 fn fill_image(
     profile: &mut Profile,
@@ -368,270 +414,362 @@ fn fill_image(
     options: &Options,
     report: &mut ImageReport,
 ) {
-    let image = &profile.processes[p].images[i];
-    let load = image.load_addr;
-    // Model offsets -> stated addresses.
-    let stated = |offset: u64| reloc.to_stated(load.wrapping_add(offset));
-    let model = |address: u64| reloc.from_stated(address).map(|a| a.wrapping_sub(load));
+    let addresses = Addresses { reloc, load: profile.processes[p].images[i].load_addr };
+    let symbol_offset = symbol_offsets(&profile.processes[p].images[i], options.override_names);
+    let frame_offsets = stack_frame_offsets(profile, p, i);
+    let offsets = offsets_to_look_up(profile, p, i, &symbol_offset, &frame_offsets);
+    let answers = Answers::look_up(sym, &offsets, &|o| addresses.stated(o), options.inline);
+    if profile.processes[p].images[i].blocks.is_empty() {
+        // Nothing more to ask of DWARF (only blocks want their line rows): the units the
+        // look-ups parsed make room for the model's new symbols.
+        sym.release_contexts();
+    }
+    let files = AnswerFiles::of(profile, &answers);
+    tell(report, &answers);
+    let looked = Looked { offsets: &offsets, answers: &answers, files: &files, addresses: &addresses };
 
-    // The address each symbol stands for, when it is to be (re)named.
-    let mut first_row: HashMap<u32, u64> = HashMap::new();
+    // 1-3. Symbols renamed and made; costs given their function, file and line.
+    name_functions(profile, p, i, &symbol_offset, &frame_offsets, &looked, options.override_names);
+    // 4. Source lines of blocks, from the line table, when the input has none.
+    let image = &profile.processes[p].images[i];
+    // Source lines that say nothing (valgrind's `???:0` of code without line tables).
+    let lines_unknown = image.source_lines.iter().all(|l| l.line == 0 || unknown_file(profile, l.file));
+    if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
+        let source_lines = block_source_lines(&mut profile.files, image, sym, &addresses);
+        profile.processes[p].images[i].source_lines = source_lines;
+    }
+    // 5. Lines of the sites of edges between functions, where the input had none.
+    site_lines(&mut profile.processes[p], i, &looked, options.override_names);
+    // 6. Stack frames that were addresses: the function, then the functions inlined there.
+    rename_stack_frames(profile, p, &frame_offsets, &looked, options.inline);
+    // 7. The inline chain of every address that has one.
+    let image = &mut profile.processes[p].images[i];
+    if options.inline {
+        inline_table(image, &looked);
+    } else {
+        image.inlined.clear();
+        image.inline_names = StringTable::new();
+    }
+}
+
+/// The address each symbol of `image` stands for, when it is to be (re)named: the one its
+/// placeholder name carries, else its start, else the first cost row's of it.
+fn symbol_offsets(image: &Image, override_names: bool) -> Vec<Option<u64>> {
+    let mut first_row: FxHashMap<u32, u64> = FxHashMap::default();
     for r in 0..image.costs.len() {
         if let (Some(s), Some(o)) = (image.costs.symbol(r), image.costs.offset(r)) {
             first_row.entry(s).or_insert(o);
         }
     }
-    let symbol_offset: Vec<Option<u64>> = image
+    image
         .symbols
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            if !is_placeholder(&s.name) && !options.override_names {
+            if !is_placeholder(&s.name) && !override_names {
                 return None;
             }
             match placeholder_address(&s.name) {
                 Some((v, true)) => Some(v),
-                Some((v, false)) => Some(v.wrapping_sub(load)),
+                Some((v, false)) => Some(v.wrapping_sub(image.load_addr)),
                 None => s.offset.or_else(|| first_row.get(&(k as u32)).copied()),
             }
         })
-        .collect();
+        .collect()
+}
 
+/// Whether `n` is a symbol of image `i`.
+fn in_image(n: crate::ir::NodeRef, i: usize) -> bool {
+    matches!(n, crate::ir::NodeRef::Symbol(s) if s.image as usize == i)
+}
+
+/// Every distinct offset of image `i` of process `p` to look up, sorted: cost rows, symbols to
+/// (re)name, blocks, stack frames that are addresses, and the call and target sites of edges
+/// between functions.
+fn offsets_to_look_up(
+    profile: &Profile,
+    p: usize,
+    i: usize,
+    symbol_offset: &[Option<u64>],
+    frame_offsets: &[(FrameId, u64)],
+) -> Vec<u64> {
+    let process = &profile.processes[p];
+    let image = &process.images[i];
     let mut offsets: Vec<u64> = Vec::with_capacity(image.costs.len() + image.blocks.len());
     offsets.extend((0..image.costs.len()).filter_map(|r| image.costs.offset(r)));
     offsets.extend(symbol_offset.iter().flatten());
     offsets.extend(image.blocks.iter().map(|b| b.offset));
-    let frame_offsets = stack_frame_offsets(profile, p, i);
     offsets.extend(frame_offsets.iter().map(|&(_, o)| o));
-    // Edges between functions: their call and target sites in this image.
-    let process = &profile.processes[p];
-    let in_image =
-        |n: crate::ir::NodeRef| matches!(n, crate::ir::NodeRef::Symbol(s) if s.image as usize == i);
     for e in &process.edges {
         let Some(site) = e.site() else { continue };
-        if in_image(e.source) {
+        if in_image(e.source, i) {
             offsets.extend(site.source_offset());
         }
-        if in_image(e.target) {
+        if in_image(e.target, i) {
             offsets.extend(site.target_offset());
         }
     }
     offsets.sort_unstable();
     offsets.dedup();
+    offsets
+}
 
-    let answers = Answers::look_up(sym, &offsets, &stated, options.inline);
+/// The symbols of an image's functions: those the model has, by (name, start), to reuse, and
+/// those made for the answers' functions it lacks.
+struct FunctionSymbols {
+    /// The model's symbols before the pass (placeholders aside), by their (name, start) then:
+    /// (name, start, symbol), the first of equal ones.
+    had: HashTable<(Box<str>, Option<u64>, u32)>,
+    /// The symbols made, by their (name, start): indices into the image's symbols (a million
+    /// functions named: 4 bytes each, no copy of their names).
+    made: HashTable<u32>,
+    /// The symbol of each function of the answers ([`Answers::function_id`]), once found.
+    of_function: Vec<Option<u32>>,
+}
 
-    // The files the answers name, as the model's, in the order of the addresses: each
-    // address's line file and function file, then the files of the inlined frames.
-    let mut files = AnswerFiles::default();
-    for a in 0..answers.len() {
-        files.intern(profile, &answers, answers.file_id(a));
-        files.intern(profile, &answers, answers.function_file_id(a));
-    }
-    for a in 0..answers.len() {
-        for f in answers.chain(a) {
-            files.intern(profile, &answers, f.file);
+fn key_hash(name: &str, start: Option<u64>) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one((name, start))
+}
+
+impl FunctionSymbols {
+    fn new(image: &Image, answers: &Answers) -> FunctionSymbols {
+        let mut had: HashTable<(Box<str>, Option<u64>, u32)> = HashTable::new();
+        for (k, s) in image.symbols.iter().enumerate() {
+            let h = key_hash(&s.name, s.offset);
+            if !is_placeholder(&s.name) && had.find(h, |e| *e.0 == *s.name && e.1 == s.offset).is_none() {
+                had.insert_unique(h, (s.name.as_str().into(), s.offset, k as u32), |e| key_hash(&e.0, e.1));
+            }
         }
+        let functions = answers.function_count();
+        FunctionSymbols { had, made: HashTable::with_capacity(functions), of_function: vec![None; functions] }
     }
-    // (line file, function file) of address `a`.
-    let ids = |a: usize| (files.get(answers.file_id(a)), files.get(answers.function_file_id(a)));
-    let at = |o: u64| offsets.binary_search(&o).ok();
 
-    tell(report, &answers);
+    /// The symbol of answer `a`'s function, made when the model has none; `None` when the
+    /// answer names no function.
+    fn symbol_for(&mut self, image: &mut Image, looked: &Looked, a: usize) -> Option<u32> {
+        let answers = looked.answers;
+        let name: &str = answers.name(a)?;
+        let function = answers.function_id(a) as usize;
+        if let Some(s) = self.of_function[function] {
+            return Some(s);
+        }
+        let start = looked.start(a);
+        let h = key_hash(name, start);
+        let symbols = &image.symbols;
+        let known = self.had.find(h, |e| *e.0 == *name && e.1 == start).map(|e| e.2).or_else(|| {
+            let s = self
+                .made
+                .find(h, |&k| symbols[k as usize].name == name && symbols[k as usize].offset == start);
+            s.copied()
+        });
+        let s = match known {
+            Some(s) => s,
+            None => {
+                let s = image.symbols.len() as u32;
+                let (line_file, function_file) = looked.ids(a);
+                image.symbols.push(Symbol {
+                    name: name.to_string(),
+                    offset: start,
+                    size: answers.size(a),
+                    file: function_file.or(line_file),
+                });
+                let symbols = &image.symbols;
+                self.made.insert_unique(h, s, |&k| {
+                    let symbol = &symbols[k as usize];
+                    key_hash(&symbol.name, symbol.offset)
+                });
+                s
+            }
+        };
+        self.of_function[function] = Some(s);
+        Some(s)
+    }
+}
 
-    let unknown_files: Vec<bool> = {
-        let image = &profile.processes[p].images[i];
-        (0..image.costs.len()).map(|r| unknown_file(profile, image.costs.file(r))).collect()
-    };
-    // Source lines that say nothing (valgrind's `???:0` of code without line tables).
-    let lines_unknown = profile.processes[p].images[i]
-        .source_lines
-        .iter()
-        .all(|l| l.line == 0 || unknown_file(profile, l.file));
+/// Steps 1 to 3 of the pass over image `i` of process `p`: placeholder symbols (every symbol
+/// with `override_names`) renamed; costs given their function, file and line where missing
+/// (everywhere with `override_names`); a symbol covering each block and each stack frame that
+/// is an address.
+fn name_functions(
+    profile: &mut Profile,
+    p: usize,
+    i: usize,
+    symbol_offset: &[Option<u64>],
+    frame_offsets: &[(FrameId, u64)],
+    looked: &Looked,
+    override_names: bool,
+) {
+    let image = &profile.processes[p].images[i];
+    let unknown_files: Vec<bool> =
+        (0..image.costs.len()).map(|r| unknown_file(profile, image.costs.file(r))).collect();
     let unknown_symbol_files: Vec<bool> =
-        profile.processes[p].images[i].symbols.iter().map(|s| unknown_file(profile, s.file)).collect();
+        image.symbols.iter().map(|s| unknown_file(profile, s.file)).collect();
     let image = &mut profile.processes[p].images[i];
-
-    // Symbols the model has, by (name, start), to reuse; new ones appended.
-    let mut by_key: HashMap<(String, Option<u64>), u32> = HashMap::new();
-    for (k, s) in image.symbols.iter().enumerate() {
-        if !is_placeholder(&s.name) {
-            by_key.entry((s.name.clone(), s.offset)).or_insert(k as u32);
-        }
-    }
-    // 1. Placeholder symbols (every symbol with --symbols-override) renamed.
+    let mut symbols = FunctionSymbols::new(image, looked.answers);
+    let answers = looked.answers;
+    // 1. Placeholder symbols renamed.
     for (k, offset) in symbol_offset.iter().enumerate() {
-        let Some(a) = offset.and_then(at) else { continue };
+        let Some(a) = offset.and_then(|o| looked.at(o)) else { continue };
         let Some(name) = answers.name(a) else { continue };
         let s = &mut image.symbols[k];
         let suffix = strip_recursion(&s.name).1.to_string();
         s.name = format!("{name}{suffix}");
-        if unknown_symbol_files[k] || options.override_names {
-            s.file = ids(a).1.or(ids(a).0).or(s.file);
+        if unknown_symbol_files[k] || override_names {
+            let (line_file, function_file) = looked.ids(a);
+            s.file = function_file.or(line_file).or(s.file);
         }
         if s.offset.is_some() {
-            s.offset = answers.start(a).and_then(model).or(s.offset);
+            s.offset = looked.start(a).or(s.offset);
             s.size = answers.size(a).or(s.size);
         }
     }
-    // A symbol for an answer's function, made when the model has none; the symbol of each
-    // function of the answers once found, for its other addresses.
-    let mut symbol_of_function: HashMap<u32, u32> = HashMap::new();
-    let mut symbol_for = |image: &mut Image, a: usize| -> Option<u32> {
-        let name = answers.name(a)?;
-        if let Some(&s) = symbol_of_function.get(&answers.function_id(a)) {
-            return Some(s);
-        }
-        let start = answers.start(a).and_then(model);
-        let key = (name.to_string(), start);
-        let s = match by_key.get(&key) {
-            Some(&s) => s,
-            None => {
-                let s = image.symbols.len() as u32;
-                image.symbols.push(Symbol {
-                    name: key.0.clone(),
-                    offset: start,
-                    size: answers.size(a),
-                    file: ids(a).1.or(ids(a).0),
-                });
-                by_key.insert(key, s);
-                s
-            }
-        };
-        symbol_of_function.insert(answers.function_id(a), s);
-        Some(s)
-    };
-
-    // 2. Costs: function, file and line where missing (everywhere with --symbols-override).
+    // 2. Costs.
     if image.costs.has_offsets() {
-        let index = SymbolIndex::new(image);
-        let old = std::mem::take(&mut image.costs);
-        let mut costs = CostTable::new();
-        costs.reserve(old.len());
-        for (r, &unknown) in unknown_files.iter().enumerate() {
-            let offset = old.offset(r);
-            let a = offset.and_then(at);
-            let mut symbol = old.symbol(r);
-            let (mut file, mut line) = (old.file(r), old.line(r));
-            if let Some(a) = a {
-                let covered = offset.and_then(|o| index.covering(o)).is_some();
-                if symbol.is_none() && !covered {
-                    symbol = symbol_for(image, a);
-                }
-                let lacks = line.unwrap_or(0) == 0 || unknown;
-                if (lacks || options.override_names) && answers.line(a).is_some() {
-                    file = ids(a).0;
-                    line = answers.line(a);
-                }
-            }
-            costs.push_parts(offset, symbol, file, line, &old.values(r));
-        }
-        costs.widen(old.width());
-        image.costs = costs;
+        fill_costs(image, &unknown_files, looked, &mut symbols, override_names);
     }
-
     // 3. Blocks: a symbol covering each one.
     if !image.blocks.is_empty() {
         let index = SymbolIndex::new(image);
         let starts: Vec<u64> = image.blocks.iter().map(|b| b.offset).collect();
         for o in starts {
-            if index.covering(o).is_none() || options.override_names {
-                if let Some(a) = at(o) {
-                    symbol_for(image, a);
+            if index.covering(o).is_none() || override_names {
+                if let Some(a) = looked.at(o) {
+                    symbols.symbol_for(image, looked, a);
                 }
             }
         }
     }
-
-    // 3b. Stack frames that are addresses: a symbol for the function of each.
-    for &(_, o) in &frame_offsets {
-        if let Some(a) = at(o) {
-            symbol_for(image, a);
+    // Stack frames that are addresses: a symbol for the function of each.
+    for &(_, o) in frame_offsets {
+        if let Some(a) = looked.at(o) {
+            symbols.symbol_for(image, looked, a);
         }
     }
+}
 
-    // 4. Source lines of blocks, from the line table, when the input has none.
-    if !image.blocks.is_empty() && (lines_unknown || options.override_names) {
-        let lookup = sym.lookup();
-        let mut lines = Vec::new();
-        for b in &image.blocks {
-            let Some(start) = stated(b.offset) else { continue };
-            let block_size = u64::from(b.size.max(1));
-            let Ok(rows) = lookup.find_location_range(start, start.saturating_add(block_size)) else {
-                continue;
-            };
-            for (address, size, loc) in rows {
-                let (Some(offset), Some(line)) = (model(address), loc.line) else { continue };
-                let whole = offset == b.offset && size >= u64::from(b.size);
-                lines.push((
-                    offset,
-                    // No larger than the block: 32 bits.
-                    size.min(block_size) as u32,
-                    loc.file,
-                    line,
-                    if whole { b.num_instrs } else { 0 },
-                ));
+/// Costs of `image` given their function, file and line where missing (everywhere with
+/// `override_names`); `unknown_files` says of each row whether its file says nothing.
+fn fill_costs(
+    image: &mut Image,
+    unknown_files: &[bool],
+    looked: &Looked,
+    symbols: &mut FunctionSymbols,
+    override_names: bool,
+) {
+    let answers = looked.answers;
+    let index = SymbolIndex::new(image);
+    let old = std::mem::take(&mut image.costs);
+    let mut costs = CostTable::new();
+    costs.reserve(old.len());
+    for (r, &unknown) in unknown_files.iter().enumerate() {
+        let offset = old.offset(r);
+        let a = offset.and_then(|o| looked.at(o));
+        let mut symbol = old.symbol(r);
+        let (mut file, mut line) = (old.file(r), old.line(r));
+        if let Some(a) = a {
+            let covered = offset.and_then(|o| index.covering(o)).is_some();
+            if symbol.is_none() && !covered {
+                symbol = symbols.symbol_for(image, looked, a);
+            }
+            let lacks = line.unwrap_or(0) == 0 || unknown;
+            if (lacks || override_names) && answers.line(a).is_some() {
+                file = looked.ids(a).0;
+                line = answers.line(a);
             }
         }
-        let mut source_lines = Vec::with_capacity(lines.len());
-        for (offset, size, file, line, num_instrs) in lines {
-            let file = file.map(|f| profile.files.intern(&f));
-            source_lines.push(SourceLine { file, line, offset, size, num_instrs });
-        }
-        source_lines.sort_by_key(|l| l.offset);
-        source_lines.dedup();
-        profile.processes[p].images[i].source_lines = source_lines;
+        costs.push_parts(offset, symbol, file, line, &old.values(r));
     }
+    costs.widen(old.width());
+    image.costs = costs;
+}
 
-    // 5. Lines of the sites of edges between functions, where the input had none.
-    let process = &mut profile.processes[p];
+/// The source lines of `image`'s blocks, from the line table.
+fn block_source_lines(
+    files: &mut StringTable,
+    image: &Image,
+    sym: &Symbolizer,
+    addresses: &Addresses,
+) -> Vec<SourceLine> {
+    let lookup = sym.lookup();
+    let mut lines = Vec::new();
+    for b in &image.blocks {
+        let Some(start) = addresses.stated(b.offset) else { continue };
+        let block_size = u64::from(b.size.max(1));
+        let Ok(rows) = lookup.find_location_range(start, start.saturating_add(block_size)) else {
+            continue;
+        };
+        for (address, size, loc) in rows {
+            let (Some(offset), Some(line)) = (addresses.model(address), loc.line) else { continue };
+            let whole = offset == b.offset && size >= u64::from(b.size);
+            lines.push((
+                offset,
+                // No larger than the block: 32 bits.
+                size.min(block_size) as u32,
+                loc.file,
+                line,
+                if whole { b.num_instrs } else { 0 },
+            ));
+        }
+    }
+    let mut source_lines = Vec::with_capacity(lines.len());
+    for (offset, size, file, line, num_instrs) in lines {
+        let file = file.map(|f| files.intern(&f));
+        source_lines.push(SourceLine { file, line, offset, size, num_instrs });
+    }
+    source_lines.sort_by_key(|l| l.offset);
+    source_lines.dedup();
+    source_lines
+}
+
+/// Lines of the sites of `process`'s edges between functions of image `i`, where the input had
+/// none (everywhere with `override_names`).
+fn site_lines(process: &mut crate::ir::Process, i: usize, looked: &Looked, override_names: bool) {
     for e in &mut process.edges {
-        let (from, to) = (in_image(e.source), in_image(e.target));
+        let (from, to) = (in_image(e.source, i), in_image(e.target, i));
         let Some(site) = e.details.as_mut().and_then(|d| d.site.as_mut()) else { continue };
         // A line past what a site holds is taken as unknown.
-        let line_of =
-            |o: Option<u64>| o.and_then(at).and_then(|a| answers.line(a)).filter(|&l| l <= Site::MAX_LINE);
-        if from && (site.source_line().unwrap_or(0) == 0 || options.override_names) {
+        let line_of = |o: Option<u64>| {
+            o.and_then(|o| looked.at(o)).and_then(|a| looked.answers.line(a)).filter(|&l| l <= Site::MAX_LINE)
+        };
+        if from && (site.source_line().unwrap_or(0) == 0 || override_names) {
             site.set_source_line(line_of(site.source_offset()).or(site.source_line()));
         }
-        if to && (site.target_line().unwrap_or(0) == 0 || options.override_names) {
+        if to && (site.target_line().unwrap_or(0) == 0 || override_names) {
             site.set_target_line(line_of(site.target_offset()).or(site.target_line()));
         }
     }
+}
 
-    // 6. Stack frames that were addresses: the function, then the functions inlined there.
-    rename_stack_frames(profile, p, &frame_offsets, &offsets, &answers, &ids, options.inline);
-
-    // 7. The inline chain of every address that has one.
-    let process = &mut profile.processes[p];
-    let image = &mut process.images[i];
-    if options.inline {
-        // One copy of each chain, shared by its addresses; one of each name.
-        let unknown: Arc<str> = Arc::from("??");
-        let mut chains: HashMap<u32, Arc<[InlineFrame]>> = HashMap::new();
-        image.inlined = (0..answers.len())
-            .filter(|&a| !answers.chain(a).is_empty())
-            .map(|a| Inlined {
-                offset: offsets[a],
-                frames: chains
-                    .entry(answers.chain_id(a))
-                    .or_insert_with(|| {
-                        answers
-                            .chain(a)
-                            .iter()
-                            .map(|f| InlineFrame {
-                                name: answers.string(f.function).cloned().unwrap_or_else(|| unknown.clone()),
-                                file: files.get(f.file),
-                                line: f.line,
-                            })
-                            .collect()
-                    })
-                    .clone(),
-            })
-            .collect();
-    } else {
-        image.inlined.clear();
+/// `image`'s inline table: the inline chain of every address that has one, one copy of each
+/// chain shared by its addresses, and one of each name in [`Image::inline_names`].
+fn inline_table(image: &mut Image, looked: &Looked) {
+    let answers = looked.answers;
+    let mut names = StringTable::new();
+    // The model's name of each function name of the answers, once met.
+    let mut name_of: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut chains: FxHashMap<u32, Arc<[InlineFrame]>> = FxHashMap::default();
+    let with_chain = (0..answers.len()).filter(|&a| !answers.chain(a).is_empty());
+    // One entry per address with a chain (24 bytes each: three quarters of a million for a
+    // million addresses of a Rust binary), no room to spare.
+    let mut inlined = Vec::with_capacity(with_chain.clone().count());
+    for a in with_chain {
+        let frames = chains.entry(answers.chain_id(a)).or_insert_with(|| {
+            answers
+                .chain(a)
+                .iter()
+                .map(|f| {
+                    let name = *name_of
+                        .entry(f.function)
+                        .or_insert_with(|| names.intern(answers.string(f.function).map_or("??", |n| n)));
+                    InlineFrame::new(name, looked.files.get(f.file), f.line)
+                })
+                .collect()
+        });
+        inlined.push(Inlined { offset: looked.offsets[a], frames: frames.clone() });
     }
+    image.inlined = inlined;
+    image.inline_names = names;
 }
 
 /// What the answers say, counted for the image's report.
@@ -650,50 +788,63 @@ fn tell(report: &mut ImageReport, answers: &Answers) {
     }
 }
 
-/// The model's ids of the files the answers name, interned as first asked for.
-#[derive(Default)]
+/// The model's ids of the files the answers name.
 struct AnswerFiles {
     /// By string id of the answers: the file's id once interned.
-    by_string: HashMap<u32, FileId>,
+    by_string: Vec<Option<FileId>>,
 }
 
 impl AnswerFiles {
-    /// The model's id of string `id` of the answers as a file, interned when new.
-    fn intern(&mut self, profile: &mut Profile, answers: &Answers, id: u32) -> Option<FileId> {
-        if let Some(&f) = self.by_string.get(&id) {
-            return Some(f);
+    /// The files the answers name, interned in the model in the order of the addresses: each
+    /// address's line file and function file, then the files of the inlined frames.
+    fn of(profile: &mut Profile, answers: &Answers) -> AnswerFiles {
+        let mut files = AnswerFiles { by_string: vec![None; answers.string_count()] };
+        for a in 0..answers.len() {
+            files.intern(profile, answers, answers.file_id(a));
+            files.intern(profile, answers, answers.function_file_id(a));
         }
-        let f = profile.files.intern(answers.string(id)?);
-        self.by_string.insert(id, f);
-        Some(f)
+        for a in 0..answers.len() {
+            for f in answers.chain(a) {
+                files.intern(profile, answers, f.file);
+            }
+        }
+        files
+    }
+
+    /// The model's id of string `id` of the answers as a file, interned when new.
+    fn intern(&mut self, profile: &mut Profile, answers: &Answers, id: u32) {
+        if let Some(slot @ None) = self.by_string.get_mut(id as usize) {
+            *slot = answers.string(id).map(|name| profile.files.intern(name));
+        }
     }
 
     /// The model's id of string `id` of the answers, interned before.
     fn get(&self, id: u32) -> Option<FileId> {
-        self.by_string.get(&id).copied()
+        self.by_string.get(id as usize).copied().flatten()
     }
 }
 
 /// Replaces each address frame of process `p`'s stacks (`frame_offsets`) by its function and
 /// the functions inlined at the address, outermost first; a frame whose address has no
-/// function stays as it is. `answers` are those of `offsets`, `ids` their (line, function) files.
+/// function stays as it is.
 fn rename_stack_frames(
     profile: &mut Profile,
     p: usize,
     frame_offsets: &[(FrameId, u64)],
-    offsets: &[u64],
-    answers: &Answers,
-    ids: &dyn Fn(usize) -> (Option<FileId>, Option<FileId>),
+    looked: &Looked,
     inline: bool,
 ) {
     if frame_offsets.is_empty() {
         return;
     }
-    let mut named: HashMap<FrameId, Vec<FrameId>> = HashMap::with_capacity(frame_offsets.len());
+    let answers = looked.answers;
+    let mut named: FxHashMap<FrameId, Vec<FrameId>> =
+        FxHashMap::with_capacity_and_hasher(frame_offsets.len(), Default::default());
     for &(f, offset) in frame_offsets {
-        let Ok(a) = offsets.binary_search(&offset) else { continue };
+        let Some(a) = looked.at(offset) else { continue };
         let Some(name) = answers.name(a) else { continue };
-        let mut chain = vec![intern_frame(profile, name, ids(a).1.or(ids(a).0))];
+        let (line_file, function_file) = looked.ids(a);
+        let mut chain = vec![intern_frame(profile, name, function_file.or(line_file))];
         if inline {
             for frame in answers.chain(a).iter().rev() {
                 let name = answers.string(frame.function).map_or("??", |n| n);

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use addr2line::{LookupContinuation, LookupResult};
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::AddressKind;
@@ -82,6 +83,9 @@ pub struct Symbolizer {
     /// The `.dwo` files read, and the paths of those not found, for a warning.
     dwo_files: Mutex<(Vec<ElfFile>, Storage, Vec<String>)>,
     symbols: Vec<FunctionSymbol>,
+    /// Whether each symbol's name is a mangled C++ one (`_Z`), noted while the names are read:
+    /// the name table is not touched again for the others.
+    mangled: Vec<bool>,
     /// End of each symbol (its size, or the next symbol's start when it has none).
     ends: Vec<u64>,
     segments: Vec<Segment>,
@@ -160,6 +164,7 @@ impl Symbolizer {
         let segments = layout.map(|f| f.segments()).unwrap_or_default();
         let relocatable = layout.is_some_and(|f| f.is_relocatable());
         let ends = symbol_ends(&symbols, &segments);
+        let mangled = symbols.iter().map(|s| s.name.starts_with("_Z")).collect();
         let mut dwarf_error = None;
         let mut dwarf = None;
         let mut contexts = Vec::new();
@@ -191,6 +196,7 @@ impl Symbolizer {
             dwos: Mutex::new(HashMap::new()),
             dwo_files: Mutex::new((Vec::new(), Storage::default(), Vec::new())),
             symbols,
+            mangled,
             ends,
             segments,
             relocatable,
@@ -231,8 +237,13 @@ impl Symbolizer {
 
     /// The start and size of the function symbol covering a stated address, without its name.
     pub fn find_symbol_range(&self, address: u64) -> Option<(u64, u64)> {
-        let i = self.symbol_index(address)?;
-        Some((self.symbols[i].address, self.ends[i] - self.symbols[i].address))
+        self.symbol_at(address).map(|i| self.symbol_range(i))
+    }
+
+    /// The start and size of the symbol of an index [`Symbolizer::symbol_at`] gave.
+    pub fn symbol_range(&self, index: u32) -> (u64, u64) {
+        let i = index as usize;
+        (self.symbols[i].address, self.ends[i] - self.symbols[i].address)
     }
 
     /// The function symbol covering a stated address.
@@ -269,8 +280,55 @@ impl Symbolizer {
         Lookup {
             symbolizer: self,
             context,
-            names: RefCell::new(HashMap::new()),
-            symbol_names: RefCell::new(HashMap::new()),
+            names: RefCell::new(FxHashMap::default()),
+            symbol_names: RefCell::new(FxHashMap::default()),
+        }
+    }
+
+    /// The address ranges of the DWARF compilation units, sorted: (start, end, unit), where
+    /// `unit` is equal for the ranges of one unit. From `.debug_aranges` when the file has it
+    /// (no unit is parsed), else from each unit's first entry. Empty without DWARF.
+    ///
+    /// A DWARF context parses a unit's functions and line table whole when an address first
+    /// falls in it: look-ups side by side split their addresses where a unit ends, so that no
+    /// unit is parsed twice (a file of one unit of a million functions is then looked up in
+    /// one run, once, instead of once per core).
+    pub fn unit_ranges(&self) -> Vec<(u64, u64, usize)> {
+        let Some(dwarf) = self.dwarf.as_deref() else { return Vec::new() };
+        let mut out = Vec::new();
+        let mut headers = dwarf.debug_aranges.headers();
+        while let Ok(Some(header)) = headers.next() {
+            let unit = header.debug_info_offset().0;
+            let mut entries = header.entries();
+            while let Ok(Some(entry)) = entries.next() {
+                let range = entry.range();
+                if range.begin < range.end {
+                    out.push((range.begin, range.end, unit));
+                }
+            }
+        }
+        if out.is_empty() {
+            let mut units = dwarf.units();
+            while let Ok(Some(header)) = units.next() {
+                let Some(unit) = header.debug_info_offset().map(|o| o.0) else { continue };
+                let Ok(parsed) = dwarf.unit(header) else { continue };
+                let Ok(mut ranges) = dwarf.unit_ranges(&parsed) else { continue };
+                while let Ok(Some(range)) = ranges.next() {
+                    if range.begin < range.end {
+                        out.push((range.begin, range.end, unit));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Drops the DWARF units parsed by look-ups so far (a later [`Symbolizer::lookup`] parses
+    /// again what it needs).
+    pub fn release_contexts(&self) {
+        if let Ok(mut pool) = self.contexts.lock() {
+            pool.clear();
         }
     }
 
@@ -326,9 +384,9 @@ pub struct Lookup<'a> {
     context: Option<addr2line::Context<Reader>>,
     /// Demangled DWARF names by where their raw name lies: a function is named at every
     /// address inside it, and demangling costs more than the look-up.
-    names: RefCell<HashMap<(usize, usize), String>>,
+    names: RefCell<FxHashMap<(usize, usize), String>>,
     /// Demangled symbol-table names, by symbol.
-    symbol_names: RefCell<HashMap<usize, String>>,
+    symbol_names: RefCell<FxHashMap<usize, String>>,
 }
 
 impl Drop for Lookup<'_> {
@@ -374,6 +432,11 @@ impl Lookup<'_> {
         let mut frames = Vec::new();
         while let Some(f) = iter.next().map_err(dwarf_error)? {
             let function = match f.function {
+                // A name no demangler takes (C, assembly) is itself: no demangling to save,
+                // nothing to keep (a million functions would be a million names kept).
+                Some(name) if !maybe_mangled(name.name.slice(), name.language) => {
+                    Some(String::from_utf8_lossy(name.name.slice()).into_owned())
+                }
                 Some(name) => {
                     let raw = name.name.slice();
                     let key = (raw.as_ptr() as usize, raw.len());
@@ -404,16 +467,17 @@ impl Lookup<'_> {
         Ok(frames)
     }
 
-    /// The symbol table's (demangled) name of the function at a stated address, where DWARF
-    /// names it `bare` (`_M_invoke`: a member's DW_AT_name without its class, so that two
-    /// `std::function` handlers would be one function): only a mangled symbol whose name
-    /// holds the bare one, as addr2line and llvm-symbolizer give it.
-    pub fn qualified_name(&self, address: u64, bare: &str) -> Option<String> {
-        let i = self.symbolizer.symbol_index(address)?;
-        let raw = self.symbolizer.symbols[i].name;
-        if !raw.starts_with("_Z") {
+    /// The symbol table's (demangled) name of the function of `symbol` (an index
+    /// [`Symbolizer::symbol_at`] gave for an address), where DWARF names it `bare`
+    /// (`_M_invoke`: a member's DW_AT_name without its class, so that two `std::function`
+    /// handlers would be one function): only a mangled symbol whose name holds the bare one,
+    /// as addr2line and llvm-symbolizer give it.
+    pub fn qualified_name(&self, symbol: u32, bare: &str) -> Option<String> {
+        let i = symbol as usize;
+        if !self.symbolizer.mangled.get(i).copied().unwrap_or(false) {
             return None;
         }
+        let raw = self.symbolizer.symbols[i].name;
         let mut cache = self.symbol_names.borrow_mut();
         let name = cache.entry(i).or_insert_with(|| demangle(raw));
         name.contains(bare).then(|| name.clone())
@@ -440,6 +504,22 @@ impl Lookup<'_> {
             }
         }
     }
+}
+
+/// Whether a demangler might take `raw`, the name of a function of a unit in `language`:
+/// Rust's (legacy `_ZN`/`ZN`/`__ZN`, v0 `_R`/`R`/`__R`) and C++'s (`_Z`) for names that begin so;
+/// for C++ units and units that state no language any name, the C++ demangler reading a bare
+/// type (`i`: `int`).
+fn maybe_mangled(raw: &[u8], language: Option<gimli::DwLang>) -> bool {
+    let cpp = [
+        gimli::DW_LANG_C_plus_plus,
+        gimli::DW_LANG_C_plus_plus_03,
+        gimli::DW_LANG_C_plus_plus_11,
+        gimli::DW_LANG_C_plus_plus_14,
+        gimli::DW_LANG_C_plus_plus_17,
+        gimli::DW_LANG_C_plus_plus_20,
+    ];
+    language.is_none_or(|l| cpp.contains(&l)) || matches!(raw.first(), Some(b'_' | b'Z' | b'R'))
 }
 
 fn dwarf_error(e: gimli::Error) -> Error {

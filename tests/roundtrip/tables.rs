@@ -184,11 +184,11 @@ fn tables_of_several_row_groups_survive() {
 /// Inline chains on the first blocks of each image: one name shared by many addresses, lines
 /// with and without files.
 fn add_inline_frames(profile: &mut Profile, per_image: usize) {
-    let shared: std::sync::Arc<str> = std::sync::Arc::from("inlined_helper");
     for image in profile.processes.iter_mut().flat_map(|p| &mut p.images) {
         let mut offsets: Vec<u64> = image.blocks.iter().map(|b| b.offset).collect();
         offsets.sort_unstable();
         offsets.dedup();
+        let names = &mut image.inline_names;
         image.inlined = offsets
             .into_iter()
             .take(per_image)
@@ -196,14 +196,12 @@ fn add_inline_frames(profile: &mut Profile, per_image: usize) {
             .map(|(k, offset)| Inlined {
                 offset,
                 frames: (0..=k % 3)
-                    .map(|depth| InlineFrame {
-                        name: if depth == 0 {
-                            shared.clone()
-                        } else {
-                            std::sync::Arc::from(format!("outer{depth}"))
-                        },
-                        file: None,
-                        line: (depth != 1).then_some(10 + depth as u32),
+                    .map(|depth| {
+                        let name = match depth {
+                            0 => names.intern("inlined_helper"),
+                            _ => names.intern(&format!("outer{depth}")),
+                        };
+                        InlineFrame::new(name, None, (depth != 1).then_some(10 + depth as u32))
                     })
                     .collect(),
             })
