@@ -19,16 +19,14 @@ use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
 use super::{Lookup, Symbolizer};
-
-/// No entry (no name, no file).
-const NONE: u32 = u32::MAX;
+use crate::ir::NO_INDEX;
 
 /// What one address gets: indices into [`Answers`]' tables.
 #[derive(Clone, Copy, Debug)]
 struct Answer {
     /// Its function: [`Answers::functions`].
     function: u32,
-    /// The innermost frame's file ([`Answers::strings`], or [`NONE`]) and line.
+    /// The innermost frame's file ([`Answers::strings`], or [`NO_INDEX`]) and line.
     file: u32,
     line: Option<u32>,
     /// Inlined frames, innermost first, without the outermost function: [`Answers::chains`]
@@ -41,16 +39,16 @@ struct Answer {
 /// The function an address falls in: shared by every address of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Function {
-    /// Outermost function's name (DWARF, else the symbol table), or [`NONE`].
+    /// Outermost function's name (DWARF, else the symbol table), or [`NO_INDEX`].
     name: u32,
-    /// The function's own file (of its outermost frame), or [`NONE`].
+    /// The function's own file (of its outermost frame), or [`NO_INDEX`].
     file: u32,
     /// The covering symbol's start and size (stated addresses).
     start: Option<u64>,
     size: Option<u64>,
 }
 
-/// An inlined frame: its function's name and its file ([`Answers::strings`], or [`NONE`]),
+/// An inlined frame: its function's name and its file ([`Answers::strings`], or [`NO_INDEX`]),
 /// and line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ChainFrame {
@@ -125,7 +123,7 @@ impl Tables {
     }
 
     fn string(&mut self, s: Option<String>) -> u32 {
-        let Some(s) = s else { return NONE };
+        let Some(s) = s else { return NO_INDEX };
         match self.strings.find(s.as_str()) {
             Some(id) => id,
             None => self.strings.id(Arc::from(s)),
@@ -179,7 +177,7 @@ impl Answers {
         &self.functions[self.of[a].function as usize]
     }
 
-    /// A string of the tables (a name or a file), `None` for [`NONE`].
+    /// A string of the tables (a name or a file), `None` for [`NO_INDEX`].
     pub fn string(&self, id: u32) -> Option<&Arc<str>> {
         self.strings.get(id as usize)
     }
@@ -296,7 +294,7 @@ fn merge(mut runs: Vec<(Tables, Vec<Answer>)>) -> Answers {
     let mut of = Vec::with_capacity(runs.iter().map(|r| r.1.len()).sum());
     for (tables, answers) in runs {
         let strings: Vec<u32> = tables.strings.items.into_iter().map(|s| all.strings.id(s)).collect();
-        let string = |id: u32| if id == NONE { NONE } else { strings[id as usize] };
+        let string = |id: u32| if id == NO_INDEX { NO_INDEX } else { strings[id as usize] };
         let functions: Vec<u32> = tables
             .functions
             .items
@@ -335,8 +333,8 @@ fn answer(
     address: Option<u64>,
     inline: bool,
 ) -> Answer {
-    let no_function = Function { name: NONE, file: NONE, start: None, size: None };
-    let mut a = Answer { function: 0, file: NONE, line: None, chain: 0, failed: false };
+    let no_function = Function { name: NO_INDEX, file: NO_INDEX, start: None, size: None };
+    let mut a = Answer { function: 0, file: NO_INDEX, line: None, chain: 0, failed: false };
     let Some(address) = address else {
         a.function = tables.functions.id(no_function);
         return a;
