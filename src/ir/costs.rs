@@ -1,31 +1,31 @@
-//! The costs of an image, stored by column and packed by blocks of rows.
+//! The costs of an image, stored by column in packs of rows.
 //!
 //! A DCPI profile holds one sample count per instruction slot (25 million rows for a 100 MB
 //! file) and a Callgrind profile one cost line per instruction; most rows state only an offset
 //! and one or two values, and neighbouring rows state nearly the same ones: offsets a few bytes
 //! apart, the same function and file, lines close together, counts of one magnitude. So each
-//! column (offset, function, file, line, and one per event) is cut into blocks of
-//! [`BLOCK`] rows, and a block keeps only its smallest value and each row's difference from it,
-//! in as few whole bytes as the block's largest difference needs (none when every row is the
-//! same). A column nobody stated costs a few bytes per block, a DCPI sample about four bytes,
+//! column (offset, function, file, line, and one per event) is cut into packs of
+//! [`PACK`] rows, and a pack keeps only its smallest value and each row's difference from it,
+//! in as few whole bytes as the pack's largest difference needs (none when every row is the
+//! same). A column nobody stated costs a few bytes per pack, a DCPI sample about four bytes,
 //! and a Callgrind cost line about as much as its text.
 //!
-//! Rows are appended at the end and read anywhere: reading a row finds its block at once
-//! (`row / BLOCK`) and its bytes at a fixed place in it. The rows after the last full block stay
+//! Rows are appended at the end and read anywhere: reading a row finds its pack at once
+//! (`row / PACK`) and its bytes at a fixed place in it. The rows after the last full pack stay
 //! unpacked (the *tail*), so the last row can still be changed ([`CostTable::add_to_last`]).
 
 use super::{Cost, FileId, Values};
 
-/// Rows per packed block.
-pub const BLOCK: usize = 256;
-/// Words of a block's bit set of rows without a value.
-const MASK_WORDS: usize = BLOCK / 64;
-/// Bytes of that bit set, kept before the values of a block whose rows mix stated and unstated.
-const MASK_BYTES: usize = BLOCK / 8;
-/// Most bytes a page of packed blocks holds: pages are never copied as they grow past it.
+/// Rows per pack.
+pub const PACK: usize = 256;
+/// Words of a pack's bit set of rows without a value.
+const MASK_WORDS: usize = PACK / 64;
+/// Bytes of that bit set, kept before the values of a pack whose rows mix stated and unstated.
+const MASK_BYTES: usize = PACK / 8;
+/// Most bytes a page of packs holds: pages are never copied as they grow past it.
 const PAGE: usize = 1 << 20;
 
-/// Which rows of a packed block state a value.
+/// Which rows of a pack state a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Presence {
     All,
@@ -34,26 +34,26 @@ enum Presence {
     Mixed,
 }
 
-/// Where and how one packed block of a column is stored.
+/// Where and how one pack of a column is stored.
 #[derive(Clone, Copy, Debug)]
 struct Head {
-    /// The smallest value stated in the block; each row stores its difference from it.
+    /// The smallest value stated in the pack; each row stores its difference from it.
     base: u64,
     page: u32,
     at: u32,
     /// Bytes per row (per run when `runs` is not 0): 0 (every row is `base`), 1, 2, 4 or 8.
     width: u8,
     presence: Presence,
-    /// 0: a difference per row. Otherwise the block is that many runs of one value each: the
+    /// 0: a difference per row. Otherwise the pack is that many runs of one value each: the
     /// row each run starts at (a byte each), then each run's difference.
     runs: u8,
 }
 
-/// Most runs a block is stored as (beyond, a difference per row is as small).
+/// Most runs a pack is stored as (beyond, a difference per row is as small).
 const MOST_RUNS: usize = 64;
 
 impl Head {
-    /// The difference from `base` of row `i` of the block whose bytes are `bytes`.
+    /// The difference from `base` of row `i` of the pack whose bytes are `bytes`.
     #[inline(always)]
     fn delta_of(&self, bytes: &[u8], i: usize) -> u64 {
         if self.runs == 0 {
@@ -76,7 +76,7 @@ fn width_for(range: u64) -> u8 {
     }
 }
 
-/// The `i`th difference of a block's packed values.
+/// The `i`th difference of a pack's packed values.
 #[inline(always)]
 fn delta(bytes: &[u8], width: u8, i: usize) -> u64 {
     match width {
@@ -92,12 +92,12 @@ fn missing_bit(mask: &[u64; MASK_WORDS], i: usize) -> bool {
     mask[i / 64] >> (i % 64) & 1 == 1
 }
 
-/// One column of optional values: packed blocks, then the unpacked tail.
+/// One column of optional values: packs, then the unpacked tail.
 #[derive(Clone, Debug, Default)]
 struct Column {
     heads: Vec<Head>,
     pages: Vec<Vec<u8>>,
-    /// Values of the rows after the last packed block (0 where none is stated).
+    /// Values of the rows after the last pack (0 where none is stated).
     tail: Vec<u64>,
     /// Which tail rows state no value.
     tail_missing: [u64; MASK_WORDS],
@@ -106,13 +106,13 @@ struct Column {
 }
 
 impl Column {
-    /// A column of `blocks` packed blocks and `tail` tail rows, every row 0.
-    fn zeros(blocks: usize, tail: usize) -> Column {
+    /// A column of `packs` packs and `tail` tail rows, every row 0.
+    fn zeros(packs: usize, tail: usize) -> Column {
         let zero = Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::All, runs: 0 };
         Column {
-            heads: vec![zero; blocks],
+            heads: vec![zero; packs],
             tail: vec![0; tail],
-            stated: blocks * BLOCK + tail,
+            stated: packs * PACK + tail,
             ..Column::default()
         }
     }
@@ -154,10 +154,10 @@ impl Column {
     }
 
     fn get(&self, row: usize) -> Option<u64> {
-        let block = row / BLOCK;
-        let i = row % BLOCK;
-        let Some(head) = self.heads.get(block) else {
-            let i = row - self.heads.len() * BLOCK;
+        let pack = row / PACK;
+        let i = row % PACK;
+        let Some(head) = self.heads.get(pack) else {
+            let i = row - self.heads.len() * PACK;
             return (!missing_bit(&self.tail_missing, i)).then(|| self.tail[i]);
         };
         let bytes = &self.pages.get(head.page as usize).map_or(&[][..], |p| &p[head.at as usize..]);
@@ -171,13 +171,13 @@ impl Column {
         }
     }
 
-    /// Packs the tail, [`BLOCK`] rows long, into a block.
+    /// Packs the tail, [`PACK`] rows long, into a pack.
     fn seal(&mut self) {
-        debug_assert_eq!(self.tail.len(), BLOCK);
+        debug_assert_eq!(self.tail.len(), PACK);
         let missing: u32 = self.tail_missing.iter().map(|w| w.count_ones()).sum();
         let presence = match missing {
             0 => Presence::All,
-            m if m as usize == BLOCK => Presence::None,
+            m if m as usize == PACK => Presence::None,
             _ => Presence::Mixed,
         };
         let (mut lo, mut hi, mut changes) = (u64::MAX, 0, 0usize);
@@ -201,7 +201,7 @@ impl Column {
         if presence == Presence::All
             && width > 0
             && runs <= MOST_RUNS
-            && runs * (1 + width as usize) < BLOCK * width as usize
+            && runs * (1 + width as usize) < PACK * width as usize
         {
             let (page, at) = self.room(runs * (1 + width as usize));
             let bytes = &mut self.pages[page as usize];
@@ -217,7 +217,7 @@ impl Column {
             self.tail.clear();
             return;
         }
-        let need = width as usize * BLOCK + if presence == Presence::Mixed { MASK_BYTES } else { 0 };
+        let need = width as usize * PACK + if presence == Presence::Mixed { MASK_BYTES } else { 0 };
         let (page, at) = self.room(need);
         if need > 0 {
             let bytes = &mut self.pages[page as usize];
@@ -260,19 +260,19 @@ impl Column {
     }
 }
 
-/// The values of a column in row order, unpacked a block at a time.
+/// The values of a column in row order, unpacked a pack at a time.
 #[derive(Clone)]
 pub(crate) struct ColumnIter<'a> {
     column: &'a Column,
-    /// The next block to unpack (`heads.len()`: the tail; beyond: none left).
-    next_block: usize,
+    /// The next pack to unpack (`heads.len()`: the tail; beyond: none left).
+    next_pack: usize,
     /// The rows unpacked, and which of them state no value.
-    rows: Box<[u64; BLOCK]>,
+    rows: Box<[u64; PACK]>,
     missing: [u64; MASK_WORDS],
     len: usize,
     /// The next row of `rows`.
     i: usize,
-    /// Blocks that end in padding rows of the table, and the rows before the padding.
+    /// Packs that end in padding rows of the table, and the rows before the padding.
     short: Vec<(usize, usize)>,
 }
 
@@ -281,23 +281,23 @@ impl<'a> ColumnIter<'a> {
     fn new(table: &CostTable, column: &'a Column) -> Self {
         ColumnIter {
             column,
-            next_block: 0,
-            rows: Box::new([0; BLOCK]),
+            next_pack: 0,
+            rows: Box::new([0; PACK]),
             missing: [0; MASK_WORDS],
             len: 0,
             i: 0,
-            short: table.short_blocks(),
+            short: table.short_packs(),
         }
     }
 
-    /// Unpacks the next block (or the tail); `false` when none is left.
+    /// Unpacks the next pack (or the tail); `false` when none is left.
     fn unpack(&mut self) -> bool {
-        let block = self.next_block;
-        self.next_block += 1;
+        let pack = self.next_pack;
+        self.next_pack += 1;
         self.i = 0;
-        match self.column.unpack_block(block, &mut self.rows, &mut self.missing) {
+        match self.column.unpack(pack, &mut self.rows, &mut self.missing) {
             Some(len) => {
-                self.len = self.short.iter().find(|s| s.0 == block).map_or(len, |s| s.1);
+                self.len = self.short.iter().find(|s| s.0 == pack).map_or(len, |s| s.1);
                 true
             }
             None => false,
@@ -306,16 +306,11 @@ impl<'a> ColumnIter<'a> {
 }
 
 impl Column {
-    /// Unpacks block `block` (`heads.len()`: the tail) into `rows`, with which rows state no
+    /// Unpacks pack `pack` (`heads.len()`: the tail) into `rows`, with which rows state no
     /// value into `missing`; the number of rows, or `None` past the last.
-    fn unpack_block(
-        &self,
-        block: usize,
-        rows: &mut [u64; BLOCK],
-        missing: &mut [u64; MASK_WORDS],
-    ) -> Option<usize> {
-        let Some(head) = self.heads.get(block) else {
-            if block > self.heads.len() || self.tail.is_empty() {
+    fn unpack(&self, pack: usize, rows: &mut [u64; PACK], missing: &mut [u64; MASK_WORDS]) -> Option<usize> {
+        let Some(head) = self.heads.get(pack) else {
+            if pack > self.heads.len() || self.tail.is_empty() {
                 return None;
             }
             rows[..self.tail.len()].copy_from_slice(&self.tail);
@@ -337,64 +332,64 @@ impl Column {
                 let runs = head.runs as usize;
                 for run in 0..runs {
                     let start = bytes[run] as usize;
-                    let end = if run + 1 < runs { bytes[run + 1] as usize } else { BLOCK };
+                    let end = if run + 1 < runs { bytes[run + 1] as usize } else { PACK };
                     rows[start..end].fill(base + delta(&bytes[runs..], width, run));
                 }
             }
             Presence::All => unpack(bytes, base, width, rows),
         }
-        Some(BLOCK)
+        Some(PACK)
     }
 }
 
-/// Blocks a [`Cursor`] keeps unpacked per column (by block number modulo this).
-const CACHED_BLOCKS: usize = 16;
+/// Packs a [`Cursor`] keeps unpacked per column (by pack number modulo this).
+const CACHED_PACKS: usize = 16;
 
-/// One column's recently unpacked blocks, for reading rows in an order that mostly stays
-/// among a few neighbouring blocks.
-struct CachedBlock {
-    blocks: [usize; CACHED_BLOCKS],
-    rows: Vec<[u64; BLOCK]>,
-    missing: [[u64; MASK_WORDS]; CACHED_BLOCKS],
+/// One column's recently unpacks, for reading rows in an order that mostly stays
+/// among a few neighbouring packs.
+struct CachedPack {
+    packs: [usize; CACHED_PACKS],
+    rows: Vec<[u64; PACK]>,
+    missing: [[u64; MASK_WORDS]; CACHED_PACKS],
 }
 
-impl CachedBlock {
+impl CachedPack {
     fn new() -> Self {
-        CachedBlock {
-            blocks: [usize::MAX; CACHED_BLOCKS],
+        CachedPack {
+            packs: [usize::MAX; CACHED_PACKS],
             rows: Vec::new(),
-            missing: [[0; MASK_WORDS]; CACHED_BLOCKS],
+            missing: [[0; MASK_WORDS]; CACHED_PACKS],
         }
     }
 
     #[inline]
     fn get(&mut self, column: &Column, row: usize) -> Option<u64> {
-        let block = row / BLOCK;
-        let slot = block % CACHED_BLOCKS;
+        let pack = row / PACK;
+        let slot = pack % CACHED_PACKS;
         if self.rows.is_empty() {
             // Unpacked room is made on first use: most cursors read few columns.
-            self.rows = vec![[0; BLOCK]; CACHED_BLOCKS];
+            self.rows = vec![[0; PACK]; CACHED_PACKS];
         }
-        if self.blocks[slot] != block {
+        if self.packs[slot] != pack {
             // A row past the end reads as stating nothing.
-            column.unpack_block(block, &mut self.rows[slot], &mut self.missing[slot])?;
-            self.blocks[slot] = block;
+            column.unpack(pack, &mut self.rows[slot], &mut self.missing[slot])?;
+            self.packs[slot] = pack;
         }
-        let i = row % BLOCK;
+        let i = row % PACK;
         (!missing_bit(&self.missing[slot], i)).then_some(self.rows[slot][i])
     }
 }
 
-/// Reads rows of a table in any order, unpacking each block once while the rows read stay in
+/// Reads rows of a table in any order, unpacking each pack once while the rows read stay in
 /// it: for walks in an order of their own that mostly follows the table's (rows sorted by
 /// address, say).
 pub struct Cursor<'a> {
     table: &'a CostTable,
-    offsets: CachedBlock,
-    symbols: CachedBlock,
-    files: CachedBlock,
-    lines: CachedBlock,
-    values: Vec<CachedBlock>,
+    offsets: CachedPack,
+    symbols: CachedPack,
+    files: CachedPack,
+    lines: CachedPack,
+    values: Vec<CachedPack>,
 }
 
 impl Cursor<'_> {
@@ -443,10 +438,10 @@ impl Cursor<'_> {
     }
 }
 
-/// Writes `base` plus each of a block's differences, `width` bytes each, into `out`. Wrapping,
+/// Writes `base` plus each of a pack's differences, `width` bytes each, into `out`. Wrapping,
 /// as [`pack`] takes them: a row without a value was packed as 0, below `base`, and unpacks to
 /// a number nobody reads.
-fn unpack(bytes: &[u8], base: u64, width: u8, out: &mut [u64; BLOCK]) {
+fn unpack(bytes: &[u8], base: u64, width: u8, out: &mut [u64; PACK]) {
     match width {
         0 => out.fill(base),
         1 => out.iter_mut().zip(bytes).for_each(|(o, &b)| *o = base.wrapping_add(u64::from(b))),
@@ -501,7 +496,7 @@ impl Iterator for EventValues<'_> {
     }
 }
 
-/// Every row of a table as an owned [`Cost`], unpacked a block at a time.
+/// Every row of a table as an owned [`Cost`], unpacked a pack at a time.
 pub struct Rows<'a> {
     offsets: ColumnIter<'a>,
     symbols: ColumnIter<'a>,
@@ -569,8 +564,8 @@ fn pack(values: &[u64], base: u64, width: u8, out: &mut Vec<u8>) {
 #[derive(Clone, Debug, Default)]
 pub struct CostTable {
     rows: usize,
-    /// Rows of padding in the columns, where the packed blocks of another table were moved in
-    /// whole ([`CostTable::append_mapped`]), so that every block still holds [`BLOCK`] rows:
+    /// Rows of padding in the columns, where the packs of another table were moved in
+    /// whole ([`CostTable::append_mapped`]), so that every pack still holds [`PACK`] rows:
     /// by row. Empty for a table filled row by row.
     gaps: Vec<Gap>,
     offsets: Column,
@@ -603,16 +598,16 @@ impl CostTable {
         }
     }
 
-    /// The blocks that end in padding, each with the rows it holds before the padding (a gap
-    /// always fills its block up to the end).
-    fn short_blocks(&self) -> Vec<(usize, usize)> {
+    /// The packs that end in padding, each with the rows it holds before the padding (a gap
+    /// always fills its pack up to the end).
+    fn short_packs(&self) -> Vec<(usize, usize)> {
         let mut before = 0;
         self.gaps
             .iter()
             .map(|g| {
                 let start = g.row + before;
                 before = g.padding;
-                (start / BLOCK, start % BLOCK)
+                (start / PACK, start % PACK)
             })
             .collect()
     }
@@ -623,25 +618,25 @@ impl CostTable {
 
     /// A table of samples (an offset and one value per row, nothing else), `rows` long, packed
     /// on every core: `fill(first, offsets, values)` writes the offsets and values of rows
-    /// `first..first + offsets.len()` (both slices as long, at most [`BLOCK`] rows); it is
+    /// `first..first + offsets.len()` (both slices as long, at most [`PACK`] rows); it is
     /// called once for each such part of the rows, from any thread.
     pub fn from_samples_with(rows: usize, fill: impl Fn(usize, &mut [u64], &mut [u64]) + Sync) -> CostTable {
         use rayon::prelude::*;
-        /// Blocks per task: about a million rows.
+        /// Packs per task: about a million rows.
         const GROUP: usize = 4096;
-        let full = rows / BLOCK;
+        let full = rows / PACK;
         let groups: Vec<PackedSamples> = (0..full.div_ceil(GROUP))
             .into_par_iter()
             .map(|g| {
-                let blocks = g * GROUP..((g + 1) * GROUP).min(full);
-                let (mut offsets, mut values) = ([0u64; BLOCK], [0u64; BLOCK]);
+                let packs = g * GROUP..((g + 1) * GROUP).min(full);
+                let (mut offsets, mut values) = ([0u64; PACK], [0u64; PACK]);
                 // Room for the widest rows; what is not written is never touched, and is given
                 // back at the end.
-                let mut heads = Vec::with_capacity(blocks.len());
-                let mut offset_page = Vec::with_capacity(blocks.len() * BLOCK * 8);
-                let mut value_page = Vec::with_capacity(blocks.len() * BLOCK * 8);
-                for b in blocks {
-                    fill(b * BLOCK, &mut offsets, &mut values);
+                let mut heads = Vec::with_capacity(packs.len());
+                let mut offset_page = Vec::with_capacity(packs.len() * PACK * 8);
+                let mut value_page = Vec::with_capacity(packs.len() * PACK * 8);
+                for b in packs {
+                    fill(b * PACK, &mut offsets, &mut values);
                     let ho = sample_head(&offsets, g as u32, offset_page.len());
                     let hv = sample_head(&values, g as u32, value_page.len());
                     pack(&offsets, ho.base, ho.width, &mut offset_page);
@@ -662,11 +657,11 @@ impl CostTable {
             values.heads.extend(hv);
             values.pages.push(pv);
         }
-        offsets.stated = full * BLOCK;
-        values.stated = full * BLOCK;
-        let rest = rows - full * BLOCK;
+        offsets.stated = full * PACK;
+        values.stated = full * PACK;
+        let rest = rows - full * PACK;
         let (mut o, mut v) = (vec![0; rest], vec![0; rest]);
-        fill(full * BLOCK, &mut o, &mut v);
+        fill(full * PACK, &mut o, &mut v);
         offsets.extend(o.into_iter());
         values.extend(v.into_iter());
         CostTable {
@@ -699,12 +694,12 @@ impl CostTable {
         *self = CostTable::default();
     }
 
-    /// Makes room for `additional` more rows (only the block list grows ahead: the packed
+    /// Makes room for `additional` more rows (only the pack list grows ahead: the packed
     /// bytes are sized by what the rows hold).
     pub fn reserve(&mut self, additional: usize) {
-        let blocks = additional / BLOCK;
+        let packs = additional / PACK;
         for c in self.columns_mut() {
-            c.heads.reserve(blocks);
+            c.heads.reserve(packs);
         }
     }
 
@@ -718,7 +713,7 @@ impl CostTable {
     /// tail.
     #[inline(always)]
     fn make_room(&mut self) {
-        if self.offsets.tail.len() == BLOCK {
+        if self.offsets.tail.len() == PACK {
             self.seal();
         }
     }
@@ -762,7 +757,7 @@ impl CostTable {
     /// Appends `count` rows of one function and one file from columns: `offsets` and `lines`,
     /// when given, hold (at least) `count` entries, and `values` the values of the rows, row
     /// after row, as many for each. The same rows as [`CostTable::push_parts`] one by one, a
-    /// block at a time.
+    /// pack at a time.
     pub fn extend_columns(
         &mut self,
         count: usize,
@@ -783,7 +778,7 @@ impl CostTable {
         let mut done = 0;
         while done < count {
             self.make_room();
-            let n = (BLOCK - self.offsets.tail.len()).min(count - done);
+            let n = (PACK - self.offsets.tail.len()).min(count - done);
             let rows = done..done + n;
             match offsets {
                 Some(o) => self.offsets.extend(o[rows.clone()].iter().copied()),
@@ -811,9 +806,9 @@ impl CostTable {
 
     /// Makes every row `width` values wide (no narrower than it is).
     pub fn widen(&mut self, width: usize) {
-        let (blocks, tail) = (self.offsets.heads.len(), self.offsets.tail.len());
+        let (packs, tail) = (self.offsets.heads.len(), self.offsets.tail.len());
         while self.values.len() < width {
-            self.values.push(Column::zeros(blocks, tail));
+            self.values.push(Column::zeros(packs, tail));
         }
     }
 
@@ -858,18 +853,18 @@ impl CostTable {
     /// The sum of one event over every row (saturating).
     pub fn total(&self, event: usize) -> u64 {
         let Some(column) = self.values.get(event) else { return 0 };
-        // A block at a time, unpacked as a cursor would: a block of runs spelled out once rather
+        // A pack at a time, unpacked as a cursor would: a pack of runs spelled out once rather
         // than searched for every row.
-        let (mut rows, mut missing) = ([0u64; BLOCK], [0u64; MASK_WORDS]);
+        let (mut rows, mut missing) = ([0u64; PACK], [0u64; MASK_WORDS]);
         let mut sum = 0u64;
-        let mut block = 0;
-        while let Some(len) = column.unpack_block(block, &mut rows, &mut missing) {
+        let mut pack = 0;
+        while let Some(len) = column.unpack(pack, &mut rows, &mut missing) {
             sum = rows[..len]
                 .iter()
                 .enumerate()
                 .filter(|&(i, _)| !missing_bit(&missing, i))
                 .fold(sum, |s, (_, &v)| s.saturating_add(v));
-            block += 1;
+            pack += 1;
         }
         sum
     }
@@ -908,11 +903,11 @@ impl CostTable {
     pub fn cursor(&self) -> Cursor<'_> {
         Cursor {
             table: self,
-            offsets: CachedBlock::new(),
-            symbols: CachedBlock::new(),
-            files: CachedBlock::new(),
-            lines: CachedBlock::new(),
-            values: self.values.iter().map(|_| CachedBlock::new()).collect(),
+            offsets: CachedPack::new(),
+            symbols: CachedPack::new(),
+            files: CachedPack::new(),
+            lines: CachedPack::new(),
+            values: self.values.iter().map(|_| CachedPack::new()).collect(),
         }
     }
 
@@ -921,20 +916,20 @@ impl CostTable {
         ColumnIter::new(self, &self.offsets)
     }
 
-    /// `f(row, offset, function)` for every row that states both, in order: a block of rows
+    /// `f(row, offset, function)` for every row that states both, in order: a pack of rows
     /// unpacked at a time, for a pass over every executed address.
     pub fn for_each_offset_and_symbol(&self, mut f: impl FnMut(usize, u64, u32)) {
-        let (mut offsets, mut symbols) = ([0u64; BLOCK], [0u64; BLOCK]);
+        let (mut offsets, mut symbols) = ([0u64; PACK], [0u64; PACK]);
         let (mut no_offset, mut no_symbol) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
         // Padding rows state nothing: only the row numbers shift past them.
         let (mut gaps, mut shift) = (self.gaps.iter().peekable(), 0);
-        let mut block = 0;
-        while let Some(len) = self.offsets.unpack_block(block, &mut offsets, &mut no_offset) {
-            // Columns are as long as the table: a block of one is a block of the other.
-            if self.symbols.unpack_block(block, &mut symbols, &mut no_symbol).is_none() {
+        let mut pack = 0;
+        while let Some(len) = self.offsets.unpack(pack, &mut offsets, &mut no_offset) {
+            // Columns are as long as the table: a pack of one is a pack of the other.
+            if self.symbols.unpack(pack, &mut symbols, &mut no_symbol).is_none() {
                 no_symbol = [u64::MAX; MASK_WORDS];
             }
-            let first = block * BLOCK;
+            let first = pack * PACK;
             for i in 0..len {
                 if !missing_bit(&no_offset, i) && !missing_bit(&no_symbol, i) {
                     while let Some(g) = gaps.next_if(|g| first + i >= g.row + g.padding) {
@@ -943,12 +938,12 @@ impl CostTable {
                     f(first + i - shift, offsets[i], symbols[i] as u32);
                 }
             }
-            block += 1;
+            pack += 1;
         }
     }
 
     /// `f(row, offset, values)` for every row, in order, with its value of each event (0 when
-    /// it states none): each column unpacked a block at a time. Stops at the first error `f`
+    /// it states none): each column unpacked a pack at a time. Stops at the first error `f`
     /// returns.
     pub fn try_for_each_row_values<E>(
         &self,
@@ -966,20 +961,20 @@ impl CostTable {
     }
 
     /// `f(offset, value)` for every row that states an offset, in order, with its value of
-    /// `event` (0 when it states none): a block of rows unpacked at a time, for a walk over
+    /// `event` (0 when it states none): a pack of rows unpacked at a time, for a walk over
     /// millions of samples. Stops at the first error `f` returns.
     pub fn try_for_each_offset_and_value<E>(
         &self,
         event: usize,
         mut f: impl FnMut(u64, u64) -> Result<(), E>,
     ) -> Result<(), E> {
-        let (mut offsets, mut values) = ([0u64; BLOCK], [0u64; BLOCK]);
+        let (mut offsets, mut values) = ([0u64; PACK], [0u64; PACK]);
         let (mut no_offset, mut no_value) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
         let column = self.values.get(event);
-        let mut block = 0;
-        while let Some(len) = self.offsets.unpack_block(block, &mut offsets, &mut no_offset) {
+        let mut pack = 0;
+        while let Some(len) = self.offsets.unpack(pack, &mut offsets, &mut no_offset) {
             // Padding rows state no offset: skipped like any such row.
-            if column.and_then(|c| c.unpack_block(block, &mut values, &mut no_value)).is_none() {
+            if column.and_then(|c| c.unpack(pack, &mut values, &mut no_value)).is_none() {
                 no_value = [u64::MAX; MASK_WORDS];
             }
             for i in 0..len {
@@ -987,7 +982,7 @@ impl CostTable {
                     f(offsets[i], if missing_bit(&no_value, i) { 0 } else { values[i] })?;
                 }
             }
-            block += 1;
+            pack += 1;
         }
         Ok(())
     }
@@ -1017,7 +1012,7 @@ impl CostTable {
             c.heads.shrink_to_fit();
             c.tail.shrink_to_fit();
             c.pages.shrink_to_fit();
-            // The last page, and those before blocks moved in from another table
+            // The last page, and those before packs moved in from another table
             // ([`CostTable::append_mapped`]), have room left.
             for page in c.pages.iter_mut().filter(|p| p.capacity() > p.len()) {
                 page.shrink_to_fit();
@@ -1040,10 +1035,10 @@ impl CostTable {
     /// (`file` may drop one): the rows a reader of a later part of a file gathered under its
     /// own numbering.
     ///
-    /// The packed blocks of addresses, lines and values are moved in whole, not packed again:
-    /// the last block of this table is first filled up with padding rows ([`Gap`]) when it is
-    /// part full, so that `other`'s blocks start at a block boundary. Functions and files are
-    /// renumbered a block at a time.
+    /// The packs of addresses, lines and values are moved in whole, not packed again:
+    /// the last pack of this table is first filled up with padding rows ([`Gap`]) when it is
+    /// part full, so that `other`'s packs start at a pack boundary. Functions and files are
+    /// renumbered a pack at a time.
     pub fn append_mapped(
         &mut self,
         mut other: CostTable,
@@ -1064,22 +1059,22 @@ impl CostTable {
             return;
         }
         let tail = self.offsets.tail.len();
-        if tail > 0 && tail < BLOCK {
+        if tail > 0 && tail < PACK {
             let before = self.gaps.last().map_or(0, |g| g.padding);
-            self.gaps.push(Gap { row: self.rows, padding: before + BLOCK - tail });
+            self.gaps.push(Gap { row: self.rows, padding: before + PACK - tail });
             for c in self.columns_mut() {
-                (tail..BLOCK).for_each(|_| c.push_missing());
+                (tail..PACK).for_each(|_| c.push_missing());
             }
         }
         if tail > 0 {
             self.seal();
         }
         let rows = other.rows;
-        self.offsets.take_blocks(&mut other.offsets);
-        self.lines.take_blocks(&mut other.lines);
+        self.offsets.take_packs(&mut other.offsets);
+        self.lines.take_packs(&mut other.lines);
         for (e, column) in self.values.iter_mut().enumerate() {
             match other.values.get_mut(e) {
-                Some(from) => column.take_blocks(from),
+                Some(from) => column.take_packs(from),
                 // Events the other table never had: zero, as a shorter row is padded.
                 None => column.append_zeros(rows),
             }
@@ -1104,16 +1099,16 @@ impl CostTable {
 
 impl Column {
     /// Appends the rows of `other`, each stated value passed through `map` (which may drop
-    /// it), a block of `other` at a time, packing blocks as they fill. A run of one value
+    /// it), a pack of `other` at a time, packing packs as they fill. A run of one value
     /// (a function's rows) is mapped once.
     fn append_from(&mut self, other: &Column, map: &dyn Fn(u64) -> Option<u64>) {
-        let (mut rows, mut missing) = ([0u64; BLOCK], [0u64; MASK_WORDS]);
-        let mut block = 0;
-        while let Some(len) = other.unpack_block(block, &mut rows, &mut missing) {
-            block += 1;
+        let (mut rows, mut missing) = ([0u64; PACK], [0u64; MASK_WORDS]);
+        let mut pack = 0;
+        while let Some(len) = other.unpack(pack, &mut rows, &mut missing) {
+            pack += 1;
             let mut i = 0;
             while i < len {
-                if self.tail.len() == BLOCK {
+                if self.tail.len() == PACK {
                     self.seal();
                 }
                 if missing_bit(&missing, i) {
@@ -1122,7 +1117,7 @@ impl Column {
                     continue;
                 }
                 // The run of one stated value from `i`, within room of the tail.
-                let end = len.min(i + BLOCK - self.tail.len());
+                let end = len.min(i + PACK - self.tail.len());
                 let mut j = i + 1;
                 while j < end && rows[j] == rows[i] && !missing_bit(&missing, j) {
                     j += 1;
@@ -1133,10 +1128,10 @@ impl Column {
         }
     }
 
-    /// Moves the blocks and the tail of `other` to the end of this column, whose tail must be
+    /// Moves the packs and the tail of `other` to the end of this column, whose tail must be
     /// empty: no value is unpacked or packed again.
-    fn take_blocks(&mut self, other: &mut Column) {
-        debug_assert!(self.tail.is_empty(), "blocks are moved in at a block boundary");
+    fn take_packs(&mut self, other: &mut Column) {
+        debug_assert!(self.tail.is_empty(), "packs are moved in at a pack boundary");
         let first_page = self.pages.len() as u32;
         self.heads.extend(other.heads.iter().map(|h| Head { page: h.page + first_page, ..*h }));
         self.pages.append(&mut other.pages);
@@ -1145,22 +1140,22 @@ impl Column {
         self.stated += other.stated;
     }
 
-    /// Appends `rows` zeros, packing blocks as they fill.
+    /// Appends `rows` zeros, packing packs as they fill.
     fn append_zeros(&mut self, mut rows: usize) {
         while rows > 0 {
-            if self.tail.len() == BLOCK {
+            if self.tail.len() == PACK {
                 self.seal();
             }
-            let n = (BLOCK - self.tail.len()).min(rows);
+            let n = (PACK - self.tail.len()).min(rows);
             self.extend_same(Some(0), n);
             rows -= n;
         }
     }
 
-    /// This column, emptied, as `blocks` packed blocks and `tail` tail rows without a value.
-    fn with_none(mut self, blocks: usize, tail: usize) -> Column {
+    /// This column, emptied, as `packs` packs and `tail` tail rows without a value.
+    fn with_none(mut self, packs: usize, tail: usize) -> Column {
         let none = Head { base: 0, page: 0, at: 0, width: 0, presence: Presence::None, runs: 0 };
-        self.heads = vec![none; blocks];
+        self.heads = vec![none; packs];
         self.tail.clear();
         self.tail_missing = [0; MASK_WORDS];
         self.stated = 0;
@@ -1169,11 +1164,11 @@ impl Column {
     }
 }
 
-/// The packed blocks of a run of samples: heads and page of the offsets, then of the values.
+/// The packs of a run of samples: heads and page of the offsets, then of the values.
 type PackedSamples = (Vec<Head>, Vec<u8>, Vec<Head>, Vec<u8>);
 
-/// The head of a block of samples (every row stated) about to be packed at `at` of `page`.
-fn sample_head(values: &[u64; BLOCK], page: u32, at: usize) -> Head {
+/// The head of a pack of samples (every row stated) about to be packed at `at` of `page`.
+fn sample_head(values: &[u64; PACK], page: u32, at: usize) -> Head {
     let (lo, hi) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     Head { base: lo, page, at: at as u32, width: width_for(hi - lo), presence: Presence::All, runs: 0 }
 }
@@ -1249,7 +1244,7 @@ mod tests {
         assert!(t.has_offsets() && !t.symbols.any() && !t.has_lines() && !t.files.any());
         assert_eq!(t.get(7), cost(Some(28), None, &[7]));
         assert_eq!(t.get(99_999), cost(Some(399_996), None, &[199]));
-        // Offsets 4 apart (two bytes in a block) and counts below 256 (one byte).
+        // Offsets 4 apart (two bytes in a pack) and counts below 256 (one byte).
         t.shrink_to_fit();
         assert!(t.heap_bytes() < 100_000 * 4, "{} bytes", t.heap_bytes());
         assert_eq!(t.total(0), (0..100_000u64).map(|i| i % 200).sum::<u64>());
@@ -1312,8 +1307,8 @@ mod tests {
         }
     }
 
-    /// Rows past several blocks, with every column sometimes stated and values of every
-    /// magnitude (so blocks of every width and every presence).
+    /// Rows past several packs, with every column sometimes stated and values of every
+    /// magnitude (so packs of every width and every presence).
     fn many_rows() -> impl Strategy<Value = Vec<Cost>> {
         let magnitude =
             prop_oneof![Just(0u64), 0u64..3, 0u64..300, 0u64..70_000, 0u64..1 << 33, any::<u64>()];
@@ -1339,25 +1334,25 @@ mod tests {
     }
 
     #[test]
-    fn the_last_row_changes_after_a_block_is_packed_and_widening_pads_packed_rows() {
+    fn the_last_row_changes_after_a_pack_is_packed_and_widening_pads_packed_rows() {
         let mut t = CostTable::new();
-        for i in 0..BLOCK as u64 {
+        for i in 0..PACK as u64 {
             t.push_parts(Some(i), Some(1), None, Some(3), &[i]);
         }
         t.add_to_last(&[5]);
         t.push_parts(Some(1000), None, None, None, &[1]);
         t.add_to_last(&[1, 2]);
         assert_eq!(
-            t.get(BLOCK - 1),
-            Cost { symbol: Some(1), ..cost(Some(BLOCK as u64 - 1), Some(3), &[BLOCK as u64 + 4, 0]) }
+            t.get(PACK - 1),
+            Cost { symbol: Some(1), ..cost(Some(PACK as u64 - 1), Some(3), &[PACK as u64 + 4, 0]) }
         );
-        assert_eq!(t.get(BLOCK), cost(Some(1000), None, &[2, 2]));
-        assert_eq!((t.total(0), t.total(1)), ((0..BLOCK as u64).sum::<u64>() + 5 + 2, 2));
+        assert_eq!(t.get(PACK), cost(Some(1000), None, &[2, 2]));
+        assert_eq!((t.total(0), t.total(1)), ((0..PACK as u64).sum::<u64>() + 5 + 2, 2));
     }
 
     #[test]
     fn samples_packed_on_every_core_are_the_rows_pushed() {
-        for rows in [0, 5, BLOCK, 3 * BLOCK + 7, 4096 * BLOCK + 300] {
+        for rows in [0, 5, PACK, 3 * PACK + 7, 4096 * PACK + 300] {
             let offset = |r: usize| (r as u64 / 64) * 320 + (r as u64 % 64) * 4;
             let value = |r: usize| (r as u64 * 2_654_435_761) >> 20 & 0x3ff;
             let packed = CostTable::from_samples_with(rows, |first, offsets, values| {
@@ -1409,7 +1404,7 @@ mod tests {
             prop_assert_eq!(&copy, &table);
         }
 
-        /// Rows over several packed blocks come back, by row and in order, with the totals
+        /// Rows over several packs come back, by row and in order, with the totals
         /// they add up to; pushed one by one or by columns, the table is the same.
         #[test]
         fn packed_rows_come_back(costs in many_rows()) {
@@ -1457,7 +1452,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(32))]
 
         /// Rows appended from other tables, renumbered, are the rows pushed one by one, and
-        /// read back the same every way, wherever the first table's last block ends, whichever
+        /// read back the same every way, wherever the first table's last pack ends, whichever
         /// is wider, and after several appends (a table with padding appended in turn).
         #[test]
         fn appended_rows_are_the_rows_pushed(
