@@ -37,6 +37,21 @@ pub struct FunctionSymbol {
     pub name: &'static str,
 }
 
+/// A symbol of the table as perf keeps it for naming code addresses: functions (`STT_FUNC`,
+/// `STT_GNU_IFUNC`) and labels (`STT_NOTYPE` in a text section, not hidden), with the ELF
+/// facts perf chooses among aliases by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSymbol {
+    pub address: u64,
+    pub size: u64,
+    /// The raw (mangled) name.
+    pub name: &'static str,
+    /// `STB_LOCAL`, `STB_GLOBAL`, `STB_WEAK`.
+    pub binding: u8,
+    /// `STT_NOTYPE`: a label.
+    pub label: bool,
+}
+
 /// An ELF file mapped into memory and parsed. Its bytes live as long as the value (the
 /// `'static` slices handed out below borrow from `map`, which is never moved out or dropped
 /// before the value itself: see [`Storage`]).
@@ -157,6 +172,43 @@ impl ElfFile {
         // name in table order is as good as any, and sorting is stable.
         symbols.sort_by_key(|s| s.address);
         symbols
+    }
+
+    /// The symbols perf reads from this file's table to name code: those of `.symtab`, else
+    /// of `.dynsym`; functions and labels of allocated sections, in table order.
+    pub fn table_symbols(&self) -> Vec<TableSymbol> {
+        const STT_NOTYPE: u8 = 0;
+        const STT_FUNC: u8 = 2;
+        const STT_GNU_IFUNC: u8 = 10;
+        const STV_INTERNAL: u8 = 1;
+        const STV_HIDDEN: u8 = 2;
+        let collect = |iter: object::read::SymbolIterator<'static, '_, &'static [u8]>| -> Vec<TableSymbol> {
+            iter.filter_map(|s| {
+                let object::SymbolFlags::Elf { st_info, st_other } = s.flags() else { return None };
+                let (kind, binding, visibility) = (st_info.0 & 0xf, st_info.0 >> 4, st_other.0 & 3);
+                let object::SymbolSection::Section(index) = s.section() else { return None };
+                let section = self.object.section_by_index(index).ok()?;
+                let object::SectionFlags::Elf { sh_flags, .. } = section.flags() else { return None };
+                if !sh_flags.contains(object::elf::SHF_ALLOC) {
+                    return None;
+                }
+                let label = kind == STT_NOTYPE
+                    && !matches!(visibility, STV_INTERNAL | STV_HIDDEN)
+                    && section.name().is_ok_and(|n| n.contains("text"));
+                if !(label || kind == STT_FUNC || kind == STT_GNU_IFUNC) {
+                    return None;
+                }
+                let name = s.name().ok().filter(|n| !n.is_empty())?;
+                Some(TableSymbol { address: s.address(), size: s.size(), name, binding, label })
+            })
+            .collect()
+        };
+        let symbols = collect(self.object.symbols());
+        if symbols.is_empty() {
+            collect(self.object.dynamic_symbols())
+        } else {
+            symbols
+        }
     }
 
     /// A section's bytes, uncompressed (`SHF_COMPRESSED` zlib or zstd, under the rule of
