@@ -182,20 +182,28 @@ impl ElfFile {
         const STT_GNU_IFUNC: u8 = 10;
         const STV_INTERNAL: u8 = 1;
         const STV_HIDDEN: u8 = 2;
+        // Per section: whether it is allocated, and whether it holds text (by its name).
+        let mut sections = Vec::new();
+        for section in self.object.sections() {
+            let i = section.index().0;
+            if sections.len() <= i {
+                sections.resize(i + 1, (false, false));
+            }
+            let alloc = matches!(section.flags(), object::SectionFlags::Elf { sh_flags, .. }
+                if sh_flags.contains(object::elf::SHF_ALLOC));
+            sections[i] = (alloc, section.name().is_ok_and(|n| n.contains("text")));
+        }
         let collect = |iter: object::read::SymbolIterator<'static, '_, &'static [u8]>| -> Vec<TableSymbol> {
             iter.filter_map(|s| {
                 let object::SymbolFlags::Elf { st_info, st_other } = s.flags() else { return None };
                 let (kind, binding, visibility) = (st_info.0 & 0xf, st_info.0 >> 4, st_other.0 & 3);
-                let object::SymbolSection::Section(index) = s.section() else { return None };
-                let section = self.object.section_by_index(index).ok()?;
-                let object::SectionFlags::Elf { sh_flags, .. } = section.flags() else { return None };
-                if !sh_flags.contains(object::elf::SHF_ALLOC) {
+                if !matches!(kind, STT_NOTYPE | STT_FUNC | STT_GNU_IFUNC) {
                     return None;
                 }
-                let label = kind == STT_NOTYPE
-                    && !matches!(visibility, STV_INTERNAL | STV_HIDDEN)
-                    && section.name().is_ok_and(|n| n.contains("text"));
-                if !(label || kind == STT_FUNC || kind == STT_GNU_IFUNC) {
+                let object::SymbolSection::Section(index) = s.section() else { return None };
+                let &(alloc, text) = sections.get(index.0)?;
+                let label = kind == STT_NOTYPE && !matches!(visibility, STV_INTERNAL | STV_HIDDEN) && text;
+                if !alloc || kind == STT_NOTYPE && !label {
                     return None;
                 }
                 let name = s.name().ok().filter(|n| !n.is_empty())?;

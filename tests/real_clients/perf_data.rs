@@ -95,7 +95,7 @@ fn folded_stacks_equal_those_of_perf_script_in_every_layout() {
 /// A program that spends its time in the C library's system call wrappers and `memcpy`,
 /// whose addresses carry several symbols each (`write`, `__write`, `__libc_write`,
 /// `__GI___libc_write`): every frame named as perf names it, by perf's choice among them,
-/// and the dynamic loader's labels (`_dl_start_user`) as functions.
+/// the dynamic loader's labels (`_dl_start_user`) as functions, and `clock_gettime` in the vDSO.
 #[test]
 fn c_library_aliases_are_named_as_perf_names_them() {
     let dir = tempfile::tempdir().unwrap();

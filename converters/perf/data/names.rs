@@ -30,7 +30,7 @@ pub struct ImageNames {
     /// The name `perf script` prints for each function of `symbols`, where it differs
     /// (without parameters or return type; see [`super::symtab::demangle`]).
     pub printed: Vec<Option<String>>,
-    pub places: HashMap<u64, Place>,
+    pub places: rustc_hash::FxHashMap<u64, Place>,
     /// The file that gave the names, when one did.
     pub source: Option<PathBuf>,
     /// The build id the recording states, in hex.
