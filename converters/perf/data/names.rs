@@ -1,7 +1,8 @@
 //! Names for the addresses of a recording, found as `perf script` finds them: each image's
 //! ELF file by its build id (the image's own file when its build id matches, perf's build-id
-//! cache `~/.debug`, `/usr/lib/debug`), through [`crate::symbolize`]; the kernel's functions
-//! from the `kallsyms` copy perf keeps in its cache, else from `/proc/kallsyms`.
+//! cache `~/.debug`, `/usr/lib/debug`), through [`crate::symbolize`], and its functions told
+//! apart and named as perf does (module `symtab`); the kernel's functions from the
+//! `kallsyms` copy perf keeps in its cache, else from `/proc/kallsyms`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ pub struct ImageNames {
     /// addresses for the kernel).
     pub symbols: Vec<(String, u64, u64)>,
     /// The name `perf script` prints for each function of `symbols`, where it differs
-    /// (without parameters or return type; see [`super::symtab::demangle`]).
+    /// (without parameters or return type; see `symtab::demangle`).
     pub printed: Vec<Option<String>>,
     pub places: rustc_hash::FxHashMap<u64, Place>,
     /// The file that gave the names, when one did.
