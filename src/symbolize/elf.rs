@@ -37,6 +37,21 @@ pub struct FunctionSymbol {
     pub name: &'static str,
 }
 
+/// A symbol of the table as perf keeps it for naming code addresses: functions (`STT_FUNC`,
+/// `STT_GNU_IFUNC`) and labels (`STT_NOTYPE` in a text section, not hidden), with the ELF
+/// facts perf chooses among aliases by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSymbol {
+    pub address: u64,
+    pub size: u64,
+    /// The raw (mangled) name.
+    pub name: &'static str,
+    /// `STB_LOCAL`, `STB_GLOBAL`, `STB_WEAK`.
+    pub binding: u8,
+    /// `STT_NOTYPE`: a label.
+    pub label: bool,
+}
+
 /// An ELF file mapped into memory and parsed. Its bytes live as long as the value (the
 /// `'static` slices handed out below borrow from `map`, which is never moved out or dropped
 /// before the value itself: see [`Storage`]).
@@ -157,6 +172,51 @@ impl ElfFile {
         // name in table order is as good as any, and sorting is stable.
         symbols.sort_by_key(|s| s.address);
         symbols
+    }
+
+    /// The symbols perf reads from this file's table to name code: those of `.symtab`, else
+    /// of `.dynsym`; functions and labels of allocated sections, in table order.
+    pub fn table_symbols(&self) -> Vec<TableSymbol> {
+        const STT_NOTYPE: u8 = 0;
+        const STT_FUNC: u8 = 2;
+        const STT_GNU_IFUNC: u8 = 10;
+        const STV_INTERNAL: u8 = 1;
+        const STV_HIDDEN: u8 = 2;
+        // Per section: whether it is allocated, and whether it holds text (by its name).
+        let mut sections = Vec::new();
+        for section in self.object.sections() {
+            let i = section.index().0;
+            if sections.len() <= i {
+                sections.resize(i + 1, (false, false));
+            }
+            let alloc = matches!(section.flags(), object::SectionFlags::Elf { sh_flags, .. }
+                if sh_flags.contains(object::elf::SHF_ALLOC));
+            sections[i] = (alloc, section.name().is_ok_and(|n| n.contains("text")));
+        }
+        let collect = |iter: object::read::SymbolIterator<'static, '_, &'static [u8]>| -> Vec<TableSymbol> {
+            iter.filter_map(|s| {
+                let object::SymbolFlags::Elf { st_info, st_other } = s.flags() else { return None };
+                let (kind, binding, visibility) = (st_info.0 & 0xf, st_info.0 >> 4, st_other.0 & 3);
+                if !matches!(kind, STT_NOTYPE | STT_FUNC | STT_GNU_IFUNC) {
+                    return None;
+                }
+                let object::SymbolSection::Section(index) = s.section() else { return None };
+                let &(alloc, text) = sections.get(index.0)?;
+                let label = kind == STT_NOTYPE && !matches!(visibility, STV_INTERNAL | STV_HIDDEN) && text;
+                if !alloc || kind == STT_NOTYPE && !label {
+                    return None;
+                }
+                let name = s.name().ok().filter(|n| !n.is_empty())?;
+                Some(TableSymbol { address: s.address(), size: s.size(), name, binding, label })
+            })
+            .collect()
+        };
+        let symbols = collect(self.object.symbols());
+        if symbols.is_empty() {
+            collect(self.object.dynamic_symbols())
+        } else {
+            symbols
+        }
     }
 
     /// A section's bytes, uncompressed (`SHF_COMPRESSED` zlib or zstd, under the rule of

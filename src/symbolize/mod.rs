@@ -88,6 +88,8 @@ pub struct Symbolizer {
     mangled: Vec<bool>,
     /// End of each symbol (its size, or the next symbol's start when it has none).
     ends: Vec<u64>,
+    /// The file of `files` the symbols come from.
+    symbol_file: Option<usize>,
     segments: Vec<Segment>,
     relocatable: bool,
     /// Why DWARF could not be used, when a file had it.
@@ -160,6 +162,9 @@ impl Symbolizer {
                 [binary.as_ref(), debug.as_ref()].into_iter().flatten().find(|f| f.has_symbols())
             });
         let symbols = with_symbols.map(|f| f.function_symbols()).unwrap_or_default();
+        // Its place among `files` below (the binary, then the debug file).
+        let symbol_file =
+            with_symbols.map(|f| usize::from(binary.as_ref().is_some_and(|b| !std::ptr::eq(b, f))));
         let layout = binary.as_ref().or(debug.as_ref());
         let segments = layout.map(|f| f.segments()).unwrap_or_default();
         let relocatable = layout.is_some_and(|f| f.is_relocatable());
@@ -198,6 +203,7 @@ impl Symbolizer {
             symbols,
             mangled,
             ends,
+            symbol_file,
             segments,
             relocatable,
             dwarf_error,
@@ -210,6 +216,11 @@ impl Symbolizer {
     /// Whether DWARF (lines, inline frames) is at hand, beyond the symbol table.
     pub fn has_dwarf(&self) -> bool {
         self.dwarf.is_some()
+    }
+
+    /// The file whose symbol table names the image (the debug file's `.symtab` first).
+    pub fn symbol_file(&self) -> Option<&ElfFile> {
+        self.files.get(self.symbol_file?)
     }
 
     /// Number of function symbols.

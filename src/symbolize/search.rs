@@ -14,7 +14,7 @@
 //!
 //! When the profile states the image's build id (perf.data, pprof), that id is the one every
 //! file must have, the image's own file included (a binary rebuilt since the recording is not
-//! the image), and perf's build-id cache (`~/.debug/.build-id/xx/yyyy/{debug,elf}`, where
+//! the image), and perf's build-id cache (`~/.debug/.build-id/xx/yyyy/{debug,elf,vdso}`, where
 //! `perf record` copies what it sampled) is searched after the system's debug folder.
 //!
 //! When both the image's file and a candidate have a build id, they must be equal: a candidate
@@ -166,7 +166,8 @@ pub fn find(q: &Query) -> Found {
     if let Some((xx, rest)) = &id_path {
         let rest = rest.strip_suffix(".debug").unwrap_or(rest);
         for dir in q.build_id_caches {
-            for leaf in ["debug", "elf"] {
+            // `vdso`: where perf keeps the copy of the vDSO it sampled (`[vdso]`).
+            for leaf in ["debug", "elf", "vdso"] {
                 let c = dir.join(".build-id").join(xx).join(rest).join(leaf);
                 if !search.done() && c.is_file() {
                     search.consider(&c, false, None);

@@ -1,9 +1,9 @@
 //! perf.data against perf itself: C programs compiled here and recorded with `perf record -g
 //! -e cpu-clock` (a software event, so it works without a PMU). cfghub's folded stacks of the
 //! file must be those of `perf script` of the same file read by cfghub's `perf script` reader,
-//! stack for stack, in the file layout, the pipe layout and zstd-compressed (for a program
-//! without the C library: where several symbols share an address, as the C library's aliases
-//! do, perf's choice among them follows the shape of its own search tree, not a rule); the Callgrind
+//! stack for stack, in the file layout, the pipe layout and zstd-compressed, and for a program
+//! that spends its time in the C library's aliased functions (perf's choice among symbols
+//! that share an address); the Callgrind
 //! total must be the samples' periods added up; functions are named from the build ids perf
 //! recorded (the binary is gone, perf's build-id cache has it) with no `--symbols`; and
 //! `callgrind_annotate` shows the hot loop's source lines.
@@ -20,11 +20,14 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
     common::require("gcc");
     let source = common::fixture(&format!("perf-data/{program}.c"));
     let binary = dir.join("hot");
-    let freestanding: &[&str] = if program == "hot-nolibc" {
-        &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"]
-    } else {
-        &[]
+    let freestanding: &[&str] = match program {
+        "hot-nolibc" => &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"],
+        // Calls straight through the GOT: no samples in PLT stubs, which perf names by
+        // entries of its own making (`memcpy@plt`).
+        "hot-libc" => &["-fno-plt"],
+        _ => &[],
     };
+    let argument = if program == "hot-libc" { "100000" } else { "30000000" };
     let cc = Command::new("gcc")
         .args(freestanding)
         .args(["-O1", "-g", "-gdwarf-4", "-fno-omit-frame-pointer", "-o"])
@@ -38,9 +41,9 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
         let mut perf = Command::new("perf");
         perf.arg("record").args(extra).args(["-g", "-e", event]);
         let o = if output == "-" {
-            perf.args(["-o", "-"]).arg(&binary).arg("30000000").current_dir(dir).output().unwrap()
+            perf.args(["-o", "-"]).arg(&binary).arg(argument).current_dir(dir).output().unwrap()
         } else {
-            perf.arg("-o").arg(&data).arg(&binary).arg("30000000").current_dir(dir).output().unwrap()
+            perf.arg("-o").arg(&data).arg(&binary).arg(argument).current_dir(dir).output().unwrap()
         };
         if o.status.success() {
             if output == "-" {
@@ -87,6 +90,20 @@ fn folded_stacks_equal_those_of_perf_script_in_every_layout() {
         assert!(direct.iter().any(|s| s.contains("main;inner")), "{extra:?} {output}: {direct:#?}");
         assert_eq!(direct, via, "{extra:?} {output}");
     }
+}
+
+/// A program that spends its time in the C library's system call wrappers and `memcpy`,
+/// whose addresses carry several symbols each (`write`, `__write`, `__libc_write`,
+/// `__GI___libc_write`): every frame named as perf names it, by perf's choice among them,
+/// the dynamic loader's labels (`_dl_start_user`) as functions, and `clock_gettime` in the vDSO.
+#[test]
+fn c_library_aliases_are_named_as_perf_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-libc", &[], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    let user_write = |s: &String| s.split(';').any(|f| f.contains("write") && !f.contains("_[k]"));
+    assert!(direct.iter().any(user_write), "{direct:#?}");
+    assert_eq!(direct, via);
 }
 
 /// The periods of the samples, from `perf script -F period`.

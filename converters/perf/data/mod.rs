@@ -29,6 +29,7 @@ pub mod names;
 pub mod records;
 pub mod sample;
 mod stacks;
+mod symtab;
 
 use std::collections::BTreeMap;
 

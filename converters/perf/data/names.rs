@@ -1,12 +1,14 @@
 //! Names for the addresses of a recording, found as `perf script` finds them: each image's
 //! ELF file by its build id (the image's own file when its build id matches, perf's build-id
-//! cache `~/.debug`, `/usr/lib/debug`), through [`crate::symbolize`]; the kernel's functions
-//! from the `kallsyms` copy perf keeps in its cache, else from `/proc/kallsyms`.
+//! cache `~/.debug`, `/usr/lib/debug`), through [`crate::symbolize`], and its functions told
+//! apart and named as perf does (module `symtab`); the kernel's functions from the
+//! `kallsyms` copy perf keeps in its cache, else from `/proc/kallsyms`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::records::{ImageKey, Recording};
+use super::symtab;
 use crate::ir::AddressKind;
 use crate::symbolize::search::{self, Query};
 use crate::symbolize::Symbolizer;
@@ -26,7 +28,10 @@ pub struct ImageNames {
     /// Functions, as `(name, offset, size)` (offsets as the recording's: file offsets, or
     /// addresses for the kernel).
     pub symbols: Vec<(String, u64, u64)>,
-    pub places: HashMap<u64, Place>,
+    /// The name `perf script` prints for each function of `symbols`, where it differs
+    /// (without parameters or return type; see `symtab::demangle`).
+    pub printed: Vec<Option<String>>,
+    pub places: rustc_hash::FxHashMap<u64, Place>,
     /// The file that gave the names, when one did.
     pub source: Option<PathBuf>,
     /// The build id the recording states, in hex.
@@ -34,10 +39,11 @@ pub struct ImageNames {
 }
 
 impl ImageNames {
-    /// The function at an offset.
+    /// The function at an offset, named as `perf script` prints it.
     pub fn function(&self, offset: u64) -> Option<&str> {
-        let f = self.places.get(&offset)?.function?;
-        Some(self.symbols[f as usize].0.as_str())
+        let f = self.places.get(&offset)?.function? as usize;
+        let printed = self.printed.get(f).and_then(|p| p.as_deref());
+        Some(printed.unwrap_or(self.symbols[f].0.as_str()))
     }
 }
 
@@ -131,18 +137,23 @@ fn name_from_elf(
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
     let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());
-    let mut index: HashMap<u32, u32> = HashMap::new();
+    // Functions as perf tells them apart, from the symbol table the symbolizer reads.
+    let table = symbolizer.symbol_file().map(symtab::Table::of);
+    let mut index: HashMap<usize, u32> = HashMap::new();
     for &offset in offsets {
         let Some(stated) = relocation.to_stated(offset) else { continue };
         let mut place = Place::default();
-        if let Some(symbol) = symbolizer.symbol_at(stated) {
+        if let Some((table, i)) = table.as_ref().and_then(|t| Some((t, t.find(stated)?))) {
             let next = names.symbols.len() as u32;
-            let f = *index.entry(symbol).or_insert(next);
+            let f = *index.entry(i).or_insert(next);
             if f == next {
                 // Named (demangled) once per function, not once per address.
-                let hit = symbolizer.symbol_hit(symbol);
-                let start = relocation.from_stated(hit.address).unwrap_or(offset);
-                names.symbols.push((hit.name, start, hit.size));
+                let function = table.get(i);
+                let start = relocation.from_stated(function.start).unwrap_or(offset);
+                let name = crate::symbolize::demangle(function.raw);
+                let printed = symtab::demangle(function.raw);
+                names.printed.push((printed != name).then_some(printed));
+                names.symbols.push((name, start, function.end - function.start));
             }
             place.function = Some(f);
         }

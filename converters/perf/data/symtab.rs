@@ -1,0 +1,251 @@
+//! An image's functions as perf names them: the table perf builds from an ELF symbol table
+//! (`dso__load_sym` in perf's `util/symbol-elf.c`, then `symbols__fixup_end` and
+//! `symbols__fixup_duplicate` in `util/symbol.c`), so that an address gets the name `perf
+//! script` prints for it.
+//!
+//! - Kept: functions (`STT_FUNC`, `STT_GNU_IFUNC`) and labels (`STT_NOTYPE` in a text
+//!   section, such as the dynamic loader's `_dl_start_user`), of `.symtab`, else `.dynsym`.
+//! - A symbol of size 0 ends where the next one (in address order) starts; the last one
+//!   at the end of the page after its start.
+//! - Of several symbols at one address (aliases: the C library's `write`, `__write`,
+//!   `__libc_write`, `__GI___libc_write`; functions folded into one by the linker) one is
+//!   kept, pairwise, by perf's `choose_best_symbol`: one with a size over one without, a
+//!   function over a label, a non-weak over a weak one, a global over a local one, fewer
+//!   leading underscores, the longer name, else the first; the names compared as perf
+//!   compares them, demangled.
+
+use std::cmp::Ordering;
+
+use crate::symbolize::elf::{ElfFile, TableSymbol};
+
+const STB_GLOBAL: u8 = 1;
+const STB_WEAK: u8 = 2;
+
+/// One function of the table: `[start, end)` in the file's stated addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub start: u64,
+    pub end: u64,
+    /// The raw (mangled) name; [`demangle`] makes it the name perf prints.
+    pub raw: &'static str,
+}
+
+/// The functions of one image, sorted by start, one per start.
+pub struct Table {
+    functions: Vec<Function>,
+}
+
+impl Table {
+    /// The table of a file's symbols.
+    pub fn of(file: &ElfFile) -> Table {
+        Table::new(file.table_symbols())
+    }
+
+    /// The table of `symbols` (in the ELF table's order).
+    pub fn new(symbols: Vec<TableSymbol>) -> Table {
+        let mut symbols: Vec<(TableSymbol, u64)> =
+            symbols.into_iter().map(|s| (s, s.address.saturating_add(s.size))).collect();
+        // Stable: aliases stay in table order, the order perf's tree keeps them in.
+        symbols.sort_by_key(|(s, _)| s.address);
+        for i in 1..symbols.len() {
+            let next = symbols[i].0.address;
+            let (prev, end) = &mut symbols[i - 1];
+            if *end == prev.address {
+                *end = next;
+            }
+        }
+        if let Some((last, end)) = symbols.last_mut() {
+            if *end == last.address {
+                *end = last.address.div_ceil(4096).saturating_mul(4096).saturating_add(4096);
+            }
+        }
+        let mut functions: Vec<(Function, TableSymbol)> = Vec::with_capacity(symbols.len());
+        for (s, end) in symbols {
+            let f = Function { start: s.address, end, raw: s.name };
+            match functions.last_mut() {
+                Some(kept) if kept.0.start == f.start => {
+                    if choose(&kept.0, &kept.1, &f, &s) == Ordering::Greater {
+                        *kept = (f, s);
+                    }
+                }
+                _ => functions.push((f, s)),
+            }
+        }
+        Table { functions: functions.into_iter().map(|(f, _)| f).collect() }
+    }
+
+    /// The index of the function covering a stated address: the last to start at or before
+    /// it, if it ends after it.
+    pub fn find(&self, address: u64) -> Option<usize> {
+        let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1)?;
+        (address < self.functions[i].end).then_some(i)
+    }
+
+    pub fn get(&self, index: usize) -> &Function {
+        &self.functions[index]
+    }
+}
+
+/// perf's `choose_best_symbol` for two symbols at one address: `Less` keeps `a`, `Greater`
+/// keeps `b`.
+fn choose(a: &Function, a_sym: &TableSymbol, b: &Function, b_sym: &TableSymbol) -> Ordering {
+    let sized = |f: &Function| f.end > f.start;
+    // Each rule prefers the symbol for which its key is the larger.
+    let by_elf = [
+        (sized(a), sized(b)),
+        (!a_sym.label, !b_sym.label),
+        (a_sym.binding != STB_WEAK, b_sym.binding != STB_WEAK),
+        (a_sym.binding == STB_GLOBAL, b_sym.binding == STB_GLOBAL),
+    ];
+    if let Some(&(key_a, key_b)) = by_elf.iter().find(|(key_a, key_b)| key_a != key_b) {
+        return key_b.cmp(&key_a);
+    }
+    // The names, demangled only here: most symbols have no alias.
+    let (a_name, b_name) = (demangle(a.raw), demangle(b.raw));
+    let leading = |n: &str| n.len() - n.trim_start_matches('_').len();
+    let by_name = [(leading(&b_name), leading(&a_name)), (a_name.len(), b_name.len())];
+    if let Some(&(key_a, key_b)) = by_name.iter().find(|(key_a, key_b)| key_a != key_b) {
+        return key_b.cmp(&key_a);
+    }
+    // x86's tie-break: a kernel syscall's `SyS` alias loses.
+    if a_name.starts_with("SyS") || a_name.starts_with("compat_SyS") {
+        Ordering::Greater
+    } else {
+        Ordering::Less
+    }
+}
+
+/// A symbol's name as perf prints it: Rust names without their hash, and v0 ones without
+/// the suffix after a `.` (`.llvm.123`, `.warm`, `.cold`); C++ names as libiberty's
+/// demangler prints them without options (no parameters, no return type, an empty template
+/// pack left out, `64u` for an `unsigned int` argument); other names as they are.
+pub fn demangle(raw: &str) -> String {
+    if raw.starts_with("_R") {
+        let v0 = raw.split('.').next().unwrap_or(raw);
+        if let Ok(d) = rustc_demangle::try_demangle(v0) {
+            return format!("{d:#}");
+        }
+    }
+    if raw.starts_with("_ZN") {
+        if let Ok(d) = rustc_demangle::try_demangle(raw) {
+            let text = format!("{d:#}");
+            // A C++ name can parse as a legacy Rust one too; Rust's have a hash.
+            if format!("{d}") != text {
+                return text;
+            }
+        }
+    }
+    if raw.starts_with("_Z") {
+        let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+        if let Some(d) = cpp_demangle::Symbol::new(raw).ok().and_then(|s| s.demangle(&options).ok()) {
+            // A local entity's method keeps its qualifier; libiberty prints none without
+            // parameters.
+            let d = d.replace(", >", ">");
+            return integer_literals(d.trim_end_matches(" const"));
+        }
+    }
+    crate::symbolize::demangle(raw)
+}
+
+/// Template arguments that are integers of the types libiberty writes with a suffix
+/// (`(unsigned int)64` as `64u`, `(unsigned long)4096` as `4096ul`).
+fn integer_literals(name: &str) -> String {
+    const SUFFIXES: [(&str, &str); 5] = [
+        ("(unsigned int)", "u"),
+        ("(long)", "l"),
+        ("(unsigned long)", "ul"),
+        ("(long long)", "ll"),
+        ("(unsigned long long)", "ull"),
+    ];
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    'scan: while let Some(at) = rest.find('(') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        for (cast, suffix) in SUFFIXES {
+            let Some(after) = rest.strip_prefix(cast) else { continue };
+            let sign = usize::from(after.starts_with('-'));
+            let digits = after[sign..].bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                out.push_str(&after[..sign + digits]);
+                out.push_str(suffix);
+                rest = &after[sign + digits..];
+                continue 'scan;
+            }
+        }
+        out.push('(');
+        rest = &rest[1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbol(address: u64, size: u64, name: &'static str, binding: u8, label: bool) -> TableSymbol {
+        TableSymbol { address, size, name, binding, label }
+    }
+
+    /// The C library's `write` and its aliases (binding as in the Debian 12 build): perf
+    /// prints `__GI___libc_write` (none global, the weak ones lose, the longest name wins);
+    /// of `read`'s, the global one with no leading underscore.
+    #[test]
+    fn aliases_are_chosen_as_perf_chooses_them() {
+        const LOCAL: u8 = 0;
+        let table = Table::new(vec![
+            symbol(0x100, 157, "__GI___libc_read", LOCAL, false),
+            symbol(0x100, 157, "__libc_read", LOCAL, false),
+            symbol(0x100, 157, "__read", STB_GLOBAL, false),
+            symbol(0x100, 157, "read", STB_GLOBAL, false),
+            symbol(0x200, 157, "__GI___write", LOCAL, false),
+            symbol(0x200, 157, "__libc_write", LOCAL, false),
+            symbol(0x200, 157, "write", STB_WEAK, false),
+            symbol(0x200, 157, "__GI___libc_write", LOCAL, false),
+            symbol(0x200, 157, "__write", STB_WEAK, false),
+        ]);
+        assert_eq!(table.get(table.find(0x150).unwrap()).raw, "read");
+        assert_eq!(table.get(table.find(0x200).unwrap()).raw, "__GI___libc_write");
+        assert_eq!(table.find(0x200 + 157), None);
+    }
+
+    /// A label of size 0 (the dynamic loader's `_dl_start_user`) runs to the next symbol; the
+    /// last symbol of size 0 to the end of the next page; a sized symbol wins over an
+    /// alias without a size, a function over a label.
+    #[test]
+    fn symbols_without_a_size_end_where_the_next_starts() {
+        let table = Table::new(vec![
+            symbol(0x10, 0, "_start", 0, true),
+            symbol(0x18, 0, "_dl_start_user", 0, true),
+            symbol(0x40, 0, "a_label", STB_GLOBAL, true),
+            symbol(0x40, 8, "f", 0, false),
+            symbol(0x50, 0, "g", STB_GLOBAL, true),
+            symbol(0x50, 0, "g_function", 0, false),
+        ]);
+        let name = |a| table.find(a).map(|i| table.get(i).raw);
+        assert_eq!(name(0x17), Some("_start"));
+        assert_eq!(name(0x3f), Some("_dl_start_user"));
+        assert_eq!(name(0x47), Some("f"));
+        assert_eq!(name(0x48), None);
+        assert_eq!(name(0x1fff), Some("g_function"));
+        assert_eq!(name(0x2000), None);
+    }
+
+    #[test]
+    fn names_are_demangled_as_perf_prints_them() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar");
+        assert_eq!(demangle("_RNvCs1234_5crate4main.warm"), "crate::main");
+        assert_eq!(demangle("_ZN4llvm6detail9PassModelIiE3runEv"), "llvm::detail::PassModel<int>::run");
+        assert_eq!(demangle("__GI___libc_write"), "__GI___libc_write");
+        assert_eq!(demangle("_ZN4llvm1AIjLj64EE3fooEv"), "llvm::A<unsigned int, 64u>::foo");
+        assert_eq!(demangle("_ZN4llvm1AImLm4096EE3fooEv"), "llvm::A<unsigned long, 4096ul>::foo");
+        assert_eq!(demangle("_ZN4llvm1AIlLln5EE3fooEv"), "llvm::A<long, -5l>::foo");
+        assert_eq!(demangle("_ZN4llvm1AIcLc65EE3fooEv"), "llvm::A<char, (char)65>::foo");
+        assert_eq!(
+            demangle("_ZZ41LLVMRustContextConfigureDiagnosticHandlerENK21RustDiagnosticHandler18isAnyRemarkEnabledEv"),
+            "LLVMRustContextConfigureDiagnosticHandler::RustDiagnosticHandler::isAnyRemarkEnabled"
+        );
+    }
+}
