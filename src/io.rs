@@ -286,12 +286,12 @@ impl Source<'_> {
 /// Most of an input that [`read_whole`] reserves at once from a size hint (a hint is only that).
 const MOST_RESERVED: u64 = 1 << 32;
 
-/// A whole stream in memory, reserved at once (with huge pages) when its size is known; a
+/// A whole stream in memory, reserved at once when its size is known; a
 /// failure names no file, so that the caller's file name is used.
 pub fn read_whole(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec<u8>> {
     let reserve = size_hint.unwrap_or(0).min(MOST_RESERVED) as usize;
     // One byte more, so that reading to the end does not grow (and copy) a full buffer.
-    let mut data = crate::mem::vec_with_capacity(reserve.saturating_add(1));
+    let mut data = Vec::with_capacity(reserve.saturating_add(1));
     input.read_to_end(&mut data).map_err(|e| {
         let mut err = Error::io(String::new(), e);
         err.file = None;

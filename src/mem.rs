@@ -1,14 +1,11 @@
-//! Memory for large models.
+//! Memory for large models: where the allocator maps large blocks, lists appended without
+//! holding both whole, and read-only mapped input files whose read pages can be handed back.
 //!
-//! Reading a large profile fills a few vectors of hundreds of megabytes once (a DCPI input and
-//! its sample columns). Backed by ordinary 4 KiB pages, such a vector takes a page fault every
-//! 4 KiB as it fills, and those faults cost more than the parsing. Transparent huge pages make
-//! that one fault every 2 MiB; most Linux systems give them only to memory that asks for them
-//! (`madvise` mode), which is what [`vec_with_capacity`] does. Only for vectors allocated at
-//! their final size: a vector that grows by doubling would have its unused capacity committed
-//! 2 MiB at a time (measured: +28% peak memory reading a DCFG). Converting the 21 MB Valgrind
-//! profile of `cc1plus` to Callgrind on one core of a loaded machine takes 0.40 s of processor
-//! time with the advice and 0.43 s without (0.83 s against 0.88 s wall, best of 9).
+//! (Transparent huge pages were asked for here for large lists allocated at their final size.
+//! Measured with the system's huge pages on (`madvise`) and off (`never`), 5 interleaved rounds
+//! on the 2-core machine, they paid nothing on a DCFG (`info` of the 98 MB Pin-style file 0.42
+//! against 0.41 s of CPU) or a DCPI file (0.98-1.00 s both ways) and under 10% on the Callgrind
+//! conversion (0.49 against 0.48 s CPU, median), so the advice is gone.)
 
 /// Large blocks mapped on their own, and handed back to the system when freed, for the whole
 /// process: a command-line program calls this once, before any thread starts.
@@ -29,23 +26,6 @@ pub fn map_large_blocks_apart() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
-}
-
-/// Below this (one huge page), a vector holds no whole huge page: not worth the advice.
-const WORTH_ADVISING: usize = 2 << 20;
-
-/// `Vec::with_capacity(n)`, backed by huge pages where the system offers them.
-pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
-    let v = Vec::with_capacity(n);
-    advise_huge_pages(&v);
-    v
-}
-
-/// `v.reserve(additional)`, the whole allocation then backed by huge pages where the system
-/// offers them: for a list whose final length is estimated once it has grown a little.
-pub fn reserve<T>(v: &mut Vec<T>, additional: usize) {
-    v.reserve(additional);
-    advise_huge_pages(v);
 }
 
 /// `dst.append(src)` for large lists, without holding all of `src` twice: its items are moved
@@ -75,38 +55,6 @@ pub fn append_releasing<T>(dst: &mut Vec<T>, mut src: Vec<T>) {
     }
     // SAFETY: every place from `base` to `base + n` was written above.
     unsafe { dst.set_len(base + n) };
-}
-
-/// `n` zeros, backed by huge pages where the system offers them. The pages are mapped but not
-/// touched: each is zeroed by the kernel on first write, by whichever thread writes it first,
-/// so threads that fill disjoint parts also share the zeroing.
-pub fn zeroed_u64(n: usize) -> Vec<u64> {
-    let v = vec![0u64; n];
-    advise_huge_pages(&v);
-    v
-}
-
-/// Asks the kernel to back the spare capacity of `v` with huge pages. Only a hint: the contents
-/// and the meaning of the vector do not change, and a refusal is ignored.
-fn advise_huge_pages<T>(v: &Vec<T>) {
-    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
-    if bytes < WORTH_ADVISING {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = v.as_ptr() as usize;
-        let first = (start + PAGE - 1) & !(PAGE - 1);
-        let end = (start + bytes) & !(PAGE - 1);
-        if end > first {
-            // SAFETY: the range lies inside the vector's own allocation; MADV_HUGEPAGE changes
-            // how the kernel backs those pages, never their contents.
-            unsafe {
-                libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
 }
 
 /// A file mapped into memory, read-only: its bytes without copying them, for readers that

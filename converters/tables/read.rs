@@ -515,7 +515,7 @@ fn edges(
     // length, and a list that needs more grows as rows come.
     if let [process] = &mut profile.processes[..] {
         let rows = edges.rows.min(usize::try_from(edges.bytes).unwrap_or(usize::MAX));
-        crate::mem::reserve(&mut process.edges, rows);
+        process.edges.reserve(rows);
     }
     while let Some(t) = edges.next()? {
         let source = EndColumns::new(&t, ["source_kind", "source_image", "source_block", "source_symbol"]);

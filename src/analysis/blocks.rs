@@ -508,10 +508,10 @@ pub fn rebuild(
 
     // Each call gives a call, a bypass and usually one return, a few returns when its callee
     // has several exits; a jump one edge, a conditional one or two; a block at most one
-    // fall-through. Reserved generously (on huge pages where offered): the untouched rest costs
+    // fall-through. Reserved generously: the untouched rest costs
     // address space only, where growing would copy the largest list of the rebuild.
     let mut set = EdgeSet {
-        items: mem::vec_with_capacity(list.len().saturating_mul(4).saturating_add(nblocks)),
+        items: Vec::with_capacity(list.len().saturating_mul(4).saturating_add(nblocks)),
         has_out: vec![false; nblocks],
         incoming: vec![0; nblocks],
     };
@@ -722,8 +722,8 @@ fn transfer_ends(list: &[Transfer], nimages: usize) -> (Vec<Vec<ArcEnd>>, Vec<Ve
         nsources[a.src_image as usize] += 1;
         ntargets[a.tgt_image as usize] += 1;
     }
-    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(mem::vec_with_capacity).collect();
-    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(mem::vec_with_capacity).collect();
+    let mut sources: Vec<Vec<ArcEnd>> = nsources.into_iter().map(Vec::with_capacity).collect();
+    let mut targets: Vec<Vec<ArcEnd>> = ntargets.into_iter().map(Vec::with_capacity).collect();
     for (k, a) in list.iter().enumerate() {
         if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
             let call = a.is_call();
@@ -774,9 +774,7 @@ impl Walked {
 /// number of instructions. Block ids are left 0 for the caller.
 fn walk_blocks(mut executed: Executed, counted: bool, after: Option<u64>, rows: usize) -> Walked {
     // At most one block and one source line per executed row: reserved at once, the untouched
-    // rest costs address space only. Not on huge pages: a Valgrind profile has a block for
-    // every six rows or so, and the partly filled last huge page of each list (four when an
-    // image is walked in halves) added 1.5-2.5 MiB to the conversion's peak and saved no time.
+    // rest costs address space only.
     let mut out = Walked {
         blocks: Vec::with_capacity(rows),
         lines: Vec::with_capacity(rows),
@@ -927,7 +925,7 @@ fn executed_rows(image: &Image) -> (Vec<u32>, Vec<Option<(u64, u64)>>) {
     // Each row's address, read once in table order: the sort reads most rows twice, and the
     // addresses of a few neighbouring rows at a time (a function's basic blocks) in any order.
     let n = image.costs.len();
-    let mut addrs = mem::zeroed_u64(n);
+    let mut addrs = vec![0u64; n];
     let mut executed = vec![0u64; n.div_ceil(64)];
     image.costs.for_each_offset_and_symbol(|row, addr, symbol| {
         widen(&mut extents[symbol as usize], addr);
@@ -1242,7 +1240,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, details: &mut [Option<Box<E
     /// Contributions let go of at a time (a megabyte).
     const RELEASE: usize = (1 << 20) / std::mem::size_of::<Contribution>();
     let mut released = sorted.len();
-    let mut edges: Vec<Edge> = mem::vec_with_capacity(sorted.len());
+    let mut edges: Vec<Edge> = Vec::with_capacity(sorted.len());
     for s in (0..nblocks).rev() {
         let from = start[s] as usize;
         let group = &mut sorted[from..start[s + 1] as usize];

@@ -226,7 +226,7 @@ impl Reader {
         let proc = self.process();
         if self.states[proc].arcs.len() == RESERVE_AT {
             let left = self.lines_left(RESERVE_BYTES_PER_ARC);
-            crate::mem::reserve(&mut self.states[proc].arcs, left);
+            self.states[proc].arcs.reserve(left);
         }
         let state = &mut self.states[proc];
         let incl_start = state.inclusive.len();

@@ -39,7 +39,7 @@ pub fn sort_with<T: Copy + Default>(items: &mut Vec<T>, scratch: &mut Vec<T>, ke
         return;
     }
     if scratch.capacity() < n {
-        *scratch = crate::mem::vec_with_capacity(n);
+        *scratch = Vec::with_capacity(n);
     }
     scratch.clear();
     scratch.resize(n, T::default());
@@ -138,7 +138,7 @@ pub fn sort_by_runs(rows: usize, mut key_of: impl FnMut(usize) -> Option<u64>) -
     }
     // Found in row order: sorted stably by first key, they are sorted by (first key, row).
     sort_by_key(&mut runs, |r| r.first);
-    let mut out: Vec<u32> = crate::mem::vec_with_capacity(keyed);
+    let mut out: Vec<u32> = Vec::with_capacity(keyed);
     let mut overlap: Vec<(u64, u32)> = Vec::new();
     let mut scratch: Vec<(u64, u32)> = Vec::new();
     let mut i = 0;
