@@ -60,12 +60,7 @@ fn write_no_lbr(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let event = match &options.event {
-        Some(name) => profile
-            .event_index(name)
-            .ok_or_else(|| Error::usage(format!("the profile has no event '{name}'")))?,
-        None => 0,
-    };
+    let event = crate::analysis::totals::chosen_event(profile, options.event.as_deref())?;
     let event_name =
         profile.events.get(event).map_or("samples", |e| e.name.as_str()).replace(char::is_whitespace, "_");
     let mut sums: BTreeMap<(String, u64), u64> = BTreeMap::new();

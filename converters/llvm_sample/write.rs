@@ -40,12 +40,7 @@ pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Op
 
 /// The event whose samples count executions, for profiles without blocks.
 pub fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
-    match &options.event {
-        Some(name) => profile
-            .event_index(name)
-            .ok_or_else(|| Error::usage(format!("the profile has no event '{name}'"))),
-        None => Ok(0),
-    }
+    crate::analysis::totals::chosen_event(profile, options.event.as_deref())
 }
 
 pub fn write(

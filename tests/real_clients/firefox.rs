@@ -150,11 +150,10 @@ fn callgrind_keeps_every_sample() {
     assert!(report.contains("burn.c:mix") || report.contains(":mix"), "{report}");
 }
 
-#[test]
-fn what_cfghub_writes_it_reads_back_with_the_same_stacks() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = binary();
-    let written = dir.path().join("burn.fxprof.json.gz");
+/// samply's profile of burn, named with `--symbols bin`, written in `dir` in the Firefox
+/// Profiler's format.
+fn convert_burn_profile(dir: &std::path::Path, bin: &std::path::Path) -> std::path::PathBuf {
+    let written = dir.join("burn.fxprof.json.gz");
     convert(&[
         "convert",
         profile().to_str().unwrap(),
@@ -163,6 +162,14 @@ fn what_cfghub_writes_it_reads_back_with_the_same_stacks() {
         "-o",
         written.to_str().unwrap(),
     ]);
+    written
+}
+
+#[test]
+fn what_cfghub_writes_it_reads_back_with_the_same_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = binary();
+    let written = convert_burn_profile(dir.path(), &bin);
     let (direct, _) = folded_of(&profile(), &["--symbols", bin.to_str().unwrap()]);
     let (again, _) = folded_of(&written, &[]);
     let sum = |folded: &str| {
@@ -326,15 +333,7 @@ fn the_firefox_profilers_own_client_counts_what_cfghub_writes_as_cfghub_does() {
     let cli = profiler_cli();
     let dir = tempfile::tempdir().unwrap();
     let bin = binary();
-    let written = dir.path().join("burn.fxprof.json.gz");
-    convert(&[
-        "convert",
-        profile().to_str().unwrap(),
-        "--symbols",
-        bin.to_str().unwrap(),
-        "-o",
-        written.to_str().unwrap(),
-    ]);
+    let written = convert_burn_profile(dir.path(), &bin);
     let (folded, _) = folded_of(&profile(), &["--symbols", bin.to_str().unwrap()]);
     // The profiler shows kernel functions without perf's suffix (their category says it).
     let ours: BTreeMap<String, u64> = leaf_counts(&folded)

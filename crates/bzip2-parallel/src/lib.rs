@@ -737,6 +737,13 @@ fn invalid(e: DecodeError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
+/// A block's result from the worker that decoded it.
+fn receive(rx: &Receiver<Decoded>) -> io::Result<Decoded> {
+    rx.recv().map_err(|_| {
+        invalid(DecodeError::new("a bzip2 decompression thread stopped before its block was done"))
+    })
+}
+
 impl Blocks {
     fn next_item(&mut self) -> Item {
         match self.peeked.take() {
@@ -753,11 +760,7 @@ impl Blocks {
     fn advance(&mut self) -> io::Result<bool> {
         match self.next_item() {
             Item::Block(rx) => {
-                let decoded = rx.recv().map_err(|_| {
-                    invalid(DecodeError::new(
-                        "a bzip2 decompression thread stopped before its block was done",
-                    ))
-                })?;
+                let decoded = receive(&rx)?;
                 let Decoded { piece, result } = decoded;
                 match result {
                     Ok(data) => self.accept(&piece, data),
@@ -805,11 +808,7 @@ impl Blocks {
         loop {
             match self.next_item() {
                 Item::Block(rx) => {
-                    let next = rx.recv().map_err(|_| {
-                        invalid(DecodeError::new(
-                            "a bzip2 decompression thread stopped before its block was done",
-                        ))
-                    })?;
+                    let next = receive(&rx)?;
                     joined.join(&next.piece);
                     if joined.nbits > limit {
                         break;
