@@ -3,16 +3,20 @@
 # must never make a command slower, and `cfghub info FILE.bz2` must be no slower than the pipe a
 # user would otherwise run, `lbzip2 -dc -n N FILE.bz2 | cfghub info -`.
 #
-# Commands, each the best of RUNS, wall seconds:
+# Commands, each the best and the median of RUNS, wall seconds:
 #   info-bz2     cfghub info pin.dcfg.json.bz2            (the built-in parallel bzip2 decoder)
 #   lbzip2-pipe  lbzip2 -dc -n N pin.dcfg.json.bz2 | cfghub info -
 #   info-json    cfghub info pin.dcfg.json                (plain JSON)
-#   callgrind    cfghub convert callgrind.out -o OUT.callgrind   (when DATA has callgrind.out)
+#   callgrind    cfghub convert F -o OUT.callgrind, for each Callgrind profile F named
+#                callgrind*.out in DATA (a file is read in parts on every core)
+#   cg-stream    cfghub convert --from callgrind - -o OUT.callgrind < F
+#                (the same profile from a pipe, read as one stream on one thread)
 # With BASE set to another cfghub binary, its figures for the cfghub commands come beside.
 #
 # Usage: scripts/bench-cores.sh DATA [RUNS]
 #   DATA holds pin.dcfg.json.bz2 (made with `cfghub synth` and lbzip2 when absent) and,
-#   optionally, callgrind.out (e.g. the cc1plus profile `scripts/bench-callgrind.sh` makes).
+#   optionally, Callgrind profiles named callgrind*.out (e.g. the cc1plus profile
+#   `scripts/bench-callgrind.sh` makes).
 #   CFGHUB (default target/release/cfghub), BASE (optional), LBZIP2_BIN (default lbzip2), CORES
 #   (default "1 2 4 8 16", capped at the machine's) override.
 # It needs only bash, taskset and lbzip2, so it runs on a bare machine with carried binaries.
@@ -34,34 +38,37 @@ if [ ! -s "$DATA/pin.dcfg.json.bz2" ]; then
 fi
 [ -s "$DATA/pin.dcfg.json" ] || "$LBZIP2_BIN" -dc "$DATA/pin.dcfg.json.bz2" > "$DATA/pin.dcfg.json"
 
-# best N CMD...: the best wall time of RUNS runs of CMD on the first N cores.
+# best N CMD...: the best and the median wall time of RUNS runs of CMD on the first N cores.
 best() {
-  local n=$1 b="" t0 t1 t
+  local n=$1 t0 t1 times=()
   shift
   for _ in $(seq "$RUNS"); do
     t0=$(date +%s.%N)
     taskset -c "0-$((n - 1))" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
     t1=$(date +%s.%N)
-    t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')
-    if [ -z "$b" ] || awk "BEGIN{exit !($t < $b)}"; then b=$t; fi
+    times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')")
   done
-  echo "$b"
+  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1} END{printf "%s/%s", t[1], t[int((NR+1)/2)]}'
 }
 
 pipe() { "$LBZIP2_BIN" -dc -n "$1" "$DATA/pin.dcfg.json.bz2" | "$CFGHUB" info -; }
-export -f pipe
+stream() { "$CFGHUB" convert --from callgrind - -o "$2" < "$1"; }
+export -f pipe stream
 export LBZIP2_BIN CFGHUB DATA
 
 builds=(cfghub)
 [ -n "$BASE" ] && builds+=(base)
-printf '%-6s %-12s' cores command
-for b in "${builds[@]}"; do printf ' %10s' "$b"; done
+printf '%-6s %-28s' cores command
+for b in "${builds[@]}"; do printf ' %13s' "$b"; done
 echo
 for n in $CORES; do
   [ "$n" -le "$MAX" ] || continue
-  for cmd in info-bz2 lbzip2-pipe info-json callgrind; do
-    [ "$cmd" = callgrind ] && [ ! -s "$DATA/callgrind.out" ] && continue
-    printf '%-6s %-12s' "$n" "$cmd"
+  cmds=(info-bz2 lbzip2-pipe info-json)
+  for f in "$DATA"/callgrind*.out; do
+    [ -s "$f" ] && cmds+=("callgrind:${f##*/}" "cg-stream:${f##*/}")
+  done
+  for cmd in "${cmds[@]}"; do
+    printf '%-6s %-28s' "$n" "$cmd"
     for b in "${builds[@]}"; do
       bin=$CFGHUB
       [ "$b" = base ] && bin=$BASE
@@ -69,9 +76,10 @@ for n in $CORES; do
         info-bz2) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json.bz2") ;;
         lbzip2-pipe) t=$(CFGHUB=$bin best "$n" bash -c "pipe $n") ;;
         info-json) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json") ;;
-        callgrind) t=$(best "$n" "$bin" convert "$DATA/callgrind.out" -o "$OUT/out.callgrind") ;;
+        callgrind:*) t=$(best "$n" "$bin" convert "$DATA/${cmd#*:}" -o "$OUT/out.callgrind") ;;
+        cg-stream:*) t=$(CFGHUB=$bin best "$n" bash -c "stream $DATA/${cmd#*:} $OUT/out.callgrind") ;;
       esac
-      printf ' %10s' "$t"
+      printf ' %13s' "$t"
     done
     echo
   done
