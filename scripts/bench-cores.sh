@@ -18,7 +18,8 @@
 #   optionally, Callgrind profiles named callgrind*.out (e.g. the cc1plus profile
 #   `scripts/bench-callgrind.sh` makes).
 #   CFGHUB (default target/release/cfghub), BASE (optional), LBZIP2_BIN (default lbzip2), CORES
-#   (default "1 2 4 8 16", capped at the machine's) override.
+#   (default "1 2 4 8 16", capped at the machine's) override; ONLY (a bash pattern, e.g.
+#   'c*') runs only the commands it matches.
 # It needs only bash, taskset and lbzip2, so it runs on a bare machine with carried binaries.
 set -euo pipefail
 DATA=${1:?usage: scripts/bench-cores.sh DATA [RUNS]}
@@ -27,6 +28,7 @@ CFGHUB=${CFGHUB:-target/release/cfghub}
 BASE=${BASE:-}
 LBZIP2_BIN=${LBZIP2_BIN:-lbzip2}
 CORES=${CORES:-1 2 4 8 16}
+ONLY=${ONLY:-*}
 MAX=$(nproc)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -68,6 +70,8 @@ for n in $CORES; do
     [ -s "$f" ] && cmds+=("callgrind:${f##*/}" "cg-stream:${f##*/}")
   done
   for cmd in "${cmds[@]}"; do
+    # shellcheck disable=SC2053 # ONLY is a pattern
+    [[ $cmd == $ONLY ]] || continue
     printf '%-6s %-28s' "$n" "$cmd"
     for b in "${builds[@]}"; do
       bin=$CFGHUB
