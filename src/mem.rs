@@ -19,6 +19,14 @@
 /// profile: peak memory of `cfghub convert` 115 -> 101 MB, at the same speed; DCFG and DCPI
 /// reading unchanged (measured again since: 77 MB against 130 MB without it, converting that
 /// profile to Callgrind). Elsewhere than glibc, nothing is done.
+///
+/// mimalloc as the global allocator instead was measured against this (5 interleaved rounds of
+/// release builds on 2 cores, best of 5): it raised every peak (the Callgrind conversion of
+/// that profile 74 -> 214 MiB, past `callgrind_annotate`'s 78 MiB; a 103 MB DCPI file 229 ->
+/// 289 MiB; a 30 MB pprof profile 106 -> 167 MiB) and took more processor time on most
+/// commands (0.44 -> 0.50 s converting the Callgrind profile, 0.59 -> 0.80 s the DCPI file;
+/// only `info` of the DCPI file was faster at its best, 0.37 -> 0.28 s, and slower at its
+/// median, 0.37 -> 0.71 s), so glibc stays.
 pub fn map_large_allocations_apart() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets a parameter of the allocator; it is called before any thread
