@@ -7,7 +7,7 @@ use std::time::Instant;
 
 fn main() {
     // As `cfghub` does, so that memory figures are the command's.
-    cfghub::mem::map_large_blocks_apart();
+    cfghub::mem::map_large_allocations_apart();
     let paths: Vec<String> = std::env::args().skip(1).collect();
     if paths.is_empty() {
         eprintln!("usage: load FILE...");

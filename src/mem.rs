@@ -1,4 +1,4 @@
-//! Memory for large models: where the allocator maps large blocks, lists appended without
+//! Memory for large models: where the allocator maps large allocations, lists appended without
 //! holding both whole, and read-only mapped input files whose read pages can be handed back.
 //!
 //! (Transparent huge pages were asked for here for large lists allocated at their final size.
@@ -7,19 +7,27 @@
 //! against 0.41 s of CPU) or a DCPI file (0.98-1.00 s both ways) and under 10% on the Callgrind
 //! conversion (0.49 against 0.48 s CPU, median), so the advice is gone.)
 
-/// Large blocks mapped on their own, and handed back to the system when freed, for the whole
+/// Large allocations mapped on their own, and handed back to the system when freed, for the whole
 /// process: a command-line program calls this once, before any thread starts.
 ///
 /// glibc's `malloc` maps each allocation above a threshold (128 KiB at start) on its own and
-/// unmaps it on `free`, but each time it frees such a block it raises the threshold to that
-/// block's size (up to 32 MiB). Reading a large profile frees a list of tens of megabytes
+/// unmaps it on `free`, but each time it frees such an allocation it raises the threshold to
+/// that allocation's size (up to 32 MiB). Reading a large profile frees a list of tens of megabytes
 /// midway (the block rebuild's transfers), after which every allocation below that size is
 /// carved out of the heap, whose freed room is seldom returned: the model then sits among
 /// holes. Setting the threshold fixes it where it starts. Measured on a 21 MB Callgrind
 /// profile: peak memory of `cfghub convert` 115 -> 101 MB, at the same speed; DCFG and DCPI
 /// reading unchanged (measured again since: 77 MB against 130 MB without it, converting that
 /// profile to Callgrind). Elsewhere than glibc, nothing is done.
-pub fn map_large_blocks_apart() {
+///
+/// mimalloc as the global allocator instead was measured against this (5 interleaved rounds of
+/// release builds on 2 cores, best of 5): it raised every peak (the Callgrind conversion of
+/// that profile 74 -> 214 MiB, past `callgrind_annotate`'s 78 MiB; a 103 MB DCPI file 229 ->
+/// 289 MiB; a 30 MB pprof profile 106 -> 167 MiB) and took more processor time on most
+/// commands (0.44 -> 0.50 s converting the Callgrind profile, 0.59 -> 0.80 s the DCPI file;
+/// only `info` of the DCPI file was faster at its best, 0.37 -> 0.28 s, and slower at its
+/// median, 0.37 -> 0.71 s), so glibc stays.
+pub fn map_large_allocations_apart() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets a parameter of the allocator; it is called before any thread
     // starts, as glibc asks of parameter changes.
@@ -192,7 +200,7 @@ mod tests {
         assert_eq!(std::rc::Rc::strong_count(&counted), 100_002);
         drop(dst);
         assert_eq!(std::rc::Rc::strong_count(&counted), 1);
-        // Plain numbers, as the walk's blocks are plain data.
+        // Plain numbers, as the halves of the block rebuild's walk are.
         let mut dst: Vec<u64> = Vec::with_capacity(10);
         append_releasing(&mut dst, (0..300_000).collect());
         assert!(dst.iter().copied().eq(0..300_000));

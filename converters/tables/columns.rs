@@ -44,9 +44,9 @@ use super::schema::{Kind, Spec};
 pub const GROUP: usize = 1 << 17;
 
 /// Bytes per data page written (Parquet's default is 1 MiB). Buffers of a page, while writing
-/// and while reading, then stay below the size from which the allocator maps each block
-/// apart ([`crate::mem::map_large_blocks_apart`]) and are reused instead of mapped, faulted in
-/// and unmapped page after page; on the Pin-style DCFG the kernel's share of the time was a
+/// and while reading, then stay below the size from which the allocator maps each allocation
+/// apart ([`crate::mem::map_large_allocations_apart`]) and are reused instead of mapped,
+/// faulted in and unmapped page after page; on the Pin-style DCFG the kernel's share of the time was a
 /// quarter of reading.
 const PAGE_BYTES: usize = 64 << 10;
 

@@ -6,18 +6,20 @@
 //! - Other profiles (DCFG, Callgrind, DCPI, ...): a table of routines with self and inclusive
 //!   cost before, after and the change, largest change of inclusive cost first.
 
+pub mod routine_costs;
+
 use std::io::Write;
 
 use clap::Args;
 
 use super::table::Table;
-use crate::analysis::routine_costs::{routine_costs, uses_blocks, RoutineCost, INSTRUCTIONS};
 use crate::convert::{load, Loaded};
 use crate::converters::svg;
 use crate::error::{Error, Findings, Result};
 use crate::io::{write_error, write_output};
 use crate::ir::{Profile, Stack};
 use crate::registry::{ReadOptions, WriteOptions};
+use routine_costs::{routine_costs, uses_blocks, RoutineCost, INSTRUCTIONS};
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {

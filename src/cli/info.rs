@@ -30,6 +30,8 @@
 //! event, also Ir); `top_addresses` lists the hottest addresses of images without blocks.
 //! `symbols` is there only with `--symbols` (docs/symbols.md).
 
+pub mod rankings;
+
 use std::collections::BTreeMap;
 
 use clap::Args;
@@ -37,7 +39,7 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{executions, loops, names, path_graph, rankings, routines};
+use crate::analysis::{executions, loops, names, path_graph, routines};
 use crate::convert::load;
 use crate::converters::dcfg_trace;
 use crate::error::Result;

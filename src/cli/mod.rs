@@ -80,7 +80,7 @@ pub fn main() -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    crate::mem::map_large_blocks_apart();
+    crate::mem::map_large_allocations_apart();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

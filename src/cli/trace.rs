@@ -153,8 +153,8 @@ pub(crate) fn load_dcfg(path: &str, quiet: bool) -> Result<Profile> {
     Ok(loaded.profile)
 }
 
-/// Runs `produce` (which decodes and sends blocks of output bytes) on its own thread while
-/// this one writes the blocks to `out`: decoding keeps streaming, the output stays atomic.
+/// Runs `produce` (which decodes and sends chunks of output bytes) on its own thread while
+/// this one writes the chunks to `out`: decoding keeps streaming, the output stays atomic.
 fn pump(
     output: &str,
     inputs: &[&str],
@@ -165,8 +165,8 @@ fn pump(
             let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(8);
             let producer = scope.spawn(move || produce(tx));
             let mut written = Ok(());
-            for block in rx.iter() {
-                if let Err(e) = out.write_all(&block) {
+            for chunk in rx.iter() {
+                if let Err(e) = out.write_all(&chunk) {
                     written = Err(write_error(output)(e));
                     break;
                 }
@@ -179,13 +179,13 @@ fn pump(
     })
 }
 
-/// Sends bytes in blocks of about 64 KiB; what is left is sent when dropped.
-struct Blocks {
+/// Sends bytes in chunks of about 64 KiB; what is left is sent when dropped.
+struct OutputChunks {
     tx: mpsc::SyncSender<Vec<u8>>,
     buf: Vec<u8>,
 }
 
-impl Blocks {
+impl OutputChunks {
     fn push(&mut self, f: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
         f(&mut self.buf);
         if self.buf.len() >= 1 << 16 {
@@ -198,12 +198,12 @@ impl Blocks {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let block = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 16));
-        self.tx.send(block).map_err(|_| Error::input("output closed"))
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 16));
+        self.tx.send(chunk).map_err(|_| Error::input("output closed"))
     }
 }
 
-impl Drop for Blocks {
+impl Drop for OutputChunks {
     fn drop(&mut self) {
         let _ = self.flush();
     }
@@ -216,7 +216,7 @@ fn edges(args: EdgesArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let mut inputs = vec![args.trace.as_str()];
     inputs.extend(args.dcfg.as_deref());
     pump(&args.output, &inputs, |tx| {
-        let mut blocks = Blocks { tx, buf: Vec::with_capacity(1 << 16) };
+        let mut chunks = OutputChunks { tx, buf: Vec::with_capacity(1 << 16) };
         let mut last: Option<(u64, u64)> = None;
         let mut digits = itoa::Buffer::new();
         let job = EachEdge {
@@ -225,14 +225,14 @@ fn edges(args: EdgesArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
                     let new_process = last.is_none_or(|(p, _)| p != pid);
                     last = Some((pid, thread));
                     if new_process {
-                        let _ = writeln!(blocks.buf, "# process {pid}");
+                        let _ = writeln!(chunks.buf, "# process {pid}");
                     }
-                    let _ = writeln!(blocks.buf, "# thread {thread}");
+                    let _ = writeln!(chunks.buf, "# thread {thread}");
                 }
-                blocks.buf.extend_from_slice(digits.format(id).as_bytes());
-                blocks.buf.push(b'\n');
-                if blocks.buf.len() >= 1 << 16 {
-                    blocks.flush()?;
+                chunks.buf.extend_from_slice(digits.format(id).as_bytes());
+                chunks.buf.push(b'\n');
+                if chunks.buf.len() >= 1 << 16 {
+                    chunks.flush()?;
                 }
                 Ok(())
             },
@@ -359,16 +359,16 @@ fn timeline(args: TimelineArgs, max: Option<u64>, quiet: bool) -> Result<i32> {
     let input = Input::open(&args.trace)?;
     let name = args.trace.clone();
     pump(&args.output, &[&args.trace, &args.dcfg], |tx| {
-        let blocks = std::sync::Mutex::new(Blocks { tx, buf: Vec::with_capacity(1 << 16) });
+        let chunks = std::sync::Mutex::new(OutputChunks { tx, buf: Vec::with_capacity(1 << 16) });
         let job = Timeline::new(&dcfg, args.thread, |e: TimelineEntry| {
             let line = serde_json::to_string(&e).map_err(|e| Error::input(e.to_string()))?;
-            blocks.lock().unwrap_or_else(|e| e.into_inner()).push(|buf| {
+            chunks.lock().unwrap_or_else(|e| e.into_inner()).push(|buf| {
                 buf.extend_from_slice(line.as_bytes());
                 buf.push(b'\n');
             })
         });
         paired::run(&mut input.reader(), &dcfg, job, max).map_err(|e| e.in_file(&name))?;
-        blocks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
+        chunks.into_inner().unwrap_or_else(|e| e.into_inner()).flush()
     })?;
     Ok(0)
 }

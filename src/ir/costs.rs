@@ -7,8 +7,23 @@
 //! column (offset, function, file, line, and one per event) is cut into packs of
 //! [`PACK`] rows, and a pack keeps only its smallest value and each row's difference from it,
 //! in as few whole bytes as the pack's largest difference needs (none when every row is the
-//! same). A column nobody stated costs a few bytes per pack, a DCPI sample about four bytes,
-//! and a Callgrind cost line about as much as its text.
+//! same). A column nobody stated costs a few bytes per pack, and a row about four bytes.
+//!
+//! What the packing saves, against plain columns (a vector per column beside a bit set of the
+//! rows without a value, a column no row states holding nothing), measured in 5 interleaved
+//! rounds of release builds on 2 cores (best of 5, whole commands):
+//! - the 103 MB DCPI file of `scripts/gen-dcpi.py` (25 million samples): costs 111.7 MB
+//!   against 409.4 MB (4.5 against 16.4 bytes a row); `cfghub info` and `convert` to DCPI peak
+//!   at 229 MiB against 512 MiB, 55% less;
+//! - the 21 MB Callgrind profile of cc1plus (1.4 million cost lines): costs 5.9 MB against
+//!   34.3 MB (4.2 against 24.2 bytes a row); `info` peaks at 77 MiB against 106 MiB and
+//!   `convert` to Callgrind at 74 MiB against 106 MiB, 30% less.
+//!
+//! Plain columns would break both memory targets (a DCPI file at most three times its size, a
+//! Callgrind file at most `callgrind_annotate`'s 78 MiB on the same file). Processor time is
+//! the same either way (0.59 s both converting the DCPI file, 0.44 s both converting the
+//! Callgrind file; 2.9 against 3.3 s writing a 10 MB DCPI file as folded stacks); a pprof
+//! profile holds few costs and does not notice.
 //!
 //! Rows are appended at the end and read anywhere: reading a row finds its pack at once
 //! (`row / PACK`) and its bytes at a fixed place in it. The rows after the last full pack stay

@@ -303,9 +303,9 @@ fn decode_piece(piece: &Piece) -> Result<Vec<u8>, String> {
 /// libbz2's decompressor, keeping the memory it asks for from one block to the next.
 ///
 /// Each block is a stream of its own, and libbz2 allocates a stream's state when it starts
-/// (64 KB) and its block of `level`·100 000 32-bit entries when it reads the header (3.6 MB at
+/// (64 KB) and its table of `level`·100 000 32-bit entries when it reads the header (3.6 MB at
 /// level 9), and frees both at the end. Through `malloc` those are fresh pages every block (the
-/// process maps large blocks apart, as cfghub does by setting glibc's mmap threshold), which the
+/// process maps large allocations apart, as cfghub does by setting glibc's mmap threshold), which the
 /// kernel zeroes on first touch: about a tenth of the CPU time of `info` on a bzip2 DCFG. A
 /// worker keeps one decoder, whose pool hands the same memory back to libbz2 each block. It
 /// keeps one allocation per size libbz2 asks for: the state, and one table per block level met.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{executions, merge, names};
+use crate::analysis::{executions, merge, names};
 use crate::ir::{Process, Profile, Routine};
 
 /// The sampled events of a profile: every event but `Ir` (which counts instructions, as block
@@ -42,7 +42,7 @@ impl Ranked {
 }
 
 /// The `top` routines and the `top` loops of a process (`routines`: every image's, as
-/// [`super::routines::all`] gives them), hottest first: by the first sampled event when the
+/// [`crate::analysis::routines::all`] gives them), hottest first: by the first sampled event when the
 /// profile has one, then by instructions executed, then by name (routines) or by the display
 /// id of the head block (loops).
 pub fn routines_and_loops(
