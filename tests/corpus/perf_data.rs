@@ -91,3 +91,38 @@ fn brstack_text_gives_the_edges_of_the_perf_data_file() {
     assert!(direct.contains("CONDITIONAL_BRANCH") && direct.contains("FALL_THROUGH"), "{direct}");
     assert_eq!(direct, edge_table(&["--from", "perf"], &text));
 }
+
+/// A stack of a process: pid, thread, frame names root first, values.
+type StackByName = (u64, Option<u32>, Vec<String>, Vec<f64>);
+
+/// A reading for stacks alone (folded stacks, flame graphs) has the processes, stacks,
+/// events and headers of a full reading, and no images.
+#[test]
+fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
+    use cfghub::converters::perf::data;
+    let bytes = std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap();
+    let alone = data::Options::for_output("folded");
+    assert!(!alone.images && data::Options::for_output("callgrind").images);
+    let full = data::Options { images: true, ..alone.clone() };
+    let read = |options: &data::Options| data::read_with(&bytes, options, &mut Findings::default()).unwrap();
+    let (full, alone) = (read(&full), read(&alone));
+    let stacks = |p: &cfghub::Profile| -> Vec<StackByName> {
+        p.processes
+            .iter()
+            .flat_map(|process| {
+                process.stacks.iter().map(move |s| {
+                    let names = s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect();
+                    (process.pid, s.thread, names, s.values.to_vec())
+                })
+            })
+            .collect()
+    };
+    assert!(!stacks(&full).is_empty());
+    assert_eq!(stacks(&alone), stacks(&full));
+    let pids = |p: &cfghub::Profile| p.processes.iter().map(|p| p.pid).collect::<Vec<_>>();
+    assert_eq!(pids(&alone), pids(&full));
+    assert_eq!(alone.meta.headers, full.meta.headers);
+    assert_eq!(alone.events.len(), full.events.len());
+    assert!(full.processes.iter().any(|p| !p.images.is_empty()));
+    assert!(alone.processes.iter().all(|p| p.images.is_empty()));
+}

@@ -68,22 +68,33 @@ pub struct Options {
     /// count them, and is named as `perf script` prints the event (`cpu-clock:`), the name
     /// perf2bolt writes.
     pub sample_counts: bool,
+    /// Build the images: their functions and the sampled instructions' costs (the default).
+    /// A conversion to a format that holds nothing but stacks (folded, flame graphs) turns
+    /// this off: the model then holds the processes and their stacks alone, and only the
+    /// call chains' addresses are named. Building every image of every process (the same
+    /// library's functions copied into each process that sampled it) was a sixth of such a
+    /// conversion. Where no stack is left (samples whose frames the collapse all drops), the
+    /// images are built all the same: stack writers make stacks from them.
+    pub images: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { source_lines: true, sample_counts: false }
+        Options { source_lines: true, sample_counts: false, images: true }
     }
 }
 
 impl Options {
     /// The options for a conversion to the format called `output`: no source lines for
     /// formats of stacks alone (folded stacks, flame graphs); sample counts for the profiles
-    /// that feed optimizers, which count samples (BOLT's no_lbr form, LLVM sample profiles).
+    /// that feed optimizers, which count samples (BOLT's no_lbr form, LLVM sample profiles);
+    /// no images for formats of stacks alone.
     pub fn for_output(output: &str) -> Options {
+        let stacks_alone = matches!(output, "folded" | "svg");
         Options {
-            source_lines: !matches!(output, "folded" | "svg"),
+            source_lines: !stacks_alone,
             sample_counts: matches!(output, "fdata" | "llvm-sample" | "llvm-unsymbolized"),
+            images: !stacks_alone,
         }
     }
 }
@@ -122,13 +133,17 @@ fn read_releasing(
     to_model(rec, options, findings)
 }
 
-/// The offsets of each image that need names: those of stack frames and sampled instructions.
-fn wanted_offsets(rec: &Recording) -> Vec<Vec<u64>> {
+/// The offsets of each image that need names: those of stack frames, and with `images`
+/// those of sampled instructions and branch records.
+fn wanted_offsets(rec: &Recording, images: bool) -> Vec<Vec<u64>> {
     let mut wanted = vec![Vec::new(); rec.images.len()];
     for &(image, offset) in &rec.frames {
         if let Some(w) = wanted.get_mut(image as usize) {
             w.push(offset);
         }
+    }
+    if !images {
+        return wanted;
     }
     for &(_, image, offset) in rec.costs.keys() {
         if let Some(w) = wanted.get_mut(image as usize) {
@@ -151,7 +166,7 @@ fn wanted_offsets(rec: &Recording) -> Vec<Vec<u64>> {
 
 fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
     let rec = &mut rec;
-    let names = names::name_images(rec, &wanted_offsets(rec), options.source_lines);
+    let mut names = names::name_images(rec, &wanted_offsets(rec, options.images), options.source_lines);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
@@ -183,7 +198,14 @@ fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> R
     // The stacks are dropped as soon as the model has them.
     let chains = std::mem::take(&mut rec.stacks);
     stacks::add_stacks(&mut profile, rec, chains, &names, &columns)?;
-    add_images(&mut profile, rec, &names, &columns, findings);
+    if options.images || profile.processes.iter().all(|p| p.stacks.is_empty()) {
+        if !options.images {
+            names = names::name_images(rec, &wanted_offsets(rec, true), options.source_lines);
+        }
+        add_images(&mut profile, rec, &names, &columns, findings);
+    } else {
+        add_processes(&mut profile, rec);
+    }
     let mut threads: Vec<_> = rec.thread_names.iter().collect();
     threads.sort();
     for ((pid, tid), comm) in threads {
@@ -245,6 +267,22 @@ fn sample_fields(sample_type: u64) -> String {
     let names: Vec<&str> =
         NAMES.iter().enumerate().filter(|(bit, _)| sample_type & (1 << bit) != 0).map(|(_, n)| *n).collect();
     names.join("|")
+}
+
+/// The processes that took samples but have no stack, without their images (see
+/// [`Options::images`]): the model has the processes it has with its images.
+fn add_processes(profile: &mut Profile, rec: &Recording) {
+    let mut pids: Vec<i32> =
+        rec.costs.keys().map(|&(pid, _, _)| pid).chain(rec.branches.keys().copied()).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
+        let pid = pid as u32 as u64;
+        if !profile.processes.iter().any(|p| p.pid == pid) {
+            profile.processes.push(Process { pid, ..Process::default() });
+        }
+    }
+    profile.processes.sort_by_key(|p| p.pid);
 }
 
 /// The images of each process, with the sampled instructions as costs, and the blocks and
