@@ -189,10 +189,7 @@ impl Coding<'_> {
                     }
                     return Ok(n);
                 }
-                let place = usize::from(symbol - 1);
-                let byte = mtf[place];
-                mtf.copy_within(..place, 1);
-                mtf[0] = byte;
+                let byte = move_to_front(&mut mtf, usize::from(symbol - 1));
                 *tt.get_mut(n).ok_or_else(too_many)? = u32::from(byte);
                 counts[usize::from(byte)] += 1;
                 n += 1;
@@ -203,6 +200,24 @@ impl Coding<'_> {
         }
         Err("its symbols run past its last selector without an end-of-block code".into())
     }
+}
+
+/// Moves the byte at `place` of the list to its front and returns it. Most places are small
+/// (the data's recent bytes): the list's first 16 bytes move as one 128-bit number then,
+/// instead of through a call to `memmove`, which took a tenth of the decoding time.
+#[inline(always)]
+fn move_to_front(list: &mut [u8; 256], place: usize) -> u8 {
+    if let (true, Some((head, _))) = (place < 16, list.split_first_chunk_mut::<16>()) {
+        let old = u128::from_le_bytes(*head);
+        let byte = (old >> (8 * place)) as u8;
+        let moved = u128::MAX >> (8 * (15 - place));
+        *head = ((((old << 8) | u128::from(byte)) & moved) | (old & !moved)).to_le_bytes();
+        return byte;
+    }
+    let byte = list[place];
+    list.copy_within(..place, 1);
+    list[0] = byte;
+    byte
 }
 
 /// The input's bits, read most significant first, from bit `pos` up to bit `end`.
