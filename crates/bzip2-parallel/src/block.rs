@@ -146,7 +146,7 @@ impl Coding<'_> {
     /// and move-to-front, and counts each byte value. Returns the number of bytes.
     fn read_symbols(
         &self,
-        bits: &mut Bits,
+        input: &mut Bits,
         in_use: &[u8],
         tt: &mut [u32],
         counts: &mut [u32; 256],
@@ -159,6 +159,8 @@ impl Coding<'_> {
         let mut n = 0usize;
         // A zero run being read: its length so far and the weight of its next digit.
         let (mut run, mut weight) = (0usize, 1usize);
+        // A copy, whose position stays in a register.
+        let mut bits = *input;
         for &selector in self.selectors {
             if bits.pos > bits.end {
                 return Err(ENDS_EARLY.into());
@@ -187,6 +189,7 @@ impl Coding<'_> {
                     if bits.pos > bits.end {
                         return Err(ENDS_EARLY.into());
                     }
+                    input.pos = bits.pos;
                     return Ok(n);
                 }
                 let byte = move_to_front(&mut mtf, usize::from(symbol - 1));
@@ -221,6 +224,7 @@ fn move_to_front(list: &mut [u8; 256], place: usize) -> u8 {
 }
 
 /// The input's bits, read most significant first, from bit `pos` up to bit `end`.
+#[derive(Clone, Copy)]
 struct Bits<'a> {
     /// At least [`SLACK`] bytes past the one holding bit `end`.
     bytes: &'a [u8],
