@@ -11,10 +11,9 @@
 //!
 //! 1. A scanner thread reads the compressed input and looks for both magics at every bit
 //!    offset. The bits from one block magic to the next candidate make a *piece*.
-//! 2. Worker threads, one per core, re-align each piece into a stream of its own (a header of
-//!    the file's level, the piece, an end marker whose stream CRC is the block's own: the
-//!    combined CRC of a single block is that block's CRC) and decode it with libbz2, which
-//!    checks the block's CRC.
+//! 2. Worker threads, one per core, decode each piece with the crate's own block decoder
+//!    ([`block`], safe Rust), which checks the block's CRC and that the block's coded data ends
+//!    exactly where the piece does.
 //! 3. The reading thread takes the decoded blocks in file order, folds their CRCs into the
 //!    stream CRC and compares it with the one stored after the end marker.
 //!
@@ -28,6 +27,11 @@
 //! Memory stays bounded whatever the input's size: the scanner holds at most one block's
 //! compressed bytes plus one read, and the channels between the threads hold a few blocks per
 //! worker.
+//!
+//! The block decoder takes 0.81-0.85 s of CPU for the 12 MB, 110-block `.bz2` of a 98 MB
+//! Pin-style DCFG on one core, where C lbzip2 (`lbzip2 -dc -n1`) takes 0.87-1.04 s and the
+//! libbz2-rs-sys port of libbz2, which it replaces, 1.04-1.16 s (`examples/bzcat.rs`,
+//! interleaved rounds on a shared 2-core AMD EPYC).
 //!
 //! Errors are [`io::Error`]s of kind [`io::ErrorKind::InvalidData`] that carry a
 //! [`DecodeError`]: what is wrong, the byte of the compressed input where it is, and what to do.
@@ -209,7 +213,7 @@ struct Decoded {
 }
 
 /// Buffers of decoded blocks the reading side is done with, for the workers to fill again:
-/// like libbz2's memory (see [`BlockDecoder`]), a block's output is then not fresh pages each
+/// like the block decoder's tables (see [`BlockDecoder`]), a block's output is then not fresh pages each
 /// time. Holds at most [`Spares::MOST`].
 #[derive(Clone, Default)]
 struct Spares(Arc<Mutex<Vec<Vec<u8>>>>);
@@ -258,7 +262,12 @@ impl BlockDecoder {
         if piece.nbits < 80 + 24 {
             return Err("too short to be a block".into());
         }
-        let bits = BlockBits { raw: &piece.raw, first_bit: (piece.start % 8) as u32, nbits: piece.nbits, level: piece.level };
+        let bits = BlockBits {
+            raw: &piece.raw,
+            first_bit: (piece.start % 8) as u32,
+            nbits: piece.nbits,
+            level: piece.level,
+        };
         self.decode(&bits, out)
     }
 }

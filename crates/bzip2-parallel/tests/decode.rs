@@ -76,7 +76,8 @@ fn many_kinds_and_sizes_decode_to_themselves() {
 fn every_block_size_level_decodes() {
     for level in 1..=9u32 {
         let len = level as usize * 100_000 + 12_345;
-        for (kind, data) in kinds(len, u64::from(level)) {
+        // Random bytes fill a block with the most symbols; text, with the most runs undone.
+        for (kind, data) in kinds(len, u64::from(level)).into_iter().take(2) {
             let bytes = compress(&data, level);
             assert_eq!(decompress(&bytes, 2).unwrap(), data, "{kind} at level {level}");
         }
@@ -174,7 +175,8 @@ fn a_randomised_block_is_derandomised() {
     }
     assert!((0..flipped.len() - 3).all(|i| flipped[i..i + 4].iter().any(|&b| b != flipped[i])));
     let mut bytes = compress(&flipped, 9);
-    let end = (0..bytes.len() as u64 * 8 - 47).rev().find(|&b| bits_at(&bytes, b, 48) == 0x1772_4538_5090).unwrap();
+    let end =
+        (0..bytes.len() as u64 * 8 - 47).rev().find(|&b| bits_at(&bytes, b, 48) == 0x1772_4538_5090).unwrap();
     set_bits(&mut bytes, 80, 32, u64::from(crc(&data)));
     set_bits(&mut bytes, 112, 1, 1);
     set_bits(&mut bytes, end + 48, 32, u64::from(crc(&data)));
@@ -192,7 +194,7 @@ struct Bits {
 impl Bits {
     fn put(&mut self, value: u64, n: u32) -> &mut Self {
         for i in (0..n).rev() {
-            if self.n % 8 == 0 {
+            if self.n.is_multiple_of(8) {
                 self.bytes.push(0);
             }
             if (value >> i) & 1 == 1 {
@@ -240,7 +242,8 @@ impl Block {
         let mut w = Bits::default();
         w.put(u64::from_be_bytes(*b"\0\0\0\0BZh1"), 32);
         w.put(0x3141_5926_5359, 48).put(u64::from(self.crc), 32).put(0, 1).put(self.orig_ptr, 24);
-        let ranges = (0..16).filter(|r| self.in_use.iter().any(|b| b / 16 == *r)).fold(0, |m, r| m | 0x8000 >> r);
+        let ranges =
+            (0..16).filter(|r| self.in_use.iter().any(|b| b / 16 == *r)).fold(0, |m, r| m | 0x8000 >> r);
         w.put(ranges, 16);
         for r in 0..16u8 {
             if ranges & (0x8000 >> r) != 0 {
@@ -281,7 +284,8 @@ fn refused(bytes: &[u8]) -> DecodeError {
     for workers in [1, 2] {
         let err = decompress(bytes, workers).expect_err("damaged input decoded");
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-        let found = err.get_ref().and_then(|e| e.downcast_ref::<DecodeError>()).expect("a DecodeError").clone();
+        let found =
+            err.get_ref().and_then(|e| e.downcast_ref::<DecodeError>()).expect("a DecodeError").clone();
         assert!(found.offset.is_some(), "{found}");
         if workers == 2 {
             return found;
@@ -307,10 +311,18 @@ fn damaged_tables_are_errors_naming_the_block() {
         ("no selectors", Block { selectors: vec![], ..Block::ab() }, "selectors"),
         ("code length 0", Block { lengths: vec![vec![0, 2, 2, 2], vec![2; 4]], ..Block::ab() }, "length"),
         ("code length 21", Block { lengths: vec![vec![2, 21, 2, 2], vec![2; 4]], ..Block::ab() }, "length"),
-        ("empty symbol map", Block { in_use: vec![], lengths: vec![vec![1, 2, 2]; 2], ..Block::ab() }, "symbol map"),
+        (
+            "empty symbol map",
+            Block { in_use: vec![], lengths: vec![vec![1, 2, 2]; 2], ..Block::ab() },
+            "symbol map",
+        ),
         ("start row past the end", Block { orig_ptr: 2, ..Block::ab() }, "start row"),
         ("no end of block", Block { symbols: vec![(0b10, 2); 50], ..Block::ab() }, "selector"),
-        ("a zero run past the block size", Block { symbols: vec![(0b01, 2); 40], ..Block::ab() }, "more than"),
+        (
+            "a zero run past the block size",
+            Block { symbols: vec![(0b01, 2); 40], ..Block::ab() },
+            "more than",
+        ),
         (
             "a code the tables lack",
             // Lengths 2, 2, 3, 3 leave the codes 111x unused.
