@@ -5,13 +5,13 @@
 //! | bits | field |
 //! |---|---|
 //! | 32 | CRC of the block's decoded bytes ([`crate::crc`]) |
-//! | 1 | randomised: bzip2 0.9 flipped bits of some blocks before sorting them (see [`Derandomise`]) |
+//! | 1 | randomised: bzip2 0.9 flipped bits of some blocks before sorting (see [`Derandomise`]) |
 //! | 24 | `origPtr`: the row of the sorted rotations that holds the original text |
-//! | 16 + 16·k | the symbol map: which of the 16 ranges of 16 byte values occur, then for each that does, which of its 16 |
+//! | 16 + 16·k | the symbol map: which ranges of 16 byte values occur, then which values of each |
 //! | 3 | the number of Huffman tables, 2 to 6 |
 //! | 15 | the number of selectors, one per group of 50 symbols |
-//! | ... | the selectors, each the table's place in a move-to-front list, in unary (`1`·j then `0`) |
-//! | ... | each table's code lengths: 5 bits for the first, then per symbol `1x` steps (`10` up, `11` down) ended by `0` |
+//! | ... | the selectors: each table's place in a move-to-front list, in unary (`1`·j `0`) |
+//! | ... | each table's code lengths: 5 bits, then per symbol steps `10` (up), `11` (down), `0` |
 //! | ... | the symbols, Huffman-coded, 50 a table, up to the end-of-block symbol |
 //!
 //! The symbols are the block's bytes after four stages, which decoding undoes in reverse:

@@ -12,7 +12,7 @@
 //! 1. A scanner thread reads the compressed input and looks for both magics at every bit
 //!    offset. The bits from one block magic to the next candidate make a *piece*.
 //! 2. Worker threads, one per core, decode each piece with the crate's own block decoder
-//!    ([`block`], safe Rust), which checks the block's CRC and that the block's coded data ends
+//!    (`src/block.rs`, safe Rust), which checks the block's CRC and that the block's coded data ends
 //!    exactly where the piece does.
 //! 3. The reading thread takes the decoded blocks in file order, folds their CRCs into the
 //!    stream CRC and compares it with the one stored after the end marker.
