@@ -2,7 +2,8 @@
 # Compressed input, timed as whole commands side by side with the decompressors users run:
 #  1. `cfghub info` of a Pin-style (pretty-printed) DCFG `.bz2` of about 28 MB compressed
 #     (232 MB of JSON) against `lbzip2 -d -c -n 2` and `bzip2 -dc` of the same file
-#     (target: cfghub at most 1.1x lbzip2's time), and `cfghub info` of the plain file;
+#     (target: cfghub at most 1.1x lbzip2's time), and `cfghub info` of the plain file; then
+#     bzip2-parallel's block decoder alone against lbzip2's, on one core;
 #  2. the same DCFG as `.gz` against `gzip -dc`;
 #  3. DCFG-trace decoding from a `.bz2` trace: `cfghub trace stats` with -j 1 and -j 2
 #     (the speed-up of decoding on two cores, with bzip2 decompressed on every core in both).
@@ -84,6 +85,13 @@ awk -v wc="$wc" -v wl="$wl" -v wb="$wb" -v cc="$cc" -v cp="$cp" -v cb="$cb" -v n
   printf "      cfghub needs %.2f s CPU (libbz2 alone: bzip2 -dc %.2f s; the parse: %.2f s), at best %.2f s on %d idle cores\n", cc, cb, cp, cc/n, n }'
 
 echo "      CPU seconds per thread: $(thread_split "$CFGHUB" info -q "$pretty.bz2")"
+
+# The block decoder alone (crates/bzip2-parallel, its `bzcat` example) against C lbzip2's, both
+# on one core: CPU seconds to decompress the file to /dev/null.
+cargo build --release --quiet -p bzip2-parallel --example bzcat
+read -r _ cd1 _ < <(measure taskset -c 0 target/release/examples/bzcat -n 1 "$pretty.bz2")
+read -r _ cl1 _ < <(measure taskset -c 0 lbzip2 -d -c -n 1 "$pretty.bz2")
+awk -v a="$cd1" -v b="$cl1" 'BEGIN{ printf "      block decoding on one core: bzip2-parallel %.2f s CPU, lbzip2 -n 1 %.2f s (target: at most lbzip2)\n", a, b }'
 
 read -r wg cg mg < <(measure "$CFGHUB" info -q "$pretty.gz")
 read -r wz cz mz < <(measure gzip -dc "$pretty.gz")

@@ -33,6 +33,22 @@ pub fn read_compressed(name: &str, data: &[u8]) {
     let _ = format.read(&mut input.reader(), &options(), &mut findings);
 }
 
+/// Decompresses `data` with cfghub's parallel bzip2 decoder on one and on two workers; where it
+/// decodes, libbz2 must decode it to the same bytes (the two workers as well).
+pub fn bzip2(data: &[u8]) {
+    use std::io::Read;
+    let decode = |workers| {
+        let raw = Box::new(std::io::Cursor::new(data.to_vec()));
+        let mut out = Vec::new();
+        bzip2_parallel::decoder(raw, workers).read_to_end(&mut out).map(|_| out)
+    };
+    let Ok(one) = decode(1) else { return };
+    let mut reference = Vec::new();
+    bzip2::read::MultiBzDecoder::new(data).read_to_end(&mut reference).expect("libbz2 refuses what we decode");
+    assert!(one == reference, "decoded differently from libbz2");
+    assert!(decode(2).ok() == Some(one), "two workers decode differently from one");
+}
+
 /// Decodes `data` as a DCFG-trace edge by edge, in order (what `cfghub trace edges` does),
 /// refusing traces that declare more than [`MAX_EDGES`] edges.
 pub fn trace_edges(data: &[u8]) {
