@@ -3,7 +3,7 @@
 //! file must be those of `perf script` of the same file read by cfghub's `perf script` reader,
 //! stack for stack, in the file layout, the pipe layout and zstd-compressed, and for a program
 //! that spends its time in the C library's aliased functions (perf's choice among symbols
-//! that share an address); the Callgrind
+//! that share an address) or in PLT stubs (perf's symbols for them); the Callgrind
 //! total must be the samples' periods added up; functions are named from the build ids perf
 //! recorded (the binary is gone, perf's build-id cache has it) with no `--symbols`; and
 //! `callgrind_annotate` shows the hot loop's source lines.
@@ -25,9 +25,15 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
         // Calls straight through the GOT: no samples in PLT stubs, which perf names by
         // entries of its own making (`memcpy@plt`).
         "hot-libc" => &["-fno-plt"],
+        // Calls through the PLT, to functions the compiler would otherwise inline.
+        "hot-plt" => &["-fno-builtin"],
         _ => &[],
     };
-    let argument = if program == "hot-libc" { "100000" } else { "30000000" };
+    let argument = match program {
+        "hot-libc" => "100000",
+        "hot-plt" => "60000000",
+        _ => "30000000",
+    };
     let cc = Command::new("gcc")
         .args(freestanding)
         .args(["-O1", "-g", "-gdwarf-4", "-fno-omit-frame-pointer", "-o"])
@@ -103,6 +109,18 @@ fn c_library_aliases_are_named_as_perf_names_them() {
     let (direct, via) = both_ways(dir.path(), &data);
     let user_write = |s: &String| s.split(';').any(|f| f.contains("write") && !f.contains("_[k]"));
     assert!(direct.iter().any(user_write), "{direct:#?}");
+    assert_eq!(direct, via);
+}
+
+/// A program whose samples fall in its PLT stubs: each named as perf names it, by the
+/// symbol perf made for the entry (`memcpy@plt`) or by `_init`, which perf stretched over the
+/// PLT, as perf's symbol tree decides.
+#[test]
+fn plt_entries_are_named_as_perf_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-plt", &[], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains("@plt")), "no sample in a PLT stub: {via:#?}");
     assert_eq!(direct, via);
 }
 

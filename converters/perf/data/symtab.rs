@@ -14,8 +14,10 @@
 //!   leading underscores, the longer name, else the first; the names compared as perf
 //!   compares them, demangled.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 
+use super::symbol_tree::{self, PltEntry, SymbolTree};
 use crate::symbolize::elf::{ElfFile, TableSymbol};
 
 const STB_GLOBAL: u8 = 1;
@@ -28,21 +30,38 @@ pub struct Function {
     pub end: u64,
     /// The raw (mangled) name; [`demangle`] makes it the name perf prints.
     pub raw: &'static str,
+    /// A PLT entry perf made a symbol of, named after `raw` with `@plt` added.
+    pub plt: bool,
 }
 
-/// The functions of one image, sorted by start, one per start.
-pub struct Table {
+/// The functions of one image, sorted by start, one per start; and the PLT entries perf
+/// makes symbols of, which overlap a function (see [`symbol_tree`]).
+pub struct Table<'a> {
     functions: Vec<Function>,
+    plt: Vec<Function>,
+    /// The file whose symbols perf loads, to rebuild perf's tree of them when an address
+    /// falls in the PLT.
+    symbols_file: Option<&'a ElfFile>,
+    tree: OnceCell<SymbolTree>,
 }
 
-impl Table {
-    /// The table of a file's symbols.
-    pub fn of(file: &ElfFile) -> Table {
-        Table::new(file.table_symbols())
+impl<'a> Table<'a> {
+    /// The table of a file's symbols, with the PLT entries of `runtime` (the file with the
+    /// image's `.dynsym`, `.rela.plt` and `.plt`: the binary, not a separate debug file).
+    pub fn of(file: &'a ElfFile, runtime: Option<&ElfFile>) -> Table<'a> {
+        let mut table = Table::new(file.table_symbols());
+        table.plt = runtime
+            .map(symbol_tree::plt_entries)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|PltEntry { start, end, raw }| Function { start, end, raw, plt: true })
+            .collect();
+        table.symbols_file = Some(file);
+        table
     }
 
     /// The table of `symbols` (in the ELF table's order).
-    pub fn new(symbols: Vec<TableSymbol>) -> Table {
+    pub fn new(symbols: Vec<TableSymbol>) -> Table<'a> {
         let mut symbols: Vec<(TableSymbol, u64)> =
             symbols.into_iter().map(|s| (s, s.address.saturating_add(s.size))).collect();
         // Stable: aliases stay in table order, the order perf's tree keeps them in.
@@ -61,7 +80,7 @@ impl Table {
         }
         let mut functions: Vec<(Function, TableSymbol)> = Vec::with_capacity(symbols.len());
         for (s, end) in symbols {
-            let f = Function { start: s.address, end, raw: s.name };
+            let f = Function { start: s.address, end, raw: s.name, plt: false };
             match functions.last_mut() {
                 Some(kept) if kept.0.start == f.start => {
                     if choose(&kept.0, &kept.1, &f, &s) == Ordering::Greater {
@@ -71,18 +90,49 @@ impl Table {
                 _ => functions.push((f, s)),
             }
         }
-        Table { functions: functions.into_iter().map(|(f, _)| f).collect() }
+        Table {
+            functions: functions.into_iter().map(|(f, _)| f).collect(),
+            plt: Vec::new(),
+            symbols_file: None,
+            tree: OnceCell::new(),
+        }
     }
 
     /// The index of the function covering a stated address: the last to start at or before
-    /// it, if it ends after it.
+    /// it, if it ends after it; in the PLT, the entry or the function perf's tree meets
+    /// first.
     pub fn find(&self, address: u64) -> Option<usize> {
-        let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1)?;
-        (address < self.functions[i].end).then_some(i)
+        let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1);
+        let covering = i.filter(|&i| address < self.functions[i].end);
+        let in_entry = |k: usize| self.plt.get(k).is_some_and(|e| address < e.end);
+        let entry = self.plt.partition_point(|e| e.start <= address).checked_sub(1).filter(|&k| in_entry(k));
+        if entry.is_some() || self.overlaps_plt(covering) {
+            let tree = self.tree.get_or_init(|| {
+                let file = self.symbols_file.expect("PLT entries come with their file");
+                let passes = [false, true].map(|dynamic| symbol_tree::loaded_symbols(file, dynamic));
+                let entries: Vec<PltEntry> =
+                    self.plt.iter().map(|f| PltEntry { start: f.start, end: f.end, raw: f.raw }).collect();
+                SymbolTree::build(passes, &entries)
+            });
+            // perf's walk may meet the entry, the function, or (past the entries) neither.
+            let found = tree.find(address)?;
+            if let (true, Some(k)) = (found.plt, entry) {
+                return Some(self.functions.len() + k);
+            }
+        }
+        covering
+    }
+
+    /// Whether the function covering an address (`index`) also covers PLT entries: then
+    /// perf's tree, not the address order, decides what the address is named by.
+    fn overlaps_plt(&self, index: Option<usize>) -> bool {
+        let Some(f) = index.map(|i| &self.functions[i]) else { return false };
+        let k = self.plt.partition_point(|e| e.start < f.start);
+        self.plt.get(k).is_some_and(|e| e.start < f.end)
     }
 
     pub fn get(&self, index: usize) -> &Function {
-        &self.functions[index]
+        self.functions.get(index).unwrap_or_else(|| &self.plt[index - self.functions.len()])
     }
 }
 
