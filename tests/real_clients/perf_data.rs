@@ -18,7 +18,8 @@ use crate::common::{self, run, stderr};
 fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<PathBuf> {
     common::require("perf");
     common::require("gcc");
-    let source = common::fixture(&format!("perf-data/{program}.c"));
+    let cpp = program == "hot-cpp";
+    let source = common::fixture(&format!("perf-data/{program}.{}", if cpp { "cc" } else { "c" }));
     let binary = dir.join("hot");
     let freestanding: &[&str] = match program {
         "hot-nolibc" => &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"],
@@ -32,9 +33,10 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
     let argument = match program {
         "hot-libc" => "100000",
         "hot-plt" => "60000000",
+        "hot-cpp" => "3000000",
         _ => "30000000",
     };
-    let cc = Command::new("gcc")
+    let cc = Command::new(if cpp { "g++" } else { "gcc" })
         .args(freestanding)
         .args(["-O1", "-g", "-gdwarf-4", "-fno-omit-frame-pointer", "-o"])
         .arg(&binary)
@@ -121,6 +123,18 @@ fn plt_entries_are_named_as_perf_names_them() {
     let Some(data) = record(dir.path(), "hot-plt", &[], "perf.data") else { return };
     let (direct, via) = both_ways(dir.path(), &data);
     assert!(via.iter().any(|s| s.contains("@plt")), "no sample in a PLT stub: {via:#?}");
+    assert_eq!(direct, via);
+}
+
+/// C++ names libiberty (perf's demangler) and cpp_demangle write differently: a function's
+/// address and a function type among template arguments, a reference to a function type.
+#[test]
+fn cpp_names_are_written_as_perf_writes_them() {
+    common::require("g++");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-cpp", &[], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains(";via<&(inc(long&)), int (*)(double)>")), "{via:#?}");
     assert_eq!(direct, via);
 }
 

@@ -185,16 +185,157 @@ pub fn demangle(raw: &str) -> String {
             }
         }
     }
+    if let Some((kind, encoding)) = thunk(raw) {
+        // `{virtual override thunk(...)}` in cpp_demangle's words; libiberty's, as perf prints
+        // them, name the target after what it is.
+        return format!("{kind}{}", demangle(&format!("_Z{encoding}")));
+    }
     if raw.starts_with("_Z") {
         let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
         if let Some(d) = cpp_demangle::Symbol::new(raw).ok().and_then(|s| s.demangle(&options).ok()) {
             // A local entity's method keeps its qualifier; libiberty prints none without
             // parameters.
             let d = d.replace(", >", ">");
-            return integer_literals(d.trim_end_matches(" const"));
+            return function_addresses(&function_types(&integer_literals(d.trim_end_matches(" const"))));
         }
     }
     crate::symbolize::demangle(raw)
+}
+
+/// A thunk's name (`_ZTh`, `_ZTv`, `_ZTc` and their call offsets): what libiberty calls it,
+/// and the encoding of the function it leads to (without its `_Z`).
+fn thunk(raw: &str) -> Option<(&'static str, &str)> {
+    // `[n]<digits>_`
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        s[digits..].strip_prefix('_')
+    }
+    // `h <offset> _` or `v <offset> _ <virtual offset> _`
+    fn call_offset(s: &str) -> Option<&str> {
+        match s.strip_prefix('h') {
+            Some(rest) => number(rest),
+            None => number(number(s.strip_prefix('v')?)?),
+        }
+    }
+    let rest = raw.strip_prefix("_ZT")?;
+    let (kind, encoding) = match rest.as_bytes().first()? {
+        b'h' => ("non-virtual thunk to ", call_offset(rest)?),
+        b'v' => ("virtual thunk to ", call_offset(rest)?),
+        b'c' => ("covariant return thunk to ", call_offset(call_offset(&rest[1..])?)?),
+        _ => return None,
+    };
+    (!encoding.is_empty()).then_some((kind, encoding))
+}
+
+/// A function type among template arguments as libiberty writes it, with a space before its
+/// parameters (`function_ref<InstructionCost (unsigned int)>`, where cpp_demangle writes
+/// `InstructionCost(unsigned int)`): a `(` after a name, inside `<>`, whose `)` ends the
+/// argument. Not a function's address (`&f(int)`, which libiberty writes otherwise), a local
+/// entity's function (`f(int)::$_0`) or a lambda's parameters.
+fn function_types(name: &str) -> String {
+    if !name.contains('<') {
+        return name.to_string();
+    }
+    let b = name.as_bytes();
+    let mut out = String::with_capacity(name.len() + 8);
+    // Where the template argument being read starts, per open `<`.
+    let mut argument_starts: Vec<usize> = Vec::new();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => argument_starts.push(i + 1),
+            '>' => {
+                argument_starts.pop();
+            }
+            ',' => {
+                if let Some(start) = argument_starts.last_mut() {
+                    *start = i + 1;
+                }
+            }
+            '(' if i > 0
+                && (b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'>' | b'*' | b'&')) =>
+            {
+                if let Some(&start) = argument_starts.last() {
+                    let address = name[start..i].trim_start().starts_with('&');
+                    if !address && !name[..i].ends_with("lambda") && ends_an_argument(b, i) {
+                        out.push(' ');
+                    }
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A function's address among template arguments as libiberty writes it: `&(f(long&))`
+/// (cpp_demangle writes `&f(long&)`).
+fn function_addresses(name: &str) -> String {
+    if !name.contains("<&") && !name.contains(", &") {
+        return name.to_string();
+    }
+    let b = name.as_bytes();
+    let mut out = String::with_capacity(name.len() + 8);
+    let (mut copied, mut depth) = (0, 0);
+    for i in 0..b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b'&' if depth > 0 && i >= copied && (b[i - 1] == b'<' || b[..i].ends_with(b", ")) => {
+                let end = argument_end(b, i + 1);
+                let argument = &name[i + 1..end];
+                let Some(open) = argument.find('(') else { continue };
+                let callee = &argument[..open];
+                if callee.is_empty() || callee.contains(['<', ' ', '(']) {
+                    continue;
+                }
+                out.push_str(&name[copied..=i]);
+                out.push('(');
+                out.push_str(argument);
+                out.push(')');
+                copied = end;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&name[copied..]);
+    out
+}
+
+/// Where the template argument starting at `from` ends: the `,` or `>` outside brackets.
+fn argument_end(b: &[u8], from: usize) -> usize {
+    let mut level = 0;
+    for (j, &d) in b.iter().enumerate().skip(from) {
+        match d {
+            b'<' | b'(' => level += 1,
+            b'>' | b')' if level > 0 => level -= 1,
+            b'>' | b',' => return j,
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+/// Whether the parenthesis opened at `open` closes right before a `>` or `,`.
+fn ends_an_argument(b: &[u8], open: usize) -> bool {
+    let mut level = 0;
+    for (j, &d) in b.iter().enumerate().skip(open) {
+        match d {
+            b'(' => level += 1,
+            b')' => {
+                level -= 1;
+                if level == 0 {
+                    return matches!(b.get(j + 1), Some(b'>' | b','));
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Template arguments that are integers of the types libiberty writes with a suffix
@@ -293,6 +434,32 @@ mod tests {
         assert_eq!(demangle("_ZN4llvm1AImLm4096EE3fooEv"), "llvm::A<unsigned long, 4096ul>::foo");
         assert_eq!(demangle("_ZN4llvm1AIlLln5EE3fooEv"), "llvm::A<long, -5l>::foo");
         assert_eq!(demangle("_ZN4llvm1AIcLc65EE3fooEv"), "llvm::A<char, (char)65>::foo");
+        // As `perf script` printed them (parameters of thunks are left out by the folding
+        // both routes share).
+        assert_eq!(demangle("_ZThn272_N4llvm5VPPhiD0Ev"), "non-virtual thunk to llvm::VPPhi::~VPPhi");
+        assert_eq!(
+            demangle("_ZThn752_N4llvm8RAGreedy19LRE_CanEraseVirtRegENS_8RegisterE"),
+            "non-virtual thunk to llvm::RAGreedy::LRE_CanEraseVirtReg"
+        );
+        assert_eq!(demangle("_ZTv0_n24_N4llvm1AD1Ev"), "virtual thunk to llvm::A::~A");
+        assert_eq!(demangle("_ZTch0_h16_N1A1fEv"), "covariant return thunk to A::f");
+        assert_eq!(
+            demangle("_ZN4llvm12function_refIFNS_15InstructionCostEjEE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_16EES1_lj"),
+            "llvm::function_ref<llvm::InstructionCost (unsigned int)>::callback_fn<llvm::slpvectorizer::BoUpSLP::\
+             getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
+             llvm::SmallPtrSetImpl<llvm::Value*>&)::$_16>"
+        );
+        assert_eq!(
+            demangle("_ZN4llvm12function_refIFNS_15InstructionCostES1_EE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_19EES1_lS1_"),
+            "llvm::function_ref<llvm::InstructionCost (llvm::InstructionCost)>::callback_fn<llvm::slpvectorizer::\
+             BoUpSLP::getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
+             llvm::SmallPtrSetImpl<llvm::Value*>&)::$_19>"
+        );
+        // A function's address and a function type among template arguments, references in
+        // them (the program: fixtures/perf-data/hot-cpp.cc).
+        assert_eq!(demangle("_Z3viaIXadL_Z3incRlEEPFidEElS0_"), "via<&(inc(long&)), int (*)(double)>");
+        assert_eq!(demangle("_ZN3RefIRFlicEE4callIRlEElRT_l"), "Ref<long (&)(int, char)>::call<long&>");
+        assert_eq!(demangle("_ZN1SIXadL_Z1fvEEE1gEv"), "S<&(f())>::g");
         assert_eq!(
             demangle("_ZZ41LLVMRustContextConfigureDiagnosticHandlerENK21RustDiagnosticHandler18isAnyRemarkEnabledEv"),
             "LLVMRustContextConfigureDiagnosticHandler::RustDiagnosticHandler::isAnyRemarkEnabled"
