@@ -138,6 +138,71 @@ fn cpp_names_are_written_as_perf_writes_them() {
     assert_eq!(direct, via);
 }
 
+/// Breaks a library's `.dynsym` as BOLT leaves it: the last defined function's section index
+/// made to point past the last section.
+fn break_dynamic_symbols(library: &Path) {
+    use object::read::elf::{FileHeader, SectionHeader, Sym};
+    let mut bytes = std::fs::read(library).unwrap();
+    let elf = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+    let endian = elf.endian().unwrap();
+    let sections = elf.sections(endian, &*bytes).unwrap();
+    let (_, dynsym) = sections.section_by_name(endian, b".dynsym").unwrap();
+    let symbols = sections.symbols(endian, &*bytes, object::elf::SHT_DYNSYM).unwrap();
+    let last = (0..symbols.len())
+        .rev()
+        .find(|&i| {
+            let sym = symbols.symbol(object::SymbolIndex(i)).unwrap();
+            sym.st_type() == object::elf::STT_FUNC && sym.st_shndx(endian) != object::elf::SHN_UNDEF
+        })
+        .unwrap();
+    let at = dynsym.sh_offset(endian) as usize + last * 24 + 6;
+    let past = u16::try_from(sections.len() + 4).unwrap();
+    bytes[at..at + 2].copy_from_slice(&past.to_le_bytes());
+    std::fs::write(library, bytes).unwrap();
+}
+
+/// A library whose `.dynsym` perf gives up reading part way: the aliases of one function it
+/// read stay in its symbol tree unsorted, and an address is named by the first its walk meets
+/// (here not the alias `choose_best_symbol` prefers).
+#[test]
+fn aliases_of_a_table_perf_gives_up_on_are_named_as_perf_names_them() {
+    common::require("perf");
+    common::require("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixture("perf-data/hot-aliases.c");
+    let library = dir.path().join("libaliases.so");
+    let gcc = |args: &[&str], out: &Path| {
+        let o = Command::new("gcc").args(args).arg("-o").arg(out).arg(&source).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    gcc(&["-O1", "-DLIBRARY", "-shared", "-fPIC"], &library);
+    break_dynamic_symbols(&library);
+    let program = dir.path().join("hot");
+    let link = format!("-Wl,-rpath,{}", dir.path().display());
+    let libdir = format!("-L{}", dir.path().display());
+    let o = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .args([libdir.as_str(), "-laliases", link.as_str()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = dir.path().join("perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        let mut perf = Command::new("perf");
+        perf.args(["record", "-g", "-e", event, "-o"]).arg(&data).arg(&program).arg("100000000");
+        perf.output().unwrap().status.success()
+    });
+    if !recorded {
+        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here");
+        return;
+    }
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains(";qa")), "{via:#?}");
+    assert_eq!(direct, via);
+}
+
 /// The periods of the samples, from `perf script -F period`.
 fn periods(data: &Path) -> Vec<u64> {
     let o = Command::new("perf").args(["script", "-F", "period", "-i"]).arg(data).output().unwrap();

@@ -17,6 +17,13 @@
 //!    header, named `<demangled name>@plt`, sized as the architecture's entries are (on x86
 //!    the section's `sh_entsize`, the header one entry).
 //!
+//! A symbol of a kept kind whose section index names no section (a table a tool rewrote:
+//! BOLT leaves `.dynsym` entries pointing past the last section) makes perf abandon the load
+//! there: the symbols of that table inserted so far stay, neither stretched nor cleared of
+//! aliases, later tables are not read, and no PLT symbols are made. Every address of such an
+//! image is then named by the walk down the tree, where an alias of the table abandoned and
+//! the one kept before may both cover it.
+//!
 //! Step 3 comes after the stretching, so `_init` (in `.init`, right before `.plt`, without a
 //! size) already covers the whole PLT when the entries arrive. A lookup walks the tree from
 //! its root and stops at the first node covering the address: `_init` when it lies on the way
@@ -112,23 +119,44 @@ fn plt_of<Elf: FileHeader<Endian = object::Endianness>>(
     entries
 }
 
-/// The symbols perf loads from one table of a file (`dynamic`: `.dynsym`, else `.symtab`),
-/// in table order; none when the file has no such table (a debug file's `.dynsym` is none).
-pub fn loaded_symbols(file: &MappedElf, dynamic: bool) -> Vec<Loaded> {
+/// The symbols perf loads from one table of a file.
+#[derive(Debug, Default)]
+pub struct Pass {
+    /// In table order.
+    pub symbols: Vec<Loaded>,
+    /// perf gave up on the table at a symbol whose section does not exist: the symbols before
+    /// it stay, unfixed, and the load ends there.
+    pub abandoned: bool,
+}
+
+/// The symbols perf loads from one table of a file (`dynamic`: `.dynsym`, else `.symtab`);
+/// none when the file has no such table (a debug file's `.dynsym` is none).
+pub fn loaded_symbols(file: &MappedElf, dynamic: bool) -> Pass {
     match &file.object {
-        object::File::Elf32(f) => loaded_of(f, dynamic),
-        object::File::Elf64(f) => loaded_of(f, dynamic),
-        _ => Vec::new(),
+        object::File::Elf32(f) => loaded_of(f, dynamic, false),
+        object::File::Elf64(f) => loaded_of(f, dynamic, false),
+        _ => Pass::default(),
     }
+}
+
+/// Whether perf gives up on one of the file's tables (see [`Pass::abandoned`]): a quick scan
+/// that keeps no symbol.
+pub fn load_is_abandoned(file: &MappedElf) -> bool {
+    [false, true].into_iter().any(|dynamic| match &file.object {
+        object::File::Elf32(f) => loaded_of(f, dynamic, true).abandoned,
+        object::File::Elf64(f) => loaded_of(f, dynamic, true).abandoned,
+        _ => false,
+    })
 }
 
 fn loaded_of<Elf: FileHeader<Endian = object::Endianness>>(
     f: &ElfFile<'static, Elf, &'static [u8]>,
     dynamic: bool,
-) -> Vec<Loaded> {
+    scan_only: bool,
+) -> Pass {
     let (endian, data, sections) = (f.endian(), f.data(), f.elf_section_table());
     let kind = if dynamic { elf::SHT_DYNSYM } else { elf::SHT_SYMTAB };
-    let Ok(table) = sections.symbols(endian, data, kind) else { return Vec::new() };
+    let Ok(table) = sections.symbols(endian, data, kind) else { return Pass::default() };
     let arm = matches!(f.elf_header().e_machine(endian), elf::EM_ARM | elf::EM_AARCH64);
     let mut out = Vec::new();
     for sym in table.iter() {
@@ -147,7 +175,14 @@ fn loaded_of<Elf: FileHeader<Endian = object::Endianness>>(
         if arm && is_arm_mapping_symbol(name) {
             continue;
         }
-        let Ok(section) = sections.section(object::SectionIndex(shndx.0 as usize)) else { continue };
+        // perf looks the section up before anything else about it, and gives up when there is
+        // none (an index past the last section, or a reserved one other than `SHN_ABS`).
+        let Ok(section) = sections.section(object::SectionIndex(shndx.0 as usize)) else {
+            return Pass { symbols: out, abandoned: true };
+        };
+        if scan_only {
+            continue;
+        }
         if section.sh_flags(endian).0 & elf::SHF_ALLOC.0 == 0 {
             continue;
         }
@@ -168,7 +203,7 @@ fn loaded_of<Elf: FileHeader<Endian = object::Endianness>>(
             plt: false,
         });
     }
-    out
+    Pass { symbols: out, abandoned: false }
 }
 
 /// ARM's `$a`, `$d`, `$t`, `$x` (and `$x.n`): marks of where code or data starts, not
@@ -188,17 +223,21 @@ pub struct SymbolTree {
 impl SymbolTree {
     /// The tree of `passes` (the `.symtab` symbols, then the `.dynsym` ones), each stretched
     /// and cleared of aliases, then the PLT entries, added when any symbol was.
-    pub fn build(passes: [Vec<Loaded>; 2], plt: &[PltEntry]) -> SymbolTree {
+    pub fn build(passes: [Pass; 2], plt: &[PltEntry]) -> SymbolTree {
         let mut t = SymbolTree { tree: RbTree::new(), symbols: Vec::new() };
         // The live nodes, in order (by start, equal starts in insertion order).
         let mut live: Vec<u32> = Vec::new();
         for pass in passes {
-            if pass.is_empty() {
-                continue;
-            }
-            for s in pass {
+            for s in pass.symbols.iter().copied() {
                 live.push(t.tree.insert(s.start));
                 t.symbols.push(s);
+            }
+            if pass.abandoned {
+                // No fixing up, no further table, no PLT symbols.
+                return t;
+            }
+            if pass.symbols.is_empty() {
+                continue;
             }
             live.sort_by_key(|&n| (t.symbols[n as usize].start, n));
             t.stretch(&live);
@@ -255,6 +294,11 @@ impl SymbolTree {
     /// `symbols__find`: the first node on the way down from the root that covers `address`
     /// (a symbol without a size covers its start).
     pub fn find(&self, address: u64) -> Option<&Loaded> {
+        self.find_node(address).map(|n| &self.symbols[n as usize])
+    }
+
+    /// The number of the node [`SymbolTree::find`] finds.
+    pub fn find_node(&self, address: u64) -> Option<u32> {
         let mut at = self.tree.root();
         while let Some(n) = at {
             let s = &self.symbols[n as usize];
@@ -263,10 +307,15 @@ impl SymbolTree {
             } else if address > s.end || (address == s.end && address != s.start) {
                 at = self.tree.right(n);
             } else {
-                return Some(s);
+                return Some(n);
             }
         }
         None
+    }
+
+    /// A node's symbol.
+    pub fn node(&self, node: usize) -> &Loaded {
+        &self.symbols[node]
     }
 }
 
@@ -316,8 +365,10 @@ mod tests {
     /// `_init` (the entry hangs below it); a second entry rotates the first above `_init`.
     #[test]
     fn a_plt_entry_is_named_by_the_node_met_first() {
-        let symbols =
-            || [vec![sym(0x1000, 0, "_init"), sym(0x1080, 34, "_start"), sym(0x1100, 50, "main")], vec![]];
+        let symbols = || {
+            let symbols = vec![sym(0x1000, 0, "_init"), sym(0x1080, 34, "_start"), sym(0x1100, 50, "main")];
+            [Pass { symbols, abandoned: false }, Pass::default()]
+        };
         let t = SymbolTree::build(symbols(), &plt(1));
         assert_eq!(t.tree.key(t.tree.root().unwrap()), 0x1080);
         assert_eq!(name(&t, 0x1035), Some("_init".into()));
@@ -342,17 +393,41 @@ mod tests {
         };
         let t = SymbolTree::build(
             [
-                vec![
-                    sym(0x100, 0, "alias_a"),
-                    sym(0x100, 0, "alias_b"),
-                    weak(sym(0x200, 8, "w")),
-                    sym(0x200, 8, "g"),
-                ],
-                vec![sym(0x200, 8, "g")],
+                Pass {
+                    symbols: vec![
+                        sym(0x100, 0, "alias_a"),
+                        sym(0x100, 0, "alias_b"),
+                        weak(sym(0x200, 8, "w")),
+                        sym(0x200, 8, "g"),
+                    ],
+                    abandoned: false,
+                },
+                Pass { symbols: vec![sym(0x200, 8, "g")], abandoned: false },
             ],
             &[],
         );
         assert_eq!(name(&t, 0x150), Some("alias_b".into()));
         assert_eq!(name(&t, 0x204), Some("g".into()));
+    }
+
+    /// A table perf gave up on: its symbols stay as they are, aliases and all, and the walk
+    /// meets whichever is higher; no PLT symbols are made.
+    #[test]
+    fn an_abandoned_table_leaves_its_aliases() {
+        let first =
+            Pass { symbols: vec![sym(0x100, 8, "usize_fmt"), sym(0x100, 8, "isize_fmt")], abandoned: false };
+        let second = Pass {
+            symbols: vec![sym(0x100, 8, "isize_fmt"), sym(0x100, 8, "usize_fmt"), sym(0x200, 0, "no_size")],
+            abandoned: true,
+        };
+        let t = SymbolTree::build([first, second], &plt(1));
+        // usize_fmt, kept of the first table (its first), stays; the second table's copies
+        // hang to its right, and inserting them rotates isize_fmt to the root: the walk meets
+        // it first.
+        assert_eq!(name(&t, 0x104), Some("isize_fmt".into()));
+        // Not stretched: only its own address.
+        assert_eq!(name(&t, 0x200), Some("no_size".into()));
+        assert_eq!(name(&t, 0x201), None);
+        assert_eq!(name(&t, 0x1035), None);
     }
 }

@@ -43,6 +43,9 @@ pub struct Table<'a> {
     /// falls in the PLT.
     symbols_file: Option<&'a ElfFile>,
     tree: OnceCell<SymbolTree>,
+    /// Whether perf gives up loading the file's symbols part way (see [`symbol_tree`]): then
+    /// every address is named by perf's tree.
+    abandoned: OnceCell<bool>,
 }
 
 impl<'a> Table<'a> {
@@ -95,32 +98,44 @@ impl<'a> Table<'a> {
             plt: Vec::new(),
             symbols_file: None,
             tree: OnceCell::new(),
+            abandoned: OnceCell::new(),
         }
     }
 
     /// The index of the function covering a stated address: the last to start at or before
     /// it, if it ends after it; in the PLT, the entry or the function perf's tree meets
-    /// first.
+    /// first; in a file whose load perf abandons, the symbol perf's tree meets first.
     pub fn find(&self, address: u64) -> Option<usize> {
+        let abandoned =
+            *self.abandoned.get_or_init(|| self.symbols_file.is_some_and(symbol_tree::load_is_abandoned));
+        if abandoned {
+            let tree = self.tree();
+            let node = tree.find_node(address)?;
+            return Some(self.functions.len() + self.plt.len() + node as usize);
+        }
         let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1);
         let covering = i.filter(|&i| address < self.functions[i].end);
         let in_entry = |k: usize| self.plt.get(k).is_some_and(|e| address < e.end);
         let entry = self.plt.partition_point(|e| e.start <= address).checked_sub(1).filter(|&k| in_entry(k));
         if entry.is_some() || self.overlaps_plt(covering) {
-            let tree = self.tree.get_or_init(|| {
-                let file = self.symbols_file.expect("PLT entries come with their file");
-                let passes = [false, true].map(|dynamic| symbol_tree::loaded_symbols(file, dynamic));
-                let entries: Vec<PltEntry> =
-                    self.plt.iter().map(|f| PltEntry { start: f.start, end: f.end, raw: f.raw }).collect();
-                SymbolTree::build(passes, &entries)
-            });
             // perf's walk may meet the entry, the function, or (past the entries) neither.
-            let found = tree.find(address)?;
+            let found = self.tree().find(address)?;
             if let (true, Some(k)) = (found.plt, entry) {
                 return Some(self.functions.len() + k);
             }
         }
         covering
+    }
+
+    /// perf's tree of the file's symbols, built on first use.
+    fn tree(&self) -> &SymbolTree {
+        self.tree.get_or_init(|| {
+            let Some(file) = self.symbols_file else { return SymbolTree::build(Default::default(), &[]) };
+            let passes = [false, true].map(|dynamic| symbol_tree::loaded_symbols(file, dynamic));
+            let entries: Vec<PltEntry> =
+                self.plt.iter().map(|f| PltEntry { start: f.start, end: f.end, raw: f.raw }).collect();
+            SymbolTree::build(passes, &entries)
+        })
     }
 
     /// Whether the function covering an address (`index`) also covers PLT entries: then
@@ -131,8 +146,12 @@ impl<'a> Table<'a> {
         self.plt.get(k).is_some_and(|e| e.start < f.end)
     }
 
-    pub fn get(&self, index: usize) -> &Function {
-        self.functions.get(index).unwrap_or_else(|| &self.plt[index - self.functions.len()])
+    pub fn get(&self, index: usize) -> Function {
+        if let Some(f) = self.functions.get(index).or_else(|| self.plt.get(index - self.functions.len())) {
+            return *f;
+        }
+        let node = self.tree().node(index - self.functions.len() - self.plt.len());
+        Function { start: node.start, end: node.end, raw: node.raw, plt: node.plt }
     }
 }
 
