@@ -169,10 +169,8 @@ fn loaded_of<Elf: FileHeader<Endian = object::Endianness>>(
         if !label && !matches!(kind, elf::STT_FUNC | elf::STT_GNU_IFUNC | elf::STT_OBJECT) {
             continue;
         }
-        let Some(name) = table.symbol_name(endian, sym).ok().and_then(|n| std::str::from_utf8(n).ok()) else {
-            continue;
-        };
-        if arm && is_arm_mapping_symbol(name) {
+        let name = || table.symbol_name(endian, sym).ok().and_then(|n| std::str::from_utf8(n).ok());
+        if arm && name().is_some_and(is_arm_mapping_symbol) {
             continue;
         }
         // perf looks the section up before anything else about it, and gives up when there is
@@ -193,6 +191,7 @@ fn loaded_of<Elf: FileHeader<Endian = object::Endianness>>(
                 continue;
             }
         }
+        let Some(name) = name() else { continue };
         let start: u64 = sym.st_value(endian).into();
         let size: u64 = sym.st_size(endian).into();
         out.push(Loaded {
@@ -274,18 +273,25 @@ impl SymbolTree {
     /// nodes left, in order.
     fn erase_aliases(&mut self, live: &[u32]) -> Vec<u32> {
         let mut kept: Vec<u32> = Vec::with_capacity(live.len());
+        // The kept alias's name key, demangled once (when needed) however many aliases it meets.
+        let mut kept_key: Option<NameKey> = None;
         for &n in live {
             match kept.last_mut() {
                 Some(k) if self.symbols[*k as usize].start == self.symbols[n as usize].start => {
                     let (a, b) = (self.symbols[*k as usize], self.symbols[n as usize]);
-                    if prefers_second(&a, &b) {
+                    let (second, b_key) = prefers_second(&a, &mut kept_key, &b);
+                    if second {
+                        kept_key = b_key;
                         self.tree.erase(*k);
                         *k = n;
                     } else {
                         self.tree.erase(n);
                     }
                 }
-                _ => kept.push(n),
+                _ => {
+                    kept.push(n);
+                    kept_key = None;
+                }
             }
         }
         kept
@@ -319,26 +325,47 @@ impl SymbolTree {
     }
 }
 
+/// What `choose_best_symbol` asks of a name (demangled, as perf stores names): its leading
+/// underscores, its length, whether it is a kernel `SyS` alias.
+#[derive(Clone, Copy, Debug)]
+struct NameKey {
+    leading: usize,
+    len: usize,
+    sys: bool,
+}
+
+impl NameKey {
+    fn of(s: &Loaded) -> NameKey {
+        let name = demangle(s.raw);
+        NameKey {
+            leading: name.len() - name.trim_start_matches('_').len(),
+            len: name.len(),
+            sys: name.starts_with("SyS") || name.starts_with("compat_SyS"),
+        }
+    }
+}
+
 /// perf 6.1's `choose_best_symbol` between two symbols of one start, `a` before `b` in the
-/// tree: whether `b` is kept. A symbol with a size, then a non-weak one, then a global one,
-/// then the one with fewer leading underscores, then the longer name (demangled, as perf
-/// stores names), else `a` (unless `a` is a kernel `SyS` alias).
-fn prefers_second(a: &Loaded, b: &Loaded) -> bool {
+/// tree: whether `b` is kept (and `b`'s name key, when it was needed). A symbol with a size,
+/// then a non-weak one, then a global one, then the one with fewer leading underscores, then
+/// the longer name, else `a` (unless `a` is a kernel `SyS` alias).
+fn prefers_second(a: &Loaded, a_key: &mut Option<NameKey>, b: &Loaded) -> (bool, Option<NameKey>) {
     const STB_GLOBAL: u8 = 1;
     const STB_WEAK: u8 = 2;
     let keys = |s: &Loaded| [s.end > s.start, s.binding != STB_WEAK, s.binding == STB_GLOBAL];
     match keys(a).cmp(&keys(b)) {
-        Ordering::Less => return true,
-        Ordering::Greater => return false,
+        Ordering::Less => return (true, None),
+        Ordering::Greater => return (false, None),
         Ordering::Equal => {}
     }
-    let (a_name, b_name) = (demangle(a.raw), demangle(b.raw));
-    let leading = |n: &str| n.len() - n.trim_start_matches('_').len();
-    match leading(&b_name).cmp(&leading(&a_name)).then(a_name.len().cmp(&b_name.len())) {
+    let a_key = *a_key.get_or_insert_with(|| NameKey::of(a));
+    let b_key = NameKey::of(b);
+    let second = match b_key.leading.cmp(&a_key.leading).then(a_key.len.cmp(&b_key.len)) {
         Ordering::Less => true,
         Ordering::Greater => false,
-        Ordering::Equal => a_name.starts_with("SyS") || a_name.starts_with("compat_SyS"),
-    }
+        Ordering::Equal => a_key.sys,
+    };
+    (second, Some(b_key))
 }
 
 #[cfg(test)]
