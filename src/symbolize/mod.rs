@@ -223,6 +223,11 @@ impl Symbolizer {
         self.files.get(self.symbol_file?)
     }
 
+    /// The binary itself (the image's file or its copy in a build-id cache), when found.
+    pub fn binary_file(&self) -> Option<&ElfFile> {
+        self.found.binary.as_ref().and_then(|_| self.files.first())
+    }
+
     /// Number of function symbols.
     pub fn symbol_count(&self) -> usize {
         self.symbols.len()

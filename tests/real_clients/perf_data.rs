@@ -3,7 +3,7 @@
 //! file must be those of `perf script` of the same file read by cfghub's `perf script` reader,
 //! stack for stack, in the file layout, the pipe layout and zstd-compressed, and for a program
 //! that spends its time in the C library's aliased functions (perf's choice among symbols
-//! that share an address); the Callgrind
+//! that share an address) or in PLT stubs (perf's symbols for them); the Callgrind
 //! total must be the samples' periods added up; functions are named from the build ids perf
 //! recorded (the binary is gone, perf's build-id cache has it) with no `--symbols`; and
 //! `callgrind_annotate` shows the hot loop's source lines.
@@ -18,17 +18,25 @@ use crate::common::{self, run, stderr};
 fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<PathBuf> {
     common::require("perf");
     common::require("gcc");
-    let source = common::fixture(&format!("perf-data/{program}.c"));
+    let cpp = program == "hot-cpp";
+    let source = common::fixture(&format!("perf-data/{program}.{}", if cpp { "cc" } else { "c" }));
     let binary = dir.join("hot");
     let freestanding: &[&str] = match program {
         "hot-nolibc" => &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"],
         // Calls straight through the GOT: no samples in PLT stubs, which perf names by
         // entries of its own making (`memcpy@plt`).
         "hot-libc" => &["-fno-plt"],
+        // Calls through the PLT, to functions the compiler would otherwise inline.
+        "hot-plt" => &["-fno-builtin"],
         _ => &[],
     };
-    let argument = if program == "hot-libc" { "100000" } else { "30000000" };
-    let cc = Command::new("gcc")
+    let argument = match program {
+        "hot-libc" => "100000",
+        "hot-plt" => "60000000",
+        "hot-cpp" => "3000000",
+        _ => "30000000",
+    };
+    let cc = Command::new(if cpp { "g++" } else { "gcc" })
         .args(freestanding)
         .args(["-O1", "-g", "-gdwarf-4", "-fno-omit-frame-pointer", "-o"])
         .arg(&binary)
@@ -103,6 +111,95 @@ fn c_library_aliases_are_named_as_perf_names_them() {
     let (direct, via) = both_ways(dir.path(), &data);
     let user_write = |s: &String| s.split(';').any(|f| f.contains("write") && !f.contains("_[k]"));
     assert!(direct.iter().any(user_write), "{direct:#?}");
+    assert_eq!(direct, via);
+}
+
+/// A program whose samples fall in its PLT stubs: each named as perf names it, by the
+/// symbol perf made for the entry (`memcpy@plt`) or by `_init`, which perf stretched over the
+/// PLT, as perf's symbol tree decides.
+#[test]
+fn plt_entries_are_named_as_perf_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-plt", &[], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains("@plt")), "no sample in a PLT stub: {via:#?}");
+    assert_eq!(direct, via);
+}
+
+/// C++ names libiberty (perf's demangler) and cpp_demangle write differently: a function's
+/// address and a function type among template arguments, a reference to a function type.
+#[test]
+fn cpp_names_are_written_as_perf_writes_them() {
+    common::require("g++");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-cpp", &[], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains(";via<&(inc(long&)), int (*)(double)>")), "{via:#?}");
+    assert_eq!(direct, via);
+}
+
+/// Breaks a library's `.dynsym` as BOLT leaves it: the last defined function's section index
+/// made to point past the last section.
+fn break_dynamic_symbols(library: &Path) {
+    use object::read::elf::{FileHeader, SectionHeader, Sym};
+    let mut bytes = std::fs::read(library).unwrap();
+    let elf = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+    let endian = elf.endian().unwrap();
+    let sections = elf.sections(endian, &*bytes).unwrap();
+    let (_, dynsym) = sections.section_by_name(endian, b".dynsym").unwrap();
+    let symbols = sections.symbols(endian, &*bytes, object::elf::SHT_DYNSYM).unwrap();
+    let last = (0..symbols.len())
+        .rev()
+        .find(|&i| {
+            let sym = symbols.symbol(object::SymbolIndex(i)).unwrap();
+            sym.st_type() == object::elf::STT_FUNC && sym.st_shndx(endian) != object::elf::SHN_UNDEF
+        })
+        .unwrap();
+    let at = dynsym.sh_offset(endian) as usize + last * 24 + 6;
+    let past = u16::try_from(sections.len() + 4).unwrap();
+    bytes[at..at + 2].copy_from_slice(&past.to_le_bytes());
+    std::fs::write(library, bytes).unwrap();
+}
+
+/// A library whose `.dynsym` perf gives up reading part way: the aliases of one function it
+/// read stay in its symbol tree unsorted, and an address is named by the first its walk meets
+/// (here not the alias `choose_best_symbol` prefers).
+#[test]
+fn aliases_of_a_table_perf_gives_up_on_are_named_as_perf_names_them() {
+    common::require("perf");
+    common::require("gcc");
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixture("perf-data/hot-aliases.c");
+    let library = dir.path().join("libaliases.so");
+    let gcc = |args: &[&str], out: &Path| {
+        let o = Command::new("gcc").args(args).arg("-o").arg(out).arg(&source).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    gcc(&["-O1", "-DLIBRARY", "-shared", "-fPIC"], &library);
+    break_dynamic_symbols(&library);
+    let program = dir.path().join("hot");
+    let link = format!("-Wl,-rpath,{}", dir.path().display());
+    let libdir = format!("-L{}", dir.path().display());
+    let o = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .args([libdir.as_str(), "-laliases", link.as_str()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = dir.path().join("perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        let mut perf = Command::new("perf");
+        perf.args(["record", "-g", "-e", event, "-o"]).arg(&data).arg(&program).arg("100000000");
+        perf.output().unwrap().status.success()
+    });
+    if !recorded {
+        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here");
+        return;
+    }
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert!(via.iter().any(|s| s.contains(";qa")), "{via:#?}");
     assert_eq!(direct, via);
 }
 

@@ -26,9 +26,11 @@
 pub mod header;
 pub mod layout;
 pub mod names;
+mod rbtree;
 pub mod records;
 pub mod sample;
 mod stacks;
+mod symbol_tree;
 mod symtab;
 
 use std::collections::BTreeMap;

@@ -138,7 +138,9 @@ fn name_from_elf(
     let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());
     // Functions as perf tells them apart, from the symbol table the symbolizer reads.
-    let table = symbolizer.symbol_file().map(symtab::Table::of);
+    // perf's runtime file: the binary (a separate debug file has no `.dynsym` or PLT).
+    let runtime = symbolizer.binary_file().or(symbolizer.symbol_file());
+    let table = symbolizer.symbol_file().map(|f| symtab::Table::of(f, runtime));
     let mut index: HashMap<usize, u32> = HashMap::new();
     for &offset in offsets {
         let Some(stated) = relocation.to_stated(offset) else { continue };
@@ -150,8 +152,12 @@ fn name_from_elf(
                 // Named (demangled) once per function, not once per address.
                 let function = table.get(i);
                 let start = relocation.from_stated(function.start).unwrap_or(offset);
-                let name = crate::symbolize::demangle(function.raw);
-                let printed = symtab::demangle(function.raw);
+                let (mut name, mut printed) =
+                    (crate::symbolize::demangle(function.raw), symtab::demangle(function.raw));
+                if function.plt {
+                    name.push_str("@plt");
+                    printed.push_str("@plt");
+                }
                 names.printed.push((printed != name).then_some(printed));
                 names.symbols.push((name, start, function.end - function.start));
             }

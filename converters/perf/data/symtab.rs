@@ -14,8 +14,10 @@
 //!   leading underscores, the longer name, else the first; the names compared as perf
 //!   compares them, demangled.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 
+use super::symbol_tree::{self, PltEntry, SymbolTree};
 use crate::symbolize::elf::{ElfFile, TableSymbol};
 
 const STB_GLOBAL: u8 = 1;
@@ -28,21 +30,41 @@ pub struct Function {
     pub end: u64,
     /// The raw (mangled) name; [`demangle`] makes it the name perf prints.
     pub raw: &'static str,
+    /// A PLT entry perf made a symbol of, named after `raw` with `@plt` added.
+    pub plt: bool,
 }
 
-/// The functions of one image, sorted by start, one per start.
-pub struct Table {
+/// The functions of one image, sorted by start, one per start; and the PLT entries perf
+/// makes symbols of, which overlap a function (see [`symbol_tree`]).
+pub struct Table<'a> {
     functions: Vec<Function>,
+    plt: Vec<Function>,
+    /// The file whose symbols perf loads, to rebuild perf's tree of them when an address
+    /// falls in the PLT.
+    symbols_file: Option<&'a ElfFile>,
+    tree: OnceCell<SymbolTree>,
+    /// Whether perf gives up loading the file's symbols part way (see [`symbol_tree`]): then
+    /// every address is named by perf's tree.
+    abandoned: OnceCell<bool>,
 }
 
-impl Table {
-    /// The table of a file's symbols.
-    pub fn of(file: &ElfFile) -> Table {
-        Table::new(file.table_symbols())
+impl<'a> Table<'a> {
+    /// The table of a file's symbols, with the PLT entries of `runtime` (the file with the
+    /// image's `.dynsym`, `.rela.plt` and `.plt`: the binary, not a separate debug file).
+    pub fn of(file: &'a ElfFile, runtime: Option<&ElfFile>) -> Table<'a> {
+        let mut table = Table::new(file.table_symbols());
+        table.plt = runtime
+            .map(symbol_tree::plt_entries)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|PltEntry { start, end, raw }| Function { start, end, raw, plt: true })
+            .collect();
+        table.symbols_file = Some(file);
+        table
     }
 
     /// The table of `symbols` (in the ELF table's order).
-    pub fn new(symbols: Vec<TableSymbol>) -> Table {
+    pub fn new(symbols: Vec<TableSymbol>) -> Table<'a> {
         let mut symbols: Vec<(TableSymbol, u64)> =
             symbols.into_iter().map(|s| (s, s.address.saturating_add(s.size))).collect();
         // Stable: aliases stay in table order, the order perf's tree keeps them in.
@@ -61,7 +83,7 @@ impl Table {
         }
         let mut functions: Vec<(Function, TableSymbol)> = Vec::with_capacity(symbols.len());
         for (s, end) in symbols {
-            let f = Function { start: s.address, end, raw: s.name };
+            let f = Function { start: s.address, end, raw: s.name, plt: false };
             match functions.last_mut() {
                 Some(kept) if kept.0.start == f.start => {
                     if choose(&kept.0, &kept.1, &f, &s) == Ordering::Greater {
@@ -71,18 +93,65 @@ impl Table {
                 _ => functions.push((f, s)),
             }
         }
-        Table { functions: functions.into_iter().map(|(f, _)| f).collect() }
+        Table {
+            functions: functions.into_iter().map(|(f, _)| f).collect(),
+            plt: Vec::new(),
+            symbols_file: None,
+            tree: OnceCell::new(),
+            abandoned: OnceCell::new(),
+        }
     }
 
     /// The index of the function covering a stated address: the last to start at or before
-    /// it, if it ends after it.
+    /// it, if it ends after it; in the PLT, the entry or the function perf's tree meets
+    /// first; in a file whose load perf abandons, the symbol perf's tree meets first.
     pub fn find(&self, address: u64) -> Option<usize> {
-        let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1)?;
-        (address < self.functions[i].end).then_some(i)
+        let abandoned =
+            *self.abandoned.get_or_init(|| self.symbols_file.is_some_and(symbol_tree::load_is_abandoned));
+        if abandoned {
+            let tree = self.tree();
+            let node = tree.find_node(address)?;
+            return Some(self.functions.len() + self.plt.len() + node as usize);
+        }
+        let i = self.functions.partition_point(|f| f.start <= address).checked_sub(1);
+        let covering = i.filter(|&i| address < self.functions[i].end);
+        let in_entry = |k: usize| self.plt.get(k).is_some_and(|e| address < e.end);
+        let entry = self.plt.partition_point(|e| e.start <= address).checked_sub(1).filter(|&k| in_entry(k));
+        if entry.is_some() || self.overlaps_plt(covering) {
+            // perf's walk may meet the entry, the function, or (past the entries) neither.
+            let found = self.tree().find(address)?;
+            if let (true, Some(k)) = (found.plt, entry) {
+                return Some(self.functions.len() + k);
+            }
+        }
+        covering
     }
 
-    pub fn get(&self, index: usize) -> &Function {
-        &self.functions[index]
+    /// perf's tree of the file's symbols, built on first use.
+    fn tree(&self) -> &SymbolTree {
+        self.tree.get_or_init(|| {
+            let Some(file) = self.symbols_file else { return SymbolTree::build(Default::default(), &[]) };
+            let passes = [false, true].map(|dynamic| symbol_tree::loaded_symbols(file, dynamic));
+            let entries: Vec<PltEntry> =
+                self.plt.iter().map(|f| PltEntry { start: f.start, end: f.end, raw: f.raw }).collect();
+            SymbolTree::build(passes, &entries)
+        })
+    }
+
+    /// Whether the function covering an address (`index`) also covers PLT entries: then
+    /// perf's tree, not the address order, decides what the address is named by.
+    fn overlaps_plt(&self, index: Option<usize>) -> bool {
+        let Some(f) = index.map(|i| &self.functions[i]) else { return false };
+        let k = self.plt.partition_point(|e| e.start < f.start);
+        self.plt.get(k).is_some_and(|e| e.start < f.end)
+    }
+
+    pub fn get(&self, index: usize) -> Function {
+        if let Some(f) = self.functions.get(index).or_else(|| self.plt.get(index - self.functions.len())) {
+            return *f;
+        }
+        let node = self.tree().node(index - self.functions.len() - self.plt.len());
+        Function { start: node.start, end: node.end, raw: node.raw, plt: node.plt }
     }
 }
 
@@ -135,16 +204,157 @@ pub fn demangle(raw: &str) -> String {
             }
         }
     }
+    if let Some((kind, encoding)) = thunk(raw) {
+        // `{virtual override thunk(...)}` in cpp_demangle's words; libiberty's, as perf prints
+        // them, name the target after what it is.
+        return format!("{kind}{}", demangle(&format!("_Z{encoding}")));
+    }
     if raw.starts_with("_Z") {
         let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
         if let Some(d) = cpp_demangle::Symbol::new(raw).ok().and_then(|s| s.demangle(&options).ok()) {
             // A local entity's method keeps its qualifier; libiberty prints none without
             // parameters.
             let d = d.replace(", >", ">");
-            return integer_literals(d.trim_end_matches(" const"));
+            return function_addresses(&function_types(&integer_literals(d.trim_end_matches(" const"))));
         }
     }
     crate::symbolize::demangle(raw)
+}
+
+/// A thunk's name (`_ZTh`, `_ZTv`, `_ZTc` and their call offsets): what libiberty calls it,
+/// and the encoding of the function it leads to (without its `_Z`).
+fn thunk(raw: &str) -> Option<(&'static str, &str)> {
+    // `[n]<digits>_`
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        s[digits..].strip_prefix('_')
+    }
+    // `h <offset> _` or `v <offset> _ <virtual offset> _`
+    fn call_offset(s: &str) -> Option<&str> {
+        match s.strip_prefix('h') {
+            Some(rest) => number(rest),
+            None => number(number(s.strip_prefix('v')?)?),
+        }
+    }
+    let rest = raw.strip_prefix("_ZT")?;
+    let (kind, encoding) = match rest.as_bytes().first()? {
+        b'h' => ("non-virtual thunk to ", call_offset(rest)?),
+        b'v' => ("virtual thunk to ", call_offset(rest)?),
+        b'c' => ("covariant return thunk to ", call_offset(call_offset(&rest[1..])?)?),
+        _ => return None,
+    };
+    (!encoding.is_empty()).then_some((kind, encoding))
+}
+
+/// A function type among template arguments as libiberty writes it, with a space before its
+/// parameters (`function_ref<InstructionCost (unsigned int)>`, where cpp_demangle writes
+/// `InstructionCost(unsigned int)`): a `(` after a name, inside `<>`, whose `)` ends the
+/// argument. Not a function's address (`&f(int)`, which libiberty writes otherwise), a local
+/// entity's function (`f(int)::$_0`) or a lambda's parameters.
+fn function_types(name: &str) -> String {
+    if !name.contains('<') {
+        return name.to_string();
+    }
+    let b = name.as_bytes();
+    let mut out = String::with_capacity(name.len() + 8);
+    // Where the template argument being read starts, per open `<`.
+    let mut argument_starts: Vec<usize> = Vec::new();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => argument_starts.push(i + 1),
+            '>' => {
+                argument_starts.pop();
+            }
+            ',' => {
+                if let Some(start) = argument_starts.last_mut() {
+                    *start = i + 1;
+                }
+            }
+            '(' if i > 0
+                && (b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'>' | b'*' | b'&')) =>
+            {
+                if let Some(&start) = argument_starts.last() {
+                    let address = name[start..i].trim_start().starts_with('&');
+                    if !address && !name[..i].ends_with("lambda") && ends_an_argument(b, i) {
+                        out.push(' ');
+                    }
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A function's address among template arguments as libiberty writes it: `&(f(long&))`
+/// (cpp_demangle writes `&f(long&)`).
+fn function_addresses(name: &str) -> String {
+    if !name.contains("<&") && !name.contains(", &") {
+        return name.to_string();
+    }
+    let b = name.as_bytes();
+    let mut out = String::with_capacity(name.len() + 8);
+    let (mut copied, mut depth) = (0, 0);
+    for i in 0..b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b'&' if depth > 0 && i >= copied && (b[i - 1] == b'<' || b[..i].ends_with(b", ")) => {
+                let end = argument_end(b, i + 1);
+                let argument = &name[i + 1..end];
+                let Some(open) = argument.find('(') else { continue };
+                let callee = &argument[..open];
+                if callee.is_empty() || callee.contains(['<', ' ', '(']) {
+                    continue;
+                }
+                out.push_str(&name[copied..=i]);
+                out.push('(');
+                out.push_str(argument);
+                out.push(')');
+                copied = end;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&name[copied..]);
+    out
+}
+
+/// Where the template argument starting at `from` ends: the `,` or `>` outside brackets.
+fn argument_end(b: &[u8], from: usize) -> usize {
+    let mut level = 0;
+    for (j, &d) in b.iter().enumerate().skip(from) {
+        match d {
+            b'<' | b'(' => level += 1,
+            b'>' | b')' if level > 0 => level -= 1,
+            b'>' | b',' => return j,
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+/// Whether the parenthesis opened at `open` closes right before a `>` or `,`.
+fn ends_an_argument(b: &[u8], open: usize) -> bool {
+    let mut level = 0;
+    for (j, &d) in b.iter().enumerate().skip(open) {
+        match d {
+            b'(' => level += 1,
+            b')' => {
+                level -= 1;
+                if level == 0 {
+                    return matches!(b.get(j + 1), Some(b'>' | b','));
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Template arguments that are integers of the types libiberty writes with a suffix
@@ -243,6 +453,32 @@ mod tests {
         assert_eq!(demangle("_ZN4llvm1AImLm4096EE3fooEv"), "llvm::A<unsigned long, 4096ul>::foo");
         assert_eq!(demangle("_ZN4llvm1AIlLln5EE3fooEv"), "llvm::A<long, -5l>::foo");
         assert_eq!(demangle("_ZN4llvm1AIcLc65EE3fooEv"), "llvm::A<char, (char)65>::foo");
+        // As `perf script` printed them (parameters of thunks are left out by the folding
+        // both routes share).
+        assert_eq!(demangle("_ZThn272_N4llvm5VPPhiD0Ev"), "non-virtual thunk to llvm::VPPhi::~VPPhi");
+        assert_eq!(
+            demangle("_ZThn752_N4llvm8RAGreedy19LRE_CanEraseVirtRegENS_8RegisterE"),
+            "non-virtual thunk to llvm::RAGreedy::LRE_CanEraseVirtReg"
+        );
+        assert_eq!(demangle("_ZTv0_n24_N4llvm1AD1Ev"), "virtual thunk to llvm::A::~A");
+        assert_eq!(demangle("_ZTch0_h16_N1A1fEv"), "covariant return thunk to A::f");
+        assert_eq!(
+            demangle("_ZN4llvm12function_refIFNS_15InstructionCostEjEE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_16EES1_lj"),
+            "llvm::function_ref<llvm::InstructionCost (unsigned int)>::callback_fn<llvm::slpvectorizer::BoUpSLP::\
+             getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
+             llvm::SmallPtrSetImpl<llvm::Value*>&)::$_16>"
+        );
+        assert_eq!(
+            demangle("_ZN4llvm12function_refIFNS_15InstructionCostES1_EE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_19EES1_lS1_"),
+            "llvm::function_ref<llvm::InstructionCost (llvm::InstructionCost)>::callback_fn<llvm::slpvectorizer::\
+             BoUpSLP::getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
+             llvm::SmallPtrSetImpl<llvm::Value*>&)::$_19>"
+        );
+        // A function's address and a function type among template arguments, references in
+        // them (the program: fixtures/perf-data/hot-cpp.cc).
+        assert_eq!(demangle("_Z3viaIXadL_Z3incRlEEPFidEElS0_"), "via<&(inc(long&)), int (*)(double)>");
+        assert_eq!(demangle("_ZN3RefIRFlicEE4callIRlEElRT_l"), "Ref<long (&)(int, char)>::call<long&>");
+        assert_eq!(demangle("_ZN1SIXadL_Z1fvEEE1gEv"), "S<&(f())>::g");
         assert_eq!(
             demangle("_ZZ41LLVMRustContextConfigureDiagnosticHandlerENK21RustDiagnosticHandler18isAnyRemarkEnabledEv"),
             "LLVMRustContextConfigureDiagnosticHandler::RustDiagnosticHandler::isAnyRemarkEnabled"
