@@ -12,7 +12,7 @@ use object::{Object, ObjectSymbol, SymbolKind};
 
 /// The function symbols of a binary with the names BOLT gives them: a local (static)
 /// function is `name/N`, the N-th local function of that name in the symbol table (BOLT also
-/// takes `name/FILE/N`).
+/// takes `name/FILE/N`), and an entry of the PLT is `name@PLT`, after the function it jumps to.
 pub struct BinarySymbols {
     /// By address; `name` is BOLT's.
     pub symbols: Vec<Symbol>,
@@ -42,6 +42,13 @@ impl BinarySymbols {
                 name.to_string()
             };
             found.push((s.address(), s.size(), name));
+        }
+        // PLT entries are functions of their own to BOLT (and so to perf2bolt); without them
+        // a sample in the PLT would fall in the sizeless symbol before it (`_init`).
+        for entry in crate::symbolize::elf::plt_entries(&elf) {
+            if !entry.raw.is_empty() {
+                found.push((entry.start, entry.end - entry.start, format!("{}@PLT", entry.raw)));
+            }
         }
         found.sort();
         found.dedup_by(|a, b| a.0 == b.0 && a.2 == b.2);

@@ -248,6 +248,82 @@ impl ElfFile {
     }
 }
 
+/// An entry of the PLT (`.plt`): `[start, end)` in the file's stated addresses, and the
+/// function it jumps to. perf and BOLT both make symbols of them (`name@plt`, `name@PLT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PltEntry {
+    pub start: u64,
+    pub end: u64,
+    /// The raw (mangled) name of the function the entry jumps to.
+    pub raw: &'static str,
+}
+
+/// The entries of a file's `.plt`, in address order: entry `i` after the section's header
+/// jumps to the function of relocation `i` of `.rela.plt` (or `.rel.plt`), each entry as long
+/// as the architecture's are (on x86 the section's `sh_entsize`, the header one entry). None
+/// when the file has no `.dynsym`, no PLT relocations linked to it, or no `.plt`; entries of
+/// `.plt.sec` and `.plt.got` are not read.
+pub fn plt_entries(file: &ElfFile) -> Vec<PltEntry> {
+    match &file.object {
+        object::File::Elf32(f) => plt_of(f),
+        object::File::Elf64(f) => plt_of(f),
+        _ => Vec::new(),
+    }
+}
+
+fn plt_of<Elf: object::read::elf::FileHeader<Endian = object::Endianness>>(
+    f: &object::read::elf::ElfFile<'static, Elf, &'static [u8]>,
+) -> Vec<PltEntry> {
+    use object::elf;
+    use object::read::elf::{Rel, Rela, SectionHeader};
+    let (endian, data, sections) = (f.endian(), f.data(), f.elf_section_table());
+    let Some((dynsym_index, dynsym)) = sections.section_by_name(endian, b".dynsym") else {
+        return Vec::new();
+    };
+    if dynsym.sh_type(endian) != elf::SHT_DYNSYM {
+        return Vec::new();
+    }
+    let Some((_, relocations)) = sections
+        .section_by_name(endian, b".rela.plt")
+        .or_else(|| sections.section_by_name(endian, b".rel.plt"))
+    else {
+        return Vec::new();
+    };
+    if relocations.sh_link(endian) as usize != dynsym_index.0 {
+        return Vec::new();
+    }
+    let Some((_, plt)) = sections.section_by_name(endian, b".plt") else { return Vec::new() };
+    let Ok(symbols) = sections.symbols(endian, data, elf::SHT_DYNSYM) else { return Vec::new() };
+    let targets: Vec<u32> = if let Ok(Some((rela, _))) = relocations.rela(endian, data) {
+        rela.iter().map(|r| r.r_sym(endian, false)).collect()
+    } else if let Ok(Some((rel, _))) = relocations.rel(endian, data) {
+        rel.iter().map(|r| r.r_sym(endian)).collect()
+    } else {
+        return Vec::new();
+    };
+    let entry_size: u64 = plt.sh_entsize(endian).into();
+    let (header, size) = match f.elf_header().e_machine(endian) {
+        elf::EM_ARM => (20, 12),
+        elf::EM_AARCH64 => (32, 16),
+        elf::EM_SPARC => (48, 12),
+        elf::EM_SPARCV9 => (128, 32),
+        _ => (entry_size, entry_size),
+    };
+    let mut start = Into::<u64>::into(plt.sh_addr(endian)).saturating_add(header);
+    let mut entries = Vec::with_capacity(targets.len());
+    for target in targets {
+        let name = symbols
+            .symbol(object::SymbolIndex(target as usize))
+            .ok()
+            .and_then(|s| symbols.symbol_name(endian, s).ok())
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .unwrap_or("");
+        entries.push(PltEntry { start, end: start.saturating_add(size), raw: name });
+        start = start.saturating_add(size);
+    }
+    entries
+}
+
 /// Uncompressed copies of sections, which `'static` slices handed out by
 /// [`ElfFile::section`] borrow. Dropped after everything that borrows it (it comes after the
 /// DWARF in its owner's fields).

@@ -430,6 +430,45 @@ fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
     assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
 }
 
+/// Samples in PLT stubs: BOLT (and so perf2bolt) makes a function of each entry, `memcpy@PLT`;
+/// cfghub names them alike rather than after the sizeless `_init` before the PLT.
+#[test]
+fn samples_in_plt_stubs_are_named_as_perf2bolt_names_them() {
+    if !tools_present() || !common::have("perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("hot-plt");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-fno-builtin", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("perf-data/hot-plt.c")));
+    let data = d.join("hot-plt.perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        let mut perf = Command::new("perf");
+        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg("30000000");
+        perf.output().unwrap().status.success()
+    });
+    if !recorded {
+        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+        return;
+    }
+    let ours = d.join("cfghub.fdata");
+    convert(&data, &ours, &[]);
+    let theirs = d.join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .args(["-nl", "-aggregate-only", "-p"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&theirs)
+        .arg(&binary));
+    let ours = sorted_lines(&ours);
+    assert!(ours.iter().any(|l| l.starts_with("1 memcpy@PLT ")), "samples in the memcpy stub: {ours:?}");
+    assert!(!ours.iter().any(|l| l.starts_with("1 _init ")), "no stub named after _init: {ours:?}");
+    assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
+}
+
 /// A pprof profile of a position-independent binary maps its text from file offset 0x1000, as
 /// samplers of C and C++ programs write it: samples at `run+0x2e` there give `1 run 2e N`, which
 /// llvm-bolt takes.

@@ -33,20 +33,11 @@
 use std::cmp::Ordering;
 
 use object::elf;
-use object::read::elf::{ElfFile, FileHeader, Rel, Rela, SectionHeader, Sym};
+use object::read::elf::{ElfFile, FileHeader, SectionHeader, Sym};
 
 use super::rbtree::RbTree;
 use super::symtab::demangle;
-use crate::symbolize::elf::ElfFile as MappedElf;
-
-/// A synthesized PLT symbol: `[start, end)` in the file's stated addresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PltEntry {
-    pub start: u64,
-    pub end: u64,
-    /// The raw name of the symbol the entry jumps to (perf prints it demangled, `@plt` added).
-    pub raw: &'static str,
-}
+use crate::symbolize::elf::{ElfFile as MappedElf, PltEntry};
 
 /// A symbol as perf loads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,67 +47,6 @@ pub struct Loaded {
     pub binding: u8,
     pub raw: &'static str,
     pub plt: bool,
-}
-
-/// The PLT entries perf makes for a file, in address order; none when the file has no
-/// `.dynsym`, no PLT relocations linked to it, or no `.plt`.
-pub fn plt_entries(file: &MappedElf) -> Vec<PltEntry> {
-    match &file.object {
-        object::File::Elf32(f) => plt_of(f),
-        object::File::Elf64(f) => plt_of(f),
-        _ => Vec::new(),
-    }
-}
-
-fn plt_of<Elf: FileHeader<Endian = object::Endianness>>(
-    f: &ElfFile<'static, Elf, &'static [u8]>,
-) -> Vec<PltEntry> {
-    let (endian, data, sections) = (f.endian(), f.data(), f.elf_section_table());
-    let Some((dynsym_index, dynsym)) = sections.section_by_name(endian, b".dynsym") else {
-        return Vec::new();
-    };
-    if dynsym.sh_type(endian) != elf::SHT_DYNSYM {
-        return Vec::new();
-    }
-    let Some((_, relocations)) = sections
-        .section_by_name(endian, b".rela.plt")
-        .or_else(|| sections.section_by_name(endian, b".rel.plt"))
-    else {
-        return Vec::new();
-    };
-    if relocations.sh_link(endian) as usize != dynsym_index.0 {
-        return Vec::new();
-    }
-    let Some((_, plt)) = sections.section_by_name(endian, b".plt") else { return Vec::new() };
-    let Ok(symbols) = sections.symbols(endian, data, elf::SHT_DYNSYM) else { return Vec::new() };
-    let targets: Vec<u32> = if let Ok(Some((rela, _))) = relocations.rela(endian, data) {
-        rela.iter().map(|r| r.r_sym(endian, false)).collect()
-    } else if let Ok(Some((rel, _))) = relocations.rel(endian, data) {
-        rel.iter().map(|r| r.r_sym(endian)).collect()
-    } else {
-        return Vec::new();
-    };
-    let entry_size: u64 = plt.sh_entsize(endian).into();
-    let (header, size) = match f.elf_header().e_machine(endian) {
-        elf::EM_ARM => (20, 12),
-        elf::EM_AARCH64 => (32, 16),
-        elf::EM_SPARC => (48, 12),
-        elf::EM_SPARCV9 => (128, 32),
-        _ => (entry_size, entry_size),
-    };
-    let mut start = Into::<u64>::into(plt.sh_addr(endian)).saturating_add(header);
-    let mut entries = Vec::with_capacity(targets.len());
-    for target in targets {
-        let name = symbols
-            .symbol(object::SymbolIndex(target as usize))
-            .ok()
-            .and_then(|s| symbols.symbol_name(endian, s).ok())
-            .and_then(|n| std::str::from_utf8(n).ok())
-            .unwrap_or("");
-        entries.push(PltEntry { start, end: start.saturating_add(size), raw: name });
-        start = start.saturating_add(size);
-    }
-    entries
 }
 
 /// The symbols perf loads from one table of a file.

@@ -17,7 +17,8 @@
 use std::cell::OnceCell;
 use std::cmp::Ordering;
 
-use super::symbol_tree::{self, PltEntry, SymbolTree};
+use super::symbol_tree::{self, SymbolTree};
+use crate::symbolize::elf::{plt_entries, PltEntry};
 use crate::symbolize::elf::{ElfFile, TableSymbol};
 
 const STB_GLOBAL: u8 = 1;
@@ -54,7 +55,7 @@ impl<'a> Table<'a> {
     pub fn of(file: &'a ElfFile, runtime: Option<&ElfFile>) -> Table<'a> {
         let mut table = Table::new(file.table_symbols());
         table.plt = runtime
-            .map(symbol_tree::plt_entries)
+            .map(plt_entries)
             .unwrap_or_default()
             .into_iter()
             .map(|PltEntry { start, end, raw }| Function { start, end, raw, plt: true })
