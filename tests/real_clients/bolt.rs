@@ -396,63 +396,54 @@ fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
 /// at each address, not their periods added up.
 #[test]
 fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
-    if !tools_present() || !common::have("perf") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let binary = d.join("hot");
-    sh(Command::new("clang-19")
-        .args(["-O2", "-g", "-Wl,--emit-relocs", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("perf-data/hot.c")));
-    let data = d.join("hot.perf.data");
-    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
-        let mut perf = Command::new("perf");
-        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg("100000000");
-        perf.output().unwrap().status.success()
-    });
-    if !recorded {
-        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
-        return;
-    }
-    let ours = d.join("cfghub.fdata");
-    convert(&data, &ours, &[]);
-    let theirs = d.join("perf2bolt.fdata");
-    sh(Command::new("perf2bolt-19")
-        .args(["-nl", "-aggregate-only", "-p"])
-        .arg(&data)
-        .arg("-o")
-        .arg(&theirs)
-        .arg(&binary));
-    let ours = sorted_lines(&ours);
+    let Some((ours, theirs)) = fdata_of_a_perf_recording("perf-data/hot.c", &[], "100000000") else { return };
     assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
-    assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
+    assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
 }
 
 /// Samples in PLT stubs: BOLT (and so perf2bolt) makes a function of each entry, `memcpy@PLT`;
 /// cfghub names them alike rather than after the sizeless `_init` before the PLT.
 #[test]
 fn samples_in_plt_stubs_are_named_as_perf2bolt_names_them() {
-    if !tools_present() || !common::have("perf") {
+    let Some((ours, theirs)) =
+        fdata_of_a_perf_recording("perf-data/hot-plt.c", &["-fno-builtin"], "30000000")
+    else {
         return;
+    };
+    assert!(ours.iter().any(|l| l.starts_with("1 memcpy@PLT ")), "samples in the memcpy stub: {ours:?}");
+    assert!(!ours.iter().any(|l| l.starts_with("1 _init ")), "no stub named after _init: {ours:?}");
+    assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
+}
+
+/// Compiles `source` (with `-Wl,--emit-relocs`, as BOLT wants), records it with `perf record -e
+/// cpu-clock` given `argument`, and returns the sorted lines of cfghub's fdata of the recording
+/// and of `perf2bolt-19 -nl`'s; `None` (skipped, said why) where the tools or perf are missing.
+fn fdata_of_a_perf_recording(
+    source: &str,
+    flags: &[&str],
+    argument: &str,
+) -> Option<(Vec<String>, Vec<String>)> {
+    if !tools_present() || !common::have("perf") {
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("hot-plt");
+    let binary = d.join("program");
     sh(Command::new("clang-19")
-        .args(["-O2", "-g", "-fno-builtin", "-Wl,--emit-relocs", "-o"])
+        .args(["-O2", "-g", "-Wl,--emit-relocs"])
+        .args(flags)
+        .arg("-o")
         .arg(&binary)
-        .arg(common::fixture("perf-data/hot-plt.c")));
-    let data = d.join("hot-plt.perf.data");
+        .arg(common::fixture(source)));
+    let data = d.join("program.perf.data");
     let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
         let mut perf = Command::new("perf");
-        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg("30000000");
+        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg(argument);
         perf.output().unwrap().status.success()
     });
     if !recorded {
         eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
-        return;
+        return None;
     }
     let ours = d.join("cfghub.fdata");
     convert(&data, &ours, &[]);
@@ -463,10 +454,7 @@ fn samples_in_plt_stubs_are_named_as_perf2bolt_names_them() {
         .arg("-o")
         .arg(&theirs)
         .arg(&binary));
-    let ours = sorted_lines(&ours);
-    assert!(ours.iter().any(|l| l.starts_with("1 memcpy@PLT ")), "samples in the memcpy stub: {ours:?}");
-    assert!(!ours.iter().any(|l| l.starts_with("1 _init ")), "no stub named after _init: {ours:?}");
-    assert_eq!(ours, sorted_lines(&theirs), "cfghub and perf2bolt -nl agree");
+    Some((sorted_lines(&ours), sorted_lines(&theirs)))
 }
 
 /// A pprof profile of a position-independent binary maps its text from file offset 0x1000, as
