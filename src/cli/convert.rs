@@ -123,11 +123,10 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     }
     // A perf.data file converted to stacks alone needs no source lines.
     let output = crate::registry::detect_output(&args.output, args.to.as_deref()).ok();
-    let read = args.read.options().with(output.map_or_else(Default::default, |f| perf::data::Options {
-        // Symbolization with --symbols names what the images hold.
-        images: perf::data::Options::for_output(f.name()).images || args.symbols.wanted(),
-        ..perf::data::Options::for_output(f.name())
-    }));
+    let symbolized = args.symbols.wanted();
+    let read = args.read.options().with(
+        output.map_or_else(Default::default, |f| perf::data::Options::for_output(f.name(), symbolized)),
+    );
     let mut loaded = load(&args.input, args.from.as_deref(), &args.symbols.reader_options(read))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;

@@ -101,8 +101,9 @@ type StackByName = (u64, Option<u32>, Vec<String>, Vec<f64>);
 fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
     use cfghub::converters::perf::data;
     let bytes = std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap();
-    let alone = data::Options::for_output("folded");
-    assert!(!alone.images && data::Options::for_output("callgrind").images);
+    let alone = data::Options::for_output("folded", false);
+    assert!(!alone.images && data::Options::for_output("callgrind", false).images);
+    assert!(data::Options::for_output("folded", true).images, "--symbols names what the images hold");
     let full = data::Options { images: true, ..alone.clone() };
     let read = |options: &data::Options| data::read_with(&bytes, options, &mut Findings::default()).unwrap();
     let (full, alone) = (read(&full), read(&alone));

@@ -90,13 +90,14 @@ impl Options {
     /// The options for a conversion to the format called `output`: no source lines for
     /// formats of stacks alone (folded stacks, flame graphs); sample counts for the profiles
     /// that feed optimizers, which count samples (BOLT's no_lbr form, LLVM sample profiles);
-    /// no images for formats of stacks alone.
-    pub fn for_output(output: &str) -> Options {
+    /// no images for formats of stacks alone, unless `symbolized` (`--symbols` names what the
+    /// images hold).
+    pub fn for_output(output: &str, symbolized: bool) -> Options {
         let stacks_alone = matches!(output, "folded" | "svg");
         Options {
             source_lines: !stacks_alone,
             sample_counts: matches!(output, "fdata" | "llvm-sample" | "llvm-unsymbolized"),
-            images: !stacks_alone,
+            images: !stacks_alone || symbolized,
         }
     }
 }
