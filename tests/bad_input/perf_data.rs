@@ -54,6 +54,20 @@ fn a_header_whose_sections_run_past_the_end_names_the_field() {
     assert_eq!(byte_offset(&bytes), Some(24));
 }
 
+/// A header whose attribute size is 0, with no attributes and no event descriptions: the
+/// parser would divide the empty attribute section by it (a finding of the fuzzer).
+#[test]
+fn an_attribute_size_under_64_bytes_is_refused_at_its_field() {
+    let bytes =
+        std::fs::read(common::fixture("fuzz/perf-data/crash-1a3d2cce24e4106bf715a9c87c423909ae96869f"))
+            .unwrap();
+    assert_eq!(u64_at(&bytes, 16), 0);
+    assert_eq!(byte_offset(&bytes), Some(16));
+    let mut bytes = recording();
+    bytes[16..24].copy_from_slice(&40u64.to_le_bytes());
+    assert_eq!(byte_offset(&bytes), Some(16));
+}
+
 #[test]
 fn a_record_of_unknown_type_is_skipped_with_a_warning() {
     let mut bytes = recording();

@@ -162,12 +162,20 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
     };
     let attrs = section(24, "attribute")?;
     let data = section(40, "data")?;
-    section(56, "event types")?;
-    if attrs.1 > attrs.0 && (attr_size < 64 || (attrs.1 - attrs.0) % attr_size != 0) {
+    let event_types = section(56, "event types")?;
+    // The parser divides the attribute section by the attribute size even when the section
+    // is empty: perf never writes a size under the 64 bytes of the first attribute layout.
+    if attr_size < 64 {
+        return Err(fault(16, format!("attribute size {attr_size} is less than an attribute's 64 bytes")));
+    }
+    if attrs.1 > attrs.0 && (attrs.1 - attrs.0) % attr_size != 0 {
         return Err(fault(16, format!("attribute size {attr_size} does not divide the attribute section")));
     }
     if attrs.1 > attrs.0 {
         check_attr_ids(bytes, order, attrs, attr_size)?;
+    }
+    if event_types.1 > event_types.0 {
+        check_event_type_ids(bytes, order, event_types, attr_size)?;
     }
     check_features(bytes, order, data.1)?;
     let mut layout = Layout {
@@ -200,6 +208,29 @@ fn check_attr_ids(bytes: &[u8], order: Order, (start, end): (u64, u64), attr_siz
             ));
         }
         at += attr_size;
+    }
+    Ok(())
+}
+
+/// Each entry of the (old) event types section: an attribute of `attr_size` bytes, then
+/// `{offset, size}` of its ids, which must lie inside the file.
+fn check_event_type_ids(bytes: &[u8], order: Order, (start, end): (u64, u64), attr_size: u64) -> Result<()> {
+    let len = bytes.len() as u64;
+    let Some(entry) = attr_size.checked_add(16).filter(|&e| e <= len) else {
+        return Err(fault(16, format!("attribute size {attr_size} is larger than the file ({len} bytes)")));
+    };
+    let mut at = start;
+    while at + entry <= end {
+        let ids = at + attr_size;
+        let offset = order.u64(&bytes[ids as usize..]);
+        let size = order.u64(&bytes[ids as usize + 8..]);
+        if offset.checked_add(size).is_none_or(|e| e > len) {
+            return Err(fault(
+                ids,
+                format!("the ids of an event type (offset {offset}, size {size}) run past the end of the file ({len} bytes)"),
+            ));
+        }
+        at += entry;
     }
     Ok(())
 }
