@@ -190,44 +190,44 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
     Ok(layout)
 }
 
-/// Each entry of the attribute section: the attribute, then `{offset, size}` of its ids.
-fn check_attr_ids(bytes: &[u8], order: Order, (start, end): (u64, u64), attr_size: u64) -> Result<()> {
-    let len = bytes.len() as u64;
-    let mut at = start;
-    while at < end {
-        let ids = at + attr_size - 16;
-        if attr_size < 80 {
-            return Err(fault(16, format!("attribute size {attr_size} leaves no room for the ids' section")));
-        }
-        let offset = order.u64(&bytes[ids as usize..]);
-        let size = order.u64(&bytes[ids as usize + 8..]);
-        if offset.checked_add(size).is_none_or(|e| e > len) {
-            return Err(fault(
-                ids,
-                format!("the ids of an attribute (offset {offset}, size {size}) run past the end of the file ({len} bytes)"),
-            ));
-        }
-        at += attr_size;
+/// Each entry of the attribute section: the attribute, then `{offset, size}` of its ids, all
+/// in `attr_size` bytes.
+fn check_attr_ids(bytes: &[u8], order: Order, section: (u64, u64), attr_size: u64) -> Result<()> {
+    if attr_size < 80 {
+        return Err(fault(16, format!("attribute size {attr_size} leaves no room for the ids' section")));
     }
-    Ok(())
+    check_entry_ids(bytes, order, section, attr_size, "an attribute")
 }
 
 /// Each entry of the (old) event types section: an attribute of `attr_size` bytes, then
-/// `{offset, size}` of its ids, which must lie inside the file.
-fn check_event_type_ids(bytes: &[u8], order: Order, (start, end): (u64, u64), attr_size: u64) -> Result<()> {
+/// `{offset, size}` of its ids.
+fn check_event_type_ids(bytes: &[u8], order: Order, section: (u64, u64), attr_size: u64) -> Result<()> {
     let len = bytes.len() as u64;
     let Some(entry) = attr_size.checked_add(16).filter(|&e| e <= len) else {
         return Err(fault(16, format!("attribute size {attr_size} is larger than the file ({len} bytes)")));
     };
+    check_entry_ids(bytes, order, section, entry, "an event type")
+}
+
+/// Entries of `entry` bytes from `start` to `end`, each ending in `{offset, size}` of ids that
+/// must lie inside the file; `what` names an entry in the error.
+fn check_entry_ids(
+    bytes: &[u8],
+    order: Order,
+    (start, end): (u64, u64),
+    entry: u64,
+    what: &str,
+) -> Result<()> {
+    let len = bytes.len() as u64;
     let mut at = start;
     while at + entry <= end {
-        let ids = at + attr_size;
+        let ids = at + entry - 16;
         let offset = order.u64(&bytes[ids as usize..]);
         let size = order.u64(&bytes[ids as usize + 8..]);
         if offset.checked_add(size).is_none_or(|e| e > len) {
             return Err(fault(
                 ids,
-                format!("the ids of an event type (offset {offset}, size {size}) run past the end of the file ({len} bytes)"),
+                format!("the ids of {what} (offset {offset}, size {size}) run past the end of the file ({len} bytes)"),
             ));
         }
         at += entry;
