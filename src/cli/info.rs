@@ -798,14 +798,8 @@ impl<'r> SampleColumns<'r> {
 
 /// The hottest routines, by samples where there are any, else by instructions executed.
 fn render_top_routines(out: &mut String, p: &ProcessReport, samples: &SampleColumns<'_>) {
-    if p.top_routines.is_empty() {
-        return;
-    }
-    let (h, right) = samples.header(&["routine", "image", "entry", "blocks", "instructions", "%"]);
-    let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
-    let mut t = Table::new(&h, &right);
-    for r in &p.top_routines {
-        let mut row = vec![
+    let rows = p.top_routines.iter().map(|r| {
+        let cells = vec![
             r.name.clone(),
             r.image.clone(),
             r.entry.clone(),
@@ -813,29 +807,16 @@ fn render_top_routines(out: &mut String, p: &ProcessReport, samples: &SampleColu
             r.instructions.to_string(),
             format!("{:.2}", r.percent),
         ];
-        samples.cells(&r.sampled, &mut row);
-        t.row(row);
-    }
-    out.push_str(if samples.shown {
-        "\n  top routines by samples\n"
-    } else {
-        "\n  top routines by instructions executed\n"
+        (cells, &r.sampled)
     });
-    out.push_str(&indent(&t.render()));
+    let columns = ["routine", "image", "entry", "blocks", "instructions", "%"];
+    render_ranked(out, samples, "routines", &columns, &[], rows);
 }
 
 /// The hottest loops, by samples where there are any, else by instructions executed.
 fn render_top_loops(out: &mut String, p: &ProcessReport, samples: &SampleColumns<'_>) {
-    if p.top_loops.is_empty() {
-        return;
-    }
-    let (h, mut right) =
-        samples.header(&["loop head", "address", "routine", "depth", "blocks", "instructions", "%"]);
-    right.push(0);
-    let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
-    let mut t = Table::new(&h, &right);
-    for l in &p.top_loops {
-        let mut row = vec![
+    let rows = p.top_loops.iter().map(|l| {
+        let cells = vec![
             l.head.to_string(),
             l.address.clone(),
             l.routine.clone(),
@@ -844,14 +825,35 @@ fn render_top_loops(out: &mut String, p: &ProcessReport, samples: &SampleColumns
             l.instructions.to_string(),
             format!("{:.2}", l.percent),
         ];
-        samples.cells(&l.sampled, &mut row);
+        (cells, &l.sampled)
+    });
+    let columns = ["loop head", "address", "routine", "depth", "blocks", "instructions", "%"];
+    render_ranked(out, samples, "loops", &columns, &[0], rows);
+}
+
+/// A ranking of `what` (routines, loops) under its title, the sample columns after `columns`;
+/// `also_right` names more columns aligned right. Nothing when there are no rows.
+fn render_ranked<'r>(
+    out: &mut String,
+    samples: &SampleColumns<'_>,
+    what: &str,
+    columns: &[&str],
+    also_right: &[usize],
+    rows: impl ExactSizeIterator<Item = (Vec<String>, &'r Samples)>,
+) {
+    if rows.len() == 0 {
+        return;
+    }
+    let (h, mut right) = samples.header(columns);
+    right.extend_from_slice(also_right);
+    let h: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+    let mut t = Table::new(&h, &right);
+    for (mut row, sampled) in rows {
+        samples.cells(sampled, &mut row);
         t.row(row);
     }
-    out.push_str(if samples.shown {
-        "\n  top loops by samples\n"
-    } else {
-        "\n  top loops by instructions executed\n"
-    });
+    let by = if samples.shown { "samples" } else { "instructions executed" };
+    out.push_str(&format!("\n  top {what} by {by}\n"));
     out.push_str(&indent(&t.render()));
 }
 
