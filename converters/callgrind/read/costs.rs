@@ -124,31 +124,13 @@ impl Reader {
     #[inline]
     pub(super) fn cost_at(&mut self, values: &[u64]) -> Result<()> {
         let instr = self.instr_col.map(|c| self.last[c]);
-        let line_no = match self.line_col {
-            Some(c) => Some(u32::try_from(self.last[c]).map_err(|_| {
-                Error::input(format!(
-                    "line number {} is too large; expected at most {}",
-                    self.last[c],
-                    u32::MAX
-                ))
-            })?),
-            None => None,
-        };
+        let line_no = self.line_col.map(|c| line_number(self.last[c])).transpose()?;
         if let Some(p) = self.pending.take() {
             let Some(symbol) = self.symbol else {
                 return Err(Error::input("association without a function; expected fn=NAME before it"));
             };
             let image = self.image.unwrap_or(0);
-            let tgt_line = match self.line_col {
-                Some(c) => Some(u32::try_from(p.target[c]).map_err(|_| {
-                    Error::input(format!(
-                        "line number {} is too large; expected at most {}",
-                        p.target[c],
-                        u32::MAX
-                    ))
-                })?),
-                None => None,
-            };
+            let tgt_line = self.line_col.map(|c| line_number(p.target[c])).transpose()?;
             if let Some(e) = self.site_error(&p, instr, line_no, tgt_line) {
                 return Err(e);
             }
@@ -179,4 +161,10 @@ impl Reader {
         let names: Vec<&str> = self.event_map.iter().map(|&i| self.profile.events[i].name.as_str()).collect();
         names.join(" ")
     }
+}
+
+/// A line position as the model keeps it (32 bits).
+fn line_number(value: u64) -> Result<u32> {
+    u32::try_from(value)
+        .map_err(|_| Error::input(format!("line number {value} is too large; expected at most {}", u32::MAX)))
 }
