@@ -6,6 +6,10 @@
 //! chain's context marker's) CPU mode picks the kernel's mappings or the process's, and an
 //! address falls in the mapping that covers it at the time of the sample. An address in an
 //! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
+//!
+//! Two threads share the work: the replay parses, orders and resolves the records, and hands
+//! the resolved samples in batches to the [`Tally`], which interns their frames and threads
+//! and adds them up by stack and by address.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -697,6 +701,52 @@ mod tests {
         assert_eq!(cursor.seek(SeekFrom::End(-5)).unwrap() as usize, bytes.len() - 5);
         assert_eq!(cursor.seek(SeekFrom::Current(-5)).unwrap() as usize, bytes.len() - 10);
         assert!(cursor.seek(SeekFrom::Current(-(bytes.len() as i64) - 1)).is_err());
+    }
+
+    /// Samples handed to the tally in several batches, through its channel, add up as in one.
+    #[test]
+    fn batches_add_up_as_one() {
+        let thread = |tid| Thread { pid: 1, tid, comm: 0 };
+        let samples: Vec<(Thread, Vec<Frame>)> = (0..50u64)
+            .map(|i| (thread((i % 3) as i32), (0..i % 5).map(|d| (0, 0x1000 + (i + d) % 7)).collect()))
+            .collect();
+        let batch_of = |part: &[(Thread, Vec<Frame>)]| {
+            let mut batch = Batch::default();
+            for (thread, chain) in part {
+                batch.frames.extend_from_slice(chain);
+                let (event, period, frames) = (0, 10, chain.len() as u32);
+                batch.samples.push(Resolved {
+                    event,
+                    thread: *thread,
+                    period,
+                    ip: chain.first().copied(),
+                    frames,
+                });
+            }
+            batch
+        };
+        let mut whole = Tally { events: 1, ..Tally::default() };
+        whole.add(&batch_of(&samples));
+        let (to_tally, batches) = sync_channel(1);
+        let (spent, recycled) = channel();
+        let split = std::thread::scope(|scope| {
+            let adding = scope.spawn(|| Tally { events: 1, ..Tally::default() }.run(batches, spent));
+            for part in samples.chunks(7) {
+                to_tally.send(batch_of(part)).unwrap();
+            }
+            drop(to_tally);
+            adding.join().unwrap()
+        });
+        assert!(recycled.iter().all(|b| b.samples.is_empty() && b.frames.is_empty()));
+        assert_eq!((&split.frames, &split.threads), (&whole.frames, &whole.threads));
+        let totals = |t: &Tally| {
+            let mut all: Vec<_> = t.stacks.iter().map(|(k, v)| (k.clone(), v.samples, v.period)).collect();
+            all.sort();
+            all
+        };
+        assert_eq!(totals(&split), totals(&whole));
+        assert_eq!(split.costs, whole.costs);
+        assert_eq!(whole.stacks.values().map(|t| t.samples).sum::<u64>(), 50);
     }
 
     #[test]
