@@ -714,7 +714,7 @@ mod tests {
             file_size: 0x2000,
             executable: true,
         };
-        let r = Relocation::FileOffsets { base: 0, segments: vec![seg.clone()] };
+        let r = Relocation::FileOffsets { base: 0, segments: vec![seg] };
         assert_eq!(r.to_stated(0x1010), Some(0x401010));
         assert_eq!(r.from_stated(0x401010), Some(0x1010));
         assert_eq!(r.to_stated(0x10), None);
