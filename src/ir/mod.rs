@@ -309,7 +309,9 @@ impl InlineFrame {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AddressKind {
     /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's lowest
-    /// loadable segment was mapped (DCFG `LOAD_ADDR`, Pin's image low address).
+    /// loadable segment was mapped (DCFG `LOAD_ADDR`, Pin's image low address), or, for an
+    /// image with a non-zero `file_offset` (a pprof mapping of a PIE's text), where the
+    /// file's byte at that offset was mapped.
     #[default]
     Runtime,
     /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's

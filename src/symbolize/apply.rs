@@ -146,25 +146,32 @@ fn paths_name_a_named_image(profile: &Profile, todo: &[(usize, usize)], paths: &
     })
 }
 
-/// Stack frames of process `p` that are addresses in image `i`, named `IMAGE+0xOFFSET` with
-/// IMAGE the image's file name (its folders left out): each frame with its offset.
+/// Stack frames of process `p` that are addresses in image `i`, each with its offset: frames
+/// named `IMAGE+0xOFFSET` with IMAGE the image's file name (its folders left out), and frames
+/// named by a runtime address whose source says it lies in the image (a pprof location
+/// without lines keeps its address and mapping beside its frame).
 fn stack_frame_offsets(profile: &Profile, p: usize, i: usize) -> Vec<(FrameId, u64)> {
     let process = &profile.processes[p];
-    let Some(file) = process.images[i].file else { return Vec::new() };
-    let path = profile.file_name(file);
-    let base = path.rsplit('/').next().unwrap_or(path);
+    let image = &process.images[i];
+    let path = image.file.map(|f| profile.file_name(f));
+    let base = path.map(|path| path.rsplit('/').next().unwrap_or(path));
     let mut frames: Vec<FrameId> = process.stacks.iter().flat_map(|s| s.frames.iter().copied()).collect();
     frames.sort_unstable();
     frames.dedup();
     frames
         .into_iter()
-        .filter_map(|f| match placeholder_address(profile.frames.get(f)) {
-            Some((offset, true))
-                if profile.frames.get(f).rsplit_once('+').is_some_and(|(b, _)| b == base) =>
-            {
-                Some((f, offset))
+        .filter_map(|f| {
+            let name = profile.frames.get(f);
+            match placeholder_address(name) {
+                Some((offset, true)) if base.is_some() && name.rsplit_once('+').map(|(b, _)| b) == base => {
+                    Some((f, offset))
+                }
+                Some((_, false)) if p == 0 => {
+                    let at = profile.frame_source(f)?.address.filter(|a| a.image == Some(i as u32))?;
+                    Some((f, at.address.wrapping_sub(image.load_addr)))
+                }
+                _ => None,
             }
-            _ => None,
         })
         .collect()
 }
@@ -294,7 +301,7 @@ pub fn symbolize(
             reports.push(report);
             continue;
         }
-        let Some(relocation) = symbolizer.relocation(kind, image.load_addr) else {
+        let Some(relocation) = symbolizer.relocation(kind, image.load_addr, image.file_offset) else {
             let note = "the ELF file has no loadable segment to place the addresses by".to_string();
             notes.say(asked, &name, &note, "no loadable segment");
             report.note = Some(note);

@@ -240,8 +240,15 @@ impl Symbolizer {
 
     /// How a profile's addresses of `kind`, for an image the profile says was loaded at
     /// `load_addr`, become stated addresses. `None` when the file has no loadable segment to
-    /// relocate by.
-    pub fn relocation(&self, kind: AddressKind, load_addr: u64) -> Option<Relocation> {
+    /// relocate by. A runtime image that maps the file from `file_offset` (a pprof mapping
+    /// of a PIE's text, from its page 0x1000) is placed by the segment holding that offset,
+    /// as pprof places it: `load_addr` is where the file's byte at `file_offset` runs.
+    pub fn relocation(
+        &self,
+        kind: AddressKind,
+        load_addr: u64,
+        file_offset: Option<u64>,
+    ) -> Option<Relocation> {
         if kind == AddressKind::FileOffset {
             let segments = self.segments.clone();
             return (!segments.is_empty()).then_some(Relocation::FileOffsets { base: load_addr, segments });
@@ -250,7 +257,14 @@ impl Symbolizer {
             // A fixed-address executable runs where it says; stated addresses are as they are.
             return Some(Relocation::Shift(0));
         }
+        let mapped_from = file_offset.filter(|&f| f != 0 && kind == AddressKind::Runtime);
         let reference = match kind {
+            _ if mapped_from.is_some() => {
+                let f = mapped_from?;
+                let holds = |s: &&Segment| f >= s.file_offset && f - s.file_offset < s.file_size.max(1);
+                let segment = self.segments.iter().filter(holds).max_by_key(|s| s.executable)?;
+                f - segment.file_offset + segment.address
+            }
             AddressKind::TextRuntime => self.segments.iter().find(|s| s.executable)?.address,
             _ => self.segments.iter().map(|s| s.address).min()? & !0xfff,
         };

@@ -136,7 +136,7 @@ fn name_from_elf(
     let symbolizer = if lines { Symbolizer::new(found) } else { Symbolizer::symbols_only(found) };
     let Ok(symbolizer) = symbolizer else { return names };
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
-    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0) else { return names };
+    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0, None) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());
     // Functions as perf tells them apart, from the symbol table the symbolizer reads.
     // perf's runtime file: the binary (a separate debug file has no `.dynsym` or PLT).
