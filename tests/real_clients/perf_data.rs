@@ -150,7 +150,9 @@ fn plt_sec_and_plt_got_stubs_are_named_as_perf_names_them() {
 }
 
 /// C++ names libiberty (perf's demangler) and cpp_demangle write differently: a function's
-/// address and a function type among template arguments, a reference to a function type.
+/// address and a function type among template arguments, a reference to a function type, a
+/// substitution of a pointer type before a member type, `nullptr`'s type, a method for
+/// rvalues.
 #[test]
 fn cpp_names_are_written_as_perf_writes_them() {
     common::require("g++");
@@ -158,6 +160,11 @@ fn cpp_names_are_written_as_perf_writes_them() {
     let Some(data) = record(dir.path(), "hot-cpp", &[], "perf.data") else { return };
     let (direct, via) = both_ways(dir.path(), &data);
     assert!(via.iter().any(|s| s.contains(";via<&(inc(long&)), int (*)(double)>")), "{via:#?}");
+    for name in
+        [";Vec<std::pair<ns::Rec*, ns::Rec::Data*> >::run", ";drop<decltype(nullptr)>", ";Once::take "]
+    {
+        assert!(via.iter().any(|s| s.contains(name)), "{name}: {via:#?}");
+    }
     assert_eq!(direct, via);
 }
 

@@ -25,6 +25,7 @@
 
 pub mod header;
 pub mod layout;
+mod libiberty;
 pub mod names;
 mod rbtree;
 pub mod records;
