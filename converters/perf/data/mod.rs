@@ -34,6 +34,10 @@ mod stacks;
 mod symbol_tree;
 mod symtab;
 
+/// A symbol's name as perf prints it (`scripts/perf-names-vs-cxxfilt.sh` compares it with
+/// libiberty's over a library's symbols).
+pub use symtab::demangle as perf_name;
+
 use std::collections::BTreeMap;
 
 use crate::analysis::branch_records::{BranchRecords, Location};
