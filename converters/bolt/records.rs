@@ -44,9 +44,9 @@ impl BinarySymbols {
             };
             found.push((s.address(), s.size(), name));
         }
-        // PLT entries are functions of their own to BOLT (and so to perf2bolt); without them
+        // PLT stubs are functions of their own to BOLT (and so to perf2bolt); without them
         // a sample in the PLT would fall in the sizeless symbol before it (`_init`).
-        for entry in crate::symbolize::elf::plt_entries(&elf) {
+        for entry in super::plt::bolt_plt_entries(&elf) {
             if !entry.raw.is_empty() {
                 found.push((entry.start, entry.end - entry.start, format!("{}@PLT", entry.raw)));
             }

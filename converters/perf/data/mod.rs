@@ -25,6 +25,7 @@
 
 pub mod header;
 pub mod layout;
+mod libiberty;
 pub mod names;
 mod rbtree;
 pub mod records;
@@ -32,6 +33,10 @@ pub mod sample;
 mod stacks;
 mod symbol_tree;
 mod symtab;
+
+/// A symbol's name as perf prints it (`scripts/perf-names-vs-cxxfilt.sh` compares it with
+/// libiberty's over a library's symbols).
+pub use symtab::demangle as perf_name;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
