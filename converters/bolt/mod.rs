@@ -23,6 +23,7 @@
 
 pub mod fdata_read;
 pub mod fdata_write;
+pub mod plt;
 pub mod preagg;
 pub mod records;
 

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use crate::analysis::addresses::ElfLayout;
 use crate::analysis::names::{ChosenBinary, SymbolIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
@@ -17,8 +18,8 @@ pub struct BinarySymbols {
     /// By address; `name` is BOLT's.
     pub symbols: Vec<Symbol>,
     by_name: HashMap<String, u32>,
-    /// The lowest address a segment is loaded at (0 for a position-independent executable).
-    pub base: u64,
+    /// Where its segments go, to turn image offsets into its addresses.
+    pub layout: ElfLayout,
 }
 
 impl BinarySymbols {
@@ -43,9 +44,9 @@ impl BinarySymbols {
             };
             found.push((s.address(), s.size(), name));
         }
-        // PLT entries are functions of their own to BOLT (and so to perf2bolt); without them
+        // PLT stubs are functions of their own to BOLT (and so to perf2bolt); without them
         // a sample in the PLT would fall in the sizeless symbol before it (`_init`).
-        for entry in crate::symbolize::elf::plt_entries(&elf) {
+        for entry in super::plt::bolt_plt_entries(&elf) {
             if !entry.raw.is_empty() {
                 found.push((entry.start, entry.end - entry.start, format!("{}@PLT", entry.raw)));
             }
@@ -72,8 +73,7 @@ impl BinarySymbols {
                 Symbol { name, offset: Some(address), size: Some(size), file: None }
             })
             .collect();
-        let base = elf.segments().iter().filter(|s| s.size > 0).map(|s| s.address).min().unwrap_or(0);
-        Ok(BinarySymbols { symbols, by_name, base })
+        Ok(BinarySymbols { symbols, by_name, layout: ElfLayout::of(&elf) })
     }
 
     /// The symbol a BOLT name stands for: `name`, `name/N`, or `name/FILE/N`.
@@ -262,10 +262,7 @@ impl<'a> Namer<'a> {
     /// The function covering an image offset, and the offset into it.
     pub fn name(&self, offset: u64) -> Option<(&str, u64)> {
         if let Some((b, index)) = &self.binary {
-            // A position-dependent binary's addresses are its load address on; a PIE's are
-            // offsets into its file (a profile that states ELF addresses has a load address of
-            // 0 either way).
-            let address = crate::analysis::addresses::elf_address(self.image, b.base, offset);
+            let address = b.layout.address(self.image, offset);
             let s = &b.symbols[index.covering(address)? as usize];
             return Some((s.name.as_str(), address - s.offset?));
         }

@@ -8,6 +8,7 @@ use std::path::Path;
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection};
 
+use crate::analysis::addresses::ElfLayout;
 use crate::error::{Error, Result};
 use crate::symbolize::elf::{ElfFile, Storage};
 
@@ -52,8 +53,8 @@ pub struct DebugInfo {
     scopes: Vec<Scope>,
     /// Outermost functions' ranges, by start: (start, end, scope).
     functions: Vec<(u64, u64, usize)>,
-    /// The lowest address a segment is loaded at (0 for a position-independent executable).
-    pub base: u64,
+    /// Where its segments go, to turn image offsets into its addresses.
+    pub layout: ElfLayout,
     /// The executable sections' bytes, by address.
     code: Vec<(u64, Vec<u8>)>,
 }
@@ -76,7 +77,7 @@ impl DebugInfo {
             rows: Vec::new(),
             scopes: Vec::new(),
             functions: Vec::new(),
-            base: 0,
+            layout: ElfLayout::of(&elf),
             code: Vec::new(),
         };
         let mut units = dwarf.units();
@@ -87,7 +88,6 @@ impl DebugInfo {
         }
         info.rows.sort_by_key(|r| (r.address, !r.end));
         info.functions.sort_unstable();
-        info.base = elf.segments().iter().filter(|s| s.size > 0).map(|s| s.address).min().unwrap_or(0);
         for section in elf.object.sections().filter(|s| s.kind() == object::SectionKind::Text) {
             if let Ok(data) = section.data() {
                 info.code.push((section.address(), data.to_vec()));

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::write::{binary_of, refuse_without_addresses};
+use crate::analysis::addresses::ElfLayout;
 use crate::analysis::names::choose_binary;
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, NodeRef, Profile};
@@ -28,12 +29,12 @@ pub fn write(
     };
     let (p, i) = chosen.places[0];
     // Addresses as the binary states them, which `--use-offset=0` asks for.
-    let base =
-        binary_of(profile, &profile.processes[p].images[i as usize], options).map_or(0, |(_, base)| base);
+    let layout = binary_of(profile, &profile.processes[p].images[i as usize], options)
+        .map_or_else(ElfLayout::default, |(_, layout)| layout);
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for &(p, i) in &chosen.places {
-        add_image(&mut ranges, &mut branches, profile, &profile.processes[p], i, base, options)?;
+        add_image(&mut ranges, &mut branches, profile, &profile.processes[p], i, &layout, options)?;
     }
     if !chosen.others.is_empty() {
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
@@ -65,11 +66,11 @@ fn add_image(
     profile: &Profile,
     process: &crate::ir::Process,
     image_index: u32,
-    base: u64,
+    layout: &ElfLayout,
     options: &WriteOptions,
 ) -> Result<()> {
     let image = &process.images[image_index as usize];
-    let address = |offset: u64| crate::analysis::addresses::elf_address(image, base, offset);
+    let address = |offset: u64| layout.address(image, offset);
     for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
         let v = ranges.entry((address(b.offset), address(b.last_instr()))).or_default();
         *v = v.saturating_add(b.count.unwrap_or(0));

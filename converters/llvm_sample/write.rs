@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::dwarf::{DebugInfo, Frame};
 use super::Options;
+use crate::analysis::addresses::ElfLayout;
 pub use crate::analysis::names::require_code_addresses as refuse_without_addresses;
 use crate::analysis::names::{choose_binary, ChosenBinary};
 use crate::error::{Error, Findings, Result};
@@ -24,9 +25,9 @@ struct Samples {
     inlined: BTreeMap<(u32, u32), BTreeMap<String, Samples>>,
 }
 
-/// The binary of `image` and where its lowest segment is loaded: `--symbols` when given, else
-/// the image's own file when it can be read.
-pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Option<(PathBuf, u64)> {
+/// The binary of `image` and where its segments go: `--symbols` when given, else the image's
+/// own file when it can be read.
+pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Option<(PathBuf, ElfLayout)> {
     let path = options
         .formats
         .get::<Options>()
@@ -34,8 +35,7 @@ pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Op
         .or_else(|| image.file.map(|f| PathBuf::from(profile.file_name(f))))
         .filter(|p| p.is_file())?;
     let elf = ElfFile::open(&path).ok()?;
-    let base = elf.segments().iter().filter(|s| s.size > 0).map(|s| s.address).min().unwrap_or(0);
-    Some((path, base))
+    Some((path, ElfLayout::of(&elf)))
 }
 
 /// The event whose samples count executions, for profiles without blocks.
@@ -111,7 +111,7 @@ fn add_image(
     event: usize,
 ) -> u64 {
     let image = &process.images[image_index as usize];
-    let address = |offset: u64| crate::analysis::addresses::elf_address(image, debug.base, offset);
+    let address = |offset: u64| debug.layout.address(image, offset);
     let mut unnamed = 0u64;
     // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
     // of inlined functions.

@@ -23,15 +23,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, LogicalType, Type as Physical};
+use parquet::basic::{Compression, Encoding, LogicalType, PageType, Type as Physical};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::reader::ColumnReader;
-use parquet::column::writer::ColumnWriter;
+use parquet::column::writer::{ColumnCloseResult, ColumnWriter};
 use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
+use parquet::file::metadata::{ColumnChunkMetaData, PageEncodingStats};
+use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnDescriptor;
+use parquet::file::statistics::Statistics;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::{ColumnDescPtr, ColumnDescriptor};
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Location, Result};
@@ -125,10 +129,8 @@ impl Column {
 pub struct Table {
     pub name: &'static str,
     columns: Vec<Column>,
-    /// The profile id every row carries as its first column, and as many copies of it as the
-    /// group has rows (clones share its bytes).
+    /// The profile id every row carries as its first column.
     profile_id: ByteArray,
-    ids: Vec<ByteArray>,
     /// Rows of the group being filled, and groups written.
     rows: usize,
     groups: usize,
@@ -148,7 +150,6 @@ impl Table {
             name,
             columns: specs.iter().skip(1).map(Column::new).collect(),
             profile_id: ByteArray::from(profile_id.as_bytes().to_vec()),
-            ids: Vec::new(),
             rows: 0,
             groups: 0,
             writer: None,
@@ -174,10 +175,7 @@ impl Table {
     /// Writes the rows pushed so far as a row group.
     fn flush(&mut self) {
         if let Some(writer) = self.writer.as_mut() {
-            if self.ids.len() < self.rows {
-                self.ids.resize(self.rows, self.profile_id.clone());
-            }
-            if let Err(e) = write_group(writer, &self.ids[..self.rows], &self.columns) {
+            if let Err(e) = write_group(writer, &self.profile_id, self.rows, &self.columns) {
                 self.failed = Some(Error::input(format!("cannot write table {}: {e}", self.name)));
                 self.writer = None;
             }
@@ -250,31 +248,128 @@ fn open_writer(name: &str, specs: &[Spec], path: &Path) -> Result<SerializedFile
     SerializedFileWriter::new(out, schema, Arc::new(props.build())).map_err(fail)
 }
 
-/// One row group: the profile ids (with their statistics, known beforehand), then every other
-/// column.
+/// One row group of `rows` rows: the profile id on every row, then every other column.
 fn write_group(
     writer: &mut SerializedFileWriter<BufWriter<File>>,
-    ids: &[ByteArray],
+    id: &ByteArray,
+    rows: usize,
     columns: &[Column],
 ) -> parquet::errors::Result<()> {
+    let id_column = writer.schema_descr().column(0);
     let mut group = writer.next_row_group()?;
+    if rows > 0 {
+        let (bytes, chunk) = constant_text_chunk(id_column, id, rows)?;
+        group.append_column(&bytes, chunk)?;
+    } else if let Some(mut column) = group.next_column()? {
+        // An empty table: the crate's own (empty) chunk.
+        match column.untyped() {
+            ColumnWriter::ByteArrayColumnWriter(w) => w.write_batch(&[], None, None).map(drop)?,
+            _ => return Err(ParquetError::General("profile_id is not text".into())),
+        }
+        column.close()?;
+    }
     let mut index = 0;
     while let Some(mut column) = group.next_column()? {
-        if index == 0 {
-            let id = ids.first();
-            match column.untyped() {
-                ColumnWriter::ByteArrayColumnWriter(w) => {
-                    w.write_batch_with_statistics(ids, None, None, id, id, Some(1)).map(drop)?
-                }
-                _ => return Err(ParquetError::General("profile_id is not text".into())),
-            }
-        } else {
-            columns[index - 1].write(column.untyped())?;
-        }
+        columns[index].write(column.untyped())?;
         column.close()?;
         index += 1;
     }
     group.close().map(drop)
+}
+
+/// The column chunk of a text column that holds `value` on each of its `rows` rows (`rows` >
+/// 0), encoded as the crate encodes it, without a dictionary lookup per row: a dictionary page
+/// of the one value (`PLAIN`: its length as 4 little-endian bytes, then its bytes) and a data
+/// page of its indices (`RLE_DICTIONARY`: the indices' bit width, 0 for a dictionary of one
+/// value, then one run of `rows` repeats: `rows << 1` as a ULEB128 varint and no value bytes,
+/// since a value of 0 bits takes none). A required column has no definition levels. Each page
+/// is snappy-compressed like the file's other pages. Returns the chunk's bytes and what the
+/// row group needs to append them: offsets relative to the bytes, statistics (min = max =
+/// `value`, no nulls) and the page locations.
+fn constant_text_chunk(
+    descr: ColumnDescPtr,
+    value: &ByteArray,
+    rows: usize,
+) -> parquet::errors::Result<(Bytes, ColumnCloseResult)> {
+    let too_many = || ParquetError::General(format!("{rows} rows do not fit a page"));
+    let count = u32::try_from(rows).map_err(|_| too_many())?;
+    let mut plain = Vec::with_capacity(4 + value.len());
+    plain.extend_from_slice(&u32::try_from(value.len()).map_err(|_| too_many())?.to_le_bytes());
+    plain.extend_from_slice(value.data());
+    let mut indices = vec![0u8];
+    let mut header = (rows as u64) << 1;
+    loop {
+        let byte = (header & 0x7f) as u8;
+        header >>= 7;
+        if header == 0 {
+            indices.push(byte);
+            break;
+        }
+        indices.push(byte | 0x80);
+    }
+    let snappy = |raw: &[u8]| {
+        snap::raw::Encoder::new()
+            .compress_vec(raw)
+            .map(Bytes::from)
+            .map_err(|e| ParquetError::External(Box::new(e)))
+    };
+    let dictionary = Page::DictionaryPage {
+        buf: snappy(&plain)?,
+        num_values: 1,
+        encoding: Encoding::PLAIN,
+        is_sorted: false,
+    };
+    let data = Page::DataPage {
+        buf: snappy(&indices)?,
+        num_values: count,
+        encoding: Encoding::RLE_DICTIONARY,
+        def_level_encoding: Encoding::RLE,
+        rep_level_encoding: Encoding::RLE,
+        statistics: None,
+    };
+    let mut sink = TrackedWrite::new(Vec::new());
+    let mut pages = SerializedPageWriter::new(&mut sink);
+    let dictionary = pages.write_page(CompressedPage::new(dictionary, plain.len()))?;
+    let data = pages.write_page(CompressedPage::new(data, indices.len()))?;
+    pages.close()?;
+    let bytes = Bytes::from(sink.into_inner()?);
+    let unencoded = (rows as i64).saturating_mul(value.len() as i64);
+    let metadata = ColumnChunkMetaData::builder(descr)
+        .set_compression(Compression::SNAPPY)
+        .set_encodings(vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY])
+        .set_total_compressed_size((dictionary.compressed_size + data.compressed_size) as i64)
+        .set_total_uncompressed_size((dictionary.uncompressed_size + data.uncompressed_size) as i64)
+        .set_num_values(rows as i64)
+        .set_dictionary_page_offset(Some(dictionary.offset as i64))
+        .set_data_page_offset(data.offset as i64)
+        .set_statistics(Statistics::new(Some(value.clone()), Some(value.clone()), None, Some(0), false))
+        .set_page_encoding_stats(vec![
+            PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding: Encoding::PLAIN, count: 1 },
+            PageEncodingStats {
+                page_type: PageType::DATA_PAGE,
+                encoding: Encoding::RLE_DICTIONARY,
+                count: 1,
+            },
+        ])
+        .set_unencoded_byte_array_data_bytes(Some(unencoded))
+        .build()?;
+    let offset_index = OffsetIndexMetaData {
+        page_locations: vec![PageLocation {
+            offset: data.offset as i64,
+            compressed_page_size: data.compressed_size as i32,
+            first_row_index: 0,
+        }],
+        unencoded_byte_array_data_bytes: Some(vec![unencoded]),
+    };
+    let close = ColumnCloseResult {
+        bytes_written: bytes.len() as u64,
+        rows_written: rows as u64,
+        metadata,
+        bloom_filter: None,
+        column_index: None,
+        offset_index: Some(offset_index),
+    };
+    Ok((bytes, close))
 }
 
 /// One row being pushed into a [`Table`].

@@ -13,6 +13,7 @@
 //! above (0x55..., 0x7f... on 64-bit systems; 0x56..., 0xf7... on 32-bit ones).
 
 use crate::ir::{Image, Profile};
+use crate::symbolize::elf::{ElfFile, Segment};
 
 /// Whether a file name is a shared library's (`libc.so.6`, `lib0.so`): never fixed-address.
 fn is_shared_library(name: &str) -> bool {
@@ -28,16 +29,38 @@ pub fn is_fixed_address(profile: &Profile, image: &Image) -> bool {
     low && !image.file.is_some_and(|f| is_shared_library(profile.file_name(f)))
 }
 
-/// The address the ELF file of `image` states for `offset`, given where the file's lowest
-/// segment is linked (`elf_base`; 0 for a position-independent file): for a fixed-address file
-/// its runtime address, `load_addr + offset`; for a position-independent one the offset into
-/// the file, `file_offset + offset` (an image that maps the file from `file_offset`, as pprof
-/// maps a PIE's text from its page 0x1000), which such a file states as the address.
-pub fn elf_address(image: &Image, elf_base: u64, offset: u64) -> u64 {
-    if elf_base == 0 {
-        offset.wrapping_add(image.file_offset.unwrap_or(0))
-    } else {
-        offset.wrapping_add(image.load_addr)
+/// Where an ELF file's loadable segments go: what a writer of one binary's profile (BOLT,
+/// LLVM sample profiles) needs to give an image offset as the address the file states.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElfLayout {
+    /// Where the lowest segment is linked: 0 for a position-independent file.
+    pub base: u64,
+    segments: Vec<Segment>,
+}
+
+impl ElfLayout {
+    pub fn of(elf: &ElfFile) -> ElfLayout {
+        let segments: Vec<Segment> = elf.segments().into_iter().filter(|s| s.size > 0).collect();
+        ElfLayout { base: segments.iter().map(|s| s.address).min().unwrap_or(0), segments }
+    }
+
+    /// The address the file states for `offset` of `image`. A fixed-address file runs where
+    /// it says: `load_addr + offset`. For a position-independent one, an image that maps the
+    /// file from `file_offset` (perf's and pprof's mappings) has offsets into the file,
+    /// `file_offset + offset`, which the segment holding it turns into the address the file
+    /// states: lld puts each segment after the first a page or more above its file offset,
+    /// where GNU ld keeps the two equal. Other images' offsets (DCFG, Callgrind) are the
+    /// stated addresses already.
+    pub fn address(&self, image: &Image, offset: u64) -> u64 {
+        if self.base != 0 {
+            return offset.wrapping_add(image.load_addr);
+        }
+        let Some(start) = image.file_offset else { return offset };
+        let at = offset.wrapping_add(start);
+        self.segments
+            .iter()
+            .find(|s| at >= s.file_offset && at - s.file_offset < s.file_size)
+            .map_or(at, |s| at - s.file_offset + s.address)
     }
 }
 
@@ -68,5 +91,33 @@ mod tests {
         for other in [0, 0x555555554000, 0x7f0000000000, 0x56555000, 0xf7d00000, 0x3ff80000000] {
             assert_eq!(stated_base(&profile, &at(other, prog)), 0, "{other:#x}");
         }
+    }
+
+    /// lld's layout: the text is 0x1000 above its file offset; GNU ld's keeps them equal.
+    #[test]
+    fn file_offsets_of_a_pie_become_the_addresses_its_segments_state() {
+        let segment = |address, file_offset, size, executable| Segment {
+            address,
+            size,
+            file_offset,
+            file_size: size,
+            executable,
+        };
+        let lld = ElfLayout {
+            base: 0,
+            segments: vec![segment(0, 0, 0x734, false), segment(0x1740, 0x740, 0x450, true)],
+        };
+        let mapped = Image { load_addr: 0x5629_ec74_2000, file_offset: Some(0), ..Image::default() };
+        assert_eq!(lld.address(&mapped, 0x8d0), 0x18d0, "compute_flag, as perf maps it");
+        let stated = Image { load_addr: 0x5629_ec74_1000, ..Image::default() };
+        assert_eq!(lld.address(&stated, 0x18d0), 0x18d0, "offsets that are addresses already");
+        let gnu = ElfLayout {
+            base: 0,
+            segments: vec![segment(0, 0, 0x650, false), segment(0x1000, 0x1000, 0x219, true)],
+        };
+        let text = Image { file_offset: Some(0x1000), ..Image::default() };
+        assert_eq!(gnu.address(&text, 0x139), 0x1139, "pprof's mapping of the text from its page");
+        let fixed = ElfLayout { base: 0x400000, segments: vec![segment(0x400000, 0, 0x1000, true)] };
+        assert_eq!(fixed.address(&Image { load_addr: 0x400000, ..Image::default() }, 0x10), 0x400010);
     }
 }

@@ -40,9 +40,12 @@ impl SymbolArgs {
     }
 
     /// `options` with what readers take from `--symbols`: the binary a BOLT profile names
-    /// functions of (the first `--symbols` path that is a file).
+    /// functions of (the first `--symbols` path that is a file), the files perf.data's images
+    /// are named from as they are read.
     pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
-        options.with(crate::converters::bolt::Options { binary: self.binary(), image: None })
+        let mut perf: crate::converters::perf::data::Options = options.formats.get();
+        perf.symbol_paths = self.options().paths;
+        options.with(crate::converters::bolt::Options { binary: self.binary(), image: None }).with(perf)
     }
 
     /// The first `--symbols` path that is a file: the binary, for formats that describe one.

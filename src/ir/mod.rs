@@ -309,7 +309,9 @@ impl InlineFrame {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AddressKind {
     /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's lowest
-    /// loadable segment was mapped (DCFG `LOAD_ADDR`, Pin's image low address).
+    /// loadable segment was mapped (DCFG `LOAD_ADDR`, Pin's image low address), or, for an
+    /// image with a non-zero `file_offset` (a pprof mapping of a PIE's text), where the
+    /// file's byte at that offset was mapped.
     #[default]
     Runtime,
     /// `load_addr + offset` is a runtime address, and `load_addr` is where the image's
@@ -318,7 +320,10 @@ pub enum AddressKind {
     /// `load_addr + offset` is the address as the ELF file states it, whatever address the
     /// image ran at (Callgrind: valgrind writes object addresses, a PIE's too).
     Stated,
-    /// `load_addr + offset` is an offset in the ELF file.
+    /// `offset` is an offset in the ELF file, and `load_addr` is where the file's first byte
+    /// would lie at runtime (a mapping's start less its file offset: perf's mmap records), so
+    /// that `load_addr + offset` is the runtime address. The file's segments say which
+    /// address an offset states.
     FileOffset,
     /// `offset` is relative to the image's base, the lowest address its loadable segments state
     /// (page-aligned), and `load_addr` is where that base was mapped (0 when unknown): samply's

@@ -130,25 +130,48 @@ fn wanted(profile: &Profile, override_names: bool) -> Vec<(usize, usize)> {
     out
 }
 
-/// Stack frames of process `p` that are addresses in image `i`, named `IMAGE+0xOFFSET` with
-/// IMAGE the image's file name (its folders left out): each frame with its offset.
+/// Whether a file named with `--symbols` is, by its name, one of the images the reader named
+/// already (perf.data names its images from perf's build-id cache): such a file is meant for
+/// that image, not for the one image left without names (a kernel, say), and its being of no
+/// use to the others is no error.
+fn paths_name_a_named_image(profile: &Profile, todo: &[(usize, usize)], paths: &[PathBuf]) -> bool {
+    let none = search::Found::default();
+    profile.processes.iter().enumerate().any(|(p, process)| {
+        process.images.iter().enumerate().any(|(i, image)| {
+            let file = image.file.map(|f| profile.file_name(f));
+            !todo.contains(&(p, i))
+                && !image.symbols.is_empty()
+                && search::meant_for(&none, &Query { image: file, paths, ..Query::default() })
+        })
+    })
+}
+
+/// Stack frames of process `p` that are addresses in image `i`, each with its offset: frames
+/// named `IMAGE+0xOFFSET` with IMAGE the image's file name (its folders left out), and frames
+/// named by a runtime address whose source says it lies in the image (a pprof location
+/// without lines keeps its address and mapping beside its frame).
 fn stack_frame_offsets(profile: &Profile, p: usize, i: usize) -> Vec<(FrameId, u64)> {
     let process = &profile.processes[p];
-    let Some(file) = process.images[i].file else { return Vec::new() };
-    let path = profile.file_name(file);
-    let base = path.rsplit('/').next().unwrap_or(path);
+    let image = &process.images[i];
+    let path = image.file.map(|f| profile.file_name(f));
+    let base = path.map(|path| path.rsplit('/').next().unwrap_or(path));
     let mut frames: Vec<FrameId> = process.stacks.iter().flat_map(|s| s.frames.iter().copied()).collect();
     frames.sort_unstable();
     frames.dedup();
     frames
         .into_iter()
-        .filter_map(|f| match placeholder_address(profile.frames.get(f)) {
-            Some((offset, true))
-                if profile.frames.get(f).rsplit_once('+').is_some_and(|(b, _)| b == base) =>
-            {
-                Some((f, offset))
+        .filter_map(|f| {
+            let name = profile.frames.get(f);
+            match placeholder_address(name) {
+                Some((offset, true)) if base.is_some() && name.rsplit_once('+').map(|(b, _)| b) == base => {
+                    Some((f, offset))
+                }
+                Some((_, false)) if p == 0 => {
+                    let at = profile.frame_source(f)?.address.filter(|a| a.image == Some(i as u32))?;
+                    Some((f, at.address.wrapping_sub(image.load_addr)))
+                }
+                _ => None,
             }
-            _ => None,
         })
         .collect()
 }
@@ -197,6 +220,7 @@ pub fn symbolize(
     findings: &mut Findings,
 ) -> Result<Vec<ImageReport>> {
     let todo = wanted(profile, options.override_names);
+    let for_named_image = paths_name_a_named_image(profile, &todo, &options.paths);
     let mut reports = Vec::new();
     let mut refused_all = Vec::new();
     let mut notes = Notes { findings, others: Vec::new() };
@@ -209,7 +233,7 @@ pub fn symbolize(
         let query = Query {
             image: file.as_deref(),
             paths: &options.paths,
-            sole: todo.len() == 1,
+            sole: todo.len() == 1 && !for_named_image,
             system_dirs: &options.system_dirs,
             build_id: image.build_id.as_deref(),
             build_id_caches: &options.build_id_caches,
@@ -277,7 +301,7 @@ pub fn symbolize(
             reports.push(report);
             continue;
         }
-        let Some(relocation) = symbolizer.relocation(kind, image.load_addr) else {
+        let Some(relocation) = symbolizer.relocation(kind, image.load_addr, image.file_offset) else {
             let note = "the ELF file has no loadable segment to place the addresses by".to_string();
             notes.say(asked, &name, &note, "no loadable segment");
             report.note = Some(note);
@@ -309,7 +333,7 @@ pub fn symbolize(
     }
     notes.finish();
     let helped = reports.iter().any(|r| r.addresses > r.unnamed);
-    if !todo.is_empty() && !helped {
+    if !todo.is_empty() && !helped && !for_named_image {
         let mut err = Error::input("no debug information could be used for any image of the profile");
         err = match refused_all.first() {
             Some(first) => err.with_hint(format!("{first}; see docs/symbols.md for where cfghub looks")),
@@ -895,5 +919,47 @@ mod tests {
         assert_eq!(placeholder_address("prog+0x10"), Some((0x10, true)));
         assert_eq!(strip_recursion("fib'12"), ("fib", "'12"));
         assert_eq!(strip_recursion("a'b"), ("a'b", ""));
+    }
+
+    /// perf.data names its program from perf's build-id cache as it is read; `--symbols` of
+    /// that program then leaves only the kernel to name, which the program's file is not for.
+    #[test]
+    fn symbols_of_an_image_named_already_are_no_error_for_the_one_left() {
+        use crate::ir::{Cost, Event, Process, Symbol};
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("hot");
+        std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+        let mut profile = Profile { events: vec![Event::new("cpu-clock")], ..Profile::default() };
+        let source = profile.files.intern("hot.c");
+        let mut program = Image {
+            file: Some(profile.files.intern("/tmp/hot")),
+            symbols: vec![Symbol {
+                name: "inner".into(),
+                offset: Some(0x1130),
+                size: Some(0x40),
+                file: None,
+            }],
+            ..Image::default()
+        };
+        let at = |offset, symbol, file, line| Cost {
+            offset: Some(offset),
+            symbol,
+            file,
+            line,
+            values: smallvec::smallvec![5],
+        };
+        program.costs.push(at(0x1140, Some(0), Some(source), Some(7)));
+        let mut kernel = Image {
+            file: Some(profile.files.intern("[kernel.kallsyms]")),
+            build_id: Some("e4f18d9dc1d0e6fc2b17e93e885a647b3c0a6fc1".into()),
+            ..Image::default()
+        };
+        kernel.costs.push(at(0xffff_ffff_8100_0000, None, None, None));
+        profile.processes.push(Process { images: vec![program, kernel], ..Process::default() });
+        let options = Options { paths: vec![binary], build_id_caches: Vec::new(), ..Options::default() };
+        let mut findings = Findings::default();
+        let reports = symbolize(&mut profile, AddressKind::FileOffset, &options, &mut findings).unwrap();
+        assert_eq!(reports.len(), 1, "the kernel alone was looked up");
+        assert!(findings.warnings().all(|w| !w.message.contains("refused")), "{findings:?}");
     }
 }

@@ -261,8 +261,9 @@ pub struct PltEntry {
 /// The entries of a file's `.plt`, in address order: entry `i` after the section's header
 /// jumps to the function of relocation `i` of `.rela.plt` (or `.rel.plt`), each entry as long
 /// as the architecture's are (on x86 the section's `sh_entsize`, the header one entry). None
-/// when the file has no `.dynsym`, no PLT relocations linked to it, or no `.plt`; entries of
-/// `.plt.sec` and `.plt.got` are not read.
+/// when the file has no `.dynsym`, no PLT relocations linked to it, or no `.plt`. This is how
+/// perf 6.1 reads the PLT: entries of `.plt.sec` and `.plt.got` are not read (perf makes no
+/// symbols of them), and with `-z ibtplt` the entries named are `.plt`'s lazy-binding stubs.
 pub fn plt_entries(file: &ElfFile) -> Vec<PltEntry> {
     match &file.object {
         object::File::Elf32(f) => plt_of(f),

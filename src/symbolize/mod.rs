@@ -105,8 +105,10 @@ pub struct Symbolizer {
 pub enum Relocation {
     /// Stated = address - base (wrapping).
     Shift(u64),
-    /// The addresses are file offsets: mapped through the segments that hold them.
-    FileOffsets(Vec<Segment>),
+    /// `address - base` is a file offset, mapped through the segment that holds it (`base`
+    /// is where the file's first byte would lie at runtime: a mapping's start less its file
+    /// offset).
+    FileOffsets { base: u64, segments: Vec<Segment> },
 }
 
 impl Relocation {
@@ -114,10 +116,13 @@ impl Relocation {
     pub fn to_stated(&self, address: u64) -> Option<u64> {
         match self {
             Relocation::Shift(base) => Some(address.wrapping_sub(*base)),
-            Relocation::FileOffsets(segments) => segments
-                .iter()
-                .find(|s| address >= s.file_offset && address - s.file_offset < s.file_size)
-                .map(|s| address - s.file_offset + s.address),
+            Relocation::FileOffsets { base, segments } => {
+                let offset = address.wrapping_sub(*base);
+                segments
+                    .iter()
+                    .find(|s| offset >= s.file_offset && offset - s.file_offset < s.file_size)
+                    .map(|s| offset - s.file_offset + s.address)
+            }
         }
     }
 
@@ -125,10 +130,10 @@ impl Relocation {
     pub fn from_stated(&self, stated: u64) -> Option<u64> {
         match self {
             Relocation::Shift(base) => Some(stated.wrapping_add(*base)),
-            Relocation::FileOffsets(segments) => segments
+            Relocation::FileOffsets { base, segments } => segments
                 .iter()
                 .find(|s| stated >= s.address && stated - s.address < s.file_size)
-                .map(|s| stated - s.address + s.file_offset),
+                .map(|s| (stated - s.address + s.file_offset).wrapping_add(*base)),
         }
     }
 }
@@ -235,16 +240,31 @@ impl Symbolizer {
 
     /// How a profile's addresses of `kind`, for an image the profile says was loaded at
     /// `load_addr`, become stated addresses. `None` when the file has no loadable segment to
-    /// relocate by.
-    pub fn relocation(&self, kind: AddressKind, load_addr: u64) -> Option<Relocation> {
+    /// relocate by. A runtime image that maps the file from `file_offset` (a pprof mapping
+    /// of a PIE's text, from its page 0x1000) is placed by the segment holding that offset,
+    /// as pprof places it: `load_addr` is where the file's byte at `file_offset` runs.
+    pub fn relocation(
+        &self,
+        kind: AddressKind,
+        load_addr: u64,
+        file_offset: Option<u64>,
+    ) -> Option<Relocation> {
         if kind == AddressKind::FileOffset {
-            return (!self.segments.is_empty()).then(|| Relocation::FileOffsets(self.segments.clone()));
+            let segments = self.segments.clone();
+            return (!segments.is_empty()).then_some(Relocation::FileOffsets { base: load_addr, segments });
         }
         if kind == AddressKind::Stated || !self.relocatable && kind != AddressKind::ImageRelative {
             // A fixed-address executable runs where it says; stated addresses are as they are.
             return Some(Relocation::Shift(0));
         }
+        let mapped_from = file_offset.filter(|&f| f != 0 && kind == AddressKind::Runtime);
         let reference = match kind {
+            _ if mapped_from.is_some() => {
+                let f = mapped_from?;
+                let holds = |s: &&Segment| f >= s.file_offset && f - s.file_offset < s.file_size.max(1);
+                let segment = self.segments.iter().filter(holds).max_by_key(|s| s.executable)?;
+                f - segment.file_offset + segment.address
+            }
             AddressKind::TextRuntime => self.segments.iter().find(|s| s.executable)?.address,
             _ => self.segments.iter().map(|s| s.address).min()? & !0xfff,
         };
@@ -708,10 +728,14 @@ mod tests {
             file_size: 0x2000,
             executable: true,
         };
-        let r = Relocation::FileOffsets(vec![seg]);
+        let r = Relocation::FileOffsets { base: 0, segments: vec![seg] };
         assert_eq!(r.to_stated(0x1010), Some(0x401010));
         assert_eq!(r.from_stated(0x401010), Some(0x1010));
         assert_eq!(r.to_stated(0x10), None);
+        // A mapping's runtime addresses: its start less its file offset is the base.
+        let mapped = Relocation::FileOffsets { base: 0x5629_ec74_1000, segments: vec![seg] };
+        assert_eq!(mapped.to_stated(0x5629_ec74_2010), Some(0x401010));
+        assert_eq!(mapped.from_stated(0x401010), Some(0x5629_ec74_2010));
         let s = Relocation::Shift(0x5555_5555_4000);
         assert_eq!(s.to_stated(0x5555_5555_5139), Some(0x1139));
         assert_eq!(s.from_stated(0x1139), Some(0x5555_5555_5139));

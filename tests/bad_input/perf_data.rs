@@ -44,6 +44,32 @@ fn a_truncated_file_is_refused_at_its_end_never_a_panic() {
     }
 }
 
+/// A `perf record` killed before it finished: its data size 0, no features, a record cut off
+/// at the end. perf 6.1 reads nothing of it; cfghub reads its records to the last whole one,
+/// with a warning, and names the event from its attribute as perf would.
+#[test]
+fn a_recording_that_did_not_end_properly_is_read_to_its_last_whole_record() {
+    let bytes = recording();
+    let data_start = u64_at(&bytes, 40) as usize;
+    let data_end = data_start + u64_at(&bytes, 48) as usize;
+    let mut killed = bytes[..data_end].to_vec();
+    killed[48..56].fill(0);
+    killed.extend_from_slice(&bytes[data_start..data_start + 12]);
+    let mut findings = Findings::default();
+    let profile = data::read(&killed, &mut findings).unwrap();
+    assert!(findings.warnings().any(|w| w.message.contains("did not end properly")), "{findings:?}");
+    let whole = data::read(&bytes, &mut Findings::default()).unwrap();
+    assert_eq!(profile.events[0].name, "cpu-clock:u");
+    // The same samples on the same call chains; without the build-id table the program's
+    // frames are named by its file alone (`[hot-small]`) unless the binary is still there.
+    let stacks = |p: &cfghub::Profile| -> Vec<(String, usize, Vec<f64>)> {
+        let process = &p.processes[0];
+        let thread = |s: &cfghub::ir::Stack| p.frames.get(s.frames[0]).to_string();
+        process.stacks.iter().map(|s| (thread(s), s.frames.len(), s.values.to_vec())).collect()
+    };
+    assert_eq!(stacks(&profile), stacks(&whole));
+}
+
 #[test]
 fn a_header_whose_sections_run_past_the_end_names_the_field() {
     let mut bytes = recording();

@@ -60,6 +60,33 @@ fn branch_records_become_the_binarys_blocks_and_edges() {
     assert!(dot.matches("->").count() >= 4, "{dot}");
 }
 
+/// `--symbols` of the binary names what perf's build-id cache names: the binary is linked by
+/// lld, whose text lies a page above its file offset, so file offsets are mapped through the
+/// segments, not taken for addresses.
+#[test]
+fn the_binary_named_with_symbols_places_addresses_as_the_build_id_cache_does() {
+    let cache = tempfile::tempdir().unwrap();
+    let slot = cache.path().join(".build-id/57/2ac72487ae1966");
+    std::fs::create_dir_all(&slot).unwrap();
+    let binary = common::fixture("perf-data/propeller_sample_1.bin");
+    std::fs::copy(&binary, slot.join("elf")).unwrap();
+    let fdata = |cache: &std::path::Path, extra: &[&std::path::Path]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))
+            .args(["convert", "-q", "--to", "fdata", "-o", "-"])
+            .args(extra.iter().flat_map(|p| [std::path::Path::new("--symbols"), p]))
+            .arg(common::fixture(RECORDING))
+            .env("PERF_BUILDID_DIR", cache)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o)
+    };
+    let from_cache = fdata(cache.path(), &[]);
+    assert!(from_cache.contains("1 compute_flag 13 1 compute_flag 29 1 130\n"), "{from_cache}");
+    let named = fdata(std::path::Path::new("/nonexistent"), &[&binary]);
+    assert_eq!(named, from_cache);
+}
+
 /// The `edge kind` table of `cfghub info`.
 fn edge_table(args: &[&str], file: &std::path::Path) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))

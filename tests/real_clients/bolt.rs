@@ -415,6 +415,34 @@ fn samples_in_plt_stubs_are_named_as_perf2bolt_names_them() {
     assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
 }
 
+/// Samples in the stubs of `.plt.sec` (calls linked with `-z ibtplt`) and `.plt.got` (a
+/// function whose address is also taken): BOLT makes a function of each stub, named after the
+/// GOT slot's relocation (`memmove@PLT`, `memcpy@PLT`), and none of `.plt`'s lazy-binding
+/// stubs; without CET, `.plt.got`'s 8-byte stubs alike.
+#[test]
+fn samples_in_plt_sec_and_plt_got_stubs_are_named_as_perf2bolt_names_them() {
+    let cet: &[&str] = &["-fno-builtin", "-fcf-protection=full", "-Wl,-z,ibtplt"];
+    for flags in [cet, &["-fno-builtin"][..]] {
+        let Some((ours, theirs)) =
+            fdata_of_a_perf_recording("perf-data/hot-plt-sections.c", flags, "30000000")
+        else {
+            return;
+        };
+        let memcpy_in_plt_got = ours.iter().any(|l| l.starts_with("1 memcpy@PLT "));
+        assert!(memcpy_in_plt_got, "{flags:?}: samples in memcpy's .plt.got stub: {ours:?}");
+        if flags == cet {
+            let in_plt_sec =
+                ours.iter().any(|l| l.starts_with("1 memmove@PLT ") || l.starts_with("1 abs@PLT "));
+            assert!(in_plt_sec, "samples in .plt.sec stubs: {ours:?}");
+        }
+        assert!(
+            !ours.iter().any(|l| l.starts_with("1 _init ")),
+            "{flags:?}: no stub named after _init: {ours:?}"
+        );
+        assert_eq!(ours, theirs, "{flags:?}: cfghub and perf2bolt -nl agree");
+    }
+}
+
 /// Compiles `source` (with `-Wl,--emit-relocs`, as BOLT wants), records it with `perf record -e
 /// cpu-clock` given `argument`, and returns the sorted lines of cfghub's fdata of the recording
 /// and of `perf2bolt-19 -nl`'s; `None` (skipped, said why) where the tools or perf are missing.

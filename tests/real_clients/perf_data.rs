@@ -28,11 +28,14 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
         "hot-libc" => &["-fno-plt"],
         // Calls through the PLT, to functions the compiler would otherwise inline.
         "hot-plt" => &["-fno-builtin"],
+        // Stubs in `.plt.sec` (the calls, with CET's `-z ibtplt`) and `.plt.got` (`memcpy`,
+        // whose address is taken too).
+        "hot-plt-sections" => &["-fno-builtin", "-fcf-protection=full", "-Wl,-z,ibtplt"],
         _ => &[],
     };
     let argument = match program {
         "hot-libc" => "100000",
-        "hot-plt" => "60000000",
+        "hot-plt" | "hot-plt-sections" => "60000000",
         "hot-cpp" => "3000000",
         _ => "30000000",
     };
@@ -126,8 +129,30 @@ fn plt_entries_are_named_as_perf_names_them() {
     assert_eq!(direct, via);
 }
 
+/// A program whose samples fall in the stubs of `.plt.sec` and `.plt.got`, of which perf 6.1
+/// makes no symbols: each named as perf names it, by `_init` (stretched over the PLT) where
+/// perf's symbol tree meets it, else by no symbol (`[hot]`, the file).
+#[test]
+fn plt_sec_and_plt_got_stubs_are_named_as_perf_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(data) = record(dir.path(), "hot-plt-sections", &[], "perf.data") else { return };
+    let elf =
+        common::stdout(&Command::new("readelf").arg("-SW").arg(dir.path().join("hot")).output().unwrap());
+    assert!(elf.contains(".plt.sec") && elf.contains(".plt.got"), "{elf}");
+    let (direct, via) = both_ways(dir.path(), &data);
+    let in_stubs = |s: &String| {
+        let stack = s.rsplit_once(' ').map_or("", |(stack, _)| stack);
+        matches!(stack.rsplit(';').next(), Some("_init" | "[hot]"))
+    };
+    assert!(via.iter().any(in_stubs), "no sample in a stub: {via:#?}");
+    assert!(!via.iter().any(|s| s.contains("@plt")), "perf 6.1 names no stub of these sections: {via:#?}");
+    assert_eq!(direct, via);
+}
+
 /// C++ names libiberty (perf's demangler) and cpp_demangle write differently: a function's
-/// address and a function type among template arguments, a reference to a function type.
+/// address and a function type among template arguments, a reference to a function type, a
+/// substitution of a pointer type before a member type, `nullptr`'s type, a method for
+/// rvalues.
 #[test]
 fn cpp_names_are_written_as_perf_writes_them() {
     common::require("g++");
@@ -135,6 +160,11 @@ fn cpp_names_are_written_as_perf_writes_them() {
     let Some(data) = record(dir.path(), "hot-cpp", &[], "perf.data") else { return };
     let (direct, via) = both_ways(dir.path(), &data);
     assert!(via.iter().any(|s| s.contains(";via<&(inc(long&)), int (*)(double)>")), "{via:#?}");
+    for name in
+        [";Vec<std::pair<ns::Rec*, ns::Rec::Data*> >::run", ";drop<decltype(nullptr)>", ";Once::take "]
+    {
+        assert!(via.iter().any(|s| s.contains(name)), "{name}: {via:#?}");
+    }
     assert_eq!(direct, via);
 }
 

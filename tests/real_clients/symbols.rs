@@ -252,6 +252,87 @@ fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
     assert_eq!(names, ["fib", "main", "work"]);
 }
 
+/// A pprof profile of a PIE as perf_to_profile writes one from perf's mmap records: the text
+/// segment's mapping starts at the segment's page (`memory_start`) and maps the file from
+/// that page's offset (`file_offset`, 0x1000 for GNU ld), and its locations are runtime
+/// addresses without lines; one sample at each address of `samples`.
+fn pprof_of_a_text_mapping(binary: &Path, start: u64, file_offset: u64, samples: &[(u64, u64)]) -> Vec<u8> {
+    use common::protobuf::{field, uint, varint};
+    let strings = ["", "samples", "count", binary.to_str().unwrap()];
+    let mut out = Vec::new();
+    let mut message = Vec::new();
+    uint(&mut message, 1, 1);
+    uint(&mut message, 2, 2);
+    field(&mut out, 1, &message);
+    for (i, &(_, count)) in samples.iter().enumerate() {
+        let (mut sample, mut location) = (Vec::new(), Vec::new());
+        varint(&mut location, i as u64 + 1);
+        field(&mut sample, 1, &location);
+        let mut values = Vec::new();
+        varint(&mut values, count);
+        field(&mut sample, 2, &values);
+        field(&mut out, 2, &sample);
+    }
+    let mut mapping = Vec::new();
+    for (n, v) in [(1, 1), (2, start), (3, start + 0x10_0000), (4, file_offset), (5, 3)] {
+        uint(&mut mapping, n, v);
+    }
+    field(&mut out, 3, &mapping);
+    for (i, &(address, _)) in samples.iter().enumerate() {
+        let mut location = Vec::new();
+        for (n, v) in [(1, i as u64 + 1), (2, 1), (3, address)] {
+            uint(&mut location, n, v);
+        }
+        field(&mut out, 4, &location);
+    }
+    for text in strings {
+        field(&mut out, 6, text.as_bytes());
+    }
+    out
+}
+
+/// The stacks of a pprof profile whose locations are bare addresses are named by `--symbols`,
+/// its mapping placed by the segment that holds the mapping's file offset, as pprof places it.
+#[test]
+fn pprof_locations_of_a_pie_text_mapping_get_the_inline_chains_addr2line_gives() {
+    for tool in ["gcc", "addr2line"] {
+        common::require(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exe = build(dir, "pie", &["-fPIE", "-pie"]);
+    let (symbols, text) = layout(&exe);
+    let data = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let text_offset = file.segments().find(|s| s.address() == text).unwrap().file_range().0;
+    let (page, page_offset) = (text & !0xfff, text_offset & !0xfff);
+    let start = 0x5555_5555_5000u64;
+    let mut stated = Vec::new();
+    for (at, size, name) in &symbols {
+        if ["work", "fib", "main"].contains(&name.as_str()) {
+            stated.extend(*at..at + size);
+        }
+    }
+    let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a - page + start, 1 + a % 3)).collect();
+    let input = dir.join("pie.pb");
+    std::fs::write(&input, pprof_of_a_text_mapping(&exe, start, page_offset, &samples)).unwrap();
+    let out = dir.join("pie.folded");
+    convert(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--symbols",
+        exe.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let mut want: HashMap<String, u64> = HashMap::new();
+    for (chain, (_, count)) in addr2line(&exe, &stated).iter().zip(&samples) {
+        *want.entry(chain.join(";")).or_default() += count;
+    }
+    assert!(page_offset > 0, "the text is mapped from past the file's first page");
+    assert_eq!(folded(&out), want);
+}
+
 #[test]
 fn samples_at_100000_addresses_of_cfghub_name_the_functions_addr2line_names() {
     common::require("addr2line");

@@ -265,3 +265,72 @@ fn dcpi_samples_per_block_from_a_merged_profile() {
     }
     assert_eq!(seen, samples.len(), "{rows}");
 }
+
+/// A table of several row groups (131,072 rows each, the last one shorter): every row carries
+/// the profile id, which DuckDB and pyarrow read from the dictionary-encoded column, with
+/// statistics (min = max = the id, no nulls) in every row group; cfghub reads the folder back
+/// to the same DCFG.
+#[test]
+fn profile_id_is_on_every_row_of_every_row_group() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("many.dcfg.json");
+    let o = common::run(&[
+        "synth",
+        "-q",
+        "--images",
+        "1",
+        "--routines",
+        "12000",
+        "--blocks",
+        "24",
+        "--steps",
+        "3000000",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let tables = dir.path().join("run-7.tables");
+    let o = common::run(&["convert", input.to_str().unwrap(), "-o", tables.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let rows = duckdb(
+        dir.path(),
+        "select count(*), count(profile_id), count(distinct profile_id), min(profile_id) from 'run-7.tables/blocks.parquet' b",
+    );
+    let fields: Vec<&str> = rows.trim().split('|').collect();
+    let blocks: u64 = fields[0].parse().unwrap();
+    assert!(blocks > 1 << 17, "{blocks} blocks fill one row group only");
+    assert_eq!(&fields[1..], [fields[0], "1", "run-7"]);
+    let groups = duckdb(
+        dir.path(),
+        "select row_group_id, stats_min_value, stats_max_value, stats_null_count, num_values, encodings
+         from parquet_metadata('run-7.tables/blocks.parquet') where path_in_schema = 'profile_id' order by 1",
+    );
+    let groups: Vec<&str> = groups.lines().collect();
+    assert_eq!(groups.len() as u64, blocks.div_ceil(1 << 17), "{groups:?}");
+    let mut total = 0;
+    for (g, line) in groups.iter().enumerate() {
+        let f: Vec<&str> = line.split('|').collect();
+        assert_eq!(f[..4], [g.to_string().as_str(), "run-7", "run-7", "0"], "{line}");
+        assert!(f[5].contains("RLE_DICTIONARY"), "{line}");
+        total += f[4].parse::<u64>().unwrap();
+    }
+    assert_eq!(total, blocks);
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import pyarrow.parquet as pq, sys; t = pq.read_table(sys.argv[1]); c = t.column('profile_id'); print(t.num_rows, c.null_count, c.unique().to_pylist())",
+            tables.join("blocks.parquet").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o).trim(), format!("{blocks} 0 ['run-7']"));
+    let direct = dir.path().join("direct.dcfg.json");
+    let back = dir.path().join("back.dcfg.json");
+    for (from, to) in [(&input, &direct), (&tables, &back)] {
+        let o = common::run(&["convert", from.to_str().unwrap(), "-o", to.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+    }
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&direct).unwrap());
+}

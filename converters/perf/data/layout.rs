@@ -77,6 +77,9 @@ pub struct Layout {
     pub unknown: Vec<(u32, u64, u64)>,
     /// Whether any record is zstd-compressed.
     pub compressed: bool,
+    /// The header as the records are to be read with, where the file's own says no records
+    /// ([`unterminated_header`]).
+    pub patched_header: Option<Vec<u8>>,
 }
 
 const HEADER_LEN: usize = 104;
@@ -133,6 +136,7 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
             record_count: 0,
             unknown: Vec::new(),
             compressed: false,
+            patched_header: None,
         };
         walk(bytes, &mut layout, true)?;
         return Ok(layout);
@@ -161,7 +165,8 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
         }
     };
     let attrs = section(24, "attribute")?;
-    let data = section(40, "data")?;
+    let mut data = section(40, "data")?;
+    let patched_header = unterminated_header(bytes, order, &mut data);
     let event_types = section(56, "event types")?;
     // The parser divides the attribute section by the attribute size even when the section
     // is empty: perf never writes a size under the 64 bytes of the first attribute layout.
@@ -177,7 +182,9 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
     if event_types.1 > event_types.0 {
         check_event_type_ids(bytes, order, event_types, attr_size)?;
     }
-    check_features(bytes, order, data.1)?;
+    if patched_header.is_none() {
+        check_features(bytes, order, data.1)?;
+    }
     let mut layout = Layout {
         kind: Kind::File,
         order,
@@ -185,9 +192,43 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
         record_count: 0,
         unknown: Vec::new(),
         compressed: false,
+        patched_header,
     };
     walk(bytes, &mut layout, false)?;
     Ok(layout)
+}
+
+/// A `perf record` that did not end properly (killed, out of memory) leaves the data section's
+/// size 0 and the features unwritten (their bits set, their table missing), with its records
+/// after the data offset all the same; perf 6.1 then reads nothing ("data size field is 0
+/// which is unexpected"). Such a file's records are taken to its end, less a record cut off
+/// there: `data` becomes their range, and the header to read them with is returned, stating
+/// that size and no features.
+fn unterminated_header(bytes: &[u8], order: Order, data: &mut (u64, u64)) -> Option<Vec<u8>> {
+    let len = bytes.len() as u64;
+    if data.1 != data.0 || data.0 < HEADER_LEN as u64 || data.0 >= len {
+        return None;
+    }
+    let mut end = data.0;
+    while len - end >= RECORD_HEADER_LEN as u64 {
+        let size = u64::from(order.u16(&bytes[end as usize + 6..]));
+        if size < RECORD_HEADER_LEN as u64 || size > len - end {
+            break;
+        }
+        end += size;
+    }
+    if end == data.0 {
+        return None;
+    }
+    let mut header = bytes[..HEADER_LEN].to_vec();
+    let size = end - data.0;
+    header[48..56].copy_from_slice(&match order {
+        Order::Little => size.to_le_bytes(),
+        Order::Big => size.to_be_bytes(),
+    });
+    header[72..HEADER_LEN].fill(0);
+    *data = (data.0, end);
+    Some(header)
 }
 
 /// Each entry of the attribute section: the attribute, then `{offset, size}` of its ids, all

@@ -25,6 +25,7 @@
 
 pub mod header;
 pub mod layout;
+mod libiberty;
 pub mod names;
 mod rbtree;
 pub mod records;
@@ -33,7 +34,12 @@ mod stacks;
 mod symbol_tree;
 mod symtab;
 
+/// A symbol's name as perf prints it (`scripts/perf-names-vs-cxxfilt.sh` compares it with
+/// libiberty's over a library's symbols).
+pub use symtab::demangle as perf_name;
+
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::analysis::branch_records::{BranchRecords, Location};
 use crate::error::{Findings, Result};
@@ -78,11 +84,16 @@ pub struct Options {
     /// conversion. Where no stack is left (samples whose frames the collapse all drops), the
     /// images are built all the same: stack writers make stacks from them.
     pub images: bool,
+    /// Files and folders named with `--symbols`, searched (by build id, else by name) before
+    /// perf's build-id cache as the images are named: what names an image as it is read also
+    /// bounds its branch records' fall-through ranges (by function), so a binary named on
+    /// the command line must serve there, not after the reading.
+    pub symbol_paths: Vec<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { source_lines: true, sample_counts: false, images: true }
+        Options { source_lines: true, sample_counts: false, images: true, symbol_paths: Vec::new() }
     }
 }
 
@@ -98,6 +109,7 @@ impl Options {
             source_lines: !stacks_alone,
             sample_counts: matches!(output, "fdata" | "llvm-sample" | "llvm-unsymbolized"),
             images: !stacks_alone || symbolized,
+            symbol_paths: Vec::new(),
         }
     }
 }
@@ -169,7 +181,7 @@ fn wanted_offsets(rec: &Recording, images: bool) -> Vec<Vec<u64>> {
 
 fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
     let rec = &mut rec;
-    let mut names = names::name_images(rec, &wanted_offsets(rec, options.images), options.source_lines);
+    let mut names = names::name_images(rec, &wanted_offsets(rec, options.images), options);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
@@ -203,7 +215,7 @@ fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> R
     stacks::add_stacks(&mut profile, rec, chains, &names, &columns)?;
     if options.images || profile.processes.iter().all(|p| p.stacks.is_empty()) {
         if !options.images {
-            names = names::name_images(rec, &wanted_offsets(rec, true), options.source_lines);
+            names = names::name_images(rec, &wanted_offsets(rec, true), options);
         }
         add_images(&mut profile, rec, &names, &columns, findings);
     } else {

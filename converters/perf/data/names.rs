@@ -67,11 +67,19 @@ impl Names {
     }
 }
 
-/// Names every offset in `wanted` (per image of the recording).
-pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], lines: bool) -> Names {
+/// Names every offset in `wanted` (per image of the recording): from the files named with
+/// `--symbols`, perf's build-id cache and the system's debug files; source lines too when the
+/// options ask for them.
+pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Options) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
     let system = vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)];
+    let places = Query {
+        paths: &options.symbol_paths,
+        system_dirs: &system,
+        build_id_caches: &caches,
+        ..Query::default()
+    };
     let mut kallsyms: Option<Option<Kallsyms>> = None;
     // One entry per file (path, kernel or not, build id), with the offsets of all its images.
     let mut file_index: HashMap<(&str, bool, Option<&Vec<u8>>), usize> = HashMap::new();
@@ -102,7 +110,7 @@ pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], lines: bool) -> Names {
                     None => ImageNames::default(),
                 }
             } else {
-                name_from_elf(image, id.as_deref(), &caches, &system, &offsets, lines)
+                name_from_elf(image, id.as_deref(), &places, &offsets, options.source_lines)
             };
             names.build_id = id;
             names
@@ -111,23 +119,16 @@ pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], lines: bool) -> Names {
     Names { files, of_image }
 }
 
+/// Names the offsets of one image from its ELF file, searched in the `places` of a query.
 fn name_from_elf(
     image: &ImageKey,
     build_id: Option<&str>,
-    caches: &[PathBuf],
-    system: &[PathBuf],
+    places: &Query,
     offsets: &[u64],
     lines: bool,
 ) -> ImageNames {
     let mut names = ImageNames::default();
-    let query = Query {
-        image: Some(&image.path),
-        paths: &[],
-        sole: false,
-        system_dirs: system,
-        build_id,
-        build_id_caches: caches,
-    };
+    let query = Query { image: Some(&image.path), build_id, ..places.clone() };
     let found = search::find(&query);
     if !found.any() {
         return names;
@@ -135,7 +136,7 @@ fn name_from_elf(
     let symbolizer = if lines { Symbolizer::new(found) } else { Symbolizer::symbols_only(found) };
     let Ok(symbolizer) = symbolizer else { return names };
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
-    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0) else { return names };
+    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0, None) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());
     // Functions as perf tells them apart, from the symbol table the symbolizer reads.
     // perf's runtime file: the binary (a separate debug file has no `.dynsym` or PLT).

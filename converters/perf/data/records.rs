@@ -311,6 +311,54 @@ pub fn replay(
     replay_weighing(bytes, pages, frame, false, findings)
 }
 
+/// The name perf gives an event with no stated name (a recording killed before it wrote its
+/// event descriptions): a generic hardware or software event's, with the modifiers of the
+/// privilege levels it counts when it leaves any out (`cpu-clock:u`); else `event{index}`.
+fn name_of_attribute(attr: &linux_perf_data::linux_perf_event_reader::PerfEventAttr, index: usize) -> String {
+    use linux_perf_data::linux_perf_event_reader::{
+        AttrFlags, HardwareEventId as H, PerfEventType, SoftwareCounterType as S,
+    };
+    let base = match &attr.type_ {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => return format!("event{index}"),
+        },
+        PerfEventType::Software(counter) => match counter {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => return format!("event{index}"),
+        },
+        _ => return format!("event{index}"),
+    };
+    let levels =
+        [(AttrFlags::EXCLUDE_USER, 'u'), (AttrFlags::EXCLUDE_KERNEL, 'k'), (AttrFlags::EXCLUDE_HV, 'h')];
+    if levels.iter().all(|(flag, _)| !attr.flags.contains(*flag)) {
+        return base.to_string();
+    }
+    let kept: String =
+        levels.iter().filter(|(flag, _)| !attr.flags.contains(*flag)).map(|(_, c)| *c).collect();
+    format!("{base}:{kept}")
+}
+
 /// Reads every record of a checked file as [`replay`] does; with `count_samples`, each sample
 /// weighs 1 in the stacks and costs (sample counts, as perf2bolt and llvm-profgen count
 /// samples), else its period.
@@ -326,7 +374,8 @@ pub fn replay_weighing(
             "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
         )
     };
-    let cursor = Releasing { bytes, at: 0, released: 0, pages };
+    let header = frame.patched_header.as_deref().unwrap_or_default();
+    let cursor = Releasing { bytes, header, at: 0, released: 0, pages };
     let reader = match frame.kind {
         Kind::File => PerfFileReader::parse_file(cursor),
         Kind::Pipe => PerfFileReader::parse_pipe(cursor),
@@ -350,7 +399,7 @@ pub fn replay_weighing(
         });
         r.default_period.push(period.unwrap_or(1));
         r.rec.events.push(EventInfo {
-            name: attr.name().map_or_else(|| format!("event{}", r.rec.events.len()), str::to_string),
+            name: attr.name().map_or_else(|| name_of_attribute(a, r.rec.events.len()), str::to_string),
             period,
             frequency,
             sample_type: a.sample_format.bits(),
@@ -399,6 +448,18 @@ pub fn replay_weighing(
     r.rec.threads = tally.threads;
     r.rec.stacks = tally.stacks;
     r.rec.costs = tally.costs;
+    if frame.patched_header.is_some() {
+        let (start, end) = frame.records;
+        findings.warn(
+            Some(crate::error::Location::Byte(40)),
+            format!(
+                "the data section's size is 0: `perf record` did not end properly (killed?); its \
+                 {} bytes of records up to byte {end} were read, without the features perf \
+                 writes last (build-id table, host, command line)",
+                end - start
+            ),
+        );
+    }
     for (t, n, at) in &frame.unknown {
         findings.warn(
             Some(crate::error::Location::Byte(*at)),
@@ -423,6 +484,8 @@ pub fn replay_weighing(
 /// file need not stay in memory beside what is made of it.
 struct Releasing<'a> {
     bytes: &'a [u8],
+    /// Read in place of the file's first bytes (a header patched by the layout check).
+    header: &'a [u8],
     at: usize,
     /// Everything before this offset has been released.
     released: usize,
@@ -435,7 +498,10 @@ impl Releasing<'_> {
 
 impl Read for Releasing<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        let rest = match self.header.get(self.at..) {
+            Some(patched) if !patched.is_empty() => patched,
+            _ => self.bytes.get(self.at..).unwrap_or_default(),
+        };
         let n = rest.len().min(buf.len());
         buf[..n].copy_from_slice(&rest[..n]);
         self.at += n;
@@ -689,7 +755,8 @@ mod tests {
         let bytes: Vec<u8> = (0..(Releasing::STEP * 2 + 12_345)).map(|i| (i % 253) as u8).collect();
         std::io::Write::write_all(&mut file, &bytes).unwrap();
         let mapped = crate::mem::MappedFile::open(file.path()).unwrap();
-        let mut cursor = Releasing { bytes: &mapped, at: 0, released: 0, pages: mapped.releaser() };
+        let mut cursor =
+            Releasing { bytes: &mapped, header: &[], at: 0, released: 0, pages: mapped.releaser() };
         let mut all = Vec::new();
         cursor.read_to_end(&mut all).unwrap();
         assert_eq!(all, bytes);

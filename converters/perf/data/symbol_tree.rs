@@ -28,7 +28,8 @@
 //! size) already covers the whole PLT when the entries arrive. A lookup walks the tree from
 //! its root and stops at the first node covering the address: `_init` when it lies on the way
 //! down to the entry, the entry otherwise. Entries of `.plt.sec` and `.plt.got` get no
-//! symbols (perf 6.1 makes none) and stay in `_init`.
+//! symbols (perf 6.1 makes none: `perf script` names their samples `_init` or `[unknown]`)
+//! and are named by the same walk.
 
 use std::cmp::Ordering;
 

@@ -188,7 +188,9 @@ fn choose(a: &Function, a_sym: &TableSymbol, b: &Function, b_sym: &TableSymbol) 
 /// A symbol's name as perf prints it: Rust names without their hash, and v0 ones without
 /// the suffix after a `.` (`.llvm.123`, `.warm`, `.cold`); C++ names as libiberty's
 /// demangler prints them without options (no parameters, no return type, an empty template
-/// pack left out, `64u` for an `unsigned int` argument); other names as they are.
+/// pack left out, `64u` for an `unsigned int` argument): libiberty's own words where the C++
+/// runtime's demangler can be loaded ([`super::libiberty`]), else cpp_demangle's, mended
+/// where they differ in form; other names as they are.
 pub fn demangle(raw: &str) -> String {
     if raw.starts_with("_R") {
         let v0 = raw.split('.').next().unwrap_or(raw);
@@ -205,10 +207,22 @@ pub fn demangle(raw: &str) -> String {
             }
         }
     }
+    if raw.starts_with("_Z") {
+        if let Some(d) = super::libiberty::demangle(raw) {
+            return d;
+        }
+    }
+    mended(raw)
+}
+
+/// A name as cpp_demangle prints it, mended where it differs in form from libiberty's (C++
+/// without parameters, thunks, integer literals, function types and addresses among template
+/// arguments); other names as [`crate::symbolize::demangle`] writes them.
+fn mended(raw: &str) -> String {
     if let Some((kind, encoding)) = thunk(raw) {
         // `{virtual override thunk(...)}` in cpp_demangle's words; libiberty's, as perf prints
         // them, name the target after what it is.
-        return format!("{kind}{}", demangle(&format!("_Z{encoding}")));
+        return format!("{kind}{}", mended(&format!("_Z{encoding}")));
     }
     if raw.starts_with("_Z") {
         let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
@@ -445,44 +459,56 @@ mod tests {
 
     #[test]
     fn names_are_demangled_as_perf_prints_them() {
+        // Both ways: libiberty's words, and cpp_demangle's mended (without the C++ runtime).
+        let check = |raw: &str, expected: &str| {
+            assert_eq!(demangle(raw), expected);
+            assert_eq!(mended(raw), expected, "mended: {raw}");
+        };
         assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
-        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar");
+        check("_ZN3foo3barEv", "foo::bar");
         assert_eq!(demangle("_RNvCs1234_5crate4main.warm"), "crate::main");
-        assert_eq!(demangle("_ZN4llvm6detail9PassModelIiE3runEv"), "llvm::detail::PassModel<int>::run");
-        assert_eq!(demangle("__GI___libc_write"), "__GI___libc_write");
-        assert_eq!(demangle("_ZN4llvm1AIjLj64EE3fooEv"), "llvm::A<unsigned int, 64u>::foo");
-        assert_eq!(demangle("_ZN4llvm1AImLm4096EE3fooEv"), "llvm::A<unsigned long, 4096ul>::foo");
-        assert_eq!(demangle("_ZN4llvm1AIlLln5EE3fooEv"), "llvm::A<long, -5l>::foo");
-        assert_eq!(demangle("_ZN4llvm1AIcLc65EE3fooEv"), "llvm::A<char, (char)65>::foo");
-        // As `perf script` printed them (parameters of thunks are left out by the folding
-        // both routes share).
-        assert_eq!(demangle("_ZThn272_N4llvm5VPPhiD0Ev"), "non-virtual thunk to llvm::VPPhi::~VPPhi");
-        assert_eq!(
-            demangle("_ZThn752_N4llvm8RAGreedy19LRE_CanEraseVirtRegENS_8RegisterE"),
-            "non-virtual thunk to llvm::RAGreedy::LRE_CanEraseVirtReg"
-        );
-        assert_eq!(demangle("_ZTv0_n24_N4llvm1AD1Ev"), "virtual thunk to llvm::A::~A");
-        assert_eq!(demangle("_ZTch0_h16_N1A1fEv"), "covariant return thunk to A::f");
-        assert_eq!(
-            demangle("_ZN4llvm12function_refIFNS_15InstructionCostEjEE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_16EES1_lj"),
+        check("_ZN4llvm6detail9PassModelIiE3runEv", "llvm::detail::PassModel<int>::run");
+        check("__GI___libc_write", "__GI___libc_write");
+        check("_ZN4llvm1AIjLj64EE3fooEv", "llvm::A<unsigned int, 64u>::foo");
+        check("_ZN4llvm1AImLm4096EE3fooEv", "llvm::A<unsigned long, 4096ul>::foo");
+        check("_ZN4llvm1AIlLln5EE3fooEv", "llvm::A<long, -5l>::foo");
+        check("_ZN4llvm1AIcLc65EE3fooEv", "llvm::A<char, (char)65>::foo");
+        // Thunks: libiberty writes their target's parameters (`perf script` does); without
+        // the C++ runtime, cpp_demangle's words mended as far as the folding both routes share
+        // (which leaves the parameters out).
+        let thunks = [
+            ("_ZThn272_N4llvm5VPPhiD0Ev", "non-virtual thunk to llvm::VPPhi::~VPPhi"),
+            (
+                "_ZThn752_N4llvm8RAGreedy19LRE_CanEraseVirtRegENS_8RegisterE",
+                "non-virtual thunk to llvm::RAGreedy::LRE_CanEraseVirtReg",
+            ),
+            ("_ZTv0_n24_N4llvm1AD1Ev", "virtual thunk to llvm::A::~A"),
+            ("_ZTch0_h16_N1A1fEv", "covariant return thunk to A::f"),
+        ];
+        for (raw, folded) in thunks {
+            assert_eq!(mended(raw), folded);
+            assert_eq!(demangle(raw).split('(').next(), Some(folded));
+        }
+        check(
+            "_ZN4llvm12function_refIFNS_15InstructionCostEjEE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_16EES1_lj",
             "llvm::function_ref<llvm::InstructionCost (unsigned int)>::callback_fn<llvm::slpvectorizer::BoUpSLP::\
              getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
              llvm::SmallPtrSetImpl<llvm::Value*>&)::$_16>"
         );
-        assert_eq!(
-            demangle("_ZN4llvm12function_refIFNS_15InstructionCostES1_EE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_19EES1_lS1_"),
+        check(
+            "_ZN4llvm12function_refIFNS_15InstructionCostES1_EE11callback_fnIZNS_13slpvectorizer7BoUpSLP12getEntryCostEPKNS6_9TreeEntryENS_8ArrayRefIPNS_5ValueEEERNS_15SmallPtrSetImplISC_EEE4$_19EES1_lS1_",
             "llvm::function_ref<llvm::InstructionCost (llvm::InstructionCost)>::callback_fn<llvm::slpvectorizer::\
              BoUpSLP::getEntryCost(llvm::slpvectorizer::BoUpSLP::TreeEntry const*, llvm::ArrayRef<llvm::Value*>, \
              llvm::SmallPtrSetImpl<llvm::Value*>&)::$_19>"
         );
         // A function's address and a function type among template arguments, references in
         // them (the program: fixtures/perf-data/hot-cpp.cc).
-        assert_eq!(demangle("_Z3viaIXadL_Z3incRlEEPFidEElS0_"), "via<&(inc(long&)), int (*)(double)>");
-        assert_eq!(demangle("_ZN3RefIRFlicEE4callIRlEElRT_l"), "Ref<long (&)(int, char)>::call<long&>");
-        assert_eq!(demangle("_ZN1SIXadL_Z1fvEEE1gEv"), "S<&(f())>::g");
-        assert_eq!(
-            demangle("_ZZ41LLVMRustContextConfigureDiagnosticHandlerENK21RustDiagnosticHandler18isAnyRemarkEnabledEv"),
-            "LLVMRustContextConfigureDiagnosticHandler::RustDiagnosticHandler::isAnyRemarkEnabled"
+        check("_Z3viaIXadL_Z3incRlEEPFidEElS0_", "via<&(inc(long&)), int (*)(double)>");
+        check("_ZN3RefIRFlicEE4callIRlEElRT_l", "Ref<long (&)(int, char)>::call<long&>");
+        check("_ZN1SIXadL_Z1fvEEE1gEv", "S<&(f())>::g");
+        check(
+            "_ZZ41LLVMRustContextConfigureDiagnosticHandlerENK21RustDiagnosticHandler18isAnyRemarkEnabledEv",
+            "LLVMRustContextConfigureDiagnosticHandler::RustDiagnosticHandler::isAnyRemarkEnabled",
         );
     }
 }
