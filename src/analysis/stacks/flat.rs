@@ -44,9 +44,11 @@ pub struct FlatStacks<'p> {
 
 /// What the first walk keeps of a process.
 struct FlatProcess {
-    /// The stacks kept whole, in order of first appearance, each with the (image, row) it
-    /// first appears at.
-    kept: Vec<(Stack, (usize, usize))>,
+    /// The stacks kept whole, in order of first appearance.
+    kept: Vec<Stack>,
+    /// Where each stack kept whole first appears, (image, row), when rows may be named later
+    /// (else empty).
+    first_rows: Vec<(usize, usize)>,
     /// Per image: its base name when its rows of code no symbol covers are stacks of their
     /// own, walked again and named as they are written.
     address_rows: Vec<Option<FrameId>>,
@@ -77,12 +79,7 @@ impl<'p> FlatStacks<'p> {
             .iter()
             .zip(self.processes)
             .map(|(process, flat)| {
-                let stacks = flat
-                    .kept
-                    .into_iter()
-                    .map(|(s, _)| s)
-                    .filter(|s| s.values.iter().any(|&v| v != 0.0))
-                    .collect();
+                let stacks = flat.kept.into_iter().filter(|s| s.values.iter().any(|&v| v != 0.0)).collect();
                 Process { pid: process.pid, stacks, ..Process::default() }
             })
             .collect();
@@ -121,7 +118,11 @@ impl<'p> FlatStacks<'p> {
         let profile = self.profile;
         let events = profile.events.len();
         let base_names: Vec<String> = process.images.iter().map(|i| image_base_name(profile, i)).collect();
-        let mut walked = FlatProcess { kept: Vec::new(), address_rows: vec![None; process.images.len()] };
+        let mut walked = FlatProcess {
+            kept: Vec::new(),
+            first_rows: Vec::new(),
+            address_rows: vec![None; process.images.len()],
+        };
         // Each distinct stack once: indices into `kept`, by the hash of their frames.
         let mut seen: hashbrown::HashTable<usize> = hashbrown::HashTable::new();
         let mut frames: Vec<FrameId> = Vec::new();
@@ -172,23 +173,26 @@ impl<'p> FlatStacks<'p> {
                     }
                     let kept = &mut walked.kept;
                     let hash = frames_hash(&frames);
-                    let at = match seen.find(hash, |&k| kept[k].0.frames == frames) {
+                    let at = match seen.find(hash, |&k| kept[k].frames == frames) {
                         Some(&k) => k,
                         None => {
                             let stack =
                                 Stack { frames: frames.clone(), values: vec![0.0; events], thread: None };
-                            kept.push((stack, (i, row)));
-                            seen.insert_unique(hash, kept.len() - 1, |&j| frames_hash(&kept[j].0.frames));
+                            kept.push(stack);
+                            if name_addresses_later {
+                                walked.first_rows.push((i, row));
+                            }
+                            seen.insert_unique(hash, kept.len() - 1, |&j| frames_hash(&kept[j].frames));
                             kept.len() - 1
                         }
                     };
-                    for (slot, &v) in kept[at].0.values.iter_mut().zip(values) {
+                    for (slot, &v) in kept[at].values.iter_mut().zip(values) {
                         *slot += v as f64;
                     }
                     Ok(())
                 });
         }
-        self.has_values |= walked.kept.iter().any(|(s, _)| s.values.iter().any(|&v| v != 0.0));
+        self.has_values |= walked.kept.iter().any(|s| s.values.iter().any(|&v| v != 0.0));
         walked
     }
 
@@ -197,7 +201,7 @@ impl<'p> FlatStacks<'p> {
     fn names_an_address(&self, walked: &FlatProcess) -> bool {
         let images: Vec<&str> = walked.address_rows.iter().flatten().map(|&f| self.frames.get(f)).collect();
         !images.is_empty()
-            && walked.kept.iter().filter_map(|(s, _)| (s.frames.len() == 1).then_some(s.frames[0])).any(|f| {
+            && walked.kept.iter().filter_map(|s| (s.frames.len() == 1).then_some(s.frames[0])).any(|f| {
                 let name = self.frames.get(f);
                 images
                     .iter()
@@ -214,43 +218,57 @@ impl<'p> FlatStacks<'p> {
         let mut frames: Vec<Frame> = Vec::new();
         let mut values: Vec<f64> = Vec::new();
         for (p, (process, walked)) in self.profile.processes.iter().zip(&self.processes).enumerate() {
-            let mut kept = walked.kept.iter().peekable();
+            let kept = &walked.kept;
+            if walked.address_rows.iter().all(Option::is_none) {
+                // Every stack is kept whole.
+                for stack in kept.iter().filter(|s| s.values.iter().any(|&v| v != 0.0)) {
+                    f(p, named(stack, &mut frames), &stack.values)?;
+                }
+                continue;
+            }
+            // The next stack kept whole, which first appears at `first_rows[next]`.
+            let mut next = 0;
             for (i, image) in process.images.iter().enumerate() {
-                let address_rows = walked.address_rows[i];
-                if address_rows.is_none() {
-                    // Only stacks kept whole start in this image.
-                    while let Some((stack, _)) = kept.next_if(|(_, (at, _))| *at == i) {
-                        frames.clear();
-                        frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
-                        if stack.values.iter().any(|&v| v != 0.0) {
-                            f(p, &frames, &stack.values)?;
+                let Some(image_name) = walked.address_rows[i] else {
+                    while walked.first_rows.get(next).is_some_and(|&(at, _)| at == i) {
+                        if kept[next].values.iter().any(|&v| v != 0.0) {
+                            f(p, named(&kept[next], &mut frames), &kept[next].values)?;
                         }
+                        next += 1;
                     }
                     continue;
-                }
+                };
                 let index = SymbolIndex::new(image);
                 let mut symbols = image.costs.cursor();
                 image.costs.try_for_each_row_values(|row, offset, row_values| -> Result<(), E> {
-                    frames.clear();
-                    if let Some((stack, _)) = kept.next_if(|(_, at)| *at == (i, row)) {
-                        frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
-                        values.clone_from(&stack.values);
-                    } else if let (Some(image), Some(offset)) =
-                        (address_rows, bare_address(image, &index, symbols.symbol(row), offset))
-                    {
-                        frames.push(Frame::Address { image, offset });
+                    if walked.first_rows.get(next) == Some(&(i, row)) {
+                        named(&kept[next], &mut frames);
+                        values.clone_from(&kept[next].values);
+                        next += 1;
+                    } else if let Some(offset) = bare_address(image, &index, symbols.symbol(row), offset) {
+                        frames.clear();
+                        frames.push(Frame::Address { image: image_name, offset });
                         values.clear();
                         values.extend(row_values.iter().map(|&v| v as f64));
+                    } else {
+                        return Ok(());
                     }
-                    if !frames.is_empty() && values.iter().any(|&v| v != 0.0) {
-                        f(p, &frames, &values)?;
+                    match values.iter().any(|&v| v != 0.0) {
+                        true => f(p, &frames, &values),
+                        false => Ok(()),
                     }
-                    Ok(())
                 })?;
             }
         }
         Ok(())
     }
+}
+
+/// The frames of a stack kept whole, in `frames`.
+fn named<'f>(stack: &Stack, frames: &'f mut Vec<Frame>) -> &'f [Frame] {
+    frames.clear();
+    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
+    frames
 }
 
 /// The offset of a row that is code no symbol covers, with no inlined functions: a stack of
@@ -361,8 +379,7 @@ mod tests {
         assert_eq!(written(&later), expected);
         // Named later: the addresses of `app` that are stacks of their own are not kept; those
         // of `lib.so`, where an address repeats, are.
-        let kept: Vec<&str> =
-            later.processes[0].kept.iter().map(|(s, _)| later.frames.get(s.frames[0])).collect();
+        let kept: Vec<&str> = later.processes[0].kept.iter().map(|s| later.frames.get(s.frames[0])).collect();
         assert_eq!(kept, ["app", "app+0x30", "f", "lib.so+0x10", "lib.so+0x8"]);
     }
 
