@@ -14,7 +14,9 @@
 //! named like an address of it): [`FlatStacks::try_for_each`] walks the costs again as the
 //! stacks are written and names such a frame ([`Frame::Address`]) only then, into the
 //! writer's buffer. Only the stacks that sum several rows, or that are made of named frames,
-//! are kept, each with the row it first appears at.
+//! are kept, each with the row it first appears at. Converting that profile to folded stacks
+//! then peaks at 229 MiB (2.3x) in 2.45 s of CPU, against 4111 MiB in 52.8 s, and the 10 MB
+//! one at 31.9 MiB, as reading it alone does, against 427 MiB (`scripts/bench-flat-stacks.sh`).
 
 use std::convert::Infallible;
 use std::io::Write as _;
