@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Writes a DCPI binary profile of 25 million slots (103 MB) to PATH: chunks of 64 slots 4 bytes
-apart, 64-byte gaps between chunks, counts from 0 to 1023 (most non-zero).
+apart, 64-byte gaps between chunks, counts from 0 to 1023 (most non-zero). SLOTS makes it
+another size (2500000: 10 MB).
 
-Usage: scripts/gen-dcpi.py PATH"""
+Usage: scripts/gen-dcpi.py PATH [SLOTS]"""
 import struct, sys, array
-slots = 25_000_000
+if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
+    sys.exit(__doc__)
+slots = int(sys.argv[2]) if len(sys.argv) == 3 else 25_000_000
 head = ("version pdb-0.07\nimage 19970328081403c0c18b\npath /usr/bin/app\nepoch 9805191724\n"
         "platform walnut\nevent cycles\nperiod 63488\ntstart 120000000\ntsize 4294967295\n"
         "cpuspeed 500\nsamples")

@@ -233,6 +233,33 @@ fn symbolizing_addresses_takes_memory_per_address_not_per_inlined_frame() {
     assert!(per_address < 300.0, "{per_address:.0} bytes per address (peaks {peaks:?} KiB)");
 }
 
+#[test]
+fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipping: /usr/bin/time is not installed");
+        return;
+    }
+    // 5 million sampled addresses, each a stack of its own (`app+0x1a4 87`). Kept as model
+    // stacks with a name each, they took about 170 bytes an address: 42x the input, where
+    // reading it alone takes 2.2x (scripts/bench-flat-stacks.sh measures release builds).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = dcpi_profile(20_000_000);
+    std::fs::write(d.join("big.dcpi"), &input).unwrap();
+    let reading = peak_kib(d, &["info", "-q", "big.dcpi"]);
+    let folded_kib = peak_kib(d, &["convert", "-q", "big.dcpi", "-o", "out.folded"]);
+    let folded = std::fs::read_to_string(d.join("out.folded")).unwrap();
+    assert!(folded.starts_with("# events: cycles\napp+0x4 "), "{}", &folded[..100]);
+    // One line per address with samples, as many as the footer counts.
+    let nonzero = u32::from_le_bytes(input[input.len() - 8..input.len() - 4].try_into().unwrap());
+    assert_eq!(folded.lines().count(), 1 + nonzero as usize);
+    let beside = folded_kib.saturating_sub(reading) as f64 * 1024.0 / input.len() as f64;
+    assert!(
+        beside <= 0.1,
+        "writing the stacks took {beside:.2}x the input beside reading it ({folded_kib} against {reading} KiB)"
+    );
+}
+
 /// A Callgrind profile of `main` over `layers` layers of two functions, each calling both
 /// functions of the layer below: 2^layers call paths, every function with a cost of its own.
 fn lattice_callgrind(layers: usize) -> String {

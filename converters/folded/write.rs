@@ -3,23 +3,26 @@
 
 use std::io::Write;
 
+use crate::analysis::stacks::WrittenStacks;
 use crate::error::{Error, Findings, Result};
 use crate::io::write_error;
-use crate::ir::{Profile, Stack};
+use crate::ir::Profile;
 use crate::registry::WriteOptions;
 
 use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
-use crate::folded_stacks::for_writing;
+use crate::folded_stacks::stacks_for_writing;
 
-/// Writes the profile's stacks (or stacks derived from its call graph, with a warning).
+/// Writes the profile's stacks (or stacks derived from its call graph or its flat costs, with
+/// a warning).
 pub fn write(
     profile: &Profile,
     out: &mut dyn Write,
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let (profile, mut events) = for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
-    let profile = &*profile;
+    let (stacks, mut events) =
+        stacks_for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
+    let profile = stacks.profile();
     if options.event.is_none() && crate::folded_stacks::events_are_sample_types(profile) {
         // Two count columns are a before/after pair to flame-graph tools: one sample type
         // is written, the default one.
@@ -54,8 +57,7 @@ pub fn write(
             }
         })
         .collect();
-    let stacks: Vec<&Stack> = profile.processes.iter().flat_map(|p| &p.stacks).collect();
-    if names.len() != 1 || names[0] != DEFAULT_EVENT || first_line_is_ambiguous(profile, &stacks) {
+    if names.len() != 1 || names[0] != DEFAULT_EVENT || first_line_is_ambiguous(&stacks) {
         writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
     }
     if profile.processes.len() > 1 {
@@ -67,38 +69,40 @@ pub fn write(
             ),
         );
     }
-    if stacks.iter().any(|s| s.thread.is_some()) {
+    if stacks.any_thread() {
         findings.warn(None, "folded: threads of stacks are not written (folded stacks have no threads)");
     }
     let mut renamed = 0usize;
     let mut empty = 0usize;
     let mut line = Vec::with_capacity(1024);
     let mut number = count_text::Buffer::default();
-    for stack in &stacks {
-        if stack.frames.is_empty() {
+    stacks.try_for_each(|frames, values| {
+        if frames.is_empty() {
             empty += 1;
-            continue;
+            return Ok(());
         }
         line.clear();
-        for (i, &f) in stack.frames.iter().enumerate() {
+        for (i, &f) in frames.iter().enumerate() {
             if i > 0 {
                 line.push(b';');
             }
-            let name = profile.frames.get(f);
-            if name.bytes().any(|b| b == b';' || b == b'\n' || b == b'\r') {
+            let start = line.len();
+            stacks.push_name(f, &mut line);
+            let name = &mut line[start..];
+            if name.iter().any(|&b| b == b';' || b == b'\n' || b == b'\r') {
                 renamed += 1;
-                line.extend(name.bytes().map(|b| match b {
-                    b';' => b':',
-                    b'\n' | b'\r' => b' ',
-                    b => b,
-                }));
-            } else {
-                line.extend_from_slice(name.as_bytes());
+                for b in name {
+                    match *b {
+                        b';' => *b = b':',
+                        b'\n' | b'\r' => *b = b' ',
+                        _ => {}
+                    }
+                }
             }
         }
         for &e in &events {
             line.push(b' ');
-            let v = stack.values.get(e).copied().unwrap_or(0.0);
+            let v = values.get(e).copied().unwrap_or(0.0);
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::unsupported(format!(
                     "folded stacks hold non-negative counts; a stack has {v} for '{}'",
@@ -108,8 +112,8 @@ pub fn write(
             line.extend_from_slice(number.format(v));
         }
         line.push(b'\n');
-        out.write_all(&line).map_err(&err)?;
-    }
+        out.write_all(&line).map_err(&err)
+    })?;
     if empty > 0 {
         findings.warn(None, format!("folded: {empty} stack(s) without frames not written"));
     }
@@ -124,16 +128,16 @@ pub fn write(
 
 /// Whether a reader would take the end of the first stack's leaf frame for a count column
 /// (a leaf named `main 7`), so that the columns must be named in a header.
-fn first_line_is_ambiguous(profile: &Profile, stacks: &[&Stack]) -> bool {
-    let Some(stack) = stacks.iter().find(|s| !s.frames.is_empty()) else {
+fn first_line_is_ambiguous(stacks: &WrittenStacks) -> bool {
+    // The walk stops at the first stack with frames, with its leaf.
+    let Err(leaf) = stacks.try_for_each(|frames, _| frames.last().map_or(Ok(()), |&leaf| Err(leaf))) else {
         return false;
     };
-    let Some(&leaf) = stack.frames.last() else {
-        return false;
-    };
-    let name = profile.frames.get(leaf).trim_end();
-    match name.rfind([' ', '\t']) {
-        Some(i) => parse_count(&name.as_bytes()[i + 1..]).is_some(),
+    let mut name = Vec::new();
+    stacks.push_name(leaf, &mut name);
+    let name = String::from_utf8_lossy(&name);
+    match name.trim_end().rfind([' ', '\t']) {
+        Some(i) => parse_count(&name.trim_end().as_bytes()[i + 1..]).is_some(),
         None => false,
     }
 }

@@ -16,9 +16,9 @@ use std::str::FromStr;
 
 use inferno::flamegraph::{self, color::Palette, Direction};
 
-use crate::analysis::stacks as derived;
+use crate::analysis::stacks::{self as derived, WrittenStacks};
 use crate::error::{Error, Findings, Result};
-use crate::ir::{EventId, Profile, Stack};
+use crate::ir::{EventId, Profile};
 use crate::registry::{Format, WriteOptions};
 
 /// What the flame-graph writer can be asked.
@@ -52,17 +52,32 @@ const MAX_SCALE_DIGITS: i32 = 6;
 /// The power of ten that makes every value a whole number (at most 10^6), and whether some
 /// value still has digits beyond that.
 pub fn integer_scale(values: impl Iterator<Item = f64>) -> (f64, bool) {
-    let mut digits = 0;
-    let mut lossy = false;
-    for v in values {
-        while digits < MAX_SCALE_DIGITS && (v * 10f64.powi(digits)).fract() != 0.0 {
-            digits += 1;
+    let mut scale = IntegerScale::default();
+    values.for_each(|v| scale.add(v));
+    scale.finish()
+}
+
+/// [`integer_scale`] of values met one at a time.
+#[derive(Default)]
+pub struct IntegerScale {
+    digits: i32,
+    lossy: bool,
+}
+
+impl IntegerScale {
+    pub fn add(&mut self, v: f64) {
+        while self.digits < MAX_SCALE_DIGITS && (v * 10f64.powi(self.digits)).fract() != 0.0 {
+            self.digits += 1;
         }
-        if (v * 10f64.powi(digits)).fract() != 0.0 {
-            lossy = true;
+        if (v * 10f64.powi(self.digits)).fract() != 0.0 {
+            self.lossy = true;
         }
     }
-    (10f64.powi(digits), lossy)
+
+    /// The power of ten, and whether some value has digits beyond it.
+    pub fn finish(&self) -> (f64, bool) {
+        (10f64.powi(self.digits), self.lossy)
+    }
 }
 
 /// inferno's options for a picture of `event`.
@@ -113,28 +128,52 @@ pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Fin
 
 /// Folded lines (`frames value [value]`) of the stacks, values multiplied by `scale` and
 /// rounded; stacks without frames are left out.
-pub fn folded_lines(profile: &Profile, stacks: &[&Stack], columns: &[EventId], scale: f64) -> Vec<String> {
-    let mut lines = Vec::with_capacity(stacks.len());
-    for stack in stacks {
-        if stack.frames.is_empty() {
-            continue;
+pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], scale: f64) -> FoldedLines {
+    let mut lines = FoldedLines { text: Vec::new(), ends: Vec::new() };
+    let Ok(()) = stacks.try_for_each(|frames, values| -> std::result::Result<(), std::convert::Infallible> {
+        if frames.is_empty() {
+            return Ok(());
         }
-        let mut line = String::with_capacity(stack.frames.len() * 24);
-        for (i, &f) in stack.frames.iter().enumerate() {
+        let text = &mut lines.text;
+        for (i, &f) in frames.iter().enumerate() {
             if i > 0 {
-                line.push(';');
+                text.push(b';');
             }
-            line.push_str(profile.frames.get(f));
+            stacks.push_name(f, text);
         }
         for &e in columns {
-            let v = stack.values.get(e).copied().unwrap_or(0.0);
+            let v = values.get(e).copied().unwrap_or(0.0);
             let v = if v.is_finite() && v > 0.0 { (v * scale).round() as u64 } else { 0 };
-            line.push(' ');
-            line.push_str(itoa::Buffer::new().format(v));
+            text.push(b' ');
+            text.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         }
-        lines.push(line);
-    }
+        lines.ends.push(text.len());
+        Ok(())
+    });
     lines
+}
+
+/// Folded lines one after the other in one buffer, which is all inferno needs of them (as
+/// `&str`s, all at once): about 20 bytes a line where a `String` each took 60.
+pub struct FoldedLines {
+    text: Vec<u8>,
+    /// Where each line ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl FoldedLines {
+    /// The lines, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        // Frame names are text and the lines are cut between names: each line is UTF-8.
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| std::str::from_utf8(&self.text[start..end]).unwrap_or_default())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
 }
 
 /// Draws a flame graph of the profile's stacks (or of stacks estimated from its call graph).
@@ -144,8 +183,8 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let derived = derived::stacks_for_output(profile, findings)?;
-    let profile = derived.as_ref().unwrap_or(profile);
+    let stacks = derived::stacks_to_write(profile, findings)?;
+    let profile = stacks.profile();
     let differential = options.event.is_none()
         && profile.events.iter().map(|e| e.name.clone()).eq(crate::folded_stacks::default_event_names(2));
     let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
@@ -157,23 +196,26 @@ pub fn write(
     }
     // Two unnamed count columns are a differential profile (before, after): inferno draws the
     // change, as it does from the same folded file.
-    let stacks: Vec<&Stack> = profile.processes.iter().flat_map(|p| &p.stacks).collect();
-    if stacks.iter().all(|s| s.frames.is_empty()) {
-        return Err(Error::unsupported("the profile has no stacks to draw"));
-    }
-    let (scale, lossy) = integer_scale(stacks.iter().flat_map(|s| {
-        let v = |e: usize| s.values.get(e).copied().unwrap_or(0.0);
-        [v(event), if differential { v(0) } else { 0.0 }]
-    }));
+    let mut scale = IntegerScale::default();
+    let Ok(()) = stacks.try_for_each(|_, values| -> std::result::Result<(), std::convert::Infallible> {
+        let v = |e: usize| values.get(e).copied().unwrap_or(0.0);
+        scale.add(v(event));
+        scale.add(if differential { v(0) } else { 0.0 });
+        Ok(())
+    });
+    let (scale, lossy) = scale.finish();
     if lossy {
         findings.warn(None, "svg: values with more than 6 decimal digits are rounded to 6");
+    }
+    let columns = if differential { vec![0, 1] } else { vec![event] };
+    let lines = folded_lines(&stacks, &columns, scale);
+    if lines.is_empty() {
+        return Err(Error::unsupported("the profile has no stacks to draw"));
     }
     if profile.processes.len() > 1 {
         findings
             .warn(None, format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()));
     }
-    let columns = if differential { vec![0, 1] } else { vec![event] };
-    let lines = folded_lines(profile, &stacks, &columns, scale);
     let mut opt = inferno_options(profile, event, options)?;
     if differential {
         opt.count_name = crate::folded_stacks::DEFAULT_EVENT.to_string();
@@ -186,6 +228,5 @@ pub fn write(
             .warn(None, format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name));
         opt.count_name = format!("\u{d7} {unit} {}", opt.count_name);
     }
-    flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), out)
-        .map_err(|e| Error::io("svg output", e))
+    flamegraph::from_lines(&mut opt, lines.iter(), out).map_err(|e| Error::io("svg output", e))
 }

@@ -17,15 +17,18 @@
 //! Values are `f64` on stacks and integers in costs: sums are rounded once per symbol or edge,
 //! so totals stay exact for integer inputs.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 mod estimate;
+mod flat;
 
 pub use estimate::{estimate, uses_cost_rows, ESTIMATED_EVENT};
+pub use flat::{FlatStacks, Frame};
 
 use crate::error::{Error, Findings, Result};
 use crate::ir::{
-    Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Stack, Symbol, SymbolRef,
+    Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Symbol, SymbolRef,
 };
 
 /// Rounds a non-negative sum of stack values to a cost.
@@ -135,20 +138,95 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
     }
 }
 
-/// Stacks for a writer of stacks (folded, SVG): `None` when the profile has stacks (write
-/// them, exactly) or nothing to estimate them from, else a copy of the profile with stacks
-/// estimated from its call graph ([`estimate`]), with a warning that says so.
+/// The stacks a writer of stacks writes: the profile's own, stacks estimated from its call
+/// graph, or the stacks of its flat costs, named as they are written.
+// One per write: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum WrittenStacks<'p> {
+    /// The profile's own stacks (borrowed) or stacks estimated from its call graph.
+    Model(Cow<'p, Profile>),
+    /// The stacks of a profile of flat costs ([`FlatStacks`]).
+    Flat(FlatStacks<'p>),
+}
+
+impl<'p> WrittenStacks<'p> {
+    /// The profile whose events and headers go with the stacks.
+    pub fn profile(&self) -> &Profile {
+        match self {
+            WrittenStacks::Model(p) => p,
+            WrittenStacks::Flat(flat) => flat.profile(),
+        }
+    }
+
+    /// Whether some stack was sampled on a known thread.
+    pub fn any_thread(&self) -> bool {
+        match self {
+            WrittenStacks::Model(p) => p.processes.iter().flat_map(|p| &p.stacks).any(|s| s.thread.is_some()),
+            WrittenStacks::Flat(_) => false,
+        }
+    }
+
+    /// `f(frames, values)` for every stack, root first, in model order: a model's stacks all
+    /// (with or without frames), a flat profile's those whose values are not all zero.
+    pub fn try_for_each<E>(&self, mut f: impl FnMut(&[Frame], &[f64]) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            WrittenStacks::Model(p) => {
+                let mut frames = Vec::new();
+                for stack in p.processes.iter().flat_map(|p| &p.stacks) {
+                    frames.clear();
+                    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
+                    f(&frames, &stack.values)?;
+                }
+                Ok(())
+            }
+            WrittenStacks::Flat(flat) => flat.try_for_each(|_, frames, values| f(frames, values)),
+        }
+    }
+
+    /// Appends the name of `frame` to `out`.
+    pub fn push_name(&self, frame: Frame, out: &mut Vec<u8>) {
+        match (self, frame) {
+            (WrittenStacks::Model(p), Frame::Named(f)) => out.extend_from_slice(p.frames.get(f).as_bytes()),
+            (WrittenStacks::Model(_), Frame::Address { .. }) => unreachable!("model stacks name every frame"),
+            (WrittenStacks::Flat(flat), frame) => flat.push_name(frame, out),
+        }
+    }
+}
+
+/// Stacks for a writer of stacks (folded, SVG): the profile's own when it has stacks (write
+/// them, exactly) or nothing to estimate them from, else stacks estimated from its call graph
+/// ([`estimate`]) or made of its flat costs ([`FlatStacks`], their addresses named as they
+/// are written), with a warning that says so.
+pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Result<WrittenStacks<'p>> {
+    derived(profile, findings, true)
+}
+
+/// Stacks for a writer of stacks that takes them as model stacks (pprof, speedscope, Firefox):
+/// `None` when the profile has stacks or nothing to estimate them from, else a copy of the
+/// profile with the stacks of [`stacks_to_write`], every frame named.
 pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<Option<Profile>> {
+    Ok(match derived(profile, findings, false)? {
+        WrittenStacks::Model(Cow::Borrowed(_)) => None,
+        WrittenStacks::Model(Cow::Owned(estimated)) => Some(estimated),
+        WrittenStacks::Flat(flat) => Some(flat.into_profile()),
+    })
+}
+
+fn derived<'p>(
+    profile: &'p Profile,
+    findings: &mut Findings,
+    name_addresses_later: bool,
+) -> Result<WrittenStacks<'p>> {
     let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
     let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
     let has_other =
         profile.processes.iter().any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.costs.is_empty()));
     if has_stacks || (!has_blocks && !has_other) {
-        return Ok(None);
+        return Ok(WrittenStacks::Model(Cow::Borrowed(profile)));
     }
     if !has_blocks {
-        let flat = flat_stacks(profile);
-        if flat.processes.iter().all(|p| p.stacks.is_empty()) {
+        let flat = FlatStacks::new(profile, name_addresses_later);
+        if !flat.has_values() {
             return Err(Error::unsupported(
                 "the profile has no stacks, no basic blocks to estimate them from a call graph, \
                  and no costs of functions or addresses",
@@ -175,7 +253,7 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
                 ),
             );
         }
-        return Ok(Some(flat));
+        return Ok(WrittenStacks::Flat(flat));
     }
     let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
     findings.warn(
@@ -194,81 +272,7 @@ pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<O
             ),
         );
     }
-    Ok(Some(estimated))
-}
-
-/// Stacks of a profile of flat costs (DCPI and dcpicat samples, Callgrind without calls or
-/// blocks): every cost row becomes the stack of its function, then the functions inlined at
-/// its address ([`crate::ir::Image::inlined`], filled by `--symbols`), outermost first; equal
-/// stacks are summed, every event is kept, and the stacks add up to the costs' totals. A row
-/// without a function is named by the symbol covering its address, or `image+0xOFFSET`
-/// ([`crate::analysis::names::code_name`]), or the image's name when it has no address.
-pub fn flat_stacks(profile: &Profile) -> Profile {
-    use crate::analysis::names::{code_name, image_base_name, SymbolIndex};
-    let events = profile.events.len();
-    let mut out =
-        Profile { meta: profile.meta.clone(), events: profile.events.clone(), ..Profile::default() };
-    for process in &profile.processes {
-        let mut stacks: Vec<Stack> = Vec::new();
-        // Each distinct stack once: indices into `stacks`, by the hash of their frames.
-        let mut seen: hashbrown::HashTable<usize> = hashbrown::HashTable::new();
-        let mut frames: Vec<FrameId> = Vec::new();
-        for image in &process.images {
-            if image.costs.is_empty() {
-                continue;
-            }
-            let index = SymbolIndex::new(image);
-            // The frame of each symbol, once met.
-            let mut by_symbol: Vec<Option<FrameId>> = vec![None; image.symbols.len()];
-            // The frame of each inlined function's name, once met.
-            let mut by_inline_name: Vec<Option<FrameId>> = vec![None; image.inline_names.len()];
-            let costs = &image.costs;
-            for row in 0..costs.len() {
-                let offset = costs.offset(row);
-                let symbol = costs.symbol(row).or_else(|| offset.and_then(|o| index.covering(o)));
-                frames.clear();
-                frames.push(match (symbol, offset) {
-                    (Some(s), _) => *by_symbol[s as usize]
-                        .get_or_insert_with(|| out.frames.intern(&image.symbols[s as usize].name)),
-                    (None, Some(o)) => out.frames.intern(&code_name(profile, image, &index, o)),
-                    (None, None) => out.frames.intern(&image_base_name(profile, image)),
-                });
-                if let Some(o) = offset {
-                    if let Ok(k) = image.inlined.binary_search_by_key(&o, |i| i.offset) {
-                        frames.extend(image.inlined[k].frames.iter().rev().map(|f| {
-                            *by_inline_name[f.name as usize]
-                                .get_or_insert_with(|| out.frames.intern(image.inline_names.get(f.name)))
-                        }));
-                    }
-                }
-                let hash = frames_hash(&frames);
-                let at = match seen.find(hash, |&k| stacks[k].frames == frames) {
-                    Some(&k) => k,
-                    None => {
-                        stacks.push(Stack {
-                            frames: frames.clone(),
-                            values: vec![0.0; events],
-                            thread: None,
-                        });
-                        let k = stacks.len() - 1;
-                        seen.insert_unique(hash, k, |&j| frames_hash(&stacks[j].frames));
-                        k
-                    }
-                };
-                for (slot, &v) in stacks[at].values.iter_mut().zip(&costs.values(row)) {
-                    *slot += v as f64;
-                }
-            }
-        }
-        stacks.retain(|s| s.values.iter().any(|&v| v != 0.0));
-        out.processes.push(Process { pid: process.pid, stacks, ..Process::default() });
-    }
-    out
-}
-
-fn frames_hash(frames: &[FrameId]) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(frames)
+    Ok(WrittenStacks::Model(Cow::Owned(estimated)))
 }
 
 /// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
@@ -278,7 +282,7 @@ pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::Event;
+    use crate::ir::{Event, Stack};
 
     fn profile(stacks: &[(&str, f64)]) -> Profile {
         let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };

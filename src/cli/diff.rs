@@ -13,6 +13,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::table::Table;
+use crate::analysis::stacks::WrittenStacks;
 use crate::convert::{load, Loaded};
 use crate::converters::svg;
 use crate::error::{Error, Findings, Result};
@@ -126,9 +127,11 @@ fn differential(
     if lossy {
         findings.warn(None, "diff: values with more than 6 decimal digits are rounded to 6");
     }
-    let text =
-        |p: &Profile, stacks: &[&Stack], col: usize| svg::folded_lines(p, stacks, &[col], scale).join("\n");
-    let (ta, tb) = (text(before, &a, old), text(after, &b, new));
+    let text = |p: &Profile, col: usize| {
+        let stacks = WrittenStacks::Model(std::borrow::Cow::Borrowed(p));
+        svg::folded_lines(&stacks, &[col], scale).iter().collect::<Vec<_>>().join("\n")
+    };
+    let (ta, tb) = (text(before, old), text(after, new));
     let options = inferno::differential::Options { normalize: args.normalize, strip_hex: false };
     let mut merged = Vec::new();
     inferno::differential::from_readers(options, ta.as_bytes(), tb.as_bytes(), &mut merged)

@@ -10,6 +10,7 @@ pub mod folded;
 
 use std::io::{BufRead, Read};
 
+use crate::analysis::stacks::WrittenStacks;
 use crate::error::{Error, Result};
 use crate::ir::{EventId, Profile};
 
@@ -121,10 +122,10 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     result
 }
 
-/// What a writer of stacks writes: the profile's own stacks, or (with a warning) stacks
+/// What a writer of model stacks writes: the profile's own stacks, or (with a warning) stacks
 /// derived from its call graph or its flat costs ([`crate::analysis::stacks::stacks_for_output`]),
 /// and the events to write ([`chosen_events`]). Refused when there is no event; `what` names the
-/// output in that message ("folded stacks").
+/// output in that message ("speedscope profiles").
 pub fn for_writing<'a>(
     profile: &'a Profile,
     event: Option<&str>,
@@ -135,11 +136,29 @@ pub fn for_writing<'a>(
         Some(derived) => std::borrow::Cow::Owned(derived),
         None => std::borrow::Cow::Borrowed(profile),
     };
-    let events = chosen_events(&profile, event)?;
+    let events = written_events(&profile, event, what)?;
+    Ok((profile, events))
+}
+
+/// What a writer that walks stacks once, in order, writes: [`for_writing`]'s stacks, those of
+/// flat costs named as they are written ([`crate::analysis::stacks::stacks_to_write`]).
+pub fn stacks_for_writing<'a>(
+    profile: &'a Profile,
+    event: Option<&str>,
+    findings: &mut crate::error::Findings,
+    what: &str,
+) -> Result<(WrittenStacks<'a>, Vec<EventId>)> {
+    let stacks = crate::analysis::stacks::stacks_to_write(profile, findings)?;
+    let events = written_events(stacks.profile(), event, what)?;
+    Ok((stacks, events))
+}
+
+fn written_events(profile: &Profile, event: Option<&str>, what: &str) -> Result<Vec<EventId>> {
+    let events = chosen_events(profile, event)?;
     if events.is_empty() {
         return Err(Error::unsupported(format!("{what} need at least one event, the profile has none")));
     }
-    Ok((profile, events))
+    Ok(events)
 }
 
 /// The event shown when none is chosen: the one the profile names as its default (pprof's
