@@ -496,13 +496,19 @@ pub struct EdgeDetails {
     /// Of the edge's traversals, the times its branch was mispredicted, as branch records
     /// state it (LBR, BOLT profiles); 0 when unknown or none.
     pub mispredicts: u64,
+    /// For a fall-through rebuilt from branch records, when it differs from the edge's
+    /// count: the traversals the records state. The count is the executions of the source
+    /// block that did not branch; branch records see only the runs between two recorded
+    /// branches (not the last run before the sample, nor the first of the stack), so they
+    /// may state fewer. perf2bolt writes these.
+    pub stated: Option<u64>,
 }
 
 impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
         (!inclusive.is_empty() || site.is_some()).then(|| {
-            Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, path: None, mispredicts: 0 })
+            Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, ..EdgeDetails::default() })
         })
     }
 
@@ -512,15 +518,14 @@ impl EdgeDetails {
             inclusive: Numbers::new(),
             site: None,
             path: Some(Box::new(path)),
-            mispredicts: 0,
+            ..EdgeDetails::default()
         }))
     }
 
     /// The boxed record of an edge whose only stated detail is its mispredictions (none when
     /// `mispredicts` is 0).
     pub fn mispredicted(mispredicts: u64) -> Option<Box<EdgeDetails>> {
-        (mispredicts > 0)
-            .then(|| Box::new(EdgeDetails { inclusive: Numbers::new(), site: None, path: None, mispredicts }))
+        (mispredicts > 0).then(|| Box::new(EdgeDetails { mispredicts, ..EdgeDetails::default() }))
     }
 }
 
