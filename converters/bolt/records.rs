@@ -107,7 +107,7 @@ pub struct Record {
 /// `fdata` the fall-through into a lone unconditional jump after a conditional one (BOLT
 /// ends one block with the pair; perf2bolt reads the pre-aggregated form's fall-through
 /// into it and writes none). With `fdata`, a fall-through rebuilt from branch records is
-/// counted as the records state it ([`crate::ir::EdgeDetails::stated`]), as perf2bolt
+/// counted as the records state it ([`crate::ir::Edge::stated`]), as perf2bolt
 /// counts the traces it saw. Left out too: call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
@@ -127,11 +127,7 @@ pub fn model_records(
             _ => HashSet::new(),
         };
         for e in &process.edges {
-            let stated = e.details.as_ref().and_then(|d| d.stated).filter(|_| fdata);
-            let count = match (e.kind, stated) {
-                (EdgeKind::FallThrough, Some(stated)) => stated,
-                _ => e.total(),
-            };
+            let count = if fdata && e.kind == EdgeKind::FallThrough { e.stated() } else { e.total() };
             if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
                 continue;
             }

@@ -251,19 +251,19 @@ impl BranchRecords {
     }
 }
 
-/// Puts on each fall-through edge the traversals the records state, where they differ from
-/// its count: the flow that runs on from the source block's last instruction (ranges and
-/// fall-throughs between blocks alike). The rebuild counts the source block's executions
-/// that did not branch, which a branch stack's first and last runs add to unseen.
+/// Puts on each fall-through edge the traversals the records do not state: its count less
+/// the flow that runs on from the source block's last instruction (ranges and fall-throughs
+/// between blocks alike). The rebuild counts the source block's executions that did not
+/// branch, which a branch stack's first and last runs add to unseen.
 fn attach_stated(process: &mut Process, images: &[ImagePoints]) {
     for e in &mut process.edges {
         let (EdgeKind::FallThrough, NodeRef::Block(s)) = (e.kind, e.source) else { continue };
         let last = process.images[s.image as usize].blocks[s.block as usize].last_instr();
         let points = &images[s.image as usize];
         let Ok(k) = points.addrs.binary_search(&last) else { continue };
-        let stated = points.flow[k].seq_out;
-        if stated != e.total() {
-            e.details.get_or_insert_with(Box::default).stated = Some(stated);
+        let unstated = e.total().saturating_sub(points.flow[k].seq_out);
+        if unstated > 0 {
+            e.details.get_or_insert_with(Box::default).unstated = unstated;
         }
     }
 }
