@@ -461,7 +461,7 @@ struct RangeCheck<'a> {
     names: &'a names::Names,
     /// Per image: its binary's code (when it has code to decode) and its functions'
     /// `(offset, size)`, sorted.
-    binaries: BTreeMap<u32, Option<(BinaryCode, Vec<(u64, u64)>)>>,
+    binaries: BTreeMap<u32, Option<ImageCode>>,
     /// (image, function offset) -> its code.
     functions: BTreeMap<(u32, u64), Option<FunctionCode>>,
 }
@@ -501,6 +501,9 @@ impl<'a> RangeCheck<'a> {
         }
     }
 }
+
+/// An image's binary's code and its functions' `(offset, size)`, sorted.
+type ImageCode = (BinaryCode, Vec<(u64, u64)>);
 
 /// What a binary's code says of a range of branch records.
 enum Run {
