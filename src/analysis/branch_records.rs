@@ -616,6 +616,30 @@ mod tests {
         }
     }
 
+    /// A block entered 10 times whose fall-through the records state 7 times (the other runs
+    /// were the newest of their stacks): the edge counts the 10 executions and keeps the 3
+    /// the records do not state.
+    #[test]
+    fn fall_throughs_keep_what_the_records_do_not_state() {
+        let l = |o| Location::new(0, o);
+        let mut r = BranchRecords::new();
+        r.add_taken(l(0x08), l(0x20), 10, 0);
+        r.add_block_fall_through(l(0x24), l(0x28), 7);
+        r.add_fall_through(l(0x28), l(0x2c), 7);
+        let mut p = Process { images: vec![image_with(&[("main", 0, 0x40)])], ..Process::default() };
+        r.to_model(&mut p);
+        let at = |n: NodeRef| match n {
+            NodeRef::Block(b) => p.block(b).offset,
+            _ => u64::MAX,
+        };
+        let ft = p
+            .edges
+            .iter()
+            .find(|e| e.kind == EdgeKind::FallThrough && at(e.source) == 0x20)
+            .expect("the fall-through from the block at 0x20");
+        assert_eq!((at(ft.target), ft.total(), ft.stated()), (0x28, 10, 7));
+    }
+
     #[test]
     fn calls_returns_and_unnamed_code() {
         let l = |o| Location::new(0, o);
