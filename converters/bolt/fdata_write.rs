@@ -22,7 +22,17 @@ pub fn write(
     let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
         return Ok(());
     };
-    let records = model_records(profile, &chosen, true, findings);
+    let mut records = model_records(profile, &chosen, true, findings);
+    // A branch and a fall-through between the same two instructions (a jump to the next
+    // one) are one line, as BOLT adds them up.
+    records.dedup_by(|next, kept| {
+        let same = (next.from, next.to) == (kept.from, kept.to);
+        if same {
+            kept.count = kept.count.saturating_add(next.count);
+            kept.mispredicts = kept.mispredicts.saturating_add(next.mispredicts);
+        }
+        same
+    });
     let io = |e: std::io::Error| Error::io("output", e);
     if records.is_empty() {
         return write_no_lbr(profile, &chosen, out, options, findings);

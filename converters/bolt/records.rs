@@ -104,15 +104,17 @@ pub struct Record {
 /// branches are taken branches from the source block's last instruction to the target
 /// block's first; fall-throughs the same with `fall_through` set. Left out as perf2bolt
 /// leaves them out: returns (BOLT takes a function's exits from its code), and with
-/// `pair_jumps` (`.fdata`) the fall-through into a lone unconditional jump after a
-/// conditional one (BOLT ends one block with the pair; perf2bolt reads the pre-aggregated
-/// form's fall-through into it and writes none). Left out too: call bypasses, edges counted
+/// `fdata` the fall-through into a lone unconditional jump after a conditional one (BOLT
+/// ends one block with the pair; perf2bolt reads the pre-aggregated form's fall-through
+/// into it and writes none). With `fdata`, a fall-through rebuilt from branch records is
+/// counted as the records state it ([`crate::ir::Edge::stated`]), as perf2bolt
+/// counts the traces it saw. Left out too: call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
 pub fn model_records(
     profile: &Profile,
     binary: &ChosenBinary,
-    pair_jumps: bool,
+    fdata: bool,
     findings: &mut Findings,
 ) -> Vec<Record> {
     let mut out = Vec::new();
@@ -120,12 +122,12 @@ pub fn model_records(
     let (mut between_functions, mut other_images) = (0u64, 0u64);
     for (p, process) in profile.processes.iter().enumerate() {
         let here = binary.places.iter().find(|&&(q, _)| q == p).map(|&(_, i)| i);
-        let paired = match (here, pair_jumps) {
+        let paired = match (here, fdata) {
             (Some(_), true) => jumps_paired_with_conditionals(process),
             _ => HashSet::new(),
         };
         for e in &process.edges {
-            let count = e.total();
+            let count = if fdata && e.kind == EdgeKind::FallThrough { e.stated() } else { e.total() };
             if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
                 continue;
             }

@@ -246,7 +246,25 @@ impl BranchRecords {
             }
         }
         attach_mispredicts(process, &self.taken);
+        attach_stated(process, &images);
         summary
+    }
+}
+
+/// Puts on each fall-through edge the traversals the records do not state: its count less
+/// the flow that runs on from the source block's last instruction (ranges and fall-throughs
+/// between blocks alike). The rebuild counts the source block's executions that did not
+/// branch, which a branch stack's first and last runs add to unseen.
+fn attach_stated(process: &mut Process, images: &[ImagePoints]) {
+    for e in &mut process.edges {
+        let (EdgeKind::FallThrough, NodeRef::Block(s)) = (e.kind, e.source) else { continue };
+        let last = process.images[s.image as usize].blocks[s.block as usize].last_instr();
+        let points = &images[s.image as usize];
+        let Ok(k) = points.addrs.binary_search(&last) else { continue };
+        let unstated = e.total().saturating_sub(points.flow[k].seq_out);
+        if unstated > 0 {
+            e.details.get_or_insert_with(Box::default).unstated = unstated;
+        }
     }
 }
 
@@ -596,6 +614,30 @@ mod tests {
             assert_eq!(back.mispredicts(), 2);
             assert_eq!(p.images[0].symbols[0].size, Some(0x40));
         }
+    }
+
+    /// A block entered 10 times whose fall-through the records state 7 times (the other runs
+    /// were the newest of their stacks): the edge counts the 10 executions and keeps the 3
+    /// the records do not state.
+    #[test]
+    fn fall_throughs_keep_what_the_records_do_not_state() {
+        let l = |o| Location::new(0, o);
+        let mut r = BranchRecords::new();
+        r.add_taken(l(0x08), l(0x20), 10, 0);
+        r.add_block_fall_through(l(0x24), l(0x28), 7);
+        r.add_fall_through(l(0x28), l(0x2c), 7);
+        let mut p = Process { images: vec![image_with(&[("main", 0, 0x40)])], ..Process::default() };
+        r.to_model(&mut p);
+        let at = |n: NodeRef| match n {
+            NodeRef::Block(b) => p.block(b).offset,
+            _ => u64::MAX,
+        };
+        let ft = p
+            .edges
+            .iter()
+            .find(|e| e.kind == EdgeKind::FallThrough && at(e.source) == 0x20)
+            .expect("the fall-through from the block at 0x20");
+        assert_eq!((at(ft.target), ft.total(), ft.stated()), (0x28, 10, 7));
     }
 
     #[test]

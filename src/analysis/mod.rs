@@ -14,6 +14,7 @@ pub mod combine;
 pub mod dominators;
 pub mod executions;
 pub mod loops;
+pub mod machine_code;
 pub mod merge;
 pub mod names;
 pub mod path_graph;

@@ -498,13 +498,19 @@ pub struct EdgeDetails {
     /// Of the edge's traversals, the times its branch was mispredicted, as branch records
     /// state it (LBR, BOLT profiles); 0 when unknown or none.
     pub mispredicts: u64,
+    /// For a fall-through rebuilt from branch records: of its traversals, those the records
+    /// do not state (0: all stated). Its count is the executions of the source block that
+    /// did not branch; branch records see only the runs between two recorded branches (not
+    /// the run after the newest record of a stack, nor the one before the oldest), so they
+    /// may state fewer. perf2bolt writes the stated ones ([`Edge::stated`]).
+    pub unstated: u64,
 }
 
 impl EdgeDetails {
     /// The boxed record for [`Edge::details`], or `None` when it would say nothing.
     pub fn boxed(inclusive: Vec<u64>, site: Option<Site>) -> Option<Box<EdgeDetails>> {
         (!inclusive.is_empty() || site.is_some()).then(|| {
-            Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, path: None, mispredicts: 0 })
+            Box::new(EdgeDetails { inclusive: Numbers::from(inclusive), site, ..EdgeDetails::default() })
         })
     }
 
@@ -514,15 +520,14 @@ impl EdgeDetails {
             inclusive: Numbers::new(),
             site: None,
             path: Some(Box::new(path)),
-            mispredicts: 0,
+            ..EdgeDetails::default()
         }))
     }
 
     /// The boxed record of an edge whose only stated detail is its mispredictions (none when
     /// `mispredicts` is 0).
     pub fn mispredicted(mispredicts: u64) -> Option<Box<EdgeDetails>> {
-        (mispredicts > 0)
-            .then(|| Box::new(EdgeDetails { inclusive: Numbers::new(), site: None, path: None, mispredicts }))
+        (mispredicts > 0).then(|| Box::new(EdgeDetails { mispredicts, ..EdgeDetails::default() }))
     }
 }
 
@@ -552,11 +557,17 @@ impl Edge {
         self.details.as_ref().map_or(0, |d| d.mispredicts)
     }
 
+    /// Traversals as the input stated them: all of them, less those a rebuild from branch
+    /// records inferred ([`EdgeDetails::unstated`]).
+    pub fn stated(&self) -> u64 {
+        self.total().saturating_sub(self.details.as_ref().map_or(0, |d| d.unstated))
+    }
+
     /// Replaces the inclusive cost (empty: unknown).
     pub fn set_inclusive(&mut self, inclusive: Vec<u64>) {
-        let (site, path, mispredicts) = match self.details.take() {
-            Some(d) => (d.site, d.path, d.mispredicts),
-            None => (None, None, 0),
+        let (site, path, mispredicts, unstated) = match self.details.take() {
+            Some(d) => (d.site, d.path, d.mispredicts, d.unstated),
+            None => (None, None, 0, 0),
         };
         self.details = EdgeDetails::boxed(inclusive, site);
         if let Some(p) = path {
@@ -564,6 +575,9 @@ impl Edge {
                 Some(d) => d.path = Some(p),
                 None => self.details = EdgeDetails::path(*p),
             }
+        }
+        if unstated > 0 {
+            self.details.get_or_insert_with(Box::default).unstated = unstated;
         }
         if mispredicts > 0 {
             match &mut self.details {
@@ -734,7 +748,8 @@ mod tests {
     #[test]
     fn edges_stay_small() {
         assert!(std::mem::size_of::<Edge>() <= 64, "{}", std::mem::size_of::<Edge>());
-        assert!(std::mem::size_of::<EdgeDetails>() <= 56, "{}", std::mem::size_of::<EdgeDetails>());
+        // Boxed, and only on edges that state more than their counts.
+        assert!(std::mem::size_of::<EdgeDetails>() <= 64, "{}", std::mem::size_of::<EdgeDetails>());
     }
 
     /// A Valgrind profile of a large program rebuilds to hundreds of thousands of blocks, each

@@ -154,3 +154,38 @@ fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
     assert!(full.processes.iter().any(|p| !p.images.is_empty()));
     assert!(alone.processes.iter().all(|p| p.images.is_empty()));
 }
+
+/// The fdata of the recording's branch stacks, as `perf2bolt-19 -aggregate-only` writes it
+/// (its output, kept here so that the check runs where BOLT is not installed;
+/// tests/real_clients/bolt.rs runs perf2bolt itself): fall-throughs of conditional branches
+/// to the next instruction, from a block's last instruction into a jump target, counted as
+/// the traces state them; the interrupt in the recording left out.
+#[test]
+fn branch_stacks_give_the_fdata_perf2bolt_writes() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cfghub"))
+        .args(["convert", "-q", "--to", "fdata", "-o", "-", "--symbols"])
+        .arg(common::fixture("perf-data/propeller_sample_1.bin"))
+        .arg(common::fixture(RECORDING))
+        .env("PERF_BUILDID_DIR", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let mut ours: Vec<String> = common::stdout(&o).lines().map(str::to_string).collect();
+    ours.sort();
+    let perf2bolt = [
+        "1 compute_flag 13 1 compute_flag 19 0 102",
+        "1 compute_flag 13 1 compute_flag 29 1 130",
+        "1 compute_flag 24 1 compute_flag 31 0 104",
+        "1 compute_flag 29 1 compute_flag 31 0 130",
+        "1 main 106 1 main 140 0 232",
+        "1 main 140 1 main 145 0 235",
+        "1 main 14e 1 main 37 0 235",
+        "1 main 3e 1 main 44 0 233",
+        "1 main 47 1 compute_flag 0 0 240",
+        "1 main 62 1 main ba 0 234",
+        "1 main be 1 main c4 0 87",
+        "1 main be 1 main f2 0 141",
+        "1 main ed 1 main f2 0 87",
+    ];
+    assert_eq!(ours, perf2bolt);
+}

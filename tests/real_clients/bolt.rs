@@ -548,3 +548,64 @@ fn pprof_samples_of_a_pie_are_placed_through_the_mappings_file_offset() {
     let at = run + 0x2e;
     assert_eq!(std::fs::read_to_string(&raw).unwrap(), format!("1\n{at:x}-{at:x}:7\n0\n"));
 }
+
+/// Branch stacks of a real recording (fixtures/perf-data/propeller_sample_1.perf.data, 60
+/// samples of LBR records, with its binary) give, line for line, the fdata `perf2bolt-19`
+/// gives: taken branches and calls as recorded, returns left out, fall-throughs from the last
+/// instruction of each of BOLT's blocks a trace runs through (the conditional branches' not
+/// taken ones included) counted as the traces state them, interrupts left out and the traces
+/// joined across them, and traces over a jump rejected.
+#[test]
+fn perf_data_branch_stacks_give_the_fdata_perf2bolt_gives() {
+    if !common::have("perf2bolt-19") || !common::have("perf") {
+        eprintln!(
+            "skipped: perf2bolt-19 and perf are needed (scripts/test.sh installs bolt-19 and linux-perf)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = common::fixture("perf-data/propeller_sample_1.perf.data");
+    let binary = common::fixture("perf-data/propeller_sample_1.bin");
+    // BOLT 19 places a position-independent binary's mapping by the first loadable segment
+    // whose file offset matches the mapping's (`getBaseAddressForMapping`): for this
+    // lld-linked file that is the read-only segment at address 0, not the text (address
+    // 0x1740, file offset 0x740), and every trace falls out of range. A copy without that
+    // segment (its type made PT_NULL) is placed by its text; its code and symbols are the same.
+    let placed = d.join("propeller_sample_1.bin");
+    std::fs::write(&placed, without_first_read_only_segment(&std::fs::read(&binary).unwrap())).unwrap();
+    let theirs = d.join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .current_dir(d)
+        .args(["-aggregate-only", "-p"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&theirs)
+        .arg(&placed));
+    let ours = d.join("cfghub.fdata");
+    convert(&data, &ours, &["--symbols", binary.to_str().unwrap()]);
+    let (ours, theirs) = (sorted_lines(&ours), sorted_lines(&theirs));
+    assert!(
+        ours.iter().any(|l| l.starts_with("1 compute_flag 13 1 compute_flag 19 0 ")),
+        "the fall-through of the conditional branch at compute_flag+0x13: {ours:?}"
+    );
+    assert_eq!(ours, theirs, "cfghub and perf2bolt agree");
+}
+
+/// An ELF64 little-endian file with its first loadable segment at file offset 0 that is not
+/// executable turned into a PT_NULL entry.
+fn without_first_read_only_segment(elf: &[u8]) -> Vec<u8> {
+    const PT_LOAD: u32 = 1;
+    const PF_X: u32 = 1;
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap()) as usize;
+    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+    let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    let mut out = elf.to_vec();
+    let header = (0..phnum)
+        .map(|k| phoff + k * phentsize)
+        .find(|&h| u32_at(h) == PT_LOAD && u64_at(h + 8) == 0 && u32_at(h + 4) & PF_X == 0)
+        .expect("a read-only first segment");
+    out[header..header + 4].copy_from_slice(&0u32.to_le_bytes());
+    out
+}

@@ -42,6 +42,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::analysis::branch_records::{BranchRecords, Location};
+use crate::analysis::machine_code::{BinaryCode, FunctionCode};
 use crate::error::{Findings, Result};
 use crate::ir::{Cost, Event, Image, Process, Profile, Symbol};
 use crate::registry::Format;
@@ -337,7 +338,7 @@ fn add_images(
             profile.processes[at].images.push(model);
         }
         if let Some(totals) = rec.branches.get(&pid) {
-            add_branches(&mut profile.processes[at], rec, pid, totals, &local, findings);
+            add_branches(&mut profile.processes[at], rec, names, pid, totals, &local, findings);
         }
     }
     profile.processes.sort_by_key(|p| p.pid);
@@ -401,38 +402,121 @@ fn image_model(
 }
 
 /// The blocks and edges of a process's branch records, through the block rebuild; the
-/// sampled instructions' costs stay as they were.
+/// sampled instructions' costs stay as they were. Where an image's binary has code that can
+/// be decoded, a range that no run can take (over a jump or a return) is left out, as
+/// perf2bolt leaves out a trace its disassembly of the function does not allow.
 fn add_branches(
     process: &mut Process,
     rec: &Recording,
+    names: &names::Names,
     pid: i32,
     totals: &records::BranchTotals,
     local: &BTreeMap<u32, u32>,
     findings: &mut Findings,
 ) {
-    let at = |address: u64| {
-        let (image, offset) = rec.resolve(pid, address);
-        Location::new(local[&image], offset)
-    };
+    let resolve = |address: u64| rec.resolve(pid, address);
+    let at = |(image, offset): (u32, u64)| Location::new(local[&image], offset);
     let mut branches = BranchRecords::new();
     for (&(from, to), &(count, mispredicts)) in &totals.taken {
-        branches.add_taken(at(from), at(to), count, mispredicts);
+        branches.add_taken(at(resolve(from)), at(resolve(to)), count, mispredicts);
     }
+    let mut code = RangeCheck::new(names);
+    let (mut impossible, mut impossible_count) = (0u64, 0u64);
     for (&(start, end), &count) in &totals.ranges {
-        branches.add_fall_through(at(start), at(end), count);
+        let (start, end) = (resolve(start), resolve(end));
+        match code.check(start, end) {
+            Run::Unknown => branches.add_fall_through(at(start), at(end), count),
+            Run::Impossible => {
+                impossible += 1;
+                impossible_count = impossible_count.saturating_add(count);
+            }
+            Run::Through(between) => {
+                // Cut where the binary's blocks are: a range to each block's last
+                // instruction, a fall-through from there into the next block.
+                let mut from = start.1;
+                for (last, next) in between {
+                    branches.add_fall_through(at((start.0, from)), at((start.0, last)), count);
+                    branches.add_block_fall_through(at((start.0, last)), at((start.0, next)), count);
+                    from = next;
+                }
+                branches.add_fall_through(at((start.0, from)), at(end), count);
+            }
+        }
     }
     let costs: Vec<_> = process.images.iter_mut().map(|i| std::mem::take(&mut i.costs)).collect();
     let summary = branches.to_model(process);
     for (image, costs) in process.images.iter_mut().zip(costs) {
         image.costs = costs;
     }
-    if summary.invalid_ranges > 0 {
+    let (ranges, executions) =
+        (summary.invalid_ranges + impossible, summary.invalid_range_count.saturating_add(impossible_count));
+    if ranges > 0 {
         findings.warn(
             None,
             format!(
-                "process {pid}: {} fall-through range(s) ({} executions) run backwards or across images or functions and were left out, as perf2bolt leaves them",
-                summary.invalid_ranges, summary.invalid_range_count
+                "process {pid}: {ranges} fall-through range(s) ({executions} executions) run backwards, across images or functions, or over a jump or return of the binary's code, and were left out, as perf2bolt leaves them"
             ),
         );
     }
+}
+
+/// Tells, from the code of the images' binaries, whether code can run straight through a
+/// range; binaries are read and functions decoded once, when a range first needs them.
+struct RangeCheck<'a> {
+    names: &'a names::Names,
+    /// Per image: its binary's code (when it has code to decode) and its functions'
+    /// `(offset, size)`, sorted.
+    binaries: BTreeMap<u32, Option<ImageCode>>,
+    /// (image, function offset) -> its code.
+    functions: BTreeMap<(u32, u64), Option<FunctionCode>>,
+}
+
+impl<'a> RangeCheck<'a> {
+    fn new(names: &'a names::Names) -> RangeCheck<'a> {
+        RangeCheck { names, binaries: BTreeMap::new(), functions: BTreeMap::new() }
+    }
+
+    /// What the binary's code says of a run straight from `start` through the instruction
+    /// at `end` (image, file offset).
+    fn check(&mut self, start: (u32, u64), end: (u32, u64)) -> Run {
+        if start.0 != end.0 || start.1 > end.1 {
+            return Run::Unknown; // left to the analysis, which counts these too
+        }
+        let names = self.names;
+        let binary = self.binaries.entry(start.0).or_insert_with(|| {
+            let image = names.get(start.0 as usize)?;
+            let code = BinaryCode::open(image.source.as_deref()?)?;
+            let mut functions: Vec<(u64, u64)> = image.symbols.iter().map(|&(_, o, s)| (o, s)).collect();
+            functions.sort_unstable();
+            Some((code, functions))
+        });
+        let Some((binary, functions)) = binary.as_ref() else { return Run::Unknown };
+        let k = functions.partition_point(|f| f.0 <= start.1);
+        let Some(&(offset, size)) = k.checked_sub(1).map(|k| &functions[k]) else { return Run::Unknown };
+        if end.1 - offset >= size {
+            return Run::Unknown;
+        }
+        let function = self
+            .functions
+            .entry((start.0, offset))
+            .or_insert_with(|| binary.function_at_file_offset(offset, size));
+        match function.as_ref() {
+            None => Run::Unknown,
+            Some(f) => f.fall_throughs(start.1, end.1).map_or(Run::Impossible, Run::Through),
+        }
+    }
+}
+
+/// An image's binary's code and its functions' `(offset, size)`, sorted.
+type ImageCode = (BinaryCode, Vec<(u64, u64)>);
+
+/// What a binary's code says of a range of branch records.
+enum Run {
+    /// Nothing: no code to decode, or the range is not inside one function.
+    Unknown,
+    /// No run can take it (over a jump or a return).
+    Impossible,
+    /// It runs through these blocks of the binary: (the last instruction of each block it
+    /// leaves, the start of the next block).
+    Through(Vec<(u64, u64)>),
 }

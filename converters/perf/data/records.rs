@@ -699,24 +699,46 @@ impl Replay {
 
 /// Adds one sample's branch stack, newest first, as perf2bolt does: every record a taken
 /// branch, and between two consecutive records (the older one's target, the newer one's
-/// source) code that ran straight through.
+/// source) code that ran straight through (see [`BranchTotals::add_stack`]).
 pub fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
     totals.add_stack(s.branches(order));
 }
 
 impl BranchTotals {
-    /// Adds one branch stack, newest branch first (see [`add_branches`]).
+    /// Adds one branch stack, newest branch first: every record a taken branch, and between
+    /// two consecutive records (the older one's target, the newer one's source) a range of
+    /// code that ran straight through.
+    ///
+    /// A record between user space and the kernel (an interrupt, a fault or a system call
+    /// entering the kernel, its return leaving it) is not a branch of either side's code: it
+    /// is left out, and the user code's range runs across it, from the target of the user
+    /// branch before to the source of the user branch after, as perf2bolt reads them (its
+    /// `-ignore-interrupt-lbr`, on by default). The code interrupted ran on where it
+    /// stopped; counting the return from the interrupt as a branch would end a block in the
+    /// middle of straight code and cut the range before it off as running across images.
+    /// Branches inside the kernel are kept, their ranges joined among themselves.
     pub fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
         let totals = self;
-        let mut newer: Option<u64> = None;
+        // The source of the newer branch of each side: user space, the kernel.
+        let mut newer: [Option<u64>; 2] = [None, None];
         for b in stack {
+            let (from_kernel, to_kernel) = (b.from >= KERNEL_START, b.to >= KERNEL_START);
+            if from_kernel != to_kernel {
+                // Between the two sides: the kernel's code before it is not the code after.
+                newer[1] = None;
+                continue;
+            }
+            let side = usize::from(from_kernel);
+            if side == 0 {
+                newer[1] = None;
+            }
             let t = totals.taken.entry((b.from, b.to)).or_insert((0, 0));
             t.0 += 1;
             t.1 += u64::from(b.mispredicted);
-            if let Some(end) = newer {
+            if let Some(end) = newer[side] {
                 *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
             }
-            newer = Some(b.from);
+            newer[side] = Some(b.from);
         }
     }
 }
@@ -746,6 +768,28 @@ fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interrupt in user code (its return from the kernel recorded, newest first) is left
+    /// out, and the user code's range runs across it; the kernel's own branches stay.
+    #[test]
+    fn interrupts_are_left_out_and_ranges_run_across_them() {
+        use super::super::sample::Branch;
+        let k = |a: u64| KERNEL_START + a;
+        let b = |from, to| Branch { from, to, mispredicted: false };
+        let mut totals = BranchTotals::default();
+        // Oldest last: a jump to 0x100, an interrupt at 0x108 (two kernel branches, then the
+        // return to 0x108), a jump from 0x110.
+        totals.add_stack(
+            [b(0x110, 0x200), b(k(0x90), 0x108), b(k(0x20), k(0x80)), b(k(0x10), k(0x18)), b(0x50, 0x100)]
+                .into_iter(),
+        );
+        let mut taken: Vec<_> = totals.taken.keys().copied().collect();
+        taken.sort_unstable();
+        assert_eq!(taken, vec![(0x50, 0x100), (0x110, 0x200), (k(0x10), k(0x18)), (k(0x20), k(0x80))]);
+        let mut ranges: Vec<_> = totals.ranges.keys().copied().collect();
+        ranges.sort_unstable();
+        assert_eq!(ranges, vec![(0x100, 0x110), (k(0x18), k(0x20))]);
+    }
 
     /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
     /// behind it or not.

@@ -1,0 +1,314 @@
+//! A binary's machine code: its functions' instructions (where each starts, how long it is,
+//! how control leaves it) and the basic blocks BOLT builds from them.
+//!
+//! Branch records state taken branches and the ranges of code run between them, by address,
+//! but not where instructions start: a range that runs over a conditional branch not taken
+//! does not say where the next instruction (the next block) starts, nor whether a range runs
+//! over a jump, which no run can do without a record of it. The binary's code says both.
+//! x86-64 only (decoded with `iced-x86`); other machines give no code facts, and their
+//! readers and writers go on without them.
+//!
+//! BOLT's blocks ([`FunctionCode::blocks`]), as `BinaryFunction::buildCFG` makes them: a
+//! block starts at the function's entry, at every target of a direct jump or conditional
+//! branch inside the function, and after every branch or return, except that an unconditional
+//! jump after a conditional branch ends the conditional's block (`jcc A; jmp B` is one block
+//! with two exits). Calls do not end blocks. No-operations belong to the block before them and
+//! are never its last instruction. A block falls through into the next one unless it ends in
+//! a return, an indirect jump, a trap, or a jump elsewhere.
+
+use std::path::Path;
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
+use object::{Object, ObjectSection, SectionKind};
+
+use crate::symbolize::elf::ElfFile;
+
+/// How control leaves an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// On to the next instruction (calls return to it, so they do too).
+    Next,
+    /// Conditionally to the target (an address), else on.
+    Conditional(u64),
+    /// Always to the target.
+    Jump(u64),
+    /// Never on to the next instruction, to no target known here: an indirect jump, a
+    /// return, a trap.
+    Stop,
+    /// A no-operation (padding and alignment): on to the next instruction.
+    Nop,
+}
+
+/// One instruction: its address, its length and how control leaves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    pub at: u64,
+    pub len: u8,
+    pub flow: Flow,
+}
+
+impl Instruction {
+    pub fn end(&self) -> u64 {
+        self.at + u64::from(self.len)
+    }
+}
+
+/// A basic block as BOLT builds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeBlock {
+    pub start: u64,
+    /// The address of its last instruction other than a no-operation (its start when it
+    /// holds none).
+    pub last: u64,
+    /// Whether code runs on from it into the next block.
+    pub falls_through: bool,
+}
+
+/// A function's instructions and BOLT's blocks of them.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionCode {
+    pub instructions: Vec<Instruction>,
+    pub blocks: Vec<CodeBlock>,
+    start: u64,
+    end: u64,
+}
+
+impl FunctionCode {
+    /// Decodes x86-64 `bytes`, the function's code from address `at` (any address space in
+    /// which the function is contiguous: linked addresses, or file offsets). Decoding stops at
+    /// bytes that are no instruction.
+    pub fn decode_x86_64(bytes: &[u8], at: u64) -> FunctionCode {
+        let mut decoder = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE);
+        let end = at + bytes.len() as u64;
+        let mut instructions = Vec::with_capacity(bytes.len() / 4);
+        for i in &mut decoder {
+            if i.is_invalid() {
+                break;
+            }
+            let target = i.near_branch_target();
+            let flow = match i.flow_control() {
+                _ if i.mnemonic() == Mnemonic::Nop => Flow::Nop,
+                FlowControl::ConditionalBranch => Flow::Conditional(target),
+                FlowControl::UnconditionalBranch => Flow::Jump(target),
+                FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
+                _ => Flow::Next,
+            };
+            instructions.push(Instruction { at: i.ip(), len: i.len() as u8, flow });
+        }
+        let blocks = blocks(&instructions, at, end);
+        FunctionCode { instructions, blocks, start: at, end }
+    }
+
+    /// The block holding `addr`.
+    fn block_index(&self, addr: u64) -> Option<usize> {
+        if addr < self.start || addr >= self.end {
+            return None;
+        }
+        self.blocks.partition_point(|b| b.start <= addr).checked_sub(1)
+    }
+
+    /// The fall-throughs between blocks that code running straight from `start` through the
+    /// instruction at `end` makes, each as (the last instruction of the block it leaves, the
+    /// start of the next block), as perf2bolt reads a trace (`getFallthroughsInTrace`); `None`
+    /// when no run can go so: `start` above `end`, either outside the function, or a block on
+    /// the way that does not fall through (a jump, a return).
+    pub fn fall_throughs(&self, start: u64, end: u64) -> Option<Vec<(u64, u64)>> {
+        if start > end {
+            return None;
+        }
+        let (first, last) = (self.block_index(start)?, self.block_index(end)?);
+        let mut out = Vec::with_capacity(last - first);
+        for k in first..last {
+            let block = self.blocks[k];
+            if !block.falls_through {
+                return None;
+            }
+            out.push((block.last, self.blocks[k + 1].start));
+        }
+        Some(out)
+    }
+}
+
+/// BOLT's blocks of a function's instructions (see the module documentation).
+fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> {
+    let inside = |t: u64| (start..end).contains(&t);
+    let mut targets: Vec<u64> = instructions
+        .iter()
+        .filter_map(|i| match i.flow {
+            Flow::Conditional(t) | Flow::Jump(t) if inside(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    targets.push(start);
+    targets.sort_unstable();
+    targets.dedup();
+    let is_target = |a: u64| targets.binary_search(&a).is_ok();
+    let mut out: Vec<CodeBlock> = Vec::new();
+    // The instructions other than no-operations of the block being filled.
+    let mut open = false;
+    // The last instruction other than a no-operation, and the one before it in its block.
+    let mut last: Option<Instruction> = None;
+    let mut before_last: Option<Instruction> = None;
+    let close =
+        |out: &mut Vec<CodeBlock>, last: Option<Instruction>, before: Option<Instruction>, next: u64| {
+            if let Some(block) = out.last_mut() {
+                block.falls_through = falls_into(last, before, next);
+            }
+        };
+    for i in instructions {
+        let terminated = !open;
+        if is_target(i.at) {
+            close(&mut out, last, before_last, i.at);
+            out.push(CodeBlock { start: i.at, last: i.at, falls_through: true });
+            (open, last, before_last) = (true, None, None);
+        }
+        if i.flow == Flow::Nop {
+            continue;
+        }
+        if !open && terminated {
+            // After a branch: a new block, unless an unconditional jump follows a conditional
+            // branch (that jump is the branch's block's second exit).
+            let pairs = matches!(i.flow, Flow::Jump(t) if inside(t))
+                && matches!(last.map(|l| l.flow), Some(Flow::Conditional(t)) if inside(t));
+            if !pairs {
+                close(&mut out, last, before_last, i.at);
+                out.push(CodeBlock { start: i.at, last: i.at, falls_through: true });
+                last = None;
+            }
+            open = true;
+        }
+        before_last = last;
+        last = Some(*i);
+        if let Some(block) = out.last_mut() {
+            block.last = i.at;
+        }
+        if matches!(i.flow, Flow::Conditional(_) | Flow::Jump(_) | Flow::Stop) {
+            open = false;
+        }
+    }
+    if let Some(block) = out.last_mut() {
+        block.falls_through = false;
+    }
+    out
+}
+
+/// Whether a block whose last two instructions (no-operations aside) are `before` and `last`
+/// runs on into the block at `next`.
+fn falls_into(last: Option<Instruction>, before: Option<Instruction>, next: u64) -> bool {
+    let Some(last) = last else { return true };
+    match last.flow {
+        Flow::Next | Flow::Nop | Flow::Conditional(_) => true,
+        Flow::Jump(t) => {
+            t == next || matches!(before.map(|b| b.flow), Some(Flow::Conditional(c)) if c == next)
+        }
+        Flow::Stop => false,
+    }
+}
+
+/// The executable sections of an x86-64 ELF file, to decode its functions by address or by
+/// file offset.
+pub struct BinaryCode {
+    /// (address, file offset, bytes) of each executable section with contents.
+    sections: Vec<(u64, u64, &'static [u8])>,
+    /// Keeps the bytes above mapped.
+    _elf: ElfFile,
+}
+
+impl BinaryCode {
+    /// The code of an x86-64 ELF file; `None` for another machine, or a file without code
+    /// (a separate debug file).
+    pub fn open(path: &Path) -> Option<BinaryCode> {
+        let elf = ElfFile::open(path).ok()?;
+        if elf.object.architecture() != object::Architecture::X86_64 {
+            return None;
+        }
+        let sections: Vec<(u64, u64, &'static [u8])> = elf
+            .object
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| {
+                let (offset, _) = s.file_range()?;
+                let data: &'static [u8] = s.data().ok()?;
+                (!data.is_empty()).then_some((s.address(), offset, data))
+            })
+            .collect();
+        (!sections.is_empty()).then_some(BinaryCode { sections, _elf: elf })
+    }
+
+    /// The function of `size` bytes at linked address `address`.
+    pub fn function_at_address(&self, address: u64, size: u64) -> Option<FunctionCode> {
+        self.function(address, size, |s| s.0)
+    }
+
+    /// The function of `size` bytes at `offset` into the file, decoded in file offsets.
+    pub fn function_at_file_offset(&self, offset: u64, size: u64) -> Option<FunctionCode> {
+        self.function(offset, size, |s| s.1)
+    }
+
+    fn function(&self, at: u64, size: u64, base: impl Fn(&(u64, u64, &[u8])) -> u64) -> Option<FunctionCode> {
+        let s = self.sections.iter().find(|s| at >= base(s) && at - base(s) < s.2.len() as u64)?;
+        let from = (at - base(s)) as usize;
+        let to = from.saturating_add(usize::try_from(size).ok()?).min(s.2.len());
+        Some(FunctionCode::decode_x86_64(&s.2[from..to], at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `compute_flag` of fixtures/perf-data/propeller_sample_1.bin, at 0x18d0.
+    const COMPUTE_FLAG: &[u8] = &[
+        0x89, 0x7c, 0x24, 0xf8, // mov %edi,-0x8(%rsp)
+        0x8b, 0x44, 0x24, 0xf8, // mov -0x8(%rsp),%eax
+        0xb9, 0x0a, 0x00, 0x00, 0x00, // mov $0xa,%ecx
+        0x99, // cltd
+        0xf7, 0xf9, // idiv %ecx
+        0x83, 0xfa, 0x04, // cmp $0x4,%edx
+        0x0f, 0x8d, 0x10, 0x00, 0x00, 0x00, // 0x18e3: jge 0x18f9
+        0x8b, 0x44, 0x24, 0xf8, // 0x18e9
+        0x83, 0xc0, 0x01, // add $1,%eax
+        0x89, 0x44, 0x24, 0xfc, // mov %eax,-0x4(%rsp)
+        0xe9, 0x08, 0x00, 0x00, 0x00, // 0x18f4: jmp 0x1901
+        0xc7, 0x44, 0x24, 0xfc, 0x00, 0x00, 0x00, 0x00, // 0x18f9: movl $0,-0x4(%rsp)
+        0x8b, 0x44, 0x24, 0xfc, // 0x1901: mov -0x4(%rsp),%eax
+        0xc3, // 0x1905: ret
+        0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, // cs nopw
+    ];
+
+    #[test]
+    fn blocks_and_fall_throughs_of_a_function() {
+        let code = FunctionCode::decode_x86_64(COMPUTE_FLAG, 0x18d0);
+        let starts: Vec<(u64, u64, bool)> =
+            code.blocks.iter().map(|b| (b.start, b.last, b.falls_through)).collect();
+        assert_eq!(
+            starts,
+            vec![
+                (0x18d0, 0x18e3, true),
+                (0x18e9, 0x18f4, false),
+                (0x18f9, 0x18f9, true),
+                (0x1901, 0x1905, false)
+            ]
+        );
+        // Entered at 0x18d0, not taken at 0x18e3, on to the jump at 0x18f4.
+        assert_eq!(code.fall_throughs(0x18d0, 0x18f4), Some(vec![(0x18e3, 0x18e9)]));
+        assert_eq!(code.fall_throughs(0x18f9, 0x1905), Some(vec![(0x18f9, 0x1901)]));
+        // Inside one block: none; over the jump: no run goes so.
+        assert_eq!(code.fall_throughs(0x18d4, 0x18e3), Some(vec![]));
+        assert_eq!(code.fall_throughs(0x18e9, 0x1901), None);
+        assert_eq!(code.fall_throughs(0x1901, 0x18d0), None);
+    }
+
+    #[test]
+    fn a_jump_after_a_conditional_branch_ends_its_block() {
+        // 0: je 6; 2: jmp 8; 4: nop; nop; 6: nop; 7: ret; 8: ret. The pair's block runs on
+        // into the next (the conditional's target); a ret does not.
+        let bytes = [0x74, 0x04, 0xeb, 0x04, 0x90, 0x90, 0x90, 0xc3, 0xc3];
+        let code = FunctionCode::decode_x86_64(&bytes, 0);
+        let starts: Vec<(u64, u64, bool)> =
+            code.blocks.iter().map(|b| (b.start, b.last, b.falls_through)).collect();
+        assert_eq!(starts, vec![(0, 2, true), (6, 7, false), (8, 8, false)]);
+        assert_eq!(code.fall_throughs(0, 7), Some(vec![(2, 6)]));
+        assert_eq!(code.fall_throughs(6, 8), None);
+    }
+}
