@@ -200,22 +200,47 @@ fn folded(path: &Path) -> HashMap<String, u64> {
     out
 }
 
-#[test]
-fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
+/// The inlining fixture built as a PIE in a folder of its own, with the start of its executable
+/// segment and every address of its functions `work`, `fib` and `main` as the file states them.
+struct SampledPie {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    exe: PathBuf,
+    text: u64,
+    stated: Vec<u64>,
+}
+
+fn sampled_pie() -> SampledPie {
     for tool in ["gcc", "addr2line"] {
         common::require(tool);
     }
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let exe = build(dir, "pie", &["-fPIE", "-pie"]);
+    let dir = tmp.path().to_path_buf();
+    let exe = build(&dir, "pie", &["-fPIE", "-pie"]);
     let (symbols, text) = layout(&exe);
-    let base = 0x5555_5555_4000u64;
     let mut stated = Vec::new();
     for (start, size, name) in &symbols {
         if ["work", "fib", "main"].contains(&name.as_str()) {
             stated.extend(*start..start + size);
         }
     }
+    SampledPie { _tmp: tmp, dir, exe, text, stated }
+}
+
+/// The folded stacks GNU addr2line gives samples (one per stated address, with its count):
+/// each address's inline chain, outermost first, counts summed.
+fn addr2line_stacks(exe: &Path, stated: &[u64], samples: &[(u64, u64)]) -> HashMap<String, u64> {
+    let mut want: HashMap<String, u64> = HashMap::new();
+    for (chain, (_, count)) in addr2line(exe, stated).iter().zip(samples) {
+        *want.entry(chain.join(";")).or_default() += count;
+    }
+    want
+}
+
+#[test]
+fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
+    let SampledPie { dir, exe, text, stated, .. } = &sampled_pie();
+    let base = 0x5555_5555_4000u64;
     let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a + base, 1 + a % 3)).collect();
     let input = dir.join("pie.dcpicat");
     std::fs::write(&input, dcpicat(exe.to_str().unwrap(), base + text, &samples)).unwrap();
@@ -228,10 +253,7 @@ fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let mut want: HashMap<String, u64> = HashMap::new();
-    for (chain, (_, count)) in addr2line(&exe, &stated).iter().zip(&samples) {
-        *want.entry(chain.join(";")).or_default() += count;
-    }
+    let want = addr2line_stacks(exe, stated, &samples);
     let got = folded(&out);
     assert!(want.keys().any(|k| k.starts_with("work;poly")), "inlined frames: {want:?}");
     assert_eq!(got, want);
@@ -295,24 +317,12 @@ fn pprof_of_a_text_mapping(binary: &Path, start: u64, file_offset: u64, samples:
 /// its mapping placed by the segment that holds the mapping's file offset, as pprof places it.
 #[test]
 fn pprof_locations_of_a_pie_text_mapping_get_the_inline_chains_addr2line_gives() {
-    for tool in ["gcc", "addr2line"] {
-        common::require(tool);
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let exe = build(dir, "pie", &["-fPIE", "-pie"]);
-    let (symbols, text) = layout(&exe);
-    let data = std::fs::read(&exe).unwrap();
+    let SampledPie { dir, exe, text, stated, .. } = &sampled_pie();
+    let data = std::fs::read(exe).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let text_offset = file.segments().find(|s| s.address() == text).unwrap().file_range().0;
+    let text_offset = file.segments().find(|s| s.address() == *text).unwrap().file_range().0;
     let (page, page_offset) = (text & !0xfff, text_offset & !0xfff);
     let start = 0x5555_5555_5000u64;
-    let mut stated = Vec::new();
-    for (at, size, name) in &symbols {
-        if ["work", "fib", "main"].contains(&name.as_str()) {
-            stated.extend(*at..at + size);
-        }
-    }
     let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a - page + start, 1 + a % 3)).collect();
     let input = dir.join("pie.pb");
     std::fs::write(&input, pprof_of_a_text_mapping(&exe, start, page_offset, &samples)).unwrap();
@@ -325,10 +335,7 @@ fn pprof_locations_of_a_pie_text_mapping_get_the_inline_chains_addr2line_gives()
         "-o",
         out.to_str().unwrap(),
     ]);
-    let mut want: HashMap<String, u64> = HashMap::new();
-    for (chain, (_, count)) in addr2line(&exe, &stated).iter().zip(&samples) {
-        *want.entry(chain.join(";")).or_default() += count;
-    }
+    let want = addr2line_stacks(exe, stated, &samples);
     assert!(page_offset > 0, "the text is mapped from past the file's first page");
     assert_eq!(folded(&out), want);
 }
