@@ -237,6 +237,16 @@ fn addr2line_stacks(exe: &Path, stated: &[u64], samples: &[(u64, u64)]) -> HashM
     want
 }
 
+/// `cfghub convert INPUT --symbols BINARY EXTRA...` to folded stacks, read back.
+fn symbolized_stacks(input: &Path, binary: &Path, extra: &[&str]) -> HashMap<String, u64> {
+    let out = input.with_extension("folded");
+    let mut args = vec!["convert", input.to_str().unwrap(), "--symbols", binary.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["-o", out.to_str().unwrap()]);
+    convert(&args);
+    folded(&out)
+}
+
 #[test]
 fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
     let SampledPie { dir, exe, text, stated, .. } = &sampled_pie();
@@ -244,31 +254,11 @@ fn pie_samples_at_runtime_addresses_get_the_inline_chains_addr2line_gives() {
     let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a + base, 1 + a % 3)).collect();
     let input = dir.join("pie.dcpicat");
     std::fs::write(&input, dcpicat(exe.to_str().unwrap(), base + text, &samples)).unwrap();
-    let out = dir.join("pie.folded");
-    convert(&[
-        "convert",
-        input.to_str().unwrap(),
-        "--symbols",
-        exe.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
     let want = addr2line_stacks(exe, stated, &samples);
-    let got = folded(&out);
     assert!(want.keys().any(|k| k.starts_with("work;poly")), "inlined frames: {want:?}");
-    assert_eq!(got, want);
+    assert_eq!(symbolized_stacks(&input, exe, &[]), want);
     // --no-inline: one frame per function.
-    let flat = dir.join("flat.folded");
-    convert(&[
-        "convert",
-        input.to_str().unwrap(),
-        "--symbols",
-        exe.to_str().unwrap(),
-        "--no-inline",
-        "-o",
-        flat.to_str().unwrap(),
-    ]);
-    let got = folded(&flat);
+    let got = symbolized_stacks(&input, exe, &["--no-inline"]);
     let mut names: Vec<&str> = got.keys().map(|k| k.as_str()).collect();
     names.sort();
     assert_eq!(names, ["fib", "main", "work"]);
@@ -325,19 +315,9 @@ fn pprof_locations_of_a_pie_text_mapping_get_the_inline_chains_addr2line_gives()
     let start = 0x5555_5555_5000u64;
     let samples: Vec<(u64, u64)> = stated.iter().map(|&a| (a - page + start, 1 + a % 3)).collect();
     let input = dir.join("pie.pb");
-    std::fs::write(&input, pprof_of_a_text_mapping(&exe, start, page_offset, &samples)).unwrap();
-    let out = dir.join("pie.folded");
-    convert(&[
-        "convert",
-        input.to_str().unwrap(),
-        "--symbols",
-        exe.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let want = addr2line_stacks(exe, stated, &samples);
+    std::fs::write(&input, pprof_of_a_text_mapping(exe, start, page_offset, &samples)).unwrap();
     assert!(page_offset > 0, "the text is mapped from past the file's first page");
-    assert_eq!(folded(&out), want);
+    assert_eq!(symbolized_stacks(&input, exe, &[]), addr2line_stacks(exe, stated, &samples));
 }
 
 #[test]
