@@ -108,7 +108,9 @@ pub struct Record {
 /// ends one block with the pair; perf2bolt reads the pre-aggregated form's fall-through
 /// into it and writes none). With `fdata`, a fall-through rebuilt from branch records is
 /// counted as the records state it ([`crate::ir::Edge::stated`]), as perf2bolt
-/// counts the traces it saw. Left out too: call bypasses, edges counted
+/// counts the traces it saw; and a call's bypass is written as the fall-through BOLT reads
+/// from traces that start just after the call ([`crate::ir::EdgeDetails::over_call`]), where
+/// the records state one. Left out too: other call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
 pub fn model_records(
@@ -127,8 +129,14 @@ pub fn model_records(
             _ => HashSet::new(),
         };
         for e in &process.edges {
-            let count = if fdata && e.kind == EdgeKind::FallThrough { e.stated() } else { e.total() };
-            if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
+            let count = match e.kind {
+                EdgeKind::FallThrough if fdata => e.stated(),
+                // BOLT's blocks hold calls: a run on from a call is a fall-through to it.
+                EdgeKind::CallBypass if fdata => e.details.as_ref().map_or(0, |d| d.over_call),
+                _ => e.total(),
+            };
+            let over_call = e.kind == EdgeKind::CallBypass && count > 0;
+            if count == 0 || (e.kind.is_bypass() && !over_call) || e.kind.is_return() {
                 continue;
             }
             if let (EdgeKind::FallThrough, NodeRef::Block(t)) = (e.kind, e.target) {
@@ -150,7 +158,7 @@ pub fn model_records(
             out.push(Record {
                 from: (named, sb.last_instr()),
                 to: (named, tb.offset),
-                fall_through: e.kind == EdgeKind::FallThrough,
+                fall_through: e.kind == EdgeKind::FallThrough || over_call,
                 count,
                 mispredicts: e.mispredicts(),
             });

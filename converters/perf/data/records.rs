@@ -79,6 +79,10 @@ pub struct BranchTotals {
     pub taken: FxHashMap<(u64, u64), (u64, u64)>,
     /// `(start, end)`: code ran from `start` through the instruction at `end`.
     pub ranges: FxHashMap<(u64, u64), u64>,
+    /// The same ranges by the source of the branch that entered them, `(from, start, end)`:
+    /// perf2bolt reads a range entered from another function at a block just after a call
+    /// as running on from the call (`FunctionCode::call_before`).
+    pub entered: FxHashMap<(u64, u64, u64), u64>,
 }
 
 /// Everything the records said.
@@ -737,6 +741,7 @@ impl BranchTotals {
             t.1 += u64::from(b.mispredicted);
             if let Some(end) = newer[side] {
                 *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+                *totals.entered.entry((b.from, b.to, end)).or_insert(0) += 1;
             }
             newer[side] = Some(b.from);
         }
