@@ -556,3 +556,37 @@ enum Run {
     /// leaves, the start of the next block).
     Through(Vec<(u64, u64)>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fixtures/bolt/call_in_loop (`run` at file offset 0x1120, `work` at 0x1110; the code of
+    /// `analysis::machine_code`'s `CALL_IN_LOOP`), as a recording names it.
+    fn call_in_loop() -> names::Names {
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bolt/call_in_loop");
+        let symbols = vec![("work".to_string(), 0x1110, 6), ("run".to_string(), 0x1120, 0x4d)];
+        names::Names::of_files(vec![names::ImageNames {
+            symbols,
+            source: Some(source),
+            ..names::ImageNames::default()
+        }])
+    }
+
+    #[test]
+    fn a_range_entered_from_another_function_just_after_a_call_runs_on_from_it() {
+        let names = call_in_loop();
+        let mut code = RangeCheck::new(&names);
+        // work's return to 0x1145, on to the branch at 0x1157: from the call at 0x1140.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1157)), Some(0x1140));
+        // From another image (a library's code) too.
+        assert_eq!(code.call_before((1, 0x1115), (0, 0x1145), (0, 0x115d)), Some(0x1140));
+        // Entered from inside the function (the jump at 0x1161): no.
+        assert_eq!(code.call_before((0, 0x1161), (0, 0x1145), (0, 0x1157)), None);
+        // A range no run can take (over the jump at 0x1161), or out of the function: no.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1169)), None);
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1170)), None);
+        // Not just after a call: no.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1159), (0, 0x115d)), None);
+    }
+}

@@ -794,6 +794,11 @@ mod tests {
         let mut ranges: Vec<_> = totals.ranges.keys().copied().collect();
         ranges.sort_unstable();
         assert_eq!(ranges, vec![(0x100, 0x110), (k(0x18), k(0x20))]);
+        // Each range by the source of the branch that entered it: the user range by the
+        // jump from 0x50, not by the interrupt's return.
+        let mut entered: Vec<_> = totals.entered.keys().copied().collect();
+        entered.sort_unstable();
+        assert_eq!(entered, vec![(0x50, 0x100, 0x110), (k(0x10), k(0x18), k(0x20))]);
     }
 
     /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
