@@ -374,4 +374,30 @@ mod tests {
         let by_file = choose_binary(&profile, None, Some(Path::new("/tmp/copy/libc.so.6"))).unwrap().unwrap();
         assert_eq!(by_file.places, vec![(0, 1)]);
     }
+
+    /// A call's bypass is a fall-through to fdata where branch records state runs on from the
+    /// call (perf2bolt's traces after it), and nothing to bolt-pa (whose records say it
+    /// themselves) nor where they state none.
+    #[test]
+    fn a_call_bypass_is_a_fall_through_where_runs_on_from_the_call_are_stated() {
+        let mut profile = Profile::default();
+        let mut p = process(&mut profile, 1, 5, false);
+        let bypass = |over_call| Edge {
+            source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
+            target: NodeRef::Block(BlockRef { image: 0, block: 1 }),
+            kind: EdgeKind::CallBypass,
+            details: (over_call > 0)
+                .then(|| Box::new(crate::ir::EdgeDetails { over_call, ..Default::default() })),
+            ..Edge::default()
+        };
+        p.edges = vec![bypass(4)];
+        profile.processes = vec![p];
+        let chosen = choose_binary(&profile, None, None).unwrap().unwrap();
+        let records = model_records(&profile, &chosen, true, &mut Findings::default());
+        let got: Vec<_> = records.iter().map(|r| (r.from, r.to, r.fall_through, r.count)).collect();
+        assert_eq!(got, vec![((0, 0x12), (0, 0x20), true, 4)]);
+        assert!(model_records(&profile, &chosen, false, &mut Findings::default()).is_empty());
+        profile.processes[0].edges = vec![bypass(0)];
+        assert!(model_records(&profile, &chosen, true, &mut Findings::default()).is_empty());
+    }
 }
