@@ -63,7 +63,7 @@ pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findin
 /// The runs on from a call that perf2bolt reads from `f` ranges (entered from another
 /// function) that start just after a call, where the binary's code can be decoded
 /// ([`FunctionCode::call_before`]).
-fn add_over_calls(records: &mut BranchRecords, ranges: &[(u64, u64, u64)], image: &Image, binary: &Path) {
+fn add_over_calls(records: &mut BranchRecords, ranges: &[Range], image: &Image, binary: &Path) {
     if ranges.is_empty() {
         return;
     }
@@ -88,6 +88,9 @@ fn add_over_calls(records: &mut BranchRecords, ranges: &[(u64, u64, u64)], image
     }
 }
 
+/// `(start, end, count)` of an `F` or `f` record.
+type Range = (u64, u64, u64);
+
 /// Longest x86 instruction.
 const MAX_INSTR_LEN: u64 = 15;
 
@@ -96,7 +99,7 @@ const MAX_INSTR_LEN: u64 = 15;
 /// at most one instruction on is a fall-through from a block's last instruction into the
 /// next block, as cfghub writes them (and `.fdata` states them), which also says where
 /// blocks end. Also returns the `f` ranges: those entered from another function.
-fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<(u64, u64, u64)>)> {
+fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<Range>)> {
     let mut entered_from_elsewhere = Vec::new();
     let mut records = BranchRecords::new();
     let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
