@@ -5,7 +5,11 @@ use std::io::{BufRead, Write};
 
 use super::records::{fields, model_records, BinarySymbols};
 use super::Options;
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use crate::analysis::branch_records::{BranchRecords, Location as At};
+use crate::analysis::machine_code::{BinaryCode, FunctionCode};
 use crate::error::{Error, Findings, Location, Result};
 use crate::io::Source;
 use crate::ir::{Image, Process, Profile};
@@ -25,7 +29,7 @@ pub fn sniff(head: &[u8]) -> bool {
 }
 
 pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
-    let records = parse(input.limit_lines().stream())?;
+    let (mut records, entered_from_elsewhere) = parse(input.limit_lines().stream())?;
     let options = options.formats.get::<Options>();
     let mut profile = Profile::default();
     let mut image = Image::default();
@@ -33,6 +37,7 @@ pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findin
         Some(path) => {
             image.file = Some(profile.files.intern(&path.display().to_string()));
             image.symbols = BinarySymbols::open(path)?.symbols;
+            add_over_calls(&mut records, &entered_from_elsewhere, &image, path);
         }
         None => findings.warn(
             None,
@@ -55,6 +60,37 @@ pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findin
     Ok(profile)
 }
 
+/// The runs on from a call that perf2bolt reads from `f` ranges (entered from another
+/// function) that start just after a call, where the binary's code can be decoded
+/// ([`FunctionCode::call_before`]).
+fn add_over_calls(records: &mut BranchRecords, ranges: &[Range], image: &Image, binary: &Path) {
+    if ranges.is_empty() {
+        return;
+    }
+    let Some(code) = BinaryCode::open(binary) else { return };
+    let mut functions: Vec<(u64, u64)> =
+        image.symbols.iter().filter_map(|s| Some((s.offset?, s.size.filter(|&n| n > 0)?))).collect();
+    functions.sort_unstable();
+    let mut decoded: BTreeMap<u64, Option<FunctionCode>> = BTreeMap::new();
+    for &(start, end, count) in ranges {
+        let k = functions.partition_point(|f| f.0 <= start);
+        let Some(&(at, size)) = k.checked_sub(1).map(|k| &functions[k]) else { continue };
+        if start > end || end - at >= size {
+            continue;
+        }
+        let function = decoded.entry(at).or_insert_with(|| code.function_at_address(at, size));
+        let Some(function) = function.as_ref() else { continue };
+        if let Some(call) = function.call_before(start) {
+            if function.fall_throughs(start, end).is_some() {
+                records.add_over_call(At::new(0, call), At::new(0, start), count);
+            }
+        }
+    }
+}
+
+/// `(start, end, count)` of an `F` or `f` record.
+type Range = (u64, u64, u64);
+
 /// Longest x86 instruction.
 const MAX_INSTR_LEN: u64 = 15;
 
@@ -62,8 +98,9 @@ const MAX_INSTR_LEN: u64 = 15;
 /// branch's source, as perf2bolt makes them; one that starts where no branch goes and ends
 /// at most one instruction on is a fall-through from a block's last instruction into the
 /// next block, as cfghub writes them (and `.fdata` states them), which also says where
-/// blocks end.
-fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
+/// blocks end. Also returns the `f` ranges: those entered from another function.
+fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<Range>)> {
+    let mut entered_from_elsewhere = Vec::new();
     let mut records = BranchRecords::new();
     let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
     let mut line = String::new();
@@ -112,6 +149,9 @@ fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
                 let (start, end) = (addr(1)?, addr(2)?);
                 let count = number(3, "a count")?;
                 ranges.push((start, end, count));
+                if fields[0].1 == "f" {
+                    entered_from_elsewhere.push((start, end, count));
+                }
             }
             other => {
                 return Err(err(fields[0].0, format!("expected a record type B, F or f, found '{other}'")));
@@ -129,7 +169,7 @@ fn parse(input: &mut dyn BufRead) -> Result<BranchRecords> {
             records.add_fall_through(At::new(0, start), At::new(0, end), count);
         }
     }
-    Ok(records)
+    Ok((records, entered_from_elsewhere))
 }
 
 /// `B` for every taken branch (calls and returns too) and `F` for every fall-through (from the

@@ -108,7 +108,9 @@ pub struct Record {
 /// ends one block with the pair; perf2bolt reads the pre-aggregated form's fall-through
 /// into it and writes none). With `fdata`, a fall-through rebuilt from branch records is
 /// counted as the records state it ([`crate::ir::Edge::stated`]), as perf2bolt
-/// counts the traces it saw. Left out too: call bypasses, edges counted
+/// counts the traces it saw; and a call's bypass is written as the fall-through BOLT reads
+/// from traces that start just after the call ([`crate::ir::EdgeDetails::over_call`]), where
+/// the records state one. Left out too: other call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
 pub fn model_records(
@@ -127,8 +129,14 @@ pub fn model_records(
             _ => HashSet::new(),
         };
         for e in &process.edges {
-            let count = if fdata && e.kind == EdgeKind::FallThrough { e.stated() } else { e.total() };
-            if count == 0 || e.kind.is_bypass() || e.kind == EdgeKind::CallBypass || e.kind.is_return() {
+            let count = match e.kind {
+                EdgeKind::FallThrough if fdata => e.stated(),
+                // BOLT's blocks hold calls: a run on from a call is a fall-through to it.
+                EdgeKind::CallBypass if fdata => e.details.as_ref().map_or(0, |d| d.over_call),
+                _ => e.total(),
+            };
+            let over_call = e.kind == EdgeKind::CallBypass && count > 0;
+            if count == 0 || (e.kind.is_bypass() && !over_call) || e.kind.is_return() {
                 continue;
             }
             if let (EdgeKind::FallThrough, NodeRef::Block(t)) = (e.kind, e.target) {
@@ -150,7 +158,7 @@ pub fn model_records(
             out.push(Record {
                 from: (named, sb.last_instr()),
                 to: (named, tb.offset),
-                fall_through: e.kind == EdgeKind::FallThrough,
+                fall_through: e.kind == EdgeKind::FallThrough || over_call,
                 count,
                 mispredicts: e.mispredicts(),
             });
@@ -365,5 +373,31 @@ mod tests {
         // `--symbols` naming the library's file picks it.
         let by_file = choose_binary(&profile, None, Some(Path::new("/tmp/copy/libc.so.6"))).unwrap().unwrap();
         assert_eq!(by_file.places, vec![(0, 1)]);
+    }
+
+    /// A call's bypass is a fall-through to fdata where branch records state runs on from the
+    /// call (perf2bolt's traces after it), and nothing to bolt-pa (whose records say it
+    /// themselves) nor where they state none.
+    #[test]
+    fn a_call_bypass_is_a_fall_through_where_runs_on_from_the_call_are_stated() {
+        let mut profile = Profile::default();
+        let mut p = process(&mut profile, 1, 5, false);
+        let bypass = |over_call| Edge {
+            source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
+            target: NodeRef::Block(BlockRef { image: 0, block: 1 }),
+            kind: EdgeKind::CallBypass,
+            details: (over_call > 0)
+                .then(|| Box::new(crate::ir::EdgeDetails { over_call, ..Default::default() })),
+            ..Edge::default()
+        };
+        p.edges = vec![bypass(4)];
+        profile.processes = vec![p];
+        let chosen = choose_binary(&profile, None, None).unwrap().unwrap();
+        let records = model_records(&profile, &chosen, true, &mut Findings::default());
+        let got: Vec<_> = records.iter().map(|r| (r.from, r.to, r.fall_through, r.count)).collect();
+        assert_eq!(got, vec![((0, 0x12), (0, 0x20), true, 4)]);
+        assert!(model_records(&profile, &chosen, false, &mut Findings::default()).is_empty());
+        profile.processes[0].edges = vec![bypass(0)];
+        assert!(model_records(&profile, &chosen, true, &mut Findings::default()).is_empty());
     }
 }

@@ -91,6 +91,11 @@ pub struct BranchRecords {
     /// Fall-throughs between blocks: `start` is the last instruction of a block, `end` the
     /// first of the next.
     pub block_fall_throughs: Vec<FallThrough>,
+    /// Runs over a call as perf2bolt counts them: `start` is the call, `end` the instruction
+    /// after it (see [`crate::analysis::machine_code::FunctionCode::call_before`]). They say
+    /// nothing of the flow (the call's branch and the callee's return do); they are kept on
+    /// the call's bypass edge ([`crate::ir::EdgeDetails::over_call`]).
+    pub over_calls: Vec<FallThrough>,
 }
 
 /// What [`BranchRecords::to_model`] left out.
@@ -123,6 +128,13 @@ impl BranchRecords {
         self.block_fall_throughs.push(FallThrough { start: from, end: to, count });
     }
 
+    /// Adds a run from the call at `call` on at the instruction after it, `landing`, as
+    /// perf2bolt counts a trace that starts there (repeats add up in
+    /// [`BranchRecords::aggregate`]).
+    pub fn add_over_call(&mut self, call: Location, landing: Location, count: u64) {
+        self.over_calls.push(FallThrough { start: call, end: landing, count });
+    }
+
     /// Adds up records of the same branch or range (counts saturate), drops those counted
     /// zero times, and sorts both lists by address.
     pub fn aggregate(&mut self) {
@@ -136,7 +148,7 @@ impl BranchRecords {
             }
             same
         });
-        for list in [&mut self.fall_throughs, &mut self.block_fall_throughs] {
+        for list in [&mut self.fall_throughs, &mut self.block_fall_throughs, &mut self.over_calls] {
             list.retain(|f| f.count > 0);
             list.sort_unstable_by_key(|f| (f.start, f.end));
             list.dedup_by(|next, kept| {
@@ -246,6 +258,7 @@ impl BranchRecords {
             }
         }
         attach_mispredicts(process, &self.taken);
+        attach_over_calls(process, &self.over_calls);
         attach_stated(process, &images);
         summary
     }
@@ -548,6 +561,33 @@ fn attach_mispredicts(process: &mut Process, taken: &[TakenBranch]) {
     }
 }
 
+/// Puts each run over a call on the call's bypass edge: from the block whose last
+/// instruction is the call to the block that starts after it. Where the records hold no such
+/// edge (the call itself never recorded), nothing is kept.
+fn attach_over_calls(process: &mut Process, over_calls: &[FallThrough]) {
+    let mut wanted: HashMap<(BlockRef, BlockRef), u64> = HashMap::new();
+    for f in over_calls {
+        let (Some(src), Some(tgt)) = (block_ending_at(process, f.start), block_starting_at(process, f.end))
+        else {
+            continue;
+        };
+        let n = wanted.entry((src, tgt)).or_default();
+        *n = n.saturating_add(f.count);
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    for e in &mut process.edges {
+        let (EdgeKind::CallBypass, NodeRef::Block(s), NodeRef::Block(t)) = (e.kind, e.source, e.target)
+        else {
+            continue;
+        };
+        if let Some(n) = wanted.remove(&(s, t)) {
+            e.details.get_or_insert_with(Box::default).over_call = n;
+        }
+    }
+}
+
 fn block_starting_at(process: &Process, at: Location) -> Option<BlockRef> {
     let blocks = &process.images.get(at.image as usize)?.blocks;
     let k = blocks.binary_search_by_key(&at.offset, |b| b.offset).ok()?;
@@ -614,6 +654,52 @@ mod tests {
             assert_eq!(back.mispredicts(), 2);
             assert_eq!(p.images[0].symbols[0].size, Some(0x40));
         }
+    }
+
+    /// The loop of `run` (`analysis::machine_code`'s `CALL_IN_LOOP`) calling `work` on every
+    /// turn, as perf's traces and the code state it: the trace from the return at 0x401145
+    /// runs on from the call at 0x401140 to BOLT. That run is kept on the call's bypass and
+    /// changes nothing else.
+    #[test]
+    fn a_run_over_a_call_is_kept_on_its_bypass() {
+        let l = |o| Location::new(0, o);
+        let build = |over_call: bool| {
+            let mut r = BranchRecords::new();
+            r.add_taken(l(0x401140), l(0x401110), 10, 0);
+            r.add_taken(l(0x401115), l(0x401145), 10, 0);
+            r.add_taken(l(0x40115d), l(0x401140), 10, 1);
+            r.add_fall_through(l(0x401110), l(0x401115), 10);
+            r.add_fall_through(l(0x401145), l(0x401157), 10);
+            r.add_block_fall_through(l(0x401157), l(0x401159), 10);
+            r.add_fall_through(l(0x401159), l(0x40115d), 10);
+            r.add_fall_through(l(0x401140), l(0x401140), 10);
+            if over_call {
+                r.add_over_call(l(0x401140), l(0x401145), 6);
+                r.add_over_call(l(0x401140), l(0x401145), 4);
+            }
+            let mut p = Process {
+                images: vec![image_with(&[("work", 0x401110, 6), ("run", 0x401120, 0x4d)])],
+                ..Process::default()
+            };
+            r.to_model(&mut p);
+            p
+        };
+        let (plain, with) = (build(false), build(true));
+        assert_eq!(edges(&plain), edges(&with));
+        let counts = |p: &Process| p.images[0].blocks.iter().map(|b| (b.offset, b.count)).collect::<Vec<_>>();
+        assert_eq!(counts(&plain), counts(&with));
+        let at = |p: &Process, n: NodeRef| match n {
+            NodeRef::Block(b) => p.block(b).offset,
+            _ => u64::MAX,
+        };
+        let over: Vec<_> = with
+            .edges
+            .iter()
+            .filter_map(|e| e.details.as_ref().filter(|d| d.over_call > 0).map(|d| (e, d.over_call)))
+            .map(|(e, n)| (at(&with, e.source), at(&with, e.target), e.kind, e.total(), n))
+            .collect();
+        assert_eq!(over, vec![(0x401140, 0x401145, EdgeKind::CallBypass, 0, 10)]);
+        assert!(plain.edges.iter().all(|e| e.details.as_ref().is_none_or(|d| d.over_call == 0)));
     }
 
     /// A block entered 10 times whose fall-through the records state 7 times (the other runs

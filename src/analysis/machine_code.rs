@@ -26,8 +26,10 @@ use crate::symbolize::elf::ElfFile;
 /// How control leaves an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
-    /// On to the next instruction (calls return to it, so they do too).
+    /// On to the next instruction.
     Next,
+    /// A call (direct or indirect): on to the next instruction when the callee returns.
+    Call,
     /// Conditionally to the target (an address), else on.
     Conditional(u64),
     /// Always to the target.
@@ -91,6 +93,7 @@ impl FunctionCode {
                 FlowControl::ConditionalBranch => Flow::Conditional(target),
                 FlowControl::UnconditionalBranch => Flow::Jump(target),
                 FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
+                FlowControl::Call | FlowControl::IndirectCall => Flow::Call,
                 _ => Flow::Next,
             };
             instructions.push(Instruction { at: i.ip(), len: i.len() as u8, flow });
@@ -126,6 +129,24 @@ impl FunctionCode {
             out.push((block.last, self.blocks[k + 1].start));
         }
         Some(out)
+    }
+}
+
+impl FunctionCode {
+    /// The call a trace starting at `start` and entered from another function (the callee's
+    /// return) runs on from, as perf2bolt reads such a trace (`getFallthroughsInTrace`):
+    /// when `start` begins a block other than the function's first, and the block before it
+    /// falls through into it and ends in a call, BOLT takes the trace to start in the call's
+    /// block, so it crosses the boundary between the two: a fall-through from the call.
+    /// (BOLT also leaves out exception landing pads, which are not told from the code.)
+    pub fn call_before(&self, start: u64) -> Option<u64> {
+        let k = self.block_index(start)?;
+        if k == 0 || self.blocks[k].start != start {
+            return None;
+        }
+        let before = self.blocks[k - 1];
+        let last = self.instructions.binary_search_by_key(&before.last, |i| i.at).ok()?;
+        (before.falls_through && self.instructions[last].flow == Flow::Call).then_some(before.last)
     }
 }
 
@@ -197,7 +218,7 @@ fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> 
 fn falls_into(last: Option<Instruction>, before: Option<Instruction>, next: u64) -> bool {
     let Some(last) = last else { return true };
     match last.flow {
-        Flow::Next | Flow::Nop | Flow::Conditional(_) => true,
+        Flow::Next | Flow::Call | Flow::Nop | Flow::Conditional(_) => true,
         Flow::Jump(t) => {
             t == next || matches!(before.map(|b| b.flow), Some(Flow::Conditional(c)) if c == next)
         }
@@ -297,6 +318,60 @@ mod tests {
         assert_eq!(code.fall_throughs(0x18d4, 0x18e3), Some(vec![]));
         assert_eq!(code.fall_throughs(0x18e9, 0x1901), None);
         assert_eq!(code.fall_throughs(0x1901, 0x18d0), None);
+    }
+
+    /// `run` of a loop whose body calls when `i` is odd (`if (i & 1) s = work(s); s += i;`),
+    /// by clang 19 -O1, at 0x401120: the call at 0x401140 returns to a block of its own, the
+    /// target of the jump at 0x401161 that skips the call.
+    pub(crate) const CALL_IN_LOOP: &[u8] = &[
+        0x85, 0xff, // test %edi,%edi
+        0x7e, 0x46, // 0x401122: jle 0x40116a
+        0x55, 0x41, 0x56, 0x53, // push %rbp; push %r14; push %rbx
+        0x89, 0xfb, // mov %edi,%ebx
+        0x45, 0x31, 0xf6, // xor %r14d,%r14d
+        0xbd, 0x01, 0x00, 0x00, 0x00, // mov $1,%ebp
+        0x31, 0xff, // xor %edi,%edi
+        0xeb, 0x23, // 0x401134: jmp 0x401159
+        0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, // cs nopw
+        0xe8, 0xcb, 0xff, 0xff, 0xff, // 0x401140: call work
+        0x42, 0x8d, 0x3c, 0x30, // 0x401145: lea (%rax,%r14,1),%edi
+        0x41, 0xff, 0xc6, // inc %r14d
+        0x89, 0xe9, // mov %ebp,%ecx
+        0xff, 0xcd, // dec %ebp
+        0x01, 0xd9, // add %ebx,%ecx
+        0xff, 0xc9, // dec %ecx
+        0x83, 0xf9, 0x01, // cmp $1,%ecx
+        0x74, 0x0a, // 0x401157: je 0x401163
+        0x41, 0xf6, 0xc6, 0x01, // 0x401159: test $1,%r14b
+        0x75, 0xe1, // 0x40115d: jne 0x401140
+        0x89, 0xf8, // mov %edi,%eax
+        0xeb, 0xe2, // 0x401161: jmp 0x401145
+        0x29, 0xe8, // 0x401163: sub %ebp,%eax
+        0x5b, 0x41, 0x5e, 0x5d, // pop %rbx; pop %r14; pop %rbp
+        0xc3, // ret
+        0x31, 0xc0, // 0x40116a: xor %eax,%eax
+        0xc3, // ret
+    ];
+
+    #[test]
+    fn a_trace_entered_after_a_call_runs_on_from_the_call() {
+        let code = FunctionCode::decode_x86_64(CALL_IN_LOOP, 0x401120);
+        let starts: Vec<u64> = code.blocks.iter().map(|b| b.start).collect();
+        assert_eq!(
+            starts,
+            vec![0x401120, 0x401124, 0x401140, 0x401145, 0x401159, 0x40115f, 0x401163, 0x40116a]
+        );
+        // The call does not end its block: the jump's target after it does.
+        assert_eq!(code.blocks[2].last, 0x401140);
+        assert_eq!(code.call_before(0x401145), Some(0x401140));
+        // Not after a call: a jump (0x401134) ends the block before 0x401140; the entry;
+        // inside a block.
+        assert_eq!(code.call_before(0x401140), None);
+        assert_eq!(code.call_before(0x401159), None);
+        assert_eq!(code.call_before(0x401120), None);
+        assert_eq!(code.call_before(0x401149), None);
+        // The trace from the landing to the loop's branch crosses one boundary of its own.
+        assert_eq!(code.fall_throughs(0x401145, 0x40115d), Some(vec![(0x401157, 0x401159)]));
     }
 
     #[test]

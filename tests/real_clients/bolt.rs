@@ -232,6 +232,47 @@ fn perf2bolt_on_the_pre_aggregated_form_and_the_dcfg_path_give_the_same_fdata() 
     }
 }
 
+/// A loop whose body skips a call (fixtures/bolt/call_in_loop.c, built there): the call
+/// returns to a block of its own, and perf2bolt reads a trace entered there from the callee
+/// (`f`: from another function) as a fall-through from the call (`run 20 -> run 25`), which
+/// cfghub must write too; a trace from the same place entered from inside the function
+/// (`F`) is no such fall-through.
+#[test]
+fn a_trace_entered_after_a_call_is_a_fall_through_from_the_call_for_perf2bolt_and_cfghub() {
+    if !common::have("perf2bolt-19") {
+        eprintln!("skipped: perf2bolt-19 not installed (scripts/test.sh installs bolt-19)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let binary = common::fixture("bolt/call_in_loop");
+    let pa = common::fixture("bolt/call_in_loop.pa");
+    let from_perf2bolt = d.path().join("perf2bolt.fdata");
+    sh(Command::new("perf2bolt-19")
+        .args(["-pa", "-aggregate-only", "-p"])
+        .arg(&pa)
+        .arg("-o")
+        .arg(&from_perf2bolt)
+        .arg(&binary));
+    let ours = d.path().join("cfghub.fdata");
+    convert(&pa, &ours, &["--symbols", binary.to_str().unwrap()]);
+    let lines = sorted_lines(&ours);
+    assert!(lines.contains(&"1 run 20 1 run 25 0 10".to_string()), "{lines:?}");
+    assert_eq!(sorted_lines(&from_perf2bolt), lines, "perf2bolt -pa and cfghub agree");
+    // Entered from inside the function: no fall-through from the call, for either.
+    let inside = d.path().join("inside.pa");
+    std::fs::write(&inside, std::fs::read_to_string(&pa).unwrap().replace("\nf ", "\nF ")).unwrap();
+    sh(Command::new("perf2bolt-19")
+        .args(["-pa", "-aggregate-only", "-p"])
+        .arg(&inside)
+        .arg("-o")
+        .arg(&from_perf2bolt)
+        .arg(&binary));
+    convert(&inside, &ours, &["--symbols", binary.to_str().unwrap()]);
+    let lines = sorted_lines(&ours);
+    assert!(!lines.iter().any(|l| l.starts_with("1 run 20 1 run 25 ")), "{lines:?}");
+    assert_eq!(sorted_lines(&from_perf2bolt), lines, "perf2bolt -pa and cfghub agree");
+}
+
 /// `NAME:TOTAL:HEAD` lines of a text sample profile.
 fn heads(path: &Path) -> BTreeMap<String, (u64, u64)> {
     std::fs::read_to_string(path)

@@ -443,6 +443,12 @@ fn add_branches(
             }
         }
     }
+    for (&(from, start, end), &count) in &totals.entered {
+        let (from, start, end) = (resolve(from), resolve(start), resolve(end));
+        if let Some(call) = code.call_before(from, start, end) {
+            branches.add_over_call(at((start.0, call)), at(start), count);
+        }
+    }
     let costs: Vec<_> = process.images.iter_mut().map(|i| std::mem::take(&mut i.costs)).collect();
     let summary = branches.to_model(process);
     for (image, costs) in process.images.iter_mut().zip(costs) {
@@ -482,28 +488,58 @@ impl<'a> RangeCheck<'a> {
         if start.0 != end.0 || start.1 > end.1 {
             return Run::Unknown; // left to the analysis, which counts these too
         }
+        let Some((offset, size, function)) = self.function_at(start) else { return Run::Unknown };
+        if end.1 - offset >= size {
+            return Run::Unknown;
+        }
+        match function {
+            None => Run::Unknown,
+            Some(f) => f.fall_throughs(start.1, end.1).map_or(Run::Impossible, Run::Through),
+        }
+    }
+
+    /// The call a range from `start` through `end`, entered by a branch from `from`, runs on
+    /// from as perf2bolt reads it: the branch comes from outside the function, and the range
+    /// starts at a block just after a call ([`FunctionCode::call_before`]) and runs through
+    /// the function's blocks.
+    fn call_before(&mut self, from: (u32, u64), start: (u32, u64), end: (u32, u64)) -> Option<u64> {
+        if start.0 != end.0 || start.1 > end.1 {
+            return None;
+        }
+        let (offset, size, function) = self.function_at(start)?;
+        let inside = |a: (u32, u64)| a.0 == start.0 && a.1 >= offset && a.1 - offset < size;
+        if inside(from) || !inside(end) {
+            return None;
+        }
+        let function = function?;
+        let call = function.call_before(start.1)?;
+        function.fall_throughs(start.1, end.1)?;
+        Some(call)
+    }
+
+    /// The function of the image's binary that holds `at`: its `(offset, size)` and its code
+    /// (`None` when it cannot be decoded); `None` when the binary has no code or no function
+    /// holds the address.
+    fn function_at(&mut self, at: (u32, u64)) -> Option<(u64, u64, Option<&FunctionCode>)> {
         let names = self.names;
-        let binary = self.binaries.entry(start.0).or_insert_with(|| {
-            let image = names.get(start.0 as usize)?;
+        let binary = self.binaries.entry(at.0).or_insert_with(|| {
+            let image = names.get(at.0 as usize)?;
             let code = BinaryCode::open(image.source.as_deref()?)?;
             let mut functions: Vec<(u64, u64)> = image.symbols.iter().map(|&(_, o, s)| (o, s)).collect();
             functions.sort_unstable();
             Some((code, functions))
         });
-        let Some((binary, functions)) = binary.as_ref() else { return Run::Unknown };
-        let k = functions.partition_point(|f| f.0 <= start.1);
-        let Some(&(offset, size)) = k.checked_sub(1).map(|k| &functions[k]) else { return Run::Unknown };
-        if end.1 - offset >= size {
-            return Run::Unknown;
+        let (binary, functions) = binary.as_ref()?;
+        let k = functions.partition_point(|f| f.0 <= at.1);
+        let &(offset, size) = &functions[k.checked_sub(1)?];
+        if at.1 - offset >= size {
+            return None;
         }
         let function = self
             .functions
-            .entry((start.0, offset))
+            .entry((at.0, offset))
             .or_insert_with(|| binary.function_at_file_offset(offset, size));
-        match function.as_ref() {
-            None => Run::Unknown,
-            Some(f) => f.fall_throughs(start.1, end.1).map_or(Run::Impossible, Run::Through),
-        }
+        Some((offset, size, function.as_ref()))
     }
 }
 
@@ -519,4 +555,38 @@ enum Run {
     /// It runs through these blocks of the binary: (the last instruction of each block it
     /// leaves, the start of the next block).
     Through(Vec<(u64, u64)>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fixtures/bolt/call_in_loop (`run` at file offset 0x1120, `work` at 0x1110; the code of
+    /// `analysis::machine_code`'s `CALL_IN_LOOP`), as a recording names it.
+    fn call_in_loop() -> names::Names {
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bolt/call_in_loop");
+        let symbols = vec![("work".to_string(), 0x1110, 6), ("run".to_string(), 0x1120, 0x4d)];
+        names::Names::of_files(vec![names::ImageNames {
+            symbols,
+            source: Some(source),
+            ..names::ImageNames::default()
+        }])
+    }
+
+    #[test]
+    fn a_range_entered_from_another_function_just_after_a_call_runs_on_from_it() {
+        let names = call_in_loop();
+        let mut code = RangeCheck::new(&names);
+        // work's return to 0x1145, on to the branch at 0x1157: from the call at 0x1140.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1157)), Some(0x1140));
+        // From another image (a library's code) too.
+        assert_eq!(code.call_before((1, 0x1115), (0, 0x1145), (0, 0x115d)), Some(0x1140));
+        // Entered from inside the function (the jump at 0x1161): no.
+        assert_eq!(code.call_before((0, 0x1161), (0, 0x1145), (0, 0x1157)), None);
+        // A range no run can take (over the jump at 0x1161), or out of the function: no.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1169)), None);
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1145), (0, 0x1170)), None);
+        // Not just after a call: no.
+        assert_eq!(code.call_before((0, 0x1115), (0, 0x1159), (0, 0x115d)), None);
+    }
 }

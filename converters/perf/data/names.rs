@@ -61,6 +61,13 @@ pub struct Names {
 }
 
 impl Names {
+    /// Names of one file per image, in the images' order.
+    #[cfg(test)]
+    pub fn of_files(files: Vec<ImageNames>) -> Names {
+        let of_image = (0..files.len()).collect();
+        Names { files, of_image }
+    }
+
     /// The names of image `image` of the recording.
     pub fn get(&self, image: usize) -> Option<&ImageNames> {
         self.files.get(*self.of_image.get(image)?)

@@ -79,6 +79,10 @@ pub struct BranchTotals {
     pub taken: FxHashMap<(u64, u64), (u64, u64)>,
     /// `(start, end)`: code ran from `start` through the instruction at `end`.
     pub ranges: FxHashMap<(u64, u64), u64>,
+    /// The same ranges by the source of the branch that entered them, `(from, start, end)`:
+    /// perf2bolt reads a range entered from another function at a block just after a call
+    /// as running on from the call (`FunctionCode::call_before`).
+    pub entered: FxHashMap<(u64, u64, u64), u64>,
 }
 
 /// Everything the records said.
@@ -737,6 +741,7 @@ impl BranchTotals {
             t.1 += u64::from(b.mispredicted);
             if let Some(end) = newer[side] {
                 *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+                *totals.entered.entry((b.from, b.to, end)).or_insert(0) += 1;
             }
             newer[side] = Some(b.from);
         }
@@ -789,6 +794,11 @@ mod tests {
         let mut ranges: Vec<_> = totals.ranges.keys().copied().collect();
         ranges.sort_unstable();
         assert_eq!(ranges, vec![(0x100, 0x110), (k(0x18), k(0x20))]);
+        // Each range by the source of the branch that entered it: the user range by the
+        // jump from 0x50, not by the interrupt's return.
+        let mut entered: Vec<_> = totals.entered.keys().copied().collect();
+        entered.sort_unstable();
+        assert_eq!(entered, vec![(0x50, 0x100, 0x110), (k(0x10), k(0x18), k(0x20))]);
     }
 
     /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
