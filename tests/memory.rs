@@ -239,9 +239,10 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
         eprintln!("skipping: /usr/bin/time is not installed");
         return;
     }
-    // 5 million sampled addresses, each a stack of its own (`app+0x1a4 87`). Kept as model
-    // stacks with a name each, they took about 170 bytes an address: 42x the input, where
-    // reading it alone takes 2.2x (scripts/bench-flat-stacks.sh measures release builds).
+    // 5 million sampled addresses, each a stack of its own (`app+0x1a4 87`), written as folded
+    // stacks and as pprof. Kept as model stacks with a name each, they took about 170 bytes an
+    // address: 42x the input, where reading it alone takes 2.2x (scripts/bench-flat-stacks.sh
+    // measures release builds).
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let input = dcpi_profile(20_000_000);
@@ -258,6 +259,25 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
         beside <= 0.1,
         "writing the stacks took {beside:.2}x the input beside reading it ({folded_kib} against {reading} KiB)"
     );
+    // As pprof: a sample and an unsymbolized location (mapping and address) per address,
+    // encoded as they are met; with a function, a location and a name kept per address they
+    // took 64x the input.
+    let pprof_kib = peak_kib(d, &["convert", "-q", "big.dcpi", "-o", "out.pb"]);
+    let beside = pprof_kib.saturating_sub(reading) as f64 * 1024.0 / input.len() as f64;
+    assert!(
+        beside <= 0.1,
+        "writing pprof took {beside:.2}x the input beside reading it ({pprof_kib} against {reading} KiB)"
+    );
+    // Read back, every address is a frame named by its runtime address, with its count.
+    let o = common::cfghub().args(["convert", "-q", "out.pb", "-o", "back.folded"]).current_dir(d).output();
+    assert!(o.as_ref().unwrap().status.success(), "{}", common::stderr(&o.unwrap()));
+    let back = std::fs::read_to_string(d.join("back.folded")).unwrap();
+    assert_eq!(back.lines().filter(|l| !l.starts_with('#')).count(), nonzero as usize);
+    let count = |text: &str| {
+        text.lines().find(|l| !l.starts_with('#')).unwrap().rsplit(' ').next().unwrap().to_string()
+    };
+    assert!(back.contains("\n0x120000004 "), "{}", &back[..100]);
+    assert_eq!(count(&back), count(&folded));
 }
 
 /// A Callgrind profile of `main` over `layers` layers of two functions, each calling both

@@ -9,6 +9,15 @@
 //! with a process id) carry a numeric `pid` label. Models without stacks get them from
 //! [`crate::analysis::stacks`], with a warning.
 //!
+//! A profile of flat costs (DCPI) gives its stacks as they are written
+//! ([`crate::analysis::stacks::stacks_to_write`]): code no symbol covers
+//! ([`Frame::Address`]) is pprof's unsymbolized location, its mapping's id and its runtime
+//! address (the image's load address + the offset) without a line or a function, which `go
+//! tool pprof` shows as `[IMAGE]` and names from the binary, as `--symbols` does. Nothing is
+//! kept per address: a location is numbered as its stack is met and the stacks are walked
+//! again to write the locations. A function named `IMAGE+0xOFFSET` and a string per address
+//! took 64x the input of a DCPI profile without symbols.
+//!
 //! Samples are encoded as they are met and streamed out; the string table, which they do
 //! not refer to, goes last, as Go writes it.
 
@@ -17,10 +26,10 @@ use std::io::Write;
 
 use super::wire::put;
 use super::{keys, PID_LABEL, THREAD_LABEL};
-use crate::analysis::stacks as derived;
+use crate::analysis::stacks::{self as derived, Frame, WrittenStacks};
 use crate::error::{Error, Findings, Result};
 use crate::io::write_error;
-use crate::ir::{Image, Profile};
+use crate::ir::{FrameAddress, FrameId, FrameSource, Image, Profile, StringTable};
 use crate::registry::WriteOptions;
 
 /// Interned strings of the output; index 0 is the empty string.
@@ -63,15 +72,17 @@ pub fn write(
     _options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let derived = derived::stacks_for_output(profile, findings)?;
-    let profile = derived.as_ref().unwrap_or(profile);
+    let stacks = derived::stacks_to_write(profile, findings)?;
+    let profile = stacks.profile();
     if profile.events.is_empty() {
         return Err(Error::unsupported(
             "pprof samples need at least one sample type; the profile has no event",
         ));
     }
+    let names = FrameNames::of(&stacks);
     let mut encoder = Encoder {
         profile,
+        names,
         strings: Strings::new(),
         buf: Vec::with_capacity(1 << 20),
         scratch: Vec::new(),
@@ -79,37 +90,106 @@ pub fn write(
         out,
     };
     encoder.sample_types();
-    let frames = UsedFrames::of(profile);
-    encoder.samples(&frames.function_of, findings)?;
-    let mappings = encoder.mappings(&frames.used);
-    encoder.locations_and_functions(&frames.used, &mappings)?;
+    let mappings = Mappings::of(profile);
+    let mut locations = Locations::new(names.frames.len(), mappings.images.len());
+    encoder.samples(&stacks, &mappings, &mut locations, findings)?;
+    // A flat profile's stacks name no image unless some frame is an address in one.
+    if matches!(stacks, WrittenStacks::Model(_)) || locations.unsymbolized.contains(&true) {
+        encoder.mappings(&mappings, &locations.unsymbolized);
+    }
+    encoder.locations(&stacks, &mappings, &locations)?;
+    encoder.functions(&locations)?;
     let tail = encoder.top_level_fields();
     encoder.finish(&tail)
 }
 
-/// The frames the stacks use, numbered in order of first appearance root first, as readers
-/// of stacks intern frames, so that reading the output back gives the same frame table.
-struct UsedFrames {
-    /// Frame id -> function (= location) id, 0 for a frame no stack uses.
-    function_of: Vec<u64>,
-    /// The frames used, in the order of their ids.
-    used: Vec<u32>,
-}
-
-impl UsedFrames {
-    fn of(profile: &Profile) -> Self {
-        let mut function_of: Vec<u64> = vec![0; profile.frames.len()];
-        let mut used: Vec<u32> = Vec::new();
-        for stack in profile.processes.iter().flat_map(|p| &p.stacks) {
-            for &f in &stack.frames {
-                let slot = &mut function_of[f as usize];
-                if *slot == 0 {
-                    used.push(f);
-                    *slot = used.len() as u64;
+/// `f(process, thread, frames, values)` for every stack written, frames root first.
+fn for_each_stack(
+    stacks: &WrittenStacks<'_>,
+    mut f: impl FnMut(usize, Option<u32>, &[Frame], &[f64]) -> Result<()>,
+) -> Result<()> {
+    match stacks {
+        WrittenStacks::Model(profile) => {
+            let mut frames = Vec::new();
+            for (p, process) in profile.processes.iter().enumerate() {
+                for stack in &process.stacks {
+                    frames.clear();
+                    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
+                    f(p, stack.thread, &frames, &stack.values)?;
                 }
             }
+            Ok(())
         }
-        UsedFrames { function_of, used }
+        WrittenStacks::Flat(flat) => flat.try_for_each(|p, frames, values| f(p, None, frames, values)),
+    }
+}
+
+/// The names of the stacks' named frames, and what the model says of them (a flat profile's
+/// frames are names alone).
+#[derive(Clone, Copy)]
+struct FrameNames<'a> {
+    frames: &'a StringTable,
+    model: Option<&'a Profile>,
+}
+
+impl<'a> FrameNames<'a> {
+    fn of(stacks: &'a WrittenStacks<'_>) -> Self {
+        match stacks {
+            WrittenStacks::Model(profile) => FrameNames { frames: &profile.frames, model: Some(profile) },
+            WrittenStacks::Flat(flat) => FrameNames { frames: &flat.frames, model: None },
+        }
+    }
+
+    fn name(&self, f: FrameId) -> &'a str {
+        self.frames.get(f)
+    }
+
+    fn source(&self, f: FrameId) -> Option<&'a FrameSource> {
+        self.model.and_then(|p| p.frame_source(f))
+    }
+
+    /// The address of a frame named by it (a location the source left unsymbolized).
+    fn address(&self, f: FrameId) -> Option<FrameAddress> {
+        self.model.and_then(|p| address_of(p, f))
+    }
+}
+
+/// The `location` ids of the frames, numbered in order of first appearance root first, as
+/// readers of stacks intern frames, so that reading the output back gives the same frame
+/// table. A named frame has one location (and one function of the same id); a frame that is
+/// an address no symbol covers ([`Frame::Address`]) is a location of its own each time it is
+/// met (a flat profile's address is one stack), so nothing is kept per address.
+struct Locations {
+    /// Named frame -> its location id, 0 for a frame no stack uses.
+    of_frame: Vec<u64>,
+    /// The named frames used, with their ids, in the order of their ids.
+    named: Vec<(FrameId, u64)>,
+    /// The locations numbered so far.
+    count: u64,
+    /// Per mapping (by index among all images): whether a location in it is unsymbolized.
+    unsymbolized: Vec<bool>,
+}
+
+impl Locations {
+    fn new(frames: usize, images: usize) -> Self {
+        Locations {
+            of_frame: vec![0; frames],
+            named: Vec::new(),
+            count: 0,
+            unsymbolized: vec![false; images],
+        }
+    }
+
+    /// The location of a named frame, numbered when first met.
+    fn of_named(&mut self, f: FrameId) -> (u64, bool) {
+        let slot = &mut self.of_frame[f as usize];
+        if *slot != 0 {
+            return (*slot, false);
+        }
+        self.count += 1;
+        *slot = self.count;
+        self.named.push((f, self.count));
+        (self.count, true)
     }
 }
 
@@ -118,11 +198,37 @@ impl UsedFrames {
 struct Mappings<'a> {
     images: Vec<&'a Image>,
     ids: Vec<u64>,
+    /// The index among all images of each process's first image.
+    first_of_process: Vec<usize>,
 }
 
-impl Mappings<'_> {
+impl<'a> Mappings<'a> {
+    fn of(profile: &'a Profile) -> Self {
+        let images: Vec<&Image> = profile.processes.iter().flat_map(|p| &p.images).collect();
+        let mut ids: Vec<u64> = images.iter().map(|i| i.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let keep_ids = ids.len() == images.len() && ids.first() != Some(&0);
+        let ids = (0..images.len()).map(|n| if keep_ids { images[n].id } else { n as u64 + 1 }).collect();
+        let first_of_process = profile
+            .processes
+            .iter()
+            .scan(0, |n, p| {
+                *n += p.images.len();
+                Some(*n - p.images.len())
+            })
+            .collect();
+        Mappings { images, ids, first_of_process }
+    }
+
     fn id(&self, n: usize) -> u64 {
         self.ids[n]
+    }
+
+    /// The image (by index among all) of a [`Frame::Address`] of process `p`.
+    fn of_address(&self, stacks: &WrittenStacks<'_>, p: usize, image: FrameId) -> Option<usize> {
+        let WrittenStacks::Flat(flat) = stacks else { return None };
+        Some(self.first_of_process[p] + flat.address_image(p, image)?)
     }
 }
 
@@ -130,6 +236,7 @@ impl Mappings<'_> {
 /// time it passes 1 MiB, and the strings they name are interned for the string table.
 struct Encoder<'a, 'o> {
     profile: &'a Profile,
+    names: FrameNames<'a>,
     strings: Strings<'a>,
     buf: Vec<u8>,
     /// Room for the message being encoded, and for the one inside it.
@@ -159,60 +266,86 @@ impl<'a> Encoder<'a, '_> {
         }
     }
 
-    /// `sample`: one per stack, its locations leaf first (by `function_of`), one integer value
-    /// per event, and its thread and process as labels. Fractional values are rounded and
-    /// values beyond 64 bits written as 0, with warnings.
-    fn samples(&mut self, function_of: &[u64], findings: &mut Findings) -> Result<()> {
+    /// `sample`: one per stack, its locations leaf first (numbered in `locations`), one
+    /// integer value per event, and its thread and process as labels. Fractional values are
+    /// rounded and values beyond 64 bits written as 0, with warnings.
+    fn samples(
+        &mut self,
+        stacks: &WrittenStacks<'_>,
+        mappings: &Mappings<'_>,
+        locations: &mut Locations,
+        findings: &mut Findings,
+    ) -> Result<()> {
         let profile = self.profile;
+        let names = self.names;
         let nevents = profile.events.len();
         let with_pid = profile.processes.len() > 1 || profile.processes.iter().any(|p| p.pid != 0);
         let thread_key = self.strings.id(THREAD_LABEL);
         let pid_key = self.strings.id(PID_LABEL);
         let (mut fractional, mut negative_or_huge) = (0usize, 0usize);
         let mut written = vec![0f64; nevents];
-        for process in &profile.processes {
-            for stack in &process.stacks {
-                let (scratch, inner) = (&mut self.scratch, &mut self.inner);
-                scratch.clear();
-                inner.clear();
-                for &f in stack.frames.iter().rev() {
-                    put::varint(inner, function_of[f as usize]);
-                }
-                if !inner.is_empty() {
-                    put::bytes(scratch, 1, inner);
-                }
-                inner.clear();
-                for (e, sum) in written.iter_mut().enumerate() {
-                    let v = stack.values.get(e).copied().unwrap_or(0.0);
-                    let r = v.round();
-                    if r != v {
-                        fractional += 1;
+        let mut ids: Vec<u64> = Vec::new();
+        for_each_stack(stacks, |p, thread, frames, values| {
+            ids.clear();
+            for &frame in frames {
+                let id = match frame {
+                    Frame::Named(f) => {
+                        let (id, first) = locations.of_named(f);
+                        let image = first.then(|| names.address(f)).flatten().and_then(|a| a.image);
+                        if let Some(u) = image.and_then(|i| locations.unsymbolized.get_mut(i as usize)) {
+                            *u = true;
+                        }
+                        id
                     }
-                    let i = if r.is_finite() && r.abs() < 9.2e18 {
-                        r as i64
-                    } else {
-                        negative_or_huge += 1;
-                        0
-                    };
-                    *sum += i as f64;
-                    put::varint(inner, i as u64);
-                }
-                put::bytes(scratch, 2, inner);
-                for (key, v) in
-                    [(thread_key, stack.thread.map(u64::from)), (pid_key, with_pid.then_some(process.pid))]
-                {
-                    if let Some(v) = v {
-                        inner.clear();
-                        put::uint(inner, 1, key);
-                        put::key(inner, 3, super::wire::VARINT);
-                        put::varint(inner, v);
-                        put::bytes(scratch, 3, inner);
+                    Frame::Address { image, .. } => {
+                        if let Some(n) = mappings.of_address(stacks, p, image) {
+                            locations.unsymbolized[n] = true;
+                        }
+                        locations.count += 1;
+                        locations.count
                     }
-                }
-                put::bytes(&mut self.buf, 2, scratch);
-                self.flush_if_full()?;
+                };
+                ids.push(id);
             }
-        }
+            let (scratch, inner) = (&mut self.scratch, &mut self.inner);
+            scratch.clear();
+            inner.clear();
+            for &id in ids.iter().rev() {
+                put::varint(inner, id);
+            }
+            if !inner.is_empty() {
+                put::bytes(scratch, 1, inner);
+            }
+            inner.clear();
+            for (e, sum) in written.iter_mut().enumerate() {
+                let v = values.get(e).copied().unwrap_or(0.0);
+                let r = v.round();
+                if r != v {
+                    fractional += 1;
+                }
+                let i = if r.is_finite() && r.abs() < 9.2e18 {
+                    r as i64
+                } else {
+                    negative_or_huge += 1;
+                    0
+                };
+                *sum += i as f64;
+                put::varint(inner, i as u64);
+            }
+            put::bytes(scratch, 2, inner);
+            let pid = profile.processes[p].pid;
+            for (key, v) in [(thread_key, thread.map(u64::from)), (pid_key, with_pid.then_some(pid))] {
+                if let Some(v) = v {
+                    inner.clear();
+                    put::uint(inner, 1, key);
+                    put::key(inner, 3, super::wire::VARINT);
+                    put::varint(inner, v);
+                    put::bytes(scratch, 3, inner);
+                }
+            }
+            put::bytes(&mut self.buf, 2, scratch);
+            self.flush_if_full()
+        })?;
         if fractional > 0 || negative_or_huge > 0 {
             let kept = profile.events.iter().zip(&written).map(|(e, &w)| (e.name.as_str(), w));
             let why = format!("{fractional} fractional stack value(s) rounded to integers");
@@ -228,17 +361,9 @@ impl<'a> Encoder<'a, '_> {
     }
 
     /// `mapping`: the images (ids kept when they are non-zero and unique); an image with an
-    /// unsymbolized frame of `used` does not claim to have functions.
-    fn mappings(&mut self, used: &[u32]) -> Mappings<'a> {
+    /// unsymbolized location does not claim to have functions.
+    fn mappings(&mut self, mappings: &Mappings<'a>, unsymbolized: &[bool]) {
         let profile = self.profile;
-        let images: Vec<&Image> = profile.processes.iter().flat_map(|p| &p.images).collect();
-        let mut ids: Vec<u64> = images.iter().map(|i| i.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let keep_ids = ids.len() == images.len() && ids.first() != Some(&0);
-        let ids = (0..images.len()).map(|n| if keep_ids { images[n].id } else { n as u64 + 1 }).collect();
-        let mappings = Mappings { images, ids };
-        let unsymbolized = unsymbolized_images(profile, used, mappings.images.len());
         for (n, image) in mappings.images.iter().enumerate() {
             let scratch = &mut self.scratch;
             scratch.clear();
@@ -252,46 +377,77 @@ impl<'a> Encoder<'a, '_> {
             put::flag(scratch, 7, !unsymbolized[n]);
             put::bytes(&mut self.buf, 3, scratch);
         }
-        mappings
     }
 
-    /// `location` and `function`: one each per frame used, same ids (no function for a frame
-    /// named by its address, whose location has its mapping and address instead of a line).
-    fn locations_and_functions(&mut self, used: &[u32], mappings: &Mappings<'_>) -> Result<()> {
-        let profile = self.profile;
-        for (n, &f) in used.iter().enumerate() {
-            let id = n as u64 + 1;
-            let (scratch, inner) = (&mut self.scratch, &mut self.inner);
-            scratch.clear();
-            inner.clear();
-            put::uint(scratch, 1, id);
-            if let Some(address) = address_of(profile, f) {
-                let image = address.image.map(|i| i as usize).filter(|&i| i < mappings.images.len());
-                put::uint(scratch, 2, image.map_or(0, |n| mappings.id(n)));
-                put::uint(scratch, 3, address.address);
+    /// `location`: one per named frame used (one line, its function's id, which is the
+    /// location's) and one per address frame met, in the order of their ids (the stacks are
+    /// walked again, numbered as [`Encoder::samples`] numbered them). A frame named by its
+    /// address, or an address no symbol covers, is a location with its mapping and address
+    /// and no line, for `go tool pprof` or `--symbols` to name.
+    fn locations(
+        &mut self,
+        stacks: &WrittenStacks<'_>,
+        mappings: &Mappings<'_>,
+        locations: &Locations,
+    ) -> Result<()> {
+        let names = self.names;
+        let mut last = 0;
+        for_each_stack(stacks, |p, _, frames, _| {
+            for &frame in frames {
+                let (scratch, inner) = (&mut self.scratch, &mut self.inner);
+                scratch.clear();
+                match frame {
+                    Frame::Named(f) => {
+                        let id = locations.of_frame[f as usize];
+                        if id <= last {
+                            continue;
+                        }
+                        last = id;
+                        put::uint(scratch, 1, id);
+                        if let Some(address) = names.address(f) {
+                            let image =
+                                address.image.map(|i| i as usize).filter(|&i| i < mappings.images.len());
+                            put::uint(scratch, 2, image.map_or(0, |n| mappings.id(n)));
+                            put::uint(scratch, 3, address.address);
+                        } else {
+                            inner.clear();
+                            put::uint(inner, 1, id);
+                            put::uint(inner, 2, names.source(f).and_then(|s| s.line).map_or(0, u64::from));
+                            put::bytes(scratch, 4, inner);
+                        }
+                    }
+                    Frame::Address { image, offset } => {
+                        last += 1;
+                        put::uint(scratch, 1, last);
+                        let n = mappings.of_address(stacks, p, image);
+                        put::uint(scratch, 2, n.map_or(0, |n| mappings.id(n)));
+                        let load_addr = n.map_or(0, |n| mappings.images[n].load_addr);
+                        put::uint(scratch, 3, load_addr.wrapping_add(offset));
+                    }
+                }
                 put::bytes(&mut self.buf, 4, scratch);
-                continue;
             }
-            put::uint(inner, 1, id);
-            let source = profile.frame_source(f);
-            put::uint(inner, 2, source.and_then(|s| s.line).map_or(0, u64::from));
-            put::bytes(scratch, 4, inner);
-            put::bytes(&mut self.buf, 4, scratch);
-        }
-        for (n, &f) in used.iter().enumerate() {
-            if address_of(profile, f).is_some() {
+            self.flush_if_full()
+        })
+    }
+
+    /// `function`: one per named frame used that is not an address, with its location's id.
+    fn functions(&mut self, locations: &Locations) -> Result<()> {
+        let names = self.names;
+        for &(f, id) in &locations.named {
+            if names.address(f).is_some() {
                 continue;
             }
             let scratch = &mut self.scratch;
             scratch.clear();
-            put::uint(scratch, 1, n as u64 + 1);
-            let name = self.strings.id(profile.frames.get(f));
+            put::uint(scratch, 1, id);
+            let name = self.strings.id(names.name(f));
             put::uint(scratch, 2, name);
-            let source = profile.frame_source(f);
+            let source = names.source(f);
             let system = source.and_then(|s| s.system_name.as_deref()).map_or(name, |s| self.strings.id(s));
             put::uint(scratch, 3, system);
             if let Some(file) = source.and_then(|s| s.file) {
-                put::uint(scratch, 4, self.strings.id(profile.file_name(file)));
+                put::uint(scratch, 4, self.strings.id(self.profile.file_name(file)));
             }
             put::uint(scratch, 5, source.and_then(|s| s.line).map_or(0, u64::from));
             put::bytes(&mut self.buf, 5, scratch);
@@ -357,23 +513,9 @@ impl<'a> Encoder<'a, '_> {
 /// The address of a frame named by it (a location the source left unsymbolized): written as
 /// such, a location with its mapping and address and no line, for `go tool pprof` or cfghub to
 /// symbolize later.
-fn address_of(profile: &Profile, f: u32) -> Option<crate::ir::FrameAddress> {
+fn address_of(profile: &Profile, f: FrameId) -> Option<FrameAddress> {
     profile
         .frame_source(f)
         .and_then(|s| s.address)
         .filter(|a| profile.frames.get(f) == format!("{:#x}", a.address))
-}
-
-/// Which of `images` (of the first process, by index) hold an unsymbolized frame of `used`:
-/// their mappings do not claim to have functions.
-fn unsymbolized_images(profile: &Profile, used: &[u32], images: usize) -> Vec<bool> {
-    let mut unsymbolized = vec![false; images];
-    for &f in used {
-        if let Some(u) =
-            address_of(profile, f).and_then(|a| a.image).and_then(|i| unsymbolized.get_mut(i as usize))
-        {
-            *u = true;
-        }
-    }
-    unsymbolized
 }

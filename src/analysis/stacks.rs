@@ -193,7 +193,7 @@ impl<'p> WrittenStacks<'p> {
     }
 }
 
-/// Stacks for a writer of stacks (folded, SVG): the profile's own when it has stacks (write
+/// Stacks for a writer of stacks (folded, SVG, pprof): the profile's own when it has stacks (write
 /// them, exactly) or nothing to estimate them from, else stacks estimated from its call graph
 /// ([`estimate`]) or made of its flat costs ([`FlatStacks`], their addresses named as they
 /// are written), with a warning that says so.
@@ -201,7 +201,7 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
     derived(profile, findings, true)
 }
 
-/// Stacks for a writer of stacks that takes them as model stacks (pprof, speedscope, Firefox):
+/// Stacks for a writer of stacks that takes them as model stacks (speedscope, Firefox):
 /// `None` when the profile has stacks or nothing to estimate them from, else a copy of the
 /// profile with the stacks of [`stacks_to_write`], every frame named.
 pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<Option<Profile>> {
@@ -248,8 +248,9 @@ fn derived<'p>(
             findings.warn(
                 None,
                 format!(
-                    "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET; \
-                     name them with --symbols BINARY (see docs/symbols.md)"
+                    "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET \
+                     (pprof: locations at their addresses); name them with --symbols BINARY \
+                     (see docs/symbols.md)"
                 ),
             );
         }

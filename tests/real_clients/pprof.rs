@@ -187,8 +187,53 @@ fn go_tool_pprof_reads_what_cfghub_writes_from_every_kind_of_profile() {
             .find(|l| !l.starts_with('#'))
             .and_then(|l| l.split(';').next().map(|f| f.split(' ').next().unwrap().to_string()))
             .unwrap();
-        assert!(top.contains(&first_frame), "{stem}: {first_frame} in\n{top}");
+        // Code no symbol covers (IMAGE+0xOFFSET in folded stacks) is an unsymbolized location,
+        // which pprof shows by its mapping's file.
+        let shown = match first_frame.split_once("+0x") {
+            Some((image, _)) => format!("[{image}]"),
+            None => first_frame,
+        };
+        assert!(top.contains(&shown), "{stem}: {shown} in\n{top}");
     }
+}
+
+#[test]
+fn code_no_symbol_covers_is_an_unsymbolized_location_that_pprof_and_cfghub_read() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // DCPI samples of xemacs without symbols: 9 addresses with samples, 4000000055 cycles.
+    let input = common::fixture("dcpi/alpha-cycles.dcpi");
+    let out = d.join("xemacs.pb.gz");
+    convert(&[s(&input), "-o", s(&out)]);
+    assert_eq!(raw_totals(d, &out).1, [4_000_000_055]);
+    // -raw lists each location as `ID: ADDRESS M=MAPPING` and nothing else: no function.
+    let raw = pprof(d, &["-raw"], &out);
+    let locations: Vec<Vec<&str>> = raw
+        .lines()
+        .skip_while(|l| l.trim() != "Locations")
+        .skip(1)
+        .take_while(|l| !l.starts_with("Mappings"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(locations.len(), 9, "{raw}");
+    for (n, fields) in locations.iter().enumerate() {
+        assert_eq!(fields.len(), 3, "{raw}");
+        assert_eq!((fields[0], fields[2]), (format!("{}:", n + 1).as_str(), "M=1"), "{raw}");
+    }
+    // The runtime address: the image's tstart 0x120000000 + the offset.
+    assert_eq!(locations[6][1], "0x120070004", "{raw}");
+    let mappings = raw.split("Mappings").nth(1).unwrap_or_default();
+    assert!(mappings.contains("0x120000000/0x120800000/0x0 /usr/local/bin/xemacs"), "{raw}");
+    let top = pprof(d, &["-top", "-addresses", "-nodefraction=0"], &out);
+    let line = top.lines().find(|l| l.contains("0000000120070004")).unwrap_or_else(|| panic!("{top}"));
+    assert!(line.starts_with("4000000000 ") && line.ends_with(" [xemacs]"), "{top}");
+    // Read back, each address is a frame named by it, with its own count.
+    let back = d.join("back.folded");
+    convert(&[s(&out), "-o", s(&back)]);
+    let back = std::fs::read_to_string(&back).unwrap();
+    assert!(back.lines().any(|l| l == "0x120070004 4000000000"), "{back}");
+    assert_eq!(folded_totals(&d.join("back.folded")).1, [4_000_000_055]);
 }
 
 /// A sampler's profile (tests/common/protobuf.rs) written raw under a `.pb.gz` name, as

@@ -104,6 +104,12 @@ impl<'p> FlatStacks<'p> {
         self.profile
     }
 
+    /// The index, among `process`'s images, of the image whose code at addresses
+    /// [`Frame::Address`] frames of `image` (its base name) name.
+    pub fn address_image(&self, process: usize, image: FrameId) -> Option<usize> {
+        self.processes.get(process)?.address_rows.iter().position(|&i| i == Some(image))
+    }
+
     /// Appends the name of `frame` to `out`.
     pub fn push_name(&self, frame: Frame, out: &mut Vec<u8>) {
         match frame {
