@@ -532,18 +532,29 @@ fn block_ends(
     }
 }
 
+/// Sums counts of instruction pairs `(from, to, count)` by the edge they make: from the block
+/// whose last instruction is `from` to the block that starts at `to`; a pair without such
+/// blocks is left out.
+fn by_block_pair(
+    process: &Process,
+    pairs: impl Iterator<Item = (Location, Location, u64)>,
+) -> HashMap<(BlockRef, BlockRef), u64> {
+    let mut sums: HashMap<(BlockRef, BlockRef), u64> = HashMap::new();
+    for (from, to, count) in pairs {
+        let (Some(src), Some(tgt)) = (block_ending_at(process, from), block_starting_at(process, to)) else {
+            continue;
+        };
+        let n = sums.entry((src, tgt)).or_default();
+        *n = n.saturating_add(count);
+    }
+    sums
+}
+
 /// Puts each taken branch's mispredictions on the edge made of it: the edge from the block
 /// whose last instruction is the branch to the block that starts at its target.
 fn attach_mispredicts(process: &mut Process, taken: &[TakenBranch]) {
-    let mut wanted: HashMap<(BlockRef, BlockRef), u64> = HashMap::new();
-    for b in taken.iter().filter(|b| b.mispredicts > 0) {
-        let (Some(src), Some(tgt)) = (block_ending_at(process, b.from), block_starting_at(process, b.to))
-        else {
-            continue;
-        };
-        let m = wanted.entry((src, tgt)).or_default();
-        *m = m.saturating_add(b.mispredicts);
-    }
+    let pairs = taken.iter().filter(|b| b.mispredicts > 0).map(|b| (b.from, b.to, b.mispredicts));
+    let mut wanted = by_block_pair(process, pairs);
     if wanted.is_empty() {
         return;
     }
@@ -565,15 +576,7 @@ fn attach_mispredicts(process: &mut Process, taken: &[TakenBranch]) {
 /// instruction is the call to the block that starts after it. Where the records hold no such
 /// edge (the call itself never recorded), nothing is kept.
 fn attach_over_calls(process: &mut Process, over_calls: &[FallThrough]) {
-    let mut wanted: HashMap<(BlockRef, BlockRef), u64> = HashMap::new();
-    for f in over_calls {
-        let (Some(src), Some(tgt)) = (block_ending_at(process, f.start), block_starting_at(process, f.end))
-        else {
-            continue;
-        };
-        let n = wanted.entry((src, tgt)).or_default();
-        *n = n.saturating_add(f.count);
-    }
+    let mut wanted = by_block_pair(process, over_calls.iter().map(|f| (f.start, f.end, f.count)));
     if wanted.is_empty() {
         return;
     }
