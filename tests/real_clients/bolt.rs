@@ -31,6 +31,16 @@ fn tools_present() -> bool {
     missing.is_empty()
 }
 
+/// `perf2bolt-19 -pa -aggregate-only`: BOLT's fdata of a pre-aggregated profile of `binary`.
+fn perf2bolt_preaggregated(pa: &Path, binary: &Path, out: &Path) {
+    sh(Command::new("perf2bolt-19")
+        .args(["-pa", "-aggregate-only", "-p"])
+        .arg(pa)
+        .arg("-o")
+        .arg(out)
+        .arg(binary));
+}
+
 fn sh(cmd: &mut Command) -> std::process::Output {
     let o = cmd.output().expect("the tool runs");
     assert!(o.status.success(), "{cmd:?}: {}{}", common::stdout(&o), common::stderr(&o));
@@ -211,12 +221,7 @@ fn perf2bolt_on_the_pre_aggregated_form_and_the_dcfg_path_give_the_same_fdata() 
     let pa = d.join("branchy.pa");
     convert(&w.callgrind, &pa, &["--to", "bolt-pa"]);
     let from_perf2bolt = d.join("perf2bolt.fdata");
-    sh(Command::new("perf2bolt-19")
-        .args(["-pa", "-aggregate-only", "-p"])
-        .arg(&pa)
-        .arg("-o")
-        .arg(&from_perf2bolt)
-        .arg(&w.binary));
+    perf2bolt_preaggregated(&pa, &w.binary, &from_perf2bolt);
     assert_eq!(sorted_lines(&from_perf2bolt), sorted_lines(&fdata), "perf2bolt -pa and cfghub agree");
     // valgrind -> DCFG -> fdata.
     let dcfg = d.join("branchy.dcfg.json");
@@ -247,12 +252,7 @@ fn a_trace_entered_after_a_call_is_a_fall_through_from_the_call_for_perf2bolt_an
     let binary = common::fixture("bolt/call_in_loop");
     let pa = common::fixture("bolt/call_in_loop.pa");
     let from_perf2bolt = d.path().join("perf2bolt.fdata");
-    sh(Command::new("perf2bolt-19")
-        .args(["-pa", "-aggregate-only", "-p"])
-        .arg(&pa)
-        .arg("-o")
-        .arg(&from_perf2bolt)
-        .arg(&binary));
+    perf2bolt_preaggregated(&pa, &binary, &from_perf2bolt);
     let ours = d.path().join("cfghub.fdata");
     convert(&pa, &ours, &["--symbols", binary.to_str().unwrap()]);
     let lines = sorted_lines(&ours);
@@ -261,12 +261,7 @@ fn a_trace_entered_after_a_call_is_a_fall_through_from_the_call_for_perf2bolt_an
     // Entered from inside the function: no fall-through from the call, for either.
     let inside = d.path().join("inside.pa");
     std::fs::write(&inside, std::fs::read_to_string(&pa).unwrap().replace("\nf ", "\nF ")).unwrap();
-    sh(Command::new("perf2bolt-19")
-        .args(["-pa", "-aggregate-only", "-p"])
-        .arg(&inside)
-        .arg("-o")
-        .arg(&from_perf2bolt)
-        .arg(&binary));
+    perf2bolt_preaggregated(&inside, &binary, &from_perf2bolt);
     convert(&inside, &ours, &["--symbols", binary.to_str().unwrap()]);
     let lines = sorted_lines(&ours);
     assert!(!lines.iter().any(|l| l.starts_with("1 run 20 1 run 25 ")), "{lines:?}");
