@@ -890,6 +890,32 @@ fn rename_stack_frames(
         }
         stack.frames = frames;
     }
+    merge_equal_stacks(&mut profile.processes[p].stacks);
+}
+
+/// Sums stacks made equal by naming (two addresses of one function, each a stack of its own
+/// before), each kept where it first occurs, as the readers of stacks keep equal stacks once.
+fn merge_equal_stacks(stacks: &mut Vec<crate::ir::Stack>) {
+    let mut first: FxHashMap<(Option<u32>, Vec<FrameId>), usize> = FxHashMap::default();
+    let mut kept: Vec<crate::ir::Stack> = Vec::with_capacity(stacks.len());
+    for stack in stacks.drain(..) {
+        match first.get(&(stack.thread, stack.frames.clone())) {
+            Some(&k) => {
+                let into = &mut kept[k].values;
+                if into.len() < stack.values.len() {
+                    into.resize(stack.values.len(), 0.0);
+                }
+                for (slot, v) in into.iter_mut().zip(&stack.values) {
+                    *slot += v;
+                }
+            }
+            None => {
+                first.insert((stack.thread, stack.frames.clone()), kept.len());
+                kept.push(stack);
+            }
+        }
+    }
+    *stacks = kept;
 }
 
 /// The frame called `name`, its function's file recorded when the frame is new.

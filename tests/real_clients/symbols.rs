@@ -244,6 +244,11 @@ fn symbolized_stacks(input: &Path, binary: &Path, extra: &[&str]) -> HashMap<Str
     args.extend_from_slice(extra);
     args.extend(["-o", out.to_str().unwrap()]);
     convert(&args);
+    // Frames named alike make one stack: each line of the output is a stack of its own.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let stacks: Vec<&str> = text.lines().filter_map(|l| l.rsplit_once(' ').map(|(s, _)| s)).collect();
+    let distinct: std::collections::HashSet<&&str> = stacks.iter().collect();
+    assert_eq!(distinct.len(), stacks.len(), "equal stacks written apart: {text}");
     folded(&out)
 }
 
