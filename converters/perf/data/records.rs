@@ -389,27 +389,7 @@ pub fn replay_weighing(
     let mut r = Replay { count_samples, ..Replay::default() };
     r.rec.order = Some(frame.order);
     r.rec.kind = Some(frame.kind);
-    for attr in perf_file.event_attributes() {
-        let a = attr.attributes();
-        let (period, frequency) = match a.sampling_policy {
-            linux_perf_data::linux_perf_event_reader::SamplingPolicy::Period(p) => (Some(p.get()), None),
-            linux_perf_data::linux_perf_event_reader::SamplingPolicy::Frequency(f) => (None, Some(f)),
-            linux_perf_data::linux_perf_event_reader::SamplingPolicy::NoSampling => (None, None),
-        };
-        r.layouts.push(SampleLayout {
-            sample_type: a.sample_format.bits(),
-            read_format: a.read_format.bits(),
-            branch_sample_type: a.branch_sample_format.bits(),
-        });
-        r.default_period.push(period.unwrap_or(1));
-        r.rec.events.push(EventInfo {
-            name: attr.name().map_or_else(|| name_of_attribute(a, r.rec.events.len()), str::to_string),
-            period,
-            frequency,
-            sample_type: a.sample_format.bits(),
-            branch_sample_type: a.branch_sample_format.bits(),
-        });
-    }
+    r.events(&perf_file);
     r.rec.event_samples = vec![0; r.rec.events.len()];
     super::header::read(&perf_file, frame.order, &mut r.rec);
     let tally = Tally { events: r.layouts.len(), ..Tally::default() };
@@ -452,6 +432,41 @@ pub fn replay_weighing(
     r.rec.threads = tally.threads;
     r.rec.stacks = tally.stacks;
     r.rec.costs = tally.costs;
+    warn_about_the_records(frame, &r.rec, findings);
+    r.rec.spaces = std::mem::take(&mut r.spaces);
+    Ok(r.rec)
+}
+
+impl Replay {
+    /// The events of the file's attributes: their sample layouts, default periods and names.
+    fn events(&mut self, perf_file: &linux_perf_data::PerfFile) {
+        for attr in perf_file.event_attributes() {
+            let a = attr.attributes();
+            let (period, frequency) = match a.sampling_policy {
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::Period(p) => (Some(p.get()), None),
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::Frequency(f) => (None, Some(f)),
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::NoSampling => (None, None),
+            };
+            self.layouts.push(SampleLayout {
+                sample_type: a.sample_format.bits(),
+                read_format: a.read_format.bits(),
+                branch_sample_type: a.branch_sample_format.bits(),
+            });
+            self.default_period.push(period.unwrap_or(1));
+            self.rec.events.push(EventInfo {
+                name: attr.name().map_or_else(|| name_of_attribute(a, self.rec.events.len()), str::to_string),
+                period,
+                frequency,
+                sample_type: a.sample_format.bits(),
+                branch_sample_type: a.branch_sample_format.bits(),
+            });
+        }
+    }
+}
+
+/// The warnings of a replay: a recording that did not end properly, records of unknown types,
+/// samples perf lost and samples whose fields run past their end.
+fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findings) {
     if frame.patched_header.is_some() {
         let (start, end) = frame.records;
         findings.warn(
@@ -470,17 +485,15 @@ pub fn replay_weighing(
             format!("{n} record(s) of unknown type {t} skipped (the first at this offset)"),
         );
     }
-    if r.rec.lost > 0 {
-        findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", r.rec.lost));
+    if rec.lost > 0 {
+        findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", rec.lost));
     }
-    if r.rec.malformed > 0 {
+    if rec.malformed > 0 {
         findings.warn(
             None,
-            format!("{} SAMPLE record(s) whose fields run past their end were skipped", r.rec.malformed),
+            format!("{} SAMPLE record(s) whose fields run past their end were skipped", rec.malformed),
         );
     }
-    r.rec.spaces = std::mem::take(&mut r.spaces);
-    Ok(r.rec)
 }
 
 /// The file's bytes read front to back, the pages behind the reader handed back to the
