@@ -80,6 +80,18 @@ fn base(name: &str) -> &str {
     names::recursion_base(name).unwrap_or(name)
 }
 
+/// A stack's leaf by name; an unsymbolized pprof location, named by its runtime address,
+/// by the name the readers of costs give code no symbol covers (`IMAGE+0xOFFSET`), which is
+/// what a writer made it of.
+fn leaf_name(profile: &Profile, leaf: cfghub::ir::FrameId) -> String {
+    let code = profile.frame_source(leaf).and_then(|s| s.address).and_then(|at| {
+        let image = profile.processes.first()?.images.get(at.image? as usize)?;
+        let offset = at.address.wrapping_sub(image.load_addr);
+        Some(names::code_name(profile, image, &SymbolIndex::new(image), offset))
+    });
+    code.unwrap_or_else(|| profile.frames.get(leaf).to_string())
+}
+
 /// Self cost of every function by name, per event, as the model states it: a stack's values
 /// are its leaf's; a cost row's are its function's (the symbol covering its address, else
 /// the code's name); a model of blocks alone counts each routine's executed instructions.
@@ -96,7 +108,7 @@ fn self_costs(profile: &Profile) -> BTreeMap<String, Vec<f64>> {
         if !process.stacks.is_empty() {
             for s in &process.stacks {
                 if let Some(&leaf) = s.frames.last() {
-                    add(profile.frames.get(leaf), &mut s.values.iter().copied());
+                    add(&leaf_name(profile, leaf), &mut s.values.iter().copied());
                 }
             }
         } else if process.images.iter().any(|i| !i.costs.is_empty()) {
