@@ -109,7 +109,7 @@ pub struct Record {
 /// into it and writes none). With `fdata`, a fall-through rebuilt from branch records is
 /// counted as the records state it ([`crate::ir::Edge::stated`]), as perf2bolt
 /// counts the traces it saw; and a call's bypass is written as the fall-through BOLT reads
-/// from traces that start just after the call ([`crate::ir::EdgeDetails::over_call`]), where
+/// from traces that start just after the call ([`crate::ir::RecordedRuns::over_call`]), where
 /// the records state one. Left out too: other call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
@@ -132,7 +132,7 @@ pub fn model_records(
             let count = match e.kind {
                 EdgeKind::FallThrough if fdata => e.stated(),
                 // BOLT's blocks hold calls: a run on from a call is a fall-through to it.
-                EdgeKind::CallBypass if fdata => e.details.as_ref().map_or(0, |d| d.over_call),
+                EdgeKind::CallBypass if fdata => e.details.as_ref().map_or(0, |d| d.over_call()),
                 _ => e.total(),
             };
             let over_call = e.kind == EdgeKind::CallBypass && count > 0;
@@ -386,8 +386,11 @@ mod tests {
             source: NodeRef::Block(BlockRef { image: 0, block: 0 }),
             target: NodeRef::Block(BlockRef { image: 0, block: 1 }),
             kind: EdgeKind::CallBypass,
-            details: (over_call > 0)
-                .then(|| Box::new(crate::ir::EdgeDetails { over_call, ..Default::default() })),
+            details: (over_call > 0).then(|| {
+                let mut d = Box::<crate::ir::EdgeDetails>::default();
+                d.runs_mut().over_call = over_call;
+                d
+            }),
             ..Edge::default()
         };
         p.edges = vec![bypass(4)];

@@ -94,7 +94,7 @@ pub struct BranchRecords {
     /// Runs over a call as perf2bolt counts them: `start` is the call, `end` the instruction
     /// after it (see [`crate::analysis::machine_code::FunctionCode::call_before`]). They say
     /// nothing of the flow (the call's branch and the callee's return do); they are kept on
-    /// the call's bypass edge ([`crate::ir::EdgeDetails::over_call`]).
+    /// the call's bypass edge ([`crate::ir::RecordedRuns::over_call`]).
     pub over_calls: Vec<FallThrough>,
 }
 
@@ -276,7 +276,7 @@ fn attach_stated(process: &mut Process, images: &[ImagePoints]) {
         let Ok(k) = points.addrs.binary_search(&last) else { continue };
         let unstated = e.total().saturating_sub(points.flow[k].seq_out);
         if unstated > 0 {
-            e.details.get_or_insert_with(Box::default).unstated = unstated;
+            e.details.get_or_insert_with(Box::default).runs_mut().unstated = unstated;
         }
     }
 }
@@ -586,7 +586,7 @@ fn attach_over_calls(process: &mut Process, over_calls: &[FallThrough]) {
             continue;
         };
         if let Some(n) = wanted.remove(&(s, t)) {
-            e.details.get_or_insert_with(Box::default).over_call = n;
+            e.details.get_or_insert_with(Box::default).runs_mut().over_call = n;
         }
     }
 }
@@ -698,11 +698,11 @@ mod tests {
         let over: Vec<_> = with
             .edges
             .iter()
-            .filter_map(|e| e.details.as_ref().filter(|d| d.over_call > 0).map(|d| (e, d.over_call)))
+            .filter_map(|e| e.details.as_ref().filter(|d| d.over_call() > 0).map(|d| (e, d.over_call())))
             .map(|(e, n)| (at(&with, e.source), at(&with, e.target), e.kind, e.total(), n))
             .collect();
         assert_eq!(over, vec![(0x401140, 0x401145, EdgeKind::CallBypass, 0, 10)]);
-        assert!(plain.edges.iter().all(|e| e.details.as_ref().is_none_or(|d| d.over_call == 0)));
+        assert!(plain.edges.iter().all(|e| e.details.as_ref().is_none_or(|d| d.over_call() == 0)));
     }
 
     /// A block entered 10 times whose fall-through the records state 7 times (the other runs

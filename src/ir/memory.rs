@@ -120,7 +120,8 @@ fn edge_heap(edge: &Edge) -> u64 {
     let counts = edge.counts.heap_bytes();
     let details = edge.details.as_ref().map_or(0, |d| {
         let path = d.path.as_ref().map_or(0, |_| size_of::<super::PathEdge>());
-        (size_of::<super::EdgeDetails>() + path) as u64 + d.inclusive.heap_bytes()
+        let runs = d.runs.as_ref().map_or(0, |_| size_of::<super::RecordedRuns>());
+        (size_of::<super::EdgeDetails>() + path + runs) as u64 + d.inclusive.heap_bytes()
     });
     counts + details
 }
