@@ -26,7 +26,7 @@ for slots in $sizes; do
     [ -s "$input" ] || python3 scripts/gen-dcpi.py "$input" "$slots"
     size=$(stat -c %s "$input")
     for ext in $outputs; do
-        declare -A runs_of=()
+        unset runs_of; declare -A runs_of=()
         for _ in $(seq "$runs"); do
             for which in other this; do
                 bin=$other

@@ -11,6 +11,8 @@
 //! inferno draws whole samples only: fractional values are scaled by a power of ten (at most
 //! 10^6) and labelled in that unit (`25 × 0.1 cycles`). See docs/formats/svg.md.
 
+mod narrow;
+
 use std::io::Write;
 use std::str::FromStr;
 
@@ -142,15 +144,24 @@ pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], scale: f64) -> 
             stacks.push_name(f, text);
         }
         for &e in columns {
-            let v = values.get(e).copied().unwrap_or(0.0);
-            let v = if v.is_finite() && v > 0.0 { (v * scale).round() as u64 } else { 0 };
             text.push(b' ');
-            text.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+            text.extend_from_slice(itoa::Buffer::new().format(line_value(values, e, scale)).as_bytes());
         }
         lines.ends.push(text.len());
         Ok(())
     });
     lines
+}
+
+/// The whole samples of event `e` a folded line shows: the value times `scale`, rounded (0 for
+/// values that are not positive numbers).
+fn line_value(values: &[f64], e: EventId, scale: f64) -> u64 {
+    let v = values.get(e).copied().unwrap_or(0.0);
+    if v.is_finite() && v > 0.0 {
+        (v * scale).round() as u64
+    } else {
+        0
+    }
 }
 
 /// Folded lines one after the other in one buffer, which is all inferno needs of them (as
@@ -207,8 +218,14 @@ pub fn write(
     if lossy {
         findings.warn(None, "svg: values with more than 6 decimal digits are rounded to 6");
     }
-    let columns = if differential { vec![0, 1] } else { vec![event] };
-    let lines = folded_lines(&stacks, &columns, scale);
+    let mut opt = inferno_options(profile, event, options)?;
+    // A differential graph's colours come from every line's change, and --reverse and
+    // --flamechart order the lines otherwise: they get every line.
+    let lines = if differential || opt.reverse_stack_order || opt.flame_chart {
+        folded_lines(&stacks, &if differential { vec![0, 1] } else { vec![event] }, scale)
+    } else {
+        narrow::lines_to_draw(&stacks, event, scale, opt.min_width)
+    };
     if lines.is_empty() {
         return Err(Error::unsupported("the profile has no stacks to draw"));
     }
@@ -216,7 +233,6 @@ pub fn write(
         findings
             .warn(None, format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()));
     }
-    let mut opt = inferno_options(profile, event, options)?;
     if differential {
         opt.count_name = crate::folded_stacks::DEFAULT_EVENT.to_string();
     }
