@@ -442,11 +442,25 @@ mod tests {
 
     #[test]
     fn names_inferno_would_read_otherwise_keep_every_line() {
-        // A name ending in ` 7` would be read as a count on a line cut after it.
-        let stacks = vec![(vec!["main", "f 7", "g"], 1.0), (vec!["main"], 100_000.0)];
-        let (all, drawn, all_lines, drawn_lines) = both(&stacks, 0.01);
+        // On a line cut after it, a name ending in ` 7` would be read as a count, one ending
+        // in white space would be trimmed, and one with a `;` is two frames to inferno.
+        let ks: Vec<String> = (0..50).map(|i| format!("k{i}")).collect();
+        let narrow = || ks.iter().map(|k| (vec!["main", "h", k.as_str()], 1.0));
+        for name in ["f 7", "f 1.5", "f ", "f\t", "f\u{a0}", " f", "f;g"] {
+            let stacks: Vec<_> = [(vec!["main", name, "g"], 1.0), (vec!["main"], 100_000.0)]
+                .into_iter()
+                .chain(narrow())
+                .collect();
+            let (all, drawn, all_lines, drawn_lines) = both(&stacks, 0.01);
+            assert_eq!(all, drawn, "{name:?}");
+            assert_eq!(all_lines, drawn_lines, "{name:?}");
+        }
+        // Without them, the 50 narrow lines (each under the least width of 10 samples) are a
+        // few groups.
+        let stacks: Vec<_> = std::iter::once((vec!["main"], 100_000.0)).chain(narrow()).collect();
+        let (all, drawn, _, drawn_lines) = both(&stacks, 0.01);
         assert_eq!(all, drawn);
-        assert_eq!(all_lines, drawn_lines);
+        assert!(drawn_lines <= 1 + 10, "{drawn_lines} lines");
     }
 
     const NAMES: &[&str] =
