@@ -78,7 +78,7 @@ use crate::ir::NO_INDEX;
 use crate::ir::{BlockRef, Cursor, Edge, EdgeKind, FileId, NodeRef, Process, Profile, Routine, Site};
 use crate::registry::WriteOptions;
 use write_index::{BlockIndex, Func, FuncIndex, Pairs, Place};
-use write_names::NameTable;
+use write_names::{NameTable, ONCE};
 use write_text::{put_num, put_position, Out, WINDOW_VALUES};
 
 /// Bytes gathered before they go to the output, when a part is streamed.
@@ -475,7 +475,8 @@ impl Writer<'_> {
             self.ctx.image = Some(f.image);
             self.ctx.function = None;
         }
-        if self.ctx.function == Some((f.image, f.name, f.file)) {
+        // A name used once ([`NameTable::key_once`]) is another function each time.
+        if f.name != ONCE && self.ctx.function == Some((f.image, f.name, f.file)) {
             return;
         }
         // `fn=` goes back to the `fl=` file for KCachegrind but stays in the last `fi=` file for
@@ -676,7 +677,7 @@ impl Writer<'_> {
                                                 image: i as u32,
                                                 name: self
                                                     .functions
-                                                    .key(&names::code_name(profile, image, index, o)),
+                                                    .key_once(&names::code_name(profile, image, index, o)),
                                                 file: costs.file(r),
                                             },
                                         }
@@ -810,7 +811,7 @@ impl Writer<'_> {
             let name = match costs.symbol(k) {
                 Some(s) => self.functions.key(&image.symbols[s as usize].name),
                 None => match costs.offset(k) {
-                    Some(o) => self.functions.key(&names::code_name(self.profile, image, index, o)),
+                    Some(o) => self.functions.key_once(&names::code_name(self.profile, image, index, o)),
                     None => self.functions.key("???"),
                 },
             };

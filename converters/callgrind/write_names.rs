@@ -18,6 +18,10 @@ use crate::ir::{FileId, Profile};
 /// The key of the empty name, which is written without an id (`fn=`).
 pub(super) const NO_NAME: u32 = u32::MAX;
 
+/// The key of the name [`NameTable::key_once`] was last given, which is written whole and not
+/// kept (`fn=app+0x1a4`).
+pub(super) const ONCE: u32 = u32::MAX - 1;
+
 /// The names of one namespace and their compressed ids.
 #[derive(Default)]
 pub(super) struct NameTable {
@@ -35,6 +39,8 @@ pub(super) struct NameTable {
     last_id: u32,
     /// Key of every file name of the profile, by [`FileId`] (`u32::MAX` until looked up).
     by_file: Vec<u32>,
+    /// The name of [`ONCE`].
+    once: String,
 }
 
 impl NameTable {
@@ -71,6 +77,23 @@ impl NameTable {
         k
     }
 
+    /// The key of `name` if it has one, else [`ONCE`]: the name is written whole where it is
+    /// used next, without an id, and not kept. For names used once among millions (code no
+    /// symbol covers, named by its address: a profile of 2.5 million sampled addresses took
+    /// about 90 bytes an address to keep them); a name written whole more than once is one
+    /// function to KCachegrind and callgrind_annotate all the same.
+    pub(super) fn key_once(&mut self, name: &str) -> u32 {
+        if name.is_empty() {
+            return NO_NAME;
+        }
+        self.once.clear();
+        self.once.extend(name.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+        match self.by_hash.get(&name_hash(self.once.as_bytes())) {
+            Some(&k) if self.names[k as usize] == self.once => k,
+            _ => self.collided.get(&self.once).copied().unwrap_or(ONCE),
+        }
+    }
+
     /// The key of a profile's file name ([`NO_NAME`] for none), hashed once per file.
     pub(super) fn file_key(&mut self, profile: &Profile, file: Option<FileId>) -> u32 {
         let Some(f) = file else { return NO_NAME };
@@ -98,6 +121,12 @@ impl NameTable {
             *d = b;
         }
         w[t] = b'=';
+        if key == ONCE {
+            out.advance(t + 1);
+            out.bytes(self.once.as_bytes());
+            out.byte(b'\n');
+            return;
+        }
         if key == NO_NAME || k >= self.names.len() {
             // A missing file is written as Valgrind writes it, `???` (an empty name is a file
             // callgrind_annotate looks for); a missing object or function stays empty.
@@ -177,6 +206,22 @@ mod tests {
             std::str::from_utf8(out.text()).unwrap(),
             "fn=(1) beta\ncfn=(2) alpha\nfn=(1)\nfn=\nfn=(2) alpha\nfn=(2)\n"
         );
+    }
+
+    #[test]
+    fn names_used_once_are_written_whole_unless_they_have_a_key() {
+        let mut t = NameTable::default();
+        let main = t.key("main");
+        let mut out = Out::with_capacity(0);
+        let once = t.key_once("app+0x1a4");
+        assert_eq!(once, ONCE);
+        t.write(&mut out, b"fn", once);
+        assert_eq!(t.key_once("main"), main);
+        let lib = t.key_once("lib\n+0x8");
+        t.write(&mut out, b"fn", lib);
+        t.write(&mut out, b"fn", main);
+        assert_eq!(std::str::from_utf8(out.text()).unwrap(), "fn=app+0x1a4\nfn=lib +0x8\nfn=(1) main\n");
+        assert_eq!(t.names.len(), 1, "names used once are not kept");
     }
 
     #[test]
