@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
-use super::stack_set::StackSet;
+use super::stack_set::{StackLog, StackSet};
 use crate::error::Result;
 use crate::ir::{FrameId, Process, Profile, Stack};
 
@@ -29,7 +29,7 @@ use crate::ir::{FrameId, Process, Profile, Stack};
 pub fn add_stacks(
     profile: &mut Profile,
     rec: &Recording,
-    chains: StackSet,
+    chains: StackLog,
     names: &Names,
     columns: &[Option<usize>],
 ) -> Result<()> {
@@ -40,10 +40,7 @@ pub fn add_stacks(
     let mut texts = Texts::default();
     // The stacks of event `e`: the thread (index into rec.threads), then the frames.
     let of_event = |e: usize| {
-        chains
-            .iter()
-            .filter(move |(key, _)| key[0] as usize == e)
-            .map(|(key, total)| (&key[1..], total.period))
+        chains.iter().filter(move |(key, _)| key[0] as usize == e).map(|(key, period)| (&key[1..], period))
     };
     let mut roots = Vec::with_capacity(rec.events.len());
     for (e, (event, column)) in rec.events.iter().zip(columns).enumerate() {
