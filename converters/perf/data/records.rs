@@ -1,6 +1,7 @@
 //! The records of a perf.data file, replayed in time order into what the model needs: each
 //! process's address space (from `MMAP`/`MMAP2` records, inherited on `FORK`), each thread's
-//! command name (`COMM`), and the samples added up by stack, by address and by branch.
+//! command name (`COMM`), and the samples: their stacks logged, their costs added up by
+//! address and by branch.
 //!
 //! Addresses are resolved as perf resolves them when it prints: the sample's (or the call
 //! chain's context marker's) CPU mode picks the kernel's mappings or the process's, and an
@@ -8,8 +9,8 @@
 //! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
 //!
 //! Two threads share the work: the replay parses, orders and resolves the records, and hands
-//! the resolved samples in batches to the [`Tally`], which interns their frames and threads
-//! and adds them up by stack and by address.
+//! the resolved samples in batches to the [`Tally`], which interns their frames and threads,
+//! logs their stacks and adds them up by address.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -206,7 +207,7 @@ impl Batch {
     const SAMPLES: usize = 2048;
 }
 
-/// The samples added up: distinct frames and threads interned, stacks and costs counted.
+/// The samples taken in: distinct frames and threads interned, stacks logged, costs counted.
 /// It runs on a thread of its own beside the replay, which parses, orders and resolves the
 /// records: the two halves of the work take about as long, so a conversion on two cores
 /// takes about half the time of the replay (the usual route, `perf script` piped into a
