@@ -155,6 +155,25 @@ fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
     assert!(alone.processes.iter().all(|p| p.images.is_empty()));
 }
 
+/// Where no stack is left, a reading for stacks alone reads the records again for the
+/// images (stack writers make their stacks from them): it gives what a full reading gives,
+/// its findings once.
+#[test]
+fn a_reading_for_stacks_alone_that_leaves_no_stack_is_a_full_one() {
+    use cfghub::converters::perf::data;
+    let bytes = std::fs::read(common::fixture("perf-data/no-samples.perf.data")).unwrap();
+    let alone = data::Options::for_output("folded", false);
+    let full = data::Options { images: true, ..alone.clone() };
+    let read = |options: &data::Options| {
+        let mut findings = Findings::default();
+        let profile = data::read_with(&bytes, options, &mut findings).unwrap();
+        (format!("{:?}", profile.processes), profile.meta.headers, profile.events.len(), findings.items.len())
+    };
+    let (full, alone) = (read(&full), read(&alone));
+    assert!(!full.1.is_empty(), "the recording's header features");
+    assert_eq!(alone, full);
+}
+
 /// The fdata of the recording's branch stacks, as `perf2bolt-19 -aggregate-only` writes it
 /// (its output, kept here so that the check runs where BOLT is not installed;
 /// tests/real_clients/bolt.rs runs perf2bolt itself): fall-throughs of conditional branches

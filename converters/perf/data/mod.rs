@@ -30,6 +30,7 @@ pub mod names;
 mod rbtree;
 pub mod records;
 pub mod sample;
+mod stack_set;
 mod stacks;
 mod symbol_tree;
 mod symtab;
@@ -82,8 +83,9 @@ pub struct Options {
     /// this off: the model then holds the processes and their stacks alone, and only the
     /// call chains' addresses are named. Building every image of every process (the same
     /// library's functions copied into each process that sampled it) was a sixth of such a
-    /// conversion. Where no stack is left (samples whose frames the collapse all drops), the
-    /// images are built all the same: stack writers make stacks from them.
+    /// conversion. Nor are the sampled instructions' costs added up. Where no stack is left
+    /// (samples whose frames the collapse all drops), the records are read again and the
+    /// images built all the same: stack writers make stacks from them.
     pub images: bool,
     /// Files and folders named with `--symbols`, searched (by build id, else by name) before
     /// perf's build-id cache as the images are named: what names an image as it is read also
@@ -145,8 +147,20 @@ fn read_releasing(
     let frame = layout::check(bytes)?;
     // The check read every page; the records are read again from the start.
     pages.release(0..bytes.len());
-    let rec = records::replay_weighing(bytes, pages, &frame, options.sample_counts, findings)?;
-    to_model(rec, options, findings)
+    let mut found = Findings::default();
+    let rec =
+        records::replay_weighing(bytes, pages, &frame, options.sample_counts, options.images, &mut found)?;
+    let model = to_model(rec, options, &mut found)?;
+    match model {
+        Some(profile) => {
+            findings.extend(found);
+            Ok(profile)
+        }
+        // No stack is left (the collapse dropped every frame): stack writers then make
+        // stacks from the images, which a reading for stacks alone leaves out. The records
+        // are read again for them (the pages come back from the file).
+        None => read_releasing(bytes, pages, &Options { images: true, ..options.clone() }, findings),
+    }
 }
 
 /// The offsets of each image that need names: those of stack frames, and with `images`
@@ -180,9 +194,11 @@ fn wanted_offsets(rec: &Recording, images: bool) -> Vec<Vec<u64>> {
     wanted
 }
 
-fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Profile> {
+/// The model of a recording; `None` where it was read for stacks alone (see
+/// [`Options::images`]) and no stack is left.
+fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Option<Profile>> {
     let rec = &mut rec;
-    let mut names = names::name_images(rec, &wanted_offsets(rec, options.images), options);
+    let names = names::name_images(rec, &wanted_offsets(rec, options.images), options);
     let mut profile = Profile::default();
     profile.meta.creator = rec.creator.clone();
     profile.meta.command = rec.command.clone();
@@ -214,11 +230,10 @@ fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> R
     // The stacks are dropped as soon as the model has them.
     let chains = std::mem::take(&mut rec.stacks);
     stacks::add_stacks(&mut profile, rec, chains, &names, &columns)?;
-    if options.images || profile.processes.iter().all(|p| p.stacks.is_empty()) {
-        if !options.images {
-            names = names::name_images(rec, &wanted_offsets(rec, true), options);
-        }
+    if options.images {
         add_images(&mut profile, rec, &names, &columns, findings);
+    } else if profile.processes.iter().all(|p| p.stacks.is_empty()) {
+        return Ok(None);
     } else {
         add_processes(&mut profile, rec);
     }
@@ -248,7 +263,7 @@ fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> R
             ),
         );
     }
-    Ok(profile)
+    Ok(Some(profile))
 }
 
 /// The fields of an event's samples (its `sample_type`), as perf names them.
@@ -288,8 +303,7 @@ fn sample_fields(sample_type: u64) -> String {
 /// The processes that took samples but have no stack, without their images (see
 /// [`Options::images`]): the model has the processes it has with its images.
 fn add_processes(profile: &mut Profile, rec: &Recording) {
-    let mut pids: Vec<i32> =
-        rec.costs.keys().map(|&(pid, _, _)| pid).chain(rec.branches.keys().copied()).collect();
+    let mut pids: Vec<i32> = rec.threads.iter().map(|t| t.pid).chain(rec.branches.keys().copied()).collect();
     pids.sort_unstable();
     pids.dedup();
     for pid in pids {

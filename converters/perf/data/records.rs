@@ -1,6 +1,7 @@
 //! The records of a perf.data file, replayed in time order into what the model needs: each
 //! process's address space (from `MMAP`/`MMAP2` records, inherited on `FORK`), each thread's
-//! command name (`COMM`), and the samples added up by stack, by address and by branch.
+//! command name (`COMM`), and the samples: their stacks logged, their costs added up by
+//! address and by branch.
 //!
 //! Addresses are resolved as perf resolves them when it prints: the sample's (or the call
 //! chain's context marker's) CPU mode picks the kernel's mappings or the process's, and an
@@ -8,8 +9,8 @@
 //! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
 //!
 //! Two threads share the work: the replay parses, orders and resolves the records, and hands
-//! the resolved samples in batches to the [`Tally`], which interns their frames and threads
-//! and adds them up by stack and by address.
+//! the resolved samples in batches to the [`Tally`], which interns their frames and threads,
+//! logs their stacks and adds them up by address.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -65,12 +66,7 @@ pub struct Thread {
     pub comm: u32,
 }
 
-/// Samples that share event, thread, command name and call chain.
-#[derive(Clone, Debug, Default)]
-pub struct StackTotal {
-    pub samples: u64,
-    pub period: u64,
-}
+pub use super::stack_set::StackLog;
 
 /// Branch records of one process, added up (runtime addresses).
 #[derive(Clone, Debug, Default)]
@@ -102,11 +98,13 @@ pub struct Recording {
     pub frames: Vec<Frame>,
     /// The distinct threads of the samples.
     pub threads: Vec<Thread>,
-    /// Key: `[event, thread, then each frame of the chain, leaf first]` (indexes into
-    /// [`Recording::threads`] and [`Recording::frames`]).
-    pub stacks: FxHashMap<Box<[u32]>, StackTotal>,
+    /// Every sample's stack, by the key `[event, thread, then each frame of the chain, leaf
+    /// first]` (indexes into [`Recording::threads`] and [`Recording::frames`]), with its
+    /// weight.
+    pub stacks: StackLog,
     /// `(pid, image, offset)` -> period per event, of the sampled instruction (held inline
-    /// for up to two events: no allocation per address).
+    /// for up to two events: no allocation per address). Empty when the replay was asked
+    /// for stacks alone.
     pub costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
     /// Branch records per pid.
     pub branches: FxHashMap<i32, BranchTotals>,
@@ -209,7 +207,7 @@ impl Batch {
     const SAMPLES: usize = 2048;
 }
 
-/// The samples added up: distinct frames and threads interned, stacks and costs counted.
+/// The samples taken in: distinct frames and threads interned, stacks logged, costs counted.
 /// It runs on a thread of its own beside the replay, which parses, orders and resolves the
 /// records: the two halves of the work take about as long, so a conversion on two cores
 /// takes about half the time of the replay (the usual route, `perf script` piped into a
@@ -220,10 +218,14 @@ struct Tally {
     frame_index: FxHashMap<Frame, u32>,
     threads: Vec<Thread>,
     thread_index: FxHashMap<Thread, u32>,
-    stacks: FxHashMap<Box<[u32]>, StackTotal>,
+    stacks: StackLog,
     costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
     /// The number of events (each cost has a value per event).
     events: usize,
+    /// Add up the sampled instructions' costs. An output of stacks alone needs none:
+    /// leaving them out spares a look-up per sample in a table of as many entries as there
+    /// are distinct addresses.
+    addresses: bool,
     /// The key of the sample at hand, reused from sample to sample.
     key: Vec<u32>,
 }
@@ -239,24 +241,15 @@ impl Tally {
             key.clear();
             key.extend_from_slice(&[s.event, thread]);
             key.extend(chain.iter().map(|&frame| self.frame(frame)));
-            match self.stacks.get_mut(key.as_slice()) {
-                Some(total) => {
-                    total.samples += 1;
-                    total.period = total.period.saturating_add(s.period);
-                }
-                None => {
-                    self.stacks.insert(key.as_slice().into(), StackTotal { samples: 1, period: s.period });
-                }
-            }
-            if let Some((image, offset)) = s.ip {
-                let events = self.events;
-                let values = self
-                    .costs
-                    .entry((s.thread.pid, image, offset))
-                    .or_insert_with(|| smallvec::smallvec![0; events]);
-                let value = &mut values[s.event as usize];
-                *value = value.saturating_add(s.period);
-            }
+            self.stacks.push(&key, s.period);
+            let Some((image, offset)) = s.ip.filter(|_| self.addresses) else { continue };
+            let events = self.events;
+            let values = self
+                .costs
+                .entry((s.thread.pid, image, offset))
+                .or_insert_with(|| smallvec::smallvec![0; events]);
+            let value = &mut values[s.event as usize];
+            *value = value.saturating_add(s.period);
         }
         self.key = key;
     }
@@ -312,7 +305,7 @@ pub fn replay(
     frame: &Layout,
     findings: &mut Findings,
 ) -> Result<Recording> {
-    replay_weighing(bytes, pages, frame, false, findings)
+    replay_weighing(bytes, pages, frame, false, true, findings)
 }
 
 /// The name perf gives an event with no stated name (a recording killed before it wrote its
@@ -365,12 +358,14 @@ fn name_of_attribute(attr: &linux_perf_data::linux_perf_event_reader::PerfEventA
 
 /// Reads every record of a checked file as [`replay`] does; with `count_samples`, each sample
 /// weighs 1 in the stacks and costs (sample counts, as perf2bolt and llvm-profgen count
-/// samples), else its period.
+/// samples), else its period; without `addresses`, the sampled instructions' costs are left
+/// out ([`Recording::costs`] stays empty: for an output of stacks alone).
 pub fn replay_weighing(
     bytes: &[u8],
     pages: PageReleaser<'_>,
     frame: &Layout,
     count_samples: bool,
+    addresses: bool,
     findings: &mut Findings,
 ) -> Result<Recording> {
     let fail = |e: linux_perf_data::Error| {
@@ -392,7 +387,7 @@ pub fn replay_weighing(
     r.events(&perf_file);
     r.rec.event_samples = vec![0; r.rec.events.len()];
     super::header::read(&perf_file, frame.order, &mut r.rec);
-    let tally = Tally { events: r.layouts.len(), ..Tally::default() };
+    let tally = Tally { events: r.layouts.len(), addresses, ..Tally::default() };
     // A few batches in flight at most: the replay waits for the tally rather than queue.
     let (to_tally, batches) = sync_channel::<Batch>(4);
     let (spent, recycled) = channel::<Batch>();
@@ -859,12 +854,13 @@ mod tests {
             }
             batch
         };
-        let mut whole = Tally { events: 1, ..Tally::default() };
+        let mut whole = Tally { events: 1, addresses: true, ..Tally::default() };
         whole.add(&batch_of(&samples));
         let (to_tally, batches) = sync_channel(1);
         let (spent, recycled) = channel();
         let split = std::thread::scope(|scope| {
-            let adding = scope.spawn(|| Tally { events: 1, ..Tally::default() }.run(batches, spent));
+            let adding =
+                scope.spawn(|| Tally { events: 1, addresses: true, ..Tally::default() }.run(batches, spent));
             for part in samples.chunks(7) {
                 to_tally.send(batch_of(part)).unwrap();
             }
@@ -873,14 +869,10 @@ mod tests {
         });
         assert!(recycled.iter().all(|b| b.samples.is_empty() && b.frames.is_empty()));
         assert_eq!((&split.frames, &split.threads), (&whole.frames, &whole.threads));
-        let totals = |t: &Tally| {
-            let mut all: Vec<_> = t.stacks.iter().map(|(k, v)| (k.clone(), v.samples, v.period)).collect();
-            all.sort();
-            all
-        };
-        assert_eq!(totals(&split), totals(&whole));
+        let logged = |t: &Tally| t.stacks.iter().map(|(k, period)| (k.to_vec(), period)).collect::<Vec<_>>();
+        assert_eq!(logged(&split), logged(&whole));
         assert_eq!(split.costs, whole.costs);
-        assert_eq!(whole.stacks.values().map(|t| t.samples).sum::<u64>(), 50);
+        assert_eq!(whole.stacks.len(), 50);
     }
 
     #[test]

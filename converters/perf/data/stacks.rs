@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 
 use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
+use super::stack_set::{StackLog, StackSet};
 use crate::error::Result;
 use crate::ir::{FrameId, Process, Profile, Stack};
 
@@ -28,7 +29,7 @@ use crate::ir::{FrameId, Process, Profile, Stack};
 pub fn add_stacks(
     profile: &mut Profile,
     rec: &Recording,
-    chains: FxHashMap<Box<[u32]>, super::records::StackTotal>,
+    chains: StackLog,
     names: &Names,
     columns: &[Option<usize>],
 ) -> Result<()> {
@@ -39,10 +40,7 @@ pub fn add_stacks(
     let mut texts = Texts::default();
     // The stacks of event `e`: the thread (index into rec.threads), then the frames.
     let of_event = |e: usize| {
-        chains
-            .iter()
-            .filter(move |(key, _)| key[0] as usize == e)
-            .map(|(key, total)| (&key[1..], total.period))
+        chains.iter().filter(move |(key, _)| key[0] as usize == e).map(|(key, period)| (&key[1..], period))
     };
     let mut roots = Vec::with_capacity(rec.events.len());
     for (e, (event, column)) in rec.events.iter().zip(columns).enumerate() {
@@ -69,7 +67,7 @@ pub fn add_stacks(
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
         // Stacks by the ranks of their segments (see [`Order`]), added up.
-        let mut merged: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+        let mut merged = StackSet::default();
         for (key, period) in of_event(e) {
             let Some(root) = &roots[key[0] as usize] else { continue };
             let Some(frames) = &frame_names[usize::from(root.java)] else { continue };
@@ -83,15 +81,14 @@ pub fn add_stacks(
                 continue;
             }
             order.rank(&mut named);
-            let total = match merged.get_mut(named.as_slice()) {
-                Some(total) => total,
-                None => merged.entry(named.as_slice().into()).or_insert(0),
-            };
-            *total = total.saturating_add(period);
+            merged.add(&named, period);
         }
-        let mut merged: Vec<(Box<[u32]>, u64)> = merged.into_iter().collect();
-        merged.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (mut segments, total) in merged {
+        let sorted = merged.sorted();
+        let mut segments = Vec::new();
+        for i in sorted {
+            segments.clear();
+            segments.extend_from_slice(merged.key(i as usize));
+            let total = merged.total(i as usize).period;
             order.unrank(&mut segments);
             texts.trim_ends(&mut segments);
             ids.resize(texts.names.len(), None);
