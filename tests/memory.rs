@@ -240,7 +240,7 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
         return;
     }
     // 5 million sampled addresses, each a stack of its own (`app+0x1a4 87`), written as folded
-    // stacks, pprof and a flame graph. Kept as model stacks with a name each, they took about 170 bytes an
+    // stacks, pprof, a flame graph and speedscope. Kept as model stacks with a name each, they took about 170 bytes an
     // address: 42x the input, where reading it alone takes 2.2x (scripts/bench-flat-stacks.sh
     // measures release builds).
     let dir = tempfile::tempdir().unwrap();
@@ -279,6 +279,20 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
     );
     let svg = std::fs::read_to_string(d.join("out.svg")).unwrap();
     assert!(svg.contains("<title>all ("), "the root is drawn");
+    // As speedscope: a frame and a sample per address, written as the stacks are walked (as
+    // model stacks with a name each they took about 47x the input).
+    let speedscope_kib = peak_kib(d, &["convert", "-q", "big.dcpi", "-o", "out.speedscope.json"]);
+    let beside = speedscope_kib.saturating_sub(reading) as f64 * 1024.0 / input.len() as f64;
+    assert!(
+        beside <= 0.1,
+        "writing speedscope took {beside:.2}x the input beside reading it ({speedscope_kib} against {reading} KiB)"
+    );
+    // A frame and a weight per address (counted in the text: parsing 190 MB of JSON in a debug
+    // build takes a minute).
+    let speedscope = std::fs::read_to_string(d.join("out.speedscope.json")).unwrap();
+    assert_eq!(speedscope.matches("{\"name\":\"app+0x").count(), nonzero as usize);
+    let weights = &speedscope[speedscope.find("\"weights\":[").unwrap()..];
+    assert_eq!(weights[..weights.find(']').unwrap()].matches(',').count() + 1, nonzero as usize);
     // Read back, every address is a frame named by its runtime address, with its count.
     let o = common::cfghub().args(["convert", "-q", "out.pb", "-o", "back.folded"]).current_dir(d).output();
     assert!(o.as_ref().unwrap().status.success(), "{}", common::stderr(&o.unwrap()));
