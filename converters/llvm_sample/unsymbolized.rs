@@ -33,8 +33,24 @@ pub fn write(
         .map_or_else(ElfLayout::default, |(_, layout)| layout);
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    // The samples of one image without blocks, when their addresses increase row by row, are
+    // the ranges in order already: a map of them took about 55 bytes a sampled address (a
+    // 10 MB DCPI profile: 14x its size).
+    let ranges_in_order = match chosen.places[..] {
+        [(p, i)] if profile.processes[p].images[i as usize].blocks.is_empty() => {
+            let image = &profile.processes[p].images[i as usize];
+            let event = super::write::event_of(profile, options)?;
+            samples_in_order(image, event, &layout).map(|count| (image, event, count))
+        }
+        _ => None,
+    };
     for &(p, i) in &chosen.places {
-        add_image(&mut ranges, &mut branches, profile, &profile.processes[p], i, &layout, options)?;
+        let process = &profile.processes[p];
+        let samples = match process.images[i as usize].blocks.is_empty() && ranges_in_order.is_none() {
+            true => Some(super::write::event_of(profile, options)?),
+            false => None,
+        };
+        add_image(&mut ranges, &mut branches, process, i, &layout, samples);
     }
     if !chosen.others.is_empty() {
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
@@ -47,9 +63,29 @@ pub fn write(
         );
     }
     let io = |e: std::io::Error| Error::io("output", e);
-    writeln!(out, "{}", ranges.len()).map_err(io)?;
-    for ((s, e), c) in ranges {
-        writeln!(out, "{s:x}-{e:x}:{c}").map_err(io)?;
+    match ranges_in_order {
+        Some((image, event, count)) => {
+            // Samples of one image at increasing addresses: written as they are read.
+            let mut out = std::io::BufWriter::new(&mut *out);
+            writeln!(out, "{count}").map_err(io)?;
+            image
+                .costs
+                .try_for_each_offset_and_value(event, |offset, value| {
+                    let a = layout.address(image, offset);
+                    match value {
+                        0 => Ok(()),
+                        _ => writeln!(out, "{a:x}-{a:x}:{value}"),
+                    }
+                })
+                .map_err(io)?;
+            out.flush().map_err(io)?;
+        }
+        None => {
+            writeln!(out, "{}", ranges.len()).map_err(io)?;
+            for ((s, e), c) in ranges {
+                writeln!(out, "{s:x}-{e:x}:{c}").map_err(io)?;
+            }
+        }
     }
     writeln!(out, "{}", branches.len()).map_err(io)?;
     for ((s, t), c) in branches {
@@ -58,25 +94,43 @@ pub fn write(
     Ok(())
 }
 
-/// Adds one process's image of the binary: its blocks (else its samples) as ranges, its taken
-/// edges as branches.
+/// The number of `image`'s samples of `event` (rows with an address and a value) when their
+/// addresses increase row by row, else `None`.
+fn samples_in_order(image: &crate::ir::Image, event: usize, layout: &ElfLayout) -> Option<usize> {
+    let (mut count, mut last) = (0, None);
+    let Ok(()) = image.costs.try_for_each_offset_and_value(event, |offset, value| {
+        let a = layout.address(image, offset);
+        if value == 0 {
+            return Ok(());
+        }
+        if last.is_some_and(|last| last >= a) {
+            return Err(());
+        }
+        (count, last) = (count + 1, Some(a));
+        Ok(())
+    }) else {
+        return None;
+    };
+    Some(count)
+}
+
+/// Adds one process's image of the binary: its blocks (and the values of event `samples` of
+/// its costs, when asked) as ranges, its taken edges as branches.
 fn add_image(
     ranges: &mut BTreeMap<(u64, u64), u64>,
     branches: &mut BTreeMap<(u64, u64), u64>,
-    profile: &Profile,
     process: &crate::ir::Process,
     image_index: u32,
     layout: &ElfLayout,
-    options: &WriteOptions,
-) -> Result<()> {
+    samples: Option<usize>,
+) {
     let image = &process.images[image_index as usize];
     let address = |offset: u64| layout.address(image, offset);
     for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
         let v = ranges.entry((address(b.offset), address(b.last_instr()))).or_default();
         *v = v.saturating_add(b.count.unwrap_or(0));
     }
-    if image.blocks.is_empty() {
-        let event = super::write::event_of(profile, options)?;
+    if let Some(event) = samples {
         for cost in &image.costs {
             let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
             if value > 0 {
@@ -97,5 +151,35 @@ fn add_image(
         let v = branches.entry(key).or_default();
         *v = v.saturating_add(e.total());
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Cost, Event, Image, Process};
+
+    /// The unsymbolized profile of one image's samples `(offset, value)`, in that row order.
+    fn written(rows: &[(u64, u64)]) -> String {
+        let mut profile = Profile { events: vec![Event::new("cycles")], ..Profile::default() };
+        let mut image = Image { file: Some(profile.files.intern("/bin/app")), ..Image::default() };
+        for &(offset, v) in rows {
+            image.costs.push(Cost {
+                offset: Some(offset),
+                values: [v].into_iter().collect(),
+                ..Cost::default()
+            });
+        }
+        profile.processes.push(Process { images: vec![image], ..Process::default() });
+        let mut out = Vec::new();
+        write(&profile, &mut out, &WriteOptions::default(), &mut Findings::default()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn samples_are_ranges_in_address_order_whatever_the_rows_order() {
+        // Rows at increasing addresses are written as they are read; others go through a map
+        // that sorts and sums them: the same text either way.
+        assert_eq!(written(&[(0x10, 3), (0x20, 3), (0x30, 0)]), "2\n10-10:3\n20-20:3\n0\n");
+        assert_eq!(written(&[(0x20, 3), (0x10, 2), (0x30, 0), (0x10, 1)]), "2\n10-10:3\n20-20:3\n0\n");
+    }
 }
