@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use inferno::flamegraph::{self, color::Palette, Direction};
 
-use crate::analysis::stacks::{self as derived, WrittenStacks};
+use crate::analysis::stacks::{self as derived, Frame, WrittenStacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EventId, Profile};
 use crate::registry::{Format, WriteOptions};
@@ -137,12 +137,7 @@ pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], scale: f64) -> 
             return Ok(());
         }
         let text = &mut lines.text;
-        for (i, &f) in frames.iter().enumerate() {
-            if i > 0 {
-                text.push(b';');
-            }
-            stacks.push_name(f, text);
-        }
+        push_frames(stacks, frames, text);
         for &e in columns {
             text.push(b' ');
             text.extend_from_slice(itoa::Buffer::new().format(line_value(values, e, scale)).as_bytes());
@@ -151,6 +146,16 @@ pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], scale: f64) -> 
         Ok(())
     });
     lines
+}
+
+/// Appends the names of `frames`, separated by `;`.
+fn push_frames(stacks: &WrittenStacks, frames: &[Frame], out: &mut Vec<u8>) {
+    for (i, &frame) in frames.iter().enumerate() {
+        if i > 0 {
+            out.push(b';');
+        }
+        stacks.push_name(frame, out);
+    }
 }
 
 /// The whole samples of event `e` a folded line shows: the value times `scale`, rounded (0 for

@@ -39,7 +39,7 @@ use std::hash::Hasher as _;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::{line_value, FoldedLines};
+use super::{line_value, push_frames, FoldedLines};
 use crate::analysis::stacks::{Frame, WrittenStacks};
 use crate::ir::EventId;
 
@@ -350,16 +350,6 @@ impl<'a, 'b, 'p> Grouping<'a, 'b, 'p> {
         text.push(b' ');
         text.extend_from_slice(itoa::Buffer::new().format(samples).as_bytes());
         self.out.ends.push(text.len());
-    }
-}
-
-/// Appends the names of `frames`, separated by `;`.
-fn push_frames(stacks: &WrittenStacks, frames: &[Frame], out: &mut Vec<u8>) {
-    for (i, &frame) in frames.iter().enumerate() {
-        if i > 0 {
-            out.push(b';');
-        }
-        stacks.push_name(frame, out);
     }
 }
 

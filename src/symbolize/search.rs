@@ -85,7 +85,8 @@ impl Found {
     }
 }
 
-fn hex(id: &[u8]) -> String {
+/// A build id written in lower-case hex, as perf's cache and debuginfod name it.
+pub(crate) fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -47,10 +47,6 @@ impl ImageNames {
     }
 }
 
-fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The names of every image of a recording. Images of one file (the same library in many
 /// processes) share one entry: the file is read once.
 #[derive(Clone, Debug, Default)]
@@ -106,7 +102,7 @@ pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Option
         .map(|(image, mut offsets)| {
             offsets.sort_unstable();
             offsets.dedup();
-            let id = rec.build_ids.get(&image.path).map(|i| hex(i));
+            let id = rec.build_ids.get(&image.path).map(|i| search::hex(i));
             if offsets.is_empty() {
                 return ImageNames { build_id: id, ..ImageNames::default() };
             }
@@ -192,7 +188,7 @@ impl Kallsyms {
     /// The copy perf cached for the recorded kernel's build id, else the running kernel's.
     fn load(rec: &Recording, cache: Option<&Path>) -> Option<Kallsyms> {
         let cached = rec.build_ids.get("[kernel.kallsyms]").and_then(|id| {
-            let p = cache?.join("[kernel.kallsyms]").join(hex(id)).join("kallsyms");
+            let p = cache?.join("[kernel.kallsyms]").join(search::hex(id)).join("kallsyms");
             std::fs::read_to_string(p).ok()
         });
         let text = cached.or_else(|| std::fs::read_to_string("/proc/kallsyms").ok())?;
