@@ -432,8 +432,23 @@ fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
 /// at each address, not their periods added up.
 #[test]
 fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
-    let Some((ours, theirs)) = fdata_of_a_perf_recording("perf-data/hot.c", &[], "100000000") else { return };
-    assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
+    // A recording in which perf2bolt finds no sample of the program either (perf lost them on
+    // a loaded machine) says nothing of cfghub: it is made again, at most twice.
+    let hot = |fdata: &[String]| fdata.iter().any(|l| l.starts_with("1 inner/1 "));
+    let mut tries = 0;
+    let (ours, theirs) = loop {
+        let Some((ours, theirs)) = fdata_of_a_perf_recording("perf-data/hot.c", &[], "100000000") else {
+            return;
+        };
+        tries += 1;
+        if hot(&theirs) || tries == 3 {
+            break (ours, theirs);
+        }
+        eprintln!(
+            "perf2bolt found no sample of the program in recording {tries}: {theirs:?}; recording again"
+        );
+    };
+    assert!(hot(&ours), "the hot loop's samples: {ours:?} (perf2bolt's: {theirs:?})");
     assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
 }
 
