@@ -282,6 +282,14 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
     assert_eq!(speedscope.matches("{\"name\":\"app+0x").count(), nonzero as usize);
     let weights = &speedscope[speedscope.find("\"weights\":[").unwrap()..];
     assert_eq!(weights[..weights.find(']').unwrap()].matches(',').count() + 1, nonzero as usize);
+    // As a Firefox Profiler file: a string, function, frame, stack and sample per address,
+    // written column by column as the stacks are walked (through fxprof-processed-profile's
+    // tables, and its JSON serialized in memory, they took about 176x the input).
+    convert_within("out.fxprof.json", 0.1);
+    let firefox = std::fs::read_to_string(d.join("out.fxprof.json")).unwrap();
+    assert_eq!(firefox.matches("\"app+0x").count(), nonzero as usize);
+    assert!(firefox.contains(&format!("\"frameTable\":{{\"length\":{nonzero},")));
+    drop(firefox);
     // Callgrind (a function named by its address per address, written whole), DCFG (a cost
     // row per address) and llvm-profgen's unsymbolized form (a range per address) keep
     // nothing per address either: they took 30x, 17x and 14x the input.

@@ -24,6 +24,7 @@
 //! changed when). The file is gzip-compressed or plain; [`crate::io`] takes care of that.
 //! See docs/formats/firefox.md for the mapping.
 
+mod flat;
 mod read;
 mod schema;
 mod write;

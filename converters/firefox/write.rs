@@ -24,6 +24,10 @@
 //! library's address range (`start`, `end`), and what cfghub needs to read its own file back
 //! exactly (`meta.cfghub`, each thread's `cfghubEvent`, `cfghubThread` and `cfghubScale`),
 //! which the profiler ignores.
+//!
+//! A profile of flat costs of one process whose every stack is one frame is written by
+//! [`super::flat`] instead, its tables column by column as its costs are walked, with the
+//! crate's skeleton ([`Skeleton`]), this module's weighing ([`Notes`]) and the same bytes.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -31,14 +35,15 @@ use std::io::Write;
 
 use fxprof_processed_profile::{
     debugid::DebugId, CategoryColor, CategoryPairHandle, Frame, FrameFlags, FrameHandle, FrameInfo,
-    LibraryHandle, LibraryInfo, ReferenceTimestamp, SamplingInterval, StringHandle, Symbol, SymbolTable,
-    Timestamp,
+    LibraryHandle, LibraryInfo, ProcessHandle, ReferenceTimestamp, SamplingInterval, StringHandle, Symbol,
+    SymbolTable, ThreadHandle, Timestamp,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::analysis::stacks::{FlatStacks, WrittenStacks};
 use crate::error::{Error, Findings, Result};
-use crate::folded_stacks::for_writing;
+use crate::folded_stacks::stacks_for_writing;
 use crate::io::write_error;
 use crate::ir::{FrameId, Image, Process, Profile, Stack};
 use crate::registry::WriteOptions;
@@ -58,38 +63,130 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let (profile, events) =
-        for_writing(profile, options.event.as_deref(), findings, "Firefox Profiler profiles")?;
-    let profile = &*profile;
-    let product = profile.meta.command.clone().unwrap_or_else(|| "cfghub".to_string());
-    let mut fx = fxprof_processed_profile::Profile::new(
-        &product,
-        ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
-        SamplingInterval::from_millis(1),
-    );
-    let user = CategoryPairHandle::from(fx.add_category("User", CategoryColor::Yellow));
-    let kernel = CategoryPairHandle::from(fx.add_category("Kernel", CategoryColor::Orange));
+    let (stacks, events) =
+        stacks_for_writing(profile, options.event.as_deref(), findings, "Firefox Profiler profiles")?;
+    let model = match stacks {
+        // A profile of flat costs of one process, a frame per stack, is written as its stacks
+        // are walked: as model stacks through the crate, its 2.5 million addresses took 176x
+        // the input.
+        WrittenStacks::Flat(flat) if profile.processes.len() == 1 && super::flat::writes(&flat) => {
+            return super::flat::write(&flat, &events, out, findings);
+        }
+        WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
+        WrittenStacks::Model(model) => model,
+    };
+    write_model(&model, &events, out, findings)
+}
+
+/// Writes model stacks: the crate's tables completed with cfghub's stack tables and samples.
+pub(super) fn write_model(
+    profile: &Profile,
+    events: &[usize],
+    out: &mut dyn Write,
+    findings: &mut Findings,
+) -> Result<()> {
     let mut w = Writer {
-        fx,
-        user,
-        kernel,
+        skeleton: Skeleton::new(profile),
         strings: HashMap::new(),
         tracks: Vec::new(),
         stack_tables: Vec::new(),
-        names: Default::default(),
         notes: Notes::default(),
     };
     for process in &profile.processes {
-        w.process(profile, process, &events);
+        w.process(profile, process, events);
     }
     w.notes.report(profile, findings);
-    let serialized = serde_json::to_vec(&w.fx).map_err(unserializable)?;
-    drop(w.fx);
+    let serialized = serde_json::to_vec(&w.skeleton.fx).map_err(unserializable)?;
+    drop(w.skeleton);
+    let by_name: HashMap<&str, &Track> = w.tracks.iter().map(|t| (t.name.as_str(), t)).collect();
     let err = write_error("Firefox Profiler output");
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-    complete(&serialized, profile, &w.tracks, &w.stack_tables, &mut out)?;
+    complete(&serialized, profile, &mut out, |thread, out| {
+        let entries = thread_completed(thread, &by_name, &w.stack_tables, profile)?;
+        write_object(out, &entries).map_err(&err)
+    })?;
     out.write_all(b"\n").map_err(&err)?;
     out.flush().map_err(&err)
+}
+
+/// The crate's profile before any frame is interned, with the categories frames take and the
+/// names of the tracks made so far.
+pub(super) struct Skeleton {
+    pub(super) fx: fxprof_processed_profile::Profile,
+    pub(super) user: CategoryPairHandle,
+    kernel: CategoryPairHandle,
+    /// The category `user` as the frame table writes it.
+    pub(super) user_index: String,
+    names: std::collections::HashSet<String>,
+}
+
+impl Skeleton {
+    pub(super) fn new(profile: &Profile) -> Skeleton {
+        let product = profile.meta.command.clone().unwrap_or_else(|| "cfghub".to_string());
+        let mut fx = fxprof_processed_profile::Profile::new(
+            &product,
+            ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
+            SamplingInterval::from_millis(1),
+        );
+        let user_category = fx.add_category("User", CategoryColor::Yellow);
+        let kernel = CategoryPairHandle::from(fx.add_category("Kernel", CategoryColor::Orange));
+        let user_index = serde_json::to_string(&user_category).expect("a category is a number");
+        Skeleton {
+            fx,
+            user: CategoryPairHandle::from(user_category),
+            kernel,
+            user_index,
+            names: Default::default(),
+        }
+    }
+
+    /// The crate's process of a model process: its handle, pid and name.
+    pub(super) fn process(&mut self, profile: &Profile, process: &Process) -> (ProcessHandle, u32, String) {
+        let pid = u32::try_from(process.pid).unwrap_or(u32::MAX);
+        let name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
+        let handle = self.fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0));
+        (handle, pid, name)
+    }
+
+    /// A track of model thread `thread` of process `process` (named `process_name`) for event
+    /// `e`, named uniquely in the file.
+    pub(super) fn track(
+        &mut self,
+        (process, pid, process_name): &(ProcessHandle, u32, String),
+        thread: Option<u32>,
+        profile: &Profile,
+        e: usize,
+        events: &[usize],
+    ) -> (ThreadHandle, String) {
+        let tid = thread.map_or(*pid, |t| pid.wrapping_add(t));
+        // No track is the process's main thread: the crate would name it after the process,
+        // and names tell the tracks apart in its output (it sorts them).
+        let handle = self.fx.add_thread(*process, tid, Timestamp::from_millis_since_reference(0.0), false);
+        let mut name = match thread {
+            Some(t) => format!("thread {t}"),
+            None => process_name.clone(),
+        };
+        if events.len() > 1 || profile.events.len() > 1 {
+            name = format!("{name} ({})", profile.events[e].name);
+        }
+        let name = self.unique(name);
+        self.fx.set_thread_name(handle, &name);
+        (handle, name)
+    }
+
+    /// `name`, or `name #2`, `name #3`, ... when a track has it already.
+    fn unique(&mut self, name: String) -> String {
+        let name = if self.names.contains(&name) {
+            (2..)
+                .map(|k| format!("{name} #{k}"))
+                .find(|n| !self.names.contains(n))
+                .expect("some suffix is free")
+        } else {
+            name
+        };
+        self.names.insert(name.clone());
+        name
+    }
 }
 
 /// One written track: whose thread and event it is, and how its weights were scaled.
@@ -110,7 +207,7 @@ struct Track {
 
 /// What a writer could not express exactly, said once at the end.
 #[derive(Default)]
-struct Notes {
+pub(super) struct Notes {
     rounded: usize,
     /// Per event index: the weights' sum before and after rounding, where any was rounded.
     rounding: std::collections::BTreeMap<usize, (f64, f64)>,
@@ -121,7 +218,51 @@ struct Notes {
 }
 
 impl Notes {
-    fn report(&self, profile: &Profile, findings: &mut Findings) {
+    /// The whole weight written for a sample's value `v` (0: not written): `v` rounded, where
+    /// noted; a value that is not finite is noted and not written. `sums` adds up the values
+    /// and the weights.
+    pub(super) fn whole(&mut self, v: f64, sums: &mut (f64, f64)) -> i64 {
+        if !v.is_finite() {
+            self.dropped += 1;
+            return 0;
+        }
+        let r = v.round();
+        if r != v {
+            self.rounded += 1;
+        }
+        sums.0 += v;
+        sums.1 += r;
+        rounded(v)
+    }
+
+    /// Adds the sums of a track of event `e` ([`Notes::whole`]).
+    pub(super) fn add_sums(&mut self, e: usize, (source, kept): (f64, f64)) {
+        let sums = self.rounding.entry(e).or_default();
+        sums.0 += source;
+        sums.1 += kept;
+    }
+
+    /// The factor the weights of track `track` are divided by: 1 unless splitting them into
+    /// samples of at most [`MAX_WEIGHT`] makes more than [`MAX_SPLIT_SAMPLES`] extra samples
+    /// (`extra`; `most` is the largest weight), where noted.
+    pub(super) fn scale(&mut self, extra: u64, most: u64, track: &str) -> u64 {
+        if extra <= MAX_SPLIT_SAMPLES {
+            return 1;
+        }
+        let factor = most.div_ceil(MAX_WEIGHT);
+        self.scaled.push((track.to_string(), factor));
+        factor
+    }
+
+    /// Notes weight `w` where it is written as several samples.
+    pub(super) fn split(&mut self, w: i64) {
+        if w.unsigned_abs() > MAX_WEIGHT {
+            self.split += 1;
+            self.split_into += w.unsigned_abs().div_ceil(MAX_WEIGHT);
+        }
+    }
+
+    pub(super) fn report(&self, profile: &Profile, findings: &mut Findings) {
         if self.rounded > 0 {
             let name = |e: usize| profile.events.get(e).map_or_else(String::new, |ev| ev.name.clone());
             let source: Vec<(String, f64)> = self.rounding.iter().map(|(&e, &(s, _))| (name(e), s)).collect();
@@ -157,32 +298,12 @@ impl Notes {
 }
 
 struct Writer {
-    fx: fxprof_processed_profile::Profile,
-    user: CategoryPairHandle,
-    kernel: CategoryPairHandle,
+    skeleton: Skeleton,
     strings: HashMap<FrameId, StringHandle>,
     tracks: Vec<Track>,
     /// The JSON of the tracks' stack tables.
     stack_tables: Vec<String>,
-    /// The tracks' names so far.
-    names: std::collections::HashSet<String>,
     notes: Notes,
-}
-
-impl Writer {
-    /// `name`, or `name #2`, `name #3`, ... when a track has it already.
-    fn unique(&mut self, name: String) -> String {
-        let name = if self.names.contains(&name) {
-            (2..)
-                .map(|k| format!("{name} #{k}"))
-                .find(|n| !self.names.contains(n))
-                .expect("some suffix is free")
-        } else {
-            name
-        };
-        self.names.insert(name.clone());
-        name
-    }
 }
 
 /// Where a frame's function is, when it can be written as an address.
@@ -194,9 +315,7 @@ struct AddressOf {
 
 impl Writer {
     fn process(&mut self, profile: &Profile, process: &Process, events: &[usize]) {
-        let pid = u32::try_from(process.pid).unwrap_or(u32::MAX);
-        let name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
-        let ph = self.fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0));
+        let opened = self.skeleton.process(profile, process);
         let (libs, kernel_images) = self.libraries(profile, process);
         let first = std::ptr::eq(process, &profile.processes[0]);
         let addresses = frame_addresses(profile, process, first);
@@ -211,20 +330,7 @@ impl Writer {
             // order), so made once unless a track's differ.
             let mut shared: Option<(Vec<u32>, usize)> = None;
             for &e in events {
-                let event = &profile.events[e].name;
-                let tid = thread.map_or(pid, |t| pid.wrapping_add(t));
-                // No track is the process's main thread: the crate would name it after the
-                // process, and names tell the tracks apart in its output (it sorts them).
-                let th = self.fx.add_thread(ph, tid, Timestamp::from_millis_since_reference(0.0), false);
-                let mut track = match thread {
-                    Some(t) => format!("thread {t}"),
-                    None => name.clone(),
-                };
-                if events.len() > 1 || profile.events.len() > 1 {
-                    track = format!("{track} ({event})");
-                }
-                let track = self.unique(track);
-                self.fx.set_thread_name(th, &track);
+                let (th, track) = self.skeleton.track(&opened, *thread, profile, e, events);
                 let (frame_index, frames) =
                     self.intern_frames(th, profile, &tree, &addresses, &libs, &kernel_images);
                 let stack_table = match &shared {
@@ -239,7 +345,7 @@ impl Writer {
                 let samples = self.samples_json(&tree, &weights);
                 self.tracks.push(Track {
                     name: track,
-                    event: event.clone(),
+                    event: profile.events[e].name.clone(),
                     thread: *thread,
                     scale,
                     stack_table,
@@ -268,7 +374,7 @@ impl Writer {
         for &f in &tree.frame {
             if handle_of[f as usize].is_none() {
                 let info = self.frame_info(profile, f, addresses, libs, kernel_images);
-                handle_of[f as usize] = Some(self.fx.intern_frame(th, info));
+                handle_of[f as usize] = Some(self.skeleton.fx.intern_frame(th, info));
             }
         }
         let mut ranked: Vec<FrameHandle> = handle_of.iter().flatten().copied().collect();
@@ -292,10 +398,7 @@ impl Writer {
             if weight == 0 {
                 continue;
             }
-            if weight.unsigned_abs() > MAX_WEIGHT {
-                self.notes.split += 1;
-                self.notes.split_into += weight.unsigned_abs().div_ceil(MAX_WEIGHT);
-            }
+            self.notes.split(weight);
             for part in parts(weight) {
                 if n > 0 {
                     stack_column.push(',');
@@ -361,7 +464,7 @@ impl Writer {
             })
             .collect();
         let symbol_table = (!symbols.is_empty()).then(|| std::sync::Arc::new(SymbolTable::new(symbols)));
-        self.fx.add_lib(LibraryInfo {
+        self.skeleton.fx.add_lib(LibraryInfo {
             name: name.clone(),
             debug_name: name,
             path: path.to_string(),
@@ -386,11 +489,11 @@ impl Writer {
         let in_kernel = at.is_some_and(|(_, a)| kernel_images[a.image]) || name.ends_with(KERNEL_SUFFIX);
         // The category says it: the profiler shows the name without perf's suffix.
         let name = name.strip_suffix(KERNEL_SUFFIX).unwrap_or(name);
-        let category_pair = if in_kernel { self.kernel } else { self.user };
+        let category_pair = if in_kernel { self.skeleton.kernel } else { self.skeleton.user };
         let frame = match at {
             Some((lib, a)) => Frame::RelativeAddressFromInstructionPointer(lib, a.offset),
             None => {
-                let fx = &mut self.fx;
+                let fx = &mut self.skeleton.fx;
                 Frame::Label(*self.strings.entry(f).or_insert_with(|| fx.intern_string(name)))
             }
         };
@@ -398,48 +501,49 @@ impl Writer {
     }
 
     /// The weights of `stacks` for event `e`, rounded to whole numbers (0: not written) and
-    /// divided by the factor returned: 1 unless splitting them into samples of at most
-    /// [`MAX_WEIGHT`] would make more than [`MAX_SPLIT_SAMPLES`] extra samples.
+    /// divided by the factor returned ([`Notes::scale`]).
     fn weights(&mut self, stacks: &[&Stack], e: usize, track: &str) -> (Vec<i64>, u64) {
-        let mut whole: Vec<i64> = Vec::with_capacity(stacks.len());
-        let (mut source, mut kept) = (0.0, 0.0);
-        for s in stacks {
-            let v = s.values.get(e).copied().unwrap_or(0.0);
-            if !v.is_finite() {
-                self.notes.dropped += 1;
-                whole.push(0);
-                continue;
-            }
-            let r = v.round();
-            if r != v {
-                self.notes.rounded += 1;
-            }
-            source += v;
-            kept += r;
-            whole.push(r.clamp(i64::MIN as f64, i64::MAX as f64) as i64);
-        }
+        let mut sums = (0.0, 0.0);
+        let mut whole: Vec<i64> = stacks
+            .iter()
+            .map(|s| self.notes.whole(s.values.get(e).copied().unwrap_or(0.0), &mut sums))
+            .collect();
         if !stacks.is_empty() {
-            let sums = self.notes.rounding.entry(e).or_default();
-            sums.0 += source;
-            sums.1 += kept;
+            self.notes.add_sums(e, sums);
         }
-        let extra: u64 = whole.iter().map(|w| w.unsigned_abs().div_ceil(MAX_WEIGHT).saturating_sub(1)).sum();
-        if extra <= MAX_SPLIT_SAMPLES {
-            return (whole, 1);
-        }
+        let extra = whole.iter().map(|&w| extra_samples(w)).sum();
         let most = whole.iter().map(|w| w.unsigned_abs()).max().unwrap_or(0);
-        let factor = most.div_ceil(MAX_WEIGHT);
-        self.notes.scaled.push((track.to_string(), factor));
-        for w in &mut whole {
-            *w = (*w as f64 / factor as f64).round() as i64;
+        let factor = self.notes.scale(extra, most, track);
+        if factor > 1 {
+            for w in &mut whole {
+                *w = scaled(*w, factor);
+            }
         }
         (whole, factor)
     }
 }
 
+/// The whole weight of value `v`: `v` rounded, 0 where it is not finite.
+pub(super) fn rounded(v: f64) -> i64 {
+    match v.is_finite() {
+        true => v.round().clamp(i64::MIN as f64, i64::MAX as f64) as i64,
+        false => 0,
+    }
+}
+
+/// How many samples beyond one weight `w` is split into.
+pub(super) fn extra_samples(w: i64) -> u64 {
+    w.unsigned_abs().div_ceil(MAX_WEIGHT).saturating_sub(1)
+}
+
+/// Weight `w` divided by `factor`, rounded.
+pub(super) fn scaled(w: i64, factor: u64) -> i64 {
+    (w as f64 / factor as f64).round() as i64
+}
+
 /// A weight as the samples' weights the format holds: parts of at most [`MAX_WEIGHT`], of
 /// the weight's sign (none for 0).
-fn parts(weight: i64) -> impl Iterator<Item = i32> {
+pub(super) fn parts(weight: i64) -> impl Iterator<Item = i32> {
     let (sign, mut left) = (weight.signum() as i32, weight.unsigned_abs());
     std::iter::from_fn(move || {
         (left > 0).then(|| {
@@ -590,18 +694,16 @@ fn recorded_address(profile: &Profile, process: &Process, f: FrameId) -> Option<
 }
 
 /// Writes the crate's JSON `serialized` to `out` with what the crate leaves empty set (see the
-/// module documentation) and each track's stack table and samples. Only the small parts that
+/// module documentation), each thread written by `write_thread`. Only the small parts that
 /// change are parsed; the rest is copied as it is.
-fn complete(
+pub(super) fn complete(
     serialized: &[u8],
     profile: &Profile,
-    tracks: &[Track],
-    stack_tables: &[String],
     out: &mut dyn Write,
+    mut write_thread: impl FnMut(&RawValue, &mut dyn Write) -> Result<()>,
 ) -> Result<()> {
     let err = write_error("Firefox Profiler output");
     let top: Object = serde_json::from_slice(serialized).map_err(unserializable)?;
-    let by_name: HashMap<&str, &Track> = tracks.iter().map(|t| (t.name.as_str(), t)).collect();
     out.write_all(b"{").map_err(&err)?;
     for (i, (key, value)) in top.0.iter().enumerate() {
         if i > 0 {
@@ -624,8 +726,7 @@ fn complete(
                     if i > 0 {
                         out.write_all(b",").map_err(&err)?;
                     }
-                    let entries = thread_completed(thread, &by_name, stack_tables, profile)?;
-                    write_object(out, &entries).map_err(&err)?;
+                    write_thread(thread, out)?;
                 }
                 out.write_all(b"]").map_err(&err)?;
             }
@@ -635,19 +736,19 @@ fn complete(
     out.write_all(b"}").map_err(&err)
 }
 
-fn unserializable(e: serde_json::Error) -> Error {
+pub(super) fn unserializable(e: serde_json::Error) -> Error {
     Error::unsupported(format!("the profile could not be serialized: {e}"))
 }
 
 /// A JSON object as its keys and their values' text, in the order written.
-struct Object<'a>(Vec<(&'a str, &'a RawValue)>);
+pub(super) struct Object<'a>(Vec<(&'a str, &'a RawValue)>);
 
 impl<'a> Object<'a> {
-    fn parse(text: &'a str) -> Result<Object<'a>> {
+    pub(super) fn parse(text: &'a str) -> Result<Object<'a>> {
         serde_json::from_str(text).map_err(unserializable)
     }
 
-    fn entries(self) -> Vec<(&'a str, Cow<'a, str>)> {
+    pub(super) fn entries(self) -> Vec<(&'a str, Cow<'a, str>)> {
         self.0.into_iter().map(|(k, v)| (k, Cow::Borrowed(v.get()))).collect()
     }
 }
@@ -682,7 +783,7 @@ fn object_text(entries: &[(&str, Cow<'_, str>)]) -> String {
     String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
-fn write_object(out: &mut dyn Write, entries: &[(&str, Cow<'_, str>)]) -> std::io::Result<()> {
+pub(super) fn write_object(out: &mut dyn Write, entries: &[(&str, Cow<'_, str>)]) -> std::io::Result<()> {
     out.write_all(b"{")?;
     for (i, (key, value)) in entries.iter().enumerate() {
         if i > 0 {
@@ -722,10 +823,7 @@ fn thread_completed<'a>(
     profile: &Profile,
 ) -> Result<Vec<(&'a str, Cow<'a, str>)>> {
     let mut entries = Object::parse(thread.get())?.entries();
-    let name = entries.iter().find(|(k, _)| *k == "name").map(|(_, v)| serde_json::from_str::<String>(v));
-    let Some(track) = name.and_then(|n| n.ok()).and_then(|n| tracks.get(n.as_str()).copied()) else {
-        return Ok(entries);
-    };
+    let Some(track) = track_of(&entries, tracks) else { return Ok(entries) };
     // The stack table names frames by the numbers the crate gave them: it must have as many.
     let frame_table = entries.iter().find(|(k, _)| *k == "frameTable").map(|(_, v)| v.as_ref());
     let frames = frame_table.map(Object::parse).transpose()?.and_then(|t| {
@@ -748,12 +846,32 @@ fn thread_completed<'a>(
     if !profile.frame_sources.is_empty() {
         fill_sources(&mut entries, profile)?;
     }
-    entries.push(("cfghubEvent", Cow::Owned(json!(track.event).to_string())));
-    entries.push(("cfghubThread", Cow::Owned(json!(track.thread).to_string())));
-    if track.scale > 1 {
-        entries.push(("cfghubScale", Cow::Owned(track.scale.to_string())));
-    }
+    push_own_keys(&mut entries, &track.event, track.thread, track.scale);
     Ok(entries)
+}
+
+/// The track a thread's entries (the crate's) are of, found by its name.
+pub(super) fn track_of<'a, T>(
+    entries: &[(&str, Cow<'_, str>)],
+    tracks: &HashMap<&str, &'a T>,
+) -> Option<&'a T> {
+    let name = entries.iter().find(|(k, _)| *k == "name").map(|(_, v)| serde_json::from_str::<String>(v));
+    name.and_then(|n| n.ok()).and_then(|n| tracks.get(n.as_str()).copied())
+}
+
+/// What cfghub needs to read a track back exactly, which the profiler ignores: its event, its
+/// model thread, and the factor its weights were divided by (where not 1).
+pub(super) fn push_own_keys(
+    entries: &mut Vec<(&str, Cow<'_, str>)>,
+    event: &str,
+    thread: Option<u32>,
+    scale: u64,
+) {
+    entries.push(("cfghubEvent", Cow::Owned(json!(event).to_string())));
+    entries.push(("cfghubThread", Cow::Owned(json!(thread).to_string())));
+    if scale > 1 {
+        entries.push(("cfghubScale", Cow::Owned(scale.to_string())));
+    }
 }
 
 /// Each function's file and first line (`funcTable.fileName`, `lineNumber`), from the model's

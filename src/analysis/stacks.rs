@@ -198,25 +198,6 @@ impl<'p> WrittenStacks<'p> {
 /// ([`estimate`]) or made of its flat costs ([`FlatStacks`], their addresses named as they
 /// are written), with a warning that says so.
 pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Result<WrittenStacks<'p>> {
-    derived(profile, findings, true)
-}
-
-/// Stacks for a writer of stacks that takes them as model stacks (speedscope, Firefox):
-/// `None` when the profile has stacks or nothing to estimate them from, else a copy of the
-/// profile with the stacks of [`stacks_to_write`], every frame named.
-pub fn stacks_for_output(profile: &Profile, findings: &mut Findings) -> Result<Option<Profile>> {
-    Ok(match derived(profile, findings, false)? {
-        WrittenStacks::Model(Cow::Borrowed(_)) => None,
-        WrittenStacks::Model(Cow::Owned(estimated)) => Some(estimated),
-        WrittenStacks::Flat(flat) => Some(flat.into_profile()),
-    })
-}
-
-fn derived<'p>(
-    profile: &'p Profile,
-    findings: &mut Findings,
-    name_addresses_later: bool,
-) -> Result<WrittenStacks<'p>> {
     let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
     let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
     let has_other =
@@ -225,7 +206,7 @@ fn derived<'p>(
         return Ok(WrittenStacks::Model(Cow::Borrowed(profile)));
     }
     if !has_blocks {
-        let flat = FlatStacks::new(profile, name_addresses_later);
+        let flat = FlatStacks::new(profile, true);
         if !flat.has_values() {
             return Err(Error::unsupported(
                 "the profile has no stacks, no basic blocks to estimate them from a call graph, \
@@ -359,7 +340,8 @@ mod tests {
     #[test]
     fn stacks_are_written_as_they_are() {
         let p = profile(&[("a;b", 1.0)]);
-        assert!(stacks_for_output(&p, &mut Findings::default()).unwrap().is_none());
+        let written = stacks_to_write(&p, &mut Findings::default()).unwrap();
+        assert!(matches!(written, WrittenStacks::Model(Cow::Borrowed(_))));
     }
 
     /// One image; routine `i` is one block of `instrs[i]` instructions run `runs[i]` times at

@@ -122,26 +122,11 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     result
 }
 
-/// What a writer of model stacks writes: the profile's own stacks, or (with a warning) stacks
-/// derived from its call graph or its flat costs ([`crate::analysis::stacks::stacks_for_output`]),
-/// and the events to write ([`chosen_events`]). Refused when there is no event; `what` names the
-/// output in that message ("speedscope profiles").
-pub fn for_writing<'a>(
-    profile: &'a Profile,
-    event: Option<&str>,
-    findings: &mut crate::error::Findings,
-    what: &str,
-) -> Result<(std::borrow::Cow<'a, Profile>, Vec<EventId>)> {
-    let profile = match crate::analysis::stacks::stacks_for_output(profile, findings)? {
-        Some(derived) => std::borrow::Cow::Owned(derived),
-        None => std::borrow::Cow::Borrowed(profile),
-    };
-    let events = written_events(&profile, event, what)?;
-    Ok((profile, events))
-}
-
-/// What a writer that walks stacks once, in order, writes: [`for_writing`]'s stacks, those of
-/// flat costs named as they are written ([`crate::analysis::stacks::stacks_to_write`]).
+/// What a writer of stacks writes: the profile's own stacks, or (with a warning) stacks derived
+/// from its call graph or its flat costs, those named as they are written
+/// ([`crate::analysis::stacks::stacks_to_write`]), and the events to write ([`chosen_events`]).
+/// Refused when there is no event; `what` names the output in that message ("speedscope
+/// profiles").
 pub fn stacks_for_writing<'a>(
     profile: &'a Profile,
     event: Option<&str>,

@@ -29,10 +29,11 @@ fn convert(args: &[&str]) -> std::process::Output {
     o
 }
 
-/// Samples per leaf function of folded stacks (kernel addresses by their image's name).
+/// Samples per leaf function of folded stacks (kernel addresses by their image's name), past
+/// the `# events:` line.
 fn leaf_counts(folded: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    for line in folded.lines() {
+    for line in folded.lines().filter(|l| !l.starts_with('#')) {
         let (stack, n) = line.rsplit_once(' ').unwrap();
         let leaf = stack.rsplit(';').next().unwrap();
         *out.entry(leaf.to_string()).or_insert(0) += n.parse::<u64>().unwrap();
@@ -363,4 +364,16 @@ fn the_firefox_profilers_own_client_counts_what_cfghub_writes_as_cfghub_does() {
     let samples: u64 = leaf_counts(&folded).values().sum();
     let totals: Vec<u64> = threads.iter().map(|t| session.self_samples(t).values().sum()).collect();
     assert!(totals.contains(&samples), "{totals:?} vs {samples} samples");
+
+    // A DCPI profile (flat costs, addresses no symbol names, written as its stacks are walked;
+    // one count is above the format's 32-bit weights and is split): every address's count.
+    let dcpi = fixture("dcpi/alpha-cycles.dcpi");
+    let written = dir.path().join("dcpi.fxprof.json");
+    convert(&["convert", dcpi.to_str().unwrap(), "-o", written.to_str().unwrap()]);
+    let session = ProfilerSession::load(&written);
+    let threads = session.threads();
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    let (folded, _) = folded_of(&dcpi, &[]);
+    assert_eq!(session.self_samples(&threads[0]), leaf_counts(&folded));
+    assert!(folded.contains("xemacs+0x70004 4000000000"), "{folded}");
 }
