@@ -257,7 +257,7 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
     Ok(WrittenStacks::Model(Cow::Owned(estimated)))
 }
 
-/// The most call paths [`stacks_for_output`] enumerates before folding deeper calls into
+/// The most call paths [`stacks_to_write`] enumerates before folding deeper calls into
 /// their callers.
 pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
 
