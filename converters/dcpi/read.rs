@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Findings, Location, Result};
 use crate::io::Source;
 use crate::ir::{CostTable, Event, Image, Meta, Process, Profile};
+use crate::mem::PageReleaser;
 use crate::registry::ReadOptions;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
@@ -387,7 +388,8 @@ pub fn step_of(options: &ReadOptions) -> Result<u64> {
 pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let step = step_of(options)?;
     // The header is text: a stream is read under the line limit.
-    from_bytes(input.limit_lines().bytes()?, step, findings)
+    let (data, pages) = input.limit_lines().bytes_releasable()?;
+    read_releasing(data, step, findings, pages)
 }
 
 /// The whole input, reserved at once when its size is known; a failure names no file, so that
@@ -430,6 +432,14 @@ fn fill_slots(
 
 /// [`read`] over bytes in memory.
 pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Profile> {
+    read_releasing(data, step, findings, PageReleaser::none())
+}
+
+/// [`from_bytes`], handing the pages of a mapped file's counts back to the system (`pages`)
+/// as they are packed: the model's columns then take the place of the file's bytes instead of
+/// adding to them (a 10 MB profile without symbols, 2.5 million slots, peaked at 30.3 MiB
+/// read, 3.0x the file, with every page of the file held to the end).
+fn read_releasing(data: &[u8], step: u64, findings: &mut Findings, pages: PageReleaser) -> Result<Profile> {
     let header = parse_header(data, findings)?;
     let layout = layout(data, header.body_start, step)?;
     if let Some(last) = layout.chunks.last() {
@@ -458,8 +468,21 @@ pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Pro
         })
         .collect();
     let (nonzero, sum) = (AtomicU64::new(0), AtomicU64::new(0));
+    // Where slot `slot`'s count is in the file (the end of the last chunk for the slot past
+    // the last).
+    let byte_of = |slot: usize| match starts.partition_point(|&s| s <= slot).checked_sub(1) {
+        Some(k) if slot - starts[k] < layout.chunks[k].len() => layout.chunks[k].at + 8 + 4 * (slot - starts[k]),
+        _ => layout.chunks.last().map_or(0, |c| c.at + 8 + c.raw.len()),
+    };
     let costs = CostTable::from_samples_with(layout.slots, |first, offsets, counts| {
         fill_slots(&layout.chunks, &starts, first, offsets, counts, step);
+        // Parts (at most a kilobyte of counts) are packed in order on each thread: where a
+        // part crosses a mebibyte of the file, the two mebibytes before are done with (a
+        // release per part cost more system time than the reading).
+        let (start, end) = (byte_of(first) >> 20, byte_of(first + offsets.len()) >> 20);
+        if start != end {
+            pages.release((end << 20).saturating_sub(2 << 20)..end << 20);
+        }
         let (n, s) = counts.iter().fold((0, 0), |(n, s), &c| (n + (c != 0) as u64, s + c));
         nonzero.fetch_add(n, Ordering::Relaxed);
         sum.fetch_add(s, Ordering::Relaxed);
