@@ -471,7 +471,9 @@ fn read_releasing(data: &[u8], step: u64, findings: &mut Findings, pages: PageRe
     // Where slot `slot`'s count is in the file (the end of the last chunk for the slot past
     // the last).
     let byte_of = |slot: usize| match starts.partition_point(|&s| s <= slot).checked_sub(1) {
-        Some(k) if slot - starts[k] < layout.chunks[k].len() => layout.chunks[k].at + 8 + 4 * (slot - starts[k]),
+        Some(k) if slot - starts[k] < layout.chunks[k].len() => {
+            layout.chunks[k].at + 8 + 4 * (slot - starts[k])
+        }
         _ => layout.chunks.last().map_or(0, |c| c.at + 8 + c.raw.len()),
     };
     let costs = CostTable::from_samples_with(layout.slots, |first, offsets, counts| {

@@ -299,7 +299,7 @@ fn profile_id_is_on_every_row_of_every_row_group() {
     );
     let fields: Vec<&str> = rows.trim().split('|').collect();
     let blocks: u64 = fields[0].parse().unwrap();
-    assert!(blocks > 1 << 17, "{blocks} blocks fill one row group only");
+    assert!(blocks > 1 << 16, "{blocks} blocks fill one row group only");
     assert_eq!(&fields[1..], [fields[0], "1", "run-7"]);
     let groups = duckdb(
         dir.path(),
@@ -307,7 +307,7 @@ fn profile_id_is_on_every_row_of_every_row_group() {
          from parquet_metadata('run-7.tables/blocks.parquet') where path_in_schema = 'profile_id' order by 1",
     );
     let groups: Vec<&str> = groups.lines().collect();
-    assert_eq!(groups.len() as u64, blocks.div_ceil(1 << 17), "{groups:?}");
+    assert_eq!(groups.len() as u64, blocks.div_ceil(1 << 16), "{groups:?}");
     let mut total = 0;
     for (g, line) in groups.iter().enumerate() {
         let f: Vec<&str> = line.split('|').collect();
