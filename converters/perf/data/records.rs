@@ -142,13 +142,14 @@ fn resolve_in(
     address: u64,
     kernel: bool,
 ) -> (u32, u64) {
-    let space = if kernel { KERNEL_PID } else { pid };
-    let found = spaces.get(&space).and_then(|maps| {
-        let i = maps.partition_point(|m| m.start <= address).checked_sub(1)?;
-        let m = maps[i];
-        (address < m.end).then_some(m)
-    });
-    match found {
+    let space = spaces.get(&if kernel { KERNEL_PID } else { pid });
+    resolve_among(space.map_or(&[], Vec::as_slice), images, address, kernel)
+}
+
+/// The image and offset of `address` among the mappings of one address space.
+fn resolve_among(maps: &[Mapping], images: &[ImageKey], address: u64, kernel: bool) -> (u32, u64) {
+    let found = maps.partition_point(|m| m.start <= address).checked_sub(1).map(|i| maps[i]);
+    match found.filter(|m| address < m.end) {
         Some(m) => (m.image, address.wrapping_sub(images[m.image as usize].base)),
         None if kernel => (NO_KERNEL_IMAGE, address),
         None => (NO_IMAGE, address),
@@ -678,8 +679,13 @@ impl Replay {
         };
         let mode = misc & MISC_CPUMODE_MASK;
         let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
-        let (spaces, images, batch) = (&self.spaces, &self.rec.images, &mut self.batch);
-        let resolve = |address, kernel| resolve_in(spaces, images, pid, address, kernel);
+        let (images, batch) = (&self.rec.images, &mut self.batch);
+        // The sample's two address spaces, looked up once for all its frames.
+        let space = |pid| self.spaces.get(&pid).map_or(&[][..], Vec::as_slice);
+        let (user, kernel_space) = (space(pid), space(KERNEL_PID));
+        let resolve = |address, kernel| {
+            resolve_among(if kernel { kernel_space } else { user }, images, address, kernel)
+        };
         let before = batch.frames.len();
         if s.has_callchain() {
             let mut kernel = sample_kernel;
