@@ -275,6 +275,16 @@ impl ProfilerSession {
         session
     }
 
+    /// A session of `input` converted by cfghub (into `dir`), and its threads.
+    fn of_converted(input: &Path, dir: &Path) -> (ProfilerSession, Vec<String>) {
+        let name = input.file_name().unwrap().to_str().unwrap();
+        let written = dir.join(format!("{name}.fxprof.json"));
+        convert(&["convert", input.to_str().unwrap(), "-o", written.to_str().unwrap()]);
+        let session = ProfilerSession::load(&written);
+        let threads = session.threads();
+        (session, threads)
+    }
+
     fn run(&self, args: &[&str]) -> CliOutput {
         let o = Command::new(&self.cli)
             .args(args)
@@ -355,10 +365,7 @@ fn the_firefox_profilers_own_client_counts_what_cfghub_writes_as_cfghub_does() {
 
     // A Go profile (two events: a track each) loads too, with the weights of each event.
     let go = fixture("pprof/burn.cpu.pb.gz");
-    let written = dir.path().join("go.fxprof.json");
-    convert(&["convert", go.to_str().unwrap(), "-o", written.to_str().unwrap()]);
-    let session = ProfilerSession::load(&written);
-    let threads = session.threads();
+    let (session, threads) = ProfilerSession::of_converted(&go, dir.path());
     assert_eq!(threads.len(), 2, "{threads:?}");
     let (folded, _) = folded_of(&go, &["--event", "samples"]);
     let samples: u64 = leaf_counts(&folded).values().sum();
@@ -368,10 +375,7 @@ fn the_firefox_profilers_own_client_counts_what_cfghub_writes_as_cfghub_does() {
     // A DCPI profile (flat costs, addresses no symbol names, written as its stacks are walked;
     // one count is above the format's 32-bit weights and is split): every address's count.
     let dcpi = fixture("dcpi/alpha-cycles.dcpi");
-    let written = dir.path().join("dcpi.fxprof.json");
-    convert(&["convert", dcpi.to_str().unwrap(), "-o", written.to_str().unwrap()]);
-    let session = ProfilerSession::load(&written);
-    let threads = session.threads();
+    let (session, threads) = ProfilerSession::of_converted(&dcpi, dir.path());
     assert_eq!(threads.len(), 1, "{threads:?}");
     let (folded, _) = folded_of(&dcpi, &[]);
     assert_eq!(session.self_samples(&threads[0]), leaf_counts(&folded));
