@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::io::Write;
 
 use serde_json::value::RawValue;
@@ -72,7 +73,7 @@ pub(super) fn write(
     notes.report(profile, findings);
     let serialized = serde_json::to_vec(&skeleton.fx).map_err(super::write::unserializable)?;
     let mut stacks = 0;
-    let _ = flat.try_for_each(|_, _, _| -> std::result::Result<(), ()> {
+    let Ok(()) = flat.try_for_each(|_, _, _| -> std::result::Result<(), Infallible> {
         stacks += 1;
         Ok(())
     });
@@ -91,7 +92,7 @@ pub(super) fn write(
 fn weigh(flat: &FlatStacks, e: EventId, name: &str, notes: &mut Notes) -> Track {
     let value = |values: &[f64]| values.get(e).copied().unwrap_or(0.0);
     let (mut sums, mut extra, mut most) = ((0.0, 0.0), 0, 0);
-    let _ = flat.try_for_each(|_, _, values| -> std::result::Result<(), ()> {
+    let Ok(()) = flat.try_for_each(|_, _, values| -> std::result::Result<(), Infallible> {
         let w = notes.whole(value(values), &mut sums);
         extra += extra_samples(w);
         most = most.max(w.unsigned_abs());
@@ -100,7 +101,7 @@ fn weigh(flat: &FlatStacks, e: EventId, name: &str, notes: &mut Notes) -> Track 
     notes.add_sums(e, sums);
     let factor = notes.scale(extra, most, name);
     let mut samples = 0;
-    let _ = flat.try_for_each(|_, _, values| -> std::result::Result<(), ()> {
+    let Ok(()) = flat.try_for_each(|_, _, values| -> std::result::Result<(), Infallible> {
         let w = scaled(rounded(value(values)), factor);
         notes.split(w);
         samples += parts(w).count();

@@ -113,7 +113,7 @@ pub(super) fn write_model(
 /// names of the tracks made so far.
 pub(super) struct Skeleton {
     pub(super) fx: fxprof_processed_profile::Profile,
-    pub(super) user: CategoryPairHandle,
+    user: CategoryPairHandle,
     kernel: CategoryPairHandle,
     /// The category `user` as the frame table writes it.
     pub(super) user_index: String,
@@ -536,9 +536,12 @@ pub(super) fn extra_samples(w: i64) -> u64 {
     w.unsigned_abs().div_ceil(MAX_WEIGHT).saturating_sub(1)
 }
 
-/// Weight `w` divided by `factor`, rounded.
+/// Weight `w` divided by `factor`, rounded (`w` itself for a factor of 1).
 pub(super) fn scaled(w: i64, factor: u64) -> i64 {
-    (w as f64 / factor as f64).round() as i64
+    match factor {
+        0 | 1 => w,
+        _ => (w as f64 / factor as f64).round() as i64,
+    }
 }
 
 /// A weight as the samples' weights the format holds: parts of at most [`MAX_WEIGHT`], of
