@@ -98,5 +98,6 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
             ),
         );
     }
+    super::common::warn_without_blocks(profile, findings);
     Ok(())
 }

@@ -218,6 +218,28 @@ pub fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
     }
 }
 
+/// Warns that nothing of a profile without basic blocks is drawn, where it holds stacks or
+/// costs (folded stacks, DCPI samples): a picture of empty clusters and no word of why
+/// would leave the user guessing.
+pub fn warn_without_blocks(profile: &Profile, findings: &mut Findings) {
+    let images = || profile.processes.iter().flat_map(|p| &p.images);
+    if images().any(|i| !i.blocks.is_empty()) {
+        return;
+    }
+    let stacks: usize = profile.processes.iter().map(|p| p.stacks.len()).sum();
+    let costs: usize = images().map(|i| i.costs.len()).sum();
+    if stacks + costs > 0 {
+        findings.warn(
+            None,
+            format!(
+                "dot: the profile has no basic blocks, so no control flow to draw: its {stacks} call \
+                 stack(s) and {costs} cost record(s) are left out (folded stacks, SVG, pprof or \
+                 Callgrind show them)"
+            ),
+        );
+    }
+}
+
 /// The DOT header shared by every view.
 pub fn header(out: &mut String, name: &str, label: &str) {
     let _ = writeln!(out, "digraph {} {{", quote(name));

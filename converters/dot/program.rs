@@ -68,6 +68,7 @@ pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &
     }
     out.push_str("}\n");
     tally.warn(findings, options);
+    super::common::warn_without_blocks(profile, findings);
     Ok(())
 }
 
