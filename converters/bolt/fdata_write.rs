@@ -40,13 +40,12 @@ pub fn write(
     let (p, i) = chosen.places[0];
     let namer = Namer::new(profile, &profile.processes[p].images[i as usize], opts.binary.as_deref());
     let mut unnamed = 0u64;
-    // Written whole once every record is named: a refusal leaves no partial file.
-    let mut text = String::with_capacity(records.len() * 40);
+    // Written as named (the output file is replaced only once all is written): a copy of the
+    // text took 14 MB more converting the 21 MB cc1plus Callgrind profile.
     for r in &records {
         match (namer.name(r.from.1), namer.name(r.to.1)) {
             (Some((f, fo)), Some((t, to))) if plain(f) && plain(t) => {
-                use std::fmt::Write as _;
-                let _ = writeln!(text, "1 {f} {fo:x} 1 {t} {to:x} {} {}", r.mispredicts, r.count);
+                writeln!(out, "1 {f} {fo:x} 1 {t} {to:x} {} {}", r.mispredicts, r.count).map_err(io)?;
             }
             _ => unnamed += 1,
         }
@@ -58,7 +57,7 @@ pub fn write(
         profile,
         "a BOLT profile holds branch and fall-through counts, not the events' costs",
     );
-    out.write_all(text.as_bytes()).map_err(io)
+    Ok(())
 }
 
 /// `no_lbr EVENT`, then one line per named address with its samples of the event, in the
