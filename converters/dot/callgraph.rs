@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::common::{header, heat_attrs, pen_width, quote, thousands};
+use super::common::{header, heat_attrs, pen_width, quote, thousands, DotText};
 use super::Options;
 use crate::analysis::{callgraph, names, routines};
 use crate::error::{Findings, Result};
@@ -19,7 +19,12 @@ fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// Writes the call graph of every selected process.
-pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &mut Findings) -> Result<()> {
+pub fn write(
+    profile: &Profile,
+    options: &Options,
+    out: &mut DotText<'_>,
+    findings: &mut Findings,
+) -> Result<()> {
     if let Some(ev) = &options.event {
         findings.warn(
             None,

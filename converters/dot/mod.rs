@@ -25,6 +25,7 @@ use std::io::Write;
 use crate::error::{Findings, Result};
 use crate::ir::Profile;
 use crate::registry::{Format, WriteOptions};
+use common::DotText;
 
 /// The DOT format (write-only).
 pub static FORMAT: Format = Format {
@@ -99,15 +100,38 @@ pub fn to_string(
     options: &Options,
     findings: &mut Findings,
 ) -> Result<String> {
-    let mut out = String::new();
+    let mut out = DotText::whole();
+    write_view(profile, view, options, &mut out, findings)?;
+    out.finish().map_err(|e| crate::error::Error::io("output", e))
+}
+
+/// Writes the DOT text of a view to `sink` as it is made.
+pub fn write_to(
+    profile: &Profile,
+    view: &View,
+    options: &Options,
+    sink: &mut dyn Write,
+    findings: &mut Findings,
+) -> Result<()> {
+    let mut out = DotText::to(sink);
+    write_view(profile, view, options, &mut out, findings)?;
+    out.finish().map(drop).map_err(|e| crate::error::Error::io("output", e))
+}
+
+fn write_view(
+    profile: &Profile,
+    view: &View,
+    options: &Options,
+    out: &mut DotText<'_>,
+    findings: &mut Findings,
+) -> Result<()> {
     match view {
-        View::Program => program::write(profile, options, &mut out, findings)?,
+        View::Program => program::write(profile, options, out, findings),
         View::Routine { spec, loop_node } => {
-            routine::write(profile, spec, *loop_node, options, &mut out, findings)?
+            routine::write(profile, spec, *loop_node, options, out, findings)
         }
-        View::CallGraph => callgraph::write(profile, options, &mut out, findings)?,
+        View::CallGraph => callgraph::write(profile, options, out, findings),
     }
-    Ok(out)
 }
 
 /// The whole-program view.
@@ -118,6 +142,5 @@ fn write_profile(
     findings: &mut Findings,
 ) -> Result<()> {
     let opts = Options { event: options.event.clone(), ..Options::default() };
-    let text = to_string(profile, &View::Program, &opts, findings)?;
-    out.write_all(text.as_bytes()).map_err(|e| crate::error::Error::io("output", e))
+    write_to(profile, &View::Program, &opts, out, findings)
 }

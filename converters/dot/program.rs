@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::common::{
-    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, ImageIndex,
-    Styled,
+    block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, DotText,
+    ImageIndex, Styled,
 };
 use super::Options;
 use crate::analysis::{names, routines};
@@ -22,7 +22,12 @@ fn image_selected(filters: &[String], id: u64, path: &str) -> bool {
 }
 
 /// Writes the whole-program view.
-pub fn write(profile: &Profile, options: &Options, out: &mut String, findings: &mut Findings) -> Result<()> {
+pub fn write(
+    profile: &Profile,
+    options: &Options,
+    out: &mut DotText<'_>,
+    findings: &mut Findings,
+) -> Result<()> {
     let event = event_index(profile, options.event.as_deref())?;
     let title = match &profile.meta.command {
         Some(c) => format!("control flow of {c}"),
@@ -265,7 +270,7 @@ impl<'a> ProcessView<'a> {
     }
 
     /// Writes the node of block `b`: its label and heat.
-    fn write_block(&self, out: &mut String, b: BlockRef, indent: &str) {
+    fn write_block(&self, out: &mut DotText<'_>, b: BlockRef, indent: &str) {
         let idx = &self.indexes[b.image as usize];
         let blk = &self.process.images[b.image as usize].blocks[b.block as usize];
         let ev =
@@ -283,7 +288,7 @@ impl<'a> ProcessView<'a> {
 
     /// Writes the cluster of image `ii` with its routines (`drawn` marks the blocks written),
     /// or counts its blocks as hidden when `--image` leaves it out.
-    fn write_image(&self, out: &mut String, ii: usize, drawn: &mut [bool], tally: &mut Tally) {
+    fn write_image(&self, out: &mut DotText<'_>, ii: usize, drawn: &mut [bool], tally: &mut Tally) {
         let (profile, image, pid) = (self.profile, &self.process.images[ii], self.process.pid);
         if !self.selected[ii] {
             tally.hidden_blocks += image.blocks.len();
@@ -320,7 +325,7 @@ impl<'a> ProcessView<'a> {
     }
 
     /// Writes a collapsed routine as one node: its blocks, and the instructions they executed.
-    fn write_collapsed_routine(&self, out: &mut String, ii: usize, routine: &Routine, members: &[u32]) {
+    fn write_collapsed_routine(&self, out: &mut DotText<'_>, ii: usize, routine: &Routine, members: &[u32]) {
         let image = &self.process.images[ii];
         let entry = &image.blocks[routine.entry as usize];
         let name = names::code_name(self.profile, image, &self.indexes[ii].symbols, entry.offset);
@@ -351,7 +356,7 @@ impl<'a> ProcessView<'a> {
     /// loops as nested clusters; marks the blocks written in `drawn`.
     fn write_routine(
         &self,
-        out: &mut String,
+        out: &mut DotText<'_>,
         ii: usize,
         routine: &Routine,
         members: &[u32],
@@ -437,7 +442,7 @@ impl<'a> ProcessView<'a> {
     /// Writes the process's edges of at least `--min-count` with a drawn end (`drawn`, by
     /// image): endpoints outside the drawn clusters as free nodes (as Intel does), edges with
     /// a collapsed routine at an end added up by ends and kind.
-    fn write_edges(&self, out: &mut String, drawn: &[Vec<bool>], tally: &mut Tally) {
+    fn write_edges(&self, out: &mut DotText<'_>, drawn: &[Vec<bool>], tally: &mut Tally) {
         let (process, min_count) = (self.process, self.options.min_count);
         let back: HashSet<(u32, u32, u32)> = self
             .routines
@@ -539,7 +544,7 @@ struct FreeNodes<'v, 'a> {
 impl FreeNodes<'_, '_> {
     /// The node name of edge end `r` (the collapsed routine's for a block in one), after
     /// writing its free node if it needs one and has none yet.
-    fn name(&mut self, r: NodeRef, out: &mut String) -> String {
+    fn name(&mut self, r: NodeRef, out: &mut DotText<'_>) -> String {
         let (process, pid) = (self.view.process, self.view.process.pid);
         if let Some(entry) = self.view.collapsed_of(r) {
             return format!("p{pid}_r{entry}");

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::common::{
     block_counts, block_label, event_index, header, heat_attrs, pen_width, push_escaped, quote, thousands,
-    warn_no_costs, ImageIndex, Styled,
+    warn_no_costs, DotText, ImageIndex, Styled,
 };
 use super::Options;
 use crate::analysis::ball_larus::EdgeNumbers;
@@ -109,7 +109,7 @@ pub fn write(
     spec: &str,
     loop_node: Option<u64>,
     options: &Options,
-    out: &mut String,
+    out: &mut DotText<'_>,
     findings: &mut Findings,
 ) -> Result<()> {
     let all: Vec<Vec<_>> = profile.processes.iter().map(|p| routines::derive(p, options.recompute)).collect();
@@ -157,12 +157,11 @@ pub fn write_routine(
     routine: &Routine,
     shown_loop: Option<&Loop>,
     options: &Options,
-    out: &mut String,
+    out: &mut DotText<'_>,
     findings: &mut Findings,
 ) -> Result<()> {
     let view = RoutineView::new(profile, f, routine, shown_loop, options, findings)?;
     let ways = view.classify_edges();
-    out.reserve(view.shown.len() * 220 + ways.internal.len() * 120);
     header(out, &view.title, &view.title);
     view.write_blocks(out, &ways.returns);
     view.write_markers(out, &ways);
@@ -394,7 +393,7 @@ impl<'a> RoutineView<'a> {
 
     /// Writes the node of block `b`: its label (with coverage for CSI), the routine's entry
     /// with a double border, exits that return with a thick one, and its heat.
-    fn write_block(&self, out: &mut String, b: u32, indent: &str, returns: &HashMap<u32, u64>) {
+    fn write_block(&self, out: &mut DotText<'_>, b: u32, indent: &str, returns: &HashMap<u32, u64>) {
         let image = self.image;
         let block = &image.blocks[b as usize];
         let ev = self.event.filter(|_| self.any_cost).map(|n| (n, self.costs[&b]));
@@ -430,7 +429,7 @@ impl<'a> RoutineView<'a> {
 
     /// Writes the shown blocks: those in no loop first, then each loop as a cluster holding
     /// the blocks whose innermost loop it is and its inner loops' clusters.
-    fn write_blocks(&self, out: &mut String, returns: &HashMap<u32, u64>) {
+    fn write_blocks(&self, out: &mut DotText<'_>, returns: &HashMap<u32, u64>) {
         let loops = &self.loops;
         // Innermost loop of each block: the smallest loop containing it (whatever order the
         // input lists its loops in).
@@ -469,7 +468,7 @@ impl<'a> RoutineView<'a> {
     /// Writes loop `li` at nesting `depth` as a cluster: its blocks, then its inner loops.
     fn write_loop(
         &self,
-        out: &mut String,
+        out: &mut DotText<'_>,
         li: usize,
         depth: usize,
         forest: &LoopForest,
@@ -495,7 +494,7 @@ impl<'a> RoutineView<'a> {
 
     /// Writes the entry marker (for a whole routine: how many calls enter it, from where) and
     /// the exit marker with the blocks that return.
-    fn write_markers(&self, out: &mut String, ways: &WaysInAndOut) {
+    fn write_markers(&self, out: &mut DotText<'_>, ways: &WaysInAndOut) {
         if self.shown_loop.is_none() {
             let _ = writeln!(
                 out,
@@ -522,7 +521,7 @@ impl<'a> RoutineView<'a> {
 
     /// Writes the edges between shown blocks: kind and count (for CSI only whether it is a
     /// back edge), and the path-numbering increment where there is one.
-    fn write_internal_edges(&self, out: &mut String, ways: &WaysInAndOut) {
+    fn write_internal_edges(&self, out: &mut DotText<'_>, ways: &WaysInAndOut) {
         for e in &ways.internal {
             let class = EdgeClass::of(e.kind, e.stated_back || self.back.contains(&(e.s, e.t)));
             let mut label = String::new();
@@ -562,7 +561,7 @@ impl<'a> RoutineView<'a> {
 
     /// Writes a stub node for each call out of the view, other way out, return into it and
     /// other way in, numbered in that order, each group sorted.
-    fn write_stubs(&self, out: &mut String, ways: WaysInAndOut) {
+    fn write_stubs(&self, out: &mut DotText<'_>, ways: WaysInAndOut) {
         let mut stub = 0usize;
         let mut write = |kind: &Stub, block: u32, name: &str, count: u64| {
             stub += 1;
