@@ -268,10 +268,6 @@ impl<'s> DotText<'s> {
         }
     }
 
-    pub fn push(&mut self, c: char) {
-        self.text.push(c);
-    }
-
     fn spill(&mut self) {
         let Some(sink) = self.sink.as_mut() else { return };
         if self.failed.is_none() {

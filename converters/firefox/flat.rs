@@ -33,15 +33,20 @@ use super::write::{
 };
 use super::KERNEL_SUFFIX;
 
-/// Whether the profile's stacks are written here: every stack is one frame, and none is named
-/// with perf's kernel suffix (the writer takes it off, so two names could make one string).
-pub(super) fn writes(flat: &FlatStacks) -> bool {
-    flat.try_for_each(|_, frames, _| match frames {
+/// How many stacks the profile has, where they are written here: every stack is one frame,
+/// and none is named with perf's kernel suffix (the writer takes it off, so two names could
+/// make one string). `None` where they are not.
+pub(super) fn one_frame_stacks(flat: &FlatStacks) -> Option<usize> {
+    let mut stacks = 0;
+    let written = flat.try_for_each(|_, frames, _| match frames {
         [Frame::Named(f)] if flat.frames.get(*f).ends_with(KERNEL_SUFFIX) => Err(()),
-        [_] => Ok(()),
+        [_] => {
+            stacks += 1;
+            Ok(())
+        }
         _ => Err(()),
-    })
-    .is_ok()
+    });
+    written.ok().map(|()| stacks)
 }
 
 /// A track: an event's samples.
@@ -53,9 +58,11 @@ struct Track {
     samples: usize,
 }
 
-/// Writes the stacks of `flat`'s one process, a track per event of `events`.
+/// Writes the stacks of `flat`'s one process, `stacks` of them ([`one_frame_stacks`]), a track
+/// per event of `events`.
 pub(super) fn write(
     flat: &FlatStacks,
+    stacks: usize,
     events: &[EventId],
     out: &mut dyn Write,
     findings: &mut Findings,
@@ -72,11 +79,6 @@ pub(super) fn write(
     }
     notes.report(profile, findings);
     let serialized = serde_json::to_vec(&skeleton.fx).map_err(super::write::unserializable)?;
-    let mut stacks = 0;
-    let Ok(()) = flat.try_for_each(|_, _, _| -> std::result::Result<(), Infallible> {
-        stacks += 1;
-        Ok(())
-    });
     let by_name: HashMap<&str, &Track> = tracks.iter().map(|(name, t)| (name.as_str(), t)).collect();
     let err = write_error("Firefox Profiler output");
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
@@ -325,10 +327,10 @@ mod tests {
     /// The file and warnings written here, and those written through model stacks.
     fn both_ways(profile: &Profile, events: &[EventId]) -> [(String, Vec<String>); 2] {
         let flat = FlatStacks::new(profile, true);
-        assert!(writes(&flat));
+        let stacks = one_frame_stacks(&flat).expect("one frame per stack");
         let messages = |findings: Findings| findings.items.into_iter().map(|f| f.message).collect();
         let (mut here, mut found_here) = (Vec::new(), Findings::default());
-        write(&flat, events, &mut here, &mut found_here).unwrap();
+        write(&flat, stacks, events, &mut here, &mut found_here).unwrap();
         let model = FlatStacks::new(profile, false).into_profile();
         let (mut through_model, mut found_through_model) = (Vec::new(), Findings::default());
         super::super::write::write_model(&model, events, &mut through_model, &mut found_through_model)
@@ -385,7 +387,7 @@ mod tests {
         let mut p = Profile { events: vec![Event::new("cycles")], ..Profile::default() };
         let mut app = image(&mut p, "/bin/app", &[("g_[k]", 0x100, 4)], &[(None, Some(0x100), vec![1])]);
         p.processes.push(Process { images: vec![app.clone()], ..Process::default() });
-        assert!(!writes(&FlatStacks::new(&p, true)));
+        assert_eq!(one_frame_stacks(&FlatStacks::new(&p, true)), None);
         app.symbols[0].name = "g".into();
         let h = app.inline_names.intern("h");
         app.inlined.push(crate::ir::Inlined {
@@ -393,7 +395,7 @@ mod tests {
             frames: vec![crate::ir::InlineFrame::new(h, None, None)].into(),
         });
         p.processes[0].images = vec![app];
-        assert!(!writes(&FlatStacks::new(&p, true)));
+        assert_eq!(one_frame_stacks(&FlatStacks::new(&p, true)), None);
     }
 
     fn rows(events: usize) -> impl Strategy<Value = Vec<(Option<u32>, Option<u64>, Vec<u64>)>> {
@@ -437,7 +439,7 @@ mod tests {
             let other = image(&mut p, second_path, &[], &trim(second, false));
             p.processes.push(Process { pid, images: vec![app, other], ..Process::default() });
             let flat = FlatStacks::new(&p, true);
-            if flat.has_values() && writes(&flat) {
+            if flat.has_values() && one_frame_stacks(&flat).is_some() {
                 let all: Vec<EventId> = (0..events).collect();
                 let [here, through_model] = both_ways(&p, &all);
                 prop_assert_eq!(here, through_model);

@@ -69,8 +69,11 @@ pub fn write(
         // A profile of flat costs of one process, a frame per stack, is written as its stacks
         // are walked: as model stacks through the crate, its 2.5 million addresses took 176x
         // the input.
-        WrittenStacks::Flat(flat) if profile.processes.len() == 1 && super::flat::writes(&flat) => {
-            return super::flat::write(&flat, &events, out, findings);
+        WrittenStacks::Flat(flat) if profile.processes.len() == 1 => {
+            match super::flat::one_frame_stacks(&flat) {
+                Some(n) => return super::flat::write(&flat, n, &events, out, findings),
+                None => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
+            }
         }
         WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
         WrittenStacks::Model(model) => model,
