@@ -154,7 +154,20 @@ impl Symbolizer {
         Self::build(found, false)
     }
 
+    /// The symbolizer of what [`search::find`] found without a list of its functions: for a
+    /// caller that reads the file's symbol table its own way (perf.data names functions as
+    /// perf tells them apart) and needs the files, the segments and, with `lines`, DWARF's
+    /// source lines. Listing the functions of a large library (libLLVM's 120,000) took half
+    /// the time of naming a recording's addresses in it.
+    pub fn without_function_list(found: Found, lines: bool) -> Result<Symbolizer> {
+        Self::build_listing(found, lines, false)
+    }
+
     fn build(found: Found, with_dwarf: bool) -> Result<Symbolizer> {
+        Self::build_listing(found, with_dwarf, true)
+    }
+
+    fn build_listing(found: Found, with_dwarf: bool, list_functions: bool) -> Result<Symbolizer> {
         let open = |p: &Option<std::path::PathBuf>| p.as_deref().map(ElfFile::open).transpose();
         let binary = open(&found.binary)?;
         let debug = open(&found.debug)?;
@@ -166,7 +179,8 @@ impl Symbolizer {
             [debug.as_ref(), binary.as_ref()].into_iter().flatten().find(|f| f.has_symtab()).or_else(|| {
                 [binary.as_ref(), debug.as_ref()].into_iter().flatten().find(|f| f.has_symbols())
             });
-        let symbols = with_symbols.map(|f| f.function_symbols()).unwrap_or_default();
+        let symbols =
+            with_symbols.filter(|_| list_functions).map(|f| f.function_symbols()).unwrap_or_default();
         // Its place among `files` below (the binary, then the debug file).
         let symbol_file =
             with_symbols.map(|f| usize::from(binary.as_ref().is_some_and(|b| !std::ptr::eq(b, f))));

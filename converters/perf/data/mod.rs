@@ -163,15 +163,11 @@ fn read_releasing(
     }
 }
 
-/// The offsets of each image that need names: those of stack frames, and with `images`
-/// those of sampled instructions and branch records.
+/// The offsets of each image that need names beside the stack frames' (which
+/// [`names::name_images`] names anyway): with `images`, those of sampled instructions and
+/// branch records.
 fn wanted_offsets(rec: &Recording, images: bool) -> Vec<Vec<u64>> {
     let mut wanted = vec![Vec::new(); rec.images.len()];
-    for &(image, offset) in &rec.frames {
-        if let Some(w) = wanted.get_mut(image as usize) {
-            w.push(offset);
-        }
-    }
     if !images {
         return wanted;
     }
@@ -246,9 +242,7 @@ fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> R
         .images
         .iter()
         .enumerate()
-        .filter(|(at, i)| {
-            !i.kernel && names.get(*at).is_some_and(|n| n.symbols.is_empty() && !n.places.is_empty())
-        })
+        .filter(|(at, i)| !i.kernel && names.get(*at).is_some_and(names::ImageNames::without_symbols))
         .map(|(_, i)| i.path.as_str())
         .collect();
     let mut unnamed = unnamed;
@@ -397,7 +391,7 @@ fn image_model(
             .collect();
     }
     for (&offset, values) in offsets {
-        let place = n.and_then(|n| n.places.get(&offset));
+        let place = n.and_then(|n| n.at(offset));
         let mut v = crate::ir::Values::from_elem(0, width);
         for (value, column) in values.iter().zip(columns) {
             if let Some(c) = column {
@@ -407,7 +401,7 @@ fn image_model(
         model.costs.push(Cost {
             symbol: place.and_then(|p| p.function),
             offset: Some(offset),
-            file: place.and_then(|p| p.file.as_deref()).map(|f| profile.files.intern(f)),
+            file: place.and_then(|p| p.file).map(|f| profile.files.intern(f)),
             line: place.and_then(|p| p.line),
             values: v,
         });

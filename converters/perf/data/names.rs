@@ -7,6 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
 use super::records::{ImageKey, Recording};
 use super::symtab;
 use crate::ir::AddressKind;
@@ -14,11 +17,11 @@ use crate::symbolize::search::{self, Query};
 use crate::symbolize::Symbolizer;
 
 /// What is known at one offset of an image.
-#[derive(Clone, Debug, Default)]
-pub struct Place {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Place<'a> {
     /// Index into [`ImageNames::symbols`].
     pub function: Option<u32>,
-    pub file: Option<String>,
+    pub file: Option<&'a str>,
     pub line: Option<u32>,
 }
 
@@ -31,7 +34,15 @@ pub struct ImageNames {
     /// The name `perf script` prints for each function of `symbols`, where it differs
     /// (without parameters or return type; see `symtab::demangle`).
     pub printed: Vec<Option<String>>,
-    pub places: rustc_hash::FxHashMap<u64, Place>,
+    /// The offsets looked up in the image's file, sorted (none when no file was read).
+    pub(super) offsets: Vec<u64>,
+    /// The function at each of `offsets`.
+    pub(super) functions: Vec<Option<u32>>,
+    /// The source file and line at each of `offsets`, where lines were asked for (else
+    /// empty).
+    pub(super) lines: Vec<(Option<String>, Option<u32>)>,
+    /// Whether any of `offsets` lies in the file's code (was looked up in its symbols).
+    pub(super) any_in_file: bool,
     /// The file that gave the names, when one did.
     pub source: Option<PathBuf>,
     /// The build id the recording states, in hex.
@@ -39,11 +50,22 @@ pub struct ImageNames {
 }
 
 impl ImageNames {
-    /// The function at an offset, named as `perf script` prints it.
-    pub fn function(&self, offset: u64) -> Option<&str> {
-        let f = self.places.get(&offset)?.function? as usize;
-        let printed = self.printed.get(f).and_then(|p| p.as_deref());
-        Some(printed.unwrap_or(self.symbols[f].0.as_str()))
+    /// Function `f` of [`ImageNames::symbols`], named as `perf script` prints it.
+    pub fn printed_name(&self, f: u32) -> &str {
+        let f = f as usize;
+        self.printed.get(f).and_then(|p| p.as_deref()).unwrap_or(self.symbols[f].0.as_str())
+    }
+
+    /// What is known at an offset that was looked up.
+    pub fn at(&self, offset: u64) -> Option<Place<'_>> {
+        let i = self.offsets.binary_search(&offset).ok()?;
+        let (file, line) = self.lines.get(i).map_or((None, None), |(file, line)| (file.as_deref(), *line));
+        Some(Place { function: self.functions[i], file, line })
+    }
+
+    /// Whether offsets were looked up in a file that named none of them.
+    pub fn without_symbols(&self) -> bool {
+        self.symbols.is_empty() && self.any_in_file
     }
 }
 
@@ -54,6 +76,9 @@ pub struct Names {
     files: Vec<ImageNames>,
     /// Index into `files` of each image of the recording.
     of_image: Vec<usize>,
+    /// The function of each frame of the recording's call chains (index into its file's
+    /// [`ImageNames::symbols`]).
+    frame_functions: Vec<Option<u32>>,
 }
 
 impl Names {
@@ -61,18 +86,31 @@ impl Names {
     #[cfg(test)]
     pub fn of_files(files: Vec<ImageNames>) -> Names {
         let of_image = (0..files.len()).collect();
-        Names { files, of_image }
+        Names { files, of_image, frame_functions: Vec::new() }
     }
 
     /// The names of image `image` of the recording.
     pub fn get(&self, image: usize) -> Option<&ImageNames> {
         self.files.get(*self.of_image.get(image)?)
     }
+
+    /// The file of image `image` (images of one file share it: index into the files).
+    pub fn file_of(&self, image: usize) -> Option<usize> {
+        self.of_image.get(image).copied()
+    }
+
+    /// The function of frame `frame` of the recording ([`Recording::frames`]): its index
+    /// among its file's symbols and its name as `perf script` prints it.
+    pub fn frame_function(&self, rec: &Recording, frame: usize) -> Option<(u32, &str)> {
+        let f = (*self.frame_functions.get(frame)?)?;
+        let names = self.get(rec.frames[frame].0 as usize)?;
+        Some((f, names.printed_name(f)))
+    }
 }
 
-/// Names every offset in `wanted` (per image of the recording): from the files named with
-/// `--symbols`, perf's build-id cache and the system's debug files; source lines too when the
-/// options ask for them.
+/// Names every offset in `wanted` (per image of the recording) and every frame of the
+/// recording's call chains: from the files named with `--symbols`, perf's build-id cache and
+/// the system's debug files; source lines too when the options ask for them.
 pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Options) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
@@ -83,51 +121,86 @@ pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Option
         build_id_caches: &caches,
         ..Query::default()
     };
-    let mut kallsyms: Option<Option<Kallsyms>> = None;
-    // One entry per file (path, kernel or not, build id), with the offsets of all its images.
+    let kallsyms: std::sync::OnceLock<Option<Kallsyms>> = std::sync::OnceLock::new();
+    // One entry per file (path, kernel or not, build id), with the offsets of all its images
+    // and its frames as (offset, frame).
     let mut file_index: HashMap<(&str, bool, Option<&Vec<u8>>), usize> = HashMap::new();
-    let mut files: Vec<(&ImageKey, Vec<u64>)> = Vec::new();
+    let mut files: Vec<FileWanted> = Vec::new();
     let mut of_image = Vec::with_capacity(rec.images.len());
     for (image, offsets) in rec.images.iter().zip(wanted) {
         let key = (image.path.as_str(), image.kernel, rec.build_ids.get(&image.path));
         let i = *file_index.entry(key).or_insert_with(|| {
-            files.push((image, Vec::new()));
+            files.push(FileWanted { image, offsets: Vec::new(), frames: Vec::new() });
             files.len() - 1
         });
-        files[i].1.extend(offsets.iter().copied());
+        files[i].offsets.extend(offsets.iter().copied());
         of_image.push(i);
     }
-    let files = files
-        .into_iter()
-        .map(|(image, mut offsets)| {
+    for (frame, &(image, offset)) in rec.frames.iter().enumerate() {
+        if let Some(&i) = of_image.get(image as usize) {
+            files[i].frames.push((offset, frame as u32));
+        }
+    }
+    // Files are named side by side (a recording's code lies mostly in a few large
+    // libraries and the kernel): the naming of the 146 MiB recording of clang took
+    // 0.16 s on one core, 0.09 s on two.
+    let named: Vec<(ImageNames, Vec<(u64, u32)>)> = files
+        .into_par_iter()
+        .map(|FileWanted { image, mut offsets, mut frames }| {
+            // The frames in the order of their offsets, so that each finds its function
+            // by a walk along the sorted offsets rather than by a look-up of its own.
+            frames.sort_unstable();
+            offsets.extend(frames.iter().map(|&(offset, _)| offset));
             offsets.sort_unstable();
             offsets.dedup();
             let id = rec.build_ids.get(&image.path).map(|i| search::hex(i));
             if offsets.is_empty() {
-                return ImageNames { build_id: id, ..ImageNames::default() };
+                return (ImageNames { build_id: id, ..ImageNames::default() }, frames);
             }
             let mut names = if image.kernel {
-                let table = kallsyms.get_or_insert_with(|| Kallsyms::load(rec, cache.as_deref()));
-                match table {
-                    Some(k) => k.name(&offsets),
+                match kallsyms.get_or_init(|| Kallsyms::load(rec, cache.as_deref())) {
+                    Some(k) => k.name(offsets),
                     None => ImageNames::default(),
                 }
             } else {
-                name_from_elf(image, id.as_deref(), &places, &offsets, options.source_lines)
+                name_from_elf(image, id.as_deref(), &places, offsets, options.source_lines)
             };
             names.build_id = id;
-            names
+            (names, frames)
         })
         .collect();
-    Names { files, of_image }
+    let mut frame_functions = vec![None; rec.frames.len()];
+    let mut files = Vec::with_capacity(named.len());
+    for (names, frames) in named {
+        let mut at = 0;
+        for (offset, frame) in frames {
+            while names.offsets.get(at).is_some_and(|&o| o < offset) {
+                at += 1;
+            }
+            if names.offsets.get(at) == Some(&offset) {
+                frame_functions[frame as usize] = names.functions[at];
+            }
+        }
+        files.push(names);
+    }
+    Names { files, of_image, frame_functions }
 }
 
-/// Names the offsets of one image from its ELF file, searched in the `places` of a query.
+/// What one file is to name: the offsets its images want named, and the frames of the call
+/// chains in it as `(offset, frame)`.
+struct FileWanted<'a> {
+    image: &'a ImageKey,
+    offsets: Vec<u64>,
+    frames: Vec<(u64, u32)>,
+}
+
+/// Names `offsets` (sorted, each once) of one image from its ELF file, searched in the
+/// `places` of a query.
 fn name_from_elf(
     image: &ImageKey,
     build_id: Option<&str>,
     places: &Query,
-    offsets: &[u64],
+    offsets: Vec<u64>,
     lines: bool,
 ) -> ImageNames {
     let mut names = ImageNames::default();
@@ -136,8 +209,7 @@ fn name_from_elf(
     if !found.any() {
         return names;
     }
-    let symbolizer = if lines { Symbolizer::new(found) } else { Symbolizer::symbols_only(found) };
-    let Ok(symbolizer) = symbolizer else { return names };
+    let Ok(symbolizer) = Symbolizer::without_function_list(found, lines) else { return names };
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
     let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0, None) else { return names };
     let lookup = lines.then(|| symbolizer.lookup());
@@ -145,11 +217,13 @@ fn name_from_elf(
     // perf's runtime file: the binary (a separate debug file has no `.dynsym` or PLT).
     let runtime = symbolizer.binary_file().or(symbolizer.symbol_file());
     let table = symbolizer.symbol_file().map(|f| symtab::Table::of(f, runtime));
-    let mut index: HashMap<usize, u32> = HashMap::new();
-    for &offset in offsets {
-        let Some(stated) = relocation.to_stated(offset) else { continue };
-        let mut place = Place::default();
-        if let Some((table, i)) = table.as_ref().and_then(|t| Some((t, t.find(stated)?))) {
+    let mut index: FxHashMap<usize, u32> = FxHashMap::default();
+    names.functions.reserve_exact(offsets.len());
+    for &offset in &offsets {
+        let stated = relocation.to_stated(offset);
+        names.any_in_file |= stated.is_some();
+        let found = stated.zip(table.as_ref()).and_then(|(stated, t)| Some((t, t.find(stated)?)));
+        names.functions.push(found.map(|(table, i)| {
             let next = names.symbols.len() as u32;
             let f = *index.entry(i).or_insert(next);
             if f == next {
@@ -165,16 +239,14 @@ fn name_from_elf(
                 names.printed.push((printed != name).then_some(printed));
                 names.symbols.push((name, start, function.end - function.start));
             }
-            place.function = Some(f);
-        }
+            f
+        }));
         if let Some(lookup) = &lookup {
-            if let Ok(Some(loc)) = lookup.find_location(stated) {
-                place.file = loc.file;
-                place.line = loc.line;
-            }
+            let found = stated.and_then(|stated| lookup.find_location(stated).ok().flatten());
+            names.lines.push(found.map_or((None, None), |loc| (loc.file, loc.line)));
         }
-        names.places.insert(offset, place);
     }
+    names.offsets = offsets;
     names
 }
 
@@ -225,20 +297,24 @@ impl Kallsyms {
         (!kept.is_empty()).then_some(Kallsyms { symbols: kept })
     }
 
-    fn name(&self, offsets: &[u64]) -> ImageNames {
+    fn name(&self, offsets: Vec<u64>) -> ImageNames {
         let mut names = ImageNames::default();
-        let mut index: HashMap<usize, u32> = HashMap::new();
-        for &address in offsets {
-            let Some(i) = self.symbols.partition_point(|s| s.0 <= address).checked_sub(1) else { continue };
-            let next = names.symbols.len() as u32;
-            let f = *index.entry(i).or_insert(next);
-            if f == next {
-                let (start, name) = &self.symbols[i];
-                let end = self.symbols.get(i + 1).map_or(start + 1, |s| s.0);
-                names.symbols.push((name.clone(), *start, end - start));
-            }
-            names.places.insert(address, Place { function: Some(f), ..Place::default() });
+        let mut index: FxHashMap<usize, u32> = FxHashMap::default();
+        names.functions.reserve_exact(offsets.len());
+        for &address in &offsets {
+            let at = self.symbols.partition_point(|s| s.0 <= address).checked_sub(1);
+            names.functions.push(at.map(|i| {
+                let next = names.symbols.len() as u32;
+                let f = *index.entry(i).or_insert(next);
+                if f == next {
+                    let (start, name) = &self.symbols[i];
+                    let end = self.symbols.get(i + 1).map_or(start + 1, |s| s.0);
+                    names.symbols.push((name.clone(), *start, end - start));
+                }
+                f
+            }));
         }
+        names.offsets = offsets;
         names
     }
 }

@@ -15,11 +15,12 @@
 
 use std::fmt::Write as _;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
-use super::stack_set::{StackLog, StackSet};
+use super::stack_set::{LogPart, StackLog, StackSet};
 use crate::error::Result;
 use crate::ir::{FrameId, Process, Profile, Stack};
 
@@ -56,32 +57,31 @@ pub fn add_stacks(
     for is_java in kinds {
         *(if is_java { &mut java } else { &mut plain }) = true;
     }
-    let frame_names = [
+    let mut frame_names = [
         plain.then(|| name_frames(rec, names, false, &mut texts)).transpose()?,
         java.then(|| name_frames(rec, names, true, &mut texts)).transpose()?,
     ];
     let order = texts.order();
+    // Each root's and frame's names as ranks, once each rather than once per sample: every
+    // segment as inside a stack, the last one of each stack made its rank at the end below.
+    for root in roots.iter_mut().flatten().flatten() {
+        order.rank_inner(&mut root.segments);
+    }
+    for frames in frame_names.iter_mut().flatten() {
+        order.rank_inner(&mut frames.ids);
+    }
     let mut all = Process::default();
     let mut ids: Vec<Option<FrameId>> = vec![None; texts.names.len()];
-    let mut named = Vec::new();
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
-        // Stacks by the ranks of their segments (see [`Order`]), added up.
-        let mut merged = StackSet::default();
-        for (key, period) in of_event(e) {
-            let Some(root) = &roots[key[0] as usize] else { continue };
-            let Some(frames) = &frame_names[usize::from(root.java)] else { continue };
-            named.clear();
-            named.extend_from_slice(&root.segments);
-            for &frame in key[1..].iter().rev() {
-                named.extend_from_slice(frames.of(frame));
-            }
-            if named.len() == root.segments.len() {
-                // No frame left: the collapse writes no stack for such a sample.
-                continue;
-            }
-            order.rank(&mut named);
-            merged.add(&named, period);
+        // Stacks by the ranks of their segments (see [`Order`]), added up part by part of
+        // the log on every core, then together.
+        let parts = chains.parts(rayon::current_num_threads());
+        let name = |part| named_stacks(part, e, roots, &frame_names, &order);
+        let mut sets = parts.into_par_iter().map(name).collect::<Vec<_>>().into_iter();
+        let mut merged = sets.next().unwrap_or_default();
+        for set in sets {
+            merged.add_set(&set);
         }
         let sorted = merged.sorted();
         let mut segments = Vec::new();
@@ -113,6 +113,39 @@ pub fn add_stacks(
     *profile = super::super::by_process_and_thread(with_stacks);
     profile.events = events;
     Ok(())
+}
+
+/// The stacks of event `e` in a part of the log, named (by the ranks of their segments:
+/// see [`Order`]) and added up.
+fn named_stacks(
+    part: LogPart<'_>,
+    e: usize,
+    roots: &[Option<Root>],
+    frame_names: &[Option<FrameNames>; 2],
+    order: &Order,
+) -> StackSet {
+    let mut merged = StackSet::default();
+    let mut named = Vec::new();
+    for (key, period) in part.iter().filter(|(key, _)| key[0] as usize == e) {
+        let Some(root) = &roots[key[1] as usize] else { continue };
+        let Some(frames) = &frame_names[usize::from(root.java)] else { continue };
+        named.clear();
+        named.extend_from_slice(&root.segments);
+        for &frame in key[2..].iter().rev() {
+            match frames.of(frame) {
+                // Most frames have one name: no copy of a slice for it.
+                &[one] => named.push(one),
+                more => named.extend_from_slice(more),
+            }
+        }
+        if named.len() == root.segments.len() {
+            // No frame left: the collapse writes no stack for such a sample.
+            continue;
+        }
+        order.rank_end(&mut named);
+        merged.add(&named, period);
+    }
+    merged
 }
 
 /// The texts of stacks' segments (roots' and frames' names), each once, by id.
@@ -192,12 +225,25 @@ struct Order {
 
 impl Order {
     /// A stack's segments (ids) made ranks.
+    #[cfg(test)]
     fn rank(&self, stack: &mut [u32]) {
-        let Some((last, inner)) = stack.split_last_mut() else { return };
-        for s in inner {
+        self.rank_inner(stack);
+        self.rank_end(stack);
+    }
+
+    /// Segments (ids) made their ranks inside a stack (each followed by `;`).
+    fn rank_inner(&self, segments: &mut [u32]) {
+        for s in segments {
             *s = self.inner[*s as usize];
         }
-        *last = self.last[*last as usize];
+    }
+
+    /// A stack of ranks inside a stack ([`Order::rank_inner`]): its last segment's made its
+    /// rank at the end of a stack.
+    fn rank_end(&self, stack: &mut [u32]) {
+        if let Some(last) = stack.last_mut() {
+            *last = self.last[self.segment[*last as usize] as usize];
+        }
     }
 
     /// A stack's ranks made segments (ids) again.
@@ -267,19 +313,27 @@ impl FrameNames {
 fn name_frames(rec: &Recording, names: &Names, java: bool, texts: &mut Texts) -> Result<FrameNames> {
     let comm = if java { "java" } else { "x" };
     let mut text = String::new();
-    let mut pairs: FxHashMap<(&str, std::borrow::Cow<'_, str>), u32> = FxHashMap::default();
+    // Pairs by their file and function (ids: images of one file share its module name), so
+    // that a frame costs no look-up of its text; equal texts of two pairs name alike.
+    let mut pairs: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     let mut pair_of_frame = Vec::with_capacity(rec.frames.len());
-    for &(image, offset) in &rec.frames {
-        let (function, file) = match image {
-            NO_IMAGE | NO_KERNEL_IMAGE => (None, "[unknown]".into()),
-            i => {
-                let key = &rec.images[i as usize];
-                (names.get(i as usize).and_then(|n| n.function(offset)), module_name(&key.path, key.kernel))
-            }
+    for (frame, &(image, _)) in rec.frames.iter().enumerate() {
+        let file = match image {
+            NO_IMAGE | NO_KERNEL_IMAGE => None,
+            i => names.file_of(i as usize),
         };
-        let function = function.unwrap_or("[unknown]");
+        let function = file.and_then(|_| names.frame_function(rec, frame));
+        let key = (file.map_or(u32::MAX, |f| f as u32), function.map_or(u32::MAX, |(f, _)| f));
         let next = pairs.len() as u32;
-        let pair = *pairs.entry((function, file)).or_insert_with_key(|(function, file)| {
+        let pair = *pairs.entry(key).or_insert_with(|| {
+            let function = function.map_or("[unknown]", |(_, name)| name);
+            let file = match image {
+                NO_IMAGE | NO_KERNEL_IMAGE => "[unknown]".into(),
+                i => {
+                    let key = &rec.images[i as usize];
+                    module_name(&key.path, key.kernel)
+                }
+            };
             let _ = write!(text, "{comm} 1/{next} 0.0: 1 e:\n\t0 {function} ({file})\n\n");
             next
         });
