@@ -90,13 +90,6 @@ impl StackSet {
         self.stacks[i].total
     }
 
-    /// Adds every stack of `other` to this set.
-    pub fn add_set(&mut self, other: &StackSet) {
-        for i in 0..other.len() {
-            self.add_total(other.key(i), other.total(i));
-        }
-    }
-
     /// The stacks' indices ordered by their keys (element by element).
     pub fn sorted(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.len() as u32).collect();
@@ -139,38 +132,7 @@ impl StackLog {
 
     /// Every sample's key and period, in the order logged.
     pub fn iter(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
-        LogPart { words: &self.words }.iter()
-    }
-
-    /// The log cut into at most `n` runs of samples of about equal size, in order: to add
-    /// them up on several threads.
-    pub fn parts(&self, n: usize) -> Vec<LogPart<'_>> {
-        let mut parts = Vec::with_capacity(n);
         let mut rest = self.words.as_slice();
-        let size = rest.len().div_ceil(n.max(1));
-        while !rest.is_empty() {
-            // Whole samples, up to the first that ends at or past `size` words.
-            let mut end = 0;
-            while end < size.min(rest.len()) {
-                end += 3 + rest[end] as usize;
-            }
-            parts.push(LogPart { words: &rest[..end] });
-            rest = &rest[end..];
-        }
-        parts
-    }
-}
-
-/// A run of whole samples of a [`StackLog`].
-#[derive(Clone, Copy)]
-pub struct LogPart<'a> {
-    words: &'a [u32],
-}
-
-impl<'a> LogPart<'a> {
-    /// Every sample's key and period, in the order logged.
-    pub fn iter(self) -> impl Iterator<Item = (&'a [u32], u64)> {
-        let mut rest = self.words;
         std::iter::from_fn(move || {
             let (&[len, low, high], after) = rest.split_first_chunk::<3>()?;
             let (key, after) = after.split_at(len as usize);
@@ -222,32 +184,5 @@ mod tests {
         assert_eq!(log.len(), 4);
         let back: Vec<(Vec<u32>, u64)> = log.iter().map(|(k, p)| (k.to_vec(), p)).collect();
         assert_eq!(back, logged);
-        // Cut into parts, in order, each sample whole.
-        for n in 1..6 {
-            let parts = log.parts(n);
-            assert!(parts.len() <= n);
-            let back: Vec<(Vec<u32>, u64)> =
-                parts.iter().flat_map(|p| p.iter()).map(|(k, p)| (k.to_vec(), p)).collect();
-            assert_eq!(back, logged, "{n} parts");
-        }
-    }
-
-    /// Sets added up part by part add up as one set.
-    #[test]
-    fn sets_add_up_as_one() {
-        let keys: Vec<Vec<u32>> =
-            (0..3000u32).map(|i| (0..i % 5).map(|d| (i * 7 + d) % 13).collect()).collect();
-        let mut whole = StackSet::default();
-        let (mut first, mut second) = (StackSet::default(), StackSet::default());
-        for (i, key) in keys.iter().enumerate() {
-            let period = if i == 7 { u64::MAX } else { i as u64 };
-            whole.add(key, period);
-            (if i % 3 == 0 { &mut first } else { &mut second }).add(key, period);
-        }
-        first.add_set(&second);
-        let totals = |set: &StackSet| -> std::collections::BTreeMap<Vec<u32>, StackTotal> {
-            (0..set.len()).map(|i| (set.key(i).to_vec(), set.total(i))).collect()
-        };
-        assert_eq!(totals(&first), totals(&whole));
     }
 }

@@ -15,12 +15,11 @@
 
 use std::fmt::Write as _;
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
-use super::stack_set::{LogPart, StackLog, StackSet};
+use super::stack_set::{StackLog, StackSet};
 use crate::error::Result;
 use crate::ir::{FrameId, Process, Profile, Stack};
 
@@ -74,15 +73,7 @@ pub fn add_stacks(
     let mut ids: Vec<Option<FrameId>> = vec![None; texts.names.len()];
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
-        // Stacks by the ranks of their segments (see [`Order`]), added up part by part of
-        // the log on every core, then together.
-        let parts = chains.parts(rayon::current_num_threads());
-        let name = |part| named_stacks(part, e, roots, &frame_names, &order);
-        let mut sets = parts.into_par_iter().map(name).collect::<Vec<_>>().into_iter();
-        let mut merged = sets.next().unwrap_or_default();
-        for set in sets {
-            merged.add_set(&set);
-        }
+        let merged = named_stacks(&chains, e, roots, &frame_names, &order);
         let sorted = merged.sorted();
         let mut segments = Vec::new();
         for i in sorted {
@@ -115,10 +106,10 @@ pub fn add_stacks(
     Ok(())
 }
 
-/// The stacks of event `e` in a part of the log, named (by the ranks of their segments:
-/// see [`Order`]) and added up.
+/// The stacks of event `e`, named (by the ranks of their segments: see [`Order`]) and
+/// added up.
 fn named_stacks(
-    part: LogPart<'_>,
+    chains: &StackLog,
     e: usize,
     roots: &[Option<Root>],
     frame_names: &[Option<FrameNames>; 2],
@@ -126,17 +117,13 @@ fn named_stacks(
 ) -> StackSet {
     let mut merged = StackSet::default();
     let mut named = Vec::new();
-    for (key, period) in part.iter().filter(|(key, _)| key[0] as usize == e) {
+    for (key, period) in chains.iter().filter(|(key, _)| key[0] as usize == e) {
         let Some(root) = &roots[key[1] as usize] else { continue };
         let Some(frames) = &frame_names[usize::from(root.java)] else { continue };
         named.clear();
         named.extend_from_slice(&root.segments);
         for &frame in key[2..].iter().rev() {
-            match frames.of(frame) {
-                // Most frames have one name: no copy of a slice for it.
-                &[one] => named.push(one),
-                more => named.extend_from_slice(more),
-            }
+            named.extend_from_slice(frames.of(frame));
         }
         if named.len() == root.segments.len() {
             // No frame left: the collapse writes no stack for such a sample.
