@@ -6,7 +6,6 @@
 //! into the extension tables `CFGHUB_EVENTS` and `CFGHUB_COSTS`, which other DCFG readers
 //! ignore as the spec asks of unknown tags. What DCFG cannot express is named in a warning.
 
-use std::collections::HashSet;
 use std::io::Write;
 
 use super::read::{COSTS_TAG, EVENTS_TAG};
@@ -232,23 +231,18 @@ fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Re
     Ok(())
 }
 
-/// Ids for START, END and UNKNOWN: 1, 2, 3 unless blocks use them.
+/// Ids for START, END and UNKNOWN: 1, 2, 3 unless blocks use them. Among `n` blocks the
+/// three lie at or below `n + 3`, so only the ids up to there are marked.
 fn special_ids(profile: &Profile) -> [u64; 3] {
-    let used: HashSet<u64> = profile
-        .processes
-        .iter()
-        .flat_map(|p| p.images.iter().flat_map(|i| i.blocks.iter().map(|b| b.id)))
-        .collect();
-    let mut ids = [0u64; 3];
-    let mut next = 1u64;
-    for id in &mut ids {
-        while used.contains(&next) {
-            next += 1;
+    let blocks = || profile.processes.iter().flat_map(|p| p.images.iter().flat_map(|i| &i.blocks));
+    let mut used = vec![false; blocks().count() + 4];
+    for b in blocks() {
+        if let Some(u) = usize::try_from(b.id).ok().and_then(|i| used.get_mut(i)) {
+            *u = true;
         }
-        *id = next;
-        next += 1;
     }
-    ids
+    let mut free = (1..used.len()).filter(|&i| !used[i]).map(|i| i as u64);
+    [(); 3].map(|()| free.next().unwrap_or_default())
 }
 
 fn write_process(
@@ -293,13 +287,12 @@ fn write_process(
             NodeRef::Symbol(_) => None,
         }
     };
-    let edges: Vec<(u64, u64, usize)> = p
-        .edges
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| Some((node_id(e.source)?, node_id(e.target)?, i)))
-        .collect();
-    let dropped = p.edges.len() - edges.len();
+    // The edges between nodes DCFG has (not functions), as (source, target, edge), made as
+    // they are written rather than held in a list beside the model.
+    let writable = || p.edges.iter().filter_map(|e| Some((node_id(e.source)?, node_id(e.target)?, e)));
+    let count = writable().count();
+    let mut edges = writable();
+    let dropped = p.edges.len() - count;
     if dropped > 0 {
         findings.warn(
             None,
@@ -333,10 +326,10 @@ fn write_process(
         w,
         ind + 2,
         &["EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD"],
-        edges.len(),
+        count,
         |w, k| {
-            let (src, dst, i) = edges[k];
-            let e = &p.edges[i];
+            // `count` rows: one per writable edge.
+            let Some((src, dst, e)) = edges.next() else { return Ok(()) };
             w.int(if renumber { k as u64 + 1 } else { e.id });
             c(w);
             w.int(src);
@@ -358,9 +351,16 @@ fn write_process(
     Ok(())
 }
 
+/// Whether the edges' ids are all set and distinct: ids in increasing order (as readers
+/// number them) are, and others are sorted to be checked.
 fn edge_ids_usable(p: &Process) -> bool {
-    let mut seen = HashSet::with_capacity(p.edges.len());
-    p.edges.iter().all(|e| e.id != 0 && seen.insert(e.id))
+    let increasing = p.edges.windows(2).all(|pair| pair[0].id < pair[1].id);
+    if increasing {
+        return p.edges.first().is_none_or(|e| e.id != 0);
+    }
+    let mut ids: Vec<u64> = p.edges.iter().map(|e| e.id).collect();
+    ids.sort_unstable();
+    ids.first().is_none_or(|&id| id != 0) && ids.windows(2).all(|pair| pair[0] != pair[1])
 }
 
 /// Writes one image row: id, load address, size, then the object of its tables (file name,
@@ -586,4 +586,41 @@ fn inline_table<F: FnMut(&mut JsonOut, usize)>(w: &mut JsonOut, header: &[&str],
     }
     w.sp();
     w.buf.push(']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Edge;
+
+    fn with_edge_ids(ids: &[u64]) -> Process {
+        let edges = ids.iter().map(|&id| Edge { id, ..Edge::default() }).collect();
+        Process { edges, ..Process::default() }
+    }
+
+    #[test]
+    fn edge_ids_are_usable_when_set_and_distinct_in_any_order() {
+        assert!(edge_ids_usable(&with_edge_ids(&[])));
+        assert!(edge_ids_usable(&with_edge_ids(&[1, 2, 5])));
+        assert!(edge_ids_usable(&with_edge_ids(&[5, 1, 2])));
+        assert!(!edge_ids_usable(&with_edge_ids(&[0, 1, 2])));
+        assert!(!edge_ids_usable(&with_edge_ids(&[2, 0, 1])));
+        assert!(!edge_ids_usable(&with_edge_ids(&[3, 1, 3])));
+    }
+
+    #[test]
+    fn special_nodes_take_the_smallest_ids_no_block_has() {
+        let image = |ids: &[u64]| Image {
+            blocks: ids.iter().map(|&id| Block { id, ..Block::default() }).collect(),
+            ..Image::default()
+        };
+        let profile = |images: Vec<Image>| Profile {
+            processes: vec![Process { images, ..Process::default() }],
+            ..Profile::default()
+        };
+        assert_eq!(special_ids(&Profile::default()), [1, 2, 3]);
+        assert_eq!(special_ids(&profile(vec![image(&[1, 2]), image(&[4, 1 << 40])])), [3, 5, 6]);
+        assert_eq!(special_ids(&profile(vec![image(&[7, 8, 9])])), [1, 2, 3]);
+        assert_eq!(special_ids(&profile(vec![image(&[3, 2, 1])])), [4, 5, 6]);
+    }
 }
