@@ -157,8 +157,8 @@ impl Symbolizer {
     /// The symbolizer of what [`search::find`] found without a list of its functions: for a
     /// caller that reads the file's symbol table its own way (perf.data names functions as
     /// perf tells them apart) and needs the files, the segments and, with `lines`, DWARF's
-    /// source lines. Listing the functions of a large library (libLLVM's 120,000) took half
-    /// the time of naming a recording's addresses in it.
+    /// source lines. Listing the functions of libLLVM took 74 ms of the 149 ms that naming a
+    /// recording's addresses in it took (a recording of clang); without the list, under 1 ms.
     pub fn without_function_list(found: Found, lines: bool) -> Result<Symbolizer> {
         Self::build_listing(found, lines, false)
     }
@@ -762,5 +762,22 @@ mod tests {
             FunctionSymbol { address: 0x20, size: 4, name: "b" },
         ];
         assert_eq!(symbol_ends(&syms, &[]), vec![0x20, 0x24]);
+    }
+
+    /// Without its list of functions a symbolizer still finds the files and relocates as one
+    /// with the list does.
+    #[test]
+    fn a_symbolizer_without_its_function_list_relocates_alike() {
+        let binary = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bolt/call_in_loop");
+        let found = || Found { binary: Some(binary.clone()), ..Found::default() };
+        let listed = Symbolizer::symbols_only(found()).unwrap();
+        let unlisted = Symbolizer::without_function_list(found(), false).unwrap();
+        assert!(listed.symbol_count() > 0);
+        assert_eq!(unlisted.symbol_count(), 0);
+        let relocate = |s: &Symbolizer| s.relocation(AddressKind::FileOffset, 0, None);
+        assert!(relocate(&listed).is_some());
+        assert_eq!(relocate(&unlisted), relocate(&listed));
+        let path = |s: &Symbolizer| s.symbol_file().map(|f| f.path.clone());
+        assert_eq!(path(&unlisted), path(&listed));
     }
 }
