@@ -248,10 +248,11 @@ fn stacks_of_a_dcpi_profile_without_symbols_take_little_beside_its_model() {
     let input = dcpi_profile(20_000_000);
     std::fs::write(d.join("big.dcpi"), &input).unwrap();
     let reading = peak_kib(d, &["info", "-q", "big.dcpi"]);
-    // Converts to `out` and checks the peak took at most `limit` times the input beside reading.
+    // Converts to `out` and checks the peak took at most `limit` times the input beside reading,
+    // give or take one 2 MiB huge page (0.1x of this input: peaks moved by one from run to run).
     let convert_within = |out: &str, limit: f64| {
         let kib = peak_kib(d, &["convert", "-q", "big.dcpi", "-o", out]);
-        let beside = kib.saturating_sub(reading) as f64 * 1024.0 / input.len() as f64;
+        let beside = kib.saturating_sub(reading + 2048) as f64 * 1024.0 / input.len() as f64;
         assert!(
             beside <= limit,
             "writing {out} took {beside:.2}x the input beside reading it ({kib} against {reading} KiB)"
