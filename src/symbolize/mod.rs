@@ -144,14 +144,14 @@ impl Symbolizer {
     /// with its supplementary file and package. DWARF that cannot be read leaves the symbol
     /// table to answer, with the reason in [`Symbolizer::dwarf_error`].
     pub fn new(found: Found) -> Result<Symbolizer> {
-        Self::build(found, true)
+        Self::build(found, true, true)
     }
 
     /// The symbolizer of what [`search::find`] found, with its symbol table and segments but
     /// no DWARF: for function names alone, without the cost of reading (and decompressing)
     /// the debug sections.
     pub fn symbols_only(found: Found) -> Result<Symbolizer> {
-        Self::build(found, false)
+        Self::build(found, false, true)
     }
 
     /// The symbolizer of what [`search::find`] found without a list of its functions: for a
@@ -160,14 +160,10 @@ impl Symbolizer {
     /// source lines. Listing the functions of libLLVM took 74 ms of the 149 ms that naming a
     /// recording's addresses in it took (a recording of clang); without the list, under 1 ms.
     pub fn without_function_list(found: Found, lines: bool) -> Result<Symbolizer> {
-        Self::build_listing(found, lines, false)
+        Self::build(found, lines, false)
     }
 
-    fn build(found: Found, with_dwarf: bool) -> Result<Symbolizer> {
-        Self::build_listing(found, with_dwarf, true)
-    }
-
-    fn build_listing(found: Found, with_dwarf: bool, list_functions: bool) -> Result<Symbolizer> {
+    fn build(found: Found, with_dwarf: bool, list_functions: bool) -> Result<Symbolizer> {
         let open = |p: &Option<std::path::PathBuf>| p.as_deref().map(ElfFile::open).transpose();
         let binary = open(&found.binary)?;
         let debug = open(&found.debug)?;

@@ -309,7 +309,8 @@ fn name_frames(rec: &Recording, names: &Names, java: bool, texts: &mut Texts) ->
             NO_IMAGE | NO_KERNEL_IMAGE => None,
             i => names.file_of(i as usize),
         };
-        let function = file.and_then(|_| names.frame_function(rec, frame));
+        // None for a frame in no image or no function.
+        let function = names.frame_function(rec, frame);
         let key = (file.map_or(u32::MAX, |f| f as u32), function.map_or(u32::MAX, |(f, _)| f));
         let next = pairs.len() as u32;
         let pair = *pairs.entry(key).or_insert_with(|| {
