@@ -48,6 +48,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(read::read),
     writer: Some(write::write),
+    writes_stacks: true,
     // samply records addresses relative to each library and where the library was.
     symbolize_by_default: true,
     addresses: crate::ir::AddressKind::ImageRelative,

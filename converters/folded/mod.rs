@@ -25,6 +25,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read(input.limit_lines().stream(), findings)),
     writer: Some(write),
+    writes_stacks: true,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };

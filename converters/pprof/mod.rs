@@ -57,5 +57,6 @@ pub static FORMAT: Format = Format {
     extensions: &[".pb", ".pprof"],
     reader: Some(read::read),
     writer: Some(write::write),
+    writes_stacks: true,
     ..Format::NONE
 };

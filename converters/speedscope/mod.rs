@@ -46,6 +46,7 @@ pub static FORMAT: Format = Format {
     description: "speedscope JSON (sampled profiles for the speedscope viewer; write only)",
     extensions: &[".speedscope.json"],
     writer: Some(write),
+    writes_stacks: true,
     ..Format::NONE
 };
 

@@ -44,6 +44,7 @@ pub static FORMAT: Format = Format {
     description: "SVG flame graph drawn by inferno (write only)",
     extensions: &[".svg"],
     writer: Some(write),
+    writes_stacks: true,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };

@@ -136,6 +136,20 @@ pub fn build(profile: &Profile, process: &Process) -> CallGraph {
 /// Builds the call graph over routines computed already (`routines::all` or
 /// `routines::all_recomputed`), so that a caller computing several analyses does it once.
 pub fn build_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Routine]>]) -> CallGraph {
+    let mut graph = nodes_with(profile, process, routines);
+    add_arcs(&mut graph, process);
+    inclusive(&mut graph);
+    graph
+}
+
+/// The call graph's nodes and the node of every block, without arcs or inclusive costs (and
+/// without the routines' dominators, [`routines::outlines`]): for a caller that takes the
+/// calls and their costs from elsewhere (the stated inclusive costs of Callgrind's calls).
+pub fn nodes_only(profile: &Profile, process: &Process) -> CallGraph {
+    nodes_with(profile, process, &routines::outlines(process))
+}
+
+fn nodes_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Routine]>]) -> CallGraph {
     let mut graph = CallGraph::default();
     for (i, image) in process.images.iter().enumerate() {
         graph.image_base.push(graph.nodes.len() as u32);
@@ -173,7 +187,12 @@ pub fn build_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Rou
         }
         graph.block_node.push(block_node);
     }
+    graph
+}
 
+/// The arcs of `graph`: the call edges between its routines, one per (caller, call site,
+/// callee).
+fn add_arcs(graph: &mut CallGraph, process: &Process) {
     let mut arcs: HashMap<(u32, BlockRef, u32), u64> = HashMap::new();
     for e in &process.edges {
         if !e.kind.is_call() {
@@ -190,8 +209,6 @@ pub fn build_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Rou
         .collect();
     arcs.sort_unstable_by_key(|a| (a.caller, a.site, a.callee));
     graph.arcs = arcs;
-    inclusive(&mut graph);
-    graph
 }
 
 /// Strongly connected components of the call graph (Tarjan, iterative). Tarjan's algorithm
@@ -411,6 +428,43 @@ mod tests {
         let found: Vec<&CallArc> = g.arcs.iter().filter(|a| a.caller == f && a.callee == t).collect();
         assert_eq!(found.len(), 1, "{from} -> {to}");
         found[0].clone()
+    }
+
+    /// The nodes of `nodes_only` are those of `build`, without inclusive costs or cycles, and
+    /// every block is in the same node.
+    fn assert_same_nodes(p: &Profile) {
+        let process = &p.processes[0];
+        let (whole, bare) = (build(p, process), nodes_only(p, process));
+        let outline = |n: &CallNode| (n.image, n.routine, n.entry, n.name.clone(), n.self_instrs);
+        assert!(!whole.nodes.is_empty());
+        assert_eq!(
+            whole.nodes.iter().map(outline).collect::<Vec<_>>(),
+            bare.nodes.iter().map(outline).collect::<Vec<_>>()
+        );
+        assert!(
+            bare.arcs.is_empty() && bare.nodes.iter().all(|n| n.inclusive_instrs == 0 && n.cycle.is_none())
+        );
+        for (i, image) in process.images.iter().enumerate() {
+            for b in 0..image.blocks.len() as u32 {
+                let at = BlockRef { image: i as u32, block: b };
+                assert_eq!(whole.node_of(at), bare.node_of(at));
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_alone_are_the_graphs_nodes_whether_routines_are_found_or_given() {
+        let (mut p, _) = model(
+            &[("main", &[(5, 1), (5, 1)]), ("a", &[(10, 1)]), ("b", &[(20, 1)]), ("d", &[(10, 4)])],
+            &[(0, 0, 1, 1), (0, 1, 2, 1), (1, 0, 3, 1), (2, 0, 3, 3)],
+        );
+        assert_same_nodes(&p);
+        // Routines given without dominators (as Callgrind gives them) are taken as they are.
+        let given = crate::analysis::routines::all(&p.processes[0])[0].to_vec();
+        let image = &mut p.processes[0].images[0];
+        image.routines =
+            Some(given.into_iter().map(|r| Routine { idoms: Vec::new(), loops: Vec::new(), ..r }).collect());
+        assert_same_nodes(&p);
     }
 
     #[test]

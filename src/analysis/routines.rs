@@ -23,6 +23,27 @@ pub fn all(process: &Process) -> Vec<Cow<'_, [Routine]>> {
     derive(process, false)
 }
 
+/// The routines of every image as [`all`] gives them, but without the dominators and loops it
+/// completes: which blocks each routine holds and its entry, for callers that need no more
+/// (the call graph's nodes). A Callgrind profile's routines come without dominators: the
+/// 21 MB `cc1plus` profile's took 6 MB and a tenth of a second more to complete.
+pub fn outlines(process: &Process) -> Vec<Cow<'_, [Routine]>> {
+    let mut discovered = if process.images.iter().any(|i| i.routines.is_none()) {
+        discover_with(process, &cfg::build(process))
+    } else {
+        Vec::new()
+    };
+    process
+        .images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| match &image.routines {
+            Some(given) => Cow::Borrowed(given.as_slice()),
+            None => Cow::Owned(discovered.get_mut(i).map(std::mem::take).unwrap_or_default()),
+        })
+        .collect()
+}
+
 /// Routines of every image derived from the edges alone, whatever the input said.
 pub fn all_recomputed(process: &Process) -> Vec<Vec<Routine>> {
     let cfgs = cfg::build(process);

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 mod estimate;
 mod flat;
 
-pub use estimate::{estimate, uses_cost_rows, ESTIMATED_EVENT};
+pub use estimate::{estimate, estimate_owned, uses_cost_rows, ESTIMATED_EVENT};
 pub use flat::{FlatStacks, Frame};
 
 use crate::error::{Error, Findings, Result};
@@ -238,6 +238,33 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
         return Ok(WrittenStacks::Flat(flat));
     }
     let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
+    warn_estimated(findings, truncated);
+    Ok(WrittenStacks::Model(Cow::Owned(estimated)))
+}
+
+/// For a caller that owns the model and needs nothing of it but the stacks a writer of stacks
+/// writes (`cfghub convert` to folded stacks, say): where [`stacks_to_write`] would estimate
+/// them from the call graph, estimates them now, giving the model up before the walk
+/// ([`estimate_owned`]), and puts them in its place, with the same warnings. The writer then
+/// writes them as the profile's own stacks: the same output.
+pub fn estimate_in_place(profile: &mut Profile, findings: &mut Findings) {
+    if !needs_estimate(profile) {
+        return;
+    }
+    let (estimated, truncated) = estimate_owned(std::mem::take(profile), MAX_ESTIMATED_STACKS);
+    warn_estimated(findings, truncated);
+    *profile = estimated;
+}
+
+/// Whether [`stacks_to_write`] estimates the stacks from the call graph: the model has basic
+/// blocks and no stacks.
+pub fn needs_estimate(profile: &Profile) -> bool {
+    let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
+    let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
+    has_blocks && !has_stacks
+}
+
+fn warn_estimated(findings: &mut Findings, truncated: bool) {
     findings.warn(
         None,
         "stacks estimated from the call graph: every function keeps its self cost exactly, shared \
@@ -254,7 +281,6 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
             ),
         );
     }
-    Ok(WrittenStacks::Model(Cow::Owned(estimated)))
 }
 
 /// The most call paths [`stacks_to_write`] enumerates before folding deeper calls into
@@ -403,6 +429,8 @@ mod tests {
         );
         let (est, truncated) = estimate(&p, 1000);
         assert!(!truncated);
+        // Given up to the estimate, the model gives the same stacks.
+        assert_eq!(estimate_owned(p.clone(), 1000), (est.clone(), truncated));
         assert_eq!(est.events[0].name, "instructions");
         assert_eq!(est.processes[0].pid, 7);
         assert_eq!(
@@ -475,6 +503,8 @@ mod tests {
         }
         let (est, truncated) = estimate(&p, 1000);
         assert!(!truncated);
+        // Given up to the estimate, the model gives the same stacks.
+        assert_eq!(estimate_owned(p.clone(), 1000), (est.clone(), truncated));
         assert_eq!(est.events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Ir", "Dr"]);
         let ir = leaf_costs(&est, 0);
         assert_eq!((ir["main"], ir["a"], ir["b"], ir["init"]), (5.0, 11.0, 20.0, 6.0));

@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::convert::{load, save};
 use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, perf, speedscope, svg};
-use crate::error::Result;
+use crate::error::{Findings, Result};
 use crate::registry::{ReadOptions, WriteOptions};
 
 #[derive(Args, Debug)]
@@ -133,6 +133,13 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
+    }
+    // The model is needed for nothing but the writer: what the writer derives first may take
+    // its place (stacks estimated from the call graph, for a writer of stacks).
+    if let Some(format) = output {
+        let mut preparing = Findings::default();
+        format.prepare_to_write(&mut loaded.profile, &mut preparing);
+        super::check_findings(&args.output, &preparing, quiet)?;
     }
     // Formats that describe one binary name it from --symbols.
     let binary = args.symbols.binary();
