@@ -147,9 +147,22 @@ pub struct Format {
     pub validator: Option<fn(&Profile) -> Findings>,
     /// For a format stored as a folder: how to tell and write one.
     pub folder: Option<&'static FolderFormat>,
-    /// Whether the writer writes stacks alone, found by
-    /// [`crate::analysis::stacks::stacks_to_write`] ([`Format::prepare_to_write`]).
-    pub writes_stacks: bool,
+    /// What of the model the writer reads ([`Format::prepare_to_write`]).
+    pub writer_reads: WriterReads,
+}
+
+/// What of the model a writer reads, for a caller that owns the model and needs it for nothing
+/// but the writer ([`Format::prepare_to_write`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriterReads {
+    /// All of it.
+    Model,
+    /// Stacks alone, found by [`crate::analysis::stacks::stacks_to_write`]: estimated from the
+    /// call graph where the model has blocks and no stacks.
+    Stacks,
+    /// The images (their cost rows) and not the edges of a process with cost rows: formats of
+    /// samples by address.
+    CostRows,
 }
 
 impl Format {
@@ -168,7 +181,7 @@ impl Format {
         symbolize_by_default: false,
         validator: None,
         folder: None,
-        writes_stacks: false,
+        writer_reads: WriterReads::Model,
     };
 
     pub fn name(&self) -> &'static str {
@@ -276,20 +289,39 @@ impl Format {
     }
 
     /// For a caller that owns the model and needs it for nothing but this writer: what the
-    /// writer would derive from the model first is derived now and takes the model's place,
-    /// so that the two are never in memory together. For a writer of stacks estimated from the
-    /// call graph ([`crate::analysis::stacks::estimate_in_place`]): the 21 MB `cc1plus`
-    /// Callgrind profile to folded stacks peaks where reading it does, 79-82 MB instead of 105.
-    /// The warnings are those
-    /// [`Format::write`] gives, in the same order, and the output is the same.
+    /// writer does not read goes, and what it would derive first is derived now in the model's
+    /// place, so that the two are never in memory together ([`Format::writer_reads`]). For a
+    /// writer of stacks estimated from the call graph
+    /// ([`crate::analysis::stacks::estimate_in_place`]), the 21 MB `cc1plus` Callgrind profile
+    /// to folded stacks peaks where reading it does, 79-82 MB instead of 105; for a writer of
+    /// samples by address, the edges of a process with cost rows go (the same profile to
+    /// dcpicat 91.5 -> 76.2 MB, to DCPI 108.3 -> 76.2). The warnings are those [`Format::write`] gives,
+    /// in the same order, and the output is the same.
     pub fn prepare_to_write(&self, profile: &mut Profile, findings: &mut Findings) {
-        if !self.writes_stacks || !crate::analysis::stacks::needs_estimate(profile) {
-            return;
+        match self.writer_reads {
+            WriterReads::Model => {}
+            WriterReads::Stacks if crate::analysis::stacks::needs_estimate(profile) => {
+                if let Some(consequence) = self.without_addresses {
+                    crate::analysis::names::warn_blocks_without_addresses(
+                        profile,
+                        findings,
+                        self.name,
+                        consequence,
+                    );
+                }
+                crate::analysis::stacks::estimate_in_place(profile, findings);
+            }
+            WriterReads::Stacks => {}
+            WriterReads::CostRows => {
+                // (A process without cost rows keeps its edges: the totals of what the writer
+                // leaves out are its blocks' executions.)
+                for process in &mut profile.processes {
+                    if process.images.iter().any(|i| !i.costs.is_empty()) {
+                        process.edges = Vec::new();
+                    }
+                }
+            }
         }
-        if let Some(consequence) = self.without_addresses {
-            crate::analysis::names::warn_blocks_without_addresses(profile, findings, self.name, consequence);
-        }
-        crate::analysis::stacks::estimate_in_place(profile, findings);
     }
 
     /// The error for a format that cannot `what` ("read", "write"), with the format's hint.
@@ -400,31 +432,34 @@ mod tests {
     }
 
     #[test]
-    fn a_model_prepared_for_a_writer_of_stacks_is_written_as_the_model_itself() {
+    fn a_model_prepared_for_its_writer_is_written_as_the_model_itself() {
         let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         // A Callgrind profile (stated inclusive costs), a DCFG of two processes (the call graph's
-        // estimate) and CSI (blocks without addresses: a warning before the estimate's).
+        // estimate; no cost rows) and CSI (blocks without addresses: a warning before the
+        // estimate's).
         let inputs = [
             "callgrind/callgrind.out.recursion-loops",
             "dcfg/two-processes.dcfg.json",
             "csi/recursion-loops.debug_PT",
         ];
-        let mut estimated = 0;
+        let (mut estimated, mut without_edges) = (0, 0);
         for input in inputs {
             let path = fixtures.join(input);
             let loaded = crate::convert::load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap();
-            for format in formats().iter().filter(|f| f.writes_stacks) {
+            for format in formats().iter().filter(|f| f.writer_reads != WriterReads::Model) {
                 let whole = written(format, &loaded.profile, &mut Findings::default());
                 let mut model = loaded.profile.clone();
                 let mut findings = Findings::default();
                 format.prepare_to_write(&mut model, &mut findings);
                 estimated += usize::from(model.processes.iter().all(|p| p.images.is_empty()));
+                without_edges += usize::from(model.processes.iter().all(|p| p.edges.is_empty()));
                 let prepared = written(format, &model, &mut findings);
                 assert!(whole.0 == prepared.0, "{input} to {}: {:?}", format.name, prepared.0.err());
                 assert_eq!(whole.1, prepared.1, "{input} to {}", format.name);
             }
         }
         assert_eq!(estimated, inputs.len() * 5, "every model gave its place to the estimated stacks");
+        assert_eq!(without_edges, estimated + 2, "the Callgrind profile's edges went for DCPI and dcpicat");
     }
 
     #[test]

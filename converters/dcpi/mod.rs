@@ -18,7 +18,7 @@ pub mod model;
 pub mod read;
 pub mod write;
 
-use crate::registry::Format;
+use crate::registry::{Format, WriterReads};
 
 /// What a DCPI reader can be asked (the dcpicat reader takes the same).
 #[derive(Clone, Debug, Default)]
@@ -35,6 +35,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(read::read),
     writer: Some(write::write),
+    writer_reads: WriterReads::CostRows,
     without_addresses: Some("DCPI samples are by address; these blocks are left out"),
     // `tstart` is the runtime address of the image's text.
     addresses: crate::ir::AddressKind::TextRuntime,

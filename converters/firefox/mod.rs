@@ -29,7 +29,7 @@ mod read;
 mod schema;
 mod write;
 
-use crate::registry::Format;
+use crate::registry::{Format, WriterReads};
 
 pub use read::read_bytes;
 pub use write::write;
@@ -48,7 +48,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(read::read),
     writer: Some(write::write),
-    writes_stacks: true,
+    writer_reads: WriterReads::Stacks,
     // samply records addresses relative to each library and where the library was.
     symbolize_by_default: true,
     addresses: crate::ir::AddressKind::ImageRelative,

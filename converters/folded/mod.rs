@@ -12,7 +12,7 @@
 
 mod write;
 
-use crate::registry::Format;
+use crate::registry::{Format, WriterReads};
 
 pub use crate::folded_stacks::folded::{read, read_bytes};
 pub use write::write;
@@ -25,7 +25,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read(input.limit_lines().stream(), findings)),
     writer: Some(write),
-    writes_stacks: true,
+    writer_reads: WriterReads::Stacks,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };

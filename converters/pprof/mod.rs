@@ -22,7 +22,7 @@ mod read;
 mod wire;
 mod write;
 
-use crate::registry::Format;
+use crate::registry::{Format, WriterReads};
 
 pub use read::read_bytes;
 pub use write::write;
@@ -57,6 +57,6 @@ pub static FORMAT: Format = Format {
     extensions: &[".pb", ".pprof"],
     reader: Some(read::read),
     writer: Some(write::write),
-    writes_stacks: true,
+    writer_reads: WriterReads::Stacks,
     ..Format::NONE
 };

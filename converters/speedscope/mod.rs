@@ -25,7 +25,7 @@ use crate::error::{Findings, Result};
 use crate::folded_stacks::stacks_for_writing;
 use crate::io::write_error;
 use crate::ir::{EventId, Profile};
-use crate::registry::{Format, WriteOptions};
+use crate::registry::{Format, WriteOptions, WriterReads};
 
 /// The `$schema` value speedscope detects its format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -46,7 +46,7 @@ pub static FORMAT: Format = Format {
     description: "speedscope JSON (sampled profiles for the speedscope viewer; write only)",
     extensions: &[".speedscope.json"],
     writer: Some(write),
-    writes_stacks: true,
+    writer_reads: WriterReads::Stacks,
     ..Format::NONE
 };
 

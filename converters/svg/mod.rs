@@ -21,7 +21,7 @@ use inferno::flamegraph::{self, color::Palette, Direction};
 use crate::analysis::stacks::{self as derived, Frame, WrittenStacks};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EventId, Profile};
-use crate::registry::{Format, WriteOptions};
+use crate::registry::{Format, WriteOptions, WriterReads};
 
 /// What the flame-graph writer can be asked.
 #[derive(Clone, Debug, Default)]
@@ -44,7 +44,7 @@ pub static FORMAT: Format = Format {
     description: "SVG flame graph drawn by inferno (write only)",
     extensions: &[".svg"],
     writer: Some(write),
-    writes_stacks: true,
+    writer_reads: WriterReads::Stacks,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };

@@ -21,7 +21,7 @@
 pub mod read;
 pub mod write;
 
-use crate::registry::Format;
+use crate::registry::{Format, WriterReads};
 
 /// The dcpicat text dump format.
 pub static FORMAT: Format = Format {
@@ -31,6 +31,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read::read(input.limit_lines().stream(), findings)),
     writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
+    writer_reads: WriterReads::CostRows,
     without_addresses: Some("dcpicat samples are by address; these blocks are left out"),
     // `text_start` is the runtime address of the image's text.
     addresses: crate::ir::AddressKind::TextRuntime,
