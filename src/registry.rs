@@ -295,8 +295,8 @@ impl Format {
     /// ([`crate::analysis::stacks::estimate_in_place`]), the 21 MB `cc1plus` Callgrind profile
     /// to folded stacks peaks where reading it does, 79-82 MB instead of 105; for a writer of
     /// samples by address, the edges of a process with cost rows go (the same profile to
-    /// dcpicat 91.5 -> 76.2 MB, to DCPI 108.3 -> 76.2). The warnings are those [`Format::write`] gives,
-    /// in the same order, and the output is the same.
+    /// dcpicat 91.5 -> 76.2 MB, to DCPI 108.3 -> 76.2). The warnings are those
+    /// [`Format::write`] gives, in the same order, and the output is the same.
     pub fn prepare_to_write(&self, profile: &mut Profile, findings: &mut Findings) {
         match self.writer_reads {
             WriterReads::Model => {}
