@@ -3,7 +3,9 @@
 # must never make a command slower, and `cfghub info FILE.bz2` must be no slower than the pipe a
 # user would otherwise run, `lbzip2 -dc -n N FILE.bz2 | cfghub info -`.
 #
-# Commands, each the best and the median of RUNS, wall seconds:
+# Rounds run every command on every core count in turn, so that a machine whose speed drifts
+# (a virtual machine's CPUs can differ by 40% from run to run) drifts under all of them alike.
+# Commands, each the best and the median of RUNS rounds, wall seconds:
 #   info-bz2     cfghub info pin.dcfg.json.bz2            (the built-in parallel bzip2 decoder)
 #   lbzip2-pipe  lbzip2 -dc -n N pin.dcfg.json.bz2 | cfghub info -
 #   info-json    cfghub info pin.dcfg.json                (plain JSON)
@@ -40,17 +42,14 @@ if [ ! -s "$DATA/pin.dcfg.json.bz2" ]; then
 fi
 [ -s "$DATA/pin.dcfg.json" ] || "$LBZIP2_BIN" -dc "$DATA/pin.dcfg.json.bz2" > "$DATA/pin.dcfg.json"
 
-# best N CMD...: the best and the median wall time of RUNS runs of CMD on the first N cores.
-best() {
-  local n=$1 t0 t1 times=()
+# once N CMD...: the wall time of one run of CMD on the first N cores.
+once() {
+  local n=$1 t0 t1
   shift
-  for _ in $(seq "$RUNS"); do
-    t0=$(date +%s.%N)
-    taskset -c "0-$((n - 1))" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
-    t1=$(date +%s.%N)
-    times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')")
-  done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1} END{printf "%s/%s", t[1], t[int((NR+1)/2)]}'
+  t0=$(date +%s.%N)
+  taskset -c "0-$((n - 1))" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}'
 }
 
 pipe() { "$LBZIP2_BIN" -dc -n "$1" "$DATA/pin.dcfg.json.bz2" | "$CFGHUB" info -; }
@@ -60,31 +59,44 @@ export LBZIP2_BIN CFGHUB DATA
 
 builds=(cfghub)
 [ -n "$BASE" ] && builds+=(base)
+cmds=(info-bz2 lbzip2-pipe info-json)
+for f in "$DATA"/callgrind*.out; do
+  [ -s "$f" ] && cmds+=("callgrind:${f##*/}" "cg-stream:${f##*/}")
+done
+cores=()
+for n in $CORES; do [ "$n" -le "$MAX" ] && cores+=("$n"); done
+declare -A times=()
+for _ in $(seq "$RUNS"); do
+  for n in "${cores[@]}"; do
+    for cmd in "${cmds[@]}"; do
+      # shellcheck disable=SC2053 # ONLY is a pattern
+      [[ $cmd == $ONLY ]] || continue
+      for b in "${builds[@]}"; do
+        bin=$CFGHUB
+        [ "$b" = base ] && bin=$BASE
+        case $cmd in
+          info-bz2) t=$(once "$n" "$bin" info "$DATA/pin.dcfg.json.bz2") ;;
+          lbzip2-pipe) t=$(CFGHUB=$bin once "$n" bash -c "pipe $n") ;;
+          info-json) t=$(once "$n" "$bin" info "$DATA/pin.dcfg.json") ;;
+          callgrind:*) t=$(once "$n" "$bin" convert "$DATA/${cmd#*:}" -o "$OUT/out.callgrind") ;;
+          cg-stream:*) t=$(CFGHUB=$bin once "$n" bash -c "stream $DATA/${cmd#*:} $OUT/out.callgrind") ;;
+        esac
+        times[$n/$cmd/$b]+="$t "
+      done
+    done
+  done
+done
+
+# best/median of the times recorded for one key.
+summary() { printf '%s\n' $1 | sort -n | awk '{t[NR]=$1} END{printf "%s/%s", t[1], t[int((NR+1)/2)]}'; }
 printf '%-6s %-28s' cores command
 for b in "${builds[@]}"; do printf ' %13s' "$b"; done
 echo
-for n in $CORES; do
-  [ "$n" -le "$MAX" ] || continue
-  cmds=(info-bz2 lbzip2-pipe info-json)
-  for f in "$DATA"/callgrind*.out; do
-    [ -s "$f" ] && cmds+=("callgrind:${f##*/}" "cg-stream:${f##*/}")
-  done
+for n in "${cores[@]}"; do
   for cmd in "${cmds[@]}"; do
-    # shellcheck disable=SC2053 # ONLY is a pattern
-    [[ $cmd == $ONLY ]] || continue
+    [ -n "${times[$n/$cmd/cfghub]:-}" ] || continue
     printf '%-6s %-28s' "$n" "$cmd"
-    for b in "${builds[@]}"; do
-      bin=$CFGHUB
-      [ "$b" = base ] && bin=$BASE
-      case $cmd in
-        info-bz2) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json.bz2") ;;
-        lbzip2-pipe) t=$(CFGHUB=$bin best "$n" bash -c "pipe $n") ;;
-        info-json) t=$(best "$n" "$bin" info "$DATA/pin.dcfg.json") ;;
-        callgrind:*) t=$(best "$n" "$bin" convert "$DATA/${cmd#*:}" -o "$OUT/out.callgrind") ;;
-        cg-stream:*) t=$(CFGHUB=$bin best "$n" bash -c "stream $DATA/${cmd#*:} $OUT/out.callgrind") ;;
-      esac
-      printf ' %13s' "$t"
-    done
+    for b in "${builds[@]}"; do printf ' %13s' "$(summary "${times[$n/$cmd/$b]}")"; done
     echo
   done
 done
