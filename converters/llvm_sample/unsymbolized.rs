@@ -198,9 +198,18 @@ mod tests {
 
     #[test]
     fn samples_are_ranges_in_address_order_whatever_the_rows_order() {
-        // Rows at increasing addresses are written as they are read; others go through a map
-        // that sorts and sums them: the same text either way.
+        // Rows at increasing addresses are written as they are read; others are gathered,
+        // sorted and summed: the same text either way.
         assert_eq!(written(&[(0x10, 3), (0x20, 3), (0x30, 0)]), "2\n10-10:3\n20-20:3\n0\n");
         assert_eq!(written(&[(0x20, 3), (0x10, 2), (0x30, 0), (0x10, 1)]), "2\n10-10:3\n20-20:3\n0\n");
+    }
+
+    #[test]
+    fn counted_pairs_come_out_in_order_each_once_with_saturating_sums() {
+        let mut c = Counted::default();
+        for (pair, n) in [((2, 1), 5), ((1, 9), 1), ((2, 1), u64::MAX), ((1, 2), 4), ((1, 9), 2)] {
+            c.add(pair, n);
+        }
+        assert_eq!(c.summed(), [((1, 2), 4), ((1, 9), 3), ((2, 1), u64::MAX)]);
     }
 }
