@@ -270,14 +270,7 @@ impl Format {
     ) -> Result<()> {
         match self.writer {
             Some(write) => {
-                if let Some(consequence) = self.without_addresses {
-                    crate::analysis::names::warn_blocks_without_addresses(
-                        profile,
-                        findings,
-                        self.name,
-                        consequence,
-                    );
-                }
+                self.warn_blocks_without_addresses(profile, findings);
                 write(profile, out, options, findings)
             }
             None if self.folder.is_some() => {
@@ -285,6 +278,14 @@ impl Format {
                     .with_hint("name an output folder, e.g. -o app.tables/"))
             }
             None => Err(self.unsupported("write")),
+        }
+    }
+
+    /// For a writer whose format places everything by address: the warning that names the
+    /// blocks the input gave no address ([`Format::without_addresses`]).
+    fn warn_blocks_without_addresses(&self, profile: &Profile, findings: &mut Findings) {
+        if let Some(consequence) = self.without_addresses {
+            crate::analysis::names::warn_blocks_without_addresses(profile, findings, self.name, consequence);
         }
     }
 
@@ -301,14 +302,8 @@ impl Format {
         match self.writer_reads {
             WriterReads::Model => {}
             WriterReads::Stacks if crate::analysis::stacks::needs_estimate(profile) => {
-                if let Some(consequence) = self.without_addresses {
-                    crate::analysis::names::warn_blocks_without_addresses(
-                        profile,
-                        findings,
-                        self.name,
-                        consequence,
-                    );
-                }
+                // Said of the model, before the stacks take its place.
+                self.warn_blocks_without_addresses(profile, findings);
                 crate::analysis::stacks::estimate_in_place(profile, findings);
             }
             WriterReads::Stacks => {}

@@ -134,8 +134,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
     }
-    // The model is needed for nothing but the writer: what the writer derives first may take
-    // its place (stacks estimated from the call graph, for a writer of stacks).
+    // The model is needed for nothing but the writer: what the writer does not read may go,
+    // and what it derives first take the model's place (`Format::prepare_to_write`).
     if let Some(format) = output {
         let mut preparing = Findings::default();
         format.prepare_to_write(&mut loaded.profile, &mut preparing);
