@@ -25,8 +25,9 @@ pub fn all(process: &Process) -> Vec<Cow<'_, [Routine]>> {
 
 /// The routines of every image as [`all`] gives them, but without the dominators and loops it
 /// completes: which blocks each routine holds and its entry, for callers that need no more
-/// (the call graph's nodes). A Callgrind profile's routines come without dominators: the
-/// 21 MB `cc1plus` profile's took 6 MB and a tenth of a second more to complete.
+/// (the call graph's nodes). A Callgrind profile's routines come without dominators:
+/// completing the 21 MB `cc1plus` profile's built every image's control-flow graph (4.2 MB)
+/// and a copy of the routines (1.4 MB).
 pub fn outlines(process: &Process) -> Vec<Cow<'_, [Routine]>> {
     let mut discovered = if process.images.iter().any(|i| i.routines.is_none()) {
         discover_with(process, &cfg::build(process))

@@ -198,48 +198,48 @@ impl<'p> WrittenStacks<'p> {
 /// ([`estimate`]) or made of its flat costs ([`FlatStacks`], their addresses named as they
 /// are written), with a warning that says so.
 pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Result<WrittenStacks<'p>> {
+    if needs_estimate(profile) {
+        let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
+        warn_estimated(findings, truncated);
+        return Ok(WrittenStacks::Model(Cow::Owned(estimated)));
+    }
+    // Stacks, or no blocks: the profile's own stacks, or stacks of its flat costs.
     let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
-    let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
     let has_other =
         profile.processes.iter().any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.costs.is_empty()));
-    if has_stacks || (!has_blocks && !has_other) {
+    if has_stacks || !has_other {
         return Ok(WrittenStacks::Model(Cow::Borrowed(profile)));
     }
-    if !has_blocks {
-        let flat = FlatStacks::new(profile, true);
-        if !flat.has_values() {
-            return Err(Error::unsupported(
-                "the profile has no stacks, no basic blocks to estimate them from a call graph, \
-                 and no costs of functions or addresses",
-            )
-            .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
-        }
+    let flat = FlatStacks::new(profile, true);
+    if !flat.has_values() {
+        return Err(Error::unsupported(
+            "the profile has no stacks, no basic blocks to estimate them from a call graph, \
+             and no costs of functions or addresses",
+        )
+        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+    }
+    findings.warn(
+        None,
+        "the profile has no call stacks: one stack per function with its self cost, the \
+         functions inlined at an address (after --symbols) as frames under it; callers are not shown",
+    );
+    let unnamed = profile
+        .processes
+        .iter()
+        .flat_map(|p| &p.images)
+        .filter(|i| !i.costs.is_empty() && i.symbols.is_empty())
+        .count();
+    if unnamed > 0 {
         findings.warn(
             None,
-            "the profile has no call stacks: one stack per function with its self cost, the \
-             functions inlined at an address (after --symbols) as frames under it; callers are not shown",
+            format!(
+                "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET \
+                 (pprof: locations at their addresses); name them with --symbols BINARY \
+                 (see docs/symbols.md)"
+            ),
         );
-        let unnamed = profile
-            .processes
-            .iter()
-            .flat_map(|p| &p.images)
-            .filter(|i| !i.costs.is_empty() && i.symbols.is_empty())
-            .count();
-        if unnamed > 0 {
-            findings.warn(
-                None,
-                format!(
-                    "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET \
-                     (pprof: locations at their addresses); name them with --symbols BINARY \
-                     (see docs/symbols.md)"
-                ),
-            );
-        }
-        return Ok(WrittenStacks::Flat(flat));
     }
-    let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
-    warn_estimated(findings, truncated);
-    Ok(WrittenStacks::Model(Cow::Owned(estimated)))
+    Ok(WrittenStacks::Flat(flat))
 }
 
 /// For a caller that owns the model and needs nothing of it but the stacks a writer of stacks
