@@ -43,7 +43,7 @@ pub fn write(
     // Written as named (the output file is replaced only once all is written): a copy of the
     // text took 14 MB more converting the 21 MB cc1plus Callgrind profile.
     for r in &records {
-        match (namer.name(r.from.1), namer.name(r.to.1)) {
+        match (namer.name(r.from), namer.name(r.to)) {
             (Some((f, fo)), Some((t, to))) if plain(f) && plain(t) => {
                 writeln!(out, "1 {f} {fo:x} 1 {t} {to:x} {} {}", r.mispredicts, r.count).map_err(io)?;
             }

@@ -198,12 +198,11 @@ pub fn write(
         profile,
         "a BOLT profile holds branch and fall-through counts, not the events' costs",
     );
-    let process = &profile.processes[chosen.places[0].0];
+    let (p, i) = chosen.places[0];
+    let base = profile.processes[p].images[i as usize].load_addr;
     let io = |e: std::io::Error| Error::io("output", e);
-    let base = |image: u32| process.images[image as usize].load_addr;
     for r in &records {
-        let from = base(r.from.0).wrapping_add(r.from.1);
-        let to = base(r.to.0).wrapping_add(r.to.1);
+        let (from, to) = (base.wrapping_add(r.from), base.wrapping_add(r.to));
         if r.fall_through {
             writeln!(out, "F {from:x} {to:x} {}", r.count).map_err(io)?;
         } else {

@@ -11,8 +11,12 @@ pub struct SymbolIndex {
 
 impl SymbolIndex {
     pub fn new(image: &Image) -> Self {
-        let mut ranges: Vec<(u64, u64, u32)> = image
-            .symbols
+        Self::of(&image.symbols)
+    }
+
+    /// The index of `symbols` (an image's, or a binary's own).
+    pub fn of(symbols: &[crate::ir::Symbol]) -> Self {
+        let mut ranges: Vec<(u64, u64, u32)> = symbols
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
