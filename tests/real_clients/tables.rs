@@ -266,7 +266,7 @@ fn dcpi_samples_per_block_from_a_merged_profile() {
     assert_eq!(seen, samples.len(), "{rows}");
 }
 
-/// A table of several row groups (131,072 rows each, the last one shorter): every row carries
+/// A table of several row groups (65,536 rows each, the last one shorter): every row carries
 /// the profile id, which DuckDB and pyarrow read from the dictionary-encoded column, with
 /// statistics (min = max = the id, no nulls) in every row group; cfghub reads the folder back
 /// to the same DCFG.

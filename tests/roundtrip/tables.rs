@@ -158,7 +158,7 @@ fn inline_frames_from_symbols_survive_tables() {
     assert!(String::from_utf8_lossy(&via).contains("work;poly"), "{}", String::from_utf8_lossy(&via));
 }
 
-/// A profile bigger than a row group (131,072 rows) and than a read batch (8,192 rows) in its
+/// A profile bigger than a row group (at most 65,536 rows) and than a read batch (2,048 rows) in its
 /// blocks, block counts, edges, edge counts and routine blocks: the rows written a group at a
 /// time and read a batch at a time come back as they were, nulls included.
 #[test]
