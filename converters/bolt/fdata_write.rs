@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::records::{model_records, Namer};
+use super::records::{model_records, Namer, Record};
 use crate::analysis::names::{choose_binary, ChosenBinary};
 use crate::error::{Error, Findings, Result};
 use crate::ir::Profile;
@@ -25,14 +25,7 @@ pub fn write(
     let mut records = model_records(profile, &chosen, true, findings);
     // A branch and a fall-through between the same two instructions (a jump to the next
     // one) are one line, as BOLT adds them up.
-    records.dedup_by(|next, kept| {
-        let same = (next.from, next.to) == (kept.from, kept.to);
-        if same {
-            kept.count = kept.count.saturating_add(next.count);
-            kept.mispredicts = kept.mispredicts.saturating_add(next.mispredicts);
-        }
-        same
-    });
+    crate::analysis::branch_records::add_up_runs(&mut records, |r| (r.from, r.to), Record::add);
     let io = |e: std::io::Error| Error::io("output", e);
     if records.is_empty() {
         return write_no_lbr(profile, &chosen, out, options, findings);

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::analysis::addresses::ElfLayout;
+use crate::analysis::branch_records::add_up;
 use crate::analysis::names::{ChosenBinary, SymbolIndex};
 use crate::error::{Error, Findings, Result};
 use crate::ir::{BlockRef, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
@@ -110,6 +111,14 @@ pub struct Record {
     pub mispredicts: u64,
 }
 
+impl Record {
+    /// Adds `other`'s counts to this record's (saturating).
+    pub fn add(&mut self, other: &Record) {
+        self.count = self.count.saturating_add(other.count);
+        self.mispredicts = self.mispredicts.saturating_add(other.mispredicts);
+    }
+}
+
 /// The records of the edges between blocks of the chosen binary ([`ChosenBinary`]: its image
 /// in every process that loaded it, added up as perf2bolt adds up the processes of a binary),
 /// repeats added up, sorted by source; offsets are into the first place's image. Calls and
@@ -196,15 +205,7 @@ pub fn model_records(
             ),
         );
     }
-    out.sort_unstable_by_key(|r| (r.from, r.to, r.fall_through));
-    out.dedup_by(|next, kept| {
-        let same = (next.from, next.to, next.fall_through) == (kept.from, kept.to, kept.fall_through);
-        if same {
-            kept.count = kept.count.saturating_add(next.count);
-            kept.mispredicts = kept.mispredicts.saturating_add(next.mispredicts);
-        }
-        same
-    });
+    add_up(&mut out, |r| (r.from, r.to, r.fall_through), Record::add);
     out
 }
 

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use super::write::{binary_of, refuse_without_addresses};
 use crate::analysis::addresses::ElfLayout;
+use crate::analysis::branch_records::add_up;
 use crate::analysis::names::choose_binary;
 use crate::error::{Error, Findings, Result};
 use crate::ir::{EdgeKind, NodeRef, Profile};
@@ -114,14 +115,7 @@ impl Counted {
 
     /// The pairs in order, each once with its counts summed (saturating).
     fn summed(mut self) -> Vec<((u64, u64), u64)> {
-        self.0.sort_unstable_by_key(|&(pair, _)| pair);
-        self.0.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1 = kept.1.saturating_add(later.1);
-            }
-            same
-        });
+        add_up(&mut self.0, |&(pair, _)| pair, |kept, later| kept.1 = kept.1.saturating_add(later.1));
         self.0
     }
 }

@@ -1136,14 +1136,11 @@ fn returns(
         radix::sort_by_key(&mut demands, |d| u64::from(d.1));
     }
     radix::sort_by_key(&mut demands, |d| d.0);
-    demands.dedup_by(|next, kept| {
-        if (next.0, next.1) == (kept.0, kept.1) {
-            kept.2 = kept.2.saturating_add(next.2);
-            true
-        } else {
-            false
-        }
-    });
+    crate::analysis::branch_records::add_up_runs(
+        &mut demands,
+        |d| (d.0, d.1),
+        |kept, d| kept.2 = kept.2.saturating_add(d.2),
+    );
     // Exit blocks of every function in block order, with the executions each has left to hand
     // out: a counting sort by function.
     let is_exit = |g: usize| !set.has_out[g] && !ends_in_jump[g];

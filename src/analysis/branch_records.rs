@@ -139,25 +139,17 @@ impl BranchRecords {
     /// zero times, and sorts both lists by address.
     pub fn aggregate(&mut self) {
         self.taken.retain(|b| b.count > 0);
-        self.taken.sort_unstable_by_key(|b| (b.from, b.to));
-        self.taken.dedup_by(|next, kept| {
-            let same = (next.from, next.to) == (kept.from, kept.to);
-            if same {
-                kept.count = kept.count.saturating_add(next.count);
-                kept.mispredicts = kept.mispredicts.saturating_add(next.mispredicts);
-            }
-            same
-        });
+        add_up(
+            &mut self.taken,
+            |b| (b.from, b.to),
+            |kept, b| {
+                kept.count = kept.count.saturating_add(b.count);
+                kept.mispredicts = kept.mispredicts.saturating_add(b.mispredicts);
+            },
+        );
         for list in [&mut self.fall_throughs, &mut self.block_fall_throughs, &mut self.over_calls] {
             list.retain(|f| f.count > 0);
-            list.sort_unstable_by_key(|f| (f.start, f.end));
-            list.dedup_by(|next, kept| {
-                let same = (next.start, next.end) == (kept.start, kept.end);
-                if same {
-                    kept.count = kept.count.saturating_add(next.count);
-                }
-                same
-            });
+            add_up(list, |f| (f.start, f.end), |kept, f| kept.count = kept.count.saturating_add(f.count));
         }
     }
 
@@ -603,6 +595,29 @@ fn block_ending_at(process: &Process, at: Location) -> Option<BlockRef> {
     (blocks[k].last_instr() == at.offset).then_some(BlockRef { image: at.image, block: k as u32 })
 }
 
+/// Sorts `items` by `key` and adds each run of equal keys into its first item
+/// ([`add_up_runs`]): the repeats of one branch, range or record counted once.
+pub fn add_up<T, K: Ord>(items: &mut Vec<T>, key: impl Fn(&T) -> K, add: impl FnMut(&mut T, &T)) {
+    items.sort_unstable_by_key(&key);
+    add_up_runs(items, key, add);
+}
+
+/// Adds each run of neighbouring items with equal keys into the run's first item
+/// (`add(first, later)`), the later ones dropped.
+pub fn add_up_runs<T, K: PartialEq>(
+    items: &mut Vec<T>,
+    key: impl Fn(&T) -> K,
+    mut add: impl FnMut(&mut T, &T),
+) {
+    items.dedup_by(|later, kept| {
+        let same = key(later) == key(kept);
+        if same {
+            add(kept, later);
+        }
+        same
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -632,6 +647,20 @@ mod tests {
     /// A loop `0x10..=0x18` run 10 times in `main` (0x00..0x40): entered from 0x08, the
     /// conditional at 0x18 taken back 9 times and falling through to 0x1c once; as perf's
     /// traces and as `.fdata` says it.
+
+    #[test]
+    fn repeats_add_up_into_the_first_of_their_run() {
+        let mut items = vec![(3, 1, 'a'), (1, 2, 'b'), (3, 4, 'c'), (2, u64::MAX, 'd'), (2, 1, 'e')];
+        let add =
+            |kept: &mut (u32, u64, char), later: &(u32, u64, char)| kept.1 = kept.1.saturating_add(later.1);
+        add_up(&mut items, |i| i.0, add);
+        let sums: Vec<(u32, u64)> = items.iter().map(|i| (i.0, i.1)).collect();
+        assert_eq!(sums, [(1, 2), (2, u64::MAX), (3, 5)]);
+        // Runs only: equal keys apart stay apart.
+        let mut runs = vec![(1, 1, 'a'), (1, 1, 'b'), (2, 1, 'c'), (1, 1, 'd')];
+        add_up_runs(&mut runs, |i| i.0, add);
+        assert_eq!(runs, [(1, 2, 'a'), (2, 1, 'c'), (1, 1, 'd')]);
+    }
     #[test]
     fn traces_and_fdata_edges_give_the_same_loop() {
         let l = |o| Location::new(0, o);
