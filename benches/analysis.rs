@@ -7,8 +7,8 @@
 use std::hint::black_box;
 
 use cfghub::analysis::{callgraph, routines};
-use cfghub::converters::dot::{self, Options, View};
 use cfghub::error::Findings;
+use cfghub::formats::dot::{self, Options, View};
 use cfghub::ir::{Block, BlockRef, Edge, EdgeKind, Image, NodeRef, Process, Profile};
 use cfghub::synth::{generate, SynthSpec};
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::FORMAT as Callgrind;
 use cfghub::error::Findings;
-use cfghub::registry::WriteOptions;
+use cfghub::format::WriteOptions;
+use cfghub::formats::callgrind::FORMAT as Callgrind;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 fn bench(c: &mut Criterion) {

@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use cfghub::analysis::ball_larus::{mark_back_edges, number, Dag, GraphEdge, PathGraph};
 use cfghub::convert::write_to_vec;
-use cfghub::converters::csi;
+use cfghub::formats::csi;
 use cfghub::synth::{generate, SynthSpec};
 use criterion::{criterion_group, criterion_main, Criterion};
 

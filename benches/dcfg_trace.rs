@@ -5,9 +5,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cfghub::converters::dcfg_trace::decode::totals;
-use cfghub::converters::dcfg_trace::encode::EncodeOptions;
-use cfghub::converters::dcfg_trace::generate::{looped, pair};
+use cfghub::formats::dcfg_trace::decode::totals;
+use cfghub::formats::dcfg_trace::encode::EncodeOptions;
+use cfghub::formats::dcfg_trace::generate::{looped, pair};
 use cfghub::synth::SynthSpec;
 
 fn decoding(c: &mut Criterion) {
@@ -42,7 +42,7 @@ fn encoding(c: &mut Criterion) {
     group.bench_function("whole walks", |b| {
         b.iter(|| {
             let mut out = Vec::new();
-            cfghub::converters::dcfg_trace::encode::encode(
+            cfghub::formats::dcfg_trace::encode::encode(
                 &p.profile,
                 4242,
                 &p.sequences,

@@ -6,8 +6,8 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 use cfghub::analysis::merge::{merge, MergeOptions};
-use cfghub::converters::dcpi::read::{from_bytes, parse_body, parse_header};
 use cfghub::error::Findings;
+use cfghub::formats::dcpi::read::{from_bytes, parse_body, parse_header};
 use cfghub::ir::{Block, Cost, Event, Image, Process, Profile};
 
 /// A profile of `slots` counts in chunks of 64 slots with 64-byte gaps, like a hot text.

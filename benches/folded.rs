@@ -6,8 +6,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cfghub::converters::folded;
 use cfghub::error::Findings;
+use cfghub::formats::folded;
 
 /// A deterministic folded profile of about `bytes` bytes.
 pub fn synthetic(bytes: usize) -> Vec<u8> {

@@ -11,7 +11,7 @@ fn main() {
     let mut out = BufWriter::new(std::io::stdout().lock());
     for line in stdin.lines() {
         let Ok(line) = line else { break };
-        if writeln!(out, "{}", cfghub::converters::perf::data::perf_name(&line)).is_err() {
+        if writeln!(out, "{}", cfghub::formats::perf::data::perf_name(&line)).is_err() {
             break;
         }
     }

@@ -4,27 +4,23 @@
 //! N readers, one model, M writers. Derived facts (routines, dominators, loops, the call graph,
 //! inclusive costs) are computed once in [`analysis`] and shared by every writer.
 //!
+//! The layers are crates, each depending only on those below it: `cfghub-model` (the model,
+//! errors, inputs and outputs), `cfghub-analysis` (derived facts and the ELF/DWARF symbolizer),
+//! `cfghub-formats` (one module per format and the format list), and this crate, the
+//! command-line tool ([`cli`]). This crate also gives library users the layers below under one
+//! name.
+//!
 //! ```no_run
-//! use cfghub::{convert, registry::{ReadOptions, WriteOptions}};
+//! use cfghub::{convert, format::{ReadOptions, WriteOptions}};
 //! let loaded = convert::load("app.dcfg.json.bz2", None, &ReadOptions::default()).unwrap();
 //! println!("{} processes", loaded.profile.processes.len());
 //! ```
 
-pub mod analysis;
 pub mod cli;
-pub mod convert;
-pub mod error;
-pub mod folded_stacks;
-pub mod io;
-pub mod ir;
-pub mod json;
-pub mod mem;
-pub mod registry;
-pub mod symbolize;
-pub mod synth;
 
-#[path = "../converters/mod.rs"]
-pub mod converters;
-
-pub use error::{Error, Result};
-pub use ir::Profile;
+pub use cfghub_analysis as analysis;
+pub use cfghub_analysis::{symbolize, synth};
+pub use cfghub_formats as formats;
+pub use cfghub_formats::{convert, folded_stacks, format, registry};
+pub use cfghub_model::{error, io, ir, json, mem};
+pub use cfghub_model::{Error, Profile, Result};

@@ -3,9 +3,10 @@
 //! panic, hang or allocate without bound. libFuzzer reports a panic as a crash, a slow input
 //! past `-timeout`, and an allocation past `-malloc_limit_mb` (`scripts/fuzz.sh` sets both).
 
-use cfghub::converters::dcfg_trace;
+use cfghub::formats::dcfg_trace;
 use cfghub::error::Findings;
-use cfghub::registry::{self, ReadOptions};
+use cfghub::format::ReadOptions;
+use cfghub::registry;
 
 /// Most edges a DCFG-trace target decodes: a trace that declares more is refused before
 /// decoding, as `--max-edges` does on the command line.
@@ -52,7 +53,7 @@ pub fn bzip2(data: &[u8]) {
 /// Decodes `data` as a DCFG-trace edge by edge, in order (what `cfghub trace edges` does),
 /// refusing traces that declare more than [`MAX_EDGES`] edges.
 pub fn trace_edges(data: &[u8]) {
-    use cfghub::converters::dcfg_trace::decode::{stream_versioned, EachEdge};
+    use cfghub::formats::dcfg_trace::decode::{stream_versioned, EachEdge};
     let job = EachEdge { f: |_pid: u64, _thread: u64, _id: u64| Ok(()), thread: None };
     let mut input = data;
     let _ = stream_versioned(&mut input, None, job, Some(MAX_EDGES));

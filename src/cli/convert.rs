@@ -2,10 +2,10 @@
 
 use clap::Args;
 
-use crate::convert::{load, save};
-use crate::converters::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, perf, speedscope, svg};
-use crate::error::{Findings, Result};
-use crate::registry::{ReadOptions, WriteOptions};
+use cfghub_formats::convert::{load, save};
+use cfghub_formats::format::{ReadOptions, WriteOptions};
+use cfghub_formats::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, perf, speedscope, svg};
+use cfghub_model::error::{Findings, Result};
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
@@ -117,12 +117,12 @@ impl WriteArgs {
 pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     let mut inputs = vec![args.input.as_str()];
     inputs.extend(args.symbols.paths());
-    crate::io::check_not_an_input(&args.output, &inputs)?;
+    cfghub_model::io::check_not_an_input(&args.output, &inputs)?;
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
     // A perf.data file converted to stacks alone needs no source lines.
-    let output = crate::registry::detect_output(&args.output, args.to.as_deref()).ok();
+    let output = cfghub_formats::registry::detect_output(&args.output, args.to.as_deref()).ok();
     let symbolized = args.symbols.wanted();
     let read = args.read.options().with(
         output.map_or_else(Default::default, |f| perf::data::Options::for_output(f.name(), symbolized)),
@@ -146,8 +146,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     let write_options = args
         .write
         .options()
-        .with(crate::converters::llvm_sample::Options { binary: binary.clone(), image: args.image.clone() })
-        .with(crate::converters::bolt::Options { binary, image: args.image.clone() });
+        .with(cfghub_formats::llvm_sample::Options { binary: binary.clone(), image: args.image.clone() })
+        .with(cfghub_formats::bolt::Options { binary, image: args.image.clone() });
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     // The process ends with this command: the system takes the model's memory back at once,

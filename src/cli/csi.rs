@@ -10,12 +10,12 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::convert::ReadArgs;
-use crate::analysis::ball_larus::{Dag, DecodedPath, PathError};
-use crate::analysis::path_graph::{routine_paths, RoutinePaths};
-use crate::analysis::{names, routines, source::SourceIndex};
-use crate::convert::load;
-use crate::error::{Error, Result};
-use crate::ir::{Image, Profile};
+use cfghub_analysis::ball_larus::{Dag, DecodedPath, PathError};
+use cfghub_analysis::path_graph::{routine_paths, RoutinePaths};
+use cfghub_analysis::{names, routines, source::SourceIndex};
+use cfghub_formats::convert::load;
+use cfghub_model::error::{Error, Result};
+use cfghub_model::ir::{Image, Profile};
 
 /// Slots of csi-cc's path trace ring buffer.
 pub const SLOTS: usize = 10;
@@ -231,11 +231,11 @@ fn path_error(e: PathError, name: &str, file: &str, image: &Image, rp: &RoutineP
     let block = node.and_then(|n| rp.blocks.get(n as usize).copied().flatten());
     if let (true, Some(b)) = (csi, block) {
         let id = image.display_id(b);
-        let data = crate::io::Input::open(file).ok().and_then(|i| {
+        let data = cfghub_model::io::Input::open(file).ok().and_then(|i| {
             let mut v = Vec::new();
             std::io::Read::read_to_end(&mut i.reader(), &mut v).ok().map(|_| v)
         });
-        if let Some(at) = data.and_then(|d| crate::converters::csi::block_location(&d, name, id)) {
+        if let Some(at) = data.and_then(|d| cfghub_formats::csi::block_location(&d, name, id)) {
             err = err.at(at);
         }
     }
@@ -270,7 +270,7 @@ pub fn run(args: CsiArgs, quiet: bool) -> Result<i32> {
     }
 }
 
-fn load_target(t: &Target, quiet: bool) -> Result<crate::convert::Loaded> {
+fn load_target(t: &Target, quiet: bool) -> Result<cfghub_formats::convert::Loaded> {
     let loaded = load(&t.input, t.from.as_deref(), &t.read.options())?;
     super::check_findings(&t.input, &loaded.findings, quiet)?;
     Ok(loaded)

@@ -13,13 +13,13 @@ use std::io::Write;
 use clap::Args;
 
 use super::table::Table;
-use crate::analysis::stacks::WrittenStacks;
-use crate::convert::{load, Loaded};
-use crate::converters::svg;
-use crate::error::{Error, Findings, Result};
-use crate::io::{write_error, write_output};
-use crate::ir::{Profile, Stack};
-use crate::registry::{ReadOptions, WriteOptions};
+use cfghub_analysis::stacks::WrittenStacks;
+use cfghub_formats::convert::{load, Loaded};
+use cfghub_formats::format::{ReadOptions, WriteOptions};
+use cfghub_formats::svg;
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::io::{write_error, write_output};
+use cfghub_model::ir::{Profile, Stack};
 use routine_costs::{routine_costs, uses_blocks, RoutineCost, INSTRUCTIONS};
 
 #[derive(Args, Debug)]
@@ -54,7 +54,7 @@ pub struct DiffArgs {
 pub fn run(args: DiffArgs, quiet: bool) -> Result<i32> {
     let mut inputs = vec![args.before.as_str(), args.after.as_str()];
     inputs.extend(args.symbols.paths());
-    crate::io::check_not_an_input(&args.output, &inputs)?;
+    cfghub_model::io::check_not_an_input(&args.output, &inputs)?;
     let mut before = load(&args.before, args.from.as_deref(), &ReadOptions::default())?;
     super::check_findings(&args.before, &before.findings, quiet)?;
     args.symbols.apply(&mut before, &args.before, quiet)?;

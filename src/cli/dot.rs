@@ -7,11 +7,11 @@
 
 use clap::Args;
 
-use crate::convert::load;
-use crate::converters::dot::{self, render, View};
-use crate::error::{Error, Findings, Result};
-use crate::io::{check_not_an_input, write_error, write_output};
-use crate::registry::ReadOptions;
+use cfghub_formats::convert::load;
+use cfghub_formats::dot::{self, render, View};
+use cfghub_formats::format::ReadOptions;
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::io::{check_not_an_input, write_error, write_output};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\

@@ -1,7 +1,7 @@
 //! `cfghub formats`: which formats can be read and written.
 
-use crate::error::Result;
-use crate::registry::formats;
+use cfghub_formats::registry::formats;
+use cfghub_model::error::Result;
 
 pub fn run() -> Result<i32> {
     let mut out = format!("{:<11} {:<5} {:<5} {:<32} description\n", "format", "read", "write", "extensions");

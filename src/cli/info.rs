@@ -39,11 +39,11 @@ use serde::Serialize;
 
 use super::convert::ReadArgs;
 use super::table::Table;
-use crate::analysis::{executions, loops, names, path_graph, routines};
-use crate::convert::load;
-use crate::converters::dcfg_trace;
-use crate::error::Result;
-use crate::ir::{CoverageKind, Image, Process, Profile, Routine};
+use cfghub_analysis::{executions, loops, names, path_graph, routines};
+use cfghub_formats::convert::load;
+use cfghub_formats::dcfg_trace;
+use cfghub_model::error::Result;
+use cfghub_model::ir::{CoverageKind, Image, Process, Profile, Routine};
 
 #[derive(Args, Debug)]
 pub struct InfoArgs {
@@ -73,12 +73,12 @@ pub struct Report {
     pub processes: Vec<ProcessReport>,
     /// What `--symbols` found and named, per image.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub symbols: Vec<crate::symbolize::ImageReport>,
+    pub symbols: Vec<cfghub_analysis::symbolize::ImageReport>,
     /// The memory the model takes, part by part.
     pub memory: MemoryReport,
 }
 
-/// The heap memory the model holds (see [`crate::ir::ModelMemory`]), in bytes.
+/// The heap memory the model holds (see [`cfghub_model::ir::ModelMemory`]), in bytes.
 #[derive(Serialize, Debug)]
 pub struct MemoryReport {
     pub total: u64,
@@ -262,14 +262,14 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
     let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
     let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
     report.symbols = named;
-    report.memory.input = crate::io::Input::open(&args.input)
+    report.memory.input = cfghub_model::io::Input::open(&args.input)
         .ok()
-        .filter(|i| i.compression == crate::io::Compression::None)
+        .filter(|i| i.compression == cfghub_model::io::Compression::None)
         .and_then(|i| i.size);
     report.memory = MemoryReport::of(&loaded.profile, report.memory.input);
     if args.json {
-        let json =
-            serde_json::to_string_pretty(&report).map_err(|e| crate::error::Error::input(e.to_string()))?;
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| cfghub_model::error::Error::input(e.to_string()))?;
         super::print_out(&(json + "\n"))?;
     } else {
         super::print_out(&escape_controls(&render(&report)))?;
@@ -292,7 +292,7 @@ fn escape_controls(text: &str) -> String {
             if j > 0 {
                 out.push('\t');
             }
-            let _ = crate::error::write_escaped(&mut out, part);
+            let _ = cfghub_model::error::write_escaped(&mut out, part);
         }
     }
     out
@@ -475,7 +475,7 @@ fn stack_report(
     if process.stacks.is_empty() {
         return (BTreeMap::new(), Vec::new());
     }
-    let by = crate::folded_stacks::default_event(profile);
+    let by = cfghub_formats::folded_stacks::default_event(profile);
     let (totals, functions) = rankings::stack_functions(profile, process, by, top);
     let per_event = |values: &[f64]| -> BTreeMap<String, f64> {
         profile.events.iter().zip(values).map(|(e, &v)| (e.name.clone(), v)).collect()

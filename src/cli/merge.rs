@@ -1,13 +1,13 @@
 //! `cfghub merge GRAPH SAMPLES... -o OUT`: sampled addresses (DCPI) attributed to the basic
-//! blocks of a control-flow graph (DCFG). The rules are in `crate::analysis::merge`.
+//! blocks of a control-flow graph (DCFG). The rules are in `cfghub_analysis::merge`.
 
 use clap::Args;
 
 use super::convert::{ReadArgs, WriteArgs};
-use crate::analysis::combine::combine;
-use crate::analysis::merge::{merge, MergeOptions, MergeReport, OUTSIDE_BLOCKS};
-use crate::convert::{load, save};
-use crate::error::{Error, Findings, Result};
+use cfghub_analysis::combine::combine;
+use cfghub_analysis::merge::{merge, MergeOptions, MergeReport, OUTSIDE_BLOCKS};
+use cfghub_formats::convert::{load, save};
+use cfghub_model::error::{Error, Findings, Result};
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
@@ -47,14 +47,15 @@ pub struct MergeArgs {
 
 /// Parses `0x1f00` or `7936`.
 pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
-    crate::json::parse_int(s).ok_or_else(|| format!("expected an address (0xHEX or decimal), found {s:?}"))
+    cfghub_model::json::parse_int(s)
+        .ok_or_else(|| format!("expected an address (0xHEX or decimal), found {s:?}"))
 }
 
 pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
     let mut inputs: Vec<&str> = vec![&args.graph];
     inputs.extend(args.samples.iter().map(|s| s.as_str()));
     inputs.extend(args.symbols.paths());
-    crate::io::check_not_an_input(&args.output, &inputs)?;
+    cfghub_model::io::check_not_an_input(&args.output, &inputs)?;
     let options = args.read.options();
     let mut graph = load(&args.graph, args.from.as_deref(), &options)?;
     super::check_findings(&args.graph, &graph.findings, quiet)?;

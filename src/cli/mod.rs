@@ -16,7 +16,7 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, ErrorKind, Findings};
+use cfghub_model::error::{Error, ErrorKind, Findings};
 
 /// cfghub converts control-flow profiles between the tools that make and show them:
 /// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI path
@@ -80,7 +80,7 @@ pub fn main() -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    crate::mem::map_large_allocations_apart();
+    cfghub_model::mem::map_large_allocations_apart();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -91,7 +91,7 @@ pub fn main() -> i32 {
             };
         }
     };
-    crate::io::set_progress(!cli.quiet);
+    cfghub_model::io::set_progress(!cli.quiet);
     let quiet = cli.quiet;
     let result = match cli.command {
         Command::Formats => formats::run(),

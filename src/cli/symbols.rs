@@ -1,14 +1,14 @@
 //! `--symbols PATH`, `--symbols-override`, `--no-inline`: the options every command that reads
-//! a profile shares to name its addresses from ELF/DWARF (`crate::symbolize`).
+//! a profile shares to name its addresses from ELF/DWARF (`cfghub_analysis::symbolize`).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::convert::Loaded;
-use crate::error::Result;
-use crate::registry::ReadOptions;
-use crate::symbolize::{self, ImageReport};
+use cfghub_analysis::symbolize::{self, ImageReport};
+use cfghub_formats::convert::Loaded;
+use cfghub_formats::format::ReadOptions;
+use cfghub_model::error::Result;
 
 /// Options that name a profile's addresses from ELF/DWARF.
 #[derive(Args, Debug, Default, Clone)]
@@ -43,9 +43,9 @@ impl SymbolArgs {
     /// functions of (the first `--symbols` path that is a file), the files perf.data's images
     /// are named from as they are read.
     pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
-        let mut perf: crate::converters::perf::data::Options = options.formats.get();
+        let mut perf: cfghub_formats::perf::data::Options = options.formats.get();
         perf.symbol_paths = self.options().paths;
-        options.with(crate::converters::bolt::Options { binary: self.binary(), image: None }).with(perf)
+        options.with(cfghub_formats::bolt::Options { binary: self.binary(), image: None }).with(perf)
     }
 
     /// The first `--symbols` path that is a file: the binary, for formats that describe one.
@@ -63,14 +63,14 @@ impl SymbolArgs {
     }
 
     /// Names the addresses of a loaded profile when asked to, or when its format names them
-    /// by default ([`crate::registry::Format::symbolize_by_default`]), printing the warnings;
+    /// by default ([`cfghub_formats::format::Format::symbolize_by_default`]), printing the warnings;
     /// the report per image (empty when nothing was done).
     pub fn apply(&self, loaded: &mut Loaded, name: &str, quiet: bool) -> Result<Vec<ImageReport>> {
         let automatic = !self.wanted() && loaded.format.symbolize_by_default;
         if !self.wanted() && !automatic {
             return Ok(Vec::new());
         }
-        let mut findings = crate::error::Findings::default();
+        let mut findings = cfghub_model::error::Findings::default();
         let kind = loaded.format.address_kind();
         let reports = match symbolize::symbolize(&mut loaded.profile, kind, &self.options(), &mut findings) {
             Ok(reports) => reports,

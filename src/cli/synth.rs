@@ -3,10 +3,10 @@
 
 use clap::Args;
 
-use crate::convert::save;
-use crate::error::Result;
-use crate::registry::WriteOptions;
-use crate::synth::{generate, SynthSpec};
+use cfghub_analysis::synth::{generate, SynthSpec};
+use cfghub_formats::convert::save;
+use cfghub_formats::format::WriteOptions;
+use cfghub_model::error::Result;
 
 #[derive(Args, Debug)]
 pub struct SynthArgs {
@@ -50,7 +50,7 @@ pub fn run(args: SynthArgs, quiet: bool) -> Result<i32> {
         ..SynthSpec::default()
     };
     let synth = generate(&spec);
-    let options = WriteOptions::default().with(crate::converters::dcfg::Options { pretty: args.pretty });
+    let options = WriteOptions::default().with(cfghub_formats::dcfg::Options { pretty: args.pretty });
     let findings = save(&synth.profile, &args.output, args.to.as_deref(), &[], &options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)

@@ -16,17 +16,17 @@ use std::sync::mpsc;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::analysis::replay::{Timeline, TimelineEntry};
-use crate::convert::load;
-use crate::converters::dcfg_trace::decode::{self, EachEdge};
-use crate::converters::dcfg_trace::encode::EncodeOptions;
-use crate::converters::dcfg_trace::generate;
-use crate::converters::dcfg_trace::paired;
-use crate::error::{Error, Result};
-use crate::io::{write_error, write_output, Input};
-use crate::ir::Profile;
-use crate::registry::{ReadOptions, WriteOptions};
-use crate::synth::SynthSpec;
+use cfghub_analysis::replay::{Timeline, TimelineEntry};
+use cfghub_analysis::synth::SynthSpec;
+use cfghub_formats::convert::load;
+use cfghub_formats::dcfg_trace::decode::{self, EachEdge};
+use cfghub_formats::dcfg_trace::encode::EncodeOptions;
+use cfghub_formats::dcfg_trace::generate;
+use cfghub_formats::dcfg_trace::paired;
+use cfghub_formats::format::{ReadOptions, WriteOptions};
+use cfghub_model::error::{Error, Result};
+use cfghub_model::io::{write_error, write_output, Input};
+use cfghub_model::ir::Profile;
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -389,7 +389,7 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
         let p = generate::pair(&spec, &options)?;
         (p.profile, p.trace)
     };
-    crate::convert::save(&profile, &args.dcfg_out, Some("dcfg"), &[], &WriteOptions::default())?;
+    cfghub_formats::convert::save(&profile, &args.dcfg_out, Some("dcfg"), &[], &WriteOptions::default())?;
     write_output(&args.trace_out, &[&args.dcfg_out], |out| {
         out.write_all(&trace).map_err(write_error(&args.trace_out))
     })?;
@@ -397,19 +397,19 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
 }
 
 /// `cfghub convert DCFG --trace TRACE`: replays the trace into the profile (see
-/// [`crate::convert::replay_trace`]), naming count differences as warnings.
+/// [`cfghub_formats::convert::replay_trace`]), naming count differences as warnings.
 pub(crate) fn replay_into(
     profile: &mut Profile,
     trace: &str,
     max_edges: Option<u64>,
     quiet: bool,
 ) -> Result<()> {
-    let findings = crate::convert::replay_trace(profile, trace, max_edges)?;
+    let findings = cfghub_formats::convert::replay_trace(profile, trace, max_edges)?;
     super::check_findings(trace, &findings, quiet)
 }
 
 /// `cfghub convert DCFG --trace-from EDGES -o OUT`: encodes edge sequences into a DCFG-trace of
-/// the DCFG's first process (see [`crate::convert::encode_trace`]), once the output's name and
+/// the DCFG's first process (see [`cfghub_formats::convert::encode_trace`]), once the output's name and
 /// the DCFG have been checked.
 pub(crate) fn encode_from(
     dcfg: &str,
@@ -418,8 +418,8 @@ pub(crate) fn encode_from(
     chunk_instrs: u64,
     quiet: bool,
 ) -> Result<i32> {
-    crate::convert::check_trace_output(output)?;
+    cfghub_formats::convert::check_trace_output(output)?;
     let profile = load_dcfg(dcfg, quiet)?;
-    crate::convert::encode_trace(&profile, dcfg, edges, output, chunk_instrs)?;
+    cfghub_formats::convert::encode_trace(&profile, dcfg, edges, output, chunk_instrs)?;
     Ok(0)
 }

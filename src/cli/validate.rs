@@ -4,8 +4,8 @@
 use clap::Args;
 
 use super::convert::ReadArgs;
-use crate::convert::load;
-use crate::error::Result;
+use cfghub_formats::convert::load;
+use cfghub_model::error::Result;
 
 #[derive(Args, Debug)]
 pub struct ValidateArgs {

@@ -153,7 +153,7 @@ fn huge_repeat_counts_decode_only_what_edge_count_needs() {
 
 mod never_panics {
     use crate::common;
-    use cfghub::converters::dcfg_trace::decode::{decode_all, totals};
+    use cfghub::formats::dcfg_trace::decode::{decode_all, totals};
     use proptest::prelude::*;
 
     fn small() -> (Vec<u8>, cfghub::Profile) {

@@ -2,9 +2,9 @@
 //! them through, or a library user, might hand over): errors or warnings, never a panic.
 
 use cfghub::analysis::{callgraph, routines};
-use cfghub::converters::dot::{self, Options, View};
-use cfghub::converters::graphml;
 use cfghub::error::Findings;
+use cfghub::formats::dot::{self, Options, View};
+use cfghub::formats::graphml;
 use cfghub::ir::{Block, BlockRef, Edge, EdgeKind, Image, Loop, NodeRef, Process, Profile, Routine, Symbol};
 
 fn broken() -> Profile {

@@ -1,8 +1,8 @@
 //! The Firefox Profiler's processed format: a broken reference is an error that names its JSON
 //! path, never a panic; the command line exits 2 and writes nothing.
 
-use cfghub::converters::firefox::read_bytes;
 use cfghub::error::{Findings, Location};
+use cfghub::formats::firefox::read_bytes;
 use proptest::prelude::*;
 
 use crate::common;

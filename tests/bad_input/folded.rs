@@ -1,8 +1,8 @@
 //! Folded stacks, DTrace and perf: bad input is an error that names the line, never a panic.
 
-use cfghub::converters::{dtrace, folded::FORMAT as Folded, perf};
 use cfghub::error::{Findings, Location};
-use cfghub::registry::ReadOptions;
+use cfghub::format::ReadOptions;
+use cfghub::formats::{dtrace, folded::FORMAT as Folded, perf};
 use proptest::prelude::*;
 
 fn read_folded(text: &[u8]) -> cfghub::Result<cfghub::Profile> {

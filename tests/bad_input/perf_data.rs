@@ -1,8 +1,8 @@
 //! perf.data: a damaged file is refused with the byte offset of the fault (exit 2), a record
 //! of a type perf does not define is skipped with a warning, and nothing panics.
 
-use cfghub::converters::perf::data;
 use cfghub::error::{Findings, Location};
+use cfghub::formats::perf::data;
 
 use crate::common;
 

@@ -1,8 +1,8 @@
 //! pprof profile.proto: bad input is an error that names the byte and the message path,
 //! never a panic; the command line exits 2 and writes nothing.
 
-use cfghub::converters::pprof::FORMAT as Pprof;
 use cfghub::error::Location;
+use cfghub::formats::pprof::FORMAT as Pprof;
 use proptest::prelude::*;
 
 use crate::common;

@@ -174,8 +174,8 @@ fn merge_attributes_every_sample_to_its_block() {
     let back = cfghub::convert::load(
         back_file.to_str().unwrap(),
         None,
-        &cfghub::registry::ReadOptions::default()
-            .with(cfghub::converters::dcpi::Options { address_step: Some(1) }),
+        &cfghub::format::ReadOptions::default()
+            .with(cfghub::formats::dcpi::Options { address_step: Some(1) }),
     )
     .unwrap()
     .profile;

@@ -4,8 +4,8 @@
 use crate::common;
 use cfghub::analysis::{callgraph, cfg, routines};
 use cfghub::convert::load;
+use cfghub::format::ReadOptions;
 use cfghub::ir::{Profile, Routine};
-use cfghub::registry::ReadOptions;
 
 fn simple_loop() -> Option<Profile> {
     let path = common::shared_fixture("dcfg/simple-loop.dcfg.json.bz2")?;

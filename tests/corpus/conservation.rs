@@ -25,9 +25,9 @@ use std::path::PathBuf;
 
 use cfghub::analysis::names::{self, SymbolIndex};
 use cfghub::analysis::totals::event_totals;
-use cfghub::converters::ALL;
+use cfghub::format::{Format, ReadOptions, WriteOptions};
 use cfghub::ir::Profile;
-use cfghub::registry::{Format, ReadOptions, WriteOptions};
+use cfghub::registry::ALL;
 
 use crate::common;
 
@@ -247,7 +247,7 @@ fn judge(source: &Profile, format: &Format, bytes: &[u8], warnings: &[String]) -
         let step = warnings
             .iter()
             .find_map(|w| w.split("--address-step ").nth(1)?.split_whitespace().next()?.parse().ok());
-        let options = ReadOptions::default().with(cfghub::converters::dcpi::Options { address_step: step });
+        let options = ReadOptions::default().with(cfghub::formats::dcpi::Options { address_step: step });
         match format.read(&mut &bytes[..], &options, &mut Default::default()) {
             Ok(p) => (event_totals(&p), Some(p)),
             Err(e) => return Verdict::Failed(format!("the output does not read back: {e}")),

@@ -7,9 +7,9 @@ use std::process::Command;
 
 use crate::common::{self, csi};
 use cfghub::convert::{load, write_to_vec};
-use cfghub::converters::csi::{self as csi_format, read_bytes};
+use cfghub::format::{ReadOptions, WriteOptions};
+use cfghub::formats::csi::{self as csi_format, read_bytes};
 use cfghub::ir::CoverageKind;
-use cfghub::registry::{ReadOptions, WriteOptions};
 
 fn fixtures(suffix: &str) -> Vec<PathBuf> {
     let Some(dir) = common::shared_fixture("csi") else { return Vec::new() };

@@ -3,9 +3,9 @@
 use crate::common;
 use cfghub::analysis::executions;
 use cfghub::convert::load;
-use cfghub::converters::dcfg::validate;
+use cfghub::format::ReadOptions;
+use cfghub::formats::dcfg::validate;
 use cfghub::ir::{EdgeKind, NodeRef};
-use cfghub::registry::ReadOptions;
 
 #[test]
 fn simple_loop_reads_as_pin_wrote_it() {

@@ -3,8 +3,8 @@
 
 use crate::common;
 use cfghub::convert::load;
+use cfghub::format::ReadOptions;
 use cfghub::ir::Event;
-use cfghub::registry::ReadOptions;
 
 #[test]
 fn the_manual_page_dump_reads_with_both_events() {
@@ -86,6 +86,6 @@ fn each_event_becomes_a_binary_profile_and_they_combine_back() {
     let original = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap().profile;
     // imiss has samples at two addresses only; the combination has every address of either.
     assert_eq!(combined.processes[0].images[0].costs, original.processes[0].images[0].costs);
-    let specs = cfghub::converters::dcpi::model::event_specs(&combined);
+    let specs = cfghub::formats::dcpi::model::event_specs(&combined);
     assert_eq!((specs[1].name.as_str(), specs[1].period), ("imiss", Some(4096)));
 }

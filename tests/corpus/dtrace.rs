@@ -3,9 +3,9 @@
 
 use std::io::{BufReader, Cursor};
 
-use cfghub::converters::{dtrace, folded};
 use cfghub::error::Findings;
-use cfghub::registry::{ReadOptions, WriteOptions};
+use cfghub::format::{ReadOptions, WriteOptions};
+use cfghub::formats::{dtrace, folded};
 
 use crate::common::shared_fixture;
 
@@ -30,7 +30,7 @@ fn sorted_lines(text: &str) -> Vec<String> {
 
 pub fn folded_of(path: &std::path::Path, include_offsets: bool) -> String {
     let bytes = std::fs::read(path).unwrap();
-    let options = ReadOptions::default().with(cfghub::converters::dtrace::Options { include_offsets });
+    let options = ReadOptions::default().with(cfghub::formats::dtrace::Options { include_offsets });
     let mut findings = Findings::default();
     let profile = dtrace::read(&mut BufReader::new(Cursor::new(bytes)), &options, &mut findings)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -41,7 +41,7 @@ fn read(name: &str) -> cfghub::Profile {
     let path = fixture(&format!("firefox/upstream/{name}"));
     let input = cfghub::io::Input::open(path.to_str().unwrap()).unwrap();
     let mut findings = Findings::default();
-    cfghub::converters::firefox::FORMAT
+    cfghub::formats::firefox::FORMAT
         .read_source(&mut input.source(), &Default::default(), &mut findings)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }

@@ -1,8 +1,8 @@
 //! Folded stacks: every file in ../shared/fixtures/folded reads, and
 //! read(write(read(x))) == read(x).
 
-use cfghub::converters::folded::FORMAT as Folded;
-use cfghub::registry::WriteOptions;
+use cfghub::format::WriteOptions;
+use cfghub::formats::folded::FORMAT as Folded;
 
 use crate::common::shared_fixture;
 

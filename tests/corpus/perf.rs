@@ -3,9 +3,9 @@
 
 use std::io::{BufReader, Cursor};
 
-use cfghub::converters::{folded, perf};
 use cfghub::error::Findings;
-use cfghub::registry::WriteOptions;
+use cfghub::format::WriteOptions;
+use cfghub::formats::{folded, perf};
 
 use crate::common::shared_fixture;
 

@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use cfghub::converters::perf::data::{layout, records};
 use cfghub::error::Findings;
+use cfghub::formats::perf::data::{layout, records};
 
 use crate::common;
 
@@ -126,7 +126,7 @@ type StackByName = (u64, Option<u32>, Vec<String>, Vec<f64>);
 /// events and headers of a full reading, and no images.
 #[test]
 fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
-    use cfghub::converters::perf::data;
+    use cfghub::formats::perf::data;
     let bytes = std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap();
     let alone = data::Options::for_output("folded", false);
     assert!(!alone.images && data::Options::for_output("callgrind", false).images);
@@ -160,7 +160,7 @@ fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
 /// its findings once.
 #[test]
 fn a_reading_for_stacks_alone_that_leaves_no_stack_is_a_full_one() {
-    use cfghub::converters::perf::data;
+    use cfghub::formats::perf::data;
     let bytes = std::fs::read(common::fixture("perf-data/no-samples.perf.data")).unwrap();
     let alone = data::Options::for_output("folded", false);
     let full = data::Options { images: true, ..alone.clone() };

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use crate::common::{self, csi};
 use cfghub::convert::load;
-use cfghub::converters::csi::read_bytes;
-use cfghub::registry::ReadOptions;
+use cfghub::format::ReadOptions;
+use cfghub::formats::csi::read_bytes;
 
 fn run(cmd: &mut Command) {
     let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

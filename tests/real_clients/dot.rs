@@ -3,10 +3,10 @@
 use crate::common;
 use cfghub::analysis::routines;
 use cfghub::convert::load;
-use cfghub::converters::dot::{self, Options, View};
 use cfghub::error::Findings;
+use cfghub::format::ReadOptions;
+use cfghub::formats::dot::{self, Options, View};
 use cfghub::ir::{Block, BlockRef, Edge, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
-use cfghub::registry::ReadOptions;
 
 fn view(profile: &Profile, v: View, options: &Options) -> String {
     let mut findings = Findings::default();

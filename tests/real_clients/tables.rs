@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common;
-use cfghub::converters::tables::TABLES;
+use cfghub::formats::tables::TABLES;
 
 /// Python with DuckDB, pyarrow and pandas, which scripts/test.sh installs.
 fn require_python_modules() {

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use crate::common;
 use cfghub::analysis::{callgraph, executions};
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::callgrind::FORMAT as Callgrind;
+use cfghub::format::WriteOptions;
+use cfghub::formats::callgrind::FORMAT as Callgrind;
 use cfghub::ir::{
     Cost, Edge, EdgeDetails, EdgeKind, Event, Image, NodeRef, Process, Profile, Site, Symbol, SymbolRef,
 };
-use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
 
@@ -273,7 +273,7 @@ proptest! {
         prop_assert_eq!(back_calls, calls);
 
         // One part per thread: the parts add up to the whole, and each carries its thread's calls.
-        let per_thread = write(&model, &WriteOptions::default().with(cfghub::converters::callgrind::Options { per_thread: true }));
+        let per_thread = write(&model, &WriteOptions::default().with(cfghub::formats::callgrind::Options { per_thread: true }));
         let text = String::from_utf8(per_thread.clone()).unwrap();
         prop_assert_eq!(text.matches("\nthread: ").count(), if threads > 1 { threads } else { 0 });
         let back = read(&per_thread);

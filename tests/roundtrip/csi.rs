@@ -4,7 +4,7 @@
 
 use crate::common::csi;
 use cfghub::convert::write_to_vec;
-use cfghub::converters::csi::{self as csi_format, read_bytes};
+use cfghub::formats::csi::{self as csi_format, read_bytes};
 use proptest::prelude::*;
 
 /// One generated function: name, blocks (lines, -1 position), edges (from, to, back, increment,

@@ -3,9 +3,9 @@
 
 use crate::common;
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::dcfg::FORMAT as Dcfg;
+use cfghub::format::WriteOptions;
+use cfghub::formats::dcfg::FORMAT as Dcfg;
 use cfghub::ir::{Cost, Event, Profile};
-use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
 
@@ -13,7 +13,7 @@ fn round_trip(profile: &Profile, pretty: bool) -> Profile {
     let (bytes, findings) = write_to_vec(
         &Dcfg,
         profile,
-        &WriteOptions::default().with(cfghub::converters::dcfg::Options { pretty }),
+        &WriteOptions::default().with(cfghub::formats::dcfg::Options { pretty }),
     )
     .unwrap();
     assert!(findings.items.is_empty(), "{:?}", findings.items);

@@ -2,9 +2,9 @@
 //! synthetic DCFGs with loops, calls and recursion, several threads), checked against the paired
 //! DCFG, and the counts recomputed from a whole-run trace equal the DCFG's.
 
-use cfghub::converters::dcfg_trace::decode::{decode_all, totals};
-use cfghub::converters::dcfg_trace::encode::{encode, EncodeOptions, ThreadEdges};
-use cfghub::converters::dcfg_trace::generate::pair;
+use cfghub::formats::dcfg_trace::decode::{decode_all, totals};
+use cfghub::formats::dcfg_trace::encode::{encode, EncodeOptions, ThreadEdges};
+use cfghub::formats::dcfg_trace::generate::pair;
 use cfghub::synth::SynthSpec;
 use proptest::prelude::*;
 
@@ -71,7 +71,7 @@ fn whole_run_edge_counts_equal_the_dcfgs() {
 fn the_format_reader_gives_edges_with_per_thread_counts() {
     let p = pair(&spec(2, 2, 3_000), &EncodeOptions::default()).unwrap();
     let (profile, _) =
-        cfghub::convert::read_with(&cfghub::converters::dcfg_trace::FORMAT, &mut p.trace.as_slice()).unwrap();
+        cfghub::convert::read_with(&cfghub::formats::dcfg_trace::FORMAT, &mut p.trace.as_slice()).unwrap();
     let dcfg = &p.profile.processes[0];
     let read = &profile.processes[0];
     assert_eq!(read.pid, dcfg.pid);

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use cfghub::converters::dcpi::{read::from_bytes, write::to_bytes, FORMAT as Dcpi};
 use cfghub::error::Findings;
+use cfghub::formats::dcpi::{read::from_bytes, write::to_bytes, FORMAT as Dcpi};
 use cfghub::ir::{Cost, Event, Image, Meta, Process, Profile};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -115,10 +115,10 @@ fn binary_to_dcpicat_and_back_keeps_every_slot_and_line() {
         let bytes = std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi"))).unwrap();
         let first = read(&bytes, 4);
         let (text, _) =
-            cfghub::convert::write_to_vec(&cfghub::converters::dcpicat::FORMAT, &first, &Default::default())
+            cfghub::convert::write_to_vec(&cfghub::formats::dcpicat::FORMAT, &first, &Default::default())
                 .unwrap();
         let (second, _) =
-            cfghub::convert::read_with(&cfghub::converters::dcpicat::FORMAT, &mut text.as_slice()).unwrap();
+            cfghub::convert::read_with(&cfghub::formats::dcpicat::FORMAT, &mut text.as_slice()).unwrap();
         let a = &first.processes[0].images[0];
         let b = &second.processes[0].images[0];
         assert_eq!((a.load_addr, a.size), (b.load_addr, b.size), "{name}");

@@ -3,7 +3,7 @@
 
 use crate::common;
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::dcpicat::FORMAT as Dcpicat;
+use cfghub::formats::dcpicat::FORMAT as Dcpicat;
 use cfghub::ir::{Cost, Event, Image, Meta, Process, Profile};
 use proptest::prelude::*;
 

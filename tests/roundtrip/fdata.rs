@@ -4,9 +4,9 @@
 //! agree the way a real run's do.
 
 use cfghub::convert::{read_with, write_to_vec};
-use cfghub::converters::bolt::{FORMAT as Fdata, PREAGGREGATED};
+use cfghub::format::{Format, WriteOptions};
+use cfghub::formats::bolt::{FORMAT as Fdata, PREAGGREGATED};
 use cfghub::ir::{Block, BlockRef, Counts, Edge, EdgeKind, Image, NodeRef, Process, Profile, Symbol};
-use cfghub::registry::{Format, WriteOptions};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

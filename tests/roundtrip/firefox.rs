@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use cfghub::converters::firefox::FORMAT as Firefox;
 use cfghub::error::Findings;
+use cfghub::format::WriteOptions;
+use cfghub::formats::firefox::FORMAT as Firefox;
 use cfghub::ir::{Event, FrameSource, Process, Profile, Stack};
-use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
 
 type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
@@ -83,7 +83,7 @@ fn write(p: &Profile) -> (Vec<u8>, Findings) {
 
 fn read(bytes: &[u8]) -> Profile {
     let mut findings = Findings::default();
-    cfghub::converters::firefox::read_bytes(bytes, &mut findings).expect("reads back")
+    cfghub::formats::firefox::read_bytes(bytes, &mut findings).expect("reads back")
 }
 
 fn spec() -> impl Strategy<Value = Spec> {

@@ -3,9 +3,9 @@
 //! comments without surrounding whitespace,
 //! non-negative values, fractional ones included), and exact text round trips.
 
-use cfghub::converters::folded::FORMAT as Folded;
+use cfghub::format::WriteOptions;
+use cfghub::formats::folded::FORMAT as Folded;
 use cfghub::ir::{Event, Process, Profile, Stack};
-use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
 
 fn model(events: Vec<String>, stacks: Vec<(Vec<String>, Vec<f64>)>, comments: Vec<String>) -> Profile {

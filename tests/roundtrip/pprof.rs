@@ -4,9 +4,9 @@
 //! the first process with their mapping fields, the top-level fields kept in headers), and
 //! read(write(read(x))) == read(x) for the bytes written.
 
-use cfghub::converters::pprof::FORMAT as Pprof;
+use cfghub::format::WriteOptions;
+use cfghub::formats::pprof::FORMAT as Pprof;
 use cfghub::ir::{Event, FrameSource, Image, Process, Profile, Stack};
-use cfghub::registry::WriteOptions;
 use proptest::prelude::*;
 
 type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
@@ -255,7 +255,7 @@ fn streams_and_buffers_read_the_same() {
         field(&mut bytes, 2, &sample);
     }
     let streamed = read(&bytes);
-    let whole = cfghub::converters::pprof::read_bytes(&bytes, &mut Default::default()).unwrap();
+    let whole = cfghub::formats::pprof::read_bytes(&bytes, &mut Default::default()).unwrap();
     assert_eq!(streamed, whole);
     // Equal samples are one stack: the 100,000 stacks repeat every 5,100 (300 names, depths
     // of 1 to 17), and the 40,000 appended samples are two.

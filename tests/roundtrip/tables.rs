@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 use cfghub::convert::{load, save, write_to_vec};
+use cfghub::format::WriteOptions;
 use cfghub::ir::{InlineFrame, Inlined, Profile};
-use cfghub::registry::WriteOptions;
 use cfghub::synth::{generate, SynthSpec};
 use proptest::prelude::*;
 

@@ -1,21 +1,21 @@
 //! Self and inclusive cost per routine name, whatever the model holds: what `cfghub diff`
 //! compares between two profiles.
 //!
-//! - Blocks (DCFG, DCFG-trace): the call graph's routines ([`crate::analysis::callgraph`]),
+//! - Blocks (DCFG, DCFG-trace): the call graph's routines ([`cfghub_analysis::callgraph`]),
 //!   self = instructions executed in the routine (exact), inclusive = the call graph's estimate.
 //!   The event is `instructions`.
 //! - Costs at symbols (Callgrind, DCPI): self = the symbol's costs for the event; inclusive =
 //!   self plus the inclusive cost of its calls to other functions
-//!   ([`crate::ir::Edge::inclusive`] on [`NodeRef::Symbol`] edges).
-//! - Stacks: the function-level view of [`crate::analysis::stacks::function_level`], then the
+//!   ([`cfghub_model::ir::Edge::inclusive`] on [`NodeRef::Symbol`] edges).
+//! - Stacks: the function-level view of [`cfghub_analysis::stacks::function_level`], then the
 //!   rule for costs at symbols.
 //!
 //! Routines of the same name (in several images or processes) are summed.
 
 use std::collections::HashMap;
 
-use crate::analysis::{callgraph, stacks};
-use crate::ir::{EventId, NodeRef, Process, Profile};
+use cfghub_analysis::{callgraph, stacks};
+use cfghub_model::ir::{EventId, NodeRef, Process, Profile};
 
 /// Costs of one routine name.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,7 +94,7 @@ fn symbol_costs(process: &Process, event: EventId, add: &mut impl FnMut(&str, u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Event, Stack};
+    use cfghub_model::ir::{Event, Stack};
 
     #[test]
     fn stacks_give_leaf_self_costs_and_inclusive_costs() {

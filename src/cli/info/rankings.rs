@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::analysis::{executions, merge, names};
-use crate::ir::{Process, Profile, Routine};
+use cfghub_analysis::{executions, merge, names};
+use cfghub_model::ir::{Process, Profile, Routine};
 
 /// The sampled events of a profile: every event but `Ir` (which counts instructions, as block
 /// counts do).
@@ -42,7 +42,7 @@ impl Ranked {
 }
 
 /// The `top` routines and the `top` loops of a process (`routines`: every image's, as
-/// [`crate::analysis::routines::all`] gives them), hottest first: by the first sampled event when the
+/// [`cfghub_analysis::routines::all`] gives them), hottest first: by the first sampled event when the
 /// profile has one, then by instructions executed, then by name (routines) or by the display
 /// id of the head block (loops).
 pub fn routines_and_loops(
@@ -178,7 +178,7 @@ pub fn hottest_addresses(process: &Process, events: usize, top: usize) -> Vec<Ho
 /// frame repeats on it), as `go tool pprof -top` gives them (flat and cum).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackFunction {
-    pub frame: crate::ir::FrameId,
+    pub frame: cfghub_model::ir::FrameId,
     pub self_cost: Vec<f64>,
     pub total: Vec<f64>,
 }
@@ -236,7 +236,7 @@ pub fn stack_functions(
     let mut functions: Vec<StackFunction> = (0..frames)
         .filter(|&f| sums.seen[f])
         .map(|f| StackFunction {
-            frame: f as crate::ir::FrameId,
+            frame: f as cfghub_model::ir::FrameId,
             self_cost: sums.self_cost[f * events..(f + 1) * events].to_vec(),
             total: sums.total[f * events..(f + 1) * events].to_vec(),
         })
@@ -283,7 +283,7 @@ impl FrameSums {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Block, CostTable, Event, Image, Loop, Symbol};
+    use cfghub_model::ir::{Block, CostTable, Event, Image, Loop, Symbol};
 
     fn event(name: &str) -> Event {
         Event { name: name.into(), ..Event::default() }

@@ -1,0 +1,34 @@
+//! Derived facts, computed once from the model and shared by every writer and command.
+//!
+//! A reader fills only what its format says; everything that follows from it (per-thread block
+//! counts, routines when a format has none, dominators, loops, the call graph, inclusive costs,
+//! stacks) is computed here.
+//!
+//! The ELF/DWARF symbolizer ([`symbolize`]) lives here too, in one direction with the analyses:
+//! it uses their symbol index ([`names`]), and the analyses that read machine code use only its
+//! ELF reader ([`symbolize::elf`]). [`synth`] makes synthetic, self-consistent profiles of any
+//! size for tests and benchmarks.
+
+pub mod addresses;
+pub mod ball_larus;
+pub mod blocks;
+pub mod branch_records;
+pub mod callgraph;
+pub mod cfg;
+pub mod combine;
+pub mod dominators;
+pub mod executions;
+pub mod loops;
+pub mod machine_code;
+pub mod merge;
+pub mod names;
+pub mod path_graph;
+pub mod repeats;
+pub mod replay;
+pub mod routines;
+pub mod sequence;
+pub mod source;
+pub mod stacks;
+pub mod symbolize;
+pub mod synth;
+pub mod totals;

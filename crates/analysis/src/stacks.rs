@@ -1,0 +1,547 @@
+//! Stacks: what call-path profiles (folded stacks, DTrace, perf) say about functions, and
+//! stacks for models that have none.
+//!
+//! [`function_level`] turns a process's stacks into a function-level profile that
+//! function-level writers (Callgrind) express directly:
+//! - one symbol per distinct frame name (in one image without a file), in its function's
+//!   source file when the stacks' format names one (pprof `Function.filename`), its self
+//!   cost at the function's first line when known (`start_line`);
+//! - **self cost**: each stack's values go to its leaf frame, exactly;
+//! - **call edges** between [`NodeRef::Symbol`]s, one per distinct caller->callee pair seen on
+//!   any stack, with the **inclusive cost**: the sum of the values of the stacks on which the
+//!   pair occurs, each stack counted *once per distinct pair* however often the pair repeats on
+//!   it, so recursion (`a;b;a;b`) never counts a sample twice. The edge's count is the number
+//!   of samples (first event) whose stack holds the pair: sampling does not see calls, only
+//!   that a call was under way.
+//!
+//! Values are `f64` on stacks and integers in costs: sums are rounded once per symbol or edge,
+//! so totals stay exact for integer inputs.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+mod estimate;
+mod flat;
+
+pub use estimate::{estimate, estimate_owned, uses_cost_rows, ESTIMATED_EVENT};
+pub use flat::{FlatStacks, Frame};
+
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::ir::{
+    Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Symbol, SymbolRef,
+};
+
+/// Rounds a non-negative sum of stack values to a cost.
+fn to_cost(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.round() as u64
+    } else {
+        0
+    }
+}
+
+/// The function-level view of a process's stacks: one image whose symbols are the frame names
+/// (in order of first appearance), self costs per leaf symbol, and call edges with inclusive
+/// costs. `events` is the number of events in the profile ([`cfghub_model::ir::Profile::events`]).
+pub fn function_level(profile: &Profile, process: &Process) -> Process {
+    let events = profile.events.len();
+    let mut symbol_of: HashMap<FrameId, u32> = HashMap::new();
+    let mut symbols: Vec<Symbol> = Vec::new();
+    let mut self_cost: Vec<Vec<f64>> = Vec::new();
+    // The first line of each symbol's function, where its self cost is put, when known.
+    let mut start_lines: Vec<Option<u32>> = Vec::new();
+    // (caller, callee) -> (edge index)
+    let mut edge_of: HashMap<(u32, u32), usize> = HashMap::new();
+    struct Acc {
+        pair: (u32, u32),
+        counts: Vec<f64>,
+        inclusive: Vec<f64>,
+        /// 1 + the index of the last stack that counted this edge: a deep stack checks each
+        /// pair in constant time (linear in its depth, not quadratic).
+        counted_on: usize,
+    }
+    let mut edges: Vec<Acc> = Vec::new();
+    let mut frame_syms: Vec<u32> = Vec::new();
+    let threads = process.stacks.iter().filter_map(|s| s.thread).max().map_or(1, |t| t as usize + 1);
+    for (stack_index, stack) in process.stacks.iter().enumerate() {
+        frame_syms.clear();
+        for &f in &stack.frames {
+            let s = *symbol_of.entry(f).or_insert_with(|| {
+                let source = profile.frame_source(f);
+                let file = source.and_then(|s| s.file);
+                start_lines.push(source.and_then(|s| s.line));
+                symbols.push(Symbol { name: profile.frames.get(f).to_string(), file, ..Symbol::default() });
+                self_cost.push(vec![0.0; events]);
+                (symbols.len() - 1) as u32
+            });
+            frame_syms.push(s);
+        }
+        let Some(&leaf) = frame_syms.last() else { continue };
+        for (slot, v) in self_cost[leaf as usize].iter_mut().zip(&stack.values) {
+            *slot += v;
+        }
+        let thread = stack.thread.unwrap_or(0) as usize;
+        let samples = stack.values.first().copied().unwrap_or(0.0);
+        for pair in frame_syms.windows(2) {
+            let pair = (pair[0], pair[1]);
+            let e = *edge_of.entry(pair).or_insert_with(|| {
+                edges.push(Acc {
+                    pair,
+                    counts: vec![0.0; threads],
+                    inclusive: vec![0.0; events],
+                    counted_on: 0,
+                });
+                edges.len() - 1
+            });
+            // Once per distinct pair on this stack: recursion repeats pairs.
+            let acc = &mut edges[e];
+            if acc.counted_on == stack_index + 1 {
+                continue;
+            }
+            acc.counted_on = stack_index + 1;
+            acc.counts[thread] += samples;
+            for (slot, v) in acc.inclusive.iter_mut().zip(&stack.values) {
+                *slot += v;
+            }
+        }
+    }
+    let costs = self_cost
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+        .map(|(s, v)| Cost {
+            symbol: Some(s as u32),
+            file: symbols[s].file,
+            line: start_lines[s],
+            values: v.iter().map(|&x| to_cost(x)).collect(),
+            ..Cost::default()
+        })
+        .collect();
+    let sym = |s: u32| NodeRef::Symbol(SymbolRef { image: 0, symbol: s });
+    let edges = edges
+        .into_iter()
+        .enumerate()
+        .map(|(id, acc)| Edge {
+            id: id as u64,
+            source: sym(acc.pair.0),
+            target: sym(acc.pair.1),
+            kind: EdgeKind::Call,
+            counts: acc.counts.iter().map(|&c| to_cost(c)).collect(),
+            details: EdgeDetails::boxed(acc.inclusive.iter().map(|&c| to_cost(c)).collect(), None),
+        })
+        .collect();
+    Process {
+        pid: process.pid,
+        images: vec![Image { symbols, costs, ..Image::default() }],
+        edges,
+        ..Process::default()
+    }
+}
+
+/// The stacks a writer of stacks writes: the profile's own, stacks estimated from its call
+/// graph, or the stacks of its flat costs, named as they are written.
+// One per write: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum WrittenStacks<'p> {
+    /// The profile's own stacks (borrowed) or stacks estimated from its call graph.
+    Model(Cow<'p, Profile>),
+    /// The stacks of a profile of flat costs ([`FlatStacks`]).
+    Flat(FlatStacks<'p>),
+}
+
+impl<'p> WrittenStacks<'p> {
+    /// The profile whose events and headers go with the stacks.
+    pub fn profile(&self) -> &Profile {
+        match self {
+            WrittenStacks::Model(p) => p,
+            WrittenStacks::Flat(flat) => flat.profile(),
+        }
+    }
+
+    /// Whether some stack was sampled on a known thread.
+    pub fn any_thread(&self) -> bool {
+        match self {
+            WrittenStacks::Model(p) => p.processes.iter().flat_map(|p| &p.stacks).any(|s| s.thread.is_some()),
+            WrittenStacks::Flat(_) => false,
+        }
+    }
+
+    /// `f(frames, values)` for every stack, root first, in model order: a model's stacks all
+    /// (with or without frames), a flat profile's those whose values are not all zero.
+    pub fn try_for_each<E>(&self, mut f: impl FnMut(&[Frame], &[f64]) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            WrittenStacks::Model(p) => {
+                let mut frames = Vec::new();
+                for stack in p.processes.iter().flat_map(|p| &p.stacks) {
+                    frames.clear();
+                    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
+                    f(&frames, &stack.values)?;
+                }
+                Ok(())
+            }
+            WrittenStacks::Flat(flat) => flat.try_for_each(|_, frames, values| f(frames, values)),
+        }
+    }
+
+    /// Appends the name of `frame` to `out`.
+    pub fn push_name(&self, frame: Frame, out: &mut Vec<u8>) {
+        match (self, frame) {
+            (WrittenStacks::Model(p), Frame::Named(f)) => out.extend_from_slice(p.frames.get(f).as_bytes()),
+            (WrittenStacks::Model(_), Frame::Address { .. }) => unreachable!("model stacks name every frame"),
+            (WrittenStacks::Flat(flat), frame) => flat.push_name(frame, out),
+        }
+    }
+}
+
+/// Stacks for a writer of stacks (folded, SVG, pprof): the profile's own when it has stacks (write
+/// them, exactly) or nothing to estimate them from, else stacks estimated from its call graph
+/// ([`estimate`]) or made of its flat costs ([`FlatStacks`], their addresses named as they
+/// are written), with a warning that says so.
+pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Result<WrittenStacks<'p>> {
+    if needs_estimate(profile) {
+        let (estimated, truncated) = estimate(profile, MAX_ESTIMATED_STACKS);
+        warn_estimated(findings, truncated);
+        return Ok(WrittenStacks::Model(Cow::Owned(estimated)));
+    }
+    // Stacks, or no blocks: the profile's own stacks, or stacks of its flat costs.
+    let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
+    let has_other =
+        profile.processes.iter().any(|p| !p.edges.is_empty() || p.images.iter().any(|i| !i.costs.is_empty()));
+    if has_stacks || !has_other {
+        return Ok(WrittenStacks::Model(Cow::Borrowed(profile)));
+    }
+    let flat = FlatStacks::new(profile, true);
+    if !flat.has_values() {
+        return Err(Error::unsupported(
+            "the profile has no stacks, no basic blocks to estimate them from a call graph, \
+             and no costs of functions or addresses",
+        )
+        .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
+    }
+    findings.warn(
+        None,
+        "the profile has no call stacks: one stack per function with its self cost, the \
+         functions inlined at an address (after --symbols) as frames under it; callers are not shown",
+    );
+    let unnamed = profile
+        .processes
+        .iter()
+        .flat_map(|p| &p.images)
+        .filter(|i| !i.costs.is_empty() && i.symbols.is_empty())
+        .count();
+    if unnamed > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET \
+                 (pprof: locations at their addresses); name them with --symbols BINARY \
+                 (see docs/symbols.md)"
+            ),
+        );
+    }
+    Ok(WrittenStacks::Flat(flat))
+}
+
+/// For a caller that owns the model and needs nothing of it but the stacks a writer of stacks
+/// writes (`cfghub convert` to folded stacks, say): where [`stacks_to_write`] would estimate
+/// them from the call graph, estimates them now, giving the model up before the walk
+/// ([`estimate_owned`]), and puts them in its place, with the same warnings. The writer then
+/// writes them as the profile's own stacks: the same output.
+pub fn estimate_in_place(profile: &mut Profile, findings: &mut Findings) {
+    if !needs_estimate(profile) {
+        return;
+    }
+    let (estimated, truncated) = estimate_owned(std::mem::take(profile), MAX_ESTIMATED_STACKS);
+    warn_estimated(findings, truncated);
+    *profile = estimated;
+}
+
+/// Whether [`stacks_to_write`] estimates the stacks from the call graph: the model has basic
+/// blocks and no stacks.
+pub fn needs_estimate(profile: &Profile) -> bool {
+    let has_stacks = profile.processes.iter().any(|p| !p.stacks.is_empty());
+    let has_blocks = profile.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()));
+    has_blocks && !has_stacks
+}
+
+fn warn_estimated(findings: &mut Findings, truncated: bool) {
+    findings.warn(
+        None,
+        "stacks estimated from the call graph: every function keeps its self cost exactly, shared \
+         among the call paths to it in proportion to the calls' inclusive costs; recursion is cut \
+         and cost on no call path is a stack of its own function; exact stacks need a stack \
+         profile or a DCFG-trace",
+    );
+    if truncated {
+        findings.warn(
+            None,
+            format!(
+                "more than {MAX_ESTIMATED_STACKS} estimated call paths: functions reached only \
+                 deeper are stacks of their own"
+            ),
+        );
+    }
+}
+
+/// The most call paths [`stacks_to_write`] enumerates before folding deeper calls into
+/// their callers.
+pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfghub_model::ir::{Event, Stack};
+
+    fn profile(stacks: &[(&str, f64)]) -> Profile {
+        let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
+        let mut process = Process::default();
+        for (path, v) in stacks {
+            let frames = path.split(';').map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(Stack { frames, values: vec![*v], thread: None });
+        }
+        p.processes.push(process);
+        p
+    }
+
+    type Selfs = HashMap<String, u64>;
+    type Edges = HashMap<(String, String), (u64, u64)>;
+
+    fn by_name(fl: &Process) -> (Selfs, Edges) {
+        let image = &fl.images[0];
+        let name = |r: NodeRef| match r {
+            NodeRef::Symbol(s) => image.symbols[s.symbol as usize].name.clone(),
+            other => panic!("{other:?}"),
+        };
+        let selfs = image
+            .costs
+            .iter()
+            .map(|c| (image.symbols[c.symbol.unwrap() as usize].name.clone(), c.values[0]))
+            .collect();
+        let edges = fl
+            .edges
+            .iter()
+            .map(|e| ((name(e.source), name(e.target)), (e.counts[0], e.inclusive()[0])))
+            .collect();
+        (selfs, edges)
+    }
+
+    #[test]
+    fn self_costs_are_leaf_sums_and_inclusive_counts_each_stack_once() {
+        let p = profile(&[("main;a;b", 3.0), ("main;a", 2.0), ("main;b", 5.0), ("main;a;b", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 9);
+        assert_eq!(selfs["a"], 2);
+        assert!(!selfs.contains_key("main"));
+        assert_eq!(edges[&("main".into(), "a".into())], (6, 6));
+        assert_eq!(edges[&("a".into(), "b".into())], (4, 4));
+        assert_eq!(edges[&("main".into(), "b".into())], (5, 5));
+        assert_eq!(fl.edges.iter().filter(|e| e.kind == EdgeKind::Call).count(), 3);
+    }
+
+    #[test]
+    fn recursion_never_double_counts() {
+        // a calls b calls a calls b: the pairs a->b and b->a each occur twice on the stack.
+        let p = profile(&[("main;a;b;a;b", 7.0), ("main;a", 1.0)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["b"], 7);
+        assert_eq!(edges[&("a".into(), "b".into())], (7, 7));
+        assert_eq!(edges[&("b".into(), "a".into())], (7, 7));
+        assert_eq!(edges[&("main".into(), "a".into())], (8, 8));
+        // No inclusive cost exceeds the total.
+        assert!(fl.edges.iter().all(|e| e.inclusive()[0] <= 8));
+    }
+
+    #[test]
+    fn fractional_values_are_rounded_once_per_sum() {
+        let p = profile(&[("m;x", 0.4), ("m;x", 0.4), ("m;y", 0.2)]);
+        let fl = function_level(&p, &p.processes[0]);
+        let (selfs, edges) = by_name(&fl);
+        assert_eq!(selfs["x"], 1);
+        assert_eq!(selfs.get("y").copied().unwrap_or(0), 0);
+        assert_eq!(edges[&("m".into(), "x".into())].1, 1);
+    }
+
+    #[test]
+    fn stacks_are_written_as_they_are() {
+        let p = profile(&[("a;b", 1.0)]);
+        let written = stacks_to_write(&p, &mut Findings::default()).unwrap();
+        assert!(matches!(written, WrittenStacks::Model(Cow::Borrowed(_))));
+    }
+
+    /// One image; routine `i` is one block of `instrs[i]` instructions run `runs[i]` times at
+    /// 0x1000 + 0x100·i, named by a symbol; `calls` are (caller, callee, count).
+    fn block_model(names: &[&str], instrs: &[(u64, u64)], calls: &[(u32, u32, u64)]) -> Profile {
+        use cfghub_model::ir::{Block, BlockRef};
+        let mut image = Image::default();
+        for (i, (name, &(n, runs))) in names.iter().zip(instrs).enumerate() {
+            let offset = 0x1000 + 0x100 * i as u64;
+            image.symbols.push(Symbol {
+                name: name.to_string(),
+                offset: Some(offset),
+                size: Some(16),
+                file: None,
+            });
+            image.blocks.push(Block {
+                id: 10 + i as u64,
+                offset,
+                size: 16,
+                num_instrs: n as u32,
+                last_instr_offset: 12,
+                count: Some(runs),
+            });
+        }
+        let edges = calls
+            .iter()
+            .map(|&(from, to, count)| Edge {
+                source: NodeRef::Block(BlockRef { image: 0, block: from }),
+                target: NodeRef::Block(BlockRef { image: 0, block: to }),
+                kind: EdgeKind::DirectCall,
+                counts: vec![count].into(),
+                ..Edge::default()
+            })
+            .collect();
+        let process = Process { pid: 7, images: vec![image], edges, ..Process::default() };
+        Profile { processes: vec![process], ..Profile::default() }
+    }
+
+    fn folded(p: &Profile) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = p.processes[0]
+            .stacks
+            .iter()
+            .map(|s| {
+                let names: Vec<&str> = s.frames.iter().map(|&f| p.frames.get(f)).collect();
+                (names.join(";"), s.values[0])
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    #[test]
+    fn estimated_stacks_split_callees_by_call_counts() {
+        // main calls a and b once; a calls d once, b calls d three times; d runs 4 times.
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 1000);
+        assert!(!truncated);
+        // Given up to the estimate, the model gives the same stacks.
+        assert_eq!(estimate_owned(p.clone(), 1000), (est.clone(), truncated));
+        assert_eq!(est.events[0].name, "instructions");
+        assert_eq!(est.processes[0].pid, 7);
+        assert_eq!(
+            folded(&est),
+            [
+                ("main".to_string(), 5.0),
+                ("main;a".to_string(), 10.0),
+                ("main;a;d".to_string(), 10.0),
+                ("main;b".to_string(), 20.0),
+                ("main;b;d".to_string(), 30.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn estimated_stacks_cut_recursion_and_keep_the_total() {
+        // main -> a (1); a -> b (5); b -> a (4); b -> leaf (5): a and b form a cycle.
+        let p = block_model(
+            &["main", "a", "b", "leaf"],
+            &[(1, 1), (2, 5), (4, 5), (10, 5)],
+            &[(0, 1, 1), (1, 2, 5), (2, 1, 4), (2, 3, 5)],
+        );
+        let (est, _) = estimate(&p, 1000);
+        let stacks = folded(&est);
+        let total: f64 = stacks.iter().map(|s| s.1).sum();
+        assert_eq!(total, 81.0);
+        // The back edge b -> a is never followed: no frame repeats on a stack.
+        for (path, _) in &stacks {
+            let frames: Vec<&str> = path.split(';').collect();
+            let mut unique = frames.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), frames.len(), "{path}");
+        }
+        assert!(stacks.iter().any(|s| s.0 == "main;a;b;leaf" && s.1 == 50.0), "{stacks:?}");
+        assert!(stacks.iter().all(|s| s.1.fract() == 0.0));
+    }
+
+    /// Self cost of every leaf frame, for event `e`.
+    fn leaf_costs(p: &Profile, e: usize) -> HashMap<String, f64> {
+        let mut m = HashMap::new();
+        for s in &p.processes[0].stacks {
+            *m.entry(p.frames.get(*s.frames.last().unwrap()).to_string()).or_insert(0.0) += s.values[e];
+        }
+        m
+    }
+
+    #[test]
+    fn estimated_stacks_keep_the_cost_lines_of_every_function_by_its_own_name() {
+        // main calls a (block 1) and b; the cost lines say: main 5, a 7 of which 3 at an address
+        // of b's block (code the two share), a'2 (a's recursion level) 4, b 20, and 6 in `init`,
+        // a function nothing calls; 2 Dr in b.
+        let mut p = block_model(
+            &["main", "a", "b", "init"],
+            &[(5, 1), (10, 1), (20, 1), (1, 1)],
+            &[(0, 1, 1), (0, 2, 1), (1, 1, 1)],
+        );
+        p.events = vec![cfghub_model::ir::Event::new("Ir"), cfghub_model::ir::Event::new("Dr")];
+        let image = &mut p.processes[0].images[0];
+        image.symbols.push(Symbol { name: "a'2".into(), ..Symbol::default() });
+        for (offset, symbol, ir, dr) in [
+            (0x1000, 0, 5, 0),
+            (0x1100, 1, 4, 0),
+            (0x1200, 1, 3, 0),
+            (0x1100, 4, 4, 0),
+            (0x1200, 2, 20, 2),
+            (0x1300, 3, 6, 0),
+        ] {
+            image.costs.push_parts(Some(offset), Some(symbol), None, None, &[ir, dr]);
+        }
+        let (est, truncated) = estimate(&p, 1000);
+        assert!(!truncated);
+        // Given up to the estimate, the model gives the same stacks.
+        assert_eq!(estimate_owned(p.clone(), 1000), (est.clone(), truncated));
+        assert_eq!(est.events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["Ir", "Dr"]);
+        let ir = leaf_costs(&est, 0);
+        assert_eq!((ir["main"], ir["a"], ir["b"], ir["init"]), (5.0, 11.0, 20.0, 6.0));
+        assert!(!ir.contains_key("a'2"));
+        assert_eq!(leaf_costs(&est, 1)["b"], 2.0);
+        // `init` is on no call path: a stack of its own; a's recursion is cut.
+        let stacks = folded(&est);
+        assert!(stacks.iter().any(|s| s.0 == "init" && s.1 == 6.0), "{stacks:?}");
+        assert!(stacks.iter().all(|s| !s.0.contains("a;a")), "{stacks:?}");
+        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 42.0);
+    }
+
+    #[test]
+    fn every_function_keeps_its_self_cost_whatever_the_call_counts_say() {
+        // d is called by a and b; the call graph's shares are estimates, d's self cost is not.
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (7, 3)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 2), (2, 3, 1)],
+        );
+        let (est, _) = estimate(&p, 1000);
+        let leaf = leaf_costs(&est, 0);
+        assert_eq!((leaf["main"], leaf["a"], leaf["b"], leaf["d"]), (5.0, 10.0, 20.0, 21.0));
+        assert_eq!(folded(&est).iter().find(|s| s.0 == "main;a;d").unwrap().1, 14.0);
+    }
+
+    #[test]
+    fn estimation_stops_at_the_path_limit_and_keeps_the_total() {
+        let p = block_model(
+            &["main", "a", "b", "d"],
+            &[(5, 1), (10, 1), (20, 1), (10, 4)],
+            &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 3)],
+        );
+        let (est, truncated) = estimate(&p, 2);
+        assert!(truncated);
+        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 75.0);
+    }
+}

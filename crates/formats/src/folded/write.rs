@@ -1,0 +1,168 @@
+//! Writing folded stacks: one line per model stack, root first, frames joined by `;`, then
+//! the counts. Models without stacks get them from `cfghub_analysis::stacks`.
+
+use std::io::Write;
+
+use crate::format::WriteOptions;
+use cfghub_analysis::stacks::WrittenStacks;
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::io::write_error;
+use cfghub_model::ir::Profile;
+
+use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
+use crate::folded_stacks::stacks_for_writing;
+
+/// Writes the profile's stacks (or stacks derived from its call graph or its flat costs, with
+/// a warning).
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let (stacks, mut events) =
+        stacks_for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
+    let profile = stacks.profile();
+    if options.event.is_none() && crate::folded_stacks::events_are_sample_types(profile) {
+        // Two count columns are a before/after pair to flame-graph tools: one sample type
+        // is written, the default one.
+        let written = crate::folded_stacks::default_event(profile);
+        let totals = cfghub_analysis::totals::event_totals(profile);
+        let name = &profile.events[written].name;
+        let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();
+        let why = format!(
+            "wrote '{name}' alone: folded stacks hold one measure, and flame-graph tools read two \
+             columns as a before/after pair; choose another with --event"
+        );
+        cfghub_analysis::totals::warn_left_out(findings, "folded", &totals, &kept, &why);
+        events = vec![written];
+    }
+    let err = write_error("folded output");
+    for (key, value) in &profile.meta.headers {
+        if key == COMMENT_KEY && !value.starts_with(EVENTS_PREFIX) && !value.contains('\n') {
+            writeln!(out, "# {value}").map_err(&err)?;
+        }
+    }
+    let names: Vec<String> = events
+        .iter()
+        .map(|&e| {
+            let name = &profile.events[e].name;
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                let fixed: String = name.split_whitespace().collect::<Vec<_>>().join("_");
+                let fixed = if fixed.is_empty() { format!("event{e}") } else { fixed };
+                findings.warn(None, format!("folded: event name '{name}' written as '{fixed}'"));
+                fixed
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    if names.len() != 1 || names[0] != DEFAULT_EVENT || first_line_is_ambiguous(&stacks) {
+        writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
+    }
+    if profile.processes.len() > 1 {
+        findings.warn(
+            None,
+            format!(
+                "folded: the stacks of {} processes are written as one (folded stacks have no processes)",
+                profile.processes.len()
+            ),
+        );
+    }
+    if stacks.any_thread() {
+        findings.warn(None, "folded: threads of stacks are not written (folded stacks have no threads)");
+    }
+    let mut renamed = 0usize;
+    let mut empty = 0usize;
+    let mut line = Vec::with_capacity(1024);
+    let mut number = count_text::Buffer::default();
+    stacks.try_for_each(|frames, values| {
+        if frames.is_empty() {
+            empty += 1;
+            return Ok(());
+        }
+        line.clear();
+        for (i, &f) in frames.iter().enumerate() {
+            if i > 0 {
+                line.push(b';');
+            }
+            let start = line.len();
+            stacks.push_name(f, &mut line);
+            let name = &mut line[start..];
+            if name.iter().any(|&b| b == b';' || b == b'\n' || b == b'\r') {
+                renamed += 1;
+                for b in name {
+                    match *b {
+                        b';' => *b = b':',
+                        b'\n' | b'\r' => *b = b' ',
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for &e in &events {
+            line.push(b' ');
+            let v = values.get(e).copied().unwrap_or(0.0);
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::unsupported(format!(
+                    "folded stacks hold non-negative counts; a stack has {v} for '{}'",
+                    profile.events[e].name
+                )));
+            }
+            line.extend_from_slice(number.format(v));
+        }
+        line.push(b'\n');
+        out.write_all(&line).map_err(&err)
+    })?;
+    if empty > 0 {
+        findings.warn(None, format!("folded: {empty} stack(s) without frames not written"));
+    }
+    if renamed > 0 {
+        findings.warn(
+            None,
+            format!("folded: ';' and line breaks in {renamed} frame name(s) written as ':' and ' '"),
+        );
+    }
+    Ok(())
+}
+
+/// Whether a reader would take the end of the first stack's leaf frame for a count column
+/// (a leaf named `main 7`), so that the columns must be named in a header.
+fn first_line_is_ambiguous(stacks: &WrittenStacks) -> bool {
+    // The walk stops at the first stack with frames, with its leaf.
+    let Err(leaf) = stacks.try_for_each(|frames, _| frames.last().map_or(Ok(()), |&leaf| Err(leaf))) else {
+        return false;
+    };
+    let mut name = Vec::new();
+    stacks.push_name(leaf, &mut name);
+    let name = String::from_utf8_lossy(&name);
+    match name.trim_end().rfind([' ', '\t']) {
+        Some(i) => parse_count(&name.trim_end().as_bytes()[i + 1..]).is_some(),
+        None => false,
+    }
+}
+
+/// Shortest decimal text of a count that reads back to the same `f64`.
+mod count_text {
+    use std::io::Write;
+
+    #[derive(Default)]
+    pub struct Buffer {
+        bytes: Vec<u8>,
+        int: itoa::Buffer,
+    }
+
+    impl Buffer {
+        pub fn format(&mut self, v: f64) -> &[u8] {
+            if v.fract() == 0.0 && v < 9.007_199_254_740_992e15 {
+                // Whole numbers below 2^53: no `.0`, and fast.
+                return self.int.format(v as u64).as_bytes();
+            }
+            // `Display` for f64 is the shortest text that parses back exactly, never in
+            // exponent form.
+            self.bytes.clear();
+            let _ = write!(self.bytes, "{v}");
+            &self.bytes
+        }
+    }
+}

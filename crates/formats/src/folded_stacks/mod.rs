@@ -1,0 +1,195 @@
+//! Call stacks as stack tools print them, shared by every format that reads or draws them.
+//!
+//! Folded stacks (`main;parse;read_line 31`) are what FlameGraph's and inferno's tools exchange:
+//! the folded format reads and writes them as they are, the DTrace and perf readers collapse
+//! their input into them with inferno's collapsers ([`collapse`]) and read the result
+//! ([`folded::read_bytes`]), and the flame-graph writer draws them. What those formats share
+//! lives here, so that none of them depends on another.
+
+pub mod folded;
+
+use std::io::{BufRead, Read};
+
+use cfghub_analysis::stacks::WrittenStacks;
+use cfghub_model::error::{Error, Result};
+use cfghub_model::ir::{EventId, Profile};
+
+pub use folded::{default_event_names, DEFAULT_EVENT};
+
+/// Reads a whole input for a collapser, refusing a line longer than [`cfghub_model::io::MAX_LINE`].
+pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    cfghub_model::io::LineLimit::new(input, cfghub_model::io::MAX_LINE)
+        .read_to_end(&mut raw)
+        .map_err(|e| Error::io("-", e))?;
+    Ok(raw)
+}
+
+/// Runs one of inferno's collapsers (DTrace, perf) over an input and returns its folded text
+/// (see [`collapse_bytes`]).
+pub fn collapse<C: inferno::collapse::Collapse>(
+    folder: &mut C,
+    input: &mut dyn BufRead,
+    what: &str,
+    hint: &str,
+) -> Result<Vec<u8>> {
+    let raw = read_all(input)?;
+    collapse_bytes(folder, &raw, what, hint)
+}
+
+/// Runs one of inferno's collapsers over `raw` and returns its folded text, giving inferno only
+/// what it handles. inferno takes text as ASCII: it cuts symbols at byte offsets that may fall
+/// inside a character of several bytes (or inside the U+FFFD it makes of a byte that is not
+/// UTF-8) and panics. So every byte past ASCII, and [`ESCAPE`] itself, goes in as `ESCAPE` and
+/// two hex digits, and comes back out as itself. inferno also asserts some of its own
+/// invariants on malformed input; such a panic is caught, kept off standard error, and reported
+/// as bad input.
+pub fn collapse_bytes<C: inferno::collapse::Collapse>(
+    folder: &mut C,
+    raw: &[u8],
+    what: &str,
+    hint: &str,
+) -> Result<Vec<u8>> {
+    let escaped = escape(raw);
+    let mut folded = Vec::new();
+    let result = quietly(|| folder.collapse(&escaped[..], &mut folded));
+    let bad = |detail: String| Error::input(format!("not {what}: {detail}")).with_hint(hint.to_string());
+    match result {
+        Ok(Ok(())) => Ok(unescape(folded)),
+        Ok(Err(e)) => Err(bad(e.to_string())),
+        Err(_) => Err(bad("the collapser could not follow its records".to_string())),
+    }
+}
+
+/// The byte that starts an escaped byte on its way through inferno: a control character no
+/// collapser gives a meaning to (it is not white space, not a digit, not punctuation).
+pub const ESCAPE: u8 = 0x01;
+
+fn escape(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if raw.iter().all(|&b| b.is_ascii() && b != ESCAPE) {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 8);
+    for &b in raw {
+        if b.is_ascii() && b != ESCAPE {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[ESCAPE, HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn unescape(folded: Vec<u8>) -> Vec<u8> {
+    if !folded.contains(&ESCAPE) {
+        return folded;
+    }
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(folded.len());
+    let mut i = 0;
+    while i < folded.len() {
+        if folded[i] == ESCAPE && i + 2 < folded.len() {
+            if let (Some(h), Some(l)) = (hex(folded[i + 1]), hex(folded[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(folded[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Runs `f`, catching a panic without letting the panic hook print it (inferno's worker threads
+/// panic too, so the hook stays quiet while any collapse runs).
+fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if RUNNING.load(Ordering::SeqCst) == 0 {
+                default(info)
+            }
+        }));
+    });
+    RUNNING.fetch_add(1, Ordering::SeqCst);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
+    result
+}
+
+/// What a writer of stacks writes: the profile's own stacks, or (with a warning) stacks derived
+/// from its call graph or its flat costs, those named as they are written
+/// ([`cfghub_analysis::stacks::stacks_to_write`]), and the events to write ([`chosen_events`]).
+/// Refused when there is no event; `what` names the output in that message ("speedscope
+/// profiles").
+pub fn stacks_for_writing<'a>(
+    profile: &'a Profile,
+    event: Option<&str>,
+    findings: &mut cfghub_model::error::Findings,
+    what: &str,
+) -> Result<(WrittenStacks<'a>, Vec<EventId>)> {
+    let stacks = cfghub_analysis::stacks::stacks_to_write(profile, findings)?;
+    let events = written_events(stacks.profile(), event, what)?;
+    Ok((stacks, events))
+}
+
+fn written_events(profile: &Profile, event: Option<&str>, what: &str) -> Result<Vec<EventId>> {
+    let events = chosen_events(profile, event)?;
+    if events.is_empty() {
+        return Err(Error::unsupported(format!("{what} need at least one event, the profile has none")));
+    }
+    Ok(events)
+}
+
+/// The event shown when none is chosen: the one the profile names as its default (pprof's
+/// `default_sample_type`), else the first.
+pub fn default_event(profile: &Profile) -> EventId {
+    profile
+        .meta
+        .headers
+        .iter()
+        .find(|(k, _)| k == cfghub_model::ir::DEFAULT_EVENT_KEY)
+        .and_then(|(_, name)| profile.event_index(name))
+        .unwrap_or(0)
+}
+
+/// Whether the events are sample types of one sampler, each in its unit (pprof's
+/// `samples/count` and `cpu/nanoseconds`): different measures of the same samples, never a
+/// before/after pair, which is what flame-graph tools make of two count columns.
+pub fn events_are_sample_types(profile: &Profile) -> bool {
+    profile.events.len() > 1
+        && profile.events.iter().all(|e| cfghub_model::ir::event_unit(&profile.meta, &e.name).is_some())
+}
+
+/// Which event columns to write: the one `--event` names, else all of them.
+pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
+    match event {
+        Some(name) => profile.event_index(name).map(|i| vec![i]).ok_or_else(|| {
+            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
+            Error::usage(format!("the profile has no event '{name}'"))
+                .with_hint(format!("its events: {}", names.join(", ")))
+        }),
+        None => Ok((0..profile.events.len()).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_past_ascii_go_through_escaped_and_come_back() {
+        let raw: Vec<u8> = (0..=255u8).collect();
+        let escaped = escape(&raw);
+        assert!(escaped.iter().all(|b| b.is_ascii()));
+        assert_eq!(unescape(escaped.into_owned()), raw);
+        assert!(matches!(escape(b"plain text"), std::borrow::Cow::Borrowed(_)));
+        // A lone escape byte that inferno cut short stays as it is.
+        assert_eq!(unescape(vec![b'a', ESCAPE, b'z']), vec![b'a', ESCAPE, b'z']);
+    }
+}

@@ -1,0 +1,314 @@
+//! The text sample profile (see [`super`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::dwarf::{DebugInfo, Frame};
+use super::Options;
+use crate::format::WriteOptions;
+use cfghub_analysis::addresses::ElfLayout;
+pub use cfghub_analysis::names::require_code_addresses as refuse_without_addresses;
+use cfghub_analysis::names::{choose_binary, ChosenBinary};
+use cfghub_analysis::symbolize::elf::ElfFile;
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::ir::{Image, NodeRef, Profile};
+
+/// The samples of one function, or of one function inlined at one call site.
+#[derive(Default)]
+struct Samples {
+    total: u64,
+    head: u64,
+    /// By (line offset, discriminator): the count and the calls to each callee.
+    body: BTreeMap<(u32, u32), (u64, BTreeMap<String, u64>)>,
+    /// By (line offset, discriminator): the functions inlined there.
+    inlined: BTreeMap<(u32, u32), BTreeMap<String, Samples>>,
+}
+
+/// The binary of `image` and where its segments go: `--symbols` when given, else the image's
+/// own file when it can be read.
+pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Option<(PathBuf, ElfLayout)> {
+    let path = options
+        .formats
+        .get::<Options>()
+        .binary
+        .or_else(|| image.file.map(|f| PathBuf::from(profile.file_name(f))))
+        .filter(|p| p.is_file())?;
+    let elf = ElfFile::open(&path).ok()?;
+    Some((path, ElfLayout::of(&elf)))
+}
+
+/// The event whose samples count executions, for profiles without blocks.
+pub fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
+    cfghub_analysis::totals::chosen_event(profile, options.event.as_deref())
+}
+
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    refuse_without_addresses(profile, "llvm-sample")?;
+    cfghub_analysis::totals::warn_no_events(
+        findings,
+        "llvm-sample",
+        profile,
+        "a sample profile holds executions or samples per function and source line, not the events' costs",
+    );
+    let opts = options.formats.get::<Options>();
+    let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
+        return Ok(());
+    };
+    let (p, i) = chosen.places[0];
+    let image = &profile.processes[p].images[i as usize];
+    let Some((path, _)) = binary_of(profile, image, options) else {
+        if image.blocks.is_empty() && image.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some()) {
+            return write_from_profile_lines(profile, &chosen, out, options, findings);
+        }
+        return Err(Error::input(format!(
+            "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
+            profile.image_name(image)
+        ))
+        .with_hint("name it with --symbols BINARY"));
+    };
+    let debug = DebugInfo::open(&path)?;
+    let event = event_of(profile, options)?;
+    let mut top: HashMap<String, Samples> = HashMap::new();
+    let mut unnamed = 0u64;
+    for &(p, i) in &chosen.places {
+        unnamed += add_image(&mut top, &debug, &profile.processes[p], i, event);
+    }
+    if unnamed > 0 {
+        findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
+    }
+    warn_other_images(profile, &chosen, findings);
+    print_all(out, &top)
+}
+
+/// Names, in a warning, the images with samples or blocks that are not the binary written.
+fn warn_other_images(profile: &Profile, chosen: &ChosenBinary, findings: &mut Findings) {
+    if !chosen.others.is_empty() {
+        let (p, i) = chosen.places[0];
+        let name = profile.image_name(&profile.processes[p].images[i as usize]);
+        findings.warn(
+            None,
+            format!(
+                "code of images other than {name} left out (a sample profile is of one binary): {}",
+                chosen.left_out_note()
+            ),
+        );
+    }
+}
+
+/// Adds the blocks (else the samples of `event`) and calls of one process's image of the
+/// binary; returns the code ranges DWARF names no function for.
+fn add_image(
+    top: &mut HashMap<String, Samples>,
+    debug: &DebugInfo,
+    process: &cfghub_model::ir::Process,
+    image_index: u32,
+    event: usize,
+) -> u64 {
+    let image = &process.images[image_index as usize];
+    let address = |offset: u64| debug.layout.address(image, offset);
+    let mut unnamed = 0u64;
+    // Each block's bytes, a line-table row at a time: a row's code has one line and one chain
+    // of inlined functions.
+    for b in image.blocks.iter().filter(|b| b.count.unwrap_or(0) > 0) {
+        let count = b.count.unwrap_or(0);
+        // The block's last instruction's length, where the profile had to guess it (a jump or
+        // return followed by padding), from the binary's code.
+        let start = address(b.offset);
+        let last = address(b.last_instr());
+        let end = match debug.branch_length(last) {
+            Some(len) => last.saturating_add(len),
+            None => start.saturating_add(u64::from(b.size.max(1))),
+        };
+        let mut a = start;
+        while a < end {
+            let next = debug.next_row(a).clamp(a + 1, end);
+            let frames = debug.frames(a);
+            if frames.is_empty() {
+                unnamed += 1;
+            } else {
+                add_body(top, &frames, count, count.saturating_mul(next - a));
+            }
+            a = next;
+        }
+    }
+    if image.blocks.is_empty() {
+        // Samples at addresses: each counts once, where it was taken.
+        for cost in &image.costs {
+            let (Some(offset), value) = (cost.offset, cost.value(event)) else { continue };
+            let frames = debug.frames(address(offset));
+            if value > 0 && !frames.is_empty() {
+                add_body(top, &frames, value, value);
+            }
+        }
+    }
+    for e in process.edges.iter().filter(|e| e.kind.is_call() && e.total() > 0) {
+        let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else { continue };
+        if s.image != image_index || t.image != image_index {
+            continue;
+        }
+        let Some(callee) = debug.function_at(address(process.block(t).offset)) else { continue };
+        let frames = debug.frames(address(process.block(s).last_instr()));
+        if frames.is_empty() {
+            continue;
+        }
+        let callee = callee.to_string();
+        let leaf = leaf(top, &frames, 0);
+        let entry = leaf.body.entry(location(&frames[frames.len() - 1])).or_default();
+        *entry.1.entry(callee.clone()).or_default() += e.total();
+        let head = &mut top.entry(callee).or_default().head;
+        *head = head.saturating_add(e.total());
+    }
+    unnamed
+}
+
+/// Samples at addresses whose profile names their function and line (pprof), without the
+/// binary: each function by the profile's own name, its lines as offsets from the first line
+/// the profile states for it (pprof `Function.start_line`; the line itself when none).
+/// Inlined code counts as its own function's, as the profile's leaf frames count it.
+fn write_from_profile_lines(
+    profile: &Profile,
+    chosen: &ChosenBinary,
+    out: &mut dyn Write,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<()> {
+    let event = event_of(profile, options)?;
+    let mut top: HashMap<String, Samples> = HashMap::new();
+    let (mut without_line, mut unplaced) = (0u64, 0u64);
+    let places = chosen.places.iter().map(|&(p, i)| &profile.processes[p].images[i as usize]);
+    for (image, cost) in places.flat_map(|image| image.costs.iter().map(move |c| (image, c))) {
+        let value = cost.value(event);
+        let name = cost.symbol.map(|s| &image.symbols[s as usize].name);
+        // (A name with a line break or other control character cannot be written.)
+        let (Some(name), Some(line), true) =
+            (name.filter(|n| !n.is_empty() && !n.contains(char::is_control)), cost.line, value > 0)
+        else {
+            without_line = without_line.saturating_add(value);
+            continue;
+        };
+        let first = profile.frames.lookup(name).and_then(|f| profile.frame_source(f)).and_then(|s| s.line);
+        match first.filter(|&f| f <= line) {
+            Some(decl_line) => {
+                let frame = Frame { function: name.clone(), line, decl_line, ..Frame::default() };
+                add_body(&mut top, std::slice::from_ref(&frame), value, value);
+            }
+            None => {
+                // Lines are offsets from the function's first line: without it, the function's
+                // total alone.
+                let s = top.entry(name.clone()).or_default();
+                s.total = s.total.saturating_add(value);
+                unplaced = unplaced.saturating_add(value);
+            }
+        }
+    }
+    if unplaced > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{unplaced} samples in functions whose first line the profile does not state (pprof \
+                 `start_line`, written by Go 1.20 on) count in their function's total, on no line: \
+                 --symbols BINARY places them"
+            ),
+        );
+    }
+    if without_line > 0 {
+        findings.warn(
+            None,
+            format!(
+                "{without_line} samples at addresses without a function and line left out: name them \
+                 with --symbols BINARY"
+            ),
+        );
+    }
+    findings.warn(
+        None,
+        "llvm-sample: no binary found: functions and lines are the profile's own, without the \
+         inline chains DWARF gives (--symbols BINARY adds them)",
+    );
+    warn_other_images(profile, chosen, findings);
+    print_all(out, &top)
+}
+
+/// Writes the functions, the busiest first.
+fn print_all(out: &mut dyn Write, top: &HashMap<String, Samples>) -> Result<()> {
+    let mut functions: Vec<(&String, &Samples)> =
+        top.iter().filter(|(_, s)| s.total > 0 || s.head > 0).collect();
+    functions.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));
+    let mut text = String::new();
+    for (name, samples) in functions {
+        print(&mut text, name, samples, 0);
+    }
+    out.write_all(text.as_bytes()).map_err(|e| Error::io("output", e))
+}
+
+/// A frame's place in its function: (line offset from the function's first line, base
+/// discriminator), as LLVM keys samples.
+fn location(frame: &Frame) -> (u32, u32) {
+    (frame.line.wrapping_sub(frame.decl_line) & 0xffff, base_discriminator(frame.discriminator))
+}
+
+/// The base discriminator of a DWARF discriminator (LLVM's prefix encoding: the low bit set
+/// means none; else 6 bits, or 12 when bit 6 is set).
+fn base_discriminator(d: u32) -> u32 {
+    if d & 1 != 0 {
+        return 0;
+    }
+    let u = d >> 1;
+    if u & 0x40 != 0 {
+        (u & 0x3f) | ((u >> 1) & 0xfe0)
+    } else {
+        u & 0x3f
+    }
+}
+
+/// The samples of the innermost frame, every frame's total raised by `bytes_count`.
+fn leaf<'a>(top: &'a mut HashMap<String, Samples>, frames: &[Frame], bytes_count: u64) -> &'a mut Samples {
+    let mut s = top.entry(frames[0].function.clone()).or_default();
+    s.total = s.total.saturating_add(bytes_count);
+    for pair in frames.windows(2) {
+        let site = location(&pair[0]);
+        s = s.inlined.entry(site).or_default().entry(pair[1].function.clone()).or_default();
+        s.total = s.total.saturating_add(bytes_count);
+    }
+    s
+}
+
+/// Code run `count` times: the innermost function's line takes the largest count of its
+/// instructions; every function on the chain counts the bytes run.
+fn add_body(top: &mut HashMap<String, Samples>, frames: &[Frame], count: u64, bytes_count: u64) {
+    let loc = location(&frames[frames.len() - 1]);
+    let s = leaf(top, frames, bytes_count);
+    let entry = s.body.entry(loc).or_default();
+    entry.0 = entry.0.max(count);
+}
+
+fn print(text: &mut String, name: &str, s: &Samples, indent: usize) {
+    use std::fmt::Write as _;
+    if indent == 0 {
+        let _ = writeln!(text, "{name}:{}:{}", s.total, s.head);
+    } else {
+        let _ = writeln!(text, "{name}:{}", s.total);
+    }
+    let loc = |(offset, d): (u32, u32)| if d == 0 { format!("{offset}") } else { format!("{offset}.{d}") };
+    for (&at, (count, targets)) in &s.body {
+        let _ = write!(text, "{:indent$}{}: {count}", "", loc(at), indent = indent + 1);
+        let mut sorted: Vec<(&String, &u64)> = targets.iter().collect();
+        sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (callee, n) in sorted {
+            let _ = write!(text, " {callee}:{n}");
+        }
+        text.push('\n');
+    }
+    for (&at, callees) in &s.inlined {
+        for (callee, samples) in callees {
+            let _ = write!(text, "{:indent$}{}: ", "", loc(at), indent = indent + 1);
+            print(text, callee, samples, indent + 1);
+        }
+    }
+}

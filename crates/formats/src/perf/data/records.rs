@@ -1,0 +1,894 @@
+//! The records of a perf.data file, replayed in time order into what the model needs: each
+//! process's address space (from `MMAP`/`MMAP2` records, inherited on `FORK`), each thread's
+//! command name (`COMM`), and the samples: their stacks logged, their costs added up by
+//! address and by branch.
+//!
+//! Addresses are resolved as perf resolves them when it prints: the sample's (or the call
+//! chain's context marker's) CPU mode picks the kernel's mappings or the process's, and an
+//! address falls in the mapping that covers it at the time of the sample. An address in an
+//! image becomes `(image, file offset)`; one in no mapping stays the bare address (`[unknown]`).
+//!
+//! Two threads share the work: the replay parses, orders and resolves the records, and hands
+//! the resolved samples in batches to the [`Tally`], which interns their frames and threads,
+//! logs their stacks and adds them up by address.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+
+use rustc_hash::FxHashMap;
+
+use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId, RecordType};
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+
+use super::layout::{self, Kind, Layout, Order};
+use super::sample::{Layout as SampleLayout, Sample};
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::mem::PageReleaser;
+
+/// An image: a file mapped into some process (or the kernel).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ImageKey {
+    /// The path perf recorded (`/usr/lib/x86_64-linux-gnu/libc.so.6`, `[kernel.kallsyms]`,
+    /// `[vdso]`).
+    pub path: String,
+    /// Where the file's byte 0 would lie: the mapping's start less its file offset (0 for the
+    /// kernel, whose addresses are kept as they are).
+    pub base: u64,
+    /// Whether it is the kernel or a kernel module.
+    pub kernel: bool,
+}
+
+/// A frame of a call chain: the image (index into [`Recording::images`]) and the offset in
+/// it, or an address in no image ([`NO_IMAGE`] in user space, [`NO_KERNEL_IMAGE`] in the
+/// kernel).
+pub type Frame = (u32, u64);
+pub const NO_IMAGE: u32 = u32::MAX;
+pub const NO_KERNEL_IMAGE: u32 = u32::MAX - 1;
+
+/// One event of the file: its name and how it samples.
+#[derive(Clone, Debug, Default)]
+pub struct EventInfo {
+    pub name: String,
+    /// Fixed sampling period, or the frequency in Hz (`freq` set), as the attribute says.
+    pub period: Option<u64>,
+    pub frequency: Option<u64>,
+    pub sample_type: u64,
+    pub branch_sample_type: u64,
+}
+
+/// A thread as a sample names it: pid, tid and the thread's command name at the time (index
+/// into [`Recording::comms`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: u32,
+}
+
+pub use super::stack_set::StackLog;
+
+/// Branch records of one process, added up (runtime addresses).
+#[derive(Clone, Debug, Default)]
+pub struct BranchTotals {
+    /// `(from, to)` -> (times taken, times mispredicted).
+    pub taken: FxHashMap<(u64, u64), (u64, u64)>,
+    /// `(start, end)`: code ran from `start` through the instruction at `end`.
+    pub ranges: FxHashMap<(u64, u64), u64>,
+    /// The same ranges by the source of the branch that entered them, `(from, start, end)`:
+    /// perf2bolt reads a range entered from another function at a block just after a call
+    /// as running on from the call (`FunctionCode::call_before`).
+    pub entered: FxHashMap<(u64, u64, u64), u64>,
+}
+
+/// Everything the records said.
+#[derive(Default)]
+pub struct Recording {
+    pub order: Option<Order>,
+    pub kind: Option<Kind>,
+    pub events: Vec<EventInfo>,
+    pub images: Vec<ImageKey>,
+    /// Highest file offset seen mapped, per image (its size).
+    pub image_ends: Vec<u64>,
+    /// Build ids by recorded path.
+    pub build_ids: HashMap<String, Vec<u8>>,
+    /// Command names, interned.
+    pub comms: Vec<String>,
+    /// The distinct frames of the call chains, each resolved once.
+    pub frames: Vec<Frame>,
+    /// The distinct threads of the samples.
+    pub threads: Vec<Thread>,
+    /// Every sample's stack, by the key `[event, thread, then each frame of the chain, leaf
+    /// first]` (indexes into [`Recording::threads`] and [`Recording::frames`]), with its
+    /// weight.
+    pub stacks: StackLog,
+    /// `(pid, image, offset)` -> period per event, of the sampled instruction (held inline
+    /// for up to two events: no allocation per address). Empty when the replay was asked
+    /// for stacks alone.
+    pub costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
+    /// Branch records per pid.
+    pub branches: FxHashMap<i32, BranchTotals>,
+    /// The last command name of each thread: `(pid, tid)` -> comm.
+    pub thread_names: FxHashMap<(i32, i32), u32>,
+    pub samples: u64,
+    /// Samples per event.
+    pub event_samples: Vec<u64>,
+    pub lost: u64,
+    pub malformed: u64,
+    pub headers: Vec<(String, String)>,
+    pub command: Option<String>,
+    pub creator: Option<String>,
+    /// The address spaces as the records left them, for addresses added up without their
+    /// image (branch records).
+    spaces: FxHashMap<i32, Vec<Mapping>>,
+}
+
+impl Recording {
+    /// The image and offset of a runtime address in process `pid` at the end of the
+    /// recording (kernel addresses in the kernel's mappings).
+    pub fn resolve(&self, pid: i32, address: u64) -> (u32, u64) {
+        let kernel = address >= KERNEL_START;
+        resolve_in(&self.spaces, &self.images, pid, address, kernel)
+    }
+}
+
+/// Where the kernel's half of the address space starts on 64-bit machines.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+fn resolve_in(
+    spaces: &FxHashMap<i32, Vec<Mapping>>,
+    images: &[ImageKey],
+    pid: i32,
+    address: u64,
+    kernel: bool,
+) -> (u32, u64) {
+    let space = spaces.get(&if kernel { KERNEL_PID } else { pid });
+    resolve_among(space.map_or(&[], Vec::as_slice), images, address, kernel)
+}
+
+/// The image and offset of `address` among the mappings of one address space.
+fn resolve_among(maps: &[Mapping], images: &[ImageKey], address: u64, kernel: bool) -> (u32, u64) {
+    let found = maps.partition_point(|m| m.start <= address).checked_sub(1).map(|i| maps[i]);
+    match found.filter(|m| address < m.end) {
+        Some(m) => (m.image, address.wrapping_sub(images[m.image as usize].base)),
+        None if kernel => (NO_KERNEL_IMAGE, address),
+        None => (NO_IMAGE, address),
+    }
+}
+
+/// One mapping of an address space.
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    image: u32,
+}
+
+/// The state of the replay: the address spaces and names as the records have them so far,
+/// each sample resolved against them and handed on to the [`Tally`] in [`Batch`]es.
+#[derive(Default)]
+struct Replay {
+    rec: Recording,
+    image_index: HashMap<ImageKey, u32>,
+    comm_index: HashMap<String, u32>,
+    /// Mappings per pid, sorted by start, not overlapping; pid -1 is the kernel's.
+    spaces: FxHashMap<i32, Vec<Mapping>>,
+    /// The current command name of each tid.
+    comm_of: FxHashMap<i32, u32>,
+    layouts: Vec<SampleLayout>,
+    default_period: Vec<u64>,
+    /// Each sample weighs 1 rather than its period.
+    count_samples: bool,
+    /// The samples resolved since the last batch was handed on.
+    batch: Batch,
+}
+
+/// A sample resolved: its event, thread, weight, sampled instruction and the number of its
+/// call chain's frames (the next ones of [`Batch::frames`]).
+struct Resolved {
+    event: u32,
+    thread: Thread,
+    period: u64,
+    ip: Option<Frame>,
+    frames: u32,
+}
+
+/// Samples resolved in time order, handed from the replay to the tally in one piece.
+#[derive(Default)]
+struct Batch {
+    samples: Vec<Resolved>,
+    /// The frames of every sample's chain, leaf first, one sample after the other.
+    frames: Vec<Frame>,
+}
+
+impl Batch {
+    /// Samples per batch: enough that handing a batch on costs nothing beside it, few
+    /// enough that its frames stay in the cache between the two threads.
+    const SAMPLES: usize = 2048;
+}
+
+/// The samples taken in: distinct frames and threads interned, stacks logged, costs counted.
+/// It runs on a thread of its own beside the replay, which parses, orders and resolves the
+/// records: the two halves of the work take about as long, so a conversion on two cores
+/// takes about half the time of the replay (the usual route, `perf script` piped into a
+/// collapse, runs on two cores too).
+#[derive(Default)]
+struct Tally {
+    frames: Vec<Frame>,
+    frame_index: FxHashMap<Frame, u32>,
+    threads: Vec<Thread>,
+    thread_index: FxHashMap<Thread, u32>,
+    stacks: StackLog,
+    costs: FxHashMap<(i32, u32, u64), smallvec::SmallVec<[u64; 2]>>,
+    /// The number of events (each cost has a value per event).
+    events: usize,
+    /// Add up the sampled instructions' costs. An output of stacks alone needs none:
+    /// leaving them out spares a look-up per sample in a table of as many entries as there
+    /// are distinct addresses.
+    addresses: bool,
+    /// The key of the sample at hand, reused from sample to sample.
+    key: Vec<u32>,
+}
+
+impl Tally {
+    fn add(&mut self, batch: &Batch) {
+        let mut chains = batch.frames.as_slice();
+        let mut key = std::mem::take(&mut self.key);
+        for s in &batch.samples {
+            let (chain, rest) = chains.split_at(s.frames as usize);
+            chains = rest;
+            let thread = self.thread(s.thread);
+            key.clear();
+            key.extend_from_slice(&[s.event, thread]);
+            key.extend(chain.iter().map(|&frame| self.frame(frame)));
+            self.stacks.push(&key, s.period);
+            let Some((image, offset)) = s.ip.filter(|_| self.addresses) else { continue };
+            let events = self.events;
+            let values = self
+                .costs
+                .entry((s.thread.pid, image, offset))
+                .or_insert_with(|| smallvec::smallvec![0; events]);
+            let value = &mut values[s.event as usize];
+            *value = value.saturating_add(s.period);
+        }
+        self.key = key;
+    }
+
+    /// The id of a frame.
+    fn frame(&mut self, frame: Frame) -> u32 {
+        let next = self.frames.len() as u32;
+        let id = *self.frame_index.entry(frame).or_insert(next);
+        if id == next {
+            self.frames.push(frame);
+        }
+        id
+    }
+
+    fn thread(&mut self, thread: Thread) -> u32 {
+        let next = self.threads.len() as u32;
+        let id = *self.thread_index.entry(thread).or_insert(next);
+        if id == next {
+            self.threads.push(thread);
+        }
+        id
+    }
+
+    /// Adds up every batch `batches` hands over, handing each back emptied through `spent`.
+    fn run(mut self, batches: Receiver<Batch>, spent: Sender<Batch>) -> Tally {
+        for mut batch in batches {
+            self.add(&batch);
+            batch.samples.clear();
+            batch.frames.clear();
+            // The replay may have finished and gone: then the batch is dropped here.
+            let _ = spent.send(batch);
+        }
+        self
+    }
+}
+
+const KERNEL_PID: i32 = -1;
+/// Call-chain entries from here up are context markers (`PERF_CONTEXT_*`), not addresses.
+const CONTEXT_MAX: u64 = (-4095i64) as u64;
+const CONTEXT_KERNEL: u64 = (-128i64) as u64;
+const CONTEXT_USER: u64 = (-512i64) as u64;
+const CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
+/// `misc` CPU modes.
+const MISC_CPUMODE_MASK: u16 = 7;
+const MISC_KERNEL: u16 = 1;
+const MISC_GUEST_KERNEL: u16 = 4;
+
+/// Reads every record of a checked file, each sample weighing its period; `pages` hands the
+/// file's pages back to the system once the records in them are read.
+pub fn replay(
+    bytes: &[u8],
+    pages: PageReleaser<'_>,
+    frame: &Layout,
+    findings: &mut Findings,
+) -> Result<Recording> {
+    replay_weighing(bytes, pages, frame, false, true, findings)
+}
+
+/// The name perf gives an event with no stated name (a recording killed before it wrote its
+/// event descriptions): a generic hardware or software event's, with the modifiers of the
+/// privilege levels it counts when it leaves any out (`cpu-clock:u`); else `event{index}`.
+fn name_of_attribute(attr: &linux_perf_data::linux_perf_event_reader::PerfEventAttr, index: usize) -> String {
+    use linux_perf_data::linux_perf_event_reader::{
+        AttrFlags, HardwareEventId as H, PerfEventType, SoftwareCounterType as S,
+    };
+    let base = match &attr.type_ {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => return format!("event{index}"),
+        },
+        PerfEventType::Software(counter) => match counter {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => return format!("event{index}"),
+        },
+        _ => return format!("event{index}"),
+    };
+    let levels =
+        [(AttrFlags::EXCLUDE_USER, 'u'), (AttrFlags::EXCLUDE_KERNEL, 'k'), (AttrFlags::EXCLUDE_HV, 'h')];
+    if levels.iter().all(|(flag, _)| !attr.flags.contains(*flag)) {
+        return base.to_string();
+    }
+    let kept: String =
+        levels.iter().filter(|(flag, _)| !attr.flags.contains(*flag)).map(|(_, c)| *c).collect();
+    format!("{base}:{kept}")
+}
+
+/// Reads every record of a checked file as [`replay`] does; with `count_samples`, each sample
+/// weighs 1 in the stacks and costs (sample counts, as perf2bolt and llvm-profgen count
+/// samples), else its period; without `addresses`, the sampled instructions' costs are left
+/// out ([`Recording::costs`] stays empty: for an output of stacks alone).
+pub fn replay_weighing(
+    bytes: &[u8],
+    pages: PageReleaser<'_>,
+    frame: &Layout,
+    count_samples: bool,
+    addresses: bool,
+    findings: &mut Findings,
+) -> Result<Recording> {
+    let fail = |e: linux_perf_data::Error| {
+        Error::input(format!("the perf.data records cannot be read: {e}")).with_hint(
+            "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
+        )
+    };
+    let header = frame.patched_header.as_deref().unwrap_or_default();
+    let cursor = Releasing { bytes, header, at: 0, released: 0, pages };
+    let reader = match frame.kind {
+        Kind::File => PerfFileReader::parse_file(cursor),
+        Kind::Pipe => PerfFileReader::parse_pipe(cursor),
+    }
+    .map_err(fail)?;
+    let PerfFileReader { mut perf_file, mut record_iter } = reader;
+    let mut r = Replay { count_samples, ..Replay::default() };
+    r.rec.order = Some(frame.order);
+    r.rec.kind = Some(frame.kind);
+    r.events(&perf_file);
+    r.rec.event_samples = vec![0; r.rec.events.len()];
+    let features = super::header::read(&perf_file, frame.order);
+    (r.rec.headers, r.rec.creator, r.rec.command) = (features.headers, features.creator, features.command);
+    r.rec.build_ids = features.build_ids;
+    let tally = Tally { events: r.layouts.len(), addresses, ..Tally::default() };
+    // A few batches in flight at most: the replay waits for the tally rather than queue.
+    let (to_tally, batches) = sync_channel::<Batch>(4);
+    let (spent, recycled) = channel::<Batch>();
+    let tally = std::thread::scope(|scope| -> Result<Tally> {
+        let adding = scope.spawn(move || tally.run(batches, spent));
+        let read = (|| {
+            while let Some(record) = record_iter.next_record(&mut perf_file).map_err(fail)? {
+                match record {
+                    PerfFileRecord::EventRecord { attr_index, record } => r.event(
+                        attr_index,
+                        record.record_type,
+                        record.misc,
+                        record.data.as_slice().as_ref(),
+                        &record,
+                    ),
+                    PerfFileRecord::UserRecord(u) => {
+                        if u.record_type.record_type().0 == layout::BUILD_ID {
+                            r.build_id_record(u.misc, u.data.as_slice().as_ref(), frame.order);
+                        }
+                    }
+                }
+                if r.batch.samples.len() >= Batch::SAMPLES {
+                    let next = recycled.try_recv().unwrap_or_default();
+                    // The tally only stops when this sender is dropped (or it panicked,
+                    // which the join below reports).
+                    let _ = to_tally.send(std::mem::replace(&mut r.batch, next));
+                }
+            }
+            let _ = to_tally.send(std::mem::take(&mut r.batch));
+            Ok(())
+        })();
+        drop(to_tally);
+        let tally = adding.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read.map(|()| tally)
+    })?;
+    r.rec.frames = tally.frames;
+    r.rec.threads = tally.threads;
+    r.rec.stacks = tally.stacks;
+    r.rec.costs = tally.costs;
+    warn_about_the_records(frame, &r.rec, findings);
+    r.rec.spaces = std::mem::take(&mut r.spaces);
+    Ok(r.rec)
+}
+
+impl Replay {
+    /// The events of the file's attributes: their sample layouts, default periods and names.
+    fn events(&mut self, perf_file: &linux_perf_data::PerfFile) {
+        for attr in perf_file.event_attributes() {
+            let a = attr.attributes();
+            let (period, frequency) = match a.sampling_policy {
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::Period(p) => (Some(p.get()), None),
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::Frequency(f) => (None, Some(f)),
+                linux_perf_data::linux_perf_event_reader::SamplingPolicy::NoSampling => (None, None),
+            };
+            self.layouts.push(SampleLayout {
+                sample_type: a.sample_format.bits(),
+                read_format: a.read_format.bits(),
+                branch_sample_type: a.branch_sample_format.bits(),
+            });
+            self.default_period.push(period.unwrap_or(1));
+            self.rec.events.push(EventInfo {
+                name: attr.name().map_or_else(|| name_of_attribute(a, self.rec.events.len()), str::to_string),
+                period,
+                frequency,
+                sample_type: a.sample_format.bits(),
+                branch_sample_type: a.branch_sample_format.bits(),
+            });
+        }
+    }
+}
+
+/// The warnings of a replay: a recording that did not end properly, records of unknown types,
+/// samples perf lost and samples whose fields run past their end.
+fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findings) {
+    if frame.patched_header.is_some() {
+        let (start, end) = frame.records;
+        findings.warn(
+            Some(cfghub_model::error::Location::Byte(40)),
+            format!(
+                "the data section's size is 0: `perf record` did not end properly (killed?); its \
+                 {} bytes of records up to byte {end} were read, without the features perf \
+                 writes last (build-id table, host, command line)",
+                end - start
+            ),
+        );
+    }
+    for (t, n, at) in &frame.unknown {
+        findings.warn(
+            Some(cfghub_model::error::Location::Byte(*at)),
+            format!("{n} record(s) of unknown type {t} skipped (the first at this offset)"),
+        );
+    }
+    if rec.lost > 0 {
+        findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", rec.lost));
+    }
+    if rec.malformed > 0 {
+        findings.warn(
+            None,
+            format!("{} SAMPLE record(s) whose fields run past their end were skipped", rec.malformed),
+        );
+    }
+}
+
+/// The file's bytes read front to back, the pages behind the reader handed back to the
+/// system a few megabytes at a time: the records are copied out as they are read, so the
+/// file need not stay in memory beside what is made of it.
+struct Releasing<'a> {
+    bytes: &'a [u8],
+    /// Read in place of the file's first bytes (a header patched by the layout check).
+    header: &'a [u8],
+    at: usize,
+    /// Everything before this offset has been released.
+    released: usize,
+    pages: PageReleaser<'a>,
+}
+
+impl Releasing<'_> {
+    const STEP: usize = 8 << 20;
+}
+
+impl Read for Releasing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let rest = match self.header.get(self.at..) {
+            Some(patched) if !patched.is_empty() => patched,
+            _ => self.bytes.get(self.at..).unwrap_or_default(),
+        };
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.at += n;
+        if self.at >= self.released + Self::STEP {
+            let upto = self.at / Self::STEP * Self::STEP;
+            self.pages.release(self.released..upto);
+            self.released = upto;
+        }
+        Ok(n)
+    }
+}
+
+impl Seek for Releasing<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let len = self.bytes.len() as i128;
+        let at = match to {
+            SeekFrom::Start(n) => i128::from(n),
+            SeekFrom::End(d) => len + i128::from(d),
+            SeekFrom::Current(d) => self.at as i128 + i128::from(d),
+        };
+        if at < 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start"));
+        }
+        self.at = usize::try_from(at).unwrap_or(usize::MAX);
+        // Pages read again come back from the file; release them again once past.
+        self.released = self.released.min(self.at / Self::STEP * Self::STEP);
+        Ok(self.at as u64)
+    }
+}
+
+impl Replay {
+    fn event(
+        &mut self,
+        attr: usize,
+        kind: RecordType,
+        misc: u16,
+        body: &[u8],
+        raw: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>,
+    ) {
+        match kind {
+            RecordType::SAMPLE => self.sample(attr, misc, body),
+            RecordType::MMAP | RecordType::MMAP2 | RecordType::COMM | RecordType::FORK => match raw.parse() {
+                Ok(EventRecord::Mmap(m)) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    self.map(m.pid, m.address, m.length, m.page_offset, path, misc, None);
+                }
+                Ok(EventRecord::Mmap2(m)) => {
+                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                    let id = match m.file_id {
+                        Mmap2FileId::BuildId(id) => Some(id),
+                        Mmap2FileId::InodeAndVersion(_) => None,
+                    };
+                    // Only code: a mapping without PROT_EXEC holds no samples perf names.
+                    if m.protection & 4 != 0
+                        || m.cpu_mode != linux_perf_data::linux_perf_event_reader::CpuMode::User
+                    {
+                        self.map(m.pid, m.address, m.length, m.page_offset, path, misc, id);
+                    }
+                }
+                Ok(EventRecord::Comm(c)) => {
+                    let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                    let id = self.comm(name);
+                    self.comm_of.insert(c.tid, id);
+                    self.rec.thread_names.insert((c.pid, c.tid), id);
+                }
+                Ok(EventRecord::Fork(f)) => {
+                    if f.pid != f.ppid {
+                        if let Some(parent) = self.spaces.get(&f.ppid).cloned() {
+                            self.spaces.insert(f.pid, parent);
+                        }
+                    }
+                    if let Some(&c) = self.comm_of.get(&f.ptid) {
+                        self.comm_of.insert(f.tid, c);
+                        self.rec.thread_names.insert((f.pid, f.tid), c);
+                    }
+                }
+                _ => {}
+            },
+            // `id`, then the number of samples lost.
+            RecordType::LOST if body.len() >= 16 => {
+                let order = self.rec.order.unwrap_or(Order::Little);
+                self.rec.lost = self.rec.lost.saturating_add(order.u64(&body[8..]));
+            }
+            _ => {}
+        }
+    }
+
+    fn comm(&mut self, name: String) -> u32 {
+        if let Some(&id) = self.comm_index.get(&name) {
+            return id;
+        }
+        let id = self.rec.comms.len() as u32;
+        self.rec.comms.push(name.clone());
+        self.comm_index.insert(name, id);
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn map(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: String,
+        misc: u16,
+        id: Option<Vec<u8>>,
+    ) {
+        let mode = misc & MISC_CPUMODE_MASK;
+        let kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
+        let pid = if kernel { KERNEL_PID } else { pid };
+        let Some(end) = start.checked_add(len).filter(|_| len > 0) else { return };
+        let (path, base) = if kernel {
+            let name =
+                if path.starts_with("[kernel.kallsyms]") { "[kernel.kallsyms]".to_string() } else { path };
+            (name, 0)
+        } else {
+            (path, start.wrapping_sub(pgoff))
+        };
+        if let Some(id) = id {
+            self.rec.build_ids.entry(path.clone()).or_insert(id);
+        }
+        let key = ImageKey { path, base, kernel };
+        let image = match self.image_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.rec.images.len() as u32;
+                self.rec.images.push(key.clone());
+                self.rec.image_ends.push(0);
+                self.image_index.insert(key, i);
+                i
+            }
+        };
+        let top = &mut self.rec.image_ends[image as usize];
+        *top = (*top).max(end.wrapping_sub(base));
+        insert_mapping(self.spaces.entry(pid).or_default(), Mapping { start, end, pgoff, image });
+    }
+
+    /// A `HEADER_BUILD_ID` record (pipe layout): `pid`, 24 bytes of id, the path.
+    fn build_id_record(&mut self, misc: u16, body: &[u8], order: Order) {
+        if let Some((path, id)) = super::header::build_id_entry(misc, body, order) {
+            self.rec.build_ids.insert(path, id);
+        }
+    }
+
+    fn sample(&mut self, attr: usize, misc: u16, body: &[u8]) {
+        let order = self.rec.order.unwrap_or(Order::Little);
+        let Some(&layout) = self.layouts.get(attr) else { return };
+        let Some(s) = Sample::parse(body, layout, order) else {
+            self.rec.malformed += 1;
+            return;
+        };
+        self.rec.samples += 1;
+        if let Some(n) = self.rec.event_samples.get_mut(attr) {
+            *n += 1;
+        }
+        let period = if self.count_samples { 1 } else { s.period.unwrap_or(self.default_period[attr]) };
+        let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
+        let comm = match self.comm_of.get(&tid) {
+            Some(&c) => c,
+            None => self.comm(":".to_string() + &tid.to_string()),
+        };
+        let mode = misc & MISC_CPUMODE_MASK;
+        let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
+        let (images, batch) = (&self.rec.images, &mut self.batch);
+        // The sample's two address spaces, looked up once for all its frames.
+        let space = |pid| self.spaces.get(&pid).map_or(&[][..], Vec::as_slice);
+        let (user, kernel_space) = (space(pid), space(KERNEL_PID));
+        let resolve = |address, kernel| {
+            resolve_among(if kernel { kernel_space } else { user }, images, address, kernel)
+        };
+        let before = batch.frames.len();
+        if s.has_callchain() {
+            let mut kernel = sample_kernel;
+            for address in s.callchain(order) {
+                if address >= CONTEXT_MAX {
+                    kernel = matches!(address, CONTEXT_KERNEL | CONTEXT_GUEST_KERNEL);
+                    if address == CONTEXT_USER {
+                        kernel = false;
+                    }
+                    continue;
+                }
+                batch.frames.push(resolve(address, kernel));
+            }
+        } else if let Some(ip) = s.ip {
+            batch.frames.push(resolve(ip, sample_kernel));
+        }
+        batch.samples.push(Resolved {
+            event: attr as u32,
+            thread: Thread { pid, tid, comm },
+            period,
+            ip: s.ip.map(|ip| resolve(ip, sample_kernel)),
+            frames: (batch.frames.len() - before) as u32,
+        });
+        if s.branch_count() > 0 {
+            add_branches(self.rec.branches.entry(pid).or_default(), &s, order);
+        }
+    }
+}
+
+/// Adds one sample's branch stack, newest first, as perf2bolt does: every record a taken
+/// branch, and between two consecutive records (the older one's target, the newer one's
+/// source) code that ran straight through (see [`BranchTotals::add_stack`]).
+pub fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
+    totals.add_stack(s.branches(order));
+}
+
+impl BranchTotals {
+    /// Adds one branch stack, newest branch first: every record a taken branch, and between
+    /// two consecutive records (the older one's target, the newer one's source) a range of
+    /// code that ran straight through.
+    ///
+    /// A record between user space and the kernel (an interrupt, a fault or a system call
+    /// entering the kernel, its return leaving it) is not a branch of either side's code: it
+    /// is left out, and the user code's range runs across it, from the target of the user
+    /// branch before to the source of the user branch after, as perf2bolt reads them (its
+    /// `-ignore-interrupt-lbr`, on by default). The code interrupted ran on where it
+    /// stopped; counting the return from the interrupt as a branch would end a block in the
+    /// middle of straight code and cut the range before it off as running across images.
+    /// Branches inside the kernel are kept, their ranges joined among themselves.
+    pub fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
+        let totals = self;
+        // The source of the newer branch of each side: user space, the kernel.
+        let mut newer: [Option<u64>; 2] = [None, None];
+        for b in stack {
+            let (from_kernel, to_kernel) = (b.from >= KERNEL_START, b.to >= KERNEL_START);
+            if from_kernel != to_kernel {
+                // Between the two sides: the kernel's code before it is not the code after.
+                newer[1] = None;
+                continue;
+            }
+            let side = usize::from(from_kernel);
+            if side == 0 {
+                newer[1] = None;
+            }
+            let t = totals.taken.entry((b.from, b.to)).or_insert((0, 0));
+            t.0 += 1;
+            t.1 += u64::from(b.mispredicted);
+            if let Some(end) = newer[side] {
+                *totals.ranges.entry((b.to, end)).or_insert(0) += 1;
+                *totals.entered.entry((b.from, b.to, end)).or_insert(0) += 1;
+            }
+            newer[side] = Some(b.from);
+        }
+    }
+}
+
+/// Puts a mapping into a sorted, non-overlapping list: what it covers of older mappings is
+/// cut out of them (a later `mmap` over an address replaces what was there).
+fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
+    let first = maps.partition_point(|m| m.end <= new.start);
+    let mut last = first;
+    let mut kept = Vec::new();
+    while last < maps.len() && maps[last].start < new.end {
+        let old = maps[last];
+        if old.start < new.start {
+            kept.push(Mapping { end: new.start, ..old });
+        }
+        if old.end > new.end {
+            let cut = new.end - old.start;
+            kept.push(Mapping { start: new.end, pgoff: old.pgoff.wrapping_add(cut), ..old });
+        }
+        last += 1;
+    }
+    kept.push(new);
+    kept.sort_by_key(|m| m.start);
+    maps.splice(first..last, kept);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupt in user code (its return from the kernel recorded, newest first) is left
+    /// out, and the user code's range runs across it; the kernel's own branches stay.
+    #[test]
+    fn interrupts_are_left_out_and_ranges_run_across_them() {
+        use super::super::sample::Branch;
+        let k = |a: u64| KERNEL_START + a;
+        let b = |from, to| Branch { from, to, mispredicted: false };
+        let mut totals = BranchTotals::default();
+        // Oldest last: a jump to 0x100, an interrupt at 0x108 (two kernel branches, then the
+        // return to 0x108), a jump from 0x110.
+        totals.add_stack(
+            [b(0x110, 0x200), b(k(0x90), 0x108), b(k(0x20), k(0x80)), b(k(0x10), k(0x18)), b(0x50, 0x100)]
+                .into_iter(),
+        );
+        let mut taken: Vec<_> = totals.taken.keys().copied().collect();
+        taken.sort_unstable();
+        assert_eq!(taken, vec![(0x50, 0x100), (0x110, 0x200), (k(0x10), k(0x18)), (k(0x20), k(0x80))]);
+        let mut ranges: Vec<_> = totals.ranges.keys().copied().collect();
+        ranges.sort_unstable();
+        assert_eq!(ranges, vec![(0x100, 0x110), (k(0x18), k(0x20))]);
+        // Each range by the source of the branch that entered it: the user range by the
+        // jump from 0x50, not by the interrupt's return.
+        let mut entered: Vec<_> = totals.entered.keys().copied().collect();
+        entered.sort_unstable();
+        assert_eq!(entered, vec![(0x50, 0x100, 0x110), (k(0x10), k(0x18), k(0x20))]);
+    }
+
+    /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
+    /// behind it or not.
+    #[test]
+    fn the_releasing_cursor_reads_as_a_cursor() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..(Releasing::STEP * 2 + 12_345)).map(|i| (i % 253) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mapped = cfghub_model::mem::MappedFile::open(file.path()).unwrap();
+        let mut cursor =
+            Releasing { bytes: &mapped, header: &[], at: 0, released: 0, pages: mapped.releaser() };
+        let mut all = Vec::new();
+        cursor.read_to_end(&mut all).unwrap();
+        assert_eq!(all, bytes);
+        assert_eq!(cursor.released, Releasing::STEP * 2);
+        assert_eq!(cursor.seek(SeekFrom::Start(10)).unwrap(), 10);
+        let mut again = [0u8; 100];
+        cursor.read_exact(&mut again).unwrap();
+        assert_eq!(&again[..], &bytes[10..110]);
+        assert_eq!(cursor.seek(SeekFrom::End(-5)).unwrap() as usize, bytes.len() - 5);
+        assert_eq!(cursor.seek(SeekFrom::Current(-5)).unwrap() as usize, bytes.len() - 10);
+        assert!(cursor.seek(SeekFrom::Current(-(bytes.len() as i64) - 1)).is_err());
+    }
+
+    /// Samples handed to the tally in several batches, through its channel, add up as in one.
+    #[test]
+    fn batches_add_up_as_one() {
+        let thread = |tid| Thread { pid: 1, tid, comm: 0 };
+        let samples: Vec<(Thread, Vec<Frame>)> = (0..50u64)
+            .map(|i| (thread((i % 3) as i32), (0..i % 5).map(|d| (0, 0x1000 + (i + d) % 7)).collect()))
+            .collect();
+        let batch_of = |part: &[(Thread, Vec<Frame>)]| {
+            let mut batch = Batch::default();
+            for (thread, chain) in part {
+                batch.frames.extend_from_slice(chain);
+                let (event, period, frames) = (0, 10, chain.len() as u32);
+                batch.samples.push(Resolved {
+                    event,
+                    thread: *thread,
+                    period,
+                    ip: chain.first().copied(),
+                    frames,
+                });
+            }
+            batch
+        };
+        let mut whole = Tally { events: 1, addresses: true, ..Tally::default() };
+        whole.add(&batch_of(&samples));
+        let (to_tally, batches) = sync_channel(1);
+        let (spent, recycled) = channel();
+        let split = std::thread::scope(|scope| {
+            let adding =
+                scope.spawn(|| Tally { events: 1, addresses: true, ..Tally::default() }.run(batches, spent));
+            for part in samples.chunks(7) {
+                to_tally.send(batch_of(part)).unwrap();
+            }
+            drop(to_tally);
+            adding.join().unwrap()
+        });
+        assert!(recycled.iter().all(|b| b.samples.is_empty() && b.frames.is_empty()));
+        assert_eq!((&split.frames, &split.threads), (&whole.frames, &whole.threads));
+        let logged = |t: &Tally| t.stacks.iter().map(|(k, period)| (k.to_vec(), period)).collect::<Vec<_>>();
+        assert_eq!(logged(&split), logged(&whole));
+        assert_eq!(split.costs, whole.costs);
+        assert_eq!(whole.stacks.len(), 50);
+    }
+
+    #[test]
+    fn a_later_mapping_cuts_the_older_ones() {
+        let mut maps = Vec::new();
+        insert_mapping(&mut maps, Mapping { start: 0x1000, end: 0x5000, pgoff: 0, image: 0 });
+        insert_mapping(&mut maps, Mapping { start: 0x2000, end: 0x3000, pgoff: 0, image: 1 });
+        let got: Vec<_> = maps.iter().map(|m| (m.start, m.end, m.pgoff, m.image)).collect();
+        assert_eq!(got, vec![(0x1000, 0x2000, 0, 0), (0x2000, 0x3000, 0, 1), (0x3000, 0x5000, 0x2000, 0)]);
+    }
+}

@@ -1,0 +1,62 @@
+//! pprof's profile.proto: the protocol-buffer profile of Go's `runtime/pprof`, `go tool
+//! pprof`, `perf_to_profile` and many other samplers (google/pprof, proto/profile.proto).
+//!
+//! ```text
+//! Profile { sample_type[]  (type, unit: string indices)
+//!           sample[]       { location_id[] (leaf first), value[] (one per sample_type), label[] }
+//!           mapping[]      { id, memory_start, memory_limit, file_offset, filename, build_id, has_* }
+//!           location[]     { id, mapping_id, address, line[] { function_id, line } (last = caller) }
+//!           function[]     { id, name, system_name, filename, start_line }
+//!           string_table[] (string_table[0] == "")
+//!           time_nanos, duration_nanos, period_type, period, comment[], default_sample_type, ... }
+//! ```
+//!
+//! On disk it is usually gzip-compressed (`*.pb.gz`); [`cfghub_model::io`] decompresses by magic
+//! bytes on input and compresses by name on output, so this module reads and writes the raw
+//! protobuf. The wire format is decoded by hand ([`wire`]): profile.proto needs only varints and
+//! length-delimited fields, and a hand decoder names the byte and the message path of every
+//! fault. Protobuf has no magic number, so pprof files are recognised by name (`.pb`,
+//! `.pb.gz`, `.pprof`) or `--from pprof`. See docs/formats/pprof.md for the mapping.
+
+mod read;
+mod wire;
+mod write;
+
+use crate::format::{Format, WriterReads};
+
+pub use read::read_bytes;
+pub use write::write;
+
+/// The numeric sample label that carries a stack's thread.
+pub const THREAD_LABEL: &str = "thread";
+/// The numeric sample label that carries a stack's process id (profiles of several processes).
+pub const PID_LABEL: &str = "pid";
+
+/// Keys of [`cfghub_model::ir::Meta::headers`] for the top-level fields of profile.proto: the field's
+/// name after `pprof.` (other writers show them as descriptions).
+pub mod keys {
+    /// `"TYPE UNIT"` of one sample type: the model's unit of an event.
+    pub const UNIT: &str = cfghub_model::ir::EVENT_UNIT_KEY;
+    /// `"TYPE UNIT"` of `period_type`.
+    pub const PERIOD_TYPE: &str = "pprof.period_type";
+    pub const PERIOD: &str = "pprof.period";
+    pub const TIME_NANOS: &str = "pprof.time_nanos";
+    pub const DURATION_NANOS: &str = "pprof.duration_nanos";
+    pub const DROP_FRAMES: &str = "pprof.drop_frames";
+    pub const KEEP_FRAMES: &str = "pprof.keep_frames";
+    pub const DEFAULT_SAMPLE_TYPE: &str = cfghub_model::ir::DEFAULT_EVENT_KEY;
+    pub const DOC_URL: &str = "pprof.doc_url";
+    /// One per comment; folded stacks' `# ` comments use the same key.
+    pub const COMMENT: &str = "comment";
+}
+
+/// The pprof format.
+pub static FORMAT: Format = Format {
+    name: "pprof",
+    description: "pprof profile.proto (Go runtime/pprof, go tool pprof), gzip-compressed or raw",
+    extensions: &[".pb", ".pprof"],
+    reader: Some(read::read),
+    writer: Some(write::write),
+    writer_reads: WriterReads::Stacks,
+    ..Format::NONE
+};

@@ -1,0 +1,112 @@
+//! The formats cfghub speaks, and how one is chosen for a file.
+//!
+//! [`ALL`] lists every [`Format`] in the order content sniffing tries them (most distinctive
+//! first). The registry picks a format from the content first, the file name second;
+//! `--from`/`--to` on the command line always win.
+
+use cfghub_model::error::{Error, Result};
+use cfghub_model::io::{strip_compression_suffix, Input};
+
+use crate::format::Format;
+use crate::{
+    bolt, callgrind, csi, dcfg, dcfg_trace, dcpi, dot, dtrace, firefox, folded, graphml, llvm_sample, perf,
+    pprof, speedscope, svg, tables,
+};
+
+/// Every format cfghub knows.
+pub static ALL: &[&Format] = &[
+    &dcfg::FORMAT,
+    &dcfg_trace::FORMAT,
+    &callgrind::FORMAT,
+    &csi::FORMAT,
+    &dcpi::FORMAT,
+    &dcpi::cat::FORMAT,
+    &dot::FORMAT,
+    &graphml::FORMAT,
+    &dtrace::FORMAT,
+    &firefox::FORMAT,
+    &perf::FORMAT,
+    &perf::data::FORMAT,
+    &pprof::FORMAT,
+    &speedscope::FORMAT,
+    &bolt::FORMAT,
+    &bolt::PREAGGREGATED,
+    &llvm_sample::FORMAT,
+    &llvm_sample::UNSYMBOLIZED,
+    &folded::FORMAT,
+    &svg::FORMAT,
+    &tables::FORMAT,
+];
+
+/// Every format, in the order content sniffing tries them.
+pub fn formats() -> &'static [&'static Format] {
+    ALL
+}
+
+/// The format called `name`.
+pub fn by_name(name: &str) -> Result<&'static Format> {
+    formats().iter().copied().find(|f| f.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = formats().iter().map(|f| f.name()).collect();
+        Error::usage(format!("unknown format '{name}'"))
+            .with_hint(format!("known formats: {}", names.join(", ")))
+    })
+}
+
+/// The format of an opened input: `forced` when given, else by content, else by file name.
+pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Format> {
+    if let Some(name) = forced {
+        return by_name(name);
+    }
+    if let Some(dir) = &input.folder {
+        return formats()
+            .iter()
+            .copied()
+            .find(|f| f.can_read() && f.folder.is_some_and(|folder| (folder.holds)(dir)))
+            .ok_or_else(|| {
+                if let Some(f) = by_file_name(&input.name).filter(|f| !f.can_read() && f.hint.is_some()) {
+                    return f.unsupported("read").in_file(&input.name);
+                }
+                Error::usage("this folder holds no profile cfghub can read (no blocks.parquet)")
+                    .in_file(&input.name)
+                    .with_hint("name a folder of tables written by `cfghub convert ... -o NAME.tables/`")
+            });
+    }
+    if let Some(f) = formats().iter().copied().find(|f| f.can_read() && f.sniff(&input.head)) {
+        return Ok(f);
+    }
+    if let Some(f) = by_file_name(&input.name).filter(|f| f.can_read()) {
+        return Ok(f);
+    }
+    Err(Error::usage("cannot tell the format of this input from its content or its name")
+        .in_file(&input.name)
+        .with_hint("name it with --from FORMAT (see `cfghub formats`)"))
+}
+
+/// The format an output file name asks for: `forced` when given, else by file name.
+pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format> {
+    if let Some(name) = forced {
+        return by_name(name);
+    }
+    let existing = std::path::Path::new(path);
+    if existing.is_dir() {
+        if let Some(f) =
+            formats().iter().copied().find(|f| f.folder.is_some_and(|folder| (folder.holds)(existing)))
+        {
+            return Ok(f);
+        }
+    }
+    if let Some(f) = by_file_name(path).filter(|f| !f.can_write() && f.hint.is_some()) {
+        return Err(f.unsupported("write"));
+    }
+    by_file_name(path).filter(|f| f.can_write()).ok_or_else(|| {
+        Error::usage(format!("cannot tell the output format from the name {path}"))
+            .with_hint("name it with --to FORMAT (see `cfghub formats`), or use a known extension")
+    })
+}
+
+/// The format whose extensions match a path's file name (compression suffix ignored).
+pub fn by_file_name(path: &str) -> Option<&'static Format> {
+    let base = std::path::Path::new(path).file_name()?.to_str()?;
+    let base = strip_compression_suffix(base);
+    formats().iter().copied().find(|f| f.matches_file_name(base))
+}

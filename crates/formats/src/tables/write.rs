@@ -1,0 +1,697 @@
+//! The model as tables: each table is filled from the profile and written to its own Parquet
+//! file, the tables in parallel.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::format::WriteOptions;
+use cfghub_analysis::executions::{block_thread_counts, block_totals, executed_in};
+use cfghub_analysis::names::{routine_name, SymbolIndex};
+use cfghub_model::error::{Findings, Result};
+use cfghub_model::ir::{CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine};
+
+use super::columns::Table;
+use super::*;
+
+/// What several tables need, computed once.
+struct Context<'a> {
+    profile: &'a Profile,
+    /// The folder the tables go to.
+    dir: &'a Path,
+    id: Arc<str>,
+    /// Routines of each image of each process: as stated, or derived when the image has none.
+    routines: Vec<Vec<Cow<'a, [Routine]>>>,
+    /// The profile-wide number of each image's first routine.
+    first_routine: Vec<Vec<u32>>,
+    /// The profile-wide number of each image's first loop.
+    first_loop: Vec<Vec<u32>>,
+}
+
+/// Writes the tables of `profile` into the folder `dir` (which exists and is empty), with
+/// `profile_id` the id of every row.
+pub fn write(
+    profile: &Profile,
+    dir: &Path,
+    target: &Path,
+    _options: &WriteOptions,
+    _findings: &mut Findings,
+) -> Result<()> {
+    let id: Arc<str> = Arc::from(profile_id_for(target));
+    let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
+        .processes
+        .par_iter()
+        .map(|p| {
+            if p.images.iter().all(|i| i.routines.is_some()) {
+                p.images.iter().map(|i| Cow::Borrowed(i.routines.as_deref().unwrap_or(&[]))).collect()
+            } else {
+                let derived = cfghub_analysis::routines::all(p);
+                p.images
+                    .iter()
+                    .zip(derived)
+                    .map(|(i, d)| match &i.routines {
+                        Some(stated) => Cow::Borrowed(stated.as_slice()),
+                        None => d,
+                    })
+                    .collect()
+            }
+        })
+        .collect();
+    let (mut first_routine, mut first_loop) = (Vec::new(), Vec::new());
+    let (mut r, mut l) = (0u32, 0u32);
+    for per_image in &routines {
+        let (mut fr, mut fl) = (Vec::new(), Vec::new());
+        for rs in per_image {
+            fr.push(r);
+            fl.push(l);
+            r += rs.len() as u32;
+            l += rs.iter().map(|x| x.loops.len() as u32).sum::<u32>();
+        }
+        first_routine.push(fr);
+        first_loop.push(fl);
+    }
+    let cx = Context { profile, dir, id, routines, first_routine, first_loop };
+    type Fill = fn(&Context<'_>) -> Table;
+    let fills: &[Fill] = &[
+        profile_table,
+        headers,
+        events,
+        files,
+        frames,
+        processes,
+        threads,
+        images,
+        symbols,
+        source_lines,
+        blocks,
+        block_counts,
+        edges,
+        edge_counts,
+        edge_costs,
+        routines_table,
+        routine_blocks,
+        loops,
+        loop_blocks,
+        costs,
+        block_lines,
+        coverage,
+        stack_nodes,
+        stack_samples,
+        inline_frames,
+    ];
+    fills.par_iter().try_for_each(|fill| fill(&cx).finish())
+}
+
+fn profile_table(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("profile", PROFILE, &cx.id, cx.dir);
+    let m = &cx.profile.meta;
+    t.row()
+        .int(m.format_version.map(|v| v.0))
+        .int(m.format_version.map(|v| v.1))
+        .s(m.creator.as_deref())
+        .s(m.command.as_deref())
+        .int(m.address_step);
+    t
+}
+
+fn headers(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("headers", HEADERS, &cx.id, cx.dir);
+    for (i, (k, v)) in cx.profile.meta.headers.iter().enumerate() {
+        t.row().u(i as u64).s(Some(k)).s(Some(v));
+    }
+    t
+}
+
+fn events(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("events", EVENTS, &cx.id, cx.dir);
+    for (i, e) in cx.profile.events.iter().enumerate() {
+        t.row().u(i as u64).s(Some(&e.name)).s(e.description.as_deref());
+    }
+    t
+}
+
+fn files(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("files", FILES, &cx.id, cx.dir);
+    for (i, name) in cx.profile.files.iter() {
+        t.row().u(u64::from(i)).s(Some(name));
+    }
+    t
+}
+
+fn frames(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("frames", FRAMES, &cx.id, cx.dir);
+    for (i, name) in cx.profile.frames.iter() {
+        let source = cx.profile.frame_source(i);
+        t.row()
+            .u(u64::from(i))
+            .s(Some(name))
+            .b(Some(source.is_some()))
+            .int(source.and_then(|s| s.file).map(u64::from))
+            .int(source.and_then(|s| s.line).map(u64::from))
+            .s(source.and_then(|s| s.system_name.as_deref()))
+            .int(source.and_then(|s| s.address).map(|a| a.address))
+            .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from));
+    }
+    t
+}
+
+fn processes(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("processes", PROCESSES, &cx.id, cx.dir);
+    for (i, p) in cx.profile.processes.iter().enumerate() {
+        t.row().u(i as u64).u(p.pid).int(p.instr_count).u(p.thread_instr_counts.len() as u64);
+    }
+    t
+}
+
+fn threads(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("threads", THREADS, &cx.id, cx.dir);
+    for (i, p) in cx.profile.processes.iter().enumerate() {
+        for (thread, &n) in p.thread_instr_counts.iter().enumerate() {
+            t.row().u(i as u64).u(thread as u64).u(n);
+        }
+    }
+    t
+}
+
+/// Every image with its process and image index.
+fn each_image(profile: &Profile) -> impl Iterator<Item = (u64, u64, &Image)> {
+    profile.processes.iter().enumerate().flat_map(|(p, process)| {
+        process.images.iter().enumerate().map(move |(i, image)| (p as u64, i as u64, image))
+    })
+}
+
+fn images(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("images", IMAGES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        t.row()
+            .u(p)
+            .u(i)
+            .u(image.id)
+            .int(image.file.map(u64::from))
+            .s(image.file.map(|f| cx.profile.files.get(f)))
+            .u(image.load_addr)
+            .int(image.size)
+            .int(image.file_offset)
+            .s(image.build_id.as_deref())
+            .b(Some(image.no_addresses))
+            .b(Some(image.routines.is_some()))
+            .b(Some(!image.block_lines.is_empty()))
+            .b(Some(image.leaf_samples));
+    }
+    t
+}
+
+fn symbols(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("symbols", SYMBOLS, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for (s, sym) in image.symbols.iter().enumerate() {
+            t.row()
+                .u(p)
+                .u(i)
+                .u(s as u64)
+                .s(Some(&sym.name))
+                .int(sym.offset)
+                .int(sym.offset.map(|o| image.load_addr.wrapping_add(o)))
+                .int(sym.size)
+                .int(sym.file.map(u64::from));
+        }
+    }
+    t
+}
+
+fn source_lines(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("source_lines", SOURCE_LINES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for l in &image.source_lines {
+            t.row()
+                .u(p)
+                .u(i)
+                .int(l.file.map(u64::from))
+                .s(l.file.map(|f| cx.profile.files.get(f)))
+                .u(u64::from(l.line))
+                .u(l.offset)
+                .u(image.load_addr.wrapping_add(l.offset))
+                .u(u64::from(l.size))
+                .u(u64::from(l.num_instrs));
+        }
+    }
+    t
+}
+
+/// The profile-wide routine of each block of an image (the first routine that holds it).
+fn routine_of_blocks(cx: &Context<'_>, p: usize, i: usize, blocks: usize) -> Vec<Option<u32>> {
+    let mut of = vec![None; blocks];
+    for (r, routine) in cx.routines[p][i].iter().enumerate() {
+        for &b in &routine.nodes {
+            if let Some(slot) = of.get_mut(b as usize) {
+                slot.get_or_insert(cx.first_routine[p][i] + r as u32);
+            }
+        }
+    }
+    of
+}
+
+fn blocks(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("blocks", BLOCKS, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        let routine = routine_of_blocks(cx, p as usize, i as usize, image.blocks.len());
+        for (b, block) in image.blocks.iter().enumerate() {
+            t.row()
+                .u(p)
+                .u(i)
+                .u(b as u64)
+                .u(block.id)
+                .u(block.offset)
+                .u(image.load_addr.wrapping_add(block.offset))
+                .u(u64::from(block.size))
+                .u(u64::from(block.num_instrs))
+                .u(u64::from(block.last_instr_offset))
+                .int(block.count)
+                .int(routine[b].map(u64::from));
+        }
+    }
+    t
+}
+
+fn block_counts(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("block_counts", BLOCK_COUNTS, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        if process.thread_count() == 0 {
+            continue;
+        }
+        let counts = block_thread_counts(process);
+        for (r, _) in process.blocks() {
+            for (thread, &c) in counts.get(r).into_iter().flatten().enumerate() {
+                if c != 0 {
+                    t.row().u(p as u64).u(u64::from(r.image)).u(u64::from(r.block)).u(thread as u64).u(c);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// An edge end's kind, image, block, symbol and block node id.
+type End = (&'static str, Option<u64>, Option<u64>, Option<u64>, Option<u64>);
+
+fn end(process: &Process, node: NodeRef) -> End {
+    match node {
+        NodeRef::Start => ("start", None, None, None, None),
+        NodeRef::End => ("end", None, None, None, None),
+        NodeRef::Unknown => ("unknown", None, None, None, None),
+        NodeRef::Block(r) => {
+            let id = process
+                .images
+                .get(r.image as usize)
+                .and_then(|i| i.blocks.get(r.block as usize))
+                .map(|b| b.id);
+            ("block", Some(u64::from(r.image)), Some(u64::from(r.block)), None, id)
+        }
+        NodeRef::Symbol(s) => ("symbol", Some(u64::from(s.image)), None, Some(u64::from(s.symbol)), None),
+    }
+}
+
+fn edges(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("edges", EDGES, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (e, edge) in process.edges.iter().enumerate() {
+            let (sk, si, sb, ss, sn) = end(process, edge.source);
+            let (tk, ti, tb, ts, tn) = end(process, edge.target);
+            let site = edge.site();
+            let path = edge.path();
+            t.row()
+                .u(p as u64)
+                .u(e as u64)
+                .u(edge.id)
+                .k(edge.kind.as_str())
+                .k(sk)
+                .int(si)
+                .int(sb)
+                .int(ss)
+                .int(sn)
+                .k(tk)
+                .int(ti)
+                .int(tb)
+                .int(ts)
+                .int(tn)
+                .u(edge.total())
+                .u(edge.counts.len() as u64)
+                .b(Some(site.is_some()))
+                .int(site.and_then(|s| s.source_offset()))
+                .int(site.and_then(|s| s.source_line()).map(u64::from))
+                .int(site.and_then(|s| s.target_offset()))
+                .int(site.and_then(|s| s.target_line()).map(u64::from))
+                .int(path.map(|x| x.increment as u64))
+                .int(path.map(|x| x.weight as u64))
+                .b(path.map(|x| x.back))
+                .int((edge.mispredicts() > 0).then(|| edge.mispredicts()));
+        }
+    }
+    t
+}
+
+fn edge_counts(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("edge_counts", EDGE_COUNTS, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (e, edge) in process.edges.iter().enumerate() {
+            for (thread, &c) in edge.counts.iter().enumerate() {
+                if c != 0 {
+                    t.row().u(p as u64).u(e as u64).u(thread as u64).u(c);
+                }
+            }
+        }
+    }
+    t
+}
+
+fn event_name(profile: &Profile, e: usize) -> Option<&str> {
+    profile.events.get(e).map(|e| e.name.as_str())
+}
+
+fn edge_costs(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("edge_costs", EDGE_COSTS, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (e, edge) in process.edges.iter().enumerate() {
+            for (k, &v) in edge.inclusive().iter().enumerate() {
+                t.row().u(p as u64).u(e as u64).u(k as u64).s(event_name(cx.profile, k)).u(v);
+            }
+        }
+    }
+    t
+}
+
+fn routines_table(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("routines", ROUTINES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        let index = SymbolIndex::new(image);
+        let (pu, iu) = (p as usize, i as usize);
+        for (r, routine) in cx.routines[pu][iu].iter().enumerate() {
+            t.row()
+                .u(u64::from(cx.first_routine[pu][iu]) + r as u64)
+                .u(p)
+                .u(i)
+                .u(u64::from(routine.entry))
+                .s(Some(&routine_name(cx.profile, image, &index, routine)))
+                .int(routine.symbol.map(u64::from))
+                .b(Some(image.routines.is_some()))
+                .b(Some(routine.idoms.len() == routine.nodes.len()))
+                .u(routine.nodes.len() as u64)
+                .u(routine.loops.len() as u64)
+                .u(executed_in(image, &routine.nodes));
+        }
+    }
+    t
+}
+
+fn routine_blocks(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("routine_blocks", ROUTINE_BLOCKS, &cx.id, cx.dir);
+    for (p, per_image) in cx.routines.iter().enumerate() {
+        for (i, rs) in per_image.iter().enumerate() {
+            for (r, routine) in rs.iter().enumerate() {
+                let number = u64::from(cx.first_routine[p][i]) + r as u64;
+                let exits: FxHashMap<u32, usize> =
+                    routine.exits.iter().enumerate().rev().map(|(k, &b)| (b, k)).collect();
+                for (k, &b) in routine.nodes.iter().enumerate() {
+                    t.row()
+                        .u(number)
+                        .u(u64::from(b))
+                        .b(Some(true))
+                        .int(routine.idoms.get(k).map(|&d| u64::from(d)))
+                        .int(exits.get(&b).map(|&x| x as u64));
+                }
+                // Exits a format listed without listing them as nodes.
+                for (k, &b) in routine.exits.iter().enumerate() {
+                    if !routine.nodes.contains(&b) {
+                        t.row().u(number).u(u64::from(b)).b(Some(false)).int(None).u(k as u64);
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
+fn loops(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("loops", LOOPS, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        let per_image = &cx.routines[p];
+        if per_image.iter().all(|rs| rs.iter().all(|r| r.loops.is_empty())) {
+            continue;
+        }
+        // Back-edge traversals: the edges from a loop's back-edge sources to its head.
+        let mut back: FxHashMap<(u32, u32, u32), u64> = FxHashMap::default();
+        for (i, rs) in per_image.iter().enumerate() {
+            for l in rs.iter().flat_map(|r| &r.loops) {
+                for &s in &l.back_edge_sources {
+                    back.insert((i as u32, s, l.head), 0);
+                }
+            }
+        }
+        for edge in &process.edges {
+            if let (NodeRef::Block(s), NodeRef::Block(d)) = (edge.source, edge.target) {
+                if s.image == d.image {
+                    if let Some(n) = back.get_mut(&(s.image, s.block, d.block)) {
+                        *n = n.saturating_add(edge.total());
+                    }
+                }
+            }
+        }
+        let totals = block_totals(process);
+        let mut number = cx.first_loop[p].first().copied().unwrap_or(0);
+        for (i, rs) in per_image.iter().enumerate() {
+            for (r, routine) in rs.iter().enumerate() {
+                for (k, l) in routine.loops.iter().enumerate() {
+                    let iterations = l
+                        .back_edge_sources
+                        .iter()
+                        .map(|&s| back.get(&(i as u32, s, l.head)).copied().unwrap_or(0))
+                        .fold(0u64, u64::saturating_add);
+                    let head = cfghub_model::ir::BlockRef { image: i as u32, block: l.head };
+                    let executed = totals.get(head).copied().unwrap_or(0);
+                    t.row()
+                        .u(u64::from(number))
+                        .u(u64::from(cx.first_routine[p][i]) + r as u64)
+                        .u(u64::from(l.head))
+                        .int(l.parent.map(u64::from))
+                        .u(cfghub_analysis::loops::depth(&routine.loops, k) as u64)
+                        .u(l.nodes.len() as u64)
+                        .u(iterations)
+                        .u(executed.saturating_sub(iterations));
+                    number += 1;
+                }
+            }
+        }
+    }
+    t
+}
+
+fn loop_blocks(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("loop_blocks", LOOP_BLOCKS, &cx.id, cx.dir);
+    for (p, per_image) in cx.routines.iter().enumerate() {
+        let mut number = cx.first_loop[p].first().copied().unwrap_or(0);
+        for rs in per_image {
+            for l in rs.iter().flat_map(|r| &r.loops) {
+                for &b in &l.nodes {
+                    let position = l.back_edge_sources.iter().position(|&s| s == b);
+                    t.row()
+                        .u(u64::from(number))
+                        .u(u64::from(b))
+                        .b(Some(true))
+                        .int(position.map(|x| x as u64));
+                }
+                for (k, &b) in l.back_edge_sources.iter().enumerate() {
+                    if !l.nodes.contains(&b) {
+                        t.row().u(u64::from(number)).u(u64::from(b)).b(Some(false)).u(k as u64);
+                    }
+                }
+                number += 1;
+            }
+        }
+    }
+    t
+}
+
+fn costs(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("costs", COSTS, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        let table = &image.costs;
+        let mut cursor = table.cursor();
+        for row in 0..table.len() {
+            let (symbol, offset, file, line) =
+                (cursor.symbol(row), cursor.offset(row), cursor.file(row), cursor.line(row));
+            let values = cursor.values(row);
+            let address = offset.map(|o| image.load_addr.wrapping_add(o));
+            let mut stated: Vec<(usize, u64)> =
+                values.iter().enumerate().filter(|&(_, &v)| v != 0).map(|(e, &v)| (e, v)).collect();
+            if stated.is_empty() {
+                // A row with no value still says where: kept with a zero.
+                stated.push((0, 0));
+            }
+            for (e, v) in stated {
+                t.row()
+                    .u(p)
+                    .u(i)
+                    .u(row as u64)
+                    .int(symbol.map(u64::from))
+                    .int(offset)
+                    .int(address)
+                    .int(file.map(u64::from))
+                    .int(line.map(u64::from))
+                    .s(event_name(cx.profile, e))
+                    .u(v);
+            }
+        }
+    }
+    t
+}
+
+fn block_lines(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("block_lines", BLOCK_LINES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for (b, lines) in image.block_lines.iter().enumerate() {
+            let local = lines.local_id;
+            if lines.items.is_empty() {
+                t.row().u(p).u(i).u(b as u64).int(local).int(None).int(None).b(None);
+            }
+            for (k, item) in lines.items.iter().enumerate() {
+                let (line, end) = match *item {
+                    LineItem::Line(l) => (Some(u64::from(l)), false),
+                    LineItem::PathEnd => (None, true),
+                };
+                t.row().u(p).u(i).u(b as u64).int(local).u(k as u64).int(line).b(Some(end));
+            }
+        }
+    }
+    t
+}
+
+/// A coverage site's row: its position, slot, label, lines and callee (all null for an array
+/// without sites).
+type SiteRow<'a> = (Option<u64>, Option<u64>, Option<&'a str>, Option<String>, Option<&'a str>);
+
+fn coverage(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("coverage", COVERAGE, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for (c, cov) in image.coverage.iter().enumerate() {
+            let kind = match cov.kind {
+                CoverageKind::Function => "function",
+                CoverageKind::Block => "block",
+                CoverageKind::Call => "call",
+            };
+            let mut rows: Vec<SiteRow<'_>> = Vec::new();
+            if cov.sites.is_empty() {
+                rows.push((None, None, None, None, None));
+            }
+            for (k, site) in cov.sites.iter().enumerate() {
+                let lines = site.lines.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+                rows.push((
+                    Some(k as u64),
+                    Some(site.index as u64),
+                    Some(&site.label),
+                    Some(lines),
+                    site.callee.as_deref(),
+                ));
+            }
+            for (site, slot, label, lines, callee) in rows {
+                t.row()
+                    .u(p)
+                    .u(i)
+                    .u(c as u64)
+                    .k(kind)
+                    .u(u64::from(cov.symbol))
+                    .s(Some(&cov.array))
+                    .int(site)
+                    .int(slot)
+                    .s(label)
+                    .s(lines.as_deref())
+                    .s(callee);
+            }
+        }
+    }
+    t
+}
+
+/// A node of the stacks' prefix tree: its parent, frame and depth.
+type TreeNode = (Option<u32>, u32, u32);
+
+/// The prefix tree of a process's stacks: each stack's leaf node, and the nodes.
+fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
+    let mut index: FxHashMap<(Option<u32>, u32), u32> = FxHashMap::default();
+    let mut nodes = Vec::new();
+    let leaves = process
+        .stacks
+        .iter()
+        .map(|s| {
+            let mut parent = None;
+            for (depth, &frame) in s.frames.iter().enumerate() {
+                let next = nodes.len() as u32;
+                let node = *index.entry((parent, frame)).or_insert_with(|| {
+                    nodes.push((parent, frame, depth as u32));
+                    next
+                });
+                parent = Some(node);
+            }
+            parent
+        })
+        .collect();
+    (leaves, nodes)
+}
+
+fn stack_nodes(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("stack_nodes", STACK_NODES, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        let (_, nodes) = prefix_tree(process);
+        for (n, &(parent, frame, depth)) in nodes.iter().enumerate() {
+            t.row()
+                .u(p as u64)
+                .u(n as u64)
+                .int(parent.map(u64::from))
+                .u(u64::from(frame))
+                .s(Some(cx.profile.frames.get(frame)))
+                .u(u64::from(depth));
+        }
+    }
+    t
+}
+
+fn stack_samples(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("stack_samples", STACK_SAMPLES, &cx.id, cx.dir);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        let (leaves, _) = prefix_tree(process);
+        for (s, (stack, leaf)) in process.stacks.iter().zip(leaves).enumerate() {
+            let (thread, leaf) = (stack.thread.map(u64::from), leaf.map(u64::from));
+            if stack.values.is_empty() {
+                t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(0).s(None).f(None);
+            }
+            for (k, &v) in stack.values.iter().enumerate() {
+                let event = event_name(cx.profile, k);
+                t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(k as u64).s(event).f(Some(v));
+            }
+        }
+    }
+    t
+}
+
+/// The functions inlined at each address of an image that has them, innermost first.
+fn inline_frames(cx: &Context<'_>) -> Table {
+    let mut t = Table::new("inline_frames", INLINE_FRAMES, &cx.id, cx.dir);
+    for (p, i, image) in each_image(cx.profile) {
+        for inlined in &image.inlined {
+            for (k, frame) in inlined.frames.iter().enumerate() {
+                t.row()
+                    .u(p)
+                    .u(i)
+                    .u(inlined.offset)
+                    .u(image.load_addr.wrapping_add(inlined.offset))
+                    .u(k as u64)
+                    .s(Some(image.inline_names.get(frame.name)))
+                    .int(frame.file().map(u64::from))
+                    .int(frame.line().map(u64::from));
+            }
+        }
+    }
+    t
+}
