@@ -66,7 +66,9 @@ def main():
                         ["dot", path, "--routine", "main", "-o", "@OUT@/main.dot"],
                         ["diff", path, path, "-o", "@OUT@/diff.svg"],
                         ["trace", "stats", path],
-                        ["merge", path, path, "-o", "@OUT@/merged.callgrind"]]
+                        ["merge", path, path, "-o", "@OUT@/merged.callgrind"],
+                        ["convert", path, "--event", "nosuch", "-o", "@OUT@/e.folded"],
+                        ["dot", path, "--callgraph", "--event", "nosuch", "-o", "@OUT@/e.dot"]]
             commands += [["convert", path, "--to", w, "-o", "@OUT@/out" + EXT.get(w, "." + w)] for w in names]
             for args in commands:
                 cases += 1

@@ -187,8 +187,7 @@ fn peak_kib(dir: &Path, args: &[&str]) -> u64 {
 
 #[test]
 fn symbolizing_addresses_takes_memory_per_address_not_per_inlined_frame() {
-    if !common::have("cc") || !Path::new("/usr/bin/time").exists() {
-        eprintln!("skipping: cc or /usr/bin/time is not installed");
+    if !common::clients(&["cc", "/usr/bin/time"]) {
         return;
     }
     // 166 KB of code, every address under 11 frames (`deep` and 10 inlined levels).

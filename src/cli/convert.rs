@@ -3,8 +3,8 @@
 use clap::Args;
 
 use cfghub_formats::convert::{load, save};
-use cfghub_formats::format::{ReadOptions, WriteOptions};
-use cfghub_formats::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, perf, speedscope, svg};
+use cfghub_formats::format::{Needs, ReadOptions, WriteOptions};
+use cfghub_formats::{callgrind, dcfg, dcfg_trace, dcpi, dtrace, speedscope, svg};
 use cfghub_model::error::{Findings, Result};
 
 #[derive(Args, Debug)]
@@ -121,12 +121,12 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
-    // A perf.data file converted to stacks alone needs no source lines.
+    // The reader is told what the writer needs (a perf.data file converted to folded stacks
+    // needs no images nor source lines), and `--symbols` needs the images it names.
     let output = cfghub_formats::registry::detect_output(&args.output, args.to.as_deref()).ok();
-    let symbolized = args.symbols.wanted();
-    let read = args.read.options().with(
-        output.map_or_else(Default::default, |f| perf::data::Options::for_output(f.name(), symbolized)),
-    );
+    let mut needs = output.map_or(Needs::ALL, |f| f.needs);
+    needs.images |= args.symbols.wanted();
+    let read = ReadOptions { needs, ..args.read.options() };
     let mut loaded = load(&args.input, args.from.as_deref(), &args.symbols.reader_options(read))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;

@@ -316,8 +316,12 @@ impl Out<'_> {
 /// that of one path whatever `--limit` allows.
 fn paths(args: PathsArgs, quiet: bool) -> Result<i32> {
     let loaded = load_target(&args.target, quiet)?;
-    let c =
-        choose(&loaded.profile, &args.target.function, &args.target.input, loaded.format.name() == "csi")?;
+    let c = choose(
+        &loaded.profile,
+        &args.target.function,
+        &args.target.input,
+        std::ptr::eq(loaded.format, &cfghub_formats::csi::FORMAT),
+    )?;
     let total = c.dag.paths();
     let count = if args.numbers.is_empty() {
         if total > args.limit && !quiet {
@@ -386,8 +390,12 @@ fn crash(args: CrashArgs, quiet: bool) -> Result<i32> {
         )));
     }
     let loaded = load_target(&args.target, quiet)?;
-    let c =
-        choose(&loaded.profile, &args.target.function, &args.target.input, loaded.format.name() == "csi")?;
+    let c = choose(
+        &loaded.profile,
+        &args.target.function,
+        &args.target.input,
+        std::ptr::eq(loaded.format, &cfghub_formats::csi::FORMAT),
+    )?;
     let node = (0..c.rp.graph.nodes).find(|&n| c.label(n) == args.block.to_string()).ok_or_else(|| {
         let ids: Vec<String> = (0..c.rp.graph.nodes).map(|n| c.label(n)).collect();
         Error::usage(format!("--block {}: function {} has no such block", args.block, c.name))

@@ -475,7 +475,7 @@ fn stack_report(
     if process.stacks.is_empty() {
         return (BTreeMap::new(), Vec::new());
     }
-    let by = cfghub_formats::folded_stacks::default_event(profile);
+    let by = cfghub_analysis::events::stated_default(profile);
     let (totals, functions) = rankings::stack_functions(profile, process, by, top);
     let per_event = |values: &[f64]| -> BTreeMap<String, f64> {
         profile.events.iter().zip(values).map(|(e, &v)| (e.name.clone(), v)).collect()

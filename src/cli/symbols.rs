@@ -43,8 +43,7 @@ impl SymbolArgs {
     /// functions of (the first `--symbols` path that is a file), the files perf.data's images
     /// are named from as they are read.
     pub fn reader_options(&self, options: ReadOptions) -> ReadOptions {
-        let mut perf: cfghub_formats::perf::data::Options = options.formats.get();
-        perf.symbol_paths = self.options().paths;
+        let perf = cfghub_formats::perf::data::Options { symbol_paths: self.options().paths };
         options.with(cfghub_formats::bolt::Options { binary: self.binary(), image: None }).with(perf)
     }
 

@@ -122,7 +122,7 @@ fn an_elf_without_csi_sections() {
     let o = common::run(&["info", obj.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("not a readable object file"), "{}", common::stderr(&o));
-    if common::have("objcopy") {
+    if common::clients(&["objcopy", "gcc"]) {
         let st =
             std::process::Command::new("gcc").current_dir(dir.path()).args(["-c", "a.c"]).status().unwrap();
         assert!(st.success());

@@ -404,8 +404,7 @@ fn csi_blank_lines_and_inflating_sections_are_not_reserved_for() {
     assert!(kib < 128 * 1024, "peak {kib} KiB");
     // An object file whose compressed .debug_PT inflates to 64 MB of newlines (1,000 times
     // its size): refused by the rule for compressed sections, before inflating.
-    if !common::have("objcopy") || !common::have("cc") {
-        eprintln!("skipping the object file: objcopy or cc is not installed");
+    if !common::clients(&["objcopy", "cc"]) {
         return;
     }
     std::fs::write(dir.path().join("e.c"), "int f(void) { return 1; }\n").unwrap();
@@ -588,8 +587,7 @@ fn a_fifo_named_by_symbols_is_refused_at_once() {
 
 #[test]
 fn compressed_debug_sections_that_claim_too_much_are_refused_before_inflating() {
-    if !common::have("objcopy") || !common::have("cc") {
-        eprintln!("skipping: objcopy or cc is not installed");
+    if !common::clients(&["objcopy", "cc"]) {
         return;
     }
     use object::{Object, ObjectSection};

@@ -84,6 +84,27 @@ pub fn require(program: &str) {
     assert!(have(program), "{program} is not installed; .ci/run installs it (see README)");
 }
 
+/// Whether every client program a test runs is installed. A missing one fails the test
+/// (`scripts/test.sh` installs them all) unless `CFGHUB_ALLOW_MISSING_CLIENTS=1`, which lets
+/// the test say so and skip: then this is `false`.
+pub fn clients(programs: &[&str]) -> bool {
+    let missing: Vec<&str> = programs.iter().copied().filter(|p| !have(p)).collect();
+    missing.is_empty() || unavailable(&format!("{} not installed", missing.join(", ")))
+}
+
+/// For a client a test cannot use (`why`): fails the test, unless
+/// `CFGHUB_ALLOW_MISSING_CLIENTS=1`, when it says it skips and returns `false`.
+pub fn unavailable(why: &str) -> bool {
+    if std::env::var_os("CFGHUB_ALLOW_MISSING_CLIENTS").is_some_and(|v| v == "1") {
+        eprintln!("skipped: {why}");
+        return false;
+    }
+    panic!(
+        "{why}: scripts/test.sh installs every client the tests run \
+         (CFGHUB_ALLOW_MISSING_CLIENTS=1 skips the tests that need one)"
+    );
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -186,7 +186,7 @@ fn client_totals(format: &str, bytes: &[u8], source: &[(String, f64)]) -> Option
             let differential = names
                 .iter()
                 .map(|n| n.as_str())
-                .eq(cfghub::folded_stacks::default_event_names(2).iter().map(|n| n.as_str()));
+                .eq(cfghub::folded_stacks::unnamed_column_names(2).iter().map(|n| n.as_str()));
             let event = if differential {
                 names[1]
             } else {

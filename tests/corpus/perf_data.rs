@@ -14,8 +14,7 @@ const RECORDING: &str = "perf-data/propeller_sample_1.perf.data";
 
 #[test]
 fn branch_records_add_up_as_perf_script_prints_them() {
-    if !common::have("perf") || !common::have("python3") {
-        eprintln!("skipped: perf and python3 are needed to print and add up the branch stacks independently");
+    if !common::clients(&["perf", "python3"]) {
         return;
     }
     let path = common::fixture(RECORDING);
@@ -105,8 +104,7 @@ fn edge_table(args: &[&str], file: &std::path::Path) -> String {
 
 #[test]
 fn brstack_text_gives_the_edges_of_the_perf_data_file() {
-    if !common::have("perf") {
-        eprintln!("skipped: perf is needed to print the branch stacks");
+    if !common::clients(&["perf"]) {
         return;
     }
     let path = common::fixture(RECORDING);
@@ -128,11 +126,16 @@ type StackByName = (u64, Option<u32>, Vec<String>, Vec<f64>);
 fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
     use cfghub::formats::perf::data;
     let bytes = std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap();
-    let alone = data::Options::for_output("folded", false);
-    assert!(!alone.images && data::Options::for_output("callgrind", false).images);
-    assert!(data::Options::for_output("folded", true).images, "--symbols names what the images hold");
-    let full = data::Options { images: true, ..alone.clone() };
-    let read = |options: &data::Options| data::read_with(&bytes, options, &mut Findings::default()).unwrap();
+    let needs = |name: &str| cfghub::registry::by_name(name).unwrap().needs;
+    let alone = data::Reading::serving(needs("folded"), data::Options::default());
+    assert!(
+        !alone.images
+            && !alone.source_lines
+            && !data::Reading::serving(needs("svg"), Default::default()).images
+    );
+    assert!(data::Reading::serving(needs("callgrind"), Default::default()).images);
+    let full = data::Reading { images: true, ..alone.clone() };
+    let read = |options: &data::Reading| data::read_with(&bytes, options, &mut Findings::default()).unwrap();
     let (full, alone) = (read(&full), read(&alone));
     let stacks = |p: &cfghub::Profile| -> Vec<StackByName> {
         p.processes
@@ -162,9 +165,10 @@ fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
 fn a_reading_for_stacks_alone_that_leaves_no_stack_is_a_full_one() {
     use cfghub::formats::perf::data;
     let bytes = std::fs::read(common::fixture("perf-data/no-samples.perf.data")).unwrap();
-    let alone = data::Options::for_output("folded", false);
-    let full = data::Options { images: true, ..alone.clone() };
-    let read = |options: &data::Options| {
+    let folded = cfghub::registry::by_name("folded").unwrap().needs;
+    let alone = data::Reading::serving(folded, data::Options::default());
+    let full = data::Reading { images: true, ..alone.clone() };
+    let read = |options: &data::Reading| {
         let mut findings = Findings::default();
         let profile = data::read_with(&bytes, options, &mut findings).unwrap();
         (format!("{:?}", profile.processes), profile.meta.headers, profile.events.len(), findings.items.len())

@@ -21,14 +21,7 @@ struct Worked {
 }
 
 fn tools_present() -> bool {
-    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !common::have(t)).collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "skipped: {} not installed (scripts/test.sh installs bolt-19 llvm-19 clang-19 valgrind)",
-            missing.join(", ")
-        );
-    }
-    missing.is_empty()
+    common::clients(&TOOLS)
 }
 
 /// `perf2bolt-19 -pa -aggregate-only`: BOLT's fdata of a pre-aggregated profile of `binary`.
@@ -244,8 +237,7 @@ fn perf2bolt_on_the_pre_aggregated_form_and_the_dcfg_path_give_the_same_fdata() 
 /// (`F`) is no such fall-through.
 #[test]
 fn a_trace_entered_after_a_call_is_a_fall_through_from_the_call_for_perf2bolt_and_cfghub() {
-    if !common::have("perf2bolt-19") {
-        eprintln!("skipped: perf2bolt-19 not installed (scripts/test.sh installs bolt-19)");
+    if !common::clients(&["perf2bolt-19"]) {
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -320,7 +312,7 @@ fn llvm_profgen_agrees_with_the_sample_profile_and_clang_uses_it() {
 
 #[test]
 fn samples_at_addresses_give_no_lbr_fdata_and_sample_counts() {
-    if !tools_present() || !common::have("nm") {
+    if !tools_present() || !common::clients(&["nm"]) {
         return;
     }
     let w = worked();
@@ -365,8 +357,7 @@ fn no_lbr_counts(fdata: &str) -> BTreeMap<String, u64> {
 /// the profile's own functions.
 #[test]
 fn a_go_cpu_profile_gives_no_lbr_fdata_and_a_sample_profile() {
-    if !tools_present() || !common::have("go") {
-        eprintln!("skipped: go (golang-go) is not installed");
+    if !tools_present() || !common::clients(&["go"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -502,7 +493,7 @@ fn fdata_of_a_perf_recording(
     flags: &[&str],
     argument: &str,
 ) -> Option<(Vec<String>, Vec<String>)> {
-    if !tools_present() || !common::have("perf") {
+    if !tools_present() || !common::clients(&["perf"]) {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -521,7 +512,7 @@ fn fdata_of_a_perf_recording(
         perf.output().unwrap().status.success()
     });
     if !recorded {
-        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+        common::unavailable("`perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
         return None;
     }
     let ours = d.join("cfghub.fdata");
@@ -542,7 +533,7 @@ fn fdata_of_a_perf_recording(
 #[test]
 fn pprof_samples_of_a_pie_are_placed_through_the_mappings_file_offset() {
     use common::protobuf::{field, uint};
-    if !tools_present() || !common::have("nm") {
+    if !tools_present() || !common::clients(&["nm"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -608,10 +599,7 @@ fn pprof_samples_of_a_pie_are_placed_through_the_mappings_file_offset() {
 /// joined across them, and traces over a jump rejected.
 #[test]
 fn perf_data_branch_stacks_give_the_fdata_perf2bolt_gives() {
-    if !common::have("perf2bolt-19") || !common::have("perf") {
-        eprintln!(
-            "skipped: perf2bolt-19 and perf are needed (scripts/test.sh installs bolt-19 and linux-perf)"
-        );
+    if !common::clients(&["perf2bolt-19", "perf"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

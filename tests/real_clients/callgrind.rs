@@ -510,11 +510,8 @@ fn stack_outputs_of_a_valgrind_profile_keep_its_total_and_every_functions_self_c
         assert!(o.status.success(), "{to}: {}", common::stderr(&o));
         let got = match to {
             "folded" => folded_self_costs(&out),
-            "pprof" if common::have("go") => pprof_self_costs(&out),
-            "pprof" => {
-                eprintln!("skipping the pprof check: go (golang-go) is not installed");
-                continue;
-            }
+            "pprof" if common::clients(&["go"]) => pprof_self_costs(&out),
+            "pprof" => continue,
             "speedscope" => speedscope_self_costs(&out),
             _ => {
                 if svg_total(&out) != source.total {

@@ -78,7 +78,7 @@ fn both_objects_texts_come_back_from_the_executable_compressed_or_not_and_from_a
     // Compressed debug sections (SHF_COMPRESSED, flag C).
     let z = dir.path().join("prog.z");
     run(Command::new("objcopy").arg("--compress-debug-sections=zlib").arg(&prog).arg(&z));
-    if common::have("readelf") {
+    if common::clients(&["readelf"]) {
         let o = Command::new("readelf").args(["-S", "-W"]).arg(&z).output().unwrap();
         let table = String::from_utf8_lossy(&o.stdout);
         let line = table.lines().find(|l| l.contains(".debug_PT")).expect(".debug_PT in the section table");

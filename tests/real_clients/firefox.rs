@@ -50,8 +50,7 @@ fn folded_of(input: &Path, extra: &[&str]) -> (String, String) {
 
 #[test]
 fn counts_per_function_equal_addr2line_s() {
-    if !(have("python3") && have("addr2line") && have("readelf")) {
-        eprintln!("skipping: python3, addr2line (binutils) or readelf missing");
+    if !common::clients(&["python3", "addr2line", "readelf"]) {
         return;
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/firefox-counts.py");
@@ -139,8 +138,7 @@ fn callgrind_keeps_every_sample() {
     let totals =
         text.lines().find_map(|l| l.strip_prefix("totals: ").or_else(|| l.strip_prefix("summary: ")));
     assert_eq!(totals.map(str::trim), Some(SAMPLES_IN_FIXTURE.to_string().as_str()), "{text}");
-    if !have("callgrind_annotate") {
-        eprintln!("skipping callgrind_annotate: not installed (valgrind)");
+    if !common::clients(&["callgrind_annotate"]) {
         return;
     }
     let o = Command::new("callgrind_annotate").arg(&out).output().unwrap();

@@ -67,7 +67,7 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
             return Some(data);
         }
     }
-    eprintln!("skipped: `perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+    common::unavailable("`perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
     None
 }
 
@@ -227,7 +227,7 @@ fn aliases_of_a_table_perf_gives_up_on_are_named_as_perf_names_them() {
         perf.output().unwrap().status.success()
     });
     if !recorded {
-        eprintln!("skipped: `perf record -e cpu-clock` is not permitted here");
+        common::unavailable("`perf record -e cpu-clock` is not permitted here");
         return;
     }
     let (direct, via) = both_ways(dir.path(), &data);

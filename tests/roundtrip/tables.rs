@@ -100,11 +100,8 @@ fn a_dcfg_trace_replayed_survives_tables() {
 /// inlined into `work`) survive the tables, and the folded stacks made from either model agree.
 #[test]
 fn inline_frames_from_symbols_survive_tables() {
-    for tool in ["gcc", "nm"] {
-        if !common::have(tool) {
-            eprintln!("skipped: {tool} is not installed");
-            return;
-        }
+    if !common::clients(&["gcc", "nm"]) {
+        return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

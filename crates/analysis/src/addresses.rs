@@ -39,6 +39,7 @@ pub struct ElfLayout {
 }
 
 impl ElfLayout {
+    /// The layout of `elf`'s loadable segments (those of non-zero size).
     pub fn of(elf: &ElfFile) -> ElfLayout {
         let segments: Vec<Segment> = elf.segments().into_iter().filter(|s| s.size > 0).collect();
         ElfLayout { base: segments.iter().map(|s| s.address).min().unwrap_or(0), segments }

@@ -27,16 +27,22 @@ use std::fmt;
 /// A routine's control-flow graph: nodes `0..nodes`, one entry and one exit node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PathGraph {
+    /// Number of nodes; nodes are `0..nodes`.
     pub nodes: u32,
+    /// The node every path starts at.
     pub entry: u32,
+    /// The node every path ends at.
     pub exit: u32,
+    /// The edges, back edges marked; [`Numbering::edges`] is parallel to it.
     pub edges: Vec<GraphEdge>,
 }
 
 /// One edge of a [`PathGraph`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GraphEdge {
+    /// The node the edge leaves.
     pub source: u32,
+    /// The node the edge enters.
     pub target: u32,
     /// Cut from the acyclic graph: replaced by phony `ENTRY -> target` and `source -> EXIT` edges.
     pub back: bool,
@@ -46,8 +52,15 @@ pub struct GraphEdge {
 /// edge's, and `exit_weight` is the phony `source -> EXIT` edge's (when known).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EdgeNumbers {
+    /// What the instrumented program adds to its path sum when it takes the edge; along a whole
+    /// path the increments add up to its number, as the weights do, but may be placed on fewer
+    /// edges (equal to `weight` in [`number`]'s numbering).
     pub increment: i64,
+    /// The first path number of the edge's source that the edge covers: it covers
+    /// `[weight, weight + NP(target))`.
     pub weight: i64,
+    /// For a back edge, the weight of its phony `source -> EXIT` edge; `None` when not stated
+    /// ([`Dag::new`] takes the one number the source's other edges leave).
     pub exit_weight: Option<i64>,
 }
 
@@ -55,7 +68,9 @@ pub struct EdgeNumbers {
 /// [`PathGraph::edges`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Numbering {
+    /// Number of acyclic paths from the entry to the exit: path numbers are `0..paths`.
     pub paths: u64,
+    /// The numbers of each edge, parallel to [`PathGraph::edges`].
     pub edges: Vec<EdgeNumbers>,
 }
 
@@ -69,9 +84,17 @@ pub enum PathError {
     /// More acyclic paths than a signed 64-bit path number holds.
     TooManyPaths,
     /// The stated weights of a node's edges do not tile its path numbers.
-    BadWeights { node: u32 },
+    BadWeights {
+        /// The node whose arcs' weights leave a gap, overlap, or miss its path count.
+        node: u32,
+    },
     /// A path number outside `0..paths`.
-    OutOfRange { number: i64, paths: u64 },
+    OutOfRange {
+        /// The path number asked for.
+        number: i64,
+        /// Number of acyclic paths of the graph.
+        paths: u64,
+    },
 }
 
 impl fmt::Display for PathError {
@@ -186,9 +209,14 @@ pub enum ArcKind {
 /// An arc of the acyclic graph with its numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arc {
+    /// The node the arc enters (the graph's exit for a phony end arc).
     pub target: u32,
+    /// The edge of the graph the arc stands for, or which phony arc it is.
     pub kind: ArcKind,
+    /// The first path number of the arc's source that the arc covers (see [`EdgeNumbers::weight`]).
     pub weight: i64,
+    /// What the instrumented program adds to its path sum on the arc (see
+    /// [`EdgeNumbers::increment`]).
     pub increment: i64,
 }
 
@@ -196,7 +224,9 @@ pub struct Arc {
 /// every node, each node's arcs sorted by weight.
 #[derive(Clone, Debug)]
 pub struct Dag {
+    /// The node every path starts at.
     pub entry: u32,
+    /// The node every path ends at.
     pub exit: u32,
     /// Paths from each node to the exit.
     pub np: Vec<u64>,
@@ -333,8 +363,12 @@ pub fn number(g: &PathGraph) -> Result<Numbering, PathError> {
 /// edge's target) and ended by taking one (at that edge's source).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodedPath {
+    /// The path's nodes in order, from the entry (or the back edge's target) to the exit (or the
+    /// back edge's source).
     pub nodes: Vec<u32>,
+    /// The path began just after a back edge, at its target, rather than at the entry.
     pub after_back_edge: bool,
+    /// The path ended by taking a back edge, at its source, rather than at the exit.
     pub ends_at_back_edge: bool,
 }
 

@@ -58,13 +58,23 @@ pub struct Transfer {
     /// For calls: how many values of the callee's inclusive cost [`InclusiveCosts`]
     /// holds from [`Transfer::detail`] on (one per event: a profile names fewer than 2^16).
     pub incl_len: u16,
+    /// The image the transfer leaves, as an index into the process's images.
     pub src_image: u32,
+    /// The function the transfer leaves, as an index into its image's symbols.
     pub src_symbol: u32,
+    /// Source line the transfer leaves from; meaningful only when `has_line`.
     pub src_line: u32,
+    /// The image the transfer enters, as an index into the process's images.
     pub tgt_image: u32,
+    /// The function the transfer enters, as an index into its image's symbols.
     pub tgt_symbol: u32,
+    /// Source line the transfer lands on; meaningful only when `has_line`.
     pub tgt_line: u32,
+    /// Address of the transferring instruction, relative to its image's load address; meaningful
+    /// only when `has_addr`.
     pub src_addr: u64,
+    /// Address the transfer lands on, relative to its image's load address; meaningful only when
+    /// `has_addr`.
     pub tgt_addr: u64,
     /// Times the transfer was taken.
     pub count: u64,
@@ -77,15 +87,19 @@ pub struct Transfer {
 const _: () = assert!(std::mem::size_of::<Transfer>() == 64);
 
 impl Transfer {
+    /// The `src_addr` field, when both ends have an address; `None` otherwise.
     pub fn src_addr(&self) -> Option<u64> {
         self.has_addr.then_some(self.src_addr)
     }
+    /// The `tgt_addr` field, when both ends have an address; `None` otherwise.
     pub fn tgt_addr(&self) -> Option<u64> {
         self.has_addr.then_some(self.tgt_addr)
     }
+    /// The `src_line` field, when both ends have a source line; `None` otherwise.
     pub fn src_line(&self) -> Option<u32> {
         self.has_line.then_some(self.src_line)
     }
+    /// The `tgt_line` field, when both ends have a source line; `None` otherwise.
     pub fn tgt_line(&self) -> Option<u32> {
         self.has_line.then_some(self.tgt_line)
     }
@@ -109,6 +123,7 @@ impl Transfer {
 /// The store of the calls' inclusive costs of one process: each call's values one after the
 /// other (a call names its place with [`Transfer::detail`] and [`Transfer::incl_len`]).
 pub struct InclusiveCosts<'a> {
+    /// The calls' inclusive costs, one value per event, each call's after the one before.
     pub values: &'a [u64],
     /// The length every call's inclusive cost is padded to with zeros (events named after the
     /// call was read), or 0.

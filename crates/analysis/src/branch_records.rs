@@ -56,11 +56,14 @@ use cfghub_model::ir::{BlockRef, CostTable, EdgeDetails, EdgeKind, Image, NodeRe
 /// address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Location {
+    /// Index into [`Process::images`].
     pub image: u32,
+    /// Bytes from the image's load address.
     pub offset: u64,
 }
 
 impl Location {
+    /// The address `offset` bytes from the load address of image `image`.
     pub fn new(image: u32, offset: u64) -> Location {
         Location { image, offset }
     }
@@ -69,8 +72,11 @@ impl Location {
 /// A branch taken from the instruction at `from` to `to`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TakenBranch {
+    /// The branch instruction (a jump, a call, a return).
     pub from: Location,
+    /// Where the branch went.
     pub to: Location,
+    /// Times the branch was taken from `from` to `to`.
     pub count: u64,
     /// Of `count`, the times the branch was mispredicted (0 when the source does not say).
     pub mispredicts: u64,
@@ -79,15 +85,21 @@ pub struct TakenBranch {
 /// Code that ran straight from the instruction at `start` through the one at `end`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FallThrough {
+    /// The first instruction that ran (the lists of [`BranchRecords`] other than ranges say what
+    /// `start` and `end` are there).
     pub start: Location,
+    /// The last instruction that ran; a range that ends below its start is invalid and left out.
     pub end: Location,
+    /// Times the code ran from `start` through `end`.
     pub count: u64,
 }
 
 /// Taken branches and fall-through ranges of one process, as branch records state them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BranchRecords {
+    /// Taken branches, in the order added (or by place, once aggregated).
     pub taken: Vec<TakenBranch>,
+    /// Fall-through ranges: code that ran straight from `start` through `end`.
     pub fall_throughs: Vec<FallThrough>,
     /// Fall-throughs between blocks: `start` is the last instruction of a block, `end` the
     /// first of the next.
@@ -109,6 +121,7 @@ pub struct Summary {
 }
 
 impl BranchRecords {
+    /// Records of nothing yet.
     pub fn new() -> BranchRecords {
         BranchRecords::default()
     }

@@ -23,6 +23,7 @@ impl ImageCfg {
         self.succ_start.len().saturating_sub(1)
     }
 
+    /// Whether the image has no blocks.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -144,19 +145,23 @@ impl RoutineCfg {
         RoutineCfg { blocks: (0..n as u32).collect(), entry, succ_start, succ, pred_start, pred }
     }
 
+    /// Number of local nodes: the routine's blocks.
     pub fn len(&self) -> usize {
         self.blocks.len()
     }
 
+    /// Whether the routine has no blocks.
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
     }
 
+    /// Local nodes an edge inside the routine from local node `v` leads to.
     pub fn successors(&self, v: u32) -> &[u32] {
         let v = v as usize;
         &self.succ[self.succ_start[v] as usize..self.succ_start[v + 1] as usize]
     }
 
+    /// Local nodes with an edge inside the routine to local node `v`.
     pub fn predecessors(&self, v: u32) -> &[u32] {
         let v = v as usize;
         &self.pred[self.pred_start[v] as usize..self.pred_start[v + 1] as usize]

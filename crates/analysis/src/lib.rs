@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! Derived facts, computed once from the model and shared by every writer and command.
 //!
 //! A reader fills only what its format says; everything that follows from it (per-thread block
@@ -17,6 +18,7 @@ pub mod callgraph;
 pub mod cfg;
 pub mod combine;
 pub mod dominators;
+pub mod events;
 pub mod executions;
 pub mod loops;
 pub mod machine_code;

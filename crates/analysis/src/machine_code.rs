@@ -44,12 +44,16 @@ pub enum Flow {
 /// One instruction: its address, its length and how control leaves it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Instruction {
+    /// Address of its first byte, in the address space the function's code was decoded in.
     pub at: u64,
+    /// Length in bytes (1 to 15 on x86-64).
     pub len: u8,
+    /// How control leaves it.
     pub flow: Flow,
 }
 
 impl Instruction {
+    /// One past its last byte: where the next instruction starts.
     pub fn end(&self) -> u64 {
         self.at + u64::from(self.len)
     }
@@ -58,6 +62,7 @@ impl Instruction {
 /// A basic block as BOLT builds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodeBlock {
+    /// Address of its first instruction.
     pub start: u64,
     /// The address of its last instruction other than a no-operation (its start when it
     /// holds none).
@@ -69,7 +74,9 @@ pub struct CodeBlock {
 /// A function's instructions and BOLT's blocks of them.
 #[derive(Clone, Debug, Default)]
 pub struct FunctionCode {
+    /// The decoded instructions, by address.
     pub instructions: Vec<Instruction>,
+    /// BOLT's basic blocks of them, by address.
     pub blocks: Vec<CodeBlock>,
     start: u64,
     end: u64,

@@ -82,6 +82,7 @@ pub struct BlockIndex {
 }
 
 impl BlockIndex {
+    /// The index of `image`'s blocks; blocks of size 0 own no range.
     pub fn new(image: &Image) -> Self {
         let mut order: Vec<u32> =
             (0..image.blocks.len() as u32).filter(|&b| image.blocks[b as usize].size > 0).collect();

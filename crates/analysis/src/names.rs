@@ -10,6 +10,8 @@ pub struct SymbolIndex {
 }
 
 impl SymbolIndex {
+    /// The index of `image`'s symbols; symbols without an offset are left out, and one without a
+    /// size covers one byte.
     pub fn new(image: &Image) -> Self {
         Self::of(&image.symbols)
     }

@@ -15,6 +15,8 @@ use cfghub_model::ir::{Image, NodeRef, Process, Routine};
 /// One routine's path graph and the model objects behind it.
 #[derive(Clone, Debug)]
 pub struct RoutinePaths {
+    /// The routine's graph: its blocks (and a virtual exit node, when it needs one) as nodes,
+    /// its intra-routine edges with their back edges marked.
     pub graph: PathGraph,
     /// The image block of each node; `None` for a virtual exit node.
     pub blocks: Vec<Option<u32>>,

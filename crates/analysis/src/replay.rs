@@ -329,6 +329,7 @@ impl ThreadState {
 /// The result of replaying one process.
 #[derive(Debug, Default)]
 pub struct ProcessReplay {
+    /// The operating system's process id, as the trace states it.
     pub pid: u64,
     /// Index of the process in the paired profile.
     pub process: usize,
@@ -347,6 +348,7 @@ pub struct ProcessReplay {
     /// Chunks whose sequence holds characters beyond what their edges need, and the first
     /// one's finding.
     pub surplus_chunks: u64,
+    /// The finding of the first such chunk, worded by the trace format; `None` when there is none.
     pub first_surplus: Option<String>,
 }
 
@@ -355,6 +357,7 @@ pub struct Replayer<'a> {
     profile: &'a Profile,
     facts: Option<ProcessFacts>,
     threads: HashMap<u64, ThreadState>,
+    /// The result of every process replayed so far, in trace order.
     pub processes: Vec<ProcessReplay>,
 }
 
@@ -633,6 +636,7 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
 /// One entry of the timeline: a routine or loop entered at an instruction count.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TimelineEntry {
+    /// The thread that made the entry, numbered from 0 as in the profile's per-thread counts.
     pub thread: u64,
     /// Instructions the thread executed before the entry (from the chunk's
     /// PRECEDING_INSTR_COUNT).
@@ -655,11 +659,15 @@ pub struct Timeline<'a, F> {
     profile: &'a Profile,
     facts: Option<ProcessFacts>,
     stacks: HashMap<u64, Vec<u32>>,
+    /// The only thread whose entries are reported; `None`: every thread's.
     pub thread: Option<u64>,
+    /// Called with every entry, in trace order per thread; an error it returns stops the replay.
     pub f: F,
 }
 
 impl<'a, F> Timeline<'a, F> {
+    /// A timeline over the DCFG `profile` that reports the entries of `thread` (or every thread's)
+    /// to `f`.
     pub fn new(profile: &'a Profile, thread: Option<u64>, f: F) -> Self {
         Timeline { profile, facts: None, stacks: HashMap::new(), thread, f }
     }

@@ -22,6 +22,8 @@ pub struct SequenceProcess {
 /// A temporal chunk of one thread's edge sequence.
 #[derive(Clone, Copy, Debug)]
 pub struct SequenceChunk {
+    /// The thread whose sequence the chunk continues, numbered from 0 as in the profile's
+    /// per-thread counts.
     pub thread: u64,
     /// Instructions the thread executed before the chunk's first edge.
     pub preceding_instr_count: u64,
@@ -49,7 +51,9 @@ pub trait SequenceJob: Sync {
     type Local: Send;
     /// Per-chunk result that must be combined in trace order.
     type Part: Send;
+    /// Starts the work on `process`, before any of its chunks.
     fn begin_process(&mut self, process: &SequenceProcess) -> Result<()>;
+    /// A fresh accumulator for one worker.
     fn local(&self) -> Self::Local;
     /// Runs on any worker, for chunks in any order.
     fn decode(
@@ -60,5 +64,6 @@ pub trait SequenceJob: Sync {
     ) -> Result<Self::Part>;
     /// Runs for every chunk in trace order, with what `decode` returned for it.
     fn merge(&mut self, chunk: &SequenceChunk, edges: &dyn ChunkEdges, part: Self::Part) -> Result<()>;
+    /// Ends the work on the process, after every chunk was merged, with every worker's accumulator.
     fn end_process(&mut self, locals: Vec<Self::Local>) -> Result<()>;
 }

@@ -18,6 +18,8 @@ pub struct SourceIndex {
 }
 
 impl SourceIndex {
+    /// The index of `image`'s source lines (a sorted order of its own only when they are not in
+    /// address order).
     pub fn new(image: &Image) -> SourceIndex {
         let lines = &image.source_lines;
         let mut max_size = 0;

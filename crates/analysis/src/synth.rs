@@ -24,16 +24,21 @@ use cfghub_model::ir::{
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct SynthSpec {
+    /// Seed of the random choices: the same spec always generates the same profile.
     pub seed: u64,
+    /// Images of the process (at least 1); the first holds `main`.
     pub images: usize,
+    /// Routines of each image (at least 1), `main` included in the first.
     pub routines_per_image: usize,
     /// Average blocks per routine (at least 3).
     pub blocks_per_routine: usize,
+    /// Threads that each walk the program from `START` (at least 1).
     pub threads: usize,
     /// Edges each thread traverses before it starts returning (the walk then unwinds).
     pub steps_per_thread: u64,
     /// Keep each thread's edge-id sequence (for DCFG-trace tests); costs memory per step.
     pub keep_sequences: bool,
+    /// The process id the profile states.
     pub pid: u64,
 }
 
@@ -54,6 +59,7 @@ impl Default for SynthSpec {
 
 /// A generated profile, and each thread's edge-id sequence when asked for.
 pub struct Synth {
+    /// The generated DCFG: one process whose counts agree exactly.
     pub profile: Profile,
     /// `sequences[t]` lists the edge ids thread `t` traversed, `ENTRY` first and `EXIT` last.
     pub sequences: Vec<Vec<u64>>,

@@ -8,7 +8,7 @@
 //!   ([`crate::stacks::ESTIMATED_EVENT`]), which is what a DCFG counts.
 
 use crate::stacks::ESTIMATED_EVENT;
-use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::error::Findings;
 use cfghub_model::ir::Profile;
 
 /// The model's total of every event it states, by event name, in the model's event order
@@ -98,17 +98,6 @@ pub fn warn_kept<'a>(
 /// totals are left out.
 pub fn warn_no_events(findings: &mut Findings, format: &str, profile: &Profile, why: &str) {
     warn_left_out(findings, format, &event_totals(profile), &[], why);
-}
-
-/// The event a writer of one value per record writes: the one `--event` names, else the
-/// profile's first. A name the profile lacks is a usage error.
-pub fn chosen_event(profile: &Profile, name: Option<&str>) -> Result<usize> {
-    match name {
-        Some(name) => profile
-            .event_index(name)
-            .ok_or_else(|| Error::usage(format!("the profile has no event '{name}'"))),
-        None => Ok(0),
-    }
 }
 
 #[cfg(test)]

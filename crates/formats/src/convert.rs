@@ -94,7 +94,7 @@ pub fn replay_trace(profile: &mut Profile, trace: &str, max_edges: Option<u64>) 
 /// or `.gz`): what [`encode_trace`] writes.
 pub fn check_trace_output(output: &str) -> Result<()> {
     let format = detect_output(output, None).unwrap_or(&dcfg_trace::FORMAT);
-    if format.name() != "dcfg-trace" {
+    if !std::ptr::eq(format, &dcfg_trace::FORMAT) {
         return Err(Error::usage(format!(
             "--trace-from writes a DCFG-trace, but {output} names a {} file",
             format.name()
@@ -166,7 +166,7 @@ mod tests {
         for input in inputs {
             let path = fixtures.join(input);
             let loaded = load(path.to_str().unwrap(), None, &ReadOptions::default()).unwrap();
-            for format in formats().iter().filter(|f| f.writer_reads != WriterReads::Model) {
+            for format in formats().iter().filter(|f| f.needs.reads != WriterReads::Model) {
                 let whole = written(format, &loaded.profile, &mut Findings::default());
                 let mut model = loaded.profile.clone();
                 let mut findings = Findings::default();

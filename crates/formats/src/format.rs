@@ -53,6 +53,8 @@ impl std::fmt::Debug for FormatOptions {
 /// it comes from) is in the [`Source`] it reads.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
+    /// What the profile is read for: the needs of the writer it goes to, or everything.
+    pub needs: Needs,
     /// Options of single readers (DCPI's address step, DTrace's offsets, ...).
     pub formats: FormatOptions,
 }
@@ -145,8 +147,60 @@ pub struct Format {
     pub validator: Option<fn(&Profile) -> Findings>,
     /// For a format stored as a folder: how to tell and write one.
     pub folder: Option<&'static FolderFormat>,
-    /// What of the model the writer reads ([`Format::prepare_to_write`]).
-    pub writer_reads: WriterReads,
+    /// What the writer needs from the model: a command that reads a profile only to write it
+    /// in this format hands these to the reader ([`ReadOptions::needs`]) and prepares the model
+    /// by them ([`Format::prepare_to_write`]).
+    pub needs: Needs,
+}
+
+/// What a writer needs from the model, declared in its format's entry. A reader told the
+/// output's needs ([`ReadOptions::needs`]) may leave out what no writer of them reads, and
+/// must weigh samples as they say. The default is everything, weighed by period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    /// What of the model the writer reads.
+    pub reads: WriterReads,
+    /// The images: their functions, and where in them frames and costs are (code addresses).
+    /// Formats that name frames alone (folded stacks, flame graphs) do without.
+    pub images: bool,
+    /// The source line of every code address (read from DWARF where the input has none).
+    pub source_lines: bool,
+    /// What one sample adds to a value.
+    pub weight: Weight,
+}
+
+impl Needs {
+    /// Everything the model can hold, samples weighed by their periods: what a writer of the
+    /// whole model needs, and what a reader reads when no writer is named.
+    pub const ALL: Needs =
+        Needs { reads: WriterReads::Model, images: true, source_lines: true, weight: Weight::Period };
+    /// Stacks whose frames are names alone, weighed by period (folded stacks, flame graphs).
+    pub const NAMED_STACKS: Needs =
+        Needs { reads: WriterReads::Stacks, images: false, source_lines: false, weight: Weight::Period };
+    /// Stacks with where their frames' code is (pprof, speedscope, Firefox).
+    pub const STACKS: Needs = Needs { reads: WriterReads::Stacks, ..Needs::ALL };
+    /// Costs by code address, and not the edges of a process that has them (DCPI, dcpicat).
+    pub const COST_ROWS: Needs = Needs { reads: WriterReads::CostRows, ..Needs::ALL };
+    /// The whole model, samples counted rather than weighed: the profiles that feed optimizers
+    /// (BOLT's no_lbr `.fdata`, LLVM sample profiles, llvm-profgen's input) count samples, as
+    /// perf2bolt (`-nl`) and llvm-profgen do.
+    pub const SAMPLE_COUNTS: Needs = Needs { weight: Weight::SampleCount, ..Needs::ALL };
+}
+
+impl Default for Needs {
+    fn default() -> Self {
+        Needs::ALL
+    }
+}
+
+/// What one sample adds to the values a reader makes of samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Its period: nanoseconds of a clock event (`cpu-clock`), events of a counter.
+    Period,
+    /// One: values are sample counts, and events are named as `perf script` prints them
+    /// (`cpu-clock:`).
+    SampleCount,
 }
 
 /// What of the model a writer reads, for a caller that owns the model and needs it for nothing
@@ -179,7 +233,7 @@ impl Format {
         symbolize_by_default: false,
         validator: None,
         folder: None,
-        writer_reads: WriterReads::Model,
+        needs: Needs::ALL,
     };
 
     pub fn name(&self) -> &'static str {
@@ -289,7 +343,7 @@ impl Format {
 
     /// For a caller that owns the model and needs it for nothing but this writer: what the
     /// writer does not read goes, and what it would derive first is derived now in the model's
-    /// place, so that the two are never in memory together ([`Format::writer_reads`]). For a
+    /// place, so that the two are never in memory together ([`Needs::reads`]). For a
     /// writer of stacks estimated from the call graph
     /// ([`cfghub_analysis::stacks::estimate_in_place`]), the 21 MB `cc1plus` Callgrind profile
     /// to folded stacks peaks where reading it does, 79-82 MB instead of 105; for a writer of
@@ -297,7 +351,7 @@ impl Format {
     /// dcpicat 91.5 -> 76.2 MB, to DCPI 108.3 -> 76.2). The warnings are those
     /// [`Format::write`] gives, in the same order, and the output is the same.
     pub fn prepare_to_write(&self, profile: &mut Profile, findings: &mut Findings) {
-        match self.writer_reads {
+        match self.needs.reads {
             WriterReads::Model => {}
             WriterReads::Stacks if cfghub_analysis::stacks::needs_estimate(profile) => {
                 // Said of the model, before the stacks take its place.

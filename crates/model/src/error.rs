@@ -64,15 +64,19 @@ pub enum ErrorKind {
 /// The error every fallible cfghub function returns.
 #[derive(Debug)]
 pub struct Error {
+    /// What went wrong, broadly; decides the prefix of the message.
     pub kind: ErrorKind,
     /// The input or output the error concerns (a path, or `-` for standard input).
     pub file: Option<String>,
+    /// Where in `file` the error was found; `None` when the error concerns the file as a whole.
     pub location: Option<Location>,
+    /// What was wrong or expected, without the file and location (the display adds them).
     pub message: String,
     /// What the user can do about it, when there is something to say.
     pub hint: Option<String>,
 }
 
+/// The result every fallible cfghub function returns, with [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -130,19 +134,23 @@ impl Error {
         Error { file: Some(path.into()), ..Self::new(kind, err.to_string()) }
     }
 
+    /// Sets where in the input the error was found, replacing any location set before.
     pub fn at(mut self, location: Location) -> Self {
         self.location = Some(location);
         self
     }
 
+    /// Sets the 1-based line of a text format the error was found at.
     pub fn at_line(self, line: u64) -> Self {
         self.at(Location::Line(line))
     }
 
+    /// Sets the byte offset (from the start of the decompressed input) the error was found at.
     pub fn at_byte(self, offset: u64) -> Self {
         self.at(Location::Byte(offset))
     }
 
+    /// Sets the path into a JSON document the error was found at.
     pub fn at_path(self, path: impl Into<String>) -> Self {
         self.at(Location::Path(path.into()))
     }
@@ -155,6 +163,7 @@ impl Error {
         self
     }
 
+    /// Adds what the user can do about the error, replacing any hint set before.
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -201,8 +210,11 @@ pub enum Severity {
 /// Something a reader noticed, or something a writer could not express.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
+    /// Whether the data stays usable (a warning) or breaks a rule of the format (a violation).
     pub severity: Severity,
+    /// Where in the input the finding was made; `None` when it concerns the profile as a whole.
     pub location: Option<Location>,
+    /// What was noticed, in one sentence.
     pub message: String,
 }
 
@@ -223,14 +235,17 @@ impl fmt::Display for Finding {
 /// Findings collected while reading, checking or writing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Findings {
+    /// The findings in the order they were made.
     pub items: Vec<Finding>,
 }
 
 impl Findings {
+    /// Records a [`Severity::Warning`]: worth knowing, the data stays usable.
     pub fn warn(&mut self, location: Option<Location>, message: impl Into<String>) {
         self.push(Severity::Warning, location, message);
     }
 
+    /// Records a [`Severity::Violation`]: a rule of the format is broken.
     pub fn violation(&mut self, location: Option<Location>, message: impl Into<String>) {
         self.push(Severity::Violation, location, message);
     }
@@ -239,18 +254,22 @@ impl Findings {
         self.items.push(Finding { severity, location, message: message.into() });
     }
 
+    /// Whether any finding is a violation (conversions refuse such input).
     pub fn has_violations(&self) -> bool {
         self.items.iter().any(|f| f.severity == Severity::Violation)
     }
 
+    /// The violations, in the order they were made.
     pub fn violations(&self) -> impl Iterator<Item = &Finding> {
         self.items.iter().filter(|f| f.severity == Severity::Violation)
     }
 
+    /// The warnings, in the order they were made.
     pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
         self.items.iter().filter(|f| f.severity == Severity::Warning)
     }
 
+    /// Appends the findings of `other` after these.
     pub fn extend(&mut self, other: Findings) {
         self.items.extend(other.items);
     }

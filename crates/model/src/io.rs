@@ -42,8 +42,11 @@ pub fn progress_enabled() -> bool {
 /// A compression wrapper, told by magic bytes when reading and by file name when writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
+    /// Not compressed: the bytes are the content.
     None,
+    /// gzip (magic bytes `1f 8b`; name ending in `.gz`).
     Gzip,
+    /// bzip2 (magic bytes `BZh1` to `BZh9`; name ending in `.bz2`), as Pin and SDE write.
     Bzip2,
 }
 
@@ -70,6 +73,7 @@ impl Compression {
         }
     }
 
+    /// The file-name extension of this compression, with its dot (`.gz`, `.bz2`); empty for none.
     pub fn suffix(self) -> &'static str {
         match self {
             Compression::None => "",
@@ -97,6 +101,7 @@ pub struct Input {
     pub name: String,
     /// Up to [`HEAD_LEN`] first bytes of the decompressed content (also returned by `reader`).
     pub head: Vec<u8>,
+    /// The compression found by the input's magic bytes, undone before `head` and the reader.
     pub compression: Compression,
     /// The file's size in bytes, when it is a file.
     pub size: Option<u64>,
@@ -473,6 +478,7 @@ pub struct LineLimit<R> {
 }
 
 impl<R: BufRead> LineLimit<R> {
+    /// Wraps `inner`, failing on any line longer than `max` bytes (usually [`MAX_LINE`]).
     pub fn new(inner: R, max: usize) -> Self {
         LineLimit { inner, max, run: 0, line_start: 0, consumed: 0 }
     }

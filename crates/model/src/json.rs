@@ -39,10 +39,12 @@ pub struct JsonError(Box<ErrorInfo>);
 /// What [`JsonError`] holds.
 #[derive(Debug)]
 pub struct ErrorInfo {
+    /// What was wrong or expected, without the position.
     pub message: String,
     /// 1-based line and column; 0 when the error was raised outside the parser (a visitor's
     /// custom error) and not yet placed.
     pub line: u64,
+    /// 1-based byte column in `line`; 0 when `line` is.
     pub column: u64,
     /// The reader failed (e.g. decompression), as opposed to the text being wrong.
     pub io: bool,
@@ -99,6 +101,7 @@ pub struct JsonReader<R> {
 }
 
 impl<R: Read> JsonReader<R> {
+    /// A deserializer reading the JSON text of `src` a 1 MiB chunk at a time.
     pub fn new(src: R) -> Self {
         JsonReader {
             src,

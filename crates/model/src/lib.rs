@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! The model of cfghub: one neutral picture of a control-flow profile that every format is read
 //! into and written out of, with what every layer above it shares.
 //!

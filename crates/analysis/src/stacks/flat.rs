@@ -30,7 +30,12 @@ pub enum Frame {
     Named(FrameId),
     /// Code at `offset` of an image that no symbol covers, written `IMAGE+0xOFFSET`; `image`
     /// is the image's base name in [`FlatStacks::frames`].
-    Address { image: FrameId, offset: u64 },
+    Address {
+        /// The image's base name, as an index into [`FlatStacks::frames`].
+        image: FrameId,
+        /// Bytes from the image's load address.
+        offset: u64,
+    },
 }
 
 /// The stacks of a profile of flat costs, named as they are written (see the module's doc).

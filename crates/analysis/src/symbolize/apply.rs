@@ -61,11 +61,16 @@ impl Default for Options {
 /// What the pass found and did for one image (`cfghub info` prints it, `--json` as it is).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ImageReport {
+    /// The process id of the image's process.
     pub pid: u64,
+    /// The image's file name, or `image<ID>` when it has none.
     pub image: String,
+    /// The build id the image's own file states, in hex; `None` when no file was found or it
+    /// states none.
     pub build_id: Option<String>,
     /// The file that gave DWARF, and the one that gave symbols and segments.
     pub debug_file: Option<String>,
+    /// The file that gave the symbol table and segments; `None` when none was found.
     pub symbol_file: Option<String>,
     /// Distinct addresses looked up.
     pub addresses: usize,
@@ -75,6 +80,7 @@ pub struct ImageReport {
     pub lines: usize,
     /// Addresses with inlined frames, and those frames in all.
     pub inlined_addresses: usize,
+    /// Inlined frames at those addresses, in all.
     pub inline_frames: usize,
     /// Addresses left without a function name.
     pub unnamed: usize,

@@ -22,6 +22,8 @@ pub struct Segment {
     pub size: u64,
     /// `p_offset`, `p_filesz`.
     pub file_offset: u64,
+    /// `p_filesz`: bytes of the segment the file holds; memory beyond them up to `size` is
+    /// zero-filled.
     pub file_size: u64,
     /// `PF_X`: the segment holds code.
     pub executable: bool,
@@ -30,6 +32,7 @@ pub struct Segment {
 /// A function symbol of the symbol table.
 #[derive(Clone, Debug)]
 pub struct FunctionSymbol {
+    /// Start, as the file states it (`st_value`).
     pub address: u64,
     /// Size as stated; 0 when the table does not say (the symbol then ends at the next one).
     pub size: u64,
@@ -42,7 +45,9 @@ pub struct FunctionSymbol {
 /// facts perf chooses among aliases by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableSymbol {
+    /// Start, as the file states it (`st_value`).
     pub address: u64,
+    /// Size in bytes as stated (`st_size`); 0 when the table does not say.
     pub size: u64,
     /// The raw (mangled) name.
     pub name: &'static str,
@@ -56,7 +61,9 @@ pub struct TableSymbol {
 /// `'static` slices handed out below borrow from `map`, which is never moved out or dropped
 /// before the value itself: see [`Storage`]).
 pub struct ElfFile {
+    /// The path the file was opened at.
     pub path: PathBuf,
+    /// The parsed file, borrowing the mapped bytes.
     pub object: object::File<'static, &'static [u8]>,
     map: Arc<MappedFile>,
 }
@@ -252,7 +259,9 @@ impl ElfFile {
 /// function it jumps to. perf and BOLT both make symbols of them (`name@plt`, `name@PLT`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PltEntry {
+    /// First byte of the entry, as the file states its address.
     pub start: u64,
+    /// One past the entry's last byte.
     pub end: u64,
     /// The raw (mangled) name of the function the entry jumps to.
     pub raw: &'static str,

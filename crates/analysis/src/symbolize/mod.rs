@@ -43,8 +43,11 @@ pub type Reader = gimli::EndianSlice<'static, gimli::RunTimeEndian>;
 /// A source position.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Location {
+    /// The source file's path, as the debug information names it; `None` when unknown.
     pub file: Option<String>,
+    /// The 1-based line; `None` when unknown.
     pub line: Option<u32>,
+    /// The 1-based column; `None` when unknown (compilers often leave it out).
     pub column: Option<u32>,
 }
 
@@ -67,6 +70,7 @@ pub struct SymbolHit {
     pub name: String,
     /// Start (stated address) and size.
     pub address: u64,
+    /// Size in bytes: the stated size, or up to the next symbol when the table states none.
     pub size: u64,
 }
 
@@ -108,7 +112,12 @@ pub enum Relocation {
     /// `address - base` is a file offset, mapped through the segment that holds it (`base`
     /// is where the file's first byte would lie at runtime: a mapping's start less its file
     /// offset).
-    FileOffsets { base: u64, segments: Vec<Segment> },
+    FileOffsets {
+        /// Where the file's first byte would lie at runtime.
+        base: u64,
+        /// The file's loadable segments, which map file offsets to stated addresses.
+        segments: Vec<Segment>,
+    },
 }
 
 impl Relocation {

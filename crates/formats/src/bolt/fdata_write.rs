@@ -5,6 +5,7 @@ use std::io::Write;
 
 use super::records::{model_records, Namer, Record};
 use crate::format::WriteOptions;
+use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::names::{choose_binary, ChosenBinary};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::Profile;
@@ -62,7 +63,8 @@ fn write_no_lbr(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let event = cfghub_analysis::totals::chosen_event(profile, options.event.as_deref())?;
+    let event =
+        events::chosen(profile, options.event.as_deref(), Unnamed::First)?.first().copied().unwrap_or(0);
     let event_name =
         profile.events.get(event).map_or("samples", |e| e.name.as_str()).replace(char::is_whitespace, "_");
     let mut sums: BTreeMap<(String, u64), u64> = BTreeMap::new();

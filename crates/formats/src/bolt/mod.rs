@@ -29,7 +29,7 @@ pub mod records;
 
 use std::path::PathBuf;
 
-use crate::format::Format;
+use crate::format::{Format, Needs};
 use cfghub_model::ir::AddressKind;
 
 /// What the BOLT readers and writers can be told.
@@ -54,6 +54,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(fdata_read::sniff),
     reader: Some(fdata_read::read),
     writer: Some(fdata_write::write),
+    needs: Needs::SAMPLE_COUNTS,
     without_addresses: Some("BOLT profiles are by symbol and offset; these blocks are left out"),
     addresses: AddressKind::Stated,
     ..Format::NONE

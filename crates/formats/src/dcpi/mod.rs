@@ -18,7 +18,7 @@ pub mod model;
 pub mod read;
 pub mod write;
 
-use crate::format::{Format, WriterReads};
+use crate::format::{Format, Needs};
 
 /// What a DCPI reader can be asked (the dcpicat reader takes the same).
 #[derive(Clone, Debug, Default)]
@@ -35,7 +35,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(read::read),
     writer: Some(write::write),
-    writer_reads: WriterReads::CostRows,
+    needs: Needs::COST_ROWS,
     without_addresses: Some("DCPI samples are by address; these blocks are left out"),
     // `tstart` is the runtime address of the image's text.
     addresses: cfghub_model::ir::AddressKind::TextRuntime,

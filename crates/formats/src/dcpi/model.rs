@@ -72,12 +72,7 @@ pub fn choose_event(
 ) -> Result<usize> {
     let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
     if let Some(w) = wanted {
-        return profile.event_index(w).ok_or_else(|| {
-            Error::usage(format!("the profile has no event '{w}'")).with_hint(format!(
-                "its events: {}",
-                if names.is_empty() { "none".into() } else { names.join(", ") }
-            ))
-        });
+        return cfghub_analysis::events::by_name(profile, w);
     }
     match names.len() {
         0 => Err(Error::unsupported(format!(

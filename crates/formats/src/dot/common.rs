@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
+use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::{names::SymbolIndex, source::SourceIndex};
-use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::error::{Findings, Result};
 use cfghub_model::ir::{Block, EdgeClass, EventId, Image, NodeRef, Process, Profile};
 
 /// A DOT double-quoted string: `"` and `\` are escaped, line breaks become `\n` (centred
@@ -89,20 +90,10 @@ impl Styled for EdgeClass {
     }
 }
 
-/// The event chosen with `--event`, resolved against the profile.
+/// The event chosen with `--event`, resolved against the profile; none when none is named
+/// (heat is then by execution count).
 pub fn event_index(profile: &Profile, event: Option<&str>) -> Result<Option<EventId>> {
-    let Some(name) = event else { return Ok(None) };
-    match profile.event_index(name) {
-        Some(i) => Ok(Some(i)),
-        None => {
-            let known: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
-            Err(Error::usage(format!("the profile has no event '{name}'")).with_hint(if known.is_empty() {
-                "this profile has no event columns; heat is by execution count".to_string()
-            } else {
-                format!("its events are: {}", known.join(", "))
-            }))
-        }
-    }
+    Ok(events::chosen(profile, event, Unnamed::Neither)?.first().copied())
 }
 
 /// Per-image look-ups built once per view.

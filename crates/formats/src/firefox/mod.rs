@@ -37,7 +37,7 @@ use cfghub_model::error::{Findings, Result};
 use cfghub_model::ir::Profile;
 
 use crate::folded_stacks::stacks_for_writing;
-use crate::format::{Format, WriteOptions, WriterReads};
+use crate::format::{Format, Needs, WriteOptions};
 
 pub use read::read_bytes;
 
@@ -55,7 +55,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(read::read),
     writer: Some(write),
-    writer_reads: WriterReads::Stacks,
+    needs: Needs::STACKS,
     // samply records addresses relative to each library and where the library was.
     symbolize_by_default: true,
     addresses: cfghub_model::ir::AddressKind::ImageRelative,

@@ -12,7 +12,7 @@
 
 mod write;
 
-use crate::format::{Format, WriterReads};
+use crate::format::{Format, Needs};
 
 pub use crate::folded_stacks::folded::{read, read_bytes};
 pub use write::write;
@@ -25,7 +25,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read(input.limit_lines().stream(), findings)),
     writer: Some(write),
-    writer_reads: WriterReads::Stacks,
+    needs: Needs::NAMED_STACKS,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };

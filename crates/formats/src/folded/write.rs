@@ -9,7 +9,7 @@ use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
 use cfghub_model::ir::Profile;
 
-use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, DEFAULT_EVENT, EVENTS_PREFIX};
+use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, EVENTS_PREFIX, UNNAMED_COLUMN};
 use crate::folded_stacks::stacks_for_writing;
 
 /// Writes the profile's stacks (or stacks derived from its call graph or its flat costs, with
@@ -26,7 +26,7 @@ pub fn write(
     if options.event.is_none() && crate::folded_stacks::events_are_sample_types(profile) {
         // Two count columns are a before/after pair to flame-graph tools: one sample type
         // is written, the default one.
-        let written = crate::folded_stacks::default_event(profile);
+        let written = cfghub_analysis::events::stated_default(profile);
         let totals = cfghub_analysis::totals::event_totals(profile);
         let name = &profile.events[written].name;
         let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();
@@ -57,7 +57,7 @@ pub fn write(
             }
         })
         .collect();
-    if names.len() != 1 || names[0] != DEFAULT_EVENT || first_line_is_ambiguous(&stacks) {
+    if names.len() != 1 || names[0] != UNNAMED_COLUMN || first_line_is_ambiguous(&stacks) {
         writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
     }
     if profile.processes.len() > 1 {

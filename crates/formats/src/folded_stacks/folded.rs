@@ -26,15 +26,16 @@ pub const COMMENT_KEY: &str = "comment";
 /// The comment that names the count columns.
 pub const EVENTS_PREFIX: &str = "events:";
 
-/// The event name when the input does not say.
-pub const DEFAULT_EVENT: &str = "samples";
+/// The name of a count column the input does not name (`samples`; `samples1`, `samples2` for
+/// several).
+pub const UNNAMED_COLUMN: &str = "samples";
 
 /// Event names for `columns` unnamed count columns.
-pub fn default_event_names(columns: usize) -> Vec<String> {
+pub fn unnamed_column_names(columns: usize) -> Vec<String> {
     if columns == 1 {
-        vec![DEFAULT_EVENT.to_string()]
+        vec![UNNAMED_COLUMN.to_string()]
     } else {
-        (1..=columns).map(|i| format!("{DEFAULT_EVENT}{i}")).collect()
+        (1..=columns).map(|i| format!("{UNNAMED_COLUMN}{i}")).collect()
     }
 }
 
@@ -246,7 +247,7 @@ impl Parser {
     }
 
     fn finish(mut self) -> Profile {
-        let names = self.names.unwrap_or_else(|| default_event_names(self.columns.unwrap_or(1)));
+        let names = self.names.unwrap_or_else(|| unnamed_column_names(self.columns.unwrap_or(1)));
         self.profile.events = names.into_iter().map(Event::new).collect();
         self.profile.processes = vec![Process { stacks: self.stacks, ..Process::default() }];
         self.profile

@@ -10,11 +10,12 @@ pub mod folded;
 
 use std::io::{BufRead, Read};
 
+use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::stacks::WrittenStacks;
 use cfghub_model::error::{Error, Result};
 use cfghub_model::ir::{EventId, Profile};
 
-pub use folded::{default_event_names, DEFAULT_EVENT};
+pub use folded::{unnamed_column_names, UNNAMED_COLUMN};
 
 /// Reads a whole input for a collapser, refusing a line longer than [`cfghub_model::io::MAX_LINE`].
 pub fn read_all(input: &mut dyn BufRead) -> Result<Vec<u8>> {
@@ -124,7 +125,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
 
 /// What a writer of stacks writes: the profile's own stacks, or (with a warning) stacks derived
 /// from its call graph or its flat costs, those named as they are written
-/// ([`cfghub_analysis::stacks::stacks_to_write`]), and the events to write ([`chosen_events`]).
+/// ([`cfghub_analysis::stacks::stacks_to_write`]), and the events to write (every event unless `--event` names one).
 /// Refused when there is no event; `what` names the output in that message ("speedscope
 /// profiles").
 pub fn stacks_for_writing<'a>(
@@ -139,23 +140,11 @@ pub fn stacks_for_writing<'a>(
 }
 
 fn written_events(profile: &Profile, event: Option<&str>, what: &str) -> Result<Vec<EventId>> {
-    let events = chosen_events(profile, event)?;
+    let events = events::chosen(profile, event, Unnamed::All)?;
     if events.is_empty() {
         return Err(Error::unsupported(format!("{what} need at least one event, the profile has none")));
     }
     Ok(events)
-}
-
-/// The event shown when none is chosen: the one the profile names as its default (pprof's
-/// `default_sample_type`), else the first.
-pub fn default_event(profile: &Profile) -> EventId {
-    profile
-        .meta
-        .headers
-        .iter()
-        .find(|(k, _)| k == cfghub_model::ir::DEFAULT_EVENT_KEY)
-        .and_then(|(_, name)| profile.event_index(name))
-        .unwrap_or(0)
 }
 
 /// Whether the events are sample types of one sampler, each in its unit (pprof's
@@ -164,18 +153,6 @@ pub fn default_event(profile: &Profile) -> EventId {
 pub fn events_are_sample_types(profile: &Profile) -> bool {
     profile.events.len() > 1
         && profile.events.iter().all(|e| cfghub_model::ir::event_unit(&profile.meta, &e.name).is_some())
-}
-
-/// Which event columns to write: the one `--event` names, else all of them.
-pub fn chosen_events(profile: &Profile, event: Option<&str>) -> Result<Vec<EventId>> {
-    match event {
-        Some(name) => profile.event_index(name).map(|i| vec![i]).ok_or_else(|| {
-            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
-            Error::usage(format!("the profile has no event '{name}'"))
-                .with_hint(format!("its events: {}", names.join(", ")))
-        }),
-        None => Ok((0..profile.events.len()).collect()),
-    }
 }
 
 #[cfg(test)]

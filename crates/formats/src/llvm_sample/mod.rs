@@ -28,7 +28,7 @@ pub mod write;
 
 use std::path::PathBuf;
 
-use crate::format::Format;
+use crate::format::{Format, Needs};
 
 /// What the sample profile writers can be told.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +46,7 @@ pub static FORMAT: Format = Format {
     description: "LLVM text sample profile (AutoFDO; llvm-profdata, clang -fprofile-sample-use); write only",
     extensions: &[".prof", ".afdo"],
     writer: Some(write::write),
+    needs: Needs::SAMPLE_COUNTS,
     without_addresses: Some("sample profiles are made from addresses; these blocks are left out"),
     ..Format::NONE
 };
@@ -56,6 +57,7 @@ pub static UNSYMBOLIZED: Format = Format {
     description: "llvm-profgen unsymbolized profile (address ranges and branches); write only",
     extensions: &[".rawprof"],
     writer: Some(unsymbolized::write),
+    needs: Needs::SAMPLE_COUNTS,
     without_addresses: Some("the unsymbolized form is by address; these blocks are left out"),
     ..Format::NONE
 };

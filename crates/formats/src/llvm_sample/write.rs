@@ -8,6 +8,7 @@ use super::dwarf::{DebugInfo, Frame};
 use super::Options;
 use crate::format::WriteOptions;
 use cfghub_analysis::addresses::ElfLayout;
+use cfghub_analysis::events::{self, Unnamed};
 pub use cfghub_analysis::names::require_code_addresses as refuse_without_addresses;
 use cfghub_analysis::names::{choose_binary, ChosenBinary};
 use cfghub_analysis::symbolize::elf::ElfFile;
@@ -40,7 +41,7 @@ pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Op
 
 /// The event whose samples count executions, for profiles without blocks.
 pub fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
-    cfghub_analysis::totals::chosen_event(profile, options.event.as_deref())
+    Ok(events::chosen(profile, options.event.as_deref(), Unnamed::First)?.first().copied().unwrap_or(0))
 }
 
 pub fn write(

@@ -22,7 +22,7 @@ mod read;
 mod wire;
 mod write;
 
-use crate::format::{Format, WriterReads};
+use crate::format::{Format, Needs};
 
 pub use read::read_bytes;
 pub use write::write;
@@ -44,7 +44,7 @@ pub mod keys {
     pub const DURATION_NANOS: &str = "pprof.duration_nanos";
     pub const DROP_FRAMES: &str = "pprof.drop_frames";
     pub const KEEP_FRAMES: &str = "pprof.keep_frames";
-    pub const DEFAULT_SAMPLE_TYPE: &str = cfghub_model::ir::DEFAULT_EVENT_KEY;
+    pub const DEFAULT_SAMPLE_TYPE: &str = cfghub_model::ir::DEFAULT_SAMPLE_TYPE_KEY;
     pub const DOC_URL: &str = "pprof.doc_url";
     /// One per comment; folded stacks' `# ` comments use the same key.
     pub const COMMENT: &str = "comment";
@@ -57,6 +57,6 @@ pub static FORMAT: Format = Format {
     extensions: &[".pb", ".pprof"],
     reader: Some(read::read),
     writer: Some(write::write),
-    writer_reads: WriterReads::Stacks,
+    needs: Needs::STACKS,
     ..Format::NONE
 };

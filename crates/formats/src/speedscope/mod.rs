@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::folded_stacks::stacks_for_writing;
-use crate::format::{Format, WriteOptions, WriterReads};
+use crate::format::{Format, Needs, WriteOptions};
 use cfghub_analysis::stacks::{FlatStacks, Frame, WrittenStacks};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::io::write_error;
@@ -46,7 +46,7 @@ pub static FORMAT: Format = Format {
     description: "speedscope JSON (sampled profiles for the speedscope viewer; write only)",
     extensions: &[".speedscope.json"],
     writer: Some(write),
-    writer_reads: WriterReads::Stacks,
+    needs: Needs::STACKS,
     ..Format::NONE
 };
 

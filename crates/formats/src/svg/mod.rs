@@ -18,7 +18,8 @@ use std::str::FromStr;
 
 use inferno::flamegraph::{self, color::Palette, Direction};
 
-use crate::format::{Format, WriteOptions, WriterReads};
+use crate::format::{Format, Needs, WriteOptions};
+use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::stacks::{self as derived, Frame, WrittenStacks};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{EventId, Profile};
@@ -44,7 +45,7 @@ pub static FORMAT: Format = Format {
     description: "SVG flame graph drawn by inferno (write only)",
     extensions: &[".svg"],
     writer: Some(write),
-    writer_reads: WriterReads::Stacks,
+    needs: Needs::NAMED_STACKS,
     without_addresses: Some("stacks are made of functions; these blocks have no counts to put on them"),
     ..Format::NONE
 };
@@ -111,12 +112,9 @@ pub fn inferno_options(
 /// The event to draw: `--event`, else the profile's default (pprof's `default_sample_type`) or
 /// the first, with a warning that says how much of each other event the picture leaves out.
 pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
-    let event = match &options.event {
-        Some(_) => crate::folded_stacks::chosen_events(profile, options.event.as_deref())?[0],
-        None if profile.events.is_empty() => {
-            return Err(Error::unsupported("a flame graph needs an event, the profile has none"))
-        }
-        None => crate::folded_stacks::default_event(profile),
+    let chosen = events::chosen(profile, options.event.as_deref(), Unnamed::StatedDefault)?;
+    let Some(&event) = chosen.first() else {
+        return Err(Error::unsupported("a flame graph needs an event, the profile has none"));
     };
     if profile.events.len() > 1 {
         let totals = cfghub_analysis::totals::event_totals(profile);
@@ -203,7 +201,7 @@ pub fn write(
     let stacks = derived::stacks_to_write(profile, findings)?;
     let profile = stacks.profile();
     let differential = options.event.is_none()
-        && profile.events.iter().map(|e| e.name.clone()).eq(crate::folded_stacks::default_event_names(2));
+        && profile.events.iter().map(|e| e.name.clone()).eq(crate::folded_stacks::unnamed_column_names(2));
     let event = if differential { 1 } else { drawn_event(profile, options, findings)? };
     if differential {
         let totals = cfghub_analysis::totals::event_totals(profile);
@@ -240,7 +238,7 @@ pub fn write(
             .warn(None, format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()));
     }
     if differential {
-        opt.count_name = crate::folded_stacks::DEFAULT_EVENT.to_string();
+        opt.count_name = crate::folded_stacks::UNNAMED_COLUMN.to_string();
     }
     if scale > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the

@@ -408,18 +408,22 @@ pub struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// The instruction address of a row, relative to the image's load address, when it states one.
     pub fn offset(&mut self, row: usize) -> Option<u64> {
         self.offsets.get(&self.table.offsets, self.table.at(row))
     }
 
+    /// The function of a row (index into the image's symbols), when it states one.
     pub fn symbol(&mut self, row: usize) -> Option<u32> {
         self.symbols.get(&self.table.symbols, self.table.at(row)).map(|s| s as u32)
     }
 
+    /// The source file of a row, when it states one.
     pub fn file(&mut self, row: usize) -> Option<FileId> {
         self.files.get(&self.table.files, self.table.at(row)).map(|f| f as FileId)
     }
 
+    /// The source line of a row, when it states one.
     pub fn line(&mut self, row: usize) -> Option<u32> {
         self.lines.get(&self.table.lines, self.table.at(row)).map(|l| l as u32)
     }
@@ -429,6 +433,7 @@ impl Cursor<'_> {
         self.table.rows
     }
 
+    /// Whether the table has no rows.
     pub fn is_empty(&self) -> bool {
         self.table.rows == 0
     }
@@ -627,6 +632,7 @@ impl CostTable {
             .collect()
     }
 
+    /// An empty table, no events wide.
     pub fn new() -> Self {
         CostTable::default()
     }
@@ -695,6 +701,7 @@ impl CostTable {
         self.rows
     }
 
+    /// Whether the table has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
     }
@@ -827,18 +834,22 @@ impl CostTable {
         }
     }
 
+    /// The instruction address of a row, relative to the image's load address, when it states one.
     pub fn offset(&self, row: usize) -> Option<u64> {
         self.offsets.get(self.at(row))
     }
 
+    /// The function of a row (index into the image's symbols), when it states one.
     pub fn symbol(&self, row: usize) -> Option<u32> {
         self.symbols.get(self.at(row)).map(|s| s as u32)
     }
 
+    /// The source file of a row, when it states one.
     pub fn file(&self, row: usize) -> Option<FileId> {
         self.files.get(self.at(row)).map(|f| f as FileId)
     }
 
+    /// The source line of a row, when it states one.
     pub fn line(&self, row: usize) -> Option<u32> {
         self.lines.get(self.at(row)).map(|l| l as u32)
     }
@@ -1017,6 +1028,7 @@ impl CostTable {
         self.offsets.any()
     }
 
+    /// Whether any row states a source line.
     pub fn has_lines(&self) -> bool {
         self.lines.any()
     }

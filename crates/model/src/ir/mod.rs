@@ -54,6 +54,7 @@ pub type Values = smallvec::SmallVec<[u64; 2]>;
 /// One whole conversion: everything read from one or more inputs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
+    /// How the profile was made (format version, creator, command) and the header lines to keep.
     pub meta: Meta,
     /// What the numbers in [`Cost::values`], [`EdgeDetails::inclusive`] and [`Stack::values`] measure,
     /// in column order. Executed instructions of blocks are not an event column: they are
@@ -67,6 +68,7 @@ pub struct Profile {
     /// (pprof `Function`): `frame_sources[f]` belongs to frame `f`; frames past its end have
     /// no known source.
     pub frame_sources: Vec<FrameSource>,
+    /// The profiled processes, in input order (most formats have one).
     pub processes: Vec<Process>,
 }
 
@@ -74,6 +76,7 @@ pub struct Profile {
 /// `system_name`), or, for a frame no function names yet, where its code is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FrameSource {
+    /// Source file the function is defined in, when known.
     pub file: Option<FileId>,
     /// First source line of the function.
     pub line: Option<u32>,
@@ -104,7 +107,7 @@ pub const EVENT_UNIT_KEY: &str = "event unit";
 
 /// The [`Meta::headers`] key whose value names the event a viewer shows first when none is
 /// chosen (pprof `default_sample_type`).
-pub const DEFAULT_EVENT_KEY: &str = "pprof.default_sample_type";
+pub const DEFAULT_SAMPLE_TYPE_KEY: &str = "pprof.default_sample_type";
 
 /// The unit `event` is counted in, from its [`EVENT_UNIT_KEY`] header.
 pub fn event_unit<'a>(meta: &'a Meta, event: &str) -> Option<&'a str> {
@@ -142,6 +145,7 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event called `name` (`Ir`, `cycles`), without a long name.
     pub fn new(name: impl Into<String>) -> Self {
         Event { name: name.into(), description: None }
     }
@@ -158,6 +162,7 @@ pub struct Process {
     /// Instructions executed per thread, thread 0 first (DCFG `INSTR_COUNT_PER_THREAD`).
     /// Its length is the number of threads.
     pub thread_instr_counts: Vec<u64>,
+    /// The binaries and shared objects loaded into the process; [`BlockRef::image`] indexes it.
     pub images: Vec<Image>,
     /// Control-flow edges between blocks (or between functions, for function-level formats).
     pub edges: Vec<Edge>,
@@ -211,8 +216,11 @@ pub struct Image {
     pub file_offset: Option<u64>,
     /// The build id of the image file, when the format says (pprof, ELF `.note.gnu.build-id`).
     pub build_id: Option<String>,
+    /// Named code ranges (functions), as the format states them or the symbolizer adds them.
     pub symbols: Vec<Symbol>,
+    /// Address ranges mapped to source lines (DCFG `SOURCE_DATA`, or DWARF through the symbolizer).
     pub source_lines: Vec<SourceLine>,
+    /// Basic blocks of the image's code; [`BlockRef::block`] and routine and loop block indices index it.
     pub blocks: Vec<Block>,
     /// Routines as the input gave them; `None` when the format has no routines (the analysis
     /// derives them), `Some(vec![])` when it said there are none.
@@ -299,6 +307,7 @@ impl InlineFrame {
         (self.file != Self::NO_FILE).then_some(self.file)
     }
 
+    /// The source line its code at the address comes from (see [`InlineFrame::new`]), when known.
     pub fn line(&self) -> Option<u32> {
         self.line
     }
@@ -334,6 +343,7 @@ pub enum AddressKind {
 /// A named code range, from a symbol table or a profile's function names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Symbol {
+    /// The name as the input or the symbol table states it (mangled or not).
     pub name: String,
     /// Start, relative to the image's load address, when known.
     pub offset: Option<u64>,
@@ -350,8 +360,11 @@ pub struct Symbol {
 /// reject larger ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceLine {
+    /// The source file, when known.
     pub file: Option<FileId>,
+    /// The 1-based line number; 0 when the producer knew none (valgrind's `???:0`).
     pub line: u32,
+    /// Start of the range, relative to the image's load address.
     pub offset: u64,
     /// Size in bytes.
     pub size: u32,
@@ -371,6 +384,7 @@ pub struct Block {
     pub offset: u64,
     /// Size in bytes.
     pub size: u32,
+    /// Instructions in the block.
     pub num_instrs: u32,
     /// Last instruction's offset from the block's first instruction.
     pub last_instr_offset: u32,
@@ -409,6 +423,7 @@ impl Block {
 /// Block indices are into the owning [`Image::blocks`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Routine {
+    /// The routine's entry block.
     pub entry: u32,
     /// Blocks with edges that leave the routine (usually returns).
     pub exits: Vec<u32>,
@@ -417,6 +432,7 @@ pub struct Routine {
     /// Immediate dominator of each entry of `nodes` (same order); the entry dominates itself.
     /// Empty when the input gave no dominators.
     pub idoms: Vec<u32>,
+    /// Natural loops of the routine, as the input gave them or the analysis found them; empty when none.
     pub loops: Vec<Loop>,
     /// The routine's symbol (index into [`Image::symbols`]) when the format names routines
     /// directly rather than by address (CSI); `None`: found by its entry's address.
@@ -426,6 +442,7 @@ pub struct Routine {
 /// A natural loop inside a routine. Block indices are into the owning [`Image::blocks`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Loop {
+    /// The loop's head block: the only way in, target of every back edge.
     pub head: u32,
     /// Blocks with a branch back to the head.
     pub back_edge_sources: Vec<u32>,
@@ -438,14 +455,18 @@ pub struct Loop {
 /// A reference to a block: indices of the image in its process and of the block in the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockRef {
+    /// Index into [`Process::images`].
     pub image: u32,
+    /// Index into that image's [`Image::blocks`].
     pub block: u32,
 }
 
 /// A reference to a symbol: indices of the image in its process and of the symbol in the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SymbolRef {
+    /// Index into [`Process::images`].
     pub image: u32,
+    /// Index into that image's [`Image::symbols`].
     pub symbol: u32,
 }
 
@@ -459,6 +480,7 @@ pub enum NodeRef {
     /// The DCFG `UNKNOWN` special node: a construction error in the producer.
     #[default]
     Unknown,
+    /// A basic block of one of the process's images.
     Block(BlockRef),
     /// A whole function, for formats that know calls between functions but not blocks
     /// (a Callgrind profile without instruction positions).
@@ -474,8 +496,11 @@ pub enum NodeRef {
 pub struct Edge {
     /// The format's edge id (DCFG `EDGE_ID`; what a DCFG-trace refers to).
     pub id: u64,
+    /// Where control comes from.
     pub source: NodeRef,
+    /// Where control goes to.
     pub target: NodeRef,
+    /// What kind of transfer it is (fall-through, branch, call, return, ...).
     pub kind: EdgeKind,
     /// Traversals per thread, thread 0 first.
     pub counts: Counts,
@@ -670,15 +695,19 @@ impl Site {
         Site::new(None, Some(line), None, None)
     }
 
+    /// Offset of the transfer's source instruction, relative to its image's load address, when known.
     pub fn source_offset(&self) -> Option<u64> {
         (self.offsets[0] != NO_OFFSET).then_some(self.offsets[0])
     }
+    /// Offset of the transfer's target instruction, relative to its image's load address, when known.
     pub fn target_offset(&self) -> Option<u64> {
         (self.offsets[1] != NO_OFFSET).then_some(self.offsets[1])
     }
+    /// Source line the transfer happens at (Callgrind's call line), when known.
     pub fn source_line(&self) -> Option<u32> {
         (self.lines[0] != NO_LINE).then(|| self.lines[0].get() - 1)
     }
+    /// Source line the transfer lands on (for a call, in the callee), when known.
     pub fn target_line(&self) -> Option<u32> {
         (self.lines[1] != NO_LINE).then(|| self.lines[1].get() - 1)
     }
@@ -721,7 +750,9 @@ pub struct Cost {
     pub symbol: Option<u32>,
     /// Instruction address relative to the image's load address, when known.
     pub offset: Option<u64>,
+    /// Source file of the code the cost belongs to (Callgrind `fl=`/`fi=`/`fe=`), when known.
     pub file: Option<FileId>,
+    /// Source line of the code the cost belongs to, when known.
     pub line: Option<u32>,
     /// One value per [`Profile::events`] entry (missing trailing values are 0).
     pub values: Values,
@@ -737,6 +768,7 @@ impl Cost {
 /// A call path, root first, with one value per [`Profile::events`] entry.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stack {
+    /// Frame names (indices into [`Profile::frames`]), root first, leaf last.
     pub frames: Vec<FrameId>,
     /// Values per event. Fractional values occur (folded stacks from averaging tools).
     pub values: Vec<f64>,

@@ -76,11 +76,13 @@ pub enum CoverageKind {
 /// One instrumented function's coverage array and the sites it records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Coverage {
+    /// Whether the array records the function, its blocks or its call sites.
     pub kind: CoverageKind,
     /// The function, as an index into [`crate::ir::Image::symbols`].
     pub symbol: u32,
     /// The name of the array in the instrumented program (`__BBC_arr_...`).
     pub array: String,
+    /// The sites the array records, those the optimiser removed (negative `index`) included.
     pub sites: Vec<CoverageSite>,
 }
 

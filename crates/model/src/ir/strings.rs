@@ -41,6 +41,7 @@ fn hash(name: &str) -> u64 {
 }
 
 impl StringTable {
+    /// An empty table.
     pub fn new() -> Self {
         Self::default()
     }
@@ -99,14 +100,17 @@ impl StringTable {
         (self.text.capacity() + spans + slots) as u64
     }
 
+    /// Number of distinct strings: every index below it is valid.
     pub fn len(&self) -> usize {
         self.spans.len()
     }
 
+    /// Whether no string was interned.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
+    /// Every string with its index, in index order (the order they were first interned).
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
         (0..self.spans.len() as u32).map(|i| (i, self.get(i)))
     }

@@ -21,7 +21,7 @@
 pub mod read;
 pub mod write;
 
-use crate::format::{Format, WriterReads};
+use crate::format::{Format, Needs};
 
 /// The dcpicat text dump format.
 pub static FORMAT: Format = Format {
@@ -31,7 +31,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read::read(input.limit_lines().stream(), findings)),
     writer: Some(|profile, out, _, findings| write::write(profile, out, findings)),
-    writer_reads: WriterReads::CostRows,
+    needs: Needs::COST_ROWS,
     without_addresses: Some("dcpicat samples are by address; these blocks are left out"),
     // `text_start` is the runtime address of the image's text.
     addresses: cfghub_model::ir::AddressKind::TextRuntime,

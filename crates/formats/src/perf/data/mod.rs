@@ -43,7 +43,7 @@ pub use demangle::demangle as perf_name;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::format::Format;
+use crate::format::{Format, Needs, Weight};
 use cfghub_analysis::branch_records::{BranchRecords, Location};
 use cfghub_analysis::machine_code::{BinaryCode, FunctionCode};
 use cfghub_model::error::{Findings, Result};
@@ -59,16 +59,27 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, options, findings| {
         let (bytes, pages) = input.bytes_releasable()?;
-        read_releasing(bytes, pages, &options.formats.get::<Options>(), findings)
+        read_releasing(bytes, pages, &Reading::serving(options.needs, options.formats.get()), findings)
     }),
     // Offsets are file offsets: the symbolizer maps them through the ELF file's segments.
     addresses: cfghub_model::ir::AddressKind::FileOffset,
     ..Format::NONE
 };
 
-/// What the perf.data reader can be asked.
-#[derive(Clone, Debug)]
+/// What the perf.data reader can be asked beyond what the output needs
+/// ([`crate::format::ReadOptions::needs`]).
+#[derive(Clone, Debug, Default)]
 pub struct Options {
+    /// Files and folders named with `--symbols`, searched (by build id, else by name) before
+    /// perf's build-id cache as the images are named: what names an image as it is read also
+    /// bounds its branch records' fall-through ranges (by function), so a binary named on
+    /// the command line must serve there, not after the reading.
+    pub symbol_paths: Vec<PathBuf>,
+}
+
+/// How one reading goes: the output's needs as this reader serves them, and its options.
+#[derive(Clone, Debug)]
+pub struct Reading {
     /// Look up the source line of every sampled instruction in the images' DWARF (the
     /// default). Stacks need only function names, from the symbol tables; a conversion to a
     /// format that holds nothing but stacks turns this off, as reading (and decompressing)
@@ -80,41 +91,33 @@ pub struct Options {
     /// perf2bolt writes.
     pub sample_counts: bool,
     /// Build the images: their functions and the sampled instructions' costs (the default).
-    /// A conversion to a format that holds nothing but stacks (folded, flame graphs) turns
-    /// this off: the model then holds the processes and their stacks alone, and only the
-    /// call chains' addresses are named. Building every image of every process (the same
+    /// A conversion to a format that names frames alone (folded, flame graphs) turns this
+    /// off: the model then holds the processes and their stacks alone, and only the call
+    /// chains' addresses are named. Building every image of every process (the same
     /// library's functions copied into each process that sampled it) was a sixth of such a
     /// conversion. Nor are the sampled instructions' costs added up. Where no stack is left
     /// (samples whose frames the collapse all drops), the records are read again and the
     /// images built all the same: stack writers make stacks from them.
     pub images: bool,
-    /// Files and folders named with `--symbols`, searched (by build id, else by name) before
-    /// perf's build-id cache as the images are named: what names an image as it is read also
-    /// bounds its branch records' fall-through ranges (by function), so a binary named on
-    /// the command line must serve there, not after the reading.
-    pub symbol_paths: Vec<PathBuf>,
+    /// The reader's own options.
+    pub options: Options,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options { source_lines: true, sample_counts: false, images: true, symbol_paths: Vec::new() }
+impl Reading {
+    /// The reading that serves `needs`, with the reader's own `options`.
+    pub fn serving(needs: Needs, options: Options) -> Reading {
+        Reading {
+            source_lines: needs.source_lines,
+            sample_counts: needs.weight == Weight::SampleCount,
+            images: needs.images,
+            options,
+        }
     }
 }
 
-impl Options {
-    /// The options for a conversion to the format called `output`: no source lines for
-    /// formats of stacks alone (folded stacks, flame graphs); sample counts for the profiles
-    /// that feed optimizers, which count samples (BOLT's no_lbr form, LLVM sample profiles);
-    /// no images for formats of stacks alone, unless `symbolized` (`--symbols` names what the
-    /// images hold).
-    pub fn for_output(output: &str, symbolized: bool) -> Options {
-        let stacks_alone = matches!(output, "folded" | "svg");
-        Options {
-            source_lines: !stacks_alone,
-            sample_counts: matches!(output, "fdata" | "llvm-sample" | "llvm-unsymbolized"),
-            images: !stacks_alone || symbolized,
-            symbol_paths: Vec::new(),
-        }
+impl Default for Reading {
+    fn default() -> Self {
+        Reading::serving(Needs::ALL, Options::default())
     }
 }
 
@@ -129,11 +132,11 @@ fn sniff(head: &[u8]) -> bool {
 
 /// Reads a whole perf.data file (either layout).
 pub fn read(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
-    read_with(bytes, &Options::default(), findings)
+    read_with(bytes, &Reading::default(), findings)
 }
 
 /// Reads a whole perf.data file (either layout) as `options` say.
-pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Result<Profile> {
+pub fn read_with(bytes: &[u8], options: &Reading, findings: &mut Findings) -> Result<Profile> {
     read_releasing(bytes, cfghub_model::mem::PageReleaser::none(), options, findings)
 }
 
@@ -142,7 +145,7 @@ pub fn read_with(bytes: &[u8], options: &Options, findings: &mut Findings) -> Re
 fn read_releasing(
     bytes: &[u8],
     pages: cfghub_model::mem::PageReleaser<'_>,
-    options: &Options,
+    options: &Reading,
     findings: &mut Findings,
 ) -> Result<Profile> {
     let frame = layout::check(bytes)?;
@@ -160,7 +163,7 @@ fn read_releasing(
         // No stack is left (the collapse dropped every frame): stack writers then make
         // stacks from the images, which a reading for stacks alone leaves out. The records
         // are read again for them (the pages come back from the file).
-        None => read_releasing(bytes, pages, &Options { images: true, ..options.clone() }, findings),
+        None => read_releasing(bytes, pages, &Reading { images: true, ..options.clone() }, findings),
     }
 }
 
@@ -192,8 +195,8 @@ fn wanted_offsets(rec: &Recording, images: bool) -> Vec<Vec<u64>> {
 }
 
 /// The model of a recording; `None` where it was read for stacks alone (see
-/// [`Options::images`]) and no stack is left.
-fn to_model(mut rec: Recording, options: &Options, findings: &mut Findings) -> Result<Option<Profile>> {
+/// [`Reading::images`]) and no stack is left.
+fn to_model(mut rec: Recording, options: &Reading, findings: &mut Findings) -> Result<Option<Profile>> {
     let rec = &mut rec;
     let names = names::name_images(rec, &wanted_offsets(rec, options.images), options);
     let mut profile = Profile::default();
@@ -296,7 +299,7 @@ fn sample_fields(sample_type: u64) -> String {
 }
 
 /// The processes that took samples but have no stack, without their images (see
-/// [`Options::images`]): the model has the processes it has with its images.
+/// [`Reading::images`]): the model has the processes it has with its images.
 fn add_processes(profile: &mut Profile, rec: &Recording) {
     let mut pids: Vec<i32> = rec.threads.iter().map(|t| t.pid).chain(rec.branches.keys().copied()).collect();
     pids.sort_unstable();

@@ -111,12 +111,12 @@ impl Names {
 /// Names every offset in `wanted` (per image of the recording) and every frame of the
 /// recording's call chains: from the files named with `--symbols`, perf's build-id cache and
 /// the system's debug files; source lines too when the options ask for them.
-pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Options) -> Names {
+pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Reading) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
     let system = vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)];
     let places = Query {
-        paths: &options.symbol_paths,
+        paths: &options.options.symbol_paths,
         system_dirs: &system,
         build_id_caches: &caches,
         ..Query::default()
