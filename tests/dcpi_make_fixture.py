@@ -5,7 +5,7 @@ body starts at a multiple of 4), chunks `<offset u32> <number u32> <count u32>*n
 in increasing, non-overlapping order, and a footer `<addresses with samples> <sum>`,
 all little-endian.
 
-Beside each `NAME.dcpi` it writes `NAME.expected.json`: what a reader must find
+Beside each `NAME.dcpi` it writes `NAME.dcpi.expected/model.json`: what a reader must find
 (header lines in order, version, event, period, tstart, tsize, path, the address step
 the file was made for, and every slot as [offset from tstart, count]).
 
@@ -143,7 +143,8 @@ def main():
         data, slots = profile(header, chunks, step)
         with open(os.path.join(out, name + ".dcpi"), "wb") as f:
             f.write(data)
-        with open(os.path.join(out, name + ".expected.json"), "w") as f:
+        os.makedirs(os.path.join(out, name + ".dcpi.expected"), exist_ok=True)
+        with open(os.path.join(out, name + ".dcpi.expected", "model.json"), "w") as f:
             json.dump(expected(header, slots, step), f, indent=1)
             f.write("\n")
 

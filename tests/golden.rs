@@ -12,8 +12,14 @@
 //!   `replayed-to-<format>` what `cfghub convert <name>.dcfg.json --trace <input> --to <format>
 //!   -o -` writes.
 //!
+//! An input may be a folder (Parquet tables); an expected output may be a folder too
+//! (`to-tables/`: the files `cfghub convert <input> --to tables -o DIR` writes into `DIR`). A file
+//! `args` in `<input>.expected/` holds arguments added to every command of the folder (such as
+//! `--symbols fixtures/bolt/call_in_loop`, paths relative to the checkout); it is no output.
+//!
 //! The `memory:` line of `info` (how many bytes the model takes) is left out of the comparison:
-//! it follows the model's layout, not the input, and has tests of its own.
+//! it follows the model's layout, not the input, and has tests of its own. The folder may hold
+//! expected outputs of other programs too ([`CHECKED_ELSEWHERE`]), which other tests check.
 //!
 //! Run with `CFGHUB_BLESS=1` to write the expected files from what cfghub does now (then read
 //! the diff before committing it).
@@ -37,7 +43,7 @@ fn cases() -> Vec<(PathBuf, PathBuf)> {
             if let Some(input) = name.strip_suffix(".expected") {
                 if expected.is_dir() {
                     let input = dir.join(input);
-                    assert!(input.is_file(), "{} has no input {}", expected.display(), input.display());
+                    assert!(input.exists(), "{} has no input {}", expected.display(), input.display());
                     out.push((input, expected));
                 }
             }
@@ -46,14 +52,24 @@ fn cases() -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
-/// The arguments of the command an expected file names.
-fn command(input: &str, expected: &str) -> Vec<String> {
+/// The name of the file in an expected folder that holds the arguments added to its commands.
+const ARGS: &str = "args";
+
+/// Expected outputs of other programs, which the tests that run those programs check:
+/// `callgrind_annotate.txt`, what `callgrind_annotate` prints for a Valgrind profile
+/// (tests/real_clients/callgrind.rs), and `model.json`, what a reader must find in an input
+/// its generator wrote (tests/dcpi_make_fixture.py; tests/roundtrip/dcpi.rs).
+const CHECKED_ELSEWHERE: &[&str] = &["callgrind_annotate.txt", "model.json"];
+
+/// The arguments of the command an expected file names; for a folder (`to-FORMAT/`), with
+/// `@OUT@` where the output folder goes.
+fn command(input: &str, expected: &str, is_folder: bool) -> Vec<String> {
     let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     if expected == "info.txt" {
         return owned(&["info", input]);
     }
     if let Some(format) = expected.strip_prefix("to-") {
-        return owned(&["convert", input, "--to", format, "-o", "-"]);
+        return owned(&["convert", input, "--to", format, "-o", if is_folder { "@OUT@" } else { "-" }]);
     }
     let dcfg = input.strip_suffix(".trace.json").map(|stem| format!("{stem}.dcfg.json"));
     let dcfg = dcfg.filter(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join(d).is_file());
@@ -94,36 +110,25 @@ fn every_fixture_gives_its_expected_outputs_at_one_and_two_threads() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(folder).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         assert!(!files.is_empty(), "{} is empty", folder.display());
-        for file in files {
+        let extra: Vec<String> = std::fs::read_to_string(folder.join(ARGS))
+            .map(|text| text.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let outputs = files
+            .into_iter()
+            .filter(|f| !f.ends_with(ARGS) && !CHECKED_ELSEWHERE.iter().any(|n| f.ends_with(n)));
+        for file in outputs {
             let name = file.file_name().unwrap().to_string_lossy().into_owned();
-            let args = command(&relative(input), &name);
+            let mut args = command(&relative(input), &name, file.is_dir());
+            args.extend(extra.iter().cloned());
             for threads in ["1", "2"] {
-                let out = common::cfghub()
-                    .args(&args)
-                    .arg("--quiet")
-                    .current_dir(env!("CARGO_MANIFEST_DIR"))
-                    .env("RAYON_NUM_THREADS", threads)
-                    .output()
-                    .unwrap();
                 let shown = format!("cfghub {} (threads: {threads})", args.join(" "));
-                if !out.status.success() {
-                    failures.push(format!("{shown}: exit {:?}: {}", out.status.code(), common::stderr(&out)));
-                    continue;
-                }
-                let stdout = if name == "info.txt" {
-                    common::without_memory_line(&String::from_utf8_lossy(&out.stdout)).into_bytes()
+                let result = if file.is_dir() {
+                    golden_folder(&args, threads, &file, bless && threads == "1")
                 } else {
-                    out.stdout
+                    golden_file(&args, threads, &file, bless && threads == "1")
                 };
-                if bless && threads == "1" {
-                    std::fs::write(&file, &stdout).unwrap();
-                }
-                let want = std::fs::read(&file).unwrap();
-                if stdout != want {
-                    failures.push(format!(
-                        "{shown}: output differs from {} (CFGHUB_BLESS=1 rewrites it)",
-                        relative(&file)
-                    ));
+                if let Err(why) = result {
+                    failures.push(format!("{shown}: {why}"));
                 }
                 checked += 1;
             }
@@ -135,4 +140,87 @@ fn every_fixture_gives_its_expected_outputs_at_one_and_two_threads() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Runs cfghub with `args` at `threads` worker threads from the checkout, `@OUT@` standing for
+/// `out`; its standard output, or why it failed.
+fn run_golden(args: &[String], threads: &str, out: Option<&Path>) -> Result<Vec<u8>, String> {
+    let args: Vec<String> = match out {
+        Some(dir) => args.iter().map(|a| a.replace("@OUT@", dir.to_str().unwrap())).collect(),
+        None => args.to_vec(),
+    };
+    let o = common::cfghub()
+        .args(&args)
+        .arg("--quiet")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("RAYON_NUM_THREADS", threads)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        return Err(format!("exit {:?}: {}", o.status.code(), common::stderr(&o)));
+    }
+    Ok(o.stdout)
+}
+
+/// Compares what a command prints with the expected `file` (blessing writes it first).
+fn golden_file(args: &[String], threads: &str, file: &Path, bless: bool) -> Result<(), String> {
+    let stdout = run_golden(args, threads, None)?;
+    let stdout = if file.ends_with("info.txt") {
+        common::without_memory_line(&String::from_utf8_lossy(&stdout)).into_bytes()
+    } else {
+        stdout
+    };
+    if bless {
+        std::fs::write(file, &stdout).unwrap();
+    }
+    if stdout != std::fs::read(file).unwrap() {
+        return Err(format!("output differs from {} (CFGHUB_BLESS=1 rewrites it)", relative(file)));
+    }
+    Ok(())
+}
+
+/// Compares the folder a command writes with the expected `folder`, file by file (blessing
+/// replaces the folder's files first).
+fn golden_folder(args: &[String], threads: &str, folder: &Path, bless: bool) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    run_golden(args, threads, Some(&out))?;
+    let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().path())
+                    .map(|p| {
+                        (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let written = files(&out);
+    if bless {
+        std::fs::remove_dir_all(folder).unwrap();
+        std::fs::create_dir(folder).unwrap();
+        for (name, bytes) in &written {
+            std::fs::write(folder.join(name), bytes).unwrap();
+        }
+    }
+    let want = files(folder);
+    if written != want {
+        let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>().join(", ");
+        let differing: Vec<&str> = written
+            .iter()
+            .filter(|(name, bytes)| !want.iter().any(|(n, b)| n == name && b == bytes))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        return Err(format!(
+            "the folder differs from {} (written: {}; differing: {}; CFGHUB_BLESS=1 rewrites it)",
+            relative(folder),
+            names(&written),
+            differing.join(", ")
+        ));
+    }
+    Ok(())
 }

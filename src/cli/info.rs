@@ -42,6 +42,7 @@ use super::table::Table;
 use cfghub_analysis::{executions, loops, names, path_graph, routines};
 use cfghub_formats::convert::load;
 use cfghub_formats::dcfg_trace;
+use cfghub_formats::format::Format;
 use cfghub_model::error::Result;
 use cfghub_model::ir::{CoverageKind, Image, Process, Profile, Routine};
 
@@ -68,6 +69,10 @@ pub struct InfoArgs {
 pub struct Report {
     pub file: String,
     pub format: String,
+    /// Whether the format states edge sequences that `info` does not decode (a DCFG-trace:
+    /// `cfghub trace stats` decodes and counts them).
+    #[serde(skip)]
+    pub edges_not_decoded: bool,
     pub format_version: Option<String>,
     pub events: Vec<String>,
     pub processes: Vec<ProcessReport>,
@@ -260,7 +265,7 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
         }
     }
     let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
-    let mut report = build(&args.input, loaded.format.name(), &loaded.profile, args.top);
+    let mut report = build(&args.input, loaded.format, &loaded.profile, args.top);
     report.symbols = named;
     report.memory.input = cfghub_model::io::Input::open(&args.input)
         .ok()
@@ -307,10 +312,11 @@ fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// Builds the report for a profile (`top` routines and loops per process).
-pub fn build(file: &str, format: &str, profile: &Profile, top: usize) -> Report {
+pub fn build(file: &str, format: &Format, profile: &Profile, top: usize) -> Report {
     Report {
         file: file.to_string(),
-        format: format.to_string(),
+        format: format.name().to_string(),
+        edges_not_decoded: std::ptr::eq(format, &dcfg_trace::FORMAT),
         format_version: profile.meta.format_version.map(|(a, b)| format!("{a}.{b:02}")),
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
         processes: profile.processes.iter().map(|p| process_report(profile, p, top)).collect(),
@@ -628,7 +634,7 @@ fn render_process_summary(out: &mut String, report: &Report, p: &ProcessReport) 
             out.push_str(&format!("  stack totals: {}\n", totals.join(", ")));
         }
     }
-    if report.format == "dcfg-trace" {
+    if report.edges_not_decoded {
         out.push_str(&format!(
             "  edges: not decoded here (`cfghub trace stats {}` decodes and counts them)\n",
             report.file

@@ -155,7 +155,7 @@ pub(crate) fn check_findings(name: &str, findings: &Findings, quiet: bool) -> Re
         ))
         .in_file(name)
         .with_hint(format!("`cfghub validate {name}` lists every problem"));
-        err.location = first.location.clone();
+        err.place = first.place.clone();
         return Err(err);
     }
     Ok(())

@@ -389,7 +389,8 @@ fn generate_files(args: GenerateArgs) -> Result<i32> {
         let p = generate::pair(&spec, &options)?;
         (p.profile, p.trace)
     };
-    cfghub_formats::convert::save(&profile, &args.dcfg_out, Some("dcfg"), &[], &WriteOptions::default())?;
+    let dcfg = Some(cfghub_formats::dcfg::FORMAT.name());
+    cfghub_formats::convert::save(&profile, &args.dcfg_out, dcfg, &[], &WriteOptions::default())?;
     write_output(&args.trace_out, &[&args.dcfg_out], |out| {
         out.write_all(&trace).map_err(write_error(&args.trace_out))
     })?;

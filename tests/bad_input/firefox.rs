@@ -1,7 +1,7 @@
 //! The Firefox Profiler's processed format: a broken reference is an error that names its JSON
 //! path, never a panic; the command line exits 2 and writes nothing.
 
-use cfghub::error::{Findings, Location};
+use cfghub::error::{Findings, Place};
 use cfghub::formats::firefox::read_bytes;
 use proptest::prelude::*;
 
@@ -32,8 +32,8 @@ fn profile(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
 
 fn error_path(bytes: &[u8]) -> (String, String) {
     let e = read_bytes(bytes, &mut Findings::default()).expect_err("refused");
-    match &e.location {
-        Some(Location::Path(p)) => (p.clone(), e.message.clone()),
+    match &e.place {
+        Some(Place::Path(p)) => (p.clone(), e.message.clone()),
         other => panic!("no JSON path: {other:?} ({e})"),
     }
 }
@@ -130,7 +130,7 @@ fn a_truncated_file_is_refused_where_it_ends_gzip_compressed_or_plain() {
     // Bad JSON inside a column is placed by line and column.
     let text = String::from_utf8(text).unwrap().replacen("\"stack\":[1,1", "\"stack\":[1,x", 1);
     let e = read_bytes(text.as_bytes(), &mut Findings::default()).expect_err("refused");
-    assert!(matches!(e.location, Some(Location::Line(1))), "{e}");
+    assert!(matches!(e.place, Some(Place::Line(1))), "{e}");
     assert!(e.message.contains("column"), "{e}");
 }
 

@@ -1,6 +1,6 @@
 //! Folded stacks, DTrace and perf: bad input is an error that names the line, never a panic.
 
-use cfghub::error::{Findings, Location};
+use cfghub::error::{Findings, Place};
 use cfghub::format::ReadOptions;
 use cfghub::formats::{dtrace, folded::FORMAT as Folded, perf};
 use proptest::prelude::*;
@@ -20,7 +20,7 @@ fn folded_errors_name_the_line() {
         (b"a 1\n# events: x\n", 2),
     ] {
         let err = read_folded(text).unwrap_err();
-        assert_eq!(err.location, Some(Location::Line(line)), "{}: {err}", String::from_utf8_lossy(text));
+        assert_eq!(err.place, Some(Place::Line(line)), "{}: {err}", String::from_utf8_lossy(text));
     }
 }
 

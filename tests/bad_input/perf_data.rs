@@ -1,7 +1,7 @@
 //! perf.data: a damaged file is refused with the byte offset of the fault (exit 2), a record
 //! of a type perf does not define is skipped with a warning, and nothing panics.
 
-use cfghub::error::{Findings, Location};
+use cfghub::error::{Findings, Place};
 use cfghub::formats::perf::data;
 
 use crate::common;
@@ -17,8 +17,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 fn byte_offset(bytes: &[u8]) -> Option<u64> {
     match data::read(bytes, &mut Findings::default()) {
         Ok(_) => None,
-        Err(e) => match e.location.clone() {
-            Some(Location::Byte(at)) => Some(at),
+        Err(e) => match e.place.clone() {
+            Some(Place::Byte(at)) => Some(at),
             other => panic!("no byte offset in {e} ({other:?})"),
         },
     }

@@ -1,7 +1,7 @@
 //! pprof profile.proto: bad input is an error that names the byte and the message path,
 //! never a panic; the command line exits 2 and writes nothing.
 
-use cfghub::error::Location;
+use cfghub::error::Place;
 use cfghub::formats::pprof::FORMAT as Pprof;
 use proptest::prelude::*;
 
@@ -98,7 +98,7 @@ fn errors_say_what_and_where() {
     for (what, bytes, expected) in cases {
         let err = read(&bytes).unwrap_err();
         assert!(err.message.contains(expected), "{what}: {err}");
-        assert!(matches!(err.location, Some(Location::Byte(_))), "{what}: {err}");
+        assert!(matches!(err.place, Some(Place::Byte(_))), "{what}: {err}");
     }
 }
 
@@ -157,5 +157,5 @@ fn legacy_profiles_are_named_as_such_with_the_command_that_converts_them() {
         assert!(!output.exists(), "{name}");
     }
     let e = read(b"heap profile: 1: 2048 [3: 6144] @ heap/1048576\n").unwrap_err();
-    assert_eq!(e.location, Some(Location::Byte(0)), "{e}");
+    assert_eq!(e.place, Some(Place::Byte(0)), "{e}");
 }

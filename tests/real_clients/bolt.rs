@@ -512,7 +512,9 @@ fn fdata_of_a_perf_recording(
         perf.output().unwrap().status.success()
     });
     if !recorded {
-        common::unavailable("`perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)");
+        common::unavailable(
+            "`perf record -e cpu-clock` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)",
+        );
         return None;
     }
     let ours = d.join("cfghub.fdata");

@@ -179,7 +179,7 @@ fn the_committed_valgrind_fixtures_annotate_as_valgrind_wrote_them() {
         let fixture = common::fixture(&format!("callgrind/callgrind.out.{name}"));
         let expected = parse_annotate(
             &std::fs::read_to_string(common::fixture(&format!(
-                "callgrind/callgrind.out.{name}.annotate.txt"
+                "callgrind/callgrind.out.{name}.expected/callgrind_annotate.txt"
             )))
             .unwrap(),
         );

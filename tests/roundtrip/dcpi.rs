@@ -63,7 +63,7 @@ fn committed_fixtures_read_exactly_and_write_back_byte_identical() {
     for name in CASES {
         let bytes = std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi"))).unwrap();
         let expected: Value = serde_json::from_slice(
-            &std::fs::read(common::fixture(&format!("dcpi/{name}.expected.json"))).unwrap(),
+            &std::fs::read(common::fixture(&format!("dcpi/{name}.dcpi.expected/model.json"))).unwrap(),
         )
         .unwrap();
         check_against_expected(name, &bytes, &expected);
@@ -78,12 +78,12 @@ fn the_python_writer_still_makes_the_committed_fixtures() {
     let o = Command::new("python3").arg(&script).arg(dir.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for name in CASES {
-        for ext in ["dcpi", "expected.json"] {
-            let made = std::fs::read(dir.path().join(format!("{name}.{ext}"))).unwrap();
-            let committed = std::fs::read(common::fixture(&format!("dcpi/{name}.{ext}"))).unwrap();
+        for file in [format!("{name}.dcpi"), format!("{name}.dcpi.expected/model.json")] {
+            let made = std::fs::read(dir.path().join(&file)).unwrap();
+            let committed = std::fs::read(common::fixture(&format!("dcpi/{file}"))).unwrap();
             assert_eq!(
                 made, committed,
-                "{name}.{ext}: regenerate with python3 tests/dcpi_make_fixture.py fixtures/dcpi"
+                "{file}: regenerate with python3 tests/dcpi_make_fixture.py fixtures/dcpi"
             );
         }
     }

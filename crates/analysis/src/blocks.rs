@@ -30,7 +30,6 @@ use cfghub_model::ir::{
     SymbolRef,
 };
 use cfghub_model::ir::{CostTable, Cursor};
-use cfghub_model::mem;
 
 /// Longest x86 instruction: the most a block's last instruction is taken to span (the input
 /// gives no instruction lengths).
@@ -351,6 +350,19 @@ struct EdgeSet {
 }
 
 impl EdgeSet {
+    /// An empty edge set for `transfers` transfers between `nblocks` blocks. Each call gives
+    /// a call, a bypass and usually one return, a few returns when its callee has several
+    /// exits; a jump one edge, a conditional one or two; a block at most one fall-through.
+    /// Reserved generously: the untouched rest costs address space only, where growing would
+    /// copy the largest list of the rebuild.
+    fn for_transfers(transfers: usize, nblocks: usize) -> EdgeSet {
+        EdgeSet {
+            items: Vec::with_capacity(transfers.saturating_mul(4).saturating_add(nblocks)),
+            has_out: vec![false; nblocks],
+            incoming: vec![0; nblocks],
+        }
+    }
+
     fn add(&mut self, source: u32, target: u32, kind: EdgeKind, thread: u16, count: u64, arc: u32) {
         self.items.push(Contribution { count, source, target, arc, thread, kind });
         self.has_out[source as usize] = true;
@@ -485,25 +497,7 @@ pub fn rebuild(
         apply_extents(image, &owners[i], &entries[i], &extents, &[]);
         let srcs = &sources[i];
         let tgts = &targets[i];
-        let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
-        entries.sort_unstable();
-
-        let walk = |rows: &[u32], after: Option<u64>| {
-            let ends = Ends { list: &list, srcs, tgts };
-            let executed = Executed::new(&image.costs, rows, ir, &owners[i], ends, &entries);
-            walk_blocks(executed, ir.is_some(), after, rows.len())
-        };
-        // A large image is walked in two halves side by side, cut where a block must start.
-        let mut walked = match split_point(&image.costs, &rows, &owners[i]) {
-            Some(m) => {
-                let (one, two) = rows.split_at(m);
-                let after = image.costs.offset(two[0] as usize);
-                let (mut one, two) = rayon::join(|| walk(one, after), || walk(two, None));
-                one.append(two);
-                one
-            }
-            None => walk(&rows, None),
-        };
+        let mut walked = walk_image(image, &rows, ir, &owners[i], Ends { list: &list, srcs, tgts });
         // Blocks are numbered process-wide from 4 (ids 1 to 3 are the special nodes).
         for (k, block) in walked.blocks.iter_mut().enumerate() {
             block.id = 4 + u64::from(global) + k as u64;
@@ -521,15 +515,7 @@ pub fn rebuild(
     blocks_of.base.push(nblocks as u32);
     let b = &blocks_of;
 
-    // Each call gives a call, a bypass and usually one return, a few returns when its callee
-    // has several exits; a jump one edge, a conditional one or two; a block at most one
-    // fall-through. Reserved generously: the untouched rest costs
-    // address space only, where growing would copy the largest list of the rebuild.
-    let mut set = EdgeSet {
-        items: Vec::with_capacity(list.len().saturating_mul(4).saturating_add(nblocks)),
-        has_out: vec![false; nblocks],
-        incoming: vec![0; nblocks],
-    };
+    let mut set = EdgeSet::for_transfers(list.len(), nblocks);
     let Placed { ends_in_jump, unplaced, call_sites, branches } =
         place_transfers(&list, &arc_source, &arc_target, &mut set, b);
     drop(arc_source);
@@ -537,20 +523,8 @@ pub fn rebuild(
     if ir.is_some() {
         branches.complete_fall_throughs(process, &mut set, b);
     }
-    // Fall-throughs of blocks that end without a jump or call (a jump target follows them).
-    // Each block is looked at once, and only its own fall-through changes what the next one
-    // sees, so the edge set can grow during the walk.
     if ir.is_some() {
-        for r in 0..nblocks as u32 {
-            if set.has_out[r as usize] || ends_in_jump[r as usize] {
-                continue;
-            }
-            let Some(n) = b.next(r) else { continue };
-            let ft = b.count(process, n).saturating_sub(set.incoming[n as usize]).min(b.count(process, r));
-            if ft > 0 {
-                set.add(r, n, EdgeKind::FallThrough, 0, ft, NO_INDEX);
-            }
-        }
+        fall_throughs(process, &mut set, b, &ends_in_jump);
     }
     returns(process, &mut set, b, &ends_in_jump, call_sites);
     let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
@@ -573,6 +547,47 @@ pub fn rebuild(
     if !unplaced.is_empty() {
         let first_id = process.edges.len() as u64 + 1;
         function_edges(process, call_costs, &unplaced, first_id);
+    }
+}
+
+/// Cuts an image's executed instructions (`rows`, in address order) into blocks, with the
+/// image's transfer ends (`ends`) and its function entries marking where blocks must start;
+/// `owners` as for [`rebuild`]. A large image is walked in two halves side by side, cut where
+/// a block must start. Block ids are left 0 for the caller.
+fn walk_image(image: &Image, rows: &[u32], ir: Option<usize>, owners: &[u32], ends: Ends) -> Walked {
+    let mut entries: Vec<u64> = image.symbols.iter().filter_map(|s| s.offset).collect();
+    entries.sort_unstable();
+
+    let walk = |rows: &[u32], after: Option<u64>| {
+        let executed = Executed::new(&image.costs, rows, ir, owners, ends, &entries);
+        walk_blocks(executed, ir.is_some(), after, rows.len())
+    };
+    match split_point(&image.costs, rows, owners) {
+        Some(m) => {
+            let (one, two) = rows.split_at(m);
+            let after = image.costs.offset(two[0] as usize);
+            let (mut one, two) = rayon::join(|| walk(one, after), || walk(two, None));
+            one.append(two);
+            one
+        }
+        None => walk(rows, None),
+    }
+}
+
+/// Fall-throughs of blocks that end without a jump or call (a jump target follows them): as
+/// often as the next block ran beyond its incoming edges so far, at most as often as the block
+/// itself. Each block is looked at once, and only its own fall-through changes what the next
+/// one sees, so the edge set can grow during the walk.
+fn fall_throughs(process: &Process, set: &mut EdgeSet, b: &Blocks, ends_in_jump: &[bool]) {
+    for r in 0..b.owner.len() as u32 {
+        if set.has_out[r as usize] || ends_in_jump[r as usize] {
+            continue;
+        }
+        let Some(n) = b.next(r) else { continue };
+        let ft = b.count(process, n).saturating_sub(set.incoming[n as usize]).min(b.count(process, r));
+        if ft > 0 {
+            set.add(r, n, EdgeKind::FallThrough, 0, ft, NO_INDEX);
+        }
     }
 }
 
@@ -774,9 +789,8 @@ impl Walked {
         {
             *next = last.offset + u64::from(last.size) == first.offset;
         }
-        // The two largest lists of the walk: never whole twice over.
-        mem::append_releasing(&mut self.blocks, after.blocks);
-        mem::append_releasing(&mut self.lines, after.lines);
+        self.blocks.append(&mut after.blocks);
+        self.lines.append(&mut after.lines);
         self.owner.append(&mut after.owner);
         self.has_next.append(&mut after.has_next);
     }
@@ -1115,11 +1129,46 @@ fn returns(
             called[ret as usize] = called[ret as usize].saturating_add(c.3);
         }
     }
-    // Tail calls (a call with no return site, or more calls than its return site can take:
-    // the caller ends there, its callee returns to the caller's callers), by calling
-    // function; and jumps and fall-throughs into another function's code (one name's entry
-    // running on into code of another name, as `mempcpy` jumps into `memcpy`): what the first
-    // was called for returns from the second's exits.
+    let tails = tail_calls(set, b, &call_sites, &room, &called, owner_of);
+    let demands = return_demands(call_sites, b, owner_of);
+    let mut exits = Exits::new(process, set, b, ends_in_jump, nsymbols, owner_of);
+    // A call instruction returns as often as it ran: a lazily bound call is two calls from
+    // one site (to the resolver, then to the function) and one return.
+    let mut returned = vec![0u64; b.owner.len()];
+    for (key, thread, count) in demands {
+        let (callee, ret) = ((key >> 32) as usize, key as u32);
+        let so_far = &mut returned[ret as usize];
+        let r = b.block_ref(ret - 1);
+        let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
+        let left = &mut room[ret as usize];
+        let count = count.min(ran.saturating_sub(*so_far)).min(*left);
+        *so_far += count;
+        *left -= count;
+        if count == 0 {
+            continue;
+        }
+        if let [(x, _)] = exits.of(callee)[..] {
+            set.add(x, ret, EdgeKind::Return, thread, count, NO_INDEX);
+            continue;
+        }
+        return_through_tail_calls(set, &mut exits, &tails, callee, ret, thread, count);
+    }
+}
+
+/// Tail calls (a call with no return site, or more calls than its return site can take:
+/// the caller ends there, its callee returns to the caller's callers), by calling
+/// function; and jumps and fall-throughs into another function's code (one name's entry
+/// running on into code of another name, as `mempcpy` jumps into `memcpy`): what the first
+/// was called for returns from the second's exits. (caller, callee) pairs of process-wide
+/// function numbers (`owner_of` a block), sorted and distinct.
+fn tail_calls(
+    set: &EdgeSet,
+    b: &Blocks,
+    call_sites: &[(u32, u32, u16, u64)],
+    room: &[u64],
+    called: &[u64],
+    owner_of: impl Fn(u32) -> u32 + Copy,
+) -> Vec<(u32, u32)> {
     let mut tails: Vec<(u32, u32)> = call_sites
         .iter()
         .filter(|c| b.return_site(c.0).is_none_or(|ret| called[ret as usize] > room[ret as usize]))
@@ -1138,8 +1187,17 @@ fn returns(
         .collect();
     tails.sort_unstable();
     tails.dedup();
-    // Calls back to each return site, aggregated and sorted by (callee, return site, thread),
-    // so that the hand-out does not depend on the order of the lines.
+    tails
+}
+
+/// Calls back to each return site, aggregated and sorted by (callee, return site, thread),
+/// so that the hand-out does not depend on the order of the lines: (callee's process-wide
+/// function number << 32 | return site, thread, calls).
+fn return_demands(
+    call_sites: Vec<(u32, u32, u16, u64)>,
+    b: &Blocks,
+    owner_of: impl Fn(u32) -> u32,
+) -> Vec<(u64, u16, u64)> {
     let mut demands: Vec<(u64, u16, u64)> = call_sites
         .into_iter()
         .filter_map(|(src, callee, thread, count)| {
@@ -1152,66 +1210,87 @@ fn returns(
     }
     radix::sort_by_key(&mut demands, |d| d.0);
     crate::repeats::add_up_runs(&mut demands, |d| (d.0, d.1), |kept, d| kept.2 = kept.2.saturating_add(d.2));
-    // Exit blocks of every function in block order, with the executions each has left to hand
-    // out: a counting sort by function.
-    let is_exit = |g: usize| !set.has_out[g] && !ends_in_jump[g];
-    let mut start = vec![0usize; nsymbols + 1];
-    for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
-        start[owner_of(g as u32) as usize + 1] += 1;
-    }
-    for s in 1..start.len() {
-        start[s] += start[s - 1];
-    }
-    let mut fill = start.clone();
-    let mut supply: Vec<(u32, u64)> = vec![(0, 0); start[nsymbols]];
-    for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
-        let s = owner_of(g as u32) as usize;
-        supply[fill[s]] = (g as u32, b.count(process, g as u32));
-        fill[s] += 1;
-    }
-    // A call instruction returns as often as it ran: a lazily bound call is two calls from
-    // one site (to the resolver, then to the function) and one return.
-    let mut returned = vec![0u64; b.owner.len()];
-    for (key, thread, count) in demands {
-        let (callee, ret) = ((key >> 32) as usize, key as u32);
-        let so_far = &mut returned[ret as usize];
-        let r = b.block_ref(ret - 1);
-        let ran = process.images[r.image as usize].blocks[r.block as usize].count.unwrap_or(u64::MAX);
-        let left = &mut room[ret as usize];
-        let count = count.min(ran.saturating_sub(*so_far)).min(*left);
-        *so_far += count;
-        *left -= count;
-        if count == 0 {
-            continue;
+    demands
+}
+
+/// Exit blocks of every function in block order, with the executions each has left to hand
+/// out to return sites.
+struct Exits {
+    /// Where each process-wide function's exits start in `supply`; one more entry holds the
+    /// total.
+    start: Vec<usize>,
+    /// (exit block, executions left to hand out).
+    supply: Vec<(u32, u64)>,
+}
+
+impl Exits {
+    /// The exits of the `nsymbols` functions (`owner_of` a block): blocks with no outgoing
+    /// edge that do not end in a jump, gathered by a counting sort by function.
+    fn new(
+        process: &Process,
+        set: &EdgeSet,
+        b: &Blocks,
+        ends_in_jump: &[bool],
+        nsymbols: usize,
+        owner_of: impl Fn(u32) -> u32,
+    ) -> Exits {
+        let is_exit = |g: usize| !set.has_out[g] && !ends_in_jump[g];
+        let mut start = vec![0usize; nsymbols + 1];
+        for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
+            start[owner_of(g as u32) as usize + 1] += 1;
         }
-        let exits = &mut supply[start[callee]..start[callee + 1]];
-        if let [(x, _)] = exits[..] {
-            set.add(x, ret, EdgeKind::Return, thread, count, NO_INDEX);
-            continue;
+        for s in 1..start.len() {
+            start[s] += start[s - 1];
         }
-        // The callee's exits first, then those of the functions it tail-calls, nearest first.
-        let mut need = count;
-        let mut functions = vec![callee as u32];
-        let mut next = 0;
-        while need > 0 && next < functions.len() && next < 16 {
-            let f = functions[next] as usize;
-            next += 1;
-            for (x, left) in supply[start[f]..start[f + 1]].iter_mut() {
-                if need == 0 {
-                    break;
-                }
-                let take = need.min(*left);
-                if take > 0 {
-                    set.add(*x, ret, EdgeKind::Return, thread, take, NO_INDEX);
-                    *left -= take;
-                    need -= take;
-                }
+        let mut fill = start.clone();
+        let mut supply: Vec<(u32, u64)> = vec![(0, 0); start[nsymbols]];
+        for g in (0..b.owner.len()).filter(|&g| is_exit(g)) {
+            let s = owner_of(g as u32) as usize;
+            supply[fill[s]] = (g as u32, b.count(process, g as u32));
+            fill[s] += 1;
+        }
+        Exits { start, supply }
+    }
+
+    /// The exits of function `f`, with what each has left.
+    fn of(&mut self, f: usize) -> &mut [(u32, u64)] {
+        &mut self.supply[self.start[f]..self.start[f + 1]]
+    }
+}
+
+/// Hands `count` returns to return site `ret` out of the exits of `callee` (a function with
+/// several exits) first, then those of the functions it tail-calls, nearest first, as far as
+/// their executions left go (16 functions at most).
+fn return_through_tail_calls(
+    set: &mut EdgeSet,
+    exits: &mut Exits,
+    tails: &[(u32, u32)],
+    callee: usize,
+    ret: u32,
+    thread: u16,
+    count: u64,
+) {
+    let mut need = count;
+    let mut functions = vec![callee as u32];
+    let mut next = 0;
+    while need > 0 && next < functions.len() && next < 16 {
+        let f = functions[next] as usize;
+        next += 1;
+        for (x, left) in exits.of(f).iter_mut() {
+            if need == 0 {
+                break;
             }
-            let lo = tails.partition_point(|t| t.0 < f as u32);
-            for &(_, t) in tails[lo..].iter().take_while(|t| t.0 == f as u32) {
-                if !functions.contains(&t) {
-                    functions.push(t);
-                }
+            let take = need.min(*left);
+            if take > 0 {
+                set.add(*x, ret, EdgeKind::Return, thread, take, NO_INDEX);
+                *left -= take;
+                need -= take;
+            }
+        }
+        let lo = tails.partition_point(|t| t.0 < f as u32);
+        for &(_, t) in tails[lo..].iter().take_while(|t| t.0 == f as u32) {
+            if !functions.contains(&t) {
+                functions.push(t);
             }
         }
     }
@@ -1495,136 +1574,177 @@ pub fn with_unknown_parts_rejoined(process: &Process) -> Option<Process> {
 /// address order), and named after the function all the same ([`Routine::symbol`]).
 #[inline(never)]
 fn set_routines(process: &mut Process, edges: &[Edge], b: &Blocks, split: bool) {
-    let nblocks = b.owner.len();
-    let global = |r: BlockRef| (b.base[r.image as usize] + r.block) as usize;
-    let mut out_intra = vec![false; nblocks];
-    let mut returns = vec![false; nblocks];
-    // Successors inside the image over edges a routine may be walked by (a counting sort by
-    // source).
-    let intra = |e: &Edge| match (e.source, e.target) {
-        (NodeRef::Block(s), NodeRef::Block(t)) if s.image == t.image && e.kind.is_intra_routine() => {
-            Some((global(s), global(t) as u32))
-        }
-        _ => None,
-    };
-    let mut start = vec![0u32; nblocks + 1];
-    for e in edges {
-        if let NodeRef::Block(s) = e.source {
-            let g = global(s);
-            if e.kind.is_intra_routine() {
-                out_intra[g] = true;
-            }
-            if e.kind.is_return() {
-                returns[g] = true;
-            }
-        }
-        if let Some((s, _)) = intra(e) {
-            start[s + 1] += 1;
-        }
-    }
-    for s in 1..start.len() {
-        start[s] += start[s - 1];
-    }
-    let mut successors = vec![0u32; start[nblocks] as usize];
-    let mut fill = start.clone();
-    for e in edges {
-        if let Some((s, t)) = intra(e) {
-            successors[fill[s] as usize] = t;
-            fill[s] += 1;
-        }
-    }
-    drop(fill);
-    let succ = |g: usize| &successors[start[g] as usize..start[g + 1] as usize];
+    let graph = IntraEdges::new(edges, b);
     for (i, image) in process.images.iter_mut().enumerate() {
         if image.blocks.is_empty() {
             continue;
         }
         let global = b.base[i] as usize;
         let owners = &b.owner[global..global + image.blocks.len()];
-        let mut slot = vec![NO_INDEX; image.symbols.len()];
-        let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
-        for (k, &o) in owners.iter().enumerate() {
-            let s = &mut slot[o as usize];
-            if *s == NO_INDEX {
-                *s = by_owner.len() as u32;
-                by_owner.push((o, Vec::new()));
+        image.routines = Some(image_routines(image, &graph, owners, global, split));
+    }
+}
+
+/// The edges a routine may be walked by, as each block's successors inside its image (a
+/// counting sort by source), and which blocks leave by such an edge or by a return; blocks in
+/// process-wide numbering.
+struct IntraEdges {
+    /// Where each block's successors start in `successors`; one more entry holds the total.
+    start: Vec<u32>,
+    successors: Vec<u32>,
+    /// Blocks with an edge out that a routine may be walked by.
+    out_intra: Vec<bool>,
+    /// Blocks a return leaves.
+    returns: Vec<bool>,
+}
+
+impl IntraEdges {
+    fn new(edges: &[Edge], b: &Blocks) -> IntraEdges {
+        let nblocks = b.owner.len();
+        let global = |r: BlockRef| (b.base[r.image as usize] + r.block) as usize;
+        let mut out_intra = vec![false; nblocks];
+        let mut returns = vec![false; nblocks];
+        let intra = |e: &Edge| match (e.source, e.target) {
+            (NodeRef::Block(s), NodeRef::Block(t)) if s.image == t.image && e.kind.is_intra_routine() => {
+                Some((global(s), global(t) as u32))
             }
-            by_owner[*s as usize].1.push(k as u32);
+            _ => None,
+        };
+        let mut start = vec![0u32; nblocks + 1];
+        for e in edges {
+            if let NodeRef::Block(s) = e.source {
+                let g = global(s);
+                if e.kind.is_intra_routine() {
+                    out_intra[g] = true;
+                }
+                if e.kind.is_return() {
+                    returns[g] = true;
+                }
+            }
+            if let Some((s, _)) = intra(e) {
+                start[s + 1] += 1;
+            }
         }
-        // Blocks already in a routine; blocks another unplaced block of their function leads to.
-        let mut placed = vec![false; image.blocks.len()];
-        let mut led_to = vec![false; image.blocks.len()];
-        let mut queue: Vec<u32> = Vec::new();
-        // Places the blocks of function `owner` that `entry` reaches, the entry first.
-        let mut reach = |entry: u32, owner: u32, placed: &mut [bool]| -> Vec<u32> {
-            placed[entry as usize] = true;
-            queue.clear();
-            queue.push(entry);
-            let mut k = 0;
-            while k < queue.len() {
-                let x = queue[k] as usize;
-                k += 1;
-                for &t in succ(global + x) {
-                    let Some(t) = (t as usize).checked_sub(global) else { continue };
-                    if t < placed.len() && !placed[t] && owners[t] == owner {
-                        placed[t] = true;
-                        queue.push(t as u32);
+        for s in 1..start.len() {
+            start[s] += start[s - 1];
+        }
+        let mut successors = vec![0u32; start[nblocks] as usize];
+        let mut fill = start.clone();
+        for e in edges {
+            if let Some((s, t)) = intra(e) {
+                successors[fill[s] as usize] = t;
+                fill[s] += 1;
+            }
+        }
+        drop(fill);
+        IntraEdges { start, successors, out_intra, returns }
+    }
+
+    /// The successors of block `g`.
+    fn of(&self, g: usize) -> &[u32] {
+        &self.successors[self.start[g] as usize..self.start[g + 1] as usize]
+    }
+}
+
+/// Each function's blocks of an image in block order (`owners`: each block's function among
+/// the image's `nsymbols`), the functions in the order their first block appears.
+fn blocks_by_owner(owners: &[u32], nsymbols: usize) -> Vec<(u32, Vec<u32>)> {
+    let mut slot = vec![NO_INDEX; nsymbols];
+    let mut by_owner: Vec<(u32, Vec<u32>)> = Vec::new();
+    for (k, &o) in owners.iter().enumerate() {
+        let s = &mut slot[o as usize];
+        if *s == NO_INDEX {
+            *s = by_owner.len() as u32;
+            by_owner.push((o, Vec::new()));
+        }
+        by_owner[*s as usize].1.push(k as u32);
+    }
+    by_owner
+}
+
+/// The routines of one image (see [`set_routines`]), whose blocks start at `global` in
+/// process-wide numbering and belong to `owners`.
+fn image_routines(
+    image: &Image,
+    graph: &IntraEdges,
+    owners: &[u32],
+    global: usize,
+    split: bool,
+) -> Vec<Routine> {
+    let by_owner = blocks_by_owner(owners, image.symbols.len());
+    // Blocks already in a routine; blocks another unplaced block of their function leads to.
+    let mut placed = vec![false; image.blocks.len()];
+    let mut led_to = vec![false; image.blocks.len()];
+    let mut queue: Vec<u32> = Vec::new();
+    // Places the blocks of function `owner` that `entry` reaches, the entry first.
+    let mut reach = |entry: u32, owner: u32, placed: &mut [bool]| -> Vec<u32> {
+        placed[entry as usize] = true;
+        queue.clear();
+        queue.push(entry);
+        let mut k = 0;
+        while k < queue.len() {
+            let x = queue[k] as usize;
+            k += 1;
+            for &t in graph.of(global + x) {
+                let Some(t) = (t as usize).checked_sub(global) else { continue };
+                if t < placed.len() && !placed[t] && owners[t] == owner {
+                    placed[t] = true;
+                    queue.push(t as u32);
+                }
+            }
+        }
+        let mut members = queue.clone();
+        members.sort_unstable();
+        members
+    };
+    let exits_of = |nodes: &[u32]| -> Vec<u32> {
+        nodes
+            .iter()
+            .copied()
+            .filter(|&k| graph.returns[global + k as usize] || !graph.out_intra[global + k as usize])
+            .collect()
+    };
+    let mut routines = Vec::with_capacity(by_owner.len());
+    for (owner, nodes) in by_owner {
+        let entry_addr = image.symbols[owner as usize].offset;
+        let entry = nodes
+            .iter()
+            .copied()
+            .find(|&k| Some(image.blocks[k as usize].offset) == entry_addr)
+            .unwrap_or(nodes[0]);
+        let members = if split { reach(entry, owner, &mut placed) } else { nodes.clone() };
+        if members.len() == nodes.len() {
+            routines.push(Routine { entry, exits: exits_of(&nodes), nodes, ..Routine::default() });
+            continue;
+        }
+        routines.push(Routine { entry, exits: exits_of(&members), nodes: members, ..Routine::default() });
+        for &x in nodes.iter().filter(|&&x| !placed[x as usize]) {
+            for &t in graph.of(global + x as usize) {
+                if let Some(t) =
+                    (t as usize).checked_sub(global).filter(|&t| t < placed.len() && t != x as usize)
+                {
+                    if owners[t] == owner && !placed[t] {
+                        led_to[t] = true;
                     }
                 }
             }
-            let mut members = queue.clone();
-            members.sort_unstable();
-            members
-        };
-        let exits_of = |nodes: &[u32]| -> Vec<u32> {
-            nodes
-                .iter()
-                .copied()
-                .filter(|&k| returns[global + k as usize] || !out_intra[global + k as usize])
-                .collect()
-        };
-        let mut routines = Vec::with_capacity(by_owner.len());
-        for (owner, nodes) in by_owner {
-            let entry_addr = image.symbols[owner as usize].offset;
-            let entry = nodes
-                .iter()
-                .copied()
-                .find(|&k| Some(image.blocks[k as usize].offset) == entry_addr)
-                .unwrap_or(nodes[0]);
-            let members = if split { reach(entry, owner, &mut placed) } else { nodes.clone() };
-            if members.len() == nodes.len() {
-                routines.push(Routine { entry, exits: exits_of(&nodes), nodes, ..Routine::default() });
+        }
+        let heads = nodes.iter().filter(|&&x| !led_to[x as usize]).chain(nodes.iter());
+        for &head in heads {
+            if placed[head as usize] {
                 continue;
             }
-            routines.push(Routine { entry, exits: exits_of(&members), nodes: members, ..Routine::default() });
-            for &x in nodes.iter().filter(|&&x| !placed[x as usize]) {
-                for &t in succ(global + x as usize) {
-                    if let Some(t) =
-                        (t as usize).checked_sub(global).filter(|&t| t < placed.len() && t != x as usize)
-                    {
-                        if owners[t] == owner && !placed[t] {
-                            led_to[t] = true;
-                        }
-                    }
-                }
-            }
-            let heads = nodes.iter().filter(|&&x| !led_to[x as usize]).chain(nodes.iter());
-            for &head in heads {
-                if placed[head as usize] {
-                    continue;
-                }
-                let members = reach(head, owner, &mut placed);
-                routines.push(Routine {
-                    entry: head,
-                    exits: exits_of(&members),
-                    nodes: members,
-                    symbol: Some(owner),
-                    ..Routine::default()
-                });
-            }
+            let members = reach(head, owner, &mut placed);
+            routines.push(Routine {
+                entry: head,
+                exits: exits_of(&members),
+                nodes: members,
+                symbol: Some(owner),
+                ..Routine::default()
+            });
         }
-        image.routines = Some(routines);
     }
+    routines
 }
 
 #[cfg(test)]

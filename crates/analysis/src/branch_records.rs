@@ -55,17 +55,17 @@ use cfghub_model::ir::{BlockRef, CostTable, EdgeDetails, EdgeKind, Image, NodeRe
 /// A code address: the image (index into [`Process::images`]) and the offset from its load
 /// address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
+pub struct CodeAddress {
     /// Index into [`Process::images`].
     pub image: u32,
     /// Bytes from the image's load address.
     pub offset: u64,
 }
 
-impl Location {
+impl CodeAddress {
     /// The address `offset` bytes from the load address of image `image`.
-    pub fn new(image: u32, offset: u64) -> Location {
-        Location { image, offset }
+    pub fn new(image: u32, offset: u64) -> CodeAddress {
+        CodeAddress { image, offset }
     }
 }
 
@@ -73,9 +73,9 @@ impl Location {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TakenBranch {
     /// The branch instruction (a jump, a call, a return).
-    pub from: Location,
+    pub from: CodeAddress,
     /// Where the branch went.
-    pub to: Location,
+    pub to: CodeAddress,
     /// Times the branch was taken from `from` to `to`.
     pub count: u64,
     /// Of `count`, the times the branch was mispredicted (0 when the source does not say).
@@ -87,9 +87,9 @@ pub struct TakenBranch {
 pub struct FallThrough {
     /// The first instruction that ran (the lists of [`BranchRecords`] other than ranges say what
     /// `start` and `end` are there).
-    pub start: Location,
+    pub start: CodeAddress,
     /// The last instruction that ran; a range that ends below its start is invalid and left out.
-    pub end: Location,
+    pub end: CodeAddress,
     /// Times the code ran from `start` through `end`.
     pub count: u64,
 }
@@ -127,25 +127,25 @@ impl BranchRecords {
     }
 
     /// Adds a taken branch (repeats add up in [`BranchRecords::aggregate`]).
-    pub fn add_taken(&mut self, from: Location, to: Location, count: u64, mispredicts: u64) {
+    pub fn add_taken(&mut self, from: CodeAddress, to: CodeAddress, count: u64, mispredicts: u64) {
         self.taken.push(TakenBranch { from, to, count, mispredicts });
     }
 
     /// Adds a fall-through range (repeats add up in [`BranchRecords::aggregate`]).
-    pub fn add_fall_through(&mut self, start: Location, end: Location, count: u64) {
+    pub fn add_fall_through(&mut self, start: CodeAddress, end: CodeAddress, count: u64) {
         self.fall_throughs.push(FallThrough { start, end, count });
     }
 
     /// Adds a fall-through from the block whose last instruction is at `from` into the block
     /// that starts at `to` (repeats add up in [`BranchRecords::aggregate`]).
-    pub fn add_block_fall_through(&mut self, from: Location, to: Location, count: u64) {
+    pub fn add_block_fall_through(&mut self, from: CodeAddress, to: CodeAddress, count: u64) {
         self.block_fall_throughs.push(FallThrough { start: from, end: to, count });
     }
 
     /// Adds a run from the call at `call` on at the instruction after it, `landing`, as
     /// perf2bolt counts a trace that starts there (repeats add up in
     /// [`BranchRecords::aggregate`]).
-    pub fn add_over_call(&mut self, call: Location, landing: Location, count: u64) {
+    pub fn add_over_call(&mut self, call: CodeAddress, landing: CodeAddress, count: u64) {
         self.over_calls.push(FallThrough { start: call, end: landing, count });
     }
 
@@ -173,7 +173,7 @@ impl BranchRecords {
     }
 
     /// Fills `process` with the blocks, edges and routines the records describe (see the
-    /// module documentation). `process.images` must hold every image a [`Location`] names,
+    /// module documentation). `process.images` must hold every image a [`CodeAddress`] names,
     /// with the symbols known for it (`offset` and `size` set where known); images' blocks,
     /// source lines, routines and costs are replaced, and the process's edges too. Symbols keep
     /// the ranges they were given; points no symbol covers get placeholder symbols.
@@ -543,7 +543,7 @@ fn block_ends(
 /// blocks is left out.
 fn by_block_pair(
     process: &Process,
-    pairs: impl Iterator<Item = (Location, Location, u64)>,
+    pairs: impl Iterator<Item = (CodeAddress, CodeAddress, u64)>,
 ) -> HashMap<(BlockRef, BlockRef), u64> {
     let mut sums: HashMap<(BlockRef, BlockRef), u64> = HashMap::new();
     for (from, to, count) in pairs {
@@ -597,13 +597,13 @@ fn attach_over_calls(process: &mut Process, over_calls: &[FallThrough]) {
     }
 }
 
-fn block_starting_at(process: &Process, at: Location) -> Option<BlockRef> {
+fn block_starting_at(process: &Process, at: CodeAddress) -> Option<BlockRef> {
     let blocks = &process.images.get(at.image as usize)?.blocks;
     let k = blocks.binary_search_by_key(&at.offset, |b| b.offset).ok()?;
     Some(BlockRef { image: at.image, block: k as u32 })
 }
 
-fn block_ending_at(process: &Process, at: Location) -> Option<BlockRef> {
+fn block_ending_at(process: &Process, at: CodeAddress) -> Option<BlockRef> {
     let blocks = &process.images.get(at.image as usize)?.blocks;
     let k = blocks.partition_point(|b| b.offset <= at.offset).checked_sub(1)?;
     (blocks[k].last_instr() == at.offset).then_some(BlockRef { image: at.image, block: k as u32 })
@@ -641,7 +641,7 @@ mod tests {
 
     #[test]
     fn traces_and_fdata_edges_give_the_same_loop() {
-        let l = |o| Location::new(0, o);
+        let l = |o| CodeAddress::new(0, o);
         let mut traces = BranchRecords::new();
         traces.add_taken(l(0x08), l(0x10), 1, 0);
         traces.add_taken(l(0x18), l(0x10), 9, 2);
@@ -672,7 +672,7 @@ mod tests {
     /// changes nothing else.
     #[test]
     fn a_run_over_a_call_is_kept_on_its_bypass() {
-        let l = |o| Location::new(0, o);
+        let l = |o| CodeAddress::new(0, o);
         let build = |over_call: bool| {
             let mut r = BranchRecords::new();
             r.add_taken(l(0x401140), l(0x401110), 10, 0);
@@ -717,7 +717,7 @@ mod tests {
     /// the records do not state.
     #[test]
     fn fall_throughs_keep_what_the_records_do_not_state() {
-        let l = |o| Location::new(0, o);
+        let l = |o| CodeAddress::new(0, o);
         let mut r = BranchRecords::new();
         r.add_taken(l(0x08), l(0x20), 10, 0);
         r.add_block_fall_through(l(0x24), l(0x28), 7);
@@ -738,7 +738,7 @@ mod tests {
 
     #[test]
     fn calls_returns_and_unnamed_code() {
-        let l = |o| Location::new(0, o);
+        let l = |o| CodeAddress::new(0, o);
         let mut r = BranchRecords::new();
         r.add_taken(l(0x04), l(0x100), 3, 0); // call f
         r.add_taken(l(0x108), l(0x09), 3, 0); // return to after the call

@@ -49,30 +49,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
     // (image, event) pairs already given by an input: a second one is summed, with a warning.
     let mut given: HashMap<(usize, usize), usize> = HashMap::new();
     for (n, input) in inputs.iter().enumerate() {
-        // Event columns, and the header lines that describe new ones.
-        let event_lines: Vec<&str> = header(input, "event").collect();
-        let mut periods = header(input, "period");
-        let mut event_map = Vec::with_capacity(input.events.len());
-        for (j, event) in input.events.iter().enumerate() {
-            let line = event_lines.get(j).copied();
-            let binary_style = line.is_some_and(|l| split_spec(l).is_none());
-            let period = if binary_style { periods.next() } else { None };
-            match out.event_index(&event.name) {
-                Some(e) => event_map.push(e),
-                None => {
-                    event_map.push(out.events.len());
-                    out.events.push(event.clone());
-                    if n > 0 {
-                        if let Some(l) = line {
-                            out.meta.headers.push(("event".into(), l.to_string()));
-                        }
-                        if let Some(p) = period {
-                            out.meta.headers.push(("period".into(), p.to_string()));
-                        }
-                    }
-                }
-            }
-        }
+        let event_map = map_events(&mut out, input, n);
         if n == 0 {
             out.meta.headers = input.meta.headers.clone();
         }
@@ -98,15 +75,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                         t
                     }
                     None => {
-                        let mut copy = Image { costs: CostTable::new(), ..image.clone() };
-                        copy.file = remap(&mut out.files, input, image.file);
-                        for s in &mut copy.symbols {
-                            s.file = remap(&mut out.files, input, s.file);
-                        }
-                        for l in &mut copy.source_lines {
-                            l.file = remap(&mut out.files, input, l.file);
-                        }
-                        process.images.push(copy);
+                        process.images.push(image_without_costs(&mut out.files, input, image));
                         let t = process.images.len() - 1;
                         if let Some(k) = key {
                             keys.insert(k, t);
@@ -128,26 +97,7 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
                         }
                     }
                 }
-                let width = event_map.iter().max().map_or(0, |m| m + 1);
-                let costs = &mut process.images[target].costs;
-                costs.reserve(image.costs.len());
-                let mut values = vec![0u64; width];
-                for row in 0..image.costs.len() {
-                    values.fill(0);
-                    for (j, &v) in image.costs.values(row).iter().enumerate() {
-                        if let Some(&e) = event_map.get(j) {
-                            values[e] = values[e].saturating_add(v);
-                        }
-                    }
-                    let file = remap(&mut out.files, input, image.costs.file(row));
-                    costs.push_parts(
-                        image.costs.offset(row),
-                        image.costs.symbol(row),
-                        file,
-                        image.costs.line(row),
-                        &values,
-                    );
-                }
+                append_costs(&mut process.images[target].costs, &mut out.files, input, image, &event_map);
             }
         }
     }
@@ -157,6 +107,79 @@ pub fn combine(mut inputs: Vec<Profile>, findings: &mut Findings) -> Result<Prof
     }
     out.processes.push(process);
     Ok(out)
+}
+
+/// The event column of `out` each event of `input` (the `n`-th input) goes to. Events new to
+/// `out` are added; after the first input, with the header lines that describe them (the
+/// `event` line, and the `period` line of a binary profile's event).
+fn map_events(out: &mut Profile, input: &Profile, n: usize) -> Vec<usize> {
+    let event_lines: Vec<&str> = header(input, "event").collect();
+    let mut periods = header(input, "period");
+    let mut event_map = Vec::with_capacity(input.events.len());
+    for (j, event) in input.events.iter().enumerate() {
+        let line = event_lines.get(j).copied();
+        let binary_style = line.is_some_and(|l| split_spec(l).is_none());
+        let period = if binary_style { periods.next() } else { None };
+        match out.event_index(&event.name) {
+            Some(e) => event_map.push(e),
+            None => {
+                event_map.push(out.events.len());
+                out.events.push(event.clone());
+                if n > 0 {
+                    if let Some(l) = line {
+                        out.meta.headers.push(("event".into(), l.to_string()));
+                    }
+                    if let Some(p) = period {
+                        out.meta.headers.push(("period".into(), p.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    event_map
+}
+
+/// A copy of `image` of `input` without its costs, its file names interned in `files`.
+fn image_without_costs(files: &mut StringTable, input: &Profile, image: &Image) -> Image {
+    let mut copy = Image { costs: CostTable::new(), ..image.clone() };
+    copy.file = remap(files, input, image.file);
+    for s in &mut copy.symbols {
+        s.file = remap(files, input, s.file);
+    }
+    for l in &mut copy.source_lines {
+        l.file = remap(files, input, l.file);
+    }
+    copy
+}
+
+/// Appends the costs of `image` of `input` to `costs`, each value in the event column
+/// `event_map` gives its event (values of one column summed), file names interned in `files`.
+fn append_costs(
+    costs: &mut CostTable,
+    files: &mut StringTable,
+    input: &Profile,
+    image: &Image,
+    event_map: &[usize],
+) {
+    let width = event_map.iter().max().map_or(0, |m| m + 1);
+    costs.reserve(image.costs.len());
+    let mut values = vec![0u64; width];
+    for row in 0..image.costs.len() {
+        values.fill(0);
+        for (j, &v) in image.costs.values(row).iter().enumerate() {
+            if let Some(&e) = event_map.get(j) {
+                values[e] = values[e].saturating_add(v);
+            }
+        }
+        let file = remap(files, input, image.costs.file(row));
+        costs.push_parts(
+            image.costs.offset(row),
+            image.costs.symbol(row),
+            file,
+            image.costs.line(row),
+            &values,
+        );
+    }
 }
 
 /// Sorts costs by offset and sums those at the same offset (with the same symbol, file and

@@ -31,19 +31,10 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
     let n = g.len();
     // Back-edge sources per head, local numbers.
     let mut heads: Vec<u32> = Vec::new();
-    let mut sources: Vec<(u32, u32)> = Vec::new(); // (head, source)
-    for &v in &d.rpo {
-        for &h in g.successors(v) {
-            if d.dominates(h, v) {
-                sources.push((h, v));
-            }
-        }
-    }
+    let sources = back_edges(g, d);
     if sources.is_empty() {
         return Vec::new();
     }
-    sources.sort_unstable();
-    sources.dedup();
     for &(h, _) in &sources {
         if heads.last() != Some(&h) {
             heads.push(h);
@@ -68,9 +59,7 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
         if innermost[h as usize] == NO_INDEX {
             innermost[h as usize] = h;
         }
-        let lo = sources.partition_point(|&(x, _)| x < h);
-        let hi = sources.partition_point(|&(x, _)| x <= h);
-        for &(_, s) in &sources[lo..hi] {
+        for &(_, s) in back_edges_to(&sources, h) {
             let r = find(&mut uf, s);
             if mark[r as usize] != h {
                 mark[r as usize] = h;
@@ -101,17 +90,52 @@ pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
             }
         }
     }
+    loop_table(g, d, &heads, &sources, &parent, &innermost)
+}
 
+/// The back edges of a routine graph as (head, source) pairs of local numbers, sorted and
+/// distinct: the edges to a block that dominates their source.
+fn back_edges(g: &RoutineCfg, d: &Dominators) -> Vec<(u32, u32)> {
+    let mut sources: Vec<(u32, u32)> = Vec::new(); // (head, source)
+    for &v in &d.rpo {
+        for &h in g.successors(v) {
+            if d.dominates(h, v) {
+                sources.push((h, v));
+            }
+        }
+    }
+    sources.sort_unstable();
+    sources.dedup();
+    sources
+}
+
+/// The back edges to head `h` among the sorted (head, source) pairs `sources`.
+fn back_edges_to(sources: &[(u32, u32)], h: u32) -> &[(u32, u32)] {
+    let lo = sources.partition_point(|&(x, _)| x < h);
+    let hi = sources.partition_point(|&(x, _)| x <= h);
+    &sources[lo..hi]
+}
+
+/// The loops of `heads` as [`Loop`]s over block indices (see [`natural_loops`]), from the back
+/// edges (`sources`), each head's enclosing loop's head (`parent`) and each node's innermost
+/// loop's head (`innermost`), all in local numbers.
+fn loop_table(
+    g: &RoutineCfg,
+    d: &Dominators,
+    heads: &[u32],
+    sources: &[(u32, u32)],
+    parent: &[u32],
+    innermost: &[u32],
+) -> Vec<Loop> {
     // Members: every node belongs to its innermost loop and that loop's ancestors.
-    let mut slot = vec![NO_INDEX; n];
+    let mut slot = vec![NO_INDEX; g.len()];
     let mut loops: Vec<Loop> = Vec::with_capacity(heads.len());
-    let mut by_rpo = heads.clone();
+    let mut by_rpo = heads.to_vec();
     by_rpo.sort_unstable_by_key(|&h| d.rpo_index[h as usize]);
     for &h in &by_rpo {
         slot[h as usize] = loops.len() as u32;
-        let lo = sources.partition_point(|&(x, _)| x < h);
-        let hi = sources.partition_point(|&(x, _)| x <= h);
-        let mut back: Vec<u32> = sources[lo..hi].iter().map(|&(_, s)| g.blocks[s as usize]).collect();
+        let mut back: Vec<u32> =
+            back_edges_to(sources, h).iter().map(|&(_, s)| g.blocks[s as usize]).collect();
         back.sort_unstable();
         loops.push(Loop {
             head: g.blocks[h as usize],

@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! bzip2 decompressed on every core, block by block, in the order of the file.
 //!
 //! A bzip2 stream is a 4-byte header (`BZh` and the block size level `1`..`9`), then blocks, then

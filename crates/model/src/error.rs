@@ -8,7 +8,7 @@ use std::io;
 
 /// Where in an input something was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Location {
+pub enum Place {
     /// 1-based line number of a text format.
     Line(u64),
     /// Byte offset from the start of a (decompressed) binary format.
@@ -17,12 +17,12 @@ pub enum Location {
     Path(String),
 }
 
-impl fmt::Display for Location {
+impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Location::Line(n) => write!(f, "line {n}"),
-            Location::Byte(n) => write!(f, "byte {n}"),
-            Location::Path(p) => write_escaped(f, p),
+            Place::Line(n) => write!(f, "line {n}"),
+            Place::Byte(n) => write!(f, "byte {n}"),
+            Place::Path(p) => write_escaped(f, p),
         }
     }
 }
@@ -69,8 +69,8 @@ pub struct Error {
     /// The input or output the error concerns (a path, or `-` for standard input).
     pub file: Option<String>,
     /// Where in `file` the error was found; `None` when the error concerns the file as a whole.
-    pub location: Option<Location>,
-    /// What was wrong or expected, without the file and location (the display adds them).
+    pub place: Option<Place>,
+    /// What was wrong or expected, without the file and place (the display adds them).
     pub message: String,
     /// What the user can do about it, when there is something to say.
     pub hint: Option<String>,
@@ -81,7 +81,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, file: None, location: None, message: message.into(), hint: None }
+        Error { kind, file: None, place: None, message: message.into(), hint: None }
     }
 
     /// Bad input: the data does not follow its format.
@@ -120,7 +120,7 @@ impl Error {
                 e = e.in_file(path);
             }
             if let Some(offset) = bz.offset {
-                e = e.at(Location::Byte(offset));
+                e = e.at(Place::Byte(offset));
             }
             if let Some(hint) = &bz.hint {
                 e = e.with_hint(hint.clone());
@@ -134,25 +134,25 @@ impl Error {
         Error { file: Some(path.into()), ..Self::new(kind, err.to_string()) }
     }
 
-    /// Sets where in the input the error was found, replacing any location set before.
-    pub fn at(mut self, location: Location) -> Self {
-        self.location = Some(location);
+    /// Sets where in the input the error was found, replacing any place set before.
+    pub fn at(mut self, place: Place) -> Self {
+        self.place = Some(place);
         self
     }
 
     /// Sets the 1-based line of a text format the error was found at.
     pub fn at_line(self, line: u64) -> Self {
-        self.at(Location::Line(line))
+        self.at(Place::Line(line))
     }
 
     /// Sets the byte offset (from the start of the decompressed input) the error was found at.
     pub fn at_byte(self, offset: u64) -> Self {
-        self.at(Location::Byte(offset))
+        self.at(Place::Byte(offset))
     }
 
     /// Sets the path into a JSON document the error was found at.
     pub fn at_path(self, path: impl Into<String>) -> Self {
-        self.at(Location::Path(path.into()))
+        self.at(Place::Path(path.into()))
     }
 
     /// Names the file, unless a more precise one was named already.
@@ -179,12 +179,12 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(file) = &self.file {
             write_escaped(f, file)?;
-            match &self.location {
-                Some(Location::Line(n)) => write!(f, ":{n}: ")?,
+            match &self.place {
+                Some(Place::Line(n)) => write!(f, ":{n}: ")?,
                 Some(loc) => write!(f, ": {loc}: ")?,
                 None => f.write_str(": ")?,
             }
-        } else if let Some(loc) = &self.location {
+        } else if let Some(loc) = &self.place {
             write!(f, "{loc}: ")?;
         }
         write_escaped(f, &self.message)?;
@@ -213,7 +213,7 @@ pub struct Finding {
     /// Whether the data stays usable (a warning) or breaks a rule of the format (a violation).
     pub severity: Severity,
     /// Where in the input the finding was made; `None` when it concerns the profile as a whole.
-    pub location: Option<Location>,
+    pub place: Option<Place>,
     /// What was noticed, in one sentence.
     pub message: String,
 }
@@ -224,7 +224,7 @@ impl fmt::Display for Finding {
             Severity::Warning => "warning",
             Severity::Violation => "violation",
         };
-        match &self.location {
+        match &self.place {
             Some(loc) => write!(f, "{word}: {loc}: ")?,
             None => write!(f, "{word}: ")?,
         }
@@ -241,17 +241,17 @@ pub struct Findings {
 
 impl Findings {
     /// Records a [`Severity::Warning`]: worth knowing, the data stays usable.
-    pub fn warn(&mut self, location: Option<Location>, message: impl Into<String>) {
-        self.push(Severity::Warning, location, message);
+    pub fn warn(&mut self, place: Option<Place>, message: impl Into<String>) {
+        self.push(Severity::Warning, place, message);
     }
 
     /// Records a [`Severity::Violation`]: a rule of the format is broken.
-    pub fn violation(&mut self, location: Option<Location>, message: impl Into<String>) {
-        self.push(Severity::Violation, location, message);
+    pub fn violation(&mut self, place: Option<Place>, message: impl Into<String>) {
+        self.push(Severity::Violation, place, message);
     }
 
-    fn push(&mut self, severity: Severity, location: Option<Location>, message: impl Into<String>) {
-        self.items.push(Finding { severity, location, message: message.into() });
+    fn push(&mut self, severity: Severity, place: Option<Place>, message: impl Into<String>) {
+        self.items.push(Finding { severity, place, message: message.into() });
     }
 
     /// Whether any finding is a violation (conversions refuse such input).
@@ -287,7 +287,7 @@ mod tests {
             .with_hint("x\u{85}y");
         assert_eq!(e.to_string(), "in\\x07.txt:3: unexpected 'a\\0b\\x1b[31m\\r'\n  hint: x\\x85y");
         let mut findings = Findings::default();
-        findings.warn(Some(Location::Path("A\0".into())), "b\tc");
+        findings.warn(Some(Place::Path("A\0".into())), "b\tc");
         assert_eq!(findings.items[0].to_string(), "warning: A\\0: b\\tc");
     }
 }

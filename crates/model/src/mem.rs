@@ -36,35 +36,6 @@ pub fn map_large_allocations_apart() {
     }
 }
 
-/// `dst.append(src)` for large lists, without holding all of `src` twice: its items are moved
-/// a megabyte at a time from its end, and `src` is shrunk after each move, which gives the
-/// moved megabyte back (a large vector is mapped on its own, and shrinking it unmaps its
-/// tail). The peak grows by about a megabyte instead of by `src`'s size.
-pub fn append_releasing<T>(dst: &mut Vec<T>, mut src: Vec<T>) {
-    let chunk = ((1 << 20) / std::mem::size_of::<T>().max(1)).max(1);
-    let (base, n) = (dst.len(), src.len());
-    dst.reserve(n);
-    let mut left = n;
-    while left > 0 {
-        let from = left.saturating_sub(chunk);
-        // SAFETY: `dst` has room for `n` items after `base`; items `from..left` of `src` are
-        // moved to their places there: copied, then no longer counted by `src`, so that they
-        // are dropped once, by `dst`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                src.as_ptr().add(from),
-                dst.as_mut_ptr().add(base + from),
-                left - from,
-            );
-            src.set_len(from);
-        }
-        src.shrink_to_fit();
-        left = from;
-    }
-    // SAFETY: every place from `base` to `base + n` was written above.
-    unsafe { dst.set_len(base + n) };
-}
-
 /// A file mapped into memory, read-only: its bytes without copying them, for readers that
 /// parse parts of a large file side by side.
 ///
@@ -180,30 +151,6 @@ mod tests {
         pages.release(49_000..60_000);
         PageReleaser::none().release(0..10);
         assert_eq!(&mapped[..], &bytes[..]);
-    }
-
-    /// Items of every kind (owned ones, whose drops count) move over in order, over chunk
-    /// boundaries, and each is dropped once.
-    #[test]
-    fn append_releasing_moves_every_item_in_order() {
-        for (kept, moved) in [(0, 0), (3, 0), (0, 5), (10, 40_000), (70_000, 130_001)] {
-            let mut dst: Vec<String> = (0..kept).map(|i| format!("a{i}")).collect();
-            let src: Vec<String> = (0..moved).map(|i| format!("b{i}")).collect();
-            let mut expected = dst.clone();
-            expected.extend(src.iter().cloned());
-            append_releasing(&mut dst, src);
-            assert_eq!(dst, expected, "{kept} + {moved}");
-        }
-        let counted = std::rc::Rc::new(());
-        let mut dst = vec![std::rc::Rc::clone(&counted)];
-        append_releasing(&mut dst, vec![std::rc::Rc::clone(&counted); 100_000]);
-        assert_eq!(std::rc::Rc::strong_count(&counted), 100_002);
-        drop(dst);
-        assert_eq!(std::rc::Rc::strong_count(&counted), 1);
-        // Plain numbers, as the halves of the block rebuild's walk are.
-        let mut dst: Vec<u64> = Vec::with_capacity(10);
-        append_releasing(&mut dst, (0..300_000).collect());
-        assert!(dst.iter().copied().eq(0..300_000));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use crate::callgraph::{self, CallGraph};
 use crate::names::{self, SymbolIndex};
-use cfghub_model::ir::{Event, FrameId, NodeRef, Process, Profile, Stack};
+use cfghub_model::ir::{Event, FrameId, NodeRef, Process, Profile, Stack, NO_INDEX};
 
 /// The event of stacks estimated from blocks alone: instructions executed
 /// (`num_instrs × count` of blocks).
@@ -300,7 +300,7 @@ impl Graphs {
 #[derive(Default)]
 struct Paths {
     /// The tree: the last function of each walked path, and the entry of the path it extends
-    /// ([`Paths::ROOT`] for none).
+    /// ([`NO_INDEX`] for none).
     function: Vec<u32>,
     parent: Vec<u32>,
     /// The entry of each path found (one that ends in a function with a cost of its own).
@@ -310,8 +310,6 @@ struct Paths {
 }
 
 impl Paths {
-    const ROOT: u32 = u32::MAX;
-
     /// Paths found.
     fn len(&self) -> usize {
         self.found.len()
@@ -339,7 +337,7 @@ impl Paths {
     fn nodes(&self, k: usize) -> Vec<u32> {
         let mut out = Vec::new();
         let mut at = self.found[k];
-        while at != Self::ROOT {
+        while at != NO_INDEX {
             out.push(self.function[at as usize]);
             at = self.parent[at as usize];
         }
@@ -379,7 +377,7 @@ impl Walk<'_> {
                         *slot += w;
                     }
                 }
-                self.visit(&mut vec![r], Paths::ROOT, flow);
+                self.visit(&mut vec![r], NO_INDEX, flow);
             }
             match (0..n as u32).find(|&v| !reached[v as usize]) {
                 Some(v) => roots = vec![v],

@@ -352,13 +352,13 @@ fn answer(
             // the function's own.
             function.file = match frames.first() {
                 Some(innermost) => {
-                    a.file = tables.string(innermost.location.file.clone());
-                    a.line = innermost.location.line;
-                    tables.string(outer.location.file)
+                    a.file = tables.string(innermost.position.file.clone());
+                    a.line = innermost.position.line;
+                    tables.string(outer.position.file)
                 }
                 None => {
-                    a.file = tables.string(outer.location.file);
-                    a.line = outer.location.line;
+                    a.file = tables.string(outer.position.file);
+                    a.line = outer.position.line;
                     a.file
                 }
             };
@@ -373,8 +373,8 @@ fn answer(
                 for f in frames {
                     let frame = ChainFrame {
                         function: tables.string(f.function),
-                        file: tables.string(f.location.file),
-                        line: f.location.line,
+                        file: tables.string(f.position.file),
+                        line: f.position.line,
                     };
                     tables.chain.push(frame);
                 }

@@ -231,111 +231,8 @@ pub fn symbolize(
     let mut refused_all = Vec::new();
     let mut notes = Notes { findings, others: Vec::new() };
     for &(p, i) in &todo {
-        let image = &profile.processes[p].images[i];
-        let name = profile.image_name(image);
-        let mut report =
-            ImageReport { pid: profile.processes[p].pid, image: name.clone(), ..ImageReport::default() };
-        let file = image.file.map(|f| profile.file_name(f).to_string());
-        let query = Query {
-            image: file.as_deref(),
-            paths: &options.paths,
-            sole: todo.len() == 1 && !for_named_image,
-            system_dirs: &options.system_dirs,
-            build_id: image.build_id.as_deref(),
-            build_id_caches: &options.build_id_caches,
-        };
-        let found = search::find(&query);
-        // An image `--symbols` was meant for gets every warning in full; the others (the
-        // libraries of a program whose binary was named) one line between them at the end.
-        let asked = query.sole || search::meant_for(&found, &query);
-        report.build_id = found.build_id.clone();
-        refused_all.extend(found.wrong_build.iter().chain(&found.refused).cloned());
-        for w in &found.wrong_build {
-            notes.findings.warn(
-                None,
-                format!("symbols for {name}: {w}: another build than the one profiled, whose names would be wrong"),
-            );
-        }
-        for m in &found.missing {
-            notes.say(asked, &name, m, "a dwz file it names is missing");
-        }
-        // Files refused for this image are worth a word only when it ends without DWARF: a
-        // file named for one image is refused by every other.
-        let refused = if asked { found.refused.clone() } else { Vec::new() };
-        let tell_refused = |notes: &mut Notes| {
-            for r in &refused {
-                notes.findings.warn(None, format!("symbols for {name}: {r}"));
-            }
-        };
-        if !found.any() {
-            let note = "no ELF file with symbols or DWARF found; addresses left as they are".to_string();
-            if file.as_deref().is_some_and(|f| f != "???") {
-                tell_refused(&mut notes);
-                let full = format!("{note} (name the binary or its debug file with --symbols)");
-                notes.say(asked, &name, &full, "no ELF file found");
-            }
-            report.note = Some(note);
-            reports.push(report);
-            continue;
-        }
-        let symbolizer = match Symbolizer::new(found) {
-            Ok(s) => s,
-            Err(e) => {
-                notes.say(true, &name, &e.to_string(), "");
-                report.note = Some(e.to_string());
-                reports.push(report);
-                continue;
-            }
-        };
-        report.debug_file = symbolizer.found.debug.as_ref().map(|p| p.display().to_string());
-        report.symbol_file = symbolizer.found.binary.as_ref().map(|p| p.display().to_string());
-        if let Some(e) = &symbolizer.dwarf_error {
-            notes.say(asked, &name, &format!("{e}; names from the symbol table only"), "unreadable DWARF");
-            report.debug_file = None;
-        } else if !symbolizer.has_dwarf() {
-            tell_refused(&mut notes);
-            let full = format!(
-                "no DWARF (.debug_info) in {}: names from the symbol table only, no source lines or inlined frames",
-                symbolizer.paths().join(", ")
-            );
-            notes.say(asked, &name, &full, "no DWARF");
-        }
-        if symbolizer.symbol_count() == 0 && !symbolizer.has_dwarf() {
-            let note = "neither a symbol table nor DWARF in the files found".to_string();
-            notes.say(asked, &name, &note, "neither symbols nor DWARF");
-            report.note = Some(note);
-            reports.push(report);
-            continue;
-        }
-        let Some(relocation) = symbolizer.relocation(kind, image.load_addr, image.file_offset) else {
-            let note = "the ELF file has no loadable segment to place the addresses by".to_string();
-            notes.say(asked, &name, &note, "no loadable segment");
-            report.note = Some(note);
-            reports.push(report);
-            continue;
-        };
-        fill_image(profile, p, i, &symbolizer, &relocation, options, &mut report);
-        let missing = symbolizer.missing_dwos();
-        if let Some(first) = missing.first() {
-            let full = format!(
-                "split DWARF: {} .dwo file(s) not found (the first: {first}): their code has no source \
-                 lines or inlined frames; keep the .dwo files where the build wrote them or beside the \
-                 binary, or pack them with `dwp -e BINARY`",
-                missing.len()
-            );
-            notes.say(asked, &name, &full, "split DWARF .dwo files not found");
-        }
-        if report.unnamed > 0 && report.unnamed == report.addresses {
-            let full = format!(
-                "none of its {} addresses is in a function of {}; is it the same build, and are the \
-                 addresses where the profile says the image was loaded?",
-                report.addresses,
-                symbolizer.paths().join(", ")
-            );
-            let short = format!("none of its {} addresses in a function", report.addresses);
-            notes.say(asked, &name, &full, &short);
-        }
-        reports.push(report);
+        let sole = todo.len() == 1 && !for_named_image;
+        reports.push(symbolize_image(profile, (p, i), kind, options, sole, &mut notes, &mut refused_all));
     }
     notes.finish();
     let helped = reports.iter().any(|r| r.addresses > r.unnamed);
@@ -350,6 +247,132 @@ pub fn symbolize(
         return Err(err);
     }
     Ok(reports)
+}
+
+/// Names what can be named in image `i` of process `p` from the debug information found for
+/// it, and reports what was found and done. `sole`: the image is the only one that needs names
+/// and no file named with `--symbols` is, by its name, an image the reader named already (see
+/// [`Query::sole`]). Warnings go to `notes`; the files refused (as another build, or for any
+/// other reason) are added to `refused_all`.
+fn symbolize_image(
+    profile: &mut Profile,
+    (p, i): (usize, usize),
+    kind: AddressKind,
+    options: &Options,
+    sole: bool,
+    notes: &mut Notes,
+    refused_all: &mut Vec<String>,
+) -> ImageReport {
+    let image = &profile.processes[p].images[i];
+    let name = profile.image_name(image);
+    let mut report =
+        ImageReport { pid: profile.processes[p].pid, image: name.clone(), ..ImageReport::default() };
+    let file = image.file.map(|f| profile.file_name(f).to_string());
+    let query = Query {
+        image: file.as_deref(),
+        paths: &options.paths,
+        sole,
+        system_dirs: &options.system_dirs,
+        build_id: image.build_id.as_deref(),
+        build_id_caches: &options.build_id_caches,
+    };
+    let found = search::find(&query);
+    // An image `--symbols` was meant for gets every warning in full; the others (the
+    // libraries of a program whose binary was named) one line between them at the end.
+    let asked = query.sole || search::meant_for(&found, &query);
+    report.build_id = found.build_id.clone();
+    refused_all.extend(found.wrong_build.iter().chain(&found.refused).cloned());
+    for w in &found.wrong_build {
+        notes.findings.warn(
+            None,
+            format!(
+                "symbols for {name}: {w}: another build than the one profiled, whose names would be wrong"
+            ),
+        );
+    }
+    for m in &found.missing {
+        notes.say(asked, &name, m, "a dwz file it names is missing");
+    }
+    // Files refused for this image are worth a word only when it ends without DWARF: a
+    // file named for one image is refused by every other.
+    let refused = if asked { found.refused.clone() } else { Vec::new() };
+    let tell_refused = |notes: &mut Notes| {
+        for r in &refused {
+            notes.findings.warn(None, format!("symbols for {name}: {r}"));
+        }
+    };
+    if !found.any() {
+        let note = "no ELF file with symbols or DWARF found; addresses left as they are".to_string();
+        if file.as_deref().is_some_and(|f| f != "???") {
+            tell_refused(notes);
+            let full = format!("{note} (name the binary or its debug file with --symbols)");
+            notes.say(asked, &name, &full, "no ELF file found");
+        }
+        report.note = Some(note);
+        return report;
+    }
+    let symbolizer = match Symbolizer::new(found) {
+        Ok(s) => s,
+        Err(e) => {
+            notes.say(true, &name, &e.to_string(), "");
+            report.note = Some(e.to_string());
+            return report;
+        }
+    };
+    report.debug_file = symbolizer.found.debug.as_ref().map(|p| p.display().to_string());
+    report.symbol_file = symbolizer.found.binary.as_ref().map(|p| p.display().to_string());
+    if let Some(e) = &symbolizer.dwarf_error {
+        notes.say(asked, &name, &format!("{e}; names from the symbol table only"), "unreadable DWARF");
+        report.debug_file = None;
+    } else if !symbolizer.has_dwarf() {
+        tell_refused(notes);
+        let full = format!(
+            "no DWARF (.debug_info) in {}: names from the symbol table only, no source lines or inlined frames",
+            symbolizer.paths().join(", ")
+        );
+        notes.say(asked, &name, &full, "no DWARF");
+    }
+    if symbolizer.symbol_count() == 0 && !symbolizer.has_dwarf() {
+        let note = "neither a symbol table nor DWARF in the files found".to_string();
+        notes.say(asked, &name, &note, "neither symbols nor DWARF");
+        report.note = Some(note);
+        return report;
+    }
+    let Some(relocation) = symbolizer.relocation(kind, image.load_addr, image.file_offset) else {
+        let note = "the ELF file has no loadable segment to place the addresses by".to_string();
+        notes.say(asked, &name, &note, "no loadable segment");
+        report.note = Some(note);
+        return report;
+    };
+    fill_image(profile, p, i, &symbolizer, &relocation, options, &mut report);
+    warn_unnamed(notes, asked, &name, &symbolizer, &report);
+    report
+}
+
+/// Warns of what the debug information found leaves unnamed in image `name`: code whose
+/// split DWARF `.dwo` files were not found, and every address, when none lies in a function
+/// of the files found.
+fn warn_unnamed(notes: &mut Notes, asked: bool, name: &str, symbolizer: &Symbolizer, report: &ImageReport) {
+    let missing = symbolizer.missing_dwos();
+    if let Some(first) = missing.first() {
+        let full = format!(
+            "split DWARF: {} .dwo file(s) not found (the first: {first}): their code has no source \
+             lines or inlined frames; keep the .dwo files where the build wrote them or beside the \
+             binary, or pack them with `dwp -e BINARY`",
+            missing.len()
+        );
+        notes.say(asked, name, &full, "split DWARF .dwo files not found");
+    }
+    if report.unnamed > 0 && report.unnamed == report.addresses {
+        let full = format!(
+            "none of its {} addresses is in a function of {}; is it the same build, and are the \
+             addresses where the profile says the image was loaded?",
+            report.addresses,
+            symbolizer.paths().join(", ")
+        );
+        let short = format!("none of its {} addresses in a function", report.addresses);
+        notes.say(asked, name, &full, &short);
+    }
 }
 
 /// Warnings of the pass: in full for the images `--symbols` was meant for, and for the others

@@ -42,7 +42,7 @@ pub type Reader = gimli::EndianSlice<'static, gimli::RunTimeEndian>;
 
 /// A source position.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Location {
+pub struct SourcePosition {
     /// The source file's path, as the debug information names it; `None` when unknown.
     pub file: Option<String>,
     /// The 1-based line; `None` when unknown.
@@ -58,7 +58,7 @@ pub struct Frame {
     pub function: Option<String>,
     /// Where this frame is at the address: the address's own line for the innermost frame,
     /// the call site of the next inner frame for the others.
-    pub location: Location,
+    pub position: SourcePosition,
 }
 
 /// A function symbol covering an address.
@@ -462,19 +462,19 @@ fn addressable(address: u64) -> bool {
 
 impl Lookup<'_> {
     /// The source position of a stated address (the line table's row), if DWARF says.
-    pub fn find_location(&self, address: u64) -> Result<Option<Location>> {
+    pub fn find_location(&self, address: u64) -> Result<Option<SourcePosition>> {
         let Some(ctx) = self.context.as_ref().filter(|_| addressable(address)) else { return Ok(None) };
         let loc = ctx.find_location(address).map_err(dwarf_error)?;
-        Ok(loc.map(|l| Location { file: l.file.map(str::to_string), line: l.line, column: l.column }))
+        Ok(loc.map(|l| SourcePosition { file: l.file.map(str::to_string), line: l.line, column: l.column }))
     }
 
     /// The line table's rows over `[start, end)`: (address, size, position) each.
-    pub fn find_location_range(&self, start: u64, end: u64) -> Result<Vec<(u64, u64, Location)>> {
+    pub fn find_location_range(&self, start: u64, end: u64) -> Result<Vec<(u64, u64, SourcePosition)>> {
         let Some(ctx) = &self.context else { return Ok(Vec::new()) };
         let rows = ctx.find_location_range(start, end).map_err(dwarf_error)?;
         Ok(rows
             .map(|(a, n, l)| {
-                (a, n, Location { file: l.file.map(str::to_string), line: l.line, column: l.column })
+                (a, n, SourcePosition { file: l.file.map(str::to_string), line: l.line, column: l.column })
             })
             .collect())
     }
@@ -510,11 +510,11 @@ impl Lookup<'_> {
                 }
                 None => None,
             };
-            let location = f
+            let position = f
                 .location
-                .map(|l| Location { file: l.file.map(str::to_string), line: l.line, column: l.column })
+                .map(|l| SourcePosition { file: l.file.map(str::to_string), line: l.line, column: l.column })
                 .unwrap_or_default();
-            frames.push(Frame { function, location });
+            frames.push(Frame { function, position });
             if frames.len() > 4096 {
                 break;
             }

@@ -102,18 +102,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 pub fn find(q: &Query) -> Found {
     let mut found = Found::default();
     let stated = q.build_id.and_then(unhex);
-    let mut own = q.image.map(Path::new).filter(|p| p.is_file()).and_then(|p| ElfFile::open(p).ok());
-    if let (Some(s), Some(o)) = (&stated, &own) {
-        if o.build_id().is_some_and(|id| id != s.as_slice()) {
-            found.refused.push(format!(
-                "{}: refused, its build id {} is not the {} the profile states",
-                o.path.display(),
-                hex(o.build_id().unwrap_or_default()),
-                hex(s)
-            ));
-            own = None;
-        }
-    }
+    let own = own_file(q, stated.as_deref(), &mut found.refused);
     let want: Option<&[u8]> = stated.as_deref().or_else(|| own.as_ref().and_then(|f| f.build_id()));
     found.build_id = want.map(hex);
     let base = q.image.and_then(|p| Path::new(p).file_name()).map(|n| n.to_string_lossy().into_owned());
@@ -129,20 +118,7 @@ pub fn find(q: &Query) -> Found {
             break;
         }
         if p.is_dir() {
-            let mut candidates = Vec::new();
-            if let Some(b) = &base {
-                candidates.push(p.join(b));
-                candidates.push(p.join(format!("{b}.debug")));
-            }
-            if let Some((xx, rest)) = &id_path {
-                candidates.push(p.join(".build-id").join(xx).join(rest));
-                candidates.push(p.join(xx).join(rest));
-            }
-            if let Some((name, _)) = &link {
-                candidates.push(p.join(name));
-                candidates.push(p.join(".debug").join(name));
-            }
-            for c in candidates {
+            for c in folder_candidates(p, base.as_deref(), id_path.as_ref(), link.as_ref()) {
                 if c.is_file() {
                     search.consider(&c, false, None);
                 }
@@ -177,13 +153,7 @@ pub fn find(q: &Query) -> Found {
         }
     }
     if let (Some((name, crc)), Some(own)) = (&link, own.as_ref()) {
-        let dir = own.path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let absolute = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-        let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
-        for sys in q.system_dirs {
-            candidates.push(sys.join(absolute.strip_prefix("/").unwrap_or(&absolute)).join(name));
-        }
-        for c in candidates {
+        for c in debuglink_candidates(&own.path, name, q.system_dirs) {
             // The link may name the binary itself (a file that links to itself is no help).
             if !search.done() && c.is_file() && c != own.path {
                 search.consider(&c, false, Some(*crc));
@@ -204,13 +174,74 @@ pub fn find(q: &Query) -> Found {
             found.sup = find_sup(&d, q, &mut found.refused, &mut found.missing);
         }
     }
-    found.dwp = [found.binary.as_ref(), found.debug.as_ref()].into_iter().flatten().find_map(|p| {
+    found.dwp = dwp_beside(&found);
+    found
+}
+
+/// The image's own file, when it is on this machine and reads as ELF; `None`, with a sentence
+/// in `refused`, when the profile states a build id (`stated`) and the file's is another.
+fn own_file(q: &Query, stated: Option<&[u8]>, refused: &mut Vec<String>) -> Option<ElfFile> {
+    let own = q.image.map(Path::new).filter(|p| p.is_file()).and_then(|p| ElfFile::open(p).ok());
+    if let (Some(s), Some(o)) = (stated, &own) {
+        if o.build_id().is_some_and(|id| id != s) {
+            refused.push(format!(
+                "{}: refused, its build id {} is not the {} the profile states",
+                o.path.display(),
+                hex(o.build_id().unwrap_or_default()),
+                hex(s)
+            ));
+            return None;
+        }
+    }
+    own
+}
+
+/// The files a `--symbols` folder may hold the image's debug information in: by the image's
+/// file name (`base`: `NAME`, `NAME.debug`), by build id (`id_path`: `.build-id/xx/yyyy.debug`,
+/// `xx/yyyy.debug`) and by the `.gnu_debuglink` name (`link`, also in `.debug/`).
+fn folder_candidates(
+    dir: &Path,
+    base: Option<&str>,
+    id_path: Option<&(String, String)>,
+    link: Option<&(String, u32)>,
+) -> Vec<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(b) = base {
+        candidates.push(dir.join(b));
+        candidates.push(dir.join(format!("{b}.debug")));
+    }
+    if let Some((xx, rest)) = id_path {
+        candidates.push(dir.join(".build-id").join(xx).join(rest));
+        candidates.push(dir.join(xx).join(rest));
+    }
+    if let Some((name, _)) = link {
+        candidates.push(dir.join(name));
+        candidates.push(dir.join(".debug").join(name));
+    }
+    candidates
+}
+
+/// Where the `.gnu_debuglink` file `name` of the image's own file (`own`) may be: beside it,
+/// in the `.debug/` folder beside it, and under each system folder of debug files
+/// (`system_dirs`) at the absolute path of its folder.
+fn debuglink_candidates(own: &Path, name: &str, system_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let dir = own.parent().map(Path::to_path_buf).unwrap_or_default();
+    let absolute = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
+    for sys in system_dirs {
+        candidates.push(sys.join(absolute.strip_prefix("/").unwrap_or(&absolute)).join(name));
+    }
+    candidates
+}
+
+/// The DWARF package of split DWARF: `FILE.dwp` beside the binary, else beside the debug file.
+fn dwp_beside(found: &Found) -> Option<PathBuf> {
+    [found.binary.as_ref(), found.debug.as_ref()].into_iter().flatten().find_map(|p| {
         let mut name = p.as_os_str().to_owned();
         name.push(".dwp");
         let dwp = PathBuf::from(name);
         dwp.is_file().then_some(dwp)
-    });
-    found
+    })
 }
 
 /// Whether the `--symbols` paths of `q` were meant for its image: one of them is a file named

@@ -6,8 +6,8 @@ use std::io::BufRead;
 use super::records::{fields, BinarySymbols};
 use super::Options;
 use crate::format::ReadOptions;
-use cfghub_analysis::branch_records::{BranchRecords, Location as At};
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_analysis::branch_records::{BranchRecords, CodeAddress as At};
+use cfghub_model::error::{self, Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{CostTable, Event, Image, Process, Profile, Symbol};
 
@@ -278,7 +278,7 @@ fn lay_out(parsed: &Parsed) -> Symbols {
 }
 
 fn at(pos: Pos, message: String) -> Error {
-    Error::input(format!("column {}: {message}", pos.column)).at(Location::Line(pos.line))
+    Error::input(format!("column {}: {message}", pos.column)).at(error::Place::Line(pos.line))
 }
 
 fn parse(input: &mut dyn BufRead) -> Result<Parsed> {
@@ -380,5 +380,5 @@ fn parse(input: &mut dyn BufRead) -> Result<Parsed> {
 fn shape(line: u64, fields: &[(usize, &str)], expected: &str) -> Error {
     let column = fields.get(fields.len().min(8)).or(fields.last()).map_or(1, |f| f.0);
     Error::input(format!("column {column}: expected {expected}, found {} fields", fields.len()))
-        .at(Location::Line(line))
+        .at(error::Place::Line(line))
 }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::format::{ReadOptions, WriteOptions};
-use cfghub_analysis::branch_records::{BranchRecords, Location as At};
+use cfghub_analysis::branch_records::{BranchRecords, CodeAddress as At};
 use cfghub_analysis::machine_code::{BinaryCode, FunctionCode};
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{Image, Process, Profile};
 
@@ -117,7 +117,7 @@ fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<Range>)> {
         }
         let fields = fields(text);
         let err = |column: usize, message: String| {
-            Error::input(format!("column {column}: {message}")).at(Location::Line(n))
+            Error::input(format!("column {column}: {message}")).at(Place::Line(n))
         };
         let addr = |k: usize| -> Result<u64> {
             let (col, s) = fields[k];

@@ -311,7 +311,7 @@ impl Reader {
     fn finish(mut self, findings: &mut Findings) -> Result<Profile> {
         if self.star_costs > 0 {
             findings.warn(
-                Some(cfghub_model::error::Location::Line(self.star_line)),
+                Some(cfghub_model::error::Place::Line(self.star_line)),
                 format!(
                     "{} cost line(s) hold '*' where a cost is expected (first here); read as KCachegrind \
                      does: the costs before it kept, it and those after it missing (zero)",
@@ -321,7 +321,7 @@ impl Reader {
         }
         for f in self.forwards.iter().filter(|f| !f.defined) {
             findings.warn(
-                Some(cfghub_model::error::Location::Line(f.line)),
+                Some(cfghub_model::error::Place::Line(f.line)),
                 format!(
                     "name id ({}) is used here but never defined in the {} names; kept as '({})'",
                     f.id,
@@ -342,7 +342,7 @@ impl Reader {
         }
         if self.jcnd_over > 0 {
             findings.warn(
-                Some(cfghub_model::error::Location::Line(self.jcnd_over_line)),
+                Some(cfghub_model::error::Place::Line(self.jcnd_over_line)),
                 format!(
                     "{} jcnd= line(s) say the jump was followed more often than executed (first here); \
                      read as always followed, without a fall-through",

@@ -69,15 +69,15 @@ pub fn read_bytes(data: &[u8], file: Option<String>) -> Result<Profile> {
 /// Where block `id` of the function `function` is defined in CSI metadata (section text or
 /// an object file): its line, as the reader's errors name lines. For messages about a function
 /// read already, so `None` when it cannot be found.
-pub fn block_location(data: &[u8], function: &str, id: u64) -> Option<cfghub_model::error::Location> {
+pub fn block_location(data: &[u8], function: &str, id: u64) -> Option<cfghub_model::error::Place> {
     if is_object_file(data) {
         let sections = elf::sections(data).ok()?;
         return sections.iter().find_map(|(kind, text)| {
             let line = read::block_line(text, function, id)?;
-            Some(cfghub_model::error::Location::Path(format!("section {}, line {line}", kind.name())))
+            Some(cfghub_model::error::Place::Path(format!("section {}, line {line}", kind.name())))
         });
     }
-    read::block_line(data, function, id).map(cfghub_model::error::Location::Line)
+    read::block_line(data, function, id).map(cfghub_model::error::Place::Line)
 }
 
 /// ELF, or Mach-O (either byte order, 32 or 64 bits).

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use cfghub_model::error::{Error, Location, Result};
+use cfghub_model::error::{self, Error, Result};
 use cfghub_model::ir::NO_INDEX;
 use cfghub_model::ir::{
     Block, BlockLines, BlockRef, Coverage, CoverageKind, CoverageSite, Edge, EdgeDetails, EdgeKind, Image,
@@ -59,10 +59,10 @@ struct Place<'a> {
 }
 
 impl Place<'_> {
-    fn at(&self, line: u64) -> Location {
+    fn at(&self, line: u64) -> error::Place {
         match self.section {
-            None => Location::Line(line),
-            Some(s) => Location::Path(format!("section {s}, line {line}")),
+            None => error::Place::Line(line),
+            Some(s) => error::Place::Path(format!("section {s}, line {line}")),
         }
     }
 

@@ -101,20 +101,7 @@ fn write_routine(
     let numbers = rp.numbers()?;
     let g = &rp.graph;
     let n = g.nodes as usize;
-    // Ids: the format's own ids of blocks, a fresh one for a virtual exit.
-    let mut ids: Vec<u64> = rp
-        .blocks
-        .iter()
-        .map(|b| match b {
-            Some(b) => {
-                image.lines_of(*b).and_then(|l| l.local_id).unwrap_or_else(|| image.blocks[*b as usize].id)
-            }
-            None => 0,
-        })
-        .collect();
-    if let Some(slot) = rp.blocks.iter().position(Option::is_none) {
-        ids[slot] = ids.iter().max().map_or(0, |m| m + 1);
-    }
+    let ids = node_ids(image, rp);
     // Out-edges per node, in edge order.
     let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut ends_path = vec![false; n];
@@ -124,33 +111,7 @@ fn write_routine(
             ends_path[e.source as usize] = true;
         }
     }
-    // Order: exit, entry, then breadth first.
-    let mut order = Vec::with_capacity(n);
-    let mut seen = vec![false; n];
-    seen[g.exit as usize] = true;
-    order.push(g.exit);
-    if !seen[g.entry as usize] {
-        seen[g.entry as usize] = true;
-        order.push(g.entry);
-    }
-    let mut i = 1;
-    while i < order.len() {
-        let v = order[i] as usize;
-        for &e in &out_edges[v] {
-            let t = g.edges[e].target;
-            if !seen[t as usize] {
-                seen[t as usize] = true;
-                order.push(t);
-            }
-        }
-        i += 1;
-        if i == order.len() {
-            if let Some(v) = seen.iter().position(|s| !s) {
-                seen[v] = true;
-                order.push(v as u32);
-            }
-        }
-    }
+    let order = node_order(rp, &out_edges);
     out.extend_from_slice(b"#\n");
     out.extend_from_slice(name.as_bytes());
     out.push(b'\n');
@@ -195,6 +156,59 @@ fn write_routine(
         }
     }
     Ok(())
+}
+
+/// Each node's id in the file: the format's own id of its block, a fresh one (past the
+/// largest) for a virtual exit.
+fn node_ids(image: &Image, rp: &RoutinePaths) -> Vec<u64> {
+    let mut ids: Vec<u64> = rp
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Some(b) => {
+                image.lines_of(*b).and_then(|l| l.local_id).unwrap_or_else(|| image.blocks[*b as usize].id)
+            }
+            None => 0,
+        })
+        .collect();
+    if let Some(slot) = rp.blocks.iter().position(Option::is_none) {
+        ids[slot] = ids.iter().max().map_or(0, |m| m + 1);
+    }
+    ids
+}
+
+/// The order nodes are written in: exit, entry, then breadth first over their out-edges
+/// (`out_edges`, in edge order), nodes not reached from there each starting a walk of its own.
+fn node_order(rp: &RoutinePaths, out_edges: &[Vec<usize>]) -> Vec<u32> {
+    let g = &rp.graph;
+    let n = g.nodes as usize;
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    seen[g.exit as usize] = true;
+    order.push(g.exit);
+    if !seen[g.entry as usize] {
+        seen[g.entry as usize] = true;
+        order.push(g.entry);
+    }
+    let mut i = 1;
+    while i < order.len() {
+        let v = order[i] as usize;
+        for &e in &out_edges[v] {
+            let t = g.edges[e].target;
+            if !seen[t as usize] {
+                seen[t as usize] = true;
+                order.push(t);
+            }
+        }
+        i += 1;
+        if i == order.len() {
+            if let Some(v) = seen.iter().position(|s| !s) {
+                seen[v] = true;
+                order.push(v as u32);
+            }
+        }
+    }
+    order
 }
 
 /// A block's line items: stated ones, else one line per instruction of the source lines its

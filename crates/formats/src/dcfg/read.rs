@@ -20,7 +20,7 @@ use std::io::BufRead;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::ir::{
     Block, BlockRef, Cost, Counts, Edge, EdgeKind, Event, FileId, Image, Loop, NodeRef, Process, Profile,
     Routine, SourceLine, Symbol,
@@ -1153,8 +1153,8 @@ impl Table for Costs {
 // ---------------------------------------------------------------------------------------------
 // Resolution
 
-fn path(s: String) -> Option<Location> {
-    Some(Location::Path(s))
+fn path(s: String) -> Option<Place> {
+    Some(Place::Path(s))
 }
 
 /// Turns raw tables into the model, reporting every unresolvable or duplicate id.
@@ -1346,69 +1346,9 @@ fn resolve_process(
         ..Process::default()
     };
 
-    for (i, earlier) in repeated_ids(rp.images.iter().map(|image| image.id)) {
-        findings.violation(
-            at(format!("IMAGES[{i}].IMAGE_ID")),
-            format!("IMAGE_ID {} is used twice (also IMAGES[{earlier}])", rp.images[i].id),
-        );
-    }
-    for (row, earlier) in repeated_ids(rp.edges.iter().map(|e| e.id)) {
-        findings.violation(
-            at(format!("EDGES row {}", row + 1)),
-            format!("EDGE_ID {} is used twice (also EDGES row {})", rp.edges[row].id, earlier + 1),
-        );
-    }
-    let (nodes, dups) = NodeIndex::new(&rp.images);
-    for (id, a, b) in dups {
-        findings.violation(
-            at(format!("IMAGES[{}].BASIC_BLOCKS row {}", b.image, b.block + 1)),
-            format!("NODE_ID {id} is used twice (also IMAGES[{}].BASIC_BLOCKS row {})", a.image, a.block + 1),
-        );
-    }
-    for (i, image) in rp.images.iter().enumerate() {
-        for (b, block) in image.blocks.iter().enumerate() {
-            if specials.iter().any(|(s, _)| *s == block.id) {
-                findings.violation(
-                    at(format!("IMAGES[{i}].BASIC_BLOCKS row {}", b + 1)),
-                    format!("NODE_ID {} is also a special node's id", block.id),
-                );
-            }
-        }
-    }
-
+    let nodes = index_nodes(&rp.images, &rp.edges, specials, &at, findings);
     for (i, ri) in rp.images.into_iter().enumerate() {
-        let mut image = Image {
-            id: ri.id,
-            load_addr: ri.load_addr,
-            size: Some(ri.size),
-            symbols: ri.symbols,
-            blocks: ri.blocks,
-            costs: ri.costs.into(),
-            ..Image::default()
-        };
-        if let Some(fid) = ri.file {
-            image.file = files.get(&fid).copied();
-            if image.file.is_none() {
-                findings.violation(
-                    at(format!("IMAGES[{i}].IMAGE_DATA.FILE_NAME_ID")),
-                    format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
-                );
-            }
-        }
-        image.source_lines = ri.source_lines;
-        for (row, (line, fid)) in image.source_lines.iter_mut().zip(ri.source_files).enumerate() {
-            line.file = files.get(&fid).copied();
-            if line.file.is_none() {
-                findings.violation(
-                    at(format!("IMAGES[{i}].SOURCE_DATA row {}", row + 1)),
-                    format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
-                );
-            }
-        }
-        if let Some(raw_routines) = ri.routines {
-            image.routines = Some(resolve_routines(i, raw_routines, &nodes, &at, findings));
-        }
-        process.images.push(image);
+        process.images.push(resolve_image(i, ri, files, &nodes, &at, findings));
     }
 
     let resolved: Vec<Option<EdgeKind>> = rp.kind_ids.iter().map(|id| kinds.get(id).copied()).collect();
@@ -1446,11 +1386,96 @@ fn resolve_process(
     process
 }
 
+/// The blocks of a process's images by node id, reporting every id used twice (an image's,
+/// an edge's, a block's) and every block id that is also a special node's.
+fn index_nodes(
+    images: &[RawImage],
+    edges: &[Edge],
+    specials: &[(u64, NodeRef)],
+    at: &dyn Fn(String) -> Option<Place>,
+    findings: &mut Findings,
+) -> NodeIndex {
+    for (i, earlier) in repeated_ids(images.iter().map(|image| image.id)) {
+        findings.violation(
+            at(format!("IMAGES[{i}].IMAGE_ID")),
+            format!("IMAGE_ID {} is used twice (also IMAGES[{earlier}])", images[i].id),
+        );
+    }
+    for (row, earlier) in repeated_ids(edges.iter().map(|e| e.id)) {
+        findings.violation(
+            at(format!("EDGES row {}", row + 1)),
+            format!("EDGE_ID {} is used twice (also EDGES row {})", edges[row].id, earlier + 1),
+        );
+    }
+    let (nodes, dups) = NodeIndex::new(images);
+    for (id, a, b) in dups {
+        findings.violation(
+            at(format!("IMAGES[{}].BASIC_BLOCKS row {}", b.image, b.block + 1)),
+            format!("NODE_ID {id} is used twice (also IMAGES[{}].BASIC_BLOCKS row {})", a.image, a.block + 1),
+        );
+    }
+    for (i, image) in images.iter().enumerate() {
+        for (b, block) in image.blocks.iter().enumerate() {
+            if specials.iter().any(|(s, _)| *s == block.id) {
+                findings.violation(
+                    at(format!("IMAGES[{i}].BASIC_BLOCKS row {}", b + 1)),
+                    format!("NODE_ID {} is also a special node's id", block.id),
+                );
+            }
+        }
+    }
+    nodes
+}
+
+/// Image `i` of a process in the model: its file names resolved (`files`: FILE_NAME_ID ->
+/// file) and its routines' node ids (`nodes`), each unknown id reported.
+fn resolve_image(
+    i: usize,
+    ri: RawImage,
+    files: &HashMap<u64, FileId>,
+    nodes: &NodeIndex,
+    at: &dyn Fn(String) -> Option<Place>,
+    findings: &mut Findings,
+) -> Image {
+    let mut image = Image {
+        id: ri.id,
+        load_addr: ri.load_addr,
+        size: Some(ri.size),
+        symbols: ri.symbols,
+        blocks: ri.blocks,
+        costs: ri.costs.into(),
+        ..Image::default()
+    };
+    if let Some(fid) = ri.file {
+        image.file = files.get(&fid).copied();
+        if image.file.is_none() {
+            findings.violation(
+                at(format!("IMAGES[{i}].IMAGE_DATA.FILE_NAME_ID")),
+                format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
+            );
+        }
+    }
+    image.source_lines = ri.source_lines;
+    for (row, (line, fid)) in image.source_lines.iter_mut().zip(ri.source_files).enumerate() {
+        line.file = files.get(&fid).copied();
+        if line.file.is_none() {
+            findings.violation(
+                at(format!("IMAGES[{i}].SOURCE_DATA row {}", row + 1)),
+                format!("FILE_NAME_ID {fid} is not in FILE_NAMES"),
+            );
+        }
+    }
+    if let Some(raw_routines) = ri.routines {
+        image.routines = Some(resolve_routines(i, raw_routines, nodes, at, findings));
+    }
+    image
+}
+
 fn resolve_routines(
     i: usize,
     raw_routines: Vec<RawRoutine>,
     nodes: &NodeIndex,
-    at: &dyn Fn(String) -> Option<Location>,
+    at: &dyn Fn(String) -> Option<Place>,
     findings: &mut Findings,
 ) -> Vec<Routine> {
     let mut routines = Vec::with_capacity(raw_routines.len());
@@ -1548,7 +1573,7 @@ mod tests {
         let v: Vec<_> = f.violations().collect();
         assert_eq!(v.len(), 1);
         assert!(v[0].message.contains("TARGET_NODE_ID 99"), "{:?}", v[0]);
-        assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 1".into())));
+        assert_eq!(v[0].place, Some(Place::Path("PROCESSES[0].EDGES row 1".into())));
     }
 
     #[test]
@@ -1563,7 +1588,7 @@ mod tests {
         let v: Vec<_> = f.violations().collect();
         assert_eq!(v.len(), 1);
         assert!(v[0].message.contains("EDGE_TYPE_ID 5 is not in EDGE_TYPES"), "{:?}", v[0]);
-        assert_eq!(v[0].location, Some(Location::Path("PROCESSES[0].EDGES row 4".into())));
+        assert_eq!(v[0].place, Some(Place::Path("PROCESSES[0].EDGES row 4".into())));
 
         let rows: Vec<String> = (0..=65_536u64).map(|k| format!("[{k}, 1, 1, {}, [1]]", 100 + k)).collect();
         let text = format!(

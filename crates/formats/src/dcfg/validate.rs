@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use cfghub_analysis::executions;
-use cfghub_model::error::{Findings, Location};
+use cfghub_model::error::{Findings, Place};
 use cfghub_model::ir::{EdgeKind, Image, NodeRef, Process, Profile, Routine};
 
 /// Largest id the spec allows (ids are 1..=0x7fffffff).
@@ -24,15 +24,21 @@ pub fn check(profile: &Profile) -> Findings {
     f
 }
 
-fn loc(s: String) -> Option<Location> {
-    Some(Location::Path(s))
+fn loc(s: String) -> Option<Place> {
+    Some(Place::Path(s))
 }
 
 fn check_process(p: usize, process: &Process, f: &mut Findings) {
     let at = |rest: &str| loc(format!("PROCESSES[{p}]{rest}"));
-    let threads = process.thread_instr_counts.len();
+    check_instr_counts(process, &at, f);
+    check_ids(process, &at, f);
+    check_blocks(p, process, &at, f);
+}
 
-    // Instruction counts.
+/// Instruction counts: the process's total against its threads' and against its blocks'
+/// instructions times their counts.
+fn check_instr_counts(process: &Process, at: &dyn Fn(&str) -> Option<Place>, f: &mut Findings) {
+    let threads = process.thread_instr_counts.len();
     if let Some(total) = process.instr_count {
         if threads > 0 {
             let sum: u64 = process.thread_instr_counts.iter().sum();
@@ -58,8 +64,12 @@ fn check_process(p: usize, process: &Process, f: &mut Findings) {
             );
         }
     }
+}
 
-    // Ids.
+/// Ids: blocks' and edges' ids within the spec's range, edge ids used once; and each edge's
+/// per-thread counts and its ENTRY or EXIT end.
+fn check_ids(process: &Process, at: &dyn Fn(&str) -> Option<Place>, f: &mut Findings) {
+    let threads = process.thread_instr_counts.len();
     for (i, image) in process.images.iter().enumerate() {
         for (b, block) in image.blocks.iter().enumerate() {
             if block.id == 0 || block.id > MAX_SPEC_ID {
@@ -98,8 +108,11 @@ fn check_process(p: usize, process: &Process, f: &mut Findings) {
             _ => {}
         }
     }
+}
 
-    // Blocks inside their image, and block counts against their incoming edges.
+/// Blocks inside their image, and block counts against their incoming edges; then the
+/// routines of each image (process `p`).
+fn check_blocks(p: usize, process: &Process, at: &dyn Fn(&str) -> Option<Place>, f: &mut Findings) {
     let incoming = incoming_totals(process);
     for (i, image) in process.images.iter().enumerate() {
         for (b, block) in image.blocks.iter().enumerate() {
@@ -232,7 +245,7 @@ fn check_idoms(
     routine: &Routine,
     members: &HashSet<u32>,
     id: &dyn Fn(u32) -> u64,
-    at: &dyn Fn(&str) -> Option<Location>,
+    at: &dyn Fn(&str) -> Option<Place>,
     f: &mut Findings,
 ) {
     if routine.idoms.is_empty() {
@@ -284,7 +297,7 @@ fn check_loops(
     routine: &Routine,
     members: &HashSet<u32>,
     id: &dyn Fn(u32) -> u64,
-    at: &dyn Fn(&str) -> Option<Location>,
+    at: &dyn Fn(&str) -> Option<Place>,
     f: &mut Findings,
 ) {
     let heads: HashMap<u32, &cfghub_model::ir::Loop> = routine.loops.iter().map(|l| (l.head, l)).collect();

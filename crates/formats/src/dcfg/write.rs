@@ -292,7 +292,34 @@ fn write_process(
     let writable = || p.edges.iter().filter_map(|e| Some((node_id(e.source)?, node_id(e.target)?, e)));
     let count = writable().count();
     let mut edges = writable();
-    let dropped = p.edges.len() - count;
+    warn_left_out(p, p.edges.len() - count, findings);
+    let renumber = !edge_ids_usable(p);
+    if renumber {
+        findings.warn(
+            None,
+            format!("process {}: edge ids were missing or repeated; edges were numbered 1..n", p.pid),
+        );
+    }
+    table(
+        w,
+        ind + 2,
+        &["EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD"],
+        count,
+        |w, k| {
+            // `count` rows: one per writable edge.
+            let Some((src, dst, e)) = edges.next() else { return Ok(()) };
+            write_edge_row(w, if renumber { k as u64 + 1 } else { e.id }, src, dst, e, threads);
+            Ok(())
+        },
+    )?;
+    w.nl(ind)?;
+    w.s("}")?;
+    Ok(())
+}
+
+/// Warns of what process `p` holds that DCFG has no place for: the `dropped` edges between
+/// functions rather than blocks, calls' inclusive costs, call stacks.
+fn warn_left_out(p: &Process, dropped: usize, findings: &mut Findings) {
     if dropped > 0 {
         findings.warn(
             None,
@@ -315,40 +342,25 @@ fn write_process(
             ),
         );
     }
-    let renumber = !edge_ids_usable(p);
-    if renumber {
-        findings.warn(
-            None,
-            format!("process {}: edge ids were missing or repeated; edges were numbered 1..n", p.pid),
-        );
-    }
-    table(
-        w,
-        ind + 2,
-        &["EDGE_ID", "SOURCE_NODE_ID", "TARGET_NODE_ID", "EDGE_TYPE_ID", "COUNT_PER_THREAD"],
-        count,
-        |w, k| {
-            // `count` rows: one per writable edge.
-            let Some((src, dst, e)) = edges.next() else { return Ok(()) };
-            w.int(if renumber { k as u64 + 1 } else { e.id });
-            c(w);
-            w.int(src);
-            c(w);
-            w.int(dst);
-            c(w);
-            let kind = EdgeKind::ALL.iter().position(|&k| k == e.kind).unwrap_or(0);
-            w.int(kind as u64 + 1);
-            c(w);
-            // Every edge lists all threads, so the array lengths agree across the table.
-            let mut counts = e.counts.clone();
-            counts.resize(threads.max(e.counts.len()), 0);
-            w.ints(counts);
-            Ok(())
-        },
-    )?;
-    w.nl(ind)?;
-    w.s("}")?;
-    Ok(())
+}
+
+/// Writes the row of the EDGES table for edge `e`, numbered `id`, from node `src` to node
+/// `dst`, its counts listed for all `threads` of the process.
+#[inline]
+fn write_edge_row(w: &mut JsonOut, id: u64, src: u64, dst: u64, e: &cfghub_model::ir::Edge, threads: usize) {
+    w.int(id);
+    c(w);
+    w.int(src);
+    c(w);
+    w.int(dst);
+    c(w);
+    let kind = EdgeKind::ALL.iter().position(|&k| k == e.kind).unwrap_or(0);
+    w.int(kind as u64 + 1);
+    c(w);
+    // Every edge lists all threads, so the array lengths agree across the table.
+    let mut counts = e.counts.clone();
+    counts.resize(threads.max(e.counts.len()), 0);
+    w.ints(counts);
 }
 
 /// Whether the edges' ids are all set and distinct: ids in increasing order (as readers

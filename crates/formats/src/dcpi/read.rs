@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::format::ReadOptions;
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{CostTable, Event, Image, Meta, Process, Profile};
 use cfghub_model::mem::PageReleaser;
@@ -146,7 +146,7 @@ pub fn parse_header(data: &[u8], findings: &mut Findings) -> Result<Header> {
             let header = finish(lines, seen, version, event, period, tstart, tsize, path, next)?;
             if header.body_start % 4 != 0 {
                 findings.warn(
-                    Some(Location::Byte(header.body_start as u64)),
+                    Some(Place::Byte(header.body_start as u64)),
                     "the binary body does not start at a multiple of 4 bytes (dcpiformat(4) asks writers to pad the header)",
                 );
             }
@@ -186,7 +186,7 @@ pub fn parse_header(data: &[u8], findings: &mut Findings) -> Result<Header> {
                 }
                 if v != (0, 6) && v != (0, 7) {
                     findings.warn(
-                        Some(Location::Byte((pos + value_start) as u64)),
+                        Some(Place::Byte((pos + value_start) as u64)),
                         format!(
                             "version {value}: only 0.06 and 0.07 are documented; reading the body as theirs"
                         ),
@@ -493,7 +493,7 @@ fn read_releasing(data: &[u8], step: u64, findings: &mut Findings, pages: PageRe
     let body = check_footer(data, layout, nonzero, sum)?;
     if body.total_samples as u64 != body.sum {
         findings.warn(
-            Some(Location::Byte((data.len() - 4) as u64)),
+            Some(Place::Byte((data.len() - 4) as u64)),
             "the samples add up to more than 2^32; the footer holds their sum modulo 2^32",
         );
     }

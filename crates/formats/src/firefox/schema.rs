@@ -16,6 +16,7 @@
 //! Columns hold `null` or `-1` where a value is absent; both are read as absent. Unknown keys
 //! are ignored.
 
+use cfghub_model::ir::NO_INDEX;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -59,19 +60,17 @@ pub type Column = Vec<Option<i64>>;
 pub struct Indices(Vec<u32>);
 
 impl Indices {
-    const ABSENT: u32 = u32::MAX;
-
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
     /// Row `i`'s index; `None` where it is absent or the column is shorter.
     pub fn get(&self, i: usize) -> Option<usize> {
-        self.0.get(i).copied().filter(|&v| v != Self::ABSENT).map(|v| v as usize)
+        self.0.get(i).copied().filter(|&v| v != NO_INDEX).map(|v| v as usize)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Option<usize>> + '_ {
-        self.0.iter().map(|&v| (v != Self::ABSENT).then_some(v as usize))
+        self.0.iter().map(|&v| (v != NO_INDEX).then_some(v as usize))
     }
 }
 
@@ -88,11 +87,11 @@ impl<'de> Deserialize<'de> for Indices {
                 while let Some(v) = seq.next_element::<Option<i64>>()? {
                     rows.push(match v {
                         Some(v) if v >= 0 => {
-                            u32::try_from(v).ok().filter(|&v| v != Indices::ABSENT).ok_or_else(|| {
+                            u32::try_from(v).ok().filter(|&v| v != NO_INDEX).ok_or_else(|| {
                                 de::Error::custom(format!("index {v} is beyond any table's rows"))
                             })?
                         }
-                        _ => Indices::ABSENT,
+                        _ => NO_INDEX,
                     });
                 }
                 Ok(Indices(rows))

@@ -24,18 +24,7 @@ pub fn write(
         stacks_for_writing(profile, options.event.as_deref(), findings, "folded stacks")?;
     let profile = stacks.profile();
     if options.event.is_none() && crate::folded_stacks::events_are_sample_types(profile) {
-        // Two count columns are a before/after pair to flame-graph tools: one sample type
-        // is written, the default one.
-        let written = cfghub_analysis::events::stated_default(profile);
-        let totals = cfghub_analysis::totals::event_totals(profile);
-        let name = &profile.events[written].name;
-        let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();
-        let why = format!(
-            "wrote '{name}' alone: folded stacks hold one measure, and flame-graph tools read two \
-             columns as a before/after pair; choose another with --event"
-        );
-        cfghub_analysis::totals::warn_left_out(findings, "folded", &totals, &kept, &why);
-        events = vec![written];
+        events = vec![default_sample_type(profile, findings)];
     }
     let err = write_error("folded output");
     for (key, value) in &profile.meta.headers {
@@ -43,20 +32,7 @@ pub fn write(
             writeln!(out, "# {value}").map_err(&err)?;
         }
     }
-    let names: Vec<String> = events
-        .iter()
-        .map(|&e| {
-            let name = &profile.events[e].name;
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                let fixed: String = name.split_whitespace().collect::<Vec<_>>().join("_");
-                let fixed = if fixed.is_empty() { format!("event{e}") } else { fixed };
-                findings.warn(None, format!("folded: event name '{name}' written as '{fixed}'"));
-                fixed
-            } else {
-                name.clone()
-            }
-        })
-        .collect();
+    let names = column_names(profile, &events, findings);
     if names.len() != 1 || names[0] != UNNAMED_COLUMN || first_line_is_ambiguous(&stacks) {
         writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
     }
@@ -88,16 +64,8 @@ pub fn write(
             }
             let start = line.len();
             stacks.push_name(f, &mut line);
-            let name = &mut line[start..];
-            if name.iter().any(|&b| b == b';' || b == b'\n' || b == b'\r') {
+            if replace_separators(&mut line[start..]) {
                 renamed += 1;
-                for b in name {
-                    match *b {
-                        b';' => *b = b':',
-                        b'\n' | b'\r' => *b = b' ',
-                        _ => {}
-                    }
-                }
             }
         }
         for &e in &events {
@@ -124,6 +92,58 @@ pub fn write(
         );
     }
     Ok(())
+}
+
+/// The one sample type written when the events are sample types and none was chosen: the
+/// default one (two count columns are a before/after pair to flame-graph tools), with a
+/// warning of what is left out.
+fn default_sample_type(profile: &Profile, findings: &mut Findings) -> usize {
+    let written = cfghub_analysis::events::stated_default(profile);
+    let totals = cfghub_analysis::totals::event_totals(profile);
+    let name = &profile.events[written].name;
+    let kept: Vec<(String, f64)> = totals.iter().filter(|t| &t.0 == name).cloned().collect();
+    let why = format!(
+        "wrote '{name}' alone: folded stacks hold one measure, and flame-graph tools read two \
+         columns as a before/after pair; choose another with --event"
+    );
+    cfghub_analysis::totals::warn_left_out(findings, "folded", &totals, &kept, &why);
+    written
+}
+
+/// The name of each written event's count column: its name, white space replaced by `_`
+/// (`eventN` when nothing is left), with a warning for each name changed.
+fn column_names(profile: &Profile, events: &[usize], findings: &mut Findings) -> Vec<String> {
+    events
+        .iter()
+        .map(|&e| {
+            let name = &profile.events[e].name;
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                let fixed: String = name.split_whitespace().collect::<Vec<_>>().join("_");
+                let fixed = if fixed.is_empty() { format!("event{e}") } else { fixed };
+                findings.warn(None, format!("folded: event name '{name}' written as '{fixed}'"));
+                fixed
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
+}
+
+/// Replaces the `;` of a frame name written into a line by `:` and its line breaks by ` `
+/// (they would end the frame or the line); whether there were any.
+#[inline]
+fn replace_separators(name: &mut [u8]) -> bool {
+    if !name.iter().any(|&b| b == b';' || b == b'\n' || b == b'\r') {
+        return false;
+    }
+    for b in name {
+        match *b {
+            b';' => *b = b':',
+            b'\n' | b'\r' => *b = b' ',
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Whether a reader would take the end of the first stack's leaf frame for a count column

@@ -17,7 +17,7 @@ use std::io::BufRead;
 use memchr::{memchr_iter, memrchr2};
 use rustc_hash::FxHashMap;
 
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::ir::{Event, FrameId, Process, Profile, Stack};
 
 /// The key of a comment line kept in [`cfghub_model::ir::Meta::headers`]; the writer puts them back.
@@ -235,7 +235,7 @@ impl Parser {
                 if !self.warned_utf8 {
                     self.warned_utf8 = true;
                     findings.warn(
-                        Some(Location::Line(line_no)),
+                        Some(Place::Line(line_no)),
                         "frame names that are not UTF-8 were read with U+FFFD for the bad bytes",
                     );
                 }
@@ -381,9 +381,9 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = parse("a 1\nb x\n").unwrap_err();
-        assert_eq!(e.location, Some(Location::Line(2)));
+        assert_eq!(e.place, Some(Place::Line(2)));
         let e = parse("a 1 2\nb 3\n").unwrap_err();
-        assert_eq!(e.location, Some(Location::Line(2)));
+        assert_eq!(e.place, Some(Place::Line(2)));
         assert!(parse("justaword\n").is_err());
         assert!(parse("a -3\n").is_err());
         assert!(parse("# events:\na 1\n").is_err());
@@ -399,7 +399,7 @@ mod tests {
         }
         let err =
             read(&mut std::io::BufReader::with_capacity(4, &b"a 1\nb 2\nc\n"[..]), &mut Findings::default());
-        assert_eq!(err.unwrap_err().location, Some(Location::Line(3)));
+        assert_eq!(err.unwrap_err().place, Some(Place::Line(3)));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use super::data::records::BranchTotals;
 use super::data::sample::Branch;
-use cfghub_analysis::branch_records::{BranchRecords, Location};
+use cfghub_analysis::branch_records::{BranchRecords, CodeAddress};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{Image, Process, Profile};
 
@@ -79,7 +79,7 @@ pub fn read(text: &[u8], findings: &mut Findings) -> Result<Profile> {
         if any_kernel {
             process.images.push(Image { id: 1, file: Some(kernel), ..Image::default() });
         }
-        let at = |a: u64| Location::new(u32::from(a >= KERNEL_START), a);
+        let at = |a: u64| CodeAddress::new(u32::from(a >= KERNEL_START), a);
         let mut branches = BranchRecords::new();
         for (&(from, to), &(count, mispredicts)) in &totals.taken {
             branches.add_taken(at(from), at(to), count, mispredicts);

@@ -597,15 +597,7 @@ fn read_with_early(
     refuse_legacy(bytes)?;
     let t = top(bytes)?;
     let strings = Strings { bytes, offsets: t.strings.clone() };
-    match strings.raw(0) {
-        None => {
-            return Err(bad(0, "Profile: no string table (string_table[0] must be the empty string)".into()))
-        }
-        Some(b) if !b.is_empty() => {
-            return Err(bad(t.strings[0], "string_table[0]: not the empty string".into()));
-        }
-        _ => {}
-    }
+    check_empty_first_string(&strings, &t)?;
     let mut profile = Profile::default();
     read_headers(&mut profile, &t, &strings, findings)?;
 
@@ -614,47 +606,12 @@ fn read_with_early(
 
     // Functions become frames (by name) with their sources.
     let function_ids = IdMap::new(t.functions.iter().map(|f| (f.id, f.at)), "function")?;
-    let mut function_frame: Vec<FrameId> = Vec::with_capacity(t.functions.len());
-    for (i, f) in t.functions.iter().enumerate() {
-        let name = strings.get(f.name, f.at, || format!("function[{i}].name"))?;
-        let system = strings.get(f.system_name, f.at, || format!("function[{i}].system_name"))?;
-        let file = strings.opt(f.filename, f.at, || format!("function[{i}].filename"))?;
-        let shown = if name.is_empty() { &system } else { &name };
-        let frame = profile.frames.intern(shown);
-        if frame as usize == profile.frame_sources.len() {
-            profile.frame_sources.push(FrameSource {
-                file: file.map(|f| profile.files.intern(&f)),
-                line: u32::try_from(f.start_line).ok().filter(|&l| l > 0),
-                system_name: (!system.is_empty() && system != *shown).then(|| system.to_string()),
-                address: None,
-            });
-        }
-        function_frame.push(frame);
-    }
+    let function_frame = function_frames(&mut profile, &t, &strings)?;
 
     // Locations become runs of frames, root first (a Location's last line is the caller).
     let location_ids = IdMap::new(t.locations.iter().map(|l| (l.id, l.at)), "location")?;
-    let mut location_frames: Vec<FrameId> = Vec::new();
-    let mut location_run: Vec<(u32, u32)> = Vec::with_capacity(t.locations.len());
-    for (i, l) in t.locations.iter().enumerate() {
-        let start = location_frames.len() as u32;
-        if l.mapping_id != 0 && mapping_ids.get(l.mapping_id).is_none() {
-            return Err(bad(
-                l.at,
-                format!("location[{i}].mapping_id: mapping id {} names no mapping", l.mapping_id),
-            ));
-        }
-        if l.lines.is_empty() {
-            location_frames.push(address_frame(&mut profile, l, &mapping_ids));
-        }
-        for (j, &fid) in l.lines.iter().enumerate().rev() {
-            let f = function_ids.get(fid).ok_or_else(|| {
-                bad(l.at, format!("location[{i}].line[{j}]: function id {fid} names no function"))
-            })?;
-            location_frames.push(function_frame[f as usize]);
-        }
-        location_run.push((start, location_frames.len() as u32 - start));
-    }
+    let LocationFrames { frames: location_frames, runs: location_run } =
+        location_frames(&mut profile, &t, &mapping_ids, &function_ids, &function_frame)?;
     // Sources not known for any frame say nothing: leave the table empty.
     while profile.frame_sources.last().is_some_and(|s| *s == FrameSource::default()) {
         profile.frame_sources.pop();
@@ -719,6 +676,80 @@ fn read_with_early(
     processes[0].images = images;
     profile.processes = processes;
     Ok(profile)
+}
+
+/// Refuses a string table whose first string is missing or not the empty string.
+fn check_empty_first_string(strings: &Strings, t: &Top) -> Result<()> {
+    match strings.raw(0) {
+        None => Err(bad(0, "Profile: no string table (string_table[0] must be the empty string)".into())),
+        Some(b) if !b.is_empty() => Err(bad(t.strings[0], "string_table[0]: not the empty string".into())),
+        _ => Ok(()),
+    }
+}
+
+/// The frame of each function (by its name, else its system name), in the order of the
+/// functions; a new frame gets the function's source file, start line and system name.
+fn function_frames(profile: &mut Profile, t: &Top, strings: &Strings) -> Result<Vec<FrameId>> {
+    let mut function_frame: Vec<FrameId> = Vec::with_capacity(t.functions.len());
+    for (i, f) in t.functions.iter().enumerate() {
+        let name = strings.get(f.name, f.at, || format!("function[{i}].name"))?;
+        let system = strings.get(f.system_name, f.at, || format!("function[{i}].system_name"))?;
+        let file = strings.opt(f.filename, f.at, || format!("function[{i}].filename"))?;
+        let shown = if name.is_empty() { &system } else { &name };
+        let frame = profile.frames.intern(shown);
+        if frame as usize == profile.frame_sources.len() {
+            profile.frame_sources.push(FrameSource {
+                file: file.map(|f| profile.files.intern(&f)),
+                line: u32::try_from(f.start_line).ok().filter(|&l| l > 0),
+                system_name: (!system.is_empty() && system != *shown).then(|| system.to_string()),
+                address: None,
+            });
+        }
+        function_frame.push(frame);
+    }
+    Ok(function_frame)
+}
+
+/// The frames of every location, root first (a location's last line is the caller).
+struct LocationFrames {
+    /// The frames of all locations one after another.
+    frames: Vec<FrameId>,
+    /// Each location's run of frames: (start, length) in `frames`.
+    runs: Vec<(u32, u32)>,
+}
+
+/// The frames of each location (see [`LocationFrames`]): a frame per line, from the frame of
+/// its function (`function_frame`, by the positions `function_ids` gives); a location without
+/// lines is one frame for its address.
+fn location_frames(
+    profile: &mut Profile,
+    t: &Top,
+    mapping_ids: &IdMap,
+    function_ids: &IdMap,
+    function_frame: &[FrameId],
+) -> Result<LocationFrames> {
+    let mut location_frames: Vec<FrameId> = Vec::new();
+    let mut location_run: Vec<(u32, u32)> = Vec::with_capacity(t.locations.len());
+    for (i, l) in t.locations.iter().enumerate() {
+        let start = location_frames.len() as u32;
+        if l.mapping_id != 0 && mapping_ids.get(l.mapping_id).is_none() {
+            return Err(bad(
+                l.at,
+                format!("location[{i}].mapping_id: mapping id {} names no mapping", l.mapping_id),
+            ));
+        }
+        if l.lines.is_empty() {
+            location_frames.push(address_frame(profile, l, mapping_ids));
+        }
+        for (j, &fid) in l.lines.iter().enumerate().rev() {
+            let f = function_ids.get(fid).ok_or_else(|| {
+                bad(l.at, format!("location[{i}].line[{j}]: function id {fid} names no function"))
+            })?;
+            location_frames.push(function_frame[f as usize]);
+        }
+        location_run.push((start, location_frames.len() as u32 - start));
+    }
+    Ok(LocationFrames { frames: location_frames, runs: location_run })
 }
 
 /// The samples of the first process by their leaf location: what the program was running when

@@ -233,7 +233,7 @@ mod tests {
         assert!(c.is_empty());
         let mut c = Cursor::new(&[0x80, 0x80], 7);
         let e = c.varint().unwrap_err();
-        assert_eq!(e.location, Some(cfghub_model::error::Location::Byte(7)));
+        assert_eq!(e.place, Some(cfghub_model::error::Place::Byte(7)));
         let mut c = Cursor::new(&[0x0a, 0x05, 1, 2], 0);
         let (f, w) = c.key().unwrap();
         assert_eq!((f, w), (1, LEN));

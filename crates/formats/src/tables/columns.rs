@@ -38,7 +38,7 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::types::{ColumnDescPtr, ColumnDescriptor};
 use rustc_hash::FxHashMap;
 
-use cfghub_model::error::{Error, Location, Result};
+use cfghub_model::error::{Error, Place, Result};
 
 use super::schema::{Kind, Spec};
 
@@ -676,9 +676,7 @@ impl ReadTable {
 }
 
 fn table_error(name: &str, file: &str, column: &str, row: usize, message: impl Into<String>) -> Error {
-    Error::input(message)
-        .in_file(file)
-        .at(Location::Path(format!("table {name}, column {column}, row {row}")))
+    Error::input(message).in_file(file).at(Place::Path(format!("table {name}, column {column}, row {row}")))
 }
 
 /// A table's file opened for reading: its columns checked against the schema, read a batch at

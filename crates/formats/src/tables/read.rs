@@ -505,7 +505,7 @@ fn edges(
     profile: &mut Profile,
     index: &Index,
     events: &HashMap<String, usize>,
-    [mut edges, mut counts, mut costs]: [TableReader; 3],
+    [mut edges, counts, costs]: [TableReader; 3],
 ) -> Result<()> {
     // Per process: edge identifier -> position.
     let mut ids: Vec<Ids> = (0..profile.processes.len()).map(|_| Ids::default()).collect();
@@ -542,22 +542,7 @@ fn edges(
                     format!("{threads} threads is more than the counts could fill"),
                 ));
             }
-            let site = if has_site.get(r) == Some(true) {
-                let offset = |c: &str| -> Result<Option<u64>> {
-                    match t.ints(c).get(r) {
-                        Some(o) if o > Site::MAX_OFFSET => Err(t.error(c, r, "offset out of range")),
-                        o => Ok(o),
-                    }
-                };
-                Some(Site::new(
-                    offset("source_offset")?,
-                    t.opt_u32("source_line", r)?,
-                    offset("target_offset")?,
-                    t.opt_u32("target_line", r)?,
-                ))
-            } else {
-                None
-            };
+            let site = if has_site.get(r) == Some(true) { Some(stated_site(&t, r)?) } else { None };
             let mut details = EdgeDetails::boxed(Vec::new(), site);
             if let (Some(increment), Some(weight), Some(back)) =
                 (increment.get(r), weight.get(r), back.get(r))
@@ -585,6 +570,29 @@ fn edges(
             profile.processes[p].edges.push(edge);
         }
     }
+    edge_counts(profile, index, &ids, counts)?;
+    inclusive_costs(profile, index, events, &ids, costs)
+}
+
+/// The call site that row `r` of the edges table states: the offsets and lines of both ends.
+fn stated_site(t: &ReadTable, r: usize) -> Result<Site> {
+    let offset = |c: &str| -> Result<Option<u64>> {
+        match t.ints(c).get(r) {
+            Some(o) if o > Site::MAX_OFFSET => Err(t.error(c, r, "offset out of range")),
+            o => Ok(o),
+        }
+    };
+    Ok(Site::new(
+        offset("source_offset")?,
+        t.opt_u32("source_line", r)?,
+        offset("target_offset")?,
+        t.opt_u32("target_line", r)?,
+    ))
+}
+
+/// Sets the edges' counts per thread from the edge counts table (`ids`: each process's edge
+/// identifiers).
+fn edge_counts(profile: &mut Profile, index: &Index, ids: &[Ids], mut counts: TableReader) -> Result<()> {
     while let Some(t) = counts.next()? {
         let (process, edge, thread, count) =
             (t.ints("process"), t.ints("edge"), t.ints("thread"), t.ints("count"));
@@ -602,6 +610,18 @@ fn edges(
             *slot = count.at(r);
         }
     }
+    Ok(())
+}
+
+/// Sets the calls' inclusive costs from the edge costs table (`ids`: each process's edge
+/// identifiers; `events`: event name -> position).
+fn inclusive_costs(
+    profile: &mut Profile,
+    index: &Index,
+    events: &HashMap<String, usize>,
+    ids: &[Ids],
+    mut costs: TableReader,
+) -> Result<()> {
     let mut inclusive: HashMap<(usize, u32), Vec<u64>> = HashMap::new();
     while let Some(t) = costs.next()? {
         for r in t.range() {

@@ -285,26 +285,23 @@ pub struct InlineFrame {
     /// Its name, demangled: an index into the image's [`Image::inline_names`], which holds
     /// each name once.
     pub name: u32,
-    /// Its file ([`FileId`]), or [`InlineFrame::NO_FILE`].
+    /// Its file ([`FileId`]), or [`NO_INDEX`].
     file: u32,
     line: Option<u32>,
 }
 
 impl InlineFrame {
-    /// No file.
-    const NO_FILE: u32 = u32::MAX;
-
     /// The frame of the function named `name` (an index into [`Image::inline_names`]), whose
     /// code at the address comes from `file` and `line`: its own file and line for the
     /// innermost frame, the call site inside it of the next inner frame otherwise.
     pub fn new(name: u32, file: Option<FileId>, line: Option<u32>) -> InlineFrame {
-        // A file table of 2^32 - 1 names is beyond what the model can hold: no id is NO_FILE.
-        InlineFrame { name, file: file.unwrap_or(Self::NO_FILE), line }
+        // A file table of 2^32 - 1 names is beyond what the model can hold: no id is NO_INDEX.
+        InlineFrame { name, file: file.unwrap_or(NO_INDEX), line }
     }
 
     /// Where its code at the address comes from (see [`InlineFrame::new`]).
     pub fn file(&self) -> Option<FileId> {
-        (self.file != Self::NO_FILE).then_some(self.file)
+        (self.file != NO_INDEX).then_some(self.file)
     }
 
     /// The source line its code at the address comes from (see [`InlineFrame::new`]), when known.

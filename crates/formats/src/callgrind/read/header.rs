@@ -27,7 +27,7 @@ pub(super) fn check_totals(
     computed.resize(stated.len(), 0);
     if stated != computed {
         findings.warn(
-            Some(cfghub_model::error::Location::Line(line_no)),
+            Some(cfghub_model::error::Place::Line(line_no)),
             format!("totals: {stated:?} differ from the sum of the cost lines {computed:?}"),
         );
     }
@@ -72,7 +72,7 @@ impl Reader {
                 let v = num("version:")?;
                 if v > 1 {
                     findings.warn(
-                        Some(cfghub_model::error::Location::Line(self.line_no)),
+                        Some(cfghub_model::error::Place::Line(self.line_no)),
                         format!("format version {v}: cfghub knows version 1 and reads on"),
                     );
                 }

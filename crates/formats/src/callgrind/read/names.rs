@@ -258,7 +258,7 @@ impl Reader {
                 if !self.warned_keys.iter().any(|k| k == key) {
                     self.warned_keys.push(key.to_vec());
                     findings.warn(
-                        Some(cfghub_model::error::Location::Line(self.line_no)),
+                        Some(cfghub_model::error::Place::Line(self.line_no)),
                         "'rcalls=' (an old Callgrind form) read as 'calls='",
                     );
                 }
@@ -268,7 +268,7 @@ impl Reader {
                 if !self.warned_keys.iter().any(|k| k == key) {
                     self.warned_keys.push(key.to_vec());
                     findings.warn(
-                        Some(cfghub_model::error::Location::Line(self.line_no)),
+                        Some(cfghub_model::error::Place::Line(self.line_no)),
                         format!(
                             "'{}=' lines are not part of Callgrind format 1 as cfghub reads it; ignored",
                             String::from_utf8_lossy(key)

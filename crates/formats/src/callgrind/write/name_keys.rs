@@ -13,14 +13,14 @@
 use std::collections::HashMap;
 
 use super::text::{put_num, Out};
-use cfghub_model::ir::{FileId, Profile};
+use cfghub_model::ir::{FileId, Profile, NO_INDEX};
 
 /// The key of the empty name, which is written without an id (`fn=`).
-pub(super) const NO_NAME: u32 = u32::MAX;
+pub(super) const NO_NAME: u32 = NO_INDEX;
 
 /// The key of the name [`NameTable::key_once`] was last given, which is written whole and not
 /// kept (`fn=app+0x1a4`).
-pub(super) const ONCE: u32 = u32::MAX - 1;
+pub(super) const ONCE: u32 = NO_INDEX - 1;
 
 /// The names of one namespace and their compressed ids.
 #[derive(Default)]

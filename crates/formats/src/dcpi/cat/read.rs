@@ -3,7 +3,7 @@
 use std::io::BufRead;
 
 use crate::dcpi::model::split_spec;
-use cfghub_model::error::{Error, Findings, Location, Result};
+use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::ir::{Cost, Event, Image, Process, Profile};
 
 fn is_space(b: u8) -> bool {
@@ -64,36 +64,8 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             }
             let start =
                 text_start.ok_or_else(|| at("an address line before the `text_start` line".into()))?;
-            let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
-            let addr_text = fields.next().unwrap_or_default();
-            let addr = std::str::from_utf8(addr_text).ok().and_then(parse_hex).ok_or_else(|| {
-                at(format!("expected a hexadecimal address, found {:?}", String::from_utf8_lossy(addr_text)))
-            })?;
-            if addr < start {
-                return Err(at(format!("address {addr:#x} lies before text_start {start:#x}")));
-            }
-            if let Some(prev) = last_addr {
-                if addr <= prev {
-                    return Err(at(format!(
-                        "address {addr:#x} does not come after {prev:#x} (addresses ascend)"
-                    )));
-                }
-            }
+            let (addr, values) = address_line(line, start, last_addr, profile.events.len(), &at)?;
             last_addr = Some(addr);
-            let n = profile.events.len();
-            let mut values = Vec::with_capacity(n);
-            for field in fields {
-                let v = parse_dec(field).ok_or_else(|| {
-                    at(format!("expected a sample count, found {:?}", String::from_utf8_lossy(field)))
-                })?;
-                values.push(v);
-            }
-            if values.len() != n {
-                return Err(at(format!(
-                    "{} sample column(s), but the header declares {n} event(s)",
-                    values.len()
-                )));
-            }
             for (s, v) in sums.iter_mut().zip(&values) {
                 *s = s.saturating_add(*v);
             }
@@ -121,13 +93,9 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
                 *slot = Some(v);
             }
             "event" => {
-                let (total, spec) = value
-                    .split_once([' ', '\t'])
-                    .and_then(|(t, s)| Some((parse_dec(t.as_bytes())?, s.trim_start_matches([' ', '\t']))))
-                    .filter(|(_, s)| !s.is_empty() && !s.contains([' ', '\t']))
-                    .ok_or_else(|| {
-                        at(format!("`event` expects `TOTAL NAME:PERIOD:FRACTION`, found {value:?}"))
-                    })?;
+                let (total, spec) = event_value(value).ok_or_else(|| {
+                    at(format!("`event` expects `TOTAL NAME:PERIOD:FRACTION`, found {value:?}"))
+                })?;
                 let name = split_spec(spec).map(|(n, _, _)| n).unwrap_or(spec);
                 if profile.event_index(name).is_some() {
                     return Err(at(format!("event '{name}' is declared twice")));
@@ -147,10 +115,69 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
     }
     let start = text_start
         .ok_or_else(|| Error::input("the dump has no `text_start` line").at_line(line_no.max(1)))?;
-    for (k, ((total, line), sum)) in stated.iter().zip(&sums).enumerate() {
+    warn_totals_differ(&profile, &stated, &sums, findings);
+    let file = path.as_deref().map(|p| profile.files.intern(p));
+    let image = Image { file, load_addr: start, size: text_size, costs: costs.into(), ..Image::default() };
+    profile.processes.push(Process { images: vec![image], ..Process::default() });
+    Ok(profile)
+}
+
+/// The address and the sample counts of an address line (`0xADDR COUNT...`): the address must
+/// lie at or after `text_start` (`start`) and after the previous line's (`last_addr`), and
+/// there must be one count per event (`events`). `at` makes an error at the line.
+#[inline]
+fn address_line(
+    line: &[u8],
+    start: u64,
+    last_addr: Option<u64>,
+    events: usize,
+    at: &impl Fn(String) -> Error,
+) -> Result<(u64, Vec<u64>)> {
+    let mut fields = line.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty());
+    let addr_text = fields.next().unwrap_or_default();
+    let addr = std::str::from_utf8(addr_text).ok().and_then(parse_hex).ok_or_else(|| {
+        at(format!("expected a hexadecimal address, found {:?}", String::from_utf8_lossy(addr_text)))
+    })?;
+    if addr < start {
+        return Err(at(format!("address {addr:#x} lies before text_start {start:#x}")));
+    }
+    if let Some(prev) = last_addr {
+        if addr <= prev {
+            return Err(at(format!("address {addr:#x} does not come after {prev:#x} (addresses ascend)")));
+        }
+    }
+    let mut values = Vec::with_capacity(events);
+    for field in fields {
+        let v = parse_dec(field).ok_or_else(|| {
+            at(format!("expected a sample count, found {:?}", String::from_utf8_lossy(field)))
+        })?;
+        values.push(v);
+    }
+    if values.len() != events {
+        return Err(at(format!(
+            "{} sample column(s), but the header declares {events} event(s)",
+            values.len()
+        )));
+    }
+    Ok((addr, values))
+}
+
+/// The total and the `NAME:PERIOD:FRACTION` of an `event` line's value (`TOTAL SPEC`, the spec
+/// without white space); `None` when it is not that.
+fn event_value(value: &str) -> Option<(u64, &str)> {
+    value
+        .split_once([' ', '\t'])
+        .and_then(|(t, s)| Some((parse_dec(t.as_bytes())?, s.trim_start_matches([' ', '\t']))))
+        .filter(|(_, s)| !s.is_empty() && !s.contains([' ', '\t']))
+}
+
+/// Warns of each event whose stated total (`stated`: total, line) is not what its address
+/// lines sum to (`sums`).
+fn warn_totals_differ(profile: &Profile, stated: &[(u64, u64)], sums: &[u64], findings: &mut Findings) {
+    for (k, ((total, line), sum)) in stated.iter().zip(sums).enumerate() {
         if total != sum {
             findings.warn(
-                Some(Location::Line(*line)),
+                Some(Place::Line(*line)),
                 format!(
                     "event '{}' states {total} samples, the address lines sum to {sum} (an excerpt?); the lines are kept",
                     profile.events[k].name
@@ -158,8 +185,4 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             );
         }
     }
-    let file = path.as_deref().map(|p| profile.files.intern(p));
-    let image = Image { file, load_addr: start, size: text_size, costs: costs.into(), ..Image::default() };
-    profile.processes.push(Process { images: vec![image], ..Process::default() });
-    Ok(profile)
 }

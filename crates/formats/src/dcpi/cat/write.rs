@@ -29,18 +29,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             ),
         );
     }
-    let mut totals = vec![0u64; n];
-    let mut last = None;
-    by_offset.try_for_each_address(
-        |_| true,
-        |offset, values| {
-            for (t, v) in totals.iter_mut().zip(values) {
-                *t = t.saturating_add(*v);
-            }
-            last = Some(offset);
-            Ok::<(), Error>(())
-        },
-    )?;
+    let (totals, last) = totals_and_last(&by_offset, n)?;
 
     let mut text = String::new();
     let mut line = |k: &str, v: &str| {
@@ -81,6 +70,46 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         );
     }
     line("text_size", &format!("{size:#014x}"));
+    event_lines(profile, &totals, &mut line, findings)?;
+    let written: Vec<(String, f64)> =
+        profile.events.iter().zip(&totals).map(|(e, &t)| (e.name.clone(), t as f64)).collect();
+    cfghub_analysis::totals::warn_left_out(
+        findings,
+        "dcpicat",
+        &cfghub_analysis::totals::event_totals(profile),
+        &written,
+        "a dump holds the samples at addresses of one image",
+    );
+    out.write_all(text.as_bytes()).map_err(io_err)?;
+    address_lines(out, &by_offset, image.load_addr, n)
+}
+
+/// Each of the `n` events' samples over every address, and the offset of the last address.
+fn totals_and_last(by_offset: &ByOffset, n: usize) -> Result<(Vec<u64>, Option<u64>)> {
+    let mut totals = vec![0u64; n];
+    let mut last = None;
+    by_offset.try_for_each_address(
+        |_| true,
+        |offset, values| {
+            for (t, v) in totals.iter_mut().zip(values) {
+                *t = t.saturating_add(*v);
+            }
+            last = Some(offset);
+            Ok::<(), Error>(())
+        },
+    )?;
+    Ok((totals, last))
+}
+
+/// The `event` lines: each event's total (`totals`) and `NAME:PERIOD:FRACTION`, a fraction of
+/// 10000 (monitored all the time) where none is known and the bare name where the period is
+/// not, with a warning for those. An event name with white space is refused.
+fn event_lines(
+    profile: &Profile,
+    totals: &[u64],
+    line: &mut impl FnMut(&str, &str),
+    findings: &mut Findings,
+) -> Result<()> {
     let mut guessed = Vec::new();
     let specs = event_specs(profile);
     for (e, spec) in specs.iter().enumerate() {
@@ -112,22 +141,18 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
             ),
         );
     }
-    let written: Vec<(String, f64)> =
-        profile.events.iter().zip(&totals).map(|(e, &t)| (e.name.clone(), t as f64)).collect();
-    cfghub_analysis::totals::warn_left_out(
-        findings,
-        "dcpicat",
-        &cfghub_analysis::totals::event_totals(profile),
-        &written,
-        "a dump holds the samples at addresses of one image",
-    );
-    out.write_all(text.as_bytes()).map_err(io_err)?;
+    Ok(())
+}
+
+/// Writes one line per address: the address (`load_addr` plus its offset) and its samples of
+/// each of the `n` events, equal addresses summed; written out about 60 KiB at a time.
+fn address_lines(out: &mut dyn Write, by_offset: &ByOffset, load_addr: u64, n: usize) -> Result<()> {
     let mut buf = String::with_capacity(64 * 1024);
     by_offset.try_for_each_address(
         |_| true,
         |offset, values| {
             use std::fmt::Write as _;
-            let _ = write!(buf, "{:#014x}", image.load_addr.wrapping_add(offset));
+            let _ = write!(buf, "{:#014x}", load_addr.wrapping_add(offset));
             for e in 0..n {
                 let _ = write!(buf, " {:>7}", values.get(e).copied().unwrap_or(0));
             }

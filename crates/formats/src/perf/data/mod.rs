@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::format::{Format, Needs, Weight};
-use cfghub_analysis::branch_records::{BranchRecords, Location};
+use cfghub_analysis::branch_records::{BranchRecords, CodeAddress};
 use cfghub_analysis::machine_code::{BinaryCode, FunctionCode};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::ir::{Cost, Event, Image, Process, Profile, Symbol};
@@ -427,7 +427,7 @@ fn add_branches(
     findings: &mut Findings,
 ) {
     let resolve = |address: u64| rec.resolve(pid, address);
-    let at = |(image, offset): (u32, u64)| Location::new(local[&image], offset);
+    let at = |(image, offset): (u32, u64)| CodeAddress::new(local[&image], offset);
     let mut branches = BranchRecords::new();
     for (&(from, to), &(count, mispredicts)) in &totals.taken {
         branches.add_taken(at(resolve(from)), at(resolve(to)), count, mispredicts);

@@ -9,7 +9,7 @@
 //! (the classic algorithm: insertion fixed up by recolouring and rotations, erasure replacing
 //! a node with two children by its in-order successor), keys equal to a node's going right.
 
-const NIL: u32 = u32::MAX;
+use cfghub_model::ir::NO_INDEX;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -29,7 +29,7 @@ pub struct RbTree {
 
 impl RbTree {
     pub fn new() -> RbTree {
-        RbTree { nodes: Vec::new(), root: NIL }
+        RbTree { nodes: Vec::new(), root: NO_INDEX }
     }
 
     #[cfg(test)]
@@ -38,33 +38,33 @@ impl RbTree {
     }
 
     pub fn root(&self) -> Option<u32> {
-        (self.root != NIL).then_some(self.root)
+        (self.root != NO_INDEX).then_some(self.root)
     }
 
     pub fn left(&self, node: u32) -> Option<u32> {
         let l = self.nodes[node as usize].left;
-        (l != NIL).then_some(l)
+        (l != NO_INDEX).then_some(l)
     }
 
     pub fn right(&self, node: u32) -> Option<u32> {
         let r = self.nodes[node as usize].right;
-        (r != NIL).then_some(r)
+        (r != NO_INDEX).then_some(r)
     }
 
     /// Inserts a node with `key` below the last node whose key it is not less than (so after
     /// the nodes of an equal key, in order), and returns its number.
     pub fn insert(&mut self, key: u64) -> u32 {
         let id = self.nodes.len() as u32;
-        let mut parent = NIL;
+        let mut parent = NO_INDEX;
         let mut at = self.root;
         let mut to_left = false;
-        while at != NIL {
+        while at != NO_INDEX {
             parent = at;
             to_left = key < self.n(at).key;
             at = if to_left { self.n(at).left } else { self.n(at).right };
         }
-        self.nodes.push(Node { key, left: NIL, right: NIL, parent, red: true });
-        if parent == NIL {
+        self.nodes.push(Node { key, left: NO_INDEX, right: NO_INDEX, parent, red: true });
+        if parent == NO_INDEX {
             self.root = id;
         } else if to_left {
             self.m(parent).left = id;
@@ -84,19 +84,19 @@ impl RbTree {
     }
 
     fn is_red(&self, i: u32) -> bool {
-        i != NIL && self.n(i).red
+        i != NO_INDEX && self.n(i).red
     }
 
     /// Puts `new` where `old` hangs from `parent` (or at the root).
     fn replace_child(&mut self, old: u32, new: u32, parent: u32) {
-        if parent == NIL {
+        if parent == NO_INDEX {
             self.root = new;
         } else if self.n(parent).left == old {
             self.m(parent).left = new;
         } else {
             self.m(parent).right = new;
         }
-        if new != NIL {
+        if new != NO_INDEX {
             self.m(new).parent = parent;
         }
     }
@@ -106,7 +106,7 @@ impl RbTree {
         let y = self.n(x).right;
         let inner = self.n(y).left;
         self.m(x).right = inner;
-        if inner != NIL {
+        if inner != NO_INDEX {
             self.m(inner).parent = x;
         }
         let parent = self.n(x).parent;
@@ -120,7 +120,7 @@ impl RbTree {
         let y = self.n(x).left;
         let inner = self.n(y).right;
         self.m(x).left = inner;
-        if inner != NIL {
+        if inner != NO_INDEX {
             self.m(inner).parent = x;
         }
         let parent = self.n(x).parent;
@@ -132,7 +132,7 @@ impl RbTree {
     fn insert_fixup(&mut self, mut node: u32) {
         loop {
             let mut parent = self.n(node).parent;
-            if parent == NIL {
+            if parent == NO_INDEX {
                 self.m(node).red = false;
                 return;
             }
@@ -175,19 +175,19 @@ impl RbTree {
         let Node { left, right, parent, red, .. } = *self.n(node);
         // The node whose parent loses a black node, when one does.
         let rebalance;
-        if left == NIL || right == NIL {
-            let child = if left == NIL { right } else { left };
+        if left == NO_INDEX || right == NO_INDEX {
+            let child = if left == NO_INDEX { right } else { left };
             self.replace_child(node, child, parent);
-            if child != NIL {
+            if child != NO_INDEX {
                 // A lone child is red: painted black, it makes up for the node.
                 self.m(child).red = false;
-                rebalance = NIL;
+                rebalance = NO_INDEX;
             } else {
-                rebalance = if red { NIL } else { parent };
+                rebalance = if red { NO_INDEX } else { parent };
             }
         } else {
             let mut successor = right;
-            while self.n(successor).left != NIL {
+            while self.n(successor).left != NO_INDEX {
                 successor = self.n(successor).left;
             }
             let successor_red = self.n(successor).red;
@@ -198,7 +198,7 @@ impl RbTree {
             } else {
                 fixup_parent = self.n(successor).parent;
                 self.m(fixup_parent).left = child;
-                if child != NIL {
+                if child != NO_INDEX {
                     self.m(child).parent = fixup_parent;
                 }
                 self.m(successor).right = right;
@@ -208,14 +208,14 @@ impl RbTree {
             self.m(left).parent = successor;
             self.replace_child(node, successor, parent);
             self.m(successor).red = red;
-            if child != NIL {
+            if child != NO_INDEX {
                 self.m(child).red = false;
-                rebalance = NIL;
+                rebalance = NO_INDEX;
             } else {
-                rebalance = if successor_red { NIL } else { fixup_parent };
+                rebalance = if successor_red { NO_INDEX } else { fixup_parent };
             }
         }
-        if rebalance != NIL {
+        if rebalance != NO_INDEX {
             self.erase_fixup(rebalance);
         }
     }
@@ -223,7 +223,7 @@ impl RbTree {
     /// Restores the black heights after a black node left from below `parent` (on the side
     /// where `node`, black or none, now is).
     fn erase_fixup(&mut self, mut parent: u32) {
-        let mut node = NIL;
+        let mut node = NO_INDEX;
         loop {
             let node_is_left = self.n(parent).left == node;
             let mut sibling = if node_is_left { self.n(parent).right } else { self.n(parent).left };
@@ -250,7 +250,7 @@ impl RbTree {
                 }
                 node = parent;
                 parent = self.n(node).parent;
-                if parent == NIL {
+                if parent == NO_INDEX {
                     return;
                 }
                 continue;
@@ -282,7 +282,7 @@ impl RbTree {
     /// Checks the tree's invariants; returns its black height.
     #[cfg(test)]
     fn check(&self, at: u32, low: u64, high: u64) -> usize {
-        if at == NIL {
+        if at == NO_INDEX {
             return 1;
         }
         let n = self.n(at);
@@ -291,7 +291,7 @@ impl RbTree {
             assert!(!self.is_red(n.left) && !self.is_red(n.right), "red node with a red child");
         }
         for c in [n.left, n.right] {
-            if c != NIL {
+            if c != NO_INDEX {
                 assert_eq!(self.n(c).parent, at);
             }
         }

@@ -24,6 +24,7 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use super::layout::{self, Kind, Layout, Order};
 use super::sample::{Layout as SampleLayout, Sample};
 use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::ir::NO_INDEX;
 use cfghub_model::mem::PageReleaser;
 
 /// An image: a file mapped into some process (or the kernel).
@@ -43,8 +44,8 @@ pub struct ImageKey {
 /// it, or an address in no image ([`NO_IMAGE`] in user space, [`NO_KERNEL_IMAGE`] in the
 /// kernel).
 pub type Frame = (u32, u64);
-pub const NO_IMAGE: u32 = u32::MAX;
-pub const NO_KERNEL_IMAGE: u32 = u32::MAX - 1;
+pub const NO_IMAGE: u32 = NO_INDEX;
+pub const NO_KERNEL_IMAGE: u32 = NO_INDEX - 1;
 
 /// One event of the file: its name and how it samples.
 #[derive(Clone, Debug, Default)]
@@ -468,7 +469,7 @@ fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findin
     if frame.patched_header.is_some() {
         let (start, end) = frame.records;
         findings.warn(
-            Some(cfghub_model::error::Location::Byte(40)),
+            Some(cfghub_model::error::Place::Byte(40)),
             format!(
                 "the data section's size is 0: `perf record` did not end properly (killed?); its \
                  {} bytes of records up to byte {end} were read, without the features perf \
@@ -479,7 +480,7 @@ fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findin
     }
     for (t, n, at) in &frame.unknown {
         findings.warn(
-            Some(cfghub_model::error::Location::Byte(*at)),
+            Some(cfghub_model::error::Place::Byte(*at)),
             format!("{n} record(s) of unknown type {t} skipped (the first at this offset)"),
         );
     }
