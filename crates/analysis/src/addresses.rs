@@ -23,7 +23,7 @@ fn is_shared_library(name: &str) -> bool {
 
 /// Whether `image` was loaded where fixed-address executables are linked (and its file is
 /// not a shared library).
-pub fn is_fixed_address(profile: &Profile, image: &Image) -> bool {
+pub(crate) fn is_fixed_address(profile: &Profile, image: &Image) -> bool {
     let a = image.load_addr;
     let low = (0x1_0000..0x2000_0000).contains(&a) || (0x1_2000_0000..0x1_4000_0000).contains(&a);
     low && !image.file.is_some_and(|f| is_shared_library(profile.file_name(f)))

@@ -120,7 +120,7 @@ impl fmt::Display for PathError {
 
 /// Largest number of paths a numbering accepts: path numbers are signed 64-bit in the trace,
 /// so 2^63 paths (numbers 0 to 2^63 - 1) is the most that can be told apart.
-pub const MAX_PATHS: u64 = 1 << 63;
+pub(crate) const MAX_PATHS: u64 = 1 << 63;
 
 /// Marks the retreating edges of a depth-first search from the entry (then from every node it
 /// does not reach) as back edges, and unmarks the others, so that the rest is acyclic. Edges into the entry are always back

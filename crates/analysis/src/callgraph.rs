@@ -107,8 +107,9 @@ impl CallGraph {
         (n != u32::MAX).then_some(n)
     }
 
-    /// The node of routine `routine` of image `image`.
-    pub fn node_of_routine(&self, image: u32, routine: u32) -> Option<u32> {
+    /// The node of routine `routine` of image `image` (tests).
+    #[cfg(test)]
+    fn node_of_routine(&self, image: u32, routine: u32) -> Option<u32> {
         let base = *self.image_base.get(image as usize)?;
         let end = self.image_base.get(image as usize + 1).copied().unwrap_or(self.nodes.len() as u32);
         let n = base.checked_add(routine)?;
@@ -145,7 +146,7 @@ pub fn build_with(profile: &Profile, process: &Process, routines: &[Cow<'_, [Rou
 /// The call graph's nodes and the node of every block, without arcs or inclusive costs (and
 /// without the routines' dominators, [`routines::outlines`]): for a caller that takes the
 /// calls and their costs from elsewhere (the stated inclusive costs of Callgrind's calls).
-pub fn nodes_only(profile: &Profile, process: &Process) -> CallGraph {
+pub(crate) fn nodes_only(profile: &Profile, process: &Process) -> CallGraph {
     nodes_with(profile, process, &routines::outlines(process))
 }
 

@@ -3,18 +3,17 @@
 //! Routine discovery, dominators and loops walk the edges that stay inside a routine
 //! ([`cfghub_model::ir::EdgeKind::is_intra_routine`]: branches, fall-throughs, `REP` repeats and bypasses) between
 //! blocks of the same image. This module gathers them once per process into two arrays per
-//! image (successors and predecessors, CSR style), so that every walk is a slice look-up.
+//! image (a successor list, CSR style), so that every walk is a slice look-up; a routine's own graph
+//! ([`RoutineCfg`]) holds its predecessors too.
 //! Duplicate edges (the same two blocks under two kinds) are kept: walks do not mind them.
 
 use cfghub_model::ir::{NodeRef, Process};
 
-/// Successor and predecessor lists of one image's blocks, over intra-routine edges only.
+/// Successor lists of one image's blocks, over intra-routine edges only.
 #[derive(Clone, Debug, Default)]
 pub struct ImageCfg {
     succ_start: Vec<u32>,
     succ: Vec<u32>,
-    pred_start: Vec<u32>,
-    pred: Vec<u32>,
 }
 
 impl ImageCfg {
@@ -34,17 +33,10 @@ impl ImageCfg {
         &self.succ[self.succ_start[b] as usize..self.succ_start[b + 1] as usize]
     }
 
-    /// Blocks with an intra-routine edge to `b`.
-    pub fn predecessors(&self, b: u32) -> &[u32] {
-        let b = b as usize;
-        &self.pred[self.pred_start[b] as usize..self.pred_start[b + 1] as usize]
-    }
-
     /// Builds the graph of `blocks` blocks from `(source, target)` pairs (both `< blocks`).
-    pub fn from_pairs(blocks: usize, pairs: &[(u32, u32)]) -> ImageCfg {
+    pub(crate) fn from_pairs(blocks: usize, pairs: &[(u32, u32)]) -> ImageCfg {
         let (succ_start, succ) = csr(blocks, pairs.iter().map(|&(s, t)| (s, t)), pairs.len());
-        let (pred_start, pred) = csr(blocks, pairs.iter().map(|&(s, t)| (t, s)), pairs.len());
-        ImageCfg { succ_start, succ, pred_start, pred }
+        ImageCfg { succ_start, succ }
     }
 }
 
@@ -137,9 +129,10 @@ impl RoutineCfg {
         RoutineCfg { blocks, entry: 0, succ_start, succ, pred_start, pred }
     }
 
-    /// Builds a routine graph straight from local edges (tests and generators): `n` nodes,
-    /// node `i` standing for block `i`, entry `entry`.
-    pub fn from_local(n: usize, entry: u32, pairs: &[(u32, u32)]) -> RoutineCfg {
+    /// Builds a routine graph straight from local edges (tests): `n` nodes, node `i` standing
+    /// for block `i`, entry `entry`.
+    #[cfg(test)]
+    pub(crate) fn from_local(n: usize, entry: u32, pairs: &[(u32, u32)]) -> RoutineCfg {
         let (succ_start, succ) = csr(n, pairs.iter().copied(), pairs.len());
         let (pred_start, pred) = csr(n, pairs.iter().map(|&(s, t)| (t, s)), pairs.len());
         RoutineCfg { blocks: (0..n as u32).collect(), entry, succ_start, succ, pred_start, pred }
@@ -162,7 +155,7 @@ impl RoutineCfg {
     }
 
     /// Local nodes with an edge inside the routine to local node `v`.
-    pub fn predecessors(&self, v: u32) -> &[u32] {
+    pub(crate) fn predecessors(&self, v: u32) -> &[u32] {
         let v = v as usize;
         &self.pred[self.pred_start[v] as usize..self.pred_start[v + 1] as usize]
     }

@@ -186,7 +186,7 @@ fn append_costs(
 /// line) into one, every value vector at least `events` long. Costs without an offset stay as
 /// they are, after the others. Costs already in order with distinct offsets (samples usually
 /// are) are left in place.
-pub fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
+pub(crate) fn sum_equal_offsets(costs: &mut CostTable, events: usize) {
     costs.widen(events);
     let key = |row: usize| (costs.offset(row).is_none(), costs.offset(row));
     let same_place = |a: usize, b: usize| {

@@ -163,7 +163,7 @@ fn intersect(idom: &[u32], po: &[u32], mut a: u32, mut b: u32) -> u32 {
 
 /// Immediate dominators of `nodes` (block indices) as block indices, in the order of `nodes`:
 /// the shape of [`cfghub_model::ir::Routine::idoms`].
-pub fn idoms_of(g: &RoutineCfg, d: &Dominators, nodes: &[u32], map: &mut Vec<u32>) -> Vec<u32> {
+pub(crate) fn idoms_of(g: &RoutineCfg, d: &Dominators, nodes: &[u32], map: &mut Vec<u32>) -> Vec<u32> {
     let max = g.blocks.iter().copied().max().map_or(0, |m| m as usize + 1);
     if map.len() < max {
         map.resize(max, NO_INDEX);

@@ -41,7 +41,7 @@ pub fn by_name(profile: &Profile, name: &str) -> Result<EventId> {
 }
 
 /// The one error for an event name the profile lacks, listing the events it has.
-pub fn unknown_event(profile: &Profile, name: &str) -> Error {
+pub(crate) fn unknown_event(profile: &Profile, name: &str) -> Error {
     let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
     Error::usage(format!("the profile has no event '{name}'")).with_hint(if names.is_empty() {
         "the profile has no events".to_string()

@@ -27,7 +27,7 @@ use cfghub_model::ir::NO_INDEX;
 /// The natural loops of a routine graph as [`Loop`]s over block indices: outer loops before the
 /// loops they contain (by reverse post-order of heads), back-edge sources and nodes sorted by
 /// block index.
-pub fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
+pub(crate) fn natural_loops(g: &RoutineCfg, d: &Dominators) -> Vec<Loop> {
     let n = g.len();
     // Back-edge sources per head, local numbers.
     let mut heads: Vec<u32> = Vec::new();

@@ -86,7 +86,7 @@ impl FunctionCode {
     /// Decodes x86-64 `bytes`, the function's code from address `at` (any address space in
     /// which the function is contiguous: linked addresses, or file offsets). Decoding stops at
     /// bytes that are no instruction.
-    pub fn decode_x86_64(bytes: &[u8], at: u64) -> FunctionCode {
+    pub(crate) fn decode_x86_64(bytes: &[u8], at: u64) -> FunctionCode {
         let mut decoder = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE);
         let end = at + bytes.len() as u64;
         let mut instructions = Vec::with_capacity(bytes.len() / 4);

@@ -69,7 +69,7 @@ pub struct MergeReport {
 
 impl MergeReport {
     /// How many unattributed addresses are listed individually.
-    pub const LISTED: usize = 10_000;
+    pub(crate) const LISTED: usize = 10_000;
 }
 
 /// The blocks of one image as disjoint address ranges, each owned by one block: where blocks

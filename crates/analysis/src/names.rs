@@ -110,7 +110,7 @@ pub fn routine_name(
 
 /// Blocks of images without addresses (CSI metadata): writers whose format places code by
 /// address name them in a warning.
-pub fn blocks_without_addresses(profile: &Profile) -> usize {
+pub(crate) fn blocks_without_addresses(profile: &Profile) -> usize {
     profile.processes.iter().flat_map(|p| &p.images).filter(|i| i.no_addresses).map(|i| i.blocks.len()).sum()
 }
 
@@ -131,7 +131,7 @@ pub fn warn_blocks_without_addresses(
 /// The image a profile of one program is mostly about, for formats that describe one binary
 /// (BOLT profiles, LLVM sample profiles): the image with a function `main`, else the one whose
 /// blocks' edges were traversed most, else the one with the most cost rows.
-pub fn main_image(process: &Process) -> Option<u32> {
+pub(crate) fn main_image(process: &Process) -> Option<u32> {
     if let Some(i) =
         process.images.iter().position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()))
     {

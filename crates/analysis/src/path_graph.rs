@@ -40,8 +40,9 @@ impl RoutinePaths {
         Dag::new(&self.graph, &self.numbers()?)
     }
 
-    /// Whether the exit node is a virtual one (not a block of the image).
-    pub fn virtual_exit(&self) -> bool {
+    /// Whether the exit node is a virtual one (not a block of the image) (tests).
+    #[cfg(test)]
+    fn virtual_exit(&self) -> bool {
         self.blocks.get(self.graph.exit as usize).is_some_and(|b| b.is_none())
     }
 }

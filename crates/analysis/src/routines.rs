@@ -28,7 +28,7 @@ pub fn all(process: &Process) -> Vec<Cow<'_, [Routine]>> {
 /// (the call graph's nodes). A Callgrind profile's routines come without dominators:
 /// completing the 21 MB `cc1plus` profile's built every image's control-flow graph (4.2 MB)
 /// and a copy of the routines (1.4 MB).
-pub fn outlines(process: &Process) -> Vec<Cow<'_, [Routine]>> {
+pub(crate) fn outlines(process: &Process) -> Vec<Cow<'_, [Routine]>> {
     let mut discovered = if process.images.iter().any(|i| i.routines.is_none()) {
         discover_with(process, &cfg::build(process))
     } else {

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 mod estimate;
 mod flat;
 
-pub use estimate::{estimate, estimate_owned, uses_cost_rows, ESTIMATED_EVENT};
+pub use estimate::estimate;
+pub(crate) use estimate::{estimate_owned, ESTIMATED_EVENT};
 pub use flat::{FlatStacks, Frame};
 
 use cfghub_model::error::{Error, Findings, Result};
@@ -285,7 +286,7 @@ fn warn_estimated(findings: &mut Findings, truncated: bool) {
 
 /// The most call paths [`stacks_to_write`] enumerates before folding deeper calls into
 /// their callers.
-pub const MAX_ESTIMATED_STACKS: usize = 1_000_000;
+pub(crate) const MAX_ESTIMATED_STACKS: usize = 1_000_000;
 
 #[cfg(test)]
 mod tests {

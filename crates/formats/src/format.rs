@@ -89,14 +89,14 @@ impl WriteOptions {
 /// Reads a whole input into a profile, taking it as a stream or as bytes ([`Source`]). Rule
 /// breaks that leave the data usable are pushed to the findings (as warnings, or as violations
 /// that conversions refuse).
-pub type ReadFn = fn(&mut Source<'_>, &ReadOptions, &mut Findings) -> Result<Profile>;
+pub(crate) type ReadFn = fn(&mut Source<'_>, &ReadOptions, &mut Findings) -> Result<Profile>;
 
 /// Writes a profile. What the format cannot express is named in the findings as a warning.
-pub type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
+pub(crate) type WriteFn = fn(&Profile, &mut dyn Write, &WriteOptions, &mut Findings) -> Result<()>;
 
 /// Writes a profile into a folder: `(profile, dir, target, options, findings)`, where `dir` is
 /// the empty folder to fill and `target` the path it will be renamed to.
-pub type WriteFolderFn =
+pub(crate) type WriteFolderFn =
     fn(&Profile, &std::path::Path, &std::path::Path, &WriteOptions, &mut Findings) -> Result<()>;
 
 /// A format stored as a folder of files rather than as one file (Parquet tables): how to tell
@@ -175,16 +175,16 @@ impl Needs {
     pub const ALL: Needs =
         Needs { reads: WriterReads::Model, images: true, source_lines: true, weight: Weight::Period };
     /// Stacks whose frames are names alone, weighed by period (folded stacks, flame graphs).
-    pub const NAMED_STACKS: Needs =
+    pub(crate) const NAMED_STACKS: Needs =
         Needs { reads: WriterReads::Stacks, images: false, source_lines: false, weight: Weight::Period };
     /// Stacks with where their frames' code is (pprof, speedscope, Firefox).
-    pub const STACKS: Needs = Needs { reads: WriterReads::Stacks, ..Needs::ALL };
+    pub(crate) const STACKS: Needs = Needs { reads: WriterReads::Stacks, ..Needs::ALL };
     /// Costs by code address, and not the edges of a process that has them (DCPI, dcpicat).
-    pub const COST_ROWS: Needs = Needs { reads: WriterReads::CostRows, ..Needs::ALL };
+    pub(crate) const COST_ROWS: Needs = Needs { reads: WriterReads::CostRows, ..Needs::ALL };
     /// The whole model, samples counted rather than weighed: the profiles that feed optimizers
     /// (BOLT's no_lbr `.fdata`, LLVM sample profiles, llvm-profgen's input) count samples, as
     /// perf2bolt (`-nl`) and llvm-profgen do.
-    pub const SAMPLE_COUNTS: Needs = Needs { weight: Weight::SampleCount, ..Needs::ALL };
+    pub(crate) const SAMPLE_COUNTS: Needs = Needs { weight: Weight::SampleCount, ..Needs::ALL };
 }
 
 impl Default for Needs {
@@ -250,7 +250,7 @@ impl Format {
 
     /// Whether a file name (its final component, compression suffix removed) looks like this
     /// format: one of its extensions ends it, or its own test says so.
-    pub fn matches_file_name(&self, base_name: &str) -> bool {
+    pub(crate) fn matches_file_name(&self, base_name: &str) -> bool {
         self.extensions.iter().any(|ext| base_name.ends_with(ext))
             || self.file_name.is_some_and(|f| f(base_name))
     }

@@ -105,7 +105,7 @@ pub fn detect_output(path: &str, forced: Option<&str>) -> Result<&'static Format
 }
 
 /// The format whose extensions match a path's file name (compression suffix ignored).
-pub fn by_file_name(path: &str) -> Option<&'static Format> {
+pub(crate) fn by_file_name(path: &str) -> Option<&'static Format> {
     let base = std::path::Path::new(path).file_name()?.to_str()?;
     let base = strip_compression_suffix(base);
     formats().iter().copied().find(|f| f.matches_file_name(base))

@@ -170,7 +170,7 @@ impl Error {
     }
 
     /// Wraps the error into an `io::Error`, for readers that sit behind `std::io::Read`.
-    pub fn into_io(self) -> io::Error {
+    pub(crate) fn into_io(self) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, self)
     }
 }

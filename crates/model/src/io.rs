@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 pub mod sections;
 
 /// How many decompressed bytes are kept aside for format sniffing.
-pub const HEAD_LEN: usize = 64 * 1024;
+pub(crate) const HEAD_LEN: usize = 64 * 1024;
 const CHUNK_LEN: usize = 1 << 20;
 const BUF_LEN: usize = 256 * 1024;
 
@@ -52,7 +52,7 @@ pub enum Compression {
 
 impl Compression {
     /// The compression whose magic bytes start `head`.
-    pub fn from_magic(head: &[u8]) -> Compression {
+    pub(crate) fn from_magic(head: &[u8]) -> Compression {
         if head.starts_with(&[0x1f, 0x8b]) {
             Compression::Gzip
         } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
@@ -63,7 +63,7 @@ impl Compression {
     }
 
     /// The compression a file name asks for by its last extension.
-    pub fn from_name(name: &str) -> Compression {
+    pub(crate) fn from_name(name: &str) -> Compression {
         if name.ends_with(".gz") {
             Compression::Gzip
         } else if name.ends_with(".bz2") {

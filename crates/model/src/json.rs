@@ -27,7 +27,7 @@ pub const MAX_DEPTH: u32 = 128;
 const CHUNK: usize = 1 << 20;
 /// Longest string (key or value) held: a longer one is refused, not collected (1 GB of one
 /// string compresses to a few MB of gzip).
-pub const MAX_STRING: usize = crate::io::MAX_LINE;
+pub(crate) const MAX_STRING: usize = crate::io::MAX_LINE;
 
 /// A JSON syntax or type error, or an I/O error of the underlying reader, with its position.
 ///
@@ -612,7 +612,7 @@ pub fn parse_int(text: &str) -> Option<u64> {
 }
 
 /// A decimal or `0x` hexadecimal integer spelled in ASCII, if it is one and fits 64 bits.
-pub fn parse_u64_text(text: &[u8]) -> Option<u64> {
+pub(crate) fn parse_u64_text(text: &[u8]) -> Option<u64> {
     match text {
         [b'0', b'x' | b'X', digits @ ..] => parse_hex(digits),
         _ => parse_decimal(text),

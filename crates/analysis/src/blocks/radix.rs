@@ -26,7 +26,11 @@ pub fn sort_by_key<T: Copy + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u6
 }
 
 /// [`sort_by_key`] with a scratch buffer of the caller's, for many sorts in a row.
-pub fn sort_with<T: Copy + Default>(items: &mut Vec<T>, scratch: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+pub(crate) fn sort_with<T: Copy + Default>(
+    items: &mut Vec<T>,
+    scratch: &mut Vec<T>,
+    key: impl Fn(&T) -> u64,
+) {
     let n = items.len();
     if n < SMALL {
         items.sort_by_key(|t| key(t));
@@ -113,7 +117,7 @@ struct Run {
 /// beside its base function's. `key_of` is asked for most rows twice, and for a cluster's rows
 /// in row order; nothing is moved but row numbers and, within a cluster, its keys. Rows are
 /// numbered in 32 bits: `rows` must be below `u32::MAX` (the block rebuild checks it first).
-pub fn sort_by_runs(rows: usize, mut key_of: impl FnMut(usize) -> Option<u64>) -> Vec<u32> {
+pub(crate) fn sort_by_runs(rows: usize, mut key_of: impl FnMut(usize) -> Option<u64>) -> Vec<u32> {
     assert!(rows < u32::MAX as usize, "rows are numbered in 32 bits; the caller checks");
     let mut runs: Vec<Run> = Vec::new();
     let mut keyed = 0usize;

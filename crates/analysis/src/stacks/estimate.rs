@@ -27,7 +27,7 @@ use cfghub_model::ir::{Event, FrameId, NodeRef, Process, Profile, Stack, NO_INDE
 
 /// The event of stacks estimated from blocks alone: instructions executed
 /// (`num_instrs × count` of blocks).
-pub const ESTIMATED_EVENT: &str = "instructions";
+pub(crate) const ESTIMATED_EVENT: &str = "instructions";
 
 /// What a function of the estimate is: a symbol of the source (recursion levels folded), a
 /// routine without a symbol, or code known only by a name (cost rows outside every symbol).
@@ -87,7 +87,7 @@ impl Functions {
 
 /// Whether the estimate takes its costs from the model's cost rows (their events), rather
 /// than from block executions (one event, [`ESTIMATED_EVENT`]).
-pub fn uses_cost_rows(profile: &Profile) -> bool {
+pub(crate) fn uses_cost_rows(profile: &Profile) -> bool {
     !profile.events.is_empty()
         && profile.processes.iter().any(|p| p.images.iter().any(|i| !i.costs.is_empty()))
 }
@@ -240,7 +240,7 @@ pub fn estimate(profile: &Profile, max_stacks: usize) -> (Profile, bool) {
 /// soon as the functions' graphs are taken from it, so that it and the walk's call paths are
 /// never in memory together (the 21 MB `cc1plus` Callgrind profile to folded stacks: 105.5 ->
 /// 78.9-81.6 MB at the peak, where reading it alone peaks).
-pub fn estimate_owned(profile: Profile, max_stacks: usize) -> (Profile, bool) {
+pub(crate) fn estimate_owned(profile: Profile, max_stacks: usize) -> (Profile, bool) {
     let graphs = Graphs::of(&profile);
     drop(profile);
     graphs.walk(max_stacks)

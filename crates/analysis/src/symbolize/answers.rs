@@ -51,7 +51,7 @@ struct Function {
 /// An inlined frame: its function's name and its file ([`Answers::strings`], or [`NO_INDEX`]),
 /// and line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ChainFrame {
+pub(crate) struct ChainFrame {
     pub function: u32,
     pub file: u32,
     pub line: Option<u32>,
@@ -132,7 +132,7 @@ impl Tables {
 }
 
 /// The answers of `offsets` (sorted, distinct), one per address in their order.
-pub struct Answers {
+pub(crate) struct Answers {
     of: Vec<Answer>,
     strings: Vec<Arc<str>>,
     functions: Vec<Function>,
@@ -142,7 +142,7 @@ pub struct Answers {
 impl Answers {
     /// Looks up every address (`stated` turns a model offset into a stated address), in
     /// contiguous runs side by side.
-    pub fn look_up(
+    pub(crate) fn look_up(
         sym: &Symbolizer,
         offsets: &[u64],
         stated: &(dyn Fn(u64) -> Option<u64> + Sync),
@@ -183,12 +183,12 @@ impl Answers {
     }
 
     /// Number of functions: every [`Answers::function_id`] is below it.
-    pub fn function_count(&self) -> usize {
+    pub(crate) fn function_count(&self) -> usize {
         self.functions.len()
     }
 
     /// Number of strings in the tables: every string id is below it.
-    pub fn string_count(&self) -> usize {
+    pub(crate) fn string_count(&self) -> usize {
         self.strings.len()
     }
 
@@ -216,7 +216,7 @@ impl Answers {
         self.of[a].file
     }
 
-    pub fn function_file_id(&self, a: usize) -> u32 {
+    pub(crate) fn function_file_id(&self, a: usize) -> u32 {
         self.function(a).file
     }
 
@@ -234,12 +234,12 @@ impl Answers {
         &self.chains[self.of[a].chain as usize]
     }
 
-    pub fn chain_id(&self, a: usize) -> u32 {
+    pub(crate) fn chain_id(&self, a: usize) -> u32 {
         self.of[a].chain
     }
 
     /// Distinct (start, name) pairs of the functions named.
-    pub fn distinct_functions(&self) -> usize {
+    pub(crate) fn distinct_functions(&self) -> usize {
         let mut named: Vec<(Option<u64>, &str)> =
             self.functions.iter().filter_map(|f| Some((f.start, self.string(f.name)?.as_ref()))).collect();
         named.sort_unstable();

@@ -115,7 +115,7 @@ impl ElfFile {
     }
 
     /// `.gnu_debugaltlink`: the supplementary (dwz) file's path and build id.
-    pub fn debugaltlink(&self) -> Option<(String, &'static [u8])> {
+    pub(crate) fn debugaltlink(&self) -> Option<(String, &'static [u8])> {
         let (name, id) = self.object.gnu_debugaltlink().ok().flatten()?;
         Some((String::from_utf8_lossy(name).into_owned(), id))
     }
@@ -129,18 +129,18 @@ impl ElfFile {
     }
 
     /// Whether the file has a full symbol table (`.symtab`) with at least one function.
-    pub fn has_symtab(&self) -> bool {
+    pub(crate) fn has_symtab(&self) -> bool {
         self.object.symbols().any(|s| s.kind() == SymbolKind::Text)
     }
 
     /// Whether the file has a symbol table, full or dynamic, with at least one function.
-    pub fn has_symbols(&self) -> bool {
+    pub(crate) fn has_symbols(&self) -> bool {
         self.object.symbols().chain(self.object.dynamic_symbols()).any(|s| s.kind() == SymbolKind::Text)
     }
 
     /// Whether the file is a position-independent executable or a shared library (`ET_DYN`),
     /// whose addresses move with its load address.
-    pub fn is_relocatable(&self) -> bool {
+    pub(crate) fn is_relocatable(&self) -> bool {
         self.object.kind() == ObjectKind::Dynamic
     }
 

@@ -156,13 +156,6 @@ impl Symbolizer {
         Self::build(found, true, true)
     }
 
-    /// The symbolizer of what [`search::find`] found, with its symbol table and segments but
-    /// no DWARF: for function names alone, without the cost of reading (and decompressing)
-    /// the debug sections.
-    pub fn symbols_only(found: Found) -> Result<Symbolizer> {
-        Self::build(found, false, true)
-    }
-
     /// The symbolizer of what [`search::find`] found without a list of its functions: for a
     /// caller that reads the file's symbol table its own way (perf.data names functions as
     /// perf tells them apart) and needs the files, the segments and, with `lines`, DWARF's
@@ -253,7 +246,7 @@ impl Symbolizer {
     }
 
     /// Number of function symbols.
-    pub fn symbol_count(&self) -> usize {
+    pub(crate) fn symbol_count(&self) -> usize {
         self.symbols.len()
     }
 
@@ -290,13 +283,8 @@ impl Symbolizer {
         Some(Relocation::Shift(load_addr.wrapping_sub(reference)))
     }
 
-    /// The start and size of the function symbol covering a stated address, without its name.
-    pub fn find_symbol_range(&self, address: u64) -> Option<(u64, u64)> {
-        self.symbol_at(address).map(|i| self.symbol_range(i))
-    }
-
     /// The start and size of the symbol of an index [`Symbolizer::symbol_at`] gave.
-    pub fn symbol_range(&self, index: u32) -> (u64, u64) {
+    pub(crate) fn symbol_range(&self, index: u32) -> (u64, u64) {
         let i = index as usize;
         (self.symbols[i].address, self.ends[i] - self.symbols[i].address)
     }
@@ -309,12 +297,12 @@ impl Symbolizer {
     /// The index of the function symbol covering a stated address (its
     /// [`SymbolHit::index`]), without naming it: for callers that name each function once
     /// through [`Symbolizer::symbol_hit`] however many of its addresses they look up.
-    pub fn symbol_at(&self, address: u64) -> Option<u32> {
+    pub(crate) fn symbol_at(&self, address: u64) -> Option<u32> {
         self.symbol_index(address).map(|i| i as u32)
     }
 
     /// The symbol of an index [`Symbolizer::symbol_at`] gave, named (demangled).
-    pub fn symbol_hit(&self, index: u32) -> SymbolHit {
+    pub(crate) fn symbol_hit(&self, index: u32) -> SymbolHit {
         let i = index as usize;
         let s = &self.symbols[i];
         SymbolHit { index, name: demangle(s.name), address: s.address, size: self.ends[i] - s.address }
@@ -348,7 +336,7 @@ impl Symbolizer {
     /// falls in it: look-ups side by side split their addresses where a unit ends, so that no
     /// unit is parsed twice (a file of one unit of a million functions is then looked up in
     /// one run, once, instead of once per core).
-    pub fn unit_ranges(&self) -> Vec<(u64, u64, usize)> {
+    pub(crate) fn unit_ranges(&self) -> Vec<(u64, u64, usize)> {
         let Some(dwarf) = self.dwarf.as_deref() else { return Vec::new() };
         let mut out = Vec::new();
         let mut headers = dwarf.debug_aranges.headers();
@@ -381,7 +369,7 @@ impl Symbolizer {
 
     /// Drops the DWARF units parsed by look-ups so far (a later [`Symbolizer::lookup`] parses
     /// again what it needs).
-    pub fn release_contexts(&self) {
+    pub(crate) fn release_contexts(&self) {
         if let Ok(mut pool) = self.contexts.lock() {
             pool.clear();
         }
@@ -423,7 +411,7 @@ impl Symbolizer {
     }
 
     /// The `.dwo` files split DWARF names that were not found (or not the build's).
-    pub fn missing_dwos(&self) -> Vec<String> {
+    pub(crate) fn missing_dwos(&self) -> Vec<String> {
         self.dwo_files.lock().map(|f| f.2.clone()).unwrap_or_default()
     }
 
@@ -527,7 +515,7 @@ impl Lookup<'_> {
     /// (`_M_invoke`: a member's DW_AT_name without its class, so that two `std::function`
     /// handlers would be one function): only a mangled symbol whose name holds the bare one,
     /// as addr2line and llvm-symbolizer give it.
-    pub fn qualified_name(&self, symbol: u32, bare: &str) -> Option<String> {
+    pub(crate) fn qualified_name(&self, symbol: u32, bare: &str) -> Option<String> {
         let i = symbol as usize;
         if !self.symbolizer.mangled.get(i).copied().unwrap_or(false) {
             return None;
@@ -776,7 +764,7 @@ mod tests {
         let binary =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/bolt/call_in_loop");
         let found = || Found { binary: Some(binary.clone()), ..Found::default() };
-        let listed = Symbolizer::symbols_only(found()).unwrap();
+        let listed = Symbolizer::build(found(), false, true).unwrap();
         let unlisted = Symbolizer::without_function_list(found(), false).unwrap();
         assert!(listed.symbol_count() > 0);
         assert_eq!(unlisted.symbol_count(), 0);

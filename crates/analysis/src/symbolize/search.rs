@@ -247,7 +247,7 @@ fn dwp_beside(found: &Found) -> Option<PathBuf> {
 /// Whether the `--symbols` paths of `q` were meant for its image: one of them is a file named
 /// as the image is (a `.debug` suffix aside), or the debug information found lies in one of
 /// them (a folder of debug files).
-pub fn meant_for(found: &Found, q: &Query) -> bool {
+pub(crate) fn meant_for(found: &Found, q: &Query) -> bool {
     let base = q.image.and_then(|p| Path::new(p).file_name());
     let named = q.paths.iter().any(|p| {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -31,7 +31,7 @@ const X86_64_SECTIONS: [(&str, u64); 3] = [(".plt", 16), (".plt.got", 8), (".plt
 
 /// The PLT stubs BOLT makes functions of, in section order, each with the (raw) name of the
 /// function it jumps to.
-pub fn bolt_plt_entries(file: &ElfFile) -> Vec<PltEntry> {
+pub(crate) fn bolt_plt_entries(file: &ElfFile) -> Vec<PltEntry> {
     if file.object.architecture() != object::Architecture::X86_64 {
         return plt_entries(file);
     }

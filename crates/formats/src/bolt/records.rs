@@ -15,7 +15,7 @@ use object::{Object, ObjectSymbol, SymbolKind};
 /// The function symbols of a binary with the names BOLT gives them: a local (static)
 /// function is `name/N`, the N-th local function of that name in the symbol table (BOLT also
 /// takes `name/FILE/N`), and an entry of the PLT is `name@PLT`, after the function it jumps to.
-pub struct BinarySymbols {
+pub(crate) struct BinarySymbols {
     /// By address; `name` is BOLT's.
     pub symbols: Vec<Symbol>,
     /// Indices into `symbols` sorted by name, the first of each name first (a map of
@@ -134,7 +134,7 @@ impl Record {
 /// the records state one. Left out too: other call bypasses, edges counted
 /// zero times and, named in a warning, edges to or from other images (shared libraries) and
 /// edges between functions rather than blocks.
-pub fn model_records(
+pub(crate) fn model_records(
     profile: &Profile,
     binary: &ChosenBinary,
     fdata: bool,
@@ -261,7 +261,7 @@ fn jumps_paired_with_conditionals(process: &Process) -> HashSet<BlockRef> {
 /// Names the binary image's addresses by function and offset: by the binary's own symbol
 /// table, with BOLT's names for local functions, when the binary (`--symbols`, else the
 /// image's file) is an ELF file that can be read; else by the model's symbols.
-pub struct Namer<'a> {
+pub(crate) struct Namer<'a> {
     image: &'a Image,
     model: SymbolIndex,
     binary: Option<(BinarySymbols, SymbolIndex)>,

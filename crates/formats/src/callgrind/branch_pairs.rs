@@ -57,12 +57,12 @@ impl Slots {
 }
 
 /// Whether an edge takes part in the pairing: a conditional or a fall-through.
-pub fn takes_part(e: &Edge) -> bool {
+pub(crate) fn takes_part(e: &Edge) -> bool {
     e.kind.is_conditional() || e.kind == EdgeKind::FallThrough
 }
 
 /// The runs of edges with one source, as `(start, end)` index pairs, in order.
-pub fn source_runs(edges: &[Edge]) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub(crate) fn source_runs(edges: &[Edge]) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut k = 0;
     std::iter::from_fn(move || {
         let source = edges.get(k)?.source;
@@ -79,7 +79,7 @@ pub fn source_runs(edges: &[Edge]) -> impl Iterator<Item = (usize, usize)> + '_ 
 /// source (as readers give them): then [`pair_group`] on each run pairs them as
 /// [`BranchPairs`] would, and a writer can pair them as it writes. One pass over the sources
 /// and kinds alone, which a writer can make before it writes anything.
-pub fn pairable_in_runs(process: &Process) -> bool {
+pub(crate) fn pairable_in_runs(process: &Process) -> bool {
     let edges = &process.edges;
     let slots = Slots::new(process);
     let mut seen = vec![false; slots.other];
@@ -94,12 +94,12 @@ pub fn pairable_in_runs(process: &Process) -> bool {
 
 /// A fall-through or conditional while pairing: source, site offset and line, whether a
 /// conditional, edge index.
-pub type PairEntry = (NodeRef, Option<u64>, Option<u32>, bool, u32);
+pub(crate) type PairEntry = (NodeRef, Option<u64>, Option<u32>, bool, u32);
 
 /// Pairs the fall-throughs and conditionals of one source's edges (`group`, in edge order):
 /// calls `pair(conditional, fall_through)` for each pair. `run` is scratch space. For callers
 /// that meet the edges source by source and pair them on the way.
-pub fn pair_group(
+pub(crate) fn pair_group(
     edges: &[Edge],
     group: impl Iterator<Item = u32>,
     run: &mut Vec<PairEntry>,
@@ -131,7 +131,7 @@ pub fn pair_group(
 
 /// The pairing of a process's conditionals and fall-throughs (see the module).
 #[derive(Debug, Default)]
-pub struct BranchPairs {
+pub(crate) struct BranchPairs {
     /// Per edge: for a conditional, the index of its fall-through ([`NO_INDEX`] for none); empty
     /// when the process has no conditional.
     partner: Vec<u32>,

@@ -14,7 +14,7 @@ use cfghub_model::ir::{FileId, Process, Profile, Routine};
 /// `offset` and last `offset + last_instr_offset`): its routine and the source lines at its
 /// two ends. Twelve bytes: a writer holds one per block of the profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockEnds {
+pub(crate) struct BlockEnds {
     /// The routine holding the block, numbered as the call graph numbers its nodes (images in
     /// order, routines in order); [`NO_INDEX`] for none.
     pub routine: u32,
@@ -25,7 +25,7 @@ pub struct BlockEnds {
 
 /// How a routine is named.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FunctionName {
+pub(crate) enum FunctionName {
     /// The symbol (index in its image) that starts at the routine's entry, or that the routine
     /// names ([`cfghub_model::ir::Routine::symbol`]).
     Symbol(u32),
@@ -36,7 +36,7 @@ pub enum FunctionName {
 
 /// A routine as a function.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RoutineFunction {
+pub(crate) struct RoutineFunction {
     pub image: u32,
     pub name: FunctionName,
     /// The file of the symbol at the entry, else of the entry's source line.
@@ -44,7 +44,7 @@ pub struct RoutineFunction {
 }
 
 /// The functions of a process's routines and the ends of its blocks.
-pub struct BlockFunctions {
+pub(crate) struct BlockFunctions {
     /// Per image, every block's ends.
     pub blocks: Vec<Vec<BlockEnds>>,
     /// Every routine, numbered as [`BlockEnds::routine`] numbers them.
@@ -54,7 +54,7 @@ pub struct BlockFunctions {
 /// The functions of `process`'s routines (`routines`: per image, when given) and the ends of
 /// its blocks; `lines` is each image's source-line index. A block belongs to the last routine
 /// listing it (as node or entry).
-pub fn of_blocks(
+pub(crate) fn of_blocks(
     profile: &Profile,
     lines: &[SourceIndex],
     process: &Process,

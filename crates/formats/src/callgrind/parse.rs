@@ -7,23 +7,23 @@
 #[derive(Debug)]
 pub struct Bad(pub String);
 
-pub type Parsed<T> = std::result::Result<T, Bad>;
+pub(crate) type Parsed<T> = std::result::Result<T, Bad>;
 
 #[inline]
-pub fn is_space(b: u8) -> bool {
+pub(crate) fn is_space(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 
 /// Skips spaces and tabs.
 #[inline]
-pub fn skip_space(s: &[u8]) -> &[u8] {
+pub(crate) fn skip_space(s: &[u8]) -> &[u8] {
     let n = s.iter().take_while(|&&b| is_space(b)).count();
     &s[n..]
 }
 
 /// Splits off the next token (up to a space or tab) and the rest after its spaces.
 #[inline]
-pub fn next_token(s: &[u8]) -> (&[u8], &[u8]) {
+pub(crate) fn next_token(s: &[u8]) -> (&[u8], &[u8]) {
     let n = s.iter().position(|&b| is_space(b)).unwrap_or(s.len());
     (&s[..n], skip_space(&s[n..]))
 }
@@ -75,7 +75,7 @@ pub fn number(token: &[u8]) -> Parsed<u64> {
 
 /// The index of the first byte at or after `i` that is not a space or tab.
 #[inline(always)]
-pub fn skip_space_at(s: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_space_at(s: &[u8], mut i: usize) -> usize {
     while i < s.len() && is_space(s[i]) {
         i += 1;
     }
@@ -94,7 +94,7 @@ fn ends_token(b: u8) -> bool {
 /// then parses the token and names what is wrong with it. One pass over the bytes, for the
 /// millions of numbers of a cost-line body.
 #[inline(always)]
-pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
+pub(crate) fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
     let start = *i;
     let mut v: u64 = 0;
     if s.get(start) == Some(&b'0') && matches!(s.get(start + 1), Some(b'x' | b'X')) {
@@ -126,7 +126,7 @@ pub fn scan_number(s: &[u8], i: &mut usize) -> Option<u64> {
 /// Scans the decimal digits at `s[*i..]`, whatever follows them, and moves `*i` past them;
 /// `None` without a digit or with more than 19 (which might not fit 64 bits).
 #[inline(always)]
-pub fn scan_decimal(s: &[u8], i: &mut usize) -> Option<u64> {
+pub(crate) fn scan_decimal(s: &[u8], i: &mut usize) -> Option<u64> {
     let start = *i;
     let mut v: u64 = 0;
     let mut j = start;
@@ -148,7 +148,7 @@ pub fn scan_decimal(s: &[u8], i: &mut usize) -> Option<u64> {
 /// Scans the subposition token at `s[*i..]` as [`subposition`] reads it and moves `*i` past
 /// it; `None` where [`scan_number`] gives up, or when the position leaves the 64-bit range.
 #[inline(always)]
-pub fn scan_subposition(s: &[u8], i: &mut usize, base: u64) -> Option<u64> {
+pub(crate) fn scan_subposition(s: &[u8], i: &mut usize, base: u64) -> Option<u64> {
     match s.get(*i)? {
         b'*' => {
             *i += 1;
@@ -173,7 +173,7 @@ pub fn scan_subposition(s: &[u8], i: &mut usize, base: u64) -> Option<u64> {
 /// A subposition: absolute (`1234`, `0x4f0`), relative to `base` (`+3`, `-2`) or the same
 /// as `base` (`*`).
 #[inline]
-pub fn subposition(token: &[u8], base: u64) -> Parsed<u64> {
+pub(crate) fn subposition(token: &[u8], base: u64) -> Parsed<u64> {
     match token.first() {
         Some(b'*') if token.len() == 1 => Ok(base),
         Some(b'+') => base
@@ -189,13 +189,13 @@ pub fn subposition(token: &[u8], base: u64) -> Parsed<u64> {
 }
 
 /// A name specification's value: `(id) name` defines id, `(id)` refers to it, `name` is plain.
-pub enum NameSpec<'a> {
+pub(crate) enum NameSpec<'a> {
     Plain(&'a [u8]),
     Define(u64, &'a [u8]),
     Refer(u64),
 }
 
-pub fn name_spec(value: &[u8]) -> Parsed<NameSpec<'_>> {
+pub(crate) fn name_spec(value: &[u8]) -> Parsed<NameSpec<'_>> {
     let value = skip_space(value);
     if value.first() == Some(&b'(') && value.get(1).is_some_and(|b| b.is_ascii_digit()) {
         let close = value

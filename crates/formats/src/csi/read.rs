@@ -172,7 +172,7 @@ impl Builder {
 
     /// Reads one text. `section` names the ELF section it came from (for locations and the
     /// kind of coverage arrays whose names do not tell); `None` for a text file.
-    pub fn add_text(&mut self, text: &[u8], section: Option<Section>) -> Result<()> {
+    pub(crate) fn add_text(&mut self, text: &[u8], section: Option<Section>) -> Result<()> {
         let place = Place { section: section.map(Section::name) };
         // At most one block or edge per line that starts with a digit (blank lines, names and
         // `#` lines hold none): reserved once, never grown by doubling (the capacity no line
@@ -606,7 +606,7 @@ impl Builder {
     }
 
     /// The profile read: one process, one image without addresses.
-    pub fn finish_profile(mut self, file: Option<String>) -> Profile {
+    pub(crate) fn finish_profile(mut self, file: Option<String>) -> Profile {
         self.attach_coverage();
         let mut profile = Profile::default();
         self.image.no_addresses = true;
@@ -618,7 +618,7 @@ impl Builder {
 
 /// The line (from 1) of the block line `ID|...` of block `id` in the first function called
 /// `function` of a `.debug_PT` text.
-pub fn block_line(text: &[u8], function: &str, id: u64) -> Option<u64> {
+pub(crate) fn block_line(text: &[u8], function: &str, id: u64) -> Option<u64> {
     // 0: between functions; 1: after `#`; 2: in the function's blocks; 3: in another's.
     let mut state = 0;
     for (n, raw) in text.split(|&b| b == b'\n').enumerate() {

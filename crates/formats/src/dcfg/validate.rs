@@ -13,7 +13,7 @@ use cfghub_model::error::{Findings, Place};
 use cfghub_model::ir::{EdgeKind, Image, NodeRef, Process, Profile, Routine};
 
 /// Largest id the spec allows (ids are 1..=0x7fffffff).
-pub const MAX_SPEC_ID: u64 = 0x7fff_ffff;
+pub(crate) const MAX_SPEC_ID: u64 = 0x7fff_ffff;
 
 /// Checks every process of `profile`.
 pub fn check(profile: &Profile) -> Findings {

@@ -37,7 +37,7 @@ const BATCH_BYTES: usize = 32 << 20;
 /// 10^15 edges; decoding runs at some 2x10^8 edges per second and core (a billion edges of one
 /// chunk took 4.2 s of CPU), so this default ends a run within about half a minute of one core
 /// however the trace was made.
-pub const DEFAULT_MAX_EDGES: u64 = 5_000_000_000;
+pub(crate) const DEFAULT_MAX_EDGES: u64 = 5_000_000_000;
 
 /// What is known about the paired DCFG's edges, per state of the transition table.
 #[derive(Clone, Debug, Default)]
@@ -158,7 +158,7 @@ impl TraceProcess {
 
     /// The state of a chunk's first edge, adding it (as a state without transitions) when the
     /// table does not mention it.
-    pub fn first_state(&mut self, id: u64) -> u32 {
+    pub(crate) fn first_state(&mut self, id: u64) -> u32 {
         if let Some(&s) = self.table.states.get(&id) {
             return s;
         }
@@ -210,7 +210,13 @@ impl Chunk {
     }
 
     /// An input error at edge `edge` and bit `bit` of this chunk.
-    pub fn error_at(&self, p: &TraceProcess, edge: u64, bit: u64, message: impl fmt::Display) -> Error {
+    pub(crate) fn error_at(
+        &self,
+        p: &TraceProcess,
+        edge: u64,
+        bit: u64,
+        message: impl fmt::Display,
+    ) -> Error {
         Error::input(message.to_string())
             .at_path(format!("{}: edge {edge}, bit {bit} of EDGE_ID_SEQUENCE", self.place(p)))
     }
@@ -224,7 +230,7 @@ impl Chunk {
 /// The result is the number of whole characters the sequence holds beyond those its
 /// `EDGE_COUNT` edges need (the padding bits of the last character aside), when there are any:
 /// a finding for the caller to report (see [`surplus_message`]).
-pub fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Result<Option<u64>> {
+pub(crate) fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Result<Option<u64>> {
     let consumed = match &p.pairing {
         None => run(p, c, &mut f)?,
         Some(pairing) => {
@@ -249,7 +255,7 @@ pub fn decode_chunk(p: &TraceProcess, c: &Chunk, mut f: impl FnMut(u32)) -> Resu
 }
 
 /// The finding for a chunk whose sequence holds `chars` characters more than its edges need.
-pub fn surplus_message(p: &TraceProcess, c: &Chunk, chars: u64) -> String {
+pub(crate) fn surplus_message(p: &TraceProcess, c: &Chunk, chars: u64) -> String {
     // A sequence of more than 2^64 bits is measured as 2^64 - 1.
     let at_least = if c.code.bits == u64::MAX { "at least " } else { "" };
     format!(
@@ -484,7 +490,7 @@ impl<'a> ChunkEdges<'a> {
     }
 
     /// The next edge's state (see [`TraceProcess::table`]), `None` after `EDGE_COUNT` edges.
-    pub fn next_state(&mut self) -> Result<Option<u32>> {
+    pub(crate) fn next_state(&mut self) -> Result<Option<u32>> {
         if self.failed {
             return Ok(None);
         }

@@ -49,7 +49,7 @@ pub struct ThreadEdges {
 
 /// Reads the edge-list text `cfghub trace edges` prints: one edge id per line; a line
 /// `# thread N` starts thread N's sequence (thread 0 when absent); other `#` lines are comments.
-pub fn parse_edge_list(text: &str) -> Result<Vec<ThreadEdges>> {
+pub(crate) fn parse_edge_list(text: &str) -> Result<Vec<ThreadEdges>> {
     let mut threads: Vec<ThreadEdges> = Vec::new();
     let mut current: Option<usize> = None;
     for (n, line) in text.lines().enumerate() {
@@ -98,7 +98,7 @@ pub enum Piece {
 }
 
 /// One chunk before writing.
-pub struct EncodedChunk {
+pub(crate) struct EncodedChunk {
     pub preceding: u64,
     pub instrs: u64,
     pub edges: u64,
@@ -108,7 +108,7 @@ pub struct EncodedChunk {
 
 /// The transition table: a Huffman code per current edge over the edges that follow it.
 #[derive(Clone, Debug, Default)]
-pub struct TransitionCodes {
+pub(crate) struct TransitionCodes {
     /// Per current edge: (next edge, code, length).
     pub per_current: HashMap<u64, Vec<(u64, u32, u8)>>,
     lookup: HashMap<(u64, u64), (u32, u8)>,
@@ -116,7 +116,7 @@ pub struct TransitionCodes {
 
 impl TransitionCodes {
     /// Codes from transition counts (current -> next -> count).
-    pub fn from_counts(freq: &HashMap<u64, HashMap<u64, u64>>) -> Self {
+    pub(crate) fn from_counts(freq: &HashMap<u64, HashMap<u64, u64>>) -> Self {
         let mut t = TransitionCodes::default();
         for (&cur, nexts) in freq {
             let mut list: Vec<(u64, u64)> = nexts.iter().map(|(&n, &c)| (n, c)).collect();
@@ -138,7 +138,7 @@ impl TransitionCodes {
 }
 
 /// Codes for every transition of whole sequences.
-pub fn transition_codes(threads: &[ThreadEdges]) -> TransitionCodes {
+pub(crate) fn transition_codes(threads: &[ThreadEdges]) -> TransitionCodes {
     let mut freq: HashMap<u64, HashMap<u64, u64>> = HashMap::new();
     for t in threads {
         for w in t.edges.windows(2) {
@@ -380,7 +380,7 @@ fn code_lengths(freqs: &[u64]) -> Vec<u32> {
 
 /// Bits to modified Base64 text (the last character padded with zeros).
 #[derive(Default)]
-pub struct BitText {
+pub(crate) struct BitText {
     text: Vec<u8>,
     acc: u64,
     have: u32,
@@ -522,7 +522,7 @@ fn header(h: &[&str]) -> String {
 
 /// Writes a one-process trace: dictionary entries `(key, value)`, the codes, and per thread
 /// its chunks; repeat bodies found in `keys` (body -> key) are written as references.
-pub fn write_parts(
+pub(crate) fn write_parts(
     out: &mut dyn Write,
     pid: u64,
     dict: &[(String, String)],

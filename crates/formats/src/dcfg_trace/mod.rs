@@ -33,10 +33,11 @@ use cfghub_model::ir::{Edge, EdgeKind, NodeRef, Process, Profile};
 
 /// The spec's headers: the column names of the process, transition table, thread and chunk
 /// arrays, which every trace states and the decoder checks.
-pub const PROCESS_HEADER: [&str; 4] = ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
-pub const TABLE_HEADER: [&str; 3] = ["CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS"];
-pub const THREAD_HEADER: [&str; 2] = ["THREAD_ID", "TRACE_DATA"];
-pub const CHUNK_HEADER: [&str; 5] =
+pub(crate) const PROCESS_HEADER: [&str; 4] =
+    ["PROCESS_ID", "STRING_DICTIONARY", "TRANSITION_TABLE", "THREAD_DATA"];
+pub(crate) const TABLE_HEADER: [&str; 3] = ["CURRENT_EDGE_ID", "TRANSITION_CODE", "NEXT_EDGE_IDS"];
+pub(crate) const THREAD_HEADER: [&str; 2] = ["THREAD_ID", "TRACE_DATA"];
+pub(crate) const CHUNK_HEADER: [&str; 5] =
     ["PRECEDING_INSTR_COUNT", "INSTR_COUNT", "EDGE_COUNT", "FIRST_EDGE_ID", "EDGE_ID_SEQUENCE"];
 
 /// What the DCFG-trace reader can be asked.
@@ -89,7 +90,7 @@ fn read_profile(input: &mut dyn BufRead, options: &ReadOptions, findings: &mut F
 
 /// Chunks whose sequence holds characters their `EDGE_COUNT` does not need are violations of
 /// the format: the trace is not what its producer meant to write.
-pub fn report_surplus(totals: &decode::Totals, findings: &mut Findings) {
+pub(crate) fn report_surplus(totals: &decode::Totals, findings: &mut Findings) {
     for m in &totals.surplus {
         findings.violation(None, m.clone());
     }
@@ -100,10 +101,10 @@ pub fn report_surplus(totals: &decode::Totals, findings: &mut Findings) {
 }
 
 /// Most threads a process may have (thread ids index `INSTR_COUNT_PER_THREAD`).
-pub const MAX_THREADS: u64 = 1 << 20;
+pub(crate) const MAX_THREADS: u64 = 1 << 20;
 
 /// The model of a trace read alone.
-pub fn totals_to_profile(totals: &decode::Totals) -> Result<Profile> {
+pub(crate) fn totals_to_profile(totals: &decode::Totals) -> Result<Profile> {
     let mut profile = Profile::default();
     profile.meta.format_version = totals.version;
     for p in &totals.processes {

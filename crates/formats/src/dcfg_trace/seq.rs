@@ -22,11 +22,11 @@ use std::collections::HashMap;
 use cfghub_model::error::{Error, Result};
 
 /// Repeats whose body holds at most this many bits are served from a periodic pattern.
-pub const PERIODIC_MAX_BITS: u64 = 4096;
+pub(crate) const PERIODIC_MAX_BITS: u64 = 4096;
 
 /// Value of a modified Base64 character, or `None`.
 #[inline]
-pub fn base64_value(c: u8) -> Option<u8> {
+pub(crate) fn base64_value(c: u8) -> Option<u8> {
     match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),
@@ -39,12 +39,12 @@ pub fn base64_value(c: u8) -> Option<u8> {
 
 /// The modified Base64 character for a six-bit value.
 #[inline]
-pub fn base64_char(v: u8) -> u8 {
+pub(crate) fn base64_char(v: u8) -> u8 {
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-"[(v & 63) as usize]
 }
 
 /// Whether `key` is a legal dictionary key: one or more characters of the Base64 alphabet.
-pub fn is_valid_key(key: &str) -> bool {
+pub(crate) fn is_valid_key(key: &str) -> bool {
     !key.is_empty() && key.bytes().all(|c| base64_value(c).is_some())
 }
 
@@ -449,7 +449,7 @@ impl Program {
     }
 
     /// Approximate heap size in bytes.
-    pub fn heap_size(&self) -> usize {
+    pub(crate) fn heap_size(&self) -> usize {
         self.ops.len() * std::mem::size_of::<Op>() + self.words.len() * 8
     }
 }
@@ -481,7 +481,7 @@ struct Leaf {
 
 /// Streams the bits of a compiled sequence, 57 at a time at most, without expanding repeats or
 /// dictionary references. Memory: one stack frame per level of nesting.
-pub struct BitReader<'a> {
+pub(crate) struct BitReader<'a> {
     code: &'a Program,
     dict: &'a Dictionary,
     stack: Vec<Frame>,
@@ -558,7 +558,7 @@ impl<'a> BitReader<'a> {
     /// Takes up to `k` (1..=57) bits from the current leaf (moving to the next leaf when the
     /// current one is spent): returns them right-aligned with their number, 0 bits at the end.
     #[inline]
-    pub fn take_up_to(&mut self, k: u32) -> (u64, u32) {
+    pub(crate) fn take_up_to(&mut self, k: u32) -> (u64, u32) {
         if self.leaf.left == 0 && !self.next_leaf() {
             return (0, 0);
         }
@@ -576,7 +576,7 @@ impl<'a> BitReader<'a> {
 
 /// A 64-bit window over a [`BitReader`]: the edge decoder peeks up to 32 bits and consumes
 /// what the matched code used.
-pub struct BitWindow<'a> {
+pub(crate) struct BitWindow<'a> {
     reader: BitReader<'a>,
     /// Valid bits, most significant first (bits past `have` are zero).
     pub acc: u64,

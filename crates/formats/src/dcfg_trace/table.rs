@@ -33,7 +33,7 @@ pub struct Row {
 
 impl Row {
     /// Parses a `TRANSITION_CODE` string.
-    pub fn parse_code(text: &str) -> std::result::Result<(u32, u8), String> {
+    pub(crate) fn parse_code(text: &str) -> std::result::Result<(u32, u8), String> {
         if text.len() > 32 {
             return Err(format!("a transition code has at most 32 bits, this one {}", text.len()));
         }
@@ -52,7 +52,7 @@ impl Row {
     }
 
     /// The code as text.
-    pub fn code_text(code: u32, len: u8) -> String {
+    pub(crate) fn code_text(code: u32, len: u8) -> String {
         (0..len).rev().map(|i| if (code >> i) & 1 == 1 { '1' } else { '0' }).collect()
     }
 }
@@ -113,7 +113,7 @@ pub struct Table {
 }
 
 /// Flag of a fast-path entry that yields exactly one edge and passed every check.
-pub const FAST: u64 = 1 << 40;
+pub(crate) const FAST: u64 = 1 << 40;
 
 impl Table {
     /// The state of `id`, adding it when new.
@@ -218,7 +218,7 @@ impl Table {
     /// successor) into packed entries; states whose transitions need more (long codes,
     /// several next edges, failed checks, no rows) lead to an empty entry, which sends the
     /// decoder to the general path. Call again after flagging entries.
-    pub fn build_fast(&mut self) {
+    pub(crate) fn build_fast(&mut self) {
         let pack = |e: &Entry| -> u64 {
             if e.count == 1 && !e.bad {
                 e.next as u64 | (e.len as u64) << 32 | FAST
@@ -250,7 +250,7 @@ impl Table {
 
     /// Matches the code at the front of `bits` (the next 32 bits, most significant first) in
     /// the trie from `root`: the entry, or `None` when no code matches.
-    pub fn trie_match(&self, root: u32, bits: u64) -> Option<Entry> {
+    pub(crate) fn trie_match(&self, root: u32, bits: u64) -> Option<Entry> {
         let mut n = root as usize;
         for i in 0..33u32 {
             if let Some(e) = self.trie[n].leaf {
@@ -280,7 +280,7 @@ impl Table {
 
     /// Applies `f` to every transition entry (for checks against a paired DCFG), with the
     /// state it leaves.
-    pub fn for_each_entry_mut(&mut self, mut f: impl FnMut(u32, &mut Entry, &[u32])) {
+    pub(crate) fn for_each_entry_mut(&mut self, mut f: impl FnMut(u32, &mut Entry, &[u32])) {
         let seqs = std::mem::take(&mut self.seqs);
         for s in 0..self.kinds.len() {
             match self.kinds[s] {
@@ -316,7 +316,7 @@ impl Table {
     }
 
     /// The next states an entry yields.
-    pub fn next_states<'a>(&'a self, e: &'a Entry) -> &'a [u32] {
+    pub(crate) fn next_states<'a>(&'a self, e: &'a Entry) -> &'a [u32] {
         if e.count == 1 {
             std::slice::from_ref(&e.next)
         } else {

@@ -9,7 +9,7 @@ use cfghub_model::ir::CostTable;
 
 /// The rows of a table that state an offset, in offset order (rows at one offset in table
 /// order).
-pub struct ByOffset<'a> {
+pub(crate) struct ByOffset<'a> {
     costs: &'a CostTable,
     order: Order,
     /// Rows without an offset (function- or line-level costs), which take no part.
@@ -62,7 +62,7 @@ impl<'a> ByOffset<'a> {
     /// Calls `f` once per address, in order, with the address and the values of the rows there
     /// that `take` accepts, summed (saturating); an address none of whose rows is taken is left
     /// out. Stops at the first error `f` returns.
-    pub fn try_for_each_address<E>(
+    pub(crate) fn try_for_each_address<E>(
         &self,
         take: impl Fn(&[u64]) -> bool,
         f: impl FnMut(u64, &[u64]) -> Result<(), E>,

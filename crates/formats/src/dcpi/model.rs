@@ -26,7 +26,7 @@ pub use cfghub_analysis::combine::split_spec;
 
 /// Whether the header lines are a DCPI profile's (binary or dcpicat): other formats' header
 /// lines are never written into a DCPI file.
-pub fn is_dcpi_family(meta: &Meta) -> bool {
+pub(crate) fn is_dcpi_family(meta: &Meta) -> bool {
     meta.headers.iter().any(|(k, _)| k == "image" || k == "epoch" || k == "event")
 }
 
@@ -64,7 +64,7 @@ pub fn event_specs(profile: &Profile) -> Vec<EventSpec> {
 
 /// The index of the event a one-event file should hold: the one named, else the only one,
 /// else the first (with a warning naming the others).
-pub fn choose_event(
+pub(crate) fn choose_event(
     profile: &Profile,
     wanted: Option<&str>,
     findings: &mut Findings,
@@ -95,7 +95,7 @@ pub fn choose_event(
 
 /// The image a per-image file should hold: the one with the most cost for `events` (all
 /// events when empty); other images with costs are named in a warning.
-pub fn choose_image<'p>(
+pub(crate) fn choose_image<'p>(
     profile: &'p Profile,
     events: &[usize],
     findings: &mut Findings,
@@ -143,7 +143,7 @@ pub fn choose_image<'p>(
     Ok(chosen)
 }
 
-pub fn gcd(mut a: u64, mut b: u64) -> u64 {
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -153,7 +153,7 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// The distance between sample slots, given the greatest common divisor of the gaps between
 /// consecutive sampled addresses (0 when there is at most one): 4 bytes (DCPI's own, Alpha
 /// instructions) unless the gaps say the slots are closer or not 4-aligned.
-pub fn step_of_gaps(gcd_of_gaps: u64) -> u64 {
+pub(crate) fn step_of_gaps(gcd_of_gaps: u64) -> u64 {
     if gcd_of_gaps == 0 || gcd_of_gaps.is_multiple_of(4) {
         4
     } else {

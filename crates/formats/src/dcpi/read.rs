@@ -15,10 +15,10 @@ use cfghub_model::ir::{CostTable, Event, Image, Meta, Process, Profile};
 use cfghub_model::mem::PageReleaser;
 
 /// Bytes per sample slot when the user does not say: every Alpha instruction is 4 bytes.
-pub const DEFAULT_STEP: u64 = 4;
+pub(crate) const DEFAULT_STEP: u64 = 4;
 
 /// Keys that must appear exactly once in the header.
-pub const REQUIRED: [&str; 9] =
+pub(crate) const REQUIRED: [&str; 9] =
     ["version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed"];
 
 /// The parsed ASCII header.
@@ -106,7 +106,7 @@ fn dec(value: &str) -> Option<u64> {
 }
 
 /// Parses `pdb-MAJOR.MINOR`.
-pub fn parse_version(value: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_version(value: &str) -> Option<(u64, u64)> {
     let (major, minor) = value.strip_prefix("pdb-")?.split_once('.')?;
     Some((dec(major)?, dec(minor)?))
 }
@@ -373,7 +373,7 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
 }
 
 /// The slot step the options ask for.
-pub fn step_of(options: &ReadOptions) -> Result<u64> {
+pub(crate) fn step_of(options: &ReadOptions) -> Result<u64> {
     match options.formats.get::<super::Options>().address_step {
         None => Ok(DEFAULT_STEP),
         Some(0) => Err(Error::usage("the address step must be at least 1 byte")),

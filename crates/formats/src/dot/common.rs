@@ -19,7 +19,7 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Appends `s` escaped for use inside a DOT quoted string.
-pub fn push_escaped(out: &mut String, s: &str) {
+pub(crate) fn push_escaped(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -32,12 +32,12 @@ pub fn push_escaped(out: &mut String, s: &str) {
 }
 
 /// Graphviz's `ylorrd9` colours, coldest first: the heat scale of every view.
-pub const HEAT: [&str; 9] =
+pub(crate) const HEAT: [&str; 9] =
     ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"];
 
 /// Node attributes for a value on a heat scale whose maximum is `max`: a fill colour (white
 /// when the value is 0) and a font colour that stays readable.
-pub fn heat_attrs(value: u64, max: u64) -> String {
+pub(crate) fn heat_attrs(value: u64, max: u64) -> String {
     if value == 0 || max == 0 {
         return "style=filled, fillcolor=\"#ffffff\"".to_string();
     }
@@ -48,7 +48,7 @@ pub fn heat_attrs(value: u64, max: u64) -> String {
 }
 
 /// Pen width of an edge traversed `count` times out of a maximum `max`: 1 to 5.
-pub fn pen_width(count: u64, max: u64) -> f64 {
+pub(crate) fn pen_width(count: u64, max: u64) -> f64 {
     if max == 0 {
         return 1.0;
     }
@@ -70,7 +70,7 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// DOT style attributes of each class of edge.
-pub trait Styled {
+pub(crate) trait Styled {
     /// Style attributes (colour, line style) of the class.
     fn style(self) -> &'static str;
 }
@@ -97,7 +97,7 @@ pub fn event_index(profile: &Profile, event: Option<&str>) -> Result<Option<Even
 }
 
 /// Per-image look-ups built once per view.
-pub struct ImageIndex<'a> {
+pub(crate) struct ImageIndex<'a> {
     pub image: &'a Image,
     pub symbols: SymbolIndex,
     pub source: SourceIndex,
@@ -116,21 +116,17 @@ impl<'a> ImageIndex<'a> {
     }
 
     /// The chosen event's cost inside a block's address range.
-    pub fn block_cost(&self, block: &Block) -> u64 {
+    pub(crate) fn block_cost(&self, block: &Block) -> u64 {
         let end = block.end();
         let from = self.costs.partition_point(|c| c.0 < block.offset);
         self.costs[from..].iter().take_while(|c| c.0 < end).fold(0u64, |a, c| a.saturating_add(c.1))
-    }
-
-    pub fn has_costs(&self) -> bool {
-        !self.costs.is_empty()
     }
 }
 
 /// The label of block `b` of the index's image: id and address, symbol+offset, instructions
 /// and executions, source lines, and the chosen event's cost. A block without an address (CSI)
 /// shows its own id, its line range, and whether it records a completed path.
-pub fn block_label(
+pub(crate) fn block_label(
     profile: &Profile,
     index: &ImageIndex<'_>,
     b: u32,
@@ -202,7 +198,7 @@ pub fn block_counts(process: &Process, image: usize) -> Vec<u64> {
 }
 
 /// Warns when `--event` was asked for but the shown code has no cost for it.
-pub fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
+pub(crate) fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
     if let (Some(name), false) = (event, any) {
         findings
             .warn(None, format!("dot: no '{name}' costs in the blocks shown; heat is by execution count"));
@@ -212,7 +208,7 @@ pub fn warn_no_costs(findings: &mut Findings, event: Option<&str>, any: bool) {
 /// Warns that nothing of a profile without basic blocks is drawn, where it holds stacks or
 /// costs (folded stacks, DCPI samples): a picture of empty clusters and no word of why
 /// would leave the user guessing.
-pub fn warn_without_blocks(profile: &Profile, findings: &mut Findings) {
+pub(crate) fn warn_without_blocks(profile: &Profile, findings: &mut Findings) {
     let images = || profile.processes.iter().flat_map(|p| &p.images);
     if images().any(|i| !i.blocks.is_empty()) {
         return;

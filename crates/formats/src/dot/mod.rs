@@ -106,7 +106,7 @@ pub fn to_string(
 }
 
 /// Writes the DOT text of a view to `sink` as it is made.
-pub fn write_to(
+pub(crate) fn write_to(
     profile: &Profile,
     view: &View,
     options: &Options,

@@ -28,7 +28,7 @@ pub struct Found {
 /// routine), a routine's entry node id (decimal; any block id of the routine is accepted), or a
 /// symbol name (the routine whose entry is the symbol's start, else the one containing it).
 /// `routines` holds the routines of every process, as `routines::derive` gives them.
-pub fn find_routine(
+pub(crate) fn find_routine(
     profile: &Profile,
     routines: &[Vec<std::borrow::Cow<'_, [Routine]>>],
     spec: &str,
@@ -151,7 +151,7 @@ pub fn write(
 }
 
 /// The DOT of a routine found already (library entry point for benchmarks and tests).
-pub fn write_routine(
+pub(crate) fn write_routine(
     profile: &Profile,
     f: Found,
     routine: &Routine,

@@ -42,9 +42,9 @@ use crate::format::{Format, Needs, WriteOptions};
 pub use read::read_bytes;
 
 /// The oldest processed-profile version the reader takes (profiles from before versioning).
-pub const OLDEST_VERSION: u64 = 0;
+pub(crate) const OLDEST_VERSION: u64 = 0;
 /// The newest processed-profile version the reader takes.
-pub const NEWEST_VERSION: u64 = 70;
+pub(crate) const NEWEST_VERSION: u64 = 70;
 
 /// The processed profile format.
 pub static FORMAT: Format = Format {
@@ -101,11 +101,11 @@ fn sniff(head: &[u8]) -> bool {
 /// What perf's collapsers (and folded stacks after them) append to a kernel function's name;
 /// the reader appends it to frames of the `Kernel` category or a kernel image, the writer
 /// takes it off and sets that category.
-pub const KERNEL_SUFFIX: &str = "_[k]";
+pub(crate) const KERNEL_SUFFIX: &str = "_[k]";
 
 /// Whether an image holds kernel code: samply's and perf's `[kernel.kallsyms]`, a `vmlinux`,
 /// a module.
-pub fn is_kernel_image(name: &str) -> bool {
+pub(crate) fn is_kernel_image(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
     base.starts_with("[kernel") || base.starts_with("vmlinux") || base.ends_with(".ko")
 }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Deserializer};
 /// A number or a string (pids and tids are strings in recent versions, numbers in old ones).
 #[derive(Deserialize, Clone, Debug)]
 #[serde(untagged)]
-pub enum Id {
+pub(crate) enum Id {
     Number(serde_json::Number),
     Text(String),
 }
@@ -114,7 +114,7 @@ pub struct File {
 /// another version, or a Gecko profile, as what it is rather than where its JSON stops
 /// matching this schema.
 #[derive(Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub meta: Option<Meta>,
     /// `libs` or a thread was a string: Gecko profiles keep them as JSON text in strings.
     pub gecko: bool,
@@ -122,7 +122,7 @@ pub struct Seen {
 
 /// Reads a whole file (its top-level keys in any order; unknown keys skipped), noting in
 /// [`Seen`] what it has read so far. Reading stops at the first sign of a Gecko profile.
-pub struct FileSeed<'s>(pub &'s mut Seen);
+pub(crate) struct FileSeed<'s>(pub &'s mut Seen);
 
 impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
     type Value = File;
@@ -217,14 +217,14 @@ pub struct Meta {
 
 #[derive(Deserialize, Default, Clone)]
 #[serde(default)]
-pub struct Category {
+pub(crate) struct Category {
     pub name: String,
     pub color: String,
 }
 
 #[derive(Deserialize, Default, Clone)]
 #[serde(default, rename_all = "camelCase")]
-pub struct Lib {
+pub(crate) struct Lib {
     pub name: Option<String>,
     pub path: Option<String>,
     pub debug_name: Option<String>,
@@ -237,7 +237,7 @@ pub struct Lib {
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-pub struct Shared {
+pub(crate) struct Shared {
     pub string_array: Option<Vec<String>>,
     pub stack_table: Option<StackTable>,
     pub frame_table: Option<FrameTable>,
@@ -269,7 +269,7 @@ pub struct Thread {
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-pub struct StackTable {
+pub(crate) struct StackTable {
     /// Gecko profiles (the profiler's input, not its processed format) describe their tables
     /// with a `schema`.
     pub schema: Option<serde_json::Value>,
@@ -280,7 +280,7 @@ pub struct StackTable {
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-pub struct FrameTable {
+pub(crate) struct FrameTable {
     pub address: Column,
     pub inline_depth: Option<Column>,
     pub func: Column,
@@ -291,7 +291,7 @@ pub struct FrameTable {
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-pub struct FuncTable {
+pub(crate) struct FuncTable {
     pub name: Column,
     pub resource: Column,
     pub file_name: Option<Column>,
@@ -301,14 +301,14 @@ pub struct FuncTable {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct ResourceTable {
+pub(crate) struct ResourceTable {
     pub lib: Option<Column>,
     pub name: Column,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct Sources {
+pub(crate) struct Sources {
     pub filename: Column,
 }
 

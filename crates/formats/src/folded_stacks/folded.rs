@@ -21,10 +21,10 @@ use cfghub_model::error::{Error, Findings, Place, Result};
 use cfghub_model::ir::{Event, FrameId, Process, Profile, Stack};
 
 /// The key of a comment line kept in [`cfghub_model::ir::Meta::headers`]; the writer puts them back.
-pub const COMMENT_KEY: &str = "comment";
+pub(crate) const COMMENT_KEY: &str = "comment";
 
 /// The comment that names the count columns.
-pub const EVENTS_PREFIX: &str = "events:";
+pub(crate) const EVENTS_PREFIX: &str = "events:";
 
 /// The name of a count column the input does not name (`samples`; `samples1`, `samples2` for
 /// several).

@@ -45,7 +45,7 @@ pub fn collapse<C: inferno::collapse::Collapse>(
 /// two hex digits, and comes back out as itself. inferno also asserts some of its own
 /// invariants on malformed input; such a panic is caught, kept off standard error, and reported
 /// as bad input.
-pub fn collapse_bytes<C: inferno::collapse::Collapse>(
+pub(crate) fn collapse_bytes<C: inferno::collapse::Collapse>(
     folder: &mut C,
     raw: &[u8],
     what: &str,
@@ -64,7 +64,7 @@ pub fn collapse_bytes<C: inferno::collapse::Collapse>(
 
 /// The byte that starts an escaped byte on its way through inferno: a control character no
 /// collapser gives a meaning to (it is not white space, not a digit, not punctuation).
-pub const ESCAPE: u8 = 0x01;
+pub(crate) const ESCAPE: u8 = 0x01;
 
 fn escape(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     if raw.iter().all(|&b| b.is_ascii() && b != ESCAPE) {
@@ -128,7 +128,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
 /// ([`cfghub_analysis::stacks::stacks_to_write`]), and the events to write (every event unless `--event` names one).
 /// Refused when there is no event; `what` names the output in that message ("speedscope
 /// profiles").
-pub fn stacks_for_writing<'a>(
+pub(crate) fn stacks_for_writing<'a>(
     profile: &'a Profile,
     event: Option<&str>,
     findings: &mut cfghub_model::error::Findings,
@@ -150,7 +150,7 @@ fn written_events(profile: &Profile, event: Option<&str>, what: &str) -> Result<
 /// Whether the events are sample types of one sampler, each in its unit (pprof's
 /// `samples/count` and `cpu/nanoseconds`): different measures of the same samples, never a
 /// before/after pair, which is what flame-graph tools make of two count columns.
-pub fn events_are_sample_types(profile: &Profile) -> bool {
+pub(crate) fn events_are_sample_types(profile: &Profile) -> bool {
     profile.events.len() > 1
         && profile.events.iter().all(|e| cfghub_model::ir::event_unit(&profile.meta, &e.name).is_some())
 }

@@ -48,7 +48,7 @@ pub struct Frame {
 }
 
 /// The line table and function scopes of a binary.
-pub struct DebugInfo {
+pub(crate) struct DebugInfo {
     rows: Vec<Row>,
     scopes: Vec<Scope>,
     /// Outermost functions' ranges, by start: (start, end, scope).
@@ -221,7 +221,7 @@ impl DebugInfo {
     }
 
     /// The name of the function whose code starts at `address`, if one does.
-    pub fn function_at(&self, address: u64) -> Option<&str> {
+    pub(crate) fn function_at(&self, address: u64) -> Option<&str> {
         let k = self.functions.binary_search_by_key(&address, |f| f.0).ok()?;
         Some(&self.scopes[self.functions[k].2].name)
     }
@@ -277,7 +277,7 @@ impl DebugInfo {
     /// The length of the x86-64 instruction at `address` when it is one that ends blocks (a
     /// return, a jump, a conditional jump or a call, direct or through a register or memory,
     /// with their usual prefixes); `None` for anything else or outside the code.
-    pub fn branch_length(&self, address: u64) -> Option<u64> {
+    pub(crate) fn branch_length(&self, address: u64) -> Option<u64> {
         let (start, bytes) = self.code.iter().find(|(a, b)| *a <= address && address < a + b.len() as u64)?;
         let at = &bytes[(address - start) as usize..];
         let mut k = 0;

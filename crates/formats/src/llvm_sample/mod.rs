@@ -52,7 +52,7 @@ pub static FORMAT: Format = Format {
 };
 
 /// llvm-profgen's unsymbolized profile.
-pub static UNSYMBOLIZED: Format = Format {
+pub(crate) static UNSYMBOLIZED: Format = Format {
     name: "llvm-unsymbolized",
     description: "llvm-profgen unsymbolized profile (address ranges and branches); write only",
     extensions: &[".rawprof"],

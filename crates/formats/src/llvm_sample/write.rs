@@ -28,7 +28,11 @@ struct Samples {
 
 /// The binary of `image` and where its segments go: `--symbols` when given, else the image's
 /// own file when it can be read.
-pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Option<(PathBuf, ElfLayout)> {
+pub(crate) fn binary_of(
+    profile: &Profile,
+    image: &Image,
+    options: &WriteOptions,
+) -> Option<(PathBuf, ElfLayout)> {
     let path = options
         .formats
         .get::<Options>()
@@ -40,7 +44,7 @@ pub fn binary_of(profile: &Profile, image: &Image, options: &WriteOptions) -> Op
 }
 
 /// The event whose samples count executions, for profiles without blocks.
-pub fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
+pub(crate) fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usize> {
     Ok(events::chosen(profile, options.event.as_deref(), Unnamed::First)?.first().copied().unwrap_or(0))
 }
 

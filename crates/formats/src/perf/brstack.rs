@@ -25,7 +25,7 @@ use cfghub_model::ir::{Image, Process, Profile};
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 /// Whether a line holds a branch-stack entry.
-pub fn has_entries(line: &str) -> bool {
+pub(crate) fn has_entries(line: &str) -> bool {
     line.split_ascii_whitespace().any(|t| entry(t).is_some())
 }
 

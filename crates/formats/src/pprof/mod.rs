@@ -28,9 +28,9 @@ pub use read::read_bytes;
 pub use write::write;
 
 /// The numeric sample label that carries a stack's thread.
-pub const THREAD_LABEL: &str = "thread";
+pub(crate) const THREAD_LABEL: &str = "thread";
 /// The numeric sample label that carries a stack's process id (profiles of several processes).
-pub const PID_LABEL: &str = "pid";
+pub(crate) const PID_LABEL: &str = "pid";
 
 /// Keys of [`cfghub_model::ir::Meta::headers`] for the top-level fields of profile.proto: the field's
 /// name after `pprof.` (other writers show them as descriptions).
@@ -38,16 +38,16 @@ pub mod keys {
     /// `"TYPE UNIT"` of one sample type: the model's unit of an event.
     pub const UNIT: &str = cfghub_model::ir::EVENT_UNIT_KEY;
     /// `"TYPE UNIT"` of `period_type`.
-    pub const PERIOD_TYPE: &str = "pprof.period_type";
+    pub(crate) const PERIOD_TYPE: &str = "pprof.period_type";
     pub const PERIOD: &str = "pprof.period";
-    pub const TIME_NANOS: &str = "pprof.time_nanos";
-    pub const DURATION_NANOS: &str = "pprof.duration_nanos";
-    pub const DROP_FRAMES: &str = "pprof.drop_frames";
-    pub const KEEP_FRAMES: &str = "pprof.keep_frames";
-    pub const DEFAULT_SAMPLE_TYPE: &str = cfghub_model::ir::DEFAULT_SAMPLE_TYPE_KEY;
-    pub const DOC_URL: &str = "pprof.doc_url";
+    pub(crate) const TIME_NANOS: &str = "pprof.time_nanos";
+    pub(crate) const DURATION_NANOS: &str = "pprof.duration_nanos";
+    pub(crate) const DROP_FRAMES: &str = "pprof.drop_frames";
+    pub(crate) const KEEP_FRAMES: &str = "pprof.keep_frames";
+    pub(crate) const DEFAULT_SAMPLE_TYPE: &str = cfghub_model::ir::DEFAULT_SAMPLE_TYPE_KEY;
+    pub(crate) const DOC_URL: &str = "pprof.doc_url";
     /// One per comment; folded stacks' `# ` comments use the same key.
-    pub const COMMENT: &str = "comment";
+    pub(crate) const COMMENT: &str = "comment";
 }
 
 /// The pprof format.

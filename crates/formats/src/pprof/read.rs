@@ -32,14 +32,14 @@ const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as 
 
 /// Frames that stacks may hold in all, per byte of input: inline chains multiply a location's
 /// lines by the samples naming it, which no sampler makes thousands of times over.
-pub const FRAMES_PER_BYTE: u64 = 16;
+pub(crate) const FRAMES_PER_BYTE: u64 = 16;
 /// Frames that stacks may hold in all whatever the input's size (64 MiB of frame ids).
-pub const MIN_FRAME_BUDGET: u64 = 1 << 24;
+pub(crate) const MIN_FRAME_BUDGET: u64 = 1 << 24;
 /// Comments kept as headers; more are counted and dropped with a warning.
-pub const MAX_COMMENTS: usize = 4096;
+pub(crate) const MAX_COMMENTS: usize = 4096;
 /// Mappings kept as images; more are counted (their ids still checked) and dropped with a
 /// warning. A process maps a few thousand files at most.
-pub const MAX_IMAGES: usize = 8192;
+pub(crate) const MAX_IMAGES: usize = 8192;
 
 /// Reads a whole pprof input (decompressed already by [`cfghub_model::io`]).
 pub fn read(input: &mut Source<'_>, _options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {

@@ -13,10 +13,10 @@
 
 use cfghub_model::error::{Error, Result};
 
-pub const VARINT: u8 = 0;
-pub const FIXED64: u8 = 1;
-pub const LEN: u8 = 2;
-pub const FIXED32: u8 = 5;
+pub(crate) const VARINT: u8 = 0;
+pub(crate) const FIXED64: u8 = 1;
+pub(crate) const LEN: u8 = 2;
+pub(crate) const FIXED32: u8 = 5;
 
 /// Reading position in one message.
 pub struct Cursor<'a> {

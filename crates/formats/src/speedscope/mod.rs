@@ -28,7 +28,7 @@ use cfghub_model::io::write_error;
 use cfghub_model::ir::{EventId, Profile};
 
 /// The `$schema` value speedscope detects its format by.
-pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
+pub(crate) const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
 /// Units speedscope knows; anything else is written as `none`.
 const UNITS: &[&str] = &["nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"];

@@ -63,7 +63,7 @@ pub fn integer_scale(values: impl Iterator<Item = f64>) -> (f64, bool) {
 
 /// [`integer_scale`] of values met one at a time.
 #[derive(Default)]
-pub struct IntegerScale {
+pub(crate) struct IntegerScale {
     digits: i32,
     lossy: bool,
 }
@@ -111,7 +111,11 @@ pub fn inferno_options(
 
 /// The event to draw: `--event`, else the profile's default (pprof's `default_sample_type`) or
 /// the first, with a warning that says how much of each other event the picture leaves out.
-pub fn drawn_event(profile: &Profile, options: &WriteOptions, findings: &mut Findings) -> Result<EventId> {
+pub(crate) fn drawn_event(
+    profile: &Profile,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<EventId> {
     let chosen = events::chosen(profile, options.event.as_deref(), Unnamed::StatedDefault)?;
     let Some(&event) = chosen.first() else {
         return Err(Error::unsupported("a flame graph needs an event, the profile has none"));

@@ -45,7 +45,12 @@ use cfghub_model::ir::EventId;
 
 /// Folded lines of `event` (values times `scale`, rounded) that inferno draws exactly as it
 /// draws every stack of `stacks`, given inferno's `min_width` (percent of the whole).
-pub fn lines_to_draw(stacks: &WrittenStacks, event: EventId, scale: f64, min_width: f64) -> FoldedLines {
+pub(crate) fn lines_to_draw(
+    stacks: &WrittenStacks,
+    event: EventId,
+    scale: f64,
+    min_width: f64,
+) -> FoldedLines {
     let lines = Lines { stacks, event, scale };
     let census = lines.census();
     if census.time == 0 {

@@ -60,7 +60,7 @@ const PAGE_BYTES: usize = 64 << 10;
 /// bytes each), below that size too. At 8Ki rows each text column's values took 256 KiB, mapped,
 /// faulted in and unmapped for every batch: a third of the page faults of reading the Pin-style
 /// DCFG's tables, and 0.80 -> 0.74 s CPU reading them at 2Ki.
-pub const BATCH: usize = 1 << 11;
+pub(crate) const BATCH: usize = 1 << 11;
 
 /// A column's present values in its Parquet physical type.
 enum Values {
@@ -533,7 +533,7 @@ impl ReadColumn {
 /// The values of an integer, float or boolean column for the rows of a [`ReadTable`], indexed
 /// by row number in the whole table.
 #[derive(Clone, Copy)]
-pub struct Col<'a, T> {
+pub(crate) struct Col<'a, T> {
     first: usize,
     values: &'a [T],
     present: Option<&'a [bool]>,
@@ -559,7 +559,7 @@ impl<T: Copy> Col<'_, T> {
 
 /// The values of a text column for the rows of a [`ReadTable`].
 #[derive(Clone, Copy)]
-pub struct Texts<'a> {
+pub(crate) struct Texts<'a> {
     first: usize,
     codes: &'a [u32],
     words: &'a [String],
@@ -595,7 +595,7 @@ impl<'a> Texts<'a> {
 
 /// Rows read back from a table: a batch of consecutive rows (or all of them) of the columns the
 /// reader asked for, addressed by their row number in the whole table.
-pub struct ReadTable {
+pub(crate) struct ReadTable {
     pub name: &'static str,
     /// The file it was read from, for error messages.
     pub file: Arc<str>,
@@ -617,21 +617,21 @@ impl ReadTable {
     }
 
     /// An integer column's values.
-    pub fn ints(&self, name: &str) -> Col<'_, u64> {
+    pub(crate) fn ints(&self, name: &str) -> Col<'_, u64> {
         let c = self.column(name);
         match &c.data {
             Data::Int(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
             _ => unreachable!("{name} is not an integer column"),
         }
     }
-    pub fn floats(&self, name: &str) -> Col<'_, f64> {
+    pub(crate) fn floats(&self, name: &str) -> Col<'_, f64> {
         let c = self.column(name);
         match &c.data {
             Data::Float(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
             _ => unreachable!("{name} is not a float column"),
         }
     }
-    pub fn bools(&self, name: &str) -> Col<'_, bool> {
+    pub(crate) fn bools(&self, name: &str) -> Col<'_, bool> {
         let c = self.column(name);
         match &c.data {
             Data::Bool(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
@@ -665,7 +665,7 @@ impl ReadTable {
     }
 
     /// An optional integer that must fit 32 bits.
-    pub fn opt_u32(&self, name: &str, row: usize) -> Result<Option<u32>> {
+    pub(crate) fn opt_u32(&self, name: &str, row: usize) -> Result<Option<u32>> {
         match self.ints(name).get(row) {
             None => Ok(None),
             Some(v) => u32::try_from(v)
@@ -681,7 +681,7 @@ fn table_error(name: &str, file: &str, column: &str, row: usize, message: impl I
 
 /// A table's file opened for reading: its columns checked against the schema, read a batch at
 /// a time with [`TableReader::next`] (or whole with [`TableReader::all`]).
-pub struct TableReader {
+pub(crate) struct TableReader {
     pub name: &'static str,
     pub file: Arc<str>,
     /// The rows of the whole table, as the file's footer states them.
@@ -703,7 +703,7 @@ pub struct TableReader {
 /// converts to its kind; columns it has beyond those are ignored, and derived ones are checked
 /// but not read. With `profile_id`, the first column (`profile_id`) is checked to hold that id
 /// on every row (from the row groups' statistics where they say) rather than read.
-pub fn open_table(
+pub(crate) fn open_table(
     dir: &Path,
     name: &'static str,
     specs: &'static [Spec],

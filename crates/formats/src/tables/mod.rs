@@ -76,7 +76,8 @@ fn holds_tables(dir: &Path) -> bool {
 }
 
 /// The profile id of tables written to `target`: the folder's name without `.tables`.
-pub fn profile_id_for(target: &Path) -> String {
+#[cfg_attr(not(feature = "tables"), allow(dead_code))]
+pub(crate) fn profile_id_for(target: &Path) -> String {
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("profile");
     name.strip_suffix(".tables").filter(|s| !s.is_empty()).unwrap_or(name).to_string()
 }

@@ -18,7 +18,7 @@ use object::ObjectSection;
 use crate::error::{Error, Result};
 
 /// Most times a compressed section may grow when inflated (beyond [`SLACK`]).
-pub const MAX_RATIO: u64 = 100;
+pub(crate) const MAX_RATIO: u64 = 100;
 /// Bytes any compressed section may inflate to whatever its ratio (small sections of
 /// repeated records compress well).
 pub const SLACK: u64 = 64 << 10;

@@ -32,7 +32,7 @@
 use super::{Cost, FileId, Values};
 
 /// Rows per pack.
-pub const PACK: usize = 256;
+pub(crate) const PACK: usize = 256;
 /// Words of a pack's bit set of rows without a value.
 const MASK_WORDS: usize = PACK / 64;
 /// Bytes of that bit set, kept before the values of a pack whose rows mix stated and unstated.
@@ -1049,7 +1049,7 @@ impl CostTable {
     }
 
     /// Heap bytes the table holds.
-    pub fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         let columns: usize = [&self.offsets, &self.symbols, &self.files, &self.lines]
             .into_iter()
             .chain(&self.values)

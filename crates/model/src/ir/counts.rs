@@ -89,7 +89,7 @@ impl Numbers {
     }
 
     /// Heap bytes it holds: the box and, past two numbers, its buffer.
-    pub fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         match &self.0 {
             Repr::Inline { .. } => 0,
             Repr::Boxed(many) => {

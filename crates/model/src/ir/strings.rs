@@ -94,7 +94,7 @@ impl StringTable {
     }
 
     /// Heap bytes the table holds: the strings and the lookup from string to index.
-    pub fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         let spans = self.spans.capacity() * std::mem::size_of::<(usize, usize)>();
         let slots = self.index.num_buckets() * (std::mem::size_of::<u32>() + 1);
         (self.text.capacity() + spans + slots) as u64

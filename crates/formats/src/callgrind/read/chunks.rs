@@ -32,7 +32,11 @@
 //! against 0.60 / 0.62 on 2, 0.62 / 0.67 against 0.71 / 0.77 on 4, 0.64 / 0.72 against
 //! 0.72 / 0.86 on 8 and 0.63 / 0.71 against 0.70 / 0.79 on 16: 10-17% from 4 cores on. The
 //! 21 MB `cc1plus` profile (2 parts): 0.46 s both ways on 1 core, 0.38 against 0.40 on 2,
-//! 0.38 against 0.45 on 4, 0.42 against 0.46 on 8 and 16.
+//! 0.38 against 0.45 on 4, 0.42 against 0.46 on 8 and 16. On an idle 2-core machine (medians
+//! of 9 interleaved rounds, the same build with the parts turned off) the `cc1plus` profile
+//! takes 0.62 s wall in parts against 0.66 s as one stream, at 0.78 s of processor time
+//! against 0.72 s: under the project's 10% there, over it from 4 cores on, where it is kept
+//! for (see docs/performance.md).
 
 use std::collections::HashMap;
 

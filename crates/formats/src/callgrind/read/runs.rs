@@ -4,9 +4,10 @@
 //! file; any line the loop cannot read in one pass is left to [`Reader::line`].
 //!
 //! What it saves, measured on the whole command (`cfghub convert` of the 21 MB Valgrind
-//! profile of `cc1plus` to Callgrind, interleaved rounds on a loaded 2-core machine, one core):
-//! 0.40 s of processor time against 0.44 s with every line read by [`Reader::line`] (0.83 s
-//! against 0.90 s wall, best of 9; medians 0.93 s against 1.06 s).
+//! profile of `cc1plus` to Callgrind, a build whose runs could be turned off, interleaved
+//! rounds on an idle 2-core machine, medians of 7): on one core 0.73 s wall (0.71 s of
+//! processor time) against 1.06 s (1.03 s) with every line read by [`Reader::line`], 31% of
+//! the command; on two, 0.62 s against 0.81 s wall.
 
 use super::super::parse::{self as parse, trim_end};
 use super::{starts_cost_line, ArcKind, Pending, Reader, RESERVE_AT};

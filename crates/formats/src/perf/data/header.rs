@@ -70,7 +70,7 @@ pub fn read(file: &PerfFile, order: Order) -> Features {
 /// The path and build id of one build-id entry's body (`pid`, 24 bytes of id, the path):
 /// the id's length is in its byte 20 when `misc` says so, else trailing zero words are not
 /// part of it (older perf).
-pub fn build_id_entry(misc: u16, body: &[u8], _order: Order) -> Option<(String, Vec<u8>)> {
+pub(crate) fn build_id_entry(misc: u16, body: &[u8], _order: Order) -> Option<(String, Vec<u8>)> {
     let id = body.get(4..28)?;
     let path = &body[28..];
     let path = &path[..memchr::memchr(0, path).unwrap_or(path.len())];

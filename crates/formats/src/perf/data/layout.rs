@@ -87,25 +87,23 @@ const PIPE_HEADER_LEN: usize = 16;
 const RECORD_HEADER_LEN: usize = 8;
 
 /// The record types perf defines: the kernel's (1-22) and perf's own (64-83).
-pub fn is_known_type(t: u32) -> bool {
+pub(crate) fn is_known_type(t: u32) -> bool {
     (1..=22).contains(&t) || (64..=83).contains(&t)
 }
 
-pub const HEADER_ATTR: u32 = 64;
-pub const BUILD_ID: u32 = 67;
-pub const AUXTRACE: u32 = 71;
-pub const HEADER_FEATURE: u32 = 80;
-pub const COMPRESSED: u32 = 81;
-pub const COMPRESSED2: u32 = 83;
+pub(crate) const HEADER_ATTR: u32 = 64;
+pub(crate) const BUILD_ID: u32 = 67;
+pub(crate) const AUXTRACE: u32 = 71;
+pub(crate) const HEADER_FEATURE: u32 = 80;
+pub(crate) const COMPRESSED: u32 = 81;
+pub(crate) const COMPRESSED2: u32 = 83;
 /// The feature bit of the event descriptions (`HEADER_EVENT_DESC`).
-pub const FEATURE_EVENT_DESC: u32 = 12;
+pub(crate) const FEATURE_EVENT_DESC: u32 = 12;
 /// The feature bit of the command line (`HEADER_CMDLINE`).
-pub const FEATURE_CMDLINE: u32 = 11;
-/// The feature bit of the build-id table (`HEADER_BUILD_ID`).
-pub const FEATURE_BUILD_ID: u32 = 2;
+pub(crate) const FEATURE_CMDLINE: u32 = 11;
 
 /// The byte order a magic states, if it is a perf.data magic.
-pub fn order_of(magic: &[u8]) -> Option<Order> {
+pub(crate) fn order_of(magic: &[u8]) -> Option<Order> {
     match magic.get(..8)? {
         b"PERFILE2" => Some(Order::Little),
         b"2ELIFREP" => Some(Order::Big),
@@ -310,7 +308,7 @@ fn check_features(bytes: &[u8], order: Order, table: u64) -> Result<()> {
 }
 
 /// The counts inside a feature section that a parser sizes buffers from.
-pub fn check_feature(feature: u32, body: &[u8], order: Order, base: u64) -> Result<()> {
+pub(crate) fn check_feature(feature: u32, body: &[u8], order: Order, base: u64) -> Result<()> {
     let fail =
         |rel: usize, what: &str| fault(base + rel as u64, format!("feature section {feature}: {what}"));
     // Strings (hostname, OS release, version, arch, CPU description, CPU id): `u32 len` then

@@ -51,7 +51,7 @@ pub struct ImageNames {
 
 impl ImageNames {
     /// Function `f` of [`ImageNames::symbols`], named as `perf script` prints it.
-    pub fn printed_name(&self, f: u32) -> &str {
+    pub(crate) fn printed_name(&self, f: u32) -> &str {
         let f = f as usize;
         self.printed.get(f).and_then(|p| p.as_deref()).unwrap_or(self.symbols[f].0.as_str())
     }
@@ -64,7 +64,7 @@ impl ImageNames {
     }
 
     /// Whether offsets were looked up in a file that named none of them.
-    pub fn without_symbols(&self) -> bool {
+    pub(crate) fn without_symbols(&self) -> bool {
         self.symbols.is_empty() && self.any_in_file
     }
 }
@@ -84,7 +84,7 @@ pub struct Names {
 impl Names {
     /// Names of one file per image, in the images' order.
     #[cfg(test)]
-    pub fn of_files(files: Vec<ImageNames>) -> Names {
+    pub(crate) fn of_files(files: Vec<ImageNames>) -> Names {
         let of_image = (0..files.len()).collect();
         Names { files, of_image, frame_functions: Vec::new() }
     }
@@ -95,13 +95,13 @@ impl Names {
     }
 
     /// The file of image `image` (images of one file share it: index into the files).
-    pub fn file_of(&self, image: usize) -> Option<usize> {
+    pub(crate) fn file_of(&self, image: usize) -> Option<usize> {
         self.of_image.get(image).copied()
     }
 
     /// The function of frame `frame` of the recording ([`Recording::frames`]): its index
     /// among its file's symbols and its name as `perf script` prints it.
-    pub fn frame_function(&self, rec: &Recording, frame: usize) -> Option<(u32, &str)> {
+    pub(crate) fn frame_function(&self, rec: &Recording, frame: usize) -> Option<(u32, &str)> {
         let f = (*self.frame_functions.get(frame)?)?;
         let names = self.get(rec.frames[frame].0 as usize)?;
         Some((f, names.printed_name(f)))
@@ -111,7 +111,7 @@ impl Names {
 /// Names every offset in `wanted` (per image of the recording) and every frame of the
 /// recording's call chains: from the files named with `--symbols`, perf's build-id cache and
 /// the system's debug files; source lines too when the options ask for them.
-pub fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Reading) -> Names {
+pub(crate) fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super::Reading) -> Names {
     let cache = search::perf_build_id_cache();
     let caches: Vec<PathBuf> = cache.iter().cloned().collect();
     let system = vec![PathBuf::from(search::SYSTEM_DEBUG_DIR)];

@@ -22,7 +22,7 @@ struct Node {
 
 /// A red-black tree of `u64` keys; nodes are numbered in insertion order.
 #[derive(Debug, Default)]
-pub struct RbTree {
+pub(crate) struct RbTree {
     nodes: Vec<Node>,
     root: u32,
 }
@@ -171,7 +171,7 @@ impl RbTree {
 
     /// Takes `node` out of the tree; a node with two children gives its place (and colour) to
     /// its in-order successor.
-    pub fn erase(&mut self, node: u32) {
+    pub(crate) fn erase(&mut self, node: u32) {
         let Node { left, right, parent, red, .. } = *self.n(node);
         // The node whose parent loses a black node, when one does.
         let rebalance;

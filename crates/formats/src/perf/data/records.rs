@@ -44,8 +44,8 @@ pub struct ImageKey {
 /// it, or an address in no image ([`NO_IMAGE`] in user space, [`NO_KERNEL_IMAGE`] in the
 /// kernel).
 pub type Frame = (u32, u64);
-pub const NO_IMAGE: u32 = NO_INDEX;
-pub const NO_KERNEL_IMAGE: u32 = NO_INDEX - 1;
+pub(crate) const NO_IMAGE: u32 = NO_INDEX;
+pub(crate) const NO_KERNEL_IMAGE: u32 = NO_INDEX - 1;
 
 /// One event of the file: its name and how it samples.
 #[derive(Clone, Debug, Default)]
@@ -362,7 +362,7 @@ fn name_of_attribute(attr: &linux_perf_data::linux_perf_event_reader::PerfEventA
 /// weighs 1 in the stacks and costs (sample counts, as perf2bolt and llvm-profgen count
 /// samples), else its period; without `addresses`, the sampled instructions' costs are left
 /// out ([`Recording::costs`] stays empty: for an output of stacks alone).
-pub fn replay_weighing(
+pub(crate) fn replay_weighing(
     bytes: &[u8],
     pages: PageReleaser<'_>,
     frame: &Layout,
@@ -721,7 +721,7 @@ impl Replay {
 /// Adds one sample's branch stack, newest first, as perf2bolt does: every record a taken
 /// branch, and between two consecutive records (the older one's target, the newer one's
 /// source) code that ran straight through (see [`BranchTotals::add_stack`]).
-pub fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
+pub(crate) fn add_branches(totals: &mut BranchTotals, s: &Sample<'_>, order: Order) {
     totals.add_stack(s.branches(order));
 }
 
@@ -738,7 +738,7 @@ impl BranchTotals {
     /// stopped; counting the return from the interrupt as a branch would end a block in the
     /// middle of straight code and cut the range before it off as running across images.
     /// Branches inside the kernel are kept, their ranges joined among themselves.
-    pub fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
+    pub(crate) fn add_stack(&mut self, stack: impl Iterator<Item = super::sample::Branch>) {
         let totals = self;
         // The source of the newer branch of each side: user space, the kernel.
         let mut newer: [Option<u64>; 2] = [None, None];

@@ -147,12 +147,12 @@ impl<'a> Sample<'a> {
     }
 
     /// The call chain's addresses (context markers included), leaf first.
-    pub fn callchain(&self, order: Order) -> impl Iterator<Item = u64> + 'a {
+    pub(crate) fn callchain(&self, order: Order) -> impl Iterator<Item = u64> + 'a {
         self.callchain.chunks_exact(8).map(move |b| order.u64(b))
     }
 
     /// Whether the sample has a call chain at all.
-    pub fn has_callchain(&self) -> bool {
+    pub(crate) fn has_callchain(&self) -> bool {
         !self.callchain.is_empty()
     }
 
@@ -166,7 +166,7 @@ impl<'a> Sample<'a> {
     }
 
     /// Branch records in the stack.
-    pub fn branch_count(&self) -> usize {
+    pub(crate) fn branch_count(&self) -> usize {
         self.branches.len() / 24
     }
 }

@@ -19,7 +19,7 @@ use rustc_hash::FxBuildHasher;
 
 /// The totals of the samples that share a key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StackTotal {
+pub(crate) struct StackTotal {
     pub samples: u64,
     pub period: u64,
 }
@@ -34,7 +34,7 @@ struct Stack {
 
 /// Distinct keys with their totals, in the order they were first added.
 #[derive(Default)]
-pub struct StackSet {
+pub(crate) struct StackSet {
     /// The keys, one after another.
     words: Vec<u32>,
     stacks: Vec<Stack>,
@@ -53,7 +53,7 @@ impl StackSet {
     }
 
     /// Adds `total` to the stack `key` (periods saturate rather than wrap).
-    pub fn add_total(&mut self, key: &[u32], total: StackTotal) {
+    pub(crate) fn add_total(&mut self, key: &[u32], total: StackTotal) {
         let (words, stacks) = (&mut self.words, &mut self.stacks);
         let at = |s: &Stack| &words[s.start..s.start + s.len as usize];
         let found = self.index.entry(

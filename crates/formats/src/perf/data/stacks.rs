@@ -26,7 +26,7 @@ use cfghub_model::ir::{FrameId, Process, Profile, Stack};
 /// Adds the stacks of every event to `profile` (whose events are already set).
 /// `columns` gives each event's column in the profile (`None`: left out).
 /// `chains` are the recording's stacks (see [`Recording::stacks`]), dropped once read.
-pub fn add_stacks(
+pub(crate) fn add_stacks(
     profile: &mut Profile,
     rec: &Recording,
     chains: StackLog,

@@ -52,7 +52,7 @@ pub struct Loaded {
 
 /// The symbols perf loads from one table of a file.
 #[derive(Debug, Default)]
-pub struct Pass {
+pub(crate) struct Pass {
     /// In table order.
     pub symbols: Vec<Loaded>,
     /// perf gave up on the table at a symbol whose section does not exist: the symbols before
@@ -62,7 +62,7 @@ pub struct Pass {
 
 /// The symbols perf loads from one table of a file (`dynamic`: `.dynsym`, else `.symtab`);
 /// none when the file has no such table (a debug file's `.dynsym` is none).
-pub fn loaded_symbols(file: &MappedElf, dynamic: bool) -> Pass {
+pub(crate) fn loaded_symbols(file: &MappedElf, dynamic: bool) -> Pass {
     match &file.object {
         object::File::Elf32(f) => loaded_of(f, dynamic, false),
         object::File::Elf64(f) => loaded_of(f, dynamic, false),
@@ -72,7 +72,7 @@ pub fn loaded_symbols(file: &MappedElf, dynamic: bool) -> Pass {
 
 /// Whether perf gives up on one of the file's tables (see [`Pass::abandoned`]): a quick scan
 /// that keeps no symbol.
-pub fn load_is_abandoned(file: &MappedElf) -> bool {
+pub(crate) fn load_is_abandoned(file: &MappedElf) -> bool {
     [false, true].into_iter().any(|dynamic| match &file.object {
         object::File::Elf32(f) => loaded_of(f, dynamic, true).abandoned,
         object::File::Elf64(f) => loaded_of(f, dynamic, true).abandoned,
@@ -144,7 +144,7 @@ fn is_arm_mapping_symbol(name: &str) -> bool {
 }
 
 /// perf's tree of an image's symbols, built as perf builds it.
-pub struct SymbolTree {
+pub(crate) struct SymbolTree {
     tree: RbTree,
     /// Per node (numbered in insertion order).
     symbols: Vec<Loaded>,
@@ -235,7 +235,7 @@ impl SymbolTree {
     }
 
     /// The number of the node [`SymbolTree::find`] finds.
-    pub fn find_node(&self, address: u64) -> Option<u32> {
+    pub(crate) fn find_node(&self, address: u64) -> Option<u32> {
         let mut at = self.tree.root();
         while let Some(n) = at {
             let s = &self.symbols[n as usize];
