@@ -17,6 +17,7 @@ pub mod branch_records;
 pub mod callgraph;
 pub mod cfg;
 pub mod combine;
+pub mod demangle;
 pub mod dominators;
 pub mod events;
 pub mod executions;

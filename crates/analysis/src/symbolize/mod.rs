@@ -32,6 +32,8 @@ use rustc_hash::FxHashMap;
 
 use cfghub_model::error::{Error, Result};
 use cfghub_model::ir::AddressKind;
+
+pub use crate::demangle::demangle;
 use elf::{ElfFile, FunctionSymbol, Segment, Storage};
 
 pub use apply::{symbolize, ImageReport, Options};
@@ -487,10 +489,8 @@ impl Lookup<'_> {
                     Some(match names.get(&key) {
                         Some(n) => n.clone(),
                         None => {
-                            let n = name.demangle().map_err(dwarf_error)?;
-                            // A name the language's demangler left mangled gets the fallback's
-                            // best (`std::swap<double>` of a name it cannot parse whole).
-                            let n = if n.starts_with("_Z") { demangle(&n) } else { n.into_owned() };
+                            // The one demangler of every path (c++filt's words for C++).
+                            let n = demangle(&String::from_utf8_lossy(raw));
                             names.insert(key, n.clone());
                             n
                         }
@@ -668,34 +668,6 @@ fn load_package(file: &ElfFile, storage: &mut Storage) -> Result<gimli::DwarfPac
     .map_err(|e| Error::input(format!("{}: DWARF package: {e}", file.path.display())))
 }
 
-/// A symbol name demangled: Rust (legacy `_ZN...E` with its hash left out, and v0 `_R`),
-/// then C++ (Itanium `_Z`); other names as they are.
-pub fn demangle(name: &str) -> String {
-    if name.starts_with("_R") || name.starts_with("_ZN") || name.starts_with("__R") {
-        if let Ok(d) = rustc_demangle::try_demangle(name) {
-            return format!("{d:#}");
-        }
-    }
-    if name.starts_with("_Z") {
-        if let Some(d) = demangle_cpp(name) {
-            return d;
-        }
-        // What the demangler cannot parse whole (a template whose return type uses a pack
-        // expansion in an expression: `std::swap<double>`'s enable_if) still has a name: the
-        // shortest prefix that ends a name (at an `E`) and demangles.
-        for (i, _) in name.match_indices('E') {
-            if let Some(d) = demangle_cpp(&name[..=i]) {
-                return d;
-            }
-        }
-    }
-    name.to_string()
-}
-
-fn demangle_cpp(name: &str) -> Option<String> {
-    cpp_demangle::Symbol::new(name).ok()?.demangle(&cpp_demangle::DemangleOptions::default()).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,10 +692,18 @@ mod tests {
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zbad"), "_Zbad");
-        // g++'s std::swap<double>, whose enable_if return type the demangler cannot parse.
+        // g++'s std::swap<double>, whose enable_if return type cpp_demangle cannot parse: in
+        // libiberty's words (c++filt's) where libstdc++ is there, else the fallback's best.
         let swap = "_ZSt4swapIdENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21\
                     is_move_constructibleIS4_ESt18is_move_assignableIS4_EEE5valueEvE4typeERS4_SE_";
-        assert_eq!(demangle(swap), "std::swap<double>");
+        let expected = if crate::demangle::cpp_in_full("_Z1fv").is_some() {
+            "std::enable_if<std::__and_<std::__not_<std::__is_tuple_like<double> >, \
+             std::is_move_constructible<double>, std::is_move_assignable<double> >::value, void>::type \
+             std::swap<double>(double&, double&)"
+        } else {
+            "std::swap<double>"
+        };
+        assert_eq!(demangle(swap), expected);
     }
 
     #[test]

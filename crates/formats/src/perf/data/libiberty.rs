@@ -12,60 +12,18 @@
 //! function's reference qualifiers otherwise. No rewriting of its text mends all of that.
 //!
 //! libiberty's demangler (`cp-demangle.c`) is also the C++ runtime's: libstdc++'s
-//! `__cxa_demangle` is that code, called with the parameters. It is loaded at run time
-//! (`libstdc++.so.6`, which perf itself links, so it is there wherever perf.data files are
-//! made), and the parameters, qualifiers, clone suffixes and the return type of a template
-//! function are taken off what it prints. Where libstdc++ cannot be loaded, or the printed
+//! `__cxa_demangle` is that code, called with the parameters, and every C++ name cfghub prints
+//! comes from it ([`cfghub_analysis::demangle`]). Here the parameters, qualifiers, clone
+//! suffixes and the return type of a template function are taken off what it prints. Where libstdc++ cannot be loaded, or the printed
 //! name has a shape this cannot take apart (a return type wrapped around the name:
 //! `void (*f<int>())(int)`), [`demangle`] says so with `None`.
 
-use std::ffi::{c_char, c_int, CStr, CString};
-use std::sync::OnceLock;
-
-/// `char *__cxa_demangle(const char *mangled, char *buffer, size_t *length, int *status)`.
-type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
-
-/// libstdc++'s `__cxa_demangle`, loaded once; `None` where the library is not there.
-fn cxa_demangle() -> Option<CxaDemangle> {
-    static LOADED: OnceLock<Option<usize>> = OnceLock::new();
-    let address = LOADED.get_or_init(|| {
-        // SAFETY: dlopen and dlsym with NUL-terminated names; the library stays loaded (the
-        // handle is never closed), so the function's address stays valid.
-        unsafe {
-            let handle = libc::dlopen(c"libstdc++.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            if handle.is_null() {
-                return None;
-            }
-            let symbol = libc::dlsym(handle, c"__cxa_demangle".as_ptr());
-            (!symbol.is_null()).then_some(symbol as usize)
-        }
-    });
-    // SAFETY: the address is that of `__cxa_demangle`, whose C signature `CxaDemangle` is.
-    address.map(|a| unsafe { std::mem::transmute::<usize, CxaDemangle>(a) })
-}
-
-/// What libiberty prints of `raw` in full (with parameters), or `None`.
-fn demangle_in_full(raw: &str) -> Option<String> {
-    let demangle = cxa_demangle()?;
-    let mangled = CString::new(raw).ok()?;
-    let mut status: c_int = -1;
-    // SAFETY: a NUL-terminated input, no buffer (the demangler allocates with malloc), and a
-    // status to write; the result is copied, then freed with `free`.
-    unsafe {
-        let out = demangle(mangled.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status);
-        if out.is_null() {
-            return None;
-        }
-        let text = (status == 0).then(|| CStr::from_ptr(out).to_string_lossy().into_owned());
-        libc::free(out.cast());
-        text
-    }
-}
+use cfghub_analysis::demangle::cpp_in_full;
 
 /// A C++ symbol (`_Z...`) as perf 6.1 prints it (libiberty, no options); `None` where
 /// libstdc++ is not there, the name does not demangle, or its shape is beyond [`name_of`].
 pub fn demangle(raw: &str) -> Option<String> {
-    let mut full = demangle_in_full(raw)?;
+    let mut full = cpp_in_full(raw)?;
     // `.cold`, `.isra.0`: libiberty reads clone suffixes only with parameters.
     while let Some(at) = full.strip_suffix(']').and_then(|f| f.rfind(" [clone ")) {
         full.truncate(at);
@@ -200,7 +158,7 @@ mod tests {
     /// Where libstdc++ is there (it is wherever g++ or perf is): libiberty's own words.
     #[test]
     fn cpp_names_are_libiberty_s() {
-        if cxa_demangle().is_none() {
+        if cpp_in_full("_Z1fv").is_none() {
             eprintln!("skipped: libstdc++.so.6 cannot be loaded");
             return;
         }

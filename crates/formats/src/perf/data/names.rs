@@ -232,7 +232,7 @@ fn name_from_elf(
                 let function = table.get(i);
                 let start = relocation.from_stated(function.start).unwrap_or(offset);
                 let (mut name, mut printed) =
-                    (cfghub_analysis::symbolize::demangle(function.raw), demangle::demangle(function.raw));
+                    (cfghub_analysis::demangle::demangle(function.raw), demangle::demangle(function.raw));
                 if function.plt {
                     name.push_str("@plt");
                     printed.push_str("@plt");
