@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! cfghub: the interoperability hub for control-flow profiles.
 //!
 //! Every format is read into one neutral model ([`ir`]) and written out of it, like pandoc:

@@ -32,6 +32,7 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -46,6 +47,7 @@ Examples:
   cfghub csi paths prog --function main             CSI path numbers of main and their blocks
   cfghub formats                                    what can be read and written";
 
+/// The commands of the tool, one file each in this folder.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the formats cfghub reads and writes.

@@ -12,8 +12,11 @@ use cfghub_model::ir::Profile;
 
 /// A profile read from a file, with its format and what the reader noticed.
 pub struct Loaded {
+    /// The profile read.
     pub profile: Profile,
+    /// The format it was read as, detected or named.
     pub format: &'static Format,
+    /// Warnings and rule violations the reader reported.
     pub findings: Findings,
 }
 

@@ -106,6 +106,7 @@ pub(crate) type WriteFolderFn =
 pub struct FolderFormat {
     /// Whether a folder holds this format (its marker file is there).
     pub holds: fn(&std::path::Path) -> bool,
+    /// Writes a profile into a folder: `(profile, dir, target, options, findings)`.
     pub write: WriteFolderFn,
 }
 
@@ -127,7 +128,10 @@ pub struct Format {
     /// Whether the first bytes of the (decompressed) content are this format's. Only formats
     /// with a distinctive start have one; the others rely on the file name.
     pub sniffer: Option<fn(&[u8]) -> bool>,
+    /// Reads a file of this format into a profile; `None` for a format that cannot be read.
     pub reader: Option<ReadFn>,
+    /// Writes a profile as one file of this format; `None` for a format written as a folder
+    /// ([`Format::folder`]) or not at all.
     pub writer: Option<WriteFn>,
     /// What to do instead, for a format that cannot be read or written by conversion.
     pub hint: Option<&'static str>,
@@ -236,14 +240,17 @@ impl Format {
         needs: Needs::ALL,
     };
 
+    /// The name used with `--from`/`--to`.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
+    /// One line describing the format, for `cfghub formats`.
     pub fn description(&self) -> &'static str {
         self.description
     }
 
+    /// File-name endings, without compression suffixes (`.dcfg.json`).
     pub fn extensions(&self) -> &'static [&'static str] {
         self.extensions
     }
@@ -265,6 +272,7 @@ impl Format {
         self.addresses
     }
 
+    /// Whether the format has a reader.
     pub fn can_read(&self) -> bool {
         self.reader.is_some()
     }
@@ -274,6 +282,7 @@ impl Format {
         self.validator.map(|v| v(profile)).unwrap_or_default()
     }
 
+    /// Whether the format can be written, as one file or as a folder.
     pub fn can_write(&self) -> bool {
         self.writer.is_some() || self.folder.is_some()
     }

@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! The formats cfghub reads and writes: one module per format, each declaring its
 //! [`format::Format`] as `FORMAT`, with the format list beside them ([`registry`]), as pandoc
 //! keeps its readers and writers.

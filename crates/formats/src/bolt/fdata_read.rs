@@ -59,6 +59,7 @@ struct Parsed {
     memory_lines: u64,
 }
 
+/// Reads an `.fdata` file, in LBR or `no_lbr` sample form, into a profile.
 pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let parsed = parse(input.limit_lines().stream())?;
     let options = options.formats.get::<Options>();

@@ -28,6 +28,8 @@ pub fn sniff(head: &[u8]) -> bool {
     }
 }
 
+/// Reads a pre-aggregated file into a profile of one image, its branches and fall-through
+/// ranges added up.
 pub fn read(input: &mut Source<'_>, options: &ReadOptions, findings: &mut Findings) -> Result<Profile> {
     let (mut records, entered_from_elsewhere) = parse(input.limit_lines().stream())?;
     let options = options.formats.get::<Options>();

@@ -104,10 +104,15 @@ impl BinarySymbols {
 /// `cc1plus` Callgrind profile peaked 3.5 MB higher).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Record {
+    /// Offset of the branch (or of the block's last instruction, for a fall-through).
     pub from: u64,
+    /// Offset of the target (or of the next block's first instruction).
     pub to: u64,
+    /// Whether the record is a fall-through rather than a branch taken.
     pub fall_through: bool,
+    /// Times the branch was taken or the fall-through executed.
     pub count: u64,
+    /// Times the branch was mispredicted.
     pub mispredicts: u64,
 }
 

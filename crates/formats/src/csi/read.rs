@@ -19,9 +19,13 @@ use cfghub_model::ir::{
 /// The kind of section a text came from, when known (an ELF section's name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
+    /// Path-tracing metadata: each function's blocks and edges (`.debug_PT`).
     Paths,
+    /// Block coverage arrays (`.debug_BBC`).
     BlockCoverage,
+    /// Call coverage arrays (`.debug_CC`).
     CallCoverage,
+    /// Function coverage arrays (`.debug_FC`).
     FunctionCoverage,
 }
 
@@ -166,6 +170,7 @@ enum State {
 }
 
 impl Builder {
+    /// An empty builder; the first block gets id 1.
     pub fn new() -> Self {
         Builder { next_block_id: 1, ..Builder::default() }
     }

@@ -95,11 +95,15 @@ impl Pairing {
 /// One process of a trace: its dictionary and transition table, compiled.
 #[derive(Debug)]
 pub struct TraceProcess {
+    /// The row's `PROCESS_ID`.
     pub pid: u64,
     /// Row of the process in `PROCESSES` (1-based, the header being row 0).
     pub row: usize,
+    /// The process's `STRING_DICTIONARY`, which chunk sequences reference.
     pub dict: Dictionary,
+    /// The process's `TRANSITION_TABLE` as prefix codes, with the states of every edge id seen.
     pub table: Table,
+    /// What the paired DCFG says of each state's edge; `None` when reading a trace alone.
     pub pairing: Option<Pairing>,
 }
 
@@ -184,15 +188,22 @@ impl TraceProcess {
 /// One `TRACE_DATA` row: a temporal chunk of one thread.
 #[derive(Debug)]
 pub struct Chunk {
+    /// `THREAD_ID` of the thread the chunk belongs to.
     pub thread: u64,
     /// Index of the chunk in its thread's TRACE_DATA (0-based).
     pub index: usize,
+    /// `PRECEDING_INSTR_COUNT`: instructions the thread executed before this chunk.
     pub preceding_instr_count: u64,
+    /// `INSTR_COUNT`: instructions executed within the chunk.
     pub instr_count: u64,
+    /// `EDGE_COUNT`: edges the chunk traverses, its first edge included.
     pub edge_count: u64,
+    /// `FIRST_EDGE_ID` (0 when the row omits it, which only an empty chunk may).
     pub first_edge: u64,
     /// State of `first_edge` (meaningless when `edge_count` is 0).
     pub first_state: u32,
+    /// `EDGE_ID_SEQUENCE` compiled into a bit program, from which the edges after the first
+    /// are decoded.
     pub code: Program,
 }
 
@@ -476,6 +487,7 @@ pub struct ChunkEdges<'a> {
 }
 
 impl<'a> ChunkEdges<'a> {
+    /// Starts iterating chunk `c` of process `p`, at its first edge.
     pub fn new(p: &'a TraceProcess, c: &'a Chunk) -> Self {
         ChunkEdges {
             p,
@@ -598,10 +610,15 @@ pub trait Job: Sync {
     type Local: Send;
     /// Per-chunk result that must be combined in order.
     type Part: Send;
+    /// Called once a process's dictionary and transition table are read, before its threads.
     fn begin_process(&mut self, p: &TraceProcess) -> Result<()>;
+    /// A fresh accumulator for one worker, made per process.
     fn local(&self, p: &TraceProcess) -> Self::Local;
+    /// Decodes one chunk, possibly in parallel with others, into its part and `local`.
     fn decode(&self, p: &TraceProcess, c: &Chunk, local: &mut Self::Local) -> Result<Self::Part>;
+    /// Takes one chunk's part, sequentially and in file order.
     fn merge(&mut self, p: &TraceProcess, c: &Chunk, part: Self::Part) -> Result<()>;
+    /// Called after a process's last chunk is merged, with every worker's accumulator.
     fn end_process(&mut self, p: &TraceProcess, locals: Vec<Self::Local>) -> Result<()>;
     /// Whether the job decodes edges (a job that only sums what chunks declare is not held to
     /// the edge limit).
@@ -1237,7 +1254,9 @@ impl<'de> Visitor<'de> for ChunkRowSeed<'_> {
 /// Per-thread totals of a decoded trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadTotals {
+    /// `TRACE_DATA` rows of the thread.
     pub chunks: u64,
+    /// Sum of the chunks' `EDGE_COUNT`.
     pub edges: u64,
     /// Sum of the chunks' INSTR_COUNT.
     pub instrs: u64,
@@ -1248,9 +1267,13 @@ pub struct ThreadTotals {
 /// What [`Totals`] found in one process.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessTotals {
+    /// `PROCESS_ID`.
     pub pid: u64,
+    /// Entries of the process's `STRING_DICTIONARY`.
     pub dictionary_entries: usize,
+    /// Rows of the process's `TRANSITION_TABLE`.
     pub table_rows: usize,
+    /// Totals per `THREAD_ID`, in ascending order.
     pub threads: std::collections::BTreeMap<u64, ThreadTotals>,
 }
 
@@ -1258,10 +1281,12 @@ pub struct ProcessTotals {
 /// and counts edges per thread.
 #[derive(Debug, Default)]
 pub struct Totals {
+    /// One entry per process row, in file order.
     pub processes: Vec<ProcessTotals>,
     /// Chunks whose sequence holds characters beyond what their edges need: how many, and the
     /// findings for the first few.
     pub surplus_chunks: u64,
+    /// Messages describing the first few surplus chunks.
     pub surplus: Vec<String>,
     /// `(MAJOR_VERSION, MINOR_VERSION)` as the trace states them.
     pub version: Option<(u64, u64)>,
@@ -1369,7 +1394,9 @@ pub fn declared(input: &mut dyn BufRead) -> Result<Totals> {
 /// The job behind `trace edges`: calls `f(process id, thread, edge id)` for every edge, in
 /// file order (decoding is sequential: the order is the point).
 pub struct EachEdge<F> {
+    /// The callback, given `(process id, thread id, edge id)`; an error stops decoding.
     pub f: F,
+
     /// Only this thread, when set.
     pub thread: Option<u64>,
 }

@@ -44,6 +44,7 @@ impl Default for EncodeOptions {
 pub struct ThreadEdges {
     /// Index into the DCFG's INSTR_COUNT_PER_THREAD.
     pub thread: u64,
+    /// Edge ids the thread traversed, in order.
     pub edges: Vec<u64>,
 }
 
@@ -93,7 +94,9 @@ pub(crate) fn parse_edge_list(text: &str) -> Result<Vec<ThreadEdges>> {
 /// A piece of an encoded sequence string.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Piece {
+    /// Base64 characters written as they are.
     Lit(Vec<u8>),
+    /// A repeat group `(M*...)`: the count `M` and the body.
     Rep(u64, Vec<Piece>),
 }
 

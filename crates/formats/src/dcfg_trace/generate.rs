@@ -15,8 +15,11 @@ use cfghub_model::ir::{NodeRef, Profile};
 
 /// A DCFG model, the edge sequences of its threads, and their encoded trace.
 pub struct Pair {
+    /// The DCFG.
     pub profile: Profile,
+    /// Each thread's edge ids in execution order, as the trace encodes them.
     pub sequences: Vec<ThreadEdges>,
+
     /// The DCFG-trace JSON.
     pub trace: Vec<u8>,
 }

@@ -53,20 +53,45 @@ pub(crate) fn is_valid_key(key: &str) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// `bits` bits stored from bit `start` of the program's words.
-    Lit { start: u64, bits: u64 },
+    Lit {
+        /// First bit, counted from the most significant bit of `words[0]`.
+        start: u64,
+        /// Number of bits.
+        bits: u64,
+    },
     /// `total` bits of a pattern with period `period` bits, stored from bit `start` (the stored
     /// copy is long enough to read 64 bits from any phase). Replaces a short repeat; the
     /// `skip` ops that follow are the original body and are not executed.
-    Periodic { start: u64, period: u64, total: u64, skip: u32 },
+    Periodic {
+        /// First bit of the stored copy in the program's words.
+        start: u64,
+        /// Length of one period, in bits.
+        period: u64,
+        /// Bits the op produces in all.
+        total: u64,
+        /// Ops of the original body that follow and are skipped.
+        skip: u32,
+    },
     /// The next `body` ops, `count` times; `body_bits` is the size of one pass.
-    Rep { count: u64, body: u32, body_bits: u64 },
+    Rep {
+        /// Times the body runs: the `M` of `(M*...)`.
+        count: u64,
+        /// Number of ops that follow and form the body.
+        body: u32,
+        /// Bits produced by one pass of the body (saturating).
+        body_bits: u64,
+    },
     /// The dictionary entry with this index.
-    Ref { entry: u32 },
+    Ref {
+        /// Index into [`Dictionary::entries`].
+        entry: u32,
+    },
 }
 
 /// A compiled sequence string: ops and the literal bits they point into.
 #[derive(Clone, Debug, Default)]
 pub struct Program {
+    /// The ops, in preorder.
     pub ops: Vec<Op>,
     /// Bits, most significant first; always followed by one spare word so two-word reads at
     /// any stored bit stay in bounds.
@@ -79,7 +104,9 @@ pub struct Program {
 /// in a single program.
 #[derive(Clone, Debug, Default)]
 pub struct Dictionary {
+    /// All entries' ops and literal bits, one after the other.
     pub code: Program,
+
     /// Op range and bit count of each entry, by index.
     pub entries: Vec<(u32, u32, u64)>,
     /// Entry index of each key.

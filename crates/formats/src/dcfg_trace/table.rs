@@ -24,10 +24,13 @@ const LUT_BUDGET: usize = 1 << 22;
 /// One row of a transition table as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
+    /// `CURRENT_EDGE_ID`: the edge the code follows.
     pub current: u64,
     /// Code bits, right-aligned.
     pub code: u32,
+    /// Code length in bits (0 to 32; 0 is the empty code).
     pub len: u8,
+    /// `NEXT_EDGE_IDS`: the edges the code stands for, in order; the last becomes current.
     pub next: Vec<u64>,
 }
 
@@ -78,9 +81,17 @@ pub enum Kind {
     /// One row with the empty code.
     Direct(Entry),
     /// Look up the next `peek` bits at `lut[base..]`.
-    Lut { peek: u8, base: u32 },
+    Lut {
+        /// Bits looked at: the state's longest code length.
+        peek: u8,
+        /// Index of the state's first slot in [`Table::lut`].
+        base: u32,
+    },
     /// Walk the trie from node `root`.
-    Trie { root: u32 },
+    Trie {
+        /// Index of the root node in the table's trie.
+        root: u32,
+    },
 }
 
 /// A trie node: children for bit 0 and bit 1 (`u32::MAX` when absent), or a leaf entry.
@@ -97,8 +108,11 @@ pub struct Table {
     pub ids: Vec<u64>,
     /// State of each edge id.
     pub states: HashMap<u64, u32>,
+    /// Decoding strategy of each state.
     pub kinds: Vec<Kind>,
+    /// Lookup-table slots of every [`Kind::Lut`] state: `1 << peek` of them from its `base`.
     pub lut: Vec<Entry>,
+
     trie: Vec<Node>,
     /// Multi-edge NEXT_EDGE_IDS, as states.
     pub seqs: Vec<u32>,

@@ -15,7 +15,9 @@ use cfghub_model::ir::{Image, Meta, Profile};
 /// An event as DCPI describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSpec {
+    /// The `NAME` of the `event` header line.
     pub name: String,
+
     /// Events per sample.
     pub period: Option<u64>,
     /// 10000 times the fraction of the time the event was monitored (multiplexing).

@@ -46,6 +46,7 @@ pub struct Header {
 /// One chunk of the body: counts for `number` consecutive slots from `tstart + offset`.
 #[derive(Clone, Copy, Debug)]
 pub struct Chunk<'a> {
+    /// Byte offset of the first slot from the header's `tstart`.
     pub offset: u32,
     /// The counts as stored: `4 * number` little-endian bytes.
     pub raw: &'a [u8],
@@ -59,6 +60,7 @@ impl<'a> Chunk<'a> {
         self.raw.len() / 4
     }
 
+    /// Whether the chunk has no slots.
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }
@@ -72,7 +74,9 @@ impl<'a> Chunk<'a> {
 /// The checked body.
 #[derive(Clone, Debug)]
 pub struct Body<'a> {
+    /// The chunks, in increasing offset order, not overlapping.
     pub chunks: Vec<Chunk<'a>>,
+
     /// Footer: addresses with at least one sample.
     pub total_offsets: u32,
     /// Footer: sum of all counts (modulo 2^32, as the field is 32 bits).

@@ -248,6 +248,7 @@ impl<'s> DotText<'s> {
         DotText { text: String::with_capacity(1 << 16), sink: Some(sink), failed: None }
     }
 
+    /// Appends `s`, passing the text on to the sink once 64 KiB have gathered.
     pub fn push_str(&mut self, s: &str) {
         self.text.push_str(s);
         if self.text.len() >= 1 << 16 {

@@ -44,7 +44,14 @@ pub enum View {
     Program,
     /// One routine named by symbol, address or node id; with `loop_node`, only the innermost
     /// loop containing that block.
-    Routine { spec: String, loop_node: Option<u64> },
+    Routine {
+        /// The routine: a symbol name, an address or a node id.
+        spec: String,
+        /// A block's node id, to draw only the innermost loop containing it; `None` draws the
+        /// whole routine.
+        loop_node: Option<u64>,
+    },
+
     /// Routines and the calls between them.
     CallGraph,
 }

@@ -19,8 +19,11 @@ use cfghub_model::ir::{
 /// A routine found by [`find_routine`]: process, image and routine indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Found {
+    /// Index into `Profile::processes`.
     pub process: usize,
+    /// Index into the process's images.
     pub image: usize,
+    /// Index into the image's routines.
     pub routine: usize,
 }
 

@@ -41,9 +41,13 @@ struct Scope {
 /// innermost).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
+    /// The function's name (linkage name where DWARF gives one).
     pub function: String,
+    /// The function's first line (`DW_AT_decl_line`).
     pub decl_line: u32,
+    /// The source line the address is at in the function.
     pub line: u32,
+    /// The line table's discriminator (0 when none).
     pub discriminator: u32,
 }
 

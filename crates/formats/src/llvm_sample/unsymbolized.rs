@@ -10,6 +10,8 @@ use cfghub_analysis::repeats::add_up;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{EdgeKind, NodeRef, Profile};
 
+/// Writes the chosen binary's executed ranges and taken branches with their counts, in
+/// llvm-profgen's unsymbolized form (addresses as the binary states them).
 pub fn write(
     profile: &Profile,
     out: &mut dyn Write,

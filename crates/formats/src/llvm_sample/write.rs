@@ -48,6 +48,8 @@ pub(crate) fn event_of(profile: &Profile, options: &WriteOptions) -> Result<usiz
     Ok(events::chosen(profile, options.event.as_deref(), Unnamed::First)?.first().copied().unwrap_or(0))
 }
 
+/// Writes the chosen binary's text sample profile; needs the binary's DWARF line table, unless
+/// the profile's samples carry symbols and lines themselves.
 pub fn write(
     profile: &Profile,
     out: &mut dyn Write,

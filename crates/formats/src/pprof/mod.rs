@@ -39,7 +39,9 @@ pub mod keys {
     pub const UNIT: &str = cfghub_model::ir::EVENT_UNIT_KEY;
     /// `"TYPE UNIT"` of `period_type`.
     pub(crate) const PERIOD_TYPE: &str = "pprof.period_type";
+    /// `period`: the number of events between samples, in `period_type`'s unit.
     pub const PERIOD: &str = "pprof.period";
+
     pub(crate) const TIME_NANOS: &str = "pprof.time_nanos";
     pub(crate) const DURATION_NANOS: &str = "pprof.duration_nanos";
     pub(crate) const DROP_FRAMES: &str = "pprof.drop_frames";

@@ -190,6 +190,7 @@ impl FoldedLines {
             .map(|(start, &end)| std::str::from_utf8(&self.text[start..end]).unwrap_or_default())
     }
 
+    /// Whether there is no line.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }

@@ -60,9 +60,13 @@ impl Kind {
 /// One column of a table's schema: its name, kind, and whether it may be null.
 #[derive(Clone, Copy, Debug)]
 pub struct Spec {
+    /// The column's name in the Parquet file.
     pub name: &'static str,
+    /// The column's value type.
     pub kind: Kind,
+    /// Whether the column may hold nulls.
     pub nullable: bool,
+
     /// Whether the writer derives the column from others for the reader's convenience (an
     /// address from an offset, a name from an id): checked for its type, never read back.
     pub derived: bool,

@@ -11,6 +11,8 @@ use cfghub_model::ir::Profile;
 /// Header keys of a binary profile that the dump expresses otherwise (or not at all).
 const BINARY_ONLY: [&str; 6] = ["version", "tstart", "tsize", "period", "text_start", "text_size"];
 
+/// Writes the dcpicat dump of the profile's image with the most samples: one line per sampled
+/// address, a count per event.
 pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) -> Result<()> {
     let image = choose_image(profile, &[], findings, "dcpicat")?;
     let n = profile.events.len();

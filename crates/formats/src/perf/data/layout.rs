@@ -28,11 +28,14 @@ use cfghub_model::error::{Error, Result};
 /// The byte order of a file, from its magic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
+    /// Little-endian: the magic reads `PERFILE2`.
     Little,
+    /// Big-endian: the magic reads `2ELIFREP` as a little-endian u64.
     Big,
 }
 
 impl Order {
+    /// Reads a `u16` in this order from the first 2 bytes of `b` (panics on fewer).
     pub fn u16(self, b: &[u8]) -> u16 {
         let a = [b[0], b[1]];
         match self {
@@ -40,6 +43,7 @@ impl Order {
             Order::Big => u16::from_be_bytes(a),
         }
     }
+    /// Reads a `u32` in this order from the first 4 bytes of `b` (panics on fewer).
     pub fn u32(self, b: &[u8]) -> u32 {
         let a = [b[0], b[1], b[2], b[3]];
         match self {
@@ -47,6 +51,7 @@ impl Order {
             Order::Big => u32::from_be_bytes(a),
         }
     }
+    /// Reads a `u64` in this order from the first 8 bytes of `b` (panics on fewer).
     pub fn u64(self, b: &[u8]) -> u64 {
         let mut a = [0u8; 8];
         a.copy_from_slice(&b[..8]);
@@ -60,15 +65,20 @@ impl Order {
 /// Which of the two layouts a file has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// `perf record -o FILE`: the 104-byte header, attribute, data and feature sections.
     File,
+    /// `perf record -o -`: the 16-byte header, then records alone.
     Pipe,
 }
 
 /// What the walk learnt.
 #[derive(Clone, Debug)]
 pub struct Layout {
+    /// Which layout the file has.
     pub kind: Kind,
+    /// The file's byte order.
     pub order: Order,
+
     /// Where the records are: `[start, end)`.
     pub records: (u64, u64),
     /// Records walked (compressed records count once; their contents are not walked here).

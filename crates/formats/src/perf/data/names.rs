@@ -21,7 +21,9 @@ use cfghub_model::ir::AddressKind;
 pub struct Place<'a> {
     /// Index into [`ImageNames::symbols`].
     pub function: Option<u32>,
+    /// Source file at the offset; `None` when lines were not asked for or the debug info is silent.
     pub file: Option<&'a str>,
+    /// Source line at the offset; `None` as for `file`.
     pub line: Option<u32>,
 }
 

@@ -50,11 +50,16 @@ pub(crate) const NO_KERNEL_IMAGE: u32 = NO_INDEX - 1;
 /// One event of the file: its name and how it samples.
 #[derive(Clone, Debug, Default)]
 pub struct EventInfo {
+    /// The event's name (`cycles`, `cpu/branches/u`), or one made from its attribute when the
+    /// file names none.
     pub name: String,
     /// Fixed sampling period, or the frequency in Hz (`freq` set), as the attribute says.
     pub period: Option<u64>,
+    /// Sampling frequency in Hz when the attribute has `freq` set (then `period` is `None`).
     pub frequency: Option<u64>,
+    /// The attribute's `sample_type` bits: which fields its `SAMPLE` records hold.
     pub sample_type: u64,
+    /// The attribute's `branch_sample_type` bits: which branches its branch stacks record.
     pub branch_sample_type: u64,
 }
 
@@ -62,8 +67,11 @@ pub struct EventInfo {
 /// into [`Recording::comms`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Thread {
+    /// Process id.
     pub pid: i32,
+    /// Thread id.
     pub tid: i32,
+    /// Command name, as an index into [`Recording::comms`].
     pub comm: u32,
 }
 
@@ -85,9 +93,13 @@ pub struct BranchTotals {
 /// Everything the records said.
 #[derive(Default)]
 pub struct Recording {
+    /// The file's byte order, from its magic (`None` until the header is read).
     pub order: Option<Order>,
+    /// Whether the file has the file or the pipe layout (`None` until the header is read).
     pub kind: Option<Kind>,
+    /// One entry per event attribute, in the file's order (a sample's attribute index).
     pub events: Vec<EventInfo>,
+    /// The images mapped in any process, interned ([`Frame`]s index it).
     pub images: Vec<ImageKey>,
     /// Highest file offset seen mapped, per image (its size).
     pub image_ends: Vec<u64>,
@@ -111,14 +123,21 @@ pub struct Recording {
     pub branches: FxHashMap<i32, BranchTotals>,
     /// The last command name of each thread: `(pid, tid)` -> comm.
     pub thread_names: FxHashMap<(i32, i32), u32>,
+    /// `SAMPLE` records read (malformed ones not counted).
     pub samples: u64,
     /// Samples per event.
     pub event_samples: Vec<u64>,
+    /// Samples perf reported lost while recording, summed over the `LOST` records.
     pub lost: u64,
+    /// `SAMPLE` records skipped because their fields run past the record's end.
     pub malformed: u64,
+    /// Header features as `(name, value)` pairs (`hostname`, `os release`, `cpu`, ...).
     pub headers: Vec<(String, String)>,
+    /// The command line of `perf record`, from the `CMDLINE` feature.
     pub command: Option<String>,
+    /// The perf version that wrote the file (`perf 6.5`), from the `VERSION` feature.
     pub creator: Option<String>,
+
     /// The address spaces as the records left them, for addresses added up without their
     /// image (branch records).
     spaces: FxHashMap<i32, Vec<Mapping>>,

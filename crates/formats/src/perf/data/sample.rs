@@ -38,8 +38,11 @@ const BRANCH_HW_INDEX: u64 = 1 << 17;
 /// How one event's samples are laid out.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
+    /// The attribute's `sample_type` bits: which fields a sample holds, in the order above.
     pub sample_type: u64,
+    /// The attribute's `read_format` bits: how the `READ` field's values are laid out.
     pub read_format: u64,
+    /// The attribute's `branch_sample_type` bits (whether branch stacks carry `hw_idx`).
     pub branch_sample_type: u64,
 }
 
@@ -47,9 +50,14 @@ pub struct Layout {
 /// record's bytes and read through [`Sample::callchain`] and [`Sample::branch`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sample<'a> {
+    /// The sampled instruction's address (`IP`); `None` when `sample_type` lacks it.
     pub ip: Option<u64>,
+    /// Process id (`TID` field); `None` when `sample_type` lacks it.
     pub pid: Option<i32>,
+    /// Thread id (`TID` field); `None` when `sample_type` lacks it.
     pub tid: Option<i32>,
+    /// The sample's weight (`PERIOD`); `None` when `sample_type` lacks it and the event's fixed
+    /// period applies.
     pub period: Option<u64>,
     callchain: &'a [u8],
     branches: &'a [u8],
@@ -58,8 +66,11 @@ pub struct Sample<'a> {
 /// One branch record: the branch's address, its target, and whether it was mispredicted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Branch {
+    /// Address of the branch instruction.
     pub from: u64,
+    /// Address the branch went to.
     pub to: u64,
+    /// Whether the `flags` word has the mispredict bit set.
     pub mispredicted: bool,
 }
 

@@ -126,6 +126,7 @@ impl StackLog {
         self.len
     }
 
+    /// Whether no sample is logged.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
