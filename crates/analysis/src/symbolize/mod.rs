@@ -33,7 +33,7 @@ use rustc_hash::FxHashMap;
 use cfghub_model::error::{Error, Result};
 use cfghub_model::ir::AddressKind;
 
-pub use crate::demangle::demangle;
+use crate::demangle::demangle;
 use elf::{ElfFile, FunctionSymbol, Segment, Storage};
 
 pub use apply::{symbolize, ImageReport, Options};

@@ -34,7 +34,7 @@ pub fn demangle(raw: &str) -> String {
 
 /// A name as cpp_demangle prints it, mended where it differs in form from libiberty's (C++
 /// without parameters, thunks, integer literals, function types and addresses among template
-/// arguments); other names as [`cfghub_analysis::symbolize::demangle`] writes them.
+/// arguments); other names as [`cfghub_analysis::demangle::demangle`] writes them.
 fn mended(raw: &str) -> String {
     if let Some((kind, encoding)) = thunk(raw) {
         // `{virtual override thunk(...)}` in cpp_demangle's words; libiberty's, as perf prints
@@ -50,7 +50,7 @@ fn mended(raw: &str) -> String {
             return function_addresses(&function_types(&integer_literals(d.trim_end_matches(" const"))));
         }
     }
-    cfghub_analysis::symbolize::demangle(raw)
+    cfghub_analysis::demangle::demangle(raw)
 }
 
 /// A thunk's name (`_ZTh`, `_ZTv`, `_ZTc` and their call offsets): what libiberty calls it,
