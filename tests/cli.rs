@@ -38,3 +38,6 @@ mod tables;
 
 #[path = "cli/bolt.rs"]
 mod bolt;
+
+#[path = "cli/stack_values.rs"]
+mod stack_values;

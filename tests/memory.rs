@@ -355,3 +355,106 @@ fn estimating_a_million_deep_call_paths_keeps_no_list_of_each_paths_frames() {
     assert!(folded.contains("main;L0_0;L1_0 1") || folded.contains("main;L0_0;L1_1 1"), "{folded}");
     assert!(kib < 150 * 1024, "peak {} MiB", kib / 1024);
 }
+
+/// A Firefox Profiler profile (version 49, one thread) whose stack table is a chain of `depth`
+/// nodes, each calling a function of its own, with `leaves` more nodes under the deepest one;
+/// `samples` lists the sampled stack table rows (with repeats).
+fn firefox_chain(depth: usize, leaves: usize, samples: &[usize]) -> String {
+    let n = depth + leaves;
+    let list = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>().join(",");
+    let prefix = list(&|i| if i == 0 { "null".into() } else { (i.min(depth) - 1).to_string() });
+    let index = list(&|i| i.to_string());
+    let nulls = list(&|_| "null".into());
+    let zeros = list(&|_| "0".into());
+    let minus = list(&|_| "-1".into());
+    let names = list(&|i| format!("\"f{i}\""));
+    let stack: Vec<String> = samples.iter().map(usize::to_string).collect();
+    let times: Vec<String> = (0..samples.len()).map(|t| t.to_string()).collect();
+    format!(
+        "{{\"meta\":{{\"preprocessedProfileVersion\":49,\"version\":24,\"interval\":1,\"product\":\"chain\"}},\
+         \"libs\":[],\"threads\":[{{\"name\":\"chain\",\"pid\":\"7\",\"tid\":\"7\",\
+         \"samples\":{{\"length\":{},\"stack\":[{}],\"time\":[{}],\"weight\":null,\"weightType\":\"samples\"}},\
+         \"stackTable\":{{\"length\":{n},\"prefix\":[{prefix}],\"frame\":[{index}]}},\
+         \"frameTable\":{{\"length\":{n},\"address\":[{minus}],\"inlineDepth\":[{zeros}],\"func\":[{index}],\
+         \"line\":[{nulls}],\"category\":[{zeros}]}},\
+         \"funcTable\":{{\"length\":{n},\"name\":[{index}],\"resource\":[{minus}],\"fileName\":[{nulls}],\
+         \"lineNumber\":[{nulls}]}},\
+         \"resourceTable\":{{\"length\":0,\"lib\":[],\"name\":[]}},\"stringArray\":[{names}]}}]}}",
+        samples.len(),
+        stack.join(","),
+        times.join(",")
+    )
+}
+
+/// Deep stacks take memory per distinct call path, not per frame of every stack: a chain of
+/// 50,000 stacks each sampled once (1.25 billion frames written out as lists), 30,000 samples
+/// at the bottom of a 30,000-deep chain, and 30,000 stacks each 30,000 deep (900 million
+/// frames), read, summed by `info` and written to the tree formats (Firefox, tables), each
+/// within 100 MB. Folded stacks are lists: their text grows with every frame of every stack,
+/// and is written as it is made, the memory staying that of the tree.
+#[test]
+fn deep_stacks_take_memory_per_call_path_not_per_frame() {
+    if !Path::new("/usr/bin/time").exists() {
+        common::unavailable("/usr/bin/time is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let every: Vec<usize> = (0..50_000).collect();
+    std::fs::write(d.join("chain.json"), firefox_chain(50_000, 0, &every)).unwrap();
+    std::fs::write(d.join("bottom.json"), firefox_chain(30_000, 0, &vec![29_999; 30_000])).unwrap();
+    let leaves: Vec<usize> = (30_000..60_000).collect();
+    std::fs::write(d.join("wide.json"), firefox_chain(30_000, 30_000, &leaves)).unwrap();
+    const LIMIT_KIB: u64 = 100 * 1024;
+    for input in ["chain.json", "bottom.json", "wide.json"] {
+        let kib = peak_kib(d, &["info", "-q", input]);
+        assert!(kib < LIMIT_KIB, "info {input}: {kib} KiB");
+        for out in ["out.fxprof.json", "out.tables"] {
+            let kib = peak_kib(d, &["convert", "-q", input, "-o", out]);
+            assert!(kib < LIMIT_KIB, "{input} to {out}: {kib} KiB");
+        }
+        // The tables read back into the same tree.
+        let kib = peak_kib(d, &["info", "-q", "out.tables"]);
+        assert!(kib < LIMIT_KIB, "info of {input} as tables: {kib} KiB");
+        std::fs::remove_dir_all(d.join("out.tables")).unwrap();
+    }
+    // One stack, 30,000 frames deep, of weight 30,000: pprof holds it as one sample.
+    let kib = peak_kib(d, &["convert", "-q", "bottom.json", "-o", "out.pb"]);
+    assert!(kib < LIMIT_KIB, "bottom.json to pprof: {kib} KiB");
+    // Folded text of a 3,000-deep chain sampled at every node: 4.5 million frames in 24 MB
+    // of text, written as it is made.
+    let every: Vec<usize> = (0..3_000).collect();
+    std::fs::write(d.join("small.json"), firefox_chain(3_000, 0, &every)).unwrap();
+    let reading = peak_kib(d, &["info", "-q", "small.json"]);
+    let kib = peak_kib(d, &["convert", "-q", "small.json", "-o", "out.folded"]);
+    let written = std::fs::metadata(d.join("out.folded")).unwrap().len();
+    assert!(written > 20_000_000, "{written} bytes");
+    let beside = kib.saturating_sub(reading) * 1024;
+    assert!(beside < written / 4, "folded: {kib} KiB (reading {reading} KiB) for {written} bytes of text");
+}
+
+/// The model's stacks take 8 bytes and 16 per value a sample, about 17 bytes a distinct call
+/// path (its parent and frame, and its slot in the lookup), whatever the stacks' depths.
+#[test]
+fn stacks_take_bytes_per_sample_and_per_call_path() {
+    let mut stacks = cfghub::ir::Stacks::with_width(2);
+    // 1,000 paths of depth 1,000 sharing their first 999 frames: 1,999 nodes.
+    let base: Vec<u32> = (0..999).collect();
+    let leaves: Vec<u32> = (0..1_000)
+        .map(|i| {
+            let mut frames = base.clone();
+            frames.push(1_000 + i);
+            stacks.path_node(&frames)
+        })
+        .collect();
+    for i in 0..1_000_000u32 {
+        stacks.push_sample(leaves[(i % 1_000) as usize], Some(i % 4), &[1, i128::from(i)]);
+    }
+    stacks.shrink_to_fit();
+    assert_eq!(stacks.nodes().len(), 1_999);
+    let per_sample = 8 + 2 * 16;
+    let bytes = stacks.heap_bytes();
+    let nodes = bytes - 1_000_000 * per_sample;
+    assert!(bytes >= 1_000_000 * per_sample, "{bytes}");
+    assert!(nodes <= 1_999 * 24, "{nodes} bytes for 1,999 call paths");
+}

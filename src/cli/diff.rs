@@ -19,7 +19,7 @@ use cfghub_formats::format::{ReadOptions, WriteOptions};
 use cfghub_formats::svg;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::{write_error, write_output};
-use cfghub_model::ir::{Profile, Stack};
+use cfghub_model::ir::{decimal_text, Profile, StackValue};
 use routine_costs::{routine_costs, uses_blocks, RoutineCost, INSTRUCTIONS};
 
 #[derive(Args, Debug)]
@@ -119,12 +119,15 @@ fn differential(
     out: &mut dyn Write,
     findings: &mut Findings,
 ) -> Result<()> {
-    let a: Vec<&Stack> = before.processes.iter().flat_map(|x| &x.stacks).collect();
-    let b: Vec<&Stack> = after.processes.iter().flat_map(|x| &x.stacks).collect();
-    let values = a.iter().map(|s| s.values.get(old).copied().unwrap_or(0.0));
-    let values = values.chain(b.iter().map(|s| s.values.get(new).copied().unwrap_or(0.0)));
-    let (scale, lossy) = svg::integer_scale(values);
-    if lossy {
+    let mut values: Vec<(StackValue, u8)> = Vec::new();
+    for (p, e) in [(before, old), (after, new)] {
+        for x in &p.processes {
+            let places = x.stacks.decimals_of(e);
+            values.extend(x.stacks.samples().map(|s| (s.values.get(e).copied().unwrap_or(0), places)));
+        }
+    }
+    let scale = svg::LineUnits::of(values.into_iter());
+    if scale.lossy() {
         findings.warn(None, "diff: values with more than 6 decimal digits are rounded to 6");
     }
     let text = |p: &Profile, col: usize| {
@@ -146,7 +149,11 @@ fn differential(
             let (Some(y), Some(x), Some(stack)) = (parts.next(), parts.next(), parts.next()) else {
                 continue;
             };
-            let back = |t: &str| t.parse::<f64>().map(|v| v / scale).unwrap_or(0.0);
+            let back = |t: &str| {
+                let mut text = Vec::new();
+                decimal_text(t.parse::<StackValue>().unwrap_or(0), scale.digits(), &mut text);
+                String::from_utf8(text).unwrap_or_default()
+            };
             writeln!(out, "{stack} {} {}", back(x), back(y)).map_err(write_error(&args.output))?;
         }
         return Ok(());
@@ -156,8 +163,8 @@ fn differential(
         ..svg::Options::default()
     });
     let mut opt = svg::inferno_options(after, new, &write_options)?;
-    if scale > 1.0 {
-        opt.count_name = format!("\u{d7} {} {}", 1.0 / scale, opt.count_name);
+    if scale.per_unit() > 1.0 {
+        opt.count_name = format!("\u{d7} {} {}", 1.0 / scale.per_unit(), opt.count_name);
     }
     inferno::flamegraph::from_lines(&mut opt, lines, out).map_err(|e| Error::io(&args.output, e))
 }

@@ -41,9 +41,10 @@ fn error_path(bytes: &[u8]) -> (String, String) {
 #[test]
 fn the_valid_profile_reads() {
     let p = read_bytes(&profile(|_| {}), &mut Findings::default()).unwrap();
-    let frames: Vec<&str> = p.processes[0].stacks[0].frames.iter().map(|&f| p.frames.get(f)).collect();
+    let stacks = p.processes[0].stacks.listed();
+    let frames: Vec<&str> = stacks[0].frames.iter().map(|&f| p.frames.get(f)).collect();
     assert_eq!(frames, ["main", "app+0x1139"]);
-    assert_eq!(p.processes[0].stacks[0].values, [2.0]);
+    assert_eq!(stacks[0].values, [2]);
 }
 
 #[test]

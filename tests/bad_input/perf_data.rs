@@ -62,10 +62,10 @@ fn a_recording_that_did_not_end_properly_is_read_to_its_last_whole_record() {
     assert_eq!(profile.events[0].name, "cpu-clock:u");
     // The same samples on the same call chains; without the build-id table the program's
     // frames are named by its file alone (`[hot-small]`) unless the binary is still there.
-    let stacks = |p: &cfghub::Profile| -> Vec<(String, usize, Vec<f64>)> {
+    let stacks = |p: &cfghub::Profile| -> Vec<(String, usize, Vec<i128>)> {
         let process = &p.processes[0];
-        let thread = |s: &cfghub::ir::Stack| p.frames.get(s.frames[0]).to_string();
-        process.stacks.iter().map(|s| (thread(s), s.frames.len(), s.values.to_vec())).collect()
+        let thread = |s: &cfghub::ir::ListedStack| p.frames.get(s.frames[0]).to_string();
+        process.stacks.listed().iter().map(|s| (thread(s), s.frames.len(), s.values.to_vec())).collect()
     };
     assert_eq!(stacks(&profile), stacks(&whole));
 }

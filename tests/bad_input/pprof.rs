@@ -52,8 +52,9 @@ fn read(bytes: &[u8]) -> cfghub::Result<cfghub::Profile> {
 #[test]
 fn the_fixture_of_these_tests_is_valid() {
     let p = read(&profile(&[(&[1], &[5])], STRINGS, &[])).unwrap();
-    assert_eq!(p.processes[0].stacks[0].values, [5.0]);
-    assert_eq!(p.frames.get(p.processes[0].stacks[0].frames[0]), "main");
+    let stacks = p.processes[0].stacks.listed();
+    assert_eq!(stacks[0].values, [5]);
+    assert_eq!(p.frames.get(stacks[0].frames[0]), "main");
 }
 
 #[test]

@@ -121,9 +121,11 @@ fn self_costs(profile: &Profile) -> BTreeMap<String, Vec<f64>> {
     };
     for process in &profile.processes {
         if !process.stacks.is_empty() {
-            for s in &process.stacks {
-                if let Some(&leaf) = s.frames.last() {
-                    add(&leaf_name(profile, leaf), &mut s.values.iter().copied());
+            for s in process.stacks.samples() {
+                if let Some(leaf) = process.stacks.leaf(s.node) {
+                    let places = |e: usize| process.stacks.decimals_of(e);
+                    let values = s.values.iter().enumerate().map(|(e, &v)| cfghub::ir::to_f64(v, places(e)));
+                    add(&leaf_name(profile, leaf), &mut values.collect::<Vec<_>>().into_iter());
                 }
             }
         } else if process.images.iter().any(|i| !i.costs.is_empty()) {

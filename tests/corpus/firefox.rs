@@ -64,9 +64,9 @@ fn every_version_in_the_profilers_fixtures_reads_with_all_its_samples() {
         let read_total: f64 = p
             .processes
             .iter()
-            .flat_map(|p| &p.stacks)
+            .flat_map(|p| p.stacks.listed())
             .filter(|s| !s.frames.is_empty())
-            .map(|s| s.values.iter().sum::<f64>())
+            .map(|s| s.values.iter().sum::<i128>() as f64)
             .sum();
         assert_eq!(read_total, samples_with_stacks(&json(name)), "{name}");
         assert!(read_total > 0.0, "{name}");

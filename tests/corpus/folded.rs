@@ -29,8 +29,11 @@ fn fractional_and_differential_counts_are_kept() {
     };
     let bytes = std::fs::read(path).unwrap();
     let (p, _) = cfghub::convert::read_with(&Folded, &mut &bytes[..]).unwrap();
-    let values: Vec<f64> = p.processes[0].stacks.iter().map(|s| s.values[0]).collect();
-    assert!(values.contains(&31.23) && values.contains(&2.567) && values.contains(&274.321), "{values:?}");
+    // Exact: each count as its text says it, in thousandths (the finest places in the file).
+    let stacks = &p.processes[0].stacks;
+    assert_eq!(stacks.decimals_of(0), 3);
+    let values: Vec<i128> = stacks.samples().map(|s| s.values[0]).collect();
+    assert!(values.contains(&31_230) && values.contains(&2_567) && values.contains(&274_321), "{values:?}");
 
     let Some(path) = shared_fixture(
         "folded/tests_data_flamegraph_differential_perf-cycles-instructions-01-collapsed-all-diff.txt",
@@ -41,7 +44,7 @@ fn fractional_and_differential_counts_are_kept() {
     let (p, _) = cfghub::convert::read_with(&Folded, &mut &bytes[..]).unwrap();
     let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["samples1", "samples2"]);
-    assert_eq!(p.processes[0].stacks[0].values, vec![31.0, 56.0]);
+    assert_eq!(p.processes[0].stacks.sample(0).values, [31, 56]);
 }
 
 #[test]
@@ -64,11 +67,12 @@ fn a_dcfg_without_stacks_gives_estimated_stacks_that_add_up() {
     assert!(findings.warnings().any(|w| w.message.contains("estimated")), "{findings:?}");
     let (back, _) = cfghub::convert::read_with(&Folded, &mut &text[..]).unwrap();
     assert_eq!(back.events[0].name, "instructions");
-    let sum: f64 = back.processes[0].stacks.iter().map(|s| s.values[0]).sum();
+    let sum: i128 = back.processes[0].stacks.samples().map(|s| s.values[0]).sum();
     let executed = cfghub::analysis::executions::executed_instructions(&loaded.profile.processes[0]);
     assert_eq!(sum as u64, executed);
     // Every stack starts at a routine nothing calls, and the hot loader path is there.
-    assert!(back.processes[0].stacks.iter().all(|s| s.frames.len() < 64));
+    let stacks = &back.processes[0].stacks;
+    assert!(stacks.samples().all(|s| stacks.depth(s.node) < 64));
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.lines().any(|l| l.contains("_dl_start;_dl_sysdep_start;dl_main;_dl_relocate_object")),
@@ -85,9 +89,9 @@ fn a_dcfg_with_stacks_writes_them_exactly() {
     profile.events.push(cfghub::ir::Event::new("Ir"));
     let ir = profile.events.len() - 1;
     let frames: Vec<u32> = ["main", "work", "leaf"].iter().map(|f| profile.frames.intern(f)).collect();
-    let mut values = vec![0.0; profile.events.len()];
-    values[ir] = 1234.0;
-    profile.processes[0].stacks.push(cfghub::ir::Stack { frames, values, thread: None });
+    let mut values = vec![0; profile.events.len()];
+    values[ir] = 1234;
+    profile.processes[0].stacks.push(&frames, None, &values);
     let options = WriteOptions { event: Some("Ir".into()), ..WriteOptions::default() };
     let (text, findings) = cfghub::convert::write_to_vec(&Folded, &profile, &options).unwrap();
     assert!(!findings.warnings().any(|w| w.message.contains("estimated")), "{findings:?}");

@@ -118,7 +118,7 @@ fn brstack_text_gives_the_edges_of_the_perf_data_file() {
 }
 
 /// A stack of a process: pid, thread, frame names root first, values.
-type StackByName = (u64, Option<u32>, Vec<String>, Vec<f64>);
+type StackByName = (u64, Option<u32>, Vec<String>, Vec<i128>);
 
 /// A reading for stacks alone (folded stacks, flame graphs) has the processes, stacks,
 /// events and headers of a full reading, and no images.
@@ -141,7 +141,7 @@ fn a_reading_for_stacks_alone_has_the_stacks_of_a_full_one_without_images() {
         p.processes
             .iter()
             .flat_map(|process| {
-                process.stacks.iter().map(move |s| {
+                process.stacks.listed().into_iter().map(move |s| {
                     let names = s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect();
                     (process.pid, s.thread, names, s.values.to_vec())
                 })

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use cfghub::error::Findings;
 use cfghub::format::WriteOptions;
 use cfghub::formats::firefox::FORMAT as Firefox;
-use cfghub::ir::{Event, FrameSource, Process, Profile, Stack};
+use cfghub::ir::{Event, FrameSource, ListedStack, Process, Profile, StackValue, Stacks};
 use proptest::prelude::*;
 
 type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
@@ -30,32 +30,31 @@ fn model(spec: &Spec) -> Profile {
         p.frame_sources.push(FrameSource { file, line: *line, ..FrameSource::default() });
     }
     for (n, stacks) in spec.processes.iter().enumerate() {
-        let stacks = stacks
-            .iter()
-            .map(|(frames, values, thread)| Stack {
-                frames: frames.iter().map(|&f| f as u32).collect(),
-                values: values.iter().map(|&v| v as f64).collect(),
-                thread: *thread,
-            })
-            .collect();
+        let mut listed = Stacks::default();
+        for (frames, values, thread) in stacks {
+            let frames: Vec<u32> = frames.iter().map(|&f| f as u32).collect();
+            let values: Vec<StackValue> = values.iter().map(|&v| StackValue::from(v)).collect();
+            listed.push(&frames, *thread, &values);
+        }
+        let stacks = listed;
         p.processes.push(Process { pid: 1000 + n as u64, stacks, ..Process::default() });
     }
     p
 }
 
 /// (pid, thread, frame names, event name) -> summed weight, zero sums left out.
-fn sums(p: &Profile) -> BTreeMap<(u64, Option<u32>, Vec<String>, String), f64> {
+fn sums(p: &Profile) -> BTreeMap<(u64, Option<u32>, Vec<String>, String), StackValue> {
     let mut out = BTreeMap::new();
     for process in &p.processes {
-        for s in &process.stacks {
+        for s in &process.stacks.listed() {
             let frames: Vec<String> = s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect();
             for (e, &v) in s.values.iter().enumerate() {
-                *out.entry((process.pid, s.thread, frames.clone(), p.events[e].name.clone()))
-                    .or_insert(0.0) += v;
+                *out.entry((process.pid, s.thread, frames.clone(), p.events[e].name.clone())).or_insert(0) +=
+                    v;
             }
         }
     }
-    out.retain(|_, v| *v != 0.0);
+    out.retain(|_, v| *v != 0);
     out
 }
 
@@ -63,7 +62,7 @@ fn sums(p: &Profile) -> BTreeMap<(u64, Option<u32>, Vec<String>, String), f64> {
 fn sources(p: &Profile) -> BTreeMap<String, (Option<String>, Option<u32>)> {
     let mut out = BTreeMap::new();
     for process in &p.processes {
-        for s in &process.stacks {
+        for s in &process.stacks.listed() {
             for &f in &s.frames {
                 let src = p.frame_source(f).cloned().unwrap_or_default();
                 let file = src.file.map(|x| p.file_name(x).to_string());
@@ -188,7 +187,7 @@ fn weights_too_large_to_split_are_scaled_with_a_warning() {
     let back = sums(&read(&bytes));
     for (k, v) in sums(&m) {
         let got = back[&k];
-        assert!((got - v).abs() / v < 1e-6, "{k:?}: {got} vs {v}");
+        assert!((got - v).abs() as f64 / v as f64 <= 1e-6, "{k:?}: {got} vs {v}");
     }
 }
 
@@ -213,7 +212,11 @@ fn frames_named_by_their_address_are_written_as_addresses_in_their_library() {
     m.processes.push(Process {
         pid: 7,
         images: vec![image],
-        stacks: vec![Stack { frames: vec![main, unnamed], values: vec![3.0], thread: None }],
+        stacks: Stacks::from_listed([ListedStack {
+            frames: vec![main, unnamed],
+            values: vec![3],
+            thread: None,
+        }]),
         ..Process::default()
     });
     let (bytes, _) = write(&m);
@@ -239,6 +242,7 @@ fn frames_named_by_their_address_are_written_as_addresses_in_their_library() {
     assert_eq!(frames["address"][row("main")], -1);
     // Read back, the frame is the library's address, as samply's unsymbolized frames are.
     let back = read(&bytes);
-    let names: Vec<&str> = back.processes[0].stacks[0].frames.iter().map(|&f| back.frames.get(f)).collect();
+    let names: Vec<&str> =
+        back.processes[0].stacks.listed()[0].frames.iter().map(|&f| back.frames.get(f)).collect();
     assert_eq!(names, ["main", "app+0x1234"]);
 }

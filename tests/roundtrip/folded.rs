@@ -5,16 +5,47 @@
 
 use cfghub::format::WriteOptions;
 use cfghub::formats::folded::FORMAT as Folded;
-use cfghub::ir::{Event, Process, Profile, Stack};
+use cfghub::ir::{power_of_ten, Event, Process, Profile, StackValue};
 use proptest::prelude::*;
 
-fn model(events: Vec<String>, stacks: Vec<(Vec<String>, Vec<f64>)>, comments: Vec<String>) -> Profile {
+/// A value: its digits and its decimal places (`(25, 1)` is 2.5).
+type Decimal = (StackValue, u8);
+
+/// The model of `stacks`, each column with the decimal places its values need (as a reader
+/// finds them).
+fn model(events: Vec<String>, stacks: Vec<(Vec<String>, Vec<Decimal>)>, comments: Vec<String>) -> Profile {
+    let width = events.len();
     let mut p = Profile { events: events.into_iter().map(Event::new).collect(), ..Profile::default() };
     p.meta.headers = comments.into_iter().map(|c| ("comment".to_string(), c)).collect();
+    let shortest = |(mut digits, mut places): Decimal| {
+        while places > 0 && digits % 10 == 0 {
+            digits /= 10;
+            places -= 1;
+        }
+        (digits, places)
+    };
+    let mut places = vec![0u8; width];
+    for (_, values) in &stacks {
+        for (c, &v) in values.iter().enumerate() {
+            places[c] = places[c].max(shortest(v).1);
+        }
+    }
     let mut process = Process::default();
+    process.stacks.widen(width);
+    for (c, &d) in places.iter().enumerate() {
+        process.stacks.set_decimals(c, d);
+    }
     for (names, values) in stacks {
-        let frames = names.iter().map(|n| p.frames.intern(n)).collect();
-        process.stacks.push(Stack { frames, values, thread: None });
+        let frames: Vec<u32> = names.iter().map(|n| p.frames.intern(n)).collect();
+        let values: Vec<StackValue> = values
+            .iter()
+            .enumerate()
+            .map(|(c, &v)| {
+                let (digits, d) = shortest(v);
+                digits * power_of_ten(places[c] - d)
+            })
+            .collect();
+        process.stacks.push(&frames, None, &values);
     }
     p.processes.push(process);
     p
@@ -31,12 +62,13 @@ fn frame() -> impl Strategy<Value = String> {
     ]
 }
 
-fn value() -> impl Strategy<Value = f64> {
+/// Counts of every size a profile holds exactly: whole, up to `u64::MAX`, and fractional.
+fn value() -> impl Strategy<Value = Decimal> {
     prop_oneof![
-        (0u64..1_000_000).prop_map(|v| v as f64),
-        (0u64..u64::MAX).prop_map(|v| v as f64),
-        (0.0f64..1e6),
-        (0u32..100_000).prop_map(|v| f64::from(v) / 1000.0),
+        (0u64..1_000_000).prop_map(|v| (StackValue::from(v), 0)),
+        (0u64..=u64::MAX).prop_map(|v| (StackValue::from(v), 0)),
+        (0u64..1_000_000_000_000, 0u8..10).prop_map(|(v, d)| (StackValue::from(v), d)),
+        (0u32..100_000).prop_map(|v| (StackValue::from(v), 3)),
     ]
 }
 
@@ -100,15 +132,16 @@ proptest! {
         let back = read(&text);
         prop_assert_eq!(back.events, vec![Event::new(last)]);
         let col = p.events.len() - 1;
-        let theirs: Vec<f64> = p.processes[0].stacks.iter().map(|s| s.values[col]).collect();
-        let ours: Vec<f64> = back.processes[0].stacks.iter().map(|s| s.values[0]).collect();
+        let theirs: Vec<StackValue> = p.processes[0].stacks.samples().map(|s| s.values[col]).collect();
+        let ours: Vec<StackValue> = back.processes[0].stacks.samples().map(|s| s.values[0]).collect();
         prop_assert_eq!(ours, theirs);
+        prop_assert_eq!(back.processes[0].stacks.decimals_of(0), p.processes[0].stacks.decimals_of(col));
     }
 }
 
 #[test]
 fn unknown_event_is_a_usage_error() {
-    let p = model(vec!["samples".into()], vec![(vec!["a".into()], vec![1.0])], vec![]);
+    let p = model(vec!["samples".into()], vec![(vec!["a".into()], vec![(1, 0)])], vec![]);
     let options = WriteOptions { event: Some("cycles".into()), ..WriteOptions::default() };
     let err = cfghub::convert::write_to_vec(&Folded, &p, &options).unwrap_err();
     assert!(err.to_string().contains("no event 'cycles'"), "{err}");
@@ -116,6 +149,6 @@ fn unknown_event_is_a_usage_error() {
 
 #[test]
 fn plain_single_event_output_has_no_header() {
-    let p = model(vec!["samples".into()], vec![(vec!["a".into(), "b".into()], vec![2.5])], vec![]);
+    let p = model(vec!["samples".into()], vec![(vec!["a".into(), "b".into()], vec![(25, 1)])], vec![]);
     assert_eq!(write(&p), b"a;b 2.5\n");
 }

@@ -6,7 +6,7 @@
 
 use cfghub::format::WriteOptions;
 use cfghub::formats::pprof::FORMAT as Pprof;
-use cfghub::ir::{Event, FrameSource, Image, Process, Profile, Stack};
+use cfghub::ir::{Event, FrameSource, Image, ListedStack as Stack, Process, Profile, StackValue, Stacks};
 use proptest::prelude::*;
 
 type StackSpec = (Vec<usize>, Vec<i64>, Option<u32>);
@@ -86,7 +86,7 @@ fn model(spec: Spec) -> Profile {
         for (frames, values, thread) in stacks_of {
             let stack = Stack {
                 frames: frames.iter().map(|&f| frame_of[f].unwrap()).collect(),
-                values: values.iter().map(|&v| v as f64).collect(),
+                values: values.iter().map(|&v| StackValue::from(v)).collect(),
                 thread: *thread,
             };
             match stacks.iter_mut().find(|s| s.frames == stack.frames && s.thread == stack.thread) {
@@ -95,6 +95,8 @@ fn model(spec: Spec) -> Profile {
             }
         }
         let pid = if several { 100 + n as u64 } else { 0 };
+        let mut stacks = Stacks::from_listed(stacks);
+        stacks.widen(spec.events.len());
         p.processes.push(Process { pid, stacks, ..Process::default() });
     }
     if p.processes.is_empty() {
@@ -208,8 +210,8 @@ fn gzip_and_raw_read_the_same() {
     let b = cfghub::convert::load(gz.to_str().unwrap(), None, &Default::default()).unwrap();
     assert_eq!(a.format.name(), "pprof");
     assert_eq!(a.profile, b.profile);
-    let totals: f64 = a.profile.processes[0].stacks.iter().map(|s| s.values[0]).sum();
-    assert_eq!(totals, 7.0);
+    let totals: StackValue = a.profile.processes[0].stacks.samples().map(|s| s.values[0]).sum();
+    assert_eq!(totals, 7);
 }
 
 /// More samples than one run of the reader: a stream (samples decoded as they arrive) and a
@@ -223,12 +225,8 @@ fn streams_and_buffers_read_the_same() {
     let mut process = Process::default();
     for i in 0..100_000usize {
         let depth = 1 + i % 17;
-        let frames = (0..depth).map(|d| names[(i * 7 + d * 13) % names.len()]).collect();
-        process.stacks.push(Stack {
-            frames,
-            values: vec![(i % 5) as f64, (i % 5 * 1000) as f64],
-            thread: None,
-        });
+        let frames: Vec<u32> = (0..depth).map(|d| names[(i * 7 + d * 13) % names.len()]).collect();
+        process.stacks.push(&frames, None, &[(i % 5) as StackValue, (i % 5 * 1000) as StackValue]);
     }
     m.processes.push(process);
     let mut bytes = write(&m);
@@ -260,13 +258,14 @@ fn streams_and_buffers_read_the_same() {
     // Equal samples are one stack: the 100,000 stacks repeat every 5,100 (300 names, depths
     // of 1 to 17), and the 40,000 appended samples are two.
     assert_eq!(streamed.processes[0].stacks.len(), 5_102);
-    let totals = |p: &Profile| -> f64 { p.processes[0].stacks.iter().map(|s| s.values[1]).sum() };
-    assert_eq!(totals(&streamed), totals(&m) + 80_000.0);
-    let stacks = &streamed.processes[0].stacks;
+    let totals = |p: &Profile| -> StackValue { p.processes[0].stacks.samples().map(|s| s.values[1]).sum() };
+    assert_eq!(totals(&streamed), totals(&m) + 80_000);
+    let stacks = &streamed.processes[0].stacks.listed();
+    let theirs = m.processes[0].stacks.listed();
     let shown = |s: &Stack| -> Vec<&str> { s.frames.iter().map(|&f| streamed.frames.get(f)).collect() };
     // Function ids are frames in order of first use.
     let mut used: Vec<u32> = Vec::new();
-    for &x in m.processes[0].stacks.iter().flat_map(|s| &s.frames) {
+    for &x in theirs.iter().flat_map(|s| &s.frames) {
         if !used.contains(&x) {
             used.push(x);
         }
@@ -278,11 +277,11 @@ fn streams_and_buffers_read_the_same() {
         s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect()
     };
     // Stacks in order of first occurrence, each with the values of all its samples.
-    for (k, a) in streamed.processes[0].stacks[..5_100].iter().enumerate().step_by(97) {
-        let b = &m.processes[0].stacks[k];
+    for (k, a) in stacks[..5_100].iter().enumerate().step_by(97) {
+        let b = &theirs[k];
         assert_eq!(name(&streamed, a), name(&m, b));
-        let same: Vec<&Stack> = m.processes[0].stacks.iter().skip(k).step_by(5_100).collect();
-        assert_eq!(a.values[1], same.iter().map(|s| s.values[1]).sum::<f64>(), "stack {k}");
+        let same: Vec<&Stack> = theirs.iter().skip(k).step_by(5_100).collect();
+        assert_eq!(a.values[1], same.iter().map(|s| s.values[1]).sum::<StackValue>(), "stack {k}");
     }
 }
 

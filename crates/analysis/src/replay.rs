@@ -28,7 +28,7 @@ use crate::sequence::{ChunkEdges, SequenceChunk, SequenceJob, SequenceProcess};
 use crate::{names, routines};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::NO_INDEX;
-use cfghub_model::ir::{EdgeKind, Event, NodeRef, Process, Profile, Stack};
+use cfghub_model::ir::{EdgeKind, Event, NodeRef, Process, Profile, StackValue, Stacks};
 
 /// What an edge does to the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -576,16 +576,15 @@ pub fn apply(profile: &mut Profile, replays: &[ProcessReplay], findings: &mut Fi
     for r in replays {
         let frames: Vec<u32> = r.routines.iter().map(|n| profile.frames.intern(n)).collect();
         let process = &mut profile.processes[r.process];
-        process.stacks.clear();
+        process.stacks = Stacks::with_width(events);
+        let mut values = vec![0; events];
+        let mut path_frames = Vec::new();
         for (&thread, stacks) in &r.stacks {
             for (path, cost) in stacks {
-                let mut values = vec![0.0; events];
-                values[ir] = *cost as f64;
-                process.stacks.push(Stack {
-                    frames: path.iter().map(|&g| frames[g as usize]).collect(),
-                    values,
-                    thread: Some(thread as u32),
-                });
+                values[ir] = StackValue::from(*cost);
+                path_frames.clear();
+                path_frames.extend(path.iter().map(|&g| frames[g as usize]));
+                process.stacks.push(&path_frames, Some(thread as u32), &values);
             }
         }
         let mut differing = 0usize;
@@ -928,10 +927,10 @@ mod tests {
         assert!(findings.items.is_empty(), "{:?}", findings.items);
         let ir = profile.event_index("Ir").unwrap();
         let process = &profile.processes[0];
-        let total: f64 = process.stacks.iter().map(|s| s.values[ir]).sum();
+        let total: StackValue = process.stacks.samples().map(|s| s.values[ir]).sum();
         assert_eq!(total as u64, process.thread_instr_counts.iter().sum::<u64>());
         assert!(
-            process.stacks.iter().all(|s| profile.frames.get(s.frames[0]) == "main"),
+            process.stacks.samples().all(|s| profile.frames.get(process.stacks.frames(s.node)[0]) == "main"),
             "every stack starts in main"
         );
         let calls: Vec<_> = process.edges.iter().filter(|e| e.kind.is_call() && e.total() > 0).collect();

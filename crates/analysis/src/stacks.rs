@@ -14,8 +14,8 @@
 //!   of samples (first event) whose stack holds the pair: sampling does not see calls, only
 //!   that a call was under way.
 //!
-//! Values are `f64` on stacks and integers in costs: sums are rounded once per symbol or edge,
-//! so totals stay exact for integer inputs.
+//! Stack values are exact integers (of a decimal scale per event) and costs whole units: sums
+//! are exact and rounded once per symbol or edge when the values have decimals.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -29,16 +29,16 @@ pub use flat::{FlatStacks, Frame};
 
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{
-    Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile, Symbol, SymbolRef,
+    power_of_ten, rounded, Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile,
+    StackValue, Stacks, Symbol, SymbolRef,
 };
 
-/// Rounds a non-negative sum of stack values to a cost.
-fn to_cost(v: f64) -> u64 {
-    if v.is_finite() && v > 0.0 {
-        v.round() as u64
-    } else {
-        0
-    }
+/// A non-negative sum of stack values as a cost: rounded to whole units once (fractional
+/// values from folded stacks), negative sums (differential profiles) as 0, beyond `u64` as
+/// its largest value.
+fn to_cost(v: StackValue, decimals: u8) -> u64 {
+    let whole = rounded(v, decimals);
+    u64::try_from(whole.max(0)).unwrap_or(u64::MAX)
 }
 
 /// The function-level view of a process's stacks: one image whose symbols are the frame names
@@ -46,52 +46,51 @@ fn to_cost(v: f64) -> u64 {
 /// costs. `events` is the number of events in the profile ([`cfghub_model::ir::Profile::events`]).
 pub fn function_level(profile: &Profile, process: &Process) -> Process {
     let events = profile.events.len();
+    let stacks = &process.stacks;
+    let decimals = stacks.decimals(0..events);
     let mut symbol_of: HashMap<FrameId, u32> = HashMap::new();
     let mut symbols: Vec<Symbol> = Vec::new();
-    let mut self_cost: Vec<Vec<f64>> = Vec::new();
+    let mut self_cost: Vec<Vec<StackValue>> = Vec::new();
     // The first line of each symbol's function, where its self cost is put, when known.
     let mut start_lines: Vec<Option<u32>> = Vec::new();
     // (caller, callee) -> (edge index)
     let mut edge_of: HashMap<(u32, u32), usize> = HashMap::new();
     struct Acc {
         pair: (u32, u32),
-        counts: Vec<f64>,
-        inclusive: Vec<f64>,
+        counts: Vec<StackValue>,
+        inclusive: Vec<StackValue>,
         /// 1 + the index of the last stack that counted this edge: a deep stack checks each
         /// pair in constant time (linear in its depth, not quadratic).
         counted_on: usize,
     }
     let mut edges: Vec<Acc> = Vec::new();
     let mut frame_syms: Vec<u32> = Vec::new();
-    let threads = process.stacks.iter().filter_map(|s| s.thread).max().map_or(1, |t| t as usize + 1);
-    for (stack_index, stack) in process.stacks.iter().enumerate() {
+    let mut frames: Vec<FrameId> = Vec::new();
+    let threads = stacks.max_thread().map_or(1, |t| t as usize + 1);
+    for (stack_index, stack) in stacks.samples().enumerate() {
         frame_syms.clear();
-        for &f in &stack.frames {
+        stacks.path(stack.node, &mut frames);
+        for &f in &frames {
             let s = *symbol_of.entry(f).or_insert_with(|| {
                 let source = profile.frame_source(f);
                 let file = source.and_then(|s| s.file);
                 start_lines.push(source.and_then(|s| s.line));
                 symbols.push(Symbol { name: profile.frames.get(f).to_string(), file, ..Symbol::default() });
-                self_cost.push(vec![0.0; events]);
+                self_cost.push(vec![0; events]);
                 (symbols.len() - 1) as u32
             });
             frame_syms.push(s);
         }
         let Some(&leaf) = frame_syms.last() else { continue };
-        for (slot, v) in self_cost[leaf as usize].iter_mut().zip(&stack.values) {
+        for (slot, v) in self_cost[leaf as usize].iter_mut().zip(stack.values) {
             *slot += v;
         }
         let thread = stack.thread.unwrap_or(0) as usize;
-        let samples = stack.values.first().copied().unwrap_or(0.0);
+        let samples = stack.values.first().copied().unwrap_or(0);
         for pair in frame_syms.windows(2) {
             let pair = (pair[0], pair[1]);
             let e = *edge_of.entry(pair).or_insert_with(|| {
-                edges.push(Acc {
-                    pair,
-                    counts: vec![0.0; threads],
-                    inclusive: vec![0.0; events],
-                    counted_on: 0,
-                });
+                edges.push(Acc { pair, counts: vec![0; threads], inclusive: vec![0; events], counted_on: 0 });
                 edges.len() - 1
             });
             // Once per distinct pair on this stack: recursion repeats pairs.
@@ -101,20 +100,21 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
             }
             acc.counted_on = stack_index + 1;
             acc.counts[thread] += samples;
-            for (slot, v) in acc.inclusive.iter_mut().zip(&stack.values) {
+            for (slot, v) in acc.inclusive.iter_mut().zip(stack.values) {
                 *slot += v;
             }
         }
     }
+    let first_decimals = decimals.first().copied().unwrap_or(0);
     let costs = self_cost
         .iter()
         .enumerate()
-        .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+        .filter(|(_, v)| v.iter().any(|&x| x != 0))
         .map(|(s, v)| Cost {
             symbol: Some(s as u32),
             file: symbols[s].file,
             line: start_lines[s],
-            values: v.iter().map(|&x| to_cost(x)).collect(),
+            values: v.iter().zip(&decimals).map(|(&x, &d)| to_cost(x, d)).collect(),
             ..Cost::default()
         })
         .collect();
@@ -127,8 +127,11 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
             source: sym(acc.pair.0),
             target: sym(acc.pair.1),
             kind: EdgeKind::Call,
-            counts: acc.counts.iter().map(|&c| to_cost(c)).collect(),
-            details: EdgeDetails::boxed(acc.inclusive.iter().map(|&c| to_cost(c)).collect(), None),
+            counts: acc.counts.iter().map(|&c| to_cost(c, first_decimals)).collect(),
+            details: EdgeDetails::boxed(
+                acc.inclusive.iter().zip(&decimals).map(|(&c, &d)| to_cost(c, d)).collect(),
+                None,
+            ),
         })
         .collect();
     Process {
@@ -137,6 +140,68 @@ pub fn function_level(profile: &Profile, process: &Process) -> Process {
         edges,
         ..Process::default()
     }
+}
+
+/// What a process's stacks say of each function (frame), per event (`frame * width + event`,
+/// `width` the stacks' value columns), as `go tool pprof -top` gives them: `self_cost`, the
+/// values of the stacks it ends (flat); `total`, of the stacks it is on, each stack once
+/// however often the frame repeats on it (cum); and the totals of all stacks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameTotals {
+    /// Values per event of every stack (those without frames too).
+    pub totals: Vec<StackValue>,
+    /// Self values per frame and event.
+    pub self_cost: Vec<StackValue>,
+    /// Inclusive values per frame and event.
+    pub total: Vec<StackValue>,
+    /// Whether the frame is on some stack.
+    pub seen: Vec<bool>,
+}
+
+/// [`FrameTotals`] of `stacks`, whose frames are below `frames`: one walk of the prefix tree
+/// (each node's inclusive values go to its frame unless the frame is on the node's path above
+/// it), not of every stack's frames.
+pub fn frame_totals(stacks: &Stacks, frames: usize) -> FrameTotals {
+    let w = stacks.width();
+    let mut out = FrameTotals {
+        totals: vec![0; w],
+        self_cost: vec![0; frames * w],
+        total: vec![0; frames * w],
+        seen: vec![false; frames],
+    };
+    for s in stacks.samples() {
+        for (t, v) in out.totals.iter_mut().zip(s.values) {
+            *t += v;
+        }
+    }
+    let (own, inclusive) = stacks.node_totals();
+    let nodes = stacks.nodes();
+    let children = stacks.children();
+    // Depth-first, counting how often each frame is on the path to the node visited.
+    let mut on_path = vec![0u32; frames];
+    // (node, entered): a node is entered, then left once its children are done.
+    let mut todo: Vec<(u32, bool)> = children.roots().iter().rev().map(|&n| (n, false)).collect();
+    while let Some((n, entered)) = todo.pop() {
+        let f = nodes[n as usize].frame as usize;
+        if entered {
+            on_path[f] -= 1;
+            continue;
+        }
+        let at = n as usize * w;
+        out.seen[f] = true;
+        for k in 0..w {
+            out.self_cost[f * w + k] += own[at + k];
+        }
+        if on_path[f] == 0 {
+            for k in 0..w {
+                out.total[f * w + k] += inclusive[at + k];
+            }
+        }
+        on_path[f] += 1;
+        todo.push((n, true));
+        todo.extend(children.of(n).iter().rev().map(|&c| (c, false)));
+    }
+    out
 }
 
 /// The stacks a writer of stacks writes: the profile's own, stacks estimated from its call
@@ -162,25 +227,65 @@ impl<'p> WrittenStacks<'p> {
     /// Whether some stack was sampled on a known thread.
     pub fn any_thread(&self) -> bool {
         match self {
-            WrittenStacks::Model(p) => p.processes.iter().flat_map(|p| &p.stacks).any(|s| s.thread.is_some()),
+            WrittenStacks::Model(p) => p.processes.iter().any(|p| p.stacks.any_thread()),
             WrittenStacks::Flat(_) => false,
         }
     }
 
+    /// The decimal places of event `e`'s values as [`WrittenStacks::try_for_each`] hands them
+    /// out: a value `v` stands for `v / 10^decimals` (0 but for fractional folded counts).
+    pub fn decimals(&self, e: usize) -> u8 {
+        match self {
+            WrittenStacks::Model(p) => p.processes.iter().map(|p| p.stacks.decimals_of(e)).max().unwrap_or(0),
+            WrittenStacks::Flat(_) => 0,
+        }
+    }
+
     /// `f(frames, values)` for every stack, root first, in model order: a model's stacks all
-    /// (with or without frames), a flat profile's those whose values are not all zero.
-    pub fn try_for_each<E>(&self, mut f: impl FnMut(&[Frame], &[f64]) -> Result<(), E>) -> Result<(), E> {
+    /// (with or without frames), a flat profile's those whose values are not all zero. Values
+    /// are in units of [`WrittenStacks::decimals`].
+    pub fn try_for_each<E>(
+        &self,
+        mut f: impl FnMut(&[Frame], &[StackValue]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.try_for_each_sample(|_, _, frames, values| f(frames, values))
+    }
+
+    /// `f(process, thread, frames, values)` for every stack, as [`WrittenStacks::try_for_each`]
+    /// walks them, with the index of its process and its thread.
+    pub fn try_for_each_sample<E>(
+        &self,
+        mut f: impl FnMut(usize, Option<u32>, &[Frame], &[StackValue]) -> Result<(), E>,
+    ) -> Result<(), E> {
         match self {
             WrittenStacks::Model(p) => {
                 let mut frames = Vec::new();
-                for stack in p.processes.iter().flat_map(|p| &p.stacks) {
-                    frames.clear();
-                    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
-                    f(&frames, &stack.values)?;
+                let mut path = Vec::new();
+                let mut scaled = Vec::new();
+                let width = p.processes.iter().map(|p| p.stacks.width()).max().unwrap_or(0);
+                let common: Vec<u8> = (0..width).map(|e| self.decimals(e)).collect();
+                for (index, process) in p.processes.iter().enumerate() {
+                    let stacks = &process.stacks;
+                    let scale: Vec<StackValue> = (0..stacks.width())
+                        .map(|e| power_of_ten(common[e] - stacks.decimals_of(e)))
+                        .collect();
+                    let rescale = scale.iter().any(|&k| k != 1);
+                    for stack in stacks.samples() {
+                        stacks.path(stack.node, &mut path);
+                        frames.clear();
+                        frames.extend(path.iter().map(|&f| Frame::Named(f)));
+                        if rescale {
+                            scaled.clear();
+                            scaled.extend(stack.values.iter().zip(&scale).map(|(v, k)| v * k));
+                            f(index, stack.thread, &frames, &scaled)?;
+                        } else {
+                            f(index, stack.thread, &frames, stack.values)?;
+                        }
+                    }
                 }
                 Ok(())
             }
-            WrittenStacks::Flat(flat) => flat.try_for_each(|_, frames, values| f(frames, values)),
+            WrittenStacks::Flat(flat) => flat.try_for_each(|p, frames, values| f(p, None, frames, values)),
         }
     }
 
@@ -291,14 +396,16 @@ pub(crate) const MAX_ESTIMATED_STACKS: usize = 1_000_000;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cfghub_model::ir::{Event, Stack};
+    use cfghub_model::ir::Event;
 
+    /// Stacks of one event, their values with one decimal place.
     fn profile(stacks: &[(&str, f64)]) -> Profile {
         let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
         let mut process = Process::default();
+        process.stacks.set_decimals(0, 1);
         for (path, v) in stacks {
-            let frames = path.split(';').map(|f| p.frames.intern(f)).collect();
-            process.stacks.push(Stack { frames, values: vec![*v], thread: None });
+            let frames: Vec<FrameId> = path.split(';').map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(&frames, None, &[(v * 10.0).round() as StackValue]);
         }
         p.processes.push(process);
         p
@@ -408,12 +515,12 @@ mod tests {
     }
 
     fn folded(p: &Profile) -> Vec<(String, f64)> {
-        let mut v: Vec<(String, f64)> = p.processes[0]
-            .stacks
-            .iter()
+        let stacks = &p.processes[0].stacks;
+        let mut v: Vec<(String, f64)> = stacks
+            .samples()
             .map(|s| {
-                let names: Vec<&str> = s.frames.iter().map(|&f| p.frames.get(f)).collect();
-                (names.join(";"), s.values[0])
+                let names: Vec<&str> = stacks.frames(s.node).iter().map(|&f| p.frames.get(f)).collect();
+                (names.join(";"), s.values[0] as f64)
             })
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -473,8 +580,10 @@ mod tests {
     /// Self cost of every leaf frame, for event `e`.
     fn leaf_costs(p: &Profile, e: usize) -> HashMap<String, f64> {
         let mut m = HashMap::new();
-        for s in &p.processes[0].stacks {
-            *m.entry(p.frames.get(*s.frames.last().unwrap()).to_string()).or_insert(0.0) += s.values[e];
+        let stacks = &p.processes[0].stacks;
+        for s in stacks.samples() {
+            *m.entry(p.frames.get(stacks.leaf(s.node).unwrap()).to_string()).or_insert(0.0) +=
+                s.values[e] as f64;
         }
         m
     }
@@ -515,8 +624,8 @@ mod tests {
         let stacks = folded(&est);
         assert!(stacks.iter().any(|s| s.0 == "init" && s.1 == 6.0), "{stacks:?}");
         assert!(stacks.iter().all(|s| !s.0.contains("a;a")), "{stacks:?}");
-        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
-        assert_eq!(total, 42.0);
+        let total: StackValue = est.processes[0].stacks.samples().map(|s| s.values[0]).sum();
+        assert_eq!(total, 42);
     }
 
     #[test]
@@ -542,7 +651,7 @@ mod tests {
         );
         let (est, truncated) = estimate(&p, 2);
         assert!(truncated);
-        let total: f64 = est.processes[0].stacks.iter().map(|s| s.values[0]).sum();
-        assert_eq!(total, 75.0);
+        let total: StackValue = est.processes[0].stacks.samples().map(|s| s.values[0]).sum();
+        assert_eq!(total, 75);
     }
 }

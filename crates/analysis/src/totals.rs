@@ -9,7 +9,7 @@
 
 use crate::stacks::ESTIMATED_EVENT;
 use cfghub_model::error::Findings;
-use cfghub_model::ir::Profile;
+use cfghub_model::ir::{to_f64, Profile, StackValue};
 
 /// The model's total of every event it states, by event name, in the model's event order
 /// (then `instructions` when some process counts by blocks alone). Events that sum to zero
@@ -19,10 +19,14 @@ pub fn event_totals(profile: &Profile) -> Vec<(String, f64)> {
     let mut by_blocks = None::<f64>;
     for process in &profile.processes {
         if !process.stacks.is_empty() {
-            for s in &process.stacks {
-                for (slot, v) in totals.iter_mut().zip(&s.values) {
-                    slot.1 += v;
+            let mut sums = vec![0 as StackValue; process.stacks.width()];
+            for s in process.stacks.samples() {
+                for (slot, v) in sums.iter_mut().zip(s.values) {
+                    *slot += v;
                 }
+            }
+            for (e, (slot, sum)) in totals.iter_mut().zip(sums).enumerate() {
+                slot.1 += to_f64(sum, process.stacks.decimals_of(e));
             }
         } else if process.images.iter().any(|i| !i.costs.is_empty()) {
             for image in &process.images {
@@ -103,19 +107,16 @@ pub fn warn_no_events(findings: &mut Findings, format: &str, profile: &Profile, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cfghub_model::ir::{Event, Process, Stack};
+    use cfghub_model::ir::{Event, Process, Stacks};
 
     #[test]
     fn stacks_are_summed_per_event_and_left_out_parts_named_once() {
         let mut p = Profile { events: vec![Event::new("Ir"), Event::new("Dr")], ..Profile::default() };
         let f = p.frames.intern("main");
-        p.processes.push(Process {
-            stacks: vec![
-                Stack { frames: vec![f], values: vec![3.0, 1.0], thread: None },
-                Stack { frames: vec![f], values: vec![4.0, 0.0], thread: None },
-            ],
-            ..Process::default()
-        });
+        let mut stacks = Stacks::with_width(2);
+        stacks.push(&[f], None, &[3, 1]);
+        stacks.push(&[f], None, &[4, 0]);
+        p.processes.push(Process { stacks, ..Process::default() });
         let totals = event_totals(&p);
         assert_eq!(totals, [("Ir".to_string(), 7.0), ("Dr".to_string(), 1.0)]);
         let mut findings = Findings::default();

@@ -94,15 +94,15 @@ fn symbol_costs(process: &Process, event: EventId, add: &mut impl FnMut(&str, u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cfghub_model::ir::{Event, Stack};
+    use cfghub_model::ir::{Event, FrameId};
 
     #[test]
     fn stacks_give_leaf_self_costs_and_inclusive_costs() {
         let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
         let mut process = Process::default();
-        for (path, v) in [("main;a;b", 3.0), ("main;a", 2.0), ("main", 1.0)] {
-            let frames = path.split(';').map(|f| p.frames.intern(f)).collect();
-            process.stacks.push(Stack { frames, values: vec![v], thread: None });
+        for (path, v) in [("main;a;b", 3), ("main;a", 2), ("main", 1)] {
+            let frames: Vec<FrameId> = path.split(';').map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(&frames, None, &[v]);
         }
         p.processes.push(process);
         let costs = routine_costs(&p, 0);

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use cfghub_analysis::{executions, merge, names};
-use cfghub_model::ir::{Process, Profile, Routine};
+use cfghub_model::ir::{to_f64, Process, Profile, Routine, StackValue};
 
 /// The sampled events of a profile: every event but `Ir` (which counts instructions, as block
 /// counts do).
@@ -186,98 +186,45 @@ pub struct StackFunction {
 /// The totals of a process's stacks per event, and its `top` functions ranked by the self cost
 /// of event `by` (then by total, then by name), hottest first.
 ///
-/// The stacks are summed in a few runs side by side, each into dense arrays by frame, then
-/// added up: a pprof profile has millions of samples and a few thousand functions.
+/// The sums are exact ([`cfghub_analysis::stacks::frame_totals`], one walk of the prefix tree)
+/// and shown as numbers of the event's unit.
 pub fn stack_functions(
     profile: &Profile,
     process: &Process,
     by: usize,
     top: usize,
 ) -> (Vec<f64>, Vec<StackFunction>) {
-    use rayon::prelude::*;
     let events = profile.events.len();
     let frames = profile.frames.len();
-    let runs = rayon::current_num_threads().max(1) * 2;
-    let run = process.stacks.len().div_ceil(runs).max(1 << 14);
-    let sums = process
-        .stacks
-        .par_chunks(run)
-        .map(|stacks| {
-            let mut sums = FrameSums::new(frames, events);
-            // The last stack (1 + its index in the run) that counted each frame's total.
-            let mut counted = vec![0u32; frames];
-            for (n, stack) in stacks.iter().enumerate() {
-                let mark = n as u32 + 1;
-                for (t, v) in sums.totals.iter_mut().zip(&stack.values) {
-                    *t += v;
-                }
-                for &f in &stack.frames {
-                    let f = f as usize;
-                    if f >= frames || counted[f] == mark {
-                        continue;
-                    }
-                    counted[f] = mark;
-                    sums.seen[f] = true;
-                    for (t, v) in sums.total[f * events..].iter_mut().zip(&stack.values) {
-                        *t += v;
-                    }
-                }
-                if let Some(&leaf) = stack.frames.last().filter(|&&f| (f as usize) < frames) {
-                    let leaf = leaf as usize;
-                    for (t, v) in sums.self_cost[leaf * events..].iter_mut().zip(&stack.values) {
-                        *t += v;
-                    }
-                }
-            }
-            sums
-        })
-        .reduce_with(FrameSums::add)
-        .unwrap_or_else(|| FrameSums::new(frames, events));
-    let mut functions: Vec<StackFunction> = (0..frames)
+    let stacks = &process.stacks;
+    let sums = cfghub_analysis::stacks::frame_totals(stacks, frames);
+    let w = stacks.width();
+    let decimals = stacks.decimals(0..events);
+    // Per event, missing columns 0.
+    let shown = |values: &[StackValue]| -> Vec<f64> {
+        (0..events).map(|e| values.get(e).map_or(0.0, |&v| to_f64(v, decimals[e]))).collect()
+    };
+    let exact = |values: &[StackValue], e: usize| values.get(e).copied().unwrap_or(0);
+    let mut functions: Vec<(StackFunction, StackValue, StackValue)> = (0..frames)
         .filter(|&f| sums.seen[f])
-        .map(|f| StackFunction {
-            frame: f as cfghub_model::ir::FrameId,
-            self_cost: sums.self_cost[f * events..(f + 1) * events].to_vec(),
-            total: sums.total[f * events..(f + 1) * events].to_vec(),
+        .map(|f| {
+            let (own, total) = (&sums.self_cost[f * w..(f + 1) * w], &sums.total[f * w..(f + 1) * w]);
+            let function = StackFunction {
+                frame: f as cfghub_model::ir::FrameId,
+                self_cost: shown(own),
+                total: shown(total),
+            };
+            (function, exact(own, by), exact(total, by))
         })
         .collect();
-    let key = |v: &[f64]| v.get(by).copied().unwrap_or(0.0);
-    functions.sort_by(|a, b| {
-        key(&b.self_cost)
-            .total_cmp(&key(&a.self_cost))
-            .then(key(&b.total).total_cmp(&key(&a.total)))
+    functions.sort_by(|(a, a_own, a_total), (b, b_own, b_total)| {
+        b_own
+            .cmp(a_own)
+            .then(b_total.cmp(a_total))
             .then_with(|| profile.frames.get(a.frame).cmp(profile.frames.get(b.frame)))
     });
     functions.truncate(top);
-    (sums.totals, functions)
-}
-
-/// Sums of a run of stacks: per event, and per frame and event (`frame * events + event`).
-struct FrameSums {
-    totals: Vec<f64>,
-    self_cost: Vec<f64>,
-    total: Vec<f64>,
-    seen: Vec<bool>,
-}
-
-impl FrameSums {
-    fn new(frames: usize, events: usize) -> FrameSums {
-        FrameSums {
-            totals: vec![0.0; events],
-            self_cost: vec![0.0; frames * events],
-            total: vec![0.0; frames * events],
-            seen: vec![false; frames],
-        }
-    }
-
-    fn add(mut self, other: FrameSums) -> FrameSums {
-        let add = |a: &mut Vec<f64>, b: &[f64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-        add(&mut self.totals, &other.totals);
-        add(&mut self.self_cost, &other.self_cost);
-        add(&mut self.total, &other.total);
-        self.seen.iter_mut().zip(&other.seen).for_each(|(x, y)| *x |= y);
-        self
-    }
+    (shown(&sums.totals), functions.into_iter().map(|f| f.0).collect())
 }
 
 #[cfg(test)]

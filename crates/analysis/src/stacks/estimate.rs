@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use crate::callgraph::{self, CallGraph};
 use crate::names::{self, SymbolIndex};
-use cfghub_model::ir::{Event, FrameId, NodeRef, Process, Profile, Stack, NO_INDEX};
+use cfghub_model::ir::{Event, FrameId, NodeRef, Process, Profile, StackValue, Stacks, NO_INDEX};
 
 /// The event of stacks estimated from blocks alone: instructions executed
 /// (`num_instrs × count` of blocks).
@@ -446,7 +446,7 @@ impl Walk<'_> {
 /// read only while its last function's cost for that event is shared), and the paths that end
 /// in each function are one list ordered by function: beside the paths of the `cc1plus`
 /// profile's million, a second list of values and a list per function took 10 MB more.
-fn share_self_costs(f: &Functions, mut paths: Paths, frame_of: &[FrameId]) -> Vec<Stack> {
+fn share_self_costs(f: &Functions, mut paths: Paths, frame_of: &[FrameId]) -> Stacks {
     let n = f.names.len();
     let events = f.events;
     // The paths ending in function `v`: `by_last[first[v]..first[v + 1]]`, in path order.
@@ -465,7 +465,7 @@ fn share_self_costs(f: &Functions, mut paths: Paths, frame_of: &[FrameId]) -> Ve
         *slot += 1;
     }
     drop(next);
-    let mut stacks: Vec<Stack> = Vec::new();
+    let mut stacks = Stacks::with_width(events);
     for v in 0..n {
         let ends = &by_last[first[v] as usize..first[v + 1] as usize];
         for e in 0..events {
@@ -481,9 +481,9 @@ fn share_self_costs(f: &Functions, mut paths: Paths, frame_of: &[FrameId]) -> Ve
             }
             if sum <= 0.0 {
                 // On no call path: a stack of its own frame.
-                let mut own = vec![0.0; events];
-                own[e] = cost as f64;
-                stacks.push(Stack { frames: vec![frame_of[v]], values: own, thread: None });
+                let mut own = vec![0; events];
+                own[e] = StackValue::from(cost);
+                stacks.push(&[frame_of[v]], None, &own);
                 continue;
             }
             let shares: Vec<f64> = ends.iter().map(|&k| cost as f64 * values[at(k)].max(0.0) / sum).collect();
@@ -495,8 +495,10 @@ fn share_self_costs(f: &Functions, mut paths: Paths, frame_of: &[FrameId]) -> Ve
     // Paths whose shares all rounded to nothing make no stack.
     for (k, v) in paths.flows.chunks(events.max(1)).enumerate().take(paths.len()) {
         if v.iter().any(|&x| x != 0.0) {
-            let frames = paths.nodes(k).iter().map(|&p| frame_of[p as usize]).collect();
-            stacks.push(Stack { frames, values: v.to_vec(), thread: None });
+            let frames: Vec<FrameId> = paths.nodes(k).iter().map(|&p| frame_of[p as usize]).collect();
+            // Whole units (the shares above), exact as integers.
+            let values: Vec<StackValue> = v.iter().map(|&x| x as StackValue).collect();
+            stacks.push(&frames, None, &values);
         }
     }
     stacks

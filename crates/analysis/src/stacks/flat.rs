@@ -21,7 +21,13 @@
 use std::convert::Infallible;
 
 use crate::names::{code_name, image_base_name, SymbolIndex};
-use cfghub_model::ir::{CostTable, FrameId, Image, Process, Profile, Stack, StringTable};
+use cfghub_model::ir::{CostTable, FrameId, Image, Process, Profile, StackValue, Stacks, StringTable};
+
+/// A stack kept whole by the first walk: its frames and its summed values.
+struct Kept {
+    frames: Vec<FrameId>,
+    values: Vec<StackValue>,
+}
 
 /// A frame of a flat profile's stack.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,7 +57,7 @@ pub struct FlatStacks<'p> {
 /// What the first walk keeps of a process.
 struct FlatProcess {
     /// The stacks kept whole, in order of first appearance.
-    kept: Vec<Stack>,
+    kept: Vec<Kept>,
     /// Where each stack kept whole first appears, (image, row), when rows may be named later
     /// (else empty).
     first_rows: Vec<(usize, usize)>,
@@ -85,7 +91,10 @@ impl<'p> FlatStacks<'p> {
             .iter()
             .zip(self.processes)
             .map(|(process, flat)| {
-                let stacks = flat.kept.into_iter().filter(|s| s.values.iter().any(|&v| v != 0.0)).collect();
+                let mut stacks = Stacks::with_width(profile.events.len());
+                for s in flat.kept.iter().filter(|s| s.values.iter().any(|&v| v != 0)) {
+                    stacks.push(&s.frames, None, &s.values);
+                }
                 Process { pid: process.pid, stacks, ..Process::default() }
             })
             .collect();
@@ -190,8 +199,7 @@ impl<'p> FlatStacks<'p> {
                     let at = match seen.find(hash, |&k| kept[k].frames == frames) {
                         Some(&k) => k,
                         None => {
-                            let stack =
-                                Stack { frames: frames.clone(), values: vec![0.0; events], thread: None };
+                            let stack = Kept { frames: frames.clone(), values: vec![0; events] };
                             kept.push(stack);
                             if name_addresses_later {
                                 walked.first_rows.push((i, row));
@@ -201,12 +209,12 @@ impl<'p> FlatStacks<'p> {
                         }
                     };
                     for (slot, &v) in kept[at].values.iter_mut().zip(values) {
-                        *slot += v as f64;
+                        *slot += StackValue::from(v);
                     }
                     Ok(())
                 });
         }
-        self.has_values |= walked.kept.iter().any(|s| s.values.iter().any(|&v| v != 0.0));
+        self.has_values |= walked.kept.iter().any(|s| s.values.iter().any(|&v| v != 0));
         walked
     }
 
@@ -227,15 +235,15 @@ impl<'p> FlatStacks<'p> {
     /// first appearance: the second walk over the costs, which names the rows left to it.
     pub fn try_for_each<E>(
         &self,
-        mut f: impl FnMut(usize, &[Frame], &[f64]) -> Result<(), E>,
+        mut f: impl FnMut(usize, &[Frame], &[StackValue]) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut frames: Vec<Frame> = Vec::new();
-        let mut values: Vec<f64> = Vec::new();
+        let mut values: Vec<StackValue> = Vec::new();
         for (p, (process, walked)) in self.profile.processes.iter().zip(&self.processes).enumerate() {
             let kept = &walked.kept;
             if walked.address_rows.iter().all(Option::is_none) {
                 // Every stack is kept whole.
-                for stack in kept.iter().filter(|s| s.values.iter().any(|&v| v != 0.0)) {
+                for stack in kept.iter().filter(|s| s.values.iter().any(|&v| v != 0)) {
                     f(p, named(stack, &mut frames), &stack.values)?;
                 }
                 continue;
@@ -245,7 +253,7 @@ impl<'p> FlatStacks<'p> {
             for (i, image) in process.images.iter().enumerate() {
                 let Some(image_name) = walked.address_rows[i] else {
                     while walked.first_rows.get(next).is_some_and(|&(at, _)| at == i) {
-                        if kept[next].values.iter().any(|&v| v != 0.0) {
+                        if kept[next].values.iter().any(|&v| v != 0) {
                             f(p, named(&kept[next], &mut frames), &kept[next].values)?;
                         }
                         next += 1;
@@ -263,11 +271,11 @@ impl<'p> FlatStacks<'p> {
                         frames.clear();
                         frames.push(Frame::Address { image: image_name, offset });
                         values.clear();
-                        values.extend(row_values.iter().map(|&v| v as f64));
+                        values.extend(row_values.iter().map(|&v| StackValue::from(v)));
                     } else {
                         return Ok(());
                     }
-                    match values.iter().any(|&v| v != 0.0) {
+                    match values.iter().any(|&v| v != 0) {
                         true => f(p, &frames, &values),
                         false => Ok(()),
                     }
@@ -286,7 +294,7 @@ fn push_hex(n: u64, out: &mut Vec<u8>) {
 }
 
 /// The frames of a stack kept whole, in `frames`.
-fn named<'f>(stack: &Stack, frames: &'f mut Vec<Frame>) -> &'f [Frame] {
+fn named<'f>(stack: &Kept, frames: &'f mut Vec<Frame>) -> &'f [Frame] {
     frames.clear();
     frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
     frames
@@ -341,7 +349,7 @@ mod tests {
     }
 
     /// (frame names, values) of every stack, as written.
-    fn written(flat: &FlatStacks) -> Vec<(String, Vec<f64>)> {
+    fn written(flat: &FlatStacks) -> Vec<(String, Vec<StackValue>)> {
         let mut out = Vec::new();
         let Ok(()) = flat.try_for_each(|p, frames, values| -> Result<(), Infallible> {
             let mut names = format!("{p}:");
@@ -392,15 +400,15 @@ mod tests {
     fn addresses_named_later_give_the_stacks_of_every_row_named_at_once() {
         let p = mixed();
         let (later, at_once) = (FlatStacks::new(&p, true), FlatStacks::new(&p, false));
-        let expected: Vec<(String, Vec<f64>)> = [
-            ("app+0x4;", 1.0),
-            ("app+0x20;", 3.0),
-            ("app;", 11.0),
-            ("app+0x30;g;", 6.0),
-            ("f;", 7.0),
-            ("app+0x200;", 8.0),
-            ("lib.so+0x10;", 3.0),
-            ("lib.so+0x8;", 3.0),
+        let expected: Vec<(String, Vec<StackValue>)> = [
+            ("app+0x4;", 1),
+            ("app+0x20;", 3),
+            ("app;", 11),
+            ("app+0x30;g;", 6),
+            ("f;", 7),
+            ("app+0x200;", 8),
+            ("lib.so+0x10;", 3),
+            ("lib.so+0x8;", 3),
         ]
         .iter()
         .map(|(n, v)| (format!("0:{n}"), vec![*v]))
@@ -422,13 +430,13 @@ mod tests {
         let flat = FlatStacks::new(&p, true);
         assert!(flat.processes[0].kept.is_empty());
         assert_eq!(flat.frames.len(), 1, "the image's name alone");
-        let (mut stacks, mut total) = (0, 0.0);
+        let (mut stacks, mut total) = (0, 0);
         let Ok(()) = flat.try_for_each(|_, _, v| -> Result<(), Infallible> {
             stacks += 1;
             total += v[0];
             Ok(())
         });
-        assert_eq!((stacks, total), (1_000_000, 1_999_999.0));
+        assert_eq!((stacks, total), (1_000_000, 1_999_999));
     }
 
     #[test]
@@ -437,7 +445,7 @@ mod tests {
         let mut app = image(&mut p, "/bin/app", &[(None, Some(0x10), 1), (Some(0), None, 2)]);
         app.symbols.push(Symbol { name: "app+0x10".into(), ..Symbol::default() });
         p.processes.push(Process { images: vec![app], ..Process::default() });
-        let expected = vec![("0:app+0x10;".to_string(), vec![3.0])];
+        let expected = vec![("0:app+0x10;".to_string(), vec![3])];
         assert_eq!(written(&FlatStacks::new(&p, true)), expected);
         assert_eq!(written(&FlatStacks::new(&p, false)), expected);
     }

@@ -28,7 +28,7 @@ use crate::names::SymbolIndex;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{
     AddressKind, CostTable, FileId, FrameId, FrameSource, Image, InlineFrame, Inlined, Profile, Site,
-    SourceLine, StringTable, Symbol,
+    SourceLine, Stacks, StringTable, Symbol, NO_INDEX,
 };
 
 /// What the pass is asked to do.
@@ -161,7 +161,7 @@ fn stack_frame_offsets(profile: &Profile, p: usize, i: usize) -> Vec<(FrameId, u
     let image = &process.images[i];
     let path = image.file.map(|f| profile.file_name(f));
     let base = path.map(|path| path.rsplit('/').next().unwrap_or(path));
-    let mut frames: Vec<FrameId> = process.stacks.iter().flat_map(|s| s.frames.iter().copied()).collect();
+    let mut frames: Vec<FrameId> = process.stacks.nodes().iter().map(|n| n.frame).collect();
     frames.sort_unstable();
     frames.dedup();
     frames
@@ -906,45 +906,53 @@ fn rename_stack_frames(
         }
         named.insert(f, chain);
     }
-    for stack in &mut profile.processes[p].stacks {
-        if !stack.frames.iter().any(|f| named.contains_key(f)) {
-            continue;
-        }
-        let mut frames = Vec::with_capacity(stack.frames.len() + 4);
-        for f in &stack.frames {
-            match named.get(f) {
-                Some(chain) => frames.extend_from_slice(chain),
-                None => frames.push(*f),
-            }
-        }
-        stack.frames = frames;
-    }
-    merge_equal_stacks(&mut profile.processes[p].stacks);
+    let stacks = &mut profile.processes[p].stacks;
+    *stacks = renamed_stacks(stacks, &named);
 }
 
-/// Sums stacks made equal by naming (two addresses of one function, each a stack of its own
-/// before), each kept where it first occurs, as the readers of stacks keep equal stacks once.
-fn merge_equal_stacks(stacks: &mut Vec<cfghub_model::ir::Stack>) {
-    let mut first: FxHashMap<(Option<u32>, Vec<FrameId>), usize> = FxHashMap::default();
-    let mut kept: Vec<cfghub_model::ir::Stack> = Vec::with_capacity(stacks.len());
-    for stack in stacks.drain(..) {
-        match first.get(&(stack.thread, stack.frames.clone())) {
+/// The stacks with each frame of `named` replaced by its chain of frames; samples made equal by
+/// naming (two addresses of one function, each a stack of its own before) summed, each kept
+/// where it first occurs, as the readers of stacks keep equal stacks once.
+fn renamed_stacks(stacks: &Stacks, named: &FxHashMap<FrameId, Vec<FrameId>>) -> Stacks {
+    let mut out = Stacks::with_width(stacks.width());
+    for c in 0..stacks.width() {
+        out.set_decimals(c, stacks.decimals_of(c));
+    }
+    // The new node of each old node on a sampled path, made when first needed.
+    let mut new_node = vec![None::<u32>; stacks.nodes().len()];
+    let mut first: FxHashMap<(Option<u32>, u32), usize> = FxHashMap::default();
+    let mut on_path = Vec::new();
+    for sample in stacks.samples() {
+        // The old path's nodes not yet renamed, leaf first.
+        on_path.clear();
+        let mut n = sample.node;
+        while n != NO_INDEX && new_node[n as usize].is_none() {
+            on_path.push(n);
+            n = stacks.nodes()[n as usize].parent;
+        }
+        let mut parent = if n == NO_INDEX { NO_INDEX } else { new_node[n as usize].unwrap_or(NO_INDEX) };
+        for &old in on_path.iter().rev() {
+            let frame = stacks.nodes()[old as usize].frame;
+            parent = match named.get(&frame) {
+                Some(chain) => chain.iter().fold(parent, |p, &f| out.node(p, f)),
+                None => out.node(parent, frame),
+            };
+            new_node[old as usize] = Some(parent);
+        }
+        let node = if sample.node == NO_INDEX { NO_INDEX } else { parent };
+        match first.get(&(sample.thread, node)) {
             Some(&k) => {
-                let into = &mut kept[k].values;
-                if into.len() < stack.values.len() {
-                    into.resize(stack.values.len(), 0.0);
-                }
-                for (slot, v) in into.iter_mut().zip(&stack.values) {
+                for (slot, v) in out.values_mut(k).iter_mut().zip(sample.values) {
                     *slot += v;
                 }
             }
             None => {
-                first.insert((stack.thread, stack.frames.clone()), kept.len());
-                kept.push(stack);
+                first.insert((sample.thread, node), out.len());
+                out.push_sample(node, sample.thread, sample.values);
             }
         }
     }
-    *stacks = kept;
+    out
 }
 
 /// The frame called `name`, its function's file recorded when the frame is new.

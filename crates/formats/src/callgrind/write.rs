@@ -227,7 +227,13 @@ pub fn write(
 /// Says how much rounding changes the totals of stacks with fractional values: their
 /// function-level costs are whole numbers, each function's sum rounded once.
 fn warn_rounded_stacks(profile: &Profile, findings: &mut Findings) {
-    let fractional = |p: &Process| p.stacks.iter().any(|s| s.values.iter().any(|v| v.fract() != 0.0));
+    let fractional = |p: &Process| {
+        let stacks = &p.stacks;
+        (0..stacks.width()).any(|e| {
+            let unit = cfghub_model::ir::power_of_ten(stacks.decimals_of(e));
+            unit > 1 && stacks.samples().any(|s| s.values[e] % unit != 0)
+        })
+    };
     if !profile.processes.iter().any(|p| stacks_only(p) && fractional(p)) {
         return;
     }

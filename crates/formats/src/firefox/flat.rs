@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use cfghub_analysis::stacks::{FlatStacks, Frame};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::EventId;
+use cfghub_model::ir::{EventId, StackValue};
 
 use super::write::{
     complete, extra_samples, parts, push_own_keys, rounded, scaled, track_of, write_object, Notes, Object,
@@ -92,10 +92,10 @@ pub(super) fn write(
 /// The track of event `e`: its weights' factor and its samples' count, noting what is rounded,
 /// dropped, split or scaled as [`super::write`] notes it.
 fn weigh(flat: &FlatStacks, e: EventId, name: &str, notes: &mut Notes) -> Track {
-    let value = |values: &[f64]| values.get(e).copied().unwrap_or(0.0);
+    let value = |values: &[StackValue]| values.get(e).copied().unwrap_or(0);
     let (mut sums, mut extra, mut most) = ((0.0, 0.0), 0, 0);
     let Ok(()) = flat.try_for_each(|_, _, values| -> std::result::Result<(), Infallible> {
-        let w = notes.whole(value(values), &mut sums);
+        let w = notes.whole(value(values), 0, &mut sums);
         extra += extra_samples(w);
         most = most.max(w.unsigned_abs());
         Ok(())
@@ -184,7 +184,7 @@ fn samples(flat: &FlatStacks, track: &Track, out: &mut Spill) -> std::io::Result
     let mut numbers = itoa::Buffer::new();
     let (mut node, mut first) = (0usize, true);
     let weight =
-        |values: &[f64]| scaled(rounded(values.get(track.event).copied().unwrap_or(0.0)), track.factor);
+        |values: &[StackValue]| scaled(rounded(values.get(track.event).copied().unwrap_or(0)), track.factor);
     flat.try_for_each(|_, _, values| -> std::io::Result<()> {
         for _ in parts(weight(values)) {
             if !std::mem::take(&mut first) {

@@ -28,7 +28,9 @@ use super::{is_kernel_image, KERNEL_SUFFIX, NEWEST_VERSION, OLDEST_VERSION};
 use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
-use cfghub_model::ir::{Event, FileId, FrameId, FrameSource, Image, Meta, Process, Profile, Stack};
+use cfghub_model::ir::{
+    power_of_ten, Event, FileId, FrameId, FrameSource, Image, Meta, Process, Profile, StackValue, NO_INDEX,
+};
 use cfghub_model::json::JsonReader;
 
 const HINT: &str = "expected the Firefox Profiler's processed profile format (JSON, gzip-compressed \
@@ -219,8 +221,12 @@ impl<'f> Reader<'f> {
         for (t, thread) in self.file.threads.iter().enumerate() {
             self.read_thread(t, thread)?;
         }
-        let empty =
-            self.profile.processes.iter().flat_map(|p| &p.stacks).filter(|s| s.frames.is_empty()).count();
+        let empty: usize = self
+            .profile
+            .processes
+            .iter()
+            .map(|p| p.stacks.samples().filter(|s| s.node == NO_INDEX).count())
+            .sum();
         if empty > 0 {
             findings.warn(
                 None,
@@ -320,7 +326,7 @@ impl<'f> Reader<'f> {
         scratch: &mut Scratch,
     ) -> Result<()> {
         sample_weights(tables, t, thread, scratch)?;
-        if scratch.touched.iter().all(|&s| scratch.weights[s] == 0.0) {
+        if scratch.touched.iter().all(|&s| scratch.weights[s] == 0) {
             return Ok(());
         }
         let (p, model_thread) = self.place(thread);
@@ -330,19 +336,33 @@ impl<'f> Reader<'f> {
         if scratch.frames.len() < frame_count {
             scratch.frames.resize(frame_count, NO_FRAME);
         }
-        let mut walked: Vec<FrameId> = Vec::new();
+        if scratch.nodes.len() < stack_count {
+            scratch.nodes.resize(stack_count, NO_INDEX);
+        }
+        {
+            let stacks = &mut self.profile.processes[p].stacks;
+            stacks.widen(event + 1);
+            stacks.set_decimals(event, scratch.decimals);
+        }
+        // The file's weights in the units of the model's column.
+        let unit = power_of_ten(self.profile.processes[p].stacks.decimals_of(event) - scratch.decimals);
+        let mut chain: Vec<(usize, FrameId)> = Vec::new();
+        let mut values = vec![0; event + 1];
         for k in 0..scratch.touched.len() {
             let s = scratch.touched[k];
             let w = scratch.weights[s];
-            if w == 0.0 {
+            if w == 0 {
                 continue;
             }
-            walked.clear();
+            // The stacks from `s` up to the first one already a model node, leaf first, with
+            // their frames (made leaf first, as the file's stacks are walked).
+            chain.clear();
             let mut cur = (s < stack_count).then_some(s);
-            let mut steps = 0usize;
             while let Some(c) = cur {
-                steps += 1;
-                if steps > stack_count {
+                if scratch.nodes[c] != NO_INDEX {
+                    break;
+                }
+                if chain.len() >= stack_count {
                     return Err(bad(
                         format!("{}.stackTable.prefix[{c}]", tables.at),
                         format!("the prefixes of stack {s} form a cycle"),
@@ -360,17 +380,17 @@ impl<'f> Reader<'f> {
                     scratch.frames[f] = frame;
                     scratch.frames_touched.push(f);
                 }
-                walked.push(frame);
+                chain.push((c, frame));
                 cur = tables.prefix(c)?;
             }
-            walked.reverse();
-            let mut values = vec![0.0; event + 1];
-            values[event] = w;
-            self.profile.processes[p].stacks.push(Stack {
-                frames: walked.clone(),
-                values,
-                thread: model_thread,
-            });
+            let mut node = cur.map_or(NO_INDEX, |c| scratch.nodes[c]);
+            for &(c, frame) in chain.iter().rev() {
+                node = self.profile.processes[p].stacks.node(node, frame);
+                scratch.nodes[c] = node;
+                scratch.nodes_touched.push(c);
+            }
+            values[event] = w * unit;
+            self.profile.processes[p].stacks.push_sample(node, model_thread, &values);
         }
         Ok(())
     }
@@ -531,7 +551,7 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
     let samples = &thread.samples;
     let n = tables.stacks.frame.len();
     if scratch.weights.len() < n + 1 {
-        scratch.weights.resize(n + 1, 0.0);
+        scratch.weights.resize(n + 1, 0);
         scratch.seen.resize(n + 1, false);
     }
     if let Some(w) = &samples.weight {
@@ -542,15 +562,27 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
             ));
         }
     }
-    let scale = thread.cfghub_scale.unwrap_or(1).max(1) as f64;
+    let scale = StackValue::from(thread.cfghub_scale.unwrap_or(1).max(1));
     for (i, s) in samples.stack.iter().enumerate() {
-        let w = samples.weight.as_ref().map_or(1.0, |w| w[i].unwrap_or(1.0)) * scale;
-        if !w.is_finite() {
-            return Err(bad(
-                format!("threads[{t}].samples.weight[{i}]"),
-                "the weight is not a finite number".into(),
-            ));
-        }
+        let weight = samples.weight.as_ref().and_then(|w| w[i]);
+        let w = match weight {
+            None => scale,
+            Some(w) => {
+                // The number as the file writes it (JSON text to the nearest f64 and back to
+                // its shortest text), exactly.
+                let (digits, places) = cfghub_model::ir::from_f64(w).ok_or_else(|| {
+                    bad(
+                        format!("threads[{t}].samples.weight[{i}]"),
+                        "the weight is not a finite number below 1e38".into(),
+                    )
+                })?;
+                if places > scratch.decimals {
+                    scratch.refine(places);
+                }
+                digits * power_of_ten(scratch.decimals - places) * scale
+            }
+        };
+        let w = if weight.is_none() { w * power_of_ten(scratch.decimals) } else { w };
         let s = match s {
             None => n,
             Some(s) if s < n => s,
@@ -577,23 +609,42 @@ const NO_FRAME: FrameId = FrameId::MAX;
 /// table) and cleared by what each thread touched.
 #[derive(Default)]
 struct Scratch {
-    weights: Vec<f64>,
+    /// Summed weights per stack, exact, in units of `10^-decimals`.
+    weights: Vec<StackValue>,
+    decimals: u8,
     seen: Vec<bool>,
     touched: Vec<usize>,
     frames: Vec<FrameId>,
     frames_touched: Vec<usize>,
+    /// The model node of each stack of the file, once made.
+    nodes: Vec<u32>,
+    nodes_touched: Vec<usize>,
 }
 
 impl Scratch {
+    /// Gives the weights summed so far `places` decimal places.
+    fn refine(&mut self, places: u8) {
+        let factor = power_of_ten(places - self.decimals);
+        for &s in &self.touched {
+            self.weights[s] *= factor;
+        }
+        self.decimals = places;
+    }
+
     fn clear(&mut self) {
         for &s in &self.touched {
-            self.weights[s] = 0.0;
+            self.weights[s] = 0;
             self.seen[s] = false;
         }
         self.touched.clear();
+        self.decimals = 0;
         for &f in &self.frames_touched {
             self.frames[f] = NO_FRAME;
         }
         self.frames_touched.clear();
+        for &s in &self.nodes_touched {
+            self.nodes[s] = NO_INDEX;
+        }
+        self.nodes_touched.clear();
     }
 }

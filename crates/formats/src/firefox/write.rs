@@ -43,7 +43,9 @@ use serde_json::{json, Value};
 
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::{FrameId, Image, Process, Profile, Stack};
+use cfghub_model::ir::{
+    rounded as rounded_value, to_f64, FrameId, Image, Process, Profile, StackValue, Stacks, NO_INDEX,
+};
 
 use super::{is_kernel_image, KERNEL_SUFFIX};
 
@@ -193,21 +195,17 @@ pub(super) struct Notes {
 }
 
 impl Notes {
-    /// The whole weight written for a sample's value `v` (0: not written): `v` rounded, where
-    /// noted; a value that is not finite is noted and not written. `sums` adds up the values
-    /// and the weights.
-    pub(super) fn whole(&mut self, v: f64, sums: &mut (f64, f64)) -> i64 {
-        if !v.is_finite() {
-            self.dropped += 1;
-            return 0;
-        }
-        let r = v.round();
-        if r != v {
+    /// The whole weight written for a sample's value `v` of `decimals` places (0: not
+    /// written): `v` rounded, where noted; beyond 64 bits, the nearest 64-bit weight. `sums`
+    /// adds up the values and the weights.
+    pub(super) fn whole(&mut self, v: StackValue, decimals: u8, sums: &mut (f64, f64)) -> i64 {
+        let r = rounded_value(v, decimals);
+        if decimals > 0 && r * cfghub_model::ir::power_of_ten(decimals) != v {
             self.rounded += 1;
         }
-        sums.0 += v;
-        sums.1 += r;
-        rounded(v)
+        sums.0 += to_f64(v, decimals);
+        sums.1 += r as f64;
+        rounded(r)
     }
 
     /// Adds the sums of a track of event `e` ([`Notes::whole`]).
@@ -294,12 +292,13 @@ impl Writer {
         let (libs, kernel_images) = self.libraries(profile, process);
         let first = std::ptr::eq(process, &profile.processes[0]);
         let addresses = frame_addresses(profile, process, first);
-        let mut by_thread: std::collections::BTreeMap<Option<u32>, Vec<&Stack>> = Default::default();
-        for s in &process.stacks {
-            by_thread.entry(s.thread).or_default().push(s);
+        let mut by_thread: std::collections::BTreeMap<Option<u32>, Vec<usize>> = Default::default();
+        for (i, s) in process.stacks.samples().enumerate() {
+            by_thread.entry(s.thread).or_default().push(i);
         }
-        for (thread, stacks) in &by_thread {
-            let tree = StackTree::of(stacks);
+        for (thread, samples) in &by_thread {
+            let stacks = &process.stacks;
+            let tree = StackTree::of(stacks, samples);
             // The crate's frame indices of the tree's frames, and the stack table they make:
             // the same for every track of the thread (each interns the same frames in the same
             // order), so made once unless a track's differ.
@@ -316,7 +315,7 @@ impl Writer {
                         self.stack_tables.len() - 1
                     }
                 };
-                let (weights, scale) = self.weights(stacks, e, &track);
+                let (weights, scale) = self.weights(stacks, samples, e, &track);
                 let samples = self.samples_json(&tree, &weights);
                 self.tracks.push(Track {
                     name: track,
@@ -477,13 +476,16 @@ impl Writer {
 
     /// The weights of `stacks` for event `e`, rounded to whole numbers (0: not written) and
     /// divided by the factor returned ([`Notes::scale`]).
-    fn weights(&mut self, stacks: &[&Stack], e: usize, track: &str) -> (Vec<i64>, u64) {
+    fn weights(&mut self, stacks: &Stacks, samples: &[usize], e: usize, track: &str) -> (Vec<i64>, u64) {
         let mut sums = (0.0, 0.0);
-        let mut whole: Vec<i64> = stacks
+        let decimals = stacks.decimals_of(e);
+        let mut whole: Vec<i64> = samples
             .iter()
-            .map(|s| self.notes.whole(s.values.get(e).copied().unwrap_or(0.0), &mut sums))
+            .map(|&i| {
+                self.notes.whole(stacks.sample(i).values.get(e).copied().unwrap_or(0), decimals, &mut sums)
+            })
             .collect();
-        if !stacks.is_empty() {
+        if !samples.is_empty() {
             self.notes.add_sums(e, sums);
         }
         let extra = whole.iter().map(|&w| extra_samples(w)).sum();
@@ -498,12 +500,9 @@ impl Writer {
     }
 }
 
-/// The whole weight of value `v`: `v` rounded, 0 where it is not finite.
-pub(super) fn rounded(v: f64) -> i64 {
-    match v.is_finite() {
-        true => v.round().clamp(i64::MIN as f64, i64::MAX as f64) as i64,
-        false => 0,
-    }
+/// A whole value as a 64-bit weight: the nearest one beyond that range.
+pub(super) fn rounded(v: StackValue) -> i64 {
+    v.clamp(StackValue::from(i64::MIN), StackValue::from(i64::MAX)) as i64
 }
 
 /// How many samples beyond one weight `w` is split into.
@@ -535,36 +534,54 @@ pub(super) fn parts(weight: i64) -> impl Iterator<Item = i32> {
 /// The prefix tree of a model thread's stacks, the format's stack table: a node per distinct
 /// stack prefix, its prefix's node before it.
 ///
-/// Built by sorting the stacks: stacks that share a prefix are then neighbours, so each node
-/// is made once, when the walk first goes below the prefix the previous stack shares, with no
-/// lookup at all; the crate's own interning hashes every node of every stack, track by track.
+/// The model's nodes on the thread's sampled paths, numbered in the order of a walk of the
+/// tree with each node's children in frame order: the order of the sorted stacks, so that
+/// stacks that share a prefix are neighbours and every prefix comes before what extends it.
+/// The crate's own interning hashes every node of every stack, track by track.
 struct StackTree {
     /// Per node, its prefix's node (`None` at a root) and its model frame.
     prefix: Vec<Option<u32>>,
     frame: Vec<FrameId>,
-    /// Per stack (in the order given), the node of its leaf (`None`: a stack without frames).
+    /// Per sample (in the order given), the node of its leaf (`None`: a stack without frames).
     leaf: Vec<Option<u32>>,
 }
 
 impl StackTree {
-    fn of(stacks: &[&Stack]) -> StackTree {
-        let mut order: Vec<u32> = (0..stacks.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| stacks[a as usize].frames.cmp(&stacks[b as usize].frames));
-        let mut tree = StackTree { prefix: Vec::new(), frame: Vec::new(), leaf: vec![None; stacks.len()] };
-        // The nodes of the previous stack's frames, root first.
-        let mut path: Vec<u32> = Vec::new();
-        let mut previous: &[FrameId] = &[];
-        for &i in &order {
-            let frames = &stacks[i as usize].frames[..];
-            let shared = frames.iter().zip(previous).take_while(|(a, b)| a == b).count();
-            path.truncate(shared);
-            for &f in &frames[shared..] {
-                tree.prefix.push(path.last().copied());
-                tree.frame.push(f);
-                path.push(tree.frame.len() as u32 - 1);
+    fn of(stacks: &Stacks, samples: &[usize]) -> StackTree {
+        let nodes = stacks.nodes();
+        // The model nodes on the samples' paths, each once.
+        let mut used = vec![false; nodes.len()];
+        let mut on_paths: Vec<u32> = Vec::new();
+        for &i in samples {
+            let mut n = stacks.sample(i).node;
+            while n != NO_INDEX && !used[n as usize] {
+                used[n as usize] = true;
+                on_paths.push(n);
+                n = nodes[n as usize].parent;
             }
-            tree.leaf[i as usize] = path.last().copied();
-            previous = frames;
+        }
+        // Children grouped by parent, in frame order (roots first: their parent sorts last,
+        // so they are taken apart).
+        on_paths.sort_unstable_by_key(|&n| (nodes[n as usize].parent, nodes[n as usize].frame));
+        let start_of = |parent: u32| on_paths.partition_point(|&n| nodes[n as usize].parent < parent);
+        let mut number = vec![NO_INDEX; nodes.len()];
+        let mut tree =
+            StackTree { prefix: Vec::new(), frame: Vec::new(), leaf: Vec::with_capacity(samples.len()) };
+        // Depth-first, children in frame order: the stack holds the children left to visit.
+        let roots = start_of(NO_INDEX);
+        let mut todo: Vec<u32> = on_paths[roots..].iter().rev().copied().collect();
+        while let Some(n) = todo.pop() {
+            let node = nodes[n as usize];
+            tree.prefix.push((node.parent != NO_INDEX).then(|| number[node.parent as usize]));
+            tree.frame.push(node.frame);
+            number[n as usize] = tree.frame.len() as u32 - 1;
+            let first = start_of(n);
+            let last = first + on_paths[first..roots].partition_point(|&c| nodes[c as usize].parent == n);
+            todo.extend(on_paths[first..last].iter().rev());
+        }
+        for &i in samples {
+            let n = stacks.sample(i).node;
+            tree.leaf.push((n != NO_INDEX).then(|| number[n as usize]));
         }
         tree
     }
@@ -636,8 +653,8 @@ fn frame_addresses(profile: &Profile, process: &Process, first: bool) -> HashMap
     let mut out = HashMap::new();
     // Each frame once, whether it has an address or not.
     let mut seen = vec![false; profile.frames.len()];
-    for s in &process.stacks {
-        for &f in &s.frames {
+    {
+        for f in process.stacks.nodes().iter().map(|n| n.frame) {
             if std::mem::replace(&mut seen[f as usize], true) {
                 continue;
             }

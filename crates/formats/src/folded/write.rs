@@ -7,7 +7,7 @@ use crate::format::WriteOptions;
 use cfghub_analysis::stacks::WrittenStacks;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::Profile;
+use cfghub_model::ir::{decimal_text, Profile};
 
 use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, EVENTS_PREFIX, UNNAMED_COLUMN};
 use crate::folded_stacks::stacks_for_writing;
@@ -51,7 +51,7 @@ pub fn write(
     let mut renamed = 0usize;
     let mut empty = 0usize;
     let mut line = Vec::with_capacity(1024);
-    let mut number = count_text::Buffer::default();
+    let decimals: Vec<u8> = events.iter().map(|&e| stacks.decimals(e)).collect();
     stacks.try_for_each(|frames, values| {
         if frames.is_empty() {
             empty += 1;
@@ -68,16 +68,19 @@ pub fn write(
                 renamed += 1;
             }
         }
-        for &e in &events {
+        for (&e, &places) in events.iter().zip(&decimals) {
             line.push(b' ');
-            let v = values.get(e).copied().unwrap_or(0.0);
-            if !(v.is_finite() && v >= 0.0) {
+            let v = values.get(e).copied().unwrap_or(0);
+            if v < 0 {
+                let mut text = Vec::new();
+                decimal_text(v, places, &mut text);
                 return Err(Error::unsupported(format!(
-                    "folded stacks hold non-negative counts; a stack has {v} for '{}'",
+                    "folded stacks hold non-negative counts; a stack has {} for '{}'",
+                    String::from_utf8_lossy(&text),
                     profile.events[e].name
                 )));
             }
-            line.extend_from_slice(number.format(v));
+            decimal_text(v, places, &mut line);
         }
         line.push(b'\n');
         out.write_all(&line).map_err(&err)
@@ -159,30 +162,5 @@ fn first_line_is_ambiguous(stacks: &WrittenStacks) -> bool {
     match name.trim_end().rfind([' ', '\t']) {
         Some(i) => parse_count(&name.trim_end().as_bytes()[i + 1..]).is_some(),
         None => false,
-    }
-}
-
-/// Shortest decimal text of a count that reads back to the same `f64`.
-mod count_text {
-    use std::io::Write;
-
-    #[derive(Default)]
-    pub struct Buffer {
-        bytes: Vec<u8>,
-        int: itoa::Buffer,
-    }
-
-    impl Buffer {
-        pub fn format(&mut self, v: f64) -> &[u8] {
-            if v.fract() == 0.0 && v < 9.007_199_254_740_992e15 {
-                // Whole numbers below 2^53: no `.0`, and fast.
-                return self.int.format(v as u64).as_bytes();
-            }
-            // `Display` for f64 is the shortest text that parses back exactly, never in
-            // exponent form.
-            self.bytes.clear();
-            let _ = write!(self.bytes, "{v}");
-            &self.bytes
-        }
     }
 }

@@ -18,7 +18,9 @@ use memchr::{memchr_iter, memrchr2};
 use rustc_hash::FxHashMap;
 
 use cfghub_model::error::{Error, Findings, Place, Result};
-use cfghub_model::ir::{Event, FrameId, Process, Profile, Stack};
+use cfghub_model::ir::{
+    parse_decimal, power_of_ten, Event, FrameId, Process, Profile, StackValue, Stacks, NO_INDEX,
+};
 
 /// The key of a comment line kept in [`cfghub_model::ir::Meta::headers`]; the writer puts them back.
 pub(crate) const COMMENT_KEY: &str = "comment";
@@ -93,15 +95,17 @@ pub fn read_bytes(bytes: &[u8], findings: &mut Findings) -> Result<Profile> {
 #[derive(Default)]
 struct Parser {
     profile: Profile,
-    stacks: Vec<Stack>,
+    stacks: Stacks,
+    /// The values of the line being read.
+    values: Vec<StackValue>,
     /// Count columns per line, fixed by `# events:` or by the first data line.
     columns: Option<usize>,
     /// Names from `# events:`, when given.
     names: Option<Vec<String>>,
-    /// The previous line's stack text and, for each of its frames, its id and the end offset
-    /// of its name in that text.
+    /// The previous line's stack text and, for each of its frames, its id, the node of the
+    /// path up to it and the end offset of its name in that text.
     prev_text: Vec<u8>,
-    prev_frames: Vec<(FrameId, usize)>,
+    prev_frames: Vec<(FrameId, u32, usize)>,
     /// Frame ids by the raw bytes of their names, hashed with rustc's FxHash: fast on short
     /// keys, and frame names come from the profile, not from an adversary choosing collisions.
     ids: FxHashMap<Box<[u8]>, FrameId>,
@@ -148,22 +152,26 @@ impl Parser {
                 c
             }
         };
-        let mut values = Vec::with_capacity(columns);
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
         let mut rest = line;
-        for _ in 0..columns {
+        for column in (0..columns).rev() {
             let split = match memrchr2(b' ', b'\t', rest) {
                 Some(i) => i,
                 None => return Err(bad_line(line_no, line)),
             };
             let token = &rest[split + 1..];
-            let value = parse_count(token).ok_or_else(|| {
+            let (value, decimals) = parse_count(token).ok_or_else(|| {
                 Error::input(format!(
                     "expected {columns} count(s) at the end of the line, found `{}`",
                     String::from_utf8_lossy(token)
                 ))
                 .at_line(line_no)
             })?;
-            values.push(value);
+            values.push(self.scaled(column, value, decimals).ok_or_else(|| {
+                Error::input(format!("the count `{}` is too large to add up", String::from_utf8_lossy(token)))
+                    .at_line(line_no)
+            })?);
             rest = trim_end(&rest[..split]);
         }
         values.reverse();
@@ -172,9 +180,27 @@ impl Parser {
                 .at_line(line_no)
                 .with_hint("a folded line is `root;caller;leaf COUNT`"));
         }
-        let frames = self.frames(rest, line_no, findings);
-        self.stacks.push(Stack { frames, values, thread: None });
+        let node = self.frames(rest, line_no, findings);
+        if self.stacks.width() < columns {
+            self.stacks.widen(columns);
+        }
+        self.stacks.push_sample(node, None, &values);
+        self.values = values;
         Ok(())
+    }
+
+    /// A count of `decimals` places as a value of column `column`, whose values get finer
+    /// places when the count has more (exact: `0.1` is 1 tenth); `None` past the value range.
+    fn scaled(&mut self, column: usize, value: StackValue, decimals: u8) -> Option<StackValue> {
+        if decimals > self.stacks.decimals_of(column) {
+            if self.stacks.width() <= column {
+                self.stacks.widen(column + 1);
+            }
+            if !self.stacks.set_decimals(column, decimals) {
+                return None;
+            }
+        }
+        value.checked_mul(power_of_ten(self.stacks.decimals_of(column) - decimals))
     }
 
     fn comment(&mut self, line: &[u8], line_no: u64) -> Result<()> {
@@ -198,29 +224,31 @@ impl Parser {
         Ok(())
     }
 
-    /// Interns the frames of one stack, reusing the previous line's ids for a shared prefix.
-    fn frames(&mut self, text: &[u8], line_no: u64, findings: &mut Findings) -> Vec<FrameId> {
+    /// Interns the frames of one stack, reusing the previous line's ids for a shared prefix,
+    /// and returns the node of its path.
+    fn frames(&mut self, text: &[u8], line_no: u64, findings: &mut Findings) -> u32 {
         // Length of the common prefix, cut back to a frame boundary of both lines.
         let common = common_prefix(text, &self.prev_text);
         let reused = self
             .prev_frames
             .iter()
-            .take_while(|&&(_, end)| end <= common && (end == text.len() || text.get(end) == Some(&b';')))
+            .take_while(|&&(_, _, end)| end <= common && (end == text.len() || text.get(end) == Some(&b';')))
             .count();
         self.prev_frames.truncate(reused);
-        let mut start = match self.prev_frames.last() {
-            Some(&(_, end)) => end + 1,
-            None => 0,
+        let (mut start, mut node) = match self.prev_frames.last() {
+            Some(&(_, node, end)) => (end + 1, node),
+            None => (0, NO_INDEX),
         };
         while start <= text.len() {
             let end = memchr::memchr(b';', &text[start..]).map_or(text.len(), |i| start + i);
             let id = self.intern(&text[start..end], line_no, findings);
-            self.prev_frames.push((id, end));
+            node = self.stacks.node(node, id);
+            self.prev_frames.push((id, node, end));
             start = end + 1;
         }
         self.prev_text.clear();
         self.prev_text.extend_from_slice(text);
-        self.prev_frames.iter().map(|&(id, _)| id).collect()
+        node
     }
 
     /// The id of a frame name: looked up by its bytes with a fast hash first, interned into
@@ -248,6 +276,7 @@ impl Parser {
 
     fn finish(mut self) -> Profile {
         let names = self.names.unwrap_or_else(|| unnamed_column_names(self.columns.unwrap_or(1)));
+        self.stacks.widen(names.len());
         self.profile.events = names.into_iter().map(Event::new).collect();
         self.profile.processes = vec![Process { stacks: self.stacks, ..Process::default() }];
         self.profile
@@ -303,34 +332,10 @@ fn count_trailing_numbers(line: &[u8]) -> usize {
     n
 }
 
-/// A non-negative decimal count: digits, optionally with a fraction (`12`, `2.567`, `3.`).
-pub(crate) fn parse_count(token: &[u8]) -> Option<f64> {
-    if token.is_empty() {
-        return None;
-    }
-    let mut int: u64 = 0;
-    let mut overflow = false;
-    for (i, &b) in token.iter().enumerate() {
-        match b {
-            b'0'..=b'9' => match int.checked_mul(10).and_then(|v| v.checked_add(u64::from(b - b'0'))) {
-                Some(v) => int = v,
-                None => overflow = true,
-            },
-            b'.' => {
-                if i == 0 || !token[i + 1..].iter().all(u8::is_ascii_digit) {
-                    return None;
-                }
-                // Fractional: let the standard library round it correctly.
-                return std::str::from_utf8(token).ok()?.parse::<f64>().ok();
-            }
-            _ => return None,
-        }
-    }
-    if overflow {
-        std::str::from_utf8(token).ok()?.parse::<f64>().ok()
-    } else {
-        Some(int as f64)
-    }
+/// A non-negative decimal count: digits, optionally with a fraction (`12`, `2.567`, `3.`), as
+/// its digits and its number of decimal places (exact: no floating point).
+pub(crate) fn parse_count(token: &[u8]) -> Option<(StackValue, u8)> {
+    parse_decimal(token)
 }
 
 #[cfg(test)]
@@ -341,11 +346,20 @@ mod tests {
         read_bytes(text.as_bytes(), &mut Findings::default())
     }
 
+    /// Every line's frames and values, the values as they read (`2.5`).
     fn lines(p: &Profile) -> Vec<(Vec<&str>, Vec<f64>)> {
-        p.processes[0]
-            .stacks
-            .iter()
-            .map(|s| (s.frames.iter().map(|&f| p.frames.get(f)).collect(), s.values.clone()))
+        let stacks = &p.processes[0].stacks;
+        stacks
+            .samples()
+            .map(|s| {
+                let frames = stacks.frames(s.node).iter().map(|&f| p.frames.get(f)).collect();
+                let values = s
+                    .values
+                    .iter()
+                    .enumerate()
+                    .map(|(e, &v)| cfghub_model::ir::to_f64(v, stacks.decimals_of(e)));
+                (frames, values.collect())
+            })
             .collect()
     }
 
@@ -414,11 +428,23 @@ mod tests {
 
     #[test]
     fn big_and_fractional_counts() {
-        assert_eq!(parse_count(b"18446744073709551615"), Some(u64::MAX as f64));
-        assert_eq!(parse_count(b"99999999999999999999999"), Some(1e23));
-        assert_eq!(parse_count(b"0.1"), Some(0.1));
-        assert_eq!(parse_count(b"3."), Some(3.0));
+        assert_eq!(parse_count(b"18446744073709551615"), Some((StackValue::from(u64::MAX), 0)));
+        assert_eq!(parse_count(b"99999999999999999999999"), Some((99_999_999_999_999_999_999_999, 0)));
+        assert_eq!(parse_count(b"0.1"), Some((1, 1)));
+        assert_eq!(parse_count(b"3."), Some((3, 0)));
         assert_eq!(parse_count(b".5"), None);
         assert_eq!(parse_count(b"1e5"), None);
+    }
+
+    #[test]
+    fn values_stay_exact_integers_of_decimal_places() {
+        let p = parse("a 9007199254740993\nb 18446744073709551615\nc 0.5\nd 2\n").unwrap();
+        let stacks = &p.processes[0].stacks;
+        assert_eq!(stacks.decimals_of(0), 1);
+        let values: Vec<StackValue> = stacks.samples().map(|s| s.values[0]).collect();
+        assert_eq!(values, [90071992547409930, 184467440737095516150, 5, 20]);
+        // A count beyond any sum is refused where it stands.
+        let e = parse("a 1\nb 999999999999999999999999999999999999999999\n").unwrap_err();
+        assert_eq!(e.place, Some(Place::Line(2)));
     }
 }

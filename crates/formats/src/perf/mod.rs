@@ -86,67 +86,107 @@ fn split_root(frame: &str) -> Option<(&str, Option<u64>, u64)> {
     Some((comm, pid, tid.parse().ok()?))
 }
 
+/// The pid (if known) and tid a root frame `comm-pid/tid` names.
+type RootIds = Option<(Option<u64>, u64)>;
+
 /// A root frame `comm-pid/tid` read: the command's frame, and the pid (if known) and tid.
-type RootFrame = (cfghub_model::ir::FrameId, Option<(Option<u64>, u64)>);
+type RootFrame = (cfghub_model::ir::FrameId, RootIds);
 
 /// Moves the stacks of the collapse (one process, root frames `comm-pid/tid`) into one process
 /// per pid (samples without a pid in one process of pid 0), each stack on the thread of its
 /// tid, its root frame the command alone.
 fn by_process_and_thread(mut profile: cfghub_model::ir::Profile) -> cfghub_model::ir::Profile {
+    use cfghub_model::ir::{Process, Stacks, NO_INDEX};
     use std::collections::BTreeMap;
     let Some(all) = profile.processes.pop() else { return profile };
     let old = std::mem::take(&mut profile.frames);
+    let stacks = &all.stacks;
     // pid -> tids seen.
     let mut tids: BTreeMap<Option<u64>, Vec<u64>> = BTreeMap::new();
-    let mut placed = Vec::with_capacity(all.stacks.len());
+    let mut processes: BTreeMap<Option<u64>, Process> = BTreeMap::new();
+    // Per sample: its root's ids and its node in its process's stacks.
+    let mut placed = Vec::with_capacity(stacks.len());
     // Each old frame's new id, and each root frame's command (new id) and ids, found once.
     let mut renamed: Vec<Option<cfghub_model::ir::FrameId>> = vec![None; old.len()];
     let mut roots: Vec<Option<RootFrame>> = vec![None; old.len()];
-    for mut stack in all.stacks {
-        let (root, ids) = match stack.frames.first() {
-            Some(&first) => *roots[first as usize].get_or_insert_with(|| {
-                let name = old.get(first);
-                let (comm, ids) = match split_root(name) {
-                    Some((comm, pid, tid)) => (comm, Some((pid, tid))),
-                    None => (name, None),
-                };
-                (profile.frames.intern(comm), ids)
-            }),
-            None => (profile.frames.intern(""), None),
-        };
-        let mut frames = Vec::with_capacity(stack.frames.len().max(1));
-        frames.push(root);
-        frames.extend(
-            stack
-                .frames
-                .iter()
-                .skip(1)
-                .map(|&f| *renamed[f as usize].get_or_insert_with(|| profile.frames.intern(old.get(f)))),
-        );
-        stack.frames = frames;
+    // Each old node's root ids and new node, once made (a node's root is its path's first).
+    let mut new_node: Vec<Option<(RootIds, u32)>> = vec![None; stacks.nodes().len()];
+    let mut on_path: Vec<u32> = Vec::new();
+    let width = stacks.width();
+    for sample in stacks.samples() {
+        if sample.node == NO_INDEX {
+            // A stack without frames: the root of no command.
+            let root = profile.frames.intern("");
+            let stacks = &mut processes
+                .entry(None)
+                .or_insert_with(|| Process {
+                    pid: all.pid,
+                    stacks: Stacks::with_width(width),
+                    ..Default::default()
+                })
+                .stacks;
+            placed.push((None, stacks.node(NO_INDEX, root)));
+            continue;
+        }
+        // The nodes of the path not made yet, leaf first.
+        on_path.clear();
+        let mut n = sample.node;
+        while n != NO_INDEX && new_node[n as usize].is_none() {
+            on_path.push(n);
+            n = stacks.nodes()[n as usize].parent;
+        }
+        let mut at = if n == NO_INDEX { None } else { new_node[n as usize] };
+        for &o in on_path.iter().rev() {
+            let node = stacks.nodes()[o as usize];
+            let made = match at {
+                None => {
+                    let first = node.frame;
+                    let (root, ids) = *roots[first as usize].get_or_insert_with(|| {
+                        let name = old.get(first);
+                        let (comm, ids) = match split_root(name) {
+                            Some((comm, pid, tid)) => (comm, Some((pid, tid))),
+                            None => (name, None),
+                        };
+                        (profile.frames.intern(comm), ids)
+                    });
+                    let pid = ids.and_then(|i| i.0);
+                    let stacks = &mut processes
+                        .entry(pid)
+                        .or_insert_with(|| Process {
+                            pid: pid.unwrap_or(all.pid),
+                            stacks: Stacks::with_width(width),
+                            ..Default::default()
+                        })
+                        .stacks;
+                    (ids, stacks.node(NO_INDEX, root))
+                }
+                Some((ids, parent)) => {
+                    let f = *renamed[node.frame as usize]
+                        .get_or_insert_with(|| profile.frames.intern(old.get(node.frame)));
+                    let pid = ids.and_then(|i| i.0);
+                    let stacks = &mut processes.get_mut(&pid).expect("made with the root").stacks;
+                    (ids, stacks.node(parent, f))
+                }
+            };
+            new_node[o as usize] = Some(made);
+            at = Some(made);
+        }
+        let (ids, node) = at.expect("a path of frames");
         if let Some((pid, tid)) = ids {
             let t = tids.entry(pid).or_default();
             if !t.contains(&tid) {
                 t.push(tid);
             }
         }
-        placed.push((ids, stack));
+        placed.push((ids, node));
     }
     for t in tids.values_mut() {
         t.sort_unstable();
     }
-    let mut processes: BTreeMap<Option<u64>, cfghub_model::ir::Process> = BTreeMap::new();
-    for (ids, mut stack) in placed {
+    for (sample, (ids, node)) in stacks.samples().zip(placed) {
         let pid = ids.and_then(|i| i.0);
-        stack.thread = ids.and_then(|(p, tid)| tids[&p].iter().position(|&t| t == tid)).map(|i| i as u32);
-        processes
-            .entry(pid)
-            .or_insert_with(|| cfghub_model::ir::Process {
-                pid: pid.unwrap_or(all.pid),
-                ..Default::default()
-            })
-            .stacks
-            .push(stack);
+        let thread = ids.and_then(|(p, tid)| tids[&p].iter().position(|&t| t == tid)).map(|i| i as u32);
+        processes.get_mut(&pid).expect("made with the stack").stacks.push_sample(node, thread, sample.values);
     }
     for (pid, t) in &tids {
         let list: Vec<String> = t.iter().map(|t| t.to_string()).collect();

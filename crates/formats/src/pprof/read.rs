@@ -25,7 +25,9 @@ use super::{keys, PID_LABEL, THREAD_LABEL};
 use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
-use cfghub_model::ir::{Event, FrameAddress, FrameId, FrameSource, Image, Process, Profile, Stack};
+use cfghub_model::ir::{
+    Event, FrameAddress, FrameId, FrameSource, Image, Process, Profile, StackValue, Stacks, NO_INDEX,
+};
 
 const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as written by \
                     runtime/pprof, `go tool pprof -proto` or `perf_to_profile`";
@@ -642,24 +644,9 @@ fn read_with_early(
         let runs: Vec<Result<RawRun>> = runs.par_iter().map(|&run| decode_run(bytes, run)).collect();
         samples.absorb(&runs.into_iter().collect::<Result<Vec<_>>>()?);
     }
-    let Decoded { stacks, other_labels } = ctx.resolve(samples)?;
     let mut processes: Vec<Process> = Vec::new();
-    let mut merged: Vec<StackSet> = Vec::new();
     let mut leaves = LeafSamples::new(&t, &mapping_ids, images.len());
-    for (pid, leaf, stack) in stacks {
-        let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
-            Some(p) => p,
-            None => {
-                processes.push(Process { pid: pid.unwrap_or(0), ..Process::default() });
-                merged.push(StackSet::default());
-                processes.len() - 1
-            }
-        };
-        if let (0, Some(leaf)) = (p, leaf) {
-            leaves.add(leaf, &stack.values);
-        }
-        merged[p].add(&mut processes[p].stacks, stack);
-    }
+    let other_labels = ctx.resolve(samples, &mut processes, &mut leaves)?;
     if other_labels > 0 {
         findings.warn(
             None,
@@ -759,7 +746,7 @@ struct LeafSamples {
     /// Per location: its image and offset there, when its address lies in a kept mapping.
     places: Vec<Option<(u32, u64)>>,
     /// Values by location (index as in `places`), summed; empty where no sample ends.
-    values: Vec<Vec<f64>>,
+    values: Vec<Vec<StackValue>>,
 }
 
 impl LeafSamples {
@@ -779,11 +766,11 @@ impl LeafSamples {
         LeafSamples { places, values }
     }
 
-    fn add(&mut self, leaf: u32, values: &[f64]) {
+    fn add(&mut self, leaf: u32, values: &[StackValue]) {
         if self.places.get(leaf as usize).is_some_and(Option::is_some) {
             let sum = &mut self.values[leaf as usize];
             if sum.is_empty() {
-                sum.resize(values.len(), 0.0);
+                sum.resize(values.len(), 0);
             }
             for (s, v) in sum.iter_mut().zip(values) {
                 *s += v;
@@ -810,7 +797,7 @@ impl LeafSamples {
         let mut negative = 0usize;
         for (loc, values) in self.values.into_iter().enumerate().filter(|(_, v)| !v.is_empty()) {
             let Some((image, offset)) = self.places[loc] else { continue };
-            if values.iter().any(|&v| v < 0.0) {
+            if values.iter().any(|&v| v < 0) {
                 negative += 1;
                 continue;
             }
@@ -820,7 +807,7 @@ impl LeafSamples {
             let line = u32::try_from(l.leaf_line).ok().filter(|&n| n > 0 && frame.is_some());
             let row = rows.entry((image, offset, frame, line)).or_insert_with(|| vec![0; values.len()]);
             for (r, v) in row.iter_mut().zip(&values) {
-                *r = r.saturating_add(*v as u64);
+                *r = r.saturating_add(u64::try_from(*v).unwrap_or(u64::MAX));
             }
         }
         if negative > 0 {
@@ -963,33 +950,26 @@ fn mix(h: u64, v: u64) -> u64 {
     (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
-/// Stacks of one process, merged when their frames and thread are equal (values summed).
+/// The samples of one process, merged when their call path and thread are equal (values
+/// summed), each kept where it first occurs.
 #[derive(Default)]
-struct StackSet {
-    heads: Heads,
-    next: Vec<u32>,
+struct SampleMerger {
+    first: rustc_hash::FxHashMap<(u32, u32), usize>,
 }
 
-impl StackSet {
-    fn add(&mut self, stacks: &mut Vec<Stack>, stack: Stack) {
-        let mut h = mix(0, stack.thread.map_or(u64::MAX, u64::from));
-        for &f in &stack.frames {
-            h = mix(h, f as u64);
-        }
-        let mut k = self.heads.get(&h).copied().unwrap_or(u32::MAX);
-        while k != u32::MAX {
-            let s = &mut stacks[k as usize];
-            if s.thread == stack.thread && s.frames == stack.frames && s.values.len() == stack.values.len() {
-                for (a, b) in s.values.iter_mut().zip(&stack.values) {
+impl SampleMerger {
+    fn add(&mut self, stacks: &mut Stacks, node: u32, thread: Option<u32>, values: &[StackValue]) {
+        match self.first.entry((thread.unwrap_or(NO_INDEX), node)) {
+            std::collections::hash_map::Entry::Occupied(k) => {
+                for (a, b) in stacks.values_mut(*k.get()).iter_mut().zip(values) {
                     *a += b;
                 }
-                return;
             }
-            k = self.next[k as usize];
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(stacks.len());
+                stacks.push_sample(node, thread, values);
+            }
         }
-        let i = stacks.len() as u32;
-        self.next.push(self.heads.insert(h, i).unwrap_or(u32::MAX));
-        stacks.push(stack);
     }
 }
 
@@ -1005,12 +985,6 @@ struct SampleContext<'a> {
     frame_budget: u64,
     /// The input's size, for messages.
     bytes: u64,
-}
-
-/// Stacks of a run of samples, with their `pid` labels and their leaf locations (by index).
-struct Decoded {
-    stacks: Vec<(Option<u64>, Option<u32>, Stack)>,
-    other_labels: u64,
 }
 
 /// Samples are spread over this many shards by their hash: equal samples land in the same
@@ -1047,7 +1021,7 @@ struct SampleList {
     wide: Vec<u64>,
     /// (key, number) of numeric labels, by key, the last of each key in a sample.
     labels: Vec<(u64, u64)>,
-    values: Vec<f64>,
+    values: Vec<StackValue>,
 }
 
 impl SampleList {
@@ -1188,7 +1162,7 @@ impl SampleSet {
 struct Scratch {
     locs: Vec<u64>,
     labels: Vec<(u64, u64)>,
-    values: Vec<f64>,
+    values: Vec<StackValue>,
 }
 
 impl Scratch {
@@ -1234,7 +1208,7 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
                     .repeated(w, "location_id", |v| s.locs.push(v))
                     .map_err(within(|| format!("sample[{i}]")))?,
                 (2, w) => c
-                    .repeated(w, "value", |v| s.values.push(v as i64 as f64))
+                    .repeated(w, "value", |v| s.values.push(StackValue::from(v as i64)))
                     .map_err(within(|| format!("sample[{i}]")))?,
                 (3, w) => {
                     let path = || format!("sample[{i}].label");
@@ -1264,11 +1238,14 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
 }
 
 impl SampleContext<'_> {
-    /// Resolves a run's location ids into frames (root first) and its labels into threads and
-    /// processes; checks the number of values and the frames stacks may hold.
-    fn resolve(&self, set: SampleSet) -> Result<Decoded> {
+    /// Resolves the samples' location ids into call paths of their process's stacks (root
+    /// first) and their labels into threads and processes, the samples of the first process
+    /// into `leaves` by their leaf location; checks the number of values and the frames stacks
+    /// may hold. Returns how many labels were not kept.
+    fn resolve(&self, set: SampleSet, processes: &mut Vec<Process>, leaves: &mut LeafSamples) -> Result<u64> {
         let order = set.in_order();
-        let mut out = Decoded { stacks: Vec::with_capacity(order.len()), other_labels: set.other_labels };
+        let mut other_labels = set.other_labels;
+        let mut merged: Vec<SampleMerger> = Vec::new();
         let stacks = || {
             order.iter().map(|&(s, i)| {
                 let list = &set.shards[s as usize].list;
@@ -1318,12 +1295,6 @@ impl SampleContext<'_> {
                     ),
                 ));
             }
-            let mut frames = Vec::with_capacity(total as usize);
-            for &id in ids.iter().rev() {
-                let l = self.location_ids.get(id).unwrap_or(0);
-                let (start, len) = self.location_run[l as usize];
-                frames.extend_from_slice(&self.location_frames[start as usize..(start + len) as usize]);
-            }
             let (mut thread, mut pid) = (None, None);
             for &(key, v) in &run.labels[r.labels.0..r.labels.1] {
                 if Some(key) == self.thread_key {
@@ -1331,13 +1302,37 @@ impl SampleContext<'_> {
                 } else if Some(key) == self.pid_key {
                     pid = Some(v);
                 } else {
-                    out.other_labels += r.occurrences;
+                    other_labels += r.occurrences;
                 }
             }
-            let values = run.values[r.values.0..r.values.1].to_vec();
+            let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
+                Some(p) => p,
+                None => {
+                    processes.push(Process {
+                        pid: pid.unwrap_or(0),
+                        stacks: Stacks::with_width(self.nvalues),
+                        ..Process::default()
+                    });
+                    merged.push(SampleMerger::default());
+                    processes.len() - 1
+                }
+            };
+            let stacks = &mut processes[p].stacks;
+            let mut node = NO_INDEX;
+            for &id in ids.iter().rev() {
+                let l = self.location_ids.get(id).unwrap_or(0);
+                let (start, len) = self.location_run[l as usize];
+                for &f in &self.location_frames[start as usize..(start + len) as usize] {
+                    node = stacks.node(node, f);
+                }
+            }
+            let values = &run.values[r.values.0..r.values.1];
             let leaf = ids.first().and_then(|&id| self.location_ids.get(id));
-            out.stacks.push((pid, leaf, Stack { frames, values, thread }));
+            if let (0, Some(leaf)) = (p, leaf) {
+                leaves.add(leaf, values);
+            }
+            merged[p].add(stacks, node, thread, values);
         }
-        Ok(out)
+        Ok(other_labels)
     }
 }

@@ -30,7 +30,9 @@ use crate::format::WriteOptions;
 use cfghub_analysis::stacks::{self as derived, Frame, WrittenStacks};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::{FrameAddress, FrameId, FrameSource, Image, Profile, StringTable};
+use cfghub_model::ir::{
+    power_of_ten, rounded, FrameAddress, FrameId, FrameSource, Image, Profile, StringTable,
+};
 
 /// Interned strings of the output; index 0 is the empty string.
 struct Strings<'a> {
@@ -101,27 +103,6 @@ pub fn write(
     encoder.functions(&locations)?;
     let tail = encoder.top_level_fields();
     encoder.finish(&tail)
-}
-
-/// `f(process, thread, frames, values)` for every stack written, frames root first.
-fn for_each_stack(
-    stacks: &WrittenStacks<'_>,
-    mut f: impl FnMut(usize, Option<u32>, &[Frame], &[f64]) -> Result<()>,
-) -> Result<()> {
-    match stacks {
-        WrittenStacks::Model(profile) => {
-            let mut frames = Vec::new();
-            for (p, process) in profile.processes.iter().enumerate() {
-                for stack in &process.stacks {
-                    frames.clear();
-                    frames.extend(stack.frames.iter().map(|&f| Frame::Named(f)));
-                    f(p, stack.thread, &frames, &stack.values)?;
-                }
-            }
-            Ok(())
-        }
-        WrittenStacks::Flat(flat) => flat.try_for_each(|p, frames, values| f(p, None, frames, values)),
-    }
 }
 
 /// The names of the stacks' named frames, and what the model says of them (a flat profile's
@@ -284,8 +265,9 @@ impl<'a> Encoder<'a, '_> {
         let pid_key = self.strings.id(PID_LABEL);
         let (mut fractional, mut negative_or_huge) = (0usize, 0usize);
         let mut written = vec![0f64; nevents];
+        let decimals: Vec<u8> = (0..nevents).map(|e| stacks.decimals(e)).collect();
         let mut ids: Vec<u64> = Vec::new();
-        for_each_stack(stacks, |p, thread, frames, values| {
+        stacks.try_for_each_sample(|p, thread, frames, values| {
             ids.clear();
             for &frame in frames {
                 let id = match frame {
@@ -318,17 +300,15 @@ impl<'a> Encoder<'a, '_> {
             }
             inner.clear();
             for (e, sum) in written.iter_mut().enumerate() {
-                let v = values.get(e).copied().unwrap_or(0.0);
-                let r = v.round();
-                if r != v {
+                let v = values.get(e).copied().unwrap_or(0);
+                let r = rounded(v, decimals[e]);
+                if decimals[e] > 0 && r * power_of_ten(decimals[e]) != v {
                     fractional += 1;
                 }
-                let i = if r.is_finite() && r.abs() < 9.2e18 {
-                    r as i64
-                } else {
+                let i = i64::try_from(r).unwrap_or_else(|_| {
                     negative_or_huge += 1;
                     0
-                };
+                });
                 *sum += i as f64;
                 put::varint(inner, i as u64);
             }
@@ -392,7 +372,7 @@ impl<'a> Encoder<'a, '_> {
     ) -> Result<()> {
         let names = self.names;
         let mut last = 0;
-        for_each_stack(stacks, |p, _, frames, _| {
+        stacks.try_for_each_sample(|p, _, frames, _| {
             for &frame in frames {
                 let (scratch, inner) = (&mut self.scratch, &mut self.inner);
                 scratch.clear();

@@ -25,7 +25,7 @@ use crate::format::{Format, Needs, WriteOptions};
 use cfghub_analysis::stacks::{FlatStacks, Frame, WrittenStacks};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::{EventId, Profile};
+use cfghub_model::ir::{rounded, EventId, Profile, StackValue, NO_INDEX};
 
 /// The `$schema` value speedscope detects its format by.
 pub(crate) const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -94,26 +94,33 @@ impl Weighing {
     /// The weight of a sample of value `v` of event `e`, `None` when it is not written (no
     /// frames, not a finite non-negative number, or 0 once rounded); `count` says whether to
     /// count what is left out (each sample once).
-    fn weight(&mut self, has_frames: bool, v: f64, e: EventId, count: bool) -> Option<u64> {
+    fn weight(
+        &mut self,
+        has_frames: bool,
+        v: StackValue,
+        decimals: u8,
+        e: EventId,
+        count: bool,
+    ) -> Option<u64> {
         if !has_frames {
-            self.empty += usize::from(count && v != 0.0);
+            self.empty += usize::from(count && v != 0);
             return None;
         }
-        let r = v.round();
-        if !(r.is_finite() && r >= 0.0) {
+        let r = rounded(v, decimals);
+        if r < 0 {
             self.dropped += usize::from(count);
             return None;
         }
-        if r != v {
+        if decimals > 0 && r * cfghub_model::ir::power_of_ten(decimals) != v {
             self.rounded += usize::from(count);
         }
-        if r == 0.0 {
+        if r == 0 {
             return None;
         }
         if count {
-            self.written[e] += r;
+            self.written[e] += r as f64;
         }
-        Some(r as u64)
+        Some(u64::try_from(r).unwrap_or(u64::MAX))
     }
 
     fn warn(&self, profile: &Profile, events: &[EventId], findings: &mut Findings) {
@@ -201,11 +208,25 @@ fn write_model(
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     let mut index_of: Vec<u32> = vec![u32::MAX; profile.frames.len()];
     let mut used: Vec<u32> = Vec::new();
-    for stack in profile.processes.iter().flat_map(|p| &p.stacks) {
-        for &f in &stack.frames {
-            if index_of[f as usize] == u32::MAX {
-                index_of[f as usize] = used.len() as u32;
-                used.push(f);
+    // Frames numbered in order of first appearance, stack by stack, root first: a stack's
+    // frames not met before are on the nodes of its path no earlier stack went through.
+    let mut path: Vec<u32> = Vec::new();
+    for stacks in profile.processes.iter().map(|p| &p.stacks) {
+        let mut visited = vec![false; stacks.nodes().len()];
+        for s in stacks.samples() {
+            path.clear();
+            let mut n = s.node;
+            while n != NO_INDEX && !visited[n as usize] {
+                visited[n as usize] = true;
+                path.push(n);
+                n = stacks.nodes()[n as usize].parent;
+            }
+            for &n in path.iter().rev() {
+                let f = stacks.nodes()[n as usize].frame;
+                if index_of[f as usize] == u32::MAX {
+                    index_of[f as usize] = used.len() as u32;
+                    used.push(f);
+                }
             }
         }
     }
@@ -237,17 +258,19 @@ fn write_model(
     let mut weights: Vec<u64> = Vec::new();
     for process in &profile.processes {
         let mut threads: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
-        for (i, s) in process.stacks.iter().enumerate() {
+        let stacks = &process.stacks;
+        for (i, s) in stacks.samples().enumerate() {
             threads.entry(s.thread).or_default().push(i);
         }
-        for (thread, stacks) in &threads {
+        for (thread, samples) in &threads {
             for &e in events {
                 weights.clear();
                 let mut kept: Vec<usize> = Vec::new();
-                for &i in stacks {
-                    let s = &process.stacks[i];
-                    let v = s.values.get(e).copied().unwrap_or(0.0);
-                    if let Some(w) = weighing.weight(!s.frames.is_empty(), v, e, true) {
+                let decimals = process.stacks.decimals_of(e);
+                for &i in samples {
+                    let s = process.stacks.sample(i);
+                    let v = s.values.get(e).copied().unwrap_or(0);
+                    if let Some(w) = weighing.weight(s.node != NO_INDEX, v, decimals, e, true) {
                         kept.push(i);
                         weights.push(w);
                     }
@@ -270,10 +293,8 @@ fn write_model(
                         buf.push(b',');
                     }
                     buf.push(b'[');
-                    push_numbers(
-                        &mut buf,
-                        process.stacks[i].frames.iter().map(|&f| u64::from(index_of[f as usize])),
-                    );
+                    stacks.path(stacks.sample(i).node, &mut path);
+                    push_numbers(&mut buf, path.iter().map(|&f| u64::from(index_of[f as usize])));
                     buf.push(b']');
                     spill(&mut buf, out)?;
                 }
@@ -337,11 +358,11 @@ fn write_flat(
     })?;
     buf.extend_from_slice(b"]},\"profiles\":[");
     let mut weighing = Weighing::new(profile.events.len());
-    let value = |values: &[f64], e: EventId| values.get(e).copied().unwrap_or(0.0);
+    let value = |values: &[StackValue], e: EventId| values.get(e).copied().unwrap_or(0);
     for (k, &e) in events.iter().enumerate() {
         let mut total = 0u64;
         flat.try_for_each(|_, frames, values| -> Result<()> {
-            if let Some(w) = weighing.weight(!frames.is_empty(), value(values, e), e, false) {
+            if let Some(w) = weighing.weight(!frames.is_empty(), value(values, e), 0, e, false) {
                 total = total.saturating_add(w);
             }
             Ok(())
@@ -362,7 +383,7 @@ fn write_flat(
                 numbered += u32::from(index == numbered);
                 indices.push(u64::from(index));
             }
-            if weighing.weight(!frames.is_empty(), value(values, e), e, false).is_some() {
+            if weighing.weight(!frames.is_empty(), value(values, e), 0, e, false).is_some() {
                 if !first {
                     buf.push(b',');
                 }
@@ -377,7 +398,7 @@ fn write_flat(
         buf.extend_from_slice(b"],\"weights\":[");
         let mut first = true;
         flat.try_for_each(|_, frames, values| -> Result<()> {
-            if let Some(w) = weighing.weight(!frames.is_empty(), value(values, e), e, true) {
+            if let Some(w) = weighing.weight(!frames.is_empty(), value(values, e), 0, e, true) {
                 if !first {
                     buf.push(b',');
                 }

@@ -22,7 +22,7 @@ use crate::format::{Format, Needs, WriteOptions};
 use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::stacks::{self as derived, Frame, WrittenStacks};
 use cfghub_model::error::{Error, Findings, Result};
-use cfghub_model::ir::{EventId, Profile};
+use cfghub_model::ir::{power_of_ten, rounded, EventId, Profile, StackValue};
 
 /// What the flame-graph writer can be asked.
 #[derive(Clone, Debug, Default)]
@@ -51,36 +51,66 @@ pub static FORMAT: Format = Format {
 };
 
 /// The largest power of ten fractional values are scaled by.
-const MAX_SCALE_DIGITS: i32 = 6;
+const MAX_SCALE_DIGITS: u8 = 6;
 
-/// The power of ten that makes every value a whole number (at most 10^6), and whether some
-/// value still has digits beyond that.
-pub fn integer_scale(values: impl Iterator<Item = f64>) -> (f64, bool) {
-    let mut scale = IntegerScale::default();
-    values.for_each(|v| scale.add(v));
-    scale.finish()
-}
-
-/// [`integer_scale`] of values met one at a time.
-#[derive(Default)]
-pub(crate) struct IntegerScale {
-    digits: i32,
+/// The unit folded lines count their values in for inferno, which draws whole counts:
+/// `10^-digits` of the event's unit, the fewest digits that make every value whole (at most
+/// [`MAX_SCALE_DIGITS`]), and whether some value has digits beyond that (rounded off).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineUnits {
+    digits: u8,
     lossy: bool,
 }
 
-impl IntegerScale {
-    pub fn add(&mut self, v: f64) {
-        while self.digits < MAX_SCALE_DIGITS && (v * 10f64.powi(self.digits)).fract() != 0.0 {
-            self.digits += 1;
-        }
-        if (v * 10f64.powi(self.digits)).fract() != 0.0 {
-            self.lossy = true;
-        }
+impl LineUnits {
+    /// The units of the values, each with its decimal places.
+    pub fn of(values: impl Iterator<Item = (StackValue, u8)>) -> Self {
+        let mut units = LineUnits::default();
+        values.for_each(|(v, decimals)| units.add(v, decimals));
+        units
     }
 
-    /// The power of ten, and whether some value has digits beyond it.
-    pub fn finish(&self) -> (f64, bool) {
-        (10f64.powi(self.digits), self.lossy)
+    /// Makes room for value `v` of `decimals` places.
+    pub fn add(&mut self, v: StackValue, decimals: u8) {
+        let (mut needed, mut rest) = (decimals, v);
+        while needed > 0 && rest % 10 == 0 {
+            rest /= 10;
+            needed -= 1;
+        }
+        if needed > MAX_SCALE_DIGITS {
+            self.lossy = true;
+            needed = MAX_SCALE_DIGITS;
+        }
+        self.digits = self.digits.max(needed);
+    }
+
+    /// Whether some value has more digits than the lines show.
+    pub fn lossy(&self) -> bool {
+        self.lossy
+    }
+
+    /// The decimal places of a line unit.
+    pub fn digits(&self) -> u8 {
+        self.digits
+    }
+
+    /// How many line units make one unit of the event (`10^digits`).
+    pub fn per_unit(&self) -> f64 {
+        10f64.powi(i32::from(self.digits))
+    }
+
+    /// Value `v` of `decimals` places in line units, rounded (0 for values that are not
+    /// positive).
+    pub fn whole(&self, v: StackValue, decimals: u8) -> u64 {
+        if v <= 0 {
+            return 0;
+        }
+        let w = if decimals >= self.digits {
+            rounded(v, decimals - self.digits)
+        } else {
+            v.saturating_mul(power_of_ten(self.digits - decimals))
+        };
+        u64::try_from(w).unwrap_or(u64::MAX)
     }
 }
 
@@ -131,19 +161,21 @@ pub(crate) fn drawn_event(
     Ok(event)
 }
 
-/// Folded lines (`frames value [value]`) of the stacks, values multiplied by `scale` and
-/// rounded; stacks without frames are left out.
-pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], scale: f64) -> FoldedLines {
+/// Folded lines (`frames value [value]`) of the stacks, values in `units`; stacks without
+/// frames are left out.
+pub fn folded_lines(stacks: &WrittenStacks, columns: &[EventId], units: LineUnits) -> FoldedLines {
     let mut lines = FoldedLines { text: Vec::new(), ends: Vec::new() };
+    let decimals: Vec<u8> = columns.iter().map(|&e| stacks.decimals(e)).collect();
     let Ok(()) = stacks.try_for_each(|frames, values| -> std::result::Result<(), std::convert::Infallible> {
         if frames.is_empty() {
             return Ok(());
         }
         let text = &mut lines.text;
         push_frames(stacks, frames, text);
-        for &e in columns {
+        for (&e, &places) in columns.iter().zip(&decimals) {
             text.push(b' ');
-            text.extend_from_slice(itoa::Buffer::new().format(line_value(values, e, scale)).as_bytes());
+            let v = units.whole(values.get(e).copied().unwrap_or(0), places);
+            text.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         }
         lines.ends.push(text.len());
         Ok(())
@@ -158,17 +190,6 @@ fn push_frames(stacks: &WrittenStacks, frames: &[Frame], out: &mut Vec<u8>) {
             out.push(b';');
         }
         stacks.push_name(frame, out);
-    }
-}
-
-/// The whole samples of event `e` a folded line shows: the value times `scale`, rounded (0 for
-/// values that are not positive numbers).
-fn line_value(values: &[f64], e: EventId, scale: f64) -> u64 {
-    let v = values.get(e).copied().unwrap_or(0.0);
-    if v.is_finite() && v > 0.0 {
-        (v * scale).round() as u64
-    } else {
-        0
     }
 }
 
@@ -216,24 +237,26 @@ pub fn write(
     }
     // Two unnamed count columns are a differential profile (before, after): inferno draws the
     // change, as it does from the same folded file.
-    let mut scale = IntegerScale::default();
+    let mut units = LineUnits::default();
+    let (drawn_places, first_places) = (stacks.decimals(event), stacks.decimals(0));
     let Ok(()) = stacks.try_for_each(|_, values| -> std::result::Result<(), std::convert::Infallible> {
-        let v = |e: usize| values.get(e).copied().unwrap_or(0.0);
-        scale.add(v(event));
-        scale.add(if differential { v(0) } else { 0.0 });
+        let v = |e: usize| values.get(e).copied().unwrap_or(0);
+        units.add(v(event), drawn_places);
+        if differential {
+            units.add(v(0), first_places);
+        }
         Ok(())
     });
-    let (scale, lossy) = scale.finish();
-    if lossy {
+    if units.lossy() {
         findings.warn(None, "svg: values with more than 6 decimal digits are rounded to 6");
     }
     let mut opt = inferno_options(profile, event, options)?;
     // A differential graph's colours come from every line's change, and --reverse and
     // --flamechart order the lines otherwise: they get every line.
     let lines = if differential || opt.reverse_stack_order || opt.flame_chart {
-        folded_lines(&stacks, &if differential { vec![0, 1] } else { vec![event] }, scale)
+        folded_lines(&stacks, &if differential { vec![0, 1] } else { vec![event] }, units)
     } else {
-        narrow::lines_to_draw(&stacks, event, scale, opt.min_width)
+        narrow::lines_to_draw(&stacks, event, units, opt.min_width)
     };
     if lines.is_empty() {
         return Err(Error::unsupported("the profile has no stacks to draw"));
@@ -245,10 +268,10 @@ pub fn write(
     if differential {
         opt.count_name = crate::folded_stacks::UNNAMED_COLUMN.to_string();
     }
-    if scale > 1.0 {
+    if units.per_unit() > 1.0 {
         // inferno labels whole counts only (its `factor` rounds the labels and skews the
         // percentages), so fractional counts are drawn in units of 1/scale.
-        let unit = format!("{}", 1.0 / scale);
+        let unit = format!("{}", 1.0 / units.per_unit());
         findings
             .warn(None, format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name));
         opt.count_name = format!("\u{d7} {unit} {}", opt.count_name);

@@ -39,7 +39,7 @@ use std::hash::Hasher as _;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::{line_value, push_frames, FoldedLines};
+use super::{push_frames, FoldedLines, LineUnits};
 use cfghub_analysis::stacks::{Frame, WrittenStacks};
 use cfghub_model::ir::EventId;
 
@@ -48,14 +48,14 @@ use cfghub_model::ir::EventId;
 pub(crate) fn lines_to_draw(
     stacks: &WrittenStacks,
     event: EventId,
-    scale: f64,
+    units: LineUnits,
     min_width: f64,
 ) -> FoldedLines {
-    let lines = Lines { stacks, event, scale };
+    let lines = Lines { stacks, event, units, decimals: stacks.decimals(event) };
     let census = lines.census();
     if census.time == 0 {
         // inferno draws nothing then, and says so.
-        return super::folded_lines(stacks, &[event], scale);
+        return super::folded_lines(stacks, &[event], units);
     }
     // inferno's own test: a box is left out when `(end - start) as f64 < minwidth_time`.
     let least = min_width / (100.0 / census.time as f64);
@@ -64,7 +64,7 @@ pub(crate) fn lines_to_draw(
     let depth = census.prefixes.div_ceil(census.lines.max(1));
     let wanted = (16.0 * 100.0 / min_width.max(1e-6)) as u64 * depth;
     let Some(sums) = PrefixSums::of(&lines, wanted.min(census.prefixes)) else {
-        return super::folded_lines(stacks, &[event], scale);
+        return super::folded_lines(stacks, &[event], units);
     };
     let wide = WideTree::of(&lines, &sums, least);
     Grouping::new(&lines, &sums.into_bins(least), &wide).run()
@@ -74,7 +74,9 @@ pub(crate) fn lines_to_draw(
 struct Lines<'a, 'p> {
     stacks: &'a WrittenStacks<'p>,
     event: EventId,
-    scale: f64,
+    units: LineUnits,
+    /// The event's decimal places.
+    decimals: u8,
 }
 
 impl Lines<'_, '_> {
@@ -82,7 +84,7 @@ impl Lines<'_, '_> {
     fn for_each(&self, mut f: impl FnMut(&[Frame], u64)) {
         let Ok(()) = self.stacks.try_for_each(|frames, values| -> Result<(), std::convert::Infallible> {
             if !frames.is_empty() {
-                f(frames, line_value(values, self.event, self.scale));
+                f(frames, self.units.whole(values.get(self.event).copied().unwrap_or(0), self.decimals));
             }
             Ok(())
         });
@@ -365,14 +367,15 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use cfghub_model::ir::{Event, Process, Profile, Stack};
+    use cfghub_model::ir::{Event, FrameId, Process, Profile, StackValue};
 
+    /// Stacks of whole values.
     fn profile(stacks: &[(Vec<&str>, f64)]) -> Profile {
         let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
         let mut process = Process::default();
         for (frames, v) in stacks {
-            let frames = frames.iter().map(|f| p.frames.intern(f)).collect();
-            process.stacks.push(Stack { frames, values: vec![*v], thread: None });
+            let frames: Vec<FrameId> = frames.iter().map(|f| p.frames.intern(f)).collect();
+            process.stacks.push(&frames, None, &[*v as StackValue]);
         }
         p.processes.push(process);
         p
@@ -395,8 +398,8 @@ mod tests {
     fn both(stacks: &[(Vec<&str>, f64)], min_width: f64) -> (String, String, usize, usize) {
         let profile = profile(stacks);
         let stacks = WrittenStacks::Model(Cow::Borrowed(&profile));
-        let all = super::super::folded_lines(&stacks, &[0], 1.0);
-        let drawn = lines_to_draw(&stacks, 0, 1.0, min_width);
+        let all = super::super::folded_lines(&stacks, &[0], LineUnits::default());
+        let drawn = lines_to_draw(&stacks, 0, LineUnits::default(), min_width);
         (draw(&all, min_width), draw(&drawn, min_width), all.ends.len(), drawn.ends.len())
     }
 

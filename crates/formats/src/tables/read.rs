@@ -17,9 +17,10 @@ use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{
-    Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind, CoverageSite, EdgeDetails,
-    EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined, LineItem, Loop, Meta, NodeRef,
-    PathEdge, Process, Profile, Routine, Site, SourceLine, Stack, Symbol, SymbolRef,
+    from_f64, power_of_ten, Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind,
+    CoverageSite, EdgeDetails, EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined,
+    LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine, Site, SourceLine, Symbol, SymbolRef,
+    NO_INDEX,
 };
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
@@ -974,6 +975,9 @@ fn stacks(
             tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
         }
     }
+    // Per process: node identifier -> the model's node, once made.
+    let mut made: Vec<HashMap<u64, u32>> = vec![HashMap::new(); profile.processes.len()];
+    let mut chain: Vec<(u64, u32)> = Vec::new();
     let mut open: Option<(u64, u64, usize)> = None;
     while let Some(samples) = samples_reader.next()? {
         let samples = &samples;
@@ -981,38 +985,54 @@ fn stacks(
             let key = (samples.int("process", r), samples.int("stack", r));
             if open.is_none_or(|(a, b, _)| (a, b) != key) {
                 let p = index.process(samples, "process", r)?;
-                let mut frames = Vec::new();
+                // The nodes from the leaf up to the first one made, leaf first.
+                chain.clear();
                 let mut at = samples.ints("node").get(r);
                 while let Some(n) = at {
+                    if made[p].contains_key(&n) {
+                        break;
+                    }
                     let &(parent, frame) = tree[p].get(&n).ok_or_else(|| {
                         samples.error("node", r, format!("no node {n} in the stack_nodes table"))
                     })?;
-                    if frames.len() > node_rows {
+                    if chain.len() > node_rows {
                         return Err(samples.error("node", r, "the stack's nodes form a cycle"));
                     }
-                    frames.push(frame);
+                    chain.push((n, frame));
                     at = parent;
                 }
-                frames.reverse();
-                profile.processes[p].stacks.push(Stack {
-                    frames,
-                    values: Vec::new(),
-                    thread: samples.opt_u32("thread", r)?,
-                });
+                let stacks = &mut profile.processes[p].stacks;
+                let mut node = at.map_or(NO_INDEX, |n| made[p][&n]);
+                for &(n, frame) in chain.iter().rev() {
+                    node = stacks.node(node, frame);
+                    made[p].insert(n, node);
+                }
+                stacks.push_sample(node, samples.opt_u32("thread", r)?, &[]);
                 open = Some((key.0, key.1, p));
             }
             let p = open.map_or(0, |o| o.2);
             if let Some(v) = samples.floats("value").get(r) {
                 event_of(events, samples, "event", r)?;
-                let stack = profile.processes[p].stacks.last_mut().expect("pushed above");
+                let stacks = &mut profile.processes[p].stacks;
                 let position = samples.int("position", r) as usize;
                 if position > samples.rows {
                     return Err(samples.error("position", r, "position past the rows of the table"));
                 }
-                if stack.values.len() <= position {
-                    stack.values.resize(position + 1, 0.0);
+                // The number the table holds, as its shortest decimal text says it.
+                let (digits, places) = from_f64(v).ok_or_else(|| {
+                    samples.error("value", r, format!("{v} is not a finite number below 1e38"))
+                })?;
+                stacks.widen(position + 1);
+                if places > stacks.decimals_of(position) && !stacks.set_decimals(position, places) {
+                    return Err(samples.error(
+                        "value",
+                        r,
+                        format!("{v}: the values of the event no longer add up"),
+                    ));
                 }
-                stack.values[position] = v;
+                let value = digits * power_of_ten(stacks.decimals_of(position) - places);
+                let last = stacks.len() - 1;
+                stacks.values_mut(last)[position] = value;
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::format::WriteOptions;
 use cfghub_analysis::executions::{block_thread_counts, block_totals, executed_in};
 use cfghub_analysis::names::{routine_name, SymbolIndex};
 use cfghub_model::error::{Findings, Result};
-use cfghub_model::ir::{CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine};
+use cfghub_model::ir::{to_f64, CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine, NO_INDEX};
 
 use super::columns::Table;
 use super::*;
@@ -617,24 +617,35 @@ fn coverage(cx: &Context<'_>) -> Table {
 /// A node of the stacks' prefix tree: its parent, frame and depth.
 type TreeNode = (Option<u32>, u32, u32);
 
-/// The prefix tree of a process's stacks: each stack's leaf node, and the nodes.
+/// The prefix tree of a process's stacks as the table numbers it: each stack's leaf node, and
+/// the nodes, numbered in order of first appearance walking the stacks root first (the model's
+/// nodes on sampled paths, each once).
 fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
-    let mut index: FxHashMap<(Option<u32>, u32), u32> = FxHashMap::default();
-    let mut nodes = Vec::new();
-    let leaves = process
-        .stacks
-        .iter()
+    let stacks = &process.stacks;
+    let model = stacks.nodes();
+    let mut number: Vec<u32> = vec![NO_INDEX; model.len()];
+    let mut nodes: Vec<TreeNode> = Vec::new();
+    let mut path: Vec<u32> = Vec::new();
+    let leaves = stacks
+        .samples()
         .map(|s| {
-            let mut parent = None;
-            for (depth, &frame) in s.frames.iter().enumerate() {
-                let next = nodes.len() as u32;
-                let node = *index.entry((parent, frame)).or_insert_with(|| {
-                    nodes.push((parent, frame, depth as u32));
-                    next
-                });
-                parent = Some(node);
+            // The path's nodes not numbered yet, leaf first.
+            path.clear();
+            let mut n = s.node;
+            while n != NO_INDEX && number[n as usize] == NO_INDEX {
+                path.push(n);
+                n = model[n as usize].parent;
             }
-            parent
+            for &m in path.iter().rev() {
+                let parent = model[m as usize].parent;
+                let (parent, depth) = match parent {
+                    NO_INDEX => (None, 0),
+                    p => (Some(number[p as usize]), nodes[number[p as usize] as usize].2 + 1),
+                };
+                number[m as usize] = nodes.len() as u32;
+                nodes.push((parent, model[m as usize].frame, depth));
+            }
+            (s.node != NO_INDEX).then(|| number[s.node as usize])
         })
         .collect();
     (leaves, nodes)
@@ -661,13 +672,15 @@ fn stack_samples(cx: &Context<'_>) -> Table {
     let mut t = Table::new("stack_samples", STACK_SAMPLES, &cx.id, cx.dir);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let (leaves, _) = prefix_tree(process);
-        for (s, (stack, leaf)) in process.stacks.iter().zip(leaves).enumerate() {
+        let stacks = &process.stacks;
+        for (s, (stack, leaf)) in stacks.samples().zip(leaves).enumerate() {
             let (thread, leaf) = (stack.thread.map(u64::from), leaf.map(u64::from));
             if stack.values.is_empty() {
                 t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(0).s(None).f(None);
             }
             for (k, &v) in stack.values.iter().enumerate() {
                 let event = event_name(cx.profile, k);
+                let v = to_f64(v, stacks.decimals_of(k));
                 t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(k as u64).s(event).f(Some(v));
             }
         }

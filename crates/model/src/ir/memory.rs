@@ -8,7 +8,7 @@
 
 use std::mem::size_of;
 
-use super::{Block, BlockLines, Coverage, Edge, Image, LineItem, Process, Profile, Routine, Stack};
+use super::{Block, BlockLines, Coverage, Edge, Image, LineItem, Process, Profile, Routine};
 
 /// Heap bytes the model holds, by part. Every field is in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl Process {
     fn add_memory(&self, m: &mut ModelMemory) {
         m.other += buffer(&self.thread_instr_counts) + buffer(&self.images);
         m.edges += buffer(&self.edges) + self.edges.iter().map(edge_heap).sum::<u64>();
-        m.stacks += buffer(&self.stacks) + self.stacks.iter().map(stack_heap).sum::<u64>();
+        m.stacks += self.stacks.heap_bytes();
         for image in &self.images {
             image.add_memory(m);
         }
@@ -124,10 +124,6 @@ fn edge_heap(edge: &Edge) -> u64 {
         (size_of::<super::EdgeDetails>() + path + runs) as u64 + d.inclusive.heap_bytes()
     });
     counts + details
-}
-
-fn stack_heap(stack: &Stack) -> u64 {
-    buffer(&stack.frames) + buffer(&stack.values)
 }
 
 fn routine_heap(r: &Routine) -> u64 {

@@ -31,6 +31,7 @@ mod counts;
 mod edge_kind;
 mod memory;
 mod paths;
+mod stacks;
 mod strings;
 
 pub use costs::{CostTable, Cursor, Rows};
@@ -38,6 +39,10 @@ pub use counts::{Counts, Numbers};
 pub use edge_kind::{EdgeClass, EdgeKind};
 pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
+pub use stacks::{
+    decimal_text, from_f64, parse_decimal, power_of_ten, rounded, to_f64, Children, ListedStack, Sample,
+    SampleRef, StackNode, StackValue, Stacks, MAX_DECIMALS,
+};
 pub use strings::StringTable;
 
 /// Index into [`Profile::files`].
@@ -166,8 +171,9 @@ pub struct Process {
     pub images: Vec<Image>,
     /// Control-flow edges between blocks (or between functions, for function-level formats).
     pub edges: Vec<Edge>,
-    /// Call stacks with values per event, root first.
-    pub stacks: Vec<Stack>,
+    /// Call stacks: a prefix tree of call paths and the samples on it, each with exact values
+    /// per event ([`Stacks`]).
+    pub stacks: Stacks,
 }
 
 impl Process {
@@ -175,7 +181,7 @@ impl Process {
     /// thread a stack was sampled on.
     pub fn thread_count(&self) -> usize {
         let edges = self.edges.iter().map(|e| e.counts.len()).max().unwrap_or(0);
-        let stacks = self.stacks.iter().filter_map(|s| s.thread).max().map_or(0, |t| t as usize + 1);
+        let stacks = self.stacks.max_thread().map_or(0, |t| t as usize + 1);
         self.thread_instr_counts.len().max(edges).max(stacks)
     }
 
@@ -760,17 +766,6 @@ impl Cost {
     pub fn value(&self, event: EventId) -> u64 {
         self.values.get(event).copied().unwrap_or(0)
     }
-}
-
-/// A call path, root first, with one value per [`Profile::events`] entry.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stack {
-    /// Frame names (indices into [`Profile::frames`]), root first, leaf last.
-    pub frames: Vec<FrameId>,
-    /// Values per event. Fractional values occur (folded stacks from averaging tools).
-    pub values: Vec<f64>,
-    /// The thread the stack was sampled on, when known.
-    pub thread: Option<u32>,
 }
 
 impl Profile {

@@ -21,7 +21,7 @@ use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
 use super::stack_set::{StackLog, StackSet};
 use cfghub_model::error::Result;
-use cfghub_model::ir::{FrameId, Process, Profile, Stack};
+use cfghub_model::ir::{FrameId, Process, Profile, StackValue, Stacks, NO_INDEX};
 
 /// Adds the stacks of every event to `profile` (whose events are already set).
 /// `columns` gives each event's column in the profile (`None`: left out).
@@ -69,8 +69,9 @@ pub(crate) fn add_stacks(
     for frames in frame_names.iter_mut().flatten() {
         order.rank_inner(&mut frames.ids);
     }
-    let mut all = Process::default();
+    let mut all = Process { stacks: Stacks::with_width(width), ..Process::default() };
     let mut ids: Vec<Option<FrameId>> = vec![None; texts.names.len()];
+    let mut values = vec![0; width];
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
         let merged = named_stacks(&chains, e, roots, &frame_names, &order);
@@ -83,15 +84,14 @@ pub(crate) fn add_stacks(
             order.unrank(&mut segments);
             texts.trim_ends(&mut segments);
             ids.resize(texts.names.len(), None);
-            let frames = segments
-                .iter()
-                .map(|&s| {
-                    *ids[s as usize].get_or_insert_with(|| profile.frames.intern(&texts.names[s as usize]))
-                })
-                .collect();
-            let mut values = vec![0.0; width];
-            values[column] = total as f64;
-            all.stacks.push(Stack { frames, values, thread: None });
+            let node = segments.iter().fold(NO_INDEX, |parent, &s| {
+                let frame =
+                    *ids[s as usize].get_or_insert_with(|| profile.frames.intern(&texts.names[s as usize]));
+                all.stacks.node(parent, frame)
+            });
+            values.fill(0);
+            values[column] = StackValue::from(total);
+            all.stacks.push_sample(node, None, &values);
         }
     }
     drop(chains);
