@@ -30,7 +30,7 @@ pub use flat::{FlatStacks, Frame};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{
     power_of_ten, rounded, Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile,
-    StackValue, Stacks, Symbol, SymbolRef,
+    StackValue, Stacks, Symbol, SymbolRef, NO_INDEX,
 };
 
 /// A non-negative sum of stack values as a cost: rounded to whole units once (fractional
@@ -158,49 +158,95 @@ pub struct FrameTotals {
     pub seen: Vec<bool>,
 }
 
-/// [`FrameTotals`] of `stacks`, whose frames are below `frames`: one walk of the prefix tree
-/// (each node's inclusive values go to its frame unless the frame is on the node's path above
-/// it), not of every stack's frames.
+/// [`FrameTotals`] of `stacks`, whose frames are below `frames`: one walk of the prefix tree,
+/// depth first, each node's inclusive values summed on the way back up (a sum per level of the
+/// path, not per node) and given to its frame unless the frame is on the path above it. The
+/// root frames' subtrees are walked side by side in a few runs, then added up.
 pub fn frame_totals(stacks: &Stacks, frames: usize) -> FrameTotals {
+    use rayon::prelude::*;
     let w = stacks.width();
-    let mut out = FrameTotals {
-        totals: vec![0; w],
-        self_cost: vec![0; frames * w],
-        total: vec![0; frames * w],
-        seen: vec![false; frames],
-    };
+    let nodes = stacks.nodes();
+    let mut totals = vec![0; w];
+    // The samples by their leaf node: those of node `n` are `at_node[first[n]..first[n + 1]]`.
+    let mut first = vec![0u32; nodes.len() + 1];
     for s in stacks.samples() {
-        for (t, v) in out.totals.iter_mut().zip(s.values) {
+        for (t, v) in totals.iter_mut().zip(s.values) {
             *t += v;
         }
+        if s.node != NO_INDEX {
+            first[s.node as usize + 1] += 1;
+        }
     }
-    let (own, inclusive) = stacks.node_totals();
-    let nodes = stacks.nodes();
+    for n in 0..nodes.len() {
+        first[n + 1] += first[n];
+    }
+    let mut at_node = vec![0u32; first[nodes.len()] as usize];
+    let mut next = first.clone();
+    for (i, s) in stacks.samples().enumerate() {
+        if s.node != NO_INDEX {
+            at_node[next[s.node as usize] as usize] = i as u32;
+            next[s.node as usize] += 1;
+        }
+    }
+    drop(next);
     let children = stacks.children();
-    // Depth-first, counting how often each frame is on the path to the node visited.
-    let mut on_path = vec![0u32; frames];
-    // (node, entered): a node is entered, then left once its children are done.
-    let mut todo: Vec<(u32, bool)> = children.roots().iter().rev().map(|&n| (n, false)).collect();
-    while let Some((n, entered)) = todo.pop() {
-        let f = nodes[n as usize].frame as usize;
-        if entered {
-            on_path[f] -= 1;
-            continue;
-        }
-        let at = n as usize * w;
-        out.seen[f] = true;
-        for k in 0..w {
-            out.self_cost[f * w + k] += own[at + k];
-        }
-        if on_path[f] == 0 {
-            for k in 0..w {
-                out.total[f * w + k] += inclusive[at + k];
+    let walk = |roots: &[u32]| -> FrameTotals {
+        let mut out = FrameTotals {
+            totals: Vec::new(),
+            self_cost: vec![0; frames * w],
+            total: vec![0; frames * w],
+            seen: vec![false; frames],
+        };
+        // How often each frame is on the path to the node visited, and the path's inclusive
+        // sums (`w` per level).
+        let mut on_path = vec![0u32; frames];
+        let mut sums: Vec<StackValue> = Vec::new();
+        // (node, entered): a node is entered, then left once its children are done.
+        let mut todo: Vec<(u32, bool)> = roots.iter().rev().map(|&n| (n, false)).collect();
+        while let Some((n, entered)) = todo.pop() {
+            let f = nodes[n as usize].frame as usize;
+            if entered {
+                on_path[f] -= 1;
+                let level = sums.len() - w;
+                if on_path[f] == 0 {
+                    for k in 0..w {
+                        out.total[f * w + k] += sums[level + k];
+                    }
+                }
+                if level > 0 {
+                    for k in 0..w {
+                        sums[level - w + k] += sums[level + k];
+                    }
+                }
+                sums.truncate(level);
+                continue;
             }
+            out.seen[f] = true;
+            let level = sums.len();
+            sums.resize(level + w, 0);
+            for &i in &at_node[first[n as usize] as usize..first[n as usize + 1] as usize] {
+                for (k, v) in stacks.sample(i as usize).values.iter().enumerate() {
+                    sums[level + k] += v;
+                    out.self_cost[f * w + k] += v;
+                }
+            }
+            on_path[f] += 1;
+            todo.push((n, true));
+            todo.extend(children.of(n).iter().rev().map(|&c| (c, false)));
         }
-        on_path[f] += 1;
-        todo.push((n, true));
-        todo.extend(children.of(n).iter().rev().map(|&c| (c, false)));
-    }
+        out
+    };
+    let roots = children.roots();
+    let runs = if nodes.len() < 1 << 16 { 1 } else { 2 * rayon::current_num_threads() };
+    let run = roots.len().div_ceil(runs).max(1);
+    let add = |mut a: FrameTotals, b: FrameTotals| {
+        a.self_cost.iter_mut().zip(&b.self_cost).for_each(|(x, y)| *x += y);
+        a.total.iter_mut().zip(&b.total).for_each(|(x, y)| *x += y);
+        a.seen.iter_mut().zip(&b.seen).for_each(|(x, y)| *x |= y);
+        a
+    };
+    let mut out = roots.par_chunks(run).map(walk).reduce_with(add).unwrap_or_else(|| walk(&[]));
+    out.totals = totals;
     out
 }
 
@@ -445,6 +491,21 @@ mod tests {
         assert_eq!(edges[&("a".into(), "b".into())], (4, 4));
         assert_eq!(edges[&("main".into(), "b".into())], (5, 5));
         assert_eq!(fl.edges.iter().filter(|e| e.kind == EdgeKind::Call).count(), 3);
+    }
+
+    #[test]
+    fn frame_totals_count_each_stack_once_per_function() {
+        let p = profile(&[("main;a;b;a", 3.0), ("main;a", 2.0), ("main;b", 5.0), ("x", 1.0)]);
+        let t = frame_totals(&p.processes[0].stacks, p.frames.len());
+        let id = |n: &str| p.frames.lookup(n).unwrap() as usize;
+        // Values in tenths (the helper's one decimal place).
+        assert_eq!(t.totals, [110]);
+        assert_eq!((t.self_cost[id("a")], t.self_cost[id("b")], t.self_cost[id("main")]), (50, 50, 0));
+        assert_eq!(
+            (t.total[id("main")], t.total[id("a")], t.total[id("b")], t.total[id("x")]),
+            (100, 50, 80, 10)
+        );
+        assert!(t.seen.iter().all(|&s| s));
     }
 
     #[test]

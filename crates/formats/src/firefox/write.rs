@@ -549,35 +549,34 @@ struct StackTree {
 impl StackTree {
     fn of(stacks: &Stacks, samples: &[usize]) -> StackTree {
         let nodes = stacks.nodes();
-        // The model nodes on the samples' paths, each once.
+        // The model nodes on the samples' paths.
         let mut used = vec![false; nodes.len()];
-        let mut on_paths: Vec<u32> = Vec::new();
         for &i in samples {
             let mut n = stacks.sample(i).node;
             while n != NO_INDEX && !used[n as usize] {
                 used[n as usize] = true;
-                on_paths.push(n);
                 n = nodes[n as usize].parent;
             }
         }
-        // Children grouped by parent, in frame order (roots first: their parent sorts last,
-        // so they are taken apart).
-        on_paths.sort_unstable_by_key(|&n| (nodes[n as usize].parent, nodes[n as usize].frame));
-        let start_of = |parent: u32| on_paths.partition_point(|&n| nodes[n as usize].parent < parent);
+        let children = stacks.children();
         let mut number = vec![NO_INDEX; nodes.len()];
         let mut tree =
             StackTree { prefix: Vec::new(), frame: Vec::new(), leaf: Vec::with_capacity(samples.len()) };
-        // Depth-first, children in frame order: the stack holds the children left to visit.
-        let roots = start_of(NO_INDEX);
-        let mut todo: Vec<u32> = on_paths[roots..].iter().rev().copied().collect();
+        // Depth-first, each node's children on the samples' paths in frame order: `todo`
+        // holds the nodes left to visit, the next on top.
+        let mut todo: Vec<u32> = Vec::new();
+        let push_children = |todo: &mut Vec<u32>, kids: &[u32]| {
+            let start = todo.len();
+            todo.extend(kids.iter().copied().filter(|&c| used[c as usize]));
+            todo[start..].sort_unstable_by(|&a, &b| nodes[b as usize].frame.cmp(&nodes[a as usize].frame));
+        };
+        push_children(&mut todo, children.roots());
         while let Some(n) = todo.pop() {
             let node = nodes[n as usize];
             tree.prefix.push((node.parent != NO_INDEX).then(|| number[node.parent as usize]));
             tree.frame.push(node.frame);
             number[n as usize] = tree.frame.len() as u32 - 1;
-            let first = start_of(n);
-            let last = first + on_paths[first..roots].partition_point(|&c| nodes[c as usize].parent == n);
-            todo.extend(on_paths[first..last].iter().rev());
+            push_children(&mut todo, children.of(n));
         }
         for &i in samples {
             let n = stacks.sample(i).node;

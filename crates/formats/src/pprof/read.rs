@@ -973,6 +973,17 @@ impl SampleMerger {
     }
 }
 
+/// A distinct sample resolved: its process (index), thread, frames (a range of the frames
+/// resolved, root first), values (a range of its run's) and leaf location.
+struct Resolved<'a> {
+    process: usize,
+    thread: Option<u32>,
+    frames: (usize, usize),
+    run: &'a SampleList,
+    values: (usize, usize),
+    leaf: Option<u32>,
+}
+
 /// What resolving a sample needs to know.
 struct SampleContext<'a> {
     nvalues: usize,
@@ -1246,6 +1257,9 @@ impl SampleContext<'_> {
         let order = set.in_order();
         let mut other_labels = set.other_labels;
         let mut merged: Vec<SampleMerger> = Vec::new();
+        // Every distinct sample resolved, its frames in `arena`.
+        let mut resolved: Vec<Resolved> = Vec::with_capacity(order.len());
+        let mut arena: Vec<FrameId> = Vec::new();
         let stacks = || {
             order.iter().map(|&(s, i)| {
                 let list = &set.shards[s as usize].list;
@@ -1317,21 +1331,58 @@ impl SampleContext<'_> {
                     processes.len() - 1
                 }
             };
-            let stacks = &mut processes[p].stacks;
-            let mut node = NO_INDEX;
+            // The frames, root first: a Location's last line is the caller.
+            let start = arena.len();
             for &id in ids.iter().rev() {
                 let l = self.location_ids.get(id).unwrap_or(0);
-                let (start, len) = self.location_run[l as usize];
-                for &f in &self.location_frames[start as usize..(start + len) as usize] {
-                    node = stacks.node(node, f);
-                }
+                let (first, len) = self.location_run[l as usize];
+                arena.extend_from_slice(&self.location_frames[first as usize..(first + len) as usize]);
             }
-            let values = &run.values[r.values.0..r.values.1];
             let leaf = ids.first().and_then(|&id| self.location_ids.get(id));
-            if let (0, Some(leaf)) = (p, leaf) {
+            resolved.push(Resolved {
+                process: p,
+                thread,
+                frames: (start, arena.len()),
+                run,
+                values: r.values,
+                leaf,
+            });
+        }
+        // Each process's call paths become its tree: the paths sorted, each node made where a
+        // path first leaves the one before it (no lookup: sorted paths that share a prefix are
+        // neighbours), then the samples in their own order, equal ones merged.
+        let path = |k: usize| &arena[resolved[k].frames.0..resolved[k].frames.1];
+        let mut node_of = vec![NO_INDEX; resolved.len()];
+        use rayon::prelude::*;
+        let mut by_path: Vec<usize> = (0..resolved.len()).collect();
+        by_path.par_sort_by(|&a, &b| {
+            resolved[a].process.cmp(&resolved[b].process).then_with(|| path(a).cmp(path(b)))
+        });
+        let mut made: Vec<u32> = Vec::new();
+        let mut before: Option<usize> = None;
+        for &k in &by_path {
+            let (p, frames) = (resolved[k].process, path(k));
+            let shared = match before {
+                Some(b) if resolved[b].process == p => {
+                    frames.iter().zip(path(b)).take_while(|(x, y)| x == y).count()
+                }
+                _ => 0,
+            };
+            made.truncate(shared);
+            let stacks = &mut processes[p].stacks;
+            for &f in &frames[shared..] {
+                made.push(stacks.push_node_unindexed(made.last().copied().unwrap_or(NO_INDEX), f));
+            }
+            node_of[k] = made.last().copied().unwrap_or(NO_INDEX);
+            before = Some(k);
+        }
+        drop(arena);
+        for (k, r) in resolved.iter().enumerate() {
+            let values = &r.run.values[r.values.0..r.values.1];
+            if let (0, Some(leaf)) = (r.process, r.leaf) {
                 leaves.add(leaf, values);
             }
-            merged[p].add(stacks, node, thread, values);
+            merged[r.process].add(&mut processes[r.process].stacks, node_of[k], r.thread, values);
         }
         Ok(other_labels)
     }

@@ -99,15 +99,38 @@ impl std::fmt::Debug for Stacks {
     }
 }
 
+/// Two stacks are equal when their samples are, in order: the same paths of frames, threads,
+/// values and decimal places, however their nodes are numbered.
 impl PartialEq for Stacks {
     fn eq(&self, other: &Self) -> bool {
         // Without samples, the number of value columns says nothing.
         let width = self.width == other.width || (self.samples.is_empty() && other.samples.is_empty());
-        self.nodes == other.nodes
-            && self.samples == other.samples
+        let columns = 0..self.width.max(other.width);
+        let same_path = |a: u32, b: u32| {
+            let (mut a, mut b) = (a, b);
+            loop {
+                match (a == NO_INDEX, b == NO_INDEX) {
+                    (true, true) => return true,
+                    (false, false) => {
+                        let (x, y) = (self.nodes[a as usize], other.nodes[b as usize]);
+                        if x.frame != y.frame {
+                            return false;
+                        }
+                        (a, b) = (x.parent, y.parent);
+                    }
+                    _ => return false,
+                }
+            }
+        };
+        width
             && self.values == other.values
-            && width
-            && self.decimals(0..self.width.max(other.width)) == other.decimals(0..self.width.max(other.width))
+            && self.decimals(columns.clone()) == other.decimals(columns)
+            && self.samples.len() == other.samples.len()
+            && self
+                .samples
+                .iter()
+                .zip(&other.samples)
+                .all(|(a, b)| a.thread == b.thread && same_path(a.node, b.node))
     }
 }
 
@@ -263,6 +286,9 @@ impl Stacks {
     /// The node of `frame` called from the leaf of `parent` ([`NO_INDEX`] for a root frame),
     /// added when new.
     pub fn node(&mut self, parent: u32, frame: FrameId) -> u32 {
+        if self.index.len() < self.nodes.len() {
+            self.rebuild_index();
+        }
         let h = hash(parent, frame);
         let nodes = &self.nodes;
         if let Some(&n) = self.index.find(h, |&n| nodes[n as usize] == StackNode { parent, frame }) {
@@ -281,16 +307,40 @@ impl Stacks {
         n
     }
 
+    /// Adds the node of `frame` under `parent` without looking for it: for a reader that makes
+    /// each path once (from sorted paths: those that share a prefix are neighbours), which must
+    /// know the node is new. The lookup is made again when [`Stacks::node`] next needs it.
+    pub fn push_node_unindexed(&mut self, parent: u32, frame: FrameId) -> u32 {
+        debug_assert!(parent == NO_INDEX || (parent as usize) < self.nodes.len());
+        let n = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&n| n != NO_INDEX)
+            .expect("more than 2^32 - 1 call paths");
+        self.nodes.push(StackNode { parent, frame });
+        if !self.index.is_empty() {
+            // Stale from now on: let it go, to be made again whole.
+            self.index = HashTable::new();
+        }
+        n
+    }
+
+    /// The lookup of nodes by `(parent, frame)`, made again after [`Stacks::shrink_to_fit`]
+    /// let it go.
+    fn rebuild_index(&mut self) {
+        let nodes = &self.nodes;
+        let mut index = HashTable::with_capacity(nodes.len());
+        for (n, node) in nodes.iter().enumerate() {
+            index.insert_unique(hash(node.parent, node.frame), n as u32, |&m| {
+                let node = nodes[m as usize];
+                hash(node.parent, node.frame)
+            });
+        }
+        self.index = index;
+    }
+
     /// The node of a whole path, root first ([`NO_INDEX`] for an empty one), added when new.
     pub fn path_node(&mut self, frames: &[FrameId]) -> u32 {
         frames.iter().fold(NO_INDEX, |parent, &f| self.node(parent, f))
-    }
-
-    /// The node of `frame` under `parent`, when some stack has it.
-    pub fn find_node(&self, parent: u32, frame: FrameId) -> Option<u32> {
-        self.index
-            .find(hash(parent, frame), |&n| self.nodes[n as usize] == StackNode { parent, frame })
-            .copied()
     }
 
     /// Adds a sample at `node` with its values (missing trailing values are 0; more values
@@ -567,13 +617,13 @@ impl Stacks {
         (own, inclusive)
     }
 
-    /// Gives back room reserved beyond the contents.
+    /// Gives back room reserved beyond the contents, and the lookup of nodes (a reader's
+    /// tool: about as large as the nodes, and made again if a node is added later).
     pub fn shrink_to_fit(&mut self) {
         self.nodes.shrink_to_fit();
         self.samples.shrink_to_fit();
         self.values.shrink_to_fit();
-        let nodes = &self.nodes;
-        self.index.shrink_to_fit(|&m| hash(nodes[m as usize].parent, nodes[m as usize].frame));
+        self.index = HashTable::new();
     }
 
     /// Heap bytes held.
