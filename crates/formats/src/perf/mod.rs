@@ -86,9 +86,6 @@ fn split_root(frame: &str) -> Option<(&str, Option<u64>, u64)> {
     Some((comm, pid, tid.parse().ok()?))
 }
 
-/// The pid (if known) and tid a root frame `comm-pid/tid` names.
-type RootIds = Option<(Option<u64>, u64)>;
-
 /// A root frame `comm-pid/tid` read: the command's frame, and the pid (if known) and tid.
 type RootFrame = (cfghub_model::ir::FrameId, RootIds);
 
@@ -96,105 +93,159 @@ type RootFrame = (cfghub_model::ir::FrameId, RootIds);
 /// per pid (samples without a pid in one process of pid 0), each stack on the thread of its
 /// tid, its root frame the command alone.
 fn by_process_and_thread(mut profile: cfghub_model::ir::Profile) -> cfghub_model::ir::Profile {
-    use cfghub_model::ir::{Process, Stacks, NO_INDEX};
-    use std::collections::BTreeMap;
     let Some(all) = profile.processes.pop() else { return profile };
     let old = std::mem::take(&mut profile.frames);
     let stacks = &all.stacks;
-    // pid -> tids seen.
-    let mut tids: BTreeMap<Option<u64>, Vec<u64>> = BTreeMap::new();
-    let mut processes: BTreeMap<Option<u64>, Process> = BTreeMap::new();
-    // Per sample: its root's ids and its node in its process's stacks.
-    let mut placed = Vec::with_capacity(stacks.len());
-    // Each old frame's new id, and each root frame's command (new id) and ids, found once.
-    let mut renamed: Vec<Option<cfghub_model::ir::FrameId>> = vec![None; old.len()];
-    let mut roots: Vec<Option<RootFrame>> = vec![None; old.len()];
-    // Each old node's root ids and new node, once made (a node's root is its path's first).
-    let mut new_node: Vec<Option<(RootIds, u32)>> = vec![None; stacks.nodes().len()];
-    let mut on_path: Vec<u32> = Vec::new();
-    let width = stacks.width();
+    let mut placing = ByProcess::new(old.len(), stacks.width(), all.pid);
+    let mut path = Vec::new();
     for sample in stacks.samples() {
-        if sample.node == NO_INDEX {
+        stacks.path(sample.node, &mut path);
+        placing.add(&path, |f| old.get(f), sample.values);
+    }
+    placing.finish(&mut profile);
+    profile
+}
+
+/// The pid (if known) and tid a root frame `comm-pid/tid` names.
+type RootIds = Option<(Option<u64>, u64)>;
+
+/// Stacks whose root frame is `comm-pid/tid` (as the collapse names a thread's stacks), put into
+/// one process per pid as they come: each frame given by a key (an id of the caller's names,
+/// looked up once), the root frame the command alone, each stack on the thread of its tid (the
+/// tids of a process numbered in order once all are known). Stacks that come sorted share
+/// prefixes with the one before, whose nodes are kept without a lookup.
+pub(crate) struct ByProcess {
+    frames: cfghub_model::ir::StringTable,
+    width: usize,
+    default_pid: u64,
+    /// The new frame of each key, and of each root key its command's frame and ids.
+    renamed: Vec<Option<cfghub_model::ir::FrameId>>,
+    roots: Vec<Option<RootFrame>>,
+    tids: std::collections::BTreeMap<Option<u64>, Vec<u64>>,
+    processes: std::collections::BTreeMap<Option<u64>, cfghub_model::ir::Process>,
+    /// Each stack's root ids and node, and its values (`width` each), in order.
+    placed: Vec<(RootIds, u32)>,
+    values: Vec<cfghub_model::ir::StackValue>,
+    /// The keys of the stack before and the node each ends at.
+    before: (Vec<u32>, Vec<u32>),
+}
+
+impl ByProcess {
+    /// Placing stacks whose frames are keys below `keys`, with `width` values each.
+    pub(crate) fn new(keys: usize, width: usize, default_pid: u64) -> Self {
+        ByProcess {
+            frames: Default::default(),
+            width,
+            default_pid,
+            renamed: vec![None; keys],
+            roots: vec![None; keys],
+            tids: Default::default(),
+            processes: Default::default(),
+            placed: Vec::new(),
+            values: Vec::new(),
+            before: (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Adds a stack: its frames' keys root first (the root `comm-pid/tid`), `name` the name of
+    /// a key.
+    pub(crate) fn add<'n>(
+        &mut self,
+        keys: &[u32],
+        name: impl Fn(u32) -> &'n str,
+        values: &[cfghub_model::ir::StackValue],
+    ) {
+        use cfghub_model::ir::{Process, Stacks, NO_INDEX};
+        let (width, default_pid) = (self.width, self.default_pid);
+        fn process(
+            processes: &mut std::collections::BTreeMap<Option<u64>, Process>,
+            pid: Option<u64>,
+            default_pid: u64,
+            width: usize,
+        ) -> &mut Process {
+            processes.entry(pid).or_insert_with(|| Process {
+                pid: pid.unwrap_or(default_pid),
+                stacks: Stacks::with_width(width),
+                ..Default::default()
+            })
+        }
+        if let Some(&most) = keys.iter().max() {
+            if most as usize >= self.renamed.len() {
+                self.renamed.resize(most as usize + 1, None);
+                self.roots.resize(most as usize + 1, None);
+            }
+        }
+        let Some(&root) = keys.first() else {
             // A stack without frames: the root of no command.
-            let root = profile.frames.intern("");
-            let stacks = &mut processes
-                .entry(None)
-                .or_insert_with(|| Process {
-                    pid: all.pid,
-                    stacks: Stacks::with_width(width),
-                    ..Default::default()
-                })
-                .stacks;
-            placed.push((None, stacks.node(NO_INDEX, root)));
-            continue;
-        }
-        // The nodes of the path not made yet, leaf first.
-        on_path.clear();
-        let mut n = sample.node;
-        while n != NO_INDEX && new_node[n as usize].is_none() {
-            on_path.push(n);
-            n = stacks.nodes()[n as usize].parent;
-        }
-        let mut at = if n == NO_INDEX { None } else { new_node[n as usize] };
-        for &o in on_path.iter().rev() {
-            let node = stacks.nodes()[o as usize];
-            let made = match at {
-                None => {
-                    let first = node.frame;
-                    let (root, ids) = *roots[first as usize].get_or_insert_with(|| {
-                        let name = old.get(first);
-                        let (comm, ids) = match split_root(name) {
-                            Some((comm, pid, tid)) => (comm, Some((pid, tid))),
-                            None => (name, None),
-                        };
-                        (profile.frames.intern(comm), ids)
-                    });
-                    let pid = ids.and_then(|i| i.0);
-                    let stacks = &mut processes
-                        .entry(pid)
-                        .or_insert_with(|| Process {
-                            pid: pid.unwrap_or(all.pid),
-                            stacks: Stacks::with_width(width),
-                            ..Default::default()
-                        })
-                        .stacks;
-                    (ids, stacks.node(NO_INDEX, root))
-                }
-                Some((ids, parent)) => {
-                    let f = *renamed[node.frame as usize]
-                        .get_or_insert_with(|| profile.frames.intern(old.get(node.frame)));
-                    let pid = ids.and_then(|i| i.0);
-                    let stacks = &mut processes.get_mut(&pid).expect("made with the root").stacks;
-                    (ids, stacks.node(parent, f))
-                }
+            let root = self.frames.intern("");
+            let node = process(&mut self.processes, None, default_pid, width).stacks.node(NO_INDEX, root);
+            self.placed.push((None, node));
+            self.values.extend_from_slice(values);
+            self.before.0.clear();
+            self.before.1.clear();
+            return;
+        };
+        let frames = &mut self.frames;
+        let (root_frame, ids) = *self.roots[root as usize].get_or_insert_with(|| {
+            let text = name(root);
+            let (comm, ids) = match split_root(text) {
+                Some((comm, pid, tid)) => (comm, Some((pid, tid))),
+                None => (text, None),
             };
-            new_node[o as usize] = Some(made);
-            at = Some(made);
+            (frames.intern(comm), ids)
+        });
+        let pid = ids.and_then(|i| i.0);
+        let stacks = &mut process(&mut self.processes, pid, default_pid, width).stacks;
+        let (before, nodes) = &mut self.before;
+        // The same root key is the same process: the shared prefix keeps its nodes.
+        let shared = keys.iter().zip(before.iter()).take_while(|(a, b)| a == b).count();
+        nodes.truncate(shared);
+        for (k, &key) in keys.iter().enumerate().skip(shared) {
+            let frame = match k {
+                0 => root_frame,
+                _ => *self.renamed[key as usize].get_or_insert_with(|| frames.intern(name(key))),
+            };
+            nodes.push(stacks.node(nodes.last().copied().unwrap_or(NO_INDEX), frame));
         }
-        let (ids, node) = at.expect("a path of frames");
+        before.clear();
+        before.extend_from_slice(keys);
         if let Some((pid, tid)) = ids {
-            let t = tids.entry(pid).or_default();
+            let t = self.tids.entry(pid).or_default();
             if !t.contains(&tid) {
                 t.push(tid);
             }
         }
-        placed.push((ids, node));
+        self.placed.push((ids, *nodes.last().expect("a stack of frames")));
+        self.values.extend_from_slice(values);
+        self.values.extend(std::iter::repeat_n(0, width.saturating_sub(values.len())));
     }
-    for t in tids.values_mut() {
-        t.sort_unstable();
+
+    /// Puts the processes (in place of the profile's), their frames and a `tids` header per
+    /// process into `profile`.
+    pub(crate) fn finish(mut self, profile: &mut cfghub_model::ir::Profile) {
+        for t in self.tids.values_mut() {
+            t.sort_unstable();
+        }
+        let width = self.width;
+        for (k, &(ids, node)) in self.placed.iter().enumerate() {
+            let pid = ids.and_then(|i| i.0);
+            let thread =
+                ids.and_then(|(p, tid)| self.tids[&p].iter().position(|&t| t == tid)).map(|i| i as u32);
+            let values = &self.values[k * width..(k + 1) * width];
+            self.processes
+                .get_mut(&pid)
+                .expect("made with the stack")
+                .stacks
+                .push_sample(node, thread, values);
+        }
+        for (pid, t) in &self.tids {
+            let list: Vec<String> = t.iter().map(|t| t.to_string()).collect();
+            let pid = pid.map_or("?".to_string(), |p| p.to_string());
+            profile.meta.headers.push(("tids".into(), format!("{pid}: {}", list.join(" "))));
+        }
+        profile.frames = self.frames;
+        profile.processes = self.processes.into_values().collect();
     }
-    for (sample, (ids, node)) in stacks.samples().zip(placed) {
-        let pid = ids.and_then(|i| i.0);
-        let thread = ids.and_then(|(p, tid)| tids[&p].iter().position(|&t| t == tid)).map(|i| i as u32);
-        processes.get_mut(&pid).expect("made with the stack").stacks.push_sample(node, thread, sample.values);
-    }
-    for (pid, t) in &tids {
-        let list: Vec<String> = t.iter().map(|t| t.to_string()).collect();
-        let pid = pid.map_or("?".to_string(), |p| p.to_string());
-        profile.meta.headers.push(("tids".into(), format!("{pid}: {}", list.join(" "))));
-    }
-    profile.processes = processes.into_values().collect();
-    profile
 }
 
 /// Where the first record starts (leading blank lines and `#` comments skipped), after checking

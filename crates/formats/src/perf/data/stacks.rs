@@ -21,7 +21,7 @@ use super::names::Names;
 use super::records::{Recording, NO_IMAGE, NO_KERNEL_IMAGE};
 use super::stack_set::{StackLog, StackSet};
 use cfghub_model::error::Result;
-use cfghub_model::ir::{FrameId, Process, Profile, StackValue, Stacks, NO_INDEX};
+use cfghub_model::ir::{Profile, StackValue};
 
 /// Adds the stacks of every event to `profile` (whose events are already set).
 /// `columns` gives each event's column in the profile (`None`: left out).
@@ -69,9 +69,11 @@ pub(crate) fn add_stacks(
     for frames in frame_names.iter_mut().flatten() {
         order.rank_inner(&mut frames.ids);
     }
-    let mut all = Process { stacks: Stacks::with_width(width), ..Process::default() };
-    let mut ids: Vec<Option<FrameId>> = vec![None; texts.names.len()];
+    // The stacks go straight into one process per pid, their root frames (`comm-pid/tid`) the
+    // command alone, as the `perf script` reader puts the collapse's.
+    let mut placing = super::super::ByProcess::new(texts.names.len(), width, 0);
     let mut values = vec![0; width];
+    let mut any = false;
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
         let merged = named_stacks(&chains, e, roots, &frame_names, &order);
@@ -83,26 +85,17 @@ pub(crate) fn add_stacks(
             let total = merged.total(i as usize).period;
             order.unrank(&mut segments);
             texts.trim_ends(&mut segments);
-            ids.resize(texts.names.len(), None);
-            let node = segments.iter().fold(NO_INDEX, |parent, &s| {
-                let frame =
-                    *ids[s as usize].get_or_insert_with(|| profile.frames.intern(&texts.names[s as usize]));
-                all.stacks.node(parent, frame)
-            });
             values.fill(0);
             values[column] = StackValue::from(total);
-            all.stacks.push_sample(node, None, &values);
+            placing.add(&segments, |s| texts.names[s as usize].as_str(), &values);
+            any = true;
         }
     }
     drop(chains);
-    if all.stacks.is_empty() {
+    if !any {
         return Ok(());
     }
-    let mut with_stacks = std::mem::take(profile);
-    with_stacks.processes.push(all);
-    let events = std::mem::take(&mut with_stacks.events);
-    *profile = super::super::by_process_and_thread(with_stacks);
-    profile.events = events;
+    placing.finish(profile);
     Ok(())
 }
 
