@@ -402,22 +402,6 @@ impl Stacks {
         &mut self.values[i * self.width..(i + 1) * self.width]
     }
 
-    /// Every sample's node, thread and values, to change them in place.
-    pub fn samples_mut(&mut self) -> impl Iterator<Item = (&mut Sample, &mut [StackValue])> {
-        let width = self.width.max(1);
-        let values: Box<dyn Iterator<Item = &mut [StackValue]>> = if self.width == 0 {
-            Box::new(std::iter::repeat_with(|| -> &mut [StackValue] { &mut [] }))
-        } else {
-            Box::new(self.values.chunks_exact_mut(width))
-        };
-        self.samples.iter_mut().zip(values)
-    }
-
-    /// Sets the thread of a sample.
-    pub fn set_thread(sample: &mut Sample, thread: Option<u32>) {
-        sample.thread = thread.unwrap_or(NO_INDEX);
-    }
-
     /// The frames of `node`'s path, root first, into `out` (cleared first).
     pub fn path(&self, node: u32, out: &mut Vec<FrameId>) {
         out.clear();
@@ -520,52 +504,6 @@ impl Stacks {
         true
     }
 
-    /// Keeps only the samples for which `keep` holds (nodes stay).
-    pub fn retain_samples(&mut self, mut keep: impl FnMut(SampleRef) -> bool) {
-        let width = self.width;
-        let mut kept = 0;
-        for i in 0..self.samples.len() {
-            if keep(self.sample(i)) {
-                self.samples[kept] = self.samples[i];
-                self.values.copy_within(i * width..(i + 1) * width, kept * width);
-                kept += 1;
-            }
-        }
-        self.samples.truncate(kept);
-        self.values.truncate(kept * width);
-    }
-
-    /// Adds `other`'s samples after this one's, its frames renamed by `frame` (a frame id of
-    /// `other`'s profile to one of this one's), its threads by `thread`, and its values
-    /// scaled to the finer decimals of each column.
-    pub fn append(
-        &mut self,
-        other: &Stacks,
-        mut frame: impl FnMut(FrameId) -> FrameId,
-        mut thread: impl FnMut(Option<u32>) -> Option<u32>,
-    ) {
-        let width = self.width.max(other.width);
-        self.widen(width);
-        for c in 0..width {
-            self.set_decimals(c, other.decimals_of(c));
-        }
-        let mut node_of = vec![NO_INDEX; other.nodes.len()];
-        for (i, n) in other.nodes.iter().enumerate() {
-            let parent = if n.parent == NO_INDEX { NO_INDEX } else { node_of[n.parent as usize] };
-            node_of[i] = self.node(parent, frame(n.frame));
-        }
-        let scale: Vec<StackValue> = (0..width)
-            .map(|c| power_of_ten(self.decimals_of(c) - other.decimals_of(c).min(self.decimals_of(c))))
-            .collect();
-        let mut row = Vec::with_capacity(width);
-        for s in other.samples() {
-            row.clear();
-            row.extend(s.values.iter().zip(&scale).map(|(v, k)| v * k));
-            let node = if s.node == NO_INDEX { NO_INDEX } else { node_of[s.node as usize] };
-            self.push_sample(node, thread(s.thread), &row);
-        }
-    }
-
     /// The children of every node, grouped by parent: `children.of(n)` are the nodes called
     /// from `n`'s leaf, in the order they were made; `children.roots()` the root frames' nodes.
     pub fn children(&self) -> Children {
@@ -633,12 +571,6 @@ impl Stacks {
             + self.samples.capacity() * size_of::<Sample>()
             + self.values.capacity() * size_of::<StackValue>()
             + self.decimals.capacity()) as u64
-    }
-
-    /// Reserves room for `samples` more samples.
-    pub fn reserve(&mut self, samples: usize) {
-        self.samples.reserve(samples);
-        self.values.reserve(samples * self.width);
     }
 }
 
@@ -734,10 +666,8 @@ mod tests {
         let mut t = Stacks::with_width(2);
         t.push(&[0, 1], Some(1), &[5, 6]);
         t.set_decimals(0, 1);
-        s.append(&t, |f| f + 10, |t| t);
-        assert_eq!(s.sample(0).values, &[30, 400]);
-        // 5.0 (scaled when t got its decimal) and 6 (scaled to two places).
-        assert_eq!(s.sample(1).values, &[50, 600]);
-        assert_eq!(s.frames(s.sample(1).node), vec![10, 11]);
+        assert_eq!(t.sample(0).values, &[50, 6], "5.0 in tenths");
+        assert!(!s.set_decimals(0, MAX_DECIMALS + 20), "past the value range: nothing changed");
+        assert_eq!(s.sample(0).values, &[3, 400]);
     }
 }
