@@ -28,7 +28,7 @@ use cfghub_model::io::write_error;
 use cfghub_model::ir::{EventId, StackValue};
 
 use super::write::{
-    complete, extra_samples, parts, push_own_keys, rounded, scaled, track_of, write_object, Notes, Object,
+    clamped, complete, extra_samples, parts, push_own_keys, scaled, track_of, write_object, Notes, Object,
     Skeleton,
 };
 use super::KERNEL_SUFFIX;
@@ -104,7 +104,7 @@ fn weigh(flat: &FlatStacks, e: EventId, name: &str, notes: &mut Notes) -> Track 
     let factor = notes.scale(extra, most, name);
     let mut samples = 0;
     let Ok(()) = flat.try_for_each(|_, _, values| -> std::result::Result<(), Infallible> {
-        let w = scaled(rounded(value(values)), factor);
+        let w = scaled(clamped(value(values)), factor);
         notes.split(w);
         samples += parts(w).count();
         Ok(())
@@ -184,7 +184,7 @@ fn samples(flat: &FlatStacks, track: &Track, out: &mut Spill) -> std::io::Result
     let mut numbers = itoa::Buffer::new();
     let (mut node, mut first) = (0usize, true);
     let weight =
-        |values: &[StackValue]| scaled(rounded(values.get(track.event).copied().unwrap_or(0)), track.factor);
+        |values: &[StackValue]| scaled(clamped(values.get(track.event).copied().unwrap_or(0)), track.factor);
     flat.try_for_each(|_, _, values| -> std::io::Result<()> {
         for _ in parts(weight(values)) {
             if !std::mem::take(&mut first) {

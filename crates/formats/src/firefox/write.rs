@@ -43,9 +43,7 @@ use serde_json::{json, Value};
 
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
-use cfghub_model::ir::{
-    rounded as rounded_value, to_f64, FrameId, Image, Process, Profile, StackValue, Stacks, NO_INDEX,
-};
+use cfghub_model::ir::{rounded, to_f64, FrameId, Image, Process, Profile, StackValue, Stacks, NO_INDEX};
 
 use super::{is_kernel_image, KERNEL_SUFFIX};
 
@@ -199,13 +197,13 @@ impl Notes {
     /// written): `v` rounded, where noted; beyond 64 bits, the nearest 64-bit weight. `sums`
     /// adds up the values and the weights.
     pub(super) fn whole(&mut self, v: StackValue, decimals: u8, sums: &mut (f64, f64)) -> i64 {
-        let r = rounded_value(v, decimals);
+        let r = rounded(v, decimals);
         if decimals > 0 && r * cfghub_model::ir::power_of_ten(decimals) != v {
             self.rounded += 1;
         }
         sums.0 += to_f64(v, decimals);
         sums.1 += r as f64;
-        rounded(r)
+        clamped(r)
     }
 
     /// Adds the sums of a track of event `e` ([`Notes::whole`]).
@@ -501,7 +499,7 @@ impl Writer {
 }
 
 /// A whole value as a 64-bit weight: the nearest one beyond that range.
-pub(super) fn rounded(v: StackValue) -> i64 {
+pub(super) fn clamped(v: StackValue) -> i64 {
     v.clamp(StackValue::from(i64::MIN), StackValue::from(i64::MAX)) as i64
 }
 
