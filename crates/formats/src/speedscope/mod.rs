@@ -208,28 +208,17 @@ fn write_model(
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     let mut index_of: Vec<u32> = vec![u32::MAX; profile.frames.len()];
     let mut used: Vec<u32> = Vec::new();
-    // Frames numbered in order of first appearance, stack by stack, root first: a stack's
-    // frames not met before are on the nodes of its path no earlier stack went through.
-    let mut path: Vec<u32> = Vec::new();
+    // Frames numbered in order of first appearance, stack by stack, root first.
     for stacks in profile.processes.iter().map(|p| &p.stacks) {
-        let mut visited = vec![false; stacks.nodes().len()];
-        for s in stacks.samples() {
-            path.clear();
-            let mut n = s.node;
-            while n != NO_INDEX && !visited[n as usize] {
-                visited[n as usize] = true;
-                path.push(n);
-                n = stacks.nodes()[n as usize].parent;
-            }
-            for &n in path.iter().rev() {
-                let f = stacks.nodes()[n as usize].frame;
-                if index_of[f as usize] == u32::MAX {
-                    index_of[f as usize] = used.len() as u32;
-                    used.push(f);
-                }
+        for n in stacks.nodes_in_order_met() {
+            let f = stacks.nodes()[n as usize].frame;
+            if index_of[f as usize] == u32::MAX {
+                index_of[f as usize] = used.len() as u32;
+                used.push(f);
             }
         }
     }
+    let mut path: Vec<u32> = Vec::new();
     start_file(&mut buf, profile, options);
     for (i, &f) in used.iter().enumerate() {
         if i > 0 {

@@ -625,29 +625,15 @@ fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
     let model = stacks.nodes();
     let mut number: Vec<u32> = vec![NO_INDEX; model.len()];
     let mut nodes: Vec<TreeNode> = Vec::new();
-    let mut path: Vec<u32> = Vec::new();
-    let leaves = stacks
-        .samples()
-        .map(|s| {
-            // The path's nodes not numbered yet, leaf first.
-            path.clear();
-            let mut n = s.node;
-            while n != NO_INDEX && number[n as usize] == NO_INDEX {
-                path.push(n);
-                n = model[n as usize].parent;
-            }
-            for &m in path.iter().rev() {
-                let parent = model[m as usize].parent;
-                let (parent, depth) = match parent {
-                    NO_INDEX => (None, 0),
-                    p => (Some(number[p as usize]), nodes[number[p as usize] as usize].2 + 1),
-                };
-                number[m as usize] = nodes.len() as u32;
-                nodes.push((parent, model[m as usize].frame, depth));
-            }
-            (s.node != NO_INDEX).then(|| number[s.node as usize])
-        })
-        .collect();
+    for m in stacks.nodes_in_order_met() {
+        let (parent, depth) = match model[m as usize].parent {
+            NO_INDEX => (None, 0),
+            p => (Some(number[p as usize]), nodes[number[p as usize] as usize].2 + 1),
+        };
+        number[m as usize] = nodes.len() as u32;
+        nodes.push((parent, model[m as usize].frame, depth));
+    }
+    let leaves = stacks.samples().map(|s| (s.node != NO_INDEX).then(|| number[s.node as usize])).collect();
     (leaves, nodes)
 }
 

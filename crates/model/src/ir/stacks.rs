@@ -438,6 +438,26 @@ impl Stacks {
         stacks
     }
 
+    /// The nodes on the samples' paths, each once, in the order a walk of every sample's path
+    /// root first meets them (sample by sample: a path's nodes no earlier sample went through,
+    /// root first). Writers that number frames or nodes as the stacks show them use it.
+    pub fn nodes_in_order_met(&self) -> Vec<u32> {
+        let mut met = vec![false; self.nodes.len()];
+        let mut order = Vec::new();
+        let mut path = Vec::new();
+        for s in &self.samples {
+            path.clear();
+            let mut n = s.node;
+            while n != NO_INDEX && !met[n as usize] {
+                met[n as usize] = true;
+                path.push(n);
+                n = self.nodes[n as usize].parent;
+            }
+            order.extend(path.iter().rev());
+        }
+        order
+    }
+
     /// The leaf frame of `node` (`None` for an empty stack).
     pub fn leaf(&self, node: u32) -> Option<FrameId> {
         (node != NO_INDEX).then(|| self.nodes[node as usize].frame)
@@ -619,6 +639,7 @@ mod tests {
             ]
         );
         assert_eq!(s.depth(s.sample(1).node), 3);
+        assert_eq!(s.nodes_in_order_met(), [0, 1, 2, 3]);
         let children = s.children();
         assert_eq!(children.roots(), &[0]);
         assert_eq!(children.of(1), &[2, 3]);
