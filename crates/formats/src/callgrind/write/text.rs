@@ -1,9 +1,10 @@
 //! The Callgrind writer's output buffer and number formatting.
 //!
-//! Text goes into one buffer kept at its full length, with a cursor: a line is formatted into a
-//! fixed-size window of it (one bounds check for the window, none for capacity or length per
-//! byte); decimal numbers are formatted by `itoa`. The buffer is reused for the whole file and
-//! handed to the output in chunks.
+//! Text goes into one growing buffer, reused for the whole file and handed to the output in
+//! chunks; a line of numbers is formatted into a scratch array of [`WINDOW`] bytes and appended,
+//! decimal numbers by `itoa`. (A buffer kept at its full length with a cursor, formatting in
+//! place, was measured against this: within 3% either way on DCFG, Callgrind and stack inputs
+//! written as Callgrind, so it went.)
 
 /// The longest line formatted in one window: two positions, a call or jump count, and up to
 /// [`WINDOW_VALUES`] values, each at most 20 digits with a separator.
@@ -11,80 +12,58 @@ pub(super) const WINDOW: usize = 256;
 /// Values a cost line may have to be formatted in one window.
 pub(super) const WINDOW_VALUES: usize = 8;
 
-/// A text buffer with a write cursor.
+/// A text buffer: a growing `Vec<u8>`, lines formatted into a scratch array and appended.
 pub(super) struct Out {
-    /// Always at its full length; bytes from `pos` on are scratch.
     buf: Vec<u8>,
-    pos: usize,
+    scratch: [u8; WINDOW],
 }
 
 impl Out {
     pub(super) fn with_capacity(n: usize) -> Out {
-        Out { buf: vec![0; n.max(WINDOW)], pos: 0 }
+        Out { buf: Vec::with_capacity(n), scratch: [0; WINDOW] }
     }
 
     /// The text written so far.
     pub(super) fn text(&self) -> &[u8] {
-        &self.buf[..self.pos]
+        &self.buf
     }
 
     pub(super) fn len(&self) -> usize {
-        self.pos
+        self.buf.len()
     }
 
     pub(super) fn clear(&mut self) {
-        self.pos = 0;
+        self.buf.clear();
     }
 
-    /// Makes room for `n` more bytes.
-    #[inline]
-    fn reserve(&mut self, n: usize) {
-        if self.buf.len() - self.pos < n {
-            self.grow(n);
-        }
-    }
-
-    #[cold]
-    fn grow(&mut self, n: usize) {
-        let len = (self.pos + n).max(self.buf.len() * 2);
-        self.buf.resize(len, 0);
-    }
-
-    /// A window of [`WINDOW`] bytes at the cursor, to format a line into; [`Out::advance`]
-    /// then keeps what was written.
+    /// A scratch array of [`WINDOW`] bytes to format a line into; [`Out::advance`] then
+    /// appends what was written.
     #[inline]
     pub(super) fn window(&mut self) -> &mut [u8; WINDOW] {
-        self.reserve(WINDOW);
-        let pos = self.pos;
-        (&mut self.buf[pos..pos + WINDOW]).try_into().expect("the window is WINDOW bytes")
+        &mut self.scratch
     }
 
-    /// Keeps `n` bytes written into the window.
+    /// Appends the first `n` bytes of the scratch array.
     #[inline]
     pub(super) fn advance(&mut self, n: usize) {
-        self.pos += n;
+        self.buf.extend_from_slice(&self.scratch[..n]);
     }
 
     #[inline]
     pub(super) fn bytes(&mut self, b: &[u8]) {
-        self.reserve(b.len());
-        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
-        self.pos += b.len();
+        self.buf.extend_from_slice(b);
     }
 
     #[inline]
     pub(super) fn byte(&mut self, b: u8) {
-        self.reserve(1);
-        self.buf[self.pos] = b;
-        self.pos += 1;
+        self.buf.push(b);
     }
 
     /// A decimal number.
     #[inline]
     pub(super) fn num(&mut self, v: u64) {
-        let w = self.window();
-        let n = put_num(w, 0, v);
-        self.advance(n);
+        let mut digits = itoa::Buffer::new();
+        self.buf.extend_from_slice(digits.format(v).as_bytes());
     }
 }
 
