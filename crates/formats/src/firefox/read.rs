@@ -566,7 +566,7 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
     for (i, s) in samples.stack.iter().enumerate() {
         let weight = samples.weight.as_ref().and_then(|w| w[i]);
         let w = match weight {
-            None => scale,
+            None => scale * power_of_ten(scratch.decimals),
             Some(w) => {
                 // The number as the file writes it (JSON text to the nearest f64 and back to
                 // its shortest text), exactly.
@@ -582,7 +582,6 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
                 digits * power_of_ten(scratch.decimals - places) * scale
             }
         };
-        let w = if weight.is_none() { w * power_of_ten(scratch.decimals) } else { w };
         let s = match s {
             None => n,
             Some(s) if s < n => s,

@@ -9,7 +9,7 @@ use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
 use cfghub_model::ir::{decimal_text, Profile};
 
-use crate::folded_stacks::folded::{parse_count, COMMENT_KEY, EVENTS_PREFIX, UNNAMED_COLUMN};
+use crate::folded_stacks::folded::{COMMENT_KEY, EVENTS_PREFIX, UNNAMED_COLUMN};
 use crate::folded_stacks::stacks_for_writing;
 
 /// Writes the profile's stacks (or stacks derived from its call graph or its flat costs, with
@@ -160,7 +160,7 @@ fn first_line_is_ambiguous(stacks: &WrittenStacks) -> bool {
     stacks.push_name(leaf, &mut name);
     let name = String::from_utf8_lossy(&name);
     match name.trim_end().rfind([' ', '\t']) {
-        Some(i) => parse_count(&name.trim_end().as_bytes()[i + 1..]).is_some(),
+        Some(i) => cfghub_model::ir::parse_decimal(&name.trim_end().as_bytes()[i + 1..]).is_some(),
         None => false,
     }
 }

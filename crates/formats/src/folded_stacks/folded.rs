@@ -161,7 +161,7 @@ impl Parser {
                 None => return Err(bad_line(line_no, line)),
             };
             let token = &rest[split + 1..];
-            let (value, decimals) = parse_count(token).ok_or_else(|| {
+            let (value, decimals) = parse_decimal(token).ok_or_else(|| {
                 Error::input(format!(
                     "expected {columns} count(s) at the end of the line, found `{}`",
                     String::from_utf8_lossy(token)
@@ -319,7 +319,7 @@ fn count_trailing_numbers(line: &[u8]) -> usize {
     let mut rest = line;
     let mut n = 0;
     while let Some(split) = memrchr2(b' ', b'\t', rest) {
-        if parse_count(&rest[split + 1..]).is_none() {
+        if parse_decimal(&rest[split + 1..]).is_none() {
             break;
         }
         let before = trim_end(&rest[..split]);
@@ -330,12 +330,6 @@ fn count_trailing_numbers(line: &[u8]) -> usize {
         rest = before;
     }
     n
-}
-
-/// A non-negative decimal count: digits, optionally with a fraction (`12`, `2.567`, `3.`), as
-/// its digits and its number of decimal places (exact: no floating point).
-pub(crate) fn parse_count(token: &[u8]) -> Option<(StackValue, u8)> {
-    parse_decimal(token)
 }
 
 #[cfg(test)]
@@ -428,12 +422,12 @@ mod tests {
 
     #[test]
     fn big_and_fractional_counts() {
-        assert_eq!(parse_count(b"18446744073709551615"), Some((StackValue::from(u64::MAX), 0)));
-        assert_eq!(parse_count(b"99999999999999999999999"), Some((99_999_999_999_999_999_999_999, 0)));
-        assert_eq!(parse_count(b"0.1"), Some((1, 1)));
-        assert_eq!(parse_count(b"3."), Some((3, 0)));
-        assert_eq!(parse_count(b".5"), None);
-        assert_eq!(parse_count(b"1e5"), None);
+        assert_eq!(parse_decimal(b"18446744073709551615"), Some((StackValue::from(u64::MAX), 0)));
+        assert_eq!(parse_decimal(b"99999999999999999999999"), Some((99_999_999_999_999_999_999_999, 0)));
+        assert_eq!(parse_decimal(b"0.1"), Some((1, 1)));
+        assert_eq!(parse_decimal(b"3."), Some((3, 0)));
+        assert_eq!(parse_decimal(b".5"), None);
+        assert_eq!(parse_decimal(b"1e5"), None);
     }
 
     #[test]
