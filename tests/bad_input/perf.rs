@@ -33,6 +33,6 @@ fn bytes_beyond_ascii_in_symbols_are_read_not_a_panic() {
         let (o, err, dir) = convert(&text);
         assert_eq!(o.status.code(), Some(0), "{err}");
         let out = std::fs::read(dir.path().join("out.folded")).unwrap();
-        assert!(out.starts_with(b"prog;main;"), "{}", String::from_utf8_lossy(&out));
+        assert!(out.starts_with(b"# events: cycles\nprog;main;"), "{}", String::from_utf8_lossy(&out));
     }
 }

@@ -41,8 +41,11 @@ fn perf_script_to_folded_on_stdout() {
     let o = run(&["convert", input.to_str().unwrap(), "--from", "perf", "--to", "folded", "-o", "-"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.lines().all(|l| l.starts_with("dd;")), "{out}");
+    // The event as perf names it, its values the samples' periods (10,101,010 ns each).
+    assert!(out.starts_with("# events: cpu-clock\n"), "{out}");
+    assert!(out.lines().skip(1).all(|l| l.starts_with("dd;")), "{out}");
     assert!(out.contains("vfs_read"));
+    assert!(out.contains(";__srcu_read_unlock_[k] 20202020\n"), "{out}");
 }
 
 #[test]

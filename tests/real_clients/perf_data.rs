@@ -13,12 +13,22 @@ use std::process::Command;
 
 use crate::common::{self, run, stderr};
 
-/// Compiles the fixture program into `dir` and records it; `None` (with a note) when this
-/// machine does not let perf record at all.
+/// Compiles the fixture program into `dir` and records it with call chains (`-g`) and
+/// `extra` options; `None` (with a note) when this machine does not let perf record at all.
 fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<PathBuf> {
+    let tries: Vec<Vec<&str>> = ["cpu-clock", "cpu-clock:u"]
+        .iter()
+        .map(|event| extra.iter().copied().chain(["-g", "-e", event]).collect())
+        .collect();
+    record_with(dir, program, &tries, output)
+}
+
+/// Compiles the fixture program into `dir` and records it with the first of `tries` (perf
+/// record's options) that perf accepts.
+fn record_with(dir: &Path, program: &str, tries: &[Vec<&str>], output: &str) -> Option<PathBuf> {
     common::require("perf");
     common::require("gcc");
-    let cpp = program == "hot-cpp";
+    let cpp = program.ends_with("-cpp");
     let source = common::fixture(&format!("perf-data/{program}.{}", if cpp { "cc" } else { "c" }));
     let binary = dir.join("hot");
     let freestanding: &[&str] = match program {
@@ -50,9 +60,9 @@ fn record(dir: &Path, program: &str, extra: &[&str], output: &str) -> Option<Pat
         .unwrap();
     assert!(cc.success());
     let data = dir.join(output);
-    for event in ["cpu-clock", "cpu-clock:u"] {
+    for options in tries {
         let mut perf = Command::new("perf");
-        perf.arg("record").args(extra).args(["-g", "-e", event]);
+        perf.arg("record").args(options);
         let o = if output == "-" {
             perf.args(["-o", "-"]).arg(&binary).arg(argument).current_dir(dir).output().unwrap()
         } else {
@@ -285,4 +295,97 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// Self periods per function as `perf report --no-children` gives them for one event
+/// (`cpu-clock`, `task-clock`), names as perf prints them.
+fn perf_report_self(data: &Path, event: &str) -> std::collections::BTreeMap<String, u64> {
+    let o = Command::new("perf")
+        .args(["report", "--no-children", "--stdio", "-F", "period,sym", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut selfs = std::collections::BTreeMap::new();
+    // One section per event, headed `# Samples: 512  of event 'cpu-clock'`.
+    let mut in_event = false;
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        if let Some((_, name)) = line.strip_prefix("# Samples:").and_then(|l| l.split_once(" of event ")) {
+            in_event = name.trim_matches('\'') == event;
+        }
+        if line.starts_with('#') || !in_event {
+            continue;
+        }
+        // `  199250000  [.] AM<int>::spin`
+        let mut words = line.split_whitespace();
+        let (Some(period), Some(_), Some(_)) = (words.next(), words.next(), words.clone().next()) else {
+            continue;
+        };
+        let name = line.split_once("] ").map_or("", |(_, n)| n).trim().to_string();
+        *selfs.entry(name).or_insert(0) += period.parse::<u64>().unwrap();
+    }
+    selfs
+}
+
+/// Self totals per leaf function of a folded file's column `column` (kernel frames without
+/// their `_[k]`).
+fn folded_self(path: &Path, column: usize) -> std::collections::BTreeMap<String, u64> {
+    let mut selfs = std::collections::BTreeMap::new();
+    let text = std::fs::read_to_string(path).unwrap();
+    let events = text.lines().next().and_then(|l| l.strip_prefix("# events: ")).unwrap();
+    let columns = events.split(' ').count();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut words: Vec<&str> = line.rsplitn(columns + 1, ' ').collect();
+        words.reverse();
+        let (stack, values) = (words[0], &words[1..]);
+        let leaf = stack.rsplit(';').next().unwrap().trim_end_matches("_[k]").to_string();
+        *selfs.entry(leaf).or_insert(0) += values[column].parse::<u64>().unwrap();
+    }
+    selfs.retain(|_, v| *v > 0);
+    selfs
+}
+
+/// A C++ function of an anonymous namespace (`(anonymous namespace)::spin_a`) is a function
+/// like any other: with and without call chains its samples stay with it, in perf.data and in
+/// `perf script` text alike, and every function's self period equals perf report's; the
+/// method of a template with an empty parameter pack is named as c++filt and perf name it.
+#[test]
+fn anonymous_namespace_functions_keep_their_samples() {
+    common::require("c++filt");
+    for call_chains in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = vec!["-e", "cpu-clock"];
+        if call_chains {
+            options.push("-g");
+        }
+        let Some(data) = record_with(dir.path(), "anon-cpp", &[options], "perf.data") else { return };
+        let (direct, via) = both_ways(dir.path(), &data);
+        assert_eq!(direct, via, "call chains: {call_chains}");
+        let expected = perf_report_self(&data, "cpu-clock");
+        let ours = folded_self(&dir.path().join("direct.folded"), 0);
+        assert_eq!(ours, expected, "call chains: {call_chains}");
+        let anonymous = expected.get("(anonymous namespace)::spin_a").copied().unwrap_or(0);
+        assert!(anonymous > 0, "{expected:#?}");
+        let filt = Command::new("c++filt").arg("_ZN2AMIiJEE4spinEl").output().unwrap();
+        assert_eq!(common::stdout(&filt).trim(), "AM<int>::spin(long)");
+        assert!(ours.contains_key("AM<int>::spin"), "{ours:#?}");
+    }
+}
+
+/// A recording of two events in `perf script` text: each event its own column, named as perf
+/// names it, its values the periods (perf pads the names of two events to one width, which
+/// the collapse alone reads as no period), as the perf.data reader gives them.
+#[test]
+fn perf_script_of_two_events_gives_each_its_periods() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = vec!["-g", "-e", "cpu-clock", "-e", "task-clock"];
+    let Some(data) = record_with(dir.path(), "anon-cpp", &[options], "perf.data") else { return };
+    let (direct, via) = both_ways(dir.path(), &data);
+    assert_eq!(direct, via);
+    let text = std::fs::read_to_string(dir.path().join("via-script.folded")).unwrap();
+    assert!(text.starts_with("# events: cpu-clock task-clock\n"), "{text}");
+    for (column, event) in ["cpu-clock", "task-clock"].into_iter().enumerate() {
+        let expected = perf_report_self(&data, event);
+        assert_eq!(folded_self(&dir.path().join("via-script.folded"), column), expected, "{event}");
+    }
 }

@@ -51,9 +51,19 @@ pub(crate) fn collapse_bytes<C: inferno::collapse::Collapse>(
     what: &str,
     hint: &str,
 ) -> Result<Vec<u8>> {
-    let escaped = escape(raw);
+    collapse_escaped(folder, &escape(raw), what, hint)
+}
+
+/// Runs one of inferno's collapsers over text escaped as [`collapse_bytes`] escapes it, and
+/// returns its folded text unescaped.
+pub(crate) fn collapse_escaped<C: inferno::collapse::Collapse>(
+    folder: &mut C,
+    escaped: &[u8],
+    what: &str,
+    hint: &str,
+) -> Result<Vec<u8>> {
     let mut folded = Vec::new();
-    let result = quietly(|| folder.collapse(&escaped[..], &mut folded));
+    let result = quietly(|| folder.collapse(escaped, &mut folded));
     let bad = |detail: String| Error::input(format!("not {what}: {detail}")).with_hint(hint.to_string());
     match result {
         Ok(Ok(())) => Ok(unescape(folded)),
@@ -66,40 +76,77 @@ pub(crate) fn collapse_bytes<C: inferno::collapse::Collapse>(
 /// collapser gives a meaning to (it is not white space, not a digit, not punctuation).
 pub(crate) const ESCAPE: u8 = 0x01;
 
-fn escape(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    if raw.iter().all(|&b| b.is_ascii() && b != ESCAPE) {
+/// Bytes that stand for `(` and `)` on their way through inferno where a collapser must not
+/// see parentheses (see the perf reader's records), control characters as [`ESCAPE`] is;
+/// where the input holds them, they go through escaped.
+pub(crate) const OPEN: u8 = 0x02;
+pub(crate) const CLOSE: u8 = 0x03;
+
+/// Whether a byte goes through inferno as itself.
+fn passes(b: u8) -> bool {
+    b.is_ascii() && !matches!(b, ESCAPE | OPEN | CLOSE)
+}
+
+/// Whether every byte of `text` goes through inferno as itself.
+fn all_pass(text: &[u8]) -> bool {
+    text.is_ascii() && memchr::memchr3(ESCAPE, OPEN, CLOSE, text).is_none()
+}
+
+pub(crate) fn escape(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if all_pass(raw) {
         return std::borrow::Cow::Borrowed(raw);
     }
+    std::borrow::Cow::Owned(escaped(raw))
+}
+
+/// [`escape`] of text the caller gives up: the same buffer where nothing needs escaping.
+pub(crate) fn escape_owned(raw: Vec<u8>) -> Vec<u8> {
+    if all_pass(&raw) {
+        return raw;
+    }
+    escaped(&raw)
+}
+
+fn escaped(raw: &[u8]) -> Vec<u8> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = Vec::with_capacity(raw.len() + raw.len() / 8);
     for &b in raw {
-        if b.is_ascii() && b != ESCAPE {
+        if passes(b) {
             out.push(b);
         } else {
             out.extend_from_slice(&[ESCAPE, HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
         }
     }
-    std::borrow::Cow::Owned(out)
+    out
 }
 
 fn unescape(folded: Vec<u8>) -> Vec<u8> {
-    if !folded.contains(&ESCAPE) {
+    // inferno's output holds no byte past ASCII: only the bytes it was given.
+    if memchr::memchr3(ESCAPE, OPEN, CLOSE, &folded).is_none() {
         return folded;
     }
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(folded.len());
-    let mut i = 0;
-    while i < folded.len() {
-        if folded[i] == ESCAPE && i + 2 < folded.len() {
-            if let (Some(h), Some(l)) = (hex(folded[i + 1]), hex(folded[i + 2])) {
-                out.push(h << 4 | l);
-                i += 3;
-                continue;
-            }
+    let mut from = 0;
+    for i in memchr::memchr3_iter(ESCAPE, OPEN, CLOSE, &folded) {
+        if i < from {
+            continue;
         }
-        out.push(folded[i]);
-        i += 1;
+        out.extend_from_slice(&folded[from..i]);
+        from = i + 1;
+        match folded[i] {
+            OPEN => out.push(b'('),
+            CLOSE => out.push(b')'),
+            _ => match (folded.get(i + 1).and_then(|&c| hex(c)), folded.get(i + 2).and_then(|&c| hex(c))) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    from = i + 3;
+                }
+                _ => out.push(ESCAPE),
+            },
+        }
     }
+    out.extend_from_slice(&folded[from..]);
     out
 }
 

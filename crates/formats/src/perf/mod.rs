@@ -10,9 +10,10 @@
 //! A header line per sample (command, pid/tid, time, period, event), then its frames leaf
 //! first (address, symbol, module), then a blank line. The collapse is inferno's
 //! (`inferno::collapse::perf`, the port of FlameGraph's `stackcollapse-perf.pl`): the command
-//! name becomes the root frame, inlined frames get the suffix `_[i]`, only the first event
-//! seen is kept (as perf's own flame graph scripts do), equal stacks are summed. The folded
-//! result lands in the model as stacks with the event `samples`, in one process per pid, each
+//! name becomes the root frame, inlined frames get the suffix `_[i]`, equal stacks are summed;
+//! it runs once per event over that event's records, which [`records`] prepares so that every
+//! sample is kept and its period read. The folded results land in the model as stacks with
+//! one column per event, named as perf names it, in one process per pid, each
 //! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
 //! `tids` header). Text of `perf script -F brstack` (branch stacks) is read by [`brstack`]
 //! into blocks and edges instead. Read only. See docs/formats/perf.md; the binary perf.data
@@ -20,6 +21,7 @@
 
 pub mod brstack;
 pub mod data;
+mod records;
 
 use std::io::BufRead;
 
@@ -43,9 +45,8 @@ pub static FORMAT: Format = Format {
 const HINT: &str = "expected a sample header line (`comm pid time: period event:`) followed by \
                     indented frames; record with `perf record -g`, print with `perf script`";
 
-/// Collapses `perf script` output with inferno and reads the folded stacks into the model.
-/// inferno learns the event to keep from the first record's header line and asserts that it
-/// found one: the input is handed over from the first record on, once its header is checked.
+/// Collapses `perf script` output with inferno and reads the folded stacks into the model,
+/// one column per event (see [`records`]).
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
     let raw = crate::folded_stacks::read_all(input)?;
     // Branch-stack text: entries on the first lines (the first samples may have none).
@@ -58,20 +59,91 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         return brstack::read(&raw, findings);
     }
     let from = first_record(&raw)?;
-    let folded = collapse(&raw[from..])?;
+    let mut raw = raw;
+    raw.drain(..from);
+    let (text, events, unreadable) = records::prepare(crate::folded_stacks::escape_owned(raw));
+    if unreadable > 0 {
+        findings.warn(None, format!("perf: left out {unreadable} sample(s) whose header line is not one"));
+    }
+    let names: Vec<String> = events.iter().map(event_name).collect();
+    let mut folded = format!("# events: {}\n", names.join(" ")).into_bytes();
+    for (e, event) in events.iter().enumerate() {
+        let collapsed = collapse_records(&text, &event.tag)?;
+        let mut total = 0u128;
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &collapsed) {
+            let line = &collapsed[start..end];
+            start = end + 1;
+            let Some(space) = memchr::memrchr(b' ', line) else { continue };
+            let count = &line[space + 1..];
+            total += count.iter().fold(0u128, |n, &d| n * 10 + u128::from(d.wrapping_sub(b'0')));
+            if events.len() > 1 {
+                folded.extend_from_slice(&line[..space]);
+                for column in 0..events.len() {
+                    folded.push(b' ');
+                    folded.extend_from_slice(if column == e { count } else { b"0" });
+                }
+                folded.push(b'\n');
+            }
+        }
+        if events.len() == 1 {
+            folded.extend_from_slice(&collapsed);
+        }
+        if event.with_period > 0 && event.with_period < event.samples {
+            findings.warn(
+                None,
+                format!(
+                    "perf: {} of {} sample(s) of {} state no period and count 1 each",
+                    event.samples - event.with_period,
+                    event.samples,
+                    event.name
+                ),
+            );
+        }
+        if total < event.total {
+            let what = if event.with_period == 0 { "sample(s)" } else { "in periods" };
+            let left_out = event.total - total;
+            findings.warn(
+                None,
+                format!("perf: left out {left_out} {what} of {}'s {} in total", event.name, event.total),
+            );
+        }
+    }
     let profile = crate::folded_stacks::folded::read_bytes(&folded, findings)?;
     Ok(by_process_and_thread(profile))
 }
 
+/// The name of an event's column: perf's name where its samples' values are periods, as the
+/// perf.data reader names them, followed by `:` where they are sample counts (no sample
+/// states a period).
+fn event_name(event: &records::EventRecords) -> String {
+    match event.with_period {
+        0 => format!("{}:", event.name),
+        _ => event.name.clone(),
+    }
+}
+
 /// The collapse of `perf script` text both readers use (the perf.data reader writes its
-/// samples as that text): the tid in the root frame (`comm-pid/tid`, the pid alone when perf
-/// printed no tid), kernel frames marked `_[k]`.
+/// samples as that text, one event at a time): every sample kept, as [`records`] prepares it.
 fn collapse(text: &[u8]) -> Result<Vec<u8>> {
+    let (text, events, _) = records::prepare(crate::folded_stacks::escape_owned(text.to_vec()));
+    let mut folded = Vec::new();
+    for event in &events {
+        folded.extend_from_slice(&collapse_records(&text, &event.tag)?);
+    }
+    Ok(folded)
+}
+
+/// The collapse of the records of the event tagged `tag` in text [`records::prepare`]d: the
+/// tid in the root frame (`comm-pid/tid`, the pid alone when perf printed no tid), kernel
+/// frames marked `_[k]`.
+fn collapse_records(prepared: &[u8], tag: &str) -> Result<Vec<u8>> {
     let mut options = inferno::collapse::perf::Options::default();
     options.include_tid = true;
     options.annotate_kernel = true;
+    options.event_filter = Some(tag.to_string());
     let mut folder = inferno::collapse::perf::Folder::from(options);
-    crate::folded_stacks::collapse_bytes(&mut folder, text, "`perf script` output", HINT)
+    crate::folded_stacks::collapse_escaped(&mut folder, prepared, "`perf script` output", HINT)
 }
 
 /// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is
@@ -259,7 +331,7 @@ fn first_record(raw: &[u8]) -> Result<usize> {
             at += line.len() + 1;
             continue;
         }
-        let names_event = sample_header_end(text).is_some_and(|end| text[end..].contains(':'));
+        let names_event = sample_header_end(text.as_bytes()).is_some_and(|end| text[end..].contains(':'));
         // inferno's own test over the record's complete lines in the first 64 KiB.
         let rest = &raw[at..raw.len().min(at + (64 << 10))];
         let complete = match memchr::memrchr(b'\n', rest) {
@@ -282,18 +354,18 @@ fn first_record(raw: &[u8]) -> Result<usize> {
 
 /// The end of a sample header's `comm pid ` (or `comm pid/tid `) part: the byte after the
 /// first space that follows a word of digits (and slashes), as inferno finds it.
-fn sample_header_end(line: &str) -> Option<usize> {
+fn sample_header_end(line: &[u8]) -> Option<usize> {
     let (mut all_digits, mut last_was_space) = (false, false);
-    for (i, c) in line.char_indices() {
-        if c == ' ' {
+    for (i, &c) in line.iter().enumerate() {
+        if c == b' ' {
             if all_digits && !last_was_space {
                 return Some(i + 1);
             }
             all_digits = true;
-        } else if !(c.is_ascii_digit() || c == '/') {
+        } else if !(c.is_ascii_digit() || c == b'/') {
             all_digits = false;
         }
-        last_was_space = c == ' ';
+        last_was_space = c == b' ';
     }
     None
 }

@@ -60,6 +60,7 @@ pub(crate) fn add_stacks(
         plain.then(|| name_frames(rec, names, false, &mut texts)).transpose()?,
         java.then(|| name_frames(rec, names, true, &mut texts)).transpose()?,
     ];
+    let unknown = texts.intern("[unknown]");
     let order = texts.order();
     // Each root's and frame's names as ranks, once each rather than once per sample: every
     // segment as inside a stack, the last one of each stack made its rank at the end below.
@@ -76,7 +77,7 @@ pub(crate) fn add_stacks(
     let mut any = false;
     for (e, (roots, column)) in roots.iter().zip(columns).enumerate() {
         let Some(column) = *column else { continue };
-        let merged = named_stacks(&chains, e, roots, &frame_names, &order);
+        let merged = named_stacks(&chains, e, roots, &frame_names, &order, unknown);
         let sorted = merged.sorted();
         let mut segments = Vec::new();
         for i in sorted {
@@ -107,6 +108,7 @@ fn named_stacks(
     roots: &[Option<Root>],
     frame_names: &[Option<FrameNames>; 2],
     order: &Order,
+    unknown: u32,
 ) -> StackSet {
     let mut merged = StackSet::default();
     let mut named = Vec::new();
@@ -119,8 +121,8 @@ fn named_stacks(
             named.extend_from_slice(frames.of(frame));
         }
         if named.len() == root.segments.len() {
-            // No frame left: the collapse writes no stack for such a sample.
-            continue;
+            // A sample without frames, as the `perf script` reader keeps one.
+            named.push(order.inner[unknown as usize]);
         }
         order.rank_end(&mut named);
         merged.add(&named, period);
