@@ -82,6 +82,8 @@ pub fn main() -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Ctrl-C and other stops leave no temporary behind; before any thread starts.
+    cfghub_model::interrupt::install();
     cfghub_model::mem::map_large_allocations_apart();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -105,3 +105,55 @@ fn a_closed_pipe_ends_the_run_quietly_and_not_as_a_success() {
         assert!(!err.contains("panicked") && !err.contains("error"), "{command}: {err}");
     }
 }
+
+/// A run stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP while it writes its output leaves no
+/// `.cfghub-*` temporary, file or folder, and the output as it was; it ends by that signal.
+#[test]
+fn a_run_stopped_by_a_signal_leaves_no_temporary_and_the_output_as_it_was() {
+    use std::os::unix::process::ExitStatusExt;
+    let outputs = [
+        ("big.dcfg.json.bz2", libc::SIGINT),
+        ("big.dcfg.json.bz2", libc::SIGTERM),
+        ("big.tables", libc::SIGHUP),
+        ("big.tables", libc::SIGINT),
+    ];
+    for (name, signal) in outputs {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join(name);
+        if name.ends_with(".tables") {
+            std::fs::create_dir(&output).unwrap();
+        } else {
+            std::fs::write(&output, "old").unwrap();
+        }
+        let before = common::snapshot(dir.path());
+        let mut child = common::cfghub()
+            .args(["-q", "synth", "--routines", "1000", "--blocks", "40", "--steps", "600000", "-o"])
+            .arg(&output)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let temporary = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".cfghub-"))
+        };
+        let started = std::time::Instant::now();
+        while !temporary() && started.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(temporary(), "{name}: no temporary appeared");
+        // SAFETY: sends a signal to the child started above, which has not been waited for.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, signal);
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{name}: {status:?}");
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".cfghub-"))
+            .collect();
+        assert!(left.is_empty(), "{name}, signal {signal}: {left:?}");
+        assert_eq!(common::snapshot(dir.path()), before, "{name}, signal {signal}");
+    }
+}

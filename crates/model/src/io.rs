@@ -602,6 +602,7 @@ where
         .suffix(".partial")
         .tempfile_in(&dir)
         .map_err(|e| Error::io(path, e))?;
+    let _interrupted = crate::interrupt::register(temp.path());
     let file = temp.as_file().try_clone().map_err(|e| Error::io(path, e))?;
     write_compressed(path, io::BufWriter::with_capacity(BUF_LEN, file), write)?;
     set_output_permissions(temp.as_file(), &target);
@@ -670,6 +671,7 @@ where
         .suffix(".partial")
         .tempdir_in(&dir)
         .map_err(|e| Error::io(path, e))?;
+    let _interrupted = crate::interrupt::register(temp.path());
     write(temp.path(), &target)?;
     #[cfg(unix)]
     {
@@ -684,15 +686,16 @@ where
             .suffix(".old")
             .tempdir_in(&dir)
             .map_err(|e| Error::io(path, e))?;
+        let moved = crate::interrupt::register_moved_aside(old.path(), &target);
         std::fs::rename(&target, old.path()).map_err(|e| Error::io(path, e))?;
-        Some(old)
+        Some((old, moved))
     } else {
         None
     };
     let written = temp.keep();
     if let Err(e) = std::fs::rename(&written, &target) {
         let _ = std::fs::remove_dir_all(&written);
-        if let Some(old) = &old {
+        if let Some((old, _)) = &old {
             let _ = std::fs::rename(old.path(), &target);
         }
         return Err(Error::io(path, e));

@@ -15,6 +15,7 @@
 //! tool are built on it in that order.
 
 pub mod error;
+pub mod interrupt;
 pub mod io;
 pub mod ir;
 pub mod json;
