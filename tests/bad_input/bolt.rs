@@ -80,3 +80,35 @@ fn profiles_without_addresses_are_refused_with_a_hint_to_record_them() {
         assert!(err.contains("no code addresses") && err.contains("hint:"), "{to}: {err}");
     }
 }
+
+/// Bytes that are not UTF-8 are refused with their line and column, in fdata and in the
+/// pre-aggregated form alike.
+#[test]
+fn bytes_that_are_not_utf8_are_refused_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, from, column) in [
+        ("in.fdata", &b"1 main 10 1 main 20 0 5\n1 main 10 1 main 20 \xff 5\n"[..], "fdata", 21),
+        ("in.pa", b"B 401000 401010 5 0\nB 4\xc3 401010 5 0\n", "bolt-pa", 4),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let o = common::run_limited(dir.path(), 60, &["convert", "--from", from, name, "-o", "out.fdata"]);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("{name}:2: column {column}: not UTF-8")), "{err}");
+        assert!(!dir.path().join("out.fdata").exists());
+    }
+}
+
+/// Counts of 2^64-1 add up without wrapping around: the instructions executed in blocks
+/// stay at 2^64-1 (saturated), never 2^64-2.
+#[test]
+fn counts_at_the_top_of_64_bits_add_up_without_wrapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = u64::MAX;
+    let text = format!("1 main 10 1 main 20 0 {max}\n1 main 10 1 main 20 0 {max}\n");
+    std::fs::write(dir.path().join("in.fdata"), text).unwrap();
+    let o = common::run_limited(dir.path(), 60, &["info", "in.fdata"]);
+    let out = common::stdout(&o);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(out.contains(&format!("(NUM_INSTRS x COUNT): {max}\n")), "{out}");
+}

@@ -98,9 +98,10 @@ pub fn block_totals(process: &Process) -> PerBlock<u64> {
     totals
 }
 
-/// Instructions executed in the process according to its blocks: sum of `num_instrs * count`.
+/// Instructions executed in the process according to its blocks: sum of `num_instrs * count`
+/// (saturating at 2^64-1, never wrapping).
 pub fn executed_instructions(process: &Process) -> u64 {
-    process.images.iter().flat_map(|i| &i.blocks).map(|b| b.executed_instrs()).sum()
+    process.images.iter().flat_map(|i| &i.blocks).fold(0u64, |sum, b| sum.saturating_add(b.executed_instrs()))
 }
 
 /// Instructions executed in some blocks of an image (a routine's or a loop's nodes): the sum of

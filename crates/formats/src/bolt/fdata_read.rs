@@ -292,11 +292,10 @@ fn parse(input: &mut dyn BufRead) -> Result<Parsed> {
         memory_lines: 0,
     };
     let mut interned: HashMap<String, u32> = HashMap::new();
-    let mut line = String::new();
+    let (mut line, mut bytes) = (String::new(), Vec::new());
     let mut n = 0u64;
     loop {
-        line.clear();
-        let read = input.read_line(&mut line).map_err(|e| Error::input(format!("cannot read: {e}")))?;
+        let read = super::read_text_line(input, &mut bytes, &mut line, n + 1)?;
         if read == 0 {
             break;
         }

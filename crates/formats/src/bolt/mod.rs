@@ -72,3 +72,29 @@ pub static PREAGGREGATED: Format = Format {
     addresses: AddressKind::Runtime,
     ..Format::NONE
 };
+
+/// Reads the next line of a text profile into `line` (its bytes kept in `bytes`), `n` its
+/// number from 1; 0 at the end. A line that is not UTF-8 is refused with its line and column.
+pub(crate) fn read_text_line(
+    input: &mut dyn std::io::BufRead,
+    bytes: &mut Vec<u8>,
+    line: &mut String,
+    n: u64,
+) -> cfghub_model::error::Result<usize> {
+    use cfghub_model::error::{Error, Place};
+    bytes.clear();
+    line.clear();
+    let read = input.read_until(b'\n', bytes).map_err(|e| Error::input(format!("cannot read: {e}")))?;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => line.push_str(text),
+        Err(e) => {
+            let column = e.valid_up_to() + 1;
+            return Err(Error::input(format!(
+                "column {column}: not UTF-8 text (byte 0x{:02x})",
+                bytes[e.valid_up_to()]
+            ))
+            .at(Place::Line(n)));
+        }
+    }
+    Ok(read)
+}

@@ -105,11 +105,10 @@ fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<Range>)> {
     let mut entered_from_elsewhere = Vec::new();
     let mut records = BranchRecords::new();
     let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
-    let mut line = String::new();
+    let (mut line, mut bytes) = (String::new(), Vec::new());
     let mut n = 0u64;
     loop {
-        line.clear();
-        if input.read_line(&mut line).map_err(|e| Error::input(format!("cannot read: {e}")))? == 0 {
+        if super::read_text_line(input, &mut bytes, &mut line, n + 1)? == 0 {
             break;
         }
         n += 1;
