@@ -3,7 +3,7 @@
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, g++, bzip2, lbzip2 and
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm, c++filt), dwz,
 # Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
-# llvm-profdata, clang -fprofile-sample-use), python's networkx, the speedscope viewer (npm, under
+# llvm-profdata, clang -fprofile-sample-use), groff (manual pages), python's networkx, the speedscope viewer (npm, under
 # target/speedscope) and the Firefox Profiler's command-line client (npm, under
 # target/firefox-profiler). Needs root for apt-get on a fresh machine.
 set -euo pipefail
@@ -14,7 +14,8 @@ need_apt=()
 for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc bzip2:bzip2 lbzip2:lbzip2 pbzip2:pbzip2 \
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils c++filt:binutils g++:g++ dwz:dwz \
     go:golang-go chromium:chromium perf:linux-perf \
-    llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19; do
+    llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19 \
+    groff:groff-base; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

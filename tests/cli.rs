@@ -41,3 +41,6 @@ mod bolt;
 
 #[path = "cli/stack_values.rs"]
 mod stack_values;
+
+#[path = "cli/manual.rs"]
+mod manual;

@@ -4,18 +4,33 @@ use cfghub_formats::registry::formats;
 use cfghub_model::error::Result;
 
 pub fn run() -> Result<i32> {
-    let mut out = format!("{:<11} {:<5} {:<5} {:<32} description\n", "format", "read", "write", "extensions");
-    for f in formats() {
-        let yes = |b: bool| if b { "yes" } else { "-" };
-        out += &format!(
-            "{:<11} {:<5} {:<5} {:<32} {}\n",
-            f.name(),
-            yes(f.can_read()),
-            yes(f.can_write()),
-            f.extensions().join(" "),
-            f.description()
-        );
+    let yes = |b: bool| if b { "yes" } else { "-" };
+    let rows: Vec<[String; 5]> = formats()
+        .iter()
+        .map(|f| {
+            [
+                f.name().to_string(),
+                yes(f.can_read()).to_string(),
+                yes(f.can_write()).to_string(),
+                f.extensions().join(" "),
+                f.description().to_string(),
+            ]
+        })
+        .collect();
+    let header = ["format", "read", "write", "extensions", "description"].map(String::from);
+    let width = |c: usize| rows.iter().chain([&header]).map(|r| r[c].len()).max().unwrap_or(0);
+    let widths = [width(0), width(1), width(2), width(3)];
+    let mut out = String::new();
+    for row in [&header].into_iter().chain(&rows) {
+        for (cell, w) in row.iter().zip(widths) {
+            out += &format!("{cell:<w$}  ");
+        }
+        out += &row[4];
+        out.push('\n');
     }
+    let aliases: Vec<String> =
+        cfghub_formats::registry::ALIASES.iter().map(|(alias, name)| format!("{alias} = {name}")).collect();
+    out += &format!("\nOther names --from and --to take: {}.\n", aliases.join(", "));
     out += "\nAny input may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.\n";
     super::print_out(&out)?;
     Ok(0)

@@ -7,6 +7,7 @@ mod diff;
 mod dot;
 mod formats;
 mod info;
+mod manual;
 mod merge;
 mod symbols;
 mod synth;
@@ -20,8 +21,9 @@ use cfghub_model::error::{Error, ErrorKind, Findings};
 
 /// cfghub converts control-flow profiles between the tools that make and show them:
 /// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI path
-/// tracing (csi-cc), folded stacks and flame graphs, DTrace and perf aggregations, Graphviz DOT
-/// and GraphML.
+/// tracing (csi-cc), perf.data and `perf script`, pprof, the Firefox Profiler and speedscope,
+/// folded stacks and flame graphs, DTrace, BOLT (fdata, pre-aggregated) and LLVM sample
+/// profiles (AutoFDO), Parquet tables, Graphviz DOT and GraphML (`cfghub formats` lists them).
 ///
 /// Formats are recognised by content, then by file name; `--from`/`--to` override both.
 /// Inputs may be gzip or bzip2 compressed; outputs named *.gz or *.bz2 are compressed.
@@ -45,7 +47,8 @@ Examples:
   cfghub merge app.dcfg.json.bz2 cycles.dcpi -o merged.dcfg.json   DCPI samples per block
   cfghub dot app.dcfg.json.bz2 --routine main -o main.svg   one routine's control flow
   cfghub csi paths prog --function main             CSI path numbers of main and their blocks
-  cfghub formats                                    what can be read and written";
+  cfghub formats                                    what can be read and written
+  cfghub completions bash                           tab completion for a shell; cfghub man: the manual";
 
 /// The commands of the tool, one file each in this folder.
 #[derive(Subcommand, Debug)]
@@ -70,6 +73,10 @@ pub enum Command {
     Dot(dot::DotArgs),
     /// Generate a synthetic, self-consistent DCFG of any size (for tests and benchmarks).
     Synth(synth::SynthArgs),
+    /// Print a shell completion script: `cfghub completions bash > .../completions/cfghub`.
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page (roff): `cfghub man | man -l -`, `cfghub man convert`.
+    Man(manual::ManArgs),
 }
 
 /// Runs the command line in `std::env::args`, printing errors; returns the exit status:
@@ -108,6 +115,8 @@ pub fn main() -> i32 {
         Command::Csi(args) => csi::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),
         Command::Synth(args) => synth::run(args, quiet),
+        Command::Completions(args) => manual::completions(args),
+        Command::Man(args) => manual::man(args),
     };
     match result {
         Ok(code) => code,

@@ -62,6 +62,23 @@ fn validate_exit_codes() {
     assert!(out.contains("INSTR_COUNT is 41 but INSTR_COUNT_PER_THREAD sums to 40"), "{out}");
     assert!(out.contains("INVALID (3 violation(s)"), "{out}");
 
+    // The same as one JSON object, for scripts.
+    let o = common::run(&["validate", "--json", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["valid"].as_bool(), v["violations"].as_u64(), v["format"].as_str()),
+        (Some(false), Some(3), Some("dcfg"))
+    );
+    let findings = v["findings"].as_array().unwrap();
+    let loop_finding =
+        findings.iter().find(|f| f["message"].as_str().unwrap().contains("outside its routine")).unwrap();
+    assert_eq!(loop_finding["severity"], "violation");
+    assert_eq!(loop_finding["place"]["path"], "PROCESSES[0].IMAGES[0].ROUTINES[1].LOOPS");
+    let o = common::run(&["validate", "--json", good.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o.status.code(), v["valid"].as_bool()), (Some(0), Some(true)));
+
     // Unreadable input is exit 2.
     let junk = dir.path().join("junk.dcfg.json");
     std::fs::write(&junk, "{ \"PROCESSES\": [ ").unwrap();

@@ -157,3 +157,35 @@ fn a_run_stopped_by_a_signal_leaves_no_temporary_and_the_output_as_it_was() {
         assert_eq!(common::snapshot(dir.path()), before, "{name}, signal {signal}");
     }
 }
+
+/// `--to` and `--from` take the names users know formats by (`flamegraph`, `valgrind`), and a
+/// name one slip from a format's is answered with it; `cfghub formats` lists both, in columns
+/// that line up.
+#[test]
+fn formats_go_by_the_names_users_know_them_by() {
+    let dir = tempfile::tempdir().unwrap();
+    for (to, output, starts) in
+        [("flamegraph", "x.svg", "<?xml"), ("valgrind", "x.out", "# callgrind format")]
+    {
+        let out = dir.path().join(output);
+        let o = common::run(&["-q", "convert", &hello(), "--to", to, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{to}: {}", common::stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.starts_with(starts), "{to}: {}", &text[..text.len().min(80)]);
+    }
+    let o = common::run(&["convert", &hello(), "--to", "foldd", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("did you mean 'folded'?"), "{}", common::stderr(&o));
+    let o = common::run(&["formats"]);
+    let text = common::stdout(&o);
+    assert!(text.contains("flamegraph = svg") && text.contains("valgrind = callgrind"), "{text}");
+    // Every row's cells start where the header's names start.
+    let header = text.lines().next().unwrap();
+    for name in ["read", "write", "extensions", "description"] {
+        let at = header.find(name).unwrap();
+        for row in text.lines().take_while(|l| !l.is_empty()) {
+            let row = row.as_bytes();
+            assert!(row[at - 1] == b' ' && row[at] != b' ', "{name} in {}", String::from_utf8_lossy(row));
+        }
+    }
+}

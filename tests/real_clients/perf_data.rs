@@ -387,5 +387,12 @@ fn perf_script_of_two_events_gives_each_its_periods() {
     for (column, event) in ["cpu-clock", "task-clock"].into_iter().enumerate() {
         let expected = perf_report_self(&data, event);
         assert_eq!(folded_self(&dir.path().join("via-script.folded"), column), expected, "{event}");
+        // One event chosen: its stacks alone, none of the other's with 0.
+        let one = dir.path().join(format!("{event}.folded"));
+        let o = run(&["convert", data.to_str().unwrap(), "--event", event, "-o", one.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&one).unwrap();
+        assert!(text.lines().all(|l| l.starts_with('#') || !l.ends_with(" 0")), "{event}: {text}");
+        assert_eq!(folded_self(&one, 0), expected, "{event}");
     }
 }

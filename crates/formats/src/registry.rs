@@ -43,13 +43,57 @@ pub fn formats() -> &'static [&'static Format] {
     ALL
 }
 
-/// The format called `name`.
+/// Other names users know formats by: the tools that write or show them.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("flamegraph", "svg"),
+    ("valgrind", "callgrind"),
+    ("kcachegrind", "callgrind"),
+    ("perf-script", "perf"),
+    ("perf.data", "perf-data"),
+    ("bolt", "fdata"),
+    ("autofdo", "llvm-sample"),
+    ("parquet", "tables"),
+    ("graphviz", "dot"),
+];
+
+/// The format called `name`, or by one of its [`ALIASES`].
 pub fn by_name(name: &str) -> Result<&'static Format> {
+    let name = ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, format)| format);
     formats().iter().copied().find(|f| f.name() == name).ok_or_else(|| {
         let names: Vec<&str> = formats().iter().map(|f| f.name()).collect();
-        Error::usage(format!("unknown format '{name}'"))
-            .with_hint(format!("known formats: {}", names.join(", ")))
+        let error = Error::usage(format!("unknown format '{name}'"));
+        match names.iter().chain(ALIASES.iter().map(|(a, _)| a)).find(|n| close(n, name)) {
+            Some(near) => {
+                error.with_hint(format!("did you mean '{near}'? known formats: {}", names.join(", ")))
+            }
+            None => error.with_hint(format!("known formats: {}", names.join(", "))),
+        }
     })
+}
+
+/// Whether two names are one typing slip apart (a letter added, left out, changed, or two
+/// swapped: an optimal string alignment distance of 1), or one begins the other.
+fn close(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().min(b.len()) >= 3 && (a.starts_with(b) || b.starts_with(a)) {
+        return true;
+    }
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    d[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()] <= 1
 }
 
 /// The format of an opened input: `forced` when given, else by content, else by file name.

@@ -52,9 +52,15 @@ pub fn write(
     let mut empty = 0usize;
     let mut line = Vec::with_capacity(1024);
     let decimals: Vec<u8> = events.iter().map(|&e| stacks.decimals(e)).collect();
+    // With some events chosen (`--event`), a stack that took none of them (a sample of
+    // another event) is not theirs: left out rather than written with 0.
+    let subset = events.len() < profile.events.len();
     stacks.try_for_each(|frames, values| {
         if frames.is_empty() {
             empty += 1;
+            return Ok(());
+        }
+        if subset && events.iter().all(|&e| values.get(e).is_none_or(|&v| v == 0)) {
             return Ok(());
         }
         line.clear();
