@@ -105,3 +105,70 @@ fn a_loop_view_needs_a_block_in_a_loop() {
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("--loop 999999"), "{}", common::stderr(&o));
 }
+
+/// `--routine` takes names as users type them: a C++ method without its parameters and
+/// qualifiers, a function template's bare name, part of a name, a regular expression; names
+/// that match several routines are listed, a slip gets the nearest name; a profile of stacks
+/// alone is told it has no basic blocks and how to record them.
+#[test]
+fn routines_are_found_by_the_names_users_type() {
+    common::require("g++");
+    common::require("valgrind");
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("classes");
+    let cc = std::process::Command::new("g++")
+        .args(["-O1", "-g", "-gdwarf-4", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("callgrind/classes.cc"))
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    let profile = dir.path().join("callgrind.out.classes");
+    let vg = std::process::Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(&binary)
+        .arg("100")
+        .output()
+        .unwrap();
+    assert!(vg.status.success(), "{}", String::from_utf8_lossy(&vg.stderr));
+    let out = dir.path().join("x.dot");
+    let dot = |routine: &str| {
+        common::run(&["dot", profile.to_str().unwrap(), "--routine", routine, "-o", out.to_str().unwrap()])
+    };
+    for (typed, drawn) in [
+        ("shapes::Sq::area", "shapes::Sq::area() const"),
+        ("total", "total<shapes::Shape>"),
+        ("Circle::ar", "shapes::Circle::area() const"),
+        ("^shapes::S[q]::", "shapes::Sq::area() const"),
+    ] {
+        let o = dot(typed);
+        assert!(o.status.success(), "{typed}: {}", common::stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains(drawn), "{typed}: {}", &text[..text.len().min(300)]);
+    }
+    let o = dot("area");
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'area' matches 2 routines: 'shapes::Circle::area() const', 'shapes::Sq::area() const'"),
+        "{err}"
+    );
+    let o = dot("shapes::Sq::aera");
+    assert!(
+        common::stderr(&o).contains("did you mean 'shapes::Sq::area() const'?"),
+        "{}",
+        common::stderr(&o)
+    );
+    // Stacks alone: what is missing, and how to get it.
+    let folded = common::fixture("folded/austin.folded");
+    let o = common::run(&["dot", folded.to_str().unwrap(), "--routine", "main", "-o", out.to_str().unwrap()]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("has no basic blocks")
+            && err.contains("perf record -b")
+            && err.contains("--dump-instr=yes"),
+        "{err}"
+    );
+}

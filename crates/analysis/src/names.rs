@@ -255,3 +255,64 @@ pub fn require_code_addresses(profile: &Profile, format: &str) -> Result<()> {
              a Pin/SDE DCFG or its trace, or DCPI samples",
     ))
 }
+
+/// A function's name without its parameters and qualifiers (`shapes::Sq::area() const` ->
+/// `shapes::Sq::area`), as users type it: cut at the first `(` outside template arguments
+/// that does not open C++'s `(anonymous namespace)`.
+pub fn without_parameters(name: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' | '[' | '{' => depth += 1,
+            '>' | ']' | '}' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 && i > 0 && !name[i..].starts_with("(anonymous namespace)") => {
+                return &name[..i];
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
+/// The number of typing slips between two names: letters added, left out or changed, and two
+/// neighbours swapped (the optimal string alignment distance).
+pub fn typing_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    d[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod typed_name_tests {
+    use super::*;
+
+    #[test]
+    fn parameters_and_qualifiers_go_templates_and_anonymous_namespaces_stay() {
+        assert_eq!(without_parameters("shapes::Sq::area() const"), "shapes::Sq::area");
+        assert_eq!(without_parameters("AM<int (*)(long)>::spin(long)"), "AM<int (*)(long)>::spin");
+        assert_eq!(without_parameters("(anonymous namespace)::f(int)"), "(anonymous namespace)::f");
+        assert_eq!(without_parameters("main"), "main");
+    }
+
+    #[test]
+    fn typing_distance_counts_slips() {
+        assert_eq!(typing_distance("folded", "foldd"), 1);
+        assert_eq!(typing_distance("main", "mian"), 1);
+        assert_eq!(typing_distance("area", "areas"), 1);
+        assert_eq!(typing_distance("main", "exit"), 3);
+    }
+}

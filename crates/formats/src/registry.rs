@@ -71,29 +71,10 @@ pub fn by_name(name: &str) -> Result<&'static Format> {
     })
 }
 
-/// Whether two names are one typing slip apart (a letter added, left out, changed, or two
-/// swapped: an optimal string alignment distance of 1), or one begins the other.
+/// Whether two names are one typing slip apart, or one begins the other.
 fn close(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len().min(b.len()) >= 3 && (a.starts_with(b) || b.starts_with(a)) {
-        return true;
-    }
-    // d[i][j]: the distance between a[..i] and b[..j].
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    d[0] = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let change = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + change);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[a.len()][b.len()] <= 1
+    let begins = a.len().min(b.len()) >= 3 && (a.starts_with(b) || b.starts_with(a));
+    begins || cfghub_analysis::names::typing_distance(a, b) <= 1
 }
 
 /// The format of an opened input: `forced` when given, else by content, else by file name.

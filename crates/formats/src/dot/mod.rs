@@ -19,6 +19,7 @@ pub mod common;
 mod program;
 pub mod render;
 pub mod routine;
+mod typed_names;
 
 use std::io::Write;
 

@@ -29,7 +29,8 @@ pub struct Found {
 
 /// Finds the routine `spec` names: an address (`0x40059d`, absolute, any block of the
 /// routine), a routine's entry node id (decimal; any block id of the routine is accepted), or a
-/// symbol name (the routine whose entry is the symbol's start, else the one containing it).
+/// symbol name (the routine whose entry is the symbol's start, else the one containing it),
+/// else a name as users type it ([`super::typed_names`]).
 /// `routines` holds the routines of every process, as `routines::derive` gives them.
 pub(crate) fn find_routine(
     profile: &Profile,
@@ -97,12 +98,14 @@ pub(crate) fn find_routine(
             }
         }
     }
-    by_name.ok_or_else(|| {
-        Error::usage(format!("no routine matches '{spec}'")).with_hint(
+    match (by_name, address, node_id) {
+        (Some(found), _, _) => Ok(found),
+        (None, None, None) => super::typed_names::find(profile, routines, spec, processes),
+        _ => Err(Error::usage(format!("no routine matches '{spec}'")).with_hint(
             "give a symbol name (main), an address (0x40059d) or a block id (29); \
              `cfghub info FILE` lists the hottest routines",
-        )
-    })
+        )),
+    }
 }
 
 /// Writes the DOT of one routine, or with `loop_node` of the innermost loop containing the
