@@ -140,7 +140,7 @@ pub struct Recording {
 
     /// The address spaces as the records left them, for addresses added up without their
     /// image (branch records).
-    spaces: FxHashMap<i32, Vec<Mapping>>,
+    spaces: FxHashMap<i32, Space>,
 }
 
 impl Recording {
@@ -156,20 +156,19 @@ impl Recording {
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 fn resolve_in(
-    spaces: &FxHashMap<i32, Vec<Mapping>>,
+    spaces: &FxHashMap<i32, Space>,
     images: &[ImageKey],
     pid: i32,
     address: u64,
     kernel: bool,
 ) -> (u32, u64) {
     let space = spaces.get(&if kernel { KERNEL_PID } else { pid });
-    resolve_among(space.map_or(&[], Vec::as_slice), images, address, kernel)
+    resolve_among(space, images, address, kernel)
 }
 
 /// The image and offset of `address` among the mappings of one address space.
-fn resolve_among(maps: &[Mapping], images: &[ImageKey], address: u64, kernel: bool) -> (u32, u64) {
-    let found = maps.partition_point(|m| m.start <= address).checked_sub(1).map(|i| maps[i]);
-    match found.filter(|m| address < m.end) {
+fn resolve_among(space: Option<&Space>, images: &[ImageKey], address: u64, kernel: bool) -> (u32, u64) {
+    match space.and_then(|s| s.find(address)) {
         Some(m) => (m.image, address.wrapping_sub(images[m.image as usize].base)),
         None if kernel => (NO_KERNEL_IMAGE, address),
         None => (NO_IMAGE, address),
@@ -192,8 +191,8 @@ struct Replay {
     rec: Recording,
     image_index: HashMap<ImageKey, u32>,
     comm_index: HashMap<String, u32>,
-    /// Mappings per pid, sorted by start, not overlapping; pid -1 is the kernel's.
-    spaces: FxHashMap<i32, Vec<Mapping>>,
+    /// Mappings per pid; pid -1 is the kernel's.
+    spaces: FxHashMap<i32, Space>,
     /// The current command name of each tid.
     comm_of: FxHashMap<i32, u32>,
     layouts: Vec<SampleLayout>,
@@ -672,7 +671,7 @@ impl Replay {
         };
         let top = &mut self.rec.image_ends[image as usize];
         *top = (*top).max(end.wrapping_sub(base));
-        insert_mapping(self.spaces.entry(pid).or_default(), Mapping { start, end, pgoff, image });
+        self.spaces.entry(pid).or_default().insert(Mapping { start, end, pgoff, image });
     }
 
     /// A `HEADER_BUILD_ID` record (pipe layout): `pid`, 24 bytes of id, the path.
@@ -703,7 +702,7 @@ impl Replay {
         let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
         let (images, batch) = (&self.rec.images, &mut self.batch);
         // The sample's two address spaces, looked up once for all its frames.
-        let space = |pid| self.spaces.get(&pid).map_or(&[][..], Vec::as_slice);
+        let space = |pid| self.spaces.get(&pid);
         let (user, kernel_space) = (space(pid), space(KERNEL_PID));
         let resolve = |address, kernel| {
             resolve_among(if kernel { kernel_space } else { user }, images, address, kernel)
@@ -784,26 +783,39 @@ impl BranchTotals {
     }
 }
 
-/// Puts a mapping into a sorted, non-overlapping list: what it covers of older mappings is
-/// cut out of them (a later `mmap` over an address replaces what was there).
-fn insert_mapping(maps: &mut Vec<Mapping>, new: Mapping) {
-    let first = maps.partition_point(|m| m.end <= new.start);
-    let mut last = first;
-    let mut kept = Vec::new();
-    while last < maps.len() && maps[last].start < new.end {
-        let old = maps[last];
-        if old.start < new.start {
-            kept.push(Mapping { end: new.start, ..old });
-        }
-        if old.end > new.end {
-            let cut = new.end - old.start;
-            kept.push(Mapping { start: new.end, pgoff: old.pgoff.wrapping_add(cut), ..old });
-        }
-        last += 1;
+/// The mappings of one address space by start address, none overlapping. A forked process
+/// shares its parent's until either maps something (copied on that write), so that thousands of
+/// forks of a process with thousands of mappings cost no copies; a mapping goes in, in any
+/// address order, in logarithmic time.
+#[derive(Clone, Debug, Default)]
+struct Space(std::sync::Arc<std::collections::BTreeMap<u64, Mapping>>);
+
+impl Space {
+    /// The mapping that holds `address`.
+    fn find(&self, address: u64) -> Option<Mapping> {
+        let (_, &m) = self.0.range(..=address).next_back()?;
+        (address < m.end).then_some(m)
     }
-    kept.push(new);
-    kept.sort_by_key(|m| m.start);
-    maps.splice(first..last, kept);
+
+    /// Puts a mapping in: what it covers of older mappings is cut out of them (a later `mmap`
+    /// over an address replaces what was there).
+    fn insert(&mut self, new: Mapping) {
+        let maps = std::sync::Arc::make_mut(&mut self.0);
+        let before = maps.range(..new.start).next_back().map(|(_, &m)| m).filter(|m| m.end > new.start);
+        let covered: Vec<Mapping> =
+            before.into_iter().chain(maps.range(new.start..new.end).map(|(_, &m)| m)).collect();
+        for old in covered {
+            maps.remove(&old.start);
+            if old.start < new.start {
+                maps.insert(old.start, Mapping { end: new.start, ..old });
+            }
+            if old.end > new.end {
+                let cut = new.end - old.start;
+                maps.insert(new.end, Mapping { start: new.end, pgoff: old.pgoff.wrapping_add(cut), ..old });
+            }
+        }
+        maps.insert(new.start, new);
+    }
 }
 
 #[cfg(test)]
@@ -905,10 +917,57 @@ mod tests {
 
     #[test]
     fn a_later_mapping_cuts_the_older_ones() {
-        let mut maps = Vec::new();
-        insert_mapping(&mut maps, Mapping { start: 0x1000, end: 0x5000, pgoff: 0, image: 0 });
-        insert_mapping(&mut maps, Mapping { start: 0x2000, end: 0x3000, pgoff: 0, image: 1 });
-        let got: Vec<_> = maps.iter().map(|m| (m.start, m.end, m.pgoff, m.image)).collect();
-        assert_eq!(got, vec![(0x1000, 0x2000, 0, 0), (0x2000, 0x3000, 0, 1), (0x3000, 0x5000, 0x2000, 0)]);
+        let mut space = Space::default();
+        space.insert(Mapping { start: 0x1000, end: 0x5000, pgoff: 0, image: 0 });
+        space.insert(Mapping { start: 0x2000, end: 0x3000, pgoff: 0, image: 1 });
+        let listed = |space: &Space| -> Vec<_> {
+            space.0.values().map(|m| (m.start, m.end, m.pgoff, m.image)).collect()
+        };
+        assert_eq!(
+            listed(&space),
+            vec![(0x1000, 0x2000, 0, 0), (0x2000, 0x3000, 0, 1), (0x3000, 0x5000, 0x2000, 0)]
+        );
+        // Over the end of one and the start of the next, and over several whole.
+        space.insert(Mapping { start: 0x1800, end: 0x2800, pgoff: 0, image: 2 });
+        assert_eq!(
+            listed(&space),
+            vec![
+                (0x1000, 0x1800, 0, 0),
+                (0x1800, 0x2800, 0, 2),
+                (0x2800, 0x3000, 0x800, 1),
+                (0x3000, 0x5000, 0x2000, 0)
+            ]
+        );
+        space.insert(Mapping { start: 0x0, end: 0x6000, pgoff: 0, image: 3 });
+        assert_eq!(listed(&space), vec![(0x0, 0x6000, 0, 3)]);
+        assert_eq!(space.find(0x5fff).map(|m| m.image), Some(3));
+        assert!(space.find(0x6000).is_none());
+    }
+
+    /// 200,000 mappings in descending address order (each before all others): each goes in
+    /// without moving the others (a sorted list took 12-17 s for them), and each is found.
+    #[test]
+    fn mappings_go_in_in_any_order() {
+        let mut space = Space::default();
+        let n = 200_000u64;
+        for i in (0..n).rev() {
+            space.insert(Mapping { start: i * 0x1000, end: i * 0x1000 + 0x800, pgoff: 0, image: i as u32 });
+        }
+        assert_eq!(space.0.len(), n as usize);
+        assert!((0..n)
+            .step_by(997)
+            .all(|i| space.find(i * 0x1000 + 0x7ff).map(|m| m.image) == Some(i as u32)));
+        assert!(space.find(0x800).is_none());
+    }
+
+    /// A fork shares its parent's mappings until one of them maps something.
+    #[test]
+    fn a_forked_space_is_shared_until_written() {
+        let mut parent = Space::default();
+        parent.insert(Mapping { start: 0x1000, end: 0x2000, pgoff: 0, image: 0 });
+        let mut child = parent.clone();
+        assert!(std::sync::Arc::ptr_eq(&parent.0, &child.0));
+        child.insert(Mapping { start: 0x3000, end: 0x4000, pgoff: 0, image: 1 });
+        assert_eq!((parent.0.len(), child.0.len()), (1, 2));
     }
 }
