@@ -121,9 +121,16 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     if let Some(edges) = args.trace_from.as_deref() {
         return super::trace::encode_from(&args.input, edges, &args.output, args.chunk_instrs, quiet);
     }
+    // What can be told without the input is told before reading it: the output's format and
+    // its folder.
+    let output = cfghub_formats::registry::detect_output(&args.output, args.to.as_deref())?;
+    if !output.can_write() {
+        return Err(output.unsupported("write"));
+    }
+    cfghub_model::io::check_output_place(&args.output)?;
+    let output = Some(output);
     // The reader is told what the writer needs (a perf.data file converted to folded stacks
     // needs no images nor source lines), and `--symbols` needs the images it names.
-    let output = cfghub_formats::registry::detect_output(&args.output, args.to.as_deref()).ok();
     let mut needs = output.map_or(Needs::ALL, |f| f.needs);
     needs.images |= args.symbols.wanted();
     let read = ReadOptions { needs, ..args.read.options() };

@@ -189,3 +189,27 @@ fn formats_go_by_the_names_users_know_them_by() {
         }
     }
 }
+
+/// Mistakes that need no input are told before the input is read: an unknown `--to`, an
+/// output whose folder does not exist (named, not the temporary), a format that cannot be
+/// written. The input here is a FIFO nobody writes to: reading it would wait forever.
+#[test]
+fn mistakes_in_the_output_are_told_before_the_input_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.folded");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    for (args, expected) in [
+        (&["--to", "nonesuch", "-o", "out"][..], "unknown format 'nonesuch'"),
+        (&["-o", "no/such/folder/out.folded"][..], "the folder no/such/folder of the output"),
+        (&["--to", "dtrace", "-o", "out.txt"][..], "dtrace"),
+    ] {
+        let mut all = vec!["convert", "in.folded"];
+        all.extend_from_slice(args);
+        let o = common::run_limited(dir.path(), 10, &all);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains(".cfghub-"), "{args:?}: {err}");
+    }
+}

@@ -549,6 +549,26 @@ pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an output whose folder does not exist, naming that folder (checked before any
+/// input is read, so the mistake is told at once, and never in terms of the temporary file
+/// the output is written through).
+pub fn check_output_place(output: &str) -> Result<()> {
+    if output == "-" {
+        return Ok(());
+    }
+    let path = Path::new(output);
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let target = resolve_symlinks(path).unwrap_or_else(|_| path.to_path_buf());
+    let folder = parent_dir(&target);
+    if folder.is_dir() {
+        return Ok(());
+    }
+    Err(Error::usage(format!("the folder {} of the output {output} does not exist", folder.display()))
+        .with_hint("create it first (mkdir -p), or name an output in an existing folder"))
+}
+
 /// Whether two paths name one file: by device and inode (which a symbolic link and a hard
 /// link share with their target), else by canonical path.
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -573,6 +593,7 @@ where
     F: FnOnce(&mut dyn Write) -> Result<()>,
 {
     check_not_an_input(path, inputs)?;
+    check_output_place(path)?;
     let write = |out: &mut dyn Write| write(out).map_err(name_output(path));
     if path == "-" {
         let stdout = io::stdout();
@@ -640,6 +661,7 @@ where
             .with_hint("name an output folder, e.g. -o app.tables/"));
     }
     check_not_an_input(path, inputs)?;
+    check_output_place(path)?;
     let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
     let existing = match std::fs::metadata(&target) {
         Ok(m) if !m.is_dir() => {
