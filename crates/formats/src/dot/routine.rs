@@ -16,16 +16,7 @@ use cfghub_model::ir::{
     Coverage, CoverageKind, EdgeClass, EdgeKind, Image, Loop, NodeRef, Process, Profile, Routine,
 };
 
-/// A routine found by [`find_routine`]: process, image and routine indices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Found {
-    /// Index into `Profile::processes`.
-    pub process: usize,
-    /// Index into the process's images.
-    pub image: usize,
-    /// Index into the image's routines.
-    pub routine: usize,
-}
+pub use super::typed_names::Found;
 
 /// Finds the routine `spec` names: an address (`0x40059d`, absolute, any block of the
 /// routine), a routine's entry node id (decimal; any block id of the routine is accepted), or a

@@ -4,10 +4,21 @@
 //! expression (as pprof's `-focus` takes one). Several matches are listed, none gets the
 //! nearest names; a profile without basic blocks is told what it lacks and how to get it.
 
-use super::routine::Found;
 use cfghub_analysis::names::{routine_name, typing_distance, without_parameters, SymbolIndex};
 use cfghub_model::error::{Error, Result};
 use cfghub_model::ir::{Profile, Routine};
+
+/// A routine found by name (here or by `routine::find_routine`): process, image and routine
+/// indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Index into `Profile::processes`.
+    pub process: usize,
+    /// Index into the process's images.
+    pub image: usize,
+    /// Index into the image's routines.
+    pub routine: usize,
+}
 
 /// The routine `spec` names as users type names (see the module's documentation).
 pub(crate) fn find(
