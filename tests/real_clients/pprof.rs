@@ -113,18 +113,19 @@ fn a_go_cpu_profile_keeps_its_totals_through_folded_pprof_and_callgrind() {
     assert!(totals[0] > 10, "the program ran long enough to be sampled: {totals:?}");
 
     // pprof -> folded: one sample type (two count columns are a before/after pair to
-    // flame-graph tools), the first unless --event names another, with a warning naming the
-    // others; its total is pprof's. Inlined functions are frames of their own.
+    // flame-graph tools), pprof's default (the last, `cpu`, where the profile states none)
+    // unless --event names another, with a warning naming the others; its total is pprof's.
+    // Inlined functions are frames of their own.
     let folded = d.join("cpu.folded");
     let o = common::run(&["convert", s(&profile), "-o", s(&folded)]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let said = common::stderr(&o);
-    assert!(said.contains("folded: left out") && said.contains(" cpu (wrote 'samples' alone"), "{said}");
+    assert!(said.contains("folded: left out") && said.contains(" samples (wrote 'cpu' alone"), "{said}");
     let (names, sums) = folded_totals(&folded);
-    assert_eq!((names, sums), (vec!["samples".to_string()], vec![totals[0]]));
-    let cpu = d.join("cpu-ns.folded");
-    convert(&[s(&profile), "--event", "cpu", "-o", s(&cpu)]);
-    assert_eq!(folded_totals(&cpu), (vec!["cpu".to_string()], vec![totals[1]]));
+    assert_eq!((names, sums), (vec!["cpu".to_string()], vec![totals[1]]));
+    let counts = d.join("cpu-samples.folded");
+    convert(&[s(&profile), "--event", "samples", "-o", s(&counts)]);
+    assert_eq!(folded_totals(&counts), (vec!["samples".to_string()], vec![totals[0]]));
     let text = std::fs::read_to_string(&folded).unwrap();
     assert!(text.contains("main.main;main.spin;main.step"), "step inlined into spin is a frame:\n{text}");
     assert!(text.contains("main.main;main.hash"), "{text}");
@@ -554,4 +555,36 @@ fn every_functions_self_cost_in_every_output_is_go_tool_pprofs_flat_value() {
         }
     }
     assert!(problems.is_empty(), "self costs that are not pprof's:\n{}", problems.join("\n"));
+}
+
+/// A Go CPU profile states no default sample type: `go tool pprof` shows the last (`cpu`, in
+/// nanoseconds), and so do the one-measure views (folded stacks, the flame graph), not
+/// `samples`; the default is not written back where it is the last.
+#[test]
+fn one_measure_views_of_a_go_profile_show_what_go_tool_pprof_shows() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let input = common::fixture("pprof/burn.cpu.pb.gz");
+    let top = pprof(dir.path(), &["-top", "-unit=ns", "-nodecount=1"], &input);
+    assert!(top.contains("Type: cpu"), "{top}");
+    let total: i128 = top
+        .split("Total samples = ")
+        .nth(1)
+        .and_then(|t| t.split("ns").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{top}"));
+    let folded = dir.path().join("burn.folded");
+    convert(&[s(&input), "-o", s(&folded)]);
+    assert_eq!(folded_totals(&folded), (vec!["cpu".to_string()], vec![total]));
+    let svg = dir.path().join("burn.svg");
+    convert(&[s(&input), "-o", s(&svg)]);
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains(&total.to_string().chars().take(3).collect::<String>()),
+        "no cpu total in the svg"
+    );
+    let written = dir.path().join("burn.pb.gz");
+    convert(&[s(&input), "-o", s(&written)]);
+    let top_again = pprof(dir.path(), &["-top", "-unit=ns", "-nodecount=1"], &written);
+    assert!(top_again.contains("Type: cpu"), "{top_again}");
 }

@@ -36,6 +36,11 @@ fn model(spec: Spec) -> Profile {
         headers.push(("pprof.period_type".into(), format!("{ty} nanoseconds")));
         headers.push(("pprof.period".into(), period.to_string()));
     }
+    // A profile of several sample types that states no default has the last (profile.proto):
+    // the reader states it.
+    if let [_, .., (last, _)] = spec.events.as_slice() {
+        headers.push(("pprof.default_sample_type".into(), last.clone()));
+    }
     for c in &spec.comments {
         headers.push(("comment".into(), c.clone()));
     }

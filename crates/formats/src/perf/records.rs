@@ -195,6 +195,12 @@ impl<'a> Header<'a> {
     /// event's name with its colon. `None` where there is no such part, or no event after it.
     fn parse(line: &'a [u8]) -> Option<Self> {
         let comm_and_ids = super::sample_header_end(line)?;
+        // A sample of a task perf lost track of (`:-1    -1 [001] ...`): no pid or tid the
+        // collapse can read, so its root would be the whole header; left out, and counted.
+        let head = &line[..comm_and_ids];
+        if head.windows(4).any(|w| w == b" -1 " || w == b" -1/") || head.windows(4).any(|w| w == b"/-1 ") {
+            return None;
+        }
         let mut rest = &line[comm_and_ids..];
         let mut period = None;
         loop {
@@ -338,6 +344,13 @@ mod tests {
         let (out, events) = prepared("not a header\n\tf main (/x)\n\na 1 5.0: 3 c:\n\tf main (/x)\n");
         assert_eq!(out, "            \n            \n\na 1 0.0: 3 e0:\n\tf main (/x)\n");
         assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn a_sample_of_a_task_perf_lost_track_of_is_left_out_and_counted() {
+        let (out, events) = prepared(":-1    -1 [001] 15159.7: 100000 cpu-clock:\n\tf main (/x)\n\n");
+        assert!(events.is_empty() && out.trim().is_empty(), "{out:?}");
+        assert_eq!(prepare(b":-1 -1/2067 0.0: 1 e:\n\t0 t1 (m)\n".to_vec()).2, 1);
     }
 
     #[test]

@@ -929,6 +929,14 @@ fn read_headers(profile: &mut Profile, t: &Top, strings: &Strings, findings: &mu
             }
         }
     }
+    // "If unset, clients should default to the last sample value" (profile.proto): the
+    // default is stated either way, so that every view shows what `go tool pprof` shows
+    // (`cpu`, not `samples`, of a Go CPU profile).
+    if t.sample_types.len() > 1 && !headers.iter().any(|(k, _)| k == keys::DEFAULT_SAMPLE_TYPE) {
+        if let Some(last) = profile.events.last() {
+            headers.push((keys::DEFAULT_SAMPLE_TYPE.into(), last.name.clone()));
+        }
+    }
     for (i, &c) in t.comments.iter().enumerate() {
         headers.push((keys::COMMENT.into(), top_string(c, &format!("comment[{i}]"))?));
     }

@@ -470,7 +470,9 @@ impl<'a> Encoder<'a, '_> {
             .map(|(_, v)| self.strings.id(v))
             .collect();
         put::packed(&mut tail, 13, comments.iter().copied(), &mut self.scratch);
-        if let Some(v) = header(profile, keys::DEFAULT_SAMPLE_TYPE) {
+        // The last sample type is the default when none is stated: stated only otherwise.
+        let default = header(profile, keys::DEFAULT_SAMPLE_TYPE);
+        if let Some(v) = default.filter(|v| profile.events.last().is_none_or(|e| e.name != *v)) {
             put::uint(&mut tail, 14, self.strings.id(v));
         }
         if let Some(v) = header(profile, keys::DOC_URL) {
