@@ -62,8 +62,8 @@ pub(crate) fn find(
         &|name| pattern.as_ref().is_some_and(|p| p.is_match(name)),
     ];
     for matches in levels {
-        let mut hits: Vec<&(Found, String)> = candidates.iter().filter(|(_, name)| matches(name)).collect();
-        hits.dedup_by_key(|(found, _)| *found);
+        // Each routine is one candidate: a hit is one routine.
+        let hits: Vec<&(Found, String)> = candidates.iter().filter(|(_, name)| matches(name)).collect();
         match hits.as_slice() {
             [] => continue,
             [(found, _)] => return Ok(*found),
