@@ -443,6 +443,29 @@ fn perf_data_samples_give_the_fdata_perf2bolt_gives() {
     assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
 }
 
+/// A recording of a command opens with the samples perf took in its child before the `exec`
+/// (`perf-exec`, the kernel's alone): the binary written is still the program's, the one
+/// perf2bolt is given, not the kernel the first process ran in.
+#[test]
+fn samples_before_the_exec_do_not_choose_the_binary() {
+    let mut tries = 0;
+    let (ours, theirs) = loop {
+        // One sample each 2 µs of CPU catches the few before the exec.
+        let Some((ours, theirs, commands)) =
+            fdata_of_a_perf_recording_with("perf-data/hot.c", &[], &["-c", "2000"], "10000000")
+        else {
+            return;
+        };
+        tries += 1;
+        if commands.iter().any(|c| c == "perf-exec") {
+            break (ours, theirs);
+        }
+        assert!(tries < 5, "no sample before the exec in 5 recordings: {commands:?}");
+    };
+    assert!(ours.iter().any(|l| l.starts_with("1 inner/1 ")), "the hot loop's samples: {ours:?}");
+    assert_eq!(ours, theirs, "cfghub and perf2bolt -nl agree");
+}
+
 /// Samples in PLT stubs: BOLT (and so perf2bolt) makes a function of each entry, `memcpy@PLT`;
 /// cfghub names them alike rather than after the sizeless `_init` before the PLT.
 #[test]
@@ -493,6 +516,17 @@ fn fdata_of_a_perf_recording(
     flags: &[&str],
     argument: &str,
 ) -> Option<(Vec<String>, Vec<String>)> {
+    fdata_of_a_perf_recording_with(source, flags, &[], argument).map(|(ours, theirs, _)| (ours, theirs))
+}
+
+/// [`fdata_of_a_perf_recording`] with more `perf record` options; also gives the commands the
+/// samples were taken in, as `perf script` names them.
+fn fdata_of_a_perf_recording_with(
+    source: &str,
+    flags: &[&str],
+    record: &[&str],
+    argument: &str,
+) -> Option<(Vec<String>, Vec<String>, Vec<String>)> {
     if !tools_present() || !common::clients(&["perf"]) {
         return None;
     }
@@ -508,7 +542,7 @@ fn fdata_of_a_perf_recording(
     let data = d.join("program.perf.data");
     let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
         let mut perf = Command::new("perf");
-        perf.args(["record", "-q", "-e", event, "-o"]).arg(&data).arg(&binary).arg(argument);
+        perf.args(["record", "-q", "-e", event]).args(record).arg("-o").arg(&data).arg(&binary).arg(argument);
         perf.output().unwrap().status.success()
     });
     if !recorded {
@@ -526,7 +560,11 @@ fn fdata_of_a_perf_recording(
         .arg("-o")
         .arg(&theirs)
         .arg(&binary));
-    Some((sorted_lines(&ours), sorted_lines(&theirs)))
+    let script = sh(Command::new("perf").args(["script", "-F", "comm", "-i"]).arg(&data));
+    let mut commands: Vec<String> = common::stdout(&script).lines().map(|l| l.trim().to_string()).collect();
+    commands.sort();
+    commands.dedup();
+    Some((sorted_lines(&ours), sorted_lines(&theirs), commands))
 }
 
 /// A pprof profile of a position-independent binary maps its text from file offset 0x1000, as

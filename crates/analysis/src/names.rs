@@ -129,23 +129,38 @@ pub fn warn_blocks_without_addresses(
 }
 
 /// The image a profile of one program is mostly about, for formats that describe one binary
-/// (BOLT profiles, LLVM sample profiles): the image with a function `main`, else the one whose
-/// blocks' edges were traversed most, else the one with the most cost rows.
-pub(crate) fn main_image(process: &Process) -> Option<u32> {
-    if let Some(i) =
-        process.images.iter().position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()))
-    {
-        return Some(i as u32);
-    }
-    let mut traversals = vec![0u64; process.images.len()];
-    for e in &process.edges {
-        if let NodeRef::Block(s) = e.source {
-            traversals[s.image as usize] = traversals[s.image as usize].saturating_add(e.total());
+/// (BOLT profiles, LLVM sample profiles), as `(process, image)`: the first image with a
+/// function `main` in any process, else the image whose blocks' edges were traversed most,
+/// else the one with the most cost (of the first event), else the most cost rows. Every process counts: a recording of a command can
+/// open with the few kernel samples of the process before its `exec` (perf's `perf-exec`).
+fn main_image(processes: &[Process]) -> Option<(usize, u32)> {
+    let with_main = processes.iter().enumerate().find_map(|(p, process)| {
+        let i = process
+            .images
+            .iter()
+            .position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()));
+        i.map(|i| (p, i as u32))
+    });
+    with_main.or_else(|| {
+        let mut candidates = Vec::new();
+        for (p, process) in processes.iter().enumerate() {
+            let mut traversals = vec![0u64; process.images.len()];
+            for e in &process.edges {
+                if let NodeRef::Block(s) = e.source {
+                    traversals[s.image as usize] = traversals[s.image as usize].saturating_add(e.total());
+                }
+            }
+            for (i, image) in process.images.iter().enumerate() {
+                candidates.push((
+                    (traversals[i], image.costs.total(0), image.costs.len()),
+                    std::cmp::Reverse(p),
+                    i,
+                ));
+            }
         }
-    }
-    (0..process.images.len())
-        .max_by_key(|&i| (traversals[i], process.images[i].costs.len()))
-        .map(|i| i as u32)
+        // Ties: the earliest process, and in it the last image (as this choice always made it).
+        candidates.into_iter().max().map(|(_, std::cmp::Reverse(p), i)| (p, i as u32))
+    })
 }
 
 /// The binary a profile of one binary (BOLT profiles, LLVM sample profiles) is written for,
@@ -176,8 +191,8 @@ impl ChosenBinary {
 }
 
 /// Picks the binary: the image `choice` names (its id, its path, or its file's base name),
-/// else the image of the file `binary` (`--symbols`: by path, else by base name), else the
-/// first process's [`main_image`]; then the image of the same file in every process. `None`
+/// else the image of the file `binary` (`--symbols`: by path, else by base name), else
+/// [`main_image`]; then the image of the same file in every process. `None`
 /// for a profile without images; an error when `choice` names no image.
 pub fn choose_binary(
     profile: &Profile,
@@ -213,10 +228,7 @@ pub fn choose_binary(
             find(&|_: &Image, name: &str| name == path)
                 .or_else(|| find(&|_: &Image, name: &str| base_name(name) == base_name(&path)))
         });
-        by_file.or_else(|| {
-            let p = profile.processes.first()?;
-            main_image(p).map(|i| (0, i))
-        })
+        by_file.or_else(|| main_image(&profile.processes))
     };
     let Some((p, i)) = first else { return Ok(None) };
     let name = profile.image_name(&profile.processes[p].images[i as usize]);
