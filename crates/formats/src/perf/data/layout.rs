@@ -87,12 +87,17 @@ pub struct Layout {
     pub unknown: Vec<(u32, u64, u64)>,
     /// Whether any record is zstd-compressed.
     pub compressed: bool,
+    /// Bytes of zstd data in the compressed records (their bodies).
+    pub compressed_bytes: u64,
+    /// The mmap size the `HEADER_COMPRESSED` feature states: the most one compressed record
+    /// unpacks to, as perf reads it.
+    pub compressed_mmap_len: Option<u64>,
     /// The header as the records are to be read with, where the file's own says no records
     /// ([`unterminated_header`]).
     pub patched_header: Option<Vec<u8>>,
 }
 
-const HEADER_LEN: usize = 104;
+pub(crate) const HEADER_LEN: usize = 104;
 const PIPE_HEADER_LEN: usize = 16;
 const RECORD_HEADER_LEN: usize = 8;
 
@@ -109,6 +114,9 @@ pub(crate) const COMPRESSED: u32 = 81;
 pub(crate) const COMPRESSED2: u32 = 83;
 /// The feature bit of the event descriptions (`HEADER_EVENT_DESC`).
 pub(crate) const FEATURE_EVENT_DESC: u32 = 12;
+/// The feature bit of the compression settings (`HEADER_COMPRESSED`): `u32 version, type,
+/// level, ratio, mmap_len`.
+pub(crate) const FEATURE_COMPRESSED: u32 = 27;
 /// The feature bit of the command line (`HEADER_CMDLINE`).
 pub(crate) const FEATURE_CMDLINE: u32 = 11;
 
@@ -144,6 +152,8 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
             record_count: 0,
             unknown: Vec::new(),
             compressed: false,
+            compressed_bytes: 0,
+            compressed_mmap_len: None,
             patched_header: None,
         };
         walk(bytes, &mut layout, true)?;
@@ -181,6 +191,12 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
     if attr_size < 64 {
         return Err(fault(16, format!("attribute size {attr_size} is less than an attribute's 64 bytes")));
     }
+    if header_size > len {
+        return Err(fault(
+            8,
+            format!("header size {header_size} runs past the end of the file ({len} bytes)"),
+        ));
+    }
     if attrs.1 > attrs.0 && (attrs.1 - attrs.0) % attr_size != 0 {
         return Err(fault(16, format!("attribute size {attr_size} does not divide the attribute section")));
     }
@@ -190,9 +206,10 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
     if event_types.1 > event_types.0 {
         check_event_type_ids(bytes, order, event_types, attr_size)?;
     }
-    if patched_header.is_none() {
-        check_features(bytes, order, data.1)?;
-    }
+    let compressed_mmap_len = match patched_header {
+        None => check_features(bytes, order, data.1)?,
+        Some(_) => None,
+    };
     let mut layout = Layout {
         kind: Kind::File,
         order,
@@ -200,6 +217,8 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
         record_count: 0,
         unknown: Vec::new(),
         compressed: false,
+        compressed_bytes: 0,
+        compressed_mmap_len,
         patched_header,
     };
     walk(bytes, &mut layout, false)?;
@@ -285,9 +304,10 @@ fn check_entry_ids(
 }
 
 /// The feature sections named after the data section: each inside the file, and the event
-/// descriptions' counts inside their section.
-fn check_features(bytes: &[u8], order: Order, table: u64) -> Result<()> {
+/// descriptions' counts inside their section. Gives the mmap size `HEADER_COMPRESSED` states.
+fn check_features(bytes: &[u8], order: Order, table: u64) -> Result<Option<u64>> {
     let len = bytes.len() as u64;
+    let mut mmap_len = None;
     let mut at = table;
     for word in 0..4 {
         let bits = order.u64(&bytes[72 + word * 8..]);
@@ -311,10 +331,16 @@ fn check_features(bytes: &[u8], order: Order, table: u64) -> Result<()> {
             })?;
             let body = &bytes[offset as usize..end as usize];
             check_feature(feature, body, order, offset)?;
+            mmap_len = mmap_len.or(compressed_mmap_len(feature, body, order));
             at += 16;
         }
     }
-    Ok(())
+    Ok(mmap_len)
+}
+
+/// The mmap size a `HEADER_COMPRESSED` feature section states.
+fn compressed_mmap_len(feature: u32, body: &[u8], order: Order) -> Option<u64> {
+    (feature == FEATURE_COMPRESSED && body.len() >= 20).then(|| u64::from(order.u32(&body[16..])))
 }
 
 /// The counts inside a feature section that a parser sizes buffers from.
@@ -422,11 +448,17 @@ fn walk(bytes: &[u8], layout: &mut Layout, pipe: bool) -> Result<()> {
                     )
                 })?;
             }
-            COMPRESSED | COMPRESSED2 => layout.compressed = true,
+            COMPRESSED | COMPRESSED2 => {
+                layout.compressed = true;
+                layout.compressed_bytes = layout.compressed_bytes.saturating_add(body.len() as u64);
+            }
             HEADER_FEATURE if pipe && body.len() >= 8 => {
                 let feature = order.u64(body);
                 if let Ok(f) = u32::try_from(feature) {
                     check_feature(f, &body[8..], order, at + 16)?;
+                    if let Some(n) = compressed_mmap_len(f, &body[8..], order) {
+                        layout.compressed_mmap_len = Some(n);
+                    }
                 }
             }
             HEADER_ATTR if pipe && body.len() < 64 => {

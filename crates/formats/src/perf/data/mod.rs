@@ -33,6 +33,7 @@ pub mod records;
 pub mod sample;
 mod stack_set;
 mod stacks;
+mod stream;
 mod symbol_tree;
 mod symtab;
 

@@ -13,7 +13,6 @@
 //! logs their stacks and adds them up by address.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 use rustc_hash::FxHashMap;
@@ -23,7 +22,7 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 
 use super::layout::{self, Kind, Layout, Order};
 use super::sample::{Layout as SampleLayout, Sample};
-use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::error::{Findings, Result};
 use cfghub_model::ir::NO_INDEX;
 use cfghub_model::mem::PageReleaser;
 
@@ -388,13 +387,11 @@ pub(crate) fn replay_weighing(
     addresses: bool,
     findings: &mut Findings,
 ) -> Result<Recording> {
-    let fail = |e: linux_perf_data::Error| {
-        Error::input(format!("the perf.data records cannot be read: {e}")).with_hint(
-            "the file may be damaged; `perf report --header-only -i FILE` shows what perf makes of it",
-        )
-    };
-    let header = frame.patched_header.as_deref().unwrap_or_default();
-    let cursor = Releasing { bytes, header, at: 0, released: 0, pages };
+    let (cursor, seen) = super::stream::RecordStream::new(bytes, frame, pages)?;
+    // The parser reads a record's header a field at a time: served from a buffer, each read
+    // is a copy rather than a call through the cursor.
+    let cursor = std::io::BufReader::with_capacity(64 << 10, cursor);
+    let fail = |e: linux_perf_data::Error| seen.borrow().error(e);
     let reader = match frame.kind {
         Kind::File => PerfFileReader::parse_file(cursor),
         Kind::Pipe => PerfFileReader::parse_pipe(cursor),
@@ -416,7 +413,15 @@ pub(crate) fn replay_weighing(
     let tally = std::thread::scope(|scope| -> Result<Tally> {
         let adding = scope.spawn(move || tally.run(batches, spent));
         let read = (|| {
-            while let Some(record) = record_iter.next_record(&mut perf_file).map_err(fail)? {
+            loop {
+                let record = match record_iter.next_record(&mut perf_file) {
+                    Ok(Some(record)) => record,
+                    Ok(None) => break,
+                    // The file layout's records end where the parser meets the end of its
+                    // input (see `stream`).
+                    Err(_) if seen.borrow().finished && seen.borrow().fault.is_none() => break,
+                    Err(e) => return Err(fail(e)),
+                };
                 match record {
                     PerfFileRecord::EventRecord { attr_index, record } => r.event(
                         attr_index,
@@ -449,7 +454,7 @@ pub(crate) fn replay_weighing(
     r.rec.threads = tally.threads;
     r.rec.stacks = tally.stacks;
     r.rec.costs = tally.costs;
-    warn_about_the_records(frame, &r.rec, findings);
+    warn_about_the_records(frame, &r.rec, &seen.borrow(), findings);
     r.rec.spaces = std::mem::take(&mut r.spaces);
     Ok(r.rec)
 }
@@ -483,7 +488,12 @@ impl Replay {
 
 /// The warnings of a replay: a recording that did not end properly, records of unknown types,
 /// samples perf lost and samples whose fields run past their end.
-fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findings) {
+fn warn_about_the_records(
+    frame: &Layout,
+    rec: &Recording,
+    seen: &super::stream::Seen,
+    findings: &mut Findings,
+) {
     if frame.patched_header.is_some() {
         let (start, end) = frame.records;
         findings.warn(
@@ -502,6 +512,21 @@ fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findin
             format!("{n} record(s) of unknown type {t} skipped (the first at this offset)"),
         );
     }
+    for (t, n, at) in &seen.unknown {
+        findings.warn(
+            Some(cfghub_model::error::Place::Byte(*at)),
+            format!("{n} record(s) of unknown type {t} skipped (the first in the compressed record at this offset)"),
+        );
+    }
+    if seen.cut_off > 0 {
+        findings.warn(
+            None,
+            format!(
+                "the compressed records end {} byte(s) into a record, which is left out (the recording was cut off?)",
+                seen.cut_off
+            ),
+        );
+    }
     if rec.lost > 0 {
         findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", rec.lost));
     }
@@ -510,59 +535,6 @@ fn warn_about_the_records(frame: &Layout, rec: &Recording, findings: &mut Findin
             None,
             format!("{} SAMPLE record(s) whose fields run past their end were skipped", rec.malformed),
         );
-    }
-}
-
-/// The file's bytes read front to back, the pages behind the reader handed back to the
-/// system a few megabytes at a time: the records are copied out as they are read, so the
-/// file need not stay in memory beside what is made of it.
-struct Releasing<'a> {
-    bytes: &'a [u8],
-    /// Read in place of the file's first bytes (a header patched by the layout check).
-    header: &'a [u8],
-    at: usize,
-    /// Everything before this offset has been released.
-    released: usize,
-    pages: PageReleaser<'a>,
-}
-
-impl Releasing<'_> {
-    const STEP: usize = 8 << 20;
-}
-
-impl Read for Releasing<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let rest = match self.header.get(self.at..) {
-            Some(patched) if !patched.is_empty() => patched,
-            _ => self.bytes.get(self.at..).unwrap_or_default(),
-        };
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        self.at += n;
-        if self.at >= self.released + Self::STEP {
-            let upto = self.at / Self::STEP * Self::STEP;
-            self.pages.release(self.released..upto);
-            self.released = upto;
-        }
-        Ok(n)
-    }
-}
-
-impl Seek for Releasing<'_> {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let len = self.bytes.len() as i128;
-        let at = match to {
-            SeekFrom::Start(n) => i128::from(n),
-            SeekFrom::End(d) => len + i128::from(d),
-            SeekFrom::Current(d) => self.at as i128 + i128::from(d),
-        };
-        if at < 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start"));
-        }
-        self.at = usize::try_from(at).unwrap_or(usize::MAX);
-        // Pages read again come back from the file; release them again once past.
-        self.released = self.released.min(self.at / Self::STEP * Self::STEP);
-        Ok(self.at as u64)
     }
 }
 
@@ -847,29 +819,6 @@ mod tests {
         let mut entered: Vec<_> = totals.entered.keys().copied().collect();
         entered.sort_unstable();
         assert_eq!(entered, vec![(0x50, 0x100, 0x110), (k(0x10), k(0x18), k(0x20))]);
-    }
-
-    /// The releasing cursor reads and seeks as a cursor over the bytes does, pages released
-    /// behind it or not.
-    #[test]
-    fn the_releasing_cursor_reads_as_a_cursor() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        let bytes: Vec<u8> = (0..(Releasing::STEP * 2 + 12_345)).map(|i| (i % 253) as u8).collect();
-        std::io::Write::write_all(&mut file, &bytes).unwrap();
-        let mapped = cfghub_model::mem::MappedFile::open(file.path()).unwrap();
-        let mut cursor =
-            Releasing { bytes: &mapped, header: &[], at: 0, released: 0, pages: mapped.releaser() };
-        let mut all = Vec::new();
-        cursor.read_to_end(&mut all).unwrap();
-        assert_eq!(all, bytes);
-        assert_eq!(cursor.released, Releasing::STEP * 2);
-        assert_eq!(cursor.seek(SeekFrom::Start(10)).unwrap(), 10);
-        let mut again = [0u8; 100];
-        cursor.read_exact(&mut again).unwrap();
-        assert_eq!(&again[..], &bytes[10..110]);
-        assert_eq!(cursor.seek(SeekFrom::End(-5)).unwrap() as usize, bytes.len() - 5);
-        assert_eq!(cursor.seek(SeekFrom::Current(-5)).unwrap() as usize, bytes.len() - 10);
-        assert!(cursor.seek(SeekFrom::Current(-(bytes.len() as i64) - 1)).is_err());
     }
 
     /// Samples handed to the tally in several batches, through its channel, add up as in one.
