@@ -670,3 +670,99 @@ fn outputs_that_are_inputs_by_hard_link_or_as_symbols_are_refused() {
         assert_eq!(common::snapshot(dir.path()), before, "{}: an input changed", args.join(" "));
     }
 }
+
+/// perf.data: the small recording with `records` put first in its data section (the data
+/// size and the feature sections after the data moved to suit).
+fn perf_data_with_records_first(records: &[u8]) -> Vec<u8> {
+    let bytes = std::fs::read(common::fixture("perf-data/hot-small.perf.data")).unwrap();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (start, size) = (u64_at(&bytes, 40) as usize, u64_at(&bytes, 48));
+    let end = start + size as usize;
+    let delta = records.len() as u64;
+    let mut out = [&bytes[..start], records, &bytes[start..]].concat();
+    out[48..56].copy_from_slice(&(size + delta).to_le_bytes());
+    let features: u32 = (0..4).map(|w| u64_at(&bytes, 72 + w * 8).count_ones()).sum();
+    for entry in 0..features as usize {
+        let at = end + delta as usize + entry * 16;
+        let offset = u64_at(&out, at);
+        if offset >= end as u64 {
+            out[at..at + 8].copy_from_slice(&(offset + delta).to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A perf.data record: type, misc 0, and the body.
+fn perf_record(kind: u32, body: &[u8]) -> Vec<u8> {
+    let size = u16::try_from(8 + body.len()).unwrap();
+    [&kind.to_le_bytes()[..], &0u16.to_le_bytes(), &size.to_le_bytes(), body].concat()
+}
+
+/// A zstd frame of `blocks` RLE blocks, each 128 KiB of `byte`: 4 bytes of input per 128 KiB
+/// of output.
+fn zstd_rle_bomb(blocks: usize, byte: u8) -> Vec<u8> {
+    // Magic; no content size, no checksum; a 128 KiB window (exponent 7).
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
+    for b in 0..blocks {
+        let last = u32::from(b + 1 == blocks);
+        let header = (128 * 1024) << 3 | 1 << 1 | last;
+        z.extend_from_slice(&header.to_le_bytes()[..3]);
+        z.push(byte);
+    }
+    z
+}
+
+/// A `COMPRESSED` record of 60 KB that unpacks to 1.9 GB (records of an undefined type) is
+/// refused at that record, in well under a gigabyte: the unpacking is bounded and streamed.
+#[test]
+fn perf_data_zstd_bombs_are_refused_at_their_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = perf_record(81, &zstd_rle_bomb(15_000, 8));
+    let bytes = perf_data_with_records_first(&bomb);
+    let start = u64::from_le_bytes(bytes[40..48].try_into().unwrap());
+    std::fs::write(dir.path().join("bomb.perf.data"), &bytes).unwrap();
+    let (o, kib) = run_measured(dir.path(), &["convert", "bomb.perf.data", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "a zstd bomb");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("byte {start}:")) && err.contains("unpacks to more than"), "{err}");
+    assert!(kib < 300_000, "peak {kib} KiB");
+    assert!(!dir.path().join("out.folded").exists());
+}
+
+/// Records of a type perf does not define, 4 million of them (32 MB), cost nothing each: they
+/// are left out before the parser would hold them for sorting (it held about 110 bytes
+/// each, until the end of the file). So do 4 million tiny records of a defined type in one
+/// round: the reading ends a round every so many records.
+#[test]
+fn perf_data_millions_of_tiny_records_are_read_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, what) in [(200u32, "of unknown type 200"), (9, "SAMPLE")] {
+        let records = perf_record(kind, &[]).repeat(4_000_000);
+        std::fs::write(dir.path().join("many.perf.data"), perf_data_with_records_first(&records)).unwrap();
+        let (o, kib) = run_measured(dir.path(), &["convert", "many.perf.data", "-o", "out.folded"]);
+        let err = common::assert_contained(&o, what);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(err.contains("4000000 "), "{what}: the records left out are counted: {err}");
+        assert!(kib < 250_000, "{what}: peak {kib} KiB");
+    }
+}
+
+/// Inside compressed records too, records of undefined types are left out and counted, and
+/// bytes that end the unpacked records without making a whole one are told, not read.
+#[test]
+fn perf_data_compressed_records_are_checked_as_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = [perf_record(201, &[1, 2, 3, 4, 5, 6, 7, 8]).repeat(3), vec![9, 0, 0, 0]].concat();
+    // A zstd frame of one raw (stored) block, the last.
+    let mut zstd = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
+    zstd.extend_from_slice(&((inner.len() as u32) << 3 | 1).to_le_bytes()[..3]);
+    zstd.extend_from_slice(&inner);
+    let bytes = perf_data_with_records_first(&perf_record(81, &zstd));
+    let start = u64::from_le_bytes(bytes[40..48].try_into().unwrap());
+    std::fs::write(dir.path().join("z.perf.data"), &bytes).unwrap();
+    let o = common::run_limited(dir.path(), LIMIT_S, &["info", "z.perf.data"]);
+    let err = common::assert_contained(&o, "compressed records");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("warning: byte {start}: 3 record(s) of unknown type 201")), "{err}");
+    assert!(err.contains("end 4 byte(s) into a record"), "{err}");
+}
