@@ -157,3 +157,120 @@ fn a_folder_without_tables_and_a_file_named_as_tables_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     assert!(common::stderr(&o).contains("read from a folder"), "{}", common::stderr(&o));
 }
+
+/// The tables of a folded profile (`main;a;b 3`, `main;c 2`) in `dir/stacks.tables`.
+fn stack_tables(dir: &Path) -> PathBuf {
+    let input = dir.join("in.folded");
+    std::fs::write(&input, "main;a;b 3\nmain;c 2\n").unwrap();
+    let out = dir.join("stacks.tables");
+    let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--to", "tables"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    out
+}
+
+/// A value column (`position`) is one of the events: 30,000 stacks each at position 29,999
+/// made every sample 30,000 values wide (1.8 GB and an abort); a position of 4x10^9, 32 GB.
+#[test]
+fn a_value_position_past_the_events_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    rewrite(
+        &folder,
+        "stack_samples",
+        "select t.profile_id, t.process, i::UINTEGER as stack, t.node, t.thread, 29999::UINTEGER as position, \
+         t.event, t.value from t, range(30000) r(i) where t.stack = 0",
+    );
+    let o = common::run_limited(dir.path(), 60, &["convert", "-q", "stacks.tables", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "position 29999");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    contains_all(&err, &["stack_samples.parquet", "column position, row 0", "holds 1 event(s)"]);
+    rewrite(&folder, "stack_samples", "select * replace (0::UINTEGER as position, 'other' as event) from t");
+    let err = refused(dir.path(), &folder);
+    contains_all(&err, &["column event, row 0", "\"other\""]);
+}
+
+/// 30,000 stacks on the deepest node of a chain 30,000 frames long are one stack of that
+/// path, their values added up: written at once, not as 9x10^8 frames.
+#[test]
+fn stacks_of_one_path_and_thread_are_one_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    rewrite(
+        &folder,
+        "stack_nodes",
+        "select any_value(t.profile_id) as profile_id, 0::UINTEGER as process, i::UINTEGER as node, \
+         case when i = 0 then null else (i - 1)::UINTEGER end as parent, (i % 4)::UINTEGER as frame, \
+         'x' as name, i::UINTEGER as depth from t, range(30000) r(i) group by i order by i",
+    );
+    rewrite(
+        &folder,
+        "stack_samples",
+        "select t.profile_id, t.process, i::UINTEGER as stack, 29999::UINTEGER as node, t.thread, t.position, \
+         t.event, 1.0::DOUBLE as value from t, range(30000) r(i) where t.stack = 0 order by i",
+    );
+    let o = common::run_limited(dir.path(), 60, &["convert", "-q", "stacks.tables", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "one deep path");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let out = std::fs::read_to_string(dir.path().join("out.folded")).unwrap();
+    assert_eq!(out.lines().count(), 1, "one stack");
+    assert!(
+        out.trim_end().ends_with(";c 30000") && out.matches(';').count() == 29_999,
+        "{}",
+        &out[out.len() - 40..]
+    );
+}
+
+/// A FIFO in place of a table is refused at once (opening it would wait for a writer).
+#[test]
+fn a_fifo_in_place_of_a_table_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    std::fs::remove_file(folder.join("edges.parquet")).unwrap();
+    assert!(Command::new("mkfifo").arg(folder.join("edges.parquet")).status().unwrap().success());
+    let o = common::run_limited(dir.path(), 20, &["convert", "-q", "stacks.tables", "-o", "out.folded"]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    contains_all(&err, &["edges.parquet", "not a regular file"]);
+}
+
+/// Every file a run reads is an input the output may not replace: a table of the folder read,
+/// and the binary `--symbols` found in a folder by the image's name.
+#[test]
+fn files_read_on_the_way_are_inputs_no_output_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    let before = common::snapshot(dir.path());
+    let o = common::run_limited(
+        dir.path(),
+        60,
+        &["convert", "-q", "stacks.tables", "--to", "folded", "-o", "stacks.tables/edges.parquet"],
+    );
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    contains_all(&err, &["is also an input", "edges.parquet was read"]);
+    assert_eq!(common::snapshot(dir.path()), before, "an input changed");
+    let _ = folder;
+
+    // A DCPI text profile of `prog`, whose binary is found in the folder named by --symbols.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::copy(common::fixture("bolt/call_in_loop"), bin.join("prog")).unwrap();
+    std::fs::write(
+        dir.path().join("in.dcpicat"),
+        "name                 prog\nimage                1\npath                 prog\n\
+         epoch                202611230000\nplatform             x86_64\n\
+         text_start           0x000000400000\ntext_size            0x000000100000\n\
+         event                1 cycles:63488:10000\n0x000000401130      1\n",
+    )
+    .unwrap();
+    let before = common::snapshot(dir.path());
+    let o = common::run_limited(
+        dir.path(),
+        60,
+        &["convert", "-q", "in.dcpicat", "--symbols", "bin", "--to", "folded", "-o", "bin/prog"],
+    );
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    contains_all(&err, &["is also an input", "prog was read"]);
+    assert_eq!(common::snapshot(dir.path()), before, "an input changed");
+}

@@ -530,7 +530,51 @@ impl<R: BufRead> BufRead for LineLimit<R> {
     }
 }
 
-/// Refuses an output path that is one of the inputs (by path or by file identity).
+/// The files a run has read beyond the paths on its command line (the tables of a folder,
+/// the ELF files `--symbols` found by name or build id), by device and inode, with the path
+/// each was read at: no output may replace one of them.
+static FILES_READ: std::sync::Mutex<Vec<(u64, u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes that the file `path` (whose metadata `meta` is) was read: an output that names it is
+/// refused as one that names an input.
+pub fn note_read(path: &Path, meta: &std::fs::Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mut read = FILES_READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !read.iter().any(|(dev, ino, _)| (*dev, *ino) == (meta.dev(), meta.ino())) {
+            read.push((meta.dev(), meta.ino(), path.to_path_buf()));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, meta);
+}
+
+/// The path a noted file (see [`note_read`]) that `path` names was read at, if any.
+fn read_as(path: &Path) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        let read = FILES_READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        return read
+            .iter()
+            .find(|(dev, ino, _)| (*dev, *ino) == (meta.dev(), meta.ino()))
+            .map(|r| r.2.clone());
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// The noted files (see [`note_read`]) inside the folder `dir`.
+fn read_inside(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    let read = FILES_READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    read.iter().map(|r| &r.2).find(|p| p.canonicalize().is_ok_and(|p| p.starts_with(&dir))).cloned()
+}
+
+/// Refuses an output path that is one of the inputs (by path or by file identity), or a file
+/// the run has read on the way (see [`note_read`]).
 pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
     if output == "-" {
         return Ok(());
@@ -545,6 +589,13 @@ pub fn check_not_an_input(output: &str, inputs: &[&str]) -> Result<()> {
             return Err(Error::usage(format!("the output {output} is also an input"))
                 .with_hint("choose another output name; cfghub never overwrites its inputs"));
         }
+    }
+    if let Some(read) = read_as(out) {
+        return Err(Error::usage(format!(
+            "the output {output} is also an input: {} was read to make it",
+            read.display()
+        ))
+        .with_hint("choose another output name; cfghub never overwrites its inputs"));
     }
     Ok(())
 }
@@ -627,6 +678,8 @@ where
     let file = temp.as_file().try_clone().map_err(|e| Error::io(path, e))?;
     write_compressed(path, io::BufWriter::with_capacity(BUF_LEN, file), write)?;
     set_output_permissions(temp.as_file(), &target);
+    // What was read while writing counts too (a writer may read the binary it writes for).
+    check_not_an_input(path, &[])?;
     temp.persist(&target).map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }
@@ -671,7 +724,8 @@ where
         Ok(_) => {
             let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
             let inside =
-                inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical)));
+                inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical)))
+                    || read_inside(&canonical).is_some();
             if inside {
                 return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
                     .with_hint("choose another output name; cfghub never overwrites its inputs"));

@@ -82,6 +82,7 @@ impl ElfFile {
                 .in_file(shown)
                 .with_hint("--symbols takes an ELF binary, a separate debug file, or a directory of them"));
         }
+        cfghub_model::io::note_read(path, &meta);
         let map = MappedFile::open_lazy(path).map_err(|e| Error::io(shown.clone(), e))?;
         let map = Arc::new(map);
         // SAFETY: the slice borrows the mapping, which `ElfFile` owns through `map` and keeps

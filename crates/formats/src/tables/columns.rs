@@ -684,7 +684,7 @@ fn table_error(name: &str, file: &str, column: &str, row: usize, message: impl I
 pub(crate) struct TableReader {
     pub name: &'static str,
     pub file: Arc<str>,
-    /// The rows of the whole table, as the file's footer states them.
+    /// The rows of the whole table, as its row groups state them.
     pub rows: usize,
     /// The file's size in bytes: bounds what may be reserved for its rows.
     pub bytes: u64,
@@ -711,6 +711,15 @@ pub(crate) fn open_table(
 ) -> Result<TableReader> {
     let path = dir.join(format!("{name}.parquet"));
     let shown = path.display().to_string();
+    // Only a regular file is a table: opening a FIFO would wait for a writer forever.
+    if let Ok(meta) = std::fs::metadata(&path) {
+        if !meta.is_file() {
+            let what =
+                if meta.is_dir() { "a folder" } else { "not a regular file (a FIFO, socket or device)" };
+            return Err(Error::input(format!("table {name}: {name}.parquet is {what}")).in_file(&shown));
+        }
+        cfghub_model::io::note_read(&path, &meta);
+    }
     let file = File::open(&path).map_err(|e| {
         let missing = e.kind() == std::io::ErrorKind::NotFound;
         let err = Error::io(&shown, e);
@@ -730,7 +739,14 @@ pub(crate) fn open_table(
     let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reader = SerializedFileReader::new(file).map_err(bad)?;
     let schema = reader.metadata().file_metadata().schema_descr_ptr();
-    let rows = usize::try_from(reader.metadata().file_metadata().num_rows().max(0)).unwrap_or(usize::MAX);
+    // The row groups' rows, which the columns are read by (the footer's total is not checked
+    // against them by the Parquet reader, and a table of 10^12 rows says nothing of memory).
+    let rows = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| usize::try_from(g.num_rows().max(0)).unwrap_or(usize::MAX))
+        .fold(0usize, usize::saturating_add);
     let mut table = TableReader {
         name,
         file: Arc::from(shown.as_str()),
@@ -831,6 +847,7 @@ impl TableReader {
                 mine.append(theirs);
             }
         }
+        whole.rows = whole.len;
         Ok(whole)
     }
 

@@ -211,6 +211,28 @@ fn event_of(events: &HashMap<String, usize>, t: &ReadTable, column: &str, r: usi
     }
 }
 
+/// The value column of row `r` (`position`): one of the profile's `events`, the one its
+/// `event` column names where it names one. Checked before any row of values is widened to
+/// it: a position of 4x10^9 would otherwise make every sample 32 GB wide.
+fn value_position(events: &[Event], t: &ReadTable, r: usize) -> Result<usize> {
+    let position = t.int("position", r);
+    let Some(event) = usize::try_from(position).ok().and_then(|p| events.get(p)) else {
+        return Err(t.error(
+            "position",
+            r,
+            format!("position {position}, but the events table holds {} event(s)", events.len()),
+        ));
+    };
+    if let Some(name) = t.texts("event").get(r).filter(|&name| name != event.name) {
+        return Err(t.error(
+            "event",
+            r,
+            format!("event {name:?} at position {position}, where the events table has {:?}", event.name),
+        ));
+    }
+    Ok(position as usize)
+}
+
 fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Result<()> {
     for r in 0..files.rows {
         let name = files.texts("name").get(r).unwrap_or_default();
@@ -632,10 +654,7 @@ fn inclusive_costs(
                 .get(id)
                 .ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
             event_of(events, &t, "event", r)?;
-            let position = t.int("position", r) as usize;
-            if position > t.rows {
-                return Err(t.error("position", r, "position past the rows of the table"));
-            }
+            let position = value_position(&profile.events, &t, r)?;
             let values = inclusive.entry((p, e)).or_default();
             if values.len() <= position {
                 values.resize(position + 1, 0);
@@ -961,7 +980,6 @@ fn stacks(
     mut nodes_reader: TableReader,
     mut samples_reader: TableReader,
 ) -> Result<()> {
-    let node_rows = nodes_reader.rows;
     // Per process: node identifier -> (parent identifier, frame).
     let mut tree: Vec<HashMap<u64, (Option<u64>, u32)>> = vec![HashMap::new(); profile.processes.len()];
     while let Some(nodes) = nodes_reader.next()? {
@@ -975,15 +993,22 @@ fn stacks(
             tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
         }
     }
+    let node_rows: usize = tree.iter().map(HashMap::len).sum();
     // Per process: node identifier -> the model's node, once made.
     let mut made: Vec<HashMap<u64, u32>> = vec![HashMap::new(); profile.processes.len()];
+    // Per process: (node, thread) -> its sample: stacks of equal path and thread are one
+    // sample, their values added up (30,000 stacks on one node 30,000 frames deep are one
+    // stack to write, not 9x10^8 frames).
+    let mut sample_of: Vec<HashMap<(u32, Option<u32>), usize>> =
+        vec![HashMap::new(); profile.processes.len()];
     let mut chain: Vec<(u64, u32)> = Vec::new();
-    let mut open: Option<(u64, u64, usize)> = None;
+    // The stack being read: (process id, stack id, process, sample).
+    let mut open: Option<(u64, u64, usize, usize)> = None;
     while let Some(samples) = samples_reader.next()? {
         let samples = &samples;
         for r in samples.range() {
             let key = (samples.int("process", r), samples.int("stack", r));
-            if open.is_none_or(|(a, b, _)| (a, b) != key) {
+            if open.is_none_or(|(a, b, _, _)| (a, b) != key) {
                 let p = index.process(samples, "process", r)?;
                 // The nodes from the leaf up to the first one made, leaf first.
                 chain.clear();
@@ -1007,17 +1032,18 @@ fn stacks(
                     node = stacks.node(node, frame);
                     made[p].insert(n, node);
                 }
-                stacks.push_sample(node, samples.opt_u32("thread", r)?, &[]);
-                open = Some((key.0, key.1, p));
+                let thread = samples.opt_u32("thread", r)?;
+                let sample = *sample_of[p].entry((node, thread)).or_insert_with(|| {
+                    stacks.push_sample(node, thread, &[]);
+                    stacks.len() - 1
+                });
+                open = Some((key.0, key.1, p, sample));
             }
-            let p = open.map_or(0, |o| o.2);
+            let (p, sample) = open.map_or((0, 0), |o| (o.2, o.3));
             if let Some(v) = samples.floats("value").get(r) {
                 event_of(events, samples, "event", r)?;
+                let position = value_position(&profile.events, samples, r)?;
                 let stacks = &mut profile.processes[p].stacks;
-                let position = samples.int("position", r) as usize;
-                if position > samples.rows {
-                    return Err(samples.error("position", r, "position past the rows of the table"));
-                }
                 // The number the table holds, as its shortest decimal text says it.
                 let (digits, places) = from_f64(v).ok_or_else(|| {
                     samples.error("value", r, format!("{v} is not a finite number below 1e38"))
@@ -1031,8 +1057,10 @@ fn stacks(
                     ));
                 }
                 let value = digits * power_of_ten(stacks.decimals_of(position) - places);
-                let last = stacks.len() - 1;
-                stacks.values_mut(last)[position] = value;
+                let sum = &mut stacks.values_mut(sample)[position];
+                *sum = sum
+                    .checked_add(value)
+                    .ok_or_else(|| samples.error("value", r, "the values of one stack add up past 2^127"))?;
             }
         }
     }
