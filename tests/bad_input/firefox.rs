@@ -68,6 +68,24 @@ fn sample_naming_a_missing_stack() {
     assert!(message.contains("stack 5"), "{message}");
 }
 
+/// Negative weights (a comparison's differences) are refused where they are, and so are
+/// weights whose sum or decimal places pass what is held exactly; never dropped later.
+#[test]
+fn negative_weights_and_sums_past_2_127_are_refused_at_their_sample() {
+    let (path, message) =
+        error_path(&profile(|p| p["threads"][0]["samples"]["weight"] = serde_json::json!([1, -3])));
+    assert_eq!(path, "threads[0].samples.weight[1]");
+    assert!(message.contains("negative weight (-3)"), "{message}");
+    let (path, message) =
+        error_path(&profile(|p| p["threads"][0]["samples"]["weight"] = serde_json::json!([9e37, 9e37])));
+    assert_eq!(path, "threads[0].samples.weight[1]");
+    assert!(message.contains("2^127"), "{message}");
+    let (path, message) =
+        error_path(&profile(|p| p["threads"][0]["samples"]["weight"] = serde_json::json!([1e37, 0.000001])));
+    assert_eq!(path, "threads[0].samples.weight[1]");
+    assert!(message.contains("2^127"), "{message}");
+}
+
 #[test]
 fn frame_naming_a_missing_function_or_library() {
     let (path, _) = error_path(&profile(|p| p["threads"][0]["frameTable"]["func"][1] = 4.into()));

@@ -576,10 +576,26 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
                         "the weight is not a finite number below 1e38".into(),
                     )
                 })?;
-                if places > scratch.decimals {
-                    scratch.refine(places);
+                if digits < 0 {
+                    return Err(bad(
+                        format!("threads[{t}].samples.weight[{i}]"),
+                        format!(
+                            "a negative weight ({w}): cfghub reads samples that count or time what ran, \
+                             not the differences of a comparison"
+                        ),
+                    ));
                 }
-                digits * power_of_ten(scratch.decimals - places) * scale
+                if places > scratch.decimals && !scratch.refine(places) {
+                    return Err(bad(
+                        format!("threads[{t}].samples.weight[{i}]"),
+                        format!("with its {places} decimal places, the weights add up past 2^127"),
+                    ));
+                }
+                digits
+                    .checked_mul(power_of_ten(scratch.decimals - places) * scale)
+                    .ok_or_else(|| {
+                        bad(format!("threads[{t}].samples.weight[{i}]"), "the weight is past 2^127".into())
+                    })?
             }
         };
         let s = match s {
@@ -596,7 +612,9 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
             scratch.seen[s] = true;
             scratch.touched.push(s);
         }
-        scratch.weights[s] += w;
+        scratch.weights[s] = scratch.weights[s].checked_add(w).ok_or_else(|| {
+            bad(format!("threads[{t}].samples.weight[{i}]"), "the weights of one stack add up past 2^127".into())
+        })?;
     }
     Ok(())
 }
@@ -622,12 +640,17 @@ struct Scratch {
 
 impl Scratch {
     /// Gives the weights summed so far `places` decimal places.
-    fn refine(&mut self, places: u8) {
+    /// Carries the sums with `places` decimal places; `false` when one no longer fits.
+    fn refine(&mut self, places: u8) -> bool {
         let factor = power_of_ten(places - self.decimals);
         for &s in &self.touched {
-            self.weights[s] *= factor;
+            match self.weights[s].checked_mul(factor) {
+                Some(w) => self.weights[s] = w,
+                None => return false,
+            }
         }
         self.decimals = places;
+        true
     }
 
     fn clear(&mut self) {
