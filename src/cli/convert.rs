@@ -96,6 +96,10 @@ pub struct WriteArgs {
     /// orange, java, js, perl, python, rust, wakeup).
     #[arg(long, value_name = "PALETTE")]
     pub colors: Option<String>,
+    /// Tables: how the Parquet pages are compressed: snappy (the default, as DuckDB writes),
+    /// zstd, gzip, lz4 or none.
+    #[arg(long, value_name = "CODEC", value_parser = clap::builder::PossibleValuesParser::new(cfghub_formats::tables::Compression::NAMES))]
+    pub compression: Option<String>,
 }
 
 impl WriteArgs {
@@ -111,6 +115,13 @@ impl WriteArgs {
                 colors: self.colors.clone(),
             })
             .with(speedscope::Options { title: self.title.clone() })
+            .with(cfghub_formats::tables::Options {
+                compression: self
+                    .compression
+                    .as_deref()
+                    .and_then(cfghub_formats::tables::Compression::named)
+                    .unwrap_or_default(),
+            })
     }
 }
 

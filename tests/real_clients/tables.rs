@@ -334,3 +334,59 @@ fn profile_id_is_on_every_row_of_every_row_group() {
     }
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&direct).unwrap());
 }
+
+/// Tables DuckDB wrote back with zstd, gzip or lz4 (the codecs fleets of tables are kept in)
+/// read as the snappy ones cfghub wrote; `--compression` writes each, and DuckDB and pyarrow
+/// read them with the codec asked for.
+#[test]
+fn tables_in_every_codec_duckdb_and_pyarrow_write_read_back_alike() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let input = common::fixture("dcfg/hello-world.dcfg.json");
+    let snappy = dir.path().join("snappy.tables");
+    let o = common::run(&["convert", input.to_str().unwrap(), "-o", snappy.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let dcfg = |folder: &Path| {
+        let out = folder.with_extension("dcfg.json");
+        let o = common::run(&["convert", folder.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", folder.display(), common::stderr(&o));
+        std::fs::read_to_string(out).unwrap()
+    };
+    let expected = dcfg(&snappy);
+    for codec in ["zstd", "gzip", "lz4"] {
+        // DuckDB rewrites every table with the codec.
+        let theirs = dir.path().join(format!("duckdb-{codec}.tables"));
+        std::fs::create_dir(&theirs).unwrap();
+        for (table, _) in TABLES {
+            duckdb(
+                dir.path(),
+                &format!(
+                    "copy (select * from 'snappy.tables/{table}.parquet') to '{}/{table}.parquet' (format parquet, compression {codec})",
+                    theirs.display()
+                ),
+            );
+        }
+        assert_eq!(dcfg(&theirs), expected, "tables DuckDB wrote with {codec}");
+        // cfghub writes the codec asked for.
+        let ours = dir.path().join(format!("cfghub-{codec}.tables"));
+        let o = common::run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "--compression",
+            codec,
+            "-o",
+            ours.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let stated = duckdb(
+            dir.path(),
+            &format!(
+                "select distinct compression from parquet_metadata('{}/blocks.parquet') where path_in_schema <> 'profile_id' order by 1",
+                ours.display()
+            ),
+        );
+        let named = if codec == "lz4" { "LZ4_RAW".to_string() } else { codec.to_uppercase() };
+        assert_eq!(stated.trim(), named, "{codec}");
+        assert_eq!(dcfg(&ours), expected, "tables cfghub wrote with {codec}");
+    }
+}

@@ -551,18 +551,17 @@ pub fn note_read(path: &Path, meta: &std::fs::Metadata) {
 }
 
 /// The path a noted file (see [`note_read`]) that `path` names was read at, if any.
+#[cfg(unix)]
 fn read_as(path: &Path) -> Option<PathBuf> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(path).ok()?;
-        let read = FILES_READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        return read
-            .iter()
-            .find(|(dev, ino, _)| (*dev, *ino) == (meta.dev(), meta.ino()))
-            .map(|r| r.2.clone());
-    }
-    #[cfg(not(unix))]
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let read = FILES_READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    read.iter().find(|(dev, ino, _)| (*dev, *ino) == (meta.dev(), meta.ino())).map(|r| r.2.clone())
+}
+
+/// The path a noted file (see [`note_read`]) that `path` names was read at, if any.
+#[cfg(not(unix))]
+fn read_as(_path: &Path) -> Option<PathBuf> {
     None
 }
 

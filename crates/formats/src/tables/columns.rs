@@ -13,8 +13,8 @@
 //!
 //! cfghub writes the types of [`Kind`]; it reads what other tools write back leniently: any
 //! integer width, signed or not (a negative value where a count belongs is an error naming its
-//! row), plain or dictionary-encoded strings, and every compression DuckDB or pyarrow use by
-//! default (snappy, or none).
+//! row), plain or dictionary-encoded strings, and the compressions DuckDB, pyarrow and Spark
+//! write (snappy, zstd, gzip, lz4, or none).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -145,7 +145,13 @@ pub struct Table {
 impl Table {
     /// An empty table whose first column (`profile_id`) every row fills with `profile_id`,
     /// written to `dir/<name>.parquet`.
-    pub fn new(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>, dir: &Path) -> Table {
+    pub fn new(
+        name: &'static str,
+        specs: &'static [Spec],
+        profile_id: &Arc<str>,
+        dir: &Path,
+        compression: super::Compression,
+    ) -> Table {
         let path = dir.join(format!("{name}.parquet"));
         let shown = path.display().to_string();
         let mut table = Table {
@@ -158,7 +164,7 @@ impl Table {
             shown,
             failed: None,
         };
-        match open_writer(name, specs, &path) {
+        match open_writer(name, specs, &path, codec(compression)) {
             Ok(writer) => table.writer = Some(writer),
             Err(e) => table.failed = Some(e),
         }
@@ -204,7 +210,24 @@ impl Table {
     }
 }
 
-fn open_writer(name: &str, specs: &[Spec], path: &Path) -> Result<SerializedFileWriter<BufWriter<File>>> {
+/// The Parquet codec of a compression.
+fn codec(compression: super::Compression) -> Compression {
+    use parquet::basic::{GzipLevel, ZstdLevel};
+    match compression {
+        super::Compression::Snappy => Compression::SNAPPY,
+        super::Compression::Zstd => Compression::ZSTD(ZstdLevel::default()),
+        super::Compression::Gzip => Compression::GZIP(GzipLevel::default()),
+        super::Compression::Lz4 => Compression::LZ4_RAW,
+        super::Compression::None => Compression::UNCOMPRESSED,
+    }
+}
+
+fn open_writer(
+    name: &str,
+    specs: &[Spec],
+    path: &Path,
+    compression: Compression,
+) -> Result<SerializedFileWriter<BufWriter<File>>> {
     let shown = path.display().to_string();
     let fail = |e: ParquetError| Error::input(format!("cannot write table {name}: {e}"));
     let schema = format!(
@@ -220,8 +243,9 @@ fn open_writer(name: &str, specs: &[Spec], path: &Path) -> Result<SerializedFile
             .join(" ")
     );
     let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema).map_err(fail)?);
+    // The constant `profile_id` column is written by hand, snappy whatever the others use.
     let mut props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
+        .set_compression(compression)
         .set_dictionary_enabled(false)
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_data_page_size_limit(PAGE_BYTES)

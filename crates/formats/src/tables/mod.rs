@@ -44,6 +44,47 @@ use schema::{opt, req};
 pub use read::read_folder;
 pub use schema::{Kind, Spec};
 
+/// How the tables' pages are compressed (`--compression`): snappy unless asked, as DuckDB
+/// writes by default; zstd is what fleets of tables are often kept in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// Snappy (the default).
+    #[default]
+    Snappy,
+    /// Zstandard, at its default level.
+    Zstd,
+    /// Gzip, at its default level.
+    Gzip,
+    /// `LZ4_RAW`, the LZ4 codec the Parquet format recommends (DuckDB's and pyarrow's `lz4`).
+    Lz4,
+    /// No compression.
+    None,
+}
+
+impl Compression {
+    /// The names `--compression` takes.
+    pub const NAMES: &'static [&'static str] = &["snappy", "zstd", "gzip", "lz4", "none"];
+
+    /// The compression a name in [`Compression::NAMES`] names.
+    pub fn named(name: &str) -> Option<Compression> {
+        Some(match name {
+            "snappy" => Compression::Snappy,
+            "zstd" => Compression::Zstd,
+            "gzip" => Compression::Gzip,
+            "lz4" => Compression::Lz4,
+            "none" | "uncompressed" => Compression::None,
+            _ => return None,
+        })
+    }
+}
+
+/// The tables writer's options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// How the pages are compressed.
+    pub compression: Compression,
+}
+
 const DESCRIPTION: &str =
     "a folder of Parquet tables (blocks, edges, routines, loops, costs, stacks) for DuckDB, pandas, Spark";
 

@@ -29,6 +29,15 @@ struct Context<'a> {
     first_routine: Vec<Vec<u32>>,
     /// The profile-wide number of each image's first loop.
     first_loop: Vec<Vec<u32>>,
+    /// How the pages are compressed.
+    compression: Compression,
+}
+
+impl Context<'_> {
+    /// An empty table of the profile, written to the folder.
+    fn table(&self, name: &'static str, specs: &'static [Spec]) -> Table {
+        Table::new(name, specs, &self.id, self.dir, self.compression)
+    }
 }
 
 /// Writes the tables of `profile` into the folder `dir` (which exists and is empty), with
@@ -37,9 +46,10 @@ pub fn write(
     profile: &Profile,
     dir: &Path,
     target: &Path,
-    _options: &WriteOptions,
+    options: &WriteOptions,
     _findings: &mut Findings,
 ) -> Result<()> {
+    let compression = options.formats.get::<Options>().compression;
     let id: Arc<str> = Arc::from(profile_id_for(target));
     let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
         .processes
@@ -73,7 +83,7 @@ pub fn write(
         first_routine.push(fr);
         first_loop.push(fl);
     }
-    let cx = Context { profile, dir, id, routines, first_routine, first_loop };
+    let cx = Context { profile, dir, id, routines, first_routine, first_loop, compression };
     type Fill = fn(&Context<'_>) -> Table;
     let fills: &[Fill] = &[
         profile_table,
@@ -106,7 +116,7 @@ pub fn write(
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("profile", PROFILE, &cx.id, cx.dir);
+    let mut t = cx.table("profile", PROFILE);
     let m = &cx.profile.meta;
     t.row()
         .int(m.format_version.map(|v| v.0))
@@ -118,7 +128,7 @@ fn profile_table(cx: &Context<'_>) -> Table {
 }
 
 fn headers(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("headers", HEADERS, &cx.id, cx.dir);
+    let mut t = cx.table("headers", HEADERS);
     for (i, (k, v)) in cx.profile.meta.headers.iter().enumerate() {
         t.row().u(i as u64).s(Some(k)).s(Some(v));
     }
@@ -126,7 +136,7 @@ fn headers(cx: &Context<'_>) -> Table {
 }
 
 fn events(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("events", EVENTS, &cx.id, cx.dir);
+    let mut t = cx.table("events", EVENTS);
     for (i, e) in cx.profile.events.iter().enumerate() {
         t.row().u(i as u64).s(Some(&e.name)).s(e.description.as_deref());
     }
@@ -134,7 +144,7 @@ fn events(cx: &Context<'_>) -> Table {
 }
 
 fn files(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("files", FILES, &cx.id, cx.dir);
+    let mut t = cx.table("files", FILES);
     for (i, name) in cx.profile.files.iter() {
         t.row().u(u64::from(i)).s(Some(name));
     }
@@ -142,7 +152,7 @@ fn files(cx: &Context<'_>) -> Table {
 }
 
 fn frames(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("frames", FRAMES, &cx.id, cx.dir);
+    let mut t = cx.table("frames", FRAMES);
     for (i, name) in cx.profile.frames.iter() {
         let source = cx.profile.frame_source(i);
         t.row()
@@ -159,7 +169,7 @@ fn frames(cx: &Context<'_>) -> Table {
 }
 
 fn processes(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("processes", PROCESSES, &cx.id, cx.dir);
+    let mut t = cx.table("processes", PROCESSES);
     for (i, p) in cx.profile.processes.iter().enumerate() {
         t.row().u(i as u64).u(p.pid).int(p.instr_count).u(p.thread_instr_counts.len() as u64);
     }
@@ -167,7 +177,7 @@ fn processes(cx: &Context<'_>) -> Table {
 }
 
 fn threads(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("threads", THREADS, &cx.id, cx.dir);
+    let mut t = cx.table("threads", THREADS);
     for (i, p) in cx.profile.processes.iter().enumerate() {
         for (thread, &n) in p.thread_instr_counts.iter().enumerate() {
             t.row().u(i as u64).u(thread as u64).u(n);
@@ -184,7 +194,7 @@ fn each_image(profile: &Profile) -> impl Iterator<Item = (u64, u64, &Image)> {
 }
 
 fn images(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("images", IMAGES, &cx.id, cx.dir);
+    let mut t = cx.table("images", IMAGES);
     for (p, i, image) in each_image(cx.profile) {
         t.row()
             .u(p)
@@ -205,7 +215,7 @@ fn images(cx: &Context<'_>) -> Table {
 }
 
 fn symbols(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("symbols", SYMBOLS, &cx.id, cx.dir);
+    let mut t = cx.table("symbols", SYMBOLS);
     for (p, i, image) in each_image(cx.profile) {
         for (s, sym) in image.symbols.iter().enumerate() {
             t.row()
@@ -223,7 +233,7 @@ fn symbols(cx: &Context<'_>) -> Table {
 }
 
 fn source_lines(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("source_lines", SOURCE_LINES, &cx.id, cx.dir);
+    let mut t = cx.table("source_lines", SOURCE_LINES);
     for (p, i, image) in each_image(cx.profile) {
         for l in &image.source_lines {
             t.row()
@@ -255,7 +265,7 @@ fn routine_of_blocks(cx: &Context<'_>, p: usize, i: usize, blocks: usize) -> Vec
 }
 
 fn blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("blocks", BLOCKS, &cx.id, cx.dir);
+    let mut t = cx.table("blocks", BLOCKS);
     for (p, i, image) in each_image(cx.profile) {
         let routine = routine_of_blocks(cx, p as usize, i as usize, image.blocks.len());
         for (b, block) in image.blocks.iter().enumerate() {
@@ -277,7 +287,7 @@ fn blocks(cx: &Context<'_>) -> Table {
 }
 
 fn block_counts(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("block_counts", BLOCK_COUNTS, &cx.id, cx.dir);
+    let mut t = cx.table("block_counts", BLOCK_COUNTS);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         if process.thread_count() == 0 {
             continue;
@@ -315,7 +325,7 @@ fn end(process: &Process, node: NodeRef) -> End {
 }
 
 fn edges(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edges", EDGES, &cx.id, cx.dir);
+    let mut t = cx.table("edges", EDGES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             let (sk, si, sb, ss, sn) = end(process, edge.source);
@@ -354,7 +364,7 @@ fn edges(cx: &Context<'_>) -> Table {
 }
 
 fn edge_counts(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edge_counts", EDGE_COUNTS, &cx.id, cx.dir);
+    let mut t = cx.table("edge_counts", EDGE_COUNTS);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             for (thread, &c) in edge.counts.iter().enumerate() {
@@ -372,7 +382,7 @@ fn event_name(profile: &Profile, e: usize) -> Option<&str> {
 }
 
 fn edge_costs(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("edge_costs", EDGE_COSTS, &cx.id, cx.dir);
+    let mut t = cx.table("edge_costs", EDGE_COSTS);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         for (e, edge) in process.edges.iter().enumerate() {
             for (k, &v) in edge.inclusive().iter().enumerate() {
@@ -384,7 +394,7 @@ fn edge_costs(cx: &Context<'_>) -> Table {
 }
 
 fn routines_table(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("routines", ROUTINES, &cx.id, cx.dir);
+    let mut t = cx.table("routines", ROUTINES);
     for (p, i, image) in each_image(cx.profile) {
         let index = SymbolIndex::new(image);
         let (pu, iu) = (p as usize, i as usize);
@@ -407,7 +417,7 @@ fn routines_table(cx: &Context<'_>) -> Table {
 }
 
 fn routine_blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("routine_blocks", ROUTINE_BLOCKS, &cx.id, cx.dir);
+    let mut t = cx.table("routine_blocks", ROUTINE_BLOCKS);
     for (p, per_image) in cx.routines.iter().enumerate() {
         for (i, rs) in per_image.iter().enumerate() {
             for (r, routine) in rs.iter().enumerate() {
@@ -435,7 +445,7 @@ fn routine_blocks(cx: &Context<'_>) -> Table {
 }
 
 fn loops(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("loops", LOOPS, &cx.id, cx.dir);
+    let mut t = cx.table("loops", LOOPS);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let per_image = &cx.routines[p];
         if per_image.iter().all(|rs| rs.iter().all(|r| r.loops.is_empty())) {
@@ -489,7 +499,7 @@ fn loops(cx: &Context<'_>) -> Table {
 }
 
 fn loop_blocks(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("loop_blocks", LOOP_BLOCKS, &cx.id, cx.dir);
+    let mut t = cx.table("loop_blocks", LOOP_BLOCKS);
     for (p, per_image) in cx.routines.iter().enumerate() {
         let mut number = cx.first_loop[p].first().copied().unwrap_or(0);
         for rs in per_image {
@@ -515,7 +525,7 @@ fn loop_blocks(cx: &Context<'_>) -> Table {
 }
 
 fn costs(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("costs", COSTS, &cx.id, cx.dir);
+    let mut t = cx.table("costs", COSTS);
     for (p, i, image) in each_image(cx.profile) {
         let table = &image.costs;
         let mut cursor = table.cursor();
@@ -549,7 +559,7 @@ fn costs(cx: &Context<'_>) -> Table {
 }
 
 fn block_lines(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("block_lines", BLOCK_LINES, &cx.id, cx.dir);
+    let mut t = cx.table("block_lines", BLOCK_LINES);
     for (p, i, image) in each_image(cx.profile) {
         for (b, lines) in image.block_lines.iter().enumerate() {
             let local = lines.local_id;
@@ -573,7 +583,7 @@ fn block_lines(cx: &Context<'_>) -> Table {
 type SiteRow<'a> = (Option<u64>, Option<u64>, Option<&'a str>, Option<String>, Option<&'a str>);
 
 fn coverage(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("coverage", COVERAGE, &cx.id, cx.dir);
+    let mut t = cx.table("coverage", COVERAGE);
     for (p, i, image) in each_image(cx.profile) {
         for (c, cov) in image.coverage.iter().enumerate() {
             let kind = match cov.kind {
@@ -638,7 +648,7 @@ fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
 }
 
 fn stack_nodes(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("stack_nodes", STACK_NODES, &cx.id, cx.dir);
+    let mut t = cx.table("stack_nodes", STACK_NODES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let (_, nodes) = prefix_tree(process);
         for (n, &(parent, frame, depth)) in nodes.iter().enumerate() {
@@ -655,7 +665,7 @@ fn stack_nodes(cx: &Context<'_>) -> Table {
 }
 
 fn stack_samples(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("stack_samples", STACK_SAMPLES, &cx.id, cx.dir);
+    let mut t = cx.table("stack_samples", STACK_SAMPLES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let (leaves, _) = prefix_tree(process);
         let stacks = &process.stacks;
@@ -676,7 +686,7 @@ fn stack_samples(cx: &Context<'_>) -> Table {
 
 /// The functions inlined at each address of an image that has them, innermost first.
 fn inline_frames(cx: &Context<'_>) -> Table {
-    let mut t = Table::new("inline_frames", INLINE_FRAMES, &cx.id, cx.dir);
+    let mut t = cx.table("inline_frames", INLINE_FRAMES);
     for (p, i, image) in each_image(cx.profile) {
         for inlined in &image.inlined {
             for (k, frame) in inlined.frames.iter().enumerate() {
