@@ -280,7 +280,11 @@ fn files_read_on_the_way_are_inputs_no_output_replaces() {
 fn a_negative_sample_value_is_refused_at_its_row() {
     let dir = tempfile::tempdir().unwrap();
     let folder = stack_tables(dir.path());
-    rewrite(&folder, "stack_samples", "select * replace (case when stack = 1 then -2.0 else value end as value) from t");
+    rewrite(
+        &folder,
+        "stack_samples",
+        "select * replace (case when stack = 1 then -2.0 else value end as value) from t",
+    );
     let err = refused(dir.path(), &folder);
     contains_all(&err, &["stack_samples.parquet", "column value, row 1", "-2 is negative"]);
 }

@@ -591,11 +591,9 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
                         format!("with its {places} decimal places, the weights add up past 2^127"),
                     ));
                 }
-                digits
-                    .checked_mul(power_of_ten(scratch.decimals - places) * scale)
-                    .ok_or_else(|| {
-                        bad(format!("threads[{t}].samples.weight[{i}]"), "the weight is past 2^127".into())
-                    })?
+                digits.checked_mul(power_of_ten(scratch.decimals - places) * scale).ok_or_else(|| {
+                    bad(format!("threads[{t}].samples.weight[{i}]"), "the weight is past 2^127".into())
+                })?
             }
         };
         let s = match s {
@@ -613,7 +611,10 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
             scratch.touched.push(s);
         }
         scratch.weights[s] = scratch.weights[s].checked_add(w).ok_or_else(|| {
-            bad(format!("threads[{t}].samples.weight[{i}]"), "the weights of one stack add up past 2^127".into())
+            bad(
+                format!("threads[{t}].samples.weight[{i}]"),
+                "the weights of one stack add up past 2^127".into(),
+            )
         })?;
     }
     Ok(())
