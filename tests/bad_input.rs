@@ -37,6 +37,9 @@ mod compressed;
 #[path = "bad_input/hostile.rs"]
 mod hostile;
 
+#[path = "bad_input/shapes.rs"]
+mod shapes;
+
 #[path = "bad_input/dtrace.rs"]
 mod dtrace;
 

@@ -79,9 +79,27 @@ pub struct Error {
 /// The result every fallible cfghub function returns, with [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The most bytes of a message: one that quotes its input (a line, a name) is cut there,
+/// so that a line of 64 MB is not printed whole.
+pub const MESSAGE_BYTES: usize = 1024;
+
+/// `message` cut to [`MESSAGE_BYTES`] (at a character boundary), saying how much was left out.
+fn shortened(mut message: String) -> String {
+    if message.len() > MESSAGE_BYTES {
+        let mut cut = MESSAGE_BYTES;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let left = message.len() - cut;
+        message.truncate(cut);
+        message.push_str(&format!("... ({left} bytes more)"));
+    }
+    message
+}
+
 impl Error {
     fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, file: None, place: None, message: message.into(), hint: None }
+        Error { kind, file: None, place: None, message: shortened(message.into()), hint: None }
     }
 
     /// Bad input: the data does not follow its format.

@@ -60,6 +60,11 @@ impl MappedFile {
     }
 
     fn open_with(path: &std::path::Path, populate: bool) -> std::io::Result<MappedFile> {
+        // Opening a FIFO would wait for a writer (forever, when the input was read from it
+        // already): only a regular file is opened to be mapped.
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(std::io::Error::other("not a non-empty regular file"));
+        }
         let file = std::fs::File::open(path)?;
         let meta = file.metadata()?;
         let len = usize::try_from(meta.len()).map_err(|_| std::io::Error::other("file too large to map"))?;
