@@ -48,8 +48,19 @@ seed() {
       echo "fuzz.sh: $target: seed $path is absent, skipped" >&2
       continue
     fi
-    # No braces here: this function runs through `xargs -I{}`, which would replace them.
-    find "$path" -type f -size -2M -print0 | xargs -0 -r cp -n -t "$corpus" 2>/dev/null || true
+    # Each file is named by its seed path, slashes as underscores (two seeds may share a base
+    # name). No empty braces here: this function runs through `xargs -I{}`, which replaces them.
+    find "$path" -type f -size -2M -print0 | while IFS= read -r -d '' file; do
+      copy=$corpus/$(printf '%s' "$entry${file#"$path"}" | tr / _)
+      [ -e "$copy" ] && continue
+      if [ "$target" = tables ]; then
+        # A table is a member of its own: `NAME SIZE` on a line, then the file.
+        case $file in *.parquet) ;; *) continue ;; esac
+        { printf '%s %s\n' "$(basename "$file" .parquet)" "$(wc -c <"$file")"; cat "$file"; } >"$copy"
+      else
+        cp "$file" "$copy"
+      fi
+    done
   done
   # The symbolizer's seeds are ELF files with DWARF, compiled from the C sources it names.
   if [ "${target%-at}" = symbols ] && command -v cc >/dev/null; then

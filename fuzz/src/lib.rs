@@ -3,9 +3,9 @@
 //! panic, hang or allocate without bound. libFuzzer reports a panic as a crash, a slow input
 //! past `-timeout`, and an allocation past `-malloc_limit_mb` (`scripts/fuzz.sh` sets both).
 
-use cfghub::formats::dcfg_trace;
 use cfghub::error::Findings;
 use cfghub::format::ReadOptions;
+use cfghub::formats::dcfg_trace;
 use cfghub::registry;
 
 /// Most edges a DCFG-trace target decodes: a trace that declares more is refused before
@@ -45,7 +45,9 @@ pub fn bzip2(data: &[u8]) {
     };
     let Ok(one) = decode(1) else { return };
     let mut reference = Vec::new();
-    bzip2::read::MultiBzDecoder::new(data).read_to_end(&mut reference).expect("libbz2 refuses what we decode");
+    bzip2::read::MultiBzDecoder::new(data)
+        .read_to_end(&mut reference)
+        .expect("libbz2 refuses what we decode");
     assert!(one == reference, "decoded differently from libbz2");
     assert!(decode(2).ok() == Some(one), "two workers decode differently from one");
 }
@@ -174,4 +176,98 @@ pub fn symbolize_at(data: &[u8]) {
         let _ = lookup.find_frames(a);
         let _ = lookup.find_location_range(a, a.saturating_add(256));
     }
+}
+
+/// The tables folder every `tables` input starts from: fixtures/tables/hello-world.tables,
+/// built into the target (a valid folder, so that a damaged member is read with all the
+/// others in place and the reader gets past the tables it opens first).
+const BASE_TABLES: &[(&str, &[u8])] = &[
+    ("profile", include_bytes!("../../fixtures/tables/hello-world.tables/profile.parquet")),
+    ("headers", include_bytes!("../../fixtures/tables/hello-world.tables/headers.parquet")),
+    ("events", include_bytes!("../../fixtures/tables/hello-world.tables/events.parquet")),
+    ("files", include_bytes!("../../fixtures/tables/hello-world.tables/files.parquet")),
+    ("frames", include_bytes!("../../fixtures/tables/hello-world.tables/frames.parquet")),
+    ("processes", include_bytes!("../../fixtures/tables/hello-world.tables/processes.parquet")),
+    ("threads", include_bytes!("../../fixtures/tables/hello-world.tables/threads.parquet")),
+    ("images", include_bytes!("../../fixtures/tables/hello-world.tables/images.parquet")),
+    ("symbols", include_bytes!("../../fixtures/tables/hello-world.tables/symbols.parquet")),
+    ("source_lines", include_bytes!("../../fixtures/tables/hello-world.tables/source_lines.parquet")),
+    ("blocks", include_bytes!("../../fixtures/tables/hello-world.tables/blocks.parquet")),
+    ("block_counts", include_bytes!("../../fixtures/tables/hello-world.tables/block_counts.parquet")),
+    ("edges", include_bytes!("../../fixtures/tables/hello-world.tables/edges.parquet")),
+    ("edge_counts", include_bytes!("../../fixtures/tables/hello-world.tables/edge_counts.parquet")),
+    ("edge_costs", include_bytes!("../../fixtures/tables/hello-world.tables/edge_costs.parquet")),
+    ("routines", include_bytes!("../../fixtures/tables/hello-world.tables/routines.parquet")),
+    ("routine_blocks", include_bytes!("../../fixtures/tables/hello-world.tables/routine_blocks.parquet")),
+    ("loops", include_bytes!("../../fixtures/tables/hello-world.tables/loops.parquet")),
+    ("loop_blocks", include_bytes!("../../fixtures/tables/hello-world.tables/loop_blocks.parquet")),
+    ("costs", include_bytes!("../../fixtures/tables/hello-world.tables/costs.parquet")),
+    ("block_lines", include_bytes!("../../fixtures/tables/hello-world.tables/block_lines.parquet")),
+    ("coverage", include_bytes!("../../fixtures/tables/hello-world.tables/coverage.parquet")),
+    ("stack_nodes", include_bytes!("../../fixtures/tables/hello-world.tables/stack_nodes.parquet")),
+    ("stack_samples", include_bytes!("../../fixtures/tables/hello-world.tables/stack_samples.parquet")),
+    ("inline_frames", include_bytes!("../../fixtures/tables/hello-world.tables/inline_frames.parquet")),
+];
+
+/// Reads `data` as a folder of Parquet tables, through the command line's path (a folder
+/// input, the `tables` format). `data` is a series of members, each a header line
+/// `NAME SIZE\n` (a table's name, as in `NAME.parquet`, and the member's size in bytes, decimal)
+/// followed by that many bytes, the file `NAME.parquet`; a size past the end (or none) takes the
+/// rest, and a member of size 0 leaves its table out. Tables no member names are those of
+/// [`BASE_TABLES`]; names that are no table are ignored. The folder is this process's own, and
+/// only the files that changed since the last input are written again.
+pub fn read_tables(data: &[u8]) {
+    use std::sync::Mutex;
+    // What the folder holds now, per table of BASE_TABLES: None before the first input.
+    static WRITTEN: Mutex<Option<Vec<Option<Vec<u8>>>>> = Mutex::new(None);
+
+    let mut wanted: Vec<Option<&[u8]>> = BASE_TABLES.iter().map(|&(_, bytes)| Some(bytes)).collect();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else { break };
+        let header = String::from_utf8_lossy(&rest[..end]);
+        rest = &rest[end + 1..];
+        let mut words = header.split(' ');
+        let name = words.next().unwrap_or_default();
+        let size = words.next().and_then(|s| s.parse::<usize>().ok()).unwrap_or(usize::MAX).min(rest.len());
+        let (member, after) = rest.split_at(size);
+        rest = after;
+        if let Some(t) = BASE_TABLES.iter().position(|&(n, _)| n == name) {
+            wanted[t] = (size > 0).then_some(member);
+        }
+    }
+
+    let dir = std::env::temp_dir().join(format!("cfghub-fuzz-{}.tables", std::process::id()));
+    let mut state = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+    let written = state.get_or_insert_with(|| {
+        let names: Vec<&str> = cfghub::formats::tables::TABLES.iter().map(|t| t.0).collect();
+        assert!(
+            names == BASE_TABLES.iter().map(|t| t.0).collect::<Vec<_>>(),
+            "BASE_TABLES must list the tables of formats::tables::TABLES, in order"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        vec![None; BASE_TABLES.len()]
+    });
+    let _ = std::fs::create_dir_all(&dir);
+    for (t, want) in wanted.iter().enumerate() {
+        if written[t].as_deref() == *want {
+            continue;
+        }
+        let path = dir.join(format!("{}.parquet", BASE_TABLES[t].0));
+        let done = match want {
+            Some(bytes) => std::fs::write(&path, bytes),
+            None => std::fs::remove_file(&path),
+        };
+        if done.is_err() {
+            // Start again from an empty folder next time.
+            *state = None;
+            return;
+        }
+        written[t] = want.map(<[u8]>::to_vec);
+    }
+    drop(state);
+    let Ok(input) = cfghub::io::Input::open(&dir.to_string_lossy()) else { return };
+    let format = registry::by_name("tables").unwrap_or_else(|_| panic!("no format called tables"));
+    let mut findings = Findings::default();
+    let _ = format.read_source(&mut input.source(), &options(), &mut findings);
 }
