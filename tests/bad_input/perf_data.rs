@@ -142,3 +142,25 @@ fn flipped_bytes_never_panic() {
         let _ = data::read(&b, &mut Findings::default());
     }
 }
+
+/// The offset of feature section `feature` of the small recording (file layout).
+fn feature_offset(bytes: &[u8], feature: usize) -> usize {
+    let data_end = (u64_at(bytes, 40) + u64_at(bytes, 48)) as usize;
+    let set: Vec<usize> = (0..256).filter(|&f| u64_at(bytes, 72 + f / 64 * 8) >> (f % 64) & 1 == 1).collect();
+    let k = set.iter().position(|&f| f == feature).expect("the feature is set");
+    u64_at(bytes, data_end + 16 * k) as usize
+}
+
+/// An event-description count read in the other byte order (16 M where the file says 1 the
+/// other way) made the parser reserve 2.95 GB and abort: the count is checked in the file's
+/// order against the section first. A header size of 2^64-1 is refused at its field.
+#[test]
+fn counts_and_sizes_of_the_header_are_refused_at_their_field() {
+    let mut bytes = recording();
+    let desc = feature_offset(&bytes, 12);
+    bytes[desc..desc + 4].copy_from_slice(&[0, 0, 0, 1]);
+    assert_eq!(byte_offset(&bytes), Some(desc as u64));
+    let mut bytes = recording();
+    bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(byte_offset(&bytes), Some(8));
+}
