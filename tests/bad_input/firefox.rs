@@ -68,14 +68,10 @@ fn sample_naming_a_missing_stack() {
     assert!(message.contains("stack 5"), "{message}");
 }
 
-/// Negative weights (a comparison's differences) are refused where they are, and so are
-/// weights whose sum or decimal places pass what is held exactly; never dropped later.
+/// Weights whose sum or decimal places pass what is held exactly (2^127) are refused where
+/// they are (the sum wrapped).
 #[test]
-fn negative_weights_and_sums_past_2_127_are_refused_at_their_sample() {
-    let (path, message) =
-        error_path(&profile(|p| p["threads"][0]["samples"]["weight"] = serde_json::json!([1, -3])));
-    assert_eq!(path, "threads[0].samples.weight[1]");
-    assert!(message.contains("negative weight (-3)"), "{message}");
+fn sums_past_2_127_are_refused_at_their_sample() {
     let (path, message) =
         error_path(&profile(|p| p["threads"][0]["samples"]["weight"] = serde_json::json!([9e37, 9e37])));
     assert_eq!(path, "threads[0].samples.weight[1]");
@@ -181,4 +177,30 @@ proptest! {
         let _ = read_bytes(&edited, &mut Findings::default());
         let _ = read_bytes(&edited[..cut.min(edited.len())], &mut Findings::default());
     }
+}
+
+/// Negative weights (a comparison's differences, which the Firefox Profiler writes) are kept:
+/// writers of counts say how many stacks they write as 0, and the folded writer, which cannot
+/// hold them, names the stack.
+#[test]
+fn a_difference_profile_is_read_and_its_negative_stacks_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = profile(|p| {
+        p["threads"][0]["samples"] = serde_json::json!({ "length": 3, "stack": [1, 0, 1], "time": [0, 1, 2],
+            "weight": [1, 2, -5], "weightType": "samples" });
+    });
+    std::fs::write(dir.path().join("diff.fxprof.json"), bytes).unwrap();
+    for (output, told) in [
+        ("out.callgrind", "callgrind: 1 stack(s) with negative values (a difference profile) count as 0"),
+        ("out.svg", "svg: 1 stack(s) with negative values (a difference profile) drawn as 0"),
+    ] {
+        let o = crate::common::run_limited(dir.path(), 60, &["convert", "diff.fxprof.json", "-o", output]);
+        let err = crate::common::stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{output}: {err}");
+        assert!(err.contains(told), "{output}: {err}");
+    }
+    let o = crate::common::run_limited(dir.path(), 60, &["convert", "diff.fxprof.json", "-o", "out.folded"]);
+    let err = crate::common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("the stack main;app+0x1139 has -4 for 'samples'"), "{err}");
 }

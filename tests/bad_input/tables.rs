@@ -274,17 +274,3 @@ fn files_read_on_the_way_are_inputs_no_output_replaces() {
     contains_all(&err, &["is also an input", "prog was read"]);
     assert_eq!(common::snapshot(dir.path()), before, "an input changed");
 }
-
-/// A negative sample value is refused at its row (it was read, then dropped by some writers).
-#[test]
-fn a_negative_sample_value_is_refused_at_its_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let folder = stack_tables(dir.path());
-    rewrite(
-        &folder,
-        "stack_samples",
-        "select * replace (case when stack = 1 then -2.0 else value end as value) from t",
-    );
-    let err = refused(dir.path(), &folder);
-    contains_all(&err, &["stack_samples.parquet", "column value, row 1", "-2 is negative"]);
-}

@@ -41,6 +41,21 @@ fn to_cost(v: StackValue, decimals: u8) -> u64 {
     u64::try_from(whole.max(0)).unwrap_or(u64::MAX)
 }
 
+/// The stacks with a negative value in one of `columns` (a difference profile: a comparison's
+/// differences), over every process: writers of counts write them as 0 and say so.
+pub fn negative_stacks(profile: &Profile, columns: &[usize]) -> usize {
+    profile
+        .processes
+        .iter()
+        .map(|p| {
+            p.stacks
+                .samples()
+                .filter(|s| columns.iter().any(|&e| s.values.get(e).is_some_and(|&v| v < 0)))
+                .count()
+        })
+        .sum()
+}
+
 /// The function-level view of a process's stacks: one image whose symbols are the frame names
 /// (in order of first appearance), self costs per leaf symbol, and call edges with inclusive
 /// costs. `events` is the number of events in the profile ([`cfghub_model::ir::Profile::events`]).

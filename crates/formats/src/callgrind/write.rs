@@ -89,6 +89,13 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     warn_rounded_stacks(profile, findings);
+    let negative = stacks::negative_stacks(profile, &(0..profile.events.len()).collect::<Vec<_>>());
+    if negative > 0 {
+        findings.warn(
+            None,
+            format!("callgrind: {negative} stack(s) with negative values (a difference profile) count as 0"),
+        );
+    }
     // Ir comes from blocks when the profile has blocks and no cost at an address carries Ir
     // (an `Ir` event may still be there: stacks and call inclusive costs replayed from a
     // DCFG-trace measure it).

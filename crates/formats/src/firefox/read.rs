@@ -576,15 +576,6 @@ fn sample_weights(tables: &Tables<'_>, t: usize, thread: &Thread, scratch: &mut 
                         "the weight is not a finite number below 1e38".into(),
                     )
                 })?;
-                if digits < 0 {
-                    return Err(bad(
-                        format!("threads[{t}].samples.weight[{i}]"),
-                        format!(
-                            "a negative weight ({w}): cfghub reads samples that count or time what ran, \
-                             not the differences of a comparison"
-                        ),
-                    ));
-                }
                 if places > scratch.decimals && !scratch.refine(places) {
                     return Err(bad(
                         format!("threads[{t}].samples.weight[{i}]"),

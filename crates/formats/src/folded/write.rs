@@ -74,14 +74,16 @@ pub fn write(
                 renamed += 1;
             }
         }
+        let frames_end = line.len();
         for (&e, &places) in events.iter().zip(&decimals) {
             line.push(b' ');
             let v = values.get(e).copied().unwrap_or(0);
             if v < 0 {
                 let mut text = Vec::new();
                 decimal_text(v, places, &mut text);
+                let frames = String::from_utf8_lossy(&line[..frames_end]).into_owned();
                 return Err(Error::unsupported(format!(
-                    "folded stacks hold non-negative counts; a stack has {} for '{}'",
+                    "folded stacks hold non-negative counts; the stack {frames} has {} for '{}' (a difference profile)",
                     String::from_utf8_lossy(&text),
                     profile.events[e].name
                 )));

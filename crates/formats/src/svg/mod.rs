@@ -250,6 +250,14 @@ pub fn write(
     if units.lossy() {
         findings.warn(None, "svg: values with more than 6 decimal digits are rounded to 6");
     }
+    let drawn: Vec<usize> = if differential { vec![0, 1] } else { vec![event] };
+    let negative = cfghub_analysis::stacks::negative_stacks(profile, &drawn);
+    if negative > 0 {
+        findings.warn(
+            None,
+            format!("svg: {negative} stack(s) with negative values (a difference profile) drawn as 0"),
+        );
+    }
     let mut opt = inferno_options(profile, event, options)?;
     // A differential graph's colours come from every line's change, and --reverse and
     // --flamechart order the lines otherwise: they get every line.

@@ -1048,13 +1048,6 @@ fn stacks(
                 let (digits, places) = from_f64(v).ok_or_else(|| {
                     samples.error("value", r, format!("{v} is not a finite number below 1e38"))
                 })?;
-                if digits < 0 {
-                    return Err(samples.error(
-                        "value",
-                        r,
-                        format!("{v} is negative: a sample's value counts or times what ran"),
-                    ));
-                }
                 stacks.widen(position + 1);
                 if places > stacks.decimals_of(position) && !stacks.set_decimals(position, places) {
                     return Err(samples.error(
