@@ -159,7 +159,9 @@ fn plt_sec_and_plt_got_stubs_are_named_as_perf_names_them() {
         matches!(stack.rsplit(';').next(), Some("_init" | "[hot]"))
     };
     assert!(via.iter().any(in_stubs), "no sample in a stub: {via:#?}");
-    assert!(!via.iter().any(|s| s.contains("@plt")), "perf 6.1 names no stub of these sections: {via:#?}");
+    // (ld.so's own unnamed stub, `@plt`, may be sampled as the program starts.)
+    let named_stub = |s: &String| s.split([';', ' ']).any(|f| f.len() > 4 && f.ends_with("@plt"));
+    assert!(!via.iter().any(named_stub), "perf 6.1 names no stub of these sections: {via:#?}");
     assert_eq!(direct, via);
 }
 
