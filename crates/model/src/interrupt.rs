@@ -45,11 +45,38 @@ pub fn register(path: &Path) -> Registered {
     add(Undo::Remove(path.to_path_buf()))
 }
 
+/// Makes a temporary with `make` and registers the path `path_of` gives it as one step: a
+/// signal that comes while it is being made waits for the registration, and so removes it too
+/// (made first and registered after, a temporary could be left by a signal between the two).
+pub fn create_registered<T>(
+    make: impl FnOnce() -> std::io::Result<T>,
+    path_of: impl FnOnce(&T) -> PathBuf,
+) -> std::io::Result<(T, Registered)> {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let made = make()?;
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    pending.push((id, Undo::Remove(path_of(&made))));
+    Ok((made, Registered(id)))
+}
+
 /// Registers the place (`from`) an output folder (`to`) moves aside to while its replacement
 /// takes its place: moved back if a signal stops the process while `to` is empty, else
 /// removed.
 pub fn register_moved_aside(from: &Path, to: &Path) -> Registered {
     add(Undo::MoveBack { from: from.to_path_buf(), to: to.to_path_buf() })
+}
+
+/// [`register_moved_aside`] for the place `make` makes, as one step (see [`create_registered`]).
+pub fn create_moved_aside<T>(
+    make: impl FnOnce() -> std::io::Result<T>,
+    path_of: impl FnOnce(&T) -> PathBuf,
+    to: &Path,
+) -> std::io::Result<(T, Registered)> {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let made = make()?;
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    pending.push((id, Undo::MoveBack { from: path_of(&made), to: to.to_path_buf() }));
+    Ok((made, Registered(id)))
 }
 
 /// Undoes every registered temporary (newest first).

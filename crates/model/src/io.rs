@@ -668,12 +668,11 @@ where
         _ => {}
     }
     let dir = parent_dir(&target);
-    let temp = tempfile::Builder::new()
-        .prefix(".cfghub-")
-        .suffix(".partial")
-        .tempfile_in(&dir)
-        .map_err(|e| Error::io(path, e))?;
-    let _interrupted = crate::interrupt::register(temp.path());
+    let (temp, _interrupted) = crate::interrupt::create_registered(
+        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempfile_in(&dir),
+        |t| t.path().to_path_buf(),
+    )
+    .map_err(|e| Error::io(path, e))?;
     let file = temp.as_file().try_clone().map_err(|e| Error::io(path, e))?;
     write_compressed(path, io::BufWriter::with_capacity(BUF_LEN, file), write)?;
     set_output_permissions(temp.as_file(), &target);
@@ -741,12 +740,11 @@ where
         Err(_) => false,
     };
     let dir = parent_dir(&target);
-    let temp = tempfile::Builder::new()
-        .prefix(".cfghub-")
-        .suffix(".partial")
-        .tempdir_in(&dir)
-        .map_err(|e| Error::io(path, e))?;
-    let _interrupted = crate::interrupt::register(temp.path());
+    let (temp, _interrupted) = crate::interrupt::create_registered(
+        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
+        |t| t.path().to_path_buf(),
+    )
+    .map_err(|e| Error::io(path, e))?;
     write(temp.path(), &target)?;
     #[cfg(unix)]
     {
@@ -756,12 +754,12 @@ where
     // The old folder moves aside (into an empty temporary folder it replaces), the new one takes
     // its name, then the old one goes.
     let old = if existing {
-        let old = tempfile::Builder::new()
-            .prefix(".cfghub-")
-            .suffix(".old")
-            .tempdir_in(&dir)
-            .map_err(|e| Error::io(path, e))?;
-        let moved = crate::interrupt::register_moved_aside(old.path(), &target);
+        let (old, moved) = crate::interrupt::create_moved_aside(
+            || tempfile::Builder::new().prefix(".cfghub-").suffix(".old").tempdir_in(&dir),
+            |t| t.path().to_path_buf(),
+            &target,
+        )
+        .map_err(|e| Error::io(path, e))?;
         std::fs::rename(&target, old.path()).map_err(|e| Error::io(path, e))?;
         Some((old, moved))
     } else {
