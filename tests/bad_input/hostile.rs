@@ -182,10 +182,10 @@ use std::process::{Command, Output, Stdio};
 
 /// Seconds every run below may take: 10 for an optimised build; an unoptimised (debug) build
 /// of cfghub runs some ten times slower, and tests of it run beside each other.
-const LIMIT_S: u32 = if cfg!(debug_assertions) { 90 } else { 10 };
+pub(crate) const LIMIT_S: u32 = if cfg!(debug_assertions) { 90 } else { 10 };
 
 /// Runs cfghub in `dir` under the limits, measuring its peak resident size (KiB).
-fn run_measured(dir: &Path, args: &[&str]) -> (Output, u64) {
+pub(crate) fn run_measured(dir: &Path, args: &[&str]) -> (Output, u64) {
     run_measured_in(dir, 2_000_000_000, args)
 }
 

@@ -10,13 +10,10 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use crate::common;
-
-/// Seconds a run may take: 10 for an optimised build; an unoptimised (debug) build runs some
-/// ten times slower, and tests run beside each other.
-const LIMIT_S: u32 = if cfg!(debug_assertions) { 90 } else { 10 };
+use crate::hostile::{run_measured, LIMIT_S};
 
 /// A real file of each reader (plain: a gzip-compressed one is unpacked first). A reader
 /// missing here fails [`every_reader_has_a_sample`].
@@ -60,25 +57,6 @@ fn sample_bytes(format: &str) -> Vec<u8> {
     } else {
         bytes
     }
-}
-
-/// Runs cfghub in `dir` under the limits, measuring its peak resident size (KiB).
-fn run_measured(dir: &Path, args: &[&str]) -> (Output, u64) {
-    let rss = dir.join(".rss");
-    let o = Command::new("timeout")
-        .args(["-s", "KILL", &LIMIT_S.to_string(), "/usr/bin/time", "-f", "%M", "-o"])
-        .arg(&rss)
-        .args(["prlimit", "--as=2000000000", "--"])
-        .arg(env!("CARGO_BIN_EXE_cfghub"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("timeout, time, prlimit and cfghub run");
-    let text = std::fs::read_to_string(&rss).unwrap_or_default();
-    let kib = text.lines().filter_map(|l| l.trim().parse().ok()).next_back().unwrap_or(u64::MAX);
-    let _ = std::fs::remove_file(&rss);
-    (o, kib)
 }
 
 /// Converts `in` (read as `format`) to folded stacks in `dir`: contained, and on failure
