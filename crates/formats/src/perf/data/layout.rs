@@ -197,6 +197,12 @@ pub fn check(bytes: &[u8]) -> Result<Layout> {
             format!("header size {header_size} runs past the end of the file ({len} bytes)"),
         ));
     }
+    if data.0 < header_size {
+        return Err(fault(
+            40,
+            format!("the data section starts at byte {}, inside the {header_size}-byte header", data.0),
+        ));
+    }
     if attrs.1 > attrs.0 && (attrs.1 - attrs.0) % attr_size != 0 {
         return Err(fault(16, format!("attribute size {attr_size} does not divide the attribute section")));
     }
