@@ -547,6 +547,12 @@ impl Replay {
         body: &[u8],
         raw: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>,
     ) {
+        // An MMAP2 record stating a build id longer than 20 bytes (its length byte, at 32) is
+        // damaged: the record parser asserts on it, so it is left out here.
+        if kind == RecordType::MMAP2 && misc & 0x4000 != 0 && body.get(32).is_none_or(|&n| n > 20) {
+            self.rec.malformed += 1;
+            return;
+        }
         match kind {
             RecordType::SAMPLE => self.sample(attr, misc, body),
             RecordType::MMAP | RecordType::MMAP2 | RecordType::COMM | RecordType::FORK => match raw.parse() {
