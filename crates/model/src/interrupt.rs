@@ -59,14 +59,9 @@ pub fn create_registered<T>(
     Ok((made, Registered(id)))
 }
 
-/// Registers the place (`from`) an output folder (`to`) moves aside to while its replacement
-/// takes its place: moved back if a signal stops the process while `to` is empty, else
-/// removed.
-pub fn register_moved_aside(from: &Path, to: &Path) -> Registered {
-    add(Undo::MoveBack { from: from.to_path_buf(), to: to.to_path_buf() })
-}
-
-/// [`register_moved_aside`] for the place `make` makes, as one step (see [`create_registered`]).
+/// Registers the place `make` makes for an output folder (`to`) to move aside to while its
+/// replacement takes its place, as one step (see [`create_registered`]): moved back if a
+/// signal stops the process while `to` is empty, else removed.
 pub fn create_moved_aside<T>(
     make: impl FnOnce() -> std::io::Result<T>,
     path_of: impl FnOnce(&T) -> PathBuf,

@@ -90,8 +90,6 @@ pub(crate) struct Seen {
     pub unpacked: u64,
     /// Bytes at the end of the unpacked stream that make no whole record.
     pub cut_off: u64,
-    /// Rounds the cursor ended.
-    pub rounds_ended: u64,
     /// Every record has been served: in the file layout, the end of input the parser meets
     /// next is the end of the records.
     pub finished: bool,
@@ -318,7 +316,6 @@ impl<'a> RecordStream<'a> {
         self.round = (self.round.0 + 1, self.round.1 + size);
         if self.round.0 >= ROUND_RECORDS || self.round.1 >= ROUND_BYTES {
             self.rounds_due = 1;
-            self.seen.borrow_mut().rounds_ended += 1;
         }
     }
 
