@@ -49,3 +49,6 @@ mod perf_data;
 #[cfg(feature = "tables")]
 #[path = "real_clients/tables.rs"]
 mod tables;
+
+#[path = "real_clients/messages.rs"]
+mod messages;

@@ -75,12 +75,40 @@ pub struct Report {
     pub edges_not_decoded: bool,
     pub format_version: Option<String>,
     pub events: Vec<String>,
+    /// The unit of each event that states one other than a plain count (`cpu-clock`:
+    /// `nanoseconds`), by name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub event_units: BTreeMap<String, String>,
     pub processes: Vec<ProcessReport>,
     /// What `--symbols` found and named, per image.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub symbols: Vec<cfghub_analysis::symbolize::ImageReport>,
     /// The memory the model takes, part by part.
     pub memory: MemoryReport,
+}
+
+impl Report {
+    /// ` ns` (or another unit) after a number or column of event `e`, when it has a unit
+    /// other than a count.
+    fn unit_suffix(&self, e: &str) -> String {
+        match self.event_units.get(e).map(String::as_str) {
+            Some("nanoseconds") => " ns".into(),
+            Some("microseconds") => " us".into(),
+            Some("milliseconds") => " ms".into(),
+            Some("seconds") => " s".into(),
+            Some(unit) => format!(" {unit}"),
+            None => String::new(),
+        }
+    }
+
+    /// ` (ns)` (or another unit) after a column title of event `e`, when it has a unit other
+    /// than a count.
+    fn unit_label(&self, e: &str) -> String {
+        match self.unit_suffix(e) {
+            s if s.is_empty() => s,
+            s => format!(" ({})", s.trim_start()),
+        }
+    }
 }
 
 /// The heap memory the model holds (see [`cfghub_model::ir::ModelMemory`]), in bytes.
@@ -260,7 +288,7 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
         .with(dcfg_trace::Options { declared_only: true, max_edges: None });
     let mut loaded = load(&args.input, args.from.as_deref(), &options)?;
     if !quiet {
-        for w in loaded.findings.items.iter() {
+        for w in loaded.findings.items.iter().filter(|f| super::shown(f)) {
             eprintln!("cfghub: {}: {w}", args.input);
         }
     }
@@ -319,6 +347,14 @@ pub fn build(file: &str, format: &Format, profile: &Profile, top: usize) -> Repo
         edges_not_decoded: std::ptr::eq(format, &dcfg_trace::FORMAT),
         format_version: profile.meta.format_version.map(|(a, b)| format!("{a}.{b:02}")),
         events: profile.events.iter().map(|e| e.name.clone()).collect(),
+        event_units: profile
+            .events
+            .iter()
+            .filter_map(|e| {
+                let unit = cfghub_model::ir::event_unit(&profile.meta, &e.name)?;
+                (unit != "count").then(|| (e.name.clone(), unit.to_string()))
+            })
+            .collect(),
         processes: profile.processes.iter().map(|p| process_report(profile, p, top)).collect(),
         symbols: Vec::new(),
         memory: MemoryReport::of(profile, None),
@@ -589,7 +625,15 @@ pub fn render(report: &Report) -> String {
     }
     out.push('\n');
     if !report.events.is_empty() {
-        out.push_str(&format!("events:   {}\n", report.events.join(" ")));
+        let named: Vec<String> = report
+            .events
+            .iter()
+            .map(|e| match report.event_units.get(e) {
+                Some(unit) => format!("{e} ({unit})"),
+                None => e.clone(),
+            })
+            .collect();
+        out.push_str(&format!("events:   {}\n", named.join(" ")));
     }
     out.push_str(&format!("processes: {}\n", report.processes.len()));
     out.push_str(&render_memory(&report.memory));
@@ -610,7 +654,10 @@ pub fn render(report: &Report) -> String {
 
 /// A process's first lines: threads, instructions, stacks.
 fn render_process_summary(out: &mut String, report: &Report, p: &ProcessReport) {
-    out.push_str(&format!("\nprocess {}: {} thread(s)", p.pid, p.threads));
+    out.push_str(&format!("\nprocess {}", p.pid));
+    if p.threads > 0 {
+        out.push_str(&format!(": {} thread(s)", p.threads));
+    }
     if let Some(n) = p.instr_count {
         out.push_str(&format!(", INSTR_COUNT {n}"));
     }
@@ -619,16 +666,20 @@ fn render_process_summary(out: &mut String, report: &Report, p: &ProcessReport) 
         let per: Vec<String> = p.thread_instr_counts.iter().map(|c| c.to_string()).collect();
         out.push_str(&format!("  instructions per thread: {}\n", per.join(" ")));
     }
-    out.push_str(&format!(
-        "  instructions executed in blocks (NUM_INSTRS x COUNT): {}\n",
-        p.executed_instructions
-    ));
+    if p.images.iter().any(|i| i.blocks > 0) {
+        out.push_str(&format!(
+            "  instructions executed in blocks (NUM_INSTRS x COUNT): {}\n",
+            p.executed_instructions
+        ));
+    }
     if p.stacks > 0 {
         out.push_str(&format!("  stacks: {}\n", p.stacks));
         let totals: Vec<String> = report
             .events
             .iter()
-            .filter_map(|e| p.stack_totals.get(e).map(|v| format!("{e} {}", number(*v))))
+            .filter_map(|e| {
+                p.stack_totals.get(e).map(|v| format!("{e} {}{}", number(*v), report.unit_suffix(e)))
+            })
             .collect();
         if !totals.is_empty() {
             out.push_str(&format!("  stack totals: {}\n", totals.join(", ")));
@@ -684,7 +735,7 @@ fn render_costs_by_image(out: &mut String, report: &Report, p: &ProcessReport) {
     }
     let mut header: Vec<String> = vec!["image".into()];
     for e in &report.events {
-        header.extend([e.clone(), "%".into(), "cum%".into()]);
+        header.extend([format!("{e}{}", report.unit_label(e)), "%".into(), "cum%".into()]);
     }
     let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let right: Vec<usize> = (1..h.len()).collect();
@@ -900,7 +951,8 @@ fn render_top_functions(out: &mut String, report: &Report, p: &ProcessReport) {
     }
     let mut header: Vec<String> = vec!["function".into()];
     for e in &report.events {
-        header.extend([format!("self {e}"), "%".into(), format!("total {e}"), "%".into()]);
+        let unit = report.unit_label(e);
+        header.extend([format!("self {e}{unit}"), "%".into(), format!("total {e}{unit}"), "%".into()]);
     }
     let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let right: Vec<usize> = (1..h.len()).collect();

@@ -75,17 +75,62 @@ pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
     let samples = combine(profiles, &mut findings)?;
     super::check_findings("merge", &findings, quiet)?;
     let merge_options = MergeOptions { image: args.image.clone(), base: args.base };
+    let graph_images: Vec<String> = graph
+        .profile
+        .processes
+        .iter()
+        .flat_map(|p| p.images.iter().filter(|i| !i.blocks.is_empty()).map(|i| graph.profile.image_name(i)))
+        .collect();
+    let units: Vec<&str> = samples
+        .events
+        .iter()
+        .map(|e| match cfghub_model::ir::event_unit(&samples.meta, &e.name) {
+            Some("nanoseconds") => "ns",
+            Some("bytes") => "bytes",
+            _ => "sample(s)",
+        })
+        .collect();
     let (merged, report) = merge(graph.profile, &samples, &merge_options)?;
+    nothing_attributed(&report, &graph_images, &args.graph, &args.samples)?;
     if !quiet {
-        eprint!("{}", describe(&report, args.list));
+        eprint!("{}", describe(&report, args.list, &units));
     }
     let findings = save(&merged, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }
 
-/// The merge report as lines for standard error.
-pub fn describe(report: &MergeReport, list: usize) -> String {
+/// A merge that placed none of its samples in a block is an error (exit 2) that names the
+/// images on both sides: the graph's and the samples', which is what failed to match.
+fn nothing_attributed(
+    report: &MergeReport,
+    graph_images: &[String],
+    graph: &str,
+    samples: &[String],
+) -> Result<()> {
+    let sampled = report.unattributed_totals.iter().any(|&v| v > 0);
+    if !sampled || report.attributed.iter().any(|&v| v > 0) {
+        return Ok(());
+    }
+    let shown = |names: &mut dyn Iterator<Item = &str>| {
+        let mut list: Vec<&str> = names.collect();
+        list.dedup();
+        let more = list.len().saturating_sub(5);
+        list.truncate(5);
+        format!("{}{}", list.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+    };
+    let sample_images = shown(&mut report.matches.iter().map(|m| m.0.as_str()));
+    Err(Error::input(format!(
+        "none of the samples of {} lies in a block of {graph}: the samples are of {sample_images}, the \
+         graph's blocks of {}",
+        samples.join(", "),
+        shown(&mut graph_images.iter().map(String::as_str))
+    ))
+    .with_hint("the samples and the graph must come from the same binary; --image NAME picks the graph's image, --base ADDRESS its load address"))
+}
+
+/// The merge report as lines for standard error; `units` names what each event's values count.
+pub fn describe(report: &MergeReport, list: usize, units: &[&str]) -> String {
     let mut out = String::new();
     for (sample, graph) in &report.matches {
         match graph {
@@ -98,8 +143,10 @@ pub fn describe(report: &MergeReport, list: usize) -> String {
     }
     for (e, name) in report.events.iter().enumerate() {
         out.push_str(&format!(
-            "cfghub: merge: {name}: {} sample(s) attributed to blocks, {} in no block\n",
-            report.attributed[e], report.unattributed_totals[e]
+            "cfghub: merge: {name}: {} {unit} attributed to blocks, {} {unit} in no block\n",
+            report.attributed[e],
+            report.unattributed_totals[e],
+            unit = units.get(e).copied().unwrap_or("sample(s)")
         ));
     }
     if report.unattributed_addresses > 0 {

@@ -17,7 +17,7 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 
-use cfghub_model::error::{Error, ErrorKind, Findings};
+use cfghub_model::error::{Error, ErrorKind, Findings, Severity};
 
 /// cfghub converts control-flow profiles between the tools that make and show them:
 /// Intel DCFG and DCFG-trace (Pin, PinPlay, SDE), Callgrind/KCachegrind, DCPI, CSI path
@@ -33,6 +33,10 @@ pub struct Cli {
     /// No progress bar and no warnings on standard error.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Also say what the output cannot hold by its nature and how results were made (notes).
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
 
     /// The command to run.
     #[command(subcommand)]
@@ -103,6 +107,7 @@ pub fn main() -> i32 {
         }
     };
     cfghub_model::io::set_progress(!cli.quiet);
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     let quiet = cli.quiet;
     let result = match cli.command {
         Command::Formats => formats::run(),
@@ -143,12 +148,20 @@ fn report_error(e: &Error) {
     eprintln!("cfghub: {word}: {e}");
 }
 
-/// Prints a reader's or writer's warnings, and refuses input with rule violations:
-/// conversions never carry broken references into another format.
+/// Whether `-v` asked for notes as well as warnings (set once, before any command runs).
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a finding is printed: notes only under `-v`.
+pub(crate) fn shown(finding: &cfghub_model::error::Finding) -> bool {
+    finding.severity != Severity::Detail || VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Prints a reader's or writer's warnings (and, with `-v`, its notes), and refuses input with
+/// rule violations: conversions never carry broken references into another format.
 pub(crate) fn check_findings(name: &str, findings: &Findings, quiet: bool) -> Result<(), Error> {
     if !quiet {
-        for w in findings.warnings() {
-            eprintln!("cfghub: {name}: {w}");
+        for f in findings.items.iter().filter(|f| f.severity != Severity::Violation && shown(f)) {
+            eprintln!("cfghub: {name}: {f}");
         }
     }
     let violations: Vec<_> = findings.violations().collect();

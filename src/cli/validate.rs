@@ -70,6 +70,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
 fn finding_json(f: &cfghub_model::error::Finding) -> serde_json::Value {
     use cfghub_model::error::{Place, Severity};
     let severity = match f.severity {
+        Severity::Detail => "note",
         Severity::Warning => "warning",
         Severity::Violation => "violation",
     };

@@ -119,7 +119,9 @@ fn merge_attributes_every_sample_to_its_block() {
     let err = common::stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
-        err.contains(&format!("cycles: {attributed} sample(s) attributed to blocks, 24 in no block")),
+        err.contains(&format!(
+            "cycles: {attributed} sample(s) attributed to blocks, 24 sample(s) in no block"
+        )),
         "{err}"
     );
     assert!(err.contains("3 sampled address(es) lie in no block"), "{err}");
@@ -206,26 +208,41 @@ fn merge_without_a_matching_image_is_refused_naming_both_sides() {
     assert!(err.contains("no sample image matches a graph image") && err.contains("/usr/bin/other"), "{err}");
     assert!(err.contains("ld-linux-x86-64.so.2") && err.contains("--image"), "{err}");
     assert!(!out.exists());
-    // --image names the graph image; --base places the text start.
-    let o = common::run(&[
-        "merge",
-        dcfg.to_str().unwrap(),
-        file.to_str().unwrap(),
-        "--address-step",
-        "1",
-        "--image",
-        "simple_loop",
-        "--base",
-        "0x3420000000",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    // --image names the graph image; --base places the text start. Placed where the graph
+    // has no block, no sample is attributed: refused too, naming both sides, with no output.
+    let merge_at = |base: &str| {
+        common::run(&[
+            "merge",
+            dcfg.to_str().unwrap(),
+            file.to_str().unwrap(),
+            "--address-step",
+            "1",
+            "--image",
+            "simple_loop",
+            "--base",
+            base,
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = merge_at("0x3420000000");
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("none of the samples of") && err.contains("the samples are of /usr/bin/other"),
+        "{err}"
+    );
+    assert!(err.contains("simple_loop_dependency-pinplay/simple_loop") && err.contains("--base"), "{err}");
+    assert!(!out.exists());
+    // At the text of `_init` (0x4003e8, 24 bytes), both samples land in its block.
+    let o = merge_at("0x4003d8");
     let err = common::stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains("-> graph image /home/yan/pintool/DCFG/simple_loop_dependency-pinplay/simple_loop"),
         "{err}"
     );
+    assert!(err.contains("cycles: 11 sample(s) attributed to blocks, 0 sample(s) in no block"), "{err}");
     let o = common::run(&[
         "merge",
         dcfg.to_str().unwrap(),

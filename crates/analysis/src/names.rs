@@ -128,20 +128,25 @@ pub fn warn_blocks_without_addresses(
     }
 }
 
+/// The first image, over every process, with a function `main` at an address, as `(process,
+/// image)`: the program's own binary (pprof's first mapping, BOLT's and AutoFDO's binary).
+pub fn image_with_main(processes: &[Process]) -> Option<(usize, u32)> {
+    processes.iter().enumerate().find_map(|(p, process)| {
+        let i = process
+            .images
+            .iter()
+            .position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()));
+        i.map(|i| (p, i as u32))
+    })
+}
+
 /// The image a profile of one program is mostly about, for formats that describe one binary
 /// (BOLT profiles, LLVM sample profiles), as `(process, image)`: the first image with a
 /// function `main` in any process, else the image whose blocks' edges were traversed most,
 /// else the one with the most cost (of the first event), else the most cost rows. Every process counts: a recording of a command can
 /// open with the few kernel samples of the process before its `exec` (perf's `perf-exec`).
 fn main_image(processes: &[Process]) -> Option<(usize, u32)> {
-    let with_main = processes.iter().enumerate().find_map(|(p, process)| {
-        let i = process
-            .images
-            .iter()
-            .position(|i| i.symbols.iter().any(|s| s.name == "main" && s.offset.is_some()));
-        i.map(|i| (p, i as u32))
-    });
-    with_main.or_else(|| {
+    image_with_main(processes).or_else(|| {
         let mut candidates = Vec::new();
         for (p, process) in processes.iter().enumerate() {
             let mut traversals = vec![0u64; process.images.len()];

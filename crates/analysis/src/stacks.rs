@@ -385,7 +385,7 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
         )
         .with_hint("stacks come from stack samplers (folded, DTrace, perf) or from a DCFG with blocks"));
     }
-    findings.warn(
+    findings.detail(
         None,
         "the profile has no call stacks: one stack per function with its self cost, the \
          functions inlined at an address (after --symbols) as frames under it; callers are not shown",
@@ -400,9 +400,8 @@ pub fn stacks_to_write<'p>(profile: &'p Profile, findings: &mut Findings) -> Res
         findings.warn(
             None,
             format!(
-                "{unnamed} image(s) have costs but no functions: their frames are IMAGE+0xOFFSET \
-                 (pprof: locations at their addresses); name them with --symbols BINARY \
-                 (see docs/symbols.md)"
+                "{unnamed} image(s) have costs but no functions: frames are IMAGE+0xOFFSET; \
+                 name them with --symbols BINARY"
             ),
         );
     }
@@ -432,7 +431,8 @@ pub fn needs_estimate(profile: &Profile) -> bool {
 }
 
 fn warn_estimated(findings: &mut Findings, truncated: bool) {
-    findings.warn(
+    findings.warn(None, "stacks estimated from the call graph (self costs exact; -v says how)");
+    findings.detail(
         None,
         "stacks estimated from the call graph: every function keeps its self cost exactly, shared \
          among the call paths to it in proportion to the calls' inclusive costs; recursion is cut \

@@ -63,7 +63,7 @@ pub fn amount(v: f64) -> String {
 
 /// Warns, once, how much of each event the output `format` leaves out: the source's totals
 /// less what the output keeps (`kept`: by event name; an event not named is left out whole),
-/// with `why`. Nothing when nothing is left out.
+/// with `why`. Nothing when nothing is left out. For a loss the user did not ask for.
 pub fn warn_left_out(
     findings: &mut Findings,
     format: &str,
@@ -71,6 +71,31 @@ pub fn warn_left_out(
     kept: &[(String, f64)],
     why: &str,
 ) {
+    if let Some(text) = left_out_text(format, source, kept, why) {
+        findings.warn(None, text);
+    }
+}
+
+/// [`warn_left_out`] as a note (shown under `-v`): for what the output cannot hold by its
+/// nature (a flame graph draws one event, a DCPI file holds one image).
+pub fn note_left_out(
+    findings: &mut Findings,
+    format: &str,
+    source: &[(String, f64)],
+    kept: &[(String, f64)],
+    why: &str,
+) {
+    if let Some(text) = left_out_text(format, source, kept, why) {
+        findings.detail(None, text);
+    }
+}
+
+fn left_out_text(
+    format: &str,
+    source: &[(String, f64)],
+    kept: &[(String, f64)],
+    why: &str,
+) -> Option<String> {
     let parts: Vec<String> = source
         .iter()
         .filter_map(|(name, total)| {
@@ -80,9 +105,7 @@ pub fn warn_left_out(
                 .then(|| format!("{} {name}", amount(left)))
         })
         .collect();
-    if !parts.is_empty() {
-        findings.warn(None, format!("{format}: left out {} ({why})", parts.join(", ")));
-    }
+    (!parts.is_empty()).then(|| format!("{format}: left out {} ({why})", parts.join(", ")))
 }
 
 /// [`warn_left_out`] for an output of `profile` that keeps `kept` of the events it names (by
@@ -98,10 +121,22 @@ pub fn warn_kept<'a>(
     warn_left_out(findings, format, &event_totals(profile), &kept, why);
 }
 
-/// Warns, once, that the output `format` carries none of the profile's events: their whole
-/// totals are left out.
-pub fn warn_no_events(findings: &mut Findings, format: &str, profile: &Profile, why: &str) {
-    warn_left_out(findings, format, &event_totals(profile), &[], why);
+/// [`warn_kept`] as a note: for an output that holds some events by its nature.
+pub fn note_kept<'a>(
+    findings: &mut Findings,
+    format: &str,
+    profile: &Profile,
+    kept: impl IntoIterator<Item = (&'a str, f64)>,
+    why: &str,
+) {
+    let kept: Vec<(String, f64)> = kept.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    note_left_out(findings, format, &event_totals(profile), &kept, why);
+}
+
+/// Notes, once, that the output `format` carries none of the profile's events by its nature
+/// (a BOLT profile holds branch counts, CSI metadata no costs): their whole totals are left out.
+pub fn note_no_events(findings: &mut Findings, format: &str, profile: &Profile, why: &str) {
+    note_left_out(findings, format, &event_totals(profile), &[], why);
 }
 
 #[cfg(test)]

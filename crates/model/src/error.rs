@@ -219,7 +219,12 @@ impl std::error::Error for Error {}
 /// How serious a [`Finding`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
-    /// Worth knowing; the data is usable (real producers are slightly off in places).
+    /// What the chosen output cannot hold by its nature (a flame graph draws one event, a
+    /// folded file has no threads), or how a result was made: told only when asked
+    /// (`cfghub -v`), documented on the format's page.
+    Detail,
+    /// Worth knowing; the data is usable (real producers are slightly off in places), or a
+    /// loss the user did not ask for.
     Warning,
     /// Breaks a rule of the format; conversions refuse such input, `validate` lists them all.
     Violation,
@@ -239,6 +244,7 @@ pub struct Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let word = match self.severity {
+            Severity::Detail => "note",
             Severity::Warning => "warning",
             Severity::Violation => "violation",
         };
@@ -263,6 +269,12 @@ impl Findings {
         self.push(Severity::Warning, place, message);
     }
 
+    /// Records a [`Severity::Detail`]: what the output cannot hold by its nature, or how a
+    /// result was made; shown only when asked for.
+    pub fn detail(&mut self, place: Option<Place>, message: impl Into<String>) {
+        self.push(Severity::Detail, place, message);
+    }
+
     /// Records a [`Severity::Violation`]: a rule of the format is broken.
     pub fn violation(&mut self, place: Option<Place>, message: impl Into<String>) {
         self.push(Severity::Violation, place, message);
@@ -285,6 +297,11 @@ impl Findings {
     /// The warnings, in the order they were made.
     pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
         self.items.iter().filter(|f| f.severity == Severity::Warning)
+    }
+
+    /// The details, in the order they were made.
+    pub fn details(&self) -> impl Iterator<Item = &Finding> {
+        self.items.iter().filter(|f| f.severity == Severity::Detail)
     }
 
     /// Appends the findings of `other` after these.

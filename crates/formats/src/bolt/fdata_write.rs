@@ -45,7 +45,7 @@ pub fn write(
         }
     }
     warn_unnamed(findings, unnamed);
-    cfghub_analysis::totals::warn_no_events(
+    cfghub_analysis::totals::note_no_events(
         findings,
         "fdata",
         profile,
@@ -95,7 +95,7 @@ fn write_no_lbr(
     });
     if elsewhere {
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "samples in images other than {name} left out (BOLT optimizes one binary): {}",
@@ -105,7 +105,7 @@ fn write_no_lbr(
     }
     let written: u64 = sums.values().fold(0u64, |a, &b| a.saturating_add(b));
     let event_label = profile.events.get(event).map_or("samples", |e| e.name.as_str());
-    cfghub_analysis::totals::warn_left_out(
+    cfghub_analysis::totals::note_left_out(
         findings,
         "fdata",
         &cfghub_analysis::totals::event_totals(profile),

@@ -193,7 +193,7 @@ pub fn write(
         return Err(Error::input("bolt-pa: the profile has no edges between blocks")
             .with_hint("samples without branches go to BOLT as fdata's no_lbr form: --to fdata"));
     }
-    cfghub_analysis::totals::warn_no_events(
+    cfghub_analysis::totals::note_no_events(
         findings,
         "bolt-pa",
         profile,

@@ -170,8 +170,22 @@ pub(crate) fn model_records(
                 }
             }
             let (NodeRef::Block(s), NodeRef::Block(t)) = (e.source, e.target) else {
-                if matches!(e.source, NodeRef::Symbol(_)) || matches!(e.target, NodeRef::Symbol(_)) {
-                    between_functions += 1;
+                // A transfer whose target never ran as far as the profile saw (Valgrind counts
+                // no instruction of the block in which the process exits): its site still
+                // says from where to where it went.
+                let site = e.site().and_then(|site| Some((site.source_offset()?, site.target_offset()?)));
+                match (e.source, e.target, site) {
+                    (NodeRef::Symbol(a), NodeRef::Symbol(b), _)
+                        if Some(a.image) != here || Some(b.image) != here =>
+                    {
+                        other_images += 1
+                    }
+                    (NodeRef::Symbol(_), NodeRef::Symbol(_), Some((from, to))) => {
+                        let fall_through = e.kind == EdgeKind::FallThrough;
+                        out.push(Record { from, to, fall_through, count, mispredicts: e.mispredicts() });
+                    }
+                    (NodeRef::Symbol(_), _, _) | (_, NodeRef::Symbol(_), _) => between_functions += 1,
+                    _ => {}
                 }
                 continue;
             };
@@ -201,7 +215,7 @@ pub(crate) fn model_records(
     if other_images > 0 {
         let (p, i) = binary.places[0];
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "{other_images} edges to or from images other than {name} left out (BOLT optimizes one \
@@ -373,7 +387,9 @@ mod tests {
         let records = model_records(&profile, &chosen, false, &mut findings);
         assert_eq!(records.len(), 1);
         assert_eq!((records[0].from, records[0].to, records[0].count), (0x12, 0x20, 12));
-        let warning = findings.warnings().map(|w| w.message.clone()).collect::<Vec<_>>().join("\n");
+        // One binary is what a BOLT profile is: said as a note (`-v`), not a warning.
+        assert_eq!(findings.warnings().count(), 0);
+        let warning = findings.details().map(|w| w.message.clone()).collect::<Vec<_>>().join("\n");
         assert!(warning.contains("1 edges to or from images other than /bin/app"), "{warning}");
         assert!(warning.contains("/lib/libc.so.6; write one of them with --image NAME"), "{warning}");
         // The library instead, by its base name or its id.

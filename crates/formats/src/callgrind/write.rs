@@ -189,7 +189,7 @@ pub fn write(
         }
     }
     if parts.len() > 1 {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "callgrind: {} parts in one file (one per process{}); KCachegrind reads them all, \
@@ -205,7 +205,7 @@ pub fn write(
         w.part_tail()?;
     }
     if costs_unsplit {
-        findings.warn(
+        findings.detail(
             None,
             "callgrind: costs at addresses have no per-thread split; written in each process's first thread part",
         );

@@ -23,7 +23,7 @@ use cfghub_model::ir::{Image, LineItem, Profile, Routine};
 const MAX_REPEAT: u64 = 4096;
 
 pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) -> Result<()> {
-    cfghub_analysis::totals::warn_no_events(
+    cfghub_analysis::totals::note_no_events(
         findings,
         "csi",
         profile,
@@ -70,23 +70,26 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
         );
     }
     if with_addresses {
-        findings.warn(None, "csi: block addresses and sizes are not expressed in .debug_PT");
+        findings.detail(None, "csi: block addresses and sizes are not expressed in .debug_PT");
     }
     if counted {
-        findings.warn(
+        findings.detail(
             None,
             "csi: execution counts are not expressed in .debug_PT (it describes paths, not runs)",
         );
     }
     if calls {
-        findings.warn(None, "csi: calls, returns and edges between routines are not expressed in .debug_PT");
+        findings
+            .detail(None, "csi: calls, returns and edges between routines are not expressed in .debug_PT");
     }
     if files {
-        findings.warn(None, "csi: source file names are not expressed in .debug_PT (line numbers only)");
+        findings.detail(None, "csi: source file names are not expressed in .debug_PT (line numbers only)");
     }
     if coverage {
-        findings
-            .warn(None, "csi: coverage arrays (.debug_BBC, .debug_CC, .debug_FC) are not part of .debug_PT");
+        findings.detail(
+            None,
+            "csi: coverage arrays (.debug_BBC, .debug_CC, .debug_FC) are not part of .debug_PT",
+        );
     }
     out.write_all(&text).map_err(|e| Error::io("output", e))
 }

@@ -327,13 +327,13 @@ fn warn_left_out(p: &Process, dropped: usize, findings: &mut Findings) {
         );
     }
     if p.edges.iter().any(|e| !e.inclusive().is_empty()) {
-        findings.warn(
+        findings.detail(
             None,
             format!("process {}: inclusive costs of calls have no place in DCFG and were left out", p.pid),
         );
     }
     if !p.stacks.is_empty() {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "process {}: {} call stack(s) have no place in DCFG and were left out",
@@ -406,13 +406,31 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
         w.int(u64::from(f) + 1);
     }
     let symbols: Vec<_> = image.symbols.iter().filter(|s| s.offset.is_some()).collect();
-    if symbols.len() < image.symbols.len() {
+    // Callgrind's names of recursion levels (`fib'2`) are names of the same code, which a
+    // DCFG holds once, under its function's name.
+    let (levels, unplaced) = image
+        .symbols
+        .iter()
+        .filter(|s| s.offset.is_none())
+        .partition::<Vec<_>, _>(|s| cfghub_analysis::names::recursion_base(&s.name).is_some());
+    if !unplaced.is_empty() {
         findings.warn(
             None,
             format!(
                 "image {}: {} symbol(s) without an address cannot be written to DCFG",
                 profile.image_name(image),
-                image.symbols.len() - symbols.len()
+                unplaced.len()
+            ),
+        );
+    }
+    if !levels.is_empty() {
+        findings.detail(
+            None,
+            format!(
+                "image {}: {} recursion level name(s) (such as {}) are the code of their function: not written",
+                profile.image_name(image),
+                levels.len(),
+                levels[0].name
             ),
         );
     }

@@ -82,7 +82,7 @@ pub(crate) fn choose_event(
         ))),
         1 => Ok(0),
         _ => {
-            findings.warn(
+            findings.detail(
                 None,
                 format!(
                     "{format}: a file holds one event; wrote '{}', not {} (choose with --event NAME)",
@@ -133,7 +133,7 @@ pub(crate) fn choose_image<'p>(
     let others: Vec<String> =
         with_costs.iter().filter(|(_, t)| *t > 0).map(|(i, _)| profile.image_name(i)).collect();
     if !others.is_empty() {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "{format}: a file holds one image; wrote {} and left out the samples of {}",

@@ -211,6 +211,9 @@ pub fn parse_header(data: &[u8], findings: &mut Findings) -> Result<Header> {
             "cpuspeed" | "cpuimplv" | "cpucount" => {
                 dec(value).ok_or_else(|| expect("a decimal number"))?;
             }
+            ADDRESS_STEP_KEY => {
+                dec(value).filter(|&s| s > 0).ok_or_else(|| expect("a decimal step of at least 1 byte"))?;
+            }
             "event" => event = Some(value.to_string()),
             "path" if path.is_none() => path = Some(value.to_string()),
             _ => {}
@@ -376,12 +379,15 @@ pub fn parse_body(data: &[u8], start: usize, step: u64) -> Result<Body<'_>> {
     check_footer(data, layout, nonzero, sum)
 }
 
-/// The slot step the options ask for.
-pub(crate) fn step_of(options: &ReadOptions) -> Result<u64> {
+/// The header line in which cfghub records a slot step other than Alpha's 4 bytes (the file
+/// format has no field for it; dcpiformat(4) asks every tool to keep lines it does not know).
+pub const ADDRESS_STEP_KEY: &str = "addressstep";
+
+/// The slot step the options ask for, if any.
+pub(crate) fn step_of(options: &ReadOptions) -> Result<Option<u64>> {
     match options.formats.get::<super::Options>().address_step {
-        None => Ok(DEFAULT_STEP),
         Some(0) => Err(Error::usage("the address step must be at least 1 byte")),
-        Some(s) => Ok(s),
+        asked => Ok(asked),
     }
 }
 
@@ -436,15 +442,25 @@ fn fill_slots(
 
 /// [`read`] over bytes in memory.
 pub fn from_bytes(data: &[u8], step: u64, findings: &mut Findings) -> Result<Profile> {
-    read_releasing(data, step, findings, PageReleaser::none())
+    read_releasing(data, Some(step), findings, PageReleaser::none())
 }
 
 /// [`from_bytes`], handing the pages of a mapped file's counts back to the system (`pages`)
 /// as they are packed: the model's columns then take the place of the file's bytes instead of
 /// adding to them (a 10 MB profile without symbols, 2.5 million slots, peaked at 30.3 MiB
 /// read, 3.0x the file, with every page of the file held to the end).
-fn read_releasing(data: &[u8], step: u64, findings: &mut Findings, pages: PageReleaser) -> Result<Profile> {
+fn read_releasing(
+    data: &[u8],
+    asked: Option<u64>,
+    findings: &mut Findings,
+    pages: PageReleaser,
+) -> Result<Profile> {
     let header = parse_header(data, findings)?;
+    // `--address-step`, else the step the file records (checked by the header's parse), else
+    // Alpha's.
+    let recorded =
+        header.lines.iter().find(|(k, _)| k == ADDRESS_STEP_KEY).and_then(|(_, v)| v.trim().parse().ok());
+    let step = asked.or(recorded).unwrap_or(DEFAULT_STEP);
     let layout = layout(data, header.body_start, step)?;
     if let Some(last) = layout.chunks.last() {
         // Offsets are relative to tstart: the last slot's address must be a 64-bit address.

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use super::by_offset::ByOffset;
 use super::model::{choose_event, choose_image, event_specs, gcd, is_dcpi_family, step_of_gaps};
-use super::read::{parse_version, REQUIRED};
+use super::read::{parse_version, ADDRESS_STEP_KEY, REQUIRED};
 use crate::format::WriteOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{Image, Profile};
@@ -63,13 +63,13 @@ fn write_to(
             ),
         );
     }
-    let (step, last) = slots.step_and_last(profile, findings)?;
+    let (step, last) = slots.step_and_last(profile)?;
     let owned = OwnedLines::new(profile, image, event, step, last, findings);
     let header = header_text(&header_lines(profile, image, &owned, findings))?;
     let chunks = slots.chunks(step)?;
     let kept = slots.write_body(out, header, chunks)?;
     let why = "a DCPI file holds the samples at addresses of one event in one image";
-    cfghub_analysis::totals::warn_kept(
+    cfghub_analysis::totals::note_kept(
         findings,
         "dcpi",
         profile,
@@ -97,8 +97,8 @@ impl Slots<'_> {
 
     /// First walk: checks that every slot fits the file's 32-bit offsets and counts; the
     /// distance between slots (the model's address step, else the greatest common divisor of
-    /// the gaps, with a warning when it is not 4) and the last slot's offset.
-    fn step_and_last(&self, profile: &Profile, findings: &mut Findings) -> Result<(u64, Option<u64>)> {
+    /// the gaps; recorded in the header when it is not 4) and the last slot's offset.
+    fn step_and_last(&self, profile: &Profile) -> Result<(u64, Option<u64>)> {
         let (mut gaps, mut last) = (0u64, None::<u64>);
         self.for_each(|offset, values| {
             let value = values.get(self.event).copied().unwrap_or(0);
@@ -122,12 +122,6 @@ impl Slots<'_> {
             Some(s) if s > 0 => s,
             _ => step_of_gaps(gaps),
         };
-        if step != 4 {
-            findings.warn(
-                None,
-                format!("dcpi: sample slots are {step} bytes apart, which the file does not record; read it back with --address-step {step}"),
-            );
-        }
         Ok((step, last))
     }
 
@@ -191,6 +185,8 @@ impl Slots<'_> {
 /// The values of the header lines the model owns (`version`, `event`, `period`, `tstart`,
 /// `tsize`, `path`), as the model gives them.
 struct OwnedLines {
+    /// Bytes between slots: recorded in an `addressstep` line when not Alpha's 4.
+    step: u64,
     version: (u64, u64),
     event: String,
     period: u64,
@@ -217,7 +213,7 @@ impl OwnedLines {
         };
         let size = image.size.unwrap_or_else(|| last.map(|l| l + step).unwrap_or(0));
         if image.size.is_none() {
-            findings.warn(
+            findings.detail(
                 None,
                 format!("dcpi: the image size is unknown; wrote tsize {size} (up to the last sample)"),
             );
@@ -225,7 +221,7 @@ impl OwnedLines {
         let period = match spec.period {
             Some(p) => p,
             None => {
-                findings.warn(
+                findings.detail(
                     None,
                     format!("dcpi: the sampling period of '{}' is unknown; wrote period 1", spec.name),
                 );
@@ -233,6 +229,7 @@ impl OwnedLines {
             }
         };
         OwnedLines {
+            step,
             version,
             event: spec.name.clone(),
             period,
@@ -244,7 +241,7 @@ impl OwnedLines {
 
     /// Whether `key` is a line the model owns.
     fn owns(key: &str) -> bool {
-        matches!(key, "version" | "event" | "period" | "tstart" | "tsize" | "path")
+        matches!(key, "version" | "event" | "period" | "tstart" | "tsize" | "path" | ADDRESS_STEP_KEY)
     }
 
     /// The model's value of line `key` (`None` for a line it does not own, and for `path`
@@ -257,6 +254,7 @@ impl OwnedLines {
             "tstart" => Some(format!("{:x}", self.load_addr)),
             "tsize" => Some(self.size.to_string()),
             "path" => self.file.clone(),
+            ADDRESS_STEP_KEY => (self.step != 4).then(|| self.step.to_string()),
             _ => None,
         }
     }
@@ -314,13 +312,13 @@ fn header_lines(
         }
     }
     let mut invented = Vec::new();
-    for key in REQUIRED.iter().copied().chain(["path"]) {
+    for key in REQUIRED.iter().copied().chain(["path", ADDRESS_STEP_KEY]) {
         if done.contains(&key) {
             continue;
         }
         let value = match owned.value(key) {
             Some(v) => v,
-            None if key == "path" => continue,
+            None if key == "path" || key == ADDRESS_STEP_KEY => continue,
             None => {
                 let v = match key {
                     "image" => format!("{:020x}", image.id),
@@ -335,7 +333,7 @@ fn header_lines(
         lines.push((key.into(), value));
     }
     if !invented.is_empty() {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "dcpi: the model does not say what these required header lines hold; wrote {}",

@@ -82,6 +82,8 @@ pub fn write(
 struct Tally {
     hidden_blocks: usize,
     hidden_edges: usize,
+    /// Edges with no block at either end (a transfer into code the profile never saw run).
+    between_functions: usize,
     any_cost: bool,
     /// Blocks drawn inside clusters.
     drawn: usize,
@@ -114,6 +116,15 @@ impl Tally {
                 format!(
                     "dot: {} block(s) and {} edge(s) left out by --image/--process/--min-count",
                     self.hidden_blocks, self.hidden_edges
+                ),
+            );
+        }
+        if self.between_functions > 0 {
+            findings.detail(
+                None,
+                format!(
+                    "dot: {} edge(s) join functions, not blocks (no block at either end), and are not drawn",
+                    self.between_functions
                 ),
             );
         }
@@ -472,6 +483,10 @@ impl<'a> ProcessView<'a> {
         for e in &process.edges {
             let count = e.total();
             if !valid(e.source) || !valid(e.target) {
+                continue;
+            }
+            if !matches!(e.source, NodeRef::Block(_)) && !matches!(e.target, NodeRef::Block(_)) {
+                tally.between_functions += 1;
                 continue;
             }
             if count < min_count || !(is_drawn(e.source) || is_drawn(e.target)) {

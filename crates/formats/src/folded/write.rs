@@ -37,7 +37,7 @@ pub fn write(
         writeln!(out, "# {EVENTS_PREFIX} {}", names.join(" ")).map_err(&err)?;
     }
     if profile.processes.len() > 1 {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "folded: the stacks of {} processes are written as one (folded stacks have no processes)",
@@ -46,7 +46,7 @@ pub fn write(
         );
     }
     if stacks.any_thread() {
-        findings.warn(None, "folded: threads of stacks are not written (folded stacks have no threads)");
+        findings.detail(None, "folded: threads of stacks are not written (folded stacks have no threads)");
     }
     let mut renamed = 0usize;
     let mut empty = 0usize;
@@ -117,7 +117,7 @@ fn default_sample_type(profile: &Profile, findings: &mut Findings) -> usize {
         "wrote '{name}' alone: folded stacks hold one measure, and flame-graph tools read two \
          columns as a before/after pair; choose another with --event"
     );
-    cfghub_analysis::totals::warn_left_out(findings, "folded", &totals, &kept, &why);
+    cfghub_analysis::totals::note_left_out(findings, "folded", &totals, &kept, &why);
     written
 }
 

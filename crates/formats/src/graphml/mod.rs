@@ -148,14 +148,14 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     o.w.get_mut().write_all(b"\n").map_err(|e| Error::io("output", e))?;
     let stacks: usize = profile.processes.iter().map(|p| p.stacks.len()).sum();
     if stacks > 0 {
-        findings.warn(
+        findings.detail(
             None,
             format!("graphml: {stacks} call stack(s) are not part of the graph and were left out"),
         );
     }
     let costs: usize = profile.processes.iter().flat_map(|p| &p.images).map(|i| i.costs.len()).sum();
     if costs > 0 {
-        findings.warn(None, format!("graphml: {costs} cost record(s) (events per address) were left out"));
+        findings.detail(None, format!("graphml: {costs} cost record(s) (events per address) were left out"));
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-unsymbolized")?;
-    cfghub_analysis::totals::warn_no_events(
+    cfghub_analysis::totals::note_no_events(
         findings,
         "llvm-unsymbolized",
         profile,
@@ -46,7 +46,7 @@ pub fn write(
     };
     if !chosen.others.is_empty() {
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "code of images other than {name} left out (the unsymbolized form is of one binary): {}",

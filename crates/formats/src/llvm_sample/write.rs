@@ -57,7 +57,7 @@ pub fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     refuse_without_addresses(profile, "llvm-sample")?;
-    cfghub_analysis::totals::warn_no_events(
+    cfghub_analysis::totals::note_no_events(
         findings,
         "llvm-sample",
         profile,
@@ -98,7 +98,7 @@ fn warn_other_images(profile: &Profile, chosen: &ChosenBinary, findings: &mut Fi
     if !chosen.others.is_empty() {
         let (p, i) = chosen.places[0];
         let name = profile.image_name(&profile.processes[p].images[i as usize]);
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "code of images other than {name} left out (a sample profile is of one binary): {}",
@@ -214,29 +214,19 @@ fn write_from_profile_lines(
             }
         }
     }
+    // One line for what the missing binary costs: the inline chains, samples on no line
+    // (functions whose first line the profile does not state: pprof's `start_line`, written
+    // by Go 1.20 on) and samples at addresses without a function and line.
+    let mut lost = vec!["no inline chains".to_string()];
     if unplaced > 0 {
-        findings.warn(
-            None,
-            format!(
-                "{unplaced} samples in functions whose first line the profile does not state (pprof \
-                 `start_line`, written by Go 1.20 on) count in their function's total, on no line: \
-                 --symbols BINARY places them"
-            ),
-        );
+        lost.push(format!("{unplaced} samples on no line (their function's first line is unknown)"));
     }
     if without_line > 0 {
-        findings.warn(
-            None,
-            format!(
-                "{without_line} samples at addresses without a function and line left out: name them \
-                 with --symbols BINARY"
-            ),
-        );
+        lost.push(format!("{without_line} samples left out (no function and line at their address)"));
     }
     findings.warn(
         None,
-        "llvm-sample: no binary found: functions and lines are the profile's own, without the \
-         inline chains DWARF gives (--symbols BINARY adds them)",
+        format!("llvm-sample: no binary found (--symbols BINARY names one): {}", lost.join(", ")),
     );
     warn_other_images(profile, chosen, findings);
     print_all(out, &top)

@@ -341,10 +341,18 @@ impl<'a> Encoder<'a, '_> {
     }
 
     /// `mapping`: the images (ids kept when they are non-zero and unique); an image with an
-    /// unsymbolized location does not claim to have functions.
+    /// unsymbolized location does not claim to have functions. The program's binary (the
+    /// image with `main`) goes first: pprof takes the first mapping for the main binary (its
+    /// `File:`), and a recording's first image is often the kernel.
     fn mappings(&mut self, mappings: &Mappings<'a>, unsymbolized: &[bool]) {
         let profile = self.profile;
-        for (n, image) in mappings.images.iter().enumerate() {
+        let mut order: Vec<usize> = (0..mappings.images.len()).collect();
+        if let Some((p, i)) = cfghub_analysis::names::image_with_main(&profile.processes) {
+            let main = mappings.first_of_process[p] + i as usize;
+            order[..=main].rotate_right(1);
+        }
+        for n in order {
+            let image = mappings.images[n];
             let scratch = &mut self.scratch;
             scratch.clear();
             put::uint(scratch, 1, mappings.id(n));

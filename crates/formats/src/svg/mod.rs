@@ -156,7 +156,7 @@ pub(crate) fn drawn_event(
             totals.iter().filter(|t| t.0 == profile.events[event].name).cloned().collect();
         let why =
             format!("one event is drawn, '{}'; choose another with --event", profile.events[event].name);
-        cfghub_analysis::totals::warn_left_out(findings, "svg", &totals, &drawn, &why);
+        cfghub_analysis::totals::note_left_out(findings, "svg", &totals, &drawn, &why);
     }
     Ok(event)
 }
@@ -233,7 +233,7 @@ pub fn write(
         let totals = cfghub_analysis::totals::event_totals(profile);
         let widths: Vec<(String, f64)> = totals.iter().skip(1).cloned().collect();
         let why = "a differential graph's widths are the second column; the first only colours the change";
-        cfghub_analysis::totals::warn_left_out(findings, "svg", &totals, &widths, why);
+        cfghub_analysis::totals::note_left_out(findings, "svg", &totals, &widths, why);
     }
     // Two unnamed count columns are a differential profile (before, after): inferno draws the
     // change, as it does from the same folded file.
@@ -270,8 +270,10 @@ pub fn write(
         return Err(Error::unsupported("the profile has no stacks to draw"));
     }
     if profile.processes.len() > 1 {
-        findings
-            .warn(None, format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()));
+        findings.detail(
+            None,
+            format!("svg: the stacks of {} processes are drawn as one", profile.processes.len()),
+        );
     }
     if differential {
         opt.count_name = crate::folded_stacks::UNNAMED_COLUMN.to_string();
@@ -280,8 +282,10 @@ pub fn write(
         // inferno labels whole counts only (its `factor` rounds the labels and skews the
         // percentages), so fractional counts are drawn in units of 1/scale.
         let unit = format!("{}", 1.0 / units.per_unit());
-        findings
-            .warn(None, format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name));
+        findings.detail(
+            None,
+            format!("svg: fractional counts are labelled in units of {unit} {}", opt.count_name),
+        );
         opt.count_name = format!("\u{d7} {unit} {}", opt.count_name);
     }
     flamegraph::from_lines(&mut opt, lines.iter(), out).map_err(|e| Error::io("svg output", e))

@@ -66,7 +66,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     line("text_start", &format!("{:#014x}", image.load_addr));
     let size = image.size.unwrap_or_else(|| last.map(|l| l + 4).unwrap_or(0));
     if image.size.is_none() {
-        findings.warn(
+        findings.detail(
             None,
             format!("dcpicat: the image size is unknown; wrote text_size {size:#x} (up to the last sample)"),
         );
@@ -75,7 +75,7 @@ pub fn write(profile: &Profile, out: &mut dyn Write, findings: &mut Findings) ->
     event_lines(profile, &totals, &mut line, findings)?;
     let written: Vec<(String, f64)> =
         profile.events.iter().zip(&totals).map(|(e, &t)| (e.name.clone(), t as f64)).collect();
-    cfghub_analysis::totals::warn_left_out(
+    cfghub_analysis::totals::note_left_out(
         findings,
         "dcpicat",
         &cfghub_analysis::totals::event_totals(profile),
@@ -135,7 +135,7 @@ fn event_lines(
         line("event", &format!("{} {described}", totals[e]));
     }
     if !guessed.is_empty() {
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "dcpicat: no monitored fraction (or no period) known for {}; wrote 10000 (monitored all the time), or the bare name when the period is unknown",

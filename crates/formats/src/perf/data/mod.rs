@@ -221,11 +221,18 @@ fn to_model(mut rec: Recording, options: &Reading, findings: &mut Findings) -> R
             _ => "perf event".to_string(),
         };
         let fields = sample_fields(e.sample_type);
-        let event = if options.sample_counts {
-            Event { name: format!("{}:", e.name), description: Some(format!("{how}; samples taken")) }
+        let (event, unit) = if options.sample_counts {
+            (
+                Event { name: format!("{}:", e.name), description: Some(format!("{how}; samples taken")) },
+                "count",
+            )
         } else {
-            Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) }
+            (Event { name: e.name.clone(), description: Some(format!("{how}; samples {fields}")) }, e.unit)
         };
+        profile
+            .meta
+            .headers
+            .push((cfghub_model::ir::EVENT_UNIT_KEY.into(), format!("{} {unit}", event.name)));
         profile.events.push(event);
     }
     // The stacks are dropped as soon as the model has them.
@@ -254,10 +261,12 @@ fn to_model(mut rec: Recording, options: &Reading, findings: &mut Findings) -> R
     unnamed.sort_unstable();
     unnamed.dedup();
     if !unnamed.is_empty() {
-        findings.warn(
+        // perf names them no better (`[unknown]`): a stripped library's symbol table holds
+        // its exported functions alone.
+        findings.detail(
             None,
             format!(
-                "no ELF file with symbols found for {}: their addresses stay unnamed (`perf buildid-cache` or --symbols can supply them)",
+                "no function of the symbol table of {} covers its sampled addresses: they stay unnamed (its debug symbols, from `perf buildid-cache` or --symbols, name them)",
                 unnamed.join(", ")
             ),
         );

@@ -60,6 +60,9 @@ pub struct EventInfo {
     pub sample_type: u64,
     /// The attribute's `branch_sample_type` bits: which branches its branch stacks record.
     pub branch_sample_type: u64,
+    /// What its periods count: `nanoseconds` for the clock events (`cpu-clock`, `task-clock`:
+    /// perf's period is the time between samples), `count` for the others.
+    pub unit: &'static str,
 }
 
 /// A thread as a sample names it: pid, tid and the thread's command name at the time (index
@@ -481,8 +484,19 @@ impl Replay {
                 frequency,
                 sample_type: a.sample_format.bits(),
                 branch_sample_type: a.branch_sample_format.bits(),
+                unit: period_unit(a),
             });
         }
+    }
+}
+
+/// What an event's periods count: time in nanoseconds for the software clocks, events for
+/// the rest.
+fn period_unit(attr: &linux_perf_data::linux_perf_event_reader::PerfEventAttr) -> &'static str {
+    use linux_perf_data::linux_perf_event_reader::{PerfEventType, SoftwareCounterType as S};
+    match attr.type_ {
+        PerfEventType::Software(S::CpuClock | S::TaskClock) => "nanoseconds",
+        _ => "count",
     }
 }
 
