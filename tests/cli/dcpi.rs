@@ -257,3 +257,41 @@ fn merge_without_a_matching_image_is_refused_naming_both_sides() {
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("the graph has no image nosuch"), "{}", common::stderr(&o));
 }
+
+/// A DCPI file cfghub writes from x86 code (slots a byte apart) records its step in an
+/// `addressstep` header line, which dcpiformat(4) has every tool keep: it reads back at the
+/// same addresses without `--address-step`, and writes back byte for byte.
+#[test]
+fn a_step_cfghub_chose_is_recorded_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let source = common::fixture("callgrind/callgrind.out.recursion-loops");
+    let out = |name: &str| d.join(name).to_str().unwrap().to_string();
+    for (input, output) in
+        [(source.to_str().unwrap().to_string(), out("a.dcpi")), (out("a.dcpi"), out("b.dcpi"))]
+    {
+        let o = common::run(&["convert", &input, "-o", &output]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        assert!(!common::stderr(&o).contains("--address-step"), "{}", common::stderr(&o));
+    }
+    let first = std::fs::read(out("a.dcpi")).unwrap();
+    assert!(first.windows(14).any(|w| w == b"\naddressstep 1"), "{}", String::from_utf8_lossy(&first[..300]));
+    assert_eq!(std::fs::read(out("b.dcpi")).unwrap(), first);
+    // The same addresses as the source's: a dump of each.
+    for (input, output) in
+        [(source.to_str().unwrap().to_string(), out("a.dcpicat")), (out("a.dcpi"), out("b.dcpicat"))]
+    {
+        let o = common::run(&["convert", &input, "-o", &output]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+    }
+    let addresses = |name: &str| -> Vec<String> {
+        std::fs::read_to_string(out(name))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("0x"))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    assert!(!addresses("a.dcpicat").is_empty());
+    assert_eq!(addresses("b.dcpicat"), addresses("a.dcpicat"));
+}

@@ -374,9 +374,11 @@ fn anonymous_namespace_functions_keep_their_samples() {
     }
 }
 
-/// A recording of two events in `perf script` text: each event its own column, named as perf
-/// names it, its values the periods (perf pads the names of two events to one width, which
-/// the collapse alone reads as no period), as the perf.data reader gives them.
+/// A recording of two events in `perf script` text: each event named as perf names it, its
+/// values the periods in nanoseconds (perf pads the names of two events to one width, which
+/// the collapse alone reads as no period), as the perf.data reader gives them. Two events
+/// are two measures, not a before/after pair: folded stacks hold the first unless `--event`
+/// names the other, from perf.data and `perf script` text alike.
 #[test]
 fn perf_script_of_two_events_gives_each_its_periods() {
     let dir = tempfile::tempdir().unwrap();
@@ -385,16 +387,29 @@ fn perf_script_of_two_events_gives_each_its_periods() {
     let (direct, via) = both_ways(dir.path(), &data);
     assert_eq!(direct, via);
     let text = std::fs::read_to_string(dir.path().join("via-script.folded")).unwrap();
-    assert!(text.starts_with("# events: cpu-clock task-clock\n"), "{text}");
-    for (column, event) in ["cpu-clock", "task-clock"].into_iter().enumerate() {
+    assert!(text.starts_with("# events: cpu-clock\n"), "{text}");
+    let script = Command::new("perf").arg("script").arg("-i").arg(&data).output().unwrap();
+    let script_file = dir.path().join("two.perf.txt");
+    std::fs::write(&script_file, &script.stdout).unwrap();
+    for event in ["cpu-clock", "task-clock"] {
         let expected = perf_report_self(&data, event);
-        assert_eq!(folded_self(&dir.path().join("via-script.folded"), column), expected, "{event}");
         // One event chosen: its stacks alone, none of the other's with 0.
-        let one = dir.path().join(format!("{event}.folded"));
-        let o = run(&["convert", data.to_str().unwrap(), "--event", event, "-o", one.to_str().unwrap()]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let text = std::fs::read_to_string(&one).unwrap();
-        assert!(text.lines().all(|l| l.starts_with('#') || !l.ends_with(" 0")), "{event}: {text}");
-        assert_eq!(folded_self(&one, 0), expected, "{event}");
+        for (input, name) in [(&data, "data"), (&script_file, "script")] {
+            let one = dir.path().join(format!("{event}-{name}.folded"));
+            let o = run(&["convert", input.to_str().unwrap(), "--event", event, "-o", one.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let text = std::fs::read_to_string(&one).unwrap();
+            assert!(text.lines().all(|l| l.starts_with('#') || !l.ends_with(" 0")), "{event}: {text}");
+            assert_eq!(folded_self(&one, 0), expected, "{event} from {name}");
+        }
+    }
+    // Both in nanoseconds, as info says.
+    for input in [&data, &script_file] {
+        let o = run(&["info", input.to_str().unwrap()]);
+        assert!(
+            common::stdout(&o).contains("events:   cpu-clock (nanoseconds) task-clock (nanoseconds)"),
+            "{}",
+            common::stdout(&o)
+        );
     }
 }

@@ -114,10 +114,10 @@ fn a_go_cpu_profile_keeps_its_totals_through_folded_pprof_and_callgrind() {
 
     // pprof -> folded: one sample type (two count columns are a before/after pair to
     // flame-graph tools), pprof's default (the last, `cpu`, where the profile states none)
-    // unless --event names another, with a warning naming the others; its total is pprof's.
+    // unless --event names another, with a note (-v) naming the others; its total is pprof's.
     // Inlined functions are frames of their own.
     let folded = d.join("cpu.folded");
-    let o = common::run(&["convert", s(&profile), "-o", s(&folded)]);
+    let o = common::run(&["-v", "convert", s(&profile), "-o", s(&folded)]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let said = common::stderr(&o);
     assert!(said.contains("folded: left out") && said.contains(" samples (wrote 'cpu' alone"), "{said}");
@@ -587,4 +587,104 @@ fn one_measure_views_of_a_go_profile_show_what_go_tool_pprof_shows() {
     convert(&[s(&input), "-o", s(&written)]);
     let top_again = pprof(dir.path(), &["-top", "-unit=ns", "-nodecount=1"], &written);
     assert!(top_again.contains("Type: cpu"), "{top_again}");
+}
+
+/// The node and edge tooltips of a call graph in DOT (`main.step (550ms)`, `main.spin ->
+/// main.step (550ms)`), as pprof writes them and cfghub writes them for a profile of stacks;
+/// pprof's legend and its per-edge label tooltips left out.
+fn call_graph_tooltips(dot: &str) -> std::collections::BTreeSet<String> {
+    dot.split("tooltip=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(t, _)| t.to_string()))
+        .filter(|t| t.ends_with(')'))
+        .collect()
+}
+
+/// Draws `input` with `cfghub dot --callgraph` and `profile` (the same stacks as pprof) with
+/// `go tool pprof -dot`, requires the same functions, totals and calls, and returns cfghub's
+/// picture (which Graphviz renders silently, and which `convert -o x.dot` writes too).
+fn same_call_graph_as_pprof(d: &Path, input: &Path, profile: &Path) -> String {
+    let ours = d.join("ours.dot");
+    let o = common::run(&["-q", "dot", "--callgraph", input.to_str().unwrap(), "-o", ours.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let ours = std::fs::read_to_string(&ours).unwrap();
+    let theirs = pprof(d, &["-dot", "-nodecount=100000"], profile);
+    assert_eq!(
+        call_graph_tooltips(&ours),
+        call_graph_tooltips(&theirs),
+        "{}:\n{ours}\n{theirs}",
+        input.display()
+    );
+    common::render_dot(&ours, "call graph of stacks");
+    let program = d.join("program.dot");
+    let o = common::run(&["-q", "convert", input.to_str().unwrap(), "-o", program.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(std::fs::read_to_string(&program).unwrap(), ours);
+    ours
+}
+
+/// `cfghub dot` of a profile of stacks (no blocks) draws the call graph `go tool pprof -dot`
+/// draws: the same functions with the same totals, the same calls with the same values, in
+/// the same unit, for Go's CPU and heap profiles and a committed perf recording (whose pprof
+/// cfghub writes).
+#[test]
+fn a_profile_of_stacks_is_drawn_as_pprofs_call_graph() {
+    if !common::clients(&["go"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let recording = common::fixture("perf-data/hot-small.perf.data");
+    let pb = d.join("hot.pb");
+    let o = common::run(&["convert", recording.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    for (input, profile) in [
+        (common::fixture("pprof/burn.cpu.pb.gz"), common::fixture("pprof/burn.cpu.pb.gz")),
+        (common::fixture("pprof/allocs.heap.pb.gz"), common::fixture("pprof/allocs.heap.pb.gz")),
+        (recording, pb),
+    ] {
+        same_call_graph_as_pprof(d, &input, &profile);
+    }
+}
+
+/// A recording of a C++ program with its kernel stacks has many functions below pprof's
+/// -nodefraction: they are left out as pprof leaves them out, calls through them join the
+/// functions on either side (pprof's dotted residual edges), and those a path drawn already
+/// covers are left out too.
+#[test]
+fn functions_below_the_node_fraction_are_left_out_as_pprof_leaves_them_out() {
+    if !common::clients(&["go", "perf", "g++"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("hot");
+    let cc = Command::new("g++")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("perf-data/hot-cpp.cc"))
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    let data = d.join("hot.perf.data");
+    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
+        Command::new("perf")
+            .args(["record", "-q", "-g", "-e", event, "-o"])
+            .arg(&data)
+            .arg(&binary)
+            .arg("30000000")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
+    if !recorded {
+        common::unavailable("`perf record -e cpu-clock` is not permitted here");
+        return;
+    }
+    let pb = d.join("hot.pb");
+    let o = common::run(&["convert", data.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let ours = same_call_graph_as_pprof(d, &data, &pb);
+    assert!(ours.contains("Dropped "), "{ours}");
 }

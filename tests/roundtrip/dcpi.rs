@@ -169,8 +169,21 @@ fn arb_profile() -> impl Strategy<Value = (Profile, u64)> {
             ]);
             for (k, v) in unknown {
                 if ![
-                    "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize",
-                    "cpuspeed", "path", "samples", "cpuamask", "cpuimplv", "cpucount",
+                    "version",
+                    "image",
+                    "epoch",
+                    "platform",
+                    "event",
+                    "period",
+                    "tstart",
+                    "tsize",
+                    "cpuspeed",
+                    "path",
+                    "samples",
+                    "cpuamask",
+                    "cpuimplv",
+                    "cpucount",
+                    "addressstep",
                 ]
                 .contains(&k.as_str())
                 {

@@ -265,6 +265,72 @@ pub fn frame_totals(stacks: &Stacks, frames: usize) -> FrameTotals {
     out
 }
 
+/// A call between two frames of [`call_arcs`]: the values per event of the samples whose
+/// stack holds it, and whether frames left out lie between the two on some of those stacks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallArc {
+    /// Values per event, each sample once.
+    pub values: Vec<StackValue>,
+    /// Whether the caller reaches the callee through frames left out on some stack (pprof's
+    /// residual edge, drawn dashed).
+    pub through_left_out: bool,
+}
+
+/// The calls the stacks hold between the frames `kept` keeps, as pprof's call graph counts
+/// them: for each (caller, callee) next to each other on some stack once the other frames are
+/// left out, the values of the samples whose stack holds that call, each sample once however
+/// often its stack repeats it (recursion); a frame calling itself is no call. One walk of the
+/// prefix tree: a call is counted at its outermost node on each path, with that node's
+/// inclusive values, which hold every sample below it.
+pub fn call_arcs(stacks: &Stacks, kept: &dyn Fn(FrameId) -> bool) -> HashMap<(FrameId, FrameId), CallArc> {
+    let w = stacks.width();
+    let nodes = stacks.nodes();
+    let (_, inclusive) = stacks.node_totals();
+    let children = stacks.children();
+    let mut arcs: HashMap<(FrameId, FrameId), CallArc> = HashMap::new();
+    // How often each call is on the path to the node visited.
+    let mut on_path: HashMap<(FrameId, FrameId), u32> = HashMap::new();
+    // A node to enter, with the kept frame above it on its path and whether frames were left
+    // out since; or a node to leave, with the call it counted on the path.
+    enum Step {
+        Enter(u32, FrameId, bool),
+        Leave(Option<(FrameId, FrameId)>),
+    }
+    let mut todo: Vec<Step> =
+        children.roots().iter().rev().map(|&n| Step::Enter(n, NO_INDEX, false)).collect();
+    while let Some(step) = todo.pop() {
+        let (n, above, skipped) = match step {
+            Step::Enter(n, above, skipped) => (n, above, skipped),
+            Step::Leave(call) => {
+                if let Some(call) = call {
+                    *on_path.get_mut(&call).expect("entered before") -= 1;
+                }
+                continue;
+            }
+        };
+        let frame = nodes[n as usize].frame;
+        let (below, skipped_below, mut call) =
+            if kept(frame) { (frame, false, None) } else { (above, true, None) };
+        if kept(frame) && above != NO_INDEX && above != frame {
+            let key = (above, frame);
+            let depth = on_path.entry(key).or_insert(0);
+            let arc =
+                arcs.entry(key).or_insert_with(|| CallArc { values: vec![0; w], through_left_out: false });
+            arc.through_left_out |= skipped;
+            if *depth == 0 {
+                for (sum, v) in arc.values.iter_mut().zip(&inclusive[n as usize * w..(n as usize + 1) * w]) {
+                    *sum += v;
+                }
+            }
+            *depth += 1;
+            call = Some(key);
+        }
+        todo.push(Step::Leave(call));
+        todo.extend(children.of(n).iter().rev().map(|&c| Step::Enter(c, below, skipped_below)));
+    }
+    arcs
+}
+
 /// The stacks a writer of stacks writes: the profile's own, stacks estimated from its call
 /// graph, or the stacks of its flat costs, named as they are written.
 // One per write: its size does not matter.

@@ -185,8 +185,10 @@ impl Slots<'_> {
 /// The values of the header lines the model owns (`version`, `event`, `period`, `tstart`,
 /// `tsize`, `path`), as the model gives them.
 struct OwnedLines {
-    /// Bytes between slots: recorded in an `addressstep` line when not Alpha's 4.
-    step: u64,
+    /// Bytes between slots: recorded in an `addressstep` line when not Alpha's 4 and the
+    /// source recorded it or did not state it (a step given by `--address-step` to read a file
+    /// of another tool is that file's, which records none).
+    step: Option<u64>,
     version: (u64, u64),
     event: String,
     period: u64,
@@ -228,8 +230,10 @@ impl OwnedLines {
                 1
             }
         };
+        let stated_apart = profile.meta.address_step.is_some()
+            && !profile.meta.headers.iter().any(|(k, _)| k == ADDRESS_STEP_KEY);
         OwnedLines {
-            step,
+            step: (step != 4 && !stated_apart).then_some(step),
             version,
             event: spec.name.clone(),
             period,
@@ -254,7 +258,7 @@ impl OwnedLines {
             "tstart" => Some(format!("{:x}", self.load_addr)),
             "tsize" => Some(self.size.to_string()),
             "path" => self.file.clone(),
-            ADDRESS_STEP_KEY => (self.step != 4).then(|| self.step.to_string()),
+            ADDRESS_STEP_KEY => self.step.map(|s| s.to_string()),
             _ => None,
         }
     }

@@ -9,7 +9,9 @@
 //!   layout of Intel's `dcfg-to-dot`, with `--image`, `--process` and `--min-count` filters.
 //!   What `cfghub convert -o x.dot` writes.
 //! - **call graph** ([`callgraph`]): routines with self and inclusive cost, calls with counts,
-//!   pruned like gprof2dot. `cfghub dot --callgraph`.
+//!   pruned like gprof2dot. `cfghub dot --callgraph`. A profile of stacks without blocks
+//!   (perf, pprof, folded) is drawn as the call graph of its stacks, pruned like pprof, in
+//!   either view.
 //!
 //! DOT is write-only: a picture is not a profile (layouts, colours and rounded labels do not
 //! carry the model back).
@@ -133,7 +135,12 @@ fn write_view(
     out: &mut DotText<'_>,
     findings: &mut Findings,
 ) -> Result<()> {
+    // A profile of stacks alone has no control flow: its picture is the call graph of its
+    // stacks, as `go tool pprof -dot` draws one.
+    let stacks_alone = profile.processes.iter().all(|p| p.images.iter().all(|i| i.blocks.is_empty()))
+        && profile.processes.iter().any(|p| !p.stacks.is_empty());
     match view {
+        View::Program if stacks_alone => callgraph::write(profile, options, out, findings),
         View::Program => program::write(profile, options, out, findings),
         View::Routine { spec, loop_node } => {
             routine::write(profile, spec, *loop_node, options, out, findings)

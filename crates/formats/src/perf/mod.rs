@@ -109,7 +109,15 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
             );
         }
     }
-    let profile = crate::folded_stacks::folded::read_bytes(&folded, findings)?;
+    let mut profile = crate::folded_stacks::folded::read_bytes(&folded, findings)?;
+    // Each event's unit, as the perf.data reader states it: perf's periods of its software
+    // clocks are nanoseconds, of the other events counts; sample counts are counts.
+    for (event, name) in events.iter().zip(&names) {
+        let base = event.name.split(':').next().unwrap_or_default();
+        let clock = event.with_period > 0 && matches!(base, "cpu-clock" | "task-clock");
+        let unit = if clock { "nanoseconds" } else { "count" };
+        profile.meta.headers.push((cfghub_model::ir::EVENT_UNIT_KEY.into(), format!("{name} {unit}")));
+    }
     Ok(by_process_and_thread(profile))
 }
 
