@@ -390,3 +390,37 @@ fn tables_in_every_codec_duckdb_and_pyarrow_write_read_back_alike() {
         assert_eq!(dcfg(&ours), expected, "tables cfghub wrote with {codec}");
     }
 }
+
+/// A valgrind profile's routines come without loops (Callgrind states none): the tables hold
+/// the loops `info` derives and lists, so that the user guide's "loops by iteration count"
+/// query finds them, with their routines.
+#[test]
+fn the_loops_info_shows_of_a_valgrind_profile_are_in_the_tables() {
+    require_python_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let source = common::fixture("callgrind/callgrind.out.recursion-loops");
+    let o = common::run(&["convert", source.to_str().unwrap(), "-o", d.join("app.tables").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let info = common::stdout(&common::run(&["info", "--top", "1000", source.to_str().unwrap()]));
+    // The images table's `loops` column, summed.
+    let loops_in_info: u64 = info
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("image "))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .sum();
+    assert!(loops_in_info > 0, "{info}");
+    let listed = duckdb(
+        d,
+        "select count(*) from 'app.tables/loops.parquet' l join 'app.tables/routines.parquet' r using (routine)",
+    );
+    assert_eq!(listed.trim(), loops_in_info.to_string(), "{info}");
+    // The guide's query, verbatim but for the folder.
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/user-guide.md")).unwrap();
+    let start = guide.find("select r.name, l.head, l.depth, l.iterations").expect("the guide's loop query");
+    let query = &guide[start..start + guide[start..].find(';').unwrap()];
+    let rows = duckdb(d, query);
+    assert!(rows.lines().count() >= 1 && rows.contains("main"), "{rows}");
+}

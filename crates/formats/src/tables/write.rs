@@ -54,21 +54,9 @@ pub fn write(
     let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
         .processes
         .par_iter()
-        .map(|p| {
-            if p.images.iter().all(|i| i.routines.is_some()) {
-                p.images.iter().map(|i| Cow::Borrowed(i.routines.as_deref().unwrap_or(&[]))).collect()
-            } else {
-                let derived = cfghub_analysis::routines::all(p);
-                p.images
-                    .iter()
-                    .zip(derived)
-                    .map(|(i, d)| match &i.routines {
-                        Some(stated) => Cow::Borrowed(stated.as_slice()),
-                        None => d,
-                    })
-                    .collect()
-            }
-        })
+        // The routines and loops `info` shows: the input's where it states them whole, else
+        // derived (a Callgrind profile's routines come without dominators or loops).
+        .map(cfghub_analysis::routines::all)
         .collect();
     let (mut first_routine, mut first_loop) = (Vec::new(), Vec::new());
     let (mut r, mut l) = (0u32, 0u32);
