@@ -44,3 +44,6 @@ mod stack_values;
 
 #[path = "cli/manual.rs"]
 mod manual;
+
+#[path = "cli/guide.rs"]
+mod guide;

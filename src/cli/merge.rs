@@ -13,7 +13,8 @@ use cfghub_model::error::{Error, Findings, Result};
 pub struct MergeArgs {
     /// The control-flow graph: a DCFG (or any profile with basic blocks).
     pub graph: String,
-    /// Sample profiles: DCPI binary profiles or dcpicat dumps, one per event or per image.
+    /// Sample profiles with samples at instruction addresses: DCPI files or dcpicat dumps (one
+    /// per event or per image), perf.data (`perf record`, call chains not needed), pprof.
     #[arg(required = true)]
     pub samples: Vec<String>,
     /// Output file, or - for standard output. Its name picks the format unless --to is given
@@ -143,7 +144,8 @@ pub fn describe(report: &MergeReport, list: usize, units: &[&str]) -> String {
     }
     for (e, name) in report.events.iter().enumerate() {
         out.push_str(&format!(
-            "cfghub: merge: {name}: {} {unit} attributed to blocks, {} {unit} in no block\n",
+            "cfghub: merge: {}: {} {unit} attributed to blocks, {} {unit} in no block\n",
+            name.strip_suffix(':').unwrap_or(name),
             report.attributed[e],
             report.unattributed_totals[e],
             unit = units.get(e).copied().unwrap_or("sample(s)")

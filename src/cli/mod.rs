@@ -69,7 +69,8 @@ pub enum Command {
     Trace(trace::TraceArgs),
     /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
     Diff(diff::DiffArgs),
-    /// Attribute DCPI samples to a DCFG's basic blocks: samples per block, routine and loop.
+    /// Attribute samples (DCPI, perf.data, pprof) to a DCFG's basic blocks: samples per block,
+    /// routine and loop.
     Merge(merge::MergeArgs),
     /// Decode CSI path numbers and crash states (Ball-Larus paths of any routine).
     Csi(csi::CsiArgs),

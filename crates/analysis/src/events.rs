@@ -35,9 +35,13 @@ pub fn chosen(profile: &Profile, named: Option<&str>, unnamed: Unnamed) -> Resul
     })
 }
 
-/// The event called `name`, or the usage error that lists the profile's events.
+/// The event called `name` (or `name:`, perf's name of an event counted in samples, as a
+/// BOLT or DCPI output reads a recording), or the usage error that lists the profile's events.
 pub fn by_name(profile: &Profile, name: &str) -> Result<EventId> {
-    profile.event_index(name).ok_or_else(|| unknown_event(profile, name))
+    profile
+        .event_index(name)
+        .or_else(|| profile.event_index(&format!("{name}:")))
+        .ok_or_else(|| unknown_event(profile, name))
 }
 
 /// The one error for an event name the profile lacks, listing the events it has.

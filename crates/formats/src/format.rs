@@ -183,8 +183,10 @@ impl Needs {
         Needs { reads: WriterReads::Stacks, images: false, source_lines: false, weight: Weight::Period };
     /// Stacks with where their frames' code is (pprof, speedscope, Firefox).
     pub(crate) const STACKS: Needs = Needs { reads: WriterReads::Stacks, ..Needs::ALL };
-    /// Costs by code address, and not the edges of a process that has them (DCPI, dcpicat).
-    pub(crate) const COST_ROWS: Needs = Needs { reads: WriterReads::CostRows, ..Needs::ALL };
+    /// Costs by code address, and not the edges of a process that has them, samples counted
+    /// (DCPI, dcpicat: a DCPI file counts samples, its `period` says how many events each is).
+    pub(crate) const COST_ROWS: Needs =
+        Needs { reads: WriterReads::CostRows, weight: Weight::SampleCount, ..Needs::ALL };
     /// The whole model, samples counted rather than weighed: the profiles that feed optimizers
     /// (BOLT's no_lbr `.fdata`, LLVM sample profiles, llvm-profgen's input) count samples, as
     /// perf2bolt (`-nl`) and llvm-profgen do.

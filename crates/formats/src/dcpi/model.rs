@@ -59,7 +59,13 @@ pub fn event_specs(profile: &Profile) -> Vec<EventSpec> {
         .enumerate()
         .map(|(k, e)| match described.get(k) {
             Some(d) if d.name == e.name => d.clone(),
-            _ => EventSpec { name: e.name.clone(), period: None, fraction: None },
+            // perf's name of an event counted in samples (`cpu-clock:`, as `perf script`
+            // prints it) without the colon: a DCPI file counts samples whatever its event.
+            _ => EventSpec {
+                name: e.name.strip_suffix(':').filter(|n| !n.is_empty()).unwrap_or(&e.name).to_string(),
+                period: None,
+                fraction: None,
+            },
         })
         .collect()
 }

@@ -100,7 +100,8 @@ pub fn write(
     }
     out.push_str("}\n");
     if dropped_nodes > 0 || dropped_arcs > 0 {
-        findings.warn(
+        // What --node-fraction and --edge-fraction ask for (gprof2dot's and pprof's defaults).
+        findings.detail(
             None,
             format!(
                 "dot: {dropped_nodes} routine(s) below --node-fraction {} and {dropped_arcs} call arc(s) below \
