@@ -50,14 +50,21 @@ fn profiles_without_blocks_draw_nothing_and_say_so() {
         let o = common::run(&args);
         assert!(o.status.success(), "{}", common::stderr(&o));
         let err = common::stderr(&o);
-        assert!(err.contains("no basic blocks") && err.contains("0 call stack(s) and 12 cost"), "{view:?}: {err}");
+        assert!(
+            err.contains("no basic blocks") && err.contains("0 call stack(s) and 12 cost"),
+            "{view:?}: {err}"
+        );
         let mut args = vec!["dot", folded.to_str().unwrap(), "-o", "-"];
         args.extend_from_slice(view);
         let o = common::run(&args);
         assert!(o.status.success(), "{}", common::stderr(&o));
         assert_eq!(common::stderr(&o), "", "{view:?}");
         let picture = common::stdout(&o);
-        assert!(picture.contains("label=\"main\\n1 (25.00%)\\nof 4 (100.00%)\"") && picture.contains("main -> work (3)"), "{picture}");
+        assert!(
+            picture.contains("label=\"main\\n1 (25.00%)\\nof 4 (100.00%)\"")
+                && picture.contains("main -> work (3)"),
+            "{picture}"
+        );
     }
     // A profile with blocks says nothing of the kind.
     let o = common::run(&["dot", &hello(), "-o", "-"]);

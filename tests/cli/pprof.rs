@@ -33,3 +33,27 @@ fn info_gives_totals_per_sample_type_and_the_top_functions() {
     assert_eq!(first["self"], serde_json::json!({"samples": 3.0, "cpu": 30.0}));
     assert_eq!(p["top_functions"].as_array().unwrap().len(), 3);
 }
+
+/// A pprof profile on standard input, gzip-compressed or raw, is told by its content (Go
+/// writes `time_nanos` or `period_type` before `sample_type`): it read as "cannot tell the
+/// format of this input".
+#[test]
+fn a_profile_on_standard_input_is_told_by_its_content() {
+    use std::io::Write;
+    let gz = std::fs::read(common::fixture("pprof/burn.cpu.pb.gz")).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    for bytes in [gz, raw] {
+        let mut child = common::cfghub()
+            .args(["info", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        assert!(common::stdout(&o).contains("format:   pprof"), "{}", common::stdout(&o));
+    }
+}

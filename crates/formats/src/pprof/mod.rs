@@ -59,6 +59,68 @@ pub static FORMAT: Format = Format {
     extensions: &[".pb", ".pprof"],
     reader: Some(read::read),
     writer: Some(write::write),
+    sniffer: Some(sniff),
     needs: Needs::STACKS,
     ..Format::NONE
 };
+
+/// Whether `head` (after any gzip layer) opens a `Profile` message: its first fields (up to 16,
+/// or to the end of `head`) are fields of `Profile` (1 to 14), each with the wire type the
+/// message gives it, and one of them a `sample_type` (field 1) holding a `ValueType` of
+/// varints alone (`type` = 1, `unit` = 2). Producers order the fields as they like (Go writes
+/// `time_nanos` or `period_type` first). Text never holds such bytes, and no other binary format
+/// opens so: a profile read from standard input is told by its content, as a file is by name.
+pub fn sniff(head: &[u8]) -> bool {
+    fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *bytes.get(*at)?;
+            *at += 1;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    // A `ValueType`: varint fields 1 and 2 alone.
+    let value_type = |bytes: &[u8]| {
+        let mut at = 0;
+        while at < bytes.len() {
+            match varint(bytes, &mut at) {
+                Some(0x08 | 0x10) if varint(bytes, &mut at).is_some() => {}
+                _ => return false,
+            }
+        }
+        !bytes.is_empty()
+    };
+    let (mut at, mut sample_type) = (0, false);
+    for _ in 0..16 {
+        if at >= head.len() {
+            break;
+        }
+        let Some(key) = varint(head, &mut at) else { break };
+        let (field, wire) = (key >> 3, key & 7);
+        let length_delimited = matches!(field, 1..=6 | 11) || (field == 13 && wire == 2);
+        match (field, wire) {
+            (1..=14, 2) if length_delimited => {
+                let Some(len) = varint(head, &mut at) else { break };
+                let end = at.saturating_add(len as usize);
+                if field == 1 && end <= head.len() {
+                    if !value_type(&head[at..end]) {
+                        return false;
+                    }
+                    sample_type = true;
+                }
+                at = end;
+            }
+            (7..=10 | 12..=14, 0) => {
+                if varint(head, &mut at).is_none() {
+                    break;
+                }
+            }
+            _ => return false,
+        }
+    }
+    sample_type
+}
