@@ -34,6 +34,11 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
+    /// Threads to work on (default: one per core): bzip2 decoding, parsing, symbolization and
+    /// trace decoding share them.
+    #[arg(short = 'j', long, global = true, value_name = "N")]
+    pub jobs: Option<usize>,
+
     /// Also say what the output cannot hold by its nature and how results were made (notes).
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
@@ -109,6 +114,14 @@ pub fn main() -> i32 {
     };
     cfghub_model::io::set_progress(!cli.quiet);
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
+    if let Some(n) = cli.jobs {
+        let n = n.max(1);
+        cfghub_model::io::set_threads(n);
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n).build_global() {
+            report_error(&Error::usage(format!("cannot start {n} threads: {e}")));
+            return 2;
+        }
+    }
     let quiet = cli.quiet;
     let result = match cli.command {
         Command::Formats => formats::run(),

@@ -49,9 +49,15 @@ pub fn run(args: SynthArgs, quiet: bool) -> Result<i32> {
         steps_per_thread: args.steps,
         ..SynthSpec::default()
     };
+    let working = cfghub_model::io::Working::start(format!(
+        "synth: generating {} image(s) of {} routine(s) of {} block(s)",
+        spec.images, spec.routines_per_image, spec.blocks_per_routine
+    ));
     let synth = generate(&spec);
+    working.at(format!("synth: writing {}", args.output));
     let options = WriteOptions::default().with(cfghub_formats::dcfg::Options { pretty: args.pretty });
     let findings = save(&synth.profile, &args.output, args.to.as_deref(), &[], &options)?;
+    drop(working);
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }

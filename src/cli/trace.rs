@@ -8,7 +8,7 @@
 //! - `generate`: a synthetic DCFG and a consistent trace, for tests and benchmarks.
 //!
 //! Decoding streams: memory does not grow with the trace. Chunks decode in parallel on
-//! `--jobs` threads (all cores by default).
+//! `-j` threads (all cores by default).
 
 use std::io::Write;
 use std::sync::mpsc;
@@ -30,9 +30,6 @@ use cfghub_model::ir::Profile;
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
-    /// Threads that decode chunks in parallel (default: all cores).
-    #[arg(short, long, global = true)]
-    pub jobs: Option<usize>,
     /// Most edges a trace may declare before decoding stops with an error (default 5e9, about
     /// a minute of decoding); raise it for longer traces.
     #[arg(long, global = true, value_name = "N")]
@@ -123,18 +120,7 @@ pub struct GenerateArgs {
 }
 
 pub fn run(args: TraceArgs, quiet: bool) -> Result<i32> {
-    let command = args.command;
-    let max = args.max_edges;
-    match args.jobs {
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n.max(1))
-                .build()
-                .map_err(|e| Error::usage(format!("cannot start {n} threads: {e}")))?;
-            pool.install(|| dispatch(command, max, quiet))
-        }
-        None => dispatch(command, max, quiet),
-    }
+    dispatch(args.command, args.max_edges, quiet)
 }
 
 fn dispatch(command: TraceCommand, max: Option<u64>, quiet: bool) -> Result<i32> {

@@ -49,3 +49,26 @@ fn info_of_a_bz2_dcfg_is_info_of_the_plain_one() {
         assert_eq!(v, expected, "{program} through standard input");
     }
 }
+
+/// `-j N` limits every command to N threads (bzip2 decoding among them), placed before or
+/// after the command; the output is the same at any count.
+#[test]
+fn jobs_limit_the_threads_and_change_nothing_else() {
+    let input = common::fixture("dcfg/hello-world.dcfg.json.bz2");
+    let input = input.to_str().unwrap();
+    let all = common::run(&["info", input]);
+    assert!(all.status.success(), "{}", common::stderr(&all));
+    for args in
+        [vec!["-j", "1", "info", input], vec!["info", input, "--jobs", "3"], vec!["info", "-j", "0", input]]
+    {
+        let o = common::run(&args);
+        assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+        assert_eq!(
+            common::without_memory_line(&common::stdout(&o)),
+            common::without_memory_line(&common::stdout(&all)),
+            "{args:?}"
+        );
+    }
+    let o = common::run(&["info", input, "-j", "many"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+}

@@ -213,3 +213,30 @@ fn mistakes_in_the_output_are_told_before_the_input_is_read() {
         assert!(!err.contains(".cfghub-"), "{args:?}: {err}");
     }
 }
+
+/// `synth` of a large profile says on a terminal what it is at (generating, writing) once it
+/// has worked a second; with `-q`, or off a terminal, nothing.
+#[test]
+fn synth_shows_its_step_on_a_terminal() {
+    if !common::clients(&["script"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.dcfg.json");
+    let command = |quiet: &str| {
+        format!(
+            "{} {quiet} synth --routines 400 --blocks 200 --steps 1500000 -o {}",
+            env!("CARGO_BIN_EXE_cfghub"),
+            out.display()
+        )
+    };
+    // `script` runs the command on a pseudo-terminal and copies what it drew.
+    let o = std::process::Command::new("script").args(["-qec", &command(""), "/dev/null"]).output().unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let drawn = common::stdout(&o);
+    assert!(drawn.contains("synth: generating") || drawn.contains("synth: writing"), "{drawn}");
+    let o =
+        std::process::Command::new("script").args(["-qec", &command("-q"), "/dev/null"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(!common::stdout(&o).contains("synth:"), "{}", common::stdout(&o));
+}

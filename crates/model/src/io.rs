@@ -305,9 +305,20 @@ pub fn read_whole(input: &mut dyn BufRead, size_hint: Option<u64>) -> Result<Vec
     Ok(data)
 }
 
-/// One bzip2 decoding thread per core.
+/// Threads the command may use (`cfghub -j N`); 0 is one per core.
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Limits the threads commands use (bzip2 decoding among them) to `n` (`cfghub -j N`).
+pub fn set_threads(n: usize) {
+    THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// One bzip2 decoding thread per core, or as many as `-j` allows.
 fn decompression_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    match THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        n => n,
+    }
 }
 
 fn describe_magic(magic: &[u8]) -> String {
@@ -397,6 +408,65 @@ impl BufRead for ChannelReader {
 
     fn consume(&mut self, amt: usize) {
         self.pos += amt;
+    }
+}
+
+/// A spinner naming the step a command is at (`synth: generating the profile`), drawn on
+/// standard error once the command has worked a second, on a terminal only (and not with
+/// `-q`), with the time it has taken; cleared when dropped.
+pub struct Working {
+    shared: Option<std::sync::Arc<(std::sync::Mutex<String>, std::sync::atomic::AtomicBool)>>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Working {
+    /// Starts the clock, at the step `what`.
+    pub fn start(what: impl Into<String>) -> Working {
+        use std::io::IsTerminal;
+        if !(progress_enabled() && io::stderr().is_terminal()) {
+            return Working { shared: None, watcher: None };
+        }
+        let shared = std::sync::Arc::new((std::sync::Mutex::new(what.into()), AtomicBool::new(false)));
+        let seen = shared.clone();
+        let watcher = std::thread::spawn(move || {
+            let began = Instant::now();
+            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+            let style = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            bar.set_style(style);
+            let mut shown = false;
+            while !seen.1.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if let Ok(what) = seen.0.lock() {
+                    bar.set_message(what.clone());
+                }
+                bar.tick();
+                if !shown && began.elapsed() > Duration::from_secs(1) {
+                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    shown = true;
+                }
+            }
+            bar.finish_and_clear();
+        });
+        Working { shared: Some(shared), watcher: Some(watcher) }
+    }
+
+    /// Names the step the command is at now.
+    pub fn at(&self, what: impl Into<String>) {
+        if let Some(Ok(mut now)) = self.shared.as_ref().map(|s| s.0.lock()) {
+            *now = what.into();
+        }
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared {
+            shared.1.store(true, Ordering::Relaxed);
+        }
+        if let Some(watcher) = self.watcher.take() {
+            let _ = watcher.join();
+        }
     }
 }
 
