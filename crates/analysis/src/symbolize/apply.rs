@@ -376,7 +376,7 @@ fn warn_unnamed(notes: &mut Notes, asked: bool, name: &str, symbolizer: &Symboli
 }
 
 /// Warnings of the pass: in full for the images `--symbols` was meant for, and for the others
-/// (which `--symbols` only tried on the way) one line between them all.
+/// (which `--symbols` only tried on the way) one note between them all.
 struct Notes<'f> {
     findings: &'f mut Findings,
     /// (image, reason) of the images not asked about.
@@ -396,11 +396,28 @@ impl Notes<'_> {
         }
     }
 
-    fn finish(self) {
+    fn finish(mut self) {
+        // A program or library whose file is nowhere to be found keeps bare addresses: that
+        // stands out. The kernel's (`[kernel.kallsyms]`) and partial namings are a note.
+        let (missing, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.others)
+            .into_iter()
+            .partition(|(image, why)| why.contains("no ELF file found") && !image.starts_with('['));
+        self.others = others;
+        if !missing.is_empty() {
+            let names: Vec<&str> = missing.iter().map(|(image, _)| image.as_str()).collect();
+            self.findings.warn(
+                None,
+                format!(
+                    "symbols: no ELF file found for {}: its addresses stay unnamed; name them with --symbols BINARY",
+                    names.join(", ")
+                ),
+            );
+        }
         if !self.others.is_empty() {
             let each: Vec<String> =
                 self.others.iter().map(|(image, why)| format!("{image}: {why}")).collect();
-            self.findings.warn(
+            // `--symbols` was not given for them: a note (`-v`).
+            self.findings.detail(
                 None,
                 format!(
                     "symbols: {} other image(s) named only in part ({}); `cfghub info PROFILE --symbols` \

@@ -190,6 +190,10 @@ struct Reader<'f> {
     threads: HashMap<(usize, String), u32>,
     /// Image index by (process, library path, start).
     images: HashMap<(usize, String, u64), u32>,
+    /// The samples at each sampled address, by (process, image) and address relative to the
+    /// library, per event: the leaf frames' addresses, as a recording's sampled instructions
+    /// (what BOLT's `no_lbr` profile and AutoFDO are made from).
+    sampled: HashMap<(usize, u32), std::collections::BTreeMap<u64, Vec<u64>>>,
     scratch: Scratch,
 }
 
@@ -213,6 +217,7 @@ impl<'f> Reader<'f> {
             processes: HashMap::new(),
             threads: HashMap::new(),
             images: HashMap::new(),
+            sampled: HashMap::new(),
             scratch: Scratch::default(),
         }
     }
@@ -236,7 +241,46 @@ impl<'f> Reader<'f> {
                 ),
             );
         }
+        let width = self.profile.events.len();
+        let mut sampled: Vec<_> = std::mem::take(&mut self.sampled).into_iter().collect();
+        sampled.sort_by_key(|(at, _)| *at);
+        for ((p, image), addresses) in sampled {
+            let costs = &mut self.profile.processes[p].images[image as usize].costs;
+            for (address, mut values) in addresses {
+                values.resize(width, 0);
+                costs.push_parts(Some(address), None, None, None, &values);
+            }
+        }
         Ok(self.profile)
+    }
+
+    /// Counts the samples of stack `s` (weight `w`, whole units of `event`) at its leaf
+    /// frame's address, where the frame has one in a library.
+    fn count_at_leaf(
+        &mut self,
+        tables: &Tables<'f>,
+        s: usize,
+        p: usize,
+        event: usize,
+        w: StackValue,
+    ) -> Result<()> {
+        let Some(f) = tables.stacks.frame.get(s).filter(|&f| f < tables.frames.func.len()) else {
+            return Ok(());
+        };
+        let Some(address) = index(tables.frames.address.get(f)) else { return Ok(()) };
+        let Some(func) = index(tables.frames.func.get(f)).filter(|&func| func < tables.funcs.name.len())
+        else {
+            return Ok(());
+        };
+        let Some(lib) = self.lib_of(tables, f, func)? else { return Ok(()) };
+        let (Ok(w), Ok(address)) = (u64::try_from(w), u64::try_from(address)) else { return Ok(()) };
+        let image = self.image(tables, lib, p);
+        let values = self.sampled.entry((p, image)).or_default().entry(address).or_default();
+        if values.len() <= event {
+            values.resize(event + 1, 0);
+        }
+        values[event] = values[event].saturating_add(w);
+        Ok(())
     }
 
     fn tables(&self, t: usize, thread: &'f Thread) -> Result<Tables<'f>> {
@@ -390,6 +434,10 @@ impl<'f> Reader<'f> {
                 scratch.nodes_touched.push(c);
             }
             values[event] = w * unit;
+            // Whole samples (not traced milliseconds) counted at the leaf's address too.
+            if scratch.decimals == 0 && self.profile.processes[p].stacks.decimals_of(event) == 0 {
+                self.count_at_leaf(tables, s, p, event, w)?;
+            }
             self.profile.processes[p].stacks.push_sample(node, model_thread, &values);
         }
         Ok(())
