@@ -631,3 +631,54 @@ fn the_dcfg_of_every_valgrind_profile_passes_validate() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Calls and jumps inside inlined code (the STL's, at -O2) have their lines in the inlined
+/// file: the Callgrind cfghub writes, straight from valgrind's and through a DCFG, switches to
+/// it (`fi=`, `jfi=`) before their positions, so callgrind_annotate shows no `<bogus line>`
+/// and no warning box (it showed both: the lines were read in the caller's file).
+#[test]
+fn calls_in_inlined_code_keep_their_files() {
+    for tool in ["g++", "valgrind", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(common::fixture("callgrind/inlined-calls.cc"), d.join("inlined-calls.cc")).unwrap();
+    let o = Command::new("g++")
+        .args(["-O2", "-g", "-o", "inlined-calls", "inlined-calls.cc"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "g++: {}", common::stderr(&o));
+    let profile = d.join("callgrind.out.1");
+    let o = Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(d.join("inlined-calls"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
+    let annotated = |file: &Path| {
+        let o = Command::new("callgrind_annotate")
+            .args(["--auto=yes"])
+            .arg(file)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o)
+    };
+    let clean = |text: &str| !text.contains("<bogus line") && !text.contains("@@ WARNING @@");
+    assert!(clean(&annotated(&profile)), "valgrind's own file");
+    let again = d.join("again.callgrind");
+    convert(&profile, &again);
+    let text = annotated(&again);
+    assert!(clean(&text), "{text}");
+    let dcfg = d.join("app.dcfg.json");
+    let back = d.join("back.callgrind");
+    convert(&profile, &dcfg);
+    convert(&dcfg, &back);
+    let text = annotated(&back);
+    assert!(clean(&text), "{text}");
+}

@@ -501,6 +501,14 @@ impl Writer<'_> {
         self.ctx.file = Some(f.file);
     }
 
+    /// The source file of the code at `offset` of image `image`, as its line table has it
+    /// (`None` where the table says nothing).
+    fn file_at(&self, process: &Process, image: u32, offset: u64) -> Option<Option<FileId>> {
+        let lines = self.lines.get(image as usize)?;
+        let mut hint = 0;
+        lines.at_from(process.images.get(image as usize)?, offset, &mut hint).map(|l| l.file)
+    }
+
     /// Sets the source file of the following cost lines (`fi=`, or `fe=` back to the function's).
     #[inline]
     fn set_file(&mut self, file: Option<FileId>) {
@@ -993,6 +1001,10 @@ impl Writer<'_> {
             }
         }
         self.enter(process, caller);
+        // The call site's line is in its own file: inlined code's (`fi=`), not the caller's.
+        if let Some(file) = self.file_at(process, caller.image, src_addr) {
+            self.set_file(file);
+        }
         if callee.image != caller.image {
             let file = process.images[callee.image as usize].file;
             let key = self.objects.file_key(self.profile, file);
@@ -1039,14 +1051,23 @@ impl Writer<'_> {
             // the block counts.
             return;
         }
+        let (source_file, target_file) =
+            (self.file_at(process, from.image, src_addr), self.file_at(process, to.image, tgt_addr));
         let (tgt_addr, src_addr) =
             (self.stated(Some(to.image), tgt_addr), self.stated(Some(from.image), src_addr));
         self.enter(process, from);
+        // The jump's source line is in its own file (inlined code's `fi=`), its target's in
+        // the target's (`jfi=`), as valgrind writes them.
+        if let Some(file) = source_file {
+            self.set_file(file);
+        }
+        let target_file =
+            target_file.unwrap_or(if to.name != from.name { to.file } else { self.ctx.file.flatten() });
+        if Some(target_file) != self.ctx.file {
+            let key = self.files.file_key(self.profile, target_file);
+            self.files.write(&mut self.body, b"jfi", key);
+        }
         if to.name != from.name {
-            if to.file != from.file {
-                let key = self.files.file_key(self.profile, to.file);
-                self.files.write(&mut self.body, b"jfi", key);
-            }
             self.functions.write(&mut self.body, b"jfn", to.name);
         }
         let w = self.body.window();
