@@ -413,3 +413,37 @@ fn perf_script_of_two_events_gives_each_its_periods() {
         );
     }
 }
+
+/// A system-wide recording: the idle task (pid 0, with no COMM record) is named `swapper`, as
+/// perf names it, not `:0`.
+#[test]
+fn the_idle_task_is_swapper_as_perf_names_it() {
+    common::require("perf");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("all.perf.data");
+    let o = Command::new("perf")
+        .args(["record", "-q", "-a", "-e", "cpu-clock", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "0.3"])
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        common::unavailable(
+            "`perf record -a` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)",
+        );
+        return;
+    }
+    let script = Command::new("perf").args(["script", "-F", "comm,pid", "-i"]).arg(&data).output().unwrap();
+    let idle = common::stdout(&script).lines().filter(|l| l.split_whitespace().nth(1) == Some("0")).count();
+    if idle == 0 {
+        // Every CPU was busy all along: nothing to check.
+        return;
+    }
+    assert!(common::stdout(&script).lines().any(|l| l.trim_start().starts_with("swapper ")));
+    let folded = dir.path().join("all.folded");
+    let o = run(&["convert", data.to_str().unwrap(), "-o", folded.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("swapper;")), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with(":0;")), "{text}");
+}

@@ -152,6 +152,7 @@ pub fn write(
         dropped: HashMap::new(),
         unplaced: 0,
         lines: Vec::new(),
+        line_hints: Vec::new(),
         bases: Vec::new(),
         inclusive: Vec::new(),
         edge_threads: 0,
@@ -311,6 +312,9 @@ struct Writer<'a> {
     unplaced: u64,
     /// Source-line indexes of the current process's images.
     lines: Vec<SourceIndex>,
+    /// Per image, where the last look-up of a call's or jump's line ended (they mostly come
+    /// in address order).
+    line_hints: Vec<usize>,
     /// What turns an offset of each of the current process's images into the address its
     /// object states, as valgrind writes positions ([`addresses::stated_base`]).
     bases: Vec<u64>,
@@ -389,6 +393,7 @@ impl Writer<'_> {
         self.files.new_part();
         self.functions.new_part();
         self.lines = process.images.iter().map(SourceIndex::new).collect();
+        self.line_hints = vec![0; process.images.len()];
         self.bases = process.images.iter().map(|i| addresses::stated_base(self.profile, i)).collect();
         let write_costs = thread.is_none_or(|t| t == 0);
         if thread.is_some() && process.images.iter().any(|i| !i.costs.is_empty()) {
@@ -503,10 +508,10 @@ impl Writer<'_> {
 
     /// The source file of the code at `offset` of image `image`, as its line table has it
     /// (`None` where the table says nothing).
-    fn file_at(&self, process: &Process, image: u32, offset: u64) -> Option<Option<FileId>> {
+    fn file_at(&mut self, process: &Process, image: u32, offset: u64) -> Option<Option<FileId>> {
         let lines = self.lines.get(image as usize)?;
-        let mut hint = 0;
-        lines.at_from(process.images.get(image as usize)?, offset, &mut hint).map(|l| l.file)
+        let hint = self.line_hints.get_mut(image as usize)?;
+        lines.at_from(process.images.get(image as usize)?, offset, hint).map(|l| l.file)
     }
 
     /// Sets the source file of the following cost lines (`fi=`, or `fe=` back to the function's).

@@ -686,8 +686,11 @@ impl Replay {
         }
         let period = if self.count_samples { 1 } else { s.period.unwrap_or(self.default_period[attr]) };
         let (pid, tid) = (s.pid.unwrap_or(-1), s.tid.unwrap_or(-1));
+        // A thread with no COMM record is named as perf names it: `swapper` for the idle
+        // task (tid 0), else `:TID`.
         let comm = match self.comm_of.get(&tid) {
             Some(&c) => c,
+            None if tid == 0 => self.comm("swapper".to_string()),
             None => self.comm(":".to_string() + &tid.to_string()),
         };
         let mode = misc & MISC_CPUMODE_MASK;
