@@ -208,3 +208,37 @@ pub fn render_dot(dot_text: &str, what: &str) -> String {
     assert!(out.status.success() && err.trim().is_empty(), "{what}: dot said: {err}\n{dot_text}");
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// The C++ program of the perf.data tests (fixtures/perf-data/hot-cpp.cc) built in `dir` with
+/// frame pointers and DWARF, as `dir/hot`.
+pub fn build_hot_cpp(dir: &Path) -> PathBuf {
+    let binary = dir.join("hot");
+    let cc = Command::new("g++")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&binary)
+        .arg(fixture("perf-data/hot-cpp.cc"))
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    binary
+}
+
+/// `perf record -g -e cpu-clock` (else `cpu-clock:u`) of `binary ARGUMENT` into
+/// `dir/hot.perf.data`; `None`, with a note, where perf may not record.
+pub fn perf_record_with_call_chains(dir: &Path, binary: &Path, argument: &str) -> Option<PathBuf> {
+    let data = dir.join("hot.perf.data");
+    for event in ["cpu-clock", "cpu-clock:u"] {
+        let o = Command::new("perf")
+            .args(["record", "-q", "-g", "-e", event, "-o"])
+            .arg(&data)
+            .arg(binary)
+            .arg(argument)
+            .output()
+            .unwrap();
+        if o.status.success() {
+            return Some(data);
+        }
+    }
+    unavailable("`perf record -e cpu-clock` is not permitted here");
+    None
+}

@@ -34,19 +34,6 @@ fn outputs() -> Vec<&'static str> {
     all
 }
 
-/// The C++ program of the perf.data tests, built with frame pointers and DWARF.
-fn program(dir: &Path) -> PathBuf {
-    let binary = dir.join("hot");
-    let cc = Command::new("g++")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("perf-data/hot-cpp.cc"))
-        .status()
-        .unwrap();
-    assert!(cc.success());
-    binary
-}
-
 fn valgrind_profile(dir: &Path, binary: &Path) -> PathBuf {
     let out = dir.join("callgrind.out.hot");
     let o = Command::new("valgrind")
@@ -58,24 +45,6 @@ fn valgrind_profile(dir: &Path, binary: &Path) -> PathBuf {
         .unwrap();
     assert!(o.status.success(), "valgrind: {}", common::stderr(&o));
     out
-}
-
-fn perf_recording(dir: &Path, binary: &Path) -> Option<PathBuf> {
-    let data = dir.join("hot.perf.data");
-    for event in ["cpu-clock", "cpu-clock:u"] {
-        let o = Command::new("perf")
-            .args(["record", "-q", "-g", "-e", event, "-o"])
-            .arg(&data)
-            .arg(binary)
-            .arg("3000000")
-            .output()
-            .unwrap();
-        if o.status.success() {
-            return Some(data);
-        }
-    }
-    common::unavailable("`perf record -e cpu-clock` is not permitted here");
-    None
 }
 
 /// Converts `input` to `output` in `dir` with `extra` options; (exit code, stderr lines).
@@ -103,9 +72,9 @@ fn a_conversion_says_at_most_one_line_and_notes_wait_for_verbose() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = program(d);
+    let binary = common::build_hot_cpp(d);
     let mut inputs = vec![valgrind_profile(d, &binary), common::fixture("pprof/burn.cpu.pb.gz")];
-    inputs.extend(perf_recording(d, &binary));
+    inputs.extend(common::perf_record_with_call_chains(d, &binary, "3000000"));
     let (mut said, mut chatty) = (Vec::new(), Vec::new());
     for input in &inputs {
         for output in outputs() {

@@ -658,30 +658,8 @@ fn functions_below_the_node_fraction_are_left_out_as_pprof_leaves_them_out() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("hot");
-    let cc = Command::new("g++")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("perf-data/hot-cpp.cc"))
-        .status()
-        .unwrap();
-    assert!(cc.success());
-    let data = d.join("hot.perf.data");
-    let recorded = ["cpu-clock", "cpu-clock:u"].iter().any(|event| {
-        Command::new("perf")
-            .args(["record", "-q", "-g", "-e", event, "-o"])
-            .arg(&data)
-            .arg(&binary)
-            .arg("30000000")
-            .output()
-            .unwrap()
-            .status
-            .success()
-    });
-    if !recorded {
-        common::unavailable("`perf record -e cpu-clock` is not permitted here");
-        return;
-    }
+    let binary = common::build_hot_cpp(d);
+    let Some(data) = common::perf_record_with_call_chains(d, &binary, "30000000") else { return };
     let pb = d.join("hot.pb");
     let o = common::run(&["convert", data.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
     assert!(o.status.success(), "{}", common::stderr(&o));
