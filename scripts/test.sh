@@ -15,7 +15,7 @@ for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc b
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils c++filt:binutils g++:g++ dwz:dwz \
     go:golang-go chromium:chromium perf:linux-perf \
     llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19 \
-    groff:groff-base; do
+    groff:groff-base script:bsdutils; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
