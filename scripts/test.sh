@@ -3,7 +3,7 @@
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, g++, bzip2, lbzip2 and
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm, c++filt), dwz,
 # Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
-# llvm-profdata, clang -fprofile-sample-use), groff (manual pages), python's networkx, the speedscope viewer (npm, under
+# llvm-profdata, clang -fprofile-sample-use), groff (manual pages), script (bsdutils), python's networkx, the speedscope viewer (npm, under
 # target/speedscope) and the Firefox Profiler's command-line client (npm, under
 # target/firefox-profiler). Needs root for apt-get on a fresh machine.
 set -euo pipefail
