@@ -428,8 +428,9 @@ fn the_idle_task_is_swapper_as_perf_names_it() {
         .output()
         .unwrap();
     if !o.status.success() {
-        common::unavailable(
-            "`perf record -a` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)",
+        // A machine's policy, not a missing program: nothing to install.
+        eprintln!(
+            "skipped: `perf record -a` is not permitted here (see /proc/sys/kernel/perf_event_paranoid)"
         );
         return;
     }
