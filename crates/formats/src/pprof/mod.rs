@@ -71,55 +71,44 @@ pub static FORMAT: Format = Format {
 /// `time_nanos` or `period_type` first). Text never holds such bytes, and no other binary format
 /// opens so: a profile read from standard input is told by its content, as a file is by name.
 pub fn sniff(head: &[u8]) -> bool {
-    fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *bytes.get(*at)?;
-            *at += 1;
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
+    use wire::{Cursor, LEN, VARINT};
     // A `ValueType`: varint fields 1 and 2 alone.
     let value_type = |bytes: &[u8]| {
-        let mut at = 0;
-        while at < bytes.len() {
-            match varint(bytes, &mut at) {
-                Some(0x08 | 0x10) if varint(bytes, &mut at).is_some() => {}
+        let mut c = Cursor::new(bytes, 0);
+        while !c.is_empty() {
+            match c.varint() {
+                Ok(0x08 | 0x10) if c.varint().is_ok() => {}
                 _ => return false,
             }
         }
         !bytes.is_empty()
     };
-    let (mut at, mut sample_type) = (0, false);
+    let mut c = Cursor::new(head, 0);
+    let mut sample_type = false;
     for _ in 0..16 {
-        if at >= head.len() {
-            break;
-        }
-        let Some(key) = varint(head, &mut at) else { break };
-        let (field, wire) = (key >> 3, key & 7);
-        let length_delimited = matches!(field, 1..=6 | 11) || (field == 13 && wire == 2);
+        // A key or value cut by the end of `head` ends the look, as the end of the input does.
+        let Ok(key) = c.varint() else { break };
+        let (field, wire) = (key >> 3, (key & 7) as u8);
+        let length_delimited = matches!(field, 1..=6 | 11) || (field == 13 && wire == LEN);
         match (field, wire) {
-            (1..=14, 2) if length_delimited => {
-                let Some(len) = varint(head, &mut at) else { break };
-                let end = at.saturating_add(len as usize);
-                if field == 1 && end <= head.len() {
-                    if !value_type(&head[at..end]) {
+            (1..=14, LEN) if length_delimited => {
+                let Ok((bytes, _)) = c.bytes() else { break };
+                if field == 1 {
+                    if !value_type(bytes) {
                         return false;
                     }
                     sample_type = true;
                 }
-                at = end;
             }
-            (7..=10 | 12..=14, 0) => {
-                if varint(head, &mut at).is_none() {
+            (7..=10 | 12..=14, VARINT) => {
+                if c.varint().is_err() {
                     break;
                 }
             }
             _ => return false,
+        }
+        if c.is_empty() {
+            break;
         }
     }
     sample_type
