@@ -274,3 +274,29 @@ fn files_read_on_the_way_are_inputs_no_output_replaces() {
     contains_all(&err, &["is also an input", "prog was read"]);
     assert_eq!(common::snapshot(dir.path()), before, "an input changed");
 }
+
+/// The tables of a valgrind profile with recursion levels, whose calls have contexts.
+fn recursion_tables(dir: &Path) -> PathBuf {
+    let out = dir.join("recursion.tables");
+    let input = common::fixture("callgrind/callgrind.out.recursion-loops");
+    let o = common::run(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    out
+}
+
+/// A call context naming a symbol its image does not hold, or rows out of the order of
+/// contexts and threads, is refused at its row (a context number of 4x10^9 made nothing).
+#[test]
+fn a_call_context_past_the_symbols_or_out_of_order_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = recursion_tables(dir.path());
+    rewrite(&folder, "call_contexts", "select * replace (caller_symbol + 1000000 as caller_symbol) from t");
+    let err = refused(dir.path(), &folder);
+    contains_all(&err, &["call_contexts.parquet", "column caller_symbol, row 0", "symbol 100000"]);
+
+    std::fs::remove_dir_all(&folder).unwrap();
+    let folder = recursion_tables(dir.path());
+    rewrite(&folder, "call_contexts", "select * replace (context + 4000000000 as context) from t");
+    let err = refused(dir.path(), &folder);
+    contains_all(&err, &["call_contexts.parquet", "row 0", "context 4000000000", "numbered 0, 1, ..."]);
+}

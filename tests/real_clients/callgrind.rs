@@ -682,3 +682,46 @@ fn calls_in_inlined_code_keep_their_files() {
     let text = annotated(&back);
     assert!(clean(&text), "{text}");
 }
+
+/// The call tree callgrind_annotate prints (`--tree=both --inclusive=yes`): every function
+/// with its callers and callees and their counts and inclusive costs, lines sorted (functions
+/// of equal cost are printed in an order of their own), the header left out. The objects
+/// are left out too: callgrind_annotate joins functions of one file and name (`__sigsetjmp`
+/// of ld.so and of libc) and labels them with the object it met first.
+fn call_tree(file: &Path) -> Vec<String> {
+    let o = Command::new("callgrind_annotate")
+        .args(["--tree=both", "--inclusive=yes"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    let start = text.find("file:function").expect("callgrind_annotate's function table");
+    let without_object = |l: &str| match l.rsplit_once(" [") {
+        Some((rest, object)) if object.ends_with(']') => rest.to_string(),
+        _ => l.to_string(),
+    };
+    let mut lines: Vec<String> = text[start..].lines().map(without_object).collect();
+    lines.sort();
+    lines
+}
+
+/// A recursive call is counted per recursion level (`fib'2` calls `fib'2`, `fib` calls
+/// `fib'2`), as are calls between functions that share code: Callgrind written from
+/// valgrind's profile keeps every call in the functions valgrind named, so callgrind_annotate
+/// prints the same call tree (every function's callers and callees were `fib -> fib`, with
+/// `fib`'s inclusive cost counted again for every level).
+#[test]
+fn recursion_levels_keep_their_calls_through_callgrind() {
+    for tool in ["gcc", "valgrind", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let profile = valgrind_profile(&compiled(dir.path(), "recursion-loops.c", "-O1"), &[]);
+    let again = dir.path().join("again.callgrind");
+    convert(&profile, &again);
+    let (theirs, ours) = (call_tree(&profile), call_tree(&again));
+    assert!(theirs.iter().any(|l| l.contains("fib'2 (")), "valgrind names recursion levels: {theirs:#?}");
+    let differ: Vec<_> = theirs.iter().zip(&ours).filter(|(a, b)| a != b).collect();
+    assert!(differ.is_empty() && theirs.len() == ours.len(), "{differ:#?}");
+}

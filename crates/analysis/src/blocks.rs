@@ -26,8 +26,8 @@ mod radix;
 
 use cfghub_model::ir::NO_INDEX;
 use cfghub_model::ir::{
-    Block, BlockRef, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Process, Routine, Site, SourceLine,
-    SymbolRef,
+    Block, BlockRef, CallContext, Counts, Edge, EdgeDetails, EdgeKind, Image, NodeRef, Numbers, Process,
+    Routine, Site, SourceLine, SymbolRef,
 };
 use cfghub_model::ir::{CostTable, Cursor};
 
@@ -530,13 +530,13 @@ pub fn rebuild(
     let unplaced: Vec<Transfer> = unplaced.iter().map(|&k| list[k]).collect();
     // Making the edges is the peak of the rebuild: what only the steps before it asked for
     // goes first.
-    let mut details = call_details(&mut set.items, list, call_costs);
+    let (mut details, contexts) = call_details(&mut set.items, list, call_costs, &blocks_of.owner);
     drop(ends_in_jump);
     let EdgeSet { items, has_out, incoming } = set;
     drop((has_out, incoming));
     blocks_of.has_next = Vec::new();
-    let mut edges = merge_edges(items, &blocks_of, &mut details);
-    drop(details);
+    let mut edges = merge_edges(items, &blocks_of, &mut details, &contexts);
+    drop((details, contexts));
     if ir.is_some() && every_execution {
         balance(process, &mut edges, &blocks_of);
     }
@@ -716,15 +716,18 @@ impl ConditionalEnds {
 /// into one edge add up into the first one's), so that nothing else of the calls is held
 /// while the edges are made, the rebuild's peak. The transfer list goes meanwhile: calls are
 /// named in the order of the list, so they are taken last first and the list's tail let go
-/// of a megabyte at a time.
+/// of a megabyte at a time. Beside them, by detail, the functions a call names where they are
+/// not the owners of its blocks' code (`owner`, by global block): its context.
 fn call_details(
     items: &mut [Contribution],
     mut list: Vec<Transfer>,
     inclusive: &InclusiveCosts,
-) -> Vec<Option<Box<EdgeDetails>>> {
+    owner: &[u32],
+) -> (Vec<Option<Box<EdgeDetails>>>, StatedContexts) {
     const RELEASE: usize = (1 << 20) / std::mem::size_of::<Transfer>();
     let mut details: Vec<Option<Box<EdgeDetails>>> =
         (0..items.iter().filter(|c| c.arc != NO_INDEX).count()).map(|_| None).collect();
+    let mut contexts = StatedContexts::default();
     let mut slot = details.len();
     let mut kept = list.len();
     for c in items.iter_mut().rev().filter(|c| c.arc != NO_INDEX) {
@@ -732,6 +735,9 @@ fn call_details(
         let a = &list[k];
         slot -= 1;
         details[slot] = EdgeDetails::boxed(inclusive.of(a), Some(site(a)));
+        if (a.src_symbol, a.tgt_symbol) != (owner[c.source as usize], owner[c.target as usize]) {
+            contexts.insert(slot as u32, (a.src_symbol, a.tgt_symbol));
+        }
         c.arc = slot as u32;
         if kept - k >= RELEASE {
             list.truncate(k);
@@ -739,8 +745,12 @@ fn call_details(
             kept = k;
         }
     }
-    details
+    (details, contexts)
 }
+
+/// The caller and callee a call transfer names, by its detail's slot, where they are not the
+/// owners of its blocks' code (few calls: recursion levels, names sharing code).
+type StatedContexts = rustc_hash::FxHashMap<u32, (u32, u32)>;
 
 /// Each image's transfer sources and targets (transfers with both addresses), sorted by
 /// address, with what the walks ask of the transfer (so that they need not look it up).
@@ -1305,7 +1315,12 @@ fn return_through_tail_calls(
 /// the last sources are made, a megabyte at a time, and the edges, made last source first,
 /// are turned round at the end.
 #[inline(never)]
-fn merge_edges(items: Vec<Contribution>, b: &Blocks, details: &mut [Option<Box<EdgeDetails>>]) -> Vec<Edge> {
+fn merge_edges(
+    items: Vec<Contribution>,
+    b: &Blocks,
+    details: &mut [Option<Box<EdgeDetails>>],
+    contexts: &StatedContexts,
+) -> Vec<Edge> {
     let nblocks = b.owner.len();
     let mut start = vec![0u32; nblocks + 1];
     for c in &items {
@@ -1343,7 +1358,7 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, details: &mut [Option<Box<E
             while x > 0 && (group[x - 1].target, group[x - 1].kind) == (last.target, last.kind) {
                 x -= 1;
             }
-            edges.push(merged(&group[x..y], b, details));
+            edges.push(merged(&group[x..y], b, details, contexts));
             y = x;
         }
         if released - from >= RELEASE {
@@ -1363,10 +1378,16 @@ fn merge_edges(items: Vec<Contribution>, b: &Blocks, details: &mut [Option<Box<E
 /// The edge that contributions with one source, target and kind make, in the order they were
 /// added (its id is left for the caller): counts by thread, and for calls the details of the
 /// first call with the inclusive costs of the others added (see [`call_details`]).
-fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDetails>>]) -> Edge {
+fn merged(
+    group: &[Contribution],
+    b: &Blocks,
+    details: &mut [Option<Box<EdgeDetails>>],
+    stated: &StatedContexts,
+) -> Edge {
     let first = &group[0];
     let mut counts = Counts::new();
     let mut edge_details: Option<Box<EdgeDetails>> = None;
+    let contexts = merged_contexts(group, b, details, stated);
     for c in group {
         add_counts(&mut counts, u32::from(c.thread), c.count);
         if c.arc == NO_INDEX {
@@ -1387,6 +1408,9 @@ fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDeta
             (Some(_), None) => {}
         }
     }
+    if let (Some(d), Some(contexts)) = (&mut edge_details, contexts) {
+        d.extra_mut().contexts = contexts;
+    }
     Edge {
         id: 0,
         source: NodeRef::Block(b.block_ref(first.source)),
@@ -1397,11 +1421,70 @@ fn merged(group: &[Contribution], b: &Blocks, details: &mut [Option<Box<EdgeDeta
     }
 }
 
+/// The contexts of a merged call edge ([`CallContext`]): `None` when every call of `group`
+/// was made between the owners of its blocks, else every call's traversals and inclusive cost
+/// under the functions it named, in the order first met.
+fn merged_contexts(
+    group: &[Contribution],
+    b: &Blocks,
+    details: &[Option<Box<EdgeDetails>>],
+    stated: &StatedContexts,
+) -> Option<Vec<CallContext>> {
+    if stated.is_empty() || !group.iter().any(|c| stated.contains_key(&c.arc)) {
+        return None;
+    }
+    let owners = (b.owner[group[0].source as usize], b.owner[group[0].target as usize]);
+    let mut contexts: Vec<CallContext> = Vec::new();
+    for c in group {
+        let ends = stated.get(&c.arc).copied().unwrap_or(owners);
+        let inclusive = details.get(c.arc as usize).and_then(|d| d.as_deref()).map_or(&[][..], |d| &d.inclusive[..]);
+        let k = match contexts.iter().position(|x| (x.caller, x.callee) == ends) {
+            Some(k) => k,
+            None => {
+                let (caller, callee) = ends;
+                contexts.push(CallContext {
+                    caller,
+                    callee,
+                    counts: Counts::new(),
+                    inclusive: Numbers::new(),
+                });
+                contexts.len() - 1
+            }
+        };
+        let x = &mut contexts[k];
+        add_counts(&mut x.counts, u32::from(c.thread), c.count);
+        if x.inclusive.len() < inclusive.len() {
+            x.inclusive.resize(inclusive.len(), 0);
+        }
+        for (v, &w) in x.inclusive.iter_mut().zip(inclusive) {
+            *v = v.saturating_add(w);
+        }
+    }
+    contexts.shrink_to_fit();
+    Some(contexts)
+}
+
 /// Whether the rebuild derived an edge's count rather than read it: a fall-through (what a
 /// block ran and did not jump) and a return (handed out from the callee's exits). Every other
 /// edge carries a count the profile states (a jump, a conditional taken, a call).
 fn is_derived(kind: EdgeKind) -> bool {
     kind == EdgeKind::FallThrough || kind.is_return()
+}
+
+/// Takes the traversals `taken` off a call edge's contexts as they were taken off its
+/// counts, last context first, so that the contexts still add up to the edge.
+fn take_from_contexts(e: &mut Edge, taken: &Counts) {
+    let Some(extra) = e.details.as_mut().and_then(|d| d.extra.as_mut()) else { return };
+    for (t, &n) in taken.iter().enumerate() {
+        let mut n = n;
+        for x in extra.contexts.iter_mut().rev() {
+            let Some(c) = x.counts.get_mut(t) else { continue };
+            let take = n.min(*c);
+            *c -= take;
+            n -= take;
+        }
+    }
+    extra.contexts.retain(|x| x.counts.iter().any(|&c| c > 0));
 }
 
 /// Takes `n` traversals (at most its total) off an edge's counts, last thread first, and
@@ -1489,6 +1572,7 @@ fn balance(process: &Process, edges: &mut Vec<Edge>, b: &Blocks) {
                 }
                 *x -= take;
                 let taken = take_traversals(&mut e.counts, take);
+                take_from_contexts(e, &taken);
                 emptied_return |= e.kind.is_return() && e.total() == 0;
                 if !derived {
                     let (source, kind) = (e.source, e.kind);

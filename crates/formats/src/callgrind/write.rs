@@ -978,17 +978,42 @@ impl Writer<'_> {
         estimates: &mut Estimates,
         e: &Edge,
     ) {
-        let Some(((caller, src_addr, src_line), (callee, tgt_addr, tgt_line))) = Self::ends(funcs, e) else {
+        let Some((source, target)) = Self::ends(funcs, e) else {
             *self.dropped.entry(e.kind.as_str()).or_default() += 1;
             return;
         };
+        if !e.contexts().is_empty() {
+            // A call counted per function the input named (recursion levels `fib'2`, names
+            // sharing code): a call line in each.
+            for x in e.contexts() {
+                let caller = funcs.symbol(source.0.image as usize, x.caller).unwrap_or(source.0);
+                let callee = funcs.symbol(target.0.image as usize, x.callee).unwrap_or(target.0);
+                let total = x.counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
+                let count = thread.map_or(total, |t| x.counts.get(t).copied().unwrap_or(0));
+                if thread.is_some() && count == 0 {
+                    continue;
+                }
+                let mut inclusive = self.take_inclusive();
+                for (i, &v) in x.inclusive.iter().enumerate() {
+                    if let Some(&col) = self.event_columns.get(i) {
+                        inclusive[col] = scale(v, count, total, thread.is_some());
+                    }
+                }
+                self.write_call(
+                    process,
+                    (caller, source.1, source.2),
+                    (callee, target.1, target.2),
+                    count,
+                    inclusive,
+                );
+            }
+            return;
+        }
         let count = count_of(e, thread);
         if thread.is_some() && count == 0 {
             return;
         }
-        let mut inclusive = std::mem::take(&mut self.inclusive);
-        inclusive.clear();
-        inclusive.resize(self.columns, 0);
+        let mut inclusive = self.take_inclusive();
         if !e.inclusive().is_empty() {
             for (i, &v) in e.inclusive().iter().enumerate() {
                 if let Some(&col) = self.event_columns.get(i) {
@@ -1005,6 +1030,28 @@ impl Writer<'_> {
                 inclusive[0] = scale(share, count, e.total(), thread.is_some());
             }
         }
+        self.write_call(process, source, target, count, inclusive);
+    }
+
+    /// The writer's inclusive-cost scratch, zeroed, one value per column.
+    fn take_inclusive(&mut self) -> Vec<u64> {
+        let mut inclusive = std::mem::take(&mut self.inclusive);
+        inclusive.clear();
+        inclusive.resize(self.columns, 0);
+        inclusive
+    }
+
+    /// Writes a call from `source` to `target`, `count` times, with the callee's `inclusive`
+    /// cost per column (the scratch, handed back).
+    fn write_call(
+        &mut self,
+        process: &Process,
+        source: Place,
+        target: Place,
+        count: u64,
+        inclusive: Vec<u64>,
+    ) {
+        let ((caller, src_addr, src_line), (callee, tgt_addr, tgt_line)) = (source, target);
         self.enter(process, caller);
         // The call site's line is in its own file: inlined code's (`fi=`), not the caller's.
         if let Some(file) = self.file_at(process, caller.image, src_addr) {

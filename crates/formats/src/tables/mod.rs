@@ -11,6 +11,8 @@
 //!   costs.parquet     stack_nodes.parquet stack_samples.parquet
 //!   block_lines.parquet coverage.parquet  (source lines and coverage arrays of CSI metadata)
 //!   inline_frames.parquet                 (functions inlined at addresses, after --symbols)
+//!   call_contexts.parquet                 (calls counted per recursion level or name of shared code)
+//!   call_context_costs.parquet            (their inclusive costs)
 //! ```
 //!
 //! Every row starts with `profile_id` (the folder's name without `.tables`), so that the tables
@@ -150,7 +152,12 @@ pub static TABLES: &[(&str, &[Spec])] = &[
     ("stack_nodes", STACK_NODES),
     ("stack_samples", STACK_SAMPLES),
     ("inline_frames", INLINE_FRAMES),
+    ("call_contexts", CALL_CONTEXTS),
+    ("call_context_costs", CALL_CONTEXT_COSTS),
 ];
+
+/// Tables a folder written by an earlier version may lack: read when present.
+pub(crate) const OPTIONAL_TABLES: &[&str] = &["inline_frames", "call_contexts", "call_context_costs"];
 
 const PID: Spec = req("profile_id", Text);
 
@@ -274,6 +281,25 @@ pub(crate) const EDGE_COSTS: &[Spec] = &[
     PID,
     req("process", U32),
     req("edge", U32),
+    req("position", U32),
+    opt("event", Text),
+    req("inclusive", U64),
+];
+pub(crate) const CALL_CONTEXTS: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("edge", U32),
+    req("context", U32),
+    req("caller_symbol", U32),
+    req("callee_symbol", U32),
+    req("thread", U32),
+    req("count", U64),
+];
+pub(crate) const CALL_CONTEXT_COSTS: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("edge", U32),
+    req("context", U32),
     req("position", U32),
     opt("event", Text),
     req("inclusive", U64),

@@ -17,10 +17,10 @@ use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{
-    from_f64, power_of_ten, Block, BlockLines, BlockRef, CostTable, Counts, Coverage, CoverageKind,
-    CoverageSite, EdgeDetails, EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame, Inlined,
-    LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine, Site, SourceLine, Symbol, SymbolRef,
-    NO_INDEX,
+    from_f64, power_of_ten, Block, BlockLines, BlockRef, CallContext, CostTable, Counts, Coverage,
+    CoverageKind, CoverageSite, EdgeDetails, EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame,
+    Inlined, LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine, Site, SourceLine, Symbol,
+    SymbolRef, NO_INDEX,
 };
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
@@ -50,7 +50,9 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     // read a batch of rows at a time, straight into the model.
     let mut tables: HashMap<&str, TableReader> = TABLES[1..]
         .par_iter()
-        .filter(|&&(name, _)| name != "inline_frames" || dir.join("inline_frames.parquet").exists())
+        .filter(|&&(name, _)| {
+            !OPTIONAL_TABLES.contains(&name) || dir.join(format!("{name}.parquet")).exists()
+        })
         .map(|&(name, specs)| Ok((name, open_table(dir, name_of(name), specs, Some(&id))?)))
         .collect::<Result<_>>()?;
     let mut t = |name: &str| tables.remove(name).expect("every table is opened once");
@@ -62,12 +64,17 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     symbols(&mut profile, &mut index, t("symbols"))?;
     source_lines(&mut profile, &index, t("source_lines"))?;
     blocks(&mut profile, &mut index, t("blocks"))?;
-    edges(&mut profile, &index, &events, [t("edges"), t("edge_counts"), t("edge_costs")])?;
+    let edge_ids = edges(&mut profile, &index, &events, [t("edges"), t("edge_counts"), t("edge_costs")])?;
     routines(&mut profile, &index, [t("routines"), t("routine_blocks"), t("loops"), t("loop_blocks")])?;
     costs(&mut profile, &index, &events, t("costs"))?;
     block_lines(&mut profile, &index, t("block_lines"))?;
     coverage(&mut profile, &index, &t("coverage").all()?)?;
     stacks(&mut profile, &index, &events, t("stack_nodes"), t("stack_samples"))?;
+    if let (Some(contexts), Some(costs)) =
+        (tables.remove("call_contexts"), tables.remove("call_context_costs"))
+    {
+        call_contexts(&mut profile, &index, &edge_ids, contexts, costs)?;
+    }
     if let Some(inlined) = tables.remove("inline_frames") {
         inline_frames(&mut profile, &index, inlined)?;
     }
@@ -529,7 +536,7 @@ fn edges(
     index: &Index,
     events: &HashMap<String, usize>,
     [mut edges, counts, costs]: [TableReader; 3],
-) -> Result<()> {
+) -> Result<Vec<Ids>> {
     // Per process: edge identifier -> position.
     let mut ids: Vec<Ids> = (0..profile.processes.len()).map(|_| Ids::default()).collect();
     let count_rows = counts.rows;
@@ -572,7 +579,7 @@ fn edges(
             {
                 let path = PathEdge { increment: increment as i64, weight: weight as i64, back };
                 match &mut details {
-                    Some(d) => d.path = Some(Box::new(path)),
+                    Some(d) => d.extra_mut().path = Some(path),
                     None => details = EdgeDetails::path(path),
                 }
             }
@@ -594,7 +601,102 @@ fn edges(
         }
     }
     edge_counts(profile, index, &ids, counts)?;
-    inclusive_costs(profile, index, events, &ids, costs)
+    inclusive_costs(profile, index, events, &ids, costs)?;
+    Ok(ids)
+}
+
+/// The calls' contexts ([`cfghub_model::ir::CallContext`]) from the call contexts table, a row
+/// per context and thread in the order written, and their inclusive costs from the call
+/// context costs table (`ids`: each process's edge identifiers).
+fn call_contexts(
+    profile: &mut Profile,
+    index: &Index,
+    ids: &[Ids],
+    mut contexts: TableReader,
+    mut costs: TableReader,
+) -> Result<()> {
+    while let Some(t) = contexts.next()? {
+        for r in t.range() {
+            let (p, e) = context_edge(index, ids, &t, r)?;
+            let process = &mut profile.processes[p];
+            let edge = &mut process.edges[e as usize];
+            let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else {
+                return Err(t.error("edge", r, "contexts belong to calls between blocks"));
+            };
+            let symbol = |column: &str, image: u32| -> Result<u32> {
+                let s = t.int(column, r);
+                let n = process.images[image as usize].symbols.len();
+                u32::try_from(s).ok().filter(|&s| (s as usize) < n).ok_or_else(|| {
+                    t.error(column, r, format!("symbol {s}, but the block's image holds {n} symbol(s)"))
+                })
+            };
+            let (caller, callee) = (symbol("caller_symbol", from.image)?, symbol("callee_symbol", to.image)?);
+            let (k, thread) = (t.int("context", r), t.int("thread", r));
+            let threads = edge.counts.len() as u64;
+            let Some(details) = edge.details.as_mut() else {
+                return Err(t.error("edge", r, "contexts belong to calls with details (a site or costs)"));
+            };
+            let list = &mut details.extra_mut().contexts;
+            let fresh = k == list.len() as u64 && thread == 0;
+            if fresh {
+                list.push(CallContext { caller, callee, ..CallContext::default() });
+            }
+            let len = list.len() as u64;
+            let x = match list.last_mut() {
+                Some(x) if k + 1 == len && thread == x.counts.len() as u64 && thread < threads => x,
+                _ => return Err(t.error(
+                    "thread",
+                    r,
+                    format!(
+                        "context {k}, thread {thread}: an edge's contexts are numbered 0, 1, ... and each \
+                             lists its threads 0 to {} in row order",
+                        threads.saturating_sub(1)
+                    ),
+                )),
+            };
+            if (x.caller, x.callee) != (caller, callee) {
+                return Err(t.error(
+                    "caller_symbol",
+                    r,
+                    format!("context {k} names other functions than its first row"),
+                ));
+            }
+            x.counts.push(t.int("count", r));
+        }
+    }
+    while let Some(t) = costs.next()? {
+        for r in t.range() {
+            let (p, e) = context_edge(index, ids, &t, r)?;
+            let position = value_position(&profile.events, &t, r)?;
+            let k = t.int("context", r);
+            let edge = &mut profile.processes[p].edges[e as usize];
+            let Some(x) = edge
+                .details
+                .as_mut()
+                .and_then(|d| d.extra.as_mut())
+                .and_then(|x| usize::try_from(k).ok().and_then(|k| x.contexts.get_mut(k)))
+            else {
+                return Err(t.error(
+                    "context",
+                    r,
+                    format!("no context {k} of this edge in the call contexts table"),
+                ));
+            };
+            if position != x.inclusive.len() {
+                return Err(t.error("position", r, "a context's costs are numbered 0, 1, ... in row order"));
+            }
+            x.inclusive.push(t.int("inclusive", r));
+        }
+    }
+    Ok(())
+}
+
+/// The process and edge row `r` of a call context table names.
+fn context_edge(index: &Index, ids: &[Ids], t: &ReadTable, r: usize) -> Result<(usize, u32)> {
+    let p = index.process(t, "process", r)?;
+    let id = t.int("edge", r);
+    let e = ids[p].get(id).ok_or_else(|| t.error("edge", r, format!("no edge {id} in the edges table")))?;
+    Ok((p, e))
 }
 
 /// The call site that row `r` of the edges table states: the offsets and lines of both ends.

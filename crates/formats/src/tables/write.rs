@@ -99,6 +99,8 @@ pub fn write(
         stack_nodes,
         stack_samples,
         inline_frames,
+        call_contexts,
+        call_context_costs,
     ];
     fills.par_iter().try_for_each(|fill| fill(&cx).finish())
 }
@@ -375,6 +377,49 @@ fn edge_costs(cx: &Context<'_>) -> Table {
         for (e, edge) in process.edges.iter().enumerate() {
             for (k, &v) in edge.inclusive().iter().enumerate() {
                 t.row().u(p as u64).u(e as u64).u(k as u64).s(event_name(cx.profile, k)).u(v);
+            }
+        }
+    }
+    t
+}
+
+/// Calls counted per function the input named at their ends ([`cfghub_model::ir::CallContext`]):
+/// a row per context and thread, every thread of the context (zeros too).
+fn call_contexts(cx: &Context<'_>) -> Table {
+    let mut t = cx.table("call_contexts", CALL_CONTEXTS);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (e, edge) in process.edges.iter().enumerate() {
+            for (k, x) in edge.contexts().iter().enumerate() {
+                for (thread, &c) in x.counts.iter().enumerate() {
+                    t.row()
+                        .u(p as u64)
+                        .u(e as u64)
+                        .u(k as u64)
+                        .u(u64::from(x.caller))
+                        .u(u64::from(x.callee))
+                        .u(thread as u64)
+                        .u(c);
+                }
+            }
+        }
+    }
+    t
+}
+
+fn call_context_costs(cx: &Context<'_>) -> Table {
+    let mut t = cx.table("call_context_costs", CALL_CONTEXT_COSTS);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (e, edge) in process.edges.iter().enumerate() {
+            for (k, x) in edge.contexts().iter().enumerate() {
+                for (position, &v) in x.inclusive.iter().enumerate() {
+                    t.row()
+                        .u(p as u64)
+                        .u(e as u64)
+                        .u(k as u64)
+                        .u(position as u64)
+                        .s(event_name(cx.profile, position))
+                        .u(v);
+                }
             }
         }
     }

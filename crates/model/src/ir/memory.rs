@@ -119,9 +119,13 @@ impl Process {
 fn edge_heap(edge: &Edge) -> u64 {
     let counts = edge.counts.heap_bytes();
     let details = edge.details.as_ref().map_or(0, |d| {
-        let path = d.path.as_ref().map_or(0, |_| size_of::<super::PathEdge>());
+        let extra = d.extra.as_ref().map_or(0, |x| {
+            size_of::<super::EdgeExtra>() as u64
+                + buffer(&x.contexts)
+                + x.contexts.iter().map(|c| c.counts.heap_bytes() + c.inclusive.heap_bytes()).sum::<u64>()
+        });
         let runs = d.runs.as_ref().map_or(0, |_| size_of::<super::RecordedRuns>());
-        (size_of::<super::EdgeDetails>() + path + runs) as u64 + d.inclusive.heap_bytes()
+        (size_of::<super::EdgeDetails>() + runs) as u64 + extra + d.inclusive.heap_bytes()
     });
     counts + details
 }

@@ -520,15 +520,42 @@ pub struct EdgeDetails {
     pub inclusive: Numbers,
     /// For edges between functions: where in the source the transfer happens.
     pub site: Option<Site>,
-    /// Ball-Larus path numbering stated for an intra-routine edge (CSI); boxed, as only path
-    /// profiles have it.
-    pub path: Option<Box<PathEdge>>,
+    /// What few edges state (a path profile's numbering, the contexts of a call); boxed, so
+    /// that the details of a call graph's edges stay 64 bytes.
+    pub extra: Option<Box<EdgeExtra>>,
     /// Of the edge's traversals, the times its branch was mispredicted, as branch records
     /// state it (LBR, BOLT profiles); 0 when unknown or none.
     pub mispredicts: u64,
     /// What branch records count beside the edge's traversals; boxed, as only edges rebuilt
     /// from branch records have it and the details of a call graph's edges stay 64 bytes.
     pub runs: Option<Box<RecordedRuns>>,
+}
+
+/// What few edges state beside their counts, inclusive cost and site.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EdgeExtra {
+    /// Ball-Larus path numbering stated for an intra-routine edge (CSI).
+    pub path: Option<PathEdge>,
+    /// For a call between blocks: its traversals and inclusive cost split by the functions the
+    /// input named at its two ends, where a name differs from the function that owns the
+    /// block's code. Callgrind counts a recursive call per recursion level (`fib'2` calling
+    /// `fib'2` runs `fib`'s code) and a call of code shared by two names per name; the blocks
+    /// belong to one function. Empty when every traversal is the owners' own; else every
+    /// traversal is in one entry, and the entries add up to the edge.
+    pub contexts: Vec<CallContext>,
+}
+
+/// A share of a call edge's traversals made between two functions the input named.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// The calling function, an index into the symbols of the source block's image.
+    pub caller: u32,
+    /// The called function, an index into the symbols of the target block's image.
+    pub callee: u32,
+    /// Traversals per thread, thread 0 first.
+    pub counts: Counts,
+    /// The callee's inclusive cost per event in this context; empty when unknown.
+    pub inclusive: Numbers,
 }
 
 /// Runs that branch records count beside an edge's traversals.
@@ -573,12 +600,19 @@ impl EdgeDetails {
 
     /// The boxed record of an edge whose only stated detail is its path numbering.
     pub fn path(path: PathEdge) -> Option<Box<EdgeDetails>> {
-        Some(Box::new(EdgeDetails {
-            inclusive: Numbers::new(),
-            site: None,
-            path: Some(Box::new(path)),
-            ..EdgeDetails::default()
-        }))
+        let mut details = EdgeDetails::default();
+        details.extra_mut().path = Some(path);
+        Some(Box::new(details))
+    }
+
+    /// [`EdgeExtra`], made when missing.
+    pub fn extra_mut(&mut self) -> &mut EdgeExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// [`EdgeExtra::contexts`], empty when none is stated.
+    pub fn contexts(&self) -> &[CallContext] {
+        self.extra.as_ref().map_or(&[], |x| &x.contexts)
     }
 
     /// The boxed record of an edge whose only stated detail is its mispredictions (none when
@@ -606,7 +640,13 @@ impl Edge {
 
     /// Ball-Larus numbering stated for the edge, when the input gave it.
     pub fn path(&self) -> Option<&PathEdge> {
-        self.details.as_ref().and_then(|d| d.path.as_deref())
+        self.details.as_ref().and_then(|d| d.extra.as_ref()).and_then(|x| x.path.as_ref())
+    }
+
+    /// For a call between blocks: its traversals by the functions the input named at its
+    /// ends ([`EdgeExtra::contexts`]); empty when they are the blocks' owners.
+    pub fn contexts(&self) -> &[CallContext] {
+        self.details.as_ref().map_or(&[], |d| d.contexts())
     }
 
     /// Times the edge's branch was mispredicted, as the input stated it (0: unknown or none).
@@ -622,16 +662,13 @@ impl Edge {
 
     /// Replaces the inclusive cost (empty: unknown).
     pub fn set_inclusive(&mut self, inclusive: Vec<u64>) {
-        let (site, path, mispredicts, runs) = match self.details.take() {
-            Some(d) => (d.site, d.path, d.mispredicts, d.runs),
+        let (site, extra, mispredicts, runs) = match self.details.take() {
+            Some(d) => (d.site, d.extra, d.mispredicts, d.runs),
             None => (None, None, 0, None),
         };
         self.details = EdgeDetails::boxed(inclusive, site);
-        if let Some(p) = path {
-            match &mut self.details {
-                Some(d) => d.path = Some(p),
-                None => self.details = EdgeDetails::path(*p),
-            }
+        if extra.is_some() {
+            self.details.get_or_insert_with(Box::default).extra = extra;
         }
         if runs.is_some() {
             self.details.get_or_insert_with(Box::default).runs = runs;
