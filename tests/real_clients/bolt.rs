@@ -688,3 +688,43 @@ fn without_first_read_only_segment(elf: &[u8]) -> Vec<u8> {
     out[header..header + 4].copy_from_slice(&0u32.to_le_bytes());
     out
 }
+
+/// A signal handler placed right after `main` is entered by the kernel, not by `main`'s `ret`
+/// before it: the fdata from valgrind's profile states no transfer from `main` into it (it
+/// stated a call `main -> handler` that never happened), and llvm-bolt takes the file.
+#[test]
+fn a_signal_delivery_is_not_a_transfer_from_the_code_before_the_handler() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("signal-after-main");
+    sh(Command::new("clang-19")
+        .args(["-O1", "-g", "-gdwarf-4", "-no-pie", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("callgrind/signal-after-main.c")));
+    let symbols = common::stdout(&sh(Command::new("nm").arg(&binary)));
+    let address = |name: &str| {
+        let line = symbols.lines().find(|l| l.ends_with(&format!(" {name}"))).expect("nm lists it");
+        u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+    };
+    assert!(address("handler") > address("main"), "the handler follows main:\n{symbols}");
+    let callgrind = dir.path().join("callgrind.out.signal");
+    sh(Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", callgrind.display()))
+        .arg(&binary));
+    let fdata = dir.path().join("signal.fdata");
+    convert(&callgrind, &fdata, &[]);
+    let into_handler: Vec<String> = sorted_lines(&fdata)
+        .into_iter()
+        .filter(|l| {
+            l.split_whitespace().nth(4) == Some("handler") && l.split_whitespace().nth(1) != Some("handler")
+        })
+        .collect();
+    assert!(into_handler.is_empty(), "{into_handler:?}");
+    sh(Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o", "/dev/null"])
+        .arg(format!("-data={}", fdata.display())));
+}

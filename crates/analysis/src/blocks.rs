@@ -415,6 +415,24 @@ impl Blocks {
         self.has_next[g as usize].then_some(g + 1)
     }
 
+    /// Whether block `n`, which follows block `r`, is the entry of a named function other than
+    /// `r`'s. Then `r`, ending without a stated transfer, ends in a return (or a jump the
+    /// profile does not state), not in a fall-through: code that runs on into another function
+    /// runs into its body (`mempcpy`'s entry into `memcpy`'s) or ends in a conditional jump,
+    /// whose fall-through the profile states (`__memmove_chk` into `memmove`). A signal
+    /// handler placed after `main`, entered by the kernel, is not entered from `main`'s `ret`.
+    /// Valgrind names code without symbols by its address, function by block: those run on.
+    fn enters_another_function(&self, process: &Process, r: u32, n: u32) -> bool {
+        let owner = self.owner[n as usize];
+        if owner == self.owner[r as usize] {
+            return false;
+        }
+        let at = self.block_ref(n);
+        let image = &process.images[at.image as usize];
+        let Some(symbol) = image.symbols.get(owner as usize) else { return false };
+        symbol.offset == Some(image.blocks[at.block as usize].offset) && !is_address_name(&symbol.name)
+    }
+
     /// Where a call that ends block `g` returns to: the next block, in the same function. A
     /// call that ends its function's code is a tail call (a jump Valgrind counts as a call),
     /// or never returns.
@@ -584,6 +602,9 @@ fn fall_throughs(process: &Process, set: &mut EdgeSet, b: &Blocks, ends_in_jump:
             continue;
         }
         let Some(n) = b.next(r) else { continue };
+        if b.enters_another_function(process, r, n) {
+            continue;
+        }
         let ft = b.count(process, n).saturating_sub(set.incoming[n as usize]).min(b.count(process, r));
         if ft > 0 {
             set.add(r, n, EdgeKind::FallThrough, 0, ft, NO_INDEX);
@@ -1437,7 +1458,8 @@ fn merged_contexts(
     let mut contexts: Vec<CallContext> = Vec::new();
     for c in group {
         let ends = stated.get(&c.arc).copied().unwrap_or(owners);
-        let inclusive = details.get(c.arc as usize).and_then(|d| d.as_deref()).map_or(&[][..], |d| &d.inclusive[..]);
+        let inclusive =
+            details.get(c.arc as usize).and_then(|d| d.as_deref()).map_or(&[][..], |d| &d.inclusive[..]);
         let k = match contexts.iter().position(|x| (x.caller, x.callee) == ends) {
             Some(k) => k,
             None => {
@@ -1462,6 +1484,12 @@ fn merged_contexts(
     }
     contexts.shrink_to_fit();
     Some(contexts)
+}
+
+/// Whether a function's name is an address, as Valgrind names code without symbols
+/// (`0x0000000004a63000`).
+fn is_address_name(name: &str) -> bool {
+    name.strip_prefix("0x").is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// Whether the rebuild derived an edge's count rather than read it: a fall-through (what a

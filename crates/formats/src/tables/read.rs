@@ -644,15 +644,17 @@ fn call_contexts(
             let len = list.len() as u64;
             let x = match list.last_mut() {
                 Some(x) if k + 1 == len && thread == x.counts.len() as u64 && thread < threads => x,
-                _ => return Err(t.error(
-                    "thread",
-                    r,
-                    format!(
+                _ => {
+                    return Err(t.error(
+                        "thread",
+                        r,
+                        format!(
                         "context {k}, thread {thread}: an edge's contexts are numbered 0, 1, ... and each \
                              lists its threads 0 to {} in row order",
                         threads.saturating_sub(1)
                     ),
-                )),
+                    ))
+                }
             };
             if (x.caller, x.callee) != (caller, callee) {
                 return Err(t.error(
