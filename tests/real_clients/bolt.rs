@@ -728,3 +728,39 @@ fn a_signal_delivery_is_not_a_transfer_from_the_code_before_the_handler() {
         .args(["-o", "/dev/null"])
         .arg(format!("-data={}", fdata.display())));
 }
+
+/// A loop unrolled 20 times and one vectorised, built with `-fdebug-info-for-profiling`:
+/// their lines' discriminators carry the duplication factor, by which llvm-profgen multiplies
+/// a line's count (the largest of its instructions'). The sample profile from valgrind's
+/// profile is llvm-profgen's, line for line (the unrolled line counted 1,000 where
+/// llvm-profgen counts 20,000).
+#[test]
+fn line_counts_of_unrolled_code_are_multiplied_by_the_duplication_factor_as_llvm_profgen_does() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("unrolled");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-gdwarf-4", "-fdebug-info-for-profiling", "-no-pie", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("bolt/unrolled.c")));
+    let callgrind = d.join("callgrind.out.unrolled");
+    sh(Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", callgrind.display()))
+        .arg(&binary));
+    let (ours, raw, profgen) = (d.join("unrolled.prof"), d.join("unrolled.rawprof"), d.join("profgen.prof"));
+    convert(&callgrind, &ours, &[]);
+    convert(&callgrind, &raw, &[]);
+    sh(Command::new("llvm-profgen-19")
+        .arg(format!("--binary={}", binary.display()))
+        .arg(format!("--unsymbolized-profile={}", raw.display()))
+        .args(["--use-offset=0", "--format=text"])
+        .arg(format!("--output={}", profgen.display())));
+    let (ours, profgen) =
+        (std::fs::read_to_string(&ours).unwrap(), std::fs::read_to_string(&profgen).unwrap());
+    assert!(profgen.contains(" 4: 20000"), "the unrolled line, 1,000 runs of 20 copies:\n{profgen}");
+    assert_eq!(ours, profgen);
+}

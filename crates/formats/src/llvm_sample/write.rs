@@ -250,17 +250,39 @@ fn location(frame: &Frame) -> (u32, u32) {
     (frame.line.wrapping_sub(frame.decl_line) & 0xffff, base_discriminator(frame.discriminator))
 }
 
-/// The base discriminator of a DWARF discriminator (LLVM's prefix encoding: the low bit set
-/// means none; else 6 bits, or 12 when bit 6 is set).
+/// The base discriminator of a DWARF discriminator: its first component.
 fn base_discriminator(d: u32) -> u32 {
+    discriminator_component(d)
+}
+
+/// How many copies of its line's code the compiler made where a discriminator is (a loop
+/// unrolled or vectorised, clang's `-fdebug-info-for-profiling`): its second component, 1
+/// when none. Each copy runs a share of the line's executions, so a line's count, the largest
+/// of its instructions', is that count times the factor (as llvm-profgen counts it).
+fn duplication_factor(d: u32) -> u32 {
+    discriminator_component(next_discriminator_component(d)).max(1)
+}
+
+/// The first component of a discriminator in LLVM's prefix encoding: the low bit set means
+/// none (0); else 5 bits, or 12 when the sixth is set.
+fn discriminator_component(d: u32) -> u32 {
     if d & 1 != 0 {
         return 0;
     }
     let u = d >> 1;
-    if u & 0x40 != 0 {
-        (u & 0x3f) | ((u >> 1) & 0xfe0)
+    if u & 0x20 != 0 {
+        ((u >> 1) & 0xfe0) | (u & 0x1f)
     } else {
-        u & 0x3f
+        u & 0x1f
+    }
+}
+
+/// A discriminator without its first component (1 bit when it was none, else 7 or 14).
+fn next_discriminator_component(d: u32) -> u32 {
+    if d & 1 == 0 {
+        d >> if d & 0x40 != 0 { 14 } else { 7 }
+    } else {
+        d >> 1
     }
 }
 
@@ -277,9 +299,11 @@ fn leaf<'a>(top: &'a mut HashMap<String, Samples>, frames: &[Frame], bytes_count
 }
 
 /// Code run `count` times: the innermost function's line takes the largest count of its
-/// instructions; every function on the chain counts the bytes run.
+/// instructions times its duplication factor; every function on the chain counts the bytes run.
 fn add_body(top: &mut HashMap<String, Samples>, frames: &[Frame], count: u64, bytes_count: u64) {
-    let loc = location(&frames[frames.len() - 1]);
+    let innermost = &frames[frames.len() - 1];
+    let count = count.saturating_mul(u64::from(duplication_factor(innermost.discriminator)));
+    let loc = location(innermost);
     let s = leaf(top, frames, bytes_count);
     let entry = s.body.entry(loc).or_default();
     entry.0 = entry.0.max(count);
@@ -307,5 +331,24 @@ fn print(text: &mut String, name: &str, s: &Samples, indent: usize) {
             let _ = write!(text, "{:indent$}{}: ", "", loc(at), indent = indent + 1);
             print(text, callee, samples, indent + 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Discriminators as LLVM encodes them: base 0 with factor 20 (81, what clang 19 writes
+    /// for a loop unrolled 20 times with `-fdebug-info-for-profiling`), a base of 1 (2), a
+    /// base of 40 (the 12-bit form), none (1), and base 3 with factor 4 (7 bits each).
+    #[test]
+    fn discriminators_decode_to_llvms_base_and_duplication_factor() {
+        assert_eq!((base_discriminator(81), duplication_factor(81)), (0, 20));
+        assert_eq!((base_discriminator(2), duplication_factor(2)), (1, 1));
+        let forty = ((((40 & 0xfe0) << 1) | (40 & 0x1f) | 0x20) << 1) as u32;
+        assert_eq!(base_discriminator(forty), 40);
+        assert_eq!((base_discriminator(1), duplication_factor(1)), (0, 1));
+        let d = (3 << 1) | ((4 << 1) << 7);
+        assert_eq!((base_discriminator(d), duplication_factor(d)), (3, 4));
     }
 }
