@@ -764,3 +764,87 @@ fn line_counts_of_unrolled_code_are_multiplied_by_the_duplication_factor_as_llvm
     assert!(profgen.contains(" 4: 20000"), "the unrolled line, 1,000 runs of 20 copies:\n{profgen}");
     assert_eq!(ours, profgen);
 }
+
+/// BOLT's blocks of `function` (`-print-cfg`) by their first instruction's offset into it,
+/// with the execution count BOLT gives each.
+fn bolt_block_counts(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<u64, u64> {
+    let o = sh(Command::new("llvm-bolt-19")
+        .arg(binary)
+        .args(["-o", "/dev/null", "-print-cfg"])
+        .arg(format!("-print-only={function}"))
+        .arg(format!("-data={}", fdata.display())));
+    let text = common::stdout(&o);
+    let start =
+        text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
+    let mut out = BTreeMap::new();
+    let mut pending: Option<u64> = None;
+    for line in text[start..].lines().take_while(|l| !l.starts_with("End of Function")) {
+        let t = line.trim_start();
+        if let Some(n) = t.strip_prefix("Exec Count : ") {
+            pending = n.trim().parse().ok();
+        } else if let (Some(count), Some((off, _))) = (pending, t.split_once(':')) {
+            if let Ok(off) = u64::from_str_radix(off, 16) {
+                out.insert(off, count);
+                pending = None;
+            }
+        }
+    }
+    out
+}
+
+/// Valgrind's executions of each instruction address of `program` (its `Ir`), read from the
+/// profile's tables with DuckDB.
+fn valgrind_executions(callgrind: &Path, program: &str, dir: &Path) -> BTreeMap<u64, u64> {
+    let tables = dir.join("valgrind.tables");
+    convert(callgrind, &tables, &[]);
+    let script = format!(
+        "import duckdb\nfor a, v in duckdb.sql(\"select c.address, sum(c.value) from '{t}/costs.parquet' c join \
+         '{t}/images.parquet' i using (process, image) where c.event = 'Ir' and i.path like '%/{program}' \
+         group by 1\").fetchall(): print(a, v)",
+        t = tables.display()
+    );
+    let o = sh(Command::new("python3").args(["-c", &script]));
+    common::stdout(&o)
+        .lines()
+        .map(|l| {
+            let (a, v) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Guards that never fire: the conditional jump of each never runs taken, so Valgrind states
+/// no jump to its target, which runs only by falling into it, where BOLT starts a block. The
+/// fdata states those fall-throughs (from the binary's code), so every block of the hot
+/// function gets, in llvm-bolt's CFG, the count Valgrind gives its first instruction (they got
+/// `Exec Count 0`, cold-split candidates, though they ran 50,000 times).
+#[test]
+fn every_bolt_block_of_a_valgrind_profile_gets_the_count_valgrind_gives_its_first_instruction() {
+    if !tools_present() || !common::clients(&["nm"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("guarded");
+    sh(Command::new("clang-19")
+        .args(["-O2", "-g", "-gdwarf-4", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture("bolt/guarded.c")));
+    let callgrind = d.join("callgrind.out.guarded");
+    sh(Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", callgrind.display()))
+        .arg(&binary));
+    let fdata = d.join("guarded.fdata");
+    convert(&callgrind, &fdata, &[]);
+    let executions = valgrind_executions(&callgrind, "guarded", d);
+    let symbols = common::stdout(&sh(Command::new("nm").arg(&binary)));
+    let at = symbols.lines().find(|l| l.ends_with(" T step")).expect("nm lists step");
+    let at = u64::from_str_radix(at.split_whitespace().next().unwrap(), 16).unwrap();
+    let bolt = bolt_block_counts(&binary, &fdata, "step");
+    assert!(bolt.len() >= 3, "BOLT cuts step where the guards jump: {bolt:?}");
+    let valgrind: BTreeMap<u64, u64> =
+        bolt.keys().map(|&off| (off, executions.get(&(at + off)).copied().unwrap_or(0))).collect();
+    assert!(valgrind.values().all(|&n| n == 50_000), "{valgrind:?}");
+    assert_eq!(bolt, valgrind);
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::records::{model_records, Namer, Record};
+use super::records::{add_fall_throughs_inside_blocks, model_records, Namer, Record};
 use crate::format::WriteOptions;
 use cfghub_analysis::events::{self, Unnamed};
 use cfghub_analysis::names::{choose_binary, ChosenBinary};
@@ -24,15 +24,16 @@ pub fn write(
         return Ok(());
     };
     let mut records = model_records(profile, &chosen, true, findings);
-    // A branch and a fall-through between the same two instructions (a jump to the next
-    // one) are one line, as BOLT adds them up.
-    cfghub_analysis::repeats::add_up_runs(&mut records, |r| (r.from, r.to), Record::add);
-    let io = |e: std::io::Error| Error::io("output", e);
     if records.is_empty() {
         return write_no_lbr(profile, &chosen, out, options, findings);
     }
     let (p, i) = chosen.places[0];
     let namer = Namer::new(profile, &profile.processes[p].images[i as usize], opts.binary.as_deref());
+    add_fall_throughs_inside_blocks(profile, &chosen, &namer, &mut records);
+    // A branch and a fall-through between the same two instructions (a jump to the next
+    // one) are one line, as BOLT adds them up.
+    cfghub_analysis::repeats::add_up_runs(&mut records, |r| (r.from, r.to), Record::add);
+    let io = |e: std::io::Error| Error::io("output", e);
     let mut unnamed = 0u64;
     // Written as named (the output file is replaced only once all is written): a copy of the
     // text took 14 MB more converting the 21 MB cc1plus Callgrind profile.

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::records::{fields, model_records, BinarySymbols};
+use super::records::{add_fall_throughs_inside_blocks, fields, model_records, BinarySymbols, Namer};
 use super::Options;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -174,7 +174,8 @@ fn parse(input: &mut dyn BufRead) -> Result<(BranchRecords, Vec<Range>)> {
 }
 
 /// `B` for every taken branch (calls and returns too) and `F` for every fall-through (from the
-/// last instruction of a block to the first of the next), at the image's addresses.
+/// last instruction of a block to the first of the next, BOLT's blocks inside the model's
+/// included where the binary's code can be read), at the image's addresses.
 pub fn write(
     profile: &Profile,
     out: &mut dyn Write,
@@ -188,7 +189,10 @@ pub fn write(
     else {
         return Ok(());
     };
-    let records = model_records(profile, &chosen, false, findings);
+    let mut records = model_records(profile, &chosen, false, findings);
+    let (p, i) = chosen.places[0];
+    let namer = Namer::new(profile, &profile.processes[p].images[i as usize], opts.binary.as_deref());
+    add_fall_throughs_inside_blocks(profile, &chosen, &namer, &mut records);
     if records.is_empty() {
         return Err(Error::input("bolt-pa: the profile has no edges between blocks")
             .with_hint("samples without branches go to BOLT as fdata's no_lbr form: --to fdata"));
@@ -199,7 +203,6 @@ pub fn write(
         profile,
         "a BOLT profile holds branch and fall-through counts, not the events' costs",
     );
-    let (p, i) = chosen.places[0];
     let base = profile.processes[p].images[i as usize].load_addr;
     let io = |e: std::io::Error| Error::io("output", e);
     for r in &records {

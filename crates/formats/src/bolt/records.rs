@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use cfghub_analysis::addresses::ElfLayout;
+use cfghub_analysis::machine_code::{BinaryCode, FunctionCode};
 use cfghub_analysis::names::{ChosenBinary, SymbolIndex};
 use cfghub_analysis::repeats::add_up;
 use cfghub_analysis::symbolize::elf::ElfFile;
@@ -228,6 +229,25 @@ pub(crate) fn model_records(
     out
 }
 
+/// Adds to `records` (sorted as [`model_records`] leaves them) the fall-throughs between
+/// BOLT's blocks inside the blocks of the chosen binary ([`Namer::fall_throughs_inside`]),
+/// each as often as its block ran, added up with the rest.
+pub(crate) fn add_fall_throughs_inside_blocks(
+    profile: &Profile,
+    binary: &ChosenBinary,
+    namer: &Namer,
+    records: &mut Vec<Record>,
+) {
+    let blocks = binary.places.iter().flat_map(|&(p, i)| &profile.processes[p].images[i as usize].blocks);
+    let inside = namer.fall_throughs_inside(
+        blocks.filter_map(|b| Some((b.offset, b.last_instr(), b.count.filter(|&c| c > 0)?))),
+    );
+    if !inside.is_empty() {
+        records.extend(inside);
+        add_up(records, |r| (r.from, r.to, r.fall_through), Record::add);
+    }
+}
+
 /// Blocks of one instruction that only jump on, reached only by falling through from a block
 /// that ends in a conditional branch: BOLT sees `jcc A; jmp B` as the two exits of one block.
 fn jumps_paired_with_conditionals(process: &Process) -> HashSet<BlockRef> {
@@ -284,20 +304,46 @@ pub(crate) struct Namer<'a> {
     image: &'a Image,
     model: SymbolIndex,
     binary: Option<(BinarySymbols, SymbolIndex)>,
+    /// The binary's file, when it was read.
+    path: Option<&'a Path>,
 }
 
 impl<'a> Namer<'a> {
     /// `binary`: the file `--symbols` named, else the image's own file is tried.
-    pub fn new(profile: &'a Profile, image: &'a Image, binary: Option<&Path>) -> Namer<'a> {
-        let binary = binary
-            .or_else(|| image.file.map(|f| Path::new(profile.file_name(f))))
-            .filter(|p| p.is_file())
-            .and_then(|p| BinarySymbols::open(p).ok())
-            .map(|b| {
-                let index = SymbolIndex::of(&b.symbols);
-                (b, index)
-            });
-        Namer { image, model: SymbolIndex::new(image), binary }
+    pub fn new(profile: &'a Profile, image: &'a Image, binary: Option<&'a Path>) -> Namer<'a> {
+        let path =
+            binary.or_else(|| image.file.map(|f| Path::new(profile.file_name(f)))).filter(|p| p.is_file());
+        let binary = path.and_then(|p| BinarySymbols::open(p).ok()).map(|b| {
+            let index = SymbolIndex::of(&b.symbols);
+            (b, index)
+        });
+        Namer { image, model: SymbolIndex::new(image), path: binary.as_ref().and(path), binary }
+    }
+
+    /// The fall-throughs between BOLT's blocks inside the code of `blocks` (image offsets of
+    /// each block's first and last instruction, with its executions), as records: a profile
+    /// whose blocks end only where its input saw control leave (Valgrind states no jump a
+    /// conditional never took; a DCFG's blocks are Pin's) runs straight through places where
+    /// BOLT starts a block (the target of that conditional), and BOLT counts a block entered
+    /// only as records say. Empty without the binary's code.
+    pub fn fall_throughs_inside(&self, blocks: impl Iterator<Item = (u64, u64, u64)>) -> Vec<Record> {
+        let (Some((b, index)), Some(code)) = (&self.binary, self.path.and_then(BinaryCode::open)) else {
+            return Vec::new();
+        };
+        let mut decoded: HashMap<u64, Option<FunctionCode>> = HashMap::new();
+        let mut out = Vec::new();
+        for (start, last, count) in blocks {
+            let (a, z) = (b.layout.address(self.image, start), b.layout.address(self.image, last));
+            let Some(s) = index.covering(a).map(|k| &b.symbols[k as usize]) else { continue };
+            let (Some(at), Some(size)) = (s.offset, s.size) else { continue };
+            let function = decoded.entry(at).or_insert_with(|| code.function_at_address(at, size));
+            let Some(pairs) = function.as_ref().and_then(|f| f.fall_throughs(a, z)) else { continue };
+            for (from, to) in pairs {
+                let (from, to) = (start + (from - a), start + (to - a));
+                out.push(Record { from, to, fall_through: true, count, mispredicts: 0 });
+            }
+        }
+        out
     }
 
     /// The function covering an image offset, and the offset into it.
