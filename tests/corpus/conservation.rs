@@ -4,8 +4,9 @@
 //! source.
 //!
 //! The inputs are every fixture the project keeps beside its expected outputs
-//! (`fixtures/<format>/<input>` with `<input>.expected/`) and the real files of
-//! `../shared/fixtures` a reader of cfghub reads; the writers are every format of
+//! (`fixtures/<format>/<input>` with `<input>.expected/`), every perf.data recording of
+//! `fixtures/perf-data` (read without its binary) and the real files of `../shared/fixtures`
+//! a reader of cfghub reads (`perf script` text among them); the writers are every format of
 //! `converters::ALL` that writes, so a format added later joins by itself. Each output is
 //! judged by what reads it:
 //! - cfghub's own reader of the format, when it has one: the output read back, its totals
@@ -20,7 +21,7 @@
 //! Graphviz) check the same outputs in `tests/corpus/clients.rs` and `tests/real_clients/`.
 //! The matrix of pairs is printed (`--nocapture`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use cfghub::analysis::names::{self, SymbolIndex};
@@ -64,6 +65,15 @@ fn inputs() -> Vec<(PathBuf, Option<&'static str>)> {
             }
         }
     }
+    // perf.data recordings, every event of each, read without their binaries as a user
+    // without them converts them (a recording's golden outputs may name one).
+    let mut recorded: Vec<PathBuf> = std::fs::read_dir(root.join("perf-data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "data") && !out.iter().any(|(i, _)| i == p))
+        .collect();
+    recorded.sort();
+    out.extend(recorded.into_iter().map(|p| (p, None)));
     if let Some(shared) = common::shared_fixture("") {
         for (dir, from) in [
             ("callgrind", None),
@@ -110,11 +120,27 @@ fn leaf_name(profile: &Profile, leaf: cfghub::ir::FrameId) -> String {
 /// Self cost of every function by name, per event, as the model states it: a stack's values
 /// are its leaf's; a cost row's are its function's (the symbol covering its address, else
 /// the code's name); a model of blocks alone counts each routine's executed instructions.
-fn self_costs(profile: &Profile) -> BTreeMap<String, Vec<f64>> {
+/// Code no symbol names counts as one: perf and inferno name it by its image in stacks
+/// (`[libc.so.6]`, `[unknown]`), DTrace and Valgrind by its address (`0x104d08831`), a model of
+/// addresses `IMAGE+0xOFFSET` an address at a time, and one rebuilt from branch records by
+/// placeholder functions (`0x8d0`, `0x8d0+0x19`): which of these an output gives depends on its
+/// form, not on what it kept. `images`: the base names of the images of the two profiles.
+fn self_costs(profile: &Profile, images: &HashSet<String>) -> BTreeMap<String, Vec<f64>> {
     let events = event_totals(profile).len();
+    let hex = |h: &str| !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit());
+    let unnamed = |name: &str| {
+        let head = match name.rsplit_once("+0x") {
+            Some((head, off)) if hex(off) => head,
+            _ => name,
+        };
+        images.contains(head)
+            || head.strip_prefix("0x").is_some_and(hex)
+            || (name.starts_with('[') && name.ends_with(']'))
+    };
     let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut add = |name: &str, values: &mut dyn Iterator<Item = f64>| {
-        let slot = out.entry(base(name).to_string()).or_insert_with(|| vec![0.0; events]);
+        let name = if unnamed(name) { "(code without a symbol)".to_string() } else { base(name).to_string() };
+        let slot = out.entry(name).or_insert_with(|| vec![0.0; events]);
         for (s, v) in slot.iter_mut().zip(values) {
             *s += v;
         }
@@ -162,6 +188,25 @@ fn self_costs(profile: &Profile) -> BTreeMap<String, Vec<f64>> {
                     }
                 }
             }
+        }
+    }
+    out
+}
+
+/// Functions by their names without BOLT's suffix for local (static) functions, `name/N` or
+/// `name/FILE/N`, which a BOLT profile read without its binary keeps.
+fn without_bolt_local_suffixes(costs: BTreeMap<String, Vec<f64>>) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (name, values) in costs {
+        let plain = match name.rsplit_once('/') {
+            Some((head, n)) if !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => {
+                head.split('/').next().unwrap_or(head).to_string()
+            }
+            _ => name,
+        };
+        let slot = out.entry(plain).or_insert_with(|| vec![0.0; values.len()]);
+        for (s, v) in slot.iter_mut().zip(values) {
+            *s += v;
         }
     }
     out
@@ -295,7 +340,16 @@ fn judge(source: &Profile, format: &Format, bytes: &[u8], warnings: &[String]) -
         p.processes.iter().any(|p| !p.stacks.is_empty() || p.images.iter().any(|i| !i.symbols.is_empty()))
     };
     if let Some(out) = out_profile.filter(|o| problems.is_empty() && names_functions(o)) {
-        let (want, got) = (self_costs(source), self_costs(&out));
+        let images = [source, &out]
+            .iter()
+            .flat_map(|p| {
+                p.processes.iter().flat_map(|q| q.images.iter().map(|i| names::image_base_name(p, i)))
+            })
+            .collect();
+        let (want, mut got) = (self_costs(source, &images), self_costs(&out, &images));
+        if matches!(format.name(), "fdata" | "bolt-pa") {
+            got = without_bolt_local_suffixes(got);
+        }
         let out_events = event_totals(&out);
         for (e, (event, total)) in source_totals.iter().enumerate() {
             let Some(k) = out_events.iter().position(|o| same_event(&o.0, event)) else { continue };
