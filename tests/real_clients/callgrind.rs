@@ -725,3 +725,42 @@ fn recursion_levels_keep_their_calls_through_callgrind() {
     let differ: Vec<_> = theirs.iter().zip(&ours).filter(|(a, b)| a != b).collect();
     assert!(differ.is_empty() && theirs.len() == ours.len(), "{differ:#?}");
 }
+
+/// A catch block is entered by the unwinder, apart from its function's entry: a DCFG gives it
+/// a routine of its own, which the way back to Callgrind named `main+0x2f`, moving its cost out
+/// of `main`. A routine whose entry lies in a function's stated range is that function, so
+/// every function of the program keeps its self cost through the DCFG, as callgrind_annotate
+/// prints it.
+#[test]
+fn a_catch_block_stays_in_its_function_through_a_dcfg() {
+    for tool in ["g++", "valgrind", "callgrind_annotate"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(common::fixture("callgrind/throws.cc"), d.join("throws.cc")).unwrap();
+    let o =
+        Command::new("g++").args(["-O1", "-g", "-o", "throws", "throws.cc"]).current_dir(d).output().unwrap();
+    assert!(o.status.success(), "g++: {}", common::stderr(&o));
+    let profile = valgrind_profile(&d.join("throws"), &[]);
+    let (dcfg, back) = (d.join("throws.dcfg.json"), d.join("back.callgrind"));
+    convert(&profile, &dcfg);
+    convert(&dcfg, &back);
+    let (want, got) = (annotate(&profile), annotate(&back));
+    assert_eq!(got.total, want.total);
+    let program = |a: &Annotated| -> BTreeMap<String, u64> {
+        a.functions
+            .iter()
+            .filter(|(k, _)| k.starts_with("throws.cc:"))
+            .map(|(k, &v)| (k.clone(), v))
+            .collect()
+    };
+    let (want, got) = (program(&want), program(&got));
+    assert!(want.contains_key("throws.cc:main") && want.contains_key("throws.cc:check(int)"), "{want:?}");
+    assert_eq!(got, want);
+    let text = std::fs::read_to_string(&back).unwrap();
+    assert!(
+        !text.lines().any(|l| l.starts_with("fn=") && l.contains("main+0x")),
+        "a part of main named apart"
+    );
+}

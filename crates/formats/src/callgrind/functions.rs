@@ -100,13 +100,20 @@ pub(crate) fn of_blocks(
                 end.routine = n;
             }
             let entry = image.blocks.get(routine.entry as usize);
-            // A routine that names its function (a part of one entered apart from its entry)
-            // is that function.
+            // A routine that names its function, or whose entry lies in a function's stated
+            // range, is a part of that function entered apart from its entry (a catch block the
+            // unwinder enters, the code after a call that does not return there): that
+            // function, as the source counted it. (A symbol without a size covers its start.)
+            // A section's name (Pin names the PLT's code `.plt`) covers many functions: a
+            // routine inside it is code of its own.
             let named = routine.symbol.filter(|&s| (s as usize) < image.symbols.len());
             let covering = named.or_else(|| entry.and_then(|b| index.covering(b.offset)));
             let name = match (entry, covering) {
                 (_, Some(s)) if named.is_some() => FunctionName::Symbol(s),
-                (Some(b), Some(s)) if image.symbols[s as usize].offset.unwrap_or(b.offset) == b.offset => {
+                (Some(b), Some(s))
+                    if image.symbols[s as usize].offset == Some(b.offset)
+                        || !image.symbols[s as usize].name.starts_with('.') =>
+                {
                     FunctionName::Symbol(s)
                 }
                 (Some(b), _) => FunctionName::Code(names::code_name(profile, image, &index, b.offset)),
@@ -127,7 +134,8 @@ mod tests {
     use cfghub_model::ir::{Block, Image, SourceLine, Symbol};
 
     #[test]
-    fn blocks_belong_to_the_last_routine_listing_them_and_routines_are_named_by_their_entry() {
+    fn blocks_belong_to_the_last_routine_listing_them_and_routines_are_named_by_the_function_holding_their_entry(
+    ) {
         let block = |offset, size, last| Block { offset, size, last_instr_offset: last, ..Block::default() };
         let line = |line, offset, size| SourceLine { file: Some(0), line, offset, size, num_instrs: 1 };
         let image = Image {
@@ -149,12 +157,17 @@ mod tests {
             f.blocks[0].iter().map(|e| (e.routine, e.first_line, e.last_line)).collect();
         assert_eq!(ends, [(0, 1, 2), (1, 2, 2), (2, 9, 9)]);
         assert_eq!(f.routines[0], RoutineFunction { image: 0, name: FunctionName::Symbol(0), file: Some(3) });
-        // Inside f but not at its start: named from f, with f's file.
-        assert_eq!(f.routines[1].name, FunctionName::Code("f+0x8".into()));
+        // Inside f but not at its start (a part of f entered apart): f, with f's file.
+        assert_eq!(f.routines[1].name, FunctionName::Symbol(0));
         assert_eq!(f.routines[1].file, Some(3));
         // No symbol: named by the image and address, the file of the entry's line.
         assert_eq!(f.routines[2].file, Some(0));
         assert!(matches!(&f.routines[2].name, FunctionName::Code(n) if n.ends_with("+0x40")));
+        // Inside a section's name (Pin's `.plt`): code of its own.
+        let mut plt = process.clone();
+        plt.images[0].symbols[0].name = ".plt".into();
+        let g = of_blocks(&profile, &lines, &plt, Some(&routines));
+        assert_eq!(g.routines[1].name, FunctionName::Code(".plt+0x8".into()));
         // Without routines, blocks belong to none.
         let none = of_blocks(&profile, &lines, &process, None);
         assert!(none.routines.is_empty() && none.blocks[0].iter().all(|e| e.routine == NO_INDEX));
