@@ -42,20 +42,39 @@ fn sh(cmd: &mut Command) -> std::process::Output {
 
 fn worked() -> Worked {
     let dir = tempfile::tempdir().unwrap();
-    let binary = dir.path().join("branchy");
-    // valgrind 3.19 reads DWARF 4, not clang-19's default 5; BOLT wants relocations, and a
-    // function with a jump table it cannot analyse gets no profile.
+    // BOLT wants relocations, and a function with a jump table it cannot analyse gets no
+    // profile.
+    let flags = ["-O2", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs"];
+    let (binary, callgrind) = built_and_profiled(dir.path(), "bolt/branchy.c", &flags, &["100000"]);
+    Worked { dir, binary, callgrind }
+}
+
+/// The fixture `source` built with clang-19 in `dir` (`flags` beside `-g -gdwarf-4`: valgrind
+/// 3.19 reads DWARF 4, not clang-19's default 5) and run under valgrind's Callgrind with `args`
+/// (instructions and jumps): the binary and the profile.
+fn built_and_profiled(dir: &Path, source: &str, flags: &[&str], args: &[&str]) -> (PathBuf, PathBuf) {
+    let name = Path::new(source).file_stem().unwrap().to_string_lossy().into_owned();
+    let binary = dir.join(&name);
     sh(Command::new("clang-19")
-        .args(["-O2", "-g", "-gdwarf-4", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs", "-o"])
+        .args(["-g", "-gdwarf-4"])
+        .args(flags)
+        .arg("-o")
         .arg(&binary)
-        .arg(common::fixture("bolt/branchy.c")));
-    let callgrind = dir.path().join("callgrind.out.branchy");
+        .arg(common::fixture(source)));
+    let callgrind = dir.join(format!("callgrind.out.{name}"));
     sh(Command::new("valgrind")
         .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
         .arg(format!("--callgrind-out-file={}", callgrind.display()))
         .arg(&binary)
-        .arg("100000"));
-    Worked { dir, binary, callgrind }
+        .args(args));
+    (binary, callgrind)
+}
+
+/// The address of function `name` in `binary`'s symbol table (`nm`).
+fn function_address(binary: &Path, name: &str) -> u64 {
+    let symbols = common::stdout(&sh(Command::new("nm").arg(binary)));
+    let line = symbols.lines().find(|l| l.ends_with(&format!(" {name}"))).expect("nm lists it");
+    u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
 }
 
 fn convert(input: &Path, output: &Path, extra: &[&str]) {
@@ -694,26 +713,16 @@ fn without_first_read_only_segment(elf: &[u8]) -> Vec<u8> {
 /// stated a call `main -> handler` that never happened), and llvm-bolt takes the file.
 #[test]
 fn a_signal_delivery_is_not_a_transfer_from_the_code_before_the_handler() {
-    if !tools_present() {
+    if !tools_present() || !common::clients(&["nm"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let binary = dir.path().join("signal-after-main");
-    sh(Command::new("clang-19")
-        .args(["-O1", "-g", "-gdwarf-4", "-no-pie", "-Wl,--emit-relocs", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("callgrind/signal-after-main.c")));
-    let symbols = common::stdout(&sh(Command::new("nm").arg(&binary)));
-    let address = |name: &str| {
-        let line = symbols.lines().find(|l| l.ends_with(&format!(" {name}"))).expect("nm lists it");
-        u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
-    };
-    assert!(address("handler") > address("main"), "the handler follows main:\n{symbols}");
-    let callgrind = dir.path().join("callgrind.out.signal");
-    sh(Command::new("valgrind")
-        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
-        .arg(format!("--callgrind-out-file={}", callgrind.display()))
-        .arg(&binary));
+    let flags = ["-O1", "-no-pie", "-Wl,--emit-relocs"];
+    let (binary, callgrind) = built_and_profiled(dir.path(), "callgrind/signal-after-main.c", &flags, &[]);
+    assert!(
+        function_address(&binary, "handler") > function_address(&binary, "main"),
+        "the handler follows main"
+    );
     let fdata = dir.path().join("signal.fdata");
     convert(&callgrind, &fdata, &[]);
     let into_handler: Vec<String> = sorted_lines(&fdata)
@@ -741,16 +750,8 @@ fn line_counts_of_unrolled_code_are_multiplied_by_the_duplication_factor_as_llvm
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("unrolled");
-    sh(Command::new("clang-19")
-        .args(["-O2", "-g", "-gdwarf-4", "-fdebug-info-for-profiling", "-no-pie", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("bolt/unrolled.c")));
-    let callgrind = d.join("callgrind.out.unrolled");
-    sh(Command::new("valgrind")
-        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
-        .arg(format!("--callgrind-out-file={}", callgrind.display()))
-        .arg(&binary));
+    let flags = ["-O2", "-fdebug-info-for-profiling", "-no-pie"];
+    let (binary, callgrind) = built_and_profiled(d, "bolt/unrolled.c", &flags, &[]);
     let (ours, raw, profgen) = (d.join("unrolled.prof"), d.join("unrolled.rawprof"), d.join("profgen.prof"));
     convert(&callgrind, &ours, &[]);
     convert(&callgrind, &raw, &[]);
@@ -825,22 +826,12 @@ fn every_bolt_block_of_a_valgrind_profile_gets_the_count_valgrind_gives_its_firs
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("guarded");
-    sh(Command::new("clang-19")
-        .args(["-O2", "-g", "-gdwarf-4", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs", "-o"])
-        .arg(&binary)
-        .arg(common::fixture("bolt/guarded.c")));
-    let callgrind = d.join("callgrind.out.guarded");
-    sh(Command::new("valgrind")
-        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
-        .arg(format!("--callgrind-out-file={}", callgrind.display()))
-        .arg(&binary));
+    let flags = ["-O2", "-fno-jump-tables", "-no-pie", "-Wl,--emit-relocs"];
+    let (binary, callgrind) = built_and_profiled(d, "bolt/guarded.c", &flags, &[]);
     let fdata = d.join("guarded.fdata");
     convert(&callgrind, &fdata, &[]);
     let executions = valgrind_executions(&callgrind, "guarded", d);
-    let symbols = common::stdout(&sh(Command::new("nm").arg(&binary)));
-    let at = symbols.lines().find(|l| l.ends_with(" T step")).expect("nm lists step");
-    let at = u64::from_str_radix(at.split_whitespace().next().unwrap(), 16).unwrap();
+    let at = function_address(&binary, "step");
     let bolt = bolt_block_counts(&binary, &fdata, "step");
     assert!(bolt.len() >= 3, "BOLT cuts step where the guards jump: {bolt:?}");
     let valgrind: BTreeMap<u64, u64> =

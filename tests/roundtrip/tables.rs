@@ -45,11 +45,42 @@ fn fixture_inputs() -> Vec<PathBuf> {
     files
 }
 
+/// Stacks as the tables hold them: the samples of one path and thread are one, their values
+/// added up (a recording of two events has a sample of each event's on one path), in the
+/// order first met.
+fn samples_added_up(stacks: &cfghub::ir::Stacks) -> cfghub::ir::Stacks {
+    let mut out = cfghub::ir::Stacks::with_width(stacks.width());
+    for column in 0..stacks.width() {
+        if stacks.decimals_of(column) > 0 {
+            out.set_decimals(column, stacks.decimals_of(column));
+        }
+    }
+    let mut order: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut sums: std::collections::HashMap<(u32, Option<u32>), Vec<cfghub::ir::StackValue>> =
+        std::collections::HashMap::new();
+    for sample in stacks.samples() {
+        let key = (sample.node, sample.thread);
+        let sum = sums.entry(key).or_insert_with(|| {
+            order.push(key);
+            vec![0; stacks.width()]
+        });
+        for (s, v) in sum.iter_mut().zip(sample.values) {
+            *s += v;
+        }
+    }
+    for key in order {
+        out.push(&stacks.frames(key.0), key.1, &sums[&key]);
+    }
+    out
+}
+
 /// The model as the tables hold it: routines the input states without dominators or loops
-/// (Callgrind's, BOLT's) completed, as `info` shows them.
+/// (Callgrind's, BOLT's) completed, as `info` shows them, and samples of one path and thread
+/// added up.
 fn completed(profile: &Profile) -> Profile {
     let mut profile = profile.clone();
     for process in &mut profile.processes {
+        process.stacks = samples_added_up(&process.stacks);
         let derived: Vec<Vec<cfghub::ir::Routine>> =
             cfghub::analysis::routines::all(process).into_iter().map(|r| r.into_owned()).collect();
         for (image, routines) in process.images.iter_mut().zip(derived) {
