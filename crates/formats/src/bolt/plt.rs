@@ -60,6 +60,22 @@ pub(crate) fn bolt_plt_entries(file: &ElfFile) -> Vec<PltEntry> {
     entries
 }
 
+/// The header of an x86-64 `.plt` whose entries are stubs BOLT makes functions of (the
+/// lazy-binding code every first call runs: `push GOT+8; jmp *GOT+16`), as (start, end):
+/// BOLT makes a pseudo function of it, `__BOLT_PSEUDO_.plt`, so that samples there are
+/// named, as perf2bolt names them.
+pub(crate) fn bolt_plt_header(file: &ElfFile, entries: &[PltEntry]) -> Option<(u64, u64)> {
+    if file.object.architecture() != object::Architecture::X86_64 {
+        return None;
+    }
+    let section = file.object.section_by_name(".plt")?;
+    let (start, size) = (section.address(), section.size());
+    let end = start + X86_64_SECTIONS[0].1;
+    let has_entries = entries.iter().any(|e| e.start >= end && e.start < start + size);
+    (size >= X86_64_SECTIONS[0].1 && has_entries && !entries.iter().any(|e| e.start == start))
+        .then_some((start, end))
+}
+
 /// The GOT slots dynamic relocations fill, with the name of their symbol (relocations
 /// without one, `R_X86_64_RELATIVE` and `IRELATIVE`, name no stub); the first relocation of
 /// a slot names it.

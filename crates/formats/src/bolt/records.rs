@@ -50,10 +50,14 @@ impl BinarySymbols {
         }
         // PLT stubs are functions of their own to BOLT (and so to perf2bolt); without them
         // a sample in the PLT would fall in the sizeless symbol before it (`_init`).
-        for entry in super::plt::bolt_plt_entries(&elf) {
+        let entries = super::plt::bolt_plt_entries(&elf);
+        for entry in &entries {
             if !entry.raw.is_empty() {
                 found.push((entry.start, entry.end - entry.start, format!("{}@PLT", entry.raw)));
             }
+        }
+        if let Some((start, end)) = super::plt::bolt_plt_header(&elf, &entries) {
+            found.push((start, end - start, "__BOLT_PSEUDO_.plt".to_string()));
         }
         found.sort();
         found.dedup_by(|a, b| a.0 == b.0 && a.2 == b.2);
