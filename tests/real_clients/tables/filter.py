@@ -23,6 +23,10 @@ queries = {
     "edges": kept_edges,
     "edge_counts": f"select * from edge_counts where (process, edge) in (select (process, edge) from ({kept_edges}))",
     "edge_costs": f"select * from edge_costs where (process, edge) in (select (process, edge) from ({kept_edges}))",
+    "call_contexts": "select * from call_contexts where (process, edge) in"
+    f" (select (process, edge) from ({kept_edges}))",
+    "call_context_costs": "select * from call_context_costs where (process, edge) in"
+    f" (select (process, edge) from ({kept_edges}))",
     "routines": "select * from routines where image = 0",
     "routine_blocks": "select * from routine_blocks where routine in (select routine from routines where image = 0)",
     "loops": "select * from loops where routine in (select routine from routines where image = 0)",
