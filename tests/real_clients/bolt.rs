@@ -104,10 +104,9 @@ fn records_of(fdata: &[String], function: &str) -> BTreeMap<(u64, u64), u64> {
     out
 }
 
-/// BOLT's CFG of `function` (`-print-cfg`): for each block, the offsets of its last two
-/// instructions (BOLT ends a block with `jcc; jmp` pairs) with its successors' first offsets
-/// and their counts.
-fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64), u64> {
+/// What `llvm-bolt-19 -print-cfg` prints of `function` with the profile `fdata`, from its
+/// header to the end of the function.
+fn printed_cfg(binary: &Path, fdata: &Path, function: &str) -> String {
     let o = sh(Command::new("llvm-bolt-19")
         .arg(binary)
         .args(["-o", "/dev/null", "-print-cfg"])
@@ -116,7 +115,16 @@ fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64),
     let text = common::stdout(&o);
     let start =
         text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
-    let text = &text[start..text[start..].find("End of Function").map_or(text.len(), |e| start + e)];
+    let end = text[start..].find("End of Function").map_or(text.len(), |e| start + e);
+    text[start..end].to_string()
+}
+
+/// BOLT's CFG of `function` (`-print-cfg`): for each block, the offsets of its last two
+/// instructions (BOLT ends a block with `jcc; jmp` pairs) with its successors' first offsets
+/// and their counts.
+fn bolt_cfg(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<(u64, u64), u64> {
+    let text = printed_cfg(binary, fdata, function);
+    let text = text.as_str();
     // Block label -> its first offset; per block its last instruction and successors.
     let mut first: BTreeMap<String, u64> = BTreeMap::new();
     // Per block: its instructions' offsets, and its successors' labels with their counts.
@@ -769,17 +777,9 @@ fn line_counts_of_unrolled_code_are_multiplied_by_the_duplication_factor_as_llvm
 /// BOLT's blocks of `function` (`-print-cfg`) by their first instruction's offset into it,
 /// with the execution count BOLT gives each.
 fn bolt_block_counts(binary: &Path, fdata: &Path, function: &str) -> BTreeMap<u64, u64> {
-    let o = sh(Command::new("llvm-bolt-19")
-        .arg(binary)
-        .args(["-o", "/dev/null", "-print-cfg"])
-        .arg(format!("-print-only={function}"))
-        .arg(format!("-data={}", fdata.display())));
-    let text = common::stdout(&o);
-    let start =
-        text.find(&format!("Binary Function \"{function}\" after building cfg")).expect("the CFG is printed");
     let mut out = BTreeMap::new();
     let mut pending: Option<u64> = None;
-    for line in text[start..].lines().take_while(|l| !l.starts_with("End of Function")) {
+    for line in printed_cfg(binary, fdata, function).lines() {
         let t = line.trim_start();
         if let Some(n) = t.strip_prefix("Exec Count : ") {
             pending = n.trim().parse().ok();

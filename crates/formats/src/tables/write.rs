@@ -383,24 +383,28 @@ fn edge_costs(cx: &Context<'_>) -> Table {
     t
 }
 
-/// Calls counted per function the input named at their ends ([`cfghub_model::ir::CallContext`]):
-/// a row per context and thread, every thread of the context (zeros too).
+/// Every call context of the profile ([`cfghub_model::ir::CallContext`]) with its process,
+/// edge and position.
+fn call_contexts_of(
+    profile: &Profile,
+) -> impl Iterator<Item = (usize, usize, usize, &cfghub_model::ir::CallContext)> {
+    profile.processes.iter().enumerate().flat_map(|(p, process)| {
+        process
+            .edges
+            .iter()
+            .enumerate()
+            .flat_map(move |(e, edge)| edge.contexts().iter().enumerate().map(move |(k, x)| (p, e, k, x)))
+    })
+}
+
+/// Calls counted per function the input named at their ends: a row per context and thread,
+/// every thread of the context (zeros too).
 fn call_contexts(cx: &Context<'_>) -> Table {
     let mut t = cx.table("call_contexts", CALL_CONTEXTS);
-    for (p, process) in cx.profile.processes.iter().enumerate() {
-        for (e, edge) in process.edges.iter().enumerate() {
-            for (k, x) in edge.contexts().iter().enumerate() {
-                for (thread, &c) in x.counts.iter().enumerate() {
-                    t.row()
-                        .u(p as u64)
-                        .u(e as u64)
-                        .u(k as u64)
-                        .u(u64::from(x.caller))
-                        .u(u64::from(x.callee))
-                        .u(thread as u64)
-                        .u(c);
-                }
-            }
+    for (p, e, k, x) in call_contexts_of(cx.profile) {
+        for (thread, &c) in x.counts.iter().enumerate() {
+            let row = t.row().u(p as u64).u(e as u64).u(k as u64);
+            row.u(u64::from(x.caller)).u(u64::from(x.callee)).u(thread as u64).u(c);
         }
     }
     t
@@ -408,19 +412,10 @@ fn call_contexts(cx: &Context<'_>) -> Table {
 
 fn call_context_costs(cx: &Context<'_>) -> Table {
     let mut t = cx.table("call_context_costs", CALL_CONTEXT_COSTS);
-    for (p, process) in cx.profile.processes.iter().enumerate() {
-        for (e, edge) in process.edges.iter().enumerate() {
-            for (k, x) in edge.contexts().iter().enumerate() {
-                for (position, &v) in x.inclusive.iter().enumerate() {
-                    t.row()
-                        .u(p as u64)
-                        .u(e as u64)
-                        .u(k as u64)
-                        .u(position as u64)
-                        .s(event_name(cx.profile, position))
-                        .u(v);
-                }
-            }
+    for (p, e, k, x) in call_contexts_of(cx.profile) {
+        for (position, &v) in x.inclusive.iter().enumerate() {
+            let row = t.row().u(p as u64).u(e as u64).u(k as u64);
+            row.u(position as u64).s(event_name(cx.profile, position)).u(v);
         }
     }
     t
