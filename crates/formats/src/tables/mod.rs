@@ -157,6 +157,7 @@ pub static TABLES: &[(&str, &[Spec])] = &[
 ];
 
 /// Tables a folder written by an earlier version may lack: read when present.
+#[cfg(feature = "tables")]
 pub(crate) const OPTIONAL_TABLES: &[&str] = &["inline_frames", "call_contexts", "call_context_costs"];
 
 const PID: Spec = req("profile_id", Text);
