@@ -13,17 +13,28 @@
 # say). CPUS=0 runs everything on the CPUs given (taskset -c), to see what one core does.
 # Without a file, one is recorded: `perf record -g -e cpu-clock -F 10000 -a -- sleep 45`
 # (every CPU, whatever runs on them: at least 100 MB on two busy CPUs; run as root).
+# DWARF=1 instead records fixtures/perf-data/interp.c (an interpreter built without frame
+# pointers, computing fib(38) through deep recursion) with `perf record --call-graph dwarf`
+# (about 140 MB, 17,000 samples of up to 45 frames) and adds `perf script` alone, which
+# unwinds the user stacks: target, cfghub at least 5x faster than it.
 # Usage: scripts/bench-perf-data.sh [PERF_DATA [RUNS]]   (NO_BUILD=1: use target/release/cfghub as
 # built; CFGHUB=path: time that build instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-target/bench-data}
 mkdir -p "$DATA"
-input=${1:-$DATA/perf-callchains.perf.data}
+if [ -n "${DWARF:-}" ]; then
+  input=${1:-$DATA/perf-dwarf.perf.data}
+else
+  input=${1:-$DATA/perf-callchains.perf.data}
+fi
 RUNS=${2:-3}
 [ -n "${NO_BUILD:-}${CFGHUB:-}" ] || cargo build --release --quiet --bin cfghub
 CFGHUB=${CFGHUB:-$PWD/target/release/cfghub}
-if [ ! -f "$input" ]; then
+if [ ! -f "$input" ] && [ -n "${DWARF:-}" ]; then
+  gcc -O2 -g -fomit-frame-pointer -o "$DATA/interp" fixtures/perf-data/interp.c
+  perf record -q --call-graph dwarf -e cpu-clock -o "$input" "$DATA/interp" 38 >/dev/null
+elif [ ! -f "$input" ]; then
   perf record -q -g -e cpu-clock -F 10000 -a -o "$input" -- sleep 45
 fi
 pin=""
@@ -43,6 +54,10 @@ if command -v inferno-collapse-perf >/dev/null; then
   commands+=("perf script -i '$input' 2>/dev/null | inferno-collapse-perf > $DATA/inferno.folded")
 else
   echo "inferno-collapse-perf is not installed (cargo install inferno): its route is left out"
+fi
+if [ -n "${DWARF:-}" ]; then
+  names+=("perf script > /dev/null")
+  commands+=("perf script -i '$input' > /dev/null 2>&1")
 fi
 names+=("perf script | cfghub convert --from perf -")
 commands+=("perf script -i '$input' 2>/dev/null | $CFGHUB convert -q --from perf - -o $DATA/script.folded")

@@ -510,6 +510,22 @@ impl Lookup<'_> {
         Ok(frames)
     }
 
+    /// The functions of the inline chain at a stated address, innermost first, by their raw
+    /// (mangled) DWARF names: for a caller that names them as another tool demangles them.
+    /// Empty when DWARF says nothing of the address.
+    pub fn find_function_names(&self, address: u64) -> Result<Vec<Option<String>>> {
+        let Some(ctx) = self.context.as_ref().filter(|_| addressable(address)) else { return Ok(Vec::new()) };
+        let mut iter = self.resolve(ctx.find_frames(address)).map_err(dwarf_error)?;
+        let mut names = Vec::new();
+        while let Some(f) = iter.next().map_err(dwarf_error)? {
+            names.push(f.function.map(|n| String::from_utf8_lossy(n.name.slice()).into_owned()));
+            if names.len() > 4096 {
+                break;
+            }
+        }
+        Ok(names)
+    }
+
     /// The symbol table's (demangled) name of the function of `symbol` (an index
     /// [`Symbolizer::symbol_at`] gave for an address), where DWARF names it `bare`
     /// (`_M_invoke`: a member's DW_AT_name without its class, so that two `std::function`

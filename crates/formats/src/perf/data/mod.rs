@@ -36,6 +36,7 @@ mod stacks;
 mod stream;
 mod symbol_tree;
 mod symtab;
+mod unwind;
 
 /// A symbol's name as perf prints it (`scripts/perf-names-vs-cxxfilt.sh` compares it with
 /// libiberty's over a library's symbols).
@@ -153,8 +154,15 @@ fn read_releasing(
     // The check read every page; the records are read again from the start.
     pages.release(0..bytes.len());
     let mut found = Findings::default();
-    let rec =
-        records::replay_weighing(bytes, pages, &frame, options.sample_counts, options.images, &mut found)?;
+    let rec = records::replay_weighing(
+        bytes,
+        pages,
+        &frame,
+        options.sample_counts,
+        options.images,
+        &options.options.symbol_paths,
+        &mut found,
+    )?;
     let model = to_model(rec, options, &mut found)?;
     match model {
         Some(profile) => {

@@ -81,14 +81,23 @@ pub struct Names {
     /// The function of each frame of the recording's call chains (index into its file's
     /// [`ImageNames::symbols`]).
     frame_functions: Vec<Option<u32>>,
+    /// The inline chains of the frames unwound from user stacks, by frame (see
+    /// [`Names::inline_chain`]).
+    inline_chains: FxHashMap<u32, InlineChain>,
 }
+
+/// The functions `perf script` prints for one frame it unwound, innermost first, each with
+/// whether it is printed `(inlined)`: every function of the DWARF inline chain at the
+/// address, demangled as perf demangles, the outermost printed as the frame's own symbol
+/// where the names are equal.
+pub(crate) type InlineChain = Vec<(String, bool)>;
 
 impl Names {
     /// Names of one file per image, in the images' order.
     #[cfg(test)]
     pub(crate) fn of_files(files: Vec<ImageNames>) -> Names {
         let of_image = (0..files.len()).collect();
-        Names { files, of_image, frame_functions: Vec::new() }
+        Names { files, of_image, frame_functions: Vec::new(), inline_chains: FxHashMap::default() }
     }
 
     /// The names of image `image` of the recording.
@@ -99,6 +108,12 @@ impl Names {
     /// The file of image `image` (images of one file share it: index into the files).
     pub(crate) fn file_of(&self, image: usize) -> Option<usize> {
         self.of_image.get(image).copied()
+    }
+
+    /// The inline chain of frame `frame` of the recording, where it was unwound from a user
+    /// stack and DWARF names the functions at its address.
+    pub(crate) fn inline_chain(&self, frame: usize) -> Option<&InlineChain> {
+        self.inline_chains.get(&(frame as u32))
     }
 
     /// The function of frame `frame` of the recording ([`Recording::frames`]): its index
@@ -147,7 +162,9 @@ pub(crate) fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super:
     // libraries and the kernel): naming the files of the 146 MiB recording of clang takes
     // 0.19 s on one core, 0.12-0.14 s on two (the conversion to folded stacks 0.90/1.02 s
     // -> 0.82/0.91, best/median of 10).
-    let named: Vec<(ImageNames, Vec<(u64, u32)>)> = files
+    // perf names the frames it unwinds with their inline chains (and only those).
+    let inlines = rec.unwound.is_some();
+    let named: Vec<FileNamed> = files
         .into_par_iter()
         .map(|FileWanted { image, mut offsets, mut frames }| {
             // The frames in the order of their offsets, so that each finds its function
@@ -158,23 +175,27 @@ pub(crate) fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super:
             offsets.dedup();
             let id = rec.build_ids.get(&image.path).map(|i| search::hex(i));
             if offsets.is_empty() {
-                return (ImageNames { build_id: id, ..ImageNames::default() }, frames);
+                return (ImageNames { build_id: id, ..ImageNames::default() }, frames, Vec::new());
             }
-            let mut names = if image.kernel {
-                match kallsyms.get_or_init(|| Kallsyms::load(rec, cache.as_deref())) {
+            let (mut names, chains) = if image.kernel {
+                let names = match kallsyms.get_or_init(|| Kallsyms::load(rec, cache.as_deref())) {
                     Some(k) => k.name(offsets),
                     None => ImageNames::default(),
-                }
+                };
+                (names, Vec::new())
             } else {
-                name_from_elf(image, id.as_deref(), &places, offsets, options.source_lines)
+                let inline = inlines.then_some(frames.as_slice());
+                name_from_elf(image, id.as_deref(), &places, offsets, options.source_lines, inline)
             };
             names.build_id = id;
-            (names, frames)
+            (names, frames, chains)
         })
         .collect();
+    let mut inline_chains = FxHashMap::default();
     let mut frame_functions = vec![None; rec.frames.len()];
     let mut files = Vec::with_capacity(named.len());
-    for (names, frames) in named {
+    for (names, frames, chains) in named {
+        inline_chains.extend(chains);
         let mut at = 0;
         for (offset, frame) in frames {
             while names.offsets.get(at).is_some_and(|&o| o < offset) {
@@ -186,8 +207,12 @@ pub(crate) fn name_images(rec: &Recording, wanted: &[Vec<u64>], options: &super:
         }
         files.push(names);
     }
-    Names { files, of_image, frame_functions }
+    Names { files, of_image, frame_functions, inline_chains }
 }
+
+/// One file named: its names, its frames `(offset, frame)` and the inline chains of those
+/// frames that have one.
+type FileNamed = (ImageNames, Vec<(u64, u32)>, Vec<(u32, InlineChain)>);
 
 /// What one file is to name: the offsets its images want named, and the frames of the call
 /// chains in it as `(offset, frame)`.
@@ -198,24 +223,28 @@ struct FileWanted<'a> {
 }
 
 /// Names `offsets` (sorted, each once) of one image from its ELF file, searched in the
-/// `places` of a query.
+/// `places` of a query; with `inline`, the inline chains of those frames `(offset, frame)`.
 fn name_from_elf(
     image: &ImageKey,
     build_id: Option<&str>,
     places: &Query,
     offsets: Vec<u64>,
     lines: bool,
-) -> ImageNames {
+    inline: Option<&[(u64, u32)]>,
+) -> (ImageNames, Vec<(u32, InlineChain)>) {
     let mut names = ImageNames::default();
     let query = Query { image: Some(&image.path), build_id, ..places.clone() };
     let found = search::find(&query);
     if !found.any() {
-        return names;
+        return (names, Vec::new());
     }
-    let Ok(symbolizer) = Symbolizer::without_function_list(found, lines) else { return names };
+    let dwarf = lines || inline.is_some();
+    let Ok(symbolizer) = Symbolizer::without_function_list(found, dwarf) else { return (names, Vec::new()) };
     names.source = symbolizer.found.binary.clone().or_else(|| symbolizer.found.debug.clone());
-    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0, None) else { return names };
-    let lookup = lines.then(|| symbolizer.lookup());
+    let Some(relocation) = symbolizer.relocation(AddressKind::FileOffset, 0, None) else {
+        return (names, Vec::new());
+    };
+    let lookup = dwarf.then(|| symbolizer.lookup());
     // Functions as perf tells them apart, from the symbol table the symbolizer reads.
     // perf's runtime file: the binary (a separate debug file has no `.dynsym` or PLT).
     let runtime = symbolizer.binary_file().or(symbolizer.symbol_file());
@@ -244,13 +273,34 @@ fn name_from_elf(
             }
             f
         }));
-        if let Some(lookup) = &lookup {
+        if let Some(lookup) = lookup.as_ref().filter(|_| lines) {
             let found = stated.and_then(|stated| lookup.find_location(stated).ok().flatten());
             names.lines.push(found.map_or((None, None), |loc| (loc.file, loc.line)));
         }
     }
     names.offsets = offsets;
-    names
+    let mut chains = Vec::new();
+    if let (Some(frames), Some(lookup)) = (inline, &lookup) {
+        for &(offset, frame) in frames {
+            let Some(stated) = relocation.to_stated(offset) else { continue };
+            let Ok(functions) = lookup.find_function_names(stated) else { continue };
+            if functions.is_empty() {
+                continue;
+            }
+            let at = names.offsets.binary_search(&offset).ok();
+            let own = at.and_then(|i| names.functions[i]).map(|f| names.printed_name(f));
+            let chain = functions
+                .into_iter()
+                .map(|raw| {
+                    let name = raw.map_or_else(|| "??".to_string(), |r| demangle::demangle(&r));
+                    let inlined = own != Some(name.as_str());
+                    (name, inlined)
+                })
+                .collect();
+            chains.push((frame, chain));
+        }
+    }
+    (names, chains)
 }
 
 /// The kernel's function symbols: `(address, name)` sorted by address, each ending where

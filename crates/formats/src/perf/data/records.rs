@@ -139,6 +139,12 @@ pub struct Recording {
     pub command: Option<String>,
     /// The perf version that wrote the file (`perf 6.5`), from the `VERSION` feature.
     pub creator: Option<String>,
+    /// How the user stacks of `--call-graph dwarf` went, when samples carried them: their
+    /// frames (in [`Recording::stacks`]) were unwound here, and are named with their inline
+    /// chains as `perf script` names such frames.
+    pub unwound: Option<super::unwind::Tally>,
+    /// Samples with user stacks of a machine whose stacks are not unwound (its `arch`).
+    pub not_unwound: Option<(String, u64)>,
 
     /// The address spaces as the records left them, for addresses added up without their
     /// image (branch records).
@@ -203,6 +209,14 @@ struct Replay {
     count_samples: bool,
     /// The samples resolved since the last batch was handed on.
     batch: Batch,
+    /// The unwinding of user stacks (`--call-graph dwarf` on x86-64).
+    unwinding: Option<super::unwind::Unwinding>,
+    /// Per pid, the generation of its address space: changed by each mapping and fork, so
+    /// that an unwinder built for an older one is built again.
+    generations: FxHashMap<i32, u64>,
+    next_generation: u64,
+    /// The unwound frames of the sample at hand.
+    unwound: Vec<u64>,
 }
 
 /// A sample resolved: its event, thread, weight, sampled instruction and the number of its
@@ -309,6 +323,8 @@ impl Tally {
 }
 
 const KERNEL_PID: i32 = -1;
+/// `sample_type` bits of `--call-graph dwarf`: user registers and a copy of the user stack.
+const USER_STACKS: u64 = (1 << 12) | (1 << 13);
 /// Call-chain entries from here up are context markers (`PERF_CONTEXT_*`), not addresses.
 const CONTEXT_MAX: u64 = (-4095i64) as u64;
 const CONTEXT_KERNEL: u64 = (-128i64) as u64;
@@ -327,7 +343,7 @@ pub fn replay(
     frame: &Layout,
     findings: &mut Findings,
 ) -> Result<Recording> {
-    replay_weighing(bytes, pages, frame, false, true, findings)
+    replay_weighing(bytes, pages, frame, false, true, &[], findings)
 }
 
 /// The name perf gives an event with no stated name (a recording killed before it wrote its
@@ -388,6 +404,7 @@ pub(crate) fn replay_weighing(
     frame: &Layout,
     count_samples: bool,
     addresses: bool,
+    symbol_paths: &[std::path::PathBuf],
     findings: &mut Findings,
 ) -> Result<Recording> {
     let (cursor, seen) = super::stream::RecordStream::new(bytes, frame, pages)?;
@@ -409,6 +426,16 @@ pub(crate) fn replay_weighing(
     let features = super::header::read(&perf_file, frame.order);
     (r.rec.headers, r.rec.creator, r.rec.command) = (features.headers, features.creator, features.command);
     r.rec.build_ids = features.build_ids;
+    if r.layouts.iter().any(|l| l.sample_type & USER_STACKS == USER_STACKS) {
+        let arch = r.rec.headers.iter().find(|(k, _)| k == "arch").map(|(_, v)| v.as_str());
+        // A recording that does not say its machine is taken for this one's.
+        let x86_64 = arch.map_or(cfg!(target_arch = "x86_64"), |a| a == "x86_64");
+        if x86_64 {
+            r.unwinding = Some(super::unwind::Unwinding::new(symbol_paths));
+        } else {
+            r.rec.not_unwound = Some((arch.unwrap_or("an unstated machine").to_string(), 0));
+        }
+    }
     let tally = Tally { events: r.layouts.len(), addresses, ..Tally::default() };
     // A few batches in flight at most: the replay waits for the tally rather than queue.
     let (to_tally, batches) = sync_channel::<Batch>(4);
@@ -457,6 +484,7 @@ pub(crate) fn replay_weighing(
     r.rec.threads = tally.threads;
     r.rec.stacks = tally.stacks;
     r.rec.costs = tally.costs;
+    r.rec.unwound = r.unwinding.take().map(|u| u.tally);
     warn_about_the_records(frame, &r.rec, &seen.borrow(), findings);
     r.rec.spaces = std::mem::take(&mut r.spaces);
     Ok(r.rec)
@@ -476,6 +504,7 @@ impl Replay {
                 sample_type: a.sample_format.bits(),
                 read_format: a.read_format.bits(),
                 branch_sample_type: a.branch_sample_format.bits(),
+                regs_user: a.sample_regs_user,
             });
             self.default_period.push(period.unwrap_or(1));
             self.rec.events.push(EventInfo {
@@ -544,6 +573,38 @@ fn warn_about_the_records(
     if rec.lost > 0 {
         findings.warn(None, format!("perf lost {} sample(s) while recording (LOST records)", rec.lost));
     }
+    if let Some(t) = rec.unwound.as_ref().filter(|t| t.cut_short > 0) {
+        let mut why = Vec::new();
+        if t.out_of_copy > 0 {
+            why.push(format!(
+                "{} at the end of the stack copy (`perf record --call-graph dwarf,SIZE` copies more)",
+                t.out_of_copy
+            ));
+        }
+        if !t.without_unwind_info.is_empty() {
+            why.push(format!("no unwind information read from {}", t.without_unwind_info.join(", ")));
+        }
+        let rest = t.cut_short - t.out_of_copy;
+        if rest > 0 && t.without_unwind_info.is_empty() {
+            why.push(format!("{rest} on code whose unwind rules are beyond this unwinder"));
+        }
+        findings.warn(
+            None,
+            format!(
+                "{} of {} user stack(s) ({:.1}%) were unwound only in part, their outer frames left out: {}",
+                t.cut_short,
+                t.stacks,
+                100.0 * t.cut_short as f64 / t.stacks.max(1) as f64,
+                why.join("; ")
+            ),
+        );
+    }
+    if let Some((arch, n)) = rec.not_unwound.as_ref().filter(|(_, n)| *n > 0) {
+        findings.warn(
+            None,
+            format!("{n} sample(s) carry user stacks of {arch}, which are not unwound (x86-64 only): their stacks hold their kernel frames and sampled instruction alone"),
+        );
+    }
     if rec.malformed > 0 {
         findings.warn(
             None,
@@ -597,6 +658,7 @@ impl Replay {
                     if f.pid != f.ppid {
                         if let Some(parent) = self.spaces.get(&f.ppid).cloned() {
                             self.spaces.insert(f.pid, parent);
+                            self.changed(f.pid);
                         }
                     }
                     if let Some(&c) = self.comm_of.get(&f.ptid) {
@@ -664,6 +726,13 @@ impl Replay {
         let top = &mut self.rec.image_ends[image as usize];
         *top = (*top).max(end.wrapping_sub(base));
         self.spaces.entry(pid).or_default().insert(Mapping { start, end, pgoff, image });
+        self.changed(pid);
+    }
+
+    /// Marks the address space of `pid` changed (see [`Replay::generations`]).
+    fn changed(&mut self, pid: i32) {
+        self.next_generation += 1;
+        self.generations.insert(pid, self.next_generation);
     }
 
     /// A `HEADER_BUILD_ID` record (pipe layout): `pid`, 24 bytes of id, the path.
@@ -695,10 +764,36 @@ impl Replay {
         };
         let mode = misc & MISC_CPUMODE_MASK;
         let sample_kernel = mode == MISC_KERNEL || mode == MISC_GUEST_KERNEL;
+        // The user stack unwound here (`--call-graph dwarf`): its frames follow the kernel's
+        // of the call chain, in place of any user frame the chain has.
+        self.unwound.clear();
+        let unwinding = if s.user_stack.is_empty() { None } else { self.unwinding.as_mut() };
+        let unwound = unwinding.is_some_and(|u| {
+            let generation = self.generations.get(&pid).copied().unwrap_or(0);
+            let (rec, spaces) = (&self.rec, &self.spaces);
+            let mappings = || {
+                let space = spaces.get(&pid).map(|s| s.0.clone()).unwrap_or_default();
+                let all: Vec<Mapping> = space.values().copied().collect();
+                all.into_iter().map(move |m| {
+                    let image = &rec.images[m.image as usize];
+                    super::unwind::CodeMapping {
+                        range: m.start..m.end,
+                        pgoff: m.pgoff,
+                        image: m.image,
+                        path: image.path.as_str(),
+                        build_id: rec.build_ids.get(&image.path).map(Vec::as_slice),
+                    }
+                })
+            };
+            let regs = |n| s.user_register(&layout, n, order);
+            u.unwind(pid, generation, mappings, regs, s.user_stack, &mut self.unwound);
+            true
+        });
+        if let Some((_, n)) = self.rec.not_unwound.as_mut().filter(|_| !s.user_stack.is_empty()) {
+            *n += 1;
+        }
         let (images, batch) = (&self.rec.images, &mut self.batch);
-        // The sample's two address spaces, looked up once for all its frames.
-        let space = |pid| self.spaces.get(&pid);
-        let (user, kernel_space) = (space(pid), space(KERNEL_PID));
+        let (user, kernel_space) = (self.spaces.get(&pid), self.spaces.get(&KERNEL_PID));
         let resolve = |address, kernel| {
             resolve_among(if kernel { kernel_space } else { user }, images, address, kernel)
         };
@@ -713,11 +808,14 @@ impl Replay {
                     }
                     continue;
                 }
-                batch.frames.push(resolve(address, kernel));
+                if kernel || !unwound {
+                    batch.frames.push(resolve(address, kernel));
+                }
             }
-        } else if let Some(ip) = s.ip {
+        } else if let Some(ip) = s.ip.filter(|_| !unwound || sample_kernel) {
             batch.frames.push(resolve(ip, sample_kernel));
         }
+        batch.frames.extend(self.unwound.iter().map(|&a| resolve(a, false)));
         batch.samples.push(Resolved {
             event: attr as u32,
             thread: Thread { pid, tid, comm },

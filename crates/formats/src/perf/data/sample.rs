@@ -4,11 +4,12 @@
 //! ```text
 //! IDENTIFIER id | IP ip | TID pid, tid | TIME time | ADDR addr | ID id | STREAM_ID id
 //! | CPU cpu, res | PERIOD period | READ values | CALLCHAIN nr, ips[nr] | RAW size, data
-//! | BRANCH_STACK nr, [hw_idx], {from, to, flags}[nr] | ...
+//! | BRANCH_STACK nr, [hw_idx], {from, to, flags}[nr]
+//! | REGS_USER abi, regs[weight(sample_regs_user)] | STACK_USER size, data[size], dyn_size | ...
 //! ```
 //!
-//! Every count is checked against the bytes the record has. The fields after the branch
-//! stack (registers, user stack, weights) are not needed and not read.
+//! Every count is checked against the bytes the record has. The fields after the user stack
+//! (weights, data sources) are not needed and not read.
 
 use super::layout::Order;
 
@@ -24,6 +25,8 @@ const PERIOD: u64 = 1 << 8;
 const STREAM_ID: u64 = 1 << 9;
 const RAW: u64 = 1 << 10;
 const BRANCH_STACK: u64 = 1 << 11;
+const REGS_USER: u64 = 1 << 12;
+const STACK_USER: u64 = 1 << 13;
 const IDENTIFIER: u64 = 1 << 16;
 
 const READ_TOTAL_TIME_ENABLED: u64 = 1 << 0;
@@ -44,6 +47,9 @@ pub struct Layout {
     pub read_format: u64,
     /// The attribute's `branch_sample_type` bits (whether branch stacks carry `hw_idx`).
     pub branch_sample_type: u64,
+    /// The attribute's `sample_regs_user` bits: which user registers `REGS_USER` holds, one
+    /// word each in the order of their bits.
+    pub regs_user: u64,
 }
 
 /// What a sample says that the model uses; the call chain and branch stack are left in the
@@ -61,6 +67,12 @@ pub struct Sample<'a> {
     pub period: Option<u64>,
     callchain: &'a [u8],
     branches: &'a [u8],
+    /// The user registers (`REGS_USER`), one word per bit of [`Layout::regs_user`]; empty when
+    /// the sample has none (`abi` 0: a kernel thread).
+    user_regs: &'a [u8],
+    /// The copy of the user stack from the stack pointer up (`STACK_USER`), as much of it as
+    /// the kernel could copy (`dyn_size`).
+    pub user_stack: &'a [u8],
 }
 
 /// One branch record: the branch's address, its target, and whether it was mispredicted.
@@ -154,7 +166,32 @@ impl<'a> Sample<'a> {
             }
             s.branches = c.take(nr.checked_mul(24)?)?;
         }
+        if has(REGS_USER) {
+            let abi = c.u64()?;
+            if abi != 0 {
+                s.user_regs = c.take(8 * u64::from(layout.regs_user.count_ones()))?;
+            }
+        }
+        if has(STACK_USER) {
+            let size = c.u64()?;
+            if size != 0 {
+                let data = c.take(size)?;
+                let copied = c.u64()?;
+                s.user_stack = &data[..usize::try_from(copied).map_or(data.len(), |n| n.min(data.len()))];
+            }
+        }
         Some(s)
+    }
+
+    /// User register `number` (its bit in [`Layout::regs_user`], perf's `PERF_REG_*`
+    /// numbering), when the sample has it.
+    pub fn user_register(&self, layout: &Layout, number: u32, order: Order) -> Option<u64> {
+        let bit = 1u64.checked_shl(number)?;
+        if self.user_regs.is_empty() || layout.regs_user & bit == 0 {
+            return None;
+        }
+        let at = 8 * (layout.regs_user & (bit - 1)).count_ones() as usize;
+        self.user_regs.get(at..at + 8).map(|b| order.u64(b))
     }
 
     /// The call chain's addresses (context markers included), leaf first.
@@ -196,6 +233,7 @@ mod tests {
             sample_type: IP | TID | TIME | PERIOD | CALLCHAIN | BRANCH_STACK,
             read_format: 0,
             branch_sample_type: 0,
+            regs_user: 0,
         };
         let body = words(&[0x401000, (7u64 << 32) | 5, 99, 250, 2, 0x401000, 0x402000, 1, 0x10, 0x20, 1]);
         let s = Sample::parse(&body, layout, Order::Little).unwrap();
@@ -209,8 +247,32 @@ mod tests {
 
     #[test]
     fn counts_past_the_end_are_refused() {
-        let layout = Layout { sample_type: CALLCHAIN, read_format: 0, branch_sample_type: 0 };
+        let layout = Layout { sample_type: CALLCHAIN, read_format: 0, branch_sample_type: 0, regs_user: 0 };
         assert!(Sample::parse(&words(&[u64::MAX, 1]), layout, Order::Little).is_none());
         assert!(Sample::parse(&words(&[3, 1, 2]), layout, Order::Little).is_none());
+        let stack = Layout { sample_type: STACK_USER, read_format: 0, branch_sample_type: 0, regs_user: 0 };
+        assert!(Sample::parse(&words(&[u64::MAX, 1]), stack, Order::Little).is_none());
+        assert!(Sample::parse(&words(&[16, 1, 2]), stack, Order::Little).is_none());
+    }
+
+    #[test]
+    fn reads_user_registers_by_their_bits_and_the_stack_the_kernel_copied() {
+        // Registers BP (6), SP (7) and IP (8) of perf's x86-64 numbering; a 24-byte stack
+        // copy of which 16 bytes were copied.
+        let layout = Layout {
+            sample_type: IP | REGS_USER | STACK_USER,
+            read_format: 0,
+            branch_sample_type: 0,
+            regs_user: (1 << 6) | (1 << 7) | (1 << 8),
+        };
+        let body = words(&[0x401000, 2, 0x7ff0, 0x7fe0, 0x401000, 24, 10, 20, 30, 16]);
+        let s = Sample::parse(&body, layout, Order::Little).unwrap();
+        let reg = |n| s.user_register(&layout, n, Order::Little);
+        assert_eq!((reg(6), reg(7), reg(8), reg(0)), (Some(0x7ff0), Some(0x7fe0), Some(0x401000), None));
+        assert_eq!(s.user_stack, &words(&[10, 20])[..]);
+        // A kernel thread's sample: abi 0, no registers; no stack.
+        let body = words(&[0xffff_ffff_8100_0000, 0, 0]);
+        let s = Sample::parse(&body, layout, Order::Little).unwrap();
+        assert_eq!((s.user_register(&layout, 8, Order::Little), s.user_stack.len()), (None, 0));
     }
 }

@@ -296,8 +296,11 @@ fn name_frames(rec: &Recording, names: &Names, java: bool, texts: &mut Texts) ->
     let comm = if java { "java" } else { "x" };
     let mut text = String::new();
     // Pairs by their file and function (ids: images of one file share its module name), so
-    // that a frame costs no look-up of its text; equal texts of two pairs name alike.
-    let mut pairs: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    // that a frame costs no look-up of its text; equal texts of two pairs name alike. A frame
+    // unwound from a user stack has the lines of its inline chain, as `perf script` prints
+    // it: the pair's third part tells chains apart.
+    let mut pairs: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
+    let mut chains: FxHashMap<&super::names::InlineChain, u32> = FxHashMap::default();
     let mut pair_of_frame = Vec::with_capacity(rec.frames.len());
     for (frame, &(image, _)) in rec.frames.iter().enumerate() {
         let file = match image {
@@ -306,7 +309,12 @@ fn name_frames(rec: &Recording, names: &Names, java: bool, texts: &mut Texts) ->
         };
         // None for a frame in no image or no function.
         let function = names.frame_function(rec, frame);
-        let key = (file.map_or(u32::MAX, |f| f as u32), function.map_or(u32::MAX, |(f, _)| f));
+        let chain = names.inline_chain(frame);
+        let chain_id = chain.map_or(u32::MAX, |c| {
+            let next = chains.len() as u32;
+            *chains.entry(c).or_insert(next)
+        });
+        let key = (file.map_or(u32::MAX, |f| f as u32), function.map_or(u32::MAX, |(f, _)| f), chain_id);
         let next = pairs.len() as u32;
         let pair = *pairs.entry(key).or_insert_with(|| {
             let function = function.map_or("[unknown]", |(_, name)| name);
@@ -317,7 +325,19 @@ fn name_frames(rec: &Recording, names: &Names, java: bool, texts: &mut Texts) ->
                     module_name(&key.path, key.kernel)
                 }
             };
-            let _ = write!(text, "{comm} 1/{next} 0.0: 1 e:\n\t0 {function} ({file})\n\n");
+            let _ = writeln!(text, "{comm} 1/{next} 0.0: 1 e:");
+            match chain {
+                Some(chain) => {
+                    for (name, inlined) in chain {
+                        let module = if *inlined { "inlined" } else { &file };
+                        let _ = writeln!(text, "\t0 {name} ({module})");
+                    }
+                }
+                None => {
+                    let _ = writeln!(text, "\t0 {function} ({file})");
+                }
+            }
+            text.push('\n');
             next
         });
         pair_of_frame.push(pair);
