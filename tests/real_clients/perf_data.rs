@@ -29,7 +29,9 @@ fn record_with(dir: &Path, program: &str, tries: &[Vec<&str>], output: &str) -> 
     common::require("perf");
     common::require("gcc");
     let cpp = program.ends_with("-cpp");
-    let source = common::fixture(&format!("perf-data/{program}.{}", if cpp { "cc" } else { "c" }));
+    // `hot-stripped`: hot.c without any symbol table.
+    let source_name = program.strip_suffix("-stripped").unwrap_or(program);
+    let source = common::fixture(&format!("perf-data/{source_name}.{}", if cpp { "cc" } else { "c" }));
     let binary = dir.join("hot");
     let freestanding: &[&str] = match program {
         "hot-nolibc" => &["-static", "-nostdlib", "-fno-stack-protector", "-fcf-protection=none"],
@@ -41,6 +43,7 @@ fn record_with(dir: &Path, program: &str, tries: &[Vec<&str>], output: &str) -> 
         // Stubs in `.plt.sec` (the calls, with CET's `-z ibtplt`) and `.plt.got` (`memcpy`,
         // whose address is taken too).
         "hot-plt-sections" => &["-fno-builtin", "-fcf-protection=full", "-Wl,-z,ibtplt"],
+        "hot-stripped" => &["-s"],
         _ => &[],
     };
     // After the common flags, which they override: the interpreter without frame pointers,
@@ -295,6 +298,59 @@ fn callgrind_names_functions_from_build_ids_and_shows_the_hot_loop() {
     assert!(shown.contains(&format!("{} (100.0%)  PROGRAM TOTALS", thousands(total))), "{shown}");
     let hot_line = shown.lines().find(|l| l.contains("s += i * i")).unwrap_or_else(|| panic!("{shown}"));
     assert!(hot_line.trim_start().starts_with(|c: char| c.is_ascii_digit()), "{hot_line}");
+}
+
+/// Code no symbol names (a stripped program) is named in Callgrind as Valgrind names such
+/// code: each sampled address its own function, `0x` and the address the object states in
+/// 16 hex digits, beside its object; the names `perf report` gives those addresses.
+#[test]
+fn code_without_symbols_is_named_in_callgrind_by_its_address_as_valgrind_names_it() {
+    common::require("callgrind_annotate");
+    let dir = tempfile::tempdir().unwrap();
+    let tries = [vec!["-e", "cpu-clock"], vec!["-e", "cpu-clock:u"]];
+    let Some(data) = record_with(dir.path(), "hot-stripped", &tries, "perf.data") else { return };
+    let out = dir.path().join("callgrind.out.hot");
+    let o = run(&["convert", data.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The functions named in the program's object.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let (mut objects, mut object, mut ours) = (std::collections::HashMap::new(), String::new(), Vec::new());
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("ob=") {
+            object = match rest.split_once(") ") {
+                Some((id, name)) => {
+                    objects.insert(id.to_string(), name.to_string());
+                    name.to_string()
+                }
+                None => objects.get(rest.trim_end_matches(')')).cloned().unwrap_or_default(),
+            };
+        } else if let Some(rest) = line.strip_prefix("fn=") {
+            // `(id) name`, `(id)` again, or a name written once, uncompressed.
+            let name = match rest.strip_prefix('(') {
+                Some(r) => r.split_once(") ").map(|(_, n)| n),
+                None => Some(rest),
+            };
+            if let Some(name) = name.filter(|_| object.ends_with("/hot")) {
+                ours.push(name.to_string());
+            }
+        }
+    }
+    ours.sort();
+    // The addresses perf reports in the program, named as perf names them.
+    let mut sampled: Vec<String> =
+        perf_report_self(&data, "cpu-clock").into_keys().filter(|n| n.starts_with("0x")).collect();
+    if sampled.is_empty() {
+        sampled =
+            perf_report_self(&data, "cpu-clock:u").into_keys().filter(|n| n.starts_with("0x")).collect();
+    }
+    sampled.sort();
+    assert!(!sampled.is_empty(), "{text}");
+    assert_eq!(ours, sampled, "{text}");
+    let total: u64 = periods(&data).iter().sum();
+    let shown = Command::new("callgrind_annotate").arg(&out).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(&format!("{} (100.0%)  PROGRAM TOTALS", thousands(total))), "{shown}");
+    assert!(shown.contains(&format!(":{} [", sampled[0])), "{shown}");
 }
 
 fn thousands(n: u64) -> String {

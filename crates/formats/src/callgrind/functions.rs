@@ -116,7 +116,9 @@ pub(crate) fn of_blocks(
                 {
                     FunctionName::Symbol(s)
                 }
-                (Some(b), _) => FunctionName::Code(names::code_name(profile, image, &index, b.offset)),
+                (Some(b), _) => {
+                    FunctionName::Code(names::valgrind_code_name(profile, image, &index, b.offset))
+                }
                 (None, _) => FunctionName::Code(format!("{}#{}", names::image_base_name(profile, image), r)),
             };
             let file = covering
@@ -160,9 +162,10 @@ mod tests {
         // Inside f but not at its start (a part of f entered apart): f, with f's file.
         assert_eq!(f.routines[1].name, FunctionName::Symbol(0));
         assert_eq!(f.routines[1].file, Some(3));
-        // No symbol: named by the image and address, the file of the entry's line.
+        // No symbol: named by its runtime address as Valgrind names such code, the file of
+        // the entry's line.
         assert_eq!(f.routines[2].file, Some(0));
-        assert!(matches!(&f.routines[2].name, FunctionName::Code(n) if n.ends_with("+0x40")));
+        assert_eq!(f.routines[2].name, FunctionName::Code("0x0000000000000040".into()));
         // Inside a section's name (Pin's `.plt`): code of its own.
         let mut plt = process.clone();
         plt.images[0].symbols[0].name = ".plt".into();

@@ -698,9 +698,9 @@ impl Writer<'_> {
                                             Some(f) => f,
                                             None => Func {
                                                 image: i as u32,
-                                                name: self
-                                                    .functions
-                                                    .key_once(&names::code_name(profile, image, index, o)),
+                                                name: self.functions.key_once(&names::valgrind_code_name(
+                                                    profile, image, index, o,
+                                                )),
                                                 file: costs.file(r),
                                             },
                                         }
@@ -834,7 +834,9 @@ impl Writer<'_> {
             let name = match costs.symbol(k) {
                 Some(s) => self.functions.key(&image.symbols[s as usize].name),
                 None => match costs.offset(k) {
-                    Some(o) => self.functions.key_once(&names::code_name(self.profile, image, index, o)),
+                    Some(o) => {
+                        self.functions.key_once(&names::valgrind_code_name(self.profile, image, index, o))
+                    }
                     None => self.functions.key("???"),
                 },
             };
