@@ -632,6 +632,29 @@ fn the_dcfg_of_every_valgrind_profile_passes_validate() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Valgrind charges the PLT stub a call goes through to the calling instruction (its default
+/// `--skip-plt=yes`), beyond the call's own executions: a DCFG's blocks cannot hold those
+/// instructions, and the conversion says how many of the profile's `Ir` its blocks hold.
+#[test]
+fn a_dcfg_says_how_many_of_valgrinds_instructions_its_blocks_cannot_hold() {
+    for tool in ["gcc", "valgrind"] {
+        common::require(tool);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = compiled(dir.path(), "plt-calls.c", "-fno-builtin");
+    let profile = valgrind_profile(&program, &[]);
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let ir: u64 = text.lines().find_map(|l| l.strip_prefix("summary: ")).unwrap().trim().parse().unwrap();
+    let dcfg = dir.path().join("plt-calls.dcfg.json.bz2");
+    let o = common::run(&["convert", profile.to_str().unwrap(), "-o", dcfg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let held = dcfg_block_instrs(&dcfg).0;
+    // 4,000 calls through the PLT, each at least one stub instruction beyond the call.
+    assert!(held + 4000 <= ir, "{held} of {ir}");
+    let said = format!("{} of the {ir} instruction executions (Ir)", ir - held);
+    assert!(common::stderr(&o).contains(&said), "{}", common::stderr(&o));
+}
+
 /// Calls and jumps inside inlined code (the STL's, at -O2) have their lines in the inlined
 /// file: the Callgrind cfghub writes, straight from valgrind's and through a DCFG, switches to
 /// it (`fi=`, `jfi=`) before their positions, so callgrind_annotate shows no `<bogus line>`

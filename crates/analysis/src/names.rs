@@ -90,14 +90,20 @@ pub fn code_name(profile: &Profile, image: &Image, index: &SymbolIndex, offset: 
 }
 
 /// The name of code at `offset` in `image` as Valgrind names it in a Callgrind profile:
-/// [`code_name`] where a symbol covers it, else the address its object states (as Callgrind
-/// positions are written: [`crate::addresses::stated_base`]) in 16 hex digits
-/// (`0x00000000000154bb`), as Valgrind names code without a symbol and as `perf report`
-/// names such an address of a library or PIE.
-pub fn valgrind_code_name(profile: &Profile, image: &Image, index: &SymbolIndex, offset: u64) -> String {
+/// [`code_name`] where a symbol covers it, else the address its object states (`stated_base`
+/// plus the offset, as Callgrind positions are written: `addresses::stated_base`) in 16 hex
+/// digits (`0x00000000000154bb`), as Valgrind names code without a symbol and as `perf
+/// report` names such an address of a library or PIE.
+pub fn valgrind_code_name(
+    profile: &Profile,
+    image: &Image,
+    index: &SymbolIndex,
+    offset: u64,
+    stated_base: u64,
+) -> String {
     match index.covering(offset) {
         Some(_) => code_name(profile, image, index, offset),
-        None => format!("0x{:016x}", crate::addresses::stated_base(profile, image).wrapping_add(offset)),
+        None => format!("0x{:016x}", stated_base.wrapping_add(offset)),
     }
 }
 

@@ -116,9 +116,13 @@ pub(crate) fn of_blocks(
                 {
                     FunctionName::Symbol(s)
                 }
-                (Some(b), _) => {
-                    FunctionName::Code(names::valgrind_code_name(profile, image, &index, b.offset))
-                }
+                (Some(b), _) => FunctionName::Code(names::valgrind_code_name(
+                    profile,
+                    image,
+                    &index,
+                    b.offset,
+                    cfghub_analysis::addresses::stated_base(profile, image),
+                )),
                 (None, _) => FunctionName::Code(format!("{}#{}", names::image_base_name(profile, image), r)),
             };
             let file = covering

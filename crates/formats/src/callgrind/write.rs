@@ -699,7 +699,11 @@ impl Writer<'_> {
                                             None => Func {
                                                 image: i as u32,
                                                 name: self.functions.key_once(&names::valgrind_code_name(
-                                                    profile, image, index, o,
+                                                    profile,
+                                                    image,
+                                                    index,
+                                                    o,
+                                                    addresses::stated_base(profile, image),
                                                 )),
                                                 file: costs.file(r),
                                             },
@@ -834,9 +838,13 @@ impl Writer<'_> {
             let name = match costs.symbol(k) {
                 Some(s) => self.functions.key(&image.symbols[s as usize].name),
                 None => match costs.offset(k) {
-                    Some(o) => {
-                        self.functions.key_once(&names::valgrind_code_name(self.profile, image, index, o))
-                    }
+                    Some(o) => self.functions.key_once(&names::valgrind_code_name(
+                        self.profile,
+                        image,
+                        index,
+                        o,
+                        addresses::stated_base(self.profile, image),
+                    )),
                     None => self.functions.key("???"),
                 },
             };

@@ -292,7 +292,7 @@ fn write_process(
     let writable = || p.edges.iter().filter_map(|e| Some((node_id(e.source)?, node_id(e.target)?, e)));
     let count = writable().count();
     let mut edges = writable();
-    warn_left_out(p, p.edges.len() - count, findings);
+    warn_left_out(p, p.edges.len() - count, unheld_instructions(profile, p), findings);
     let renumber = !edge_ids_usable(p);
     if renumber {
         findings.warn(
@@ -317,14 +317,40 @@ fn write_process(
     Ok(())
 }
 
-/// Warns of what process `p` holds that DCFG has no place for: the `dropped` edges between
-/// functions rather than blocks, calls' inclusive costs, call stacks.
-fn warn_left_out(p: &Process, dropped: usize, findings: &mut Findings) {
+/// What the profile's `Ir` counts of process `p` beyond the instruction executions its
+/// blocks hold (`NUM_INSTRS x COUNT`), and the `Ir` in all; `None` when the blocks hold it
+/// all. Valgrind charges the PLT stub a call goes through (`--skip-plt=yes`, its default) and
+/// a lazy binding's first pass to the calling instruction, so that instruction ran fewer
+/// times than its `Ir` says, and a DCFG, whose blocks run all their instructions equally
+/// often, has no block for the rest.
+fn unheld_instructions(profile: &Profile, p: &Process) -> Option<(u64, u64)> {
+    let ir = profile.event_index("Ir")?;
+    let counted: u64 = p.images.iter().map(|i| i.costs.total(ir)).fold(0, u64::saturating_add);
+    let held: u64 = p
+        .images
+        .iter()
+        .flat_map(|i| &i.blocks)
+        .map(|b| b.count.unwrap_or(0).saturating_mul(u64::from(b.num_instrs)))
+        .fold(0, u64::saturating_add);
+    (held > 0 && held < counted).then_some((counted - held, counted))
+}
+
+/// Warns of what process `p` holds that DCFG has no place for, in one line: the `dropped`
+/// edges between functions rather than blocks, and the `unheld` instruction executions of
+/// the profile's `Ir` no block holds ([`unheld_instructions`]); notes of calls' inclusive
+/// costs and call stacks.
+fn warn_left_out(p: &Process, dropped: usize, unheld: Option<(u64, u64)>, findings: &mut Findings) {
+    let mut lost = Vec::new();
     if dropped > 0 {
-        findings.warn(
-            None,
-            format!("process {}: {dropped} edge(s) between functions rather than blocks cannot be written to DCFG", p.pid),
-        );
+        lost.push(format!("{dropped} edge(s) between functions rather than blocks"));
+    }
+    if let Some((unheld, counted)) = unheld {
+        lost.push(format!(
+            "{unheld} of the {counted} instruction executions (Ir), which Valgrind charges to the calls that ran them (PLT stubs; valgrind --skip-plt=no gives them blocks)"
+        ));
+    }
+    if !lost.is_empty() {
+        findings.warn(None, format!("process {}: {} cannot be written to DCFG", p.pid, lost.join(" and ")));
     }
     if p.edges.iter().any(|e| !e.inclusive().is_empty()) {
         findings.detail(
