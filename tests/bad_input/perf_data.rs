@@ -143,6 +143,38 @@ fn flipped_bytes_never_panic() {
     }
 }
 
+/// A `--call-graph dwarf` recording whose records are damaged (registers, stack copies, their
+/// sizes): each read ends in a model or an error, never a panic, and a stack the damage cuts
+/// short is counted in the one warning that says how many were.
+#[test]
+fn damaged_user_stacks_never_panic() {
+    let bytes = std::fs::read(common::fixture("perf-data/interp-dwarf.perf.data")).unwrap();
+    let mut findings = Findings::default();
+    let profile = data::read(&bytes, &mut findings).unwrap();
+    assert!(!profile.processes.is_empty());
+    let data_start = u64_at(&bytes, 40) as usize;
+    let data_size = u64_at(&bytes, 48) as usize;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    // Each read names the C library from its DWARF: a dozen reads keep the test near ten
+    // seconds in a debug build.
+    for _ in 0..12 {
+        let mut b = bytes.clone();
+        for _ in 0..16 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = data_start + (state % data_size as u64) as usize;
+            b[at] = (state >> 32) as u8;
+        }
+        let mut findings = Findings::default();
+        if data::read(&b, &mut findings).is_ok() {
+            for w in findings.warnings().filter(|w| w.message.contains("user stack")) {
+                assert!(w.message.contains("were unwound only in part"), "{}", w.message);
+            }
+        }
+    }
+}
+
 /// The offset of feature section `feature` of the small recording (file layout).
 fn feature_offset(bytes: &[u8], feature: usize) -> usize {
     let data_end = (u64_at(bytes, 40) + u64_at(bytes, 48)) as usize;

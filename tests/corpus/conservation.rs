@@ -66,11 +66,16 @@ fn inputs() -> Vec<(PathBuf, Option<&'static str>)> {
         }
     }
     // perf.data recordings, every event of each, read without their binaries as a user
-    // without them converts them (a recording's golden outputs may name one).
+    // without them converts them (a recording's golden outputs may name one). Not the
+    // `--call-graph dwarf` one: its unwound stacks name code by its inline chain, as `perf
+    // script` does (a sample in `operand` inlined into `arith` is `operand`'s), where outputs
+    // by address name the function whose code it is (`arith`'s), as `perf report` and
+    // Valgrind do; `real_clients::perf_data` holds its stacks to perf's own.
     let mut recorded: Vec<PathBuf> = std::fs::read_dir(root.join("perf-data"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "data") && !out.iter().any(|(i, _)| i == p))
+        .filter(|p| !p.to_string_lossy().ends_with("-dwarf.perf.data"))
         .collect();
     recorded.sort();
     out.extend(recorded.into_iter().map(|p| (p, None)));
