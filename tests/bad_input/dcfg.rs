@@ -38,6 +38,20 @@ fn truncated_json() {
     );
 }
 
+/// A cost row of the extension table naming a symbol the image does not have.
+#[test]
+fn a_cost_of_a_symbol_the_image_lacks() {
+    let text = hello();
+    let at = text.find("\"BASIC_BLOCKS\"").unwrap();
+    let costs = "\"CFGHUB_COSTS\": [[\"ADDR_OFFSET\", \"VALUES\", \"SYMBOL\"], [\"0x536\", [1], 99]], ";
+    let text = format!("{}{costs}{}", &text[..at], &text[at..]);
+    refused(
+        "symbol.dcfg.json",
+        text.as_bytes(),
+        &["PROCESSES[0].IMAGES[0].IMAGE_DATA.CFGHUB_COSTS row 1", "SYMBOL 99 is not a row of the image's"],
+    );
+}
+
 #[test]
 fn wrong_type_in_a_row() {
     let text = hello().replace("[ 7, \"0x536\", 10, 2, 5, 3 ]", "[ 7, \"0x536\", \"ten\", 2, 5, 3 ]");

@@ -1131,7 +1131,10 @@ struct Costs {
 
 impl Table for Costs {
     const NAME: &'static str = COSTS_TAG;
-    const COLUMNS: &'static [&'static str] = &["ADDR_OFFSET", "VALUES"];
+    /// `SYMBOL` (optional): the row's function as the source stated it, by its row in the
+    /// image's `SYMBOLS` (0 the first), so that code two functions share keeps each one's
+    /// cost apart, as Valgrind counted it.
+    const COLUMNS: &'static [&'static str] = &["ADDR_OFFSET", "VALUES", "SYMBOL"];
     const REQUIRED: usize = 2;
     fn row<'de, A: SeqAccess<'de>>(
         &mut self,
@@ -1139,13 +1142,16 @@ impl Table for Costs {
         seq: A,
         ctx: &Ctx,
     ) -> Result<(), A::Error> {
-        let (mut offset, mut values) = (0, Vec::new());
+        let (mut offset, mut values, mut symbol) = (0, Vec::new(), 0);
         let present = read_cells(cols, seq, ctx, Self::COLUMNS, |f, seq| match f {
             0 => cell(seq, Int, &mut offset),
-            _ => cell(seq, IntList, &mut values),
+            1 => cell(seq, IntList, &mut values),
+            _ => cell(seq, Int, &mut symbol),
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
-        self.rows.push(Cost { offset: Some(offset), values: values.into(), ..Cost::default() });
+        // Checked against the image's symbols once both are read (`resolve_image`).
+        let symbol = (present & 4 != 0).then(|| u32::try_from(symbol).unwrap_or(u32::MAX));
+        self.rows.push(Cost { symbol, offset: Some(offset), values: values.into(), ..Cost::default() });
         Ok(())
     }
 }
@@ -1437,13 +1443,25 @@ fn resolve_image(
     at: &dyn Fn(String) -> Option<Place>,
     findings: &mut Findings,
 ) -> Image {
+    let mut costs = ri.costs;
+    let symbols = ri.symbols.len();
+    if let Some(row) = costs.iter().position(|c| c.symbol.is_some_and(|s| s as usize >= symbols)) {
+        let stated = costs[row].symbol.unwrap_or(0);
+        findings.violation(
+            at(format!("IMAGES[{i}].IMAGE_DATA.{COSTS_TAG} row {}", row + 1)),
+            format!("SYMBOL {stated} is not a row of the image's {symbols} SYMBOLS (0 the first)"),
+        );
+        for c in &mut costs {
+            c.symbol = None;
+        }
+    }
     let mut image = Image {
         id: ri.id,
         load_addr: ri.load_addr,
         size: Some(ri.size),
         symbols: ri.symbols,
         blocks: ri.blocks,
-        costs: ri.costs.into(),
+        costs: costs.into(),
         ..Image::default()
     };
     if let Some(fid) = ri.file {

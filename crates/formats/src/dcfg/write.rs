@@ -498,7 +498,8 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
         // The rows with an address, read in order as they are written: a list of them took
         // about 60 bytes a row (a profile of 2.5 million sampled addresses: 17x its size).
         let (mut rows, mut next) = (image.costs.cursor(), 0);
-        table(w, ind + 2, &["ADDR_OFFSET", "VALUES"], addressed, |w, _| {
+        let written = written_symbols(image);
+        table(w, ind + 2, &["ADDR_OFFSET", "VALUES", "SYMBOL"], addressed, |w, _| {
             let offset = loop {
                 next += 1;
                 if let Some(offset) = rows.offset(next - 1) {
@@ -508,12 +509,39 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
             w.hex(offset);
             c(w);
             w.ints(rows.values(next - 1).iter().copied());
+            if let Some(s) = rows.symbol(next - 1).and_then(|s| written.get(s as usize).copied().flatten()) {
+                c(w);
+                w.int(u64::from(s));
+            }
             Ok(())
         })?;
     }
     w.sp();
     w.s("}")?;
     Ok(())
+}
+
+/// The row of the image's `SYMBOLS` table (the symbols with an address, in order) each of its
+/// symbols is written as: a recursion level's name (`fib'2`, no address) is its function's.
+fn written_symbols(image: &Image) -> Vec<Option<u32>> {
+    let mut rows = Vec::with_capacity(image.symbols.len());
+    let mut by_name = std::collections::HashMap::new();
+    let mut next = 0u32;
+    for s in &image.symbols {
+        if s.offset.is_some() {
+            by_name.entry(s.name.as_str()).or_insert(next);
+            rows.push(Some(next));
+            next += 1;
+        } else {
+            rows.push(None);
+        }
+    }
+    for (row, s) in rows.iter_mut().zip(&image.symbols) {
+        if row.is_none() {
+            *row = cfghub_analysis::names::recursion_base(&s.name).and_then(|b| by_name.get(b).copied());
+        }
+    }
+    rows
 }
 
 /// The `SYMBOLS` table: name, offset and (when known) size of the symbols with an address.
