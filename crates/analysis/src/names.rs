@@ -33,6 +33,26 @@ impl SymbolIndex {
     /// The symbol whose range covers `offset` (the innermost-starting one when ranges nest).
     pub fn covering(&self, offset: u64) -> Option<u32> {
         let upto = self.ranges.partition_point(|r| r.0 <= offset);
+        self.covering_below(offset, upto)
+    }
+
+    /// [`SymbolIndex::covering`] for offsets looked up mostly in order (a cost table's rows,
+    /// a function's after another's): `hint` (0 to start) keeps the place of the last one,
+    /// and an offset at the same place needs no search.
+    pub fn covering_from(&self, offset: u64, hint: &mut usize) -> Option<u32> {
+        let at = *hint;
+        let here = at <= self.ranges.len()
+            && (at == 0 || self.ranges[at - 1].0 <= offset)
+            && self.ranges.get(at).is_none_or(|r| r.0 > offset);
+        if !here {
+            *hint = self.ranges.partition_point(|r| r.0 <= offset);
+        }
+        self.covering_below(offset, *hint)
+    }
+
+    /// The symbol covering `offset` among the first `upto` ranges (those starting at or
+    /// before it).
+    fn covering_below(&self, offset: u64, upto: usize) -> Option<u32> {
         self.ranges[..upto].iter().rev().take(8).find(|r| offset < r.1).map(|r| r.2)
     }
 }
@@ -349,5 +369,31 @@ mod typed_name_tests {
         assert_eq!(typing_distance("main", "mian"), 1);
         assert_eq!(typing_distance("area", "areas"), 1);
         assert_eq!(typing_distance("main", "exit"), 3);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hinted_look_up_finds_what_a_search_finds() {
+        let sym = |name: &str, offset, size| cfghub_model::ir::Symbol {
+            name: name.into(),
+            offset: Some(offset),
+            size,
+            file: None,
+        };
+        let symbols = [
+            sym("a", 0x10, Some(0x20)),
+            sym("b", 0x18, Some(4)),
+            sym("c", 0x40, None),
+            sym("d", 0x50, Some(8)),
+        ];
+        let index = SymbolIndex::of(&symbols);
+        let mut hint = 0;
+        for offset in [0x50, 0x10, 0x19, 0x1c, 0x2f, 0x40, 0x41, 0x57, 0x58, 0x0, 0x12, 0x12, 0x60] {
+            assert_eq!(index.covering_from(offset, &mut hint), index.covering(offset), "{offset:#x}");
+        }
     }
 }

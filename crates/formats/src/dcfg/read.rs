@@ -202,6 +202,8 @@ struct RawImage {
     blocks: Vec<Block>,
     routines: Option<Vec<RawRoutine>>,
     costs: Vec<Cost>,
+    /// The costs table has a `SYMBOL` column (see [`Costs`]).
+    costs_with_symbols: bool,
 }
 
 #[derive(Default)]
@@ -834,9 +836,10 @@ impl<'de> Visitor<'de> for ImageData<'_> {
                     append(im.routines.get_or_insert_with(Vec::new), t.rows);
                 }
                 COSTS_TAG => {
-                    let mut t = Costs { rows: Vec::new() };
+                    let mut t = Costs { rows: Vec::new(), with_symbols: false };
                     table_at(&mut map, ctx, COSTS_TAG, &mut t)?;
                     im.costs.extend(t.rows);
+                    im.costs_with_symbols |= t.with_symbols;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -1127,13 +1130,16 @@ impl<'de> Visitor<'de> for CountList {
 
 struct Costs {
     rows: Vec<Cost>,
+    /// The table has a `SYMBOL` column: a row without one is the covering symbol's.
+    with_symbols: bool,
 }
 
 impl Table for Costs {
     const NAME: &'static str = COSTS_TAG;
     /// `SYMBOL` (optional): the row's function as the source stated it, by its row in the
     /// image's `SYMBOLS` (0 the first), so that code two functions share keeps each one's
-    /// cost apart, as Valgrind counted it.
+    /// cost apart, as Valgrind counted it; stated where it is not the function whose symbol
+    /// covers the address, which a row without it belongs to in a table with the column.
     const COLUMNS: &'static [&'static str] = &["ADDR_OFFSET", "VALUES", "SYMBOL"];
     const REQUIRED: usize = 2;
     fn row<'de, A: SeqAccess<'de>>(
@@ -1149,6 +1155,7 @@ impl Table for Costs {
             _ => cell(seq, Int, &mut symbol),
         })?;
         require(present, Self::REQUIRED, Self::COLUMNS)?;
+        self.with_symbols |= cols.contains(&Some(2));
         // Checked against the image's symbols once both are read (`resolve_image`).
         let symbol = (present & 4 != 0).then(|| u32::try_from(symbol).unwrap_or(u32::MAX));
         self.rows.push(Cost { symbol, offset: Some(offset), values: values.into(), ..Cost::default() });
@@ -1445,6 +1452,12 @@ fn resolve_image(
 ) -> Image {
     let mut costs = ri.costs;
     let symbols = ri.symbols.len();
+    if ri.costs_with_symbols {
+        let (covering, mut hint) = (cfghub_analysis::names::SymbolIndex::of(&ri.symbols), 0);
+        for c in costs.iter_mut().filter(|c| c.symbol.is_none()) {
+            c.symbol = c.offset.and_then(|o| covering.covering_from(o, &mut hint));
+        }
+    }
     if let Some(row) = costs.iter().position(|c| c.symbol.is_some_and(|s| s as usize >= symbols)) {
         let stated = costs[row].symbol.unwrap_or(0);
         findings.violation(

@@ -272,8 +272,11 @@ fn write_process(
         w.nl(ind + 2)?;
     }
     w.key("IMAGES");
+    // The process's instruction executions, as its `Ir` counts them and as its blocks hold
+    // them, added up as the images are written.
+    let mut instructions = Instructions { ir: profile.event_index("Ir"), ..Instructions::default() };
     table(w, ind + 2, &["IMAGE_ID", "LOAD_ADDR", "SIZE", "IMAGE_DATA"], p.images.len(), |w, i| {
-        write_image(w, profile, &p.images[i], findings)
+        write_image(w, profile, &p.images[i], &mut instructions, findings)
     })?;
     w.s(",")?;
     w.nl(ind + 2)?;
@@ -292,7 +295,7 @@ fn write_process(
     let writable = || p.edges.iter().filter_map(|e| Some((node_id(e.source)?, node_id(e.target)?, e)));
     let count = writable().count();
     let mut edges = writable();
-    warn_left_out(p, p.edges.len() - count, unheld_instructions(profile, p), findings);
+    warn_left_out(p, p.edges.len() - count, instructions.unheld(), findings);
     let renumber = !edge_ids_usable(p);
     if renumber {
         findings.warn(
@@ -317,22 +320,25 @@ fn write_process(
     Ok(())
 }
 
-/// What the profile's `Ir` counts of process `p` beyond the instruction executions its
-/// blocks hold (`NUM_INSTRS x COUNT`), and the `Ir` in all; `None` when the blocks hold it
-/// all. Valgrind charges the PLT stub a call goes through (`--skip-plt=yes`, its default) and
-/// a lazy binding's first pass to the calling instruction, so that instruction ran fewer
-/// times than its `Ir` says, and a DCFG, whose blocks run all their instructions equally
-/// often, has no block for the rest.
-fn unheld_instructions(profile: &Profile, p: &Process) -> Option<(u64, u64)> {
-    let ir = profile.event_index("Ir")?;
-    let counted: u64 = p.images.iter().map(|i| i.costs.total(ir)).fold(0, u64::saturating_add);
-    let held: u64 = p
-        .images
-        .iter()
-        .flat_map(|i| &i.blocks)
-        .map(|b| b.count.unwrap_or(0).saturating_mul(u64::from(b.num_instrs)))
-        .fold(0, u64::saturating_add);
-    (held > 0 && held < counted).then_some((counted - held, counted))
+/// A process's instruction executions as its `Ir` event counts them (`ir`: that event, when
+/// the profile has it) and as its blocks hold them (`NUM_INSTRS x COUNT`).
+#[derive(Default)]
+struct Instructions {
+    ir: Option<usize>,
+    counted: u64,
+    held: u64,
+}
+
+impl Instructions {
+    /// What `Ir` counts beyond what the blocks hold, and the `Ir` in all; `None` when the
+    /// blocks hold it all. Valgrind charges the PLT stub a call goes through (`--skip-plt=yes`,
+    /// its default) and a lazy binding's first pass to the calling instruction, so that
+    /// instruction ran fewer times than its `Ir` says, and a DCFG, whose blocks run all their
+    /// instructions equally often, has no block for the rest.
+    fn unheld(&self) -> Option<(u64, u64)> {
+        (self.ir.is_some() && self.held > 0 && self.held < self.counted)
+            .then(|| (self.counted - self.held, self.counted))
+    }
 }
 
 /// Warns of what process `p` holds that DCFG has no place for, in one line: the `dropped`
@@ -403,7 +409,13 @@ fn edge_ids_usable(p: &Process) -> bool {
 
 /// Writes one image row: id, load address, size, then the object of its tables (file name,
 /// symbols, source lines, blocks, routines, costs), each only where the image has some.
-fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut Findings) -> Result<()> {
+fn write_image(
+    w: &mut JsonOut,
+    profile: &Profile,
+    image: &Image,
+    instructions: &mut Instructions,
+    findings: &mut Findings,
+) -> Result<()> {
     let ind = 12;
     w.int(image.id);
     c(w);
@@ -475,6 +487,8 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
         sep(w)?;
         w.key("BASIC_BLOCKS");
         write_blocks(w, ind + 2, &image.blocks)?;
+        let held = image.blocks.iter().map(|b| b.count.unwrap_or(0).saturating_mul(u64::from(b.num_instrs)));
+        instructions.held = held.fold(instructions.held, u64::saturating_add);
     }
     if let Some(routines) = &image.routines {
         sep(w)?;
@@ -499,6 +513,9 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
         // about 60 bytes a row (a profile of 2.5 million sampled addresses: 17x its size).
         let (mut rows, mut next) = (image.costs.cursor(), 0);
         let written = written_symbols(image);
+        // A row's function is stated where it is not the function whose symbol covers its
+        // address (what a reader takes a row without one for): code two functions share.
+        let (covering, mut hint) = (cfghub_analysis::names::SymbolIndex::new(image), 0);
         table(w, ind + 2, &["ADDR_OFFSET", "VALUES", "SYMBOL"], addressed, |w, _| {
             let offset = loop {
                 next += 1;
@@ -508,8 +525,16 @@ fn write_image(w: &mut JsonOut, profile: &Profile, image: &Image, findings: &mut
             };
             w.hex(offset);
             c(w);
-            w.ints(rows.values(next - 1).iter().copied());
-            if let Some(s) = rows.symbol(next - 1).and_then(|s| written.get(s as usize).copied().flatten()) {
+            let values = rows.values(next - 1);
+            if let Some(v) = instructions.ir.and_then(|e| values.get(e)) {
+                instructions.counted = instructions.counted.saturating_add(*v);
+            }
+            w.ints(values.iter().copied());
+            let stated = rows.symbol(next - 1).and_then(|s| written.get(s as usize).copied().flatten());
+            let covered = covering
+                .covering_from(offset, &mut hint)
+                .and_then(|s| written.get(s as usize).copied().flatten());
+            if let Some(s) = stated.filter(|&s| Some(s) != covered) {
                 c(w);
                 w.int(u64::from(s));
             }
