@@ -126,19 +126,25 @@ fn the_command_line_exits_2_with_the_offset() {
     assert!(!dir.path().join("out.folded").exists());
 }
 
+/// A copy of `bytes` with `flips` bytes in `range` set to values of the xorshift `state`.
+fn flipped(bytes: &[u8], range: std::ops::Range<usize>, flips: usize, state: &mut u64) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    for _ in 0..flips {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let at = range.start + (*state % range.len() as u64) as usize;
+        b[at] = (*state >> 32) as u8;
+    }
+    b
+}
+
 #[test]
 fn flipped_bytes_never_panic() {
     let bytes = recording();
     let mut state = 0x2545_f491_4f6c_dd1du64;
     for _ in 0..40 {
-        let mut b = bytes.clone();
-        for _ in 0..4 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let at = (state % b.len() as u64) as usize;
-            b[at] = (state >> 32) as u8;
-        }
+        let b = flipped(&bytes, 0..bytes.len(), 4, &mut state);
         let _ = data::read(&b, &mut Findings::default());
     }
 }
@@ -158,14 +164,7 @@ fn damaged_user_stacks_never_panic() {
     // Each read names the C library from its DWARF: a dozen reads keep the test near ten
     // seconds in a debug build.
     for _ in 0..12 {
-        let mut b = bytes.clone();
-        for _ in 0..16 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let at = data_start + (state % data_size as u64) as usize;
-            b[at] = (state >> 32) as u8;
-        }
+        let b = flipped(&bytes, data_start..data_start + data_size, 16, &mut state);
         let mut findings = Findings::default();
         if data::read(&b, &mut findings).is_ok() {
             for w in findings.warnings().filter(|w| w.message.contains("user stack")) {

@@ -349,7 +349,7 @@ fn code_without_symbols_is_named_in_callgrind_by_its_address_as_valgrind_names_i
     let total: u64 = periods(&data).iter().sum();
     let shown = Command::new("callgrind_annotate").arg(&out).output().unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.contains(&format!("{} (100.0%)  PROGRAM TOTALS", thousands(total))), "{shown}");
+    assert!(shown.contains(&format!("{} (100.0%)  PROGRAM TOTALS", thousands(total))), "{total}: {shown}");
     assert!(shown.contains(&format!(":{} [", sampled[0])), "{shown}");
 }
 

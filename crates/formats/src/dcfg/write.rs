@@ -341,22 +341,26 @@ impl Instructions {
     }
 }
 
-/// Warns of what process `p` holds that DCFG has no place for, in one line: the `dropped`
-/// edges between functions rather than blocks, and the `unheld` instruction executions of
-/// the profile's `Ir` no block holds ([`unheld_instructions`]); notes of calls' inclusive
-/// costs and call stacks.
+/// Warns of what process `p` holds that DCFG has no place for: the `dropped` edges between
+/// functions rather than blocks; notes (`-v`) of what a DCFG cannot hold by its nature: the
+/// `unheld` instruction executions of the profile's `Ir` no block holds
+/// ([`Instructions::unheld`]; the cost table keeps them), calls' inclusive costs, call stacks.
 fn warn_left_out(p: &Process, dropped: usize, unheld: Option<(u64, u64)>, findings: &mut Findings) {
-    let mut lost = Vec::new();
     if dropped > 0 {
-        lost.push(format!("{dropped} edge(s) between functions rather than blocks"));
+        findings.warn(
+            None,
+            format!("process {}: {dropped} edge(s) between functions rather than blocks cannot be written to DCFG", p.pid),
+        );
     }
     if let Some((unheld, counted)) = unheld {
-        lost.push(format!(
-            "{unheld} of the {counted} instruction executions (Ir), which Valgrind charges to the calls that ran them (PLT stubs; valgrind --skip-plt=no gives them blocks)"
-        ));
-    }
-    if !lost.is_empty() {
-        findings.warn(None, format!("process {}: {} cannot be written to DCFG", p.pid, lost.join(" and ")));
+        findings.detail(
+            None,
+            format!(
+                "process {}: the blocks hold {} of the {counted} instruction executions its Ir counts: Valgrind charges the other {unheld} to the calls that ran them (PLT stubs; valgrind --skip-plt=no gives them blocks), which the cost table keeps",
+                p.pid,
+                counted - unheld
+            ),
+        );
     }
     if p.edges.iter().any(|e| !e.inclusive().is_empty()) {
         findings.detail(
@@ -516,7 +520,12 @@ fn write_image(
         // A row's function is stated where it is not the function whose symbol covers its
         // address (what a reader takes a row without one for): code two functions share.
         let (covering, mut hint) = (cfghub_analysis::names::SymbolIndex::new(image), 0);
-        table(w, ind + 2, &["ADDR_OFFSET", "VALUES", "SYMBOL"], addressed, |w, _| {
+        // Without a function on any row (samples merged in), no `SYMBOL` column: a reader
+        // would take its rows for the covering symbol's.
+        let with_symbols = image.costs.has_symbols();
+        let header: &[&str] =
+            if with_symbols { &["ADDR_OFFSET", "VALUES", "SYMBOL"] } else { &["ADDR_OFFSET", "VALUES"] };
+        table(w, ind + 2, header, addressed, |w, _| {
             let offset = loop {
                 next += 1;
                 if let Some(offset) = rows.offset(next - 1) {
@@ -530,13 +539,16 @@ fn write_image(
                 instructions.counted = instructions.counted.saturating_add(*v);
             }
             w.ints(values.iter().copied());
-            let stated = rows.symbol(next - 1).and_then(|s| written.get(s as usize).copied().flatten());
-            let covered = covering
-                .covering_from(offset, &mut hint)
+            let stated = rows
+                .symbol(next - 1)
+                .filter(|_| with_symbols)
                 .and_then(|s| written.get(s as usize).copied().flatten());
-            if let Some(s) = stated.filter(|&s| Some(s) != covered) {
-                c(w);
-                w.int(u64::from(s));
+            if let Some(s) = stated {
+                let covered = covering.covering_from(offset, &mut hint);
+                if covered.and_then(|c| written.get(c as usize).copied().flatten()) != Some(s) {
+                    c(w);
+                    w.int(u64::from(s));
+                }
             }
             Ok(())
         })?;

@@ -1033,6 +1033,11 @@ impl CostTable {
         self.lines.any()
     }
 
+    /// Whether any row states its function.
+    pub fn has_symbols(&self) -> bool {
+        self.symbols.any()
+    }
+
     /// Gives back the room the table holds beyond its rows.
     pub fn shrink_to_fit(&mut self) {
         for c in self.columns_mut() {
