@@ -768,13 +768,12 @@ impl Replay {
         // of the call chain, in place of any user frame the chain has.
         self.unwound.clear();
         let unwinding = if s.user_stack.is_empty() { None } else { self.unwinding.as_mut() };
-        let unwound = unwinding.is_some_and(|u| {
+        let mut unwound = false;
+        if let Some(u) = unwinding {
             let generation = self.generations.get(&pid).copied().unwrap_or(0);
             let (rec, spaces) = (&self.rec, &self.spaces);
             let mappings = || {
-                let space = spaces.get(&pid).map(|s| s.0.clone()).unwrap_or_default();
-                let all: Vec<Mapping> = space.values().copied().collect();
-                all.into_iter().map(move |m| {
+                spaces.get(&pid).into_iter().flat_map(|s| s.0.values()).map(|m| {
                     let image = &rec.images[m.image as usize];
                     super::unwind::CodeMapping {
                         range: m.start..m.end,
@@ -787,8 +786,8 @@ impl Replay {
             };
             let regs = |n| s.user_register(&layout, n, order);
             u.unwind(pid, generation, mappings, regs, s.user_stack, &mut self.unwound);
-            true
-        });
+            unwound = true;
+        }
         if let Some((_, n)) = self.rec.not_unwound.as_mut().filter(|_| !s.user_stack.is_empty()) {
             *n += 1;
         }

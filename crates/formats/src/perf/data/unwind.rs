@@ -201,7 +201,9 @@ impl Unwinding {
             .and_then(read_unwind_sections)
             .or_else(|| read_unwind_sections(recorded))
             .map(Arc::new);
-        if read.is_none() && !m.path.starts_with('[') {
+        // A file mapped at two bases is two images: named once.
+        let named = self.tally.without_unwind_info.iter().any(|p| p == m.path);
+        if read.is_none() && !m.path.starts_with('[') && !named {
             self.tally.without_unwind_info.push(m.path.to_string());
         }
         self.files[at] = Some(read.clone());
