@@ -42,6 +42,8 @@ pub struct ConvertArgs {
     pub read: ReadArgs,
     #[command(flatten)]
     pub symbols: super::symbols::SymbolArgs,
+    #[command(flatten)]
+    pub infer: super::symbols::InferArgs,
 }
 
 /// Options shared by every command that reads a profile.
@@ -143,11 +145,12 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     // The reader is told what the writer needs (a perf.data file converted to folded stacks
     // needs no images nor source lines), and `--symbols` needs the images it names.
     let mut needs = output.map_or(Needs::ALL, |f| f.needs);
-    needs.images |= args.symbols.wanted();
+    needs.images |= args.symbols.wanted() || args.infer.infer;
     let read = ReadOptions { needs, ..args.read.options() };
     let mut loaded = load(&args.input, args.from.as_deref(), &args.symbols.reader_options(read))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
+    args.infer.apply(&args.symbols, &mut loaded, &args.input, quiet)?;
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);

@@ -67,6 +67,8 @@ pub struct DotArgs {
     pub increments: bool,
     #[command(flatten)]
     pub symbols: super::symbols::SymbolArgs,
+    #[command(flatten)]
+    pub infer: super::symbols::InferArgs,
     /// Whole-program view: draw at most N blocks one by one; the largest routines beyond that
     /// are drawn as one node each, named in the picture (0: every block, which Graphviz may
     /// take many minutes to lay out).
@@ -90,6 +92,7 @@ pub fn run(args: DotArgs, quiet: bool) -> Result<i32> {
         load(&args.input, args.from.as_deref(), &args.symbols.reader_options(ReadOptions::default()))?;
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
+    args.infer.apply(&args.symbols, &mut loaded, &args.input, quiet)?;
     let view = match (&args.routine, args.callgraph) {
         (Some(spec), _) => View::Routine { spec: spec.clone(), loop_node: args.loop_node },
         (None, true) => View::CallGraph,

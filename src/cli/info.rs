@@ -63,6 +63,8 @@ pub struct InfoArgs {
     pub top: usize,
     #[command(flatten)]
     pub symbols: super::symbols::SymbolArgs,
+    #[command(flatten)]
+    pub infer: super::symbols::InferArgs,
 }
 
 #[derive(Serialize, Debug)]
@@ -293,6 +295,7 @@ pub fn run(args: InfoArgs, quiet: bool) -> Result<i32> {
         }
     }
     let named = args.symbols.apply(&mut loaded, &args.input, quiet)?;
+    args.infer.apply(&args.symbols, &mut loaded, &args.input, quiet)?;
     let mut report = build(&args.input, loaded.format, &loaded.profile, args.top);
     report.symbols = named;
     report.memory.input = cfghub_model::io::Input::open(&args.input)

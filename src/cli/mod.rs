@@ -9,6 +9,7 @@ mod formats;
 mod info;
 mod manual;
 mod merge;
+mod overlap;
 mod symbols;
 mod synth;
 mod table;
@@ -74,6 +75,9 @@ pub enum Command {
     Trace(trace::TraceArgs),
     /// Compare two profiles: a differential flame graph for stacks, a routine table otherwise.
     Diff(diff::DiffArgs),
+    /// How close two profiles of one program are: function, block and edge overlap on the
+    /// binary's basic blocks, and flow conservation.
+    Overlap(overlap::OverlapArgs),
     /// Attribute samples (DCPI, perf.data, pprof) to a DCFG's basic blocks: samples per block,
     /// routine and loop.
     Merge(merge::MergeArgs),
@@ -130,6 +134,7 @@ pub fn main() -> i32 {
         Command::Convert(args) => convert::run(args, quiet),
         Command::Trace(args) => trace::run(args, quiet),
         Command::Diff(args) => diff::run(args, quiet),
+        Command::Overlap(args) => overlap::run(args, quiet),
         Command::Merge(args) => merge::run(args, quiet),
         Command::Csi(args) => csi::run(args, quiet),
         Command::Dot(args) => dot::run(args, quiet),

@@ -90,3 +90,27 @@ impl SymbolArgs {
         Ok(reports)
     }
 }
+
+/// `--infer`: block and edge counts from plain samples and the binary's code.
+#[derive(Args, Debug, Default, Clone)]
+pub struct InferArgs {
+    /// Infer block and edge counts from sampled instruction addresses (no branch records
+    /// needed), from the binary's machine code: the binary is found as --symbols finds it
+    /// (docs/inference.md).
+    #[arg(long)]
+    pub infer: bool,
+}
+
+impl InferArgs {
+    /// Infers the counts of a loaded profile when asked to, printing the warnings.
+    pub fn apply(&self, symbols: &SymbolArgs, loaded: &mut Loaded, name: &str, quiet: bool) -> Result<()> {
+        if !self.infer {
+            return Ok(());
+        }
+        let mut findings = cfghub_model::error::Findings::default();
+        let kind = loaded.format.address_kind();
+        cfghub_analysis::inference::infer(&mut loaded.profile, kind, 0, &symbols.options(), &mut findings)
+            .map_err(|e| e.in_file(name))?;
+        super::check_findings(name, &findings, quiet)
+    }
+}

@@ -109,6 +109,10 @@ pub struct BranchRecords {
     /// nothing of the flow (the call's branch and the callee's return do); they are kept on
     /// the call's bypass edge ([`cfghub_model::ir::RecordedRuns::over_call`]).
     pub over_calls: Vec<FallThrough>,
+    /// Sources of taken branches known to be call instructions (from the binary's code): a
+    /// call of a function's own entry (recursion) is then a call, not a branch back to the
+    /// entry.
+    pub calls: Vec<CodeAddress>,
 }
 
 /// What [`BranchRecords::to_model`] left out.
@@ -129,6 +133,13 @@ impl BranchRecords {
     /// Adds a taken branch (repeats add up in [`BranchRecords::aggregate`]).
     pub fn add_taken(&mut self, from: CodeAddress, to: CodeAddress, count: u64, mispredicts: u64) {
         self.taken.push(TakenBranch { from, to, count, mispredicts });
+    }
+
+    /// Adds a call from the call instruction at `from` to the function entry `to`, `count`
+    /// times.
+    pub fn add_call(&mut self, from: CodeAddress, to: CodeAddress, count: u64) {
+        self.add_taken(from, to, count, 0);
+        self.calls.push(from);
     }
 
     /// Adds a fall-through range (repeats add up in [`BranchRecords::aggregate`]).
@@ -161,6 +172,8 @@ impl BranchRecords {
                 kept.mispredicts = kept.mispredicts.saturating_add(b.mispredicts);
             },
         );
+        self.calls.sort_unstable();
+        self.calls.dedup();
         for list in [&mut self.fall_throughs, &mut self.block_fall_throughs, &mut self.over_calls] {
             list.retain(|f| f.count > 0);
             add_up(list, |f| (f.start, f.end), |kept, f| kept.count = kept.count.saturating_add(f.count));
@@ -249,7 +262,7 @@ impl BranchRecords {
         for ((image, points), cover) in process.images.iter_mut().zip(&images).zip(&covers) {
             symbol_of.push(place_points(image, points, cover));
         }
-        let mut transfers = transfers(&self.taken, &images, &symbol_of, &process.images);
+        let mut transfers = transfers(&self.taken, &self.calls, &images, &symbol_of, &process.images);
         block_ends(&mut transfers, &self.block_fall_throughs, &self.taken, &images, &symbol_of);
         let owners: Vec<Vec<u32>> =
             process.images.iter().map(|i| (0..i.symbols.len() as u32).collect()).collect();
@@ -443,6 +456,7 @@ fn place_points(image: &mut Image, points: &ImagePoints, cover: &Coverage) -> Ve
 /// and the flow at its source (see the module documentation).
 fn transfers(
     taken: &[TakenBranch],
+    calls: &[CodeAddress],
     images: &[ImagePoints],
     symbol_of: &[Vec<u32>],
     model: &[Image],
@@ -458,13 +472,14 @@ fn transfers(
         let si = src_points.index(from.offset);
         let flow = src_points.flow[si];
         let src_symbol = symbol_of[from.image as usize][si];
+        let is_call = calls.binary_search(&from).is_ok();
         for (j, b) in taken[k..k + run].iter().enumerate() {
             let tgt_points = &images[b.to.image as usize];
             let ti = tgt_points.index(b.to.offset);
             let tgt_symbol = symbol_of[b.to.image as usize][ti];
             let other_function = (b.to.image, tgt_symbol) != (from.image, src_symbol);
             let at_entry = covers[b.to.image as usize].starts_at(b.to.offset);
-            let (kind, detail) = if other_function && at_entry {
+            let (kind, detail) = if (other_function || is_call) && at_entry {
                 (EdgeKind::Call, 0)
             } else if other_function {
                 (EdgeKind::Return, 0)

@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
 use object::{Object, ObjectSection, SectionKind};
 
 use crate::symbolize::elf::ElfFile;
@@ -28,15 +28,18 @@ use crate::symbolize::elf::ElfFile;
 pub enum Flow {
     /// On to the next instruction.
     Next,
-    /// A call (direct or indirect): on to the next instruction when the callee returns.
-    Call,
+    /// A call: on to the next instruction when the callee returns. The callee's address
+    /// for a direct call.
+    Call(Option<u64>),
     /// Conditionally to the target (an address), else on.
     Conditional(u64),
     /// Always to the target.
     Jump(u64),
-    /// Never on to the next instruction, to no target known here: an indirect jump, a
-    /// return, a trap.
+    /// Never on to the next instruction, to no target known here: a return, a trap.
     Stop,
+    /// An indirect jump (a jump table's, a computed goto's, or a tail call through a
+    /// pointer): like [`Flow::Stop`], to targets the instruction does not state.
+    Indirect,
     /// A no-operation (padding and alignment): on to the next instruction.
     Nop,
 }
@@ -50,6 +53,33 @@ pub struct Instruction {
     pub len: u8,
     /// How control leaves it.
     pub flow: Flow,
+    /// How long it takes, in half cycles, as a rough static model has it
+    /// ([`latency_estimate`]): what a time sample that falls on it is worth.
+    pub half_cycles: u8,
+}
+
+/// A rough estimate, in half cycles, of what an instruction holds up a current x86-64 core:
+/// a no-operation 1, any other instruction 2, a multiply 4 more, a divide 40 more, an
+/// indirect branch (often mispredicted) 8 more. Time samples fall on instructions as their
+/// costs add up, which their number alone does not say: an interpreter's dispatch ends in an
+/// indirect jump, a hash's loop multiplies. (Loads are left at 2: whether one waits depends
+/// on the cache, which the code does not say, and counting them dearer made the inference
+/// of loops over arrays worse, not better.)
+fn latency_estimate(i: &iced_x86::Instruction) -> u8 {
+    let mnemonic = i.mnemonic();
+    if mnemonic == Mnemonic::Nop {
+        return 1;
+    }
+    let mut cost = 2u8;
+    cost += match mnemonic {
+        Mnemonic::Div | Mnemonic::Idiv => 40,
+        Mnemonic::Imul | Mnemonic::Mul => 4,
+        _ => 0,
+    };
+    if matches!(i.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall) {
+        cost += 8;
+    }
+    cost
 }
 
 impl Instruction {
@@ -78,35 +108,76 @@ pub struct FunctionCode {
     pub instructions: Vec<Instruction>,
     /// BOLT's basic blocks of them, by address.
     pub blocks: Vec<CodeBlock>,
+    /// The jump tables of the function's indirect jumps, as (the jump's address, the
+    /// distinct targets its table lists, in table order), by address of the jump.
+    pub jump_tables: Vec<(u64, Vec<u64>)>,
     start: u64,
     end: u64,
 }
+
+/// Reads `len` bytes at an address of the space a function is decoded in (for its jump
+/// tables); `None` where the file has none.
+pub(crate) type DataReader<'a> = &'a dyn Fn(u64, usize) -> Option<&'a [u8]>;
 
 impl FunctionCode {
     /// Decodes x86-64 `bytes`, the function's code from address `at` (any address space in
     /// which the function is contiguous: linked addresses, or file offsets). Decoding stops at
     /// bytes that are no instruction.
+    #[cfg(test)]
     pub(crate) fn decode_x86_64(bytes: &[u8], at: u64) -> FunctionCode {
+        Self::decode_x86_64_with_data(bytes, at, &|_, _| None)
+    }
+
+    /// [`FunctionCode::decode_x86_64`], reading the jump tables of its indirect jumps with
+    /// `data`.
+    pub(crate) fn decode_x86_64_with_data(bytes: &[u8], at: u64, data: DataReader) -> FunctionCode {
         let mut decoder = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE);
         let end = at + bytes.len() as u64;
         let mut instructions = Vec::with_capacity(bytes.len() / 4);
+        let mut decoded: Vec<iced_x86::Instruction> = Vec::with_capacity(bytes.len() / 4);
+        let mut indirect = Vec::new();
         for i in &mut decoder {
             if i.is_invalid() {
                 break;
             }
+            if i.flow_control() == FlowControl::IndirectBranch {
+                indirect.push(decoded.len());
+            }
+            decoded.push(i);
             let target = i.near_branch_target();
             let flow = match i.flow_control() {
                 _ if i.mnemonic() == Mnemonic::Nop => Flow::Nop,
                 FlowControl::ConditionalBranch => Flow::Conditional(target),
                 FlowControl::UnconditionalBranch => Flow::Jump(target),
-                FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
-                FlowControl::Call | FlowControl::IndirectCall => Flow::Call,
+                FlowControl::IndirectBranch => Flow::Indirect,
+                FlowControl::Return | FlowControl::Exception => Flow::Stop,
+                FlowControl::Call => Flow::Call(Some(target)),
+                FlowControl::IndirectCall => Flow::Call(None),
                 _ => Flow::Next,
             };
-            instructions.push(Instruction { at: i.ip(), len: i.len() as u8, flow });
+            instructions.push(Instruction {
+                at: i.ip(),
+                len: i.len() as u8,
+                flow,
+                half_cycles: latency_estimate(&i),
+            });
         }
-        let blocks = blocks(&instructions, at, end);
-        FunctionCode { instructions, blocks, start: at, end }
+        let starts = |t: u64| instructions.binary_search_by_key(&t, |i| i.at).is_ok();
+        let jump_tables: Vec<(u64, Vec<u64>)> = indirect
+            .iter()
+            .filter_map(|&k| {
+                let targets = jump_table(&decoded, k, data, at..end, &starts)?;
+                Some((decoded[k].ip(), targets))
+            })
+            .collect();
+        let blocks = blocks(&instructions, &jump_tables, at, end);
+        FunctionCode { instructions, blocks, jump_tables, start: at, end }
+    }
+
+    /// The targets the jump table of the indirect jump at `at` lists, when it has one.
+    pub fn jump_table(&self, at: u64) -> Option<&[u64]> {
+        let k = self.jump_tables.binary_search_by_key(&at, |t| t.0).ok()?;
+        Some(&self.jump_tables[k].1)
     }
 
     /// The block holding `addr`.
@@ -153,12 +224,17 @@ impl FunctionCode {
         }
         let before = self.blocks[k - 1];
         let last = self.instructions.binary_search_by_key(&before.last, |i| i.at).ok()?;
-        (before.falls_through && self.instructions[last].flow == Flow::Call).then_some(before.last)
+        (before.falls_through && matches!(self.instructions[last].flow, Flow::Call(_))).then_some(before.last)
     }
 }
 
 /// BOLT's blocks of a function's instructions (see the module documentation).
-fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> {
+fn blocks(
+    instructions: &[Instruction],
+    jump_tables: &[(u64, Vec<u64>)],
+    start: u64,
+    end: u64,
+) -> Vec<CodeBlock> {
     let inside = |t: u64| (start..end).contains(&t);
     let mut targets: Vec<u64> = instructions
         .iter()
@@ -166,6 +242,7 @@ fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> 
             Flow::Conditional(t) | Flow::Jump(t) if inside(t) => Some(t),
             _ => None,
         })
+        .chain(jump_tables.iter().flat_map(|t| t.1.iter().copied()))
         .collect();
     targets.push(start);
     targets.sort_unstable();
@@ -210,7 +287,7 @@ fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> 
         if let Some(block) = out.last_mut() {
             block.last = i.at;
         }
-        if matches!(i.flow, Flow::Conditional(_) | Flow::Jump(_) | Flow::Stop) {
+        if matches!(i.flow, Flow::Conditional(_) | Flow::Jump(_) | Flow::Stop | Flow::Indirect) {
             open = false;
         }
     }
@@ -225,12 +302,110 @@ fn blocks(instructions: &[Instruction], start: u64, end: u64) -> Vec<CodeBlock> 
 fn falls_into(last: Option<Instruction>, before: Option<Instruction>, next: u64) -> bool {
     let Some(last) = last else { return true };
     match last.flow {
-        Flow::Next | Flow::Call | Flow::Nop | Flow::Conditional(_) => true,
+        Flow::Next | Flow::Call(_) | Flow::Nop | Flow::Conditional(_) => true,
         Flow::Jump(t) => {
             t == next || matches!(before.map(|b| b.flow), Some(Flow::Conditional(c)) if c == next)
         }
-        Flow::Stop => false,
+        Flow::Stop | Flow::Indirect => false,
     }
+}
+
+/// Most entries read from a jump table whose bound the code does not state.
+const MAX_TABLE_ENTRIES: usize = 1024;
+
+/// The targets of the jump table the indirect jump `decoded[k]` goes through, in the two forms
+/// compilers emit for x86-64 (BOLT's `analyzeIndirectBranch` knows them too):
+/// - position-independent: `lea TABLE(%rip),B; movslq (B,I,4),R; add B,R; jmp *R`, each entry
+///   a 32-bit offset from the table;
+/// - absolute: `jmp *TABLE(,I,8)`, each entry an address.
+///
+/// The bound is the `cmp $N,I` before the jump (N + 1 entries after `ja`); without one,
+/// entries are read while they land on instructions of the function. Targets outside the
+/// function or not at an instruction's start end the table.
+fn jump_table(
+    decoded: &[iced_x86::Instruction],
+    k: usize,
+    data: DataReader,
+    function: std::ops::Range<u64>,
+    starts: &dyn Fn(u64) -> bool,
+) -> Option<Vec<u64>> {
+    let jump = &decoded[k];
+    let earlier = |from: usize| decoded[..from].iter().enumerate().rev();
+    let same = |a: Register, b: Register| a != Register::None && a.full_register() == b.full_register();
+    // (table address, entry size, index register, relative base)
+    let (table, size, index, relative) = match jump.op0_kind() {
+        OpKind::Memory if jump.memory_base() == Register::None && jump.memory_index_scale() == 8 => {
+            (jump.memory_displacement64(), 8usize, jump.memory_index(), false)
+        }
+        OpKind::Register => {
+            let r = jump.op0_register();
+            let (a, _) = earlier(k).take(6).find(|(_, i)| {
+                i.mnemonic() == Mnemonic::Add
+                    && i.op_count() == 2
+                    && i.op1_kind() == OpKind::Register
+                    && same(i.op0_register(), r)
+            })?;
+            let base = decoded[a].op1_register();
+            let (m, load) = earlier(a).take(6).find(|(_, i)| {
+                i.mnemonic() == Mnemonic::Movsxd
+                    && same(i.op0_register(), r)
+                    && i.op1_kind() == OpKind::Memory
+            })?;
+            if !same(load.memory_base(), base) || load.memory_index_scale() != 4 {
+                return None;
+            }
+            let (_, lea) = earlier(m).find(|(_, i)| {
+                i.mnemonic() == Mnemonic::Lea
+                    && same(i.op0_register(), base)
+                    && i.memory_base() == Register::RIP
+            })?;
+            (lea.memory_displacement64(), 4, load.memory_index(), true)
+        }
+        _ => return None,
+    };
+    // The bound: `cmp $N, I` then `ja` (N + 1 entries) or `jae` (N).
+    let bound = earlier(k).take(12).find_map(|(c, i)| {
+        let compares = i.mnemonic() == Mnemonic::Cmp
+            && i.op0_kind() == OpKind::Register
+            && same(i.op0_register(), index)
+            && matches!(
+                i.op1_kind(),
+                OpKind::Immediate8
+                    | OpKind::Immediate8to32
+                    | OpKind::Immediate8to64
+                    | OpKind::Immediate32
+                    | OpKind::Immediate32to64
+            );
+        if !compares {
+            return None;
+        }
+        let n = i.immediate(1) as usize;
+        match decoded.get(c + 1)?.mnemonic() {
+            Mnemonic::Ja => Some(n + 1),
+            Mnemonic::Jae => Some(n),
+            _ => None,
+        }
+    });
+    let count = bound.unwrap_or(MAX_TABLE_ENTRIES).min(MAX_TABLE_ENTRIES);
+    let mut targets = Vec::new();
+    for e in 0..count {
+        let Some(bytes) = data(table.wrapping_add((e * size) as u64), size) else { break };
+        let target = if relative {
+            table.wrapping_add(i32::from_le_bytes(bytes.try_into().ok()?) as i64 as u64)
+        } else {
+            u64::from_le_bytes(bytes.try_into().ok()?)
+        };
+        if !function.contains(&target) || !starts(target) {
+            if bound.is_some() {
+                return None; // not a table of this function after all
+            }
+            break;
+        }
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    (!targets.is_empty()).then_some(targets)
 }
 
 /// The executable sections of an x86-64 ELF file, to decode its functions by address or by
@@ -238,6 +413,8 @@ fn falls_into(last: Option<Instruction>, before: Option<Instruction>, next: u64)
 pub struct BinaryCode {
     /// (address, file offset, bytes) of each executable section with contents.
     sections: Vec<(u64, u64, &'static [u8])>,
+    /// (address, file offset, bytes) of each loaded section with contents, for jump tables.
+    loaded: Vec<(u64, u64, &'static [u8])>,
     /// Keeps the bytes above mapped.
     _elf: ElfFile,
 }
@@ -260,7 +437,17 @@ impl BinaryCode {
                 (!data.is_empty()).then_some((s.address(), offset, data))
             })
             .collect();
-        (!sections.is_empty()).then_some(BinaryCode { sections, _elf: elf })
+        let loaded: Vec<(u64, u64, &'static [u8])> = elf
+            .object
+            .sections()
+            .filter(|s| s.address() != 0)
+            .filter_map(|s| {
+                let (offset, _) = s.file_range()?;
+                let data: &'static [u8] = s.data().ok()?;
+                (!data.is_empty()).then_some((s.address(), offset, data))
+            })
+            .collect();
+        (!sections.is_empty()).then_some(BinaryCode { sections, loaded, _elf: elf })
     }
 
     /// The function of `size` bytes at linked address `address`.
@@ -277,7 +464,13 @@ impl BinaryCode {
         let s = self.sections.iter().find(|s| at >= base(s) && at - base(s) < s.2.len() as u64)?;
         let from = (at - base(s)) as usize;
         let to = from.saturating_add(usize::try_from(size).ok()?).min(s.2.len());
-        Some(FunctionCode::decode_x86_64(&s.2[from..to], at))
+        let read = |address: u64, len: usize| -> Option<&[u8]> {
+            let s =
+                self.loaded.iter().find(|s| address >= base(s) && address - base(s) < s.2.len() as u64)?;
+            let from = (address - base(s)) as usize;
+            s.2.get(from..from.checked_add(len)?)
+        };
+        Some(FunctionCode::decode_x86_64_with_data(&s.2[from..to], at, &read))
     }
 }
 

@@ -167,6 +167,12 @@ impl Symbolizer {
         Self::build(found, lines, false)
     }
 
+    /// The symbolizer of what [`search::find`] found with its function symbols and segments
+    /// but no DWARF: for a caller that needs functions' extents, not source lines.
+    pub fn with_symbols_only(found: Found) -> Result<Symbolizer> {
+        Self::build(found, false, true)
+    }
+
     fn build(found: Found, with_dwarf: bool, list_functions: bool) -> Result<Symbolizer> {
         let open = |p: &Option<std::path::PathBuf>| p.as_deref().map(ElfFile::open).transpose();
         let binary = open(&found.binary)?;

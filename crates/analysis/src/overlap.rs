@@ -1,0 +1,439 @@
+//! How close two profiles of one program are: function, block and edge overlap, and flow
+//! conservation, on the binary's own basic blocks (`cfghub overlap`).
+//!
+//! Profiles cut code into blocks their own way (Valgrind's rebuild splits after every call,
+//! a DCFG as Pin saw it, samples have none), so both are first laid on one grid: the blocks
+//! BOLT builds from the binary's code ([`crate::machine_code`]). A block of the grid counts
+//! what the profile's block holding its first instruction counts (every instruction of a
+//! block runs as often as the block); a jump of the grid, what the profile's edges from the
+//! block holding its branch to the block starting at its target count. A profile of plain
+//! samples, without blocks, counts its samples per instruction in each block ("plain
+//! per-block samples"), and has no edges.
+//!
+//! The measures are LLVM's (`llvm-profdata overlap`): over matched items, the sum of
+//! `min(a_i / sum_a, b_i / sum_b)`, 1 for equal distributions and 0 for disjoint ones.
+//! - **function overlap**: of the functions' executed instructions (block counts times
+//!   their instructions), over every function either profile has;
+//! - **block overlap** and **edge overlap**: of block and jump counts, over the *hot*
+//!   functions: those holding a fraction (0.9 by default) of the first profile's executed
+//!   instructions;
+//! - per hot function, the same two within the function (each side normalised to the
+//!   function's own total), and for each side how many of its blocks with a count conserve
+//!   flow (the jumps in, and out, add up to the count; BOLT's profile-quality measure).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::executions::block_totals;
+use crate::inference::{block_instructions, block_of, block_weights, function_jumps, sample_unit};
+use crate::machine_code::{BinaryCode, FunctionCode};
+use crate::symbolize::search::{self, Query};
+use crate::symbolize::{Options as SymbolOptions, Symbolizer};
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::ir::{AddressKind, EdgeKind, NodeRef, Profile};
+
+/// A profile to compare: the model and what its addresses are.
+pub struct Side<'a> {
+    /// The profile.
+    pub profile: &'a Profile,
+    /// What its addresses are (its format's address kind).
+    pub kind: AddressKind,
+    /// The event its samples are weighed by, where it has no blocks.
+    pub event: usize,
+}
+
+/// The overlap of two profiles.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Overlap {
+    /// The fraction of the first profile's executed instructions the hot functions hold.
+    pub hot_fraction: f64,
+    /// Function overlap, over every function.
+    pub functions: f64,
+    /// Block overlap over the hot functions.
+    pub blocks: f64,
+    /// Edge overlap over the hot functions; `None` when a side has no edges.
+    pub edges: Option<f64>,
+    /// Of each side's blocks with a count in the hot functions, how many conserve flow:
+    /// `[balanced, with a count]`; `None` for a side without edges.
+    pub balanced: [Option<[u64; 2]>; 2],
+    /// The hot functions, hottest first in the first profile.
+    pub per_function: Vec<FunctionOverlap>,
+}
+
+/// One hot function's overlap.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FunctionOverlap {
+    /// Its name (the binary's symbol, demangled).
+    pub name: String,
+    /// The binary it is in.
+    pub binary: String,
+    /// Its stated address.
+    pub address: u64,
+    /// Its blocks (BOLT's).
+    pub blocks: usize,
+    /// Its share of each profile's executed instructions.
+    pub share: [f64; 2],
+    /// Block overlap within it.
+    pub block_overlap: f64,
+    /// Edge overlap within it; `None` when a side has no edges.
+    pub edge_overlap: Option<f64>,
+    /// Per side: `[blocks that conserve flow, blocks with a count]`; `None` without edges.
+    pub balanced: [Option<[u64; 2]>; 2],
+}
+
+/// A function's counts on the grid, for one side.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    blocks: Vec<u64>,
+    jumps: Vec<u64>,
+    has_edges: bool,
+}
+
+/// A function of a binary: its grid and each side's counts on it.
+struct Function {
+    name: String,
+    binary: String,
+    code: FunctionCode,
+    instructions: Vec<u64>,
+    jumps: Vec<crate::inference::flow::Jump>,
+    sides: [Counts; 2],
+}
+
+/// Compares `a` and `b` (see the module documentation), finding binaries as `options` say;
+/// `hot` is the fraction of the first profile's executed instructions whose functions are
+/// compared block by block.
+pub fn overlap(
+    a: &Side,
+    b: &Side,
+    options: &SymbolOptions,
+    hot: f64,
+    findings: &mut Findings,
+) -> Result<Overlap> {
+    let mut binaries = Binaries::default();
+    let mut functions: BTreeMap<(String, u64), Function> = BTreeMap::new();
+    for (s, side) in [a, b].into_iter().enumerate() {
+        project(side, s, options, &mut binaries, &mut functions, findings)?;
+    }
+    if functions.is_empty() {
+        return Err(Error::input(
+            "overlap: no function of either profile could be laid on its binary's blocks",
+        )
+        .with_hint("name the profiled binary with --symbols (x86-64 ELF code)"));
+    }
+    Ok(measure(&functions, hot))
+}
+
+/// The binaries found so far, by the path found.
+#[derive(Default)]
+struct Binaries {
+    opened: BTreeMap<PathBuf, Option<(BinaryCode, Symbolizer)>>,
+}
+
+/// Lays one side's counts on the grid of every function it touches.
+fn project(
+    side: &Side,
+    s: usize,
+    options: &SymbolOptions,
+    binaries: &mut Binaries,
+    functions: &mut BTreeMap<(String, u64), Function>,
+    findings: &mut Findings,
+) -> Result<()> {
+    let profile = side.profile;
+    let unit = sample_unit(profile, side.event);
+    let images: usize = profile.processes.iter().map(|p| p.images.len()).sum();
+    let mut unplaced = Vec::new();
+    for process in &profile.processes {
+        let totals = block_totals(process);
+        for (i, image) in process.images.iter().enumerate() {
+            if image.blocks.is_empty() && image.costs.is_empty() {
+                continue;
+            }
+            let name = profile.image_name(image);
+            let file = image.file.map(|f| profile.file_name(f).to_string());
+            let query = Query {
+                image: file.as_deref(),
+                paths: &options.paths,
+                sole: images == 1,
+                system_dirs: &options.system_dirs,
+                build_id: image.build_id.as_deref(),
+                build_id_caches: &options.build_id_caches,
+            };
+            let found = search::find(&query);
+            let Some(path) = found.binary.clone() else {
+                unplaced.push(name);
+                continue;
+            };
+            let opened = binaries.opened.entry(path.clone()).or_insert_with(|| {
+                let code = BinaryCode::open(&path)?;
+                Some((code, Symbolizer::with_symbols_only(found).ok()?))
+            });
+            let Some((code, symbolizer)) = opened.as_ref() else {
+                unplaced.push(name);
+                continue;
+            };
+            let Some(relocation) = symbolizer.relocation(side.kind, image.load_addr, image.file_offset)
+            else {
+                unplaced.push(name);
+                continue;
+            };
+            let binary = path.file_name().map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
+            let stated = |offset: u64| relocation.to_stated(image.load_addr.wrapping_add(offset));
+            if image.blocks.is_empty() {
+                // Plain samples: per function, each block's samples per instruction.
+                let mut by_function: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+                for c in image.costs.iter() {
+                    let (Some(offset), Some(&v)) = (c.offset, c.values.get(side.event)) else { continue };
+                    let Some(at) = stated(offset).filter(|_| v > 0) else { continue };
+                    if let Some(hit) = symbolizer.find_symbol(at) {
+                        by_function.entry(hit.address).or_default().push((at, v));
+                    }
+                }
+                for (start, mut samples) in by_function {
+                    samples.sort_unstable();
+                    let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
+                    let weights = block_weights(&f.code, &samples, unit);
+                    for (c, w) in f.sides[s].blocks.iter_mut().zip(weights) {
+                        *c += w;
+                    }
+                }
+                continue;
+            }
+            // Blocks: the count of the profile's block holding each grid block's start.
+            let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+            for (k, block) in image.blocks.iter().enumerate() {
+                let count = totals
+                    .get(cfghub_model::ir::BlockRef { image: i as u32, block: k as u32 })
+                    .copied()
+                    .unwrap_or(0)
+                    .max(block.count.unwrap_or(0));
+                let Some(start) = stated(block.offset).filter(|_| count > 0) else { continue };
+                // Up to its last instruction's start: the sizes some profiles give their last
+                // instructions are guesses (Callgrind's state no lengths).
+                let last = start + u64::from(block.last_instr_offset);
+                if let Some(hit) = symbolizer.find_symbol(start) {
+                    by_function.entry(hit.address).or_default().push((start, last, count));
+                }
+            }
+            for (start, mut blocks) in by_function {
+                blocks.sort_unstable();
+                let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
+                f.sides[s].has_edges = true;
+                // The profile's block holding each grid block's start.
+                let holder: Vec<Option<usize>> = f
+                    .code
+                    .blocks
+                    .iter()
+                    .map(|grid| {
+                        let at = blocks.partition_point(|b| b.0 <= grid.start).checked_sub(1)?;
+                        (grid.start <= blocks[at].1).then_some(at)
+                    })
+                    .collect();
+                for (k, h) in holder.iter().enumerate() {
+                    if let Some(h) = h {
+                        f.sides[s].blocks[k] += blocks[*h].2;
+                    }
+                }
+                // Two grid blocks in one of the profile's blocks: the first falls through into
+                // the second as often as that block runs (a branch never taken, which the
+                // profile's block runs over).
+                for (j, jump) in f.jumps.iter().enumerate() {
+                    let (a, b) = (jump.source as usize, jump.target as usize);
+                    if jump.fall_through && holder[a].is_some() && holder[a] == holder[b] {
+                        f.sides[s].jumps[j] += blocks[holder[a].unwrap_or(0)].2;
+                    }
+                }
+            }
+            // Edges inside a function: from the block holding the branch to the block starting
+            // at the target.
+            let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+            for edge in &process.edges {
+                if edge.kind.is_call() || matches!(edge.kind, EdgeKind::Return) {
+                    continue;
+                }
+                let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else { continue };
+                if from.image != i as u32 || to.image != i as u32 {
+                    continue;
+                }
+                let (src, tgt) = (&image.blocks[from.block as usize], &image.blocks[to.block as usize]);
+                let count = edge.counts.iter().fold(0u64, |t, &c| t.saturating_add(c));
+                let last = src.offset + u64::from(src.last_instr_offset);
+                let (Some(last), Some(target)) = (stated(last), stated(tgt.offset)) else { continue };
+                if count == 0 {
+                    continue;
+                }
+                if let Some(hit) = symbolizer.find_symbol(last) {
+                    by_function.entry(hit.address).or_default().push((last, target, count));
+                }
+            }
+            for (start, edges) in by_function {
+                let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
+                let index: BTreeMap<(u32, u32), usize> =
+                    f.jumps.iter().enumerate().map(|(k, j)| ((j.source, j.target), k)).collect();
+                for (last, target, count) in edges {
+                    let (Some(from), Some(to)) = (block_of(&f.code, last), block_of(&f.code, target)) else {
+                        continue;
+                    };
+                    if f.code.blocks[to].start != target {
+                        continue; // inside a grid block: the profile's own cut (after a call)
+                    }
+                    if let Some(&k) = index.get(&(from as u32, to as u32)) {
+                        f.sides[s].jumps[k] += count;
+                    }
+                }
+            }
+        }
+    }
+    // Code of no file (the kernel's, a profile's unknown image) has no binary to look for.
+    unplaced.retain(|name| !name.starts_with('[') && name != "???");
+    if !unplaced.is_empty() {
+        unplaced.sort();
+        unplaced.dedup();
+        findings.warn(
+            None,
+            format!(
+                "overlap: no x86-64 binary found for {}: left out (name it with --symbols)",
+                unplaced.join(", ")
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The function of the binary holding stated address `at`, laid on the grid when first met.
+fn function_at<'f>(
+    functions: &'f mut BTreeMap<(String, u64), Function>,
+    code: &BinaryCode,
+    symbolizer: &Symbolizer,
+    binary: &str,
+    at: u64,
+) -> Option<&'f mut Function> {
+    let hit = symbolizer.find_symbol(at)?;
+    let key = (binary.to_string(), hit.address);
+    if !functions.contains_key(&key) {
+        let code = code.function_at_address(hit.address, hit.size).filter(|f| !f.blocks.is_empty())?;
+        let (jumps, _) = function_jumps(&code);
+        let n = code.blocks.len();
+        let counts = Counts { blocks: vec![0; n], jumps: vec![0; jumps.len()], has_edges: false };
+        let function = Function {
+            name: hit.name,
+            binary: binary.to_string(),
+            instructions: block_instructions(&code),
+            code,
+            jumps,
+            sides: [counts.clone(), counts],
+        };
+        functions.insert(key.clone(), function);
+    }
+    functions.get_mut(&key)
+}
+
+/// The measures of the module documentation over the functions laid on the grid.
+fn measure(functions: &BTreeMap<(String, u64), Function>, hot: f64) -> Overlap {
+    let executed = |f: &Function, s: usize| -> u128 {
+        f.sides[s].blocks.iter().zip(&f.instructions).map(|(&c, &n)| u128::from(c) * u128::from(n)).sum()
+    };
+    let totals = [0, 1].map(|s| functions.values().map(|f| executed(f, s)).sum::<u128>());
+    let share = |f: &Function, s: usize| ratio(executed(f, s), totals[s]);
+    let mut out = Overlap {
+        functions: functions.values().map(|f| share(f, 0).min(share(f, 1))).sum(),
+        ..Overlap::default()
+    };
+    // The hot functions, hottest first in the first profile.
+    let mut order: Vec<&Function> = functions.values().filter(|f| executed(f, 0) > 0).collect();
+    order.sort_by(|x, y| executed(y, 0).cmp(&executed(x, 0)).then(x.name.cmp(&y.name)));
+    let mut held = 0u128;
+    let mut hot_functions = Vec::new();
+    for f in order {
+        if totals[0] > 0 && ratio(held, totals[0]) >= hot {
+            break;
+        }
+        held += executed(f, 0);
+        hot_functions.push(f);
+    }
+    out.hot_fraction = ratio(held, totals[0]);
+    let edges_on = [0, 1].map(|s| hot_functions.iter().any(|f| f.sides[s].has_edges));
+    let sum = |s: usize, jumps: bool| -> u128 {
+        let pick = |c: &Counts| -> u128 {
+            let v = if jumps { &c.jumps } else { &c.blocks };
+            v.iter().map(|&c| u128::from(c)).sum()
+        };
+        hot_functions.iter().map(|f| pick(&f.sides[s])).sum()
+    };
+    let block_sums = [sum(0, false), sum(1, false)];
+    let jump_sums = [sum(0, true), sum(1, true)];
+    let mut balanced = [[0u64; 2]; 2];
+    for f in &hot_functions {
+        out.blocks += pair_overlap(&f.sides[0].blocks, &f.sides[1].blocks, block_sums);
+        out.edges =
+            Some(out.edges.unwrap_or(0.0) + pair_overlap(&f.sides[0].jumps, &f.sides[1].jumps, jump_sums));
+        let local = |v: &[u64]| v.iter().map(|&c| u128::from(c)).sum::<u128>();
+        let mut row = FunctionOverlap {
+            name: f.name.clone(),
+            binary: f.binary.clone(),
+            address: f.code.blocks[0].start,
+            blocks: f.code.blocks.len(),
+            share: [share(f, 0), share(f, 1)],
+            block_overlap: pair_overlap(
+                &f.sides[0].blocks,
+                &f.sides[1].blocks,
+                [local(&f.sides[0].blocks), local(&f.sides[1].blocks)],
+            ),
+            edge_overlap: (edges_on[0] && edges_on[1] && !f.jumps.is_empty()).then(|| {
+                pair_overlap(
+                    &f.sides[0].jumps,
+                    &f.sides[1].jumps,
+                    [local(&f.sides[0].jumps), local(&f.sides[1].jumps)],
+                )
+            }),
+            balanced: [None, None],
+        };
+        for s in 0..2 {
+            if edges_on[s] {
+                let b = conserving(f, s);
+                balanced[s][0] += b[0];
+                balanced[s][1] += b[1];
+                row.balanced[s] = Some(b);
+            }
+        }
+        out.per_function.push(row);
+    }
+    if !(edges_on[0] && edges_on[1]) {
+        out.edges = None;
+    }
+    out.balanced = [0, 1].map(|s| edges_on[s].then_some(balanced[s]));
+    out
+}
+
+/// `sum_i min(a_i / sums[0], b_i / sums[1])`.
+fn pair_overlap(a: &[u64], b: &[u64], sums: [u128; 2]) -> f64 {
+    a.iter().zip(b).map(|(&x, &y)| ratio(u128::from(x), sums[0]).min(ratio(u128::from(y), sums[1]))).sum()
+}
+
+fn ratio(x: u128, total: u128) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        x as f64 / total as f64
+    }
+}
+
+/// Of a side's blocks with a count, `[those whose jumps in (but for the entry) and out (but
+/// for an exit) add up to the count, all of them]`.
+fn conserving(f: &Function, s: usize) -> [u64; 2] {
+    let n = f.code.blocks.len();
+    let (mut ins, mut outs, mut exits) = (vec![0u64; n], vec![0u64; n], vec![true; n]);
+    for (j, &c) in f.jumps.iter().zip(&f.sides[s].jumps) {
+        outs[j.source as usize] += c;
+        ins[j.target as usize] += c;
+        exits[j.source as usize] = false;
+    }
+    let counts = &f.sides[s].blocks;
+    let with_count = counts.iter().filter(|&&c| c > 0).count() as u64;
+    let balanced = (0..n)
+        .filter(|&k| counts[k] > 0)
+        .filter(|&k| (k == 0 || ins[k] == counts[k]) && (exits[k] || outs[k] == counts[k]))
+        .count() as u64;
+    [balanced, with_count]
+}
