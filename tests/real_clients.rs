@@ -50,5 +50,8 @@ mod perf_data;
 #[path = "real_clients/tables.rs"]
 mod tables;
 
+#[path = "real_clients/inference.rs"]
+mod inference;
+
 #[path = "real_clients/messages.rs"]
 mod messages;

@@ -475,7 +475,7 @@ impl BinaryCode {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `compute_flag` of fixtures/perf-data/propeller_sample_1.bin, at 0x18d0.
@@ -585,5 +585,55 @@ mod tests {
         assert_eq!(starts, vec![(0, 2, true), (6, 7, false), (8, 8, false)]);
         assert_eq!(code.fall_throughs(0, 7), Some(vec![(2, 6)]));
         assert_eq!(code.fall_throughs(6, 8), None);
+    }
+
+    /// A switch of three cases through a position-independent jump table at 0x40 (each entry
+    /// the case's offset from the table), bounded by `cmp $2; ja default`.
+    pub(crate) const SWITCH: &[u8] = &[
+        0x48, 0x83, 0xff, 0x02, // cmp $2,%rdi
+        0x77, 0x22, // 0x04: ja 0x28
+        0x48, 0x8d, 0x0d, 0x33, 0x00, 0x00, 0x00, // 0x06: lea 0x40(%rip),%rcx
+        0x48, 0x63, 0x04, 0xb9, // 0x0d: movslq (%rcx,%rdi,4),%rax
+        0x48, 0x01, 0xc8, // 0x11: add %rcx,%rax
+        0xff, 0xe0, // 0x14: jmp *%rax
+        0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3, // 0x16: case 0
+        0xb8, 0x02, 0x00, 0x00, 0x00, 0xc3, // 0x1c: case 1
+        0xb8, 0x03, 0x00, 0x00, 0x00, 0xc3, // 0x22: case 2
+        0x31, 0xc0, 0xc3, // 0x28: default
+    ];
+
+    /// The table of [`SWITCH`]: -0x2a, -0x24, -0x1e.
+    pub(crate) fn switch_table(at: u64, len: usize) -> Option<&'static [u8]> {
+        const TABLE: [u8; 12] = [0xd6, 0xff, 0xff, 0xff, 0xdc, 0xff, 0xff, 0xff, 0xe2, 0xff, 0xff, 0xff];
+        let from = usize::try_from(at.checked_sub(0x40)?).ok()?;
+        TABLE.get(from..from.checked_add(len)?)
+    }
+
+    #[test]
+    fn a_jump_table_gives_its_jump_the_cases_as_targets() {
+        let code = FunctionCode::decode_x86_64_with_data(SWITCH, 0, &switch_table);
+        assert_eq!(code.jump_table(0x14), Some(&[0x16, 0x1c, 0x22][..]));
+        let starts: Vec<u64> = code.blocks.iter().map(|b| b.start).collect();
+        assert_eq!(starts, vec![0, 0x06, 0x16, 0x1c, 0x22, 0x28]);
+        assert_eq!(code.instructions.iter().find(|i| i.at == 0x14).map(|i| i.flow), Some(Flow::Indirect));
+        // Without the table's bytes, the jump's targets are unknown.
+        let code = FunctionCode::decode_x86_64(SWITCH, 0);
+        assert_eq!(code.jump_table(0x14), None);
+        // A table whose entries land outside the function is no table of it.
+        let wrong = |at: u64, len: usize| {
+            switch_table(at, len).map(|_| &[0x00u8, 0x10, 0, 0, 0, 0x10, 0, 0, 0, 0x10, 0, 0][..len])
+        };
+        assert_eq!(FunctionCode::decode_x86_64_with_data(SWITCH, 0, &wrong).jump_table(0x14), None);
+    }
+
+    #[test]
+    fn dear_instructions_weigh_more() {
+        let code = FunctionCode::decode_x86_64(SWITCH, 0);
+        let cost = |at: u64| code.instructions.iter().find(|i| i.at == at).unwrap().half_cycles;
+        // A compare 2, an indirect jump 10; a divide (`div %rcx`) 42; a no-operation 1.
+        assert_eq!((cost(0), cost(0x14)), (2, 10));
+        let div = FunctionCode::decode_x86_64(&[0x48, 0xf7, 0xf1, 0x90, 0xc3], 0);
+        let costs: Vec<u8> = div.instructions.iter().map(|i| i.half_cycles).collect();
+        assert_eq!(costs, vec![42, 1, 2]);
     }
 }

@@ -220,28 +220,29 @@ fn project(
                 blocks.sort_unstable();
                 let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
                 f.sides[s].has_edges = true;
-                // The profile's block holding each grid block's start.
-                let holder: Vec<Option<usize>> = f
-                    .code
-                    .blocks
-                    .iter()
-                    .map(|grid| {
-                        let at = blocks.partition_point(|b| b.0 <= grid.start).checked_sub(1)?;
-                        (grid.start <= blocks[at].1).then_some(at)
-                    })
-                    .collect();
-                for (k, h) in holder.iter().enumerate() {
-                    if let Some(h) = h {
-                        f.sides[s].blocks[k] += blocks[*h].2;
+                // The profile's block holding an address of the grid.
+                let holder = |at: u64| -> Option<usize> {
+                    let k = blocks.partition_point(|b| b.0 <= at).checked_sub(1)?;
+                    (at <= blocks[k].1).then_some(k)
+                };
+                for (k, grid) in f.code.blocks.iter().enumerate() {
+                    if let Some(h) = holder(grid.start) {
+                        f.sides[s].blocks[k] += blocks[h].2;
                     }
                 }
-                // Two grid blocks in one of the profile's blocks: the first falls through into
-                // the second as often as that block runs (a branch never taken, which the
-                // profile's block runs over).
+                // A grid block whose end lies in the profile's block that holds the next grid
+                // block's start falls through into it as often as that block runs (a branch
+                // never taken, or the return from a call, which the profile's block runs over).
                 for (j, jump) in f.jumps.iter().enumerate() {
                     let (a, b) = (jump.source as usize, jump.target as usize);
-                    if jump.fall_through && holder[a].is_some() && holder[a] == holder[b] {
-                        f.sides[s].jumps[j] += blocks[holder[a].unwrap_or(0)].2;
+                    if !jump.fall_through {
+                        continue;
+                    }
+                    let (end, next) = (f.code.blocks[a].last, f.code.blocks[b].start);
+                    if let (Some(x), Some(y)) = (holder(end), holder(next)) {
+                        if x == y {
+                            f.sides[s].jumps[j] += blocks[x].2;
+                        }
                     }
                 }
             }

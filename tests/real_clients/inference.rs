@@ -1,0 +1,252 @@
+//! Profile inference (`--infer`) and `cfghub overlap` against the real programs: three
+//! programs of fixtures/inference compiled with clang-19 -O2, sampled with `perf record -e
+//! cpu-clock` (no branch records) and run under Valgrind for the exact counts. The inferred
+//! counts must come closer to Valgrind's than the plain samples do, on the binary's own
+//! blocks, and conserve flow in every block of every function inferred; `llvm-bolt` must take
+//! the inferred fdata as a branch profile of every sampled function; `overlap` of a profile
+//! with itself, or with its DCFG conversion, is 1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{self, run, stderr, stdout};
+
+/// The programs, the argument sampled (about half a second) and the smaller one Valgrind runs
+/// (the same code, a few seconds under Valgrind), and the block and edge overlap with
+/// Valgrind's counts the inference reaches at least (measured: docs/inference.md).
+const PROGRAMS: [(&str, &str, &str, f64, f64); 3] = [
+    ("bytecode", "400000", "100000", 0.70, 0.55),
+    ("sort", "8000000", "1000000", 0.85, 0.78),
+    ("hash", "400000", "100000", 0.60, 0.50),
+];
+
+fn clients() -> bool {
+    common::clients(&["clang-19", "valgrind", "perf", "llvm-bolt-19"])
+}
+
+/// `fixtures/inference/NAME.c` compiled as the optimizers want it (relocations kept for BOLT).
+fn build(dir: &Path, name: &str) -> PathBuf {
+    let binary = dir.join(name);
+    let cc = Command::new("clang-19")
+        .args(["-O2", "-gdwarf-4", "-Wl,--emit-relocs", "-o"])
+        .arg(&binary)
+        .arg(common::fixture(&format!("inference/{name}.c")))
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    binary
+}
+
+/// Valgrind's exact counts of `binary ARGUMENT`.
+fn truth(dir: &Path, binary: &Path, argument: &str) -> PathBuf {
+    let out = dir.join(format!("{}.callgrind", binary.file_name().unwrap().to_str().unwrap()));
+    let o = Command::new("valgrind")
+        .args(["-q", "--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(binary)
+        .arg(argument)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// `perf record -e cpu-clock -F 20000` of `binary ARGUMENT`: plain samples.
+fn sampled(dir: &Path, binary: &Path, argument: &str) -> Option<PathBuf> {
+    let data = dir.join(format!("{}.perf.data", binary.file_name().unwrap().to_str().unwrap()));
+    for event in ["cpu-clock", "cpu-clock:u"] {
+        let o = Command::new("perf")
+            .args(["record", "-q", "-e", event, "-F", "20000", "-o"])
+            .arg(&data)
+            .arg(binary)
+            .arg(argument)
+            .output()
+            .unwrap();
+        if o.status.success() {
+            return Some(data);
+        }
+    }
+    common::unavailable("`perf record -e cpu-clock` is not permitted here");
+    None
+}
+
+/// `cfghub overlap FIRST SECOND --symbols BINARY --json EXTRA...`.
+fn overlap(first: &Path, second: &Path, binary: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["overlap", first.to_str().unwrap(), second.to_str().unwrap()];
+    args.extend(["--symbols", binary.to_str().unwrap(), "--json"]);
+    args.extend(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+#[test]
+fn inferred_counts_come_close_to_valgrinds_and_conserve_flow() {
+    if !clients() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sampled_argument, exact_argument, blocks, edges) in PROGRAMS {
+        let binary = build(dir.path(), name);
+        let Some(data) = sampled(dir.path(), &binary, sampled_argument) else { return };
+        let exact = truth(dir.path(), &binary, exact_argument);
+        let plain = overlap(&exact, &data, &binary, &[]);
+        let inferred = overlap(&exact, &data, &binary, &["--infer"]);
+        let block_overlap = inferred["blocks"].as_f64().unwrap();
+        let edge_overlap = inferred["edges"].as_f64().unwrap();
+        assert!(block_overlap >= blocks, "{name}: block overlap {block_overlap} < {blocks}");
+        assert!(edge_overlap >= edges, "{name}: edge overlap {edge_overlap} < {edges}");
+        assert!(
+            block_overlap > plain["blocks"].as_f64().unwrap(),
+            "{name}: the inference ({block_overlap}) is no closer than the samples per block ({})",
+            plain["blocks"]
+        );
+        assert!(plain["edges"].is_null(), "{name}: plain samples have no edges");
+        // Every block with a count conserves flow, in Valgrind's counts and in the inferred.
+        for side in 0..2 {
+            let balanced = &inferred["balanced"][side];
+            assert_eq!(balanced[0], balanced[1], "{name}: side {side}: {balanced} blocks conserve flow");
+        }
+        assert!(inferred["per_function"].as_array().unwrap().iter().any(|f| f["blocks"].as_u64() > Some(2)));
+    }
+}
+
+#[test]
+fn llvm_bolt_takes_the_inferred_counts_as_a_branch_profile() {
+    if !clients() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), "sort");
+    let Some(data) = sampled(dir.path(), &binary, "3000000") else { return };
+    let fdata = dir.path().join("sort.fdata");
+    let o = run(&[
+        "convert",
+        data.to_str().unwrap(),
+        "--symbols",
+        binary.to_str().unwrap(),
+        "--infer",
+        "-o",
+        fdata.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&fdata).unwrap();
+    // The branch form: no `no_lbr` header, and branches inside quick_sort.
+    assert!(!text.starts_with("no_lbr"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("1 quick_sort") && l.contains(" 1 quick_sort")), "{text}");
+    let o = Command::new("llvm-bolt-19")
+        .arg(&binary)
+        .args(["-o"])
+        .arg(dir.path().join("sort.bolt"))
+        .arg("-data")
+        .arg(&fdata)
+        .args(["-reorder-blocks=ext-tsp", "-dyno-stats"])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{said}");
+    assert!(!said.contains("stale"), "{said}");
+    assert!(!said.contains("no_lbr") && !said.contains("basic samples"), "{said}");
+    // The sampled functions of the program (main, quick_sort, insertion_sort, next_random,
+    // unsorted: five, though a short run may miss one) are profiled.
+    let profiled = said
+        .lines()
+        .find_map(|l| l.strip_prefix("BOLT-INFO: ")?.split(" out of ").next()?.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(profiled >= 4, "{said}");
+}
+
+#[test]
+fn a_profile_overlaps_itself_and_its_dcfg_conversion_wholly() {
+    if !common::clients(&["clang-19", "valgrind"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), "hash");
+    let exact = truth(dir.path(), &binary, "20000");
+    let same = overlap(&exact, &exact, &binary, &[]);
+    let dcfg = dir.path().join("hash.dcfg.json");
+    let o = run(&["convert", exact.to_str().unwrap(), "-o", dcfg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let converted = overlap(&exact, &dcfg, &binary, &[]);
+    for o in [same, converted] {
+        for key in ["functions", "blocks", "edges"] {
+            let v = o[key].as_f64().unwrap();
+            assert!((v - 1.0).abs() < 1e-9, "{key} overlap {v}: {o}");
+        }
+    }
+}
+
+#[test]
+fn inference_without_the_profiled_binary_says_which_is_missing() {
+    if !common::clients(&["clang-19", "perf"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), "sort");
+    let Some(data) = sampled(dir.path(), &binary, "1000000") else { return };
+    // The binary is gone and another one is named: no block counts, exit 2, and why.
+    std::fs::remove_file(&binary).unwrap();
+    let other = build(dir.path(), "hash");
+    let out = dir.path().join("out.fdata");
+    let o = run(&[
+        "convert",
+        data.to_str().unwrap(),
+        "--symbols",
+        other.to_str().unwrap(),
+        "--infer",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("no sampled function could be given block counts"), "{err}");
+    assert!(err.contains("sort"), "{err}");
+    assert!(!out.exists());
+    // A profile without sampled addresses (folded stacks) has nothing to infer from.
+    let folded = dir.path().join("s.folded");
+    std::fs::write(&folded, "main;work 5\n").unwrap();
+    let o = run(&["info", folded.to_str().unwrap(), "--infer"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no sampled addresses"), "{}", stderr(&o));
+}
+
+#[test]
+fn samples_outside_every_function_of_the_binary_are_named_by_address() {
+    if !common::clients(&["clang-19", "nm"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), "sort");
+    let nm = stdout(&Command::new("nm").args(["-S", "--defined-only"]).arg(&binary).output().unwrap());
+    let quick_sort = nm
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 4 && f[3] == "quick_sort")
+                .then(|| (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap()))
+        })
+        .expect("quick_sort in the symbol table");
+    // DCPI samples by address, the text (from 0x1000, where clang's PIE places it) run
+    // where the file states it: one in quick_sort's loop, one in the padding after it.
+    let text = 0x1000;
+    let (inside, padding) = (quick_sort.0 + 0x50 - text, quick_sort.0 + quick_sort.1 + 1 - text);
+    let write = |samples: &BTreeMap<u64, u64>| {
+        let dcpi = dir.path().join("sort.dcpi");
+        std::fs::write(&dcpi, common::dcpi_bytes(binary.to_str().unwrap(), "cycles", text, samples)).unwrap();
+        dcpi
+    };
+    let dcpi = write(&BTreeMap::from([(inside, 90), (padding, 10)]));
+    let o = run(&["info", dcpi.to_str().unwrap(), "--address-step", "1", "--infer"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gap = format!("{:#x}", padding + text);
+    assert!(stderr(&o).contains("10.0% of the samples") && stderr(&o).contains(&gap), "{}", stderr(&o));
+    // Nothing in any function: exit 2, the addresses named.
+    let dcpi = write(&BTreeMap::from([(padding, 10)]));
+    let o = run(&["info", dcpi.to_str().unwrap(), "--address-step", "1", "--infer"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("holds the sampled addresses {gap}")), "{}", stderr(&o));
+}
