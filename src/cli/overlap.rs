@@ -50,7 +50,9 @@ pub fn run(args: OverlapArgs, quiet: bool) -> Result<i32> {
         args.infer.apply(&args.symbols, &mut loaded, name, quiet)?;
         Ok(loaded)
     };
-    let (first, second) = (read(&args.first)?, read(&args.second)?);
+    // The two profiles are read at once: each read is one core's work for the most part.
+    let (first, second) = rayon::join(|| read(&args.first), || read(&args.second));
+    let (first, second) = (first?, second?);
     let event = |l: &Loaded, name: &str| -> Result<usize> {
         let event = match &args.event {
             None => 0,
@@ -113,7 +115,7 @@ fn render(o: &Overlap, first: &str, second: &str) -> String {
     );
     for f in &o.per_function {
         table.row(vec![
-            f.name.clone(),
+            shortened(&f.name),
             f.binary.clone(),
             f.blocks.to_string(),
             format!("{:.2}", f.share[0] * 100.0),
@@ -130,4 +132,16 @@ fn render(o: &Overlap, first: &str, second: &str) -> String {
 
 fn side(l: &Loaded, event: usize) -> Side<'_> {
     Side { profile: &l.profile, kind: l.format.address_kind(), event }
+}
+
+/// A function's name as a table row shows it: C++ names of templates run to hundreds of
+/// characters, and a table as wide as the longest is unreadable (`--json` has them whole).
+fn shortened(name: &str) -> String {
+    const WIDEST: usize = 60;
+    if name.chars().count() <= WIDEST {
+        return name.to_string();
+    }
+    let mut short: String = name.chars().take(WIDEST - 1).collect();
+    short.push('…');
+    short
 }

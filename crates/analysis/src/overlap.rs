@@ -146,6 +146,20 @@ fn project(
     let mut unplaced = Vec::new();
     for process in &profile.processes {
         let totals = block_totals(process);
+        // The edges inside each image (calls and returns aside), by image.
+        let mut inside: Vec<Vec<&cfghub_model::ir::Edge>> = vec![Vec::new(); process.images.len()];
+        for edge in &process.edges {
+            if edge.kind.is_call() || matches!(edge.kind, EdgeKind::Return) {
+                continue;
+            }
+            if let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) {
+                if from.image == to.image {
+                    if let Some(list) = inside.get_mut(from.image as usize) {
+                        list.push(edge);
+                    }
+                }
+            }
+        }
         for (i, image) in process.images.iter().enumerate() {
             if image.blocks.is_empty() && image.costs.is_empty() {
                 continue;
@@ -249,14 +263,8 @@ fn project(
             // Edges inside a function: from the block holding the branch to the block starting
             // at the target.
             let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
-            for edge in &process.edges {
-                if edge.kind.is_call() || matches!(edge.kind, EdgeKind::Return) {
-                    continue;
-                }
+            for edge in &inside[i] {
                 let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else { continue };
-                if from.image != i as u32 || to.image != i as u32 {
-                    continue;
-                }
                 let (src, tgt) = (&image.blocks[from.block as usize], &image.blocks[to.block as usize]);
                 let count = edge.counts.iter().fold(0u64, |t, &c| t.saturating_add(c));
                 let last = src.offset + u64::from(src.last_instr_offset);
