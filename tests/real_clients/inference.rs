@@ -201,11 +201,19 @@ fn inference_without_the_profiled_binary_says_which_is_missing() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The program's samples get no counts, and the message names its binary as missing. (The
+    // C library and the loader, found where the recording says, may still have a sample or
+    // two inferred: then the conversion goes on, else it stops with exit 2.)
     let err = stderr(&o);
-    assert!(err.contains("no sampled function could be given block counts"), "{err}");
-    assert!(err.contains("sort"), "{err}");
-    assert!(!out.exists());
+    let named = |err: &str| err.contains("no binary") && err.contains(&binary.display().to_string());
+    match o.status.code() {
+        Some(2) => {
+            assert!(err.contains("no sampled function could be given block counts") && named(&err), "{err}");
+            assert!(!out.exists());
+        }
+        Some(0) => assert!(err.contains("of the samples fall on code") && named(&err), "{err}"),
+        code => panic!("exit {code:?}: {err}"),
+    }
     // A profile without sampled addresses (folded stacks) has nothing to infer from.
     let folded = dir.path().join("s.folded");
     std::fs::write(&folded, "main;work 5\n").unwrap();
@@ -249,4 +257,30 @@ fn samples_outside_every_function_of_the_binary_are_named_by_address() {
     let o = run(&["info", dcpi.to_str().unwrap(), "--address-step", "1", "--infer"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(&format!("holds the sampled addresses {gap}")), "{}", stderr(&o));
+}
+
+#[test]
+fn a_go_cpu_profile_gets_block_counts_for_its_sampled_functions() {
+    if !common::clients(&["go"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let profile = crate::pprof::go_cpu_profile(dir.path());
+    let binary = dir.path().join("burn");
+    let o =
+        run(&["info", profile.to_str().unwrap(), "--symbols", binary.to_str().unwrap(), "--infer", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // No sample is left without counts: `hash`'s loop header took no sample, and its body
+    // still gets its count rather than being dropped.
+    assert!(!stderr(&o).contains("could not be decoded"), "{}", stderr(&o));
+    let info: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let routines: Vec<&str> = info["processes"][0]["top_routines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    for f in ["main.spin", "main.hash"] {
+        assert!(routines.contains(&f), "{f} has no blocks: {routines:?}");
+    }
 }

@@ -44,6 +44,10 @@ pub struct Costs {
     /// Costs relative to each block's weight (see [`block_costs`]): `block_increase` and
     /// `block_decrease` are then the cost of moving the heaviest block by one unit.
     pub relative: bool,
+    /// With `relative`: a block without weight is priced as its heaviest neighbour is, not
+    /// as a cold block (for a function whose few samples the cold prices would all drop: a
+    /// loop whose header no sample fell on).
+    pub unweighted_like_neighbours: bool,
 }
 
 impl Costs {
@@ -66,6 +70,7 @@ impl Default for Costs {
             jump: 1,
             fall_through: 0,
             relative: false,
+            unweighted_like_neighbours: false,
         }
     }
 }
@@ -116,6 +121,15 @@ pub fn infer(graph: &FlowGraph, costs: &Costs) -> Counts {
         is_exit[j.source as usize] = false;
     }
     let scale = Scale::of(&graph.weights);
+    // With `unweighted_like_neighbours`: an unweighted block's heaviest neighbour's weight.
+    let mut neighbour = vec![0u64; n];
+    if costs.unweighted_like_neighbours {
+        for j in &graph.jumps {
+            let (a, b) = (j.source as usize, j.target as usize);
+            neighbour[a] = neighbour[a].max(graph.weights[b]);
+            neighbour[b] = neighbour[b].max(graph.weights[a]);
+        }
+    }
     let (s, t, s1, t1) = (2 * n, 2 * n + 1, 2 * n + 2, 2 * n + 3);
     let mut net = Network::new(2 * n + 4);
     let mut block_arcs = Vec::with_capacity(n);
@@ -143,7 +157,8 @@ pub fn infer(graph: &FlowGraph, costs: &Costs) -> Counts {
             net.add(s1, b_out, w, 0);
             net.add(b_in, t1, w, 0);
         }
-        let (increase, decrease) = block_costs(costs, b, weight, scale);
+        let reference = if weight == 0 { neighbour[b] } else { weight };
+        let (increase, decrease) = block_costs(costs, b, reference, scale);
         let up = net.add(b_in, b_out, UNBOUNDED, increase);
         let down = (w > 0).then(|| net.add(b_out, b_in, w, decrease));
         block_arcs.push((w, up, down));

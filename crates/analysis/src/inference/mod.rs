@@ -343,7 +343,12 @@ struct Inferred {
 fn infer_function(function: &FunctionCode, samples: &[(u64, u64)], unit: u64) -> Inferred {
     let (jumps, branches) = function_jumps(function);
     let graph = FlowGraph { weights: block_weights(function, samples, unit), jumps, entry_count: None };
-    let counts = flow::infer(&graph, &Costs::relative());
+    let mut counts = flow::infer(&graph, &Costs::relative());
+    if counts.blocks.iter().all(|&c| c == 0) && graph.weights.iter().any(|&w| w > 0) {
+        // Every sampled block was dropped rather than raise the unsampled ones around it
+        // (a hot loop whose header no sample fell on): price those as their neighbours.
+        counts = flow::infer(&graph, &Costs { unweighted_like_neighbours: true, ..Costs::relative() });
+    }
     Inferred { branches, graph, counts }
 }
 
