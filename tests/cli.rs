@@ -47,3 +47,6 @@ mod manual;
 
 #[path = "cli/guide.rs"]
 mod guide;
+
+#[path = "cli/overlap.rs"]
+mod overlap;
