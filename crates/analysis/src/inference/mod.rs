@@ -21,6 +21,8 @@ pub mod flow;
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use crate::branch_records::{BranchRecords, CodeAddress};
 use crate::machine_code::{BinaryCode, Flow, FunctionCode};
 use crate::symbolize::search::{self, Query};
@@ -184,10 +186,20 @@ impl Run<'_> {
         }
         let mut symbols = Vec::new();
         let mut inferred: Vec<(u64, FunctionCode, Inferred)> = Vec::new();
-        for (start, (size, name, samples)) in functions {
-            let weight: u64 = samples.iter().map(|s| s.1).sum();
-            let function = code.function_at_address(start, size).filter(|f| !f.blocks.is_empty());
-            let one = function.as_ref().map(|f| infer_function(f, &samples, self.unit));
+        // Each function is decoded and solved on its own: in parallel.
+        let unit = self.unit;
+        let solved: Vec<_> = functions
+            .into_iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(start, (size, name, samples))| {
+                let weight: u64 = samples.iter().map(|s| s.1).sum();
+                let function = code.function_at_address(start, size).filter(|f| !f.blocks.is_empty());
+                let one = function.as_ref().map(|f| infer_function(f, &samples, unit));
+                (start, size, name, weight, function, one)
+            })
+            .collect();
+        for (start, size, name, weight, function, one) in solved {
             let (Some(function), Some(one)) =
                 (function, one.filter(|o| o.counts.blocks.iter().any(|&c| c > 0)))
             else {
@@ -219,25 +231,52 @@ impl Run<'_> {
                 format!("--infer: {}: another build than the one profiled", self.mismatched.join("; ")),
             );
         }
-        let off: Vec<String> = self
-            .off_functions
+        // Short forms for one line: the images without a binary (each once), and the binary
+        // with the most samples outside its functions, with a few of those addresses.
+        let mut missing: Vec<&str> = self.without_binary.iter().map(String::as_str).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        let missing_text = match missing.len() {
+            0 => None,
+            1 | 2 => Some(missing.join(", ")),
+            n => Some(format!("{}, {} and {} more", missing[0], missing[1], n - 2)),
+        };
+        let mut off: BTreeMap<&str, (Vec<u64>, u64)> = BTreeMap::new();
+        for (binary, addresses, samples) in &self.off_functions {
+            let entry = off.entry(binary.as_str()).or_default();
+            for &a in addresses {
+                if !entry.0.contains(&a) {
+                    entry.0.push(a);
+                }
+            }
+            entry.1 += samples;
+        }
+        let off_text = off.iter().max_by_key(|(_, v)| v.1).map(|(binary, (addresses, _))| {
+            let binary = binary.rsplit('/').next().unwrap_or(binary);
+            let list: Vec<String> = addresses.iter().take(2).map(|a| format!("{a:#x}")).collect();
+            let others = match off.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and outside those of {n} other binaries)"),
+            };
+            format!("no function of {binary} holds the sampled addresses {}, ...{others}", list.join(", "))
+        });
+        let details: Vec<String> = off
             .iter()
-            .map(|(binary, addresses, samples)| {
+            .map(|(binary, (addresses, _))| {
                 let list: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
-                let more = if (addresses.len() as u64) < *samples { ", ..." } else { "" };
-                format!("no function of {binary} holds the sampled addresses {}{more}", list.join(", "))
+                format!("--infer: no function of {binary} holds the sampled addresses {}", list.join(", "))
             })
             .collect();
+        for d in details {
+            findings.detail(None, d);
+        }
         if report.functions == 0 && report.with_branch_records == 0 {
             let mut err = Error::input("--infer: no sampled function could be given block counts");
             let mut why = Vec::new();
-            if !self.without_binary.is_empty() {
-                why.push(format!(
-                    "no binary found for {}: name it with --symbols (x86-64 ELF code only)",
-                    self.without_binary.join(", ")
-                ));
+            if let Some(m) = &missing_text {
+                why.push(format!("no binary found for {m}: name it with --symbols (x86-64 ELF code only)"));
             }
-            why.extend(off);
+            why.extend(off_text);
             if why.is_empty() {
                 why.push("the profile has no sampled addresses".to_string());
             }
@@ -247,10 +286,10 @@ impl Run<'_> {
         if report.samples_left_out > 0 {
             let all = report.samples + report.samples_left_out;
             let mut why: Vec<String> = Vec::new();
-            if !self.without_binary.is_empty() {
-                why.push(format!("no binary for {}", self.without_binary.join(", ")));
+            if let Some(m) = &missing_text {
+                why.push(format!("no binary for {m}"));
             }
-            why.extend(off);
+            why.extend(off_text);
             let why = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
             findings.warn(
                 None,
