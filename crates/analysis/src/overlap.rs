@@ -194,103 +194,12 @@ fn project(
             };
             let binary = path.file_name().map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
             let stated = |offset: u64| relocation.to_stated(image.load_addr.wrapping_add(offset));
+            let mut lay = Lay { functions: &mut *functions, code, symbolizer, binary, side: s };
             if image.blocks.is_empty() {
-                // Plain samples: per function, each block's samples per instruction.
-                let mut by_function: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
-                for c in image.costs.iter() {
-                    let (Some(offset), Some(&v)) = (c.offset, c.values.get(side.event)) else { continue };
-                    let Some(at) = stated(offset).filter(|_| v > 0) else { continue };
-                    if let Some(hit) = symbolizer.find_symbol(at) {
-                        by_function.entry(hit.address).or_default().push((at, v));
-                    }
-                }
-                for (start, mut samples) in by_function {
-                    samples.sort_unstable();
-                    let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
-                    let weights = block_weights(&f.code, &samples, unit);
-                    for (c, w) in f.sides[s].blocks.iter_mut().zip(weights) {
-                        *c += w;
-                    }
-                }
-                continue;
-            }
-            // Blocks: the count of the profile's block holding each grid block's start.
-            let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
-            for (k, block) in image.blocks.iter().enumerate() {
-                let count = totals
-                    .get(cfghub_model::ir::BlockRef { image: i as u32, block: k as u32 })
-                    .copied()
-                    .unwrap_or(0)
-                    .max(block.count.unwrap_or(0));
-                let Some(start) = stated(block.offset).filter(|_| count > 0) else { continue };
-                // Up to its last instruction's start: the sizes some profiles give their last
-                // instructions are guesses (Callgrind's state no lengths).
-                let last = start + u64::from(block.last_instr_offset);
-                if let Some(hit) = symbolizer.find_symbol(start) {
-                    by_function.entry(hit.address).or_default().push((start, last, count));
-                }
-            }
-            for (start, mut blocks) in by_function {
-                blocks.sort_unstable();
-                let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
-                f.sides[s].has_edges = true;
-                // The profile's block holding an address of the grid.
-                let holder = |at: u64| -> Option<usize> {
-                    let k = blocks.partition_point(|b| b.0 <= at).checked_sub(1)?;
-                    (at <= blocks[k].1).then_some(k)
-                };
-                for (k, grid) in f.code.blocks.iter().enumerate() {
-                    if let Some(h) = holder(grid.start) {
-                        f.sides[s].blocks[k] += blocks[h].2;
-                    }
-                }
-                // A grid block whose end lies in the profile's block that holds the next grid
-                // block's start falls through into it as often as that block runs (a branch
-                // never taken, or the return from a call, which the profile's block runs over).
-                for (j, jump) in f.jumps.iter().enumerate() {
-                    let (a, b) = (jump.source as usize, jump.target as usize);
-                    if !jump.fall_through {
-                        continue;
-                    }
-                    let (end, next) = (f.code.blocks[a].last, f.code.blocks[b].start);
-                    if let (Some(x), Some(y)) = (holder(end), holder(next)) {
-                        if x == y {
-                            f.sides[s].jumps[j] += blocks[x].2;
-                        }
-                    }
-                }
-            }
-            // Edges inside a function: from the block holding the branch to the block starting
-            // at the target.
-            let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
-            for edge in &inside[i] {
-                let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else { continue };
-                let (src, tgt) = (&image.blocks[from.block as usize], &image.blocks[to.block as usize]);
-                let count = edge.counts.iter().fold(0u64, |t, &c| t.saturating_add(c));
-                let last = src.offset + u64::from(src.last_instr_offset);
-                let (Some(last), Some(target)) = (stated(last), stated(tgt.offset)) else { continue };
-                if count == 0 {
-                    continue;
-                }
-                if let Some(hit) = symbolizer.find_symbol(last) {
-                    by_function.entry(hit.address).or_default().push((last, target, count));
-                }
-            }
-            for (start, edges) in by_function {
-                let Some(f) = function_at(functions, code, symbolizer, &binary, start) else { continue };
-                let index: BTreeMap<(u32, u32), usize> =
-                    f.jumps.iter().enumerate().map(|(k, j)| ((j.source, j.target), k)).collect();
-                for (last, target, count) in edges {
-                    let (Some(from), Some(to)) = (block_of(&f.code, last), block_of(&f.code, target)) else {
-                        continue;
-                    };
-                    if f.code.blocks[to].start != target {
-                        continue; // inside a grid block: the profile's own cut (after a call)
-                    }
-                    if let Some(&k) = index.get(&(from as u32, to as u32)) {
-                        f.sides[s].jumps[k] += count;
-                    }
-                }
+                lay.samples(image, &stated, side.event, unit);
+            } else {
+                lay.blocks(image, i as u32, &totals, &stated);
+                lay.edges(image, &inside[i], &stated);
             }
         }
     }
@@ -308,6 +217,140 @@ fn project(
         );
     }
     Ok(())
+}
+
+/// One side's counts of one image laid on the grids of its binary's functions.
+struct Lay<'a> {
+    functions: &'a mut BTreeMap<(String, u64), Function>,
+    code: &'a BinaryCode,
+    symbolizer: &'a Symbolizer,
+    /// The binary's file name, part of each function's key.
+    binary: String,
+    /// Which side (0 or 1).
+    side: usize,
+}
+
+/// An image's offset as the address its binary states.
+type Stated<'a> = dyn Fn(u64) -> Option<u64> + 'a;
+
+impl Lay<'_> {
+    /// The function holding stated address `at`, on its grid.
+    fn function(&mut self, at: u64) -> Option<&mut Function> {
+        function_at(self.functions, self.code, self.symbolizer, &self.binary, at)
+    }
+
+    /// Plain samples: per function, each grid block's samples per estimated cycle.
+    fn samples(&mut self, image: &cfghub_model::ir::Image, stated: &Stated, event: usize, unit: u64) {
+        let mut by_function: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+        for c in image.costs.iter() {
+            let (Some(offset), Some(&v)) = (c.offset, c.values.get(event)) else { continue };
+            let Some(at) = stated(offset).filter(|_| v > 0) else { continue };
+            if let Some(hit) = self.symbolizer.find_symbol(at) {
+                by_function.entry(hit.address).or_default().push((at, v));
+            }
+        }
+        let s = self.side;
+        for (start, mut samples) in by_function {
+            samples.sort_unstable();
+            let Some(f) = self.function(start) else { continue };
+            let weights = block_weights(&f.code, &samples, unit);
+            for (c, w) in f.sides[s].blocks.iter_mut().zip(weights) {
+                *c += w;
+            }
+        }
+    }
+
+    /// Blocks: each grid block counts what the profile's block holding its start counts.
+    fn blocks(
+        &mut self,
+        image: &cfghub_model::ir::Image,
+        i: u32,
+        totals: &crate::executions::PerBlock<u64>,
+        stated: &Stated,
+    ) {
+        let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for (k, block) in image.blocks.iter().enumerate() {
+            let count = totals
+                .get(cfghub_model::ir::BlockRef { image: i, block: k as u32 })
+                .copied()
+                .unwrap_or(0)
+                .max(block.count.unwrap_or(0));
+            let Some(start) = stated(block.offset).filter(|_| count > 0) else { continue };
+            // Up to its last instruction's start: the sizes some profiles give their last
+            // instructions are guesses (Callgrind's state no lengths).
+            let last = start + u64::from(block.last_instr_offset);
+            if let Some(hit) = self.symbolizer.find_symbol(start) {
+                by_function.entry(hit.address).or_default().push((start, last, count));
+            }
+        }
+        let s = self.side;
+        for (start, mut blocks) in by_function {
+            blocks.sort_unstable();
+            let Some(f) = self.function(start) else { continue };
+            f.sides[s].has_edges = true;
+            // The profile's block holding an address of the grid.
+            let holder = |at: u64| -> Option<usize> {
+                let k = blocks.partition_point(|b| b.0 <= at).checked_sub(1)?;
+                (at <= blocks[k].1).then_some(k)
+            };
+            for (k, grid) in f.code.blocks.iter().enumerate() {
+                if let Some(h) = holder(grid.start) {
+                    f.sides[s].blocks[k] += blocks[h].2;
+                }
+            }
+            // A grid block whose end lies in the profile's block that holds the next grid
+            // block's start falls through into it as often as that block runs (a branch
+            // never taken, or the return from a call, which the profile's block runs over).
+            for (j, jump) in f.jumps.iter().enumerate() {
+                let (a, b) = (jump.source as usize, jump.target as usize);
+                if !jump.fall_through {
+                    continue;
+                }
+                let (end, next) = (f.code.blocks[a].last, f.code.blocks[b].start);
+                if let (Some(x), Some(y)) = (holder(end), holder(next)) {
+                    if x == y {
+                        f.sides[s].jumps[j] += blocks[x].2;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Edges inside a function: from the grid block holding the branch to the grid block
+    /// starting at the target.
+    fn edges(&mut self, image: &cfghub_model::ir::Image, edges: &[&cfghub_model::ir::Edge], stated: &Stated) {
+        let mut by_function: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for edge in edges {
+            let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else { continue };
+            let (src, tgt) = (&image.blocks[from.block as usize], &image.blocks[to.block as usize]);
+            let count = edge.counts.iter().fold(0u64, |t, &c| t.saturating_add(c));
+            let last = src.offset + u64::from(src.last_instr_offset);
+            let (Some(last), Some(target)) = (stated(last), stated(tgt.offset)) else { continue };
+            if count == 0 {
+                continue;
+            }
+            if let Some(hit) = self.symbolizer.find_symbol(last) {
+                by_function.entry(hit.address).or_default().push((last, target, count));
+            }
+        }
+        let s = self.side;
+        for (start, edges) in by_function {
+            let Some(f) = self.function(start) else { continue };
+            let index: BTreeMap<(u32, u32), usize> =
+                f.jumps.iter().enumerate().map(|(k, j)| ((j.source, j.target), k)).collect();
+            for (last, target, count) in edges {
+                let (Some(from), Some(to)) = (block_of(&f.code, last), block_of(&f.code, target)) else {
+                    continue;
+                };
+                if f.code.blocks[to].start != target {
+                    continue; // inside a grid block: the profile's own cut (after a call)
+                }
+                if let Some(&k) = index.get(&(from as u32, to as u32)) {
+                    f.sides[s].jumps[k] += count;
+                }
+            }
+        }
+    }
 }
 
 /// The function of the binary holding stated address `at`, laid on the grid when first met.
