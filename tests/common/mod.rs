@@ -226,17 +226,24 @@ pub fn build_hot_cpp(dir: &Path) -> PathBuf {
 /// `perf record -g -e cpu-clock` (else `cpu-clock:u`) of `binary ARGUMENT` into
 /// `dir/hot.perf.data`; `None`, with a note, where perf may not record.
 pub fn perf_record_with_call_chains(dir: &Path, binary: &Path, argument: &str) -> Option<PathBuf> {
-    let data = dir.join("hot.perf.data");
+    perf_record(&dir.join("hot.perf.data"), &["-g"], binary, argument)
+}
+
+/// `perf record OPTIONS -e cpu-clock` (else `cpu-clock:u`) of `binary ARGUMENT` into `data`;
+/// `None`, with a note, where perf may not record.
+pub fn perf_record(data: &Path, options: &[&str], binary: &Path, argument: &str) -> Option<PathBuf> {
     for event in ["cpu-clock", "cpu-clock:u"] {
         let o = Command::new("perf")
-            .args(["record", "-q", "-g", "-e", event, "-o"])
-            .arg(&data)
+            .args(["record", "-q"])
+            .args(options)
+            .args(["-e", event, "-o"])
+            .arg(data)
             .arg(binary)
             .arg(argument)
             .output()
             .unwrap();
         if o.status.success() {
-            return Some(data);
+            return Some(data.to_path_buf());
         }
     }
     unavailable("`perf record -e cpu-clock` is not permitted here");

@@ -57,20 +57,7 @@ fn truth(dir: &Path, binary: &Path, argument: &str) -> PathBuf {
 /// `perf record -e cpu-clock -F 20000` of `binary ARGUMENT`: plain samples.
 fn sampled(dir: &Path, binary: &Path, argument: &str) -> Option<PathBuf> {
     let data = dir.join(format!("{}.perf.data", binary.file_name().unwrap().to_str().unwrap()));
-    for event in ["cpu-clock", "cpu-clock:u"] {
-        let o = Command::new("perf")
-            .args(["record", "-q", "-e", event, "-F", "20000", "-o"])
-            .arg(&data)
-            .arg(binary)
-            .arg(argument)
-            .output()
-            .unwrap();
-        if o.status.success() {
-            return Some(data);
-        }
-    }
-    common::unavailable("`perf record -e cpu-clock` is not permitted here");
-    None
+    common::perf_record(&data, &["-F", "20000"], binary, argument)
 }
 
 /// `cfghub overlap FIRST SECOND --symbols BINARY --json EXTRA...`.

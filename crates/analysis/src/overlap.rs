@@ -29,8 +29,7 @@ use serde::Serialize;
 use crate::executions::block_totals;
 use crate::inference::{block_instructions, block_of, block_weights, function_jumps, sample_unit};
 use crate::machine_code::{BinaryCode, FunctionCode};
-use crate::symbolize::search::{self, Query};
-use crate::symbolize::{Options as SymbolOptions, Symbolizer};
+use crate::symbolize::{find_image_files, Options as SymbolOptions, Symbolizer};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{AddressKind, EdgeKind, NodeRef, Profile};
 
@@ -165,16 +164,7 @@ fn project(
                 continue;
             }
             let name = profile.image_name(image);
-            let file = image.file.map(|f| profile.file_name(f).to_string());
-            let query = Query {
-                image: file.as_deref(),
-                paths: &options.paths,
-                sole: images == 1,
-                system_dirs: &options.system_dirs,
-                build_id: image.build_id.as_deref(),
-                build_id_caches: &options.build_id_caches,
-            };
-            let found = search::find(&query);
+            let found = find_image_files(profile, image, options, images == 1);
             let Some(path) = found.binary.clone() else {
                 unplaced.push(name);
                 continue;

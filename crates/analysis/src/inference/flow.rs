@@ -82,9 +82,6 @@ pub struct FlowGraph {
     pub weights: Vec<u64>,
     /// The jumps between blocks (branches and fall-throughs).
     pub jumps: Vec<Jump>,
-    /// The entry's count when it is known (the calls into the function): the flow then
-    /// enters exactly so often.
-    pub entry_count: Option<u64>,
 }
 
 /// A jump between two blocks of a [`FlowGraph`].
@@ -136,18 +133,7 @@ pub fn infer(graph: &FlowGraph, costs: &Costs) -> Counts {
     for (b, &weight) in graph.weights.iter().enumerate() {
         let (b_in, b_out) = (2 * b, 2 * b + 1);
         if b == 0 {
-            match graph.entry_count {
-                // A lower bound equal to the capacity: the flow is forced through S -> entry
-                // by sending it from S1 to the entry and from S to T1.
-                Some(calls) => {
-                    let calls = calls.min(UNBOUNDED as u64 / 1024) as i64;
-                    net.add(s1, b_in, calls, 0);
-                    net.add(s, t1, calls, 0);
-                }
-                None => {
-                    net.add(s, b_in, UNBOUNDED, 0);
-                }
-            }
+            net.add(s, b_in, UNBOUNDED, 0);
         }
         if is_exit[b] {
             net.add(b_out, t, UNBOUNDED, 0);
@@ -433,7 +419,6 @@ mod tests {
         let graph = FlowGraph {
             weights: vec![100, 70, 30, 100],
             jumps: vec![jump(0, 1, true), jump(0, 2, false), jump(1, 3, false), jump(2, 3, true)],
-            entry_count: None,
         };
         let counts = infer(&graph, &Costs::default());
         assert_eq!(counts.blocks, vec![100, 70, 30, 100]);
@@ -448,7 +433,6 @@ mod tests {
         let graph = FlowGraph {
             weights: vec![10, 1000, 900, 12],
             jumps: vec![jump(0, 1, true), jump(1, 2, true), jump(2, 1, false), jump(1, 3, false)],
-            entry_count: None,
         };
         let counts = infer(&graph, &Costs::default());
         assert!(conserves(&graph, &counts));
@@ -462,11 +446,7 @@ mod tests {
     #[test]
     fn an_unsampled_block_on_the_only_way_gets_the_flow_through_it() {
         // 0 -> 1 -> 2: nothing fell on 1.
-        let graph = FlowGraph {
-            weights: vec![50, 0, 50],
-            jumps: vec![jump(0, 1, true), jump(1, 2, false)],
-            entry_count: None,
-        };
+        let graph = FlowGraph { weights: vec![50, 0, 50], jumps: vec![jump(0, 1, true), jump(1, 2, false)] };
         let counts = infer(&graph, &Costs::default());
         assert_eq!(counts.blocks, vec![50, 50, 50]);
         assert_eq!(counts.jumps, vec![50, 50]);
@@ -478,7 +458,6 @@ mod tests {
         let graph = FlowGraph {
             weights: vec![0, 500, 500, 0],
             jumps: vec![jump(0, 1, true), jump(1, 2, true), jump(2, 1, false), jump(1, 3, false)],
-            entry_count: None,
         };
         let counts = infer(&graph, &Costs::default());
         assert!(conserves(&graph, &counts), "{counts:?}");

@@ -25,8 +25,7 @@ use rayon::prelude::*;
 
 use crate::branch_records::{BranchRecords, CodeAddress};
 use crate::machine_code::{BinaryCode, Flow, FunctionCode};
-use crate::symbolize::search::{self, Query};
-use crate::symbolize::{Options as SymbolOptions, Relocation, Symbolizer};
+use crate::symbolize::{find_image_files, Options as SymbolOptions, Relocation, Symbolizer};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{AddressKind, Process, Profile, Symbol};
 use flow::{Costs, FlowGraph, Jump};
@@ -134,16 +133,7 @@ impl Run<'_> {
     ) -> Result<Vec<Symbol>> {
         let image = &profile.processes[p].images[i];
         let name = profile.image_name(image);
-        let file = image.file.map(|f| profile.file_name(f).to_string());
-        let query = Query {
-            image: file.as_deref(),
-            paths: &self.options.paths,
-            sole: self.sole,
-            system_dirs: &self.options.system_dirs,
-            build_id: image.build_id.as_deref(),
-            build_id_caches: &self.options.build_id_caches,
-        };
-        let found = search::find(&query);
+        let found = find_image_files(profile, image, self.options, self.sole);
         self.mismatched.extend(found.wrong_build.iter().map(|w| format!("{name}: {w}")));
         let samples = sampled(image, self.event);
         let total: u64 = samples.iter().map(|s| s.1).sum();
@@ -381,7 +371,7 @@ struct Inferred {
 /// sorted; `unit` the value of one sample), and the counts inferred for it.
 fn infer_function(function: &FunctionCode, samples: &[(u64, u64)], unit: u64) -> Inferred {
     let (jumps, branches) = function_jumps(function);
-    let graph = FlowGraph { weights: block_weights(function, samples, unit), jumps, entry_count: None };
+    let graph = FlowGraph { weights: block_weights(function, samples, unit), jumps };
     let mut counts = flow::infer(&graph, &Costs::relative());
     if counts.blocks.iter().all(|&c| c == 0) && graph.weights.iter().any(|&w| w > 0) {
         // Every sampled block was dropped rather than raise the unsampled ones around it

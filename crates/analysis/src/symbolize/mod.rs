@@ -39,6 +39,25 @@ use elf::{ElfFile, FunctionSymbol, Segment, Storage};
 pub use apply::{symbolize, ImageReport, Options};
 pub use search::Found;
 
+/// What [`search::find`] finds for `image` of `profile`, searched as `options` say; `sole`:
+/// the image is the only one that needs files (see [`search::Query::sole`]).
+pub fn find_image_files(
+    profile: &cfghub_model::ir::Profile,
+    image: &cfghub_model::ir::Image,
+    options: &Options,
+    sole: bool,
+) -> Found {
+    let file = image.file.map(|f| profile.file_name(f).to_string());
+    search::find(&search::Query {
+        image: file.as_deref(),
+        paths: &options.paths,
+        sole,
+        system_dirs: &options.system_dirs,
+        build_id: image.build_id.as_deref(),
+        build_id_caches: &options.build_id_caches,
+    })
+}
+
 /// How DWARF is read: slices of the mapped files, in the files' byte order.
 pub type Reader = gimli::EndianSlice<'static, gimli::RunTimeEndian>;
 
