@@ -107,7 +107,7 @@ pub struct WriteArgs {
 impl WriteArgs {
     pub fn options(&self) -> WriteOptions {
         WriteOptions { event: self.event.clone(), ..WriteOptions::default() }
-            .with(dcfg::Options { pretty: self.pretty })
+            .with(dcfg::Options { pretty: self.pretty, ..Default::default() })
             .with(callgrind::Options { per_thread: self.per_thread })
             .with(svg::Options {
                 title: self.title.clone(),
@@ -168,7 +168,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         .write
         .options()
         .with(cfghub_formats::llvm_sample::Options { binary: binary.clone(), image: args.image.clone() })
-        .with(cfghub_formats::bolt::Options { binary, image: args.image.clone() });
+        .with(cfghub_formats::bolt::Options { binary, image: args.image.clone() })
+        .with(dcfg::Options { pretty: args.write.pretty, symbols: args.symbols.options() });
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)

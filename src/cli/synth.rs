@@ -55,7 +55,8 @@ pub fn run(args: SynthArgs, quiet: bool) -> Result<i32> {
     ));
     let synth = generate(&spec);
     working.at(format!("synth: writing {}", args.output));
-    let options = WriteOptions::default().with(cfghub_formats::dcfg::Options { pretty: args.pretty });
+    let options = WriteOptions::default()
+        .with(cfghub_formats::dcfg::Options { pretty: args.pretty, ..Default::default() });
     let findings = save(&synth.profile, &args.output, args.to.as_deref(), &[], &options)?;
     drop(working);
     super::check_findings(&args.output, &findings, quiet)?;

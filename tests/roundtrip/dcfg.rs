@@ -13,7 +13,7 @@ fn round_trip(profile: &Profile, pretty: bool) -> Profile {
     let (bytes, findings) = write_to_vec(
         &Dcfg,
         profile,
-        &WriteOptions::default().with(cfghub::formats::dcfg::Options { pretty }),
+        &WriteOptions::default().with(cfghub::formats::dcfg::Options { pretty, ..Default::default() }),
     )
     .unwrap();
     assert!(findings.items.is_empty(), "{:?}", findings.items);

@@ -311,6 +311,8 @@ struct ArcEnd {
     arc: u32,
     call: bool,
     lead: bool,
+    /// A call into the dynamic loader's lazy-binding resolver ([`transfer_ends`]).
+    binds: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<ArcEnd>() == 16);
@@ -507,7 +509,7 @@ pub fn rebuild(
     // depend on each other: sorted side by side.
     let (executed, ((sources, targets), entries)) = rayon::join(
         || process.images.iter().map(executed_rows).collect::<Vec<_>>(),
-        || (transfer_ends(&list, nimages), call_entries(process, &list)),
+        || (transfer_ends(&list, nimages, &lazy_binding_resolvers(process)), call_entries(process, &list)),
     );
     for ((i, image), (rows, extents)) in process.images.iter_mut().enumerate().zip(executed) {
         let global = blocks_of.owner.len() as u32;
@@ -775,7 +777,16 @@ type StatedContexts = rustc_hash::FxHashMap<u32, (u32, u32)>;
 
 /// Each image's transfer sources and targets (transfers with both addresses), sorted by
 /// address, with what the walks ask of the transfer (so that they need not look it up).
-fn transfer_ends(list: &[Transfer], nimages: usize) -> (Vec<Vec<ArcEnd>>, Vec<Vec<ArcEnd>>) {
+///
+/// A call into the dynamic loader's lazy-binding resolver (`resolvers`: those functions, by
+/// image and symbol) is no execution of its calling instruction: Valgrind records it beside
+/// the call to the function the resolver binds, which the same execution made (see
+/// [`crate::plt`]).
+fn transfer_ends(
+    list: &[Transfer],
+    nimages: usize,
+    resolvers: &[(u32, u32)],
+) -> (Vec<Vec<ArcEnd>>, Vec<Vec<ArcEnd>>) {
     // Counted first and reserved at their length: grown by doubling, these lists of a few
     // hundred thousand ends were a tenth of the rebuild.
     let (mut nsources, mut ntargets) = (vec![0usize; nimages], vec![0usize; nimages]);
@@ -789,15 +800,30 @@ fn transfer_ends(list: &[Transfer], nimages: usize) -> (Vec<Vec<ArcEnd>>, Vec<Ve
         if let (Some(s), Some(t)) = (a.src_addr(), a.tgt_addr()) {
             let call = a.is_call();
             let arc = k as u32;
-            sources[a.src_image as usize].push(ArcEnd { addr: s, arc, call, lead: false });
+            let binds = call && resolvers.contains(&(a.tgt_image, a.tgt_symbol));
+            sources[a.src_image as usize].push(ArcEnd { addr: s, arc, call, lead: false, binds });
             let lead = call || a.count > 0;
-            targets[a.tgt_image as usize].push(ArcEnd { addr: t, arc, call, lead });
+            targets[a.tgt_image as usize].push(ArcEnd { addr: t, arc, call, lead, binds: false });
         }
     }
     for ends in sources.iter_mut().chain(targets.iter_mut()) {
         radix::sort_by_key(ends, |e| e.addr);
     }
     (sources, targets)
+}
+
+/// The dynamic loader's lazy-binding resolvers among a process's functions, by image and
+/// symbol.
+fn lazy_binding_resolvers(process: &Process) -> Vec<(u32, u32)> {
+    let mut found = Vec::new();
+    for (i, image) in process.images.iter().enumerate() {
+        for (s, symbol) in image.symbols.iter().enumerate() {
+            if crate::plt::is_lazy_binding_resolver(&symbol.name) {
+                found.push((i as u32, s as u32));
+            }
+        }
+    }
+    found
 }
 
 /// Blocks and source lines of a run of an image's executed instructions, with what the rebuild
@@ -1066,16 +1092,23 @@ impl<'a> Executed<'a> {
         while srcs.get(self.s).is_some_and(|e| e.addr < addr) {
             self.s += 1;
         }
-        let mut calls: Option<u64> = None;
+        // Calls from the instruction, and its other transfers: a PLT stub's jump through its
+        // slot that Valgrind counts as calls (`--skip-plt=no`) also jumps on, once, to the
+        // lazy binding.
+        let (mut calls, mut others): (Option<u64>, u64) = (None, 0);
         while let Some(e) = srcs.get(self.s).filter(|e| e.addr == addr) {
             m.flags |= END;
+            let count = self.ends.list.get(e.arc as usize).map_or(0, |t| t.count);
             if e.call {
-                calls = Some(calls.unwrap_or(0).saturating_add(self.ends.list[e.arc as usize].count));
+                calls = Some(calls.unwrap_or(0).saturating_add(if e.binds { 0 } else { count }));
+            } else {
+                others = others.saturating_add(count);
             }
             self.s += 1;
         }
         if let Some(n) = calls {
             m.flags |= CALL;
+            let n = n.saturating_add(others);
             if n > 0 {
                 m.ir = m.ir.min(n);
             }
@@ -1923,7 +1956,7 @@ mod tests {
         let start = |f: u64| 0x1000 + f * per * 2;
         // In each function, a jump from its 10th instruction to its 20th.
         let srcs: Vec<ArcEnd> = (0..u64::from(functions))
-            .map(|f| ArcEnd { addr: start(f) + 20, arc: f as u32, call: false, lead: false })
+            .map(|f| ArcEnd { addr: start(f) + 20, arc: f as u32, call: false, lead: false, binds: false })
             .collect();
         let tgts: Vec<ArcEnd> = srcs.iter().map(|e| ArcEnd { addr: e.addr + 20, lead: true, ..*e }).collect();
         let entries: Vec<u64> = (0..u64::from(functions)).map(start).collect();

@@ -28,6 +28,7 @@ pub mod merge;
 pub mod names;
 pub mod overlap;
 pub mod path_graph;
+pub mod plt;
 pub mod repeats;
 pub mod replay;
 pub mod routines;

@@ -460,6 +460,60 @@ impl BinaryCode {
         self.function(offset, size, |s| s.1)
     }
 
+    /// `len` bytes of the file's contents at linked address `address` (code or data);
+    /// `None` where the file has none.
+    pub fn bytes_at(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let s = self.loaded.iter().find(|s| address >= s.0 && address - s.0 < s.2.len() as u64)?;
+        let from = (address - s.0) as usize;
+        s.2.get(from..from.checked_add(len)?)
+    }
+
+    /// Up to `len` bytes of the file's contents from linked address `address`, fewer where
+    /// its section ends first.
+    pub fn bytes_from(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let s = self.loaded.iter().find(|s| address >= s.0 && address - s.0 < s.2.len() as u64)?;
+        let from = (address - s.0) as usize;
+        Some(&s.2[from..from.saturating_add(len).min(s.2.len())])
+    }
+
+    /// The name of the section that holds linked address `address`.
+    pub fn section_name_at(&self, address: u64) -> Option<&str> {
+        self._elf
+            .object
+            .sections()
+            .find(|s| s.address() != 0 && address >= s.address() && address - s.address() < s.size())
+            .and_then(|s| s.name().ok())
+    }
+
+    /// What each slot of the global offset table that the procedure linkage table jumps
+    /// through is bound to, by the slot's address, as objdump names the stub that reads it
+    /// (without the `@plt`): the symbol of its `JUMP_SLOT` relocation, or `*ABS*+0xADDR` for
+    /// an `IRELATIVE` one (a function the loader picks at startup by running the resolver at
+    /// ADDR, as glibc does for its string functions).
+    pub fn jump_slots(&self) -> std::collections::HashMap<u64, String> {
+        use object::elf::{R_X86_64_IRELATIVE, R_X86_64_JUMP_SLOT};
+        use object::{ObjectSymbol, ObjectSymbolTable, RelocationFlags, RelocationTarget};
+        let object = &self._elf.object;
+        let symbols = object.dynamic_symbol_table();
+        let mut slots = std::collections::HashMap::new();
+        for (slot, r) in object.dynamic_relocations().into_iter().flatten() {
+            let RelocationFlags::Elf { r_type } = r.flags() else { continue };
+            let name = match (r_type, r.target()) {
+                (R_X86_64_JUMP_SLOT, RelocationTarget::Symbol(index)) => symbols
+                    .as_ref()
+                    .and_then(|t| t.symbol_by_index(index).ok())
+                    .and_then(|s| s.name().ok())
+                    .map(str::to_string),
+                (R_X86_64_IRELATIVE, _) => Some(format!("*ABS*+{:#x}", r.addend())),
+                _ => None,
+            };
+            if let Some(name) = name {
+                slots.insert(slot, name);
+            }
+        }
+        slots
+    }
+
     fn function(&self, at: u64, size: u64, base: impl Fn(&(u64, u64, &[u8])) -> u64) -> Option<FunctionCode> {
         let s = self.sections.iter().find(|s| at >= base(s) && at - base(s) < s.2.len() as u64)?;
         let from = (at - base(s)) as usize;

@@ -15,6 +15,10 @@ pub use write::write;
 pub struct Options {
     /// Indented, human-readable JSON (`--pretty`) instead of one table row per line.
     pub pretty: bool,
+    /// Where the profile's binaries are found (`--symbols`), for the procedure linkage
+    /// table's stubs that a Callgrind profile counts under its calls
+    /// ([`cfghub_analysis::plt`]).
+    pub symbols: cfghub_analysis::symbolize::Options,
 }
 
 /// The DCFG format.
@@ -25,7 +29,7 @@ pub static FORMAT: Format = Format {
     sniffer: Some(sniff),
     reader: Some(|input, _, findings| read(input.stream(), findings)),
     writer: Some(|profile, out, options, findings| {
-        write(profile, out, options.formats.get::<Options>().pretty, findings)
+        write(profile, out, &options.formats.get::<Options>(), findings)
     }),
     without_addresses: Some(
         "they are written with ADDR_OFFSET 0 and SIZE 0, without their source lines and path numbers",

@@ -9,14 +9,41 @@
 use std::io::Write;
 
 use super::read::{COSTS_TAG, EVENTS_TAG};
+use super::Options;
+use cfghub_analysis::plt::{ImageStubs, Stubs};
 use cfghub_model::error::{Error, Findings, Result};
-use cfghub_model::ir::{Block, EdgeKind, Image, NodeRef, Process, Profile, Routine, SourceLine, Symbol};
+use cfghub_model::ir::{
+    Block, Edge, EdgeKind, Image, NodeRef, Process, Profile, Routine, SourceLine, Symbol,
+};
 
 /// Writes `profile` as DCFG JSON.
-pub fn write(profile: &Profile, out: &mut dyn Write, pretty: bool, findings: &mut Findings) -> Result<()> {
-    let mut w = JsonOut { out, pretty, buf: String::with_capacity(1 << 16) };
-    write_dcfg(&mut w, profile, findings)?;
+pub fn write(
+    profile: &Profile,
+    out: &mut dyn Write,
+    options: &Options,
+    findings: &mut Findings,
+) -> Result<()> {
+    let mut w = JsonOut { out, pretty: options.pretty, buf: String::with_capacity(1 << 16) };
+    write_dcfg(&mut w, profile, options, findings)?;
     w.flush()
+}
+
+/// The procedure linkage table's stubs each process's `Ir` counts under its calls and its
+/// binaries explain ([`cfghub_analysis::plt`]): looked for only where the blocks hold fewer
+/// instructions than `Ir` counts.
+fn skipped_stubs(profile: &Profile, options: &Options) -> Vec<Option<Stubs>> {
+    let Some(ir) = profile.event_index("Ir") else { return Vec::new() };
+    profile
+        .processes
+        .iter()
+        .map(|p| {
+            let held: u64 = p.images.iter().flat_map(|i| &i.blocks).map(Block::executed_instrs).sum();
+            let counted: u64 = p.images.iter().map(|i| i.costs.total(ir)).sum();
+            (held > 0 && held < counted)
+                .then(|| cfghub_analysis::plt::skipped_stubs(profile, p, ir, &options.symbols))
+                .flatten()
+        })
+        .collect()
 }
 
 /// Refuses a profile that states costs, functions or calls but not one address: its DCFG would
@@ -163,8 +190,9 @@ fn c(w: &mut JsonOut) {
     w.sp();
 }
 
-fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Result<()> {
+fn write_dcfg(w: &mut JsonOut, profile: &Profile, options: &Options, findings: &mut Findings) -> Result<()> {
     refuse_without_addresses(profile)?;
+    let stubs = skipped_stubs(profile, options);
     let (major, minor) = (1, 0);
     w.s("{")?;
     w.sp();
@@ -193,7 +221,7 @@ fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Re
         w.string(EdgeKind::ALL[i].as_str());
         Ok(())
     })?;
-    let specials = special_ids(profile);
+    let specials = special_ids(profile, &stubs);
     w.s(",")?;
     w.nl(2)?;
     w.key("SPECIAL_NODES");
@@ -224,17 +252,24 @@ fn write_dcfg(w: &mut JsonOut, profile: &Profile, findings: &mut Findings) -> Re
     w.key("PROCESSES");
     let processes = &profile.processes;
     table(w, 2, &["PROCESS_ID", "PROCESS_DATA"], processes.len(), |w, i| {
-        write_process(w, profile, &processes[i], &specials, findings)
+        write_process(w, profile, &processes[i], stubs.get(i).and_then(Option::as_ref), &specials, findings)
     })?;
     w.nl(0)?;
     w.s("}\n")?;
     Ok(())
 }
 
-/// Ids for START, END and UNKNOWN: 1, 2, 3 unless blocks use them. Among `n` blocks the
-/// three lie at or below `n + 3`, so only the ids up to there are marked.
-fn special_ids(profile: &Profile) -> [u64; 3] {
-    let blocks = || profile.processes.iter().flat_map(|p| p.images.iter().flat_map(|i| &i.blocks));
+/// Ids for START, END and UNKNOWN: 1, 2, 3 unless blocks (the stubs' too) use them. Among `n`
+/// blocks the three lie at or below `n + 3`, so only the ids up to there are marked.
+fn special_ids(profile: &Profile, stubs: &[Option<Stubs>]) -> [u64; 3] {
+    let stub_blocks = stubs.iter().flatten().flat_map(|s| &s.images).flat_map(|i| &i.blocks);
+    let blocks = || {
+        profile
+            .processes
+            .iter()
+            .flat_map(|p| p.images.iter().flat_map(|i| &i.blocks))
+            .chain(stub_blocks.clone())
+    };
     let mut used = vec![false; blocks().count() + 4];
     for b in blocks() {
         if let Some(u) = usize::try_from(b.id).ok().and_then(|i| used.get_mut(i)) {
@@ -249,6 +284,7 @@ fn write_process(
     w: &mut JsonOut,
     profile: &Profile,
     p: &Process,
+    stubs: Option<&Stubs>,
     specials: &[u64; 3],
     findings: &mut Findings,
 ) -> Result<()> {
@@ -276,7 +312,8 @@ fn write_process(
     // them, added up as the images are written.
     let mut instructions = Instructions { ir: profile.event_index("Ir"), ..Instructions::default() };
     table(w, ind + 2, &["IMAGE_ID", "LOAD_ADDR", "SIZE", "IMAGE_DATA"], p.images.len(), |w, i| {
-        write_image(w, profile, &p.images[i], &mut instructions, findings)
+        let view = ImageView { image: &p.images[i], stubs: stubs.and_then(|s| s.of_image(i as u32)) };
+        write_image(w, profile, &view, &mut instructions, findings)
     })?;
     w.s(",")?;
     w.nl(ind + 2)?;
@@ -286,16 +323,21 @@ fn write_process(
             NodeRef::Start => Some(specials[0]),
             NodeRef::End => Some(specials[1]),
             NodeRef::Unknown => Some(specials[2]),
-            NodeRef::Block(b) => Some(p.block(b).id),
+            NodeRef::Block(b) => {
+                let stubs = stubs.and_then(|s| s.of_image(b.image));
+                Some(ImageView { image: &p.images[b.image as usize], stubs }.block_id(b.block))
+            }
             NodeRef::Symbol(_) => None,
         }
     };
     // The edges between nodes DCFG has (not functions), as (source, target, edge), made as
     // they are written rather than held in a list beside the model.
-    let writable = || p.edges.iter().filter_map(|e| Some((node_id(e.source)?, node_id(e.target)?, e)));
+    let writable =
+        || edges_with_stubs(p, stubs).filter_map(move |e| Some((node_id(e.source)?, node_id(e.target)?, e)));
     let count = writable().count();
     let mut edges = writable();
-    warn_left_out(p, p.edges.len() - count, instructions.unheld(), findings);
+    let dropped = edges_with_stubs(p, stubs).count() - count;
+    warn_left_out(p, dropped, instructions.unheld(), findings);
     let renumber = !edge_ids_usable(p);
     if renumber {
         findings.warn(
@@ -356,7 +398,7 @@ fn warn_left_out(p: &Process, dropped: usize, unheld: Option<(u64, u64)>, findin
         findings.detail(
             None,
             format!(
-                "process {}: the blocks hold {} of the {counted} instruction executions its Ir counts: Valgrind charges the other {unheld} to the calls that ran them (PLT stubs; valgrind --skip-plt=no gives them blocks), which the cost table keeps",
+                "process {}: the blocks hold {} of the {counted} instruction executions its Ir counts: Valgrind charges the other {unheld} to the calls that ran them (PLT stubs: with the binary, named by --symbols where the profile's path no longer finds it, they become blocks), which the cost table keeps",
                 p.pid,
                 counted - unheld
             ),
@@ -377,6 +419,52 @@ fn warn_left_out(p: &Process, dropped: usize, unheld: Option<(u64, u64)>, findin
                 p.stacks.len()
             ),
         );
+    }
+}
+
+/// The process's edges as written: those the stubs replace or drop ([`Stubs::replaced`]) as
+/// they say, then the edges through the stubs.
+fn edges_with_stubs<'a>(p: &'a Process, stubs: Option<&'a Stubs>) -> impl Iterator<Item = &'a Edge> + 'a {
+    let replaced = stubs.map_or(&[][..], |s| &s.replaced[..]);
+    let mut next = 0;
+    let own = p.edges.iter().enumerate().filter_map(move |(k, e)| {
+        while replaced.get(next).is_some_and(|r| r.0 < k) {
+            next += 1;
+        }
+        match replaced.get(next) {
+            Some((at, by)) if *at == k => by.as_ref(),
+            _ => Some(e),
+        }
+    });
+    own.chain(stubs.into_iter().flat_map(|s| &s.added))
+}
+
+/// An image as written: its own blocks, routines and symbols, then the stubs'.
+struct ImageView<'a> {
+    image: &'a Image,
+    stubs: Option<&'a ImageStubs>,
+}
+
+impl<'a> ImageView<'a> {
+    /// The id of block `index` (the stubs' count on from the image's own).
+    fn block_id(&self, index: u32) -> u64 {
+        let own = self.image.blocks.len();
+        match (index as usize).checked_sub(own) {
+            None => self.image.blocks[index as usize].id,
+            Some(k) => self.stubs.map_or(0, |s| s.blocks[k].id),
+        }
+    }
+
+    fn blocks(&self) -> impl Iterator<Item = &'a Block> + Clone + 'a {
+        self.image.blocks.iter().chain(self.stubs.into_iter().flat_map(|s| &s.blocks))
+    }
+
+    fn routines(&self) -> Option<Vec<&'a Routine>> {
+        let stubs: Vec<&Routine> = self.stubs.into_iter().flat_map(|s| &s.routines).collect();
+        match &self.image.routines {
+            Some(own) => Some(own.iter().chain(stubs).collect()),
+            None => (!stubs.is_empty()).then_some(stubs),
+        }
     }
 }
 
@@ -416,17 +504,17 @@ fn edge_ids_usable(p: &Process) -> bool {
 fn write_image(
     w: &mut JsonOut,
     profile: &Profile,
-    image: &Image,
+    view: &ImageView,
     instructions: &mut Instructions,
     findings: &mut Findings,
 ) -> Result<()> {
-    let ind = 12;
+    let (ind, image) = (12, view.image);
     w.int(image.id);
     c(w);
     w.hex(image.load_addr);
     c(w);
     let size = image.size.unwrap_or_else(|| {
-        image.blocks.iter().map(|b| b.offset.saturating_add(u64::from(b.size))).max().unwrap_or(0)
+        view.blocks().map(|b| b.offset.saturating_add(u64::from(b.size))).max().unwrap_or(0)
     });
     w.int(size);
     c(w);
@@ -447,7 +535,10 @@ fn write_image(
         w.key("FILE_NAME_ID");
         w.int(u64::from(f) + 1);
     }
-    let symbols: Vec<_> = image.symbols.iter().filter(|s| s.offset.is_some()).collect();
+    // The stubs' symbols come after the image's own, so that the cost table's rows name
+    // the same symbols.
+    let stub_symbols = view.stubs.into_iter().flat_map(|s| &s.symbols);
+    let symbols: Vec<_> = image.symbols.iter().filter(|s| s.offset.is_some()).chain(stub_symbols).collect();
     // Callgrind's names of recursion levels (`fib'2`) are names of the same code, which a
     // DCFG holds once, under its function's name.
     let (levels, unplaced) = image
@@ -487,17 +578,17 @@ fn write_image(
         w.key("SOURCE_DATA");
         write_source_data(w, ind + 2, &lines)?;
     }
-    if !image.blocks.is_empty() {
+    if view.blocks().next().is_some() {
         sep(w)?;
         w.key("BASIC_BLOCKS");
-        write_blocks(w, ind + 2, &image.blocks)?;
-        let held = image.blocks.iter().map(|b| b.count.unwrap_or(0).saturating_mul(u64::from(b.num_instrs)));
+        write_blocks(w, ind + 2, view.blocks())?;
+        let held = view.blocks().map(Block::executed_instrs);
         instructions.held = held.fold(instructions.held, u64::saturating_add);
     }
-    if let Some(routines) = &image.routines {
+    if let Some(routines) = view.routines() {
         sep(w)?;
         w.key("ROUTINES");
-        write_routines(w, ind + 2, image, routines)?;
+        write_routines(w, ind + 2, view, &routines)?;
     }
     let addressed = image.costs.offsets().filter(Option::is_some).count();
     if addressed < image.costs.len() {
@@ -615,14 +706,20 @@ fn write_source_data(w: &mut JsonOut, ind: usize, lines: &[&SourceLine]) -> Resu
 
 /// The `BASIC_BLOCKS` table: id, offset, size, instructions, last instruction and (when
 /// known) execution count of each block.
-fn write_blocks(w: &mut JsonOut, ind: usize, blocks: &[Block]) -> Result<()> {
+fn write_blocks<'a>(
+    w: &mut JsonOut,
+    ind: usize,
+    blocks: impl Iterator<Item = &'a Block> + Clone,
+) -> Result<()> {
+    let mut rows = blocks.clone();
     table(
         w,
         ind,
         &["NODE_ID", "ADDR_OFFSET", "SIZE", "NUM_INSTRS", "LAST_INSTR_OFFSET", "COUNT"],
-        blocks.len(),
-        |w, i| {
-            let b = &blocks[i];
+        blocks.count(),
+        |w, _| {
+            // `count` rows: one per block.
+            let Some(b) = rows.next() else { return Ok(()) };
             w.int(b.id);
             c(w);
             w.hex(b.offset);
@@ -643,8 +740,8 @@ fn write_blocks(w: &mut JsonOut, ind: usize, blocks: &[Block]) -> Result<()> {
 
 /// The `ROUTINES` table: entry, exits, nodes (with their immediate dominators when the model
 /// has them) and loops of each routine, by block id.
-fn write_routines(w: &mut JsonOut, ind: usize, image: &Image, routines: &[Routine]) -> Result<()> {
-    let id = |b: u32| image.blocks[b as usize].id;
+fn write_routines(w: &mut JsonOut, ind: usize, view: &ImageView, routines: &[&Routine]) -> Result<()> {
+    let id = |b: u32| view.block_id(b);
     table(w, ind, &["ENTRY_NODE_ID", "EXIT_NODE_IDS", "NODES", "LOOPS"], routines.len(), |w, i| {
         let r = &routines[i];
         w.int(id(r.entry));
@@ -739,9 +836,9 @@ mod tests {
             processes: vec![Process { images, ..Process::default() }],
             ..Profile::default()
         };
-        assert_eq!(special_ids(&Profile::default()), [1, 2, 3]);
-        assert_eq!(special_ids(&profile(vec![image(&[1, 2]), image(&[4, 1 << 40])])), [3, 5, 6]);
-        assert_eq!(special_ids(&profile(vec![image(&[7, 8, 9])])), [1, 2, 3]);
-        assert_eq!(special_ids(&profile(vec![image(&[3, 2, 1])])), [4, 5, 6]);
+        assert_eq!(special_ids(&Profile::default(), &[]), [1, 2, 3]);
+        assert_eq!(special_ids(&profile(vec![image(&[1, 2]), image(&[4, 1 << 40])]), &[]), [3, 5, 6]);
+        assert_eq!(special_ids(&profile(vec![image(&[7, 8, 9])]), &[]), [1, 2, 3]);
+        assert_eq!(special_ids(&profile(vec![image(&[3, 2, 1])]), &[]), [4, 5, 6]);
     }
 }
