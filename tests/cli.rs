@@ -50,3 +50,6 @@ mod guide;
 
 #[path = "cli/overlap.rs"]
 mod overlap;
+
+#[path = "cli/merge.rs"]
+mod merge;

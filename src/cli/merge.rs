@@ -1,22 +1,30 @@
-//! `cfghub merge GRAPH SAMPLES... -o OUT`: sampled addresses (DCPI) attributed to the basic
-//! blocks of a control-flow graph (DCFG). The rules are in `cfghub_analysis::merge`.
+//! `cfghub merge PROFILE... -o OUT`: any number of profiles summed exactly
+//! (`cfghub_analysis::sum`), read one at a time; or, when the first input is a control-flow
+//! graph (a DCFG, with basic blocks) and the second has none, sampled addresses (DCPI, perf,
+//! pprof) attributed to the graph's blocks (`cfghub_analysis::merge`).
 
 use clap::Args;
 
 use super::convert::{ReadArgs, WriteArgs};
 use cfghub_analysis::combine::combine;
 use cfghub_analysis::merge::{merge, MergeOptions, MergeReport, OUTSIDE_BLOCKS};
+use cfghub_analysis::sum::ProfileSum;
 use cfghub_formats::convert::{load, save};
 use cfghub_model::error::{Error, Findings, Result};
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    /// The control-flow graph: a DCFG (or any profile with basic blocks).
-    pub graph: String,
-    /// Sample profiles with samples at instruction addresses: DCPI files or dcpicat dumps (one
-    /// per event or per image), perf.data (`perf record`, call chains not needed), pprof.
-    #[arg(required = true)]
-    pub samples: Vec<String>,
+    /// The profiles, in any readable formats, summed: events matched by name and unit,
+    /// processes by program, images by build id or path, stacks by path. When the first is a
+    /// control-flow graph (a DCFG, or any profile with basic blocks) and the second has no
+    /// blocks, the rest are sample profiles (DCPI, perf.data, pprof) whose sampled addresses
+    /// are attributed to the graph's blocks.
+    #[arg(required_unless_present = "inputs_from")]
+    pub inputs: Vec<String>,
+    /// More inputs: the paths listed in FILE, one per line (- reads them from standard input),
+    /// after those on the command line.
+    #[arg(long, value_name = "FILE")]
+    pub inputs_from: Option<String>,
     /// Output file, or - for standard output. Its name picks the format unless --to is given
     /// (callgrind.out.*, *.dcfg.json, *.dot, ...).
     #[arg(short, long)]
@@ -24,7 +32,7 @@ pub struct MergeArgs {
     /// Output format (see `cfghub formats`).
     #[arg(long)]
     pub to: Option<String>,
-    /// Graph format; detected from content and name when absent.
+    /// Input format, for every input; detected from content and name when absent.
     #[arg(long)]
     pub from: Option<String>,
     /// The graph image the samples belong to (full path or base name), when the sample
@@ -52,25 +60,74 @@ pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("expected an address (0xHEX or decimal), found {s:?}"))
 }
 
-pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
-    let mut inputs: Vec<&str> = vec![&args.graph];
-    inputs.extend(args.samples.iter().map(|s| s.as_str()));
+pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
+    if let Some(list) = args.inputs_from.as_deref() {
+        args.inputs.extend(listed_inputs(list)?);
+    }
+    if args.inputs.is_empty() {
+        return Err(Error::usage("no inputs to merge")
+            .with_hint("name the profiles, or list them with --inputs-from FILE"));
+    }
+    let mut inputs: Vec<&str> = args.inputs.iter().map(String::as_str).collect();
     inputs.extend(args.symbols.paths());
     cfghub_model::io::check_not_an_input(&args.output, &inputs)?;
     let options = args.read.options();
-    let mut graph = load(&args.graph, args.from.as_deref(), &options)?;
-    super::check_findings(&args.graph, &graph.findings, quiet)?;
-    args.symbols.apply(&mut graph, &args.graph, quiet)?;
-    if graph.profile.processes.iter().all(|p| p.images.iter().all(|i| i.blocks.is_empty())) {
-        return Err(Error::usage(format!("{} has no basic blocks to attribute samples to", args.graph))
-            .with_hint("the first input is the control-flow graph (a DCFG); the sample profiles follow"));
+    let read = |path: &str| -> Result<cfghub_formats::convert::Loaded> {
+        let mut loaded = load(path, args.from.as_deref(), &options)?;
+        super::check_findings(path, &loaded.findings, quiet)?;
+        args.symbols.apply(&mut loaded, path, quiet)?;
+        Ok(loaded)
+    };
+    let has_blocks = |p: &cfghub_model::ir::Profile| {
+        p.processes.iter().any(|p| p.images.iter().any(|i| !i.blocks.is_empty()))
+    };
+    let first = read(&args.inputs[0])?;
+    let second = args.inputs.get(1).map(|s| read(s)).transpose()?;
+    match second {
+        Some(second) if has_blocks(&first.profile) && !has_blocks(&second.profile) => {
+            attribute(&args, first, second, read, &inputs, quiet)
+        }
+        second => {
+            let mut sum = ProfileSum::new();
+            sum.add(first.profile).map_err(|e| e.in_file(&args.inputs[0]))?;
+            if let Some(second) = second {
+                sum.add(second.profile).map_err(|e| e.in_file(&args.inputs[1]))?;
+            }
+            for path in args.inputs.iter().skip(2) {
+                sum.add(read(path)?.profile).map_err(|e| e.in_file(path))?;
+            }
+            let findings =
+                save(&sum.finish(), &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+            super::check_findings(&args.output, &findings, quiet)?;
+            Ok(0)
+        }
     }
-    let mut profiles = Vec::new();
-    for s in &args.samples {
-        let mut loaded = load(s, None, &options)?;
-        super::check_findings(s, &loaded.findings, quiet)?;
-        args.symbols.apply(&mut loaded, s, quiet)?;
-        profiles.push(loaded.profile);
+}
+
+/// The paths `list` names, one per line (blank lines left out); `-` reads standard input.
+fn listed_inputs(list: &str) -> Result<Vec<String>> {
+    let text = if list == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| Error::io("standard input", e))?
+    } else {
+        std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?
+    };
+    Ok(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect())
+}
+
+/// Sampled addresses attributed to the blocks of `graph` (the first input): the rest of the
+/// inputs, the `first_samples` among them, are combined into one sample profile.
+fn attribute(
+    args: &MergeArgs,
+    graph: cfghub_formats::convert::Loaded,
+    first_samples: cfghub_formats::convert::Loaded,
+    read: impl Fn(&str) -> Result<cfghub_formats::convert::Loaded>,
+    inputs: &[&str],
+    quiet: bool,
+) -> Result<i32> {
+    let sample_paths = &args.inputs[1..];
+    let mut profiles = vec![first_samples.profile];
+    for s in &sample_paths[1..] {
+        profiles.push(read(s)?.profile);
     }
     let mut findings = Findings::default();
     let samples = combine(profiles, &mut findings)?;
@@ -92,11 +149,11 @@ pub fn run(args: MergeArgs, quiet: bool) -> Result<i32> {
         })
         .collect();
     let (merged, report) = merge(graph.profile, &samples, &merge_options)?;
-    nothing_attributed(&report, &graph_images, &args.graph, &args.samples)?;
+    nothing_attributed(&report, &graph_images, &args.inputs[0], sample_paths)?;
     if !quiet {
         eprint!("{}", describe(&report, args.list, &units));
     }
-    let findings = save(&merged, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+    let findings = save(&merged, &args.output, args.to.as_deref(), inputs, &args.write.options())?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
 }

@@ -78,8 +78,8 @@ pub enum Command {
     /// How close two profiles of one program are: function, block and edge overlap on the
     /// binary's basic blocks, and flow conservation.
     Overlap(overlap::OverlapArgs),
-    /// Attribute samples (DCPI, perf.data, pprof) to a DCFG's basic blocks: samples per block,
-    /// routine and loop.
+    /// Sum any number of profiles exactly (a fleet's, a day's), or attribute samples (DCPI,
+    /// perf.data, pprof) to a DCFG's basic blocks: samples per block, routine and loop.
     Merge(merge::MergeArgs),
     /// Decode CSI path numbers and crash states (Ball-Larus paths of any routine).
     Csi(csi::CsiArgs),

@@ -18,9 +18,9 @@ use crate::common::{self, run, stderr, stdout};
 /// (the same code, a few seconds under Valgrind), and the block and edge overlap with
 /// Valgrind's counts the inference reaches at least (measured: docs/inference.md).
 const PROGRAMS: [(&str, &str, &str, f64, f64); 3] = [
-    ("bytecode", "400000", "100000", 0.70, 0.55),
-    ("sort", "8000000", "1000000", 0.85, 0.78),
-    ("hash", "400000", "100000", 0.60, 0.50),
+    ("bytecode", "400000", "100000", 0.65, 0.50),
+    ("sort", "8000000", "1000000", 0.65, 0.50),
+    ("hash", "400000", "100000", 0.55, 0.45),
 ];
 
 fn clients() -> bool {

@@ -666,3 +666,38 @@ fn functions_below_the_node_fraction_are_left_out_as_pprof_leaves_them_out() {
     let ours = same_call_graph_as_pprof(d, &data, &pb);
     assert!(ours.contains("Dropped "), "{ours}");
 }
+
+/// `cfghub merge` of pprof profiles reads in `go tool pprof` as its own merge (`-proto A B`)
+/// does: every function's flat value and the totals of every sample type; and profiles of
+/// different sample types, a CPU and a heap profile (which `go tool pprof` refuses to merge:
+/// "incompatible types"), keep each type: each type's functions are its own input's.
+#[test]
+fn merged_profiles_read_in_go_tool_pprof_as_its_own_merge_and_keep_each_sample_type() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = common::fixture("pprof/burn.cpu.pb.gz");
+    let heap = common::fixture("pprof/allocs.heap.pb.gz");
+    let go_merged = dir.path().join("go.pb");
+    let o = go(dir.path()).args(["tool", "pprof", "-proto", s(&cpu), s(&cpu)]).output().expect("go runs");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    std::fs::write(&go_merged, &o.stdout).unwrap();
+    let merged = dir.path().join("twice.pb.gz");
+    let o = common::run(&["-q", "merge", s(&cpu), s(&cpu), "-o", s(&merged)]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(raw_totals(dir.path(), &merged), raw_totals(dir.path(), &go_merged));
+    assert_eq!(top_flat(dir.path(), &merged, 1, "ns"), top_flat(dir.path(), &go_merged, 1, "ns"));
+
+    let both = dir.path().join("cpu-and-heap.pb.gz");
+    let o = common::run(&["-q", "merge", s(&cpu), s(&heap), "-o", s(&both)]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (types, _) = raw_totals(dir.path(), &both);
+    let names: Vec<&str> = types.iter().map(|t| t.split('/').next().unwrap()).collect();
+    assert_eq!(names, ["samples", "cpu", "alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]);
+    assert_eq!(top_flat(dir.path(), &both, 1, "ns"), top_flat(dir.path(), &cpu, 1, "ns"));
+    for (index, unit) in [(0, "count"), (1, "bytes"), (3, "bytes")] {
+        let heap_only = top_flat(dir.path(), &heap, index, unit);
+        let merged = top_flat(dir.path(), &both, index + 2, unit);
+        let nonzero: Flat = merged.into_iter().filter(|(_, v)| *v != 0).collect();
+        assert_eq!(nonzero, heap_only.into_iter().filter(|(_, v)| *v != 0).collect::<Flat>(), "type {index}");
+    }
+}

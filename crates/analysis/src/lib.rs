@@ -35,6 +35,7 @@ pub mod routines;
 pub mod sequence;
 pub mod source;
 pub mod stacks;
+pub mod sum;
 pub mod symbolize;
 pub mod synth;
 pub mod totals;
