@@ -476,13 +476,14 @@ impl BinaryCode {
         Some(&s.2[from..from.saturating_add(len).min(s.2.len())])
     }
 
-    /// The name of the section that holds linked address `address`.
-    pub fn section_name_at(&self, address: u64) -> Option<&str> {
+    /// The linked address ranges of the sections with one of `names`.
+    pub fn sections_named(&self, names: &[&str]) -> Vec<std::ops::Range<u64>> {
         self._elf
             .object
             .sections()
-            .find(|s| s.address() != 0 && address >= s.address() && address - s.address() < s.size())
-            .and_then(|s| s.name().ok())
+            .filter(|s| s.name().is_ok_and(|n| names.contains(&n)))
+            .map(|s| s.address()..s.address().saturating_add(s.size()))
+            .collect()
     }
 
     /// What each slot of the global offset table that the procedure linkage table jumps

@@ -30,7 +30,7 @@ use cfghub_model::ir::{
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use rustc_hash::FxHashMap;
 
-use crate::machine_code::{BinaryCode, Flow};
+use crate::machine_code::BinaryCode;
 use crate::names::SymbolIndex;
 use crate::symbolize::{find_image_files, Options as SymbolOptions};
 
@@ -107,20 +107,33 @@ struct Stub {
     lazy: Option<Way>,
 }
 
-fn is_plt(code: &BinaryCode, address: u64) -> bool {
-    code.section_name_at(address).is_some_and(|n| n == ".plt" || n == ".plt.sec")
+/// A binary's code and where its procedure linkage table is (`.plt`, `.plt.sec`).
+struct Code {
+    binary: BinaryCode,
+    plt: Vec<std::ops::Range<u64>>,
+}
+
+impl Code {
+    fn new(binary: BinaryCode) -> Self {
+        let plt = binary.sections_named(&[".plt", ".plt.sec"]);
+        Code { binary, plt }
+    }
+
+    fn is_plt(&self, address: u64) -> bool {
+        self.plt.iter().any(|r| r.contains(&address))
+    }
 }
 
 /// The way from `start` (an address of the table) through direct jumps to a jump through a
 /// slot; `None` for code that does anything else.
-fn way_from(code: &BinaryCode, start: u64) -> Option<Way> {
+fn way_from(code: &Code, start: u64) -> Option<Way> {
     let mut runs = Vec::new();
     let (mut at, mut run_start, mut instrs) = (start, start, 0u32);
     for _ in 0..MAX_WAY {
-        if !is_plt(code, at) {
+        if !code.is_plt(at) {
             return None;
         }
-        let bytes = code.bytes_from(at, 15)?;
+        let bytes = code.binary.bytes_from(at, 15)?;
         let i = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE).decode();
         if i.is_invalid() {
             return None;
@@ -144,13 +157,13 @@ fn way_from(code: &BinaryCode, start: u64) -> Option<Way> {
 }
 
 /// The stub at `entry`, when it is one.
-fn stub_at(code: &BinaryCode, entry: u64, slots: &HashMap<u64, String>) -> Option<Stub> {
+fn stub_at(code: &Code, entry: u64, slots: &HashMap<u64, String>) -> Option<Stub> {
     let bound = way_from(code, entry)?;
     let name = slots.get(&bound.slot).cloned();
     // Before binding, a lazily bound slot holds an address in the table; one bound at
     // startup (`-z now`, an IRELATIVE function) holds anything else.
-    let initial = code.bytes_at(bound.slot, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-    let lazy = initial.filter(|&a| a != 0 && is_plt(code, a)).and_then(|a| way_from(code, a));
+    let initial = code.binary.bytes_at(bound.slot, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    let lazy = initial.filter(|&a| a != 0 && code.is_plt(a)).and_then(|a| way_from(code, a));
     Some(Stub { name, bound, lazy })
 }
 
@@ -185,8 +198,8 @@ pub fn skipped_stubs(
             continue;
         }
         let found = find_image_files(profile, image, options, false);
-        let Some(code) = found.binary.as_deref().and_then(BinaryCode::open) else { continue };
-        let slots = code.jump_slots();
+        let Some(code) = found.binary.as_deref().and_then(BinaryCode::open).map(Code::new) else { continue };
+        let slots = code.binary.jump_slots();
         let mut stubs: FxHashMap<u64, Option<Stub>> = FxHashMap::default();
         for (site, calls) in &sites[from..to] {
             let block = &image.blocks[site.block as usize];
@@ -255,19 +268,26 @@ fn surpluses(image: &Image, ir: usize, sites: &[(BlockRef, Vec<usize>)]) -> FxHa
 /// it enters one and the binary's code is the block's: its instructions decode to the block's
 /// number, the last at the block's last (a binary of another build than the profile's, found
 /// at the path the profile names, does not).
-fn called_stub(code: &BinaryCode, start: u64, block: &Block) -> Option<u64> {
+fn called_stub(code: &Code, start: u64, block: &Block) -> Option<u64> {
     // A block rebuilt from a profile without instruction lengths may end at its last
     // instruction's first byte: decoded through the longest instruction after it.
-    let f = code.function_at_address(start, u64::from(block.last_instr_offset) + 15)?;
     let last = start.wrapping_add(u64::from(block.last_instr_offset));
-    let k = f.instructions.iter().position(|i| i.at == last)?;
-    if k + 1 != block.num_instrs as usize {
-        return None;
+    let bytes = code.binary.bytes_from(start, block.last_instr_offset as usize + 15)?;
+    let mut decoder = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE);
+    let mut seen = 0u32;
+    while decoder.can_decode() {
+        let i = decoder.decode();
+        seen += 1;
+        if i.is_invalid() || i.ip() > last || seen > block.num_instrs {
+            return None;
+        }
+        if i.ip() == last {
+            let target = i.near_branch_target();
+            let enters = matches!(i.flow_control(), FlowControl::Call | FlowControl::UnconditionalBranch);
+            return (seen == block.num_instrs && enters && code.is_plt(target)).then_some(target);
+        }
     }
-    match f.instructions[k].flow {
-        Flow::Call(Some(target)) | Flow::Jump(target) if is_plt(code, target) => Some(target),
-        _ => None,
-    }
+    None
 }
 
 /// Gathers the stubs' blocks, routines and edges as sites are added.

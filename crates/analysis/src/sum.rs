@@ -414,7 +414,7 @@ impl ProfileSum {
                 None => {
                     let mut edge = Edge { source, target, ..e.clone() };
                     if let Some(d) = edge.details.as_mut() {
-                        d.inclusive = remap(&e.inclusive()[..], columns);
+                        d.inclusive = remap(e.inclusive(), columns);
                     }
                     edges.push(edge);
                     sum.edges.insert(key, edges.len() - 1);

@@ -29,19 +29,15 @@ pub fn write(
 }
 
 /// The procedure linkage table's stubs each process's `Ir` counts under its calls and its
-/// binaries explain ([`cfghub_analysis::plt`]): looked for only where the blocks hold fewer
-/// instructions than `Ir` counts.
+/// binaries explain ([`cfghub_analysis::plt`]), for a process with blocks.
 fn skipped_stubs(profile: &Profile, options: &Options) -> Vec<Option<Stubs>> {
     let Some(ir) = profile.event_index("Ir") else { return Vec::new() };
     profile
         .processes
         .iter()
         .map(|p| {
-            let held: u64 = p.images.iter().flat_map(|i| &i.blocks).map(Block::executed_instrs).sum();
-            let counted: u64 = p.images.iter().map(|i| i.costs.total(ir)).sum();
-            (held > 0 && held < counted)
-                .then(|| cfghub_analysis::plt::skipped_stubs(profile, p, ir, &options.symbols))
-                .flatten()
+            let blocks = p.images.iter().any(|i| !i.blocks.is_empty());
+            blocks.then(|| cfghub_analysis::plt::skipped_stubs(profile, p, ir, &options.symbols)).flatten()
         })
         .collect()
 }
@@ -318,15 +314,20 @@ fn write_process(
     w.s(",")?;
     w.nl(ind + 2)?;
     w.key("EDGES");
+    // Each image's stubs, looked up once rather than per edge.
+    let stubs_of_image: Vec<Option<&ImageStubs>> =
+        (0..p.images.len()).map(|i| stubs.and_then(|s| s.of_image(i as u32))).collect();
     let node_id = |n: NodeRef| -> Option<u64> {
         match n {
             NodeRef::Start => Some(specials[0]),
             NodeRef::End => Some(specials[1]),
             NodeRef::Unknown => Some(specials[2]),
-            NodeRef::Block(b) => {
-                let stubs = stubs.and_then(|s| s.of_image(b.image));
-                Some(ImageView { image: &p.images[b.image as usize], stubs }.block_id(b.block))
-            }
+            NodeRef::Block(b) => match stubs_of_image.get(b.image as usize).copied().flatten() {
+                None => Some(p.block(b).id),
+                Some(stubs) => Some(
+                    ImageView { image: &p.images[b.image as usize], stubs: Some(stubs) }.block_id(b.block),
+                ),
+            },
             NodeRef::Symbol(_) => None,
         }
     };
