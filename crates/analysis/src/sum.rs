@@ -167,16 +167,7 @@ impl ProfileSum {
 
     /// The output process an input process adds to, made when new.
     fn process_for(&mut self, input: &Profile, p: &Process) -> usize {
-        let key = p
-            .images
-            .first()
-            .and_then(|i| {
-                i.build_id
-                    .as_ref()
-                    .map(|b| format!("build {b}"))
-                    .or_else(|| i.file.map(|f| format!("path {}", input.file_name(f))))
-            })
-            .unwrap_or_default();
+        let key = p.images.first().and_then(|i| identity(input, i)).unwrap_or_default();
         if let Some(&k) = self.process_keys.get(&key) {
             return k;
         }
@@ -204,12 +195,7 @@ impl ProfileSum {
         let mut symbol_maps = Vec::with_capacity(p.images.len());
         let mut block_maps = Vec::with_capacity(p.images.len());
         for (i, image) in p.images.iter().enumerate() {
-            let key = image
-                .build_id
-                .as_ref()
-                .map(|b| format!("build {b}"))
-                .or_else(|| image.file.map(|f| format!("path {}", input.file_name(f))))
-                .unwrap_or_else(|| format!("image {i}"));
+            let key = identity(input, image).unwrap_or_else(|| format!("image {i}"));
             let sum = &mut self.processes[k];
             let o = match sum.image_keys.get(&key) {
                 Some(&o) => o,
@@ -538,6 +524,12 @@ impl ProfileSum {
         }
         self.out
     }
+}
+
+/// What tells an image apart across profiles: its build id, else its path.
+fn identity(profile: &Profile, image: &Image) -> Option<String> {
+    let path = || image.file.map(|f| format!("path {}", profile.file_name(f)));
+    image.build_id.as_ref().map(|b| format!("build {b}")).or_else(path)
 }
 
 /// Values of an input's columns at the output's (`columns`).
