@@ -88,20 +88,48 @@ pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
             attribute(&args, first, second, read, &inputs, quiet)
         }
         second => {
-            let mut sum = ProfileSum::new();
-            sum.add(first.profile).map_err(|e| e.in_file(&args.inputs[0]))?;
-            if let Some(second) = second {
-                sum.add(second.profile).map_err(|e| e.in_file(&args.inputs[1]))?;
-            }
-            for path in args.inputs.iter().skip(2) {
-                sum.add(read(path)?.profile).map_err(|e| e.in_file(path))?;
-            }
-            let findings =
-                save(&sum.finish(), &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
+            let sum = sum_all(&args.inputs, first.profile, second.map(|s| s.profile), &read)?;
+            let findings = save(&sum, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
             super::check_findings(&args.output, &findings, quiet)?;
             Ok(0)
         }
     }
+}
+
+/// The sum of the profiles at `paths`, the first two (`first`, `second`) already read. The
+/// rest are split into as many runs of neighbours as there are threads, each run read and
+/// summed apart, and the runs' sums added in input order: integers add up the same in any
+/// grouping, and things first met keep their order, so the sum is the one of reading the
+/// inputs one by one.
+fn sum_all(
+    paths: &[String],
+    first: cfghub_model::ir::Profile,
+    second: Option<cfghub_model::ir::Profile>,
+    read: &(dyn Fn(&str) -> Result<cfghub_formats::convert::Loaded> + Sync),
+) -> Result<cfghub_model::ir::Profile> {
+    use rayon::prelude::*;
+    let rest = paths.get(2..).unwrap_or_default();
+    let per_thread = rest.len().div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let runs: Vec<Result<cfghub_model::ir::Profile>> = rest
+        .par_chunks(per_thread)
+        .map(|run| {
+            let mut sum = ProfileSum::new();
+            for path in run {
+                sum.add(read(path)?.profile).map_err(|e| e.in_file(path))?;
+            }
+            Ok(sum.finish())
+        })
+        .collect();
+    let mut total = ProfileSum::new();
+    total.add(first).map_err(|e| e.in_file(&paths[0]))?;
+    if let Some(second) = second {
+        total.add(second).map_err(|e| e.in_file(&paths[1]))?;
+    }
+    for (run, sum) in rest.chunks(per_thread).zip(runs) {
+        let named = format!("{} to {}", run[0], run[run.len() - 1]);
+        total.add(sum?).map_err(|e| e.in_file(named))?;
+    }
+    Ok(total.finish())
 }
 
 /// The paths `list` names, one per line (blank lines left out); `-` reads standard input.

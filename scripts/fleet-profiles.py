@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Writes N generated profiles of a fleet, as services have them: every host samples the same
+code, so the stacks of all profiles are drawn from one shared set (a few hosts' hot paths
+differ), each profile holding SAMPLES samples.
+
+Usage: scripts/fleet-profiles.py OUT_DIR N [SAMPLES] [FORMAT]
+  OUT_DIR  a folder, made if missing: host0000.FORMAT ... host{N-1}.FORMAT
+  N        how many profiles
+  SAMPLES  samples per profile (default 100000)
+  FORMAT   folded (default), or any format cfghub writes (pb.gz, speedscope.json, ...): the
+           folded text is converted by target/release/cfghub
+
+The stacks: 3,000 function names in 40 modules, 60,000 distinct paths of 8 to 32 frames
+sharing their first frames (main, the request loop, the handlers), drawn per sample with a
+Zipf-like weight so that a few paths are hot on every host. Seeded by the host's number:
+the same N give the same files.
+"""
+import os
+import random
+import subprocess
+import sys
+
+
+def paths(rng):
+    modules = [f"svc{m}" for m in range(40)]
+    names = [f"{modules[i % 40]}::fn{i}" for i in range(3000)]
+    roots = ["main", "runtime.main", "server.serve"]
+    out = []
+    for _ in range(60000):
+        depth = rng.randint(8, 32)
+        handler = rng.randrange(60)
+        frames = roots + [f"handler{handler}"] + [names[rng.randrange(3000)] for _ in range(depth - 4)]
+        out.append(";".join(frames))
+    return out
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out_dir, n = sys.argv[1], int(sys.argv[2])
+    samples = int(sys.argv[3]) if len(sys.argv) > 3 else 100000
+    fmt = sys.argv[4] if len(sys.argv) > 4 else "folded"
+    os.makedirs(out_dir, exist_ok=True)
+    shared = paths(random.Random(1))
+    weights = [1.0 / (k + 1) for k in range(len(shared))]
+    cfghub = os.path.join(os.path.dirname(__file__), "..", "target", "release", "cfghub")
+    for host in range(n):
+        rng = random.Random(1000 + host)
+        counts = {}
+        for p in rng.choices(shared, weights=weights, k=samples):
+            counts[p] = counts.get(p, 0) + 1
+        folded = os.path.join(out_dir, f"host{host:04}.folded")
+        with open(folded, "w") as f:
+            for p, c in counts.items():
+                f.write(f"{p} {c}\n")
+        if fmt != "folded":
+            target = os.path.join(out_dir, f"host{host:04}.{fmt}")
+            subprocess.run([cfghub, "-q", "convert", folded, "-o", target], check=True)
+            os.remove(folded)
+
+
+if __name__ == "__main__":
+    main()
