@@ -717,6 +717,11 @@ fn a_dcfg_holds_the_plt_stubs_valgrind_charges_to_the_calls_through_them() {
         assert_eq!(block.map(|b| b[5].as_u64().unwrap()), Some(2000), "{stub}");
     }
 
+    // A DCFG that has the stubs, converted again, has them once.
+    let again = dir.path().join("again.dcfg.json");
+    convert(&dcfg, &again);
+    assert_eq!(dcfg_block_instrs(&again).0, ir);
+
     // The same run with --skip-plt=no: Valgrind's own stubs, and the same instructions held.
     let whole = dir.path().join("callgrind.out.noskip");
     let o = Command::new("valgrind")

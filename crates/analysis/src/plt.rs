@@ -201,11 +201,17 @@ pub fn skipped_stubs(
         let Some(code) = found.binary.as_deref().and_then(BinaryCode::open).map(Code::new) else { continue };
         let slots = code.binary.jump_slots();
         let mut stubs: FxHashMap<u64, Option<Stub>> = FxHashMap::default();
+        // A profile that has the stubs as blocks already (a DCFG written with them, which
+        // keeps Valgrind's `Ir` in its cost table) needs none.
+        let have: rustc_hash::FxHashSet<u64> = image.blocks.iter().map(|b| b.offset).collect();
         for (site, calls) in &sites[from..to] {
             let block = &image.blocks[site.block as usize];
             let Some(&excess) = surplus.get(&block.last_instr()) else { continue };
             let start = image.load_addr.wrapping_add(block.offset);
             let Some(entry) = called_stub(&code, start, block) else { continue };
+            if have.contains(&entry.wrapping_sub(image.load_addr)) {
+                continue;
+            }
             let stub = stubs.entry(entry).or_insert_with(|| stub_at(&code, entry, &slots));
             if let Some(stub) = stub.as_ref() {
                 builder.add_site(i, calls, stub, excess);
