@@ -22,6 +22,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use cfghub_model::error::{Error, Result};
 use cfghub_model::ir::{
     event_unit, power_of_ten, Block, BlockRef, Counts, Edge, EdgeKind, Event, FileId, FrameId, Image,
@@ -49,7 +51,7 @@ struct ProcessSum {
     images: Vec<ImageSum>,
     image_keys: HashMap<String, usize>,
     /// Sample by its node and thread.
-    samples: HashMap<(u32, u32), usize>,
+    samples: FxHashMap<(u32, u32), usize>,
     /// Edge by its source, target and kind.
     edges: HashMap<(NodeRef, NodeRef, EdgeKind), usize>,
 }
