@@ -18,14 +18,20 @@ fn folded(text: &str) -> BTreeMap<String, u128> {
         .collect()
 }
 
+/// `cfghub merge a.folded b.folded -o ab.folded` in `dir` of the two texts: its run, and the
+/// output's path.
+fn merge_two(dir: &std::path::Path, a: &str, b: &str) -> (std::process::Output, std::path::PathBuf) {
+    let (pa, pb, out) = (dir.join("a.folded"), dir.join("b.folded"), dir.join("ab.folded"));
+    std::fs::write(&pa, a).unwrap();
+    std::fs::write(&pb, b).unwrap();
+    let o = common::run(&["merge", pa.to_str().unwrap(), pb.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    (o, out)
+}
+
 #[test]
 fn folded_profiles_add_up_to_the_unit_past_53_bits() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b, out) =
-        (dir.path().join("a.folded"), dir.path().join("b.folded"), dir.path().join("ab.folded"));
-    std::fs::write(&a, "main;f 9007199254740993\nmain 1\n").unwrap();
-    std::fs::write(&b, "main;f 1\nmain;g 3\n").unwrap();
-    let o = common::run(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (o, out) = merge_two(dir.path(), "main;f 9007199254740993\nmain 1\n", "main;f 1\nmain;g 3\n");
     assert!(o.status.success(), "{}", common::stderr(&o));
     let want: BTreeMap<String, u128> =
         [("main;f", 9007199254740994), ("main", 1), ("main;g", 3)].map(|(k, v)| (k.to_string(), v)).into();
@@ -35,11 +41,7 @@ fn folded_profiles_add_up_to_the_unit_past_53_bits() {
 #[test]
 fn a_merged_total_of_2_to_the_64_is_refused_naming_the_event_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b, out) =
-        (dir.path().join("a.folded"), dir.path().join("b.folded"), dir.path().join("ab.folded"));
-    std::fs::write(&a, "main;f 18446744073709551615\n").unwrap();
-    std::fs::write(&b, "main;g 1\n").unwrap();
-    let o = common::run(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (o, out) = merge_two(dir.path(), "main;f 18446744073709551615\n", "main;g 1\n");
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     let e = common::stderr(&o);
     assert!(e.contains("b.folded") && e.contains("2^64") && e.contains("event samples"), "{e}");

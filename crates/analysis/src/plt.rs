@@ -49,8 +49,6 @@ pub struct Stubs {
     pub replaced: Vec<(usize, Option<Edge>)>,
     /// The edges through the stubs, numbered after the process's own.
     pub added: Vec<Edge>,
-    /// Instruction executions the new blocks hold.
-    pub instructions: u64,
 }
 
 /// What one image gains: blocks (numbered after every block of the process), routines whose
@@ -594,12 +592,7 @@ impl<'a> Builder<'a> {
             }
         }
         self.replaced.sort_unstable_by_key(|r| r.0);
-        let mut instructions = 0u64;
-        for stubs in &mut self.images {
-            instructions =
-                stubs.blocks.iter().map(Block::executed_instrs).fold(instructions, u64::saturating_add);
-        }
         self.images.sort_by_key(|i| i.image);
-        Some(Stubs { images: self.images, replaced: self.replaced, added, instructions })
+        Some(Stubs { images: self.images, replaced: self.replaced, added })
     }
 }

@@ -56,6 +56,15 @@ struct ProcessSum {
     edges: HashMap<(NodeRef, NodeRef, EdgeKind), usize>,
 }
 
+/// One input as it is added: the output column of each of its events, and the output's frame
+/// and file of each of its own, found as they are met.
+struct Incoming<'a> {
+    profile: &'a Profile,
+    columns: Vec<usize>,
+    frames: Vec<Option<FrameId>>,
+    files: HashMap<FileId, FileId>,
+}
+
 /// What is kept beside an output image: its symbols by name and address, its blocks by
 /// address, and its cost rows by where they are, with their values, in the order first met.
 #[derive(Default)]
@@ -83,11 +92,6 @@ impl ProfileSum {
         ProfileSum::default()
     }
 
-    /// How many profiles were added.
-    pub fn inputs(&self) -> usize {
-        self.inputs
-    }
-
     /// Adds `input` to the sum; on an error (units that disagree, a sum past 2^64 - 1) the sum
     /// is left part-way and should be dropped.
     pub fn add(&mut self, input: Profile) -> Result<()> {
@@ -102,11 +106,15 @@ impl ProfileSum {
         }
         self.inputs += 1;
         let columns = self.map_events(&input)?;
-        let mut frames = vec![None; input.frames.len()];
-        let mut files: HashMap<FileId, FileId> = HashMap::new();
+        let mut incoming = Incoming {
+            profile: &input,
+            columns,
+            frames: vec![None; input.frames.len()],
+            files: HashMap::new(),
+        };
         for p in &input.processes {
             let k = self.process_for(&input, p);
-            self.add_process(&input, p, k, &columns, &mut frames, &mut files)?;
+            self.add_process(&mut incoming, p, k)?;
         }
         Ok(())
     }
@@ -180,15 +188,10 @@ impl ProfileSum {
         self.processes.len() - 1
     }
 
-    fn add_process(
-        &mut self,
-        input: &Profile,
-        p: &Process,
-        k: usize,
-        columns: &[usize],
-        frames: &mut [Option<FrameId>],
-        files: &mut HashMap<FileId, FileId>,
-    ) -> Result<()> {
+    /// Adds process `p` of the input to output process `k`.
+    fn add_process(&mut self, incoming: &mut Incoming, p: &Process, k: usize) -> Result<()> {
+        let (input, columns) = (incoming.profile, &incoming.columns);
+        let files = &mut incoming.files;
         let mut file = |out: &mut Profile, f: Option<FileId>| {
             f.map(|f| *files.entry(f).or_insert_with(|| out.files.intern(input.file_name(f))))
         };
@@ -238,7 +241,7 @@ impl ProfileSum {
             other => other,
         };
         self.add_edges(p, k, columns, &node)?;
-        self.add_stacks(input, p, k, columns, frames, &image_map)?;
+        self.add_stacks(incoming, p, k, &image_map)?;
         let out = &mut self.out.processes[k];
         out.instr_count = match (out.instr_count, p.instr_count) {
             (Some(a), Some(b)) => Some(a.checked_add(b).ok_or_else(|| overflow("instructions"))?),
@@ -426,13 +429,12 @@ impl ProfileSum {
     /// found or made once, samples of one path and thread added into one.
     fn add_stacks(
         &mut self,
-        input: &Profile,
+        incoming: &mut Incoming,
         p: &Process,
         k: usize,
-        columns: &[usize],
-        frames: &mut [Option<FrameId>],
         image_map: &[u32],
     ) -> Result<()> {
+        let Incoming { profile: input, columns, frames, .. } = incoming;
         let stacks = &p.stacks;
         if stacks.is_empty() {
             return Ok(());
@@ -466,7 +468,8 @@ impl ProfileSum {
             let node = if sample.node == NO_INDEX { NO_INDEX } else { nodes[sample.node as usize] };
             values.iter_mut().for_each(|v| *v = 0);
             for (c, &v) in sample.values.iter().enumerate() {
-                let o = columns[c];
+                // (A column without an event, which no reader makes, has nowhere to go.)
+                let Some(&o) = columns.get(c) else { continue };
                 values[o] = v.checked_mul(scale[c]).ok_or_else(|| overflow(&self.out.events[o].name))?;
             }
             for (o, &v) in values.iter().enumerate() {

@@ -268,14 +268,7 @@ fn symbolize_image(
     let mut report =
         ImageReport { pid: profile.processes[p].pid, image: name.clone(), ..ImageReport::default() };
     let file = image.file.map(|f| profile.file_name(f).to_string());
-    let query = Query {
-        image: file.as_deref(),
-        paths: &options.paths,
-        sole,
-        system_dirs: &options.system_dirs,
-        build_id: image.build_id.as_deref(),
-        build_id_caches: &options.build_id_caches,
-    };
+    let query = super::query(file.as_deref(), image, options, sole);
     let found = search::find(&query);
     // An image `--symbols` was meant for gets every warning in full; the others (the
     // libraries of a program whose binary was named) one line between them at the end.

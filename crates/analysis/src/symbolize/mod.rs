@@ -48,14 +48,25 @@ pub fn find_image_files(
     sole: bool,
 ) -> Found {
     let file = image.file.map(|f| profile.file_name(f).to_string());
-    search::find(&search::Query {
-        image: file.as_deref(),
+    search::find(&query(file.as_deref(), image, options, sole))
+}
+
+/// The search for the files of `image`, whose path the profile names `file`, as `options`
+/// ask it.
+pub(crate) fn query<'a>(
+    file: Option<&'a str>,
+    image: &'a cfghub_model::ir::Image,
+    options: &'a Options,
+    sole: bool,
+) -> search::Query<'a> {
+    search::Query {
+        image: file,
         paths: &options.paths,
         sole,
         system_dirs: &options.system_dirs,
         build_id: image.build_id.as_deref(),
         build_id_caches: &options.build_id_caches,
-    })
+    }
 }
 
 /// How DWARF is read: slices of the mapped files, in the files' byte order.
