@@ -44,6 +44,8 @@ pub struct ConvertArgs {
     pub symbols: super::symbols::SymbolArgs,
     #[command(flatten)]
     pub infer: super::symbols::InferArgs,
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 /// Options shared by every command that reads a profile.
@@ -141,6 +143,7 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
         return Err(output.unsupported("write"));
     }
     cfghub_model::io::check_output_place(&args.output)?;
+    let labelling = args.labels.parsed()?;
     let output = Some(output);
     // The reader is told what the writer needs (a perf.data file converted to folded stacks
     // needs no images nor source lines), and `--symbols` needs the images it names.
@@ -151,6 +154,10 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     super::check_findings(&args.input, &loaded.findings, quiet)?;
     args.symbols.apply(&mut loaded, &args.input, quiet)?;
     args.infer.apply(&args.symbols, &mut loaded, &args.input, quiet)?;
+    labelling.apply(&mut loaded.profile, &args.input, quiet)?;
+    if let Some(key) = args.labels.split_by.as_deref() {
+        cfghub_analysis::labels::split_by(&mut loaded.profile, key);
+    }
     if let Some(trace) = args.trace.as_deref() {
         super::trace::replay_into(&mut loaded.profile, trace, args.read.max_edges, quiet)?;
         inputs.push(trace);
@@ -173,4 +180,62 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     let findings = save(&loaded.profile, &args.output, args.to.as_deref(), &inputs, &write_options)?;
     super::check_findings(&args.output, &findings, quiet)?;
     Ok(0)
+}
+
+/// Sample labels given on the command line (`cfghub_analysis::labels`).
+#[derive(Args, Debug, Default)]
+pub struct LabelArgs {
+    /// A label for every sample of the input(s), KEY=VALUE (repeatable): kept by pprof and
+    /// tables, the key of --split-by and of tables' --partition-by.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// Labels from each input's path: PATTERN's {key} fields matched against the end of the
+    /// path ('hosts/{host}/{service}.pb.gz').
+    #[arg(long, value_name = "PATTERN")]
+    pub label_from_path: Option<String>,
+    /// Each value of this label in a process of its own, for formats that show several apart
+    /// (Firefox, speedscope, perf script, tables).
+    #[arg(long, value_name = "KEY")]
+    pub split_by: Option<String>,
+}
+
+impl LabelArgs {
+    /// The labels and pattern, checked before any input is read.
+    pub fn parsed(&self) -> Result<Labelling> {
+        Ok(Labelling {
+            labels: self.labels.iter().map(|l| cfghub_analysis::labels::parse(l)).collect::<Result<_>>()?,
+            pattern: self
+                .label_from_path
+                .as_deref()
+                .map(cfghub_analysis::labels::PathPattern::parse)
+                .transpose()?,
+        })
+    }
+}
+
+/// What [`LabelArgs`] ask for each input.
+pub struct Labelling {
+    labels: Vec<cfghub_model::ir::Label>,
+    pattern: Option<cfghub_analysis::labels::PathPattern>,
+}
+
+impl Labelling {
+    /// Labels the samples of `profile`, read from `path`; a profile without samples to label
+    /// is told on standard error.
+    pub fn apply(&self, profile: &mut cfghub_model::ir::Profile, path: &str, quiet: bool) -> Result<()> {
+        let mut labels = match &self.pattern {
+            Some(p) => p.labels(path)?,
+            None => Vec::new(),
+        };
+        labels.extend(self.labels.iter().cloned());
+        if labels.is_empty() {
+            return Ok(());
+        }
+        if cfghub_analysis::labels::apply(profile, &labels) == 0 {
+            let mut findings = Findings::default();
+            findings.warn(None, "labels go on samples of call stacks, and it has none: no label kept");
+            super::check_findings(path, &findings, quiet)?;
+        }
+        Ok(())
+    }
 }

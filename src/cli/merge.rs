@@ -52,6 +52,8 @@ pub struct MergeArgs {
     pub write: WriteArgs,
     #[command(flatten)]
     pub symbols: super::symbols::SymbolArgs,
+    #[command(flatten)]
+    pub labels: super::convert::LabelArgs,
 }
 
 /// Parses `0x1f00` or `7936`.
@@ -72,10 +74,12 @@ pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
     inputs.extend(args.symbols.paths());
     cfghub_model::io::check_not_an_input(&args.output, &inputs)?;
     let options = args.read.options();
+    let labelling = args.labels.parsed()?;
     let read = |path: &str| -> Result<cfghub_formats::convert::Loaded> {
         let mut loaded = load(path, args.from.as_deref(), &options)?;
         super::check_findings(path, &loaded.findings, quiet)?;
         args.symbols.apply(&mut loaded, path, quiet)?;
+        labelling.apply(&mut loaded.profile, path, quiet)?;
         Ok(loaded)
     };
     let has_blocks = |p: &cfghub_model::ir::Profile| {
@@ -88,7 +92,10 @@ pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
             attribute(&args, first, second, read, &inputs, quiet)
         }
         second => {
-            let sum = sum_all(&args.inputs, first.profile, second.map(|s| s.profile), &read)?;
+            let mut sum = sum_all(&args.inputs, first.profile, second.map(|s| s.profile), &read)?;
+            if let Some(key) = args.labels.split_by.as_deref() {
+                cfghub_analysis::labels::split_by(&mut sum, key);
+            }
             let findings = save(&sum, &args.output, args.to.as_deref(), &inputs, &args.write.options())?;
             super::check_findings(&args.output, &findings, quiet)?;
             Ok(0)

@@ -132,3 +132,57 @@ fn a_merge_through_tables_and_back_is_the_merge() {
         assert_eq!(merged, back, "{event}");
     }
 }
+
+/// `--label-from-path` takes labels from each input's path, and an input whose path the pattern
+/// does not match is refused with both named (exit 2, no output); `--split-by` then shows each
+/// value apart, as a speedscope profile of its own named by its labels.
+#[test]
+fn labels_from_paths_split_the_merge_and_a_path_that_does_not_match_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (service, text) in [("web", "main;a 5\nmain;b 1\n"), ("db", "main;a 2\n")] {
+        std::fs::create_dir_all(dir.path().join(service)).unwrap();
+        std::fs::write(dir.path().join(service).join("cpu.folded"), text).unwrap();
+    }
+    let input = |s: &str| dir.path().join(s).join("cpu.folded").to_str().unwrap().to_string();
+    let out = dir.path().join("split.speedscope.json");
+    let o = common::run(&[
+        "merge",
+        &input("web"),
+        &input("db"),
+        "--label-from-path",
+        "{service}/cpu.folded",
+        "--split-by",
+        "service",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let profiles: Vec<(String, u64)> = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let total = p["weights"].as_array().unwrap().iter().map(|w| w.as_u64().unwrap()).sum();
+            (p["name"].as_str().unwrap().to_string(), total)
+        })
+        .collect();
+    assert_eq!(profiles.len(), 2, "{profiles:?}");
+    assert!(profiles[0].0.ends_with("service=web") && profiles[0].1 == 6, "{profiles:?}");
+    assert!(profiles[1].0.ends_with("service=db") && profiles[1].1 == 2, "{profiles:?}");
+
+    let refused = dir.path().join("refused.pb.gz");
+    let o = common::run(&[
+        "merge",
+        &input("web"),
+        &input("db"),
+        "--label-from-path",
+        "hosts/{host}.folded",
+        "-o",
+        refused.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = common::stderr(&o);
+    assert!(err.contains("cpu.folded") && err.contains("hosts/{host}.folded"), "{err}");
+    assert!(!refused.exists());
+}

@@ -701,3 +701,67 @@ fn merged_profiles_read_in_go_tool_pprof_as_its_own_merge_and_keep_each_sample_t
         assert_eq!(nonzero, heap_only.into_iter().filter(|(_, v)| *v != 0).collect::<Flat>(), "type {index}");
     }
 }
+
+/// `go tool pprof -tags` of a profile: the label keys, each with its values' totals.
+fn tags(home: &Path, file: &Path, index: usize) -> String {
+    pprof(home, &["-tags", &format!("-sample_index={index}")], file)
+}
+
+/// Labels in and out: a Go heap profile's numeric `bytes` labels (with their unit) come out of
+/// cfghub's pprof as `go tool pprof -tags` read them in the input, and `merge
+/// --label-from-path` and `--label` give each input's samples labels that `-tags` totals per
+/// value, each value's total its input's.
+#[test]
+fn sample_labels_of_go_and_of_the_command_line_read_in_go_tool_pprof() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let heap = common::fixture("pprof/allocs.heap.pb.gz");
+    let converted = dir.path().join("heap.pb.gz");
+    let o = common::run(&["-q", "convert", s(&heap), "-o", s(&converted)]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    for index in 0..4 {
+        let want = tags(dir.path(), &heap, index);
+        assert!(want.contains("bytes:"), "{want}");
+        assert_eq!(tags(dir.path(), &converted, index), want, "sample type {index}");
+    }
+
+    let cpu = common::fixture("pprof/burn.cpu.pb.gz");
+    for service in ["web", "db"] {
+        std::fs::create_dir_all(dir.path().join("hosts").join(service)).unwrap();
+        std::fs::copy(&cpu, dir.path().join("hosts").join(service).join("cpu.pb.gz")).unwrap();
+    }
+    let merged = dir.path().join("fleet.pb.gz");
+    let inputs = ["web", "db"].map(|d| dir.path().join("hosts").join(d).join("cpu.pb.gz"));
+    let o = common::run(&[
+        "-q",
+        "merge",
+        s(&inputs[0]),
+        s(&inputs[1]),
+        "--label-from-path",
+        "hosts/{service}/cpu.pb.gz",
+        "--label",
+        "day=2026-12-07",
+        "-o",
+        s(&merged),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (_, one) = raw_totals(dir.path(), &cpu);
+    let text = tags(dir.path(), &merged, 0);
+    let service = text.split("service:").nth(1).expect("a service label");
+    let values: Vec<(&str, f64)> = service
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|l| {
+            let (count, rest) = l.trim().split_once(' ').unwrap();
+            (rest.rsplit(": ").next().unwrap(), count.parse::<f64>().unwrap())
+        })
+        .collect();
+    let mut names: Vec<&str> = values.iter().map(|v| v.0).collect();
+    names.sort();
+    assert_eq!(names, ["db", "web"], "{text}");
+    for (_, count) in &values {
+        assert_eq!(*count as i128, one[0], "{text}");
+    }
+    assert!(text.contains("day:") && text.contains("2026-12-07"), "{text}");
+}

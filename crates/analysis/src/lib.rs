@@ -22,6 +22,7 @@ pub mod dominators;
 pub mod events;
 pub mod executions;
 pub mod inference;
+pub mod labels;
 pub mod loops;
 pub mod machine_code;
 pub mod merge;

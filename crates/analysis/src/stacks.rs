@@ -29,8 +29,8 @@ pub use flat::{FlatStacks, Frame};
 
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{
-    power_of_ten, rounded, Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, NodeRef, Process, Profile,
-    StackValue, Stacks, Symbol, SymbolRef, NO_INDEX,
+    power_of_ten, rounded, Cost, Edge, EdgeDetails, EdgeKind, FrameId, Image, Label, NodeRef, Process,
+    Profile, StackValue, Stacks, Symbol, SymbolRef, NO_INDEX,
 };
 
 /// A non-negative sum of stack values as a cost: rounded to whole units once (fractional
@@ -384,6 +384,15 @@ impl<'p> WrittenStacks<'p> {
         &self,
         mut f: impl FnMut(usize, Option<u32>, &[Frame], &[StackValue]) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.try_for_each_labelled_sample(|p, thread, _, frames, values| f(p, thread, frames, values))
+    }
+
+    /// As [`WrittenStacks::try_for_each_sample`], with each sample's labels (in order of key;
+    /// none for estimated stacks).
+    pub fn try_for_each_labelled_sample<E>(
+        &self,
+        mut f: impl FnMut(usize, Option<u32>, &[Label], &[Frame], &[StackValue]) -> Result<(), E>,
+    ) -> Result<(), E> {
         match self {
             WrittenStacks::Model(p) => {
                 let mut frames = Vec::new();
@@ -404,15 +413,17 @@ impl<'p> WrittenStacks<'p> {
                         if rescale {
                             scaled.clear();
                             scaled.extend(stack.values.iter().zip(&scale).map(|(v, k)| v * k));
-                            f(index, stack.thread, &frames, &scaled)?;
+                            f(index, stack.thread, stack.labels, &frames, &scaled)?;
                         } else {
-                            f(index, stack.thread, &frames, stack.values)?;
+                            f(index, stack.thread, stack.labels, &frames, stack.values)?;
                         }
                     }
                 }
                 Ok(())
             }
-            WrittenStacks::Flat(flat) => flat.try_for_each(|p, frames, values| f(p, None, frames, values)),
+            WrittenStacks::Flat(flat) => {
+                flat.try_for_each(|p, frames, values| f(p, None, &[], frames, values))
+            }
         }
     }
 

@@ -51,7 +51,7 @@ struct ProcessSum {
     images: Vec<ImageSum>,
     image_keys: HashMap<String, usize>,
     /// Sample by its node and thread.
-    samples: FxHashMap<(u32, u32), usize>,
+    samples: FxHashMap<(u32, u32, u32), usize>,
     /// Edge by its source, target and kind.
     edges: HashMap<(NodeRef, NodeRef, EdgeKind), usize>,
 }
@@ -464,6 +464,10 @@ impl ProfileSum {
             nodes[n] = self.out.processes[k].stacks.node(parent, frame);
         }
         let mut values = vec![0 as StackValue; width];
+        let mut label_sets = vec![NO_INDEX; stacks.label_sets().len()];
+        for (i, set) in stacks.label_sets().iter().enumerate() {
+            label_sets[i] = self.out.processes[k].stacks.label_set(set.to_vec());
+        }
         for sample in stacks.samples() {
             let node = if sample.node == NO_INDEX { NO_INDEX } else { nodes[sample.node as usize] };
             values.iter_mut().for_each(|v| *v = 0);
@@ -482,7 +486,9 @@ impl ProfileSum {
                     _ => return Err(overflow(&self.out.events[o].name)),
                 }
             }
-            let key = (node, sample.thread.unwrap_or(NO_INDEX));
+            let labels =
+                if sample.label_set == NO_INDEX { NO_INDEX } else { label_sets[sample.label_set as usize] };
+            let key = (node, sample.thread.unwrap_or(NO_INDEX), labels);
             let sum = &mut self.processes[k];
             let out = &mut self.out.processes[k].stacks;
             match sum.samples.get(&key) {
@@ -492,7 +498,7 @@ impl ProfileSum {
                     }
                 }
                 None => {
-                    out.push_sample(node, sample.thread, &values);
+                    out.push_labelled_sample(node, sample.thread, labels, &values);
                     sum.samples.insert(key, out.len() - 1);
                 }
             }

@@ -930,7 +930,8 @@ fn renamed_stacks(stacks: &Stacks, named: &FxHashMap<FrameId, Vec<FrameId>>) -> 
     }
     // The new node of each old node on a sampled path, made when first needed.
     let mut new_node = vec![None::<u32>; stacks.nodes().len()];
-    let mut first: FxHashMap<(Option<u32>, u32), usize> = FxHashMap::default();
+    let mut first: FxHashMap<(Option<u32>, u32, u32), usize> = FxHashMap::default();
+    let mut label_sets = vec![None::<u32>; stacks.label_sets().len()];
     let mut on_path = Vec::new();
     for sample in stacks.samples() {
         // The old path's nodes not yet renamed, leaf first.
@@ -950,15 +951,19 @@ fn renamed_stacks(stacks: &Stacks, named: &FxHashMap<FrameId, Vec<FrameId>>) -> 
             new_node[old as usize] = Some(parent);
         }
         let node = if sample.node == NO_INDEX { NO_INDEX } else { parent };
-        match first.get(&(sample.thread, node)) {
+        let labels = match sample.label_set {
+            NO_INDEX => NO_INDEX,
+            l => *label_sets[l as usize].get_or_insert_with(|| out.label_set(sample.labels.to_vec())),
+        };
+        match first.get(&(sample.thread, node, labels)) {
             Some(&k) => {
                 for (slot, v) in out.values_mut(k).iter_mut().zip(sample.values) {
                     *slot += v;
                 }
             }
             None => {
-                first.insert((sample.thread, node), out.len());
-                out.push_sample(node, sample.thread, sample.values);
+                first.insert((sample.thread, node, labels), out.len());
+                out.push_labelled_sample(node, sample.thread, labels, sample.values);
             }
         }
     }

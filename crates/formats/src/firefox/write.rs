@@ -118,7 +118,10 @@ impl Skeleton {
     /// The crate's process of a model process: its handle, pid and name.
     pub(super) fn process(&mut self, profile: &Profile, process: &Process) -> (ProcessHandle, u32, String) {
         let pid = u32::try_from(process.pid).unwrap_or(u32::MAX);
-        let name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
+        let mut name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
+        if let Some(labels) = cfghub_analysis::labels::shared_text(&process.stacks) {
+            name.push_str(&format!(" ({labels})"));
+        }
         let handle = self.fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0));
         (handle, pid, name)
     }

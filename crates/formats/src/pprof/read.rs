@@ -26,7 +26,8 @@ use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{
-    Event, FrameAddress, FrameId, FrameSource, Image, Process, Profile, StackValue, Stacks, NO_INDEX,
+    Event, FrameAddress, FrameId, FrameSource, Image, Label, LabelValue, Process, Profile, StackValue,
+    Stacks, NO_INDEX,
 };
 
 const HINT: &str = "expected a pprof profile.proto (gzip-compressed or raw), as written by \
@@ -632,6 +633,7 @@ fn read_with_early(
         location_frames: &location_frames,
         frame_budget: (bytes.len() as u64).saturating_mul(FRAMES_PER_BYTE).max(MIN_FRAME_BUDGET),
         bytes: bytes.len() as u64,
+        strings: &strings,
     };
     let done = if t.sample_runs.starts_with(&early) {
         early.len()
@@ -648,13 +650,7 @@ fn read_with_early(
     let mut leaves = LeafSamples::new(&t, &mapping_ids, images.len());
     let other_labels = ctx.resolve(samples, &mut processes, &mut leaves)?;
     if other_labels > 0 {
-        findings.warn(
-            None,
-            format!(
-                "pprof: {other_labels} sample label(s) other than numeric '{THREAD_LABEL}' and '{PID_LABEL}' \
-                 not kept (the model has no labels)"
-            ),
-        );
+        findings.warn(None, format!("pprof: {other_labels} sample label(s) without a key left out"));
     }
     if processes.is_empty() {
         processes.push(Process::default());
@@ -958,16 +954,23 @@ fn mix(h: u64, v: u64) -> u64 {
     (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
-/// The samples of one process, merged when their call path and thread are equal (values
-/// summed), each kept where it first occurs.
+/// The samples of one process, merged when their call path, thread and labels are equal
+/// (values summed), each kept where it first occurs.
 #[derive(Default)]
 struct SampleMerger {
-    first: rustc_hash::FxHashMap<(u32, u32), usize>,
+    first: rustc_hash::FxHashMap<(u32, u32, u32), usize>,
 }
 
 impl SampleMerger {
-    fn add(&mut self, stacks: &mut Stacks, node: u32, thread: Option<u32>, values: &[StackValue]) {
-        match self.first.entry((thread.unwrap_or(NO_INDEX), node)) {
+    fn add(
+        &mut self,
+        stacks: &mut Stacks,
+        node: u32,
+        thread: Option<u32>,
+        labels: u32,
+        values: &[StackValue],
+    ) {
+        match self.first.entry((thread.unwrap_or(NO_INDEX), node, labels)) {
             std::collections::hash_map::Entry::Occupied(k) => {
                 for (a, b) in stacks.values_mut(*k.get()).iter_mut().zip(values) {
                     *a += b;
@@ -975,7 +978,7 @@ impl SampleMerger {
             }
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(stacks.len());
-                stacks.push_sample(node, thread, values);
+                stacks.push_labelled_sample(node, thread, labels, values);
             }
         }
     }
@@ -986,6 +989,7 @@ impl SampleMerger {
 struct Resolved<'a> {
     process: usize,
     thread: Option<u32>,
+    label_set: u32,
     frames: (usize, usize),
     run: &'a SampleList,
     values: (usize, usize),
@@ -1004,6 +1008,7 @@ struct SampleContext<'a> {
     frame_budget: u64,
     /// The input's size, for messages.
     bytes: u64,
+    strings: &'a Strings<'a>,
 }
 
 /// Samples are spread over this many shards by their hash: equal samples land in the same
@@ -1038,10 +1043,18 @@ struct SampleList {
     stacks: Vec<RawStack>,
     locs: Vec<u32>,
     wide: Vec<u64>,
-    /// (key, number) of numeric labels, by key, the last of each key in a sample.
-    labels: Vec<(u64, u64)>,
+    /// Labels as [`RawLabel`]s, in order of key.
+    labels: Vec<RawLabel>,
     values: Vec<StackValue>,
 }
+
+/// A sample label as the wire says it, its strings not resolved yet: `(key, value, kind)`,
+/// where kind [`TEXT_LABEL`] makes `value` the index of a string, and any other kind makes it a
+/// number whose unit is the string `kind - 1` (`kind` 1: no unit).
+type RawLabel = (u64, u64, u64);
+
+/// The kind of a [`RawLabel`] whose value is a string.
+const TEXT_LABEL: u64 = 0;
 
 impl SampleList {
     fn same_locs(&self, r: &RawStack, other: &SampleList, o: &RawStack) -> bool {
@@ -1102,7 +1115,7 @@ impl SampleList {
 /// A run of samples as decoded, spread over the shards by hash, not merged yet.
 struct RawRun {
     shards: Vec<SampleList>,
-    /// Labels that cannot be `thread` or `pid` (a string value, or no number).
+    /// Labels with no key, dropped.
     other_labels: u64,
 }
 
@@ -1180,23 +1193,30 @@ impl SampleSet {
 #[derive(Default)]
 struct Scratch {
     locs: Vec<u64>,
-    labels: Vec<(u64, u64)>,
+    labels: Vec<RawLabel>,
     values: Vec<StackValue>,
 }
 
 impl Scratch {
-    /// Puts labels in order of key, the last of each key winning (as they are read), and
-    /// gives the hash that equal samples share.
+    /// Puts labels in order of key (of one key, the last read first: the one a `thread` or
+    /// `pid` label takes), equal ones once, and gives the hash that equal samples share.
     fn normalize_and_hash(&mut self) -> u64 {
         self.labels.reverse();
-        self.labels.sort_by_key(|&(k, _)| k);
-        self.labels.dedup_by_key(|&mut (k, _)| k);
+        self.labels.sort_by_key(|&(k, _, _)| k);
+        let mut seen = 0;
+        for i in 0..self.labels.len() {
+            if !self.labels[..seen].contains(&self.labels[i]) {
+                self.labels[seen] = self.labels[i];
+                seen += 1;
+            }
+        }
+        self.labels.truncate(seen);
         let mut h = mix(self.values.len() as u64, self.locs.len() as u64);
         for &l in &self.locs {
             h = mix(h, l);
         }
-        for &(k, v) in &self.labels {
-            h = mix(mix(h, k), v);
+        for &(k, v, kind) in &self.labels {
+            h = mix(mix(mix(h, k), v), kind);
         }
         h
     }
@@ -1232,18 +1252,24 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
                 (3, w) => {
                     let path = || format!("sample[{i}].label");
                     let mut label = c.message(w, "label").map_err(within(path))?;
-                    let (mut key, mut num, mut has_str) = (0, None, false);
+                    let (mut key, mut str, mut num, mut unit) = (0, 0, 0, 0);
                     while !label.is_empty() {
                         match label.key().map_err(within(path))? {
                             (1, w) => key = label.uint(w, "key").map_err(within(path))?,
-                            (2, w) => has_str = label.uint(w, "str").map_err(within(path))? != 0,
-                            (3, w) => num = Some(label.uint(w, "num").map_err(within(path))?),
+                            (2, w) => str = label.uint(w, "str").map_err(within(path))?,
+                            (3, w) => num = label.uint(w, "num").map_err(within(path))?,
+                            (4, w) => unit = label.uint(w, "num_unit").map_err(within(path))?,
                             (_, w) => label.skip(w).map_err(within(path))?,
                         }
                     }
-                    match num {
-                        Some(v) if !has_str && key != 0 => s.labels.push((key, v)),
-                        _ => out.other_labels += 1,
+                    // As pprof's own reader: a string value first, else a number (with its
+                    // unit); a label with neither, or without a key, says nothing.
+                    if key == 0 {
+                        out.other_labels += 1;
+                    } else if str != 0 {
+                        s.labels.push((key, str, TEXT_LABEL));
+                    } else if num != 0 || unit != 0 {
+                        s.labels.push((key, num, unit.saturating_add(1)));
                     }
                 }
                 (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,
@@ -1257,13 +1283,26 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
 }
 
 impl SampleContext<'_> {
+    /// A label of sample `sample` (at byte `at`) with its strings.
+    fn label(&self, key: u64, value: u64, kind: u64, at: u64, sample: usize) -> Result<Label> {
+        let path = || format!("sample[{sample}].label");
+        let key = self.strings.get(key, at, path)?;
+        let value = if kind == TEXT_LABEL {
+            LabelValue::Text(self.strings.get(value, at, path)?.into())
+        } else {
+            let unit = self.strings.opt(kind - 1, at, path)?;
+            LabelValue::Number(value as i64, unit.map(|u| u.into()))
+        };
+        Ok(Label { key: key.into(), value })
+    }
+
     /// Resolves the samples' location ids into call paths of their process's stacks (root
     /// first) and their labels into threads and processes, the samples of the first process
     /// into `leaves` by their leaf location; checks the number of values and the frames stacks
     /// may hold. Returns how many labels were not kept.
     fn resolve(&self, set: SampleSet, processes: &mut Vec<Process>, leaves: &mut LeafSamples) -> Result<u64> {
         let order = set.in_order();
-        let mut other_labels = set.other_labels;
+        let other_labels = set.other_labels;
         let mut merged: Vec<SampleMerger> = Vec::new();
         // Every distinct sample resolved, its frames in `arena`.
         let mut resolved: Vec<Resolved> = Vec::with_capacity(order.len());
@@ -1287,6 +1326,7 @@ impl SampleContext<'_> {
             ));
         }
         let mut ids: Vec<u64> = Vec::new();
+        let mut labels: Vec<Label> = Vec::new();
         let mut frames_used = 0u64;
         for (run, r) in stacks() {
             let i = r.sample;
@@ -1318,13 +1358,14 @@ impl SampleContext<'_> {
                 ));
             }
             let (mut thread, mut pid) = (None, None);
-            for &(key, v) in &run.labels[r.labels.0..r.labels.1] {
-                if Some(key) == self.thread_key {
-                    thread = u32::try_from(v).ok();
-                } else if Some(key) == self.pid_key {
-                    pid = Some(v);
+            labels.clear();
+            for &(key, v, kind) in &run.labels[r.labels.0..r.labels.1] {
+                if kind != TEXT_LABEL && Some(key) == self.thread_key {
+                    thread = thread.or(u32::try_from(v).ok());
+                } else if kind != TEXT_LABEL && Some(key) == self.pid_key {
+                    pid = pid.or(Some(v));
                 } else {
-                    other_labels += r.occurrences;
+                    labels.push(self.label(key, v, kind, r.at, i)?);
                 }
             }
             let p = match processes.iter().position(|p| p.pid == pid.unwrap_or(0)) {
@@ -1347,9 +1388,11 @@ impl SampleContext<'_> {
                 arena.extend_from_slice(&self.location_frames[first as usize..(first + len) as usize]);
             }
             let leaf = ids.first().and_then(|&id| self.location_ids.get(id));
+            let label_set = processes[p].stacks.label_set(std::mem::take(&mut labels));
             resolved.push(Resolved {
                 process: p,
                 thread,
+                label_set,
                 frames: (start, arena.len()),
                 run,
                 values: r.values,
@@ -1390,7 +1433,13 @@ impl SampleContext<'_> {
             if let (0, Some(leaf)) = (r.process, r.leaf) {
                 leaves.add(leaf, values);
             }
-            merged[r.process].add(&mut processes[r.process].stacks, node_of[k], r.thread, values);
+            merged[r.process].add(
+                &mut processes[r.process].stacks,
+                node_of[k],
+                r.thread,
+                r.label_set,
+                values,
+            );
         }
         Ok(other_labels)
     }

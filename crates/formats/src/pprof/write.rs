@@ -31,7 +31,7 @@ use cfghub_analysis::stacks::{self as derived, Frame, WrittenStacks};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::write_error;
 use cfghub_model::ir::{
-    power_of_ten, rounded, FrameAddress, FrameId, FrameSource, Image, Profile, StringTable,
+    power_of_ten, rounded, FrameAddress, FrameId, FrameSource, Image, LabelValue, Profile, StringTable,
 };
 
 /// Interned strings of the output; index 0 is the empty string.
@@ -53,6 +53,11 @@ impl<'a> Strings<'a> {
         self.list.push(s);
         self.index.insert(s, i);
         i
+    }
+
+    /// The id of a string given an id before.
+    fn known(&self, s: &str) -> u64 {
+        self.index[s]
     }
 }
 
@@ -267,7 +272,16 @@ impl<'a> Encoder<'a, '_> {
         let mut written = vec![0f64; nevents];
         let decimals: Vec<u8> = (0..nevents).map(|e| stacks.decimals(e)).collect();
         let mut ids: Vec<u64> = Vec::new();
-        stacks.try_for_each_sample(|p, thread, frames, values| {
+        for set in profile.processes.iter().flat_map(|p| p.stacks.label_sets()) {
+            for label in set.iter() {
+                self.strings.id(&label.key);
+                match &label.value {
+                    LabelValue::Text(t) => self.strings.id(t),
+                    LabelValue::Number(_, unit) => self.strings.id(unit.as_deref().unwrap_or("")),
+                };
+            }
+        }
+        stacks.try_for_each_labelled_sample(|p, thread, labels, frames, values| {
             ids.clear();
             for &frame in frames {
                 let id = match frame {
@@ -322,6 +336,21 @@ impl<'a> Encoder<'a, '_> {
                     put::varint(inner, v);
                     put::bytes(scratch, 3, inner);
                 }
+            }
+            for label in labels {
+                inner.clear();
+                put::uint(inner, 1, self.strings.known(&label.key));
+                match &label.value {
+                    LabelValue::Text(t) => put::uint(inner, 2, self.strings.known(t)),
+                    LabelValue::Number(n, unit) => {
+                        put::key(inner, 3, super::wire::VARINT);
+                        put::varint(inner, *n as u64);
+                        if let Some(unit) = unit {
+                            put::uint(inner, 4, self.strings.known(unit));
+                        }
+                    }
+                }
+                put::bytes(scratch, 3, inner);
             }
             put::bytes(&mut self.buf, 2, scratch);
             self.flush_if_full()

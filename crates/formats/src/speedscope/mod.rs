@@ -272,6 +272,9 @@ fn write_model(
                 let mut title = profile.events[e].name.clone();
                 if several_processes {
                     title.push_str(&format!(" pid {}", process.pid));
+                    if let Some(labels) = cfghub_analysis::labels::shared_text(&process.stacks) {
+                        title.push_str(&format!(" {labels}"));
+                    }
                 }
                 if let Some(t) = thread {
                     title.push_str(&format!(" thread {t}"));

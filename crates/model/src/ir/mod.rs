@@ -40,8 +40,8 @@ pub use edge_kind::{EdgeClass, EdgeKind};
 pub use memory::ModelMemory;
 pub use paths::{BlockLines, Coverage, CoverageKind, CoverageSite, LineItem, PathEdge};
 pub use stacks::{
-    decimal_text, from_f64, parse_decimal, power_of_ten, rounded, to_f64, Children, ListedStack, Sample,
-    SampleRef, StackNode, StackValue, Stacks, MAX_DECIMALS,
+    decimal_text, from_f64, parse_decimal, power_of_ten, rounded, to_f64, Children, Label, LabelValue,
+    ListedStack, Sample, SampleRef, StackNode, StackValue, Stacks, MAX_DECIMALS,
 };
 pub use strings::StringTable;
 

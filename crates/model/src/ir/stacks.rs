@@ -58,6 +58,48 @@ pub struct SampleRef<'a> {
     pub thread: Option<u32>,
     /// One value per event column ([`Stacks::width`] of them).
     pub values: &'a [StackValue],
+    /// The sample's labels, in order of key (empty when it has none).
+    pub labels: &'a [Label],
+    /// The index of its label set in [`Stacks::label_sets`], [`NO_INDEX`] when it has none.
+    pub label_set: u32,
+}
+
+/// What a label says: a text (pprof's `str`, a host name) or a number with its unit (pprof's
+/// `num` and `num_unit`, such as `bytes`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LabelValue {
+    /// A text value.
+    Text(Box<str>),
+    /// A number, with its unit when the source names one.
+    Number(i64, Option<Box<str>>),
+}
+
+impl std::fmt::Display for LabelValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelValue::Text(t) => f.write_str(t),
+            LabelValue::Number(n, None) => write!(f, "{n}"),
+            LabelValue::Number(n, Some(unit)) => write!(f, "{n} {unit}"),
+        }
+    }
+}
+
+/// A key and its value, attached to a sample: where it was taken (host, service, build), or
+/// what it measured (pprof's `bytes` of an allocation). Samples that differ in their labels are
+/// kept apart, as pprof keeps them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    /// The key (`service`, `host`).
+    pub key: Box<str>,
+    /// Its value.
+    pub value: LabelValue,
+}
+
+impl Label {
+    /// A text label.
+    pub fn text(key: &str, value: &str) -> Label {
+        Label { key: key.into(), value: LabelValue::Text(value.into()) }
+    }
 }
 
 /// One stack written out as lists ([`Stacks::listed`]): its frames root first, its values and
@@ -85,6 +127,12 @@ pub struct Stacks {
     width: usize,
     /// Decimal places per column; columns past its end have none.
     decimals: Vec<u8>,
+    /// Each sample's label set ([`NO_INDEX`]: none), empty while no sample has one.
+    sample_labels: Vec<u32>,
+    /// The distinct label sets, each in order of key.
+    label_sets: Vec<Box<[Label]>>,
+    /// Label sets by content.
+    label_index: std::collections::HashMap<Box<[Label]>, u32>,
 }
 
 impl std::fmt::Debug for Stacks {
@@ -95,12 +143,14 @@ impl std::fmt::Debug for Stacks {
             .field("values", &self.values)
             .field("width", &self.width)
             .field("decimals", &self.decimals)
+            .field("sample_labels", &self.sample_labels)
+            .field("label_sets", &self.label_sets)
             .finish()
     }
 }
 
 /// Two stacks are equal when their samples are, in order: the same paths of frames, threads,
-/// values and decimal places, however their nodes are numbered.
+/// labels, values and decimal places, however their nodes and label sets are numbered.
 impl PartialEq for Stacks {
     fn eq(&self, other: &Self) -> bool {
         // Without samples, the number of value columns says nothing.
@@ -131,6 +181,7 @@ impl PartialEq for Stacks {
                 .iter()
                 .zip(&other.samples)
                 .all(|(a, b)| a.thread == b.thread && same_path(a.node, b.node))
+            && (0..self.samples.len()).all(|i| self.labels_at(i) == other.labels_at(i))
     }
 }
 
@@ -352,6 +403,88 @@ impl Stacks {
         self.samples.push(Sample { node, thread: thread.unwrap_or(NO_INDEX) });
         self.values.extend_from_slice(values);
         self.values.extend(std::iter::repeat_n(0, self.width - values.len()));
+        if !self.sample_labels.is_empty() {
+            self.sample_labels.push(NO_INDEX);
+        }
+    }
+
+    /// Adds a sample at `node` with the label set `labels` ([`Stacks::label_set`]; [`NO_INDEX`]
+    /// for none) and its values.
+    pub fn push_labelled_sample(
+        &mut self,
+        node: u32,
+        thread: Option<u32>,
+        labels: u32,
+        values: &[StackValue],
+    ) {
+        self.push_sample(node, thread, values);
+        if labels != NO_INDEX {
+            debug_assert!((labels as usize) < self.label_sets.len());
+            if self.sample_labels.is_empty() {
+                self.sample_labels.resize(self.samples.len(), NO_INDEX);
+            }
+            *self.sample_labels.last_mut().expect("a sample was pushed") = labels;
+        }
+    }
+
+    /// The index of the label set holding `labels` (in any order; a key may repeat with other
+    /// values), added when new; [`NO_INDEX`] for no labels.
+    pub fn label_set(&mut self, mut labels: Vec<Label>) -> u32 {
+        if labels.is_empty() {
+            return NO_INDEX;
+        }
+        labels.sort();
+        labels.dedup();
+        let labels = labels.into_boxed_slice();
+        if let Some(&i) = self.label_index.get(&labels) {
+            return i;
+        }
+        let i =
+            u32::try_from(self.label_sets.len()).ok().filter(|&i| i != NO_INDEX).expect("2^32 label sets");
+        self.label_sets.push(labels.clone());
+        self.label_index.insert(labels, i);
+        i
+    }
+
+    /// Gives every sample the labels `f` makes of its own (`f(&[])` for a sample without
+    /// any): `f` is called once per distinct label set.
+    pub fn map_label_sets(&mut self, mut f: impl FnMut(&[Label]) -> Vec<Label>) {
+        let old = std::mem::take(&mut self.label_sets);
+        self.label_index.clear();
+        let unlabelled = self.label_set(f(&[]));
+        let new: Vec<u32> = old.iter().map(|set| self.label_set(f(set))).collect();
+        if self.sample_labels.is_empty() {
+            if unlabelled != NO_INDEX {
+                self.sample_labels = vec![unlabelled; self.samples.len()];
+            }
+            return;
+        }
+        for l in &mut self.sample_labels {
+            *l = if *l == NO_INDEX { unlabelled } else { new[*l as usize] };
+        }
+    }
+
+    /// The distinct label sets, each in order of key.
+    pub fn label_sets(&self) -> &[Box<[Label]>] {
+        &self.label_sets
+    }
+
+    /// Whether some sample has labels.
+    pub fn has_labels(&self) -> bool {
+        self.sample_labels.iter().any(|&l| l != NO_INDEX)
+    }
+
+    /// Sample `i`'s label set ([`NO_INDEX`]: none).
+    pub fn label_set_of(&self, i: usize) -> u32 {
+        self.sample_labels.get(i).copied().unwrap_or(NO_INDEX)
+    }
+
+    /// Sample `i`'s labels.
+    fn labels_at(&self, i: usize) -> &[Label] {
+        match self.label_set_of(i) {
+            NO_INDEX => &[],
+            l => &self.label_sets[l as usize],
+        }
     }
 
     /// Adds a stack given as its frames, root first.
@@ -380,11 +513,7 @@ impl Stacks {
 
     /// The samples in input order.
     pub fn samples(&self) -> impl ExactSizeIterator<Item = SampleRef<'_>> + '_ {
-        self.samples.iter().enumerate().map(move |(i, s)| SampleRef {
-            node: s.node,
-            thread: s.thread(),
-            values: &self.values[i * self.width..(i + 1) * self.width],
-        })
+        (0..self.samples.len()).map(move |i| self.sample(i))
     }
 
     /// Sample `i`.
@@ -394,6 +523,8 @@ impl Stacks {
             node: s.node,
             thread: s.thread(),
             values: &self.values[i * self.width..(i + 1) * self.width],
+            labels: self.labels_at(i),
+            label_set: self.label_set_of(i),
         }
     }
 
@@ -581,6 +712,7 @@ impl Stacks {
         self.nodes.shrink_to_fit();
         self.samples.shrink_to_fit();
         self.values.shrink_to_fit();
+        self.sample_labels.shrink_to_fit();
         self.index = HashTable::new();
     }
 
@@ -590,7 +722,9 @@ impl Stacks {
             + self.index.capacity() * (size_of::<u32>() + 1)
             + self.samples.capacity() * size_of::<Sample>()
             + self.values.capacity() * size_of::<StackValue>()
-            + self.decimals.capacity()) as u64
+            + self.decimals.capacity()
+            + self.sample_labels.capacity() * size_of::<u32>()
+            + self.label_sets.iter().map(|l| l.len() * 2 * size_of::<Label>()).sum::<usize>()) as u64
     }
 }
 

@@ -1,0 +1,299 @@
+//! Sample labels given on the command line: `--label key=value`, `--label-from-path PATTERN`
+//! (`hosts/{host}/{service}.pb.gz` takes `host` and `service` from each input's path), and
+//! `--split-by KEY`, which puts the samples of each value of a label in a process of their own.
+//!
+//! A label given for an input goes on every sample of it, in place of a label of the same key
+//! the input carried (pprof's own sample labels are kept otherwise).
+
+use cfghub_model::error::{Error, Result};
+use cfghub_model::ir::{Label, LabelValue, Process, Profile, Stacks, NO_INDEX};
+
+/// Parses `key=value`.
+pub fn parse(text: &str) -> Result<Label> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok(Label::text(key, value)),
+        _ => Err(Error::usage(format!("--label {text:?}: expected KEY=VALUE"))
+            .with_hint("for example --label service=web")),
+    }
+}
+
+/// Gives every sample of `profile` the `labels` (replacing the labels of those keys it has).
+/// The number of samples labelled.
+pub fn apply(profile: &mut Profile, labels: &[Label]) -> usize {
+    if labels.is_empty() {
+        return 0;
+    }
+    let mut labelled = 0;
+    for process in &mut profile.processes {
+        labelled += process.stacks.len();
+        process.stacks.map_label_sets(|old| {
+            let mut set: Vec<Label> =
+                old.iter().filter(|l| !labels.iter().any(|n| n.key == l.key)).cloned().collect();
+            set.extend_from_slice(labels);
+            set
+        });
+    }
+    labelled
+}
+
+/// A pattern of paths with `{key}` fields, each matching a non-empty part of one path
+/// component: `hosts/{host}.pb.gz`, `{service}/{day}/cpu.pprof`.
+#[derive(Clone, Debug)]
+pub struct PathPattern {
+    text: String,
+    parts: Vec<Part>,
+}
+
+#[derive(Clone, Debug)]
+enum Part {
+    Literal(String),
+    Field(String),
+}
+
+impl PathPattern {
+    /// Parses a pattern; `{` and `}` must pair around a key, and two fields must have text
+    /// between them (`{a}{b}` could split any way).
+    pub fn parse(text: &str) -> Result<PathPattern> {
+        let bad = |why: &str| {
+            Error::usage(format!("--label-from-path {text:?}: {why}"))
+                .with_hint("name each label in braces: 'hosts/{host}/{service}.pb.gz'")
+        };
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            match rest.find('{') {
+                Some(0) => {
+                    let end = rest.find('}').ok_or_else(|| bad("a '{' without its '}'"))?;
+                    let key = &rest[1..end];
+                    if key.is_empty() || key.contains(['{', '/']) {
+                        return Err(bad(&format!("{{{key}}} is not a label key")));
+                    }
+                    if matches!(parts.last(), Some(Part::Field(_))) {
+                        return Err(bad("two fields with nothing between them"));
+                    }
+                    parts.push(Part::Field(key.to_string()));
+                    rest = &rest[end + 1..];
+                }
+                found => {
+                    let end = found.unwrap_or(rest.len());
+                    if rest[..end].contains('}') {
+                        return Err(bad("a '}' without its '{'"));
+                    }
+                    parts.push(Part::Literal(rest[..end].to_string()));
+                    rest = &rest[end..];
+                }
+            }
+        }
+        if !parts.iter().any(|p| matches!(p, Part::Field(_))) {
+            return Err(bad("no {key} in it"));
+        }
+        Ok(PathPattern { text: text.to_string(), parts })
+    }
+
+    /// The labels `path` gives: the pattern matched against the whole path, or against its
+    /// end from a `/` (a pattern `hosts/{host}.pb.gz` matches `/data/hosts/web-1.pb.gz`).
+    pub fn labels(&self, path: &str) -> Result<Vec<Label>> {
+        let path = path.replace('\\', "/");
+        let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+        for start in starts {
+            let mut found = Vec::new();
+            if matches(&self.parts, &path[start..], &mut found) {
+                found.reverse();
+                return Ok(found.into_iter().map(|(k, v)| Label::text(&k, &v)).collect());
+            }
+        }
+        Err(Error::usage(format!("{path}: its path does not match --label-from-path {:?}", self.text))
+            .with_hint("the pattern must match the end of every input's path"))
+    }
+}
+
+/// Whether `parts` match all of `text`, the fields' values pushed into `found` (last first).
+fn matches(parts: &[Part], text: &str, found: &mut Vec<(String, String)>) -> bool {
+    match parts.split_first() {
+        None => text.is_empty(),
+        Some((Part::Literal(l), rest)) => {
+            text.strip_prefix(l.as_str()).is_some_and(|t| matches(rest, t, found))
+        }
+        Some((Part::Field(key), rest)) => {
+            // A field takes at least one character and stays within a path component; the
+            // shortest value that lets the rest match wins.
+            let limit = text.find('/').unwrap_or(text.len());
+            for end in 1..=limit {
+                if !text.is_char_boundary(end) {
+                    continue;
+                }
+                if matches(rest, &text[end..], found) {
+                    found.push((key.clone(), text[..end].to_string()));
+                    return true;
+                }
+            }
+            false
+        }
+    }
+}
+
+/// The labels every sample of `stacks` has, as `key=value` words (`service=web host=a`): what
+/// writers that show processes apart name a process by, after [`split_by`]. `None` when no
+/// label is on every sample.
+pub fn shared_text(stacks: &Stacks) -> Option<String> {
+    if !stacks.has_labels() {
+        return None;
+    }
+    let first = stacks.label_set_of(0);
+    if first == NO_INDEX {
+        return None;
+    }
+    let used: Vec<bool> = {
+        let mut used = vec![false; stacks.label_sets().len()];
+        for i in 0..stacks.len() {
+            match stacks.label_set_of(i) {
+                NO_INDEX => return None,
+                l => used[l as usize] = true,
+            }
+        }
+        used
+    };
+    let shared: Vec<String> = stacks.label_sets()[first as usize]
+        .iter()
+        .filter(|l| stacks.label_sets().iter().zip(&used).all(|(set, &u)| !u || set.contains(l)))
+        .map(|l| format!("{}={}", l.key, l.value))
+        .collect();
+    (!shared.is_empty()).then(|| shared.join(" "))
+}
+
+/// Splits every process by the value of label `key`: the samples of each value go to a process
+/// of their own (the same pid and images, the stacks of that value alone), in the order the
+/// values are first met; samples without the key stay in the first. The number of processes
+/// made.
+pub fn split_by(profile: &mut Profile, key: &str) -> usize {
+    let mut out: Vec<Process> = Vec::new();
+    let mut made = 0;
+    for process in std::mem::take(&mut profile.processes) {
+        let stacks = &process.stacks;
+        // The value of `key` in each label set.
+        let value_of: Vec<Option<&LabelValue>> = stacks
+            .label_sets()
+            .iter()
+            .map(|set| set.iter().find(|l| &*l.key == key).map(|l| &l.value))
+            .collect();
+        let mut values: Vec<&LabelValue> = Vec::new();
+        let mut part_of_sample = Vec::with_capacity(stacks.len());
+        for s in stacks.samples() {
+            let v = (s.label_set != NO_INDEX).then(|| value_of[s.label_set as usize]).flatten();
+            let part = match v {
+                None => 0,
+                Some(v) => match values.iter().position(|&x| x == v) {
+                    Some(i) => i,
+                    None => {
+                        values.push(v);
+                        values.len() - 1
+                    }
+                },
+            };
+            part_of_sample.push(part);
+        }
+        if values.len() <= 1 {
+            out.push(process);
+            continue;
+        }
+        made += values.len() - 1;
+        let mut parts: Vec<Stacks> = (0..values.len()).map(|_| Stacks::with_width(stacks.width())).collect();
+        for part in &mut parts {
+            for c in 0..stacks.width() {
+                part.set_decimals(c, stacks.decimals_of(c));
+            }
+        }
+        let mut frames = Vec::new();
+        for (i, s) in stacks.samples().enumerate() {
+            let part = &mut parts[part_of_sample[i]];
+            stacks.path(s.node, &mut frames);
+            let node = part.path_node(&frames);
+            let labels = part.label_set(s.labels.to_vec());
+            part.push_labelled_sample(node, s.thread, labels, s.values);
+        }
+        let template = Process { stacks: Stacks::default(), ..process.clone() };
+        for (i, part) in parts.into_iter().enumerate() {
+            // The control flow and costs stay with the first part.
+            let mut p = if i == 0 {
+                Process { stacks: Stacks::default(), ..process.clone() }
+            } else {
+                Process {
+                    images: template
+                        .images
+                        .iter()
+                        .map(|im| cfghub_model::ir::Image {
+                            blocks: Vec::new(),
+                            costs: Default::default(),
+                            routines: None,
+                            ..im.clone()
+                        })
+                        .collect(),
+                    edges: Vec::new(),
+                    instr_count: None,
+                    thread_instr_counts: Vec::new(),
+                    ..template.clone()
+                }
+            };
+            p.stacks = part;
+            out.push(p);
+        }
+    }
+    profile.processes = out;
+    made
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_pattern_takes_each_field_from_its_place() {
+        let p = PathPattern::parse("hosts/{host}/{service}.pb.gz").unwrap();
+        let labels = p.labels("/data/hosts/web-17/api.pb.gz").unwrap();
+        assert_eq!(labels, vec![Label::text("host", "web-17"), Label::text("service", "api")]);
+        assert!(p.labels("/data/other/web-17/api.pb.gz").is_err());
+        let day = PathPattern::parse("{day}.{kind}.pb.gz").unwrap();
+        assert_eq!(
+            day.labels("runs/2026-12-07.cpu.pb.gz").unwrap(),
+            vec![Label::text("day", "2026-12-07"), Label::text("kind", "cpu")]
+        );
+    }
+
+    #[test]
+    fn patterns_that_cannot_match_one_way_are_refused() {
+        for bad in ["{a}{b}.pb", "no-fields.pb", "{unclosed", "x}", "{}"] {
+            assert!(PathPattern::parse(bad).is_err(), "{bad}");
+        }
+        assert!(parse("novalue").is_err());
+        assert_eq!(parse("k=v=w").unwrap(), Label::text("k", "v=w"));
+    }
+
+    #[test]
+    fn labels_replace_those_of_the_same_key_and_split_by_puts_each_value_in_its_process() {
+        let mut profile = Profile::default();
+        let f = profile.frames.intern("f");
+        let mut stacks = Stacks::with_width(1);
+        let node = stacks.path_node(&[f]);
+        // The same labels in another order are the same set.
+        let web = stacks.label_set(vec![Label::text("zone", "a"), Label::text("service", "web")]);
+        let db = stacks.label_set(vec![Label::text("service", "db")]);
+        assert_eq!(web, stacks.label_set(vec![Label::text("service", "web"), Label::text("zone", "a")]));
+        stacks.push_labelled_sample(node, None, web, &[5]);
+        stacks.push_labelled_sample(node, None, db, &[7]);
+        stacks.push_labelled_sample(node, None, web, &[1]);
+        profile.processes.push(Process { stacks, ..Process::default() });
+
+        assert_eq!(split_by(&mut profile, "service"), 1);
+        assert_eq!(profile.processes.len(), 2);
+        let totals: Vec<i128> =
+            profile.processes.iter().map(|p| p.stacks.samples().map(|s| s.values[0]).sum()).collect();
+        assert_eq!(totals, vec![6, 7]);
+
+        apply(&mut profile, &[Label::text("service", "all"), Label::text("day", "1")]);
+        let s = profile.processes[0].stacks.sample(0);
+        assert_eq!(
+            s.labels,
+            &[Label::text("day", "1"), Label::text("service", "all"), Label::text("zone", "a")]
+        );
+    }
+}
