@@ -205,7 +205,8 @@ const BASE_TABLES: &[(&str, &[u8])] = &[
     ("block_lines", include_bytes!("../../fixtures/tables/hello-world.tables/block_lines.parquet")),
     ("coverage", include_bytes!("../../fixtures/tables/hello-world.tables/coverage.parquet")),
     ("stack_nodes", include_bytes!("../../fixtures/tables/hello-world.tables/stack_nodes.parquet")),
-    ("stack_samples", include_bytes!("../../fixtures/tables/hello-world.tables/stack_samples.parquet")),
+    ("samples", include_bytes!("../../fixtures/tables/hello-world.tables/samples.parquet")),
+    ("sample_labels", include_bytes!("../../fixtures/tables/hello-world.tables/sample_labels.parquet")),
     ("inline_frames", include_bytes!("../../fixtures/tables/hello-world.tables/inline_frames.parquet")),
 ];
 

@@ -176,15 +176,15 @@ fn a_value_position_past_the_events_is_refused_at_its_row() {
     let folder = stack_tables(dir.path());
     rewrite(
         &folder,
-        "stack_samples",
-        "select t.profile_id, t.process, i::UINTEGER as stack, t.node, t.thread, 29999::UINTEGER as position, \
-         t.event, t.value from t, range(30000) r(i) where t.stack = 0",
+        "samples",
+        "select t.profile_id, t.process, i::UINTEGER as sample, t.node, t.thread, 29999::UINTEGER as position, \
+         t.event, t.value from t, range(30000) r(i) where t.sample = 0",
     );
     let o = common::run_limited(dir.path(), 60, &["convert", "-q", "stacks.tables", "-o", "out.folded"]);
     let err = common::assert_contained(&o, "position 29999");
     assert_eq!(o.status.code(), Some(2), "{err}");
-    contains_all(&err, &["stack_samples.parquet", "column position, row 0", "holds 1 event(s)"]);
-    rewrite(&folder, "stack_samples", "select * replace (0::UINTEGER as position, 'other' as event) from t");
+    contains_all(&err, &["samples.parquet", "column position, row 0", "holds 1 event(s)"]);
+    rewrite(&folder, "samples", "select * replace (0::UINTEGER as position, 'other' as event) from t");
     let err = refused(dir.path(), &folder);
     contains_all(&err, &["column event, row 0", "\"other\""]);
 }
@@ -195,18 +195,19 @@ fn a_value_position_past_the_events_is_refused_at_its_row() {
 fn stacks_of_one_path_and_thread_are_one_sample() {
     let dir = tempfile::tempdir().unwrap();
     let folder = stack_tables(dir.path());
+    rewrite(&folder, "frames", "select * replace ((row_number() over () - 1)::BIGINT as frame) from t");
     rewrite(
         &folder,
         "stack_nodes",
-        "select any_value(t.profile_id) as profile_id, 0::UINTEGER as process, i::UINTEGER as node, \
-         case when i = 0 then null else (i - 1)::UINTEGER end as parent, (i % 4)::UINTEGER as frame, \
+        "select any_value(t.profile_id) as profile_id, 0::UINTEGER as process, i::BIGINT as node, \
+         case when i = 0 then null else (i - 1)::BIGINT end as parent, (i % 4)::BIGINT as frame, \
          'x' as name, i::UINTEGER as depth from t, range(30000) r(i) group by i order by i",
     );
     rewrite(
         &folder,
-        "stack_samples",
-        "select t.profile_id, t.process, i::UINTEGER as stack, 29999::UINTEGER as node, t.thread, t.position, \
-         t.event, 1.0::DOUBLE as value from t, range(30000) r(i) where t.stack = 0 order by i",
+        "samples",
+        "select t.profile_id, t.process, i::UINTEGER as sample, 29999::BIGINT as node, t.thread, t.position, \
+         t.event, 1::BIGINT as value from t, range(30000) r(i) where t.sample = 0 order by i",
     );
     let o = common::run_limited(dir.path(), 60, &["convert", "-q", "stacks.tables", "-o", "out.folded"]);
     let err = common::assert_contained(&o, "one deep path");

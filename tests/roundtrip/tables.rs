@@ -55,12 +55,13 @@ fn samples_added_up(stacks: &cfghub::ir::Stacks) -> cfghub::ir::Stacks {
             out.set_decimals(column, stacks.decimals_of(column));
         }
     }
-    let mut order: Vec<(u32, Option<u32>)> = Vec::new();
-    let mut sums: std::collections::HashMap<(u32, Option<u32>), Vec<cfghub::ir::StackValue>> =
+    type Key = (u32, Option<u32>, Vec<cfghub::ir::Label>);
+    let mut order: Vec<Key> = Vec::new();
+    let mut sums: std::collections::HashMap<Key, Vec<cfghub::ir::StackValue>> =
         std::collections::HashMap::new();
     for sample in stacks.samples() {
-        let key = (sample.node, sample.thread);
-        let sum = sums.entry(key).or_insert_with(|| {
+        let key = (sample.node, sample.thread, sample.labels.to_vec());
+        let sum = sums.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             vec![0; stacks.width()]
         });
@@ -69,7 +70,9 @@ fn samples_added_up(stacks: &cfghub::ir::Stacks) -> cfghub::ir::Stacks {
         }
     }
     for key in order {
-        out.push(&stacks.frames(key.0), key.1, &sums[&key]);
+        let node = out.path_node(&stacks.frames(key.0));
+        let labels = out.label_set(key.2.clone());
+        out.push_labelled_sample(node, key.1, labels, &sums[&key]);
     }
     out
 }
@@ -282,4 +285,48 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         prop_assert_eq!(through_tables(&profile, dir.path(), "p"), profile);
     }
+}
+
+/// Stack values are exact integers in the tables (`BIGINT`, with the event's decimal places in
+/// `events`): 2^63 - 1 and a sum of ten 0.1 come back as they were, labels of text and of
+/// numbers with units come back on their samples, and a value past 2^63 - 1 is refused with
+/// its event named rather than written rounded.
+#[test]
+fn exact_values_and_labels_survive_tables_and_a_value_past_bigint_is_refused() {
+    use cfghub::ir::{Event, Label, LabelValue, Process, Stacks};
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile = Profile::default();
+    profile.events = vec![
+        Event { name: "samples".into(), description: None },
+        Event { name: "ms".into(), description: None },
+    ];
+    let (main, f) = (profile.frames.intern("main"), profile.frames.intern("f"));
+    let mut stacks = Stacks::with_width(2);
+    stacks.set_decimals(1, 1);
+    let node = stacks.path_node(&[main, f]);
+    let web = stacks.label_set(vec![
+        Label::text("service", "web"),
+        Label { key: "bytes".into(), value: LabelValue::Number(4096, Some("bytes".into())) },
+    ]);
+    stacks.push_labelled_sample(node, Some(3), web, &[i64::MAX as i128, 1]);
+    for _ in 0..10 {
+        stacks.push_labelled_sample(node, None, cfghub::ir::NO_INDEX, &[1, 1]);
+    }
+    profile.processes.push(Process { stacks, ..Process::default() });
+    let back = through_tables(&profile, dir.path(), "exact");
+    assert_same(&back, &profile, "exact values");
+    let s = back.processes[0].stacks.sample(0);
+    assert_eq!(s.values, &[i64::MAX as i128, 1]);
+    assert_eq!(s.labels.len(), 2);
+    let rest = back.processes[0].stacks.sample(1);
+    assert_eq!((rest.values, back.processes[0].stacks.decimals_of(1)), (&[10, 10][..], 1), "ten 0.1 are 1.0");
+
+    profile.processes[0].stacks.values_mut(0)[0] = i64::MAX as i128 + 1;
+    let out = dir.path().join("past.tables");
+    let err = save(&profile, out.to_str().unwrap(), None, &[], &WriteOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("event samples") && err.to_string().contains("9223372036854775808"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }

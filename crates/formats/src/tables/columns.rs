@@ -66,7 +66,6 @@ pub(crate) const BATCH: usize = 1 << 11;
 enum Values {
     I64(Vec<i64>),
     I32(Vec<i32>),
-    F64(Vec<f64>),
     Bool(Vec<bool>),
     Text(Vec<ByteArray>),
 }
@@ -83,7 +82,6 @@ impl Column {
         let values = match spec.kind {
             Kind::U64 | Kind::I64 => Values::I64(Vec::new()),
             Kind::U32 => Values::I32(Vec::new()),
-            Kind::F64 => Values::F64(Vec::new()),
             Kind::Bool => Values::Bool(Vec::new()),
             Kind::Text => Values::Text(Vec::new()),
         };
@@ -106,7 +104,6 @@ impl Column {
         match &mut self.values {
             Values::I64(v) => v.clear(),
             Values::I32(v) => v.clear(),
-            Values::F64(v) => v.clear(),
             Values::Bool(v) => v.clear(),
             Values::Text(v) => v.clear(),
         }
@@ -117,7 +114,6 @@ impl Column {
         match (writer, &self.values) {
             (ColumnWriter::Int64ColumnWriter(w), Values::I64(v)) => w.write_batch(v, defs, None),
             (ColumnWriter::Int32ColumnWriter(w), Values::I32(v)) => w.write_batch(v, defs, None),
-            (ColumnWriter::DoubleColumnWriter(w), Values::F64(v)) => w.write_batch(v, defs, None),
             (ColumnWriter::BoolColumnWriter(w), Values::Bool(v)) => w.write_batch(v, defs, None),
             (ColumnWriter::ByteArrayColumnWriter(w), Values::Text(v)) => w.write_batch(v, defs, None),
             _ => return Err(ParquetError::General("a column does not match its schema".into())),
@@ -426,16 +422,6 @@ impl Row<'_> {
     pub fn u(self, v: u64) -> Self {
         self.int(Some(v))
     }
-    pub fn f(mut self, v: Option<f64>) -> Self {
-        let c = self.column();
-        if c.level(v.is_some()) {
-            match &mut c.values {
-                Values::F64(out) => out.push(v.unwrap_or_default()),
-                _ => unreachable!("float pushed into another column"),
-            }
-        }
-        self
-    }
     pub fn b(mut self, v: Option<bool>) -> Self {
         let c = self.column();
         if c.level(v.is_some()) {
@@ -491,7 +477,6 @@ impl Data {
     fn for_kind(kind: Kind) -> Data {
         match kind {
             Kind::U64 | Kind::U32 | Kind::I64 => Data::Int(Vec::new()),
-            Kind::F64 => Data::Float(Vec::new()),
             Kind::Bool => Data::Bool(Vec::new()),
             Kind::Text => Data::Text { codes: Vec::new(), words: Vec::new() },
         }
@@ -648,13 +633,6 @@ impl ReadTable {
             _ => unreachable!("{name} is not an integer column"),
         }
     }
-    pub(crate) fn floats(&self, name: &str) -> Col<'_, f64> {
-        let c = self.column(name);
-        match &c.data {
-            Data::Float(v) => Col { first: self.first, values: v, present: c.present.as_deref() },
-            _ => unreachable!("{name} is not a float column"),
-        }
-    }
     pub(crate) fn bools(&self, name: &str) -> Col<'_, bool> {
         let c = self.column(name);
         match &c.data {
@@ -680,12 +658,6 @@ impl ReadTable {
     /// A required integer (the reader checked it is not null).
     pub fn int(&self, name: &str, row: usize) -> u64 {
         self.ints(name).at(row)
-    }
-
-    /// A required integer that must fit 32 bits.
-    pub fn u32(&self, name: &str, row: usize) -> Result<u32> {
-        let v = self.int(name, row);
-        u32::try_from(v).map_err(|_| self.error(name, row, format!("{v} does not fit 32 bits")))
     }
 
     /// An optional integer that must fit 32 bits.
@@ -834,8 +806,8 @@ impl TableReader {
                     format!("the column ends before the table's {} rows", self.rows),
                 ));
             }
-            let column = ReadColumn { name: spec.name, ..column };
-            check_values(self, &spec, &descr, &column, self.first)?;
+            let mut column = ReadColumn { name: spec.name, ..column };
+            check_values(self, &spec, &descr, &mut column, self.first)?;
             columns.push(column);
         }
         let batch = ReadTable {
@@ -946,9 +918,11 @@ fn is_unsigned(descr: &ColumnDescriptor) -> bool {
 fn check_type(table: &TableReader, spec: &Spec, descr: &ColumnDescriptor) -> Result<()> {
     let physical = descr.physical_type();
     let fits = match spec.kind {
-        Kind::U64 | Kind::U32 | Kind::I64 => matches!(physical, Physical::INT32 | Physical::INT64),
-        Kind::F64 => {
-            matches!(physical, Physical::DOUBLE | Physical::FLOAT | Physical::INT32 | Physical::INT64)
+        Kind::U64 | Kind::U32 => matches!(physical, Physical::INT32 | Physical::INT64),
+        // A value column may come as floating point: DuckDB writes a sum of BIGINTs (a HUGEINT)
+        // to Parquet as DOUBLE. Its values must still be exact integers.
+        Kind::I64 => {
+            matches!(physical, Physical::INT32 | Physical::INT64 | Physical::DOUBLE | Physical::FLOAT)
         }
         Kind::Bool => physical == Physical::BOOLEAN,
         Kind::Text => physical == Physical::BYTE_ARRAY,
@@ -969,9 +943,24 @@ fn check_values(
     table: &TableReader,
     spec: &Spec,
     descr: &ColumnDescriptor,
-    column: &ReadColumn,
+    column: &mut ReadColumn,
     first: usize,
 ) -> Result<()> {
+    // Floating point where an integer belongs: exact integers only, then held as integers.
+    if let Data::Float(v) = &column.data {
+        let exact =
+            |x: f64| x.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x);
+        if let Some(row) = v.iter().position(|&x| !exact(x)) {
+            return Err(table
+                .error(
+                    spec.name,
+                    first + row,
+                    format!("{} is not an integer a signed 64-bit column holds", v[row]),
+                )
+                .with_hint("cast the column to BIGINT in the query that wrote it (sum(value)::BIGINT)"));
+        }
+        column.data = Data::Int(v.iter().map(|&x| x as i64 as u64).collect());
+    }
     if let (false, Some(present)) = (spec.nullable, &column.present) {
         if let Some(row) = present.iter().position(|&p| !p) {
             return Err(table.error(spec.name, first + row, "null where a value is required"));
@@ -1009,7 +998,10 @@ fn read_batch(
     let unsigned = is_unsigned(descr);
     let mut defs: Vec<i16> = Vec::new();
     let mut present: Vec<bool> = Vec::new();
-    let target = Data::for_kind(kind);
+    let target = match descr.physical_type() {
+        Physical::DOUBLE | Physical::FLOAT => Data::Float(Vec::new()),
+        _ => Data::for_kind(kind),
+    };
     // Reads the batch's levels and dense values, then spreads the values over the rows.
     macro_rules! spread {
         ($reader:expr, $ty:ty, $out:expr, $conv:expr) => {{

@@ -29,6 +29,7 @@
 
 #[cfg(feature = "tables")]
 mod columns;
+pub mod ids;
 #[cfg(feature = "tables")]
 mod read;
 mod schema;
@@ -39,7 +40,7 @@ use std::path::Path;
 
 use crate::format::Format;
 
-use schema::Kind::{Bool, Text, F64, I64, U32, U64};
+use schema::Kind::{Bool, Text, I64, U32, U64};
 use schema::{opt, req};
 
 #[cfg(feature = "tables")]
@@ -150,7 +151,8 @@ pub static TABLES: &[(&str, &[Spec])] = &[
     ("block_lines", BLOCK_LINES),
     ("coverage", COVERAGE),
     ("stack_nodes", STACK_NODES),
-    ("stack_samples", STACK_SAMPLES),
+    ("samples", SAMPLES),
+    ("sample_labels", SAMPLE_LABELS),
     ("inline_frames", INLINE_FRAMES),
     ("call_contexts", CALL_CONTEXTS),
     ("call_context_costs", CALL_CONTEXT_COSTS),
@@ -158,7 +160,8 @@ pub static TABLES: &[(&str, &[Spec])] = &[
 
 /// Tables a folder written by an earlier version may lack: read when present.
 #[cfg(feature = "tables")]
-pub(crate) const OPTIONAL_TABLES: &[&str] = &["inline_frames", "call_contexts", "call_context_costs"];
+pub(crate) const OPTIONAL_TABLES: &[&str] =
+    &["inline_frames", "call_contexts", "call_context_costs", "sample_labels"];
 
 const PID: Spec = req("profile_id", Text);
 
@@ -171,11 +174,12 @@ pub(crate) const PROFILE: &[Spec] = &[
     opt("address_step", U64),
 ];
 pub(crate) const HEADERS: &[Spec] = &[PID, req("position", U32), req("key", Text), req("value", Text)];
-pub(crate) const EVENTS: &[Spec] = &[PID, req("event", U32), req("name", Text), opt("description", Text)];
+pub(crate) const EVENTS: &[Spec] =
+    &[PID, req("event", U32), req("name", Text), opt("description", Text), opt("decimals", U32)];
 pub(crate) const FILES: &[Spec] = &[PID, req("file", U32), req("name", Text)];
 pub(crate) const FRAMES: &[Spec] = &[
     PID,
-    req("frame", U32),
+    req("frame", I64),
     req("name", Text),
     req("source_known", Bool),
     opt("file", U32),
@@ -380,21 +384,30 @@ pub(crate) const COVERAGE: &[Spec] = &[
 pub(crate) const STACK_NODES: &[Spec] = &[
     PID,
     req("process", U32),
-    req("node", U32),
-    opt("parent", U32),
-    req("frame", U32),
+    req("node", I64),
+    opt("parent", I64),
+    req("frame", I64),
     req("name", Text).derived(),
     req("depth", U32).derived(),
 ];
-pub(crate) const STACK_SAMPLES: &[Spec] = &[
+pub(crate) const SAMPLES: &[Spec] = &[
     PID,
     req("process", U32),
-    req("stack", U32),
-    opt("node", U32),
+    req("sample", U32),
+    opt("node", I64),
     opt("thread", U32),
     req("position", U32),
     opt("event", Text),
-    opt("value", F64),
+    opt("value", I64),
+];
+pub(crate) const SAMPLE_LABELS: &[Spec] = &[
+    PID,
+    req("process", U32),
+    req("sample", U32),
+    req("key", Text),
+    req("value", Text),
+    opt("number", I64),
+    opt("unit", Text),
 ];
 
 /// Functions inlined at code addresses (`Image::inlined`, from `--symbols`). Optional on

@@ -17,10 +17,10 @@ use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{
-    from_f64, power_of_ten, Block, BlockLines, BlockRef, CallContext, CostTable, Counts, Coverage,
-    CoverageKind, CoverageSite, EdgeDetails, EdgeKind, Event, FrameAddress, FrameSource, Image, InlineFrame,
-    Inlined, LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine, Site, SourceLine, Symbol,
-    SymbolRef, NO_INDEX,
+    power_of_ten, Block, BlockLines, BlockRef, CallContext, CostTable, Counts, Coverage, CoverageKind,
+    CoverageSite, EdgeDetails, EdgeKind, Event, FrameAddress, FrameId, FrameSource, Image, InlineFrame,
+    Inlined, Label, LabelValue, LineItem, Loop, Meta, NodeRef, PathEdge, Process, Profile, Routine, Site,
+    SourceLine, StackValue, Symbol, SymbolRef, MAX_DECIMALS, NO_INDEX,
 };
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
@@ -57,8 +57,8 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
         .collect::<Result<_>>()?;
     let mut t = |name: &str| tables.remove(name).expect("every table is opened once");
     let mut profile = Profile { meta: meta(&head, &t("headers").all()?)?, ..Profile::default() };
-    let events = events(&mut profile, &t("events").all()?)?;
-    strings(&mut profile, &t("files").all()?, &t("frames").all()?)?;
+    let (events, event_decimals) = events(&mut profile, &t("events").all()?)?;
+    let frame_ids = strings(&mut profile, &t("files").all()?, &t("frames").all()?)?;
     let mut index = processes(&mut profile, &t("processes").all()?, &t("threads").all()?)?;
     images(&mut profile, &mut index, &t("images").all()?)?;
     symbols(&mut profile, &mut index, t("symbols"))?;
@@ -69,7 +69,10 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     costs(&mut profile, &index, &events, t("costs"))?;
     block_lines(&mut profile, &index, t("block_lines"))?;
     coverage(&mut profile, &index, &t("coverage").all()?)?;
-    stacks(&mut profile, &index, &events, t("stack_nodes"), t("stack_samples"))?;
+    let (nodes, samples) = (t("stack_nodes"), t("samples"));
+    let labels =
+        tables.remove("sample_labels").map(|l| sample_labels(&index, l)).transpose()?.unwrap_or_default();
+    stacks(&mut profile, &index, (&frame_ids, &event_decimals), nodes, (samples, labels))?;
     if let (Some(contexts), Some(costs)) =
         (tables.remove("call_contexts"), tables.remove("call_context_costs"))
     {
@@ -193,8 +196,10 @@ fn meta(head: &ReadTable, headers: &ReadTable) -> Result<Meta> {
 }
 
 /// The events, and the position of each by name.
-fn events(profile: &mut Profile, t: &ReadTable) -> Result<HashMap<String, usize>> {
+/// The events, each with the decimal places of its stack values; the events by name.
+fn events(profile: &mut Profile, t: &ReadTable) -> Result<(HashMap<String, usize>, Vec<u8>)> {
     let mut by_name = HashMap::new();
+    let mut places = Vec::new();
     for r in 0..t.rows {
         if t.int("event", r) != r as u64 {
             return Err(t.error("event", r, "events are numbered 0, 1, 2, ... in row order"));
@@ -202,8 +207,17 @@ fn events(profile: &mut Profile, t: &ReadTable) -> Result<HashMap<String, usize>
         let name = t.texts("name").get(r).map(str::to_owned).unwrap_or_default();
         by_name.entry(name.clone()).or_insert(r);
         profile.events.push(Event { name, description: t.texts("description").get(r).map(str::to_owned) });
+        let decimals = t.opt_u32("decimals", r)?.unwrap_or(0);
+        if decimals > u32::from(MAX_DECIMALS) {
+            return Err(t.error(
+                "decimals",
+                r,
+                format!("{decimals} decimal places, past the {MAX_DECIMALS} a value may have"),
+            ));
+        }
+        places.push(decimals as u8);
     }
-    Ok(by_name)
+    Ok((by_name, places))
 }
 
 /// The event named in `column` of row `r`: its position (`None` for a null name).
@@ -240,7 +254,7 @@ fn value_position(events: &[Event], t: &ReadTable, r: usize) -> Result<usize> {
     Ok(position as usize)
 }
 
-fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Result<()> {
+fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Result<FrameIds> {
     for r in 0..files.rows {
         let name = files.texts("name").get(r).unwrap_or_default();
         if files.int("file", r) != r as u64 || profile.files.intern(name) != r as u32 {
@@ -251,18 +265,30 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
             ));
         }
     }
+    let mut by_id: FrameIds = FxHashMap::default();
     for r in 0..frames.rows {
         let name = frames.texts("name").get(r).unwrap_or_default();
-        if frames.int("frame", r) != r as u64 || profile.frames.intern(name) != r as u32 {
-            return Err(frames.error(
-                "frame",
-                r,
-                "frames are numbered 0, 1, 2, ... in row order, each name once",
-            ));
+        let f = profile.frames.intern(name);
+        match by_id.insert(frames.int("frame", r), f) {
+            Some(before) if before != f => {
+                return Err(frames.error(
+                    "frame",
+                    r,
+                    format!(
+                        "frame id {} names both {:?} and {name:?}",
+                        frames.int("frame", r) as i64,
+                        profile.frames.get(before)
+                    ),
+                ))
+            }
+            _ => {}
         }
-        if frames.bools("source_known").get(r) == Some(true) {
-            profile.frame_sources.resize(r + 1, FrameSource::default());
-            profile.frame_sources[r] = FrameSource {
+        // A name of several frames (sources that differ between profiles) keeps the first's.
+        if frames.bools("source_known").get(r) == Some(true) && profile.frame_source(f).is_none() {
+            profile
+                .frame_sources
+                .resize(profile.frame_sources.len().max(f as usize + 1), FrameSource::default());
+            profile.frame_sources[f as usize] = FrameSource {
                 file: file_ref(profile, frames, "file", r)?,
                 line: frames.opt_u32("line", r)?,
                 system_name: frames.texts("system_name").get(r).map(str::to_owned),
@@ -273,8 +299,11 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
             };
         }
     }
-    Ok(())
+    Ok(by_id)
 }
+
+/// The model's frame of each frame id of the `frames` table.
+type FrameIds = FxHashMap<u64, FrameId>;
 
 /// A file id that the files table holds.
 fn file_ref(profile: &Profile, t: &ReadTable, column: &str, r: usize) -> Result<Option<u32>> {
@@ -1077,41 +1106,62 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
     Ok(())
 }
 
+/// The labels of each sample, by (process, sample number), in the `sample_labels` table's order.
+type SampleLabels = FxHashMap<(usize, u64), Vec<Label>>;
+
+fn sample_labels(index: &Index, mut reader: TableReader) -> Result<SampleLabels> {
+    let mut out = SampleLabels::default();
+    while let Some(t) = reader.next()? {
+        for r in t.range() {
+            let p = index.process(&t, "process", r)?;
+            let key = t.texts("key").get(r).unwrap_or_default();
+            let value = match t.ints("number").get(r) {
+                Some(n) => LabelValue::Number(n as i64, t.texts("unit").get(r).map(Into::into)),
+                None => LabelValue::Text(t.texts("value").get(r).unwrap_or_default().into()),
+            };
+            out.entry((p, t.int("sample", r))).or_default().push(Label { key: key.into(), value });
+        }
+    }
+    Ok(out)
+}
+
+/// The stacks: the `stack_nodes` tree of each process, and the `samples` on it with their
+/// labels. Rows of one sample (`process`, `sample`) come together; samples of one node, thread
+/// and labels are one sample of the model, their values added up (30,000 samples on one node
+/// 30,000 frames deep are one stack to write, not 9x10^8 frames).
 fn stacks(
     profile: &mut Profile,
     index: &Index,
-    events: &HashMap<String, usize>,
+    (frame_ids, event_decimals): (&FrameIds, &[u8]),
     mut nodes_reader: TableReader,
-    mut samples_reader: TableReader,
+    (mut samples_reader, mut labels): (TableReader, SampleLabels),
 ) -> Result<()> {
     // Per process: node identifier -> (parent identifier, frame).
-    let mut tree: Vec<HashMap<u64, (Option<u64>, u32)>> = vec![HashMap::new(); profile.processes.len()];
+    let mut tree: Vec<FxHashMap<u64, (Option<u64>, FrameId)>> =
+        vec![FxHashMap::default(); profile.processes.len()];
     while let Some(nodes) = nodes_reader.next()? {
         let nodes = &nodes;
         for r in nodes.range() {
             let p = index.process(nodes, "process", r)?;
-            let frame = nodes.u32("frame", r)?;
-            if frame as usize >= profile.frames.len() {
-                return Err(nodes.error("frame", r, format!("no frame {frame} in the frames table")));
-            }
+            let id = nodes.int("frame", r);
+            let &frame = frame_ids.get(&id).ok_or_else(|| {
+                nodes.error("frame", r, format!("no frame {} in the frames table", id as i64))
+            })?;
             tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
         }
     }
-    let node_rows: usize = tree.iter().map(HashMap::len).sum();
+    let node_rows: usize = tree.iter().map(|t| t.len()).sum();
     // Per process: node identifier -> the model's node, once made.
-    let mut made: Vec<HashMap<u64, u32>> = vec![HashMap::new(); profile.processes.len()];
-    // Per process: (node, thread) -> its sample: stacks of equal path and thread are one
-    // sample, their values added up (30,000 stacks on one node 30,000 frames deep are one
-    // stack to write, not 9x10^8 frames).
-    let mut sample_of: Vec<HashMap<(u32, Option<u32>), usize>> =
-        vec![HashMap::new(); profile.processes.len()];
-    let mut chain: Vec<(u64, u32)> = Vec::new();
-    // The stack being read: (process id, stack id, process, sample).
+    let mut made: Vec<FxHashMap<u64, u32>> = vec![FxHashMap::default(); profile.processes.len()];
+    let mut sample_of: Vec<FxHashMap<(u32, Option<u32>, u32), usize>> =
+        vec![FxHashMap::default(); profile.processes.len()];
+    let mut chain: Vec<(u64, FrameId)> = Vec::new();
+    // The sample being read: (process id, sample id, process, model sample).
     let mut open: Option<(u64, u64, usize, usize)> = None;
     while let Some(samples) = samples_reader.next()? {
         let samples = &samples;
         for r in samples.range() {
-            let key = (samples.int("process", r), samples.int("stack", r));
+            let key = (samples.int("process", r), samples.int("sample", r));
             if open.is_none_or(|(a, b, _, _)| (a, b) != key) {
                 let p = index.process(samples, "process", r)?;
                 // The nodes from the leaf up to the first one made, leaf first.
@@ -1122,7 +1172,7 @@ fn stacks(
                         break;
                     }
                     let &(parent, frame) = tree[p].get(&n).ok_or_else(|| {
-                        samples.error("node", r, format!("no node {n} in the stack_nodes table"))
+                        samples.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
                     })?;
                     if chain.len() > node_rows {
                         return Err(samples.error("node", r, "the stack's nodes form a cycle"));
@@ -1137,30 +1187,27 @@ fn stacks(
                     made[p].insert(n, node);
                 }
                 let thread = samples.opt_u32("thread", r)?;
-                let sample = *sample_of[p].entry((node, thread)).or_insert_with(|| {
-                    stacks.push_sample(node, thread, &[]);
+                let label_set = match labels.remove(&(p, key.1)) {
+                    Some(list) => stacks.label_set(list),
+                    None => NO_INDEX,
+                };
+                let sample = *sample_of[p].entry((node, thread, label_set)).or_insert_with(|| {
+                    stacks.push_labelled_sample(node, thread, label_set, &[]);
                     stacks.len() - 1
                 });
                 open = Some((key.0, key.1, p, sample));
             }
             let (p, sample) = open.map_or((0, 0), |o| (o.2, o.3));
-            if let Some(v) = samples.floats("value").get(r) {
-                event_of(events, samples, "event", r)?;
+            if let Some(v) = samples.ints("value").get(r) {
                 let position = value_position(&profile.events, samples, r)?;
+                let decimals = event_decimals[position];
                 let stacks = &mut profile.processes[p].stacks;
-                // The number the table holds, as its shortest decimal text says it.
-                let (digits, places) = from_f64(v).ok_or_else(|| {
-                    samples.error("value", r, format!("{v} is not a finite number below 1e38"))
-                })?;
                 stacks.widen(position + 1);
-                if places > stacks.decimals_of(position) && !stacks.set_decimals(position, places) {
-                    return Err(samples.error(
-                        "value",
-                        r,
-                        format!("{v}: the values of the event no longer add up"),
-                    ));
+                if decimals > stacks.decimals_of(position) && !stacks.set_decimals(position, decimals) {
+                    return Err(samples.error("value", r, "the values of the event no longer add up"));
                 }
-                let value = digits * power_of_ten(stacks.decimals_of(position) - places);
+                let value =
+                    StackValue::from(v as i64) * power_of_ten(stacks.decimals_of(position) - decimals);
                 let sum = &mut stacks.values_mut(sample)[position];
                 *sum = sum
                     .checked_add(value)

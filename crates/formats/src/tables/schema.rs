@@ -12,8 +12,6 @@ pub enum Kind {
     U32,
     /// A signed 64-bit integer (`INT64`; DuckDB `BIGINT`, pandas `int64`).
     I64,
-    /// A 64-bit float (`DOUBLE`).
-    F64,
     /// `BOOLEAN`.
     Bool,
     /// UTF-8 text (`BYTE_ARRAY` as `STRING`; DuckDB `VARCHAR`, pandas `object`).
@@ -27,7 +25,6 @@ impl Kind {
             Kind::U64 => "UBIGINT",
             Kind::U32 => "UINTEGER",
             Kind::I64 => "BIGINT",
-            Kind::F64 => "DOUBLE",
             Kind::Bool => "BOOLEAN",
             Kind::Text => "VARCHAR",
         }
@@ -39,7 +36,6 @@ impl Kind {
             Kind::U64 => "INT64 {} (INTEGER(64,false))",
             Kind::U32 => "INT32 {} (INTEGER(32,false))",
             Kind::I64 => "INT64 {} (INTEGER(64,true))",
-            Kind::F64 => "DOUBLE {}",
             Kind::Bool => "BOOLEAN {}",
             Kind::Text => "BYTE_ARRAY {} (STRING)",
         }
@@ -50,7 +46,6 @@ impl Kind {
         match self {
             Kind::U64 | Kind::U32 => "an unsigned integer",
             Kind::I64 => "an integer",
-            Kind::F64 => "a number",
             Kind::Bool => "a boolean",
             Kind::Text => "a string",
         }

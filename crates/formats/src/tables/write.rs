@@ -11,8 +11,11 @@ use rustc_hash::FxHashMap;
 use crate::format::WriteOptions;
 use cfghub_analysis::executions::{block_thread_counts, block_totals, executed_in};
 use cfghub_analysis::names::{routine_name, SymbolIndex};
-use cfghub_model::error::{Findings, Result};
-use cfghub_model::ir::{to_f64, CoverageKind, Image, LineItem, NodeRef, Process, Profile, Routine, NO_INDEX};
+use cfghub_model::error::{Error, Findings, Result};
+use cfghub_model::ir::{
+    decimal_text, power_of_ten, CoverageKind, Image, LabelValue, LineItem, NodeRef, Process, Profile,
+    Routine, StackValue, NO_INDEX,
+};
 
 use super::columns::Table;
 use super::*;
@@ -31,6 +34,10 @@ struct Context<'a> {
     first_loop: Vec<Vec<u32>>,
     /// How the pages are compressed.
     compression: Compression,
+    /// Each frame's id ([`super::ids::frame_id`]).
+    frame_ids: Vec<i64>,
+    /// Decimal places of each event's stack values in the tables: the most any process has.
+    decimals: Vec<u8>,
 }
 
 impl Context<'_> {
@@ -71,7 +78,14 @@ pub fn write(
         first_routine.push(fr);
         first_loop.push(fl);
     }
-    let cx = Context { profile, dir, id, routines, first_routine, first_loop, compression };
+    let frame_ids: Vec<i64> =
+        (0..profile.frames.len() as u32).into_par_iter().map(|f| super::ids::frame_id(profile, f)).collect();
+    let decimals: Vec<u8> = (0..profile.events.len())
+        .map(|e| profile.processes.iter().map(|p| p.stacks.decimals_of(e)).max().unwrap_or(0))
+        .collect();
+    check_sample_values(profile, &decimals)?;
+    let cx =
+        Context { profile, dir, id, routines, first_routine, first_loop, compression, frame_ids, decimals };
     type Fill = fn(&Context<'_>) -> Table;
     let fills: &[Fill] = &[
         profile_table,
@@ -97,7 +111,8 @@ pub fn write(
         block_lines,
         coverage,
         stack_nodes,
-        stack_samples,
+        samples,
+        sample_labels,
         inline_frames,
         call_contexts,
         call_context_costs,
@@ -128,7 +143,12 @@ fn headers(cx: &Context<'_>) -> Table {
 fn events(cx: &Context<'_>) -> Table {
     let mut t = cx.table("events", EVENTS);
     for (i, e) in cx.profile.events.iter().enumerate() {
-        t.row().u(i as u64).s(Some(&e.name)).s(e.description.as_deref());
+        let decimals = cx.decimals.get(i).copied().unwrap_or(0);
+        t.row()
+            .u(i as u64)
+            .s(Some(&e.name))
+            .s(e.description.as_deref())
+            .int((decimals > 0).then_some(u64::from(decimals)));
     }
     t
 }
@@ -146,7 +166,7 @@ fn frames(cx: &Context<'_>) -> Table {
     for (i, name) in cx.profile.frames.iter() {
         let source = cx.profile.frame_source(i);
         t.row()
-            .u(u64::from(i))
+            .u(cx.frame_ids[i as usize] as u64)
             .s(Some(name))
             .b(Some(source.is_some()))
             .int(source.and_then(|s| s.file).map(u64::from))
@@ -652,60 +672,116 @@ fn coverage(cx: &Context<'_>) -> Table {
     t
 }
 
-/// A node of the stacks' prefix tree: its parent, frame and depth.
-type TreeNode = (Option<u32>, u32, u32);
-
-/// The prefix tree of a process's stacks as the table numbers it: each stack's leaf node, and
-/// the nodes, numbered in order of first appearance walking the stacks root first (the model's
-/// nodes on sampled paths, each once).
-fn prefix_tree(process: &Process) -> (Vec<Option<u32>>, Vec<TreeNode>) {
-    let stacks = &process.stacks;
-    let model = stacks.nodes();
-    let mut number: Vec<u32> = vec![NO_INDEX; model.len()];
-    let mut nodes: Vec<TreeNode> = Vec::new();
-    for m in stacks.nodes_in_order_met() {
-        let (parent, depth) = match model[m as usize].parent {
-            NO_INDEX => (None, 0),
-            p => (Some(number[p as usize]), nodes[number[p as usize] as usize].2 + 1),
-        };
-        number[m as usize] = nodes.len() as u32;
-        nodes.push((parent, model[m as usize].frame, depth));
+/// Each node's id ([`super::ids::node_id`]), parents before children as the model makes them.
+fn node_ids(cx: &Context<'_>, process: &Process) -> Vec<i64> {
+    let mut ids: Vec<i64> = Vec::with_capacity(process.stacks.nodes().len());
+    for node in process.stacks.nodes() {
+        let parent = (node.parent != NO_INDEX).then(|| ids[node.parent as usize]);
+        ids.push(super::ids::node_id(parent, cx.frame_ids[node.frame as usize]));
     }
-    let leaves = stacks.samples().map(|s| (s.node != NO_INDEX).then(|| number[s.node as usize])).collect();
-    (leaves, nodes)
+    ids
 }
 
+/// The prefix tree of each process's stacks: the nodes on sampled paths, each once, in the
+/// order a walk of every sample's path root first meets them, with their ids.
 fn stack_nodes(cx: &Context<'_>) -> Table {
     let mut t = cx.table("stack_nodes", STACK_NODES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
-        let (_, nodes) = prefix_tree(process);
-        for (n, &(parent, frame, depth)) in nodes.iter().enumerate() {
+        let stacks = &process.stacks;
+        let ids = node_ids(cx, process);
+        let mut depth = vec![0u32; stacks.nodes().len()];
+        for n in stacks.nodes_in_order_met() {
+            let node = stacks.nodes()[n as usize];
+            let parent = (node.parent != NO_INDEX).then(|| node.parent as usize);
+            depth[n as usize] = parent.map_or(0, |p| depth[p] + 1);
             t.row()
                 .u(p as u64)
-                .u(n as u64)
-                .int(parent.map(u64::from))
-                .u(u64::from(frame))
-                .s(Some(cx.profile.frames.get(frame)))
-                .u(u64::from(depth));
+                .u(ids[n as usize] as u64)
+                .int(parent.map(|p| ids[p] as u64))
+                .u(cx.frame_ids[node.frame as usize] as u64)
+                .s(Some(cx.profile.frames.get(node.frame)))
+                .u(u64::from(depth[n as usize]));
         }
     }
     t
 }
 
-fn stack_samples(cx: &Context<'_>) -> Table {
-    let mut t = cx.table("stack_samples", STACK_SAMPLES);
-    for (p, process) in cx.profile.processes.iter().enumerate() {
-        let (leaves, _) = prefix_tree(process);
+/// Refuses stack values a signed 64-bit integer cannot hold in the event's scale, naming the
+/// event: the tables keep every value exact.
+fn check_sample_values(profile: &Profile, decimals: &[u8]) -> Result<()> {
+    for process in &profile.processes {
         let stacks = &process.stacks;
-        for (s, (stack, leaf)) in stacks.samples().zip(leaves).enumerate() {
-            let (thread, leaf) = (stack.thread.map(u64::from), leaf.map(u64::from));
+        for s in stacks.samples() {
+            for (e, &v) in s.values.iter().enumerate() {
+                let scaled = v.checked_mul(power_of_ten(decimals[e] - stacks.decimals_of(e)));
+                if scaled.and_then(|v| i64::try_from(v).ok()).is_none() {
+                    let name = event_name(profile, e).unwrap_or("?");
+                    let mut text = Vec::new();
+                    decimal_text(v, stacks.decimals_of(e), &mut text);
+                    return Err(Error::input(format!(
+                        "tables: event {name}: a stack value of {} is beyond the signed 64-bit integers \
+                         the samples table holds exactly",
+                        String::from_utf8_lossy(&text)
+                    ))
+                    .with_hint(
+                        "pprof and folded stacks hold it; split the profile or write it to one of those",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A row per sample and event: the sample's leaf node, thread and exact value (an integer in
+/// units of `10^-decimals` of the event, the `events` table's `decimals`).
+fn samples(cx: &Context<'_>) -> Table {
+    let mut t = cx.table("samples", SAMPLES);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        let stacks = &process.stacks;
+        let ids = node_ids(cx, process);
+        let scale: Vec<StackValue> =
+            (0..stacks.width()).map(|e| power_of_ten(cx.decimals[e] - stacks.decimals_of(e))).collect();
+        for (s, stack) in stacks.samples().enumerate() {
+            let thread = stack.thread.map(u64::from);
+            let leaf = (stack.node != NO_INDEX).then(|| ids[stack.node as usize] as u64);
             if stack.values.is_empty() {
-                t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(0).s(None).f(None);
+                t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(0).s(None).int(None);
             }
             for (k, &v) in stack.values.iter().enumerate() {
                 let event = event_name(cx.profile, k);
-                let v = to_f64(v, stacks.decimals_of(k));
-                t.row().u(p as u64).u(s as u64).int(leaf).int(thread).u(k as u64).s(event).f(Some(v));
+                // Checked by `check_sample_values`.
+                let v = (v * scale[k]) as i64;
+                t.row()
+                    .u(p as u64)
+                    .u(s as u64)
+                    .int(leaf)
+                    .int(thread)
+                    .u(k as u64)
+                    .s(event)
+                    .int(Some(v as u64));
+            }
+        }
+    }
+    t
+}
+
+/// A row per label of each labelled sample: text labels in `value`, numeric ones in `number`
+/// (and as text in `value`) with their `unit`.
+fn sample_labels(cx: &Context<'_>) -> Table {
+    let mut t = cx.table("sample_labels", SAMPLE_LABELS);
+    for (p, process) in cx.profile.processes.iter().enumerate() {
+        for (s, stack) in process.stacks.samples().enumerate() {
+            for label in stack.labels {
+                let row = t.row().u(p as u64).u(s as u64).s(Some(&label.key));
+                match &label.value {
+                    LabelValue::Text(text) => {
+                        row.s(Some(text)).int(None).s(None);
+                    }
+                    LabelValue::Number(n, unit) => {
+                        row.s(Some(&n.to_string())).int(Some(*n as u64)).s(unit.as_deref());
+                    }
+                }
             }
         }
     }
