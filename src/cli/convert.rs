@@ -61,6 +61,10 @@ pub struct ReadArgs {
     /// (default 5e9, about half a minute of decoding); raise it for longer traces.
     #[arg(long, value_name = "N")]
     pub max_edges: Option<u64>,
+    /// Tables: read only the profile of this id from a folder of many (a fleet, or a query's
+    /// result); all of them, summed, when absent.
+    #[arg(long, value_name = "ID")]
+    pub profile: Option<String>,
 }
 
 impl ReadArgs {
@@ -69,6 +73,7 @@ impl ReadArgs {
             .with(dcpi::Options { address_step: self.address_step })
             .with(dtrace::Options { include_offsets: self.include_offsets })
             .with(dcfg_trace::Options { max_edges: self.max_edges, declared_only: false })
+            .with(cfghub_formats::tables::Select { profile: self.profile.clone() })
     }
 }
 
@@ -104,6 +109,18 @@ pub struct WriteArgs {
     /// zstd, gzip, lz4 or none.
     #[arg(long, value_name = "CODEC", value_parser = clap::builder::PossibleValuesParser::new(cfghub_formats::tables::Compression::NAMES))]
     pub compression: Option<String>,
+    /// Tables: add the profile to a fleet's folder (a folder per table, a file per profile),
+    /// made when missing; writing to an existing fleet always adds.
+    #[arg(long)]
+    pub fleet: bool,
+    /// Tables: partition the fleet's folders by these label keys, comma-separated
+    /// (`service=web/day=2026-12-07/`); implies --fleet.
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    pub partition_by: Vec<String>,
+    /// Tables: the id on every row and the name of the profile's files in a fleet (default: the
+    /// input's file name up to its first dot in a fleet, else the output's name).
+    #[arg(long, value_name = "ID")]
+    pub profile_id: Option<String>,
 }
 
 impl WriteArgs {
@@ -125,7 +142,22 @@ impl WriteArgs {
                     .as_deref()
                     .and_then(cfghub_formats::tables::Compression::named)
                     .unwrap_or_default(),
+                profile_id: self.profile_id.clone(),
+                fleet: self.fleet,
+                partition_by: self.partition_by.clone(),
             })
+    }
+}
+
+/// An input's file name up to its first dot (`hosts/web-17.pb.gz` -> `web-17`): the id of its
+/// profile in a fleet.
+pub fn input_stem(path: &str) -> String {
+    let name = std::path::Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);
+    let stem = name.split('.').next().filter(|s| !s.is_empty()).unwrap_or(name);
+    if stem == "-" {
+        "stdin".to_string()
+    } else {
+        stem.to_string()
     }
 }
 
@@ -171,9 +203,17 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     }
     // Formats that describe one binary name it from --symbols.
     let binary = args.symbols.binary();
-    let write_options = args
-        .write
-        .options()
+    let mut write_args = args.write.options();
+    let mut tables = write_args.formats.get::<cfghub_formats::tables::Options>();
+    if tables.profile_id.is_none()
+        && (tables.fleet
+            || !tables.partition_by.is_empty()
+            || cfghub_formats::tables::layout::is_fleet(std::path::Path::new(&args.output)))
+    {
+        tables.profile_id = Some(input_stem(&args.input));
+        write_args = write_args.with(tables);
+    }
+    let write_options = write_args
         .with(cfghub_formats::llvm_sample::Options { binary: binary.clone(), image: args.image.clone() })
         .with(cfghub_formats::bolt::Options { binary, image: args.image.clone() })
         .with(dcfg::Options { pretty: args.write.pretty, symbols: args.symbols.options() });

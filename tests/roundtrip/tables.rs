@@ -295,11 +295,13 @@ proptest! {
 fn exact_values_and_labels_survive_tables_and_a_value_past_bigint_is_refused() {
     use cfghub::ir::{Event, Label, LabelValue, Process, Stacks};
     let dir = tempfile::tempdir().unwrap();
-    let mut profile = Profile::default();
-    profile.events = vec![
-        Event { name: "samples".into(), description: None },
-        Event { name: "ms".into(), description: None },
-    ];
+    let mut profile = Profile {
+        events: vec![
+            Event { name: "samples".into(), description: None },
+            Event { name: "ms".into(), description: None },
+        ],
+        ..Profile::default()
+    };
     let (main, f) = (profile.frames.intern("main"), profile.frames.intern("f"));
     let mut stacks = Stacks::with_width(2);
     stacks.set_decimals(1, 1);

@@ -6,7 +6,7 @@
 //! the input carried (pprof's own sample labels are kept otherwise).
 
 use cfghub_model::error::{Error, Result};
-use cfghub_model::ir::{Label, LabelValue, Process, Profile, Stacks, NO_INDEX};
+use cfghub_model::ir::{Label, Process, Profile, Stacks, NO_INDEX};
 
 /// Parses `key=value`.
 pub fn parse(text: &str) -> Result<Label> {
@@ -161,31 +161,134 @@ pub fn shared_text(stacks: &Stacks) -> Option<String> {
     (!shared.is_empty()).then(|| shared.join(" "))
 }
 
+/// The value of each of `keys` in a label set (`None` where it has no such key).
+fn values_of(set: &[Label], keys: &[String]) -> Vec<Option<String>> {
+    keys.iter().map(|k| set.iter().find(|l| &*l.key == k.as_str()).map(|l| l.value.to_string())).collect()
+}
+
+/// `process` with `stacks` in place of its own, and without its control flow and costs
+/// (which stay with the first part of a split): its images keep their names and addresses.
+fn with_stacks_only(process: &Process, stacks: Stacks) -> Process {
+    Process {
+        pid: process.pid,
+        images: process
+            .images
+            .iter()
+            .map(|im| cfghub_model::ir::Image {
+                blocks: Vec::new(),
+                costs: Default::default(),
+                routines: None,
+                ..im.clone()
+            })
+            .collect(),
+        stacks,
+        ..Process::default()
+    }
+}
+
+/// The samples of `stacks` that `keep` selects (by index), in a tree of their own.
+fn stacks_of(stacks: &Stacks, mut keep: impl FnMut(usize) -> bool) -> Stacks {
+    let mut out = Stacks::with_width(stacks.width());
+    for c in 0..stacks.width() {
+        out.set_decimals(c, stacks.decimals_of(c));
+    }
+    let mut frames = Vec::new();
+    for (_, s) in stacks.samples().enumerate().filter(|&(i, _)| keep(i)) {
+        stacks.path(s.node, &mut frames);
+        let node = out.path_node(&frames);
+        let labels = out.label_set(s.labels.to_vec());
+        out.push_labelled_sample(node, s.thread, labels, s.values);
+    }
+    out
+}
+
+/// The profile split by the values of label `keys`: one part per combination of values its
+/// samples have (`None` for a key a sample lacks), in the order first met. The first part
+/// keeps everything but the other parts' samples; the others hold their samples alone. A
+/// profile whose samples all have one combination is one part, itself.
+pub fn partition<'a>(
+    profile: &'a Profile,
+    keys: &[String],
+) -> Vec<(Vec<Option<String>>, std::borrow::Cow<'a, Profile>)> {
+    // Each process's part of each label set, and the parts in order met.
+    let mut parts: Vec<Vec<Option<String>>> = Vec::new();
+    let mut part_of_sample: Vec<Vec<usize>> = Vec::new();
+    for process in &profile.processes {
+        let stacks = &process.stacks;
+        let mut of_set: Vec<Option<usize>> = vec![None; stacks.label_sets().len()];
+        let mut of_unlabelled = None;
+        let mut index = |values: Vec<Option<String>>| match parts.iter().position(|p| *p == values) {
+            Some(k) => k,
+            None => {
+                parts.push(values);
+                parts.len() - 1
+            }
+        };
+        let mut list = Vec::with_capacity(stacks.len());
+        for s in stacks.samples() {
+            let k = match s.label_set {
+                NO_INDEX => *of_unlabelled.get_or_insert_with(|| index(vec![None; keys.len()])),
+                l => *of_set[l as usize].get_or_insert_with(|| index(values_of(s.labels, keys))),
+            };
+            list.push(k);
+        }
+        part_of_sample.push(list);
+    }
+    if parts.len() <= 1 {
+        let values = parts.pop().unwrap_or_else(|| vec![None; keys.len()]);
+        return vec![(values, std::borrow::Cow::Borrowed(profile))];
+    }
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(k, values)| {
+            let processes = profile
+                .processes
+                .iter()
+                .zip(&part_of_sample)
+                .map(|(process, list)| {
+                    let stacks = stacks_of(&process.stacks, |i| list[i] == k);
+                    if k == 0 {
+                        Process { stacks, ..process.clone() }
+                    } else {
+                        with_stacks_only(process, stacks)
+                    }
+                })
+                .collect();
+            let part = Profile {
+                meta: profile.meta.clone(),
+                events: profile.events.clone(),
+                files: profile.files.clone(),
+                frames: profile.frames.clone(),
+                frame_sources: profile.frame_sources.clone(),
+                processes,
+            };
+            (values, std::borrow::Cow::Owned(part))
+        })
+        .collect()
+}
+
 /// Splits every process by the value of label `key`: the samples of each value go to a process
 /// of their own (the same pid and images, the stacks of that value alone), in the order the
 /// values are first met; samples without the key stay in the first. The number of processes
 /// made.
 pub fn split_by(profile: &mut Profile, key: &str) -> usize {
+    let keys = [key.to_string()];
     let mut out: Vec<Process> = Vec::new();
     let mut made = 0;
     for process in std::mem::take(&mut profile.processes) {
         let stacks = &process.stacks;
-        // The value of `key` in each label set.
-        let value_of: Vec<Option<&LabelValue>> = stacks
-            .label_sets()
-            .iter()
-            .map(|set| set.iter().find(|l| &*l.key == key).map(|l| &l.value))
-            .collect();
-        let mut values: Vec<&LabelValue> = Vec::new();
+        let mut values: Vec<Option<String>> = Vec::new();
         let mut part_of_sample = Vec::with_capacity(stacks.len());
         for s in stacks.samples() {
-            let v = (s.label_set != NO_INDEX).then(|| value_of[s.label_set as usize]).flatten();
+            let v = values_of(s.labels, &keys).pop().flatten();
+            // Samples without the key go with the first part.
             let part = match v {
                 None => 0,
-                Some(v) => match values.iter().position(|&x| x == v) {
+                Some(v) => match values.iter().position(|x| x.as_deref() == Some(v.as_str())) {
                     Some(i) => i,
                     None => {
-                        values.push(v);
+                        values.push(Some(v));
                         values.len() - 1
                     }
                 },
@@ -197,45 +300,13 @@ pub fn split_by(profile: &mut Profile, key: &str) -> usize {
             continue;
         }
         made += values.len() - 1;
-        let mut parts: Vec<Stacks> = (0..values.len()).map(|_| Stacks::with_width(stacks.width())).collect();
-        for part in &mut parts {
-            for c in 0..stacks.width() {
-                part.set_decimals(c, stacks.decimals_of(c));
-            }
-        }
-        let mut frames = Vec::new();
-        for (i, s) in stacks.samples().enumerate() {
-            let part = &mut parts[part_of_sample[i]];
-            stacks.path(s.node, &mut frames);
-            let node = part.path_node(&frames);
-            let labels = part.label_set(s.labels.to_vec());
-            part.push_labelled_sample(node, s.thread, labels, s.values);
-        }
-        let template = Process { stacks: Stacks::default(), ..process.clone() };
-        for (i, part) in parts.into_iter().enumerate() {
-            // The control flow and costs stay with the first part.
-            let mut p = if i == 0 {
-                Process { stacks: Stacks::default(), ..process.clone() }
+        for k in 0..values.len() {
+            let stacks = stacks_of(&process.stacks, |i| part_of_sample[i] == k);
+            out.push(if k == 0 {
+                Process { stacks, ..process.clone() }
             } else {
-                Process {
-                    images: template
-                        .images
-                        .iter()
-                        .map(|im| cfghub_model::ir::Image {
-                            blocks: Vec::new(),
-                            costs: Default::default(),
-                            routines: None,
-                            ..im.clone()
-                        })
-                        .collect(),
-                    edges: Vec::new(),
-                    instr_count: None,
-                    thread_instr_counts: Vec::new(),
-                    ..template.clone()
-                }
-            };
-            p.stacks = part;
-            out.push(p);
+                with_stacks_only(&process, stacks)
+            });
         }
     }
     profile.processes = out;

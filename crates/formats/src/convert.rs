@@ -67,9 +67,14 @@ pub fn save(
     }
     let mut findings = Findings::default();
     if let Some(folder) = format.folder {
-        cfghub_model::io::write_output_folder(path, inputs, folder.holds, |dir, target| {
+        let write = |dir: &std::path::Path, target: &std::path::Path| {
             (folder.write)(profile, dir, target, options, &mut findings).map_err(|e| e.in_file(path))
-        })?;
+        };
+        if (folder.adds_to)(std::path::Path::new(path), options) {
+            cfghub_model::io::add_to_output_folder(path, inputs, write)?;
+        } else {
+            cfghub_model::io::write_output_folder(path, inputs, folder.holds, write)?;
+        }
         return Ok(findings);
     }
     write_output(path, inputs, |out| {

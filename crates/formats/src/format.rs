@@ -108,6 +108,9 @@ pub struct FolderFormat {
     pub holds: fn(&std::path::Path) -> bool,
     /// Writes a profile into a folder: `(profile, dir, target, options, findings)`.
     pub write: WriteFolderFn,
+    /// Whether writing to the folder `target` adds to what it holds (a fleet of profiles)
+    /// rather than replacing it.
+    pub adds_to: fn(&std::path::Path, &WriteOptions) -> bool,
 }
 
 /// One file format: how to recognise it, read it into the model and write the model out.

@@ -847,6 +847,90 @@ where
     Ok(())
 }
 
+/// Adds files to the folder `path` (made when missing): `write` fills an empty temporary
+/// folder beside it, and only when it succeeded does each file written move into `path` at the
+/// same place, replacing a file there. A file named as a new one in the same top folder
+/// elsewhere goes (a profile of a fleet written again under other partitions). Refused when
+/// `path` is, or holds, one of `inputs`.
+pub fn add_to_output_folder<F>(path: &str, inputs: &[&str], write: F) -> Result<()>
+where
+    F: FnOnce(&Path, &Path) -> Result<()>,
+{
+    if path == "-" {
+        return Err(Error::usage("this format is a folder of files and cannot go to standard output")
+            .with_hint("name an output folder, e.g. fleet.tables/"));
+    }
+    check_not_an_input(path, inputs)?;
+    check_output_place(path)?;
+    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_dir() => {
+            return Err(Error::usage(format!("the output {path} exists and is not a folder"))
+                .with_hint("name a new folder, e.g. fleet.tables/"))
+        }
+        Ok(_) => {
+            let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
+            if inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical))) {
+                return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
+                    .with_hint(
+                        "read the folder's profiles into another output; cfghub never overwrites its inputs",
+                    ));
+            }
+        }
+        Err(_) => {}
+    }
+    let dir = parent_dir(&target);
+    let (temp, _interrupted) = crate::interrupt::create_registered(
+        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
+        |t| t.path().to_path_buf(),
+    )
+    .map_err(|e| Error::io(path, e))?;
+    write(temp.path(), &target)?;
+    let mut written = Vec::new();
+    files_under(temp.path(), temp.path(), &mut written).map_err(|e| Error::io(path, e))?;
+    std::fs::create_dir_all(&target).map_err(|e| Error::io(path, e))?;
+    // Files of the same name in the same top folder, elsewhere: an earlier write of the same
+    // member under other partitions.
+    let mut stale = Vec::new();
+    for top in written.iter().filter_map(|r| r.components().next()).collect::<std::collections::BTreeSet<_>>()
+    {
+        let top = target.join(top);
+        if top.is_dir() {
+            files_under(&target, &top, &mut stale).map_err(|e| Error::io(path, e))?;
+        }
+    }
+    for old in &stale {
+        let same_member = written
+            .iter()
+            .any(|w| w.components().next() == old.components().next() && w.file_name() == old.file_name());
+        if same_member && !written.contains(old) {
+            std::fs::remove_file(target.join(old)).map_err(|e| Error::io(path, e))?;
+        }
+    }
+    for rel in &written {
+        let to = target.join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(path, e))?;
+        }
+        std::fs::rename(temp.path().join(rel), &to).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// The files under `dir`, as paths relative to `base`, appended to `out`.
+fn files_under(base: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            files_under(base, &path, out)?;
+        } else if let Ok(rel) = path.strip_prefix(base) {
+            out.push(rel.to_path_buf());
+        }
+    }
+    Ok(())
+}
+
 /// Runs `write` into `out`, compressed as `path`'s name asks, and flushes everything.
 fn write_compressed<W: Write, F>(path: &str, out: W, write: F) -> Result<()>
 where

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -140,15 +140,14 @@ pub struct Table {
 
 impl Table {
     /// An empty table whose first column (`profile_id`) every row fills with `profile_id`,
-    /// written to `dir/<name>.parquet`.
+    /// written to `path`.
     pub fn new(
         name: &'static str,
         specs: &'static [Spec],
         profile_id: &Arc<str>,
-        dir: &Path,
+        path: PathBuf,
         compression: super::Compression,
     ) -> Table {
-        let path = dir.join(format!("{name}.parquet"));
         let shown = path.display().to_string();
         let mut table = Table {
             name,
@@ -492,6 +491,17 @@ struct ReadColumn {
 }
 
 impl ReadColumn {
+    /// `n` nulls: a column the file does not have.
+    fn nulls(name: &'static str, kind: Kind, n: usize) -> ReadColumn {
+        let data = match Data::for_kind(kind) {
+            Data::Int(_) => Data::Int(vec![0; n]),
+            Data::Float(_) => Data::Float(vec![0.0; n]),
+            Data::Bool(_) => Data::Bool(vec![false; n]),
+            Data::Text { .. } => Data::Text { codes: vec![0; n], words: vec![String::new()] },
+        };
+        ReadColumn { name, data, present: Some(vec![false; n]) }
+    }
+
     fn len(&self) -> usize {
         match &self.data {
             Data::Int(v) => v.len(),
@@ -686,7 +696,8 @@ pub(crate) struct TableReader {
     pub bytes: u64,
     reader: SerializedFileReader<File>,
     /// The columns read (derived ones are not): their spec and position in the file.
-    wanted: Vec<(Spec, usize)>,
+    /// The columns read, each with its index in the file (`None`: absent, read as nulls).
+    wanted: Vec<(Spec, Option<usize>)>,
     /// The next row group, the readers of the open one and its rows not read yet.
     next_group: usize,
     open: Vec<ColumnReader>,
@@ -695,32 +706,36 @@ pub(crate) struct TableReader {
     first: usize,
 }
 
-/// Opens `dir/<name>.parquet` and checks it has the columns of `specs`, each of a type that
+/// The file name of `path`, for messages.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Opens table `name` at `path` and checks it has the columns of `specs`, each of a type that
 /// converts to its kind; columns it has beyond those are ignored, and derived ones are checked
 /// but not read. With `profile_id`, the first column (`profile_id`) is checked to hold that id
 /// on every row (from the row groups' statistics where they say) rather than read.
 pub(crate) fn open_table(
-    dir: &Path,
+    path: &Path,
     name: &'static str,
     specs: &'static [Spec],
     profile_id: Option<&str>,
 ) -> Result<TableReader> {
-    let path = dir.join(format!("{name}.parquet"));
     let shown = path.display().to_string();
     // Only a regular file is a table: opening a FIFO would wait for a writer forever.
-    if let Ok(meta) = std::fs::metadata(&path) {
+    if let Ok(meta) = std::fs::metadata(path) {
         if !meta.is_file() {
             let what =
                 if meta.is_dir() { "a folder" } else { "not a regular file (a FIFO, socket or device)" };
-            return Err(Error::input(format!("table {name}: {name}.parquet is {what}")).in_file(&shown));
+            return Err(Error::input(format!("table {name}: {} is {what}", file_name(path))).in_file(&shown));
         }
-        cfghub_model::io::note_read(&path, &meta);
+        cfghub_model::io::note_read(path, &meta);
     }
-    let file = File::open(&path).map_err(|e| {
+    let file = File::open(path).map_err(|e| {
         let missing = e.kind() == std::io::ErrorKind::NotFound;
         let err = Error::io(&shown, e);
         if missing {
-            Error::input(format!("table {name} is missing: there is no {name}.parquet"))
+            Error::input(format!("table {name} is missing: there is no {}", file_name(path)))
                 .in_file(&shown)
                 .with_hint(
                     "a tables folder holds every table cfghub writes; copy the ones you did not change",
@@ -757,13 +772,17 @@ pub(crate) fn open_table(
     };
     for spec in specs {
         let Some(index) = schema.columns().iter().position(|c| c.path().parts() == [spec.name]) else {
+            if spec.may_be_absent {
+                table.wanted.push((*spec, None));
+                continue;
+            }
             return Err(table.error(spec.name, 0, format!("table {name} has no column {}", spec.name)));
         };
         check_type(&table, spec, &schema.column(index))?;
         if let (Some(id), "profile_id") = (profile_id, spec.name) {
             table.check_profile_id(index, spec, id)?;
         } else if !spec.derived {
-            table.wanted.push((*spec, index));
+            table.wanted.push((*spec, Some(index)));
         }
     }
     Ok(table)
@@ -788,17 +807,27 @@ impl TableReader {
             self.next_group += 1;
             let group = self.reader.get_row_group(g).map_err(|e| self.bad(e))?;
             self.left = usize::try_from(group.metadata().num_rows().max(0)).unwrap_or(usize::MAX);
-            let open: std::result::Result<Vec<ColumnReader>, ParquetError> =
-                self.wanted.iter().map(|&(_, index)| group.get_column_reader(index)).collect();
+            let open: std::result::Result<Vec<ColumnReader>, ParquetError> = self
+                .wanted
+                .iter()
+                .filter_map(|&(_, index)| index)
+                .map(|index| group.get_column_reader(index))
+                .collect();
             drop(group);
             self.open = open.map_err(|e| self.bad(e))?;
         }
         let n = self.left.min(BATCH);
         let schema = self.reader.metadata().file_metadata().schema_descr_ptr();
         let mut columns = Vec::with_capacity(self.wanted.len());
-        for (k, &(spec, index)) in self.wanted.iter().enumerate() {
+        let mut k = 0;
+        for &(spec, index) in &self.wanted {
+            let Some(index) = index else {
+                columns.push(ReadColumn::nulls(spec.name, spec.kind, n));
+                continue;
+            };
             let descr = schema.column(index);
             let column = read_batch(&mut self.open[k], &descr, spec.kind, n).map_err(|e| self.bad(e))?;
+            k += 1;
             if column.len() != n {
                 return Err(self.error(
                     spec.name,

@@ -30,6 +30,9 @@
 #[cfg(feature = "tables")]
 mod columns;
 pub mod ids;
+pub mod layout;
+#[cfg(feature = "tables")]
+mod query;
 #[cfg(feature = "tables")]
 mod read;
 mod schema;
@@ -86,6 +89,20 @@ impl Compression {
 pub struct Options {
     /// How the pages are compressed.
     pub compression: Compression,
+    /// The id on every row (default: the output folder's name without `.tables`).
+    pub profile_id: Option<String>,
+    /// Write a fleet's layout, or add to one (a folder per table, a file per profile).
+    pub fleet: bool,
+    /// Label keys the fleet's folders are partitioned by (`service=web/day=...`); implies
+    /// `fleet`.
+    pub partition_by: Vec<String>,
+}
+
+/// The tables reader's options: which profile of a folder of many to read.
+#[derive(Clone, Debug, Default)]
+pub struct Select {
+    /// Read only the profile of this id from a folder of many.
+    pub profile: Option<String>,
 }
 
 const DESCRIPTION: &str =
@@ -98,7 +115,7 @@ pub static FORMAT: Format = Format {
     description: DESCRIPTION,
     extensions: &[".tables"],
     reader: Some(read::read),
-    folder: Some(&crate::format::FolderFormat { holds: holds_tables, write: write::write }),
+    folder: Some(&crate::format::FolderFormat { holds: holds_tables, write: write::write, adds_to }),
     ..Format::NONE
 };
 
@@ -113,10 +130,18 @@ pub static FORMAT: Format = Format {
     ..Format::NONE
 };
 
-/// Whether a folder holds tables: it has a `blocks.parquet`.
+/// Whether a folder holds tables: one profile's (a `blocks.parquet`), a query's stack tables (a
+/// `samples.parquet`), or a fleet's (a folder per table).
 #[cfg_attr(not(feature = "tables"), allow(dead_code))]
 fn holds_tables(dir: &Path) -> bool {
-    dir.join("blocks.parquet").is_file()
+    dir.join("blocks.parquet").is_file() || dir.join("samples.parquet").is_file() || layout::is_fleet(dir)
+}
+
+/// Whether writing to `target` adds a profile to a fleet: asked for, or `target` is one.
+#[cfg(feature = "tables")]
+fn adds_to(target: &Path, options: &crate::format::WriteOptions) -> bool {
+    let o = options.formats.get::<Options>();
+    o.fleet || !o.partition_by.is_empty() || layout::is_fleet(target)
 }
 
 /// The profile id of tables written to `target`: the folder's name without `.tables`.

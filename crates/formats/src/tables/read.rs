@@ -24,36 +24,104 @@ use cfghub_model::ir::{
 };
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
+use super::layout::{fleet_members, is_fleet, Layout};
+use super::query::read_stack_tables;
 use super::*;
 
-/// Reads the tables of the folder the source names.
-pub fn read(source: &mut Source<'_>, _options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
+/// Reads the tables of the folder the source names: one profile's, a fleet's (every profile
+/// in it summed, or the one `--profile` names), or the stack tables a query wrote.
+pub fn read(source: &mut Source<'_>, options: &ReadOptions, _findings: &mut Findings) -> Result<Profile> {
     let Some(dir) = source.folder().map(Path::to_path_buf) else {
         return Err(Error::usage("tables are read from a folder, not from a file or a stream")
             .with_hint("name the folder that holds blocks.parquet and the other tables"));
     };
+    let wanted = options.formats.get::<Select>().profile;
+    let wanted = wanted.as_deref();
+    if dir.join("profile.parquet").is_file() {
+        let profile = read_one(&Layout::Folder(dir.clone()), wanted)?;
+        return profile.ok_or_else(|| not_there(&dir, wanted));
+    }
+    if is_fleet(&dir) {
+        return read_fleet(&dir, wanted);
+    }
+    if dir.join("samples.parquet").is_file() {
+        return read_stack_tables(&[Layout::Folder(dir)], wanted);
+    }
     read_folder(&dir)
 }
 
-/// Reads the tables in `dir`.
+/// The error for a profile id a folder does not hold.
+fn not_there(_dir: &Path, wanted: Option<&str>) -> Error {
+    Error::usage(format!("no profile {:?} in the folder", wanted.unwrap_or_default()))
+        .with_hint("a fleet's profile ids name the files under its profile/ folder; leave --profile out to read them all")
+}
+
+/// Every profile of the fleet at `dir` (or the one `wanted` names), summed; each profile's
+/// partitions add their labels to its samples.
+fn read_fleet(dir: &Path, wanted: Option<&str>) -> Result<Profile> {
+    let members = fleet_members(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    let members: Vec<&Layout> = members
+        .iter()
+        .filter(|m| wanted.is_none_or(|w| matches!(m, Layout::Fleet { file, .. } if file == w)))
+        .collect();
+    if members.is_empty() {
+        return Err(match wanted {
+            Some(_) => not_there(dir, wanted),
+            None => Error::input(format!("{}: a fleet of tables without profiles", dir.display())),
+        });
+    }
+    if !dir.join("profile").is_dir() {
+        let owned: Vec<Layout> = members.into_iter().cloned().collect();
+        return read_stack_tables(&owned, None);
+    }
+    // Members are read side by side in runs, each run summed, the runs' sums added in order
+    // (integers add up the same in any grouping).
+    let per_run = members.len().div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let sums: Vec<Result<Profile>> = members
+        .par_chunks(per_run)
+        .map(|run| {
+            let mut sum = cfghub_analysis::sum::ProfileSum::new();
+            for member in run {
+                let mut profile = read_one(member, None)?.expect("no profile id asked");
+                cfghub_analysis::labels::apply(&mut profile, &member.labels());
+                sum.add(profile).map_err(|e| e.in_file(member.path("profile").display().to_string()))?;
+            }
+            Ok(sum.finish())
+        })
+        .collect();
+    let mut total = cfghub_analysis::sum::ProfileSum::new();
+    for sum in sums {
+        total.add(sum?)?;
+    }
+    Ok(total.finish())
+}
+
+/// Reads the tables in `dir`, one profile's.
 pub fn read_folder(dir: &Path) -> Result<Profile> {
-    let head = open_table(dir, "profile", PROFILE, None)?.all()?;
+    Ok(read_one(&Layout::Folder(dir.to_path_buf()), None)?.expect("no profile id asked"))
+}
+
+/// Reads one profile's tables where `layout` says; `None` when `wanted` is not its id.
+fn read_one(layout: &Layout, wanted: Option<&str>) -> Result<Option<Profile>> {
+    let head = open_table(&layout.path("profile"), "profile", PROFILE, None)?.all()?;
     if head.rows != 1 {
         return Err(head.error(
             "profile_id",
             head.rows.min(1),
             format!("the profile table holds {} rows; cfghub reads one profile at a time", head.rows),
-        ));
+        )
+        .with_hint("a query's result of many profiles reads as their stack tables alone: leave out the profile table"));
     }
     let id = head.texts("profile_id").get(0).unwrap_or_default().to_string();
+    if wanted.is_some_and(|w| w != id) {
+        return Ok(None);
+    }
     // Every table is opened and its columns checked before any is read; the big ones are then
     // read a batch of rows at a time, straight into the model.
     let mut tables: HashMap<&str, TableReader> = TABLES[1..]
         .par_iter()
-        .filter(|&&(name, _)| {
-            !OPTIONAL_TABLES.contains(&name) || dir.join(format!("{name}.parquet")).exists()
-        })
-        .map(|&(name, specs)| Ok((name, open_table(dir, name_of(name), specs, Some(&id))?)))
+        .filter(|&&(name, _)| !OPTIONAL_TABLES.contains(&name) || layout.path(name).exists())
+        .map(|&(name, specs)| Ok((name, open_table(&layout.path(name), name_of(name), specs, Some(&id))?)))
         .collect::<Result<_>>()?;
     let mut t = |name: &str| tables.remove(name).expect("every table is opened once");
     let mut profile = Profile { meta: meta(&head, &t("headers").all()?)?, ..Profile::default() };
@@ -81,7 +149,7 @@ pub fn read_folder(dir: &Path) -> Result<Profile> {
     if let Some(inlined) = tables.remove("inline_frames") {
         inline_frames(&mut profile, &index, inlined)?;
     }
-    Ok(profile)
+    Ok(Some(profile))
 }
 
 /// The `'static` name of a table.
@@ -1106,6 +1174,9 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
     Ok(())
 }
 
+/// The model's sample of each (node, thread, label set) of a process.
+pub(super) type SampleKeys = FxHashMap<(u32, Option<u32>, u32), usize>;
+
 /// The labels of each sample, by (process, sample number), in the `sample_labels` table's order.
 type SampleLabels = FxHashMap<(usize, u64), Vec<Label>>;
 
@@ -1153,8 +1224,7 @@ fn stacks(
     let node_rows: usize = tree.iter().map(|t| t.len()).sum();
     // Per process: node identifier -> the model's node, once made.
     let mut made: Vec<FxHashMap<u64, u32>> = vec![FxHashMap::default(); profile.processes.len()];
-    let mut sample_of: Vec<FxHashMap<(u32, Option<u32>, u32), usize>> =
-        vec![FxHashMap::default(); profile.processes.len()];
+    let mut sample_of: Vec<SampleKeys> = vec![FxHashMap::default(); profile.processes.len()];
     let mut chain: Vec<(u64, FrameId)> = Vec::new();
     // The sample being read: (process id, sample id, process, model sample).
     let mut open: Option<(u64, u64, usize, usize)> = None;

@@ -65,6 +65,9 @@ pub struct Spec {
     /// Whether the writer derives the column from others for the reader's convenience (an
     /// address from an offset, a name from an id): checked for its type, never read back.
     pub derived: bool,
+    /// Whether a file may lack the column (read as nulls): the stack tables of a query's
+    /// result hold what the query kept.
+    pub may_be_absent: bool,
 }
 
 impl Spec {
@@ -72,14 +75,19 @@ impl Spec {
     pub const fn derived(self) -> Spec {
         Spec { derived: true, ..self }
     }
+
+    /// The same column, which a file may lack.
+    pub const fn may_be_absent(self) -> Spec {
+        Spec { may_be_absent: true, ..self }
+    }
 }
 
 /// A required column.
 pub const fn req(name: &'static str, kind: Kind) -> Spec {
-    Spec { name, kind, nullable: false, derived: false }
+    Spec { name, kind, nullable: false, derived: false, may_be_absent: false }
 }
 
 /// A column that may be null.
 pub const fn opt(name: &'static str, kind: Kind) -> Spec {
-    Spec { name, kind, nullable: true, derived: false }
+    Spec { name, kind, nullable: true, derived: false, may_be_absent: false }
 }

@@ -2,7 +2,7 @@
 //! file, the tables in parallel.
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -18,13 +18,14 @@ use cfghub_model::ir::{
 };
 
 use super::columns::Table;
+use super::layout::{partition_dir, Layout};
 use super::*;
 
 /// What several tables need, computed once.
 struct Context<'a> {
     profile: &'a Profile,
-    /// The folder the tables go to.
-    dir: &'a Path,
+    /// Where the tables go.
+    layout: Layout,
     id: Arc<str>,
     /// Routines of each image of each process: as stated, or derived when the image has none.
     routines: Vec<Vec<Cow<'a, [Routine]>>>,
@@ -43,12 +44,18 @@ struct Context<'a> {
 impl Context<'_> {
     /// An empty table of the profile, written to the folder.
     fn table(&self, name: &'static str, specs: &'static [Spec]) -> Table {
-        Table::new(name, specs, &self.id, self.dir, self.compression)
+        let path = self.layout.path(name);
+        if let Some(parent) = path.parent().filter(|_| matches!(self.layout, Layout::Fleet { .. })) {
+            // A failure shows when the table's file cannot be made.
+            let _ = std::fs::create_dir_all(parent);
+        }
+        Table::new(name, specs, &self.id, path, self.compression)
     }
 }
 
 /// Writes the tables of `profile` into the folder `dir` (which exists and is empty), with
-/// `profile_id` the id of every row.
+/// `profile_id` the id of every row: as one profile's folder, or, with `--partition-by` or
+/// `--fleet`, as a fleet's folders, partitioned by the samples' labels.
 pub fn write(
     profile: &Profile,
     dir: &Path,
@@ -56,8 +63,29 @@ pub fn write(
     options: &WriteOptions,
     _findings: &mut Findings,
 ) -> Result<()> {
-    let compression = options.formats.get::<Options>().compression;
-    let id: Arc<str> = Arc::from(profile_id_for(target));
+    let opts = options.formats.get::<Options>();
+    let id: Arc<str> = Arc::from(opts.profile_id.clone().unwrap_or_else(|| profile_id_for(target)).as_str());
+    let fleet = super::layout::is_fleet(target);
+    if !opts.fleet && opts.partition_by.is_empty() && !fleet {
+        return write_tables(profile, Layout::Folder(dir.to_path_buf()), id, opts.compression);
+    }
+    // A profile added to a fleet goes under the partitions the fleet has, unless asked.
+    let keys = if opts.partition_by.is_empty() && fleet {
+        super::layout::partition_keys(target)
+    } else {
+        opts.partition_by.clone()
+    };
+    for (values, part) in cfghub_analysis::labels::partition(profile, &keys) {
+        let partition: PathBuf =
+            keys.iter().zip(&values).map(|(k, v)| partition_dir(k, v.as_deref())).collect();
+        let layout = Layout::Fleet { root: dir.to_path_buf(), partition, file: id.to_string() };
+        write_tables(&part, layout, id.clone(), opts.compression)?;
+    }
+    Ok(())
+}
+
+/// Writes the tables of `profile` where `layout` says.
+fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Compression) -> Result<()> {
     let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
         .processes
         .par_iter()
@@ -84,8 +112,17 @@ pub fn write(
         .map(|e| profile.processes.iter().map(|p| p.stacks.decimals_of(e)).max().unwrap_or(0))
         .collect();
     check_sample_values(profile, &decimals)?;
-    let cx =
-        Context { profile, dir, id, routines, first_routine, first_loop, compression, frame_ids, decimals };
+    let cx = Context {
+        profile,
+        layout,
+        id,
+        routines,
+        first_routine,
+        first_loop,
+        compression,
+        frame_ids,
+        decimals,
+    };
     type Fill = fn(&Context<'_>) -> Table;
     let fills: &[Fill] = &[
         profile_table,
@@ -692,7 +729,7 @@ fn stack_nodes(cx: &Context<'_>) -> Table {
         let mut depth = vec![0u32; stacks.nodes().len()];
         for n in stacks.nodes_in_order_met() {
             let node = stacks.nodes()[n as usize];
-            let parent = (node.parent != NO_INDEX).then(|| node.parent as usize);
+            let parent = (node.parent != NO_INDEX).then_some(node.parent as usize);
             depth[n as usize] = parent.map_or(0, |p| depth[p] + 1);
             t.row()
                 .u(p as u64)
