@@ -4,7 +4,9 @@ code, so the stacks of all profiles are drawn from one shared set (a few hosts' 
 differ), each profile holding SAMPLES samples.
 
 Usage: scripts/fleet-profiles.py OUT_DIR N [SAMPLES] [FORMAT]
-  OUT_DIR  a folder, made if missing: host0000.FORMAT ... host{N-1}.FORMAT
+  OUT_DIR  a folder, made if missing: SERVICE/host0000.FORMAT ... SERVICE/host{N-1}.FORMAT, the
+           hosts spread over four services (web, api, db, batch: host number modulo 4), so that
+           `--label-from-path '{service}/{host}.FORMAT'` labels them
   N        how many profiles
   SAMPLES  samples per profile (default 100000)
   FORMAT   folded (default), or any format cfghub writes (pb.gz, speedscope.json, ...): the
@@ -44,17 +46,21 @@ def main():
     shared = paths(random.Random(1))
     weights = [1.0 / (k + 1) for k in range(len(shared))]
     cfghub = os.path.join(os.path.dirname(__file__), "..", "target", "release", "cfghub")
+    services = ["web", "api", "db", "batch"]
+    for service in services[:n]:
+        os.makedirs(os.path.join(out_dir, service), exist_ok=True)
     for host in range(n):
         rng = random.Random(1000 + host)
+        where = os.path.join(out_dir, services[host % 4])
         counts = {}
         for p in rng.choices(shared, weights=weights, k=samples):
             counts[p] = counts.get(p, 0) + 1
-        folded = os.path.join(out_dir, f"host{host:04}.folded")
+        folded = os.path.join(where, f"host{host:04}.folded")
         with open(folded, "w") as f:
             for p, c in counts.items():
                 f.write(f"{p} {c}\n")
         if fmt != "folded":
-            target = os.path.join(out_dir, f"host{host:04}.{fmt}")
+            target = os.path.join(where, f"host{host:04}.{fmt}")
             subprocess.run([cfghub, "-q", "convert", folded, "-o", target], check=True)
             os.remove(folded)
 

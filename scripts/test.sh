@@ -3,7 +3,8 @@
 # missing: Graphviz (dot), valgrind (callgrind and callgrind_annotate), gcc, g++, bzip2, lbzip2 and
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm, c++filt), dwz,
 # Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
-# llvm-profdata, clang -fprofile-sample-use), groff (manual pages), script (bsdutils), python's networkx, the speedscope viewer (npm, under
+# llvm-profdata, clang -fprofile-sample-use), groff (manual pages), script (bsdutils), a JDK and pyspark (Spark in local
+# mode), python's networkx, the speedscope viewer (npm, under
 # target/speedscope) and the Firefox Profiler's command-line client (npm, under
 # target/firefox-profiler). Needs root for apt-get on a fresh machine.
 set -euo pipefail
@@ -15,7 +16,7 @@ for tool in dot:graphviz valgrind:valgrind callgrind_annotate:valgrind gcc:gcc b
     addr2line:binutils objcopy:binutils readelf:binutils strip:binutils nm:binutils c++filt:binutils g++:g++ dwz:dwz \
     go:golang-go chromium:chromium perf:linux-perf \
     llvm-bolt-19:bolt-19 perf2bolt-19:bolt-19 llvm-profgen-19:llvm-19 llvm-profdata-19:llvm-19 clang-19:clang-19 \
-    groff:groff-base script:bsdutils; do
+    groff:groff-base script:bsdutils java:openjdk-17-jdk-headless; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -26,6 +27,8 @@ fi
 python3 -c 'import networkx' 2>/dev/null || python3 -m pip install --quiet networkx
 # DuckDB, pyarrow and pandas read the Parquet tables (tests/real_clients/tables.rs).
 python3 -c 'import duckdb, pyarrow, pandas' 2>/dev/null || python3 -m pip install --quiet duckdb pyarrow pandas
+# Spark (local mode, on the JDK above) queries a fleet of tables (tests/real_clients/tables.rs).
+python3 -c 'import pyspark' 2>/dev/null || python3 -m pip install --quiet pyspark
 # The speedscope viewer's web build, outside the sources (tests/real_clients/speedscope.rs).
 [ -f target/speedscope/node_modules/speedscope/dist/release/index.html ] \
   || npm install --silent --no-audit --no-fund --prefix target/speedscope speedscope@1.25.0 >/dev/null

@@ -208,6 +208,8 @@ const BASE_TABLES: &[(&str, &[u8])] = &[
     ("samples", include_bytes!("../../fixtures/tables/hello-world.tables/samples.parquet")),
     ("sample_labels", include_bytes!("../../fixtures/tables/hello-world.tables/sample_labels.parquet")),
     ("inline_frames", include_bytes!("../../fixtures/tables/hello-world.tables/inline_frames.parquet")),
+    ("call_contexts", include_bytes!("../../fixtures/tables/hello-world.tables/call_contexts.parquet")),
+    ("call_context_costs", include_bytes!("../../fixtures/tables/hello-world.tables/call_context_costs.parquet")),
 ];
 
 /// Reads `data` as a folder of Parquet tables, through the command line's path (a folder

@@ -301,3 +301,29 @@ fn a_call_context_past_the_symbols_or_out_of_order_is_refused_at_its_row() {
     let err = refused(dir.path(), &folder);
     contains_all(&err, &["call_contexts.parquet", "row 0", "context 4000000000", "numbered 0, 1, ..."]);
 }
+
+/// A query's stack tables (no profile table): a node whose parents lead back to it, and a frame
+/// id that names two frames, are refused at their row (exit 2), not followed forever or merged.
+#[test]
+fn a_queried_tree_with_a_cycle_or_an_id_of_two_frames_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    let query = dir.path().join("query.tables");
+    std::fs::create_dir(&query).unwrap();
+    for table in ["samples", "stack_nodes", "frames"] {
+        std::fs::copy(folder.join(format!("{table}.parquet")), query.join(format!("{table}.parquet")))
+            .unwrap();
+    }
+    // Every node its own parent's child: the root's parent is its leaf.
+    rewrite(
+        &query,
+        "stack_nodes",
+        "select * replace (coalesce(parent, (select max(node) from t where node not in (select parent from t where parent is not null))) as parent) from t",
+    );
+    let err = refused(dir.path(), &query);
+    contains_all(&err, &["samples.parquet", "column node", "form a cycle"]);
+    std::fs::copy(folder.join("stack_nodes.parquet"), query.join("stack_nodes.parquet")).unwrap();
+    rewrite(&query, "frames", "select * replace ((select min(frame) from t) as frame) from t");
+    let err = refused(dir.path(), &query);
+    contains_all(&err, &["frames.parquet", "column frame, row 1", "names both"]);
+}

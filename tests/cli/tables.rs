@@ -115,3 +115,55 @@ fn tables_convert_back_to_the_same_bytes_as_a_direct_conversion() {
         assert!(std::fs::read(&direct).unwrap() == std::fs::read(&via).unwrap(), "{input}");
     }
 }
+
+/// A fleet: profiles added one by one under the partitions of their labels; the folder reads
+/// back as their sum (each sample with its partition's label), one profile with `--profile`,
+/// and an id it does not hold is refused (exit 2). A profile added again under another label
+/// leaves its old partition.
+#[test]
+fn profiles_added_to_a_fleet_read_back_summed_or_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("web-1.folded"), "main;a 5\nmain;b 1\n").unwrap();
+    std::fs::write(d.join("db-2.folded"), "main;a 2\n").unwrap();
+    let fleet = d.join("fleet.tables");
+    let f = fleet.to_str().unwrap();
+    let add = |input: &str, label: &str, extra: &[&str]| {
+        let input = d.join(input);
+        let mut args = vec!["-q", "convert", input.to_str().unwrap(), "--label", label, "-o", f];
+        args.extend(extra);
+        let o = common::run(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+    };
+    add("web-1.folded", "service=web/api", &["--partition-by", "service"]);
+    add("db-2.folded", "service=db", &[]);
+    assert!(fleet.join("samples/service=web%2Fapi/web-1.parquet").is_file());
+    assert!(fleet.join("samples/service=db/db-2.parquet").is_file());
+    let folded = |args: &[&str]| {
+        let out = d.join("out.folded");
+        let mut all = vec!["-q", "convert", f, "-o", out.to_str().unwrap()];
+        all.extend(args);
+        let o = common::run(&all);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let mut lines: Vec<String> =
+            std::fs::read_to_string(&out).unwrap().lines().map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(folded(&[]), ["main;a 2", "main;a 5", "main;b 1"]);
+    assert_eq!(folded(&["--profile", "db-2"]), ["main;a 2"]);
+    // The partition is a label of the samples read back, which --split-by takes.
+    let out = d.join("fleet.pb.gz");
+    assert!(common::run(&["-q", "convert", f, "-o", out.to_str().unwrap(), "--split-by", "service"])
+        .status
+        .success());
+    let o =
+        common::run(&["-q", "convert", f, "--profile", "nope", "-o", d.join("x.folded").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("no profile \"nope\""), "{}", common::stderr(&o));
+    assert!(!d.join("x.folded").exists());
+    add("db-2.folded", "service=batch", &[]);
+    assert!(!fleet.join("samples/service=db/db-2.parquet").exists());
+    assert!(fleet.join("samples/service=batch/db-2.parquet").is_file());
+    assert_eq!(folded(&[]), ["main;a 2", "main;a 5", "main;b 1"]);
+}

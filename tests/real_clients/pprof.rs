@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::common;
 
 /// A `go` command that keeps everything it writes under `home` and never goes to the network.
-fn go(home: &Path) -> Command {
+pub(crate) fn go(home: &Path) -> Command {
     let mut c = Command::new("go");
     c.env("HOME", home)
         .env("GOPATH", home.join("gopath"))
@@ -317,11 +317,11 @@ fn pprof_to_callgrind_names_the_files_and_keeps_a_name_with_a_line_break_on_one_
 
 /// Self cost per function: `name -> value`, names as pprof shows them (an inlined function's
 /// ` (inline)` mark left out), equal names summed.
-type Flat = std::collections::BTreeMap<String, i128>;
+pub(crate) type Flat = std::collections::BTreeMap<String, i128>;
 
 /// `go tool pprof -top` flat values of sample type `index`, in the type's own unit: every
 /// node, none dropped for being small.
-fn top_flat(home: &Path, file: &Path, index: usize, unit: &str) -> Flat {
+pub(crate) fn top_flat(home: &Path, file: &Path, index: usize, unit: &str) -> Flat {
     let sample_index = format!("-sample_index={index}");
     let unit = format!("-unit={unit}");
     let text = pprof(

@@ -424,3 +424,164 @@ fn the_loops_info_shows_of_a_valgrind_profile_are_in_the_tables() {
     let rows = duckdb(d, query);
     assert!(rows.lines().count() >= 1 && rows.contains("main"), "{rows}");
 }
+
+/// Leaf sums of a folded file: each stack's value to its last frame.
+fn self_by_leaf(folded: &str) -> Vec<(String, i64)> {
+    let mut sums: std::collections::BTreeMap<String, i64> = Default::default();
+    for line in folded.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (stack, value) = line.rsplit_once(' ').unwrap();
+        *sums.entry(stack.rsplit(';').next().unwrap().to_string()).or_default() +=
+            value.parse::<i64>().unwrap();
+    }
+    let mut v: Vec<(String, i64)> = sums.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(20);
+    v
+}
+
+/// What `fleet.py ENGINE FLEET` answers: the top 20 functions by self value, the total per
+/// service.
+fn fleet_answers(engine: &str, fleet: &Path) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+    let o = Command::new("python3")
+        .arg(script("fleet.py"))
+        .arg(engine)
+        .arg(fleet)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "fleet.py {engine}: {}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let top = v["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_i64().unwrap()))
+        .collect();
+    let per =
+        v["per_service"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap())).collect();
+    (top, per)
+}
+
+/// A fleet: generated profiles of four services, each added to one tables folder partitioned
+/// by the service its path names. DuckDB and Spark (local mode) read the glob and give the
+/// top 20 functions by self value and the totals per service that `cfghub merge` of the
+/// inputs gives; the aggregate DuckDB writes of the samples reads back into cfghub, whose pprof
+/// shows the `go tool pprof -top` of the merge's; and a profile added again replaces its files.
+#[test]
+fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_reads_back() {
+    require_python_modules();
+    common::require("go");
+    common::require("java");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fleet-profiles.py"))
+        .args([d.join("in").to_str().unwrap(), "12", "3000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let services = ["api", "batch", "db", "web"];
+    let mut inputs: Vec<String> = Vec::new();
+    for s in services {
+        let mut files: Vec<String> = std::fs::read_dir(d.join("in").join(s))
+            .unwrap()
+            .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+            .collect();
+        files.sort();
+        inputs.extend(files);
+    }
+    let fleet = d.join("fleet.tables");
+    for (k, input) in inputs.iter().enumerate() {
+        let mut args = vec![
+            "-q",
+            "convert",
+            input,
+            "--label-from-path",
+            "{service}/{host}.folded",
+            "-o",
+            fleet.to_str().unwrap(),
+        ];
+        if k == 0 {
+            args.extend(["--partition-by", "service"]);
+        }
+        let o = common::run(&args);
+        assert!(o.status.success(), "{input}: {}", common::stderr(&o));
+    }
+    // Added again: its files replaced, not doubled.
+    let o = common::run(&[
+        "-q",
+        "convert",
+        &inputs[0],
+        "--label-from-path",
+        "{service}/{host}.folded",
+        "-o",
+        fleet.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+
+    let merged = d.join("merged.folded");
+    let mut args = vec!["-q", "merge"];
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["-o", merged.to_str().unwrap()]);
+    assert!(common::run(&args).status.success());
+    let want_top = self_by_leaf(&std::fs::read_to_string(&merged).unwrap());
+    let mut want_per = Vec::new();
+    for s in services {
+        let out = d.join(format!("{s}.folded"));
+        let mut args = vec!["-q", "merge"];
+        args.extend(inputs.iter().filter(|i| i.contains(&format!("/{s}/"))).map(String::as_str));
+        args.extend(["-o", out.to_str().unwrap()]);
+        assert!(common::run(&args).status.success());
+        let total: i64 = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<i64>().ok())
+            .sum();
+        want_per.push((s.to_string(), total));
+    }
+    assert_eq!(want_per.iter().map(|p| p.1).sum::<i64>(), 12 * 3000);
+    for engine in ["duckdb", "spark"] {
+        let (top, per) = fleet_answers(engine, &fleet);
+        assert_eq!(top, want_top, "{engine}: top 20 by self value");
+        assert_eq!(per, want_per, "{engine}: totals per service");
+    }
+
+    // The whole fleet reads back as the merge; DuckDB's aggregate of it, too.
+    let back = d.join("back.folded");
+    assert!(common::run(&["-q", "convert", fleet.to_str().unwrap(), "-o", back.to_str().unwrap()])
+        .status
+        .success());
+    assert_eq!(self_by_leaf(&std::fs::read_to_string(&back).unwrap()), want_top);
+    std::fs::create_dir(d.join("top.tables")).unwrap();
+    let t = |name: &str| format!("read_parquet('fleet.tables/{name}/**/*.parquet')");
+    for sql in [
+        format!("copy (select node, event, sum(value) as value from {} group by all) to 'top.tables/samples.parquet'", t("samples")),
+        format!("copy (select distinct process, node, parent, frame from {}) to 'top.tables/stack_nodes.parquet'", t("stack_nodes")),
+        format!("copy (select distinct frame, name from {}) to 'top.tables/frames.parquet'", t("frames")),
+    ] {
+        let o = Command::new("python3")
+            .current_dir(d)
+            .args(["-c", "import duckdb, sys; duckdb.connect().execute(sys.argv[1])", &sql])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sql}: {}", common::stderr(&o));
+    }
+    let (ours, theirs) = (d.join("top.pb.gz"), d.join("merged.pb.gz"));
+    assert!(common::run(&[
+        "-q",
+        "convert",
+        d.join("top.tables").to_str().unwrap(),
+        "-o",
+        ours.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let mut args = vec!["-q", "merge"];
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["-o", theirs.to_str().unwrap()]);
+    assert!(common::run(&args).status.success());
+    assert_eq!(
+        crate::pprof::top_flat(d, &ours, 0, "count"),
+        crate::pprof::top_flat(d, &theirs, 0, "count"),
+        "go tool pprof -top of DuckDB's aggregate and of cfghub merge"
+    );
+}

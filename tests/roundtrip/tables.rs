@@ -332,3 +332,19 @@ fn exact_values_and_labels_survive_tables_and_a_value_past_bigint_is_refused() {
     );
     assert!(!out.exists());
 }
+
+/// A merge of profiles of different sample types (a CPU and a heap profile, the heap's samples
+/// labelled with their allocation sizes) converted to tables and back equals the merge.
+#[test]
+fn a_merge_survives_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sum = cfghub::analysis::sum::ProfileSum::new();
+    for f in ["pprof/burn.cpu.pb.gz", "pprof/allocs.heap.pb.gz", "folded/two-columns.folded"] {
+        let path = common::fixture(f);
+        sum.add(load(path.to_str().unwrap(), None, &Default::default()).unwrap().profile).unwrap();
+    }
+    let merged = sum.finish();
+    assert!(merged.processes.iter().any(|p| p.stacks.has_labels()));
+    let back = through_tables(&merged, dir.path(), "merged");
+    assert_same(&back, &merged, "merge of three");
+}
