@@ -545,6 +545,11 @@ fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_
         assert_eq!(per, want_per, "{engine}: totals per service");
     }
 
+    // The fleet holds its tree once: every call path in one file of stack_nodes.
+    let counts = duckdb(d, "select count(*), count(distinct node) from read_parquet('fleet.tables/stack_nodes/**/*.parquet')");
+    let (rows, distinct) = counts.trim().split_once('|').unwrap();
+    assert_eq!(rows, distinct, "call paths written once");
+
     // The whole fleet reads back as the merge; DuckDB's aggregate of it, too.
     let back = d.join("back.folded");
     assert!(common::run(&["-q", "convert", fleet.to_str().unwrap(), "-o", back.to_str().unwrap()])

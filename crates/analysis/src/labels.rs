@@ -132,33 +132,45 @@ fn matches(parts: &[Part], text: &str, found: &mut Vec<(String, String)>) -> boo
     }
 }
 
-/// The labels every sample of `stacks` has, as `key=value` words (`service=web host=a`): what
-/// writers that show processes apart name a process by, after [`split_by`]. `None` when no
-/// label is on every sample.
-pub fn shared_text(stacks: &Stacks) -> Option<String> {
-    if !stacks.has_labels() {
-        return None;
+/// The labels every sample of `stacks` has.
+fn shared(stacks: &Stacks) -> Vec<Label> {
+    if !stacks.has_labels() || stacks.label_set_of(0) == NO_INDEX {
+        return Vec::new();
     }
-    let first = stacks.label_set_of(0);
-    if first == NO_INDEX {
-        return None;
-    }
-    let used: Vec<bool> = {
-        let mut used = vec![false; stacks.label_sets().len()];
-        for i in 0..stacks.len() {
-            match stacks.label_set_of(i) {
-                NO_INDEX => return None,
-                l => used[l as usize] = true,
-            }
+    let mut used = vec![false; stacks.label_sets().len()];
+    for i in 0..stacks.len() {
+        match stacks.label_set_of(i) {
+            NO_INDEX => return Vec::new(),
+            l => used[l as usize] = true,
         }
-        used
-    };
-    let shared: Vec<String> = stacks.label_sets()[first as usize]
+    }
+    stacks.label_sets()[stacks.label_set_of(0) as usize]
         .iter()
         .filter(|l| stacks.label_sets().iter().zip(&used).all(|(set, &u)| !u || set.contains(l)))
+        .cloned()
+        .collect()
+}
+
+/// What tells process `p` apart from the profile's others: the labels every sample of it has
+/// and not every sample of every process has, as `key=value` words (`service=web`). Writers
+/// that show processes apart name them so after [`split_by`]. `None` when there is none (a
+/// profile of one process, or labels all processes share).
+pub fn process_label_text(profile: &Profile, p: usize) -> Option<String> {
+    if profile.processes.len() < 2 {
+        return None;
+    }
+    let mine = shared(&profile.processes[p].stacks);
+    if mine.is_empty() {
+        return None;
+    }
+    let others: Vec<Vec<Label>> =
+        profile.processes.iter().enumerate().filter(|&(q, _)| q != p).map(|(_, q)| shared(&q.stacks)).collect();
+    let words: Vec<String> = mine
+        .iter()
+        .filter(|l| !others.iter().all(|o| o.contains(l)))
         .map(|l| format!("{}={}", l.key, l.value))
         .collect();
-    (!shared.is_empty()).then(|| shared.join(" "))
+    (!words.is_empty()).then(|| words.join(" "))
 }
 
 /// The value of each of `keys` in a label set (`None` where it has no such key).

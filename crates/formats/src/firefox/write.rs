@@ -119,7 +119,8 @@ impl Skeleton {
     pub(super) fn process(&mut self, profile: &Profile, process: &Process) -> (ProcessHandle, u32, String) {
         let pid = u32::try_from(process.pid).unwrap_or(u32::MAX);
         let mut name = profile.meta.command.clone().unwrap_or_else(|| format!("pid {}", process.pid));
-        if let Some(labels) = cfghub_analysis::labels::shared_text(&process.stacks) {
+        let p = profile.processes.iter().position(|q| std::ptr::eq(q, process)).unwrap_or(0);
+        if let Some(labels) = cfghub_analysis::labels::process_label_text(profile, p) {
             name.push_str(&format!(" ({labels})"));
         }
         let handle = self.fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0));

@@ -245,7 +245,7 @@ fn write_model(
     let mut weighing = Weighing::new(profile.events.len());
     let mut first = true;
     let mut weights: Vec<u64> = Vec::new();
-    for process in &profile.processes {
+    for (p, process) in profile.processes.iter().enumerate() {
         let mut threads: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
         let stacks = &process.stacks;
         for (i, s) in stacks.samples().enumerate() {
@@ -272,7 +272,7 @@ fn write_model(
                 let mut title = profile.events[e].name.clone();
                 if several_processes {
                     title.push_str(&format!(" pid {}", process.pid));
-                    if let Some(labels) = cfghub_analysis::labels::shared_text(&process.stacks) {
+                    if let Some(labels) = cfghub_analysis::labels::process_label_text(profile, p) {
                         title.push_str(&format!(" {labels}"));
                     }
                 }

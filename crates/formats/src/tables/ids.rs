@@ -78,6 +78,17 @@ pub fn node_id(parent: Option<i64>, frame: i64) -> i64 {
     IdHasher::new("node").number(parent.unwrap_or(0) as u64).number(frame as u64).finish()
 }
 
+/// The id of every node of `stacks`, parents before children as the model makes them, given
+/// every frame's id.
+pub fn node_ids(stacks: &cfghub_model::ir::Stacks, frame_ids: &[i64]) -> Vec<i64> {
+    let mut ids: Vec<i64> = Vec::with_capacity(stacks.nodes().len());
+    for node in stacks.nodes() {
+        let parent = (node.parent != cfghub_model::ir::NO_INDEX).then(|| ids[node.parent as usize]);
+        ids.push(node_id(parent, frame_ids[node.frame as usize]));
+    }
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,8 @@ pub mod layout;
 #[cfg(feature = "tables")]
 mod query;
 #[cfg(feature = "tables")]
+mod tree;
+#[cfg(feature = "tables")]
 mod read;
 mod schema;
 #[cfg(feature = "tables")]
@@ -212,6 +214,7 @@ pub(crate) const FRAMES: &[Spec] = &[
     opt("system_name", Text),
     opt("address", U64),
     opt("address_image", U32),
+    opt("path", Text).derived().may_be_absent(),
 ];
 pub(crate) const PROCESSES: &[Spec] =
     &[PID, req("process", U32), req("pid", U64), opt("instr_count", U64), req("threads", U32)];

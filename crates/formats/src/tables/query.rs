@@ -21,6 +21,7 @@ use cfghub_model::ir::{
 
 use super::columns::{open_table, TableReader};
 use super::layout::Layout;
+use super::tree::SharedTree;
 use super::schema::Kind::{Text, I64, U32};
 use super::schema::{opt, req, Spec};
 
@@ -84,6 +85,8 @@ struct Tree {
     made: Vec<FxHashMap<u64, u32>>,
     /// Per process: (node, thread, label set) -> its sample.
     samples: Vec<super::read::SampleKeys>,
+    /// A fleet's frame ids -> the model's frames, as met.
+    shared_frames: FxHashMap<i64, FrameId>,
     /// Events by name, and their decimal places.
     events: HashMap<String, usize>,
     decimals: Vec<u8>,
@@ -114,11 +117,11 @@ impl Tree {
 
 /// Reads the stack tables of every member of `members`, rows of the profile `wanted` (all when
 /// `None`); each member's partition labels go on its samples.
-pub fn read_stack_tables(members: &[Layout], wanted: Option<&str>) -> Result<Profile> {
+pub fn read_stack_tables(members: &[Layout], wanted: Option<&str>, shared: Option<&SharedTree>) -> Result<Profile> {
     let mut tree = Tree::default();
     let mut found = false;
     for member in members {
-        found |= read_member(&mut tree, member, wanted)?;
+        found |= read_member(&mut tree, member, wanted, shared)?;
     }
     if !found && wanted.is_some() {
         return Err(Error::usage(format!(
@@ -136,8 +139,9 @@ pub fn read_stack_tables(members: &[Layout], wanted: Option<&str>) -> Result<Pro
     Ok(tree.profile)
 }
 
-/// Adds a member's rows; whether it had rows of the profile asked for.
-fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>) -> Result<bool> {
+/// Adds a member's rows, its call paths from `shared` (a fleet's tree) when given, else from
+/// its own tables; whether it had rows of the profile asked for.
+fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>, shared: Option<&SharedTree>) -> Result<bool> {
     // Events named first keep their order; their decimal places scale the values.
     if let Some(mut events) = open(member, "events", EVENTS)? {
         let t = events.all()?;
@@ -153,8 +157,11 @@ fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>) -> Result
             tree.event(t.texts("name").get(r).unwrap_or_default(), decimals as u8);
         }
     }
-    let mut frames = required(member, "frames", FRAMES)?;
-    while let Some(t) = frames.next()? {
+    let mut frames = match shared {
+        None => Some(required(member, "frames", FRAMES)?),
+        Some(_) => None,
+    };
+    while let Some(t) = frames.as_mut().map(TableReader::next).transpose()?.flatten() {
         for r in t.range() {
             let name = t.texts("name").get(r).unwrap_or_default();
             let f = tree.profile.frames.intern(name);
@@ -175,8 +182,11 @@ fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>) -> Result
             tree.frames.insert(id, f);
         }
     }
-    let mut nodes = required(member, "stack_nodes", NODES)?;
-    while let Some(t) = nodes.next()? {
+    let mut nodes = match shared {
+        None => Some(required(member, "stack_nodes", NODES)?),
+        Some(_) => None,
+    };
+    while let Some(t) = nodes.as_mut().map(TableReader::next).transpose()?.flatten() {
         for r in t.range() {
             let p = tree.process(t.ints("process").get(r).unwrap_or(0) as usize);
             let id = t.int("frame", r);
@@ -207,7 +217,7 @@ fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>) -> Result
         }
     }
     let partition = member.labels();
-    let node_rows: usize = tree.nodes.iter().map(|n| n.len()).sum();
+    let node_rows: usize = shared.map_or_else(|| tree.nodes.iter().map(|n| n.len()).sum(), SharedTree::len);
     let mut chain: Vec<(u64, FrameId)> = Vec::new();
     let mut found = false;
     let mut samples = required(member, "samples", SAMPLES)?;
@@ -221,9 +231,15 @@ fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>) -> Result
                 if tree.made[p].contains_key(&n) {
                     break;
                 }
-                let &(parent, frame) = tree.nodes[p].get(&n).ok_or_else(|| {
-                    t.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
-                })?;
+                let found = match shared {
+                    None => tree.nodes[p].get(&n).copied(),
+                    Some(s) => s.node(n as i64).and_then(|(parent, frame)| {
+                        let frame = s.frame(&mut tree.profile, &mut tree.shared_frames, frame)?;
+                        Some((parent.map(|p| p as u64), frame))
+                    }),
+                };
+                let (parent, frame) = found
+                    .ok_or_else(|| t.error("node", r, format!("no node {} in the stack_nodes table", n as i64)))?;
                 if chain.len() > node_rows {
                     return Err(t.error("node", r, "the stack's nodes form a cycle"));
                 }

@@ -26,6 +26,7 @@ use cfghub_model::ir::{
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
 use super::layout::{fleet_members, is_fleet, Layout};
 use super::query::read_stack_tables;
+use super::tree::SharedTree;
 use super::*;
 
 /// Reads the tables of the folder the source names: one profile's, a fleet's (every profile
@@ -38,14 +39,14 @@ pub fn read(source: &mut Source<'_>, options: &ReadOptions, _findings: &mut Find
     let wanted = options.formats.get::<Select>().profile;
     let wanted = wanted.as_deref();
     if dir.join("profile.parquet").is_file() {
-        let profile = read_one(&Layout::Folder(dir.clone()), wanted)?;
+        let profile = read_one(&Layout::Folder(dir.clone()), wanted, None)?;
         return profile.ok_or_else(|| not_there(&dir, wanted));
     }
     if is_fleet(&dir) {
         return read_fleet(&dir, wanted);
     }
     if dir.join("samples.parquet").is_file() {
-        return read_stack_tables(&[Layout::Folder(dir)], wanted);
+        return read_stack_tables(&[Layout::Folder(dir)], wanted, None);
     }
     read_folder(&dir)
 }
@@ -70,9 +71,10 @@ fn read_fleet(dir: &Path, wanted: Option<&str>) -> Result<Profile> {
             None => Error::input(format!("{}: a fleet of tables without profiles", dir.display())),
         });
     }
+    let shared = SharedTree::read(dir)?;
     if !dir.join("profile").is_dir() {
         let owned: Vec<Layout> = members.into_iter().cloned().collect();
-        return read_stack_tables(&owned, None);
+        return read_stack_tables(&owned, None, Some(&shared));
     }
     // Members are read side by side in runs, each run summed, the runs' sums added in order
     // (integers add up the same in any grouping).
@@ -82,7 +84,7 @@ fn read_fleet(dir: &Path, wanted: Option<&str>) -> Result<Profile> {
         .map(|run| {
             let mut sum = cfghub_analysis::sum::ProfileSum::new();
             for member in run {
-                let mut profile = read_one(member, None)?.expect("no profile id asked");
+                let mut profile = read_one(member, None, Some(&shared))?.expect("no profile id asked");
                 cfghub_analysis::labels::apply(&mut profile, &member.labels());
                 sum.add(profile).map_err(|e| e.in_file(member.path("profile").display().to_string()))?;
             }
@@ -98,11 +100,12 @@ fn read_fleet(dir: &Path, wanted: Option<&str>) -> Result<Profile> {
 
 /// Reads the tables in `dir`, one profile's.
 pub fn read_folder(dir: &Path) -> Result<Profile> {
-    Ok(read_one(&Layout::Folder(dir.to_path_buf()), None)?.expect("no profile id asked"))
+    Ok(read_one(&Layout::Folder(dir.to_path_buf()), None, None)?.expect("no profile id asked"))
 }
 
-/// Reads one profile's tables where `layout` says; `None` when `wanted` is not its id.
-fn read_one(layout: &Layout, wanted: Option<&str>) -> Result<Option<Profile>> {
+/// Reads one profile's tables where `layout` says, its frames and call paths from `shared` (a
+/// fleet's tree) when given, else from its own tables; `None` when `wanted` is not its id.
+fn read_one(layout: &Layout, wanted: Option<&str>, shared: Option<&SharedTree>) -> Result<Option<Profile>> {
     let head = open_table(&layout.path("profile"), "profile", PROFILE, None)?.all()?;
     if head.rows != 1 {
         return Err(head.error(
@@ -120,13 +123,17 @@ fn read_one(layout: &Layout, wanted: Option<&str>) -> Result<Option<Profile>> {
     // read a batch of rows at a time, straight into the model.
     let mut tables: HashMap<&str, TableReader> = TABLES[1..]
         .par_iter()
+        .filter(|&&(name, _)| shared.is_none() || !["frames", "stack_nodes"].contains(&name))
         .filter(|&&(name, _)| !OPTIONAL_TABLES.contains(&name) || layout.path(name).exists())
         .map(|&(name, specs)| Ok((name, open_table(&layout.path(name), name_of(name), specs, Some(&id))?)))
         .collect::<Result<_>>()?;
+    // A fleet's profile has no frames or call paths of its own: they are the fleet's tree.
+    let frames = tables.remove("frames").map(|mut f| f.all()).transpose()?;
+    let own_nodes = tables.remove("stack_nodes");
     let mut t = |name: &str| tables.remove(name).expect("every table is opened once");
     let mut profile = Profile { meta: meta(&head, &t("headers").all()?)?, ..Profile::default() };
     let (events, event_decimals) = events(&mut profile, &t("events").all()?)?;
-    let frame_ids = strings(&mut profile, &t("files").all()?, &t("frames").all()?)?;
+    let frame_ids = strings(&mut profile, &t("files").all()?, frames.as_ref())?;
     let mut index = processes(&mut profile, &t("processes").all()?, &t("threads").all()?)?;
     images(&mut profile, &mut index, &t("images").all()?)?;
     symbols(&mut profile, &mut index, t("symbols"))?;
@@ -137,10 +144,14 @@ fn read_one(layout: &Layout, wanted: Option<&str>) -> Result<Option<Profile>> {
     costs(&mut profile, &index, &events, t("costs"))?;
     block_lines(&mut profile, &index, t("block_lines"))?;
     coverage(&mut profile, &index, &t("coverage").all()?)?;
-    let (nodes, samples) = (t("stack_nodes"), t("samples"));
+    let tree = match (shared, own_nodes) {
+        (Some(tree), _) => Tree::Shared { tree, frames: FxHashMap::default() },
+        (None, nodes) => Tree::own(&profile, &index, &frame_ids, nodes.expect("opened without a fleet's tree"))?,
+    };
+    let samples = t("samples");
     let labels =
         tables.remove("sample_labels").map(|l| sample_labels(&index, l)).transpose()?.unwrap_or_default();
-    stacks(&mut profile, &index, (&frame_ids, &event_decimals), nodes, (samples, labels))?;
+    stacks(&mut profile, &index, &event_decimals, tree, (samples, labels))?;
     if let (Some(contexts), Some(costs)) =
         (tables.remove("call_contexts"), tables.remove("call_context_costs"))
     {
@@ -322,7 +333,7 @@ fn value_position(events: &[Event], t: &ReadTable, r: usize) -> Result<usize> {
     Ok(position as usize)
 }
 
-fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Result<FrameIds> {
+fn strings(profile: &mut Profile, files: &ReadTable, frames: Option<&ReadTable>) -> Result<FrameIds> {
     for r in 0..files.rows {
         let name = files.texts("name").get(r).unwrap_or_default();
         if files.int("file", r) != r as u64 || profile.files.intern(name) != r as u32 {
@@ -334,6 +345,7 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: &ReadTable) -> Resu
         }
     }
     let mut by_id: FrameIds = FxHashMap::default();
+    let Some(frames) = frames else { return Ok(by_id) };
     for r in 0..frames.rows {
         let name = frames.texts("name").get(r).unwrap_or_default();
         let f = profile.frames.intern(name);
@@ -1200,28 +1212,64 @@ fn sample_labels(index: &Index, mut reader: TableReader) -> Result<SampleLabels>
 /// labels. Rows of one sample (`process`, `sample`) come together; samples of one node, thread
 /// and labels are one sample of the model, their values added up (30,000 samples on one node
 /// 30,000 frames deep are one stack to write, not 9x10^8 frames).
+/// Where the call paths of a profile's samples are looked up: its own `stack_nodes` rows, per
+/// process, or a fleet's shared tree (frames interned as they are first met).
+enum Tree<'a> {
+    Own(Vec<FxHashMap<u64, (Option<u64>, FrameId)>>),
+    Shared { tree: &'a SharedTree, frames: FxHashMap<i64, FrameId> },
+}
+
+impl Tree<'_> {
+    /// The tree of the `stack_nodes` table.
+    fn own(profile: &Profile, index: &Index, frame_ids: &FrameIds, mut reader: TableReader) -> Result<Tree<'static>> {
+        let mut tree: Vec<FxHashMap<u64, (Option<u64>, FrameId)>> =
+            vec![FxHashMap::default(); profile.processes.len()];
+        while let Some(nodes) = reader.next()? {
+            let nodes = &nodes;
+            for r in nodes.range() {
+                let p = index.process(nodes, "process", r)?;
+                let id = nodes.int("frame", r);
+                let &frame = frame_ids.get(&id).ok_or_else(|| {
+                    nodes.error("frame", r, format!("no frame {} in the frames table", id as i64))
+                })?;
+                tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
+            }
+        }
+        Ok(Tree::Own(tree))
+    }
+
+    /// The number of call paths: a longer chain of parents is a cycle.
+    fn len(&self) -> usize {
+        match self {
+            Tree::Own(t) => t.iter().map(|t| t.len()).sum(),
+            Tree::Shared { tree, .. } => tree.len(),
+        }
+    }
+
+    /// Node `n` of process `p`: its parent and frame.
+    fn node(&mut self, profile: &mut Profile, p: usize, n: u64) -> Option<(Option<u64>, FrameId)> {
+        match self {
+            Tree::Own(t) => t[p].get(&n).copied(),
+            Tree::Shared { tree, frames } => {
+                let (parent, frame) = tree.node(n as i64)?;
+                Some((parent.map(|p| p as u64), tree.frame(profile, frames, frame)?))
+            }
+        }
+    }
+}
+
+/// The stacks: the call paths of each process (`tree`), and the `samples` on them with their
+/// labels. Rows of one sample (`process`, `sample`) come together; samples of one node, thread
+/// and labels are one sample of the model, their values added up (30,000 samples on one node
+/// 30,000 frames deep are one stack to write, not 9x10^8 frames).
 fn stacks(
     profile: &mut Profile,
     index: &Index,
-    (frame_ids, event_decimals): (&FrameIds, &[u8]),
-    mut nodes_reader: TableReader,
+    event_decimals: &[u8],
+    mut tree: Tree<'_>,
     (mut samples_reader, mut labels): (TableReader, SampleLabels),
 ) -> Result<()> {
-    // Per process: node identifier -> (parent identifier, frame).
-    let mut tree: Vec<FxHashMap<u64, (Option<u64>, FrameId)>> =
-        vec![FxHashMap::default(); profile.processes.len()];
-    while let Some(nodes) = nodes_reader.next()? {
-        let nodes = &nodes;
-        for r in nodes.range() {
-            let p = index.process(nodes, "process", r)?;
-            let id = nodes.int("frame", r);
-            let &frame = frame_ids.get(&id).ok_or_else(|| {
-                nodes.error("frame", r, format!("no frame {} in the frames table", id as i64))
-            })?;
-            tree[p].insert(nodes.int("node", r), (nodes.ints("parent").get(r), frame));
-        }
-    }
-    let node_rows: usize = tree.iter().map(|t| t.len()).sum();
+    let node_rows = tree.len();
     // Per process: node identifier -> the model's node, once made.
     let mut made: Vec<FxHashMap<u64, u32>> = vec![FxHashMap::default(); profile.processes.len()];
     let mut sample_of: Vec<SampleKeys> = vec![FxHashMap::default(); profile.processes.len()];
@@ -1241,7 +1289,7 @@ fn stacks(
                     if made[p].contains_key(&n) {
                         break;
                     }
-                    let &(parent, frame) = tree[p].get(&n).ok_or_else(|| {
+                    let (parent, frame) = tree.node(profile, p, n).ok_or_else(|| {
                         samples.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
                     })?;
                     if chain.len() > node_rows {

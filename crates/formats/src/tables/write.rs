@@ -75,6 +75,9 @@ pub fn write(
     } else {
         opts.partition_by.clone()
     };
+    // The fleet's tree: the frames and call paths it lacks, in files of their own.
+    let known = if fleet { super::tree::known_ids(target)? } else { Default::default() };
+    super::tree::write_new(profile, dir, target, &id, &known, opts.compression)?;
     for (values, part) in cfghub_analysis::labels::partition(profile, &keys) {
         let partition: PathBuf =
             keys.iter().zip(&values).map(|(k, v)| partition_dir(k, v.as_deref())).collect();
@@ -124,6 +127,7 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         decimals,
     };
     type Fill = fn(&Context<'_>) -> Table;
+    let in_fleet = matches!(cx.layout, Layout::Fleet { .. });
     let fills: &[Fill] = &[
         profile_table,
         headers,
@@ -154,7 +158,12 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         call_contexts,
         call_context_costs,
     ];
-    fills.par_iter().try_for_each(|fill| fill(&cx).finish())
+    // A fleet's frames and call paths are its shared tree, written apart (`super::tree`).
+    let shared: &[Fill] = &[frames, stack_nodes];
+    fills
+        .par_iter()
+        .filter(|&&fill| !(in_fleet && shared.iter().any(|&s| s as usize == fill as usize)))
+        .try_for_each(|fill| fill(&cx).finish())
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
@@ -200,19 +209,25 @@ fn files(cx: &Context<'_>) -> Table {
 
 fn frames(cx: &Context<'_>) -> Table {
     let mut t = cx.table("frames", FRAMES);
-    for (i, name) in cx.profile.frames.iter() {
-        let source = cx.profile.frame_source(i);
-        t.row()
-            .u(cx.frame_ids[i as usize] as u64)
-            .s(Some(name))
-            .b(Some(source.is_some()))
-            .int(source.and_then(|s| s.file).map(u64::from))
-            .int(source.and_then(|s| s.line).map(u64::from))
-            .s(source.and_then(|s| s.system_name.as_deref()))
-            .int(source.and_then(|s| s.address).map(|a| a.address))
-            .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from));
+    for (i, _) in cx.profile.frames.iter() {
+        frame_row(&mut t, cx.profile, i, cx.frame_ids[i as usize]);
     }
     t
+}
+
+/// The `frames` row of frame `i` of `profile`, of id `id`.
+pub(super) fn frame_row(t: &mut Table, profile: &Profile, i: u32, id: i64) {
+    let source = profile.frame_source(i);
+    t.row()
+        .u(id as u64)
+        .s(Some(profile.frames.get(i)))
+        .b(Some(source.is_some()))
+        .int(source.and_then(|s| s.file).map(u64::from))
+        .int(source.and_then(|s| s.line).map(u64::from))
+        .s(source.and_then(|s| s.system_name.as_deref()))
+        .int(source.and_then(|s| s.address).map(|a| a.address))
+        .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from))
+        .s(source.and_then(|s| s.file).map(|f| profile.files.get(f)));
 }
 
 fn processes(cx: &Context<'_>) -> Table {
@@ -711,12 +726,7 @@ fn coverage(cx: &Context<'_>) -> Table {
 
 /// Each node's id ([`super::ids::node_id`]), parents before children as the model makes them.
 fn node_ids(cx: &Context<'_>, process: &Process) -> Vec<i64> {
-    let mut ids: Vec<i64> = Vec::with_capacity(process.stacks.nodes().len());
-    for node in process.stacks.nodes() {
-        let parent = (node.parent != NO_INDEX).then(|| ids[node.parent as usize]);
-        ids.push(super::ids::node_id(parent, cx.frame_ids[node.frame as usize]));
-    }
-    ids
+    super::ids::node_ids(&process.stacks, &cx.frame_ids)
 }
 
 /// The prefix tree of each process's stacks: the nodes on sampled paths, each once, in the

@@ -279,8 +279,23 @@ fn to_model(mut rec: Recording, options: &Reading, findings: &mut Findings) -> R
             ),
         );
     }
+    // Where the samples were taken, as labels of every sample: the machine and the command
+    // recorded (profiles of a fleet merged keep them apart and can be partitioned by them).
+    let mut labels = Vec::new();
+    if let Some((_, host)) = rec.headers.iter().find(|(k, _)| k == "hostname") {
+        labels.push(cfghub_model::ir::Label::text(HOST_LABEL, host));
+    }
+    if let Some(command) = &rec.command {
+        labels.push(cfghub_model::ir::Label::text(COMMAND_LABEL, command));
+    }
+    cfghub_analysis::labels::apply(&mut profile, &labels);
     Ok(Some(profile))
 }
+
+/// The sample label holding the recording machine's host name.
+pub const HOST_LABEL: &str = "host";
+/// The sample label holding the command line of `perf record`.
+pub const COMMAND_LABEL: &str = "command";
 
 /// The fields of an event's samples (its `sample_type`), as perf names them.
 fn sample_fields(sample_type: u64) -> String {
