@@ -765,3 +765,28 @@ fn sample_labels_of_go_and_of_the_command_line_read_in_go_tool_pprof() {
     }
     assert!(text.contains("day:") && text.contains("2026-12-07"), "{text}");
 }
+
+/// A perf.data recording's machine and command line label its samples: `go tool pprof -tags`
+/// of its pprof totals every sample under the recording's host name and `perf record` command.
+#[test]
+fn a_perf_recordings_host_and_command_are_labels_of_its_samples() {
+    common::require("go");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hot.pb.gz");
+    let input = common::fixture("perf-data/hot-small.perf.data");
+    let o = common::run(&["-q", "convert", s(&input), "-o", s(&out)]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = tags(dir.path(), &out, 0);
+    let total = |key: &str| {
+        let part = text.split(&format!("{key}: Total ")).nth(1).unwrap_or_else(|| panic!("no {key}: {text}"));
+        part.split_whitespace().next().unwrap().to_string()
+    };
+    assert_eq!(total("host"), total("command"), "{text}");
+    // One host and one command, each holding every sample.
+    for key in ["host:", "command:"] {
+        let block = text.split(key).nth(1).unwrap().split("\n\n").next().unwrap();
+        assert_eq!(block.lines().count(), 2, "{text}");
+        assert!(block.contains("(  100%)"), "{text}");
+    }
+    assert!(text.contains("perf record"), "{text}");
+}

@@ -439,9 +439,12 @@ fn self_by_leaf(folded: &str) -> Vec<(String, i64)> {
     v
 }
 
+/// Names with values, in order.
+type Ranked = Vec<(String, i64)>;
+
 /// What `fleet.py ENGINE FLEET` answers: the top 20 functions by self value, the total per
 /// service.
-fn fleet_answers(engine: &str, fleet: &Path) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+fn fleet_answers(engine: &str, fleet: &Path) -> (Ranked, Ranked) {
     let o = Command::new("python3")
         .arg(script("fleet.py"))
         .arg(engine)
@@ -546,7 +549,10 @@ fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_
     }
 
     // The fleet holds its tree once: every call path in one file of stack_nodes.
-    let counts = duckdb(d, "select count(*), count(distinct node) from read_parquet('fleet.tables/stack_nodes/**/*.parquet')");
+    let counts = duckdb(
+        d,
+        "select count(*), count(distinct node) from read_parquet('fleet.tables/stack_nodes/**/*.parquet')",
+    );
     let (rows, distinct) = counts.trim().split_once('|').unwrap();
     assert_eq!(rows, distinct, "call paths written once");
 

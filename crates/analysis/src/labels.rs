@@ -163,8 +163,13 @@ pub fn process_label_text(profile: &Profile, p: usize) -> Option<String> {
     if mine.is_empty() {
         return None;
     }
-    let others: Vec<Vec<Label>> =
-        profile.processes.iter().enumerate().filter(|&(q, _)| q != p).map(|(_, q)| shared(&q.stacks)).collect();
+    let others: Vec<Vec<Label>> = profile
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|&(q, _)| q != p)
+        .map(|(_, q)| shared(&q.stacks))
+        .collect();
     let words: Vec<String> = mine
         .iter()
         .filter(|l| !others.iter().all(|o| o.contains(l)))

@@ -34,10 +34,10 @@ pub mod layout;
 #[cfg(feature = "tables")]
 mod query;
 #[cfg(feature = "tables")]
-mod tree;
-#[cfg(feature = "tables")]
 mod read;
 mod schema;
+#[cfg(feature = "tables")]
+mod tree;
 #[cfg(feature = "tables")]
 mod write;
 

@@ -21,9 +21,9 @@ use cfghub_model::ir::{
 
 use super::columns::{open_table, TableReader};
 use super::layout::Layout;
-use super::tree::SharedTree;
 use super::schema::Kind::{Text, I64, U32};
 use super::schema::{opt, req, Spec};
+use super::tree::SharedTree;
 
 const ANY_PID: Spec = opt("profile_id", Text).may_be_absent();
 const FRAMES: &[Spec] = &[ANY_PID, req("frame", I64), req("name", Text)];
@@ -117,7 +117,11 @@ impl Tree {
 
 /// Reads the stack tables of every member of `members`, rows of the profile `wanted` (all when
 /// `None`); each member's partition labels go on its samples.
-pub fn read_stack_tables(members: &[Layout], wanted: Option<&str>, shared: Option<&SharedTree>) -> Result<Profile> {
+pub fn read_stack_tables(
+    members: &[Layout],
+    wanted: Option<&str>,
+    shared: Option<&SharedTree>,
+) -> Result<Profile> {
     let mut tree = Tree::default();
     let mut found = false;
     for member in members {
@@ -141,7 +145,12 @@ pub fn read_stack_tables(members: &[Layout], wanted: Option<&str>, shared: Optio
 
 /// Adds a member's rows, its call paths from `shared` (a fleet's tree) when given, else from
 /// its own tables; whether it had rows of the profile asked for.
-fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>, shared: Option<&SharedTree>) -> Result<bool> {
+fn read_member(
+    tree: &mut Tree,
+    member: &Layout,
+    wanted: Option<&str>,
+    shared: Option<&SharedTree>,
+) -> Result<bool> {
     // Events named first keep their order; their decimal places scale the values.
     if let Some(mut events) = open(member, "events", EVENTS)? {
         let t = events.all()?;
@@ -238,8 +247,9 @@ fn read_member(tree: &mut Tree, member: &Layout, wanted: Option<&str>, shared: O
                         Some((parent.map(|p| p as u64), frame))
                     }),
                 };
-                let (parent, frame) = found
-                    .ok_or_else(|| t.error("node", r, format!("no node {} in the stack_nodes table", n as i64)))?;
+                let (parent, frame) = found.ok_or_else(|| {
+                    t.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
+                })?;
                 if chain.len() > node_rows {
                     return Err(t.error("node", r, "the stack's nodes form a cycle"));
                 }

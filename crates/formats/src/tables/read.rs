@@ -146,7 +146,9 @@ fn read_one(layout: &Layout, wanted: Option<&str>, shared: Option<&SharedTree>) 
     coverage(&mut profile, &index, &t("coverage").all()?)?;
     let tree = match (shared, own_nodes) {
         (Some(tree), _) => Tree::Shared { tree, frames: FxHashMap::default() },
-        (None, nodes) => Tree::own(&profile, &index, &frame_ids, nodes.expect("opened without a fleet's tree"))?,
+        (None, nodes) => {
+            Tree::own(&profile, &index, &frame_ids, nodes.expect("opened without a fleet's tree"))?
+        }
     };
     let samples = t("samples");
     let labels =
@@ -1221,7 +1223,12 @@ enum Tree<'a> {
 
 impl Tree<'_> {
     /// The tree of the `stack_nodes` table.
-    fn own(profile: &Profile, index: &Index, frame_ids: &FrameIds, mut reader: TableReader) -> Result<Tree<'static>> {
+    fn own(
+        profile: &Profile,
+        index: &Index,
+        frame_ids: &FrameIds,
+        mut reader: TableReader,
+    ) -> Result<Tree<'static>> {
         let mut tree: Vec<FxHashMap<u64, (Option<u64>, FrameId)>> =
             vec![FxHashMap::default(); profile.processes.len()];
         while let Some(nodes) = reader.next()? {

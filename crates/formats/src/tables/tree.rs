@@ -29,7 +29,8 @@ const FRAME_ROWS: &[Spec] = &[
     opt("address", U64).may_be_absent(),
     opt("path", Text).may_be_absent(),
 ];
-const NODE_ROWS: &[Spec] = &[ANY_PID, req("node", I64), opt("parent", I64).may_be_absent(), req("frame", I64)];
+const NODE_ROWS: &[Spec] =
+    &[ANY_PID, req("node", I64), opt("parent", I64).may_be_absent(), req("frame", I64)];
 
 /// The Parquet files of table `table` of the fleet at `root`, in path order.
 pub fn files(root: &Path, table: &str) -> Vec<PathBuf> {
@@ -99,12 +100,15 @@ pub fn write_new(
     known: &Known,
     compression: Compression,
 ) -> Result<()> {
-    let frame_ids: Vec<i64> = (0..profile.frames.len() as u32).map(|f| super::ids::frame_id(profile, f)).collect();
-    let new_frames: Vec<u32> =
-        (0..profile.frames.len() as u32).filter(|&f| !known.frames.contains(&frame_ids[f as usize])).collect();
+    let frame_ids: Vec<i64> =
+        (0..profile.frames.len() as u32).map(|f| super::ids::frame_id(profile, f)).collect();
+    let new_frames: Vec<u32> = (0..profile.frames.len() as u32)
+        .filter(|&f| !known.frames.contains(&frame_ids[f as usize]))
+        .collect();
     if !new_frames.is_empty() {
         let path = dir.join("frames").join(free_name(target, "frames", id));
-        std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| Error::io(path.display().to_string(), e))?;
+        std::fs::create_dir_all(path.parent().expect("a folder"))
+            .map_err(|e| Error::io(path.display().to_string(), e))?;
         let mut t = Table::new("frames", FRAMES, id, path, compression);
         for f in new_frames {
             super::write::frame_row(&mut t, profile, f, frame_ids[f as usize]);
@@ -200,7 +204,8 @@ impl SharedTree {
                     if !tree.frames.contains_key(&frame) {
                         return Err(t.error("frame", r, format!("no frame {frame} in the fleet's frames")));
                     }
-                    tree.nodes.insert(t.int("node", r) as i64, (t.ints("parent").get(r).map(|p| p as i64), frame));
+                    tree.nodes
+                        .insert(t.int("node", r) as i64, (t.ints("parent").get(r).map(|p| p as i64), frame));
                 }
             }
         }
@@ -218,16 +223,24 @@ impl SharedTree {
     }
 
     /// Frame `id` in `profile`: interned (with its source) when first asked for.
-    pub fn frame(&self, profile: &mut Profile, local: &mut FxHashMap<i64, FrameId>, id: i64) -> Option<FrameId> {
+    pub fn frame(
+        &self,
+        profile: &mut Profile,
+        local: &mut FxHashMap<i64, FrameId>,
+        id: i64,
+    ) -> Option<FrameId> {
         if let Some(&f) = local.get(&id) {
             return Some(f);
         }
         let row = self.frames.get(&id)?;
         let f = profile.frames.intern(&row.name);
-        let has_source = row.line.is_some() || row.system_name.is_some() || row.address.is_some() || row.path.is_some();
+        let has_source =
+            row.line.is_some() || row.system_name.is_some() || row.address.is_some() || row.path.is_some();
         if has_source && profile.frame_source(f).is_none() {
             let file = row.path.as_deref().map(|p| profile.files.intern(p));
-            profile.frame_sources.resize(profile.frame_sources.len().max(f as usize + 1), FrameSource::default());
+            profile
+                .frame_sources
+                .resize(profile.frame_sources.len().max(f as usize + 1), FrameSource::default());
             profile.frame_sources[f as usize] = FrameSource {
                 file,
                 line: row.line,
