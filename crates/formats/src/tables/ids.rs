@@ -9,6 +9,7 @@
 //! - a frame: `"frame"`, its name, its source file's path (empty when none), its line, its
 //!   system name, and for a frame named by its address the address and its image's build id
 //!   (else the image's path);
+//! - an image: `"image"` and its build id (else its path);
 //! - a call path (a `stack_nodes` row): `"node"`, its parent's id (0 at a root) and its frame's id.
 //!
 //! Two different frames or paths share an id with a chance of about `n^2 / 2^65` for `n` of
@@ -71,6 +72,13 @@ pub fn frame_id(profile: &Profile, f: FrameId) -> i64 {
         h = h.number(address.address).field(image.as_bytes());
     }
     h.finish()
+}
+
+/// The id of an image: `"image"` and its build id, else its path (the same binary in every
+/// profile of a fleet, wherever it was loaded).
+pub fn image_id(profile: &Profile, image: &cfghub_model::ir::Image) -> i64 {
+    let name = image.build_id.clone().unwrap_or_else(|| profile.image_name(image));
+    IdHasher::new("image").field(name.as_bytes()).finish()
 }
 
 /// The id of the call path of `frame` called from the path `parent` (`None` at a root).

@@ -234,6 +234,7 @@ pub(crate) const IMAGES: &[Spec] = &[
     req("routines_stated", Bool),
     req("lines_per_block", Bool),
     opt("leaf_samples", Bool),
+    req("image_key", I64).derived().may_be_absent(),
 ];
 pub(crate) const SYMBOLS: &[Spec] = &[
     PID,

@@ -271,7 +271,8 @@ fn images(cx: &Context<'_>) -> Table {
             .b(Some(image.no_addresses))
             .b(Some(image.routines.is_some()))
             .b(Some(!image.block_lines.is_empty()))
-            .b(Some(image.leaf_samples));
+            .b(Some(image.leaf_samples))
+            .u(super::ids::image_id(cx.profile, image) as u64);
     }
     t
 }
