@@ -246,3 +246,33 @@ fn frames_named_by_their_address_are_written_as_addresses_in_their_library() {
         back.processes[0].stacks.listed()[0].frames.iter().map(|&f| back.frames.get(f)).collect();
     assert_eq!(names, ["main", "app+0x1234"]);
 }
+
+/// A thread's name is the `thread_name` label of its samples: the samply recording's thread
+/// `burn` labels its samples so, the written track is named by it, and reading the written file
+/// back gives the same labels.
+#[test]
+fn thread_names_are_labels_that_name_the_tracks_and_come_back() {
+    let input = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/firefox/burn.samply.json.gz");
+    let loaded = cfghub::convert::load(input, None, &Default::default()).unwrap();
+    let names = |p: &Profile| -> Vec<String> {
+        let mut v: Vec<String> = p
+            .processes
+            .iter()
+            .flat_map(|p| {
+                p.stacks.samples().flat_map(|s| s.labels.iter().map(|l| format!("{}={}", l.key, l.value)))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    assert_eq!(names(&loaded.profile), ["thread_name=burn"]);
+    let (bytes, _) = write(&loaded.profile);
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let tracks: Vec<&str> =
+        doc["threads"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tracks, ["burn"]);
+    let back = read(&bytes);
+    assert_eq!(names(&back), ["thread_name=burn"]);
+    assert_eq!(sums(&back), sums(&loaded.profile));
+}

@@ -319,3 +319,25 @@ fn leaf_samples_become_costs_at_their_addresses() {
     let again = read(&write(&profile));
     assert_eq!(again.processes[0].stacks, profile.processes[0].stacks);
 }
+
+/// Labels come back as written, and a sample on thread 0 stays on thread 0: its numeric
+/// `thread` label states 0, which is kept (found by the round trip above: a stated `num` of 0
+/// was taken for no label).
+#[test]
+fn labels_and_thread_zero_come_back() {
+    use cfghub::ir::{Label, LabelValue};
+    let mut p = Profile { events: vec![Event::new("samples")], ..Profile::default() };
+    let f = p.frames.intern("main");
+    let mut stacks = Stacks::with_width(1);
+    let node = stacks.path_node(&[f]);
+    let labels = stacks.label_set(vec![
+        Label::text("service", "web"),
+        Label { key: "bytes".into(), value: LabelValue::Number(0, Some("bytes".into())) },
+        Label { key: "count".into(), value: LabelValue::Number(-3, None) },
+    ]);
+    stacks.push_labelled_sample(node, Some(0), labels, &[5]);
+    stacks.push_sample(node, Some(0), &[2]);
+    p.processes.push(Process { stacks, ..Process::default() });
+    let back = read(&write(&p));
+    assert_eq!(back.processes[0].stacks, p.processes[0].stacks);
+}

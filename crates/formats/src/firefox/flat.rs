@@ -73,7 +73,7 @@ pub(super) fn write(
     let mut notes = Notes::default();
     let mut tracks: Vec<(String, Track)> = Vec::new();
     for &e in events {
-        let (_, name) = skeleton.track(&process, None, profile, e, events);
+        let (_, name) = skeleton.track(&process, (None, None), profile, e, events);
         let track = weigh(flat, e, &name, &mut notes);
         tracks.push((name, track));
     }
@@ -125,7 +125,7 @@ fn write_thread(
     let entries = Object::parse(thread.get()).map_err(std::io::Error::other)?.entries();
     let Some(track) = track_of(&entries, tracks) else { return write_object(out, &entries) };
     let mut entries: Vec<(&str, Cow<str>)> = entries;
-    push_own_keys(&mut entries, &flat.profile().events[track.event].name, None, track.factor);
+    push_own_keys(&mut entries, &flat.profile().events[track.event].name, (None, None), track.factor);
     let mut out = Spill { buf: Vec::with_capacity(1 << 16), out };
     out.push(b"{");
     for (i, (key, value)) in entries.iter().enumerate() {

@@ -24,6 +24,10 @@
 //! changed when). The file is gzip-compressed or plain; [`cfghub_model::io`] takes care of that.
 //! See docs/formats/firefox.md for the mapping.
 
+/// The sample label that carries a thread's name (`GeckoMain`, `tokio-runtime-worker`): each
+/// sample of a named thread has it, and the writer names a track by it.
+pub const THREAD_NAME_LABEL: &str = "thread_name";
+
 mod flat;
 mod read;
 mod schema;

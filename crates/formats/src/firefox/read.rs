@@ -29,7 +29,8 @@ use crate::format::ReadOptions;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{
-    power_of_ten, Event, FileId, FrameId, FrameSource, Image, Meta, Process, Profile, StackValue, NO_INDEX,
+    power_of_ten, Event, FileId, FrameId, FrameSource, Image, Label, Meta, Process, Profile, StackValue,
+    NO_INDEX,
 };
 use cfghub_model::json::JsonReader;
 
@@ -375,6 +376,18 @@ impl<'f> Reader<'f> {
         }
         let (p, model_thread) = self.place(thread);
         let event = self.event(thread);
+        // The thread's name labels its samples: cfghub's own files state the name they had (a
+        // track it named otherwise has none).
+        let name = match self.file.meta.cfghub {
+            Some(_) => thread.cfghub_thread_name.as_deref(),
+            None => thread.name.as_deref(),
+        };
+        let label_set = match name.filter(|n| !n.is_empty()) {
+            Some(n) => {
+                self.profile.processes[p].stacks.label_set(vec![Label::text(super::THREAD_NAME_LABEL, n)])
+            }
+            None => NO_INDEX,
+        };
         let stack_count = tables.stacks.frame.len();
         let frame_count = tables.frames.func.len();
         if scratch.frames.len() < frame_count {
@@ -438,7 +451,7 @@ impl<'f> Reader<'f> {
             if scratch.decimals == 0 && self.profile.processes[p].stacks.decimals_of(event) == 0 {
                 self.count_at_leaf(tables, s, p, event, w)?;
             }
-            self.profile.processes[p].stacks.push_sample(node, model_thread, &values);
+            self.profile.processes[p].stacks.push_labelled_sample(node, model_thread, label_set, &values);
         }
         Ok(())
     }

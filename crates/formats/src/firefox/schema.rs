@@ -263,6 +263,8 @@ pub struct Thread {
     /// cfghub's own: the event of this track and the model's thread it belongs to.
     pub cfghub_event: Option<String>,
     pub cfghub_thread: Option<u32>,
+    /// The thread's own name, where cfghub named the track by it.
+    pub cfghub_thread_name: Option<String>,
     /// The factor the writer divided this track's weights by (they did not fit 32 bits).
     pub cfghub_scale: Option<u64>,
 }

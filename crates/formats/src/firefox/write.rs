@@ -132,7 +132,7 @@ impl Skeleton {
     pub(super) fn track(
         &mut self,
         (process, pid, process_name): &(ProcessHandle, u32, String),
-        thread: Option<u32>,
+        (thread, thread_name): (Option<u32>, Option<&str>),
         profile: &Profile,
         e: usize,
         events: &[usize],
@@ -141,9 +141,10 @@ impl Skeleton {
         // No track is the process's main thread: the crate would name it after the process,
         // and names tell the tracks apart in its output (it sorts them).
         let handle = self.fx.add_thread(*process, tid, Timestamp::from_millis_since_reference(0.0), false);
-        let mut name = match thread {
-            Some(t) => format!("thread {t}"),
-            None => process_name.clone(),
+        let mut name = match (thread_name, thread) {
+            (Some(name), _) => name.to_string(),
+            (None, Some(t)) => format!("thread {t}"),
+            (None, None) => process_name.clone(),
         };
         if events.len() > 1 || profile.events.len() > 1 {
             name = format!("{name} ({})", profile.events[e].name);
@@ -174,6 +175,8 @@ struct Track {
     name: String,
     event: String,
     thread: Option<u32>,
+    /// The name the samples' label gives their thread, kept for reading back.
+    thread_name: Option<String>,
     scale: u64,
     /// The JSON of its `stackTable`: an index into [`Writer::stack_tables`] (the tracks of a
     /// model thread share one).
@@ -301,12 +304,14 @@ impl Writer {
         for (thread, samples) in &by_thread {
             let stacks = &process.stacks;
             let tree = StackTree::of(stacks, samples);
+            let thread_name = thread_name_of(stacks, samples);
             // The crate's frame indices of the tree's frames, and the stack table they make:
             // the same for every track of the thread (each interns the same frames in the same
             // order), so made once unless a track's differ.
             let mut shared: Option<(Vec<u32>, usize)> = None;
             for &e in events {
-                let (th, track) = self.skeleton.track(&opened, *thread, profile, e, events);
+                let (th, track) =
+                    self.skeleton.track(&opened, (*thread, thread_name.as_deref()), profile, e, events);
                 let (frame_index, frames) =
                     self.intern_frames(th, profile, &tree, &addresses, &libs, &kernel_images);
                 let stack_table = match &shared {
@@ -323,6 +328,7 @@ impl Writer {
                     name: track,
                     event: profile.events[e].name.clone(),
                     thread: *thread,
+                    thread_name: thread_name.clone(),
                     scale,
                     stack_table,
                     samples,
@@ -842,8 +848,23 @@ fn thread_completed<'a>(
     if !profile.frame_sources.is_empty() {
         fill_sources(&mut entries, profile)?;
     }
-    push_own_keys(&mut entries, &track.event, track.thread, track.scale);
+    push_own_keys(&mut entries, &track.event, (track.thread, track.thread_name.as_deref()), track.scale);
     Ok(entries)
+}
+
+/// The thread name every one of `samples` has as its label (the reader's
+/// [`super::THREAD_NAME_LABEL`]), which names their track.
+fn thread_name_of(stacks: &cfghub_model::ir::Stacks, samples: &[usize]) -> Option<String> {
+    let name_in = |i: usize| {
+        stacks
+            .sample(i)
+            .labels
+            .iter()
+            .find(|l| &*l.key == super::THREAD_NAME_LABEL)
+            .map(|l| l.value.to_string())
+    };
+    let first = name_in(*samples.first()?)?;
+    samples.iter().all(|&i| name_in(i).as_deref() == Some(first.as_str())).then_some(first)
 }
 
 /// The track a thread's entries (the crate's) are of, found by its name.
@@ -860,11 +881,14 @@ pub(super) fn track_of<'a, T>(
 pub(super) fn push_own_keys(
     entries: &mut Vec<(&str, Cow<'_, str>)>,
     event: &str,
-    thread: Option<u32>,
+    (thread, thread_name): (Option<u32>, Option<&str>),
     scale: u64,
 ) {
     entries.push(("cfghubEvent", Cow::Owned(json!(event).to_string())));
     entries.push(("cfghubThread", Cow::Owned(json!(thread).to_string())));
+    if let Some(name) = thread_name {
+        entries.push(("cfghubThreadName", Cow::Owned(json!(name).to_string())));
+    }
     if scale > 1 {
         entries.push(("cfghubScale", Cow::Owned(scale.to_string())));
     }

@@ -1252,24 +1252,25 @@ fn decode_run(bytes: &[u8], run: SampleRun) -> Result<RawRun> {
                 (3, w) => {
                     let path = || format!("sample[{i}].label");
                     let mut label = c.message(w, "label").map_err(within(path))?;
-                    let (mut key, mut str, mut num, mut unit) = (0, 0, 0, 0);
+                    let (mut key, mut str, mut num, mut unit) = (0, 0, None, 0);
                     while !label.is_empty() {
                         match label.key().map_err(within(path))? {
                             (1, w) => key = label.uint(w, "key").map_err(within(path))?,
                             (2, w) => str = label.uint(w, "str").map_err(within(path))?,
-                            (3, w) => num = label.uint(w, "num").map_err(within(path))?,
+                            (3, w) => num = Some(label.uint(w, "num").map_err(within(path))?),
                             (4, w) => unit = label.uint(w, "num_unit").map_err(within(path))?,
                             (_, w) => label.skip(w).map_err(within(path))?,
                         }
                     }
                     // As pprof's own reader: a string value first, else a number (with its
-                    // unit); a label with neither, or without a key, says nothing.
+                    // unit; a `num` of 0 stated is kept, as a thread 0 is); a label with
+                    // neither, or without a key, says nothing.
                     if key == 0 {
                         out.other_labels += 1;
                     } else if str != 0 {
                         s.labels.push((key, str, TEXT_LABEL));
-                    } else if num != 0 || unit != 0 {
-                        s.labels.push((key, num, unit.saturating_add(1)));
+                    } else if num.is_some() || unit != 0 {
+                        s.labels.push((key, num.unwrap_or(0), unit.saturating_add(1)));
                     }
                 }
                 (_, w) => c.skip(w).map_err(within(|| format!("sample[{i}]")))?,

@@ -74,6 +74,9 @@ fn required(layout: &Layout, name: &'static str, specs: &'static [Spec]) -> Resu
     open_table(&layout.path(name), name, specs, None)
 }
 
+/// The model's sample of each (node, thread, label set) of a process.
+pub(super) type SampleKeys = FxHashMap<(u32, Option<u32>, u32), usize>;
+
 /// What the tables of several members build up.
 #[derive(Default)]
 struct Tree {
@@ -84,7 +87,7 @@ struct Tree {
     nodes: Vec<FxHashMap<u64, (Option<u64>, FrameId)>>,
     made: Vec<FxHashMap<u64, u32>>,
     /// Per process: (node, thread, label set) -> its sample.
-    samples: Vec<super::read::SampleKeys>,
+    samples: Vec<SampleKeys>,
     /// A fleet's frame ids -> the model's frames, as met.
     shared_frames: FxHashMap<i64, FrameId>,
     /// Events by name, and their decimal places.

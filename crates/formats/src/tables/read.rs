@@ -25,7 +25,7 @@ use cfghub_model::ir::{
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
 use super::layout::{fleet_members, is_fleet, Layout};
-use super::query::read_stack_tables;
+use super::query::{read_stack_tables, SampleKeys};
 use super::tree::SharedTree;
 use super::*;
 
@@ -1187,9 +1187,6 @@ fn coverage(profile: &mut Profile, index: &Index, t: &ReadTable) -> Result<()> {
     }
     Ok(())
 }
-
-/// The model's sample of each (node, thread, label set) of a process.
-pub(super) type SampleKeys = FxHashMap<(u32, Option<u32>, u32), usize>;
 
 /// The labels of each sample, by (process, sample number), in the `sample_labels` table's order.
 type SampleLabels = FxHashMap<(usize, u64), Vec<Label>>;

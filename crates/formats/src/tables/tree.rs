@@ -111,7 +111,7 @@ pub fn write_new(
             .map_err(|e| Error::io(path.display().to_string(), e))?;
         let mut t = Table::new("frames", FRAMES, id, path, compression);
         for f in new_frames {
-            super::write::frame_row(&mut t, profile, f, frame_ids[f as usize]);
+            frame_row(&mut t, profile, f, frame_ids[f as usize]);
         }
         t.finish()?;
     }
@@ -148,6 +148,21 @@ pub fn write_new(
         t.finish()?;
     }
     Ok(())
+}
+
+/// The `frames` row of frame `i` of `profile`, of id `id`.
+pub(super) fn frame_row(t: &mut Table, profile: &Profile, i: u32, id: i64) {
+    let source = profile.frame_source(i);
+    t.row()
+        .u(id as u64)
+        .s(Some(profile.frames.get(i)))
+        .b(Some(source.is_some()))
+        .int(source.and_then(|s| s.file).map(u64::from))
+        .int(source.and_then(|s| s.line).map(u64::from))
+        .s(source.and_then(|s| s.system_name.as_deref()))
+        .int(source.and_then(|s| s.address).map(|a| a.address))
+        .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from))
+        .s(source.and_then(|s| s.file).map(|f| profile.files.get(f)));
 }
 
 /// A frame of the shared tree.

@@ -210,24 +210,9 @@ fn files(cx: &Context<'_>) -> Table {
 fn frames(cx: &Context<'_>) -> Table {
     let mut t = cx.table("frames", FRAMES);
     for (i, _) in cx.profile.frames.iter() {
-        frame_row(&mut t, cx.profile, i, cx.frame_ids[i as usize]);
+        super::tree::frame_row(&mut t, cx.profile, i, cx.frame_ids[i as usize]);
     }
     t
-}
-
-/// The `frames` row of frame `i` of `profile`, of id `id`.
-pub(super) fn frame_row(t: &mut Table, profile: &Profile, i: u32, id: i64) {
-    let source = profile.frame_source(i);
-    t.row()
-        .u(id as u64)
-        .s(Some(profile.frames.get(i)))
-        .b(Some(source.is_some()))
-        .int(source.and_then(|s| s.file).map(u64::from))
-        .int(source.and_then(|s| s.line).map(u64::from))
-        .s(source.and_then(|s| s.system_name.as_deref()))
-        .int(source.and_then(|s| s.address).map(|a| a.address))
-        .int(source.and_then(|s| s.address).and_then(|a| a.image).map(u64::from))
-        .s(source.and_then(|s| s.file).map(|f| profile.files.get(f)));
 }
 
 fn processes(cx: &Context<'_>) -> Table {
