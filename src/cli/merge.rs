@@ -63,6 +63,8 @@ pub fn parse_address(s: &str) -> std::result::Result<u64, String> {
 }
 
 pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
+    // Before any input is read (and any thread of the pool started).
+    cfghub_model::mem::reuse_allocations_across_inputs();
     if let Some(list) = args.inputs_from.as_deref() {
         args.inputs.extend(listed_inputs(list)?);
     }

@@ -36,6 +36,27 @@ pub fn map_large_allocations_apart() {
     }
 }
 
+/// Allocations kept for reuse, for a command that reads many inputs one after another (`merge`):
+/// each input's lists come from the heap and go back to it, not mapped and unmapped each time,
+/// and freed room is not handed back to the system between inputs.
+///
+/// Each input's large lists (its inflated bytes, its frames and nodes) are mapped apart and
+/// unmapped when it has been added ([`map_large_allocations_apart`]), and every unmapping
+/// interrupts the other cores to flush their address caches: merging a thousand pprof files of
+/// 100,000 samples spent 25.5 s of its 53 s of CPU in the kernel. With allocations up to 32 MiB
+/// taken from the heap and its room kept (up to 1 GiB) it spends 1.5 s there and takes 15-16 s
+/// instead of 28.4 s (a hundred files: 1.6 s instead of 3.5 s), its peak 172-180 MB instead of
+/// 114 MB. glibc takes the parameters under its lock; threads started before (the signal
+/// handler's) do not allocate.
+pub fn reuse_allocations_across_inputs() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets parameters of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
 /// A file mapped into memory, read-only: its bytes without copying them, for readers that
 /// parse parts of a large file side by side.
 ///
