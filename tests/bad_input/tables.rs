@@ -327,3 +327,24 @@ fn a_queried_tree_with_a_cycle_or_an_id_of_two_frames_is_refused_at_its_row() {
     let err = refused(dir.path(), &query);
     contains_all(&err, &["frames.parquet", "column frame, row 1", "names both"]);
 }
+
+/// A query's stack tables whose rows say process 4,000,000,000: a number, not a size (one
+/// process is made, not four billion), read in a moment.
+#[test]
+fn a_queried_process_number_is_no_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = stack_tables(dir.path());
+    let query = dir.path().join("query.tables");
+    std::fs::create_dir(&query).unwrap();
+    for table in ["samples", "stack_nodes", "frames"] {
+        std::fs::copy(folder.join(format!("{table}.parquet")), query.join(format!("{table}.parquet")))
+            .unwrap();
+    }
+    for table in ["samples", "stack_nodes"] {
+        rewrite(&query, table, "select * replace (4000000000::UINTEGER as process) from t");
+    }
+    let o = common::run_limited(dir.path(), 30, &["convert", "-q", "query.tables", "-o", "out.folded"]);
+    let err = common::assert_contained(&o, "a process number");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!std::fs::read_to_string(dir.path().join("out.folded")).unwrap().is_empty());
+}

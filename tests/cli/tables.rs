@@ -166,4 +166,11 @@ fn profiles_added_to_a_fleet_read_back_summed_or_one_by_one() {
     assert!(!fleet.join("samples/service=db/db-2.parquet").exists());
     assert!(fleet.join("samples/service=batch/db-2.parquet").is_file());
     assert_eq!(folded(&[]), ["main;a 2", "main;a 5", "main;b 1"]);
+    // A link back up inside the fleet is not followed (it would loop forever).
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&fleet, fleet.join("samples/loop")).unwrap();
+        std::os::unix::fs::symlink(&fleet, fleet.join("stack_nodes/loop")).unwrap();
+        assert_eq!(folded(&[]), ["main;a 2", "main;a 5", "main;b 1"]);
+    }
 }

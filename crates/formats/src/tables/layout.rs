@@ -132,12 +132,14 @@ pub fn fleet_members(root: &Path) -> std::io::Result<Vec<Layout>> {
     let mut stack = vec![base.clone()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
+            let entry = entry?;
+            let path = entry.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if name.starts_with('.') || name.starts_with('_') {
                 continue;
             }
-            if path.is_dir() {
+            // A link to a folder is not followed: a link back up would loop forever.
+            if entry.file_type()?.is_dir() {
                 stack.push(path);
             } else if let Some(file) = name.strip_suffix(".parquet") {
                 let partition =

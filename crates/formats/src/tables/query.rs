@@ -88,6 +88,8 @@ struct Tree {
     made: Vec<FxHashMap<u64, u32>>,
     /// Per process: (node, thread, label set) -> its sample.
     samples: Vec<SampleKeys>,
+    /// The tables' process numbers -> the model's processes, in order of first appearance.
+    process_ids: FxHashMap<u64, usize>,
     /// A fleet's frame ids -> the model's frames, as met.
     shared_frames: FxHashMap<i64, FrameId>,
     /// Events by name, and their decimal places.
@@ -96,8 +98,12 @@ struct Tree {
 }
 
 impl Tree {
-    fn process(&mut self, p: usize) -> usize {
-        while self.profile.processes.len() <= p {
+    /// The model's process of the tables' process number `id`, made when first met (numbers
+    /// are not trusted as sizes: a row may say process 4,000,000,000).
+    fn process(&mut self, id: u64) -> usize {
+        let next = self.process_ids.len();
+        let p = *self.process_ids.entry(id).or_insert(next);
+        if p == self.profile.processes.len() {
             self.profile.processes.push(Process { stacks: Stacks::default(), ..Process::default() });
             self.nodes.push(FxHashMap::default());
             self.made.push(FxHashMap::default());
@@ -200,7 +206,7 @@ fn read_member(
     };
     while let Some(t) = nodes.as_mut().map(TableReader::next).transpose()?.flatten() {
         for r in t.range() {
-            let p = tree.process(t.ints("process").get(r).unwrap_or(0) as usize);
+            let p = tree.process(t.ints("process").get(r).unwrap_or(0));
             let id = t.int("frame", r);
             let &frame = tree
                 .frames
@@ -236,7 +242,8 @@ fn read_member(
     while let Some(t) = samples.next()? {
         for r in t.range().filter(|&r| selected(&t, r, wanted)) {
             found = true;
-            let p = tree.process(t.ints("process").get(r).unwrap_or(0) as usize);
+            let process = t.ints("process").get(r).unwrap_or(0);
+            let p = tree.process(process);
             chain.clear();
             let mut at = t.ints("node").get(r);
             while let Some(n) = at {
@@ -267,7 +274,7 @@ fn read_member(
             let thread = t.ints("thread").get(r).and_then(|v| u32::try_from(v).ok());
             let mut set: Vec<Label> = match t.ints("sample").get(r) {
                 Some(s) => {
-                    let at = (t.texts("profile_id").get(r).unwrap_or_default().to_string(), p as u64, s);
+                    let at = (t.texts("profile_id").get(r).unwrap_or_default().to_string(), process, s);
                     labels.get(&at).cloned().unwrap_or_default()
                 }
                 None => Vec::new(),

@@ -45,7 +45,8 @@ pub fn files(root: &Path, table: &str) -> Vec<PathBuf> {
             if name.starts_with('.') || name.starts_with('_') {
                 continue;
             }
-            if path.is_dir() {
+            // A link to a folder is not followed: a link back up would loop forever.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
             } else if name.ends_with(".parquet") {
                 out.push(path);
