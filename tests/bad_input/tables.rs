@@ -302,18 +302,25 @@ fn a_call_context_past_the_symbols_or_out_of_order_is_refused_at_its_row() {
     contains_all(&err, &["call_contexts.parquet", "row 0", "context 4000000000", "numbered 0, 1, ..."]);
 }
 
-/// A query's stack tables (no profile table): a node whose parents lead back to it, and a frame
-/// id that names two frames, are refused at their row (exit 2), not followed forever or merged.
-#[test]
-fn a_queried_tree_with_a_cycle_or_an_id_of_two_frames_is_refused_at_its_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let folder = stack_tables(dir.path());
-    let query = dir.path().join("query.tables");
+/// The stack tables of `stack_tables` alone, as a query writes them: (the whole folder, the
+/// query's folder `dir/query.tables`).
+fn query_tables(dir: &Path) -> (PathBuf, PathBuf) {
+    let folder = stack_tables(dir);
+    let query = dir.join("query.tables");
     std::fs::create_dir(&query).unwrap();
     for table in ["samples", "stack_nodes", "frames"] {
         std::fs::copy(folder.join(format!("{table}.parquet")), query.join(format!("{table}.parquet")))
             .unwrap();
     }
+    (folder, query)
+}
+
+/// A query's stack tables (no profile table): a node whose parents lead back to it, and a frame
+/// id that names two frames, are refused at their row (exit 2), not followed forever or merged.
+#[test]
+fn a_queried_tree_with_a_cycle_or_an_id_of_two_frames_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folder, query) = query_tables(dir.path());
     // Every node its own parent's child: the root's parent is its leaf.
     rewrite(
         &query,
@@ -333,13 +340,7 @@ fn a_queried_tree_with_a_cycle_or_an_id_of_two_frames_is_refused_at_its_row() {
 #[test]
 fn a_queried_process_number_is_no_size() {
     let dir = tempfile::tempdir().unwrap();
-    let folder = stack_tables(dir.path());
-    let query = dir.path().join("query.tables");
-    std::fs::create_dir(&query).unwrap();
-    for table in ["samples", "stack_nodes", "frames"] {
-        std::fs::copy(folder.join(format!("{table}.parquet")), query.join(format!("{table}.parquet")))
-            .unwrap();
-    }
+    let (_, query) = query_tables(dir.path());
     for table in ["samples", "stack_nodes"] {
         rewrite(&query, table, "select * replace (4000000000::UINTEGER as process) from t");
     }
