@@ -703,7 +703,7 @@ fn merged_profiles_read_in_go_tool_pprof_as_its_own_merge_and_keep_each_sample_t
 }
 
 /// `go tool pprof -tags` of a profile: the label keys, each with its values' totals.
-fn tags(home: &Path, file: &Path, index: usize) -> String {
+pub(crate) fn tags(home: &Path, file: &Path, index: usize) -> String {
     pprof(home, &["-tags", &format!("-sample_index={index}")], file)
 }
 

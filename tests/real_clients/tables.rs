@@ -595,4 +595,48 @@ fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_
         crate::pprof::top_flat(d, &theirs, 0, "count"),
         "go tool pprof -top of DuckDB's aggregate and of cfghub merge"
     );
+
+    // An aggregate DuckDB partitions by service, as Spark writes its results: the partitions
+    // are the samples' labels read back, which `go tool pprof -tags` totals per service.
+    std::fs::create_dir_all(d.join("by_service.tables/stack_nodes")).unwrap();
+    std::fs::create_dir_all(d.join("by_service.tables/frames")).unwrap();
+    let hive =
+        |name: &str| format!("read_parquet('fleet.tables/{name}/**/*.parquet', hive_partitioning = true)");
+    for sql in [
+        format!(
+            "copy (select service, node, event, sum(value)::BIGINT as value from {} group by all) \
+             to 'by_service.tables/samples' (format parquet, partition_by (service))",
+            hive("samples")
+        ),
+        format!("copy (select * from {}) to 'by_service.tables/stack_nodes/all.parquet'", t("stack_nodes")),
+        format!("copy (select * from {}) to 'by_service.tables/frames/all.parquet'", t("frames")),
+    ] {
+        let o = Command::new("python3")
+            .current_dir(d)
+            .args(["-c", "import duckdb, sys; duckdb.connect().execute(sys.argv[1])", &sql])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sql}: {}", common::stderr(&o));
+    }
+    let labelled = d.join("by_service.pb.gz");
+    let o = common::run(&[
+        "-q",
+        "convert",
+        d.join("by_service.tables").to_str().unwrap(),
+        "-o",
+        labelled.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let tags = crate::pprof::tags(d, &labelled, 0);
+    let block = tags.split("service:").nth(1).expect("a service label").split("\n\n").next().unwrap();
+    let mut per: Ranked = block
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (value, rest) = l.trim().split_once(' ').unwrap();
+            (rest.rsplit(": ").next().unwrap().to_string(), value.parse::<f64>().unwrap() as i64)
+        })
+        .collect();
+    per.sort();
+    assert_eq!(per, want_per, "{tags}");
 }
