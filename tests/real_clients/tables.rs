@@ -425,6 +425,16 @@ fn the_loops_info_shows_of_a_valgrind_profile_are_in_the_tables() {
     assert!(rows.lines().count() >= 1 && rows.contains("main"), "{rows}");
 }
 
+/// Runs one DuckDB statement (a `copy ... to`) in `dir`.
+fn duckdb_execute(dir: &Path, sql: &str) {
+    let o = Command::new("python3")
+        .current_dir(dir)
+        .args(["-c", "import duckdb, sys; duckdb.connect().execute(sys.argv[1])", sql])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{sql}: {}", common::stderr(&o));
+}
+
 /// Leaf sums of a folded file: each stack's value to its last frame.
 fn self_by_leaf(folded: &str) -> Vec<(String, i64)> {
     let mut sums: std::collections::BTreeMap<String, i64> = Default::default();
@@ -569,12 +579,7 @@ fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_
         format!("copy (select distinct process, node, parent, frame from {}) to 'top.tables/stack_nodes.parquet'", t("stack_nodes")),
         format!("copy (select distinct frame, name from {}) to 'top.tables/frames.parquet'", t("frames")),
     ] {
-        let o = Command::new("python3")
-            .current_dir(d)
-            .args(["-c", "import duckdb, sys; duckdb.connect().execute(sys.argv[1])", &sql])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{sql}: {}", common::stderr(&o));
+        duckdb_execute(d, &sql);
     }
     let (ours, theirs) = (d.join("top.pb.gz"), d.join("merged.pb.gz"));
     assert!(common::run(&[
@@ -611,12 +616,7 @@ fn a_fleet_of_tables_answers_duckdb_and_spark_as_cfghub_merge_and_its_aggregate_
         format!("copy (select * from {}) to 'by_service.tables/stack_nodes/all.parquet'", t("stack_nodes")),
         format!("copy (select * from {}) to 'by_service.tables/frames/all.parquet'", t("frames")),
     ] {
-        let o = Command::new("python3")
-            .current_dir(d)
-            .args(["-c", "import duckdb, sys; duckdb.connect().execute(sys.argv[1])", &sql])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{sql}: {}", common::stderr(&o));
+        duckdb_execute(d, &sql);
     }
     let labelled = d.join("by_service.pb.gz");
     let o = common::run(&[

@@ -777,38 +777,14 @@ pub fn write_output_folder<F>(
 where
     F: FnOnce(&Path, &Path) -> Result<()>,
 {
-    if path == "-" {
-        return Err(Error::usage("this format is a folder of files and cannot go to standard output")
-            .with_hint("name an output folder, e.g. -o app.tables/"));
-    }
-    check_not_an_input(path, inputs)?;
-    check_output_place(path)?;
-    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
-    let existing = match std::fs::metadata(&target) {
-        Ok(m) if !m.is_dir() => {
-            return Err(Error::usage(format!("the output {path} exists and is not a folder"))
-                .with_hint("name a new folder, e.g. app.tables/"))
-        }
-        Ok(_) => {
-            let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
-            let inside =
-                inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical)))
-                    || read_inside(&canonical).is_some();
-            if inside {
-                return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
-                    .with_hint("choose another output name; cfghub never overwrites its inputs"));
-            }
-            let empty = std::fs::read_dir(&target).map_err(|e| Error::io(path, e))?.next().is_none();
-            if !empty && !replaceable(&target) {
-                return Err(Error::usage(format!(
-                    "the output folder {path} holds files cfghub did not write"
-                ))
+    let (target, existing) = folder_target(path, inputs, "app.tables/")?;
+    if existing {
+        let empty = std::fs::read_dir(&target).map_err(|e| Error::io(path, e))?.next().is_none();
+        if !empty && !replaceable(&target) {
+            return Err(Error::usage(format!("the output folder {path} holds files cfghub did not write"))
                 .with_hint("name a new folder, or remove this one first"));
-            }
-            true
         }
-        Err(_) => false,
-    };
+    }
     let dir = parent_dir(&target);
     let (temp, _interrupted) = crate::interrupt::create_registered(
         || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
@@ -847,6 +823,35 @@ where
     Ok(())
 }
 
+/// The folder an output `path` names (links resolved), and whether it exists: refused when
+/// it is standard output, an input, in no writable place, a file, or a folder that holds one of
+/// `inputs` or a file read so far (`example` names a folder in the hints).
+fn folder_target(path: &str, inputs: &[&str], example: &str) -> Result<(PathBuf, bool)> {
+    if path == "-" {
+        return Err(Error::usage("this format is a folder of files and cannot go to standard output")
+            .with_hint(format!("name an output folder, e.g. -o {example}")));
+    }
+    check_not_an_input(path, inputs)?;
+    check_output_place(path)?;
+    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_dir() => Err(Error::usage(format!("the output {path} exists and is not a folder"))
+            .with_hint(format!("name a new folder, e.g. {example}"))),
+        Ok(_) => {
+            let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
+            let inside =
+                inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical)))
+                    || read_inside(&canonical).is_some();
+            if inside {
+                return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
+                    .with_hint("choose another output name; cfghub never overwrites its inputs"));
+            }
+            Ok((target, true))
+        }
+        Err(_) => Ok((target, false)),
+    }
+}
+
 /// Adds files to the folder `path` (made when missing): `write` fills an empty temporary
 /// folder beside it, and only when it succeeded does each file written move into `path` at the
 /// same place, replacing a file there. A file named as a new one in the same top folder
@@ -856,29 +861,7 @@ pub fn add_to_output_folder<F>(path: &str, inputs: &[&str], write: F) -> Result<
 where
     F: FnOnce(&Path, &Path) -> Result<()>,
 {
-    if path == "-" {
-        return Err(Error::usage("this format is a folder of files and cannot go to standard output")
-            .with_hint("name an output folder, e.g. fleet.tables/"));
-    }
-    check_not_an_input(path, inputs)?;
-    check_output_place(path)?;
-    let target = resolve_symlinks(Path::new(path)).map_err(|e| Error::io(path, e))?;
-    match std::fs::metadata(&target) {
-        Ok(m) if !m.is_dir() => {
-            return Err(Error::usage(format!("the output {path} exists and is not a folder"))
-                .with_hint("name a new folder, e.g. fleet.tables/"))
-        }
-        Ok(_) => {
-            let canonical = target.canonicalize().map_err(|e| Error::io(path, e))?;
-            if inputs.iter().any(|i| Path::new(i).canonicalize().is_ok_and(|i| i.starts_with(&canonical))) {
-                return Err(Error::usage(format!("the output folder {path} holds one of the inputs"))
-                    .with_hint(
-                        "read the folder's profiles into another output; cfghub never overwrites its inputs",
-                    ));
-            }
-        }
-        Err(_) => {}
-    }
+    let (target, _) = folder_target(path, inputs, "fleet.tables/")?;
     let dir = parent_dir(&target);
     let (temp, _interrupted) = crate::interrupt::create_registered(
         || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
