@@ -205,6 +205,9 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     let binary = args.symbols.binary();
     let mut write_args = args.write.options();
     let mut tables = write_args.formats.get::<cfghub_formats::tables::Options>();
+    // Labels say where a profile came from: what a fleet is made of.
+    tables.fleet |= args.labels.given();
+    write_args = write_args.with(tables.clone());
     if tables.profile_id.is_none()
         && (tables.fleet
             || !tables.partition_by.is_empty()
@@ -226,7 +229,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
 #[derive(Args, Debug, Default)]
 pub struct LabelArgs {
     /// A label for every sample of the input(s), KEY=VALUE (repeatable): kept by pprof and
-    /// tables, the key of --split-by and of tables' --partition-by.
+    /// tables (which, given labels, write or add to a fleet), the key of --split-by and of
+    /// tables' --partition-by.
     #[arg(long = "label", value_name = "KEY=VALUE")]
     pub labels: Vec<String>,
     /// Labels from each input's path: PATTERN's {key} fields matched against the end of the
@@ -240,6 +244,11 @@ pub struct LabelArgs {
 }
 
 impl LabelArgs {
+    /// Whether labels are given for the inputs.
+    pub fn given(&self) -> bool {
+        !self.labels.is_empty() || self.label_from_path.is_some()
+    }
+
     /// The labels and pattern, checked before any input is read.
     pub fn parsed(&self) -> Result<Labelling> {
         Ok(Labelling {

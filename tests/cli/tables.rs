@@ -166,6 +166,23 @@ fn profiles_added_to_a_fleet_read_back_summed_or_one_by_one() {
     assert!(!fleet.join("samples/service=db/db-2.parquet").exists());
     assert!(fleet.join("samples/service=batch/db-2.parquet").is_file());
     assert_eq!(folded(&[]), ["main;a 2", "main;a 5", "main;b 1"]);
+    // Labels alone make a fleet: two profiles labelled on the command line, added one by one.
+    let labelled = d.join("labelled.tables");
+    for (input, label) in [("web-1.folded", "service=web"), ("db-2.folded", "service=db")] {
+        let o = common::run(&[
+            "-q",
+            "convert",
+            d.join(input).to_str().unwrap(),
+            "--label",
+            label,
+            "-o",
+            labelled.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+    }
+    assert!(
+        labelled.join("samples/web-1.parquet").is_file() && labelled.join("samples/db-2.parquet").is_file()
+    );
     // A link back up inside the fleet is not followed (it would loop forever).
     #[cfg(unix)]
     {
