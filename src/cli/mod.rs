@@ -142,6 +142,8 @@ pub fn main() -> i32 {
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
     };
+    // A run stopped by a signal ends by it, not by what the stop made of its work.
+    cfghub_model::interrupt::wait_if_stopping();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -21,6 +21,20 @@ enum Undo {
 
 /// The temporaries of the running process, by registration number.
 static PENDING: Mutex<Vec<(u64, Undo)>> = Mutex::new(Vec::new());
+/// Set once a stopping signal was taken: the process ends by it, whatever the other threads do.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits for the end when a stopping signal was taken: the signal's thread removes the
+/// temporaries (a writer then fails on a file gone) and ends the process by the signal, which
+/// the main thread must not pre-empt by exiting with the writer's error or success. Returns at
+/// once otherwise.
+pub fn wait_if_stopping() {
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A registered temporary: undone if a signal stops the process while this lives.
@@ -130,6 +144,7 @@ pub fn install() {
             let mut signal: libc::c_int = 0;
             // SAFETY: `set` is the initialised set above; sigwait writes the signal taken.
             while libc::sigwait(&set, &mut signal) != 0 {}
+            STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
             undo_all();
             // The process ends by the signal itself: default action, unblocked, raised.
             libc::signal(signal, libc::SIG_DFL);
