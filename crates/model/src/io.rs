@@ -786,11 +786,7 @@ where
         }
     }
     let dir = parent_dir(&target);
-    let (temp, _interrupted) = crate::interrupt::create_registered(
-        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
-        |t| t.path().to_path_buf(),
-    )
-    .map_err(|e| Error::io(path, e))?;
+    let (temp, _interrupted) = partial_folder(&dir, path)?;
     write(temp.path(), &target)?;
     #[cfg(unix)]
     {
@@ -821,6 +817,16 @@ where
     }
     drop(old);
     Ok(())
+}
+
+/// An empty temporary folder in `dir` for the output `path` to be written into, removed when
+/// the run is stopped by a signal.
+fn partial_folder(dir: &Path, path: &str) -> Result<(tempfile::TempDir, crate::interrupt::Registered)> {
+    crate::interrupt::create_registered(
+        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(dir),
+        |t| t.path().to_path_buf(),
+    )
+    .map_err(|e| Error::io(path, e))
 }
 
 /// The folder an output `path` names (links resolved), and whether it exists: refused when
@@ -863,11 +869,7 @@ where
 {
     let (target, _) = folder_target(path, inputs, "fleet.tables/")?;
     let dir = parent_dir(&target);
-    let (temp, _interrupted) = crate::interrupt::create_registered(
-        || tempfile::Builder::new().prefix(".cfghub-").suffix(".partial").tempdir_in(&dir),
-        |t| t.path().to_path_buf(),
-    )
-    .map_err(|e| Error::io(path, e))?;
+    let (temp, _interrupted) = partial_folder(&dir, path)?;
     write(temp.path(), &target)?;
     let mut written = Vec::new();
     files_under(temp.path(), temp.path(), &mut written).map_err(|e| Error::io(path, e))?;
