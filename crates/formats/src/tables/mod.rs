@@ -8,7 +8,7 @@
 //!   blocks.parquet    block_counts.parquet
 //!   edges.parquet     edge_counts.parquet edge_costs.parquet
 //!   routines.parquet  routine_blocks.parquet loops.parquet loop_blocks.parquet
-//!   costs.parquet     stack_nodes.parquet stack_samples.parquet
+//!   costs.parquet     stack_nodes.parquet samples.parquet sample_labels.parquet
 //!   block_lines.parquet coverage.parquet  (source lines and coverage arrays of CSI metadata)
 //!   inline_frames.parquet                 (functions inlined at addresses, after --symbols)
 //!   call_contexts.parquet                 (calls counted per recursion level or name of shared code)
@@ -19,13 +19,19 @@
 //! of many profiles read as one (`select ... from 'runs/*.tables/blocks.parquet'`). Things are
 //! numbered as in the model: processes, images and the blocks and symbols of an image from 0,
 //! routines and loops across the whole profile (so `join routines using (routine)` works on one
-//! profile). Counts, addresses and ids are unsigned 64-bit integers (`UBIGINT`). Values that
-//! follow from others are written for the reader's convenience (a block's `address`, its
-//! `routine`, per-thread block counts, loop iterations, derived routines) and ignored when the
-//! tables are read back. See docs/formats/tables.md for every column and the model's mapping.
+//! profile). Frames, call paths and images also have ids derived from their content ([`ids`]),
+//! the same in every profile, by which the stack tables of many profiles join. Counts and
+//! addresses are unsigned 64-bit integers (`UBIGINT`); those ids and the samples' exact values
+//! signed (`BIGINT`). Values that follow from others are written for the reader's convenience
+//! (a block's `address`, its `routine`, per-thread block counts, loop iterations, derived
+//! routines) and ignored when the tables are read back. See docs/formats/tables.md for every
+//! column and the model's mapping.
 //!
 //! The writer fills a temporary folder beside the target and renames it into place
-//! ([`cfghub_model::io::write_output_folder`]); the reader takes a folder that holds `blocks.parquet`.
+//! ([`cfghub_model::io::write_output_folder`]), or, for a fleet ([`layout`]: a folder per table,
+//! a file per profile, its tree shared), adds its files to it
+//! ([`cfghub_model::io::add_to_output_folder`]). The reader takes one profile's folder (it holds
+//! `blocks.parquet`), a fleet, or a query's stack tables.
 
 #[cfg(feature = "tables")]
 mod columns;
