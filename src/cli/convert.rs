@@ -203,11 +203,8 @@ pub fn run(args: ConvertArgs, quiet: bool) -> Result<i32> {
     }
     // Formats that describe one binary name it from --symbols.
     let binary = args.symbols.binary();
-    let mut write_args = args.write.options();
+    let mut write_args = args.labels.write_options(args.write.options());
     let mut tables = write_args.formats.get::<cfghub_formats::tables::Options>();
-    // Labels say where a profile came from: what a fleet is made of.
-    tables.fleet |= args.labels.given();
-    write_args = write_args.with(tables.clone());
     if tables.profile_id.is_none()
         && (tables.fleet
             || !tables.partition_by.is_empty()
@@ -244,9 +241,12 @@ pub struct LabelArgs {
 }
 
 impl LabelArgs {
-    /// Whether labels are given for the inputs.
-    pub fn given(&self) -> bool {
-        !self.labels.is_empty() || self.label_from_path.is_some()
+    /// `options` with tables written as a fleet when labels are given: labels say where a
+    /// profile came from, which is what a fleet is made of.
+    pub fn write_options(&self, options: WriteOptions) -> WriteOptions {
+        let mut tables = options.formats.get::<cfghub_formats::tables::Options>();
+        tables.fleet |= !self.labels.is_empty() || self.label_from_path.is_some();
+        options.with(tables)
     }
 
     /// The labels and pattern, checked before any input is read.

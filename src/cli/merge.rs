@@ -98,11 +98,7 @@ pub fn run(mut args: MergeArgs, quiet: bool) -> Result<i32> {
             if let Some(key) = args.labels.split_by.as_deref() {
                 cfghub_analysis::labels::split_by(&mut sum, key);
             }
-            let mut options = args.write.options();
-            let mut tables = options.formats.get::<cfghub_formats::tables::Options>();
-            // Labels say where the profiles came from: what a fleet is made of.
-            tables.fleet |= args.labels.given();
-            options = options.with(tables);
+            let options = args.labels.write_options(args.write.options());
             let findings = save(&sum, &args.output, args.to.as_deref(), &inputs, &options)?;
             super::check_findings(&args.output, &findings, quiet)?;
             Ok(0)

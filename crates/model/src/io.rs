@@ -884,6 +884,15 @@ where
             files_under(&target, &top, &mut stale).map_err(|e| Error::io(path, e))?;
         }
     }
+    // The new files first, each in one rename: a failure leaves the old member whole beside
+    // what moved.
+    for rel in &written {
+        let to = target.join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(path, e))?;
+        }
+        std::fs::rename(temp.path().join(rel), &to).map_err(|e| Error::io(path, e))?;
+    }
     for old in &stale {
         let same_member = written
             .iter()
@@ -891,13 +900,6 @@ where
         if same_member && !written.contains(old) {
             std::fs::remove_file(target.join(old)).map_err(|e| Error::io(path, e))?;
         }
-    }
-    for rel in &written {
-        let to = target.join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(path, e))?;
-        }
-        std::fs::rename(temp.path().join(rel), &to).map_err(|e| Error::io(path, e))?;
     }
     Ok(())
 }

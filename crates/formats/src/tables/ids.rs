@@ -54,6 +54,12 @@ impl IdHasher {
     }
 }
 
+/// What is wrong with a frame id that names two frames: a collision, or tables that do not
+/// come from one profile's ids.
+pub fn two_frames(id: i64, first: &str, second: &str) -> String {
+    format!("frame id {id} names both {first:?} and {second:?}")
+}
+
 /// The id of frame `f` of `profile`.
 pub fn frame_id(profile: &Profile, f: FrameId) -> i64 {
     let source = profile.frame_source(f);

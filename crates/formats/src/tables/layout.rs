@@ -123,37 +123,49 @@ pub fn partition_keys(root: &Path) -> Vec<String> {
     }
 }
 
-/// Every profile (and partition) of the fleet at `root`: the files of its `profile` table
-/// (or, in a fleet of stack tables alone, of its `samples` table), in path order.
-pub fn fleet_members(root: &Path) -> std::io::Result<Vec<Layout>> {
-    let table = if root.join("profile").is_dir() { "profile" } else { "samples" };
-    let base = root.join(table);
+/// The Parquet files of table `table` of the fleet at `root`, at any depth of partitions, in
+/// path order (files and folders named `.*` or `_*`, which Spark and Hive keep beside their
+/// data, left out; none when the table has no folder).
+pub fn table_files(root: &Path, table: &str) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    let mut stack = vec![base.clone()];
+    let base = root.join(table);
+    if !base.is_dir() {
+        return Ok(out);
+    }
+    let mut stack = vec![base];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
-            let path = entry.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
             if name.starts_with('.') || name.starts_with('_') {
                 continue;
             }
             // A link to a folder is not followed: a link back up would loop forever.
             if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else if let Some(file) = name.strip_suffix(".parquet") {
-                let partition =
-                    path.parent().and_then(|p| p.strip_prefix(&base).ok()).unwrap_or(Path::new(""));
-                out.push(Layout::Fleet {
-                    root: root.to_path_buf(),
-                    partition: partition.to_path_buf(),
-                    file: file.to_string(),
-                });
+                stack.push(entry.path());
+            } else if name.ends_with(".parquet") {
+                out.push(entry.path());
             }
         }
     }
-    out.sort_by_key(|m| m.path(""));
+    out.sort();
     Ok(out)
+}
+
+/// Every profile (and partition) of the fleet at `root`: the files of its `profile` table
+/// (or, in a fleet of stack tables alone, of its `samples` table), in path order.
+pub fn fleet_members(root: &Path) -> std::io::Result<Vec<Layout>> {
+    let table = if root.join("profile").is_dir() { "profile" } else { "samples" };
+    let base = root.join(table);
+    Ok(table_files(root, table)?
+        .into_iter()
+        .map(|path| {
+            let file = path.file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let partition = path.parent().and_then(|p| p.strip_prefix(&base).ok()).unwrap_or(Path::new(""));
+            Layout::Fleet { root: root.to_path_buf(), partition: partition.to_path_buf(), file }
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use cfghub_model::ir::{
     NO_INDEX,
 };
 
-use super::columns::{open_table, TableReader};
+use super::columns::{open_table, ReadTable, TableReader};
 use super::layout::Layout;
 use super::schema::Kind::{Text, I64, U32};
 use super::schema::{opt, req, Spec};
@@ -124,6 +124,52 @@ impl Tree {
     }
 }
 
+/// The call path `leaf` of row `r` of `t` (the `node` column; `None` for a stack without
+/// frames), walked from the leaf up to the first path the model has (`made`), the unmade ones
+/// into `chain`, leaf first; `node` gives a path's parent and frame. That first made path (`None`:
+/// none, the chain starts at a root) is returned. A path no table holds, or parents that lead
+/// back to a path (longer than the `bound` paths there are), is an error at the row.
+pub(super) fn unmade_path(
+    t: &ReadTable,
+    r: usize,
+    made: &FxHashMap<u64, u32>,
+    bound: usize,
+    chain: &mut Vec<(u64, FrameId)>,
+    mut node: impl FnMut(u64) -> Option<(Option<u64>, FrameId)>,
+) -> Result<Option<u64>> {
+    chain.clear();
+    let mut at = t.ints("node").get(r);
+    while let Some(n) = at {
+        if made.contains_key(&n) {
+            break;
+        }
+        let (parent, frame) = node(n)
+            .ok_or_else(|| t.error("node", r, format!("no node {} in the stack_nodes table", n as i64)))?;
+        if chain.len() > bound {
+            return Err(t.error("node", r, "the stack's nodes form a cycle"));
+        }
+        chain.push((n, frame));
+        at = parent;
+    }
+    Ok(at)
+}
+
+/// Makes the paths of `chain` ([`unmade_path`]) below the made path `at`, root first, noting
+/// each in `made`; the model node of the leaf.
+pub(super) fn make_path(
+    at: Option<u64>,
+    chain: &[(u64, FrameId)],
+    made: &mut FxHashMap<u64, u32>,
+    stacks: &mut Stacks,
+) -> u32 {
+    let mut node = at.map_or(NO_INDEX, |n| made[&n]);
+    for &(n, frame) in chain.iter().rev() {
+        node = stacks.node(node, frame);
+        made.insert(n, node);
+    }
+    node
+}
+
 /// Reads the stack tables of every member of `members`, rows of the profile `wanted` (all when
 /// `None`); each member's partition labels go on its samples.
 pub fn read_stack_tables(
@@ -186,15 +232,8 @@ fn read_member(
             let id = t.int("frame", r);
             if let Some(&before) = tree.frames.get(&id) {
                 if before != f {
-                    return Err(t.error(
-                        "frame",
-                        r,
-                        format!(
-                            "frame id {} names both {:?} and {name:?}",
-                            id as i64,
-                            tree.profile.frames.get(before)
-                        ),
-                    ));
+                    let first = tree.profile.frames.get(before);
+                    return Err(t.error("frame", r, super::ids::two_frames(id as i64, first, name)));
                 }
             }
             tree.frames.insert(id, f);
@@ -244,33 +283,14 @@ fn read_member(
             found = true;
             let process = t.ints("process").get(r).unwrap_or(0);
             let p = tree.process(process);
-            chain.clear();
-            let mut at = t.ints("node").get(r);
-            while let Some(n) = at {
-                if tree.made[p].contains_key(&n) {
-                    break;
-                }
-                let found = match shared {
-                    None => tree.nodes[p].get(&n).copied(),
-                    Some(s) => s.node(n as i64).and_then(|(parent, frame)| {
-                        let frame = s.frame(&mut tree.profile, &mut tree.shared_frames, frame)?;
-                        Some((parent.map(|p| p as u64), frame))
-                    }),
-                };
-                let (parent, frame) = found.ok_or_else(|| {
-                    t.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
-                })?;
-                if chain.len() > node_rows {
-                    return Err(t.error("node", r, "the stack's nodes form a cycle"));
-                }
-                chain.push((n, frame));
-                at = parent;
-            }
-            let mut node = at.map_or(NO_INDEX, |n| tree.made[p][&n]);
-            for &(n, frame) in chain.iter().rev() {
-                node = tree.profile.processes[p].stacks.node(node, frame);
-                tree.made[p].insert(n, node);
-            }
+            let (nodes, profile, frames) = (&tree.nodes, &mut tree.profile, &mut tree.shared_frames);
+            let at = unmade_path(&t, r, &tree.made[p], node_rows, &mut chain, |n| match shared {
+                None => nodes[p].get(&n).copied(),
+                Some(s) => s.node(n as i64).and_then(|(parent, frame)| {
+                    Some((parent.map(|p| p as u64), s.frame(profile, frames, frame)?))
+                }),
+            })?;
+            let node = make_path(at, &chain, &mut tree.made[p], &mut tree.profile.processes[p].stacks);
             let thread = t.ints("thread").get(r).and_then(|v| u32::try_from(v).ok());
             let mut set: Vec<Label> = match t.ints("sample").get(r) {
                 Some(s) => {

@@ -24,8 +24,9 @@ use cfghub_model::ir::{
 };
 
 use super::columns::{open_table, Col, ReadTable, TableReader, Texts};
+use super::ids::two_frames;
 use super::layout::{fleet_members, is_fleet, Layout};
-use super::query::{read_stack_tables, SampleKeys};
+use super::query::{make_path, read_stack_tables, unmade_path, SampleKeys};
 use super::tree::SharedTree;
 use super::*;
 
@@ -353,15 +354,8 @@ fn strings(profile: &mut Profile, files: &ReadTable, frames: Option<&ReadTable>)
         let f = profile.frames.intern(name);
         match by_id.insert(frames.int("frame", r), f) {
             Some(before) if before != f => {
-                return Err(frames.error(
-                    "frame",
-                    r,
-                    format!(
-                        "frame id {} names both {:?} and {name:?}",
-                        frames.int("frame", r) as i64,
-                        profile.frames.get(before)
-                    ),
-                ))
+                let id = frames.int("frame", r) as i64;
+                return Err(frames.error("frame", r, two_frames(id, profile.frames.get(before), name)));
             }
             _ => {}
         }
@@ -1286,28 +1280,10 @@ fn stacks(
             let key = (samples.int("process", r), samples.int("sample", r));
             if open.is_none_or(|(a, b, _, _)| (a, b) != key) {
                 let p = index.process(samples, "process", r)?;
-                // The nodes from the leaf up to the first one made, leaf first.
-                chain.clear();
-                let mut at = samples.ints("node").get(r);
-                while let Some(n) = at {
-                    if made[p].contains_key(&n) {
-                        break;
-                    }
-                    let (parent, frame) = tree.node(profile, p, n).ok_or_else(|| {
-                        samples.error("node", r, format!("no node {} in the stack_nodes table", n as i64))
-                    })?;
-                    if chain.len() > node_rows {
-                        return Err(samples.error("node", r, "the stack's nodes form a cycle"));
-                    }
-                    chain.push((n, frame));
-                    at = parent;
-                }
+                let at =
+                    unmade_path(samples, r, &made[p], node_rows, &mut chain, |n| tree.node(profile, p, n))?;
                 let stacks = &mut profile.processes[p].stacks;
-                let mut node = at.map_or(NO_INDEX, |n| made[p][&n]);
-                for &(n, frame) in chain.iter().rev() {
-                    node = stacks.node(node, frame);
-                    made[p].insert(n, node);
-                }
+                let node = make_path(at, &chain, &mut made[p], stacks);
                 let thread = samples.opt_u32("thread", r)?;
                 let label_set = match labels.remove(&(p, key.1)) {
                     Some(list) => stacks.label_set(list),

@@ -32,29 +32,9 @@ const FRAME_ROWS: &[Spec] = &[
 const NODE_ROWS: &[Spec] =
     &[ANY_PID, req("node", I64), opt("parent", I64).may_be_absent(), req("frame", I64)];
 
-/// The Parquet files of table `table` of the fleet at `root`, in path order.
-pub fn files(root: &Path, table: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.join(table)];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || name.starts_with('_') {
-                continue;
-            }
-            // A link to a folder is not followed: a link back up would loop forever.
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            } else if name.ends_with(".parquet") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+/// The Parquet files of table `table` of the fleet at `root`.
+fn files(root: &Path, table: &str) -> Result<Vec<PathBuf>> {
+    super::layout::table_files(root, table).map_err(|e| Error::io(root.join(table).display().to_string(), e))
 }
 
 /// The frames and call paths a fleet holds, by id.
@@ -68,7 +48,7 @@ pub struct Known {
 pub fn known_ids(root: &Path) -> Result<Known> {
     let mut known = Known::default();
     for (table, specs, column) in [("frames", FRAME_IDS, "frame"), ("stack_nodes", NODE_IDS, "node")] {
-        for path in files(root, table) {
+        for path in files(root, table)? {
             let name = if table == "frames" { "frames" } else { "stack_nodes" };
             let mut reader = open_table(&path, name, specs, None)?;
             while let Some(t) = reader.next()? {
@@ -186,7 +166,7 @@ impl SharedTree {
     /// Reads every tree file of the fleet at `root`.
     pub fn read(root: &Path) -> Result<SharedTree> {
         let mut tree = SharedTree::default();
-        for path in files(root, "frames") {
+        for path in files(root, "frames")? {
             let mut reader = open_table(&path, "frames", FRAME_ROWS, None)?;
             while let Some(t) = reader.next()? {
                 for r in t.range() {
@@ -203,7 +183,7 @@ impl SharedTree {
                             return Err(t.error(
                                 "frame",
                                 r,
-                                format!("frame id {id} names both {:?} and {:?}", before.name, row.name),
+                                super::ids::two_frames(id, &before.name, &row.name),
                             ));
                         }
                         continue;
@@ -212,7 +192,7 @@ impl SharedTree {
                 }
             }
         }
-        for path in files(root, "stack_nodes") {
+        for path in files(root, "stack_nodes")? {
             let mut reader = open_table(&path, "stack_nodes", NODE_ROWS, None)?;
             while let Some(t) = reader.next()? {
                 for r in t.range() {

@@ -133,7 +133,6 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         headers,
         events,
         files,
-        frames,
         processes,
         threads,
         images,
@@ -151,7 +150,6 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         costs,
         block_lines,
         coverage,
-        stack_nodes,
         samples,
         sample_labels,
         inline_frames,
@@ -159,11 +157,8 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         call_context_costs,
     ];
     // A fleet's frames and call paths are its shared tree, written apart (`super::tree`).
-    let shared: &[Fill] = &[frames, stack_nodes];
-    fills
-        .par_iter()
-        .filter(|&&fill| !(in_fleet && shared.iter().any(|&s| s as usize == fill as usize)))
-        .try_for_each(|fill| fill(&cx).finish())
+    let tree: &[Fill] = if in_fleet { &[] } else { &[frames, stack_nodes] };
+    fills.par_iter().chain(tree).try_for_each(|fill| fill(&cx).finish())
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
@@ -710,18 +705,13 @@ fn coverage(cx: &Context<'_>) -> Table {
     t
 }
 
-/// Each node's id ([`super::ids::node_id`]), parents before children as the model makes them.
-fn node_ids(cx: &Context<'_>, process: &Process) -> Vec<i64> {
-    super::ids::node_ids(&process.stacks, &cx.frame_ids)
-}
-
 /// The prefix tree of each process's stacks: the nodes on sampled paths, each once, in the
 /// order a walk of every sample's path root first meets them, with their ids.
 fn stack_nodes(cx: &Context<'_>) -> Table {
     let mut t = cx.table("stack_nodes", STACK_NODES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let stacks = &process.stacks;
-        let ids = node_ids(cx, process);
+        let ids = super::ids::node_ids(stacks, &cx.frame_ids);
         let mut depth = vec![0u32; stacks.nodes().len()];
         for n in stacks.nodes_in_order_met() {
             let node = stacks.nodes()[n as usize];
@@ -772,7 +762,7 @@ fn samples(cx: &Context<'_>) -> Table {
     let mut t = cx.table("samples", SAMPLES);
     for (p, process) in cx.profile.processes.iter().enumerate() {
         let stacks = &process.stacks;
-        let ids = node_ids(cx, process);
+        let ids = super::ids::node_ids(stacks, &cx.frame_ids);
         let scale: Vec<StackValue> =
             (0..stacks.width()).map(|e| power_of_ten(cx.decimals[e] - stacks.decimals_of(e))).collect();
         for (s, stack) in stacks.samples().enumerate() {
