@@ -22,7 +22,14 @@ pub struct Loaded {
 
 /// Opens `path` (`-` for standard input), detects its format unless `from` names one, and reads it.
 pub fn load(path: &str, from: Option<&str>, options: &ReadOptions) -> Result<Loaded> {
-    let input = Input::open(path)?;
+    load_input(Input::open(path)?, from, options)
+}
+
+/// Reads an opened input (a file, or bytes in memory under a name), its format detected unless
+/// `from` names one.
+pub fn load_input(input: Input, from: Option<&str>, options: &ReadOptions) -> Result<Loaded> {
+    let path = input.name.clone();
+    let path = path.as_str();
     let format = detect_input(&input, from)?;
     if !format.can_read() {
         return Err(format.unsupported("read"));

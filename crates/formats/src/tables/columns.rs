@@ -75,6 +75,8 @@ struct Column {
     values: Values,
     defs: Vec<i16>,
     nullable: bool,
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    kind: Kind,
 }
 
 impl Column {
@@ -85,7 +87,7 @@ impl Column {
             Kind::Bool => Values::Bool(Vec::new()),
             Kind::Text => Values::Text(Vec::new()),
         };
-        Column { values, defs: Vec::new(), nullable: spec.nullable }
+        Column { values, defs: Vec::new(), nullable: spec.nullable, kind: spec.kind }
     }
 
     /// Marks a row present or null; a null in a required column (never pushed by the writer)
@@ -96,6 +98,18 @@ impl Column {
             present
         } else {
             true
+        }
+    }
+
+    /// The column's `rows` rows as an Arrow array.
+    #[cfg(feature = "arrow")]
+    fn arrow(&self, rows: usize) -> super::arrow::ArrayRef {
+        let present = self.nullable.then(|| self.defs.iter().map(|&d| d == 1));
+        match &self.values {
+            Values::I64(v) => super::arrow::integers(self.kind, v, present, rows),
+            Values::I32(v) => super::arrow::integers(self.kind, v, present, rows),
+            Values::Bool(v) => super::arrow::booleans(v, present, rows),
+            Values::Text(v) => super::arrow::texts(v.iter().map(|t| t.data()), present, rows),
         }
     }
 
@@ -133,9 +147,19 @@ pub struct Table {
     rows: usize,
     groups: usize,
     writer: Option<SerializedFileWriter<BufWriter<File>>>,
+    /// Where the rows go when the table is made in memory as Arrow record batches.
+    #[cfg(feature = "arrow")]
+    batches: Option<super::arrow::Batches>,
     shown: String,
     /// The first error, kept until [`Table::finish`] so that rows can be pushed without checks.
     failed: Option<Error>,
+}
+
+/// A table finished: written to its file, or, made in memory, its Arrow record batches.
+pub struct Finished {
+    /// The table's Arrow schema and record batches, when it was made in memory.
+    #[cfg(feature = "arrow")]
+    pub batches: Option<super::arrow::Batches>,
 }
 
 impl Table {
@@ -156,6 +180,8 @@ impl Table {
             rows: 0,
             groups: 0,
             writer: None,
+            #[cfg(feature = "arrow")]
+            batches: None,
             shown,
             failed: None,
         };
@@ -164,6 +190,22 @@ impl Table {
             Err(e) => table.failed = Some(e),
         }
         table
+    }
+
+    /// An empty table made in memory as Arrow record batches, a batch per row group.
+    #[cfg(feature = "arrow")]
+    pub fn in_memory(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>) -> Table {
+        Table {
+            name,
+            columns: specs.iter().skip(1).map(Column::new).collect(),
+            profile_id: ByteArray::from(profile_id.as_bytes().to_vec()),
+            rows: 0,
+            groups: 0,
+            writer: None,
+            batches: Some(super::arrow::Batches::new(name, specs)),
+            shown: name.to_string(),
+            failed: None,
+        }
     }
 
     /// Starts a row: push its values (after `profile_id`) in schema order.
@@ -177,6 +219,14 @@ impl Table {
 
     /// Writes the rows pushed so far as a row group.
     fn flush(&mut self) {
+        #[cfg(feature = "arrow")]
+        if let Some(batches) = self.batches.as_mut() {
+            let columns = self.columns.iter().map(|c| c.arrow(self.rows)).collect();
+            if let Err(e) = batches.push(&self.profile_id, self.rows, columns) {
+                self.failed = Some(Error::input(format!("cannot make table {}: {e}", self.name)));
+                self.batches = None;
+            }
+        }
         if let Some(writer) = self.writer.as_mut() {
             if let Err(e) = write_group(writer, &self.profile_id, self.rows, &self.columns) {
                 self.failed = Some(Error::input(format!("cannot write table {}: {e}", self.name)));
@@ -189,19 +239,26 @@ impl Table {
     }
 
     /// Writes the last row group (an empty one for an empty table) and the file's footer.
-    pub fn finish(mut self) -> Result<()> {
+    pub fn finish(mut self) -> Result<Finished> {
         if self.rows > 0 || self.groups == 0 {
             self.flush();
         }
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
+        #[cfg(feature = "arrow")]
+        if let Some(batches) = self.batches.take() {
+            return Ok(Finished { batches: Some(batches) });
+        }
         let writer = self.writer.take().expect("open while nothing failed");
         let out = writer
             .into_inner()
             .map_err(|e| Error::input(format!("cannot write table {}: {e}", self.name)))?;
         out.into_inner().map_err(|e| Error::io(&self.shown, e.into_error()))?;
-        Ok(())
+        Ok(Finished {
+            #[cfg(feature = "arrow")]
+            batches: None,
+        })
     }
 }
 
@@ -936,7 +993,22 @@ impl TableReader {
     }
 }
 
+/// Whether an integer column holds whole numbers as a `DECIMAL` of scale 0 in fixed-length
+/// big-endian bytes: how Spark writes the unsigned 64-bit columns it read (`DECIMAL(20,0)`,
+/// having no unsigned integers). The reader converts and checks its values itself, so that
+/// they are taken as unsigned afterwards ([`is_unsigned`]).
+fn is_whole_decimal(descr: &ColumnDescriptor) -> bool {
+    let scale_zero = match descr.logical_type_ref() {
+        Some(LogicalType::Decimal(decimal)) => decimal.scale == 0,
+        _ => descr.converted_type() == parquet::basic::ConvertedType::DECIMAL && descr.type_scale() == 0,
+    };
+    scale_zero && descr.physical_type() == Physical::FIXED_LEN_BYTE_ARRAY && descr.type_length() <= 16
+}
+
 fn is_unsigned(descr: &ColumnDescriptor) -> bool {
+    if is_whole_decimal(descr) {
+        return true;
+    }
     match descr.logical_type_ref() {
         Some(LogicalType::Integer(int)) => !int.is_signed,
         _ => matches!(
@@ -953,11 +1025,14 @@ fn is_unsigned(descr: &ColumnDescriptor) -> bool {
 fn check_type(table: &TableReader, spec: &Spec, descr: &ColumnDescriptor) -> Result<()> {
     let physical = descr.physical_type();
     let fits = match spec.kind {
-        Kind::U64 | Kind::U32 => matches!(physical, Physical::INT32 | Physical::INT64),
+        Kind::U64 | Kind::U32 => {
+            matches!(physical, Physical::INT32 | Physical::INT64) || is_whole_decimal(descr)
+        }
         // A value column may come as floating point: DuckDB writes a sum of BIGINTs (a HUGEINT)
         // to Parquet as DOUBLE. Its values must still be exact integers.
         Kind::I64 => {
             matches!(physical, Physical::INT32 | Physical::INT64 | Physical::DOUBLE | Physical::FLOAT)
+                || is_whole_decimal(descr)
         }
         Kind::Bool => physical == Physical::BOOLEAN,
         Kind::Text => physical == Physical::BYTE_ARRAY,
@@ -1090,6 +1165,37 @@ fn read_batch(
         (ColumnReader::Int32ColumnReader(r), Data::Float(mut out)) => {
             spread!(r, i32, out, f64::from);
             Data::Float(out)
+        }
+        (ColumnReader::FixedLenByteArrayColumnReader(r), Data::Int(mut out)) => {
+            // Whole decimals (`is_whole_decimal`): a count or address must be 0 to 2^64 - 1, a
+            // signed value fit 64 bits; nothing is rounded or wrapped.
+            let mut wrong: Option<String> = None;
+            let signed = kind == Kind::I64;
+            let convert = |v: parquet::data_type::FixedLenByteArray| -> u64 {
+                let bytes = v.data();
+                let fill = if bytes.first().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0 };
+                let mut wide = [fill; 16];
+                wide[16 - bytes.len().min(16)..].copy_from_slice(&bytes[bytes.len().saturating_sub(16)..]);
+                let x = i128::from_be_bytes(wide);
+                let fits = if signed { i64::try_from(x).is_ok() } else { u64::try_from(x).is_ok() };
+                if !fits && wrong.is_none() {
+                    wrong = Some(if x < 0 && !signed {
+                        format!("{x} is negative")
+                    } else {
+                        format!("{x} does not fit 64 bits")
+                    });
+                }
+                if signed {
+                    x as i64 as u64
+                } else {
+                    x as u64
+                }
+            };
+            spread!(r, parquet::data_type::FixedLenByteArray, out, convert);
+            if let Some(message) = wrong {
+                return Err(ParquetError::General(format!("column {}: {message}", descr.name())));
+            }
+            Data::Int(out)
         }
         (ColumnReader::BoolColumnReader(r), Data::Bool(mut out)) => {
             spread!(r, bool, out, |v: bool| v);

@@ -33,6 +33,8 @@
 //! ([`cfghub_model::io::add_to_output_folder`]). The reader takes one profile's folder (it holds
 //! `blocks.parquet`), a fleet, or a query's stack tables.
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 #[cfg(feature = "tables")]
 mod columns;
 pub mod ids;
@@ -57,6 +59,8 @@ use schema::{opt, req};
 #[cfg(feature = "tables")]
 pub use read::read_folder;
 pub use schema::{Kind, Spec};
+#[cfg(feature = "arrow")]
+pub use write::arrow_tables;
 
 /// How the tables' pages are compressed (`--compression`): snappy unless asked, as DuckDB
 /// writes by default; zstd is what fleets of tables are often kept in.

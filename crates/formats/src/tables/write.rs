@@ -24,8 +24,8 @@ use super::*;
 /// What several tables need, computed once.
 struct Context<'a> {
     profile: &'a Profile,
-    /// Where the tables go.
-    layout: Layout,
+    /// Where the tables go: files, or memory (`None`) as Arrow record batches.
+    layout: Option<Layout>,
     id: Arc<str>,
     /// Routines of each image of each process: as stated, or derived when the image has none.
     routines: Vec<Vec<Cow<'a, [Routine]>>>,
@@ -44,8 +44,14 @@ struct Context<'a> {
 impl Context<'_> {
     /// An empty table of the profile, written to the folder.
     fn table(&self, name: &'static str, specs: &'static [Spec]) -> Table {
-        let path = self.layout.path(name);
-        if let Some(parent) = path.parent().filter(|_| matches!(self.layout, Layout::Fleet { .. })) {
+        let Some(layout) = &self.layout else {
+            #[cfg(feature = "arrow")]
+            return Table::in_memory(name, specs, &self.id);
+            #[cfg(not(feature = "arrow"))]
+            unreachable!("tables are made in memory only with the arrow feature");
+        };
+        let path = layout.path(name);
+        if let Some(parent) = path.parent().filter(|_| matches!(layout, Layout::Fleet { .. })) {
             // A failure shows when the table's file cannot be made.
             let _ = std::fs::create_dir_all(parent);
         }
@@ -67,7 +73,7 @@ pub fn write(
     let id: Arc<str> = Arc::from(opts.profile_id.clone().unwrap_or_else(|| profile_id_for(target)).as_str());
     let fleet = super::layout::is_fleet(target);
     if !opts.fleet && opts.partition_by.is_empty() && !fleet {
-        return write_tables(profile, Layout::Folder(dir.to_path_buf()), id, opts.compression);
+        return make_tables(profile, Some(Layout::Folder(dir.to_path_buf())), id, opts.compression).map(drop);
     }
     // A profile added to a fleet goes under the partitions the fleet has, unless asked.
     let keys = if opts.partition_by.is_empty() && fleet {
@@ -82,13 +88,26 @@ pub fn write(
         let partition: PathBuf =
             keys.iter().zip(&values).map(|(k, v)| partition_dir(k, v.as_deref())).collect();
         let layout = Layout::Fleet { root: dir.to_path_buf(), partition, file: id.to_string() };
-        write_tables(&part, layout, id.clone(), opts.compression)?;
+        make_tables(&part, Some(layout), id.clone(), opts.compression)?;
     }
     Ok(())
 }
 
-/// Writes the tables of `profile` where `layout` says.
-fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Compression) -> Result<()> {
+/// The tables of `profile` as Arrow record batches, in the order of [`TABLES`], each row's
+/// `profile_id` `id`: what `write` writes to one profile's folder, without the files.
+#[cfg(feature = "arrow")]
+pub fn arrow_tables(profile: &Profile, id: &str) -> Result<Vec<super::arrow::Batches>> {
+    let made = make_tables(profile, None, Arc::from(id), Compression::default())?;
+    Ok(made.into_iter().filter_map(|f| f.batches).collect())
+}
+
+/// Makes the tables of `profile`: written where `layout` says, or, without one, in memory.
+fn make_tables(
+    profile: &Profile,
+    layout: Option<Layout>,
+    id: Arc<str>,
+    compression: Compression,
+) -> Result<Vec<super::columns::Finished>> {
     let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
         .processes
         .par_iter()
@@ -127,7 +146,7 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
         decimals,
     };
     type Fill = fn(&Context<'_>) -> Table;
-    let in_fleet = matches!(cx.layout, Layout::Fleet { .. });
+    let in_fleet = matches!(cx.layout, Some(Layout::Fleet { .. }));
     let fills: &[Fill] = &[
         profile_table,
         headers,
@@ -158,7 +177,7 @@ fn write_tables(profile: &Profile, layout: Layout, id: Arc<str>, compression: Co
     ];
     // A fleet's frames and call paths are its shared tree, written apart (`super::tree`).
     let tree: &[Fill] = if in_fleet { &[] } else { &[frames, stack_nodes] };
-    fills.par_iter().chain(tree).try_for_each(|fill| fill(&cx).finish())
+    fills.par_iter().chain(tree).map(|fill| fill(&cx).finish()).collect()
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
