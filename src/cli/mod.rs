@@ -5,6 +5,7 @@ mod convert;
 mod csi;
 mod diff;
 mod dot;
+pub mod embed;
 mod formats;
 mod info;
 mod manual;
@@ -116,8 +117,6 @@ pub fn main() -> i32 {
             };
         }
     };
-    cfghub_model::io::set_progress(!cli.quiet);
-    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     if let Some(n) = cli.jobs {
         let n = n.max(1);
         cfghub_model::io::set_threads(n);
@@ -126,8 +125,24 @@ pub fn main() -> i32 {
             return 2;
         }
     }
+    let result = run(cli);
+    // A run stopped by a signal ends by it, not by what the stop made of its work.
+    cfghub_model::interrupt::wait_if_stopping();
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&e);
+            2
+        }
+    }
+}
+
+/// Runs a parsed command line; the exit status, or the error `main` prints.
+fn run(cli: Cli) -> Result<i32, Error> {
+    cfghub_model::io::set_progress(!cli.quiet);
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     let quiet = cli.quiet;
-    let result = match cli.command {
+    match cli.command {
         Command::Formats => formats::run(),
         Command::Info(args) => info::run(args, quiet),
         Command::Validate(args) => validate::run(args),
@@ -141,15 +156,6 @@ pub fn main() -> i32 {
         Command::Synth(args) => synth::run(args, quiet),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
-    };
-    // A run stopped by a signal ends by it, not by what the stop made of its work.
-    cfghub_model::interrupt::wait_if_stopping();
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            report_error(&e);
-            2
-        }
     }
 }
 
