@@ -10,7 +10,9 @@ Usage: scripts/fleet-profiles.py OUT_DIR N [SAMPLES] [FORMAT]
   N        how many profiles
   SAMPLES  samples per profile (default 100000)
   FORMAT   folded (default), or any format cfghub writes (pb.gz, speedscope.json, ...): the
-           folded text is converted by target/release/cfghub
+           folded text is converted by target/release/cfghub (or $CFGHUB); several, comma-
+           separated (folded,pb.gz,fxprof.json,stacks), take turns host by host; `stacks` is
+           DTrace's aggregation output, written here
 
 The stacks: 3,000 function names in 40 modules, 60,000 distinct paths of 8 to 32 frames
 sharing their first frames (main, the request loop, the handlers), drawn per sample with a
@@ -41,16 +43,17 @@ def main():
         sys.exit(__doc__)
     out_dir, n = sys.argv[1], int(sys.argv[2])
     samples = int(sys.argv[3]) if len(sys.argv) > 3 else 100000
-    fmt = sys.argv[4] if len(sys.argv) > 4 else "folded"
+    fmts = (sys.argv[4] if len(sys.argv) > 4 else "folded").split(",")
     os.makedirs(out_dir, exist_ok=True)
     shared = paths(random.Random(1))
     weights = [1.0 / (k + 1) for k in range(len(shared))]
-    cfghub = os.path.join(os.path.dirname(__file__), "..", "target", "release", "cfghub")
+    cfghub = os.environ.get("CFGHUB") or os.path.join(os.path.dirname(__file__), "..", "target", "release", "cfghub")
     services = ["web", "api", "db", "batch"]
     for service in services[:n]:
         os.makedirs(os.path.join(out_dir, service), exist_ok=True)
     for host in range(n):
         rng = random.Random(1000 + host)
+        fmt = fmts[(host // 4) % len(fmts)]
         where = os.path.join(out_dir, services[host % 4])
         counts = {}
         for p in rng.choices(shared, weights=weights, k=samples):
@@ -59,7 +62,18 @@ def main():
         with open(folded, "w") as f:
             for p, c in counts.items():
                 f.write(f"{p} {c}\n")
-        if fmt != "folded":
+        if fmt == "stacks":
+            # DTrace's aggregation output (`dtrace -n 'profile-97 { @[ustack()] = count(); }'`):
+            # each stack leaf first, indented, then its count, stacks apart by a blank line.
+            with open(os.path.join(where, f"host{host:04}.stacks"), "w") as f:
+                f.write("CPU     ID                    FUNCTION:NAME\n  1  75237                        :tick-10s\n\n")
+                for p, c in counts.items():
+                    f.write("\n")
+                    for frame in reversed(p.split(";")):
+                        f.write(f"              {frame}\n")
+                    f.write(f"{c:>17}\n")
+            os.remove(folded)
+        elif fmt != "folded":
             target = os.path.join(where, f"host{host:04}.{fmt}")
             subprocess.run([cfghub, "-q", "convert", folded, "-o", target], check=True)
             os.remove(folded)

@@ -123,7 +123,10 @@ fn text(value: &Bound<'_, PyAny>) -> PyResult<String> {
     }
 }
 
-/// The bytes of a bytes-like value, kept without a copy where Python allows.
+/// The bytes of a source that is not a path: `bytes` kept without a copy, `bytearray` copied
+/// once, and any other object with the buffer protocol (a `memoryview`, a `pyarrow.Buffer`,
+/// a NumPy array of bytes) copied once through `memoryview`. `None` for a path (a `str` or
+/// path-like).
 fn bytes_of(value: &Bound<'_, PyAny>) -> PyResult<Option<PyBackedBytes>> {
     if let Ok(b) = value.cast::<PyBytes>() {
         return Ok(Some(b.clone().into()));
@@ -131,11 +134,16 @@ fn bytes_of(value: &Bound<'_, PyAny>) -> PyResult<Option<PyBackedBytes>> {
     if let Ok(b) = value.cast::<PyByteArray>() {
         return Ok(Some(b.clone().into()));
     }
-    if value.is_instance_of::<PyMemoryView>() {
-        let copied = value.call_method0("tobytes")?;
-        return Ok(Some(copied.cast_into::<PyBytes>()?.into()));
+    if value.is_instance_of::<PyString>() || value.hasattr("__fspath__")? {
+        return Ok(None);
     }
-    Ok(None)
+    let view = value.py().get_type::<PyMemoryView>().call1((value,)).map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "a profile is read from a path (str or path-like) or from bytes, not from {}",
+            value.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    Ok(Some(view.call_method0("tobytes")?.cast_into::<PyBytes>()?.into()))
 }
 
 /// A profile read into cfghub's model: summarise it (`info`), take its tables (`tables`) or
