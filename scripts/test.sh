@@ -4,7 +4,8 @@
 # pbzip2 (whose files cfghub must read), binutils (addr2line, objcopy, readelf, strip, nm, c++filt), dwz,
 # Go (go tool pprof), Chromium, bolt-19, llvm-19 and clang-19 (llvm-bolt, perf2bolt, llvm-profgen,
 # llvm-profdata, clang -fprofile-sample-use), groff (manual pages), script (bsdutils), a JDK and pyspark (Spark in local
-# mode), python's networkx, the speedscope viewer (npm, under
+# mode), python's networkx, pytest and the cfghub module itself (pip install ./python, which
+# fetches maturin), the speedscope viewer (npm, under
 # target/speedscope) and the Firefox Profiler's command-line client (npm, under
 # target/firefox-profiler). Needs root for apt-get on a fresh machine.
 set -euo pipefail
@@ -37,3 +38,10 @@ python3 -c 'import pyspark' 2>/dev/null || python3 -m pip install --quiet pyspar
   || npm install --silent --no-audit --no-fund --prefix target/firefox-profiler @firefox-devtools/profiler-cli@0.10.0 >/dev/null
 
 cargo test --workspace --features tables "$@"
+
+# The Python module (python/, built by maturin into this Python) and its tests (tests/python):
+# the module against the command line just built, and the Spark job in local mode.
+python3 -c 'import pytest' 2>/dev/null || python3 -m pip install --quiet pytest
+python3 -m pip install --quiet ./python
+cargo build --quiet --bin cfghub
+CFGHUB="$PWD/target/debug/cfghub" python3 -m pytest -q tests/python
