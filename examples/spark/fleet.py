@@ -47,13 +47,12 @@ PER_SAMPLE = {"samples", "sample_labels"}
 TREE_KEYS = {"stack_nodes": ["node"], "frames": ["frame"]}
 
 
-def spark_type(arrow_type):
-    """The Spark type of an Arrow column: Spark has no unsigned integers, so 32-bit ones widen
-    to 64 bits and 64-bit ones (addresses) become DECIMAL(20,0), both exact."""
+def spark_type_of_arrow(arrow_type):
+    """The Spark type of a column in the Arrow types Spark takes (`spark_arrow_type`)."""
     from pyspark.sql import types as T
 
-    if pa.types.is_uint64(arrow_type):
-        return T.DecimalType(20, 0)
+    if pa.types.is_decimal(arrow_type):
+        return T.DecimalType(arrow_type.precision, arrow_type.scale)
     if pa.types.is_integer(arrow_type):
         return T.LongType()
     if pa.types.is_boolean(arrow_type):
@@ -62,7 +61,9 @@ def spark_type(arrow_type):
 
 
 def spark_arrow_type(arrow_type):
-    """The Arrow type Spark expects for a column of `spark_type(arrow_type)`."""
+    """The Arrow type a column of cfghub's tables takes in Spark, which has no unsigned
+    integers: 32-bit ones widen to 64 bits, 64-bit ones (addresses) become DECIMAL(20,0), both
+    exact."""
     if pa.types.is_uint64(arrow_type):
         return pa.decimal128(20, 0)
     if pa.types.is_integer(arrow_type):
@@ -78,14 +79,34 @@ def table_schemas():
     return {name: tables[name].schema for name in TABLES}
 
 
-def union_schema(schemas, keys):
-    """One row type for every table: which table a row belongs to, the partition labels, and
-    each table's columns under `<table>__<column>` (null in the other tables' rows)."""
-    fields = [pa.field("table", pa.string())]
-    fields += [pa.field(f"label__{k}", pa.string()) for k in keys]
+def union_columns(schemas):
+    """Where each table's columns go in the one row type all tables share: a column of one name
+    and type in several tables (`profile_id`, `process`, `node`, `frame`, ...) is one column;
+    a name with two types (`value`: a sample's number, a label's text) one column per type.
+    Returns {(table, column): union column name}."""
+    types = {}
     for name in TABLES:
         for f in schemas[name]:
-            fields.append(pa.field(f"{name}__{f.name}", spark_arrow_type(f.type)))
+            types.setdefault(f.name, set()).add(str(spark_arrow_type(f.type)))
+    return {
+        (name, f.name): f.name if len(types[f.name]) == 1 else f"{f.name}_{spark_arrow_type(f.type)}"
+        for name in TABLES
+        for f in schemas[name]
+    }
+
+
+def union_schema(schemas, keys):
+    """One row type for every table: which table a row belongs to, the partition labels, and
+    the tables' columns (`union_columns`), null where a row's table has no such column."""
+    fields = [pa.field("table", pa.string())]
+    fields += [pa.field(f"label__{k}", pa.string()) for k in keys]
+    seen = set()
+    for name in TABLES:
+        for f in schemas[name]:
+            column = union_columns(schemas)[(name, f.name)]
+            if column not in seen:
+                seen.add(column)
+                fields.append(pa.field(column, spark_arrow_type(f.type)))
     return pa.schema(fields)
 
 
@@ -108,17 +129,38 @@ def profile_id(path):
     return f"{parts[-2]}/{stem}" if len(parts) > 1 else stem
 
 
-def convert_in_executor(batches, schema, pattern, keys):
+def distinct(table, key):
+    """The first row of `table` of each value of `key` (hashed: the distinct keys, then the
+    first row of each)."""
+    ids = table[key].combine_chunks()
+    return table.take(pc.index_in(pc.unique(ids), value_set=ids))
+
+
+def union_batches(name, table, schema, where, labels, keys):
+    """`table` (of table `name`) as record batches of the union schema."""
+    n = table.num_rows
+    columns = {"table": pa.array([name] * n, pa.string())}
+    if name in PER_SAMPLE:
+        for k in keys:
+            columns[f"label__{k}"] = label_of_rows(table, labels, k)
+    for f in table.schema:
+        columns[where[(name, f.name)]] = table[f.name].cast(spark_arrow_type(f.type))
+    out = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    return pa.Table.from_arrays(out, schema=schema).to_batches()
+
+
+def convert_in_executor(batches, schemas, schema, pattern, keys):
     """mapInArrow's function: each input file (path, content) read by cfghub and turned into
-    its stack tables, as record batches of the union schema."""
+    its stack tables, as record batches of the union schema. A node or frame of the call tree
+    goes out once per batch of inputs: the hosts of a fleet share most of their paths (the job
+    keeps each id once over all batches)."""
     import cfghub
 
-    # The call tree's rows this task has sent: the hosts of a fleet share most of their paths,
-    # and a node or frame sent once needs no second row (the job keeps each id once anyway).
-    sent = {name: set() for name in TREE_KEYS}
+    where = union_columns(schemas)
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
+        tree = {name: [] for name in TREE_KEYS}
         for i, path in enumerate(paths):
             local = path[len("file:"):] if path.startswith("file:") else path
             profile = cfghub.read(contents[i].as_buffer(), name=local, quiet=True, label_from_path=pattern)
@@ -130,21 +172,13 @@ def convert_in_executor(batches, schema, pattern, keys):
                     # A partition key's labels are the partition folders' names, as cfghub writes.
                     table = table.filter(pc.invert(pc.is_in(table["key"], pa.array(keys))))
                 if name in TREE_KEYS:
-                    key = TREE_KEYS[name][0]
-                    ids = table[key].to_pylist()
-                    new = [i not in sent[name] for i in ids]
-                    sent[name].update(ids)
-                    table = table.filter(pa.array(new))
-                if table.num_rows == 0:
-                    continue
-                columns = {"table": pa.array([name] * table.num_rows, pa.string())}
-                if name in PER_SAMPLE:
-                    for k in keys:
-                        columns[f"label__{k}"] = label_of_rows(table, labels, k)
-                for f in table.schema:
-                    columns[f"{name}__{f.name}"] = table[f.name].cast(spark_arrow_type(f.type))
-                out = [columns.get(f.name, pa.nulls(table.num_rows, f.type)) for f in schema]
-                yield from pa.Table.from_arrays(out, schema=schema).to_batches()
+                    tree[name].append(table)
+                elif table.num_rows:
+                    yield from union_batches(name, table, schema, where, labels, keys)
+        for name, parts in tree.items():
+            table = distinct(pa.concat_tables(parts), TREE_KEYS[name][0]) if parts else None
+            if table is not None and table.num_rows:
+                yield from union_batches(name, table, schema, where, None, keys)
 
 
 def pattern_fields(pattern):
@@ -161,13 +195,7 @@ def run(spark, inputs, out, pattern, keys, top):
     schemas = table_schemas()
     schema = union_schema(schemas, keys)
     spark_schema = T.StructType(
-        [T.StructField("table", T.StringType())]
-        + [T.StructField(f"label__{k}", T.StringType()) for k in keys]
-        + [
-            T.StructField(f"{name}__{f.name}", spark_type(f.type))
-            for name in TABLES
-            for f in schemas[name]
-        ]
+        [T.StructField(f.name, spark_type_of_arrow(f.type)) for f in schema]
     )
     files = (
         spark.read.format("binaryFile")
@@ -175,12 +203,13 @@ def run(spark, inputs, out, pattern, keys, top):
         .load(inputs)
         .select("path", "content")
     )
-    rows = files.mapInArrow(lambda it: convert_in_executor(it, schema, pattern, keys), spark_schema)
+    rows = files.mapInArrow(lambda it: convert_in_executor(it, schemas, schema, pattern, keys), spark_schema)
     # Every table is cut out of the one conversion: kept, not converted once per table.
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    where = union_columns(schemas)
     for name in TABLES:
         part = rows.where(F.col("table") == name)
-        columns = [F.col(f"{name}__{f.name}").alias(f.name) for f in schemas[name]]
+        columns = [F.col(where[(name, f.name)]).alias(f.name) for f in schemas[name]]
         if name in PER_SAMPLE:
             columns += [F.col(f"label__{k}").alias(k) for k in keys]
             part.select(columns).write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
