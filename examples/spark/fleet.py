@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -45,6 +46,8 @@ TABLES = ["samples", "sample_labels", "stack_nodes", "frames", "events"]
 # same node in two profiles the same row, kept once.
 PER_SAMPLE = {"samples", "sample_labels"}
 TREE_KEYS = {"stack_nodes": ["node"], "frames": ["frame"]}
+# Rows of a record batch handed to Spark: bounds what a task holds at once in the JVM.
+ROWS_PER_BATCH = 1 << 16
 
 
 def spark_type_of_arrow(arrow_type):
@@ -79,34 +82,12 @@ def table_schemas():
     return {name: tables[name].schema for name in TABLES}
 
 
-def union_columns(schemas):
-    """Where each table's columns go in the one row type all tables share: a column of one name
-    and type in several tables (`profile_id`, `process`, `node`, `frame`, ...) is one column;
-    a name with two types (`value`: a sample's number, a label's text) one column per type.
-    Returns {(table, column): union column name}."""
-    types = {}
-    for name in TABLES:
-        for f in schemas[name]:
-            types.setdefault(f.name, set()).add(str(spark_arrow_type(f.type)))
-    return {
-        (name, f.name): f.name if len(types[f.name]) == 1 else f"{f.name}_{spark_arrow_type(f.type)}"
-        for name in TABLES
-        for f in schemas[name]
-    }
-
-
-def union_schema(schemas, keys):
-    """One row type for every table: which table a row belongs to, the partition labels, and
-    the tables' columns (`union_columns`), null where a row's table has no such column."""
-    fields = [pa.field("table", pa.string())]
-    fields += [pa.field(f"label__{k}", pa.string()) for k in keys]
-    seen = set()
-    for name in TABLES:
-        for f in schemas[name]:
-            column = union_columns(schemas)[(name, f.name)]
-            if column not in seen:
-                seen.add(column)
-                fields.append(pa.field(column, spark_arrow_type(f.type)))
+def output_schema(schema, name, keys):
+    """The Arrow schema of table `name`'s rows as the job hands them to Spark: its columns in
+    Spark's types, and the partition labels of the samples' tables."""
+    fields = [pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in schema]
+    if name in PER_SAMPLE:
+        fields += [pa.field(k, pa.string()) for k in keys]
     return pa.schema(fields)
 
 
@@ -136,49 +117,43 @@ def distinct(table, key):
     return table.take(pc.index_in(pc.unique(ids), value_set=ids))
 
 
-def union_batches(name, table, schema, where, labels, keys):
-    """`table` (of table `name`) as record batches of the union schema."""
-    n = table.num_rows
-    columns = {"table": pa.array([name] * n, pa.string())}
-    if name in PER_SAMPLE:
-        for k in keys:
-            columns[f"label__{k}"] = label_of_rows(table, labels, k)
-    for f in table.schema:
-        columns[where[(name, f.name)]] = table[f.name].cast(spark_arrow_type(f.type))
-    out = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(out, schema=schema).to_batches()
-
-
-def convert_in_executor(batches, schemas, schema, pattern, keys):
-    """mapInArrow's function: each input file (path, content) read by cfghub and turned into
-    its stack tables, as record batches of the union schema. A node or frame of the call tree
-    goes out once per batch of inputs: the hosts of a fleet share most of their paths (the job
-    keeps each id once over all batches)."""
+def table_in_executor(batches, name, schema, pattern, keys):
+    """mapInArrow's function for table `name`: each input file (path, content) read by cfghub,
+    and that table of it as record batches of `schema` (`output_schema`). A node or frame of the
+    call tree goes out once per task, at its end: the hosts of a fleet share most of their paths
+    (the job keeps each id once over all tasks)."""
     import cfghub
 
-    where = union_columns(schemas)
+    wanted = [name, "sample_labels"] if name in PER_SAMPLE else [name]
+    kept, seen = [], None
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
-        tree = {name: [] for name in TREE_KEYS}
         for i, path in enumerate(paths):
             local = path[len("file:"):] if path.startswith("file:") else path
             profile = cfghub.read(contents[i].as_buffer(), name=local, quiet=True, label_from_path=pattern)
-            tables = profile.tables(profile_id=profile_id(local))
-            labels = tables["sample_labels"]
-            for name in TABLES:
-                table = tables[name]
-                if name == "sample_labels" and keys:
-                    # A partition key's labels are the partition folders' names, as cfghub writes.
-                    table = table.filter(pc.invert(pc.is_in(table["key"], pa.array(keys))))
-                if name in TREE_KEYS:
-                    tree[name].append(table)
-                elif table.num_rows:
-                    yield from union_batches(name, table, schema, where, labels, keys)
-        for name, parts in tree.items():
-            table = distinct(pa.concat_tables(parts), TREE_KEYS[name][0]) if parts else None
-            if table is not None and table.num_rows:
-                yield from union_batches(name, table, schema, where, None, keys)
+            tables = profile.tables(profile_id=profile_id(local), only=wanted)
+            table = tables[name]
+            if name == "sample_labels" and keys:
+                # A partition key's labels are the partition folders' names, as cfghub writes.
+                table = table.filter(pc.invert(pc.is_in(table["key"], pa.array(keys))))
+            columns = [table[f.name].cast(spark_arrow_type(f.type)) for f in table.schema]
+            if name in PER_SAMPLE:
+                columns += [label_of_rows(table, tables["sample_labels"], k) for k in keys]
+            table = pa.Table.from_arrays(columns, schema=schema)
+            if name in TREE_KEYS:
+                # Only what the task has not met yet is kept, each id once.
+                key = TREE_KEYS[name][0]
+                if seen is not None:
+                    table = table.filter(pc.invert(pc.is_in(table[key], value_set=seen)))
+                table = distinct(table, key)
+                kept.append(table)
+                ids = table[key].combine_chunks()
+                seen = ids if seen is None else pa.concat_arrays([seen, ids])
+            elif table.num_rows:
+                yield from table.to_batches(max_chunksize=ROWS_PER_BATCH)
+    for table in kept:
+        yield from table.to_batches(max_chunksize=ROWS_PER_BATCH)
 
 
 def pattern_fields(pattern):
@@ -188,38 +163,43 @@ def pattern_fields(pattern):
 
 
 def run(spark, inputs, out, pattern, keys, top):
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
+    """Converts the profiles under `inputs` into the fleet `out`, a table at a time: each pass
+    reads the inputs again and makes only its table of each (reading is cheap beside what
+    Spark does with a row; one pass keeping every table's rows for the others cost 30x)."""
     schemas = table_schemas()
-    schema = union_schema(schemas, keys)
-    spark_schema = T.StructType(
-        [T.StructField(f.name, spark_type_of_arrow(f.type)) for f in schema]
-    )
     files = (
         spark.read.format("binaryFile")
         .option("recursiveFileLookup", "true")
         .load(inputs)
         .select("path", "content")
     )
-    rows = files.mapInArrow(lambda it: convert_in_executor(it, schemas, schema, pattern, keys), spark_schema)
-    # Every table is cut out of the one conversion: kept, not converted once per table.
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    where = union_columns(schemas)
+    seconds = {}
     for name in TABLES:
-        part = rows.where(F.col("table") == name)
-        columns = [F.col(where[(name, f.name)]).alias(f.name) for f in schemas[name]]
+        started = time.monotonic()
+        schema = output_schema(schemas[name], name, keys)
+        spark_schema = spark_struct(schema)
+        rows = files.mapInArrow(
+            lambda it, name=name, schema=schema: table_in_executor(it, name, schema, pattern, keys), spark_schema
+        )
         if name in PER_SAMPLE:
-            columns += [F.col(f"label__{k}").alias(k) for k in keys]
-            part.select(columns).write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
+            rows.write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
         else:
-            table = part.select(columns)
             if name in TREE_KEYS:
-                table = table.dropDuplicates(TREE_KEYS[name])
-            table.write.mode("overwrite").parquet(f"{out}/{name}")
-    rows.unpersist()
-    return answers(spark, out, keys, top)
+                rows = rows.dropDuplicates(TREE_KEYS[name])
+            rows.write.mode("overwrite").parquet(f"{out}/{name}")
+        seconds[name] = round(time.monotonic() - started, 2)
+    started = time.monotonic()
+    result = answers(spark, out, keys, top)
+    seconds["queries"] = round(time.monotonic() - started, 2)
+    result["seconds"] = seconds
+    return result
+
+
+def spark_struct(schema):
+    """The Spark row type of an Arrow schema in Spark's types."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, spark_type_of_arrow(f.type), f.nullable) for f in schema])
 
 
 def answers(spark, out, keys, top):
@@ -270,6 +250,8 @@ def main(argv=None):
         builder = builder.config("spark.driver.memory", "2g")
     spark = (
         builder.config("spark.sql.shuffle.partitions", "8")
+        # A batch of input rows is that many whole files: a few at a time.
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
@@ -283,6 +265,7 @@ def main(argv=None):
     else:
         for event, name, value in result["top"]:
             print(f"{value:>14} {event:<10} {name}")
+        print("\nseconds: " + ", ".join(f"{k} {v}" for k, v in result["seconds"].items()))
         for key in (k for k in result if k.startswith("per_")):
             print()
             for label, event, value in result[key]:

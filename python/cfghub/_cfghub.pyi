@@ -54,10 +54,13 @@ class Profile:
     def info(self, top: int = 10) -> Dict[str, Any]:
         """What ``cfghub info --json`` prints of it: processes, threads, images, edges, the
         ``top`` hottest routines and loops, samples, memory."""
-    def tables(self, profile_id: Optional[str] = None) -> Dict[str, pyarrow.Table]:
+    def tables(
+        self, profile_id: Optional[str] = None, only: Optional[List[str]] = None
+    ) -> Dict[str, pyarrow.Table]:
         """Its tables as the ``tables`` format writes them (docs/formats/tables.md): table name
-        to ``pyarrow.Table``, through the Arrow C data interface, no files. Every row's
-        ``profile_id`` is ``profile_id`` (default: the input's name up to its first dot)."""
+        to ``pyarrow.Table``, through the Arrow C data interface, no files; those ``only``
+        names, or all. Every row's ``profile_id`` is ``profile_id`` (default: the input's name
+        up to its first dot)."""
     def write(self, output: _Path, *, quiet: bool = False, **options: _Option) -> None:
         """Writes it to ``output`` in the format ``to=`` or the one the name asks for, with the
         options of ``cfghub convert`` as keywords (``compression="zstd"``, ``pretty=True``)."""

@@ -183,11 +183,19 @@ impl Profile {
 
     /// Its tables, as the `tables` format writes them (docs/formats/tables.md), as a dict of
     /// table name to `pyarrow.Table`, handed over through the Arrow C data interface without
-    /// files. Every row's `profile_id` is `profile_id` (default: the input's name up to its
-    /// first dot).
-    #[pyo3(signature = (profile_id = None))]
-    fn tables<'py>(&self, py: Python<'py>, profile_id: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
-        let made = py.detach(|| embed::tables(&self.inner, profile_id)).map_err(|e| exception(py, e))?;
+    /// files: those `only` names (`["samples", "stack_nodes", "frames"]`), or all. Every row's
+    /// `profile_id` is `profile_id` (default: the input's name up to its first dot).
+    #[pyo3(signature = (profile_id = None, only = None))]
+    fn tables<'py>(
+        &self,
+        py: Python<'py>,
+        profile_id: Option<&str>,
+        only: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let only: Option<Vec<&str>> = only.as_ref().map(|o| o.iter().map(String::as_str).collect());
+        let made = py
+            .detach(|| embed::tables(&self.inner, profile_id, only.as_deref()))
+            .map_err(|e| exception(py, e))?;
         let reader = py.import("pyarrow")?.getattr("RecordBatchReader")?;
         let out = PyDict::new(py);
         for table in made {

@@ -161,11 +161,15 @@ pub fn write(profile: &Profile, args: &[String], quiet: bool) -> Result<()> {
     super::check_findings(&args.output, &findings, quiet)
 }
 
-/// The tables of `profile` in memory as Arrow record batches, in the order of
-/// [`cfghub_formats::tables::TABLES`], every row's `profile_id` `id` (default: the input's
-/// name up to its first dot, as a fleet names it).
+/// The tables of `profile` (those `only` names, or all) in memory as Arrow record batches,
+/// every row's `profile_id` `id` (default: the input's name up to its first dot, as a fleet
+/// names it).
 #[cfg(feature = "arrow")]
-pub fn tables(profile: &Profile, id: Option<&str>) -> Result<Vec<cfghub_formats::tables::arrow::Batches>> {
+pub fn tables(
+    profile: &Profile,
+    id: Option<&str>,
+    only: Option<&[&str]>,
+) -> Result<Vec<cfghub_formats::tables::arrow::Batches>> {
     let id = id.map_or_else(|| super::convert::input_stem(&profile.name), str::to_string);
-    cfghub_formats::tables::arrow_tables(&profile.loaded.profile, &id)
+    cfghub_formats::tables::arrow_tables(&profile.loaded.profile, &id, only)
 }

@@ -83,6 +83,16 @@ def test_tables_equal_the_files_the_command_line_writes(fmt, path, tmp_path):
     tables_equal(cfghub.read(path).tables(profile_id="run"), folder)
 
 
+def test_tables_only_makes_the_tables_named():
+    p = cfghub.read(FIXTURES / "dcfg/hello-world.dcfg.json")
+    every = p.tables(profile_id="x")
+    for name in every:
+        assert p.tables(profile_id="x", only=[name]) == {name: every[name]}
+    with pytest.raises(cfghub.UsageError) as e:
+        p.tables(only=["no_such_table"])
+    assert "no_such_table" in e.value.message and "samples" in e.value.message
+
+
 def test_bytes_read_as_the_file_does_and_their_name_tells_the_format(tmp_path):
     path = FIXTURES / "pprof/burn.cpu.pb.gz"
     from_file = cfghub.read(path).tables(profile_id="x")

@@ -73,7 +73,8 @@ pub fn write(
     let id: Arc<str> = Arc::from(opts.profile_id.clone().unwrap_or_else(|| profile_id_for(target)).as_str());
     let fleet = super::layout::is_fleet(target);
     if !opts.fleet && opts.partition_by.is_empty() && !fleet {
-        return make_tables(profile, Some(Layout::Folder(dir.to_path_buf())), id, opts.compression).map(drop);
+        return make_tables(profile, Some(Layout::Folder(dir.to_path_buf())), id, opts.compression, None)
+            .map(drop);
     }
     // A profile added to a fleet goes under the partitions the fleet has, unless asked.
     let keys = if opts.partition_by.is_empty() && fleet {
@@ -88,25 +89,36 @@ pub fn write(
         let partition: PathBuf =
             keys.iter().zip(&values).map(|(k, v)| partition_dir(k, v.as_deref())).collect();
         let layout = Layout::Fleet { root: dir.to_path_buf(), partition, file: id.to_string() };
-        make_tables(&part, Some(layout), id.clone(), opts.compression)?;
+        make_tables(&part, Some(layout), id.clone(), opts.compression, None)?;
     }
     Ok(())
 }
 
-/// The tables of `profile` as Arrow record batches, in the order of [`TABLES`], each row's
-/// `profile_id` `id`: what `write` writes to one profile's folder, without the files.
+/// The tables of `profile` as Arrow record batches, each row's `profile_id` `id`: what `write`
+/// writes to one profile's folder, without the files; those `only` names, or all. A name that
+/// is no table is a usage error listing them.
 #[cfg(feature = "arrow")]
-pub fn arrow_tables(profile: &Profile, id: &str) -> Result<Vec<super::arrow::Batches>> {
-    let made = make_tables(profile, None, Arc::from(id), Compression::default())?;
+pub fn arrow_tables(
+    profile: &Profile,
+    id: &str,
+    only: Option<&[&str]>,
+) -> Result<Vec<super::arrow::Batches>> {
+    if let Some(unknown) = only.into_iter().flatten().find(|n| !TABLES.iter().any(|(t, _)| t == *n)) {
+        let all: Vec<&str> = TABLES.iter().map(|(t, _)| *t).collect();
+        return Err(Error::usage(format!("no table is called `{unknown}`; the tables: {}", all.join(", "))));
+    }
+    let made = make_tables(profile, None, Arc::from(id), Compression::default(), only)?;
     Ok(made.into_iter().filter_map(|f| f.batches).collect())
 }
 
-/// Makes the tables of `profile`: written where `layout` says, or, without one, in memory.
+/// Makes the tables of `profile` (those `only` names, or all): written where `layout` says,
+/// or, without one, in memory.
 fn make_tables(
     profile: &Profile,
     layout: Option<Layout>,
     id: Arc<str>,
     compression: Compression,
+    only: Option<&[&str]>,
 ) -> Result<Vec<super::columns::Finished>> {
     let routines: Vec<Vec<Cow<'_, [Routine]>>> = profile
         .processes
@@ -147,37 +159,39 @@ fn make_tables(
     };
     type Fill = fn(&Context<'_>) -> Table;
     let in_fleet = matches!(cx.layout, Some(Layout::Fleet { .. }));
-    let fills: &[Fill] = &[
-        profile_table,
-        headers,
-        events,
-        files,
-        processes,
-        threads,
-        images,
-        symbols,
-        source_lines,
-        blocks,
-        block_counts,
-        edges,
-        edge_counts,
-        edge_costs,
-        routines_table,
-        routine_blocks,
-        loops,
-        loop_blocks,
-        costs,
-        block_lines,
-        coverage,
-        samples,
-        sample_labels,
-        inline_frames,
-        call_contexts,
-        call_context_costs,
+    let fills: &[(&str, Fill)] = &[
+        ("profile", profile_table),
+        ("headers", headers),
+        ("events", events),
+        ("files", files),
+        ("processes", processes),
+        ("threads", threads),
+        ("images", images),
+        ("symbols", symbols),
+        ("source_lines", source_lines),
+        ("blocks", blocks),
+        ("block_counts", block_counts),
+        ("edges", edges),
+        ("edge_counts", edge_counts),
+        ("edge_costs", edge_costs),
+        ("routines", routines_table),
+        ("routine_blocks", routine_blocks),
+        ("loops", loops),
+        ("loop_blocks", loop_blocks),
+        ("costs", costs),
+        ("block_lines", block_lines),
+        ("coverage", coverage),
+        ("samples", samples),
+        ("sample_labels", sample_labels),
+        ("inline_frames", inline_frames),
+        ("call_contexts", call_contexts),
+        ("call_context_costs", call_context_costs),
     ];
     // A fleet's frames and call paths are its shared tree, written apart (`super::tree`).
-    let tree: &[Fill] = if in_fleet { &[] } else { &[frames, stack_nodes] };
-    fills.par_iter().chain(tree).map(|fill| fill(&cx).finish()).collect()
+    let tree: &[(&str, Fill)] =
+        if in_fleet { &[] } else { &[("frames", frames), ("stack_nodes", stack_nodes)] };
+    let wanted = |(name, _): &&(&str, Fill)| only.is_none_or(|only| only.contains(name));
+    fills.par_iter().chain(tree).filter(wanted).map(|(_, fill)| fill(&cx).finish()).collect()
 }
 
 fn profile_table(cx: &Context<'_>) -> Table {
