@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use cfghub_model::error::{Error, Findings, Result};
-use cfghub_model::ir::{rounded, EventId, FrameId, FrameSource, Profile, Stacks, NO_INDEX};
+use cfghub_model::ir::{power_of_ten, rounded, EventId, FrameId, FrameSource, Profile, Stacks, NO_INDEX};
 
 /// The name V8's tools show for a function whose `functionName` is empty.
 pub(crate) const ANONYMOUS: &str = "(anonymous)";
@@ -456,19 +456,23 @@ impl Weighing {
             };
             let time = match self.time {
                 Some((e, scale)) => {
+                    // Microseconds are `numerator / denominator`: the value, its decimal
+                    // places and its unit's scale.
                     let v = s.values.get(e).copied().unwrap_or(0);
-                    let decimals = stacks.decimals_of(e);
-                    let micros = match scale {
-                        Scale::Multiply(m) => v.checked_mul(m),
-                        Scale::Divide(d) => Some(v / d),
+                    let places = power_of_ten(stacks.decimals_of(e));
+                    let (numerator, denominator) = match scale {
+                        Scale::Multiply(m) => (v.checked_mul(m), places),
+                        Scale::Divide(d) => (Some(v), places * d),
                     };
-                    let exact = match scale {
-                        Scale::Multiply(_) => decimals == 0,
-                        Scale::Divide(d) => decimals == 0 && v % d == 0,
-                    };
-                    let micros = micros.map(|m| rounded(m, decimals));
-                    self.rounded += usize::from(!exact && micros.is_some_and(|m| m != 0));
-                    micros
+                    numerator.map(|n| {
+                        self.rounded += usize::from(n % denominator != 0);
+                        let (q, r) = (n / denominator, n % denominator);
+                        if r.abs() * 2 >= denominator {
+                            q + n.signum()
+                        } else {
+                            q
+                        }
+                    })
                 }
                 None => {
                     self.spaced = true;
