@@ -60,16 +60,12 @@ pub(crate) fn write(
             }
             let id = format!("0x{next_id:x}");
             next_id += 1;
-            event_start(&mut buf, &mut first, "P", "Profile", pid, tid);
-            buf.extend_from_slice(b",\"cat\":\"");
-            buf.extend_from_slice(CATEGORY.as_bytes());
-            buf.extend_from_slice(b"\",\"id\":\"");
+            event_start(&mut buf, &mut first, "P", "Profile", CATEGORY, pid, tid);
+            buf.extend_from_slice(b",\"id\":\"");
             buf.extend_from_slice(id.as_bytes());
             buf.extend_from_slice(b"\",\"args\":{\"data\":{\"startTime\":0}}}");
-            event_start(&mut buf, &mut first, "P", "ProfileChunk", pid, tid);
-            buf.extend_from_slice(b",\"cat\":\"");
-            buf.extend_from_slice(CATEGORY.as_bytes());
-            buf.extend_from_slice(b"\",\"id\":\"");
+            event_start(&mut buf, &mut first, "P", "ProfileChunk", CATEGORY, pid, tid);
+            buf.extend_from_slice(b",\"id\":\"");
             buf.extend_from_slice(id.as_bytes());
             buf.extend_from_slice(b"\",\"args\":{\"data\":{\"cpuProfile\":{\"nodes\":[");
             written.push_nodes(&mut buf, true);
@@ -90,8 +86,9 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// An event's first fields, `{"ph":…,"name":…,"pid":…,"tid":…,"ts":0`, one a line.
-fn event_start(buf: &mut Vec<u8>, first: &mut bool, ph: &str, name: &str, pid: u64, tid: u64) {
+/// An event's first fields, `{"ph":…,"name":…,"cat":…,"pid":…,"tid":…,"ts":0`, one a line.
+/// speedscope takes a file for a trace when its first event has `ph`, `cat`, `pid` and `tid`.
+fn event_start(buf: &mut Vec<u8>, first: &mut bool, ph: &str, name: &str, cat: &str, pid: u64, tid: u64) {
     if !*first {
         buf.push(b',');
     }
@@ -100,6 +97,8 @@ fn event_start(buf: &mut Vec<u8>, first: &mut bool, ph: &str, name: &str, pid: u
     json_string(buf, ph);
     buf.extend_from_slice(b",\"name\":");
     json_string(buf, name);
+    buf.extend_from_slice(b",\"cat\":");
+    json_string(buf, cat);
     buf.extend_from_slice(b",\"pid\":");
     buf.extend_from_slice(itoa::Buffer::new().format(pid).as_bytes());
     buf.extend_from_slice(b",\"tid\":");
@@ -109,7 +108,8 @@ fn event_start(buf: &mut Vec<u8>, first: &mut bool, ph: &str, name: &str, pid: u
 
 /// A metadata event naming a process or thread.
 fn metadata(buf: &mut Vec<u8>, first: &mut bool, what: &str, pid: u64, tid: u64, name: &str) {
-    event_start(buf, first, "M", what, pid, tid);
+    // Chrome's own category of metadata events.
+    event_start(buf, first, "M", what, "__metadata", pid, tid);
     buf.extend_from_slice(b",\"args\":{\"name\":");
     json_string(buf, name);
     buf.extend_from_slice(b"}}");

@@ -49,7 +49,7 @@ pub(crate) fn write(
     buf.extend_from_slice(b"{\"nodes\":[");
     written.push_nodes(&mut buf, false);
     buf.extend_from_slice(b"],\"startTime\":0,\"endTime\":");
-    buf.extend_from_slice(itoa::Buffer::new().format(written.duration()).as_bytes());
+    buf.extend_from_slice(itoa::Buffer::new().format(written.end_time()).as_bytes());
     buf.extend_from_slice(b",\"samples\":[");
     written.push_samples(&mut buf);
     buf.extend_from_slice(b"],\"timeDeltas\":[");

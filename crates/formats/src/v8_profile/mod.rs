@@ -344,22 +344,25 @@ impl<'p> Written<'p> {
         self.push_ids(buf, &self.samples);
     }
 
-    /// Appends the time deltas, comma-separated: the first sample at the start (0), each
-    /// other the time the one before it lasts.
+    /// Appends the time deltas, comma-separated: the first sample one interval
+    /// ([`SAMPLE_INTERVAL_US`]) after the start, as V8 takes its first, each other the time
+    /// the one before it lasts. (The Firefox Profiler leaves out a sample less than half a
+    /// millisecond after the one before, or after the start for the first.)
     pub(crate) fn push_deltas(&self, buf: &mut Vec<u8>) {
         let mut int = itoa::Buffer::new();
         for k in 0..self.samples.len() {
             if k > 0 {
                 buf.push(b',');
             }
-            let delta = if k == 0 { 0 } else { self.lasts[k - 1] };
+            let delta = if k == 0 { SAMPLE_INTERVAL_US } else { self.lasts[k - 1] };
             buf.extend_from_slice(int.format(delta).as_bytes());
         }
     }
 
-    /// The time from the first sample to the end of the last.
-    pub(crate) fn duration(&self) -> u64 {
-        self.lasts.iter().fold(0u64, |a, &l| a.saturating_add(l))
+    /// The end of the last sample, for a profile that starts at 0: the first sample's
+    /// delta, and every sample's time.
+    pub(crate) fn end_time(&self) -> u64 {
+        self.lasts.iter().fold(SAMPLE_INTERVAL_US, |a, &l| a.saturating_add(l))
     }
 }
 
