@@ -19,13 +19,14 @@
 //! durations; `B` and `E` open and close one on their thread, nested. V8's sampling profiler
 //! writes a `Profile` event on the thread it profiles, then `ProfileChunk` events (from its
 //! own thread) with the same `id`: each holds the call-tree nodes new since the last chunk,
-//! samples and their time deltas (see [`crate::v8_profile`]). Other events (instants,
+//! samples and their time deltas (see [`crate::v8_profile`]); the last, written when
+//! profiling stops, its `endTime`. Other events (instants,
 //! counters, flows, async events) hold no stacks and are left out.
 //!
 //! Model: a process per `pid` and a thread per `tid` in it, in order of appearance, their
 //! names as the labels `process_name` and `thread_name` of their samples. A profile's samples
 //! are on the thread of its `Profile` event with the values `samples` (1) and `time` (the
-//! microseconds until the next sample); each duration event is a sample of its stack of
+//! microseconds until the next sample, the last until `endTime`, or none without it); each duration event is a sample of its stack of
 //! enclosing events on its thread, of value `duration`: its self time in microseconds. The
 //! writer writes the model's stacks as a `Profile` and a `ProfileChunk` per thread. See
 //! docs/formats/chrome-trace.md for the mapping.

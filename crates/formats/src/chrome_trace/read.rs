@@ -72,6 +72,9 @@ struct V8Profile {
     thread: Option<ThreadKey>,
     /// `args.data.startTime` of the `Profile` event (µs).
     start: Option<i64>,
+    /// `args.data.endTime` of the last chunk that has one (µs): V8 writes it when profiling
+    /// stops.
+    end: Option<i64>,
     tree: NodeTree,
     /// Each sample's node id and where it is stated.
     samples: Vec<(u64, usize, usize)>,
@@ -222,6 +225,9 @@ impl Gathered {
         }
         profile.thread.get_or_insert(thread);
         let Some(data) = data else { return Ok(()) };
+        if let Some(end) = data.get("endTime").and_then(Value::as_i64) {
+            profile.end = Some(end);
+        }
         let cpu = data.get("cpuProfile");
         if let Some(nodes) = cpu.and_then(|c| c.get("nodes")) {
             let at = format!("{place}.args.data.cpuProfile.nodes");
@@ -481,7 +487,7 @@ impl Model {
             })
             .collect::<Result<_>>()?;
         let start = v8.start.unwrap_or(0);
-        let times = sample_times(start, &v8.deltas, None).map_err(|k| {
+        let times = sample_times(start, &v8.deltas, v8.end).map_err(|k| {
             let (_, event, s) = v8.samples[k];
             bad(
                 format!("{}.args.data.timeDeltas[{s}]", g.place(event)),

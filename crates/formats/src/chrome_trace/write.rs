@@ -73,7 +73,10 @@ pub(crate) fn write(
             written.push_samples(&mut buf);
             buf.extend_from_slice(b"]},\"timeDeltas\":[");
             written.push_deltas(&mut buf);
-            buf.extend_from_slice(b"]}}}");
+            // The end of the last sample, as V8 states it in the chunk written when it stops.
+            buf.extend_from_slice(b"],\"endTime\":");
+            buf.extend_from_slice(itoa::Buffer::new().format(written.end_time()).as_bytes());
+            buf.extend_from_slice(b"}}}");
             if buf.len() >= 1 << 20 {
                 out.write_all(&buf).map_err(write_error("chrome-trace output"))?;
                 buf.clear();
