@@ -75,10 +75,24 @@ struct V8Profile {
     /// `args.data.endTime` of the last chunk that has one (µs): V8 writes it when profiling
     /// stops.
     end: Option<i64>,
+    /// A `CpuProfile` event's, whose deltas are inside `cpuProfile`.
+    whole: bool,
     tree: NodeTree,
     /// Each sample's node id and where it is stated.
     samples: Vec<(u64, usize, usize)>,
     deltas: Vec<i64>,
+}
+
+/// Which part of a V8 profile an event holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `Profile`: where the profile is, and when it starts.
+    Start,
+    /// `ProfileChunk`: nodes, samples and deltas that continue it.
+    Chunk,
+    /// `CpuProfile` (what DevTools saved before chunks): a whole `.cpuprofile` in
+    /// `args.data.cpuProfile`, its deltas and times inside it.
+    Whole,
 }
 
 /// What reading keeps of the events.
@@ -144,9 +158,9 @@ impl Gathered {
                     _ => {}
                 }
             }
-            "P" | "I" if name == "Profile" || name == "ProfileChunk" => {
-                self.take_profile(i, &e, name == "Profile", thread)?
-            }
+            "P" | "I" if name == "Profile" => self.take_profile(i, &e, Part::Start, thread)?,
+            "P" | "I" if name == "ProfileChunk" => self.take_profile(i, &e, Part::Chunk, thread)?,
+            _ if name == "CpuProfile" => self.take_profile(i, &e, Part::Whole, thread)?,
             "X" => {
                 let start = self.time(i, "ts", e.ts.as_ref())?;
                 let dur = self.time(i, "dur", e.dur.as_ref())?.unwrap_or(0);
@@ -208,8 +222,13 @@ impl Gathered {
         }
     }
 
-    fn take_profile(&mut self, i: usize, e: &RawEvent, opens: bool, thread: ThreadKey) -> Result<()> {
-        let key = (thread.0.clone(), id_text(e.id.as_ref()));
+    fn take_profile(&mut self, i: usize, e: &RawEvent, part: Part, thread: ThreadKey) -> Result<()> {
+        let id = match part {
+            // Each `CpuProfile` is a profile of its own.
+            Part::Whole => format!("event {i}"),
+            Part::Start | Part::Chunk => id_text(e.id.as_ref()),
+        };
+        let key = (thread.0.clone(), id);
         let next = self.profiles.len();
         let k = *self.profile_index.entry(key).or_insert(next);
         if k == next {
@@ -218,17 +237,26 @@ impl Gathered {
         let place = self.place(i);
         let data = e.args.as_ref().and_then(|a| a.get("data"));
         let profile = &mut self.profiles[k];
-        if opens {
+        if part == Part::Start {
             profile.thread = Some(thread);
             profile.start = data.and_then(|d| d.get("startTime")).and_then(Value::as_i64);
             return Ok(());
         }
         profile.thread.get_or_insert(thread);
         let Some(data) = data else { return Ok(()) };
-        if let Some(end) = data.get("endTime").and_then(Value::as_i64) {
+        let cpu = data.get("cpuProfile");
+        // A whole profile states its times inside `cpuProfile`, a chunk beside it.
+        let (times, times_at) = match part {
+            Part::Whole => (cpu.unwrap_or(&Value::Null), format!("{place}.args.data.cpuProfile")),
+            Part::Start | Part::Chunk => (data, format!("{place}.args.data")),
+        };
+        if part == Part::Whole {
+            profile.whole = true;
+            profile.start = times.get("startTime").and_then(Value::as_i64);
+        }
+        if let Some(end) = times.get("endTime").and_then(Value::as_i64) {
             profile.end = Some(end);
         }
-        let cpu = data.get("cpuProfile");
         if let Some(nodes) = cpu.and_then(|c| c.get("nodes")) {
             let at = format!("{place}.args.data.cpuProfile.nodes");
             let nodes = nodes.as_array().ok_or_else(|| bad(at.clone(), "the nodes are not a list"))?;
@@ -247,18 +275,16 @@ impl Gathered {
                 .as_slice(),
             None => &[],
         };
-        let deltas = match data.get("timeDeltas") {
+        let deltas = match times.get("timeDeltas") {
             Some(d) => d
                 .as_array()
-                .ok_or_else(|| {
-                    bad(format!("{place}.args.data.timeDeltas"), "the time deltas are not a list")
-                })?
+                .ok_or_else(|| bad(format!("{times_at}.timeDeltas"), "the time deltas are not a list"))?
                 .as_slice(),
             None => &[],
         };
         if samples.len() != deltas.len() {
             return Err(bad(
-                format!("{place}.args.data.timeDeltas"),
+                format!("{times_at}.timeDeltas"),
                 format!("{} time deltas for {} samples", deltas.len(), samples.len()),
             ));
         }
@@ -268,7 +294,7 @@ impl Gathered {
             })?;
             let delta = delta.as_i64().ok_or_else(|| {
                 bad(
-                    format!("{place}.args.data.timeDeltas[{s}]"),
+                    format!("{times_at}.timeDeltas[{s}]"),
                     format!("{delta} is not a whole number of microseconds"),
                 )
             })?;
@@ -490,7 +516,11 @@ impl Model {
         let times = sample_times(start, &v8.deltas, v8.end).map_err(|k| {
             let (_, event, s) = v8.samples[k];
             bad(
-                format!("{}.args.data.timeDeltas[{s}]", g.place(event)),
+                format!(
+                    "{}.args.data.{}timeDeltas[{s}]",
+                    g.place(event),
+                    if v8.whole { "cpuProfile." } else { "" }
+                ),
                 "the sample's time, startTime plus the deltas so far, is past 2^63 µs",
             )
         })?;
@@ -651,6 +681,17 @@ mod tests {
                 "5 Some(0) (root);f;(anonymous) [1, 0]"
             ]
         );
+    }
+
+    #[test]
+    fn a_whole_cpu_profile_event_is_read_as_a_cpuprofile() {
+        let trace = r#"[{"ph":"I","name":"CpuProfile","pid":3,"tid":4,"ts":0,"args":{"data":{"cpuProfile":{
+            "nodes":[{"id":1,"callFrame":{"functionName":"(root)"},"children":[2]},{"id":2,"callFrame":{"functionName":"g"}}],
+            "startTime":100,"endTime":200,"samples":[2,2],"timeDeltas":[10,30]}}}}]"#;
+        let (profile, _) = read_text(trace).unwrap();
+        assert_eq!(listed(&profile), ["3 Some(0) (root);g [1, 30]", "3 Some(0) (root);g [1, 60]"]);
+        let e = read_text(&trace.replace("[10,30]", "[10,9223372036854775807]")).unwrap_err().to_string();
+        assert!(e.contains("[0].args.data.cpuProfile.timeDeltas[1]"), "{e}");
     }
 
     #[test]
