@@ -3,7 +3,8 @@
 //! line; read(write(read(x))) is read(x). A `.cpuprofile` holds one thread: every process's
 //! and thread's samples are compared together; a trace keeps processes and threads apart (its
 //! threads numbered in order). Models count samples and time them in microseconds, count
-//! them alone (each then lasts 1 ms), or time them alone in nanoseconds.
+//! them alone (each then lasts 1 ms in the file), or time them alone in nanoseconds; the file
+//! names the model's events (its `cfghub` key), and they come back with their units.
 
 use std::collections::BTreeMap;
 
@@ -69,40 +70,61 @@ fn model(spec: &Spec) -> Profile {
     p
 }
 
-/// The samples and microseconds the model says each stack has, keyed as `key` places a
-/// sample (process, thread), frames under `(root)`.
+/// The values the model says each stack has, per event, keyed as `key` places a sample
+/// (process, thread), frames under `(root)`.
 fn expected(spec: &Spec, key: impl Fn(usize, Option<u32>) -> (u64, u32)) -> Sums {
     let mut out = Sums::new();
     for (p, samples) in spec.processes.iter().enumerate() {
         for (frames, c, us, thread) in samples {
             let mut names = vec!["(root)".to_string()];
             names.extend(frames.iter().map(|&f| spec.names[f].clone()));
-            let (count, time) = match spec.measures {
-                Measures::CountAndMicroseconds => (*c, *us),
-                Measures::Count => (*c, c * 1000),
-                Measures::Nanoseconds => (1, *us),
+            let values: Vec<StackValue> = match spec.measures {
+                Measures::CountAndMicroseconds => vec![(*c).into(), (*us).into()],
+                Measures::Count => vec![(*c).into()],
+                Measures::Nanoseconds => vec![StackValue::from(*us) * 1000],
             };
-            let e = out.entry((key(p, *thread), names)).or_insert((0, 0));
-            e.0 += StackValue::from(count);
-            e.1 += StackValue::from(time);
+            let e = out.entry((key(p, *thread), names)).or_insert_with(|| vec![0; values.len()]);
+            for (slot, v) in e.iter_mut().zip(values) {
+                *slot += v;
+            }
         }
     }
     out
 }
 
-type Sums = BTreeMap<((u64, u32), Vec<String>), (StackValue, StackValue)>;
+type Sums = BTreeMap<((u64, u32), Vec<String>), Vec<StackValue>>;
 
-/// Samples and time per (process, thread in order, frames) of a profile read back.
+/// The events a profile read back has, by name and unit: the model's own, as the file's
+/// `cfghub` key names them.
+fn events(spec: &Spec) -> Vec<(String, Option<String>)> {
+    let unit = |u: &str| Some(u.to_string());
+    match spec.measures {
+        Measures::CountAndMicroseconds => {
+            vec![("samples".into(), None), ("cpu".into(), unit("microseconds"))]
+        }
+        Measures::Count => vec![("samples".into(), None)],
+        Measures::Nanoseconds => vec![("cpu".into(), unit("nanoseconds"))],
+    }
+}
+
+fn events_of(p: &Profile) -> Vec<(String, Option<String>)> {
+    p.events
+        .iter()
+        .map(|e| (e.name.clone(), cfghub::ir::event_unit(&p.meta, &e.name).map(str::to_string)))
+        .collect()
+}
+
+/// Values per (process, thread in order, frames) of a profile read back.
 fn sums(p: &Profile, merged: bool) -> Sums {
-    let (samples, time) = (p.event_index("samples").unwrap(), p.event_index("time").unwrap());
     let mut out = Sums::new();
     for process in &p.processes {
         for s in &process.stacks.listed() {
             let names = s.frames.iter().map(|&f| p.frames.get(f).to_string()).collect();
             let place = if merged { (0, 0) } else { (process.pid, s.thread.unwrap()) };
-            let e = out.entry((place, names)).or_insert((0, 0));
-            e.0 += s.values[samples];
-            e.1 += s.values[time];
+            let e = out.entry((place, names)).or_insert_with(|| vec![0; s.values.len()]);
+            for (slot, v) in e.iter_mut().zip(&s.values) {
+                *slot += v;
+            }
         }
     }
     out
@@ -193,6 +215,7 @@ proptest! {
         let m = model(&spec);
         let (bytes, findings) = write(&cpuprofile::FORMAT, &m);
         let back = read(&cpuprofile::FORMAT, &bytes);
+        prop_assert_eq!(events_of(&back), events(&spec));
         prop_assert_eq!(sums(&back, true), expected(&spec, |_, _| (0, 0)));
         prop_assert_eq!(view(&back).1, expected_sources(&spec));
         let threads: std::collections::BTreeSet<_> = spec.processes.iter().enumerate()
@@ -218,6 +241,7 @@ proptest! {
         let key = |p: usize, t: Option<u32>| {
             (100 + p as u64, order[p].iter().position(|&x| x == t.or(Some(0))).unwrap() as u32)
         };
+        prop_assert_eq!(events_of(&back), events(&spec));
         prop_assert_eq!(sums(&back, false), expected(&spec, key));
         prop_assert_eq!(view(&back).1, expected_sources(&spec));
         let again = read(&chrome_trace::FORMAT, &write(&chrome_trace::FORMAT, &back).0);

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{PROCESS_NAME_LABEL, THREAD_NAME_LABEL};
 use crate::format::ReadOptions;
-use crate::v8_profile::{sample_times, Node, NodeTree};
+use crate::v8_profile::{sample_times, Columns, Node, NodeTree, WrittenEvents};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
 use cfghub_model::ir::{Event, Label, Meta, Process, Profile, StackValue, EVENT_UNIT_KEY, NO_INDEX};
@@ -114,6 +114,8 @@ struct Gathered {
     last_time: HashMap<ThreadKey, i128>,
     unmatched_ends: usize,
     rounded_times: usize,
+    /// The model's events, in a trace cfghub wrote (its top-level `cfghub` key).
+    cfghub: Option<WrittenEvents>,
 }
 
 impl Gathered {
@@ -378,6 +380,8 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                 seen = true;
                 self.gathered.at = "traceEvents".into();
                 map.next_value_seed(Events { gathered: &mut *self.gathered, failed: &mut *self.failed })?;
+            } else if key == "cfghub" {
+                self.gathered.cfghub = map.next_value::<Option<WrittenEvents>>()?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -415,6 +419,8 @@ struct Model {
     profile: Profile,
     processes: HashMap<String, usize>,
     threads: HashMap<ThreadKey, (usize, u32, u32)>,
+    /// The V8 samples' columns, and their indices.
+    columns: Columns,
     samples: Option<usize>,
     time: Option<usize>,
     duration: Option<usize>,
@@ -429,17 +435,22 @@ impl Model {
             meta: Meta { creator: Some("Chrome trace".into()), ..Meta::default() },
             ..Profile::default()
         };
-        let mut column = |name: &str, unit: Option<&str>| {
-            profile.events.push(Event::new(name));
-            if let Some(unit) = unit {
-                profile.meta.headers.push((EVENT_UNIT_KEY.into(), format!("{name} {unit}")));
-            }
-            Some(profile.events.len() - 1)
-        };
-        let samples = if sampled { column("samples", None) } else { None };
-        let time = if sampled { column("time", Some("microseconds")) } else { None };
-        let duration = if timed { column("duration", Some("microseconds")) } else { None };
-        Model { profile, processes: HashMap::new(), threads: HashMap::new(), samples, time, duration }
+        let columns = Columns::of(g.cfghub.as_ref(), true);
+        let (samples, time) = if sampled { columns.add_to(&mut profile) } else { (None, None) };
+        let duration = timed.then(|| {
+            profile.events.push(Event::new("duration"));
+            profile.meta.headers.push((EVENT_UNIT_KEY.into(), "duration microseconds".into()));
+            profile.events.len() - 1
+        });
+        Model {
+            profile,
+            processes: HashMap::new(),
+            threads: HashMap::new(),
+            columns,
+            samples,
+            time,
+            duration,
+        }
     }
 
     /// The model process, thread and label set of a trace thread, made when new.
@@ -452,8 +463,8 @@ impl Model {
         if p == self.profile.processes.len() {
             let pid = key.0.parse::<u64>().unwrap_or(p as u64);
             let mut stacks = cfghub_model::ir::Stacks::with_width(self.profile.events.len());
-            if let Some(d) = self.duration {
-                stacks.set_decimals(d, 0);
+            if let Some(t) = self.time {
+                stacks.set_decimals(t, self.columns.time_decimals());
             }
             self.profile.processes.push(Process { pid, stacks, ..Process::default() });
         }
@@ -492,7 +503,8 @@ impl Model {
     }
 
     fn add_profile(&mut self, g: &Gathered, v8: &V8Profile, findings: &mut Findings) -> Result<()> {
-        let (Some(thread), Some(samples), Some(time)) = (&v8.thread, self.samples, self.time) else {
+        let Some(thread) = v8.thread.as_ref().filter(|_| self.samples.is_some() || self.time.is_some())
+        else {
             return Ok(());
         };
         if v8.samples.is_empty() {
@@ -533,8 +545,12 @@ impl Model {
         let mut values: Vec<StackValue> = vec![0; self.profile.events.len()];
         let stacks = &mut self.profile.processes[p].stacks;
         for (&i, &weight) in times.order.iter().zip(&times.weights) {
-            values[samples] = 1;
-            values[time] = weight;
+            if let Some(c) = self.samples {
+                values[c] = 1;
+            }
+            if let Some(t) = self.time {
+                values[t] = self.columns.time_value(weight);
+            }
             stacks.push_labelled_sample(leaves[i], Some(t), labels, &values);
         }
         Ok(())

@@ -36,7 +36,7 @@ pub(crate) fn write(
         WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
         WrittenStacks::Model(model) => model,
     };
-    let mut weighing = Weighing::new(&model, &events, "chrome-trace", findings);
+    let mut weighing = Weighing::new(&model, &events, "chrome-trace");
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     buf.extend_from_slice(b"{\"traceEvents\":[");
     let mut first = true;
@@ -83,7 +83,9 @@ pub(crate) fn write(
             }
         }
     }
-    buf.extend_from_slice(b"\n]}\n");
+    buf.extend_from_slice(b"\n],\"cfghub\":");
+    weighing.push_written_events(&model, &mut buf);
+    buf.extend_from_slice(b"}\n");
     out.write_all(&buf).map_err(write_error("chrome-trace output"))?;
     weighing.warn(&model, findings);
     Ok(())

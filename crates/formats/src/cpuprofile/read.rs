@@ -7,10 +7,10 @@ use std::io::Read;
 use serde::Deserialize;
 
 use crate::format::ReadOptions;
-use crate::v8_profile::{sample_times, Node, NodeTree};
+use crate::v8_profile::{sample_times, Columns, Node, NodeTree, WrittenEvents};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::io::Source;
-use cfghub_model::ir::{Event, Meta, Process, Profile, StackValue, EVENT_UNIT_KEY};
+use cfghub_model::ir::{Meta, Process, Profile, StackValue};
 use cfghub_model::json::JsonReader;
 
 const HINT: &str = "expected a V8 CPU profile (JSON with nodes, samples and timeDeltas), as \
@@ -25,6 +25,8 @@ struct File {
     end_time: Option<i64>,
     samples: Option<Vec<u64>>,
     time_deltas: Option<Vec<i64>>,
+    /// The model's events, in a file cfghub wrote.
+    cfghub: Option<WrittenEvents>,
 }
 
 /// Reads a whole `.cpuprofile` as it arrives.
@@ -64,13 +66,13 @@ fn read_from(input: impl Read, findings: &mut Findings) -> Result<Profile> {
     }
     let mut profile = Profile {
         meta: Meta { creator: Some("V8".into()), ..Meta::default() },
-        events: vec![Event::new("samples")],
         processes: vec![Process::default()],
         ..Profile::default()
     };
     let made = tree.model_nodes(&mut profile, 0)?;
     let Some(samples) = file.samples else {
         // Counts per node alone (older V8, and tools that keep only the tree).
+        Columns::of(None, false).add_to(&mut profile);
         let stacks = &mut profile.processes[0].stacks;
         for (i, node) in tree.nodes().iter().enumerate() {
             if let Some(hits) = node.hit_count.filter(|&h| h > 0) {
@@ -88,10 +90,16 @@ fn read_from(input: impl Read, findings: &mut Findings) -> Result<Profile> {
                 .ok_or_else(|| bad(format!("samples[{i}]"), format!("node {id} is no node's id")))
         })
         .collect::<Result<_>>()?;
+    let columns = Columns::of(file.cfghub.as_ref(), file.time_deltas.is_some());
+    let (count, time) = columns.add_to(&mut profile);
+    let mut values: Vec<StackValue> = vec![0; profile.events.len()];
+    if let Some(c) = count {
+        values[c] = 1;
+    }
     let Some(deltas) = file.time_deltas else {
         let stacks = &mut profile.processes[0].stacks;
         for &leaf in &leaves {
-            stacks.push_sample(leaf, None, &[1]);
+            stacks.push_sample(leaf, None, &values);
         }
         return Ok(profile);
     };
@@ -110,11 +118,16 @@ fn read_from(input: impl Read, findings: &mut Findings) -> Result<Profile> {
             format!("cpuprofile: {} sample(s) earlier than the one before put in time order, as Chrome DevTools does", times.reordered),
         );
     }
-    profile.events.push(Event::new("time"));
-    profile.meta.headers.push((EVENT_UNIT_KEY.into(), "time microseconds".into()));
     let stacks = &mut profile.processes[0].stacks;
+    if let Some(t) = time {
+        stacks.widen(values.len());
+        stacks.set_decimals(t, columns.time_decimals());
+    }
     for (&i, &weight) in times.order.iter().zip(&times.weights) {
-        stacks.push_sample(leaves[i], None, &[1, weight]);
+        if let Some(t) = time {
+            values[t] = columns.time_value(weight);
+        }
+        stacks.push_sample(leaves[i], None, &values);
     }
     Ok(profile)
 }

@@ -28,7 +28,7 @@ pub(crate) fn write(
         WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
         WrittenStacks::Model(model) => model,
     };
-    let mut weighing = Weighing::new(&model, &events, "cpuprofile", findings);
+    let mut weighing = Weighing::new(&model, &events, "cpuprofile");
     let mut written = Written::new(&model);
     let mut threads = BTreeSet::new();
     for (p, process) in model.processes.iter().enumerate() {
@@ -54,7 +54,9 @@ pub(crate) fn write(
     written.push_samples(&mut buf);
     buf.extend_from_slice(b"],\"timeDeltas\":[");
     written.push_deltas(&mut buf);
-    buf.extend_from_slice(b"]}\n");
+    buf.extend_from_slice(b"],\"cfghub\":");
+    weighing.push_written_events(&model, &mut buf);
+    buf.extend_from_slice(b"}\n");
     out.write_all(&buf).map_err(write_error("cpuprofile output"))?;
     weighing.warn(&model, findings);
     Ok(())

@@ -374,68 +374,174 @@ const TIME_UNITS: &[(&str, Scale)] = &[
     ("seconds", Scale::Multiply(1_000_000)),
 ];
 
-#[derive(Clone, Copy)]
+/// How an event's values become microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scale {
     Multiply(i128),
     Divide(i128),
 }
 
+/// The scale of an event counted in `unit` ([`TIME_UNITS`]); other units count one
+/// microsecond a unit.
+fn scale_of(unit: Option<&str>) -> (Scale, bool) {
+    match TIME_UNITS.iter().find(|(u, _)| Some(*u) == unit) {
+        Some(&(_, scale)) => (scale, true),
+        None => (Scale::Multiply(1), false),
+    }
+}
+
 /// Most samples a writer makes of sample counts (a count of 5 is 5 samples): past it, the
-/// counts are not of samples, and the output would be gigabytes.
+/// output would be gigabytes.
 pub(crate) const MAX_WRITTEN_SAMPLES: u64 = 50_000_000;
 
 /// The time a sample lasts where the profile states none: 1 ms, the interval of
 /// `node --cpu-prof` and of Chrome's profiler by default.
 pub(crate) const SAMPLE_INTERVAL_US: u64 = 1000;
 
+/// The model's events a V8 profile written by cfghub carries, under its `cfghub` key, which
+/// V8's tools ignore: reading the file back, cfghub names its columns and units as they were
+/// (`{"count": "samples", "time": "cpu", "unit": "nanoseconds"}`); a column named `null` was
+/// not in the model (a time made of 1 ms per sample, a count of 1 per sample).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub(crate) struct WrittenEvents {
+    #[serde(default)]
+    pub count: Option<String>,
+    #[serde(default)]
+    pub time: Option<String>,
+    #[serde(default)]
+    pub unit: Option<String>,
+}
+
+/// The value columns a reader makes of V8 samples: a count and a time, named as a file
+/// written by cfghub says ([`WrittenEvents`]), else `samples` and `time` (microseconds).
+pub(crate) struct Columns {
+    /// The count column's name.
+    pub count: Option<String>,
+    /// The time column's name and unit, and how its microseconds become the unit.
+    time: Option<(String, Option<String>, Scale)>,
+}
+
+impl Columns {
+    /// The columns of a V8 file: as cfghub wrote them, else `samples` and, when the file has
+    /// times, `time`.
+    pub(crate) fn of(written: Option<&WrittenEvents>, timed: bool) -> Columns {
+        match written {
+            Some(w) => Columns {
+                count: w.count.clone(),
+                time: w.time.clone().map(|t| (t, w.unit.clone(), scale_of(w.unit.as_deref()).0)),
+            },
+            None => Columns {
+                count: Some("samples".into()),
+                time: timed.then(|| ("time".into(), Some("microseconds".into()), Scale::Multiply(1))),
+            },
+        }
+    }
+
+    /// Adds the columns to the profile's events (with the time's unit), in the order
+    /// count, time; returns their indices.
+    pub(crate) fn add_to(&self, profile: &mut Profile) -> (Option<usize>, Option<usize>) {
+        let mut add = |name: &str| match profile.event_index(name) {
+            Some(e) => e,
+            None => {
+                profile.events.push(cfghub_model::ir::Event::new(name));
+                profile.events.len() - 1
+            }
+        };
+        let count = self.count.as_deref().map(&mut add);
+        let time = self.time.as_ref().map(|(name, _, _)| add(name));
+        if let Some((name, Some(unit), _)) = &self.time {
+            let header = (cfghub_model::ir::EVENT_UNIT_KEY.to_string(), format!("{name} {unit}"));
+            if !profile.meta.headers.contains(&header) {
+                profile.meta.headers.push(header);
+            }
+        }
+        (count, time)
+    }
+
+    /// The decimal places of the time column: a millisecond's or second's fraction of a
+    /// microsecond.
+    pub(crate) fn time_decimals(&self) -> u8 {
+        match self.time.as_ref().map(|t| t.2) {
+            Some(Scale::Multiply(1000)) => 3,
+            Some(Scale::Multiply(1_000_000)) => 6,
+            _ => 0,
+        }
+    }
+
+    /// A sample's time column value of `micros` microseconds (in units of the column's
+    /// decimal places).
+    pub(crate) fn time_value(&self, micros: i128) -> i128 {
+        match self.time.as_ref().map(|t| t.2) {
+            Some(Scale::Divide(d)) => micros.saturating_mul(d),
+            _ => micros,
+        }
+    }
+}
+
 /// What the writers make of the model's samples: the events that become sample counts and
-/// times, chosen once.
+/// times, chosen once, and what of them was written.
 pub(crate) struct Weighing {
     /// The event whose values are sample counts (a sample of 3 is written 3 times).
     count: Option<EventId>,
-    /// The event whose values are times, with its scale to microseconds.
-    time: Option<(EventId, Scale)>,
+    /// The event whose values are the samples' times, with its scale to microseconds and
+    /// whether its unit is one of time.
+    time: Option<(EventId, Scale, bool)>,
     format: &'static str,
     rounded: usize,
     dropped: usize,
     empty: usize,
     spaced: bool,
+    kept_count: i128,
+    kept_micros: i128,
+    /// The events asked for: those the warning counts as left out when not written.
+    chosen: Vec<String>,
 }
 
 impl Weighing {
-    /// Chooses among `events` (those to write: every event, or the one `--event` names) a
-    /// time, the first counted in a unit of time, and a count: the event called `samples`,
-    /// else, without a time, the first event. The others are named in a warning.
-    pub(crate) fn new(
-        profile: &Profile,
-        events: &[EventId],
-        format: &'static str,
-        findings: &mut Findings,
-    ) -> Self {
-        let time = events.iter().find_map(|&e| {
-            let unit = cfghub_model::ir::event_unit(&profile.meta, &profile.events[e].name)?;
-            TIME_UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, scale)| (e, scale))
-        });
-        let count = events
+    /// Chooses among `events` (those to write: every event, or the one `--event` names) the
+    /// count, the event called `samples`, and the time: the first event counted in a unit of
+    /// time, else the first other than the count, its units written as microseconds.
+    pub(crate) fn new(profile: &Profile, events: &[EventId], format: &'static str) -> Self {
+        let unit = |e: EventId| cfghub_model::ir::event_unit(&profile.meta, &profile.events[e].name);
+        let count = events.iter().copied().find(|&e| profile.events[e].name == "samples");
+        let time = events
             .iter()
             .copied()
-            .find(|&e| profile.events[e].name == "samples" && Some(e) != time.map(|t| t.0))
-            .or_else(|| if time.is_none() { events.first().copied() } else { None });
-        let left: Vec<&str> = events
-            .iter()
-            .filter(|&&e| Some(e) != count && Some(e) != time.map(|t| t.0))
-            .map(|&e| profile.events[e].name.as_str())
-            .collect();
-        if !left.is_empty() {
-            findings.warn(
-                None,
-                format!(
-                    "{format}: event(s) {} not written: a V8 profile's samples have a count and a time (choose with --event)",
-                    left.join(", ")
-                ),
-            );
+            .filter(|&e| Some(e) != count)
+            .find(|&e| scale_of(unit(e)).1)
+            .or_else(|| events.iter().copied().find(|&e| Some(e) != count))
+            .map(|e| {
+                let (scale, of_time) = scale_of(unit(e));
+                (e, scale, of_time)
+            });
+        Weighing {
+            count,
+            time,
+            format,
+            rounded: 0,
+            dropped: 0,
+            empty: 0,
+            spaced: false,
+            kept_count: 0,
+            kept_micros: 0,
+            chosen: events.iter().map(|&e| profile.events[e].name.clone()).collect(),
         }
-        Weighing { count, time, format, rounded: 0, dropped: 0, empty: 0, spaced: false }
+    }
+
+    /// The `cfghub` key's value ([`WrittenEvents`]), as JSON.
+    pub(crate) fn push_written_events(&self, profile: &Profile, buf: &mut Vec<u8>) {
+        let name = |e: EventId| profile.events[e].name.as_str();
+        let push = |buf: &mut Vec<u8>, v: Option<&str>| match v {
+            Some(text) => json_string(buf, text),
+            None => buf.extend_from_slice(b"null"),
+        };
+        buf.extend_from_slice(b"{\"count\":");
+        push(buf, self.count.map(name));
+        buf.extend_from_slice(b",\"time\":");
+        push(buf, self.time.map(|t| name(t.0)));
+        buf.extend_from_slice(b",\"unit\":");
+        push(buf, self.time.and_then(|t| cfghub_model::ir::event_unit(&profile.meta, name(t.0))));
+        buf.push(b'}');
     }
 
     /// The samples of `stacks` (all of them, or those of one thread) added to `written`, in
@@ -452,13 +558,12 @@ impl Weighing {
             if thread.is_some_and(|t| t != s.thread) {
                 continue;
             }
-            let value = |e: EventId| rounded(s.values.get(e).copied().unwrap_or(0), stacks.decimals_of(e));
             let count = match self.count {
-                Some(e) => value(e),
+                Some(e) => rounded(s.values.get(e).copied().unwrap_or(0), stacks.decimals_of(e)),
                 None => 1,
             };
             let time = match self.time {
-                Some((e, scale)) => {
+                Some((e, scale, _)) => {
                     // Microseconds are `numerator / denominator`: the value, its decimal
                     // places and its unit's scale.
                     let v = s.values.get(e).copied().unwrap_or(0);
@@ -482,12 +587,12 @@ impl Weighing {
                     count.checked_mul(i128::from(SAMPLE_INTERVAL_US))
                 }
             };
-            let (Ok(count), Some(Ok(time))) = (u64::try_from(count), time.map(u64::try_from)) else {
+            let (Ok(count), Some(Ok(micros))) = (u64::try_from(count), time.map(u64::try_from)) else {
                 self.dropped += 1;
                 continue;
             };
             if count == 0 {
-                self.dropped += usize::from(time > 0);
+                self.dropped += usize::from(micros > 0);
                 continue;
             }
             if s.node == NO_INDEX {
@@ -499,41 +604,66 @@ impl Weighing {
                     "{}: the sample counts add up past {MAX_WRITTEN_SAMPLES} samples, one written each",
                     self.format
                 ))
-                .with_hint("name an event of time with --event, or convert to a format of weighed stacks (pprof, speedscope)"));
+                .with_hint(
+                    "write another event with --event, or a format of weighed stacks (pprof, speedscope)",
+                ));
             }
             stacks.path(s.node, &mut path);
-            written.push(&path, count, time);
+            written.push(&path, count, micros);
+            self.kept_count += i128::from(count);
+            self.kept_micros += i128::from(micros);
         }
         Ok(())
     }
 
-    /// The warnings for what was not written as it was: one line each.
+    /// The warnings: how much of each event is left out and why (one line), and what the
+    /// times written are where the model has none of time.
     pub(crate) fn warn(&self, profile: &Profile, findings: &mut Findings) {
         let format = self.format;
+        let name = |e: EventId| profile.events[e].name.as_str();
         if self.spaced {
-            let count = self.count.map_or("samples", |e| profile.events[e].name.as_str());
+            let count = self.count.map_or("sample", name);
             findings.warn(
                 None,
-                format!(
-                    "{format}: no event of time: each of the {count} written lasts {SAMPLE_INTERVAL_US} µs"
-                ),
+                format!("{format}: no event of time: each {count} written lasts {SAMPLE_INTERVAL_US} µs"),
             );
         }
-        if self.rounded > 0 {
-            findings.warn(None, format!("{format}: {} time(s) rounded to whole microseconds", self.rounded));
-        }
-        if self.dropped > 0 {
+        if let Some((e, _, false)) = self.time {
             findings.warn(
                 None,
-                format!(
-                    "{format}: {} sample(s) of negative, fractional or zero count not written",
-                    self.dropped
-                ),
+                format!("{format}: {} written as microseconds (V8 weighs samples by time)", name(e)),
             );
         }
-        if self.empty > 0 {
-            findings.warn(None, format!("{format}: {} sample(s) without frames not written", self.empty));
+        let mut kept: Vec<(&str, f64)> = Vec::new();
+        if let Some(e) = self.count {
+            kept.push((name(e), self.kept_count as f64));
         }
+        if let Some((e, scale, _)) = self.time {
+            let micros = self.kept_micros as f64;
+            kept.push((
+                name(e),
+                match scale {
+                    Scale::Multiply(m) => micros / m as f64,
+                    Scale::Divide(d) => micros * d as f64,
+                },
+            ));
+        }
+        let mut why = String::from("a V8 profile's samples have a count and a time");
+        for (n, what) in [
+            (self.rounded, "time(s) rounded to whole microseconds"),
+            (self.dropped, "sample(s) of a negative, fractional or zero count or time"),
+            (self.empty, "sample(s) without frames"),
+        ] {
+            if n > 0 {
+                why.push_str(&format!("; {n} {what}"));
+            }
+        }
+        let source: Vec<(String, f64)> = cfghub_analysis::totals::event_totals(profile)
+            .into_iter()
+            .filter(|(event, _)| self.chosen.contains(event))
+            .collect();
+        let kept: Vec<(String, f64)> = kept.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+        cfghub_analysis::totals::warn_left_out(findings, format, &source, &kept, &why);
     }
 }
 
