@@ -146,6 +146,20 @@ fn huge_counts() {
     .unwrap();
     let values: Vec<_> = p.processes[0].stacks.listed().iter().map(|s| s.values[0]).collect();
     assert_eq!(values, [1, i128::from(u64::MAX)]);
+    // Written back, such a count would be as many samples lasting 1 ms each, past 2^64 µs:
+    // left out, and said, before any is made; 60 million samples are refused.
+    for format in [&cpuprofile::FORMAT, &chrome_trace::FORMAT] {
+        let mut findings = Findings::default();
+        format.write(&p, &mut Vec::new(), &cfghub::format::WriteOptions::default(), &mut findings).unwrap();
+        let said = findings.warnings().map(|w| w.to_string()).collect::<Vec<_>>().join("\n");
+        assert!(said.contains("left out 184467440737095516") && said.contains("past 2^64"), "{said}");
+        let mut many = p.clone();
+        many.processes[0].stacks.values_mut(1)[0] = 60_000_000;
+        let e = format
+            .write(&many, &mut Vec::new(), &cfghub::format::WriteOptions::default(), &mut Findings::default())
+            .expect_err("refused");
+        assert!(e.to_string().contains("past 50000000 samples"), "{e}");
+    }
     let text = String::from_utf8(profile(|_| {}))
         .unwrap()
         .replace("\"hitCount\":2", "\"hitCount\":184467440737095516150");

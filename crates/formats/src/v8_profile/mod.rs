@@ -599,7 +599,7 @@ impl Weighing {
                 self.empty += 1;
                 continue;
             }
-            if written.samples.len() as u64 + count > MAX_WRITTEN_SAMPLES {
+            if (written.samples.len() as u64).saturating_add(count) > MAX_WRITTEN_SAMPLES {
                 return Err(Error::unsupported(format!(
                     "{}: the sample counts add up past {MAX_WRITTEN_SAMPLES} samples, one written each",
                     self.format
@@ -622,10 +622,9 @@ impl Weighing {
         let format = self.format;
         let name = |e: EventId| profile.events[e].name.as_str();
         if self.spaced {
-            let count = self.count.map_or("sample", name);
             findings.warn(
                 None,
-                format!("{format}: no event of time: each {count} written lasts {SAMPLE_INTERVAL_US} µs"),
+                format!("{format}: no event of time: each sample written lasts {SAMPLE_INTERVAL_US} µs"),
             );
         }
         if let Some((e, _, false)) = self.time {
@@ -651,7 +650,7 @@ impl Weighing {
         let mut why = String::from("a V8 profile's samples have a count and a time");
         for (n, what) in [
             (self.rounded, "time(s) rounded to whole microseconds"),
-            (self.dropped, "sample(s) of a negative, fractional or zero count or time"),
+            (self.dropped, "sample(s) of no count, or of a count or time below 0 or past 2^64"),
             (self.empty, "sample(s) without frames"),
         ] {
             if n > 0 {
