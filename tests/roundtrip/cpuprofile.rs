@@ -22,13 +22,16 @@ enum Measures {
     Nanoseconds,
 }
 
+/// A sample: its frames (indices into the names), count, microseconds and thread.
+type SampleSpec = (Vec<usize>, u64, u64, Option<u32>);
+
 #[derive(Debug, Clone)]
 struct Spec {
     measures: Measures,
     names: Vec<String>,
     sources: Vec<(Option<String>, Option<u32>)>,
-    /// Per process: (frames, count, microseconds, thread) per sample.
-    processes: Vec<Vec<(Vec<usize>, u64, u64, Option<u32>)>>,
+    /// Per process, its samples.
+    processes: Vec<Vec<SampleSpec>>,
 }
 
 fn model(spec: &Spec) -> Profile {

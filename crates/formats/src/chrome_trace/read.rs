@@ -215,12 +215,17 @@ impl Gathered {
             return Ok(Some(i128::from(int) * 1000));
         }
         let (digits, places) = n.as_f64().and_then(cfghub_model::ir::from_f64).ok_or_else(not_a_time)?;
-        let digits = i128::try_from(digits).map_err(|_| not_a_time())?;
-        if places <= 3 {
-            Ok(Some(digits * 10i128.pow(u32::from(3 - places))))
+        let nanos = if places <= 3 {
+            digits.checked_mul(10i128.pow(u32::from(3 - places)))
         } else {
             self.rounded_times += 1;
-            Ok(Some(cfghub_model::ir::rounded(digits, places - 3)))
+            Some(cfghub_model::ir::rounded(digits, places - 3))
+        };
+        // Within 2^63 µs either way, so that sums of times stay exact.
+        let limit = i128::from(i64::MAX) * 1000;
+        match nanos.filter(|t| t.abs() <= limit) {
+            Some(t) => Ok(Some(t)),
+            None => Err(bad(format!("{}.{field}", self.place(i)), format!("{v} µs is past 2^63 µs"))),
         }
     }
 
@@ -716,6 +721,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("[0].ts"), "{e}");
+        let e = read_text(r#"[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1e37,"dur":1}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[0].ts") && e.contains("2^63"), "{e}");
         let e = read_text(r#"{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":-1}]}"#)
             .unwrap_err()
             .to_string();
