@@ -223,7 +223,7 @@ proptest! {
         prop_assert_eq!(view(&back).1, expected_sources(&spec));
         let threads: std::collections::BTreeSet<_> = spec.processes.iter().enumerate()
             .flat_map(|(p, s)| s.iter().map(move |x| (p, x.3))).collect();
-        let merged = findings.warnings().any(|w| w.to_string().contains("written as one thread"));
+        let merged = findings.details().any(|w| w.to_string().contains("written as one thread"));
         prop_assert_eq!(merged, threads.len() > 1);
         let again = read(&cpuprofile::FORMAT, &write(&cpuprofile::FORMAT, &back).0);
         prop_assert_eq!(view(&again), view(&back));

@@ -15,7 +15,7 @@ use cfghub_model::ir::Profile;
 
 /// Writes the profile's stacks (or, with a warning, those derived as for folded stacks): the
 /// samples of every process and thread as the one thread a `.cpuprofile` holds, with a
-/// warning when there are several.
+/// note when there are several.
 pub(crate) fn write(
     profile: &Profile,
     out: &mut dyn Write,
@@ -36,8 +36,9 @@ pub(crate) fn write(
         threads.extend(process.stacks.samples().map(|s| (p, s.thread)));
     }
     if threads.len() > 1 {
+        // A note: the format holds one thread by its nature (docs/formats/cpuprofile.md).
         let processes = threads.iter().map(|t| t.0).collect::<BTreeSet<_>>().len();
-        findings.warn(
+        findings.detail(
             None,
             format!(
                 "cpuprofile: the samples of {} threads in {processes} process(es) written as one thread (a .cpuprofile holds one)",

@@ -616,19 +616,20 @@ impl Weighing {
         Ok(())
     }
 
-    /// The warnings: how much of each event is left out and why (one line), and what the
-    /// times written are where the model has none of time.
+    /// The warning of how much of each event is left out and why (one line), and the notes
+    /// of what the times written are where the model has none of time.
     pub(crate) fn warn(&self, profile: &Profile, findings: &mut Findings) {
         let format = self.format;
         let name = |e: EventId| profile.events[e].name.as_str();
+        // What the format cannot hold by its nature (a time for every sample) is a note.
         if self.spaced {
-            findings.warn(
+            findings.detail(
                 None,
                 format!("{format}: no event of time: each sample written lasts {SAMPLE_INTERVAL_US} µs"),
             );
         }
         if let Some((e, _, false)) = self.time {
-            findings.warn(
+            findings.detail(
                 None,
                 format!("{format}: {} written as microseconds (V8 weighs samples by time)", name(e)),
             );
