@@ -23,10 +23,11 @@
 //! before it (the first after `startTime`). A file without samples counts them per node in
 //! `hitCount`.
 //!
-//! Here: the tree's nodes gathered ([`NodeTree`]) and made model stack nodes, the frames of
-//! call frames ([`frame_of`]), the time each sample weighs ([`sample_times`]), and, for the
-//! writers, the model's stacks as such a tree with its samples and deltas ([`Written`]).
-//! Neither format's module imports the other: this is what they share.
+//! Here: the tree's nodes gathered (`NodeTree`) and made model stack nodes, the frames of
+//! call frames (`frame_of`), the time each sample weighs (`sample_times`) and the columns
+//! its count and time go to (`Columns`); for the writers, which events become counts and
+//! times (`Weighing`) and the model's stacks as such a tree with its samples and deltas
+//! (`Written`). Neither format's module imports the other: this is what they share.
 
 use std::collections::HashMap;
 
