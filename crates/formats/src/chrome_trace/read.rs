@@ -487,11 +487,18 @@ impl Model {
     }
 
     fn build(mut self, mut g: Gathered, findings: &mut Findings) -> Result<Profile> {
+        let mut reordered = 0;
         let profiles = std::mem::take(&mut g.profiles);
         for v8 in &profiles {
-            self.add_profile(&g, v8, findings)?;
+            self.add_profile(&g, v8, &mut reordered)?;
         }
         self.add_spans(&mut g, findings);
+        if reordered > 0 {
+            findings.warn(
+                None,
+                format!("chrome-trace: {reordered} sample(s) earlier than the one before put in time order, as Chrome DevTools does"),
+            );
+        }
         if g.unmatched_ends > 0 {
             findings.warn(
                 None,
@@ -507,7 +514,8 @@ impl Model {
         Ok(self.profile)
     }
 
-    fn add_profile(&mut self, g: &Gathered, v8: &V8Profile, findings: &mut Findings) -> Result<()> {
+    /// Adds a V8 profile's samples; `reordered` counts those put in time order.
+    fn add_profile(&mut self, g: &Gathered, v8: &V8Profile, reordered: &mut usize) -> Result<()> {
         let Some(thread) = v8.thread.as_ref().filter(|_| self.samples.is_some() || self.time.is_some())
         else {
             return Ok(());
@@ -541,12 +549,7 @@ impl Model {
                 "the sample's time, startTime plus the deltas so far, is past 2^63 µs",
             )
         })?;
-        if times.reordered > 0 {
-            findings.warn(
-                None,
-                format!("chrome-trace: {} sample(s) earlier than the one before put in time order, as Chrome DevTools does", times.reordered),
-            );
-        }
+        *reordered += times.reordered;
         let mut values: Vec<StackValue> = vec![0; self.profile.events.len()];
         let stacks = &mut self.profile.processes[p].stacks;
         for (&i, &weight) in times.order.iter().zip(&times.weights) {
@@ -713,6 +716,26 @@ mod tests {
         assert_eq!(listed(&profile), ["3 Some(0) (root);g [1, 30]", "3 Some(0) (root);g [1, 60]"]);
         let e = read_text(&trace.replace("[10,30]", "[10,9223372036854775807]")).unwrap_err().to_string();
         assert!(e.contains("[0].args.data.cpuProfile.timeDeltas[1]"), "{e}");
+    }
+
+    #[test]
+    fn samples_out_of_order_in_several_profiles_are_sorted_and_told_once() {
+        let chunk = |pid: u32| {
+            format!(
+                r#"{{"ph":"P","name":"ProfileChunk","id":"0x1","pid":{pid},"tid":1,"args":{{"data":{{
+                "cpuProfile":{{"nodes":[{{"id":1,"callFrame":{{"functionName":"(root)"}}}},
+                                       {{"id":2,"callFrame":{{"functionName":"f"}},"parent":1}}],"samples":[1,2,1]}},
+                "timeDeltas":[10,-4,8],"endTime":20}}}}}}"#
+            )
+        };
+        let (profile, findings) = read_text(&format!("[{},{}]", chunk(1), chunk(2))).unwrap();
+        assert_eq!(
+            listed(&profile)[..3],
+            ["1 Some(0) (root);f [1, 4]", "1 Some(0) (root) [1, 4]", "1 Some(0) (root) [1, 6]"]
+        );
+        let told: Vec<String> = findings.warnings().map(|w| w.to_string()).collect();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("2 sample(s) earlier than the one before"), "{told:?}");
     }
 
     #[test]
