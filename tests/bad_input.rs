@@ -28,6 +28,9 @@ mod symbols;
 #[path = "bad_input/pprof.rs"]
 mod pprof;
 
+#[path = "bad_input/cpuprofile.rs"]
+mod cpuprofile;
+
 #[path = "bad_input/bzip2.rs"]
 mod bzip2;
 

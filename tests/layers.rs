@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 const CRATES: &[&str] = &["crates/model/src", "crates/analysis/src", "crates/formats/src", "src"];
 
 /// The modules of the formats crate that are not formats: the interface every format implements,
-/// the format list, the conversion glue and the stack text the stack formats share.
-const SHARED_FORMAT_MODULES: &[&str] = &["convert", "folded_stacks", "format", "registry"];
+/// the format list, the conversion glue, the stack text the stack formats share and V8's CPU
+/// profile, which the `.cpuprofile` and Chrome trace formats share.
+const SHARED_FORMAT_MODULES: &[&str] = &["convert", "folded_stacks", "format", "registry", "v8_profile"];
 
 /// Every `.rs` file below `dir`.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -49,6 +49,8 @@ mod perf_data;
 #[cfg(feature = "tables")]
 #[path = "real_clients/tables.rs"]
 mod tables;
+#[path = "real_clients/v8.rs"]
+mod v8;
 
 #[path = "real_clients/inference.rs"]
 mod inference;

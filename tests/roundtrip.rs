@@ -25,6 +25,8 @@ mod csi;
 #[path = "roundtrip/pprof.rs"]
 mod pprof;
 
+#[path = "roundtrip/cpuprofile.rs"]
+mod cpuprofile;
 #[path = "roundtrip/fdata.rs"]
 mod fdata;
 #[path = "roundtrip/firefox.rs"]

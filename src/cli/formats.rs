@@ -12,7 +12,8 @@ pub fn run() -> Result<i32> {
                 f.name().to_string(),
                 yes(f.can_read()).to_string(),
                 yes(f.can_write()).to_string(),
-                f.extensions().join(" "),
+                // A format known by its content alone (Chrome traces are `.json` files).
+                if f.extensions().is_empty() { "(by content)".to_string() } else { f.extensions().join(" ") },
                 f.description().to_string(),
             ]
         })

@@ -33,6 +33,8 @@ fn sample_of(format: &str) -> Option<&'static str> {
         "fdata" => "bolt/call_in_loop.fdata",
         "bolt-pa" => "bolt/call_in_loop.pa",
         "folded" => "folded/austin.folded",
+        "cpuprofile" => "cpuprofile/small.cpuprofile",
+        "chrome-trace" => "chrome-trace/nested.json",
         _ => return None,
     })
 }

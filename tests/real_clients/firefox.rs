@@ -238,7 +238,7 @@ fn one_track_per_event_or_the_one_event_asked_for() {
 /// The Firefox Profiler's command-line client: the profiler's own loading, upgrading and
 /// call-tree code under node (npm `@firefox-devtools/profiler-cli`, which scripts/test.sh
 /// installs under target/firefox-profiler, or the program `CFGHUB_PROFILER_CLI` names).
-fn profiler_cli() -> PathBuf {
+pub(crate) fn profiler_cli() -> PathBuf {
     let path = std::env::var_os("CFGHUB_PROFILER_CLI").map(PathBuf::from).unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("target/firefox-profiler/node_modules/.bin/profiler-cli")
     });
@@ -252,13 +252,13 @@ fn profiler_cli() -> PathBuf {
 
 /// A profiler-cli session with a profile loaded (its daemon is stopped when dropped); its
 /// state lives in a folder of its own.
-struct ProfilerSession {
+pub(crate) struct ProfilerSession {
     cli: PathBuf,
     home: tempfile::TempDir,
 }
 
 impl ProfilerSession {
-    fn load(file: &Path) -> ProfilerSession {
+    pub(crate) fn load(file: &Path) -> ProfilerSession {
         let session = ProfilerSession { cli: profiler_cli(), home: tempfile::tempdir().unwrap() };
         let o = session.run(&["load", file.to_str().unwrap()]);
         // The client gives its daemon half a second to start, which a busy machine can take:
@@ -285,7 +285,7 @@ impl ProfilerSession {
         (session, threads)
     }
 
-    fn run(&self, args: &[&str]) -> CliOutput {
+    pub(crate) fn run(&self, args: &[&str]) -> CliOutput {
         let o = Command::new(&self.cli)
             .args(args)
             .args(["--session", "cfghub"])
@@ -300,7 +300,7 @@ impl ProfilerSession {
     }
 
     /// `thread functions --json` of a thread: each function's name and self samples.
-    fn self_samples(&self, thread: &str) -> BTreeMap<String, u64> {
+    pub(crate) fn self_samples(&self, thread: &str) -> BTreeMap<String, u64> {
         let o = self.run(&["thread", "functions", "--thread", thread, "--json"]);
         assert!(o.status.success(), "profiler-cli thread functions: {}{}", o.stdout, o.stderr);
         let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -314,7 +314,7 @@ impl ProfilerSession {
         out
     }
 
-    fn threads(&self) -> Vec<String> {
+    pub(crate) fn threads(&self) -> Vec<String> {
         let o = self.run(&["thread", "list", "--json"]);
         assert!(o.status.success(), "profiler-cli thread list: {}{}", o.stdout, o.stderr);
         let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -333,10 +333,10 @@ impl Drop for ProfilerSession {
     }
 }
 
-struct CliOutput {
-    status: std::process::ExitStatus,
-    stdout: String,
-    stderr: String,
+pub(crate) struct CliOutput {
+    pub(crate) status: std::process::ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 #[test]

@@ -17,6 +17,7 @@ fn outputs() -> Vec<&'static str> {
         "out.pb",
         "out.speedscope.json",
         "out.fxprof.json",
+        "out.cpuprofile",
         "callgrind.out.x",
         "out.dcfg.json",
         "out.fdata",

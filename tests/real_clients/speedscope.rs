@@ -160,3 +160,48 @@ fn speedscope_imports_what_cfghub_writes() {
         assert!(!dom.contains("Something went wrong"), "{input}: {dom}");
     }
 }
+
+/// V8 profiles cfghub writes, as `.cpuprofile` files and as Chrome traces (a profile per
+/// thread), import into speedscope under their file's name: from V8 profiles, a trace's
+/// durations, a Go profile (counts and nanoseconds) and folded stacks (counts alone).
+#[test]
+fn speedscope_imports_the_v8_profiles_cfghub_writes() {
+    common::require("chromium");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases = [
+        ("cpuprofile/small.cpuprofile", "small.cpuprofile", None, 1),
+        ("cpuprofile/small.cpuprofile", "small-trace.json", Some("chrome-trace"), 1),
+        ("chrome-trace/burn.chrome-trace.json", "burn.cpuprofile", None, 1),
+        ("chrome-trace/nested.json", "nested-trace.json", Some("chrome-trace"), 2),
+        ("pprof/burn.cpu.pb.gz", "go.cpuprofile", None, 1),
+        (
+            "dcfg-trace/small.trace.json.expected/replayed-to-folded",
+            "folded-trace.json",
+            Some("chrome-trace"),
+            1,
+        ),
+    ];
+    for (input, file, to, profiles) in cases {
+        let out = d.join(file);
+        let mut args = vec![
+            common::fixture(input).to_str().unwrap().to_string(),
+            "-o".into(),
+            out.to_str().unwrap().into(),
+        ];
+        if let Some(to) = to {
+            args.extend(["--to".to_string(), to.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        convert(&args);
+        let dom = open_in_speedscope(d, file);
+        assert!(
+            dom.contains(&format!("<title>{file} - speedscope</title>")),
+            "{input} as {file}: not imported:\n{dom}"
+        );
+        if profiles > 1 {
+            assert!(dom.contains(&format!("(1/{profiles})")), "{input}: {profiles} profiles listed:\n{dom}");
+        }
+        assert!(!dom.contains("Something went wrong"), "{input}: {dom}");
+    }
+}

@@ -9,6 +9,8 @@
 //! - [`convert`]: reading a file into the model and writing the model out, whatever the formats.
 //! - [`folded_stacks`]: call stacks as stack tools print them, shared by the formats that read or
 //!   draw them (folded, DTrace, perf script, flame graphs), so that none depends on another.
+//! - [`v8_profile`]: V8's sampled CPU profile (its call tree, samples and time deltas), shared
+//!   by the `.cpuprofile` and Chrome trace formats that carry it.
 //!
 //! No format imports another; shared pieces live in the modules above or in the analysis crate.
 
@@ -19,6 +21,8 @@ pub mod registry;
 
 pub mod bolt;
 pub mod callgrind;
+pub mod chrome_trace;
+pub mod cpuprofile;
 pub mod csi;
 pub mod dcfg;
 pub mod dcfg_trace;
@@ -34,6 +38,7 @@ pub mod pprof;
 pub mod speedscope;
 pub mod svg;
 pub mod tables;
+pub mod v8_profile;
 
 /// The dcpicat text dump is DCPI's text form and lives in its folder; it keeps its own name.
 pub use dcpi::cat as dcpicat;

@@ -9,8 +9,8 @@ use cfghub_model::io::{strip_compression_suffix, Input};
 
 use crate::format::Format;
 use crate::{
-    bolt, callgrind, csi, dcfg, dcfg_trace, dcpi, dot, dtrace, firefox, folded, graphml, llvm_sample, perf,
-    pprof, speedscope, svg, tables,
+    bolt, callgrind, chrome_trace, cpuprofile, csi, dcfg, dcfg_trace, dcpi, dot, dtrace, firefox, folded,
+    graphml, llvm_sample, perf, pprof, speedscope, svg, tables,
 };
 
 /// Every format cfghub knows.
@@ -29,6 +29,8 @@ pub static ALL: &[&Format] = &[
     &perf::data::FORMAT,
     &pprof::FORMAT,
     &speedscope::FORMAT,
+    &chrome_trace::FORMAT,
+    &cpuprofile::FORMAT,
     &bolt::FORMAT,
     &bolt::PREAGGREGATED,
     &llvm_sample::FORMAT,
@@ -54,6 +56,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("autofdo", "llvm-sample"),
     ("parquet", "tables"),
     ("graphviz", "dot"),
+    ("v8", "cpuprofile"),
+    ("trace-event", "chrome-trace"),
 ];
 
 /// The format called `name`, or by one of its [`ALIASES`].
