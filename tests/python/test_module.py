@@ -30,6 +30,8 @@ EVERY_FORMAT = [
     ("fdata", FIXTURES / "bolt/call_in_loop.fdata"),
     ("bolt-pa", FIXTURES / "bolt/call_in_loop.pa"),
     ("tables", FIXTURES / "tables/hello-world.tables"),
+    ("cpuprofile", FIXTURES / "cpuprofile/small.cpuprofile"),
+    ("chrome-trace", FIXTURES / "chrome-trace/burn.chrome-trace.json"),
 ]
 SHARED_FILES = [
     "dcfg/simple-loop.dcfg.json.bz2",
