@@ -65,8 +65,31 @@ fn sniff(head: &[u8]) -> bool {
     }
     let Some(rest) = t.strip_prefix('[') else { return false };
     let rest = rest.trim_start();
-    let first = rest.find('}').map_or(rest, |end| &rest[..end]);
+    let first = &rest[..first_object_end(rest)];
     rest.starts_with('{') && first.contains("\"ph\"") && first.contains("\"pid\"")
+}
+
+/// Where the JSON object that `text` starts with ends (its length when the head ends first):
+/// braces counted outside strings, so that an event's `args` (which tools write first, keys
+/// in alphabetical order) do not end it.
+fn first_object_end(text: &str) -> usize {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '{' if !in_string => depth += 1,
+            '}' if !in_string => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    text.len()
 }
 
 #[cfg(test)]
@@ -78,6 +101,9 @@ mod tests {
         assert!(sniff(b"{\"traceEvents\":[\n{\"args\":{\"name\":\"swapper\"},\"ph\":\"M\"}"));
         assert!(sniff(b" [ {\"name\":\"a\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":3}]"));
         assert!(!sniff(b"[1,2,3]"));
+        assert!(!sniff(b"[{\"args\":{\"n\":\"}\"}},{\"ph\":\"M\",\"pid\":1}]"));
+        // Keys in alphabetical order, `args` first (Chrome's DevTools saves traces so).
+        assert!(sniff(b"[{\"args\":{\"name\":\"CrRendererMain\"},\"cat\":\"__metadata\",\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":7,\"ts\":0},"));
         assert!(!sniff(b"{\"nodes\":[{\"id\":1,\"callFrame\":{}}]}"));
         assert!(!sniff(b"{\"meta\":{\"preprocessedProfileVersion\":49}}"));
     }

@@ -116,6 +116,36 @@ struct Gathered {
     rounded_times: usize,
     /// The model's events, in a trace cfghub wrote (its top-level `cfghub` key).
     cfghub: Option<WrittenEvents>,
+    /// The JSON Object Format's sampled stacks: `stackFrames` by id, and `samples`.
+    stack_frames: HashMap<String, StackFrame>,
+    trace_samples: Vec<TraceSample>,
+    /// Events read so far, and whether an array trace ended without its closing `]`.
+    events_read: usize,
+    unclosed_array: bool,
+}
+
+/// A frame of the JSON Object Format's `stackFrames`: its name and its caller's id.
+#[derive(Deserialize)]
+struct StackFrame {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    parent: Option<Value>,
+}
+
+/// A sample of the JSON Object Format's `samples`: a thread, a time and a stack frame.
+#[derive(Deserialize)]
+struct TraceSample {
+    #[serde(default)]
+    pid: Option<Value>,
+    #[serde(default)]
+    tid: Option<Value>,
+    #[serde(default)]
+    ts: Option<Value>,
+    #[serde(default)]
+    sf: Option<Value>,
+    #[serde(default)]
+    weight: Option<Value>,
 }
 
 impl Gathered {
@@ -204,10 +234,24 @@ impl Gathered {
     /// A time field in nanoseconds (the trace's microseconds, exactly to a thousandth;
     /// finer fractions are rounded and counted).
     fn time(&mut self, i: usize, field: &str, v: Option<&Value>) -> Result<Option<i128>> {
+        let path = format!("{}.{field}", self.place(i));
+        self.time_at(path, v)
+    }
+
+    /// A time in nanoseconds, as [`Gathered::time`], of the value at `path`.
+    fn time_at(&mut self, path: String, v: Option<&Value>) -> Result<Option<i128>> {
         let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
-        let not_a_time =
-            || bad(format!("{}.{field}", self.place(i)), format!("{v} is not a time in microseconds"));
-        let Value::Number(n) = v else { return Err(not_a_time()) };
+        let not_a_time = || bad(path.clone(), format!("{v} is not a time in microseconds"));
+        // Hermes and other tracers write times as strings of digits.
+        let parsed;
+        let n = match v {
+            Value::Number(n) => n,
+            Value::String(text) => {
+                parsed = serde_json::from_str::<serde_json::Number>(text.trim()).map_err(|_| not_a_time())?;
+                &parsed
+            }
+            _ => return Err(not_a_time()),
+        };
         if let Some(int) = n.as_i64() {
             return Ok(Some(i128::from(int) * 1000));
         }
@@ -225,7 +269,7 @@ impl Gathered {
         let limit = i128::from(i64::MAX) * 1000;
         match nanos.filter(|t| t.abs() <= limit) {
             Some(t) => Ok(Some(t)),
-            None => Err(bad(format!("{}.{field}", self.place(i)), format!("{v} µs is past 2^63 µs"))),
+            None => Err(bad(path, format!("{v} µs is past 2^63 µs"))),
         }
     }
 
@@ -312,6 +356,16 @@ impl Gathered {
     }
 }
 
+/// A sample's `weight`: a count (a number, or digits in a string); 1 when it states none.
+fn sample_weight(v: Option<&Value>) -> Option<StackValue> {
+    match v {
+        None | Some(Value::Null) => Some(1),
+        Some(Value::Number(n)) => n.as_u64().map(StackValue::from),
+        Some(Value::String(text)) => text.trim().parse::<u64>().ok().map(StackValue::from),
+        _ => None,
+    }
+}
+
 fn bad(path: impl Into<String>, message: impl Into<String>) -> Error {
     Error::input(message).at_path(path).with_hint(HINT)
 }
@@ -358,6 +412,7 @@ impl<'de> Visitor<'de> for Events<'_> {
                 return Err(de::Error::custom("stopped"));
             }
             i += 1;
+            self.gathered.events_read = i;
         }
         Ok(())
     }
@@ -387,11 +442,17 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                 map.next_value_seed(Events { gathered: &mut *self.gathered, failed: &mut *self.failed })?;
             } else if key == "cfghub" {
                 self.gathered.cfghub = map.next_value::<Option<WrittenEvents>>()?;
+            } else if key == "stackFrames" {
+                self.gathered.stack_frames =
+                    map.next_value::<Option<HashMap<String, StackFrame>>>()?.unwrap_or_default();
+            } else if key == "samples" {
+                self.gathered.trace_samples =
+                    map.next_value::<Option<Vec<TraceSample>>>()?.unwrap_or_default();
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        if !seen {
+        if !seen && self.gathered.trace_samples.is_empty() {
             return Err(de::Error::custom("the object has no traceEvents"));
         }
         Ok(())
@@ -412,6 +473,12 @@ fn read_from(input: impl Read, findings: &mut Findings) -> Result<Profile> {
         let e = json.place(e);
         if e.io {
             return Err(Error::input(e.message.clone()));
+        }
+        // The array form may end without its `]` (the format says so: a tracer that stops
+        // mid-write leaves it so), after a comma or between events; the events read stand.
+        if e.eof && gathered.at.is_empty() && gathered.events_read > 0 {
+            gathered.unclosed_array = true;
+            return Model::new(&gathered).build(gathered, findings);
         }
         let what = if e.eof { "the JSON ends too early (truncated file?)" } else { "not a Chrome trace" };
         return Err(Error::input(format!("{what}: {e}")).at_line(e.line).with_hint(HINT));
@@ -434,7 +501,7 @@ struct Model {
 impl Model {
     /// Events in the order `samples`, `time`, `duration`, those the trace has.
     fn new(g: &Gathered) -> Model {
-        let sampled = g.profiles.iter().any(|p| !p.samples.is_empty());
+        let sampled = g.profiles.iter().any(|p| !p.samples.is_empty()) || !g.trace_samples.is_empty();
         let timed = g.spans.iter().any(|(_, s)| !s.is_empty()) || g.open.values().any(|o| !o.is_empty());
         let mut profile = Profile {
             meta: Meta { creator: Some("Chrome trace".into()), ..Meta::default() },
@@ -490,13 +557,20 @@ impl Model {
         let mut reordered = 0;
         let profiles = std::mem::take(&mut g.profiles);
         for v8 in &profiles {
-            self.add_profile(&g, v8, &mut reordered)?;
+            self.add_profile(&g, v8, &mut reordered, findings)?;
         }
+        self.add_trace_samples(&mut g, &mut reordered)?;
         self.add_spans(&mut g, findings);
         if reordered > 0 {
             findings.warn(
                 None,
                 format!("chrome-trace: {reordered} sample(s) earlier than the one before put in time order, as Chrome DevTools does"),
+            );
+        }
+        if g.unclosed_array {
+            findings.detail(
+                None,
+                format!("chrome-trace: the array of events ends without its `]`, as the format allows; {} event(s) read", g.events_read),
             );
         }
         if g.unmatched_ends > 0 {
@@ -515,7 +589,13 @@ impl Model {
     }
 
     /// Adds a V8 profile's samples; `reordered` counts those put in time order.
-    fn add_profile(&mut self, g: &Gathered, v8: &V8Profile, reordered: &mut usize) -> Result<()> {
+    fn add_profile(
+        &mut self,
+        g: &Gathered,
+        v8: &V8Profile,
+        reordered: &mut usize,
+        findings: &mut Findings,
+    ) -> Result<()> {
         let Some(thread) = v8.thread.as_ref().filter(|_| self.samples.is_some() || self.time.is_some())
         else {
             return Ok(());
@@ -524,19 +604,11 @@ impl Model {
             return Ok(());
         }
         let (p, t, labels) = self.thread(g, thread);
-        let made = v8.tree.model_nodes(&mut self.profile, p)?;
-        let leaves: Vec<u32> = v8
-            .samples
-            .iter()
-            .map(|&(id, event, s)| {
-                v8.tree.find(id).map(|n| made[n]).ok_or_else(|| {
-                    bad(
-                        format!("{}.args.data.cpuProfile.samples[{s}]", g.place(event)),
-                        format!("node {id} is no node's id"),
-                    )
-                })
-            })
-            .collect::<Result<_>>()?;
+        let made = v8.tree.model_nodes(&mut self.profile, p, findings)?;
+        // A sample at an id no node has is left out, as speedscope leaves it.
+        let leaves: Vec<Option<u32>> =
+            v8.samples.iter().map(|&(id, _, _)| v8.tree.find(id).map(|n| made[n])).collect();
+        crate::v8_profile::warn_unknown_samples(&leaves, findings);
         let start = v8.start.unwrap_or(0);
         let times = sample_times(start, &v8.deltas, v8.end).map_err(|k| {
             let (_, event, s) = v8.samples[k];
@@ -559,9 +631,103 @@ impl Model {
             if let Some(t) = self.time {
                 values[t] = self.columns.time_value(weight);
             }
-            stacks.push_labelled_sample(leaves[i], Some(t), labels, &values);
+            if let Some(leaf) = leaves[i] {
+                stacks.push_labelled_sample(leaf, Some(t), labels, &values);
+            }
         }
         Ok(())
+    }
+
+    /// The JSON Object Format's samples (`samples` at frames of `stackFrames`), per thread in
+    /// time order: each a sample of its `weight` (1 when it states none) and of the time until
+    /// the thread's next sample (the last: none), as speedscope weighs them.
+    fn add_trace_samples(&mut self, g: &mut Gathered, reordered: &mut usize) -> Result<()> {
+        let samples = std::mem::take(&mut g.trace_samples);
+        let frames = std::mem::take(&mut g.stack_frames);
+        let mut threads: Vec<(ThreadKey, Vec<(i128, usize)>)> = Vec::new();
+        let mut thread_index: HashMap<ThreadKey, usize> = HashMap::new();
+        for (i, sample) in samples.iter().enumerate() {
+            let key: ThreadKey = (id_text(sample.pid.as_ref()), id_text(sample.tid.as_ref()));
+            let time = g.time_at(format!("samples[{i}].ts"), sample.ts.as_ref())?.unwrap_or(0);
+            let next = threads.len();
+            let k = *thread_index.entry(key.clone()).or_insert(next);
+            if k == next {
+                threads.push((key, Vec::new()));
+            }
+            threads[k].1.push((time, i));
+        }
+        // Each stack frame's model node, per process.
+        let mut nodes: HashMap<(usize, String), u32> = HashMap::new();
+        for (key, mut list) in threads {
+            let (p, t, labels) = self.thread(g, &key);
+            *reordered += list.windows(2).filter(|w| w[1].0 < w[0].0).count();
+            list.sort_by_key(|&(time, _)| time);
+            let mut values: Vec<StackValue> = vec![0; self.profile.events.len()];
+            for (k, &(time, i)) in list.iter().enumerate() {
+                let leaf = self.stack_frame_node(&frames, &mut nodes, p, &samples[i], i)?;
+                if let Some(c) = self.samples {
+                    values[c] = sample_weight(samples[i].weight.as_ref())
+                        .ok_or_else(|| bad(format!("samples[{i}].weight"), "the weight is not a count"))?;
+                }
+                if let Some(column) = self.time {
+                    let until = list.get(k + 1).map_or(time, |&(next, _)| next);
+                    let nanos = until - time;
+                    if nanos % 1000 != 0 {
+                        g.rounded_times += 1;
+                    }
+                    values[column] = self.columns.time_value(cfghub_model::ir::rounded(nanos, 3));
+                }
+                self.profile.processes[p].stacks.push_labelled_sample(leaf, Some(t), labels, &values);
+            }
+        }
+        Ok(())
+    }
+
+    /// The model node of sample `i`'s stack frame (`sf`) and its callers, made in process
+    /// `p` when new. A frame no `stackFrames` entry has, and callers in a cycle, are errors.
+    fn stack_frame_node(
+        &mut self,
+        frames: &HashMap<String, StackFrame>,
+        nodes: &mut HashMap<(usize, String), u32>,
+        p: usize,
+        sample: &TraceSample,
+        i: usize,
+    ) -> Result<u32> {
+        let mut chain: Vec<String> = Vec::new();
+        let mut at = sample.sf.as_ref().map(|v| id_text(Some(v))).filter(|id| !id.is_empty());
+        let mut node = NO_INDEX;
+        while let Some(id) = at {
+            if let Some(&made) = nodes.get(&(p, id.clone())) {
+                node = made;
+                break;
+            }
+            let Some(frame) = frames.get(&id) else {
+                let place = if chain.is_empty() {
+                    format!("samples[{i}].sf")
+                } else {
+                    format!("stackFrames.{}.parent", chain[chain.len() - 1])
+                };
+                return Err(bad(place, format!("no stack frame has the id {id}")));
+            };
+            if chain.len() > frames.len() {
+                return Err(bad(format!("stackFrames.{id}"), "the frames' parents go round in a cycle"));
+            }
+            chain.push(id);
+            at = frame.parent.as_ref().map(|v| id_text(Some(v))).filter(|id| !id.is_empty());
+        }
+        for id in chain.iter().rev() {
+            let name = match frames.get(id).and_then(|f| f.name.as_ref()) {
+                Some(Value::String(name)) if !name.is_empty() => name.as_str(),
+                _ => "(unknown)",
+            };
+            let frame = self.profile.frames.intern(name);
+            if frame as usize == self.profile.frame_sources.len() {
+                self.profile.frame_sources.push(cfghub_model::ir::FrameSource::default());
+            }
+            node = self.profile.processes[p].stacks.node(node, frame);
+            nodes.insert((p, id.clone()), node);
+        }
+        Ok(node)
     }
 
     /// Each thread's durations nested by time into stacks, a sample per duration of its
@@ -660,6 +826,52 @@ mod tests {
     }
 
     #[test]
+    fn an_array_may_end_without_its_bracket_and_times_may_be_strings() {
+        let events = r#"[
+  {"pid": 0, "tid": 0, "ph": "B", "name": "alpha", "ts": "0"},
+  {"pid": 0, "tid": 0, "ph": "X", "name": "beta", "ts": 2, "dur": "5"},
+  {"pid": 0, "tid": 0, "ph": "E", "name": "alpha", "ts": 14}"#;
+        for end in ["", ",", ",\n  ", "\n"] {
+            let (profile, findings) = read_text(&format!("{events}{end}")).unwrap();
+            assert_eq!(listed(&profile), ["0 Some(0) alpha [9]", "0 Some(0) alpha;beta [5]"], "{end:?}");
+            assert!(findings.details().any(|d| d.message.contains("without its `]`")), "{end:?}");
+        }
+        // An object's traceEvents must close.
+        assert!(
+            read_text(r#"{"traceEvents": [{"ph":"X","name":"a","pid":0,"tid":0,"ts":0,"dur":1},"#).is_err()
+        );
+        let e = read_text(r#"[{"ph":"X","name":"a","pid":0,"tid":0,"ts":"soon","dur":1}]"#).unwrap_err();
+        assert!(e.to_string().contains("[0].ts"), "{e}");
+    }
+
+    #[test]
+    fn sampled_stack_frames_weigh_the_time_to_the_next_sample() {
+        // The JSON Object Format's samples, as Hermes writes them (numbers as strings).
+        let trace = r#"{"traceEvents": [
+            {"name":"thread_name","ph":"M","pid":7,"tid":"9","ts":"0","args":{"name":"js"}}],
+          "stackFrames": {"1": {"name": "main", "category": "JS"}, "2": {"name": "work", "parent": 1},
+                          "3": {"name": "leaf", "parent": "2"}},
+          "samples": [{"pid":7,"tid":"9","ts":"100","sf":3,"weight":"1"},
+                      {"pid":7,"tid":"9","ts":"130","sf":2,"weight":"2"},
+                      {"pid":7,"tid":"9","ts":"120","sf":"3"}]}"#;
+        let (profile, findings) = read_text(trace).unwrap();
+        // In time order: leaf at 100 (20 µs to the next), leaf at 120 (10), work at 130 (0).
+        assert_eq!(
+            listed(&profile),
+            [
+                "7 Some(0) main;work;leaf [1, 20]",
+                "7 Some(0) main;work;leaf [1, 10]",
+                "7 Some(0) main;work [2, 0]"
+            ]
+        );
+        assert!(findings.warnings().any(|w| w.message.contains("put in time order")));
+        let e = read_text(&trace.replace(r#""sf":2"#, r#""sf":8"#)).unwrap_err().to_string();
+        assert!(e.contains("samples[1].sf") && e.contains("8"), "{e}");
+        let e = read_text(&trace.replace(r#""category": "JS"}"#, r#""parent": 3}"#)).unwrap_err().to_string();
+        assert!(e.contains("cycle"), "{e}");
+    }
+
+    #[test]
     fn nested_durations_weigh_their_self_time() {
         let trace = r#"[
             {"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"main"}},
@@ -752,9 +964,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("traceEvents[0].dur"), "{e}");
-        let chunk = r#"[{"ph":"P","name":"ProfileChunk","id":1,"pid":1,"tid":1,"args":{"data":{"cpuProfile":{"nodes":[{"id":1,"callFrame":{},"parent":4}],"samples":[1]},"timeDeltas":[1]}}}]"#;
+        let chunk = r#"[{"ph":"P","name":"ProfileChunk","id":1,"pid":1,"tid":1,"args":{"data":{"cpuProfile":{"nodes":[{"id":1,"callFrame":{},"parent":1}],"samples":[1]},"timeDeltas":[1]}}}]"#;
         let e = read_text(chunk).unwrap_err().to_string();
-        assert!(e.contains("[0].args.data.cpuProfile.nodes[0].parent"), "{e}");
+        assert!(e.contains("[0].args.data.cpuProfile.nodes[0]") && e.contains("cycle"), "{e}");
         let e = read_text(r#"{"traceEvents":[{"ph":"X""#).unwrap_err().to_string();
         assert!(e.contains("truncated"), "{e}");
         let e = read_text(r#"{"events":[]}"#).unwrap_err().to_string();

@@ -38,9 +38,11 @@ pub static FORMAT: Format = Format {
 fn sniff(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
+    // The older tree form and heap profiles start with the root's node, `{"head": {...`.
+    let tree = t.strip_prefix('{').is_some_and(|r| r.trim_start().starts_with("\"head\""))
+        && (t.contains("\"functionName\""));
     t.starts_with('{')
-        && t.contains("\"nodes\"")
-        && t.contains("\"callFrame\"")
+        && ((t.contains("\"nodes\"") && t.contains("\"callFrame\"")) || tree)
         && !t.contains("\"traceEvents\"")
         && !t.contains("\"cpuProfile\"")
 }
@@ -58,5 +60,7 @@ mod tests {
         ));
         assert!(!sniff(b"[{\"args\":{\"data\":{\"cpuProfile\":{\"nodes\":[{\"callFrame\":{}}]}}}}]"));
         assert!(!sniff(b"{\"meta\":{\"preprocessedProfileVersion\":49}}"));
+        assert!(sniff(b"{\"head\":{\"functionName\":\"(root)\",\"url\":\"\",\"id\":1,\"children\":["));
+        assert!(sniff(b"{\"head\":{\"callFrame\":{\"functionName\":\"(root)\"},\"selfSize\":0"));
     }
 }

@@ -119,10 +119,18 @@ impl NodeTree {
     }
 
     /// The model stack node of every node, made in `stacks` with frames of `profile`: each
-    /// node's caller is its `parent`, or the node whose `children` list it. An unknown id, a
-    /// node with two callers and callers that go round in a cycle are errors, placed at the
-    /// node.
-    pub(crate) fn model_nodes(&self, profile: &mut Profile, p: usize) -> Result<Vec<u32>> {
+    /// node's caller is its `parent`, or the node whose `children` list it. A node with two
+    /// callers and callers that go round in a cycle are errors, placed at the node. A caller
+    /// or callee of an id no node has is left out, as speedscope leaves it (a trace cut after
+    /// its profile started names callers it does not hold): the node is called from the root;
+    /// `findings` says how many in one line.
+    pub(crate) fn model_nodes(
+        &self,
+        profile: &mut Profile,
+        p: usize,
+        findings: &mut Findings,
+    ) -> Result<Vec<u32>> {
+        let mut unknown = 0usize;
         let n = self.nodes.len();
         let mut caller: Vec<Option<usize>> = vec![None; n];
         let mut set = |child: usize, parent: usize, place: &dyn Fn() -> String| -> Result<()> {
@@ -141,17 +149,17 @@ impl NodeTree {
         for (i, node) in self.nodes.iter().enumerate() {
             if let Some(parent) = node.parent {
                 let place = || format!("{}.parent", self.places[i]);
-                let Some(j) = self.find(parent) else {
-                    return Err(Error::input(format!("parent {parent} is no node's id")).at_path(place()));
-                };
-                set(i, j, &place)?;
+                match self.find(parent) {
+                    Some(j) => set(i, j, &place)?,
+                    None => unknown += 1,
+                }
             }
             for (k, &child) in node.children.iter().flatten().enumerate() {
                 let place = || format!("{}.children[{k}]", self.places[i]);
-                let Some(j) = self.find(child) else {
-                    return Err(Error::input(format!("child {child} is no node's id")).at_path(place()));
-                };
-                set(j, i, &place)?;
+                match self.find(child) {
+                    Some(j) => set(j, i, &place)?,
+                    None => unknown += 1,
+                }
             }
         }
         let mut frames: Vec<FrameId> = Vec::with_capacity(n);
@@ -184,7 +192,21 @@ impl NodeTree {
                 made[i] = node;
             }
         }
+        if unknown > 0 {
+            findings.warn(
+                None,
+                format!("{unknown} caller or callee id(s) no node has left out: those nodes are called from the root"),
+            );
+        }
         Ok(made)
+    }
+}
+
+/// Says in one line how many samples (`None` among `leaves`) are at ids no node has.
+pub(crate) fn warn_unknown_samples(leaves: &[Option<u32>], findings: &mut Findings) {
+    let unknown = leaves.iter().filter(|l| l.is_none()).count();
+    if unknown > 0 {
+        findings.warn(None, format!("{unknown} sample(s) at node ids no node has left out"));
     }
 }
 
@@ -732,7 +754,7 @@ mod tests {
 
     fn paths(t: &NodeTree) -> Result<Vec<String>> {
         let mut profile = Profile { processes: vec![Default::default()], ..Profile::default() };
-        let made = t.model_nodes(&mut profile, 0)?;
+        let made = t.model_nodes(&mut profile, 0, &mut Findings::default())?;
         let stacks = &profile.processes[0].stacks;
         Ok(made
             .iter()
@@ -760,10 +782,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_ids_two_callers_and_cycles_are_placed_errors() {
-        let unknown = tree(vec![node(1, "a", Some(9), None)]);
-        let e = paths(&unknown).unwrap_err().to_string();
-        assert!(e.contains("nodes[0].parent") && e.contains("9"), "{e}");
+    fn unknown_callers_are_the_root_and_two_callers_and_cycles_are_placed_errors() {
+        // A trace cut after its profile started names callers it does not hold.
+        let unknown = tree(vec![node(1, "a", Some(9), None), node(2, "b", None, Some(vec![7]))]);
+        assert_eq!(paths(&unknown).unwrap(), ["a", "b"]);
         let two = tree(vec![
             node(1, "a", None, Some(vec![3])),
             node(2, "b", None, Some(vec![3])),
