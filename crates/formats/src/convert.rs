@@ -195,7 +195,11 @@ mod tests {
         }
         let stack_writers = formats().iter().filter(|f| f.needs.reads == WriterReads::Stacks).count();
         assert!(stack_writers >= 5, "folded, SVG, pprof, speedscope and Firefox at least");
-        assert_eq!(estimated, inputs.len() * stack_writers, "every model gave its place to the estimated stacks");
+        assert_eq!(
+            estimated,
+            inputs.len() * stack_writers,
+            "every model gave its place to the estimated stacks"
+        );
         assert_eq!(without_edges, estimated + 2, "the Callgrind profile's edges went for DCPI and dcpicat");
     }
 
