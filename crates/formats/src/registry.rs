@@ -106,9 +106,34 @@ pub fn detect_input(input: &Input, forced: Option<&str>) -> Result<&'static Form
     if let Some(f) = by_file_name(&input.name).filter(|f| f.can_read()) {
         return Ok(f);
     }
+    if let Some(what) = unread_kind(&input.head) {
+        return Err(Error::unsupported(format!("this is {what}, which cfghub does not read"))
+            .in_file(&input.name)
+            .with_hint("`cfghub formats` lists what cfghub reads"));
+    }
     Err(Error::usage("cannot tell the format of this input from its content or its name")
         .in_file(&input.name)
         .with_hint("name it with --from FORMAT (see `cfghub formats`)"))
+}
+
+/// What an input no format reads is, when its first bytes tell it: profiles of the tools
+/// around the ones cfghub reads, so that the refusal names what is not read.
+fn unread_kind(head: &[u8]) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
+    let t = text.trim_start();
+    let json_keys =
+        |keys: &[&str]| t.starts_with('{') && keys.iter().all(|k| t.contains(&format!("\"{k}\"")));
+    if head.starts_with(b"PK\x03\x04") {
+        Some("a zip archive (unpack it, then read the profile inside)")
+    } else if t.starts_with("v8-version,") || t.starts_with("shared-library,") {
+        Some("V8's tick log (`node --prof`; `node --prof-process` summarises it)")
+    } else if json_keys(&["code", "ticks"]) || json_keys(&["functions", "ticks"]) {
+        Some("V8's preprocessed tick log (`node --prof-process --preprocess`)")
+    } else if json_keys(&["meta", "threads"]) && t.contains("\"processes\"") {
+        Some("a Firefox Profiler profile in Gecko's own form (load it in the Firefox Profiler and save it again to get the processed form cfghub reads)")
+    } else {
+        None
+    }
 }
 
 /// The format an output file name asks for: `forced` when given, else by file name.
@@ -138,4 +163,21 @@ pub(crate) fn by_file_name(path: &str) -> Option<&'static Format> {
     let base = std::path::Path::new(path).file_name()?.to_str()?;
     let base = strip_compression_suffix(base);
     formats().iter().copied().find(|f| f.matches_file_name(base))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_of_tools_cfghub_does_not_read_are_named_in_the_refusal() {
+        let refusal = |head: &[u8]| {
+            let input = Input::from_reader("x", Box::new(std::io::Cursor::new(head.to_vec())), None).unwrap();
+            detect_input(&input, None).unwrap_err().to_string()
+        };
+        assert!(refusal(b"v8-version,10,2,154,26,0,0\nshared-library,\"/usr/bin/node\"").contains("tick log"));
+        assert!(refusal(b"PK\x03\x04\x14\x00").contains("zip archive"));
+        assert!(refusal(b"{\"code\":[],\"functions\":[],\"ticks\":[]}").contains("preprocessed tick log"));
+        assert!(refusal(b"hello").contains("cannot tell the format"));
+    }
 }
