@@ -302,3 +302,89 @@ fn element(at: &mut Cursor<'_>, strings: usize, depth: usize) -> Result<Element>
     }
     Ok(Element { name, attributes, children })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A metadata event's body after its size and type: start time, duration and id (0 each),
+    /// the strings, then `tree`; integers compressed, every one of them below 128.
+    fn metadata(strings: &[&str], tree: &[u8]) -> Vec<u8> {
+        let mut b = vec![0, 0, 0, strings.len() as u8];
+        for s in strings {
+            b.extend_from_slice(&[3, s.len() as u8]);
+            b.extend_from_slice(s.as_bytes());
+        }
+        b.extend_from_slice(tree);
+        b
+    }
+
+    fn classes(bytes: &[u8]) -> Result<Classes> {
+        Classes::read(&mut Cursor { bytes, pos: 0, compressed: true })
+    }
+
+    const STRINGS: [&str; 10] =
+        ["root", "metadata", "class", "id", "name", "1", "Node", "field", "next", "class"];
+
+    /// root > metadata > class Node (id 1) with one field `next` of class 1, held inline
+    /// when `inline`, else by reference.
+    fn node_class(inline: bool) -> Vec<u8> {
+        let field: &[u8] = if inline { &[7, 2, 4, 8, 9, 5, 0] } else { &[7, 3, 4, 8, 9, 5, 10, 11, 0] };
+        let mut strings = STRINGS.to_vec();
+        strings.extend(["constantPool", "true"]);
+        let mut tree = vec![0, 0, 1, 1, 0, 1, 2, 2, 3, 5, 4, 6, 1];
+        tree.extend_from_slice(field);
+        metadata(&strings, &tree)
+    }
+
+    #[test]
+    fn classes_and_their_fields() {
+        let c = classes(&node_class(false)).unwrap();
+        let node = c.get(1);
+        assert_eq!((node.name.as_str(), node.layout), ("Node", Layout::Fields));
+        assert_eq!(node.field("next"), Some(0));
+        assert!(node.fields[0].pooled && !node.fields[0].array);
+        let v = c.read_value(&mut Cursor { bytes: &[42], pos: 0, compressed: true }, 1, 0).unwrap();
+        assert_eq!(v, Value::Object(vec![Value::Pooled(42)]));
+    }
+
+    #[test]
+    fn a_class_holding_itself_inline_is_refused_not_followed_forever() {
+        let c = classes(&node_class(true)).unwrap();
+        let e =
+            c.read_value(&mut Cursor { bytes: &[], pos: 0, compressed: true }, 1, 0).unwrap_err().to_string();
+        assert!(e.contains("more than 32 deep") && e.contains("Node"), "{e}");
+        let e =
+            c.skip_value(&mut Cursor { bytes: &[], pos: 0, compressed: true }, 1, 0).unwrap_err().to_string();
+        assert!(e.contains("more than 32 deep"), "{e}");
+    }
+
+    #[test]
+    fn references_past_the_strings_and_huge_counts_are_placed() {
+        // The root's name is string 20 of 10.
+        let bytes = metadata(&STRINGS, &[20, 0, 0]);
+        let e = classes(&bytes).unwrap_err().to_string();
+        let at = 3 + 1 + STRINGS.iter().map(|s| 2 + s.len()).sum::<usize>();
+        assert!(
+            e.contains("string 20 of the metadata, which has 10") && e.contains(&format!("byte {at}")),
+            "{e}"
+        );
+        // A million strings declared in a few bytes.
+        let e = classes(&[0, 0, 0, 0xc0, 0x84, 0x3d]).unwrap_err().to_string();
+        assert!(e.contains("1000000 strings in the metadata") && e.contains("byte 3"), "{e}");
+        // Elements nested past the limit.
+        let mut deep = Vec::new();
+        for _ in 0..40 {
+            deep.extend_from_slice(&[0, 0, 1]);
+        }
+        let e = classes(&metadata(&STRINGS, &deep)).unwrap_err().to_string();
+        assert!(e.contains("nested more than 32 deep"), "{e}");
+        // A field of a class the metadata does not declare.
+        let mut tree = vec![0, 0, 1, 1, 0, 1, 2, 2, 3, 5, 4, 6, 1];
+        tree.extend_from_slice(&[7, 2, 4, 8, 9, 10, 0]);
+        let mut strings = STRINGS.to_vec();
+        strings.push("7");
+        let e = classes(&metadata(&strings, &tree)).unwrap_err().to_string();
+        assert!(e.contains("which the metadata does not declare"), "{e}");
+    }
+}

@@ -115,6 +115,14 @@ fn split(threads: &Threads, thread: u32) -> (Option<u32>, u32) {
     (Some(thread), threads.labels[thread as usize])
 }
 
+/// The nanoseconds of `ticks` at `per_second` ticks a second (1e9 on the JDK's usual clock),
+/// rounded to the nearest, and whether they are exact.
+fn nanoseconds(ticks: i64, per_second: u64) -> (StackValue, bool) {
+    let per_second = StackValue::from(per_second.max(1));
+    let scaled = StackValue::from(ticks) * 1_000_000_000;
+    ((scaled + per_second / 2).div_euclid(per_second), scaled % per_second == 0)
+}
+
 /// The event types of a chunk that cfghub reads, with where their fields are.
 struct EventType {
     kind: usize,
@@ -247,16 +255,12 @@ impl<'f> Chunk<'f> {
 
     /// What an event of `kind` adds: its field's value, a duration in ticks made nanoseconds.
     fn amount(&mut self, kind: &Kind, value: i64) -> StackValue {
-        let value = StackValue::from(value);
         if !kind.ticks {
-            return value;
+            return StackValue::from(value);
         }
-        let per_second = StackValue::from(self.constants.header.ticks_per_second.max(1));
-        let nanos = value * 1_000_000_000;
-        if nanos % per_second != 0 {
-            self.rounded += 1;
-        }
-        (nanos + per_second / 2).div_euclid(per_second)
+        let (nanos, exact) = nanoseconds(value, self.constants.header.ticks_per_second);
+        self.rounded += u64::from(!exact);
+        nanos
     }
 
     /// The model node of a stack trace (frames leaf first in JFR, root first in the model).
@@ -394,5 +398,18 @@ impl<'f> Chunk<'f> {
             self.threads.insert(k, t);
         }
         Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_become_nanoseconds_exactly_where_they_can() {
+        assert_eq!(nanoseconds(61_224_794, 1_000_000_000), (61_224_794, true));
+        assert_eq!(nanoseconds(3, 3_000_000_000), (1, true));
+        assert_eq!(nanoseconds(5, 3_000_000_000), (2, false));
+        assert_eq!(nanoseconds(i64::MAX, 1), (StackValue::from(i64::MAX) * 1_000_000_000, true));
     }
 }
