@@ -67,6 +67,10 @@ pub(crate) struct Class {
     pub name: String,
     pub layout: Layout,
     pub fields: Vec<Field>,
+    /// Whether its values take no bytes: fields (none, or held inline) of classes that take
+    /// none. Such values are not walked field by field: a tree of them costs no input, and
+    /// nothing else would bound the time spent on it.
+    pub empty: bool,
 }
 
 impl Class {
@@ -164,7 +168,11 @@ impl Classes {
                     "java.lang.String" => Layout::Text,
                     _ => Layout::Fields,
                 };
-                if classes.by_id.insert(id, Class { name: name.clone(), layout, fields }).is_some() {
+                if classes
+                    .by_id
+                    .insert(id, Class { name: name.clone(), layout, fields, empty: false })
+                    .is_some()
+                {
                     return bad(format!(
                         "two classes of the metadata have the id {id} (the second: {name:?})"
                     ));
@@ -179,7 +187,32 @@ impl Classes {
                 ));
             }
         }
+        classes.find_empty();
         Ok(classes)
+    }
+
+    /// Marks the classes whose values take no bytes: those with no fields, then those whose
+    /// fields all hold such values inline, until no more are found (a class that holds itself
+    /// is never marked: reading one fails at [`MAX_DEPTH`]).
+    fn find_empty(&mut self) {
+        loop {
+            let found: Vec<u64> = self
+                .by_id
+                .iter()
+                .filter(|(_, c)| {
+                    !c.empty
+                        && c.layout == Layout::Fields
+                        && c.fields.iter().all(|f| !f.array && !f.pooled && self.by_id[&f.class].empty)
+                })
+                .map(|(&id, _)| id)
+                .collect();
+            if found.is_empty() {
+                return;
+            }
+            for id in found {
+                self.by_id.get_mut(&id).expect("a class found").empty = true;
+            }
+        }
     }
 
     /// The id of the class called `name`.
@@ -223,6 +256,7 @@ impl Classes {
                 Value::Float
             }
             Layout::Text => Value::Text(at.text()?),
+            Layout::Fields if c.empty => Value::Object(Vec::new()),
             Layout::Fields => {
                 too_deep(at, depth, c)?;
                 let mut values = Vec::with_capacity(c.fields.len());
@@ -242,6 +276,7 @@ impl Classes {
             Layout::Byte => at.u8().map(drop),
             Layout::Float(width) => at.take(u64::from(width)).map(drop),
             Layout::Text => at.skip_text(),
+            Layout::Fields if c.empty => Ok(()),
             Layout::Fields => {
                 too_deep(at, depth, c)?;
                 for f in &c.fields {
@@ -357,6 +392,20 @@ mod tests {
         let e =
             c.skip_value(&mut Cursor { bytes: &[], pos: 0, compressed: true }, 1, 0).unwrap_err().to_string();
         assert!(e.contains("more than 32 deep"), "{e}");
+    }
+
+    #[test]
+    fn values_of_classes_that_take_no_bytes_are_not_walked() {
+        // Node holds one field of class 2, which has none: Node takes no bytes either.
+        let mut strings = STRINGS.to_vec();
+        strings.extend(["2", "Empty"]);
+        let tree = [0, 0, 1, 1, 0, 2, 2, 2, 3, 5, 4, 6, 1, 7, 2, 4, 8, 9, 10, 0, 2, 2, 3, 10, 4, 11, 0];
+        let c = classes(&metadata(&strings, &tree)).unwrap();
+        assert!(c.get(1).empty && c.get(2).empty);
+        let mut at = Cursor { bytes: &[], pos: 0, compressed: true };
+        assert_eq!(c.read_value(&mut at, 1, 0).unwrap(), Value::Object(Vec::new()));
+        c.skip_value(&mut at, 1, 0).unwrap();
+        assert!(!classes(&node_class(true)).unwrap().get(1).empty);
     }
 
     #[test]
