@@ -81,7 +81,8 @@ fn jdk_self_values(file: &Path) -> BTreeMap<&'static str, BTreeMap<String, i128>
 fn cfghub_self_values(file: &Path) -> BTreeMap<&'static str, BTreeMap<String, i128>> {
     let mut values: BTreeMap<&str, BTreeMap<String, i128>> = BTreeMap::new();
     for &(_, column, _) in &EVENTS {
-        let o = common::run(&["convert", file.to_str().unwrap(), "--to", "folded", "--event", column, "-o", "-"]);
+        let o =
+            common::run(&["convert", file.to_str().unwrap(), "--to", "folded", "--event", column, "-o", "-"]);
         assert!(o.status.success(), "{column}: {}", common::stderr(&o));
         for line in common::stdout(&o).lines().filter(|l| !l.starts_with('#')) {
             let (stack, n) = line.rsplit_once(' ').unwrap();

@@ -136,6 +136,8 @@ struct Chunk<'f> {
     constants: Constants<'f>,
     /// The event types read, by class id.
     types: HashMap<u64, EventType>,
+    /// The class id of `jdk.JVMInformation`, the event that names the JVM's process.
+    jvm_information: Option<u64>,
     /// The model node of each stack trace key met.
     stack_nodes: HashMap<u64, u32>,
     /// The model frame of each method key met.
@@ -186,9 +188,11 @@ impl<'f> Chunk<'f> {
                 );
             }
         }
+        let jvm_information = classes.id_of("jdk.JVMInformation");
         Ok(Chunk {
             constants: Constants::new(file, header, classes, pools),
             types,
+            jvm_information,
             stack_nodes: HashMap::new(),
             frames: HashMap::new(),
             threads: HashMap::new(),
@@ -215,7 +219,9 @@ impl<'f> Chunk<'f> {
                 })?;
             let mut at = Cursor::new(file, at.pos, end, header.compressed);
             let class = at.long()? as u64;
-            if let Some(event) = self.types.get(&class) {
+            if Some(class) == self.jvm_information {
+                self.jvm_information_event(profile, &mut at, class, pos)?;
+            } else if let Some(event) = self.types.get(&class) {
                 let (kind, thread, stack, value) = (event.kind, event.thread, event.stack, event.value);
                 let Value::Object(mut fields) = self.constants.classes.read_value(&mut at, class, 0)? else {
                     unreachable!("an event type is a class with fields");
@@ -250,6 +256,35 @@ impl<'f> Chunk<'f> {
             }
             pos = end;
         }
+        Ok(())
+    }
+
+    /// The process's id and command line (`java` and its arguments as the JVM states them),
+    /// from the first `jdk.JVMInformation` event.
+    fn jvm_information_event(
+        &self,
+        profile: &mut Profile,
+        at: &mut Cursor<'_>,
+        class: u64,
+        place: u64,
+    ) -> Result<()> {
+        if profile.meta.command.is_some() {
+            return Ok(());
+        }
+        let c = &self.constants;
+        let mut event = c.classes.read_value(at, class, 0)?;
+        if let Some((Value::Integer(pid), _)) = c.field(&mut event, class, "pid") {
+            profile.processes[0].pid = pid as u64;
+        }
+        let mut text = |name: &str| match c.field(&mut event, class, name) {
+            Some((v, _)) => c.text(v, place),
+            None => Ok(None),
+        };
+        let jvm = text("jvmArguments")?.unwrap_or_default();
+        let java = text("javaArguments")?.unwrap_or_default();
+        let command: Vec<&str> =
+            ["java", jvm.as_str(), java.as_str()].into_iter().filter(|a| !a.is_empty()).collect();
+        profile.meta.command = Some(command.join(" "));
         Ok(())
     }
 
