@@ -2,7 +2,8 @@
 # A Java Flight Recorder recording to folded stacks, timed as whole commands side by side with
 # the JDK's own reader:
 #   cfghub convert rec.jfr --event cpu -o x.folded
-#   jfr print --json rec.jfr > x.json          (what a script over the JDK's tool starts from)
+#   jfr print --json rec.jfr > /dev/null       (what a script over the JDK's tool starts from;
+#                                               its output, many times the file, is not kept)
 # Targets: cfghub at least 10x faster than `jfr print --json`; its peak memory under 2x the
 # file. RUNS rounds (default 3), each command once a round; the best wall-clock and CPU
 # (user + system) seconds and the largest peak RSS are shown.
@@ -30,8 +31,8 @@ size=$(stat -c %s "$input")
 echo "input: $input, $((size / 1048576)) MiB, $(jfr summary "$input" | awk '/Chunks:/ {print $2}') chunks," \
   "$(jfr summary "$input" | awk '$1 == "jdk.ExecutionSample" {print $2}') execution samples"
 
-names=("cfghub convert rec.jfr --event cpu -o x.folded" "jfr print --json rec.jfr > x.json")
-commands=("$CFGHUB convert -q '$input' --event cpu -o $DATA/jfr.folded" "jfr print --json '$input' > $DATA/jfr.json")
+names=("cfghub convert rec.jfr --event cpu -o x.folded" "jfr print --json rec.jfr > /dev/null")
+commands=("$CFGHUB convert -q '$input' --event cpu -o $DATA/jfr.folded" "jfr print --json '$input' > /dev/null")
 declare -A wall cpu rss
 for _ in $(seq "$RUNS"); do
   for i in "${!commands[@]}"; do
