@@ -157,7 +157,8 @@ impl<'a> Cursor<'a> {
 
     /// The next `n` bytes.
     pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8]> {
-        if n > self.left() {
+        // A cursor may start past its end (an event whose size is smaller than its own header).
+        if n > self.left() || self.pos > self.bytes.len() as u64 {
             return Err(self.short(self.pos, &format!("a value of {n} bytes")));
         }
         let from = self.pos as usize;
@@ -312,6 +313,8 @@ mod tests {
         assert_eq!(cursor(&minus_one, true).long().unwrap(), -1);
         assert_eq!(cursor(&[0xff, 0xff, 0xff, 0xff, 0x0f], true).int().unwrap(), -1);
         assert_eq!(cursor(&[0, 0, 0, 7], false).int().unwrap(), 7);
+        let mut past = Cursor { bytes: &[1, 2], pos: 3, compressed: true };
+        assert!(past.take(0).is_err() && past.u8().is_err() && past.long().is_err());
         let e = cursor(&[0x85, 0xb0], true).long().unwrap_err();
         assert!(e.to_string().contains("byte 0") && e.to_string().contains("truncated"), "{e}");
     }

@@ -40,7 +40,7 @@ pub static FORMAT: Format = Format {
     ..Format::NONE
 };
 
-/// A chunk's magic and its major version 2 (JDK 11 and later).
+/// A chunk's magic (a version the reader does not take is then told as such).
 fn sniff(head: &[u8]) -> bool {
     head.starts_with(chunk::MAGIC)
 }
