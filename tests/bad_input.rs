@@ -58,3 +58,6 @@ mod perf_data;
 #[cfg(feature = "tables")]
 #[path = "bad_input/tables.rs"]
 mod tables;
+
+#[path = "bad_input/jfr.rs"]
+mod jfr;

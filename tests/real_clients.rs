@@ -57,3 +57,6 @@ mod inference;
 
 #[path = "real_clients/messages.rs"]
 mod messages;
+
+#[path = "real_clients/jfr.rs"]
+mod jfr;

@@ -32,6 +32,7 @@ pub mod dtrace;
 pub mod firefox;
 pub mod folded;
 pub mod graphml;
+pub mod jfr;
 pub mod llvm_sample;
 pub mod perf;
 pub mod pprof;

@@ -10,12 +10,13 @@ use cfghub_model::io::{strip_compression_suffix, Input};
 use crate::format::Format;
 use crate::{
     bolt, callgrind, chrome_trace, cpuprofile, csi, dcfg, dcfg_trace, dcpi, dot, dtrace, firefox, folded,
-    graphml, llvm_sample, perf, pprof, speedscope, svg, tables,
+    graphml, jfr, llvm_sample, perf, pprof, speedscope, svg, tables,
 };
 
 /// Every format cfghub knows.
 pub static ALL: &[&Format] = &[
     &dcfg::FORMAT,
+    &jfr::FORMAT,
     &dcfg_trace::FORMAT,
     &callgrind::FORMAT,
     &csi::FORMAT,
@@ -58,6 +59,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("graphviz", "dot"),
     ("v8", "cpuprofile"),
     ("trace-event", "chrome-trace"),
+    ("flight-recorder", "jfr"),
 ];
 
 /// The format called `name`, or by one of its [`ALIASES`].
