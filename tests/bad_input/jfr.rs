@@ -50,8 +50,10 @@ fn the_fixture_reads_with_its_one_reference_to_an_ended_thread() {
     let profile = jfr::read_bytes(&recording(), &mut findings).unwrap();
     let events: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(events, ["cpu", "native", "allocation", "tlab", "lock"]);
-    let warnings: Vec<&str> = findings.warnings().map(|w| w.message.as_str()).collect();
-    assert_eq!(warnings, ["jfr: 1 reference(s) to constants no pool of their chunk holds (threads that ended, as a rule) read as null, as the JDK's jfr tool reads them"]);
+    // The recording reads without a warning: what the JDK reads as null is told in a note.
+    assert_eq!(findings.warnings().count(), 0);
+    let notes: Vec<&str> = findings.details().map(|w| w.message.as_str()).collect();
+    assert!(notes.contains(&"jfr: 1 reference(s) to constants no pool of their chunk holds (threads that ended, as a rule) read as null, as the JDK's jfr tool reads them"), "{notes:?}");
 }
 
 #[test]

@@ -77,7 +77,8 @@ pub fn read_bytes(file: &[u8], findings: &mut Findings) -> Result<Profile> {
         );
     }
     if dangling > 0 {
-        findings.warn(
+        // Nothing is lost that the recording holds: a note, shown with -v.
+        findings.detail(
             None,
             format!("jfr: {dangling} reference(s) to constants no pool of their chunk holds (threads that ended, as a rule) read as null, as the JDK's jfr tool reads them"),
         );
