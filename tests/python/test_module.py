@@ -32,6 +32,7 @@ EVERY_FORMAT = [
     ("tables", FIXTURES / "tables/hello-world.tables"),
     ("cpuprofile", FIXTURES / "cpuprofile/small.cpuprofile"),
     ("chrome-trace", FIXTURES / "chrome-trace/burn.chrome-trace.json"),
+    ("jfr", FIXTURES / "jfr/burn.jfr"),
 ]
 SHARED_FILES = [
     "dcfg/simple-loop.dcfg.json.bz2",
