@@ -40,3 +40,6 @@ mod conservation;
 mod firefox;
 #[path = "corpus/perf_data.rs"]
 mod perf_data;
+
+#[path = "corpus/speedscope_samples.rs"]
+mod speedscope_samples;

@@ -40,6 +40,10 @@ struct RawEvent {
     ts: Option<Value>,
     #[serde(default)]
     dur: Option<Value>,
+    /// The thread-clock duration: the duration of an `X` event that states no `dur`, as
+    /// speedscope takes it.
+    #[serde(default)]
+    tdur: Option<Value>,
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
@@ -172,8 +176,10 @@ impl Gathered {
             Some(Value::String(s)) => s.as_str(),
             _ => return Ok(()),
         };
+        // A duration without a name is `(unnamed)`, as speedscope shows it.
         let name = match &e.name {
-            Some(Value::String(s)) => s.clone(),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ if matches!(ph, "X" | "B") => "(unnamed)".to_string(),
             _ => String::new(),
         };
         let thread: ThreadKey = (id_text(e.pid.as_ref()), id_text(e.tid.as_ref()));
@@ -195,7 +201,10 @@ impl Gathered {
             _ if name == "CpuProfile" => self.take_profile(i, &e, Part::Whole, thread)?,
             "X" => {
                 let start = self.time(i, "ts", e.ts.as_ref())?;
-                let dur = self.time(i, "dur", e.dur.as_ref())?.unwrap_or(0);
+                let dur = match self.time(i, "dur", e.dur.as_ref())? {
+                    Some(dur) => dur,
+                    None => self.time(i, "tdur", e.tdur.as_ref())?.unwrap_or(0),
+                };
                 if let Some(start) = start {
                     if dur < 0 {
                         return Err(bad(format!("{}.dur", self.place(i)), "a negative duration"));
