@@ -35,6 +35,7 @@ fn sample_of(format: &str) -> Option<&'static str> {
         "folded" => "folded/austin.folded",
         "cpuprofile" => "cpuprofile/small.cpuprofile",
         "chrome-trace" => "chrome-trace/nested.json",
+        "jfr" => "jfr/burn.jfr",
         _ => return None,
     })
 }

@@ -60,12 +60,16 @@ fn jdk_self_values(file: &Path) -> BTreeMap<&'static str, BTreeMap<String, i128>
     for event in json["recording"]["events"].as_array().unwrap() {
         let &(_, column, field) = EVENTS.iter().find(|e| e.0 == event["type"]).unwrap();
         let v = &event["values"];
-        let Some(top) = v["stackTrace"]["frames"].as_array().and_then(|f| f.first()) else {
-            continue;
+        // An event whose stack trace the recording does not hold (`null`): cfghub keeps its
+        // value under the frame `(no stack trace)`.
+        let name = match v["stackTrace"]["frames"].as_array().and_then(|f| f.first()) {
+            Some(top) => {
+                let method = &top["method"];
+                let class = method["type"]["name"].as_str().unwrap().replace('/', ".");
+                format!("{class}.{}", method["name"].as_str().unwrap())
+            }
+            None => "(no stack trace)".to_string(),
         };
-        let method = &top["method"];
-        let class = method["type"]["name"].as_str().unwrap().replace('/', ".");
-        let name = format!("{class}.{}", method["name"].as_str().unwrap());
         let amount = match field {
             None => 1,
             Some("duration") => nanoseconds(v["duration"].as_str().unwrap()),

@@ -26,7 +26,7 @@ mod read;
 
 pub use read::read_bytes;
 
-use crate::format::{Format, Needs};
+use crate::format::Format;
 
 /// The Java Flight Recorder format.
 pub static FORMAT: Format = Format {
@@ -36,7 +36,6 @@ pub static FORMAT: Format = Format {
     extensions: &[".jfr"],
     sniffer: Some(sniff),
     reader: Some(read::read),
-    needs: Needs::STACKS,
     ..Format::NONE
 };
 

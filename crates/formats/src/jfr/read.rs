@@ -302,7 +302,7 @@ impl<'f> Chunk<'f> {
     /// The model node of a stack trace (frames leaf first in JFR, root first in the model).
     fn stack_node(&mut self, profile: &mut Profile, value: Value, place: u64) -> Result<u32> {
         let key = match value {
-            Value::Pooled(0) => return Ok(NO_INDEX),
+            Value::Pooled(0) => return Ok(no_stack_trace(profile)),
             Value::Pooled(key) => Some(key),
             _ => None,
         };
@@ -317,7 +317,7 @@ impl<'f> Chunk<'f> {
             .with_hint(HINT));
         };
         let Some(mut trace) = self.constants.resolve(value, class, place)? else {
-            return Ok(NO_INDEX);
+            return Ok(no_stack_trace(profile));
         };
         if let Some((Value::Integer(t), _)) = self.constants.field(&mut trace, class, "truncated") {
             self.truncated += u64::from(t != 0);
@@ -334,7 +334,10 @@ impl<'f> Chunk<'f> {
             }
         }
         let stacks = &mut profile.processes[0].stacks;
-        let node = frames.iter().rev().fold(NO_INDEX, |parent, &f| stacks.node(parent, f));
+        let node = match frames.is_empty() {
+            true => no_stack_trace(profile),
+            false => frames.iter().rev().fold(NO_INDEX, |parent, &f| stacks.node(parent, f)),
+        };
         if let Some(k) = key {
             self.stack_nodes.insert(k, node);
         }
@@ -435,6 +438,14 @@ impl<'f> Chunk<'f> {
         }
         Ok(t)
     }
+}
+
+/// The node of an event without a stack trace (none recorded, or one the recording does not
+/// hold, which the JDK's `jfr` reads as null): a frame `(no stack trace)`, so that its value
+/// stays in every output.
+fn no_stack_trace(profile: &mut Profile) -> u32 {
+    let frame = profile.frames.intern("(no stack trace)");
+    profile.processes[0].stacks.node(NO_INDEX, frame)
 }
 
 #[cfg(test)]
