@@ -172,19 +172,7 @@ impl Table {
         path: PathBuf,
         compression: super::Compression,
     ) -> Table {
-        let shown = path.display().to_string();
-        let mut table = Table {
-            name,
-            columns: specs.iter().skip(1).map(Column::new).collect(),
-            profile_id: ByteArray::from(profile_id.as_bytes().to_vec()),
-            rows: 0,
-            groups: 0,
-            writer: None,
-            #[cfg(feature = "arrow")]
-            batches: None,
-            shown,
-            failed: None,
-        };
+        let mut table = Table::empty(name, specs, profile_id, path.display().to_string());
         match open_writer(name, specs, &path, codec(compression)) {
             Ok(writer) => table.writer = Some(writer),
             Err(e) => table.failed = Some(e),
@@ -195,6 +183,12 @@ impl Table {
     /// An empty table made in memory as Arrow record batches, a batch per row group.
     #[cfg(feature = "arrow")]
     pub fn in_memory(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>) -> Table {
+        let table = Table::empty(name, specs, profile_id, name.to_string());
+        Table { batches: Some(super::arrow::Batches::new(name, specs)), ..table }
+    }
+
+    /// A table of no rows going nowhere yet, named `shown` in messages.
+    fn empty(name: &'static str, specs: &'static [Spec], profile_id: &Arc<str>, shown: String) -> Table {
         Table {
             name,
             columns: specs.iter().skip(1).map(Column::new).collect(),
@@ -202,8 +196,9 @@ impl Table {
             rows: 0,
             groups: 0,
             writer: None,
-            batches: Some(super::arrow::Batches::new(name, specs)),
-            shown: name.to_string(),
+            #[cfg(feature = "arrow")]
+            batches: None,
+            shown,
             failed: None,
         }
     }
