@@ -343,6 +343,15 @@ pub enum WrittenStacks<'p> {
 }
 
 impl<'p> WrittenStacks<'p> {
+    /// The stacks as a model's, for writers that walk a model's stacks: a flat profile's
+    /// stacks made into a model ([`FlatStacks::into_profile`], frames named as written).
+    pub fn into_model(self) -> Cow<'p, Profile> {
+        match self {
+            WrittenStacks::Model(model) => model,
+            WrittenStacks::Flat(flat) => Cow::Owned(FlatStacks::new(flat.profile(), false).into_profile()),
+        }
+    }
+
     /// The profile whose events and headers go with the stacks.
     pub fn profile(&self) -> &Profile {
         match self {

@@ -9,7 +9,6 @@
 //! laid out end to end as invented durations. The `Profile` events are what Chrome's own
 //! tracing writes (category `disabled-by-default-v8.cpu_profiler`).
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::Write;
 
@@ -17,7 +16,6 @@ use super::{PROCESS_NAME_LABEL, THREAD_NAME_LABEL};
 use crate::folded_stacks::stacks_for_writing;
 use crate::format::WriteOptions;
 use crate::v8_profile::{json_string, Weighing, Written};
-use cfghub_analysis::stacks::{FlatStacks, WrittenStacks};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::io::write_error;
 use cfghub_model::ir::{LabelValue, Profile, Stacks};
@@ -32,10 +30,7 @@ pub(crate) fn write(
     findings: &mut Findings,
 ) -> Result<()> {
     let (stacks, events) = stacks_for_writing(profile, options.event.as_deref(), findings, "Chrome traces")?;
-    let model: Cow<'_, Profile> = match stacks {
-        WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
-        WrittenStacks::Model(model) => model,
-    };
+    let model = stacks.into_model();
     let mut weighing = Weighing::new(&model, &events, "chrome-trace");
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     buf.extend_from_slice(b"{\"traceEvents\":[");

@@ -1,14 +1,12 @@
 //! Writing the model's stacks as a `.cpuprofile`: one call tree of every process's and
 //! thread's call paths, and their samples one after another, each lasting its time.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::Write;
 
 use crate::folded_stacks::stacks_for_writing;
 use crate::format::WriteOptions;
 use crate::v8_profile::{Weighing, Written};
-use cfghub_analysis::stacks::{FlatStacks, WrittenStacks};
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::io::write_error;
 use cfghub_model::ir::Profile;
@@ -24,10 +22,7 @@ pub(crate) fn write(
 ) -> Result<()> {
     let (stacks, events) =
         stacks_for_writing(profile, options.event.as_deref(), findings, "V8 CPU profiles")?;
-    let model: Cow<'_, Profile> = match stacks {
-        WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
-        WrittenStacks::Model(model) => model,
-    };
+    let model = stacks.into_model();
     let mut weighing = Weighing::new(&model, &events, "cpuprofile");
     let mut written = Written::new(&model);
     let mut threads = BTreeSet::new();

@@ -33,10 +33,9 @@ mod read;
 mod schema;
 mod write;
 
-use std::borrow::Cow;
 use std::io::Write;
 
-use cfghub_analysis::stacks::{FlatStacks, WrittenStacks};
+use cfghub_analysis::stacks::WrittenStacks;
 use cfghub_model::error::{Findings, Result};
 use cfghub_model::ir::Profile;
 
@@ -81,10 +80,9 @@ pub fn write(
         // the input.
         WrittenStacks::Flat(flat) if profile.processes.len() == 1 => match flat::one_frame_stacks(&flat) {
             Some(n) => return flat::write(&flat, n, &events, out, findings),
-            None => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
+            None => WrittenStacks::Flat(flat).into_model(),
         },
-        WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
-        WrittenStacks::Model(model) => model,
+        stacks => stacks.into_model(),
     };
     write::write_model(&model, &events, out, findings)
 }

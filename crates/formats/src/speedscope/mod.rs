@@ -16,7 +16,6 @@
 //! thread, skipping samples whose value is 0, with integer weights. See
 //! docs/formats/speedscope.md for the mapping.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -71,8 +70,7 @@ pub fn write(
         WrittenStacks::Flat(flat) if profile.processes.len() == 1 => {
             return write_flat(&flat, &events, out, options, findings)
         }
-        WrittenStacks::Flat(_) => Cow::Owned(FlatStacks::new(profile, false).into_profile()),
-        WrittenStacks::Model(model) => model,
+        stacks => stacks.into_model(),
     };
     write_model(&model, &events, out, options, findings)
 }
