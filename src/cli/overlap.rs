@@ -89,15 +89,23 @@ pub fn run(args: OverlapArgs, quiet: bool) -> Result<i32> {
 
 fn render(o: &Overlap, first: &str, second: &str) -> String {
     let balanced = |b: Option<[u64; 2]>| b.map_or("-".to_string(), |[k, n]| format!("{k} of {n}"));
+    let discontinuity = |d: Option<f64>| d.map_or("-".to_string(), |d| format!("{:.2}%", d * 100.0));
+    let h = &o.hot_blocks;
     let mut out = format!(
-        "first:  {first}\nsecond: {second}\n\nfunction overlap  {:.4}\nblock overlap     {:.4}  (the {} function(s) holding {:.1}% of the first's executed instructions)\nedge overlap      {}\nblocks conserving flow: first {}, second {}\n\n",
+        "first:  {first}\nsecond: {second}\n\nfunction overlap  {:.4}\nblock overlap     {:.4}  (the {} function(s) holding {:.1}% of the first's executed instructions)\nedge overlap      {}\nhot-block overlap {:.4}  ({} hot in both, {} in the first only, {} in the second only)\nblocks conserving flow: first {}, second {}\nCFG discontinuity (95th percentile): first {}, second {}\n\n",
         o.functions,
         o.blocks,
         o.per_function.len(),
         o.hot_fraction * 100.0,
         o.edges.map_or("-  (a profile without edges)".to_string(), |e| format!("{e:.4}")),
+        h.overlap,
+        h.common,
+        h.unique[0],
+        h.unique[1],
         balanced(o.balanced[0]),
         balanced(o.balanced[1]),
+        discontinuity(o.discontinuity[0]),
+        discontinuity(o.discontinuity[1]),
     );
     let mut table = Table::new(
         &[
@@ -110,8 +118,10 @@ fn render(o: &Overlap, first: &str, second: &str) -> String {
             "edge overlap",
             "balanced first",
             "balanced second",
+            "discontinuity first",
+            "discontinuity second",
         ],
-        &[2, 3, 4, 5, 6, 7, 8],
+        &[2, 3, 4, 5, 6, 7, 8, 9, 10],
     );
     for f in &o.per_function {
         table.row(vec![
@@ -124,6 +134,8 @@ fn render(o: &Overlap, first: &str, second: &str) -> String {
             f.edge_overlap.map_or("-".to_string(), |e| format!("{e:.4}")),
             balanced(f.balanced[0]),
             balanced(f.balanced[1]),
+            discontinuity(f.discontinuity[0]),
+            discontinuity(f.discontinuity[1]),
         ]);
     }
     out.push_str(&table.render());

@@ -97,11 +97,25 @@ fn inferred_counts_come_close_to_valgrinds_and_conserve_flow() {
         );
         gained += block_overlap - plain_blocks;
         assert!(plain["edges"].is_null(), "{name}: plain samples have no edges");
-        // Every block with a count conserves flow, in Valgrind's counts and in the inferred.
+        // Every block with a count conserves flow, in Valgrind's counts and in the inferred,
+        // and is reached from its function's entry through jumps with a count: no CFG
+        // discontinuity (BOLT's measure), in any hot function.
         for side in 0..2 {
             let balanced = &inferred["balanced"][side];
             assert_eq!(balanced[0], balanced[1], "{name}: side {side}: {balanced} blocks conserve flow");
+            assert_eq!(inferred["discontinuity"][side].as_f64(), Some(0.0), "{name}: side {side}");
+            for f in inferred["per_function"].as_array().unwrap() {
+                assert_eq!(f["discontinuity"][side].as_f64(), Some(0.0), "{name}: {f}");
+            }
         }
+        // Plain samples have no edges, so no discontinuity to measure; their hot blocks are
+        // measured all the same.
+        assert!(plain["discontinuity"][1].is_null(), "{name}: {plain}");
+        let hot = inferred["hot_blocks"]["overlap"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&hot) && inferred["hot_blocks"]["common"].as_u64() > Some(0),
+            "{name}: {hot}"
+        );
         assert!(inferred["per_function"].as_array().unwrap().iter().any(|f| f["blocks"].as_u64() > Some(2)));
     }
     assert!(
@@ -173,6 +187,11 @@ fn a_profile_overlaps_itself_and_its_dcfg_conversion_wholly() {
             let v = o[key].as_f64().unwrap();
             assert!((v - 1.0).abs() < 1e-9, "{key} overlap {v}: {o}");
         }
+        // The same blocks are hot on both sides, and some are.
+        let hot = &o["hot_blocks"];
+        assert_eq!(hot["overlap"].as_f64(), Some(1.0), "{hot}");
+        assert!(hot["common"].as_u64() > Some(0) && hot["unique"] == serde_json::json!([0, 0]), "{hot}");
+        assert_eq!(hot["threshold"][0], hot["threshold"][1], "{hot}");
     }
 }
 

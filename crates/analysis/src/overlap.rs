@@ -19,7 +19,15 @@
 //!   instructions;
 //! - per hot function, the same two within the function (each side normalised to the
 //!   function's own total), and for each side how many of its blocks with a count conserve
-//!   flow (the jumps in, and out, add up to the count; BOLT's profile-quality measure).
+//!   flow (the jumps in, and out, add up to the count; BOLT's profile-quality measure) and
+//!   its **CFG discontinuity** (BOLT's `ProfileQualityStats`: the fraction of the function's
+//!   block executions in blocks that no path of jumps with a count reaches from the entry;
+//!   in total, the 95th percentile over the hot functions, as BOLT reports it);
+//! - **hot-block overlap** (`llvm-profdata overlap --sample`'s): a block is hot in a profile
+//!   when its count reaches the profile's hot threshold, the smallest count among the
+//!   largest counts that hold 99% of the profile's block counts (LLVM's profile summary at
+//!   the cutoff 990000); the overlap is the blocks hot in both over those hot in either, over
+//!   every function laid on the grid.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,8 +65,27 @@ pub struct Overlap {
     /// Of each side's blocks with a count in the hot functions, how many conserve flow:
     /// `[balanced, with a count]`; `None` for a side without edges.
     pub balanced: [Option<[u64; 2]>; 2],
+    /// Per side: BOLT's function CFG discontinuity, the 95th percentile over the hot
+    /// functions of each one's fraction of block executions unreachable from its entry
+    /// through jumps with a count; `None` for a side without edges.
+    pub discontinuity: [Option<f64>; 2],
+    /// Hot-block overlap as `llvm-profdata overlap --sample` measures it.
+    pub hot_blocks: HotBlocks,
     /// The hot functions, hottest first in the first profile.
     pub per_function: Vec<FunctionOverlap>,
+}
+
+/// Blocks hot in each profile and in both (see the module documentation).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HotBlocks {
+    /// Hot in both over hot in either (0 when no block is hot).
+    pub overlap: f64,
+    /// Each side's hot threshold: the count a block must reach.
+    pub threshold: [u64; 2],
+    /// Blocks hot in both.
+    pub common: u64,
+    /// Blocks hot in the first only, and in the second only.
+    pub unique: [u64; 2],
 }
 
 /// One hot function's overlap.
@@ -80,6 +107,9 @@ pub struct FunctionOverlap {
     pub edge_overlap: Option<f64>,
     /// Per side: `[blocks that conserve flow, blocks with a count]`; `None` without edges.
     pub balanced: [Option<[u64; 2]>; 2],
+    /// Per side: the fraction of its block executions in blocks unreachable from the entry
+    /// through jumps with a count (BOLT's CFG discontinuity); `None` without edges.
+    pub discontinuity: [Option<f64>; 2],
 }
 
 /// A function's counts on the grid, for one side.
@@ -430,6 +460,7 @@ fn measure(functions: &BTreeMap<(String, u64), Function>, hot: f64) -> Overlap {
                 )
             }),
             balanced: [None, None],
+            discontinuity: [None, None],
         };
         for s in 0..2 {
             if edges_on[s] {
@@ -437,6 +468,7 @@ fn measure(functions: &BTreeMap<(String, u64), Function>, hot: f64) -> Overlap {
                 balanced[s][0] += b[0];
                 balanced[s][1] += b[1];
                 row.balanced[s] = Some(b);
+                row.discontinuity[s] = Some(discontinuity(f, s));
             }
         }
         out.per_function.push(row);
@@ -445,6 +477,87 @@ fn measure(functions: &BTreeMap<(String, u64), Function>, hot: f64) -> Overlap {
         out.edges = None;
     }
     out.balanced = [0, 1].map(|s| edges_on[s].then_some(balanced[s]));
+    out.discontinuity = [0, 1].map(|s| {
+        edges_on[s]
+            .then(|| percentile_95(out.per_function.iter().filter_map(|f| f.discontinuity[s]).collect()))
+    });
+    out.hot_blocks = hot_blocks(functions);
+    out
+}
+
+/// BOLT's report of a distribution: the value at rank `n * 95 / 100` of the sorted values.
+fn percentile_95(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() * 95 / 100).or(values.last()).copied().unwrap_or(0.0)
+}
+
+/// The fraction of side `s`'s block executions of `f` in blocks that no path of jumps with a
+/// count reaches from the entry (0 for a function of one block, as BOLT counts it).
+fn discontinuity(f: &Function, s: usize) -> f64 {
+    let counts = &f.sides[s].blocks;
+    let all: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    if counts.len() <= 1 || all == 0 || counts[0] == 0 {
+        return if all == 0 || counts.len() <= 1 { 0.0 } else { 1.0 };
+    }
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); counts.len()];
+    for (j, &c) in f.jumps.iter().zip(&f.sides[s].jumps) {
+        if c > 0 {
+            next[j.source as usize].push(j.target as usize);
+        }
+    }
+    let mut seen = vec![false; counts.len()];
+    let (mut queue, mut reached) = (vec![0usize], u128::from(counts[0]));
+    seen[0] = true;
+    while let Some(k) = queue.pop() {
+        for &t in &next[k] {
+            if !std::mem::replace(&mut seen[t], true) {
+                reached += u128::from(counts[t]);
+                queue.push(t);
+            }
+        }
+    }
+    ratio(all - reached, all)
+}
+
+/// LLVM's hot threshold of a profile's counts: the smallest of the largest counts that
+/// together reach 990000 millionths of the sum (`ProfileSummaryBuilder`'s detailed summary
+/// at that cutoff); 0 when there are no counts.
+pub fn hot_threshold(mut counts: Vec<u64>) -> u64 {
+    counts.retain(|&c| c > 0);
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let desired = total * 990_000 / 1_000_000;
+    if desired == 0 {
+        return 0;
+    }
+    let mut held = 0u128;
+    for &c in &counts {
+        held += u128::from(c);
+        if held >= desired {
+            return c;
+        }
+    }
+    counts.last().copied().unwrap_or(0)
+}
+
+/// Hot-block overlap over every function laid on the grid.
+fn hot_blocks(functions: &BTreeMap<(String, u64), Function>) -> HotBlocks {
+    let threshold = [0, 1]
+        .map(|s| hot_threshold(functions.values().flat_map(|f| f.sides[s].blocks.iter().copied()).collect()));
+    let mut out = HotBlocks { threshold, ..HotBlocks::default() };
+    for f in functions.values() {
+        for (&a, &b) in f.sides[0].blocks.iter().zip(&f.sides[1].blocks) {
+            let hot = [a > 0 && a >= threshold[0], b > 0 && b >= threshold[1]];
+            match hot {
+                [true, true] => out.common += 1,
+                [true, false] => out.unique[0] += 1,
+                [false, true] => out.unique[1] += 1,
+                [false, false] => {}
+            }
+        }
+    }
+    let union = out.common + out.unique[0] + out.unique[1];
+    out.overlap = ratio(u128::from(out.common), u128::from(union));
     out
 }
 
@@ -478,4 +591,57 @@ fn conserving(f: &Function, s: usize) -> [u64; 2] {
         .filter(|&k| (k == 0 || ins[k] == counts[k]) && (exits[k] || outs[k] == counts[k]))
         .count() as u64;
     [balanced, with_count]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::flow::Jump;
+    use crate::machine_code::CodeBlock;
+
+    /// A function of `n` blocks and these jumps, with side 0's counts.
+    fn function(n: usize, jumps: &[(u32, u32, u64)], blocks: &[u64]) -> Function {
+        let mut code = FunctionCode::default();
+        code.blocks =
+            (0..n as u64).map(|k| CodeBlock { start: k * 4, last: k * 4, falls_through: false }).collect();
+        let side =
+            Counts { blocks: blocks.to_vec(), jumps: jumps.iter().map(|j| j.2).collect(), has_edges: true };
+        Function {
+            name: "f".into(),
+            binary: "b".into(),
+            code,
+            instructions: vec![1; n],
+            jumps: jumps
+                .iter()
+                .map(|&(source, target, _)| Jump { source, target, fall_through: false })
+                .collect(),
+            sides: [side.clone(), side],
+        }
+    }
+
+    #[test]
+    fn discontinuity_is_the_share_of_executions_no_counted_path_from_the_entry_reaches() {
+        // 0 -> 1 -> 3 counted; 2 runs 30 times, but the jump into it has no count.
+        let f = function(4, &[(0, 1, 10), (0, 2, 0), (1, 3, 10)], &[10, 10, 30, 10]);
+        assert!((discontinuity(&f, 0) - 30.0 / 60.0).abs() < 1e-12);
+        // Every block reached: none.
+        let f = function(3, &[(0, 1, 5), (1, 2, 5)], &[5, 5, 5]);
+        assert_eq!(discontinuity(&f, 0), 0.0);
+        // An entry without a count reaches nothing; a single block is never discontinuous.
+        let f = function(2, &[(0, 1, 0)], &[0, 7]);
+        assert_eq!(discontinuity(&f, 0), 1.0);
+        assert_eq!(discontinuity(&function(1, &[], &[9]), 0), 0.0);
+    }
+
+    #[test]
+    fn the_hot_threshold_is_the_smallest_count_of_those_holding_99_percent() {
+        // 1,000 + 50 + 10 + 1 = 1,061; 99% of it is 1,050 (rounded down): 1,000 and 50 hold it.
+        assert_eq!(hot_threshold(vec![10, 1000, 1, 50, 0]), 50);
+        // 99 of 100 units at 1 each: the 99th largest.
+        assert_eq!(hot_threshold(vec![1; 100]), 1);
+        assert_eq!(hot_threshold(vec![]), 0);
+        // BOLT's rank: n * 95 / 100 of the sorted values.
+        assert_eq!(percentile_95((0..20).map(f64::from).collect()), 19.0);
+        assert_eq!(percentile_95((0..100).map(f64::from).collect()), 95.0);
+    }
 }
