@@ -299,3 +299,60 @@ fn a_go_cpu_profile_gets_block_counts_for_its_sampled_functions() {
         assert!(routines.contains(&f), "{f} has no blocks: {routines:?}");
     }
 }
+
+/// `perf script`'s text of a recording infers as the recording itself does: its leaf frames
+/// (`ADDRESS FUNCTION+0xOFFSET (FILE)`) are placed in the binary by symbol and offset, both
+/// as perf prints a call chain (addresses relative to the file) and a lone ip (as the process
+/// ran it, a PIE's at a random base).
+#[test]
+fn perf_script_text_infers_as_its_perf_data_does() {
+    if !common::clients(&["clang-19", "perf"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), "sort");
+    for (form, options) in [("lone-ip", &[][..]), ("call-chain", &["-g"][..])] {
+        let data = dir.path().join(format!("{form}.perf.data"));
+        let mut record = vec!["-F", "20000"];
+        record.extend(options);
+        let Some(data) = common::perf_record(&data, &record, &binary, "3000000") else { return };
+        let text = dir.path().join(format!("{form}.perf.txt"));
+        let o = Command::new("perf").arg("script").arg("-i").arg(&data).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::write(&text, &o.stdout).unwrap();
+        let inferred = |input: &Path| -> String {
+            let out = dir.path().join(format!("{}.fdata", input.file_name().unwrap().to_str().unwrap()));
+            let o = run(&[
+                "convert",
+                input.to_str().unwrap(),
+                "--symbols",
+                binary.to_str().unwrap(),
+                "--infer",
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{form}: {}", stderr(&o));
+            std::fs::read_to_string(out).unwrap()
+        };
+        let (from_text, from_data) = (inferred(&text), inferred(&data));
+        assert!(from_text.lines().any(|l| l.starts_with("1 quick_sort")), "{form}: {from_text}");
+        // The program's functions (a rare sample in the C library's own functions, which
+        // perf names from debug information found by build id, is placed from the
+        // recording alone).
+        let program = |fdata: &str| -> Vec<String> {
+            let ours = ["quick_sort", "insertion_sort", "main", "next_random", "unsorted"];
+            fdata
+                .lines()
+                .filter(|l| {
+                    l.split(' ').nth(1).is_some_and(|f| ours.contains(&f.split('/').next().unwrap_or(f)))
+                })
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            program(&from_text),
+            program(&from_data),
+            "{form}: the text's inferred counts differ from the recording's\n{from_text}\n{from_data}"
+        );
+    }
+}

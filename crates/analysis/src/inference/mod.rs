@@ -305,9 +305,13 @@ impl Run<'_> {
 /// A function's size, name and samples (stated address, value).
 type FunctionSamples = (u64, String, Vec<(u64, u64)>);
 
-/// The value one sample adds to a cost: the median of the values at sampled addresses (most
-/// hold one sample), so that weights count samples whether the profile counts them or adds
-/// up their periods (perf's nanoseconds of `cpu-clock`).
+/// The value one sample adds to a cost, so that weights count samples whether the profile
+/// counts them or adds up their periods (perf's nanoseconds of `cpu-clock`): the greatest
+/// common divisor of the values at sampled addresses where every sample has the same period
+/// (the divisor is then the period, whichever addresses were placed), else the median of the
+/// values (most addresses hold one sample), as with perf's adaptive periods (`-F` on a
+/// hardware event), whose divisor says nothing. The divisor is taken for the period when
+/// the median holds at most 16 of it.
 pub fn sample_unit(profile: &Profile, event: usize) -> u64 {
     let mut values: Vec<u64> = profile
         .processes
@@ -320,8 +324,21 @@ pub fn sample_unit(profile: &Profile, event: usize) -> u64 {
     if values.is_empty() {
         return 1;
     }
+    let divisor = values.iter().fold(0u64, |g, &v| gcd(g, v));
     let middle = values.len() / 2;
-    *values.select_nth_unstable(middle).1
+    let median = *values.select_nth_unstable(middle).1;
+    if median / divisor <= 16 {
+        divisor
+    } else {
+        median
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The sampled offsets of an image and their samples of `event`, by offset.
@@ -726,7 +743,7 @@ mod tests {
     }
 
     #[test]
-    fn one_sample_is_the_most_common_value_at_an_address() {
+    fn one_sample_is_the_common_period_or_else_the_most_common_value_at_an_address() {
         let mut profile = Profile::default();
         let mut image = cfghub_model::ir::Image::default();
         for (offset, value) in [(0, 50_000), (4, 50_000), (8, 100_000), (12, 49_000)] {
@@ -739,5 +756,17 @@ mod tests {
         profile.processes.push(Process { images: vec![image], ..Process::default() });
         assert_eq!(sample_unit(&profile, 0), 50_000);
         assert_eq!(sample_unit(&Profile::default(), 0), 1);
+        // One period throughout: the period, though no address holds a single sample (a
+        // hot loop's few addresses, the cold ones left out).
+        let mut image = cfghub_model::ir::Image::default();
+        for (offset, samples) in [(0, 3), (4, 5), (8, 7), (12, 2)] {
+            image.costs.push(cfghub_model::ir::Cost {
+                offset: Some(offset),
+                values: cfghub_model::ir::Values::from_slice(&[samples * 50_000]),
+                ..Default::default()
+            });
+        }
+        profile.processes[0].images = vec![image];
+        assert_eq!(sample_unit(&profile, 0), 50_000);
     }
 }

@@ -21,6 +21,7 @@
 
 pub mod brstack;
 pub mod data;
+mod leaves;
 mod records;
 
 use std::io::BufRead;
@@ -38,7 +39,11 @@ pub static FORMAT: Format = Format {
     extensions: &[".perf.txt", ".perf-script"],
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
-    reader: Some(|input, _, findings| read(input.stream(), findings)),
+    reader: Some(|input, options, findings| {
+        let symbol_paths = &options.formats.get::<data::Options>().symbol_paths;
+        read_placed(input.stream(), symbol_paths, findings)
+    }),
+    addresses: cfghub_model::ir::AddressKind::Stated,
     ..Format::NONE
 };
 
@@ -48,6 +53,16 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 /// Collapses `perf script` output with inferno and reads the folded stacks into the model,
 /// one column per event (see [`records`]).
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
+    read_placed(input, &[], findings)
+}
+
+/// [`read`], and each record's sampled instruction placed in its binary where the binary is
+/// found (`symbol_paths`: the `--symbols` files; see [`leaves`]).
+pub fn read_placed(
+    input: &mut dyn BufRead,
+    symbol_paths: &[std::path::PathBuf],
+    findings: &mut Findings,
+) -> Result<Profile> {
     let raw = crate::folded_stacks::read_all(input)?;
     // Branch-stack text: entries on the first lines (the first samples may have none).
     let mut head = raw
@@ -59,6 +74,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         return brstack::read(&raw, findings);
     }
     let from = first_record(&raw)?;
+    let leaves = leaves::Leaves::find(&raw[from..], symbol_paths);
     let mut raw = raw;
     raw.drain(..from);
     let (text, events, unreadable) = records::prepare(crate::folded_stacks::escape_owned(raw));
@@ -118,7 +134,10 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
         let unit = if clock { "nanoseconds" } else { "count" };
         profile.meta.headers.push((cfghub_model::ir::EVENT_UNIT_KEY.into(), format!("{name} {unit}")));
     }
-    Ok(by_process_and_thread(profile))
+    let mut profile = by_process_and_thread(profile);
+    let perf_names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    leaves.add_to(&mut profile, &perf_names, findings);
+    Ok(profile)
 }
 
 /// The name of an event's column: perf's name where its samples' values are periods, as the

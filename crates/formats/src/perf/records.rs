@@ -179,21 +179,21 @@ fn protect(line: &mut [u8], at: Option<usize>, copy: &mut Option<Vec<u8>>) {
 }
 
 /// A sample's header line: `comm pid/tid [cpu] time: period event: [frame]`.
-struct Header<'a> {
+pub(super) struct Header<'a> {
     /// The length of its `comm pid/tid ` part.
-    comm_and_ids: usize,
+    pub comm_and_ids: usize,
     /// The period, and where its digits lie in the line.
-    period: Option<(u64, std::ops::Range<usize>)>,
-    event: &'a [u8],
+    pub period: Option<(u64, std::ops::Range<usize>)>,
+    pub event: &'a [u8],
     /// Where a frame on the header's line starts (perf prints a sample's only frame there).
-    frame: Option<usize>,
+    pub frame: Option<usize>,
 }
 
 impl<'a> Header<'a> {
     /// The header of a record, as the collapse finds its `comm pid/tid ` part (the first word
     /// of digits followed by a space); then an optional `[cpu]`, time and period, and the
     /// event's name with its colon. `None` where there is no such part, or no event after it.
-    fn parse(line: &'a [u8]) -> Option<Self> {
+    pub(super) fn parse(line: &'a [u8]) -> Option<Self> {
         let comm_and_ids = super::sample_header_end(line)?;
         // A sample of a task perf lost track of (`:-1    -1 [001] ...`): no pid or tid the
         // collapse can read, so its root would be the whole header; left out, and counted.
