@@ -356,3 +356,27 @@ fn perf_script_text_infers_as_its_perf_data_does() {
         );
     }
 }
+
+/// samply's profile (the Firefox Profiler's format, addresses relative to each library) of a
+/// binary recorded on another machine, whose path is not here: the binary named with
+/// `--symbols` (unstripped, DWARF and code in one file) is the code inferred on, and the two
+/// loops' inferred counts come within 5% of Valgrind's.
+#[test]
+fn a_samply_profile_infers_on_the_binary_named_where_its_path_is_not_here() {
+    if !common::clients(&["valgrind"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = common::fixture("firefox/burn");
+    let exact = truth(dir.path(), &binary, "1000000");
+    let profile = common::fixture("firefox/burn.samply.json.gz");
+    let inferred = overlap(&exact, &profile, &binary, &["--infer"]);
+    let functions = inferred["per_function"].as_array().unwrap();
+    for name in ["hash_loop", "sum_loop"] {
+        let f = functions.iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("{name}: {inferred}"));
+        for key in ["block_overlap", "edge_overlap"] {
+            assert!(f[key].as_f64() > Some(0.95), "{name}: {key}: {f}");
+        }
+        assert_eq!(f["balanced"][1][0], f["balanced"][1][1], "{name}: {f}");
+    }
+}

@@ -129,6 +129,14 @@ impl ElfFile {
             .is_some_and(|s| s.kind() != SectionKind::UninitializedData && s.size() > 0)
     }
 
+    /// Whether the file holds its code: a `.text` section with contents (a file made by
+    /// `objcopy --only-keep-debug` keeps the section's header, not its bytes).
+    pub(crate) fn has_code(&self) -> bool {
+        self.object
+            .section_by_name(".text")
+            .is_some_and(|s| s.kind() != SectionKind::UninitializedData && s.size() > 0)
+    }
+
     /// Whether the file has a full symbol table (`.symtab`) with at least one function.
     pub(crate) fn has_symtab(&self) -> bool {
         self.object.symbols().any(|s| s.kind() == SymbolKind::Text)

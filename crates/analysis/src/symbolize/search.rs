@@ -325,7 +325,12 @@ impl Search<'_, '_> {
         }
         if file.has_dwarf() {
             self.found.debug = Some(path.to_path_buf());
-        } else if file.has_symbols() && self.fallback.is_none() {
+        }
+        // A file of the build with its code is the binary where the image's own file is not
+        // here (a profile recorded on another machine, the binary named with `--symbols`),
+        // whether or not it also holds the DWARF.
+        let binary = !file.has_dwarf() || file.has_code();
+        if binary && file.has_symbols() && self.fallback.is_none() {
             self.fallback = Some(path.to_path_buf());
         }
     }
