@@ -772,7 +772,10 @@ mod tests {
         let f = FunctionCode::decode_x86_64(F, 0x100);
         let g = FunctionCode::decode_x86_64(&[0xc3], 0x1000);
         assert_eq!(f.blocks.len(), 3);
-        assert_eq!((tail_call(&f, 0), tail_call(&f, 1), tail_call(&f, 2)), (None, Some((0x104, 0x1000)), None));
+        assert_eq!(
+            (tail_call(&f, 0), tail_call(&f, 1), tail_call(&f, 2)),
+            (None, Some((0x104, 0x1000)), None)
+        );
         let one = infer_function(&f, &[(0x100, 50), (0x102, 50), (0x104, 40), (0x109, 10)], 1);
         let taken = one.counts.blocks[1];
         assert!(taken > 0, "{:?}", one.counts);
