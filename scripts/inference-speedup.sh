@@ -20,7 +20,8 @@
 # is one): CPU time (user + sys, `perf stat -e task-clock`). A profile's gain is the
 # baseline's time over the build's, less 1, from the fastest run of each (the programs are
 # deterministic: what other work on the machine adds only slows a run), then in parentheses
-# from the medians; the ratio is the inferred (plain) profile's gain over the exact one's.
+# from the medians; the ratio is the inferred (plain) profile's gain over the exact one's (-
+# where the exact profile does not pay).
 # Prints a Markdown table: times in seconds, fastest (median).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,11 +79,10 @@ gain = {b: best["base"] / best[b] - 1 for b in times}
 gain_median = {b: median["base"] / median[b] - 1 for b in times}
 for b in ("exact", "inferred", "plain"):
     row.append("%+.1f%% (%+.1f%%)" % (100 * gain[b], 100 * gain_median[b]))
+def ratio(g, b):  # "-" where the exact profile does not pay
+    return "%.2f" % (g[b] / g["exact"]) if g["exact"] > 0 else "-"
 for b in ("inferred", "plain"):
-    if gain["exact"] > 0 and gain_median["exact"] > 0:
-        row.append("%.2f (%.2f)" % (gain[b] / gain["exact"], gain_median[b] / gain_median["exact"]))
-    else:
-        row.append("- (exact does not pay)")
+    row.append("%s (%s)" % (ratio(gain, b), ratio(gain_median, b)))
 row += [sim_inferred, sim_plain]
 print("| " + " | ".join(row) + " |")
 EOF
