@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How close block and edge counts inferred from plain samples come to the exact counts, on the
+# How close block and edge counts inferred from plain samples come to the exact counts, on three
 # programs of fixtures/inference (clang-19 -O2), as docs/inference.md publishes them:
 #
 #   scripts/inference-accuracy.sh [RUNS]      # RUNS recordings per program (default 3)
