@@ -378,6 +378,8 @@ fn a_samply_profile_infers_on_the_binary_named_where_its_path_is_not_here() {
             assert!(f[key].as_f64() > Some(0.95), "{name}: {key}: {f}");
         }
         assert_eq!(f["balanced"][1][0], f["balanced"][1][1], "{name}: {f}");
+    }
+}
 
 /// The programs as scripts/inference-speedup.sh measures what their sample profiles do to
 /// clang's optimization: the three above, a configuration parser (a `switch` on each character,

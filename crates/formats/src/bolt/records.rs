@@ -348,8 +348,17 @@ impl<'a> Namer<'a> {
             let function = decoded.as_ref().and_then(|d| d.1.as_ref());
             let Some(pairs) = function.and_then(|f| f.fall_throughs(a, z)) else { continue };
             for (from, to) in pairs {
-                let (from, to) = (start + (from - a), start + (to - a));
-                out.push(Record { from, to, fall_through: true, count, mispredicts: 0 });
+                // A run that starts in the padding after its block's last instruction (a
+                // profile of another build's addresses can) leaves from before its start:
+                // no record of it.
+                let (Some(from), Some(to)) = (from.checked_sub(a), to.checked_sub(a)) else { continue };
+                out.push(Record {
+                    from: start + from,
+                    to: start + to,
+                    fall_through: true,
+                    count,
+                    mispredicts: 0,
+                });
             }
         }
         out
