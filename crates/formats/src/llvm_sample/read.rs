@@ -37,7 +37,7 @@ pub fn binary_kind(head: &[u8]) -> Option<&'static str> {
     if GCOV.iter().any(|m| head.starts_with(m)) {
         return Some("a GCC AutoFDO (gcov) sample profile");
     }
-    // `SPROF42` and a format byte, as one ULEB128 number.
+    // `SPROF42` and a format byte (LLVM's `SampleProfileFormat`), as one ULEB128 number.
     let magic = |format: u8| -> Vec<u8> {
         let mut v = u64::from_be_bytes([b'S', b'P', b'R', b'O', b'F', b'4', b'2', format]);
         let mut out = Vec::new();
@@ -53,8 +53,8 @@ pub fn binary_kind(head: &[u8]) -> Option<&'static str> {
     };
     [
         (0xff, "a binary sample profile"),
-        (0x03, "an extbinary sample profile"),
-        (0x01, "a compact binary sample profile"),
+        (0x04, "an extbinary sample profile"),
+        (0x02, "a compact binary sample profile"),
     ]
     .into_iter()
     .find(|&(format, _)| head.starts_with(&magic(format)))
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn binary_forms_are_named() {
-        let ext = [0x83, 0xe4, 0xd0, 0xb1, 0xf4, 0xc9, 0x94, 0xa8, 0x53];
+        let ext = [0x84, 0xe4, 0xd0, 0xb1, 0xf4, 0xc9, 0x94, 0xa8, 0x53];
         assert_eq!(binary_kind(&ext), Some("an extbinary sample profile"));
         assert!(parse(&ext).unwrap_err().to_string().contains("merge --sample --text"));
     }
