@@ -59,12 +59,8 @@ impl SampleProfile {
     /// up to [`HOT_CUTOFF`] of their sum; the last count taken. A context-sensitive profile's
     /// contexts are first merged by their leaf function, as LLVM's summary merges them.
     pub fn hot_threshold(&self) -> u64 {
-        let mut frequencies: BTreeMap<u64, u64> = BTreeMap::new();
-        let mut total: u128 = 0;
-        let mut add = |count: u64| {
-            *frequencies.entry(count).or_default() += 1;
-            total += u128::from(count);
-        };
+        let mut counts: Vec<u64> = Vec::new();
+        let mut add = |count: u64| counts.push(count);
         if self.context_sensitive {
             for f in flattened(self).values() {
                 f.for_each_count(&mut add);
@@ -74,14 +70,17 @@ impl SampleProfile {
                 f.for_each_count(&mut add);
             }
         }
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
         let desired = total * u128::from(HOT_CUTOFF) / 1_000_000;
-        let (mut sum, mut count) = (0u128, 0u64);
-        for (&c, &n) in frequencies.iter().rev() {
-            if sum >= desired {
-                break;
+        // Equal counts are taken together, as LLVM takes each count with its frequency.
+        let (mut sum, mut count, mut i) = (0u128, 0u64, 0usize);
+        while sum < desired && i < counts.len() {
+            count = counts[i];
+            while i < counts.len() && counts[i] == count {
+                sum += u128::from(count);
+                i += 1;
             }
-            count = c;
-            sum += u128::from(c) * u128::from(n);
         }
         count
     }
@@ -387,7 +386,11 @@ pub fn overlap(base: &SampleProfile, test: &SampleProfile, filter: &Filter) -> R
     if base.context_sensitive != test.context_sensitive {
         return Err(Refusal::ContextSensitive);
     }
-    let thresholds = [base.hot_threshold(), test.hot_threshold()];
+    // The two profiles' summaries, then their functions' sums, are made side by side.
+    let thresholds = {
+        let (b, t) = rayon::join(|| base.hot_threshold(), || test.hot_threshold());
+        [b, t]
+    };
     fn stats_of(p: &SampleProfile, hot: u64) -> HashMap<&str, FuncStats> {
         p.functions
             .iter()
@@ -398,7 +401,8 @@ pub fn overlap(base: &SampleProfile, test: &SampleProfile, filter: &Filter) -> R
             })
             .collect()
     }
-    let (base_stats, test_stats) = (stats_of(base, thresholds[0]), stats_of(test, thresholds[1]));
+    let (base_stats, test_stats) =
+        rayon::join(|| stats_of(base, thresholds[0]), || stats_of(test, thresholds[1]));
     let total = |s: &HashMap<&str, FuncStats>| s.values().fold(0u64, |a, f| a.wrapping_add(f.sum));
     let mut agg = Aggregator {
         thresholds,

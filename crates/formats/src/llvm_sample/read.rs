@@ -194,17 +194,18 @@ fn overflow(line: u64) -> Error {
     Error::input("the counts add up past 2^64 - 1").at_line(line)
 }
 
-/// The function an inline stack leads to: the top-level function, then each call site's callee.
+/// The function an inline stack leads to: the top-level function, then each call site's callee
+/// (each made when its line was read).
 fn at_path<'a>(
     functions: &'a mut HashMap<String, FunctionSamples>,
     top: &str,
     path: &[(Location, String)],
-) -> &'a mut FunctionSamples {
-    let mut f = functions.entry(top.to_string()).or_default();
+) -> Option<&'a mut FunctionSamples> {
+    let mut f = functions.get_mut(top)?;
     for (at, callee) in path {
-        f = f.inlined.entry(*at).or_default().entry(callee.clone()).or_default();
+        f = f.inlined.get_mut(at)?.get_mut(callee)?;
     }
-    f
+    Some(f)
 }
 
 /// Parses a text sample profile as LLVM does; a binary one is refused, naming its kind.
@@ -263,7 +264,8 @@ pub fn parse(bytes: &[u8]) -> Result<SampleProfile> {
         // The stack holds the top function and each call site's callee: depth d is below the
         // d-th of them.
         path.truncate(depth.saturating_sub(1));
-        let f = at_path(&mut profile.functions, name, &path);
+        let f = at_path(&mut profile.functions, name, &path)
+            .ok_or_else(|| Error::input("the inline stack names a function not read").at_line(line_no))?;
         match parsed {
             Line::Body { at, count, targets } => {
                 let entry = f.body.entry(at).or_default();
