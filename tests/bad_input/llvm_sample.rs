@@ -78,3 +78,23 @@ fn binary_sample_profiles_are_named_with_the_command_that_makes_the_text_form() 
         assert!(err.contains("llvm-profdata-19 merge --sample --text"), "{err}");
     }
 }
+
+/// A call target's name may hold `:` and blanks, so its end is looked for colon by colon: a
+/// line of four million colons and no count is refused in time (the limit is 60 s), and a
+/// line of many targets named alike is read in time too.
+#[test]
+fn long_lines_of_colons_or_targets_cost_their_length() {
+    let mut text = String::from("main:30:1\n 1: 5 ");
+    text.push_str(&"a:".repeat(2_000_000));
+    text.push('\n');
+    refused_at(&text, 2, "expected 'NUM[.NUM]: NUM");
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("main:30:1\n 1: 5");
+    for i in 0..200_000 {
+        text.push_str(&format!(" t{}:{i}", i % 1000));
+    }
+    text.push('\n');
+    std::fs::write(dir.path().join("in.prof"), &text).unwrap();
+    let o = common::run_limited(dir.path(), 60, &["convert", "in.prof", "-o", "out.prof"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}

@@ -117,7 +117,7 @@ fn head_line(line: &[u8]) -> Option<(&[u8], u64, u64)> {
 
 /// One line below a function's header.
 enum Line<'a> {
-    Body { at: Location, count: u64, targets: Vec<(&'a [u8], u64)> },
+    Body { at: Location, count: u64, targets: BTreeMap<&'a [u8], u64> },
     CallSite { at: Location, callee: &'a [u8], total: u64 },
     Metadata { checksum: Option<u64> },
 }
@@ -160,27 +160,27 @@ fn body_line(line: &[u8], depth: usize) -> std::result::Result<Line<'_>, Expecte
     }
     let mut n3 = memchr::memchr(b' ', rest);
     let count = number(&rest[..n3.unwrap_or(rest.len())]).ok_or(Expected::Line)?;
-    let mut targets = Vec::new();
+    let mut targets = BTreeMap::new();
     let mut rest = rest;
-    // Call targets: `NAME:COUNT` pairs, a name ending at the first `:` followed by an integer.
+    // Call targets: `NAME:COUNT` pairs, a name ending at the first `:` followed by an integer
+    // (up to the next blank). The colons and the blanks after them are each looked for once,
+    // so a long line costs its length.
     while let Some(at_space) = n3 {
         let start = at_space + rest[at_space..].iter().position(|&b| b != b' ').ok_or(Expected::Line)?;
         rest = &rest[start..];
         let mut colon = memchr::memchr(b':', rest).filter(|&c| c > 0).ok_or(Expected::Line)?;
+        let mut blank = 0;
         let (count, end) = loop {
-            let after = &rest[colon + 1..];
-            let end = memchr::memchr(b' ', after).map_or(rest.len(), |s| colon + 1 + s);
-            if let Some(c) = number::<u64>(&rest[colon + 1..end]) {
-                break (c, end);
+            if blank <= colon {
+                blank = memchr::memchr(b' ', &rest[colon + 1..]).map_or(rest.len(), |s| colon + 1 + s);
             }
-            colon += 1 + memchr::memchr(b':', after).ok_or(Expected::Line)?;
+            if let Some(c) = number::<u64>(&rest[colon + 1..blank]) {
+                break (c, blank);
+            }
+            colon += 1 + memchr::memchr(b':', &rest[colon + 1..]).ok_or(Expected::Line)?;
         };
-        let name = &rest[..colon];
         // A name twice on a line: the last count, as LLVM's map keeps it.
-        match targets.iter_mut().find(|(n, _)| *n == name) {
-            Some(t) => t.1 = count,
-            None => targets.push((name, count)),
-        }
+        targets.insert(&rest[..colon], count);
         n3 = (end < rest.len()).then_some(end);
     }
     Ok(Line::Body { at, count, targets })
@@ -367,6 +367,14 @@ mod tests {
         assert_eq!(main.body[&(2, 3)].1.get("a:b"), Some(&7));
         assert_eq!(main.inlined[&(4, 0)]["inl"].body[&(0, 0)].0, 40);
         assert!(!p.probe_based);
+        // Names with blanks and colons end at the `:` an integer follows.
+        let p =
+            parse(b"f:1:0\n 1: 9 _M_construct<char *>:1000 string_view<std::allocator<char> >:437 a::b:3\n")
+                .unwrap();
+        let targets = &p.functions["f"].body[&(1, 0)].1;
+        assert_eq!(targets.get("_M_construct<char *>"), Some(&1000));
+        assert_eq!(targets.get("string_view<std::allocator<char> >"), Some(&437));
+        assert_eq!(targets.get("a::b"), Some(&3));
     }
 
     #[test]
