@@ -290,10 +290,18 @@ fn render_sample(o: &sample::Overlap, base: &str, test: &str) -> String {
         let _ = writeln!(t, "{line}");
     };
     let _ = writeln!(t, "Function-level details:");
-    let heading = ["Base weight", "Test weight", "Similarity", "Overlap", "Base unique", "Test unique"];
-    let mut fields = heading.map(String::from).to_vec();
-    fields.extend(["Base samples", "Test samples", "Function name"].map(String::from));
-    row(&mut t, fields.try_into().unwrap_or_default());
+    let heading = [
+        "Base weight",
+        "Test weight",
+        "Similarity",
+        "Overlap",
+        "Base unique",
+        "Test unique",
+        "Base samples",
+        "Test samples",
+        "Function name",
+    ];
+    row(&mut t, heading.map(String::from));
     let pct2 = |f: f64| format!("{:.2}%", f * 100.0);
     for f in &o.details {
         row(
