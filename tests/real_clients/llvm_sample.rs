@@ -183,6 +183,11 @@ fn overlap_gives_every_figure_llvm_profdata_gives() {
         .arg(&inl)
         .arg("-o")
         .arg(&inl_llvm));
+    // What cfghub writes back from a sample profile it read: llvm-profdata reads it.
+    let inl_back = d.join("inl.back.prof");
+    let o = common::run(&["convert", inl_llvm.to_str().unwrap(), "-o", inl_back.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    sh(Command::new("llvm-profdata-19").args(["show", "--sample"]).arg(&inl_back));
     let both = d.join("sort-and-hash.prof");
     let text = std::fs::read_to_string(&sort).unwrap() + &std::fs::read_to_string(&hash).unwrap();
     std::fs::write(&both, text).unwrap();
@@ -194,6 +199,7 @@ fn overlap_gives_every_figure_llvm_profdata_gives() {
         (&sort2, &merged),
         (&inl, &perturbed(&inl, &d.join("inl.p.prof"))),
         (&inl_llvm, &inl),
+        (&inl, &inl_back),
         (&unrolled, &perturbed(&unrolled, &d.join("unrolled.p.prof"))),
         (&hash, &bytecode),
         (&bytecode, &both),
