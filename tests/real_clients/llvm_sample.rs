@@ -209,11 +209,17 @@ fn overlap_gives_every_figure_llvm_profdata_gives() {
         assert_eq!(llvm.len(), 18, "{}", llvm.keys().cloned().collect::<Vec<_>>().join("\n"));
         assert_eq!(ours, llvm, "{} against {}", base.display(), test.display());
     }
-    // A profile overlaps itself wholly.
-    for p in [&sort, &inl, &unrolled, &merged] {
+    // A profile overlaps itself wholly; its hot threshold is the count of LLVM's summary at 99%.
+    for p in [&sort, &hash, &bytecode, &inl, &unrolled, &merged, &both] {
         let o = common::run(&["overlap", "--json", p.to_str().unwrap(), p.to_str().unwrap()]);
         let j: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
         assert_eq!((j["similarity"].as_f64(), j["sample_overlap"].as_f64()), (Some(1.0), Some(1.0)));
+        let summary =
+            sh(Command::new("llvm-profdata-19").args(["show", "--sample", "--detailed-summary"]).arg(p));
+        let summary = common::stdout(&summary);
+        let line = summary.lines().find(|l| l.ends_with(" account for 99 percentage of the total counts."));
+        let threshold = line.and_then(|l| l.split(">= ").nth(1)?.split(' ').next()?.parse::<u64>().ok());
+        assert_eq!(j["hot_thresholds"][0].as_u64(), threshold, "{}: {summary}", p.display());
     }
     // `--sample` takes Valgrind's profiles themselves: their sample profiles, as written.
     let (cg_sort, cg_sort2) = (d.join("callgrind.out.sort"), d.join("callgrind.out.sort2"));
