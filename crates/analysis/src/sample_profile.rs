@@ -502,25 +502,8 @@ pub fn overlap(base: &SampleProfile, test: &SampleProfile, filter: &Filter) -> R
     o.base_unique = fraction(base_unique, agg.base_total);
     o.test_unique = fraction(test_unique, agg.test_total);
     o.function_overlap = fraction(o.functions.overlap_count, o.functions.union_count);
-    // Hot functions: the largest count reaches the threshold.
-    let hot = |stats: &HashMap<&str, FuncStats>, t: u64| -> Vec<String> {
-        stats.iter().filter(|(_, s)| s.max >= t).map(|(n, _)| n.to_string()).collect()
-    };
-    let (base_hot, test_hot) = (hot(&base_stats, thresholds[0]), hot(&test_stats, thresholds[1]));
-    let h = &mut o.hot_functions;
-    h.base_count = base_hot.len() as u64;
-    h.test_count = test_hot.len() as u64;
-    h.union_count = h.test_count;
-    let test_hot: std::collections::HashSet<&String> = test_hot.iter().collect();
-    for f in &base_hot {
-        if test_hot.contains(f) {
-            h.overlap_count += 1;
-        } else {
-            h.union_count += 1;
-        }
-    }
-    h.base_unique_count = h.base_count - h.overlap_count;
-    h.test_unique_count = h.test_count - h.overlap_count;
+    o.hot_functions = hot_functions(&base_stats, &test_stats, thresholds);
+    let h = &o.hot_functions;
     o.hot_function_overlap = fraction(h.overlap_count, h.union_count);
     o.hot_blocks = agg.hot_blocks;
     let hb = &mut o.hot_blocks;
@@ -531,6 +514,32 @@ pub fn overlap(base: &SampleProfile, test: &SampleProfile, filter: &Filter) -> R
     details.sort_by(|a, b| b.0.total_cmp(&a.0));
     o.details = details.into_iter().map(|d| d.1).collect();
     Ok(o)
+}
+
+/// Hot functions (LLVM's `computeHotFuncOverlap`): those whose largest count reaches their
+/// profile's threshold, counted in each and in both.
+fn hot_functions(
+    base: &HashMap<&str, FuncStats>,
+    test: &HashMap<&str, FuncStats>,
+    thresholds: [u64; 2],
+) -> Stats {
+    let hot = |stats: &HashMap<&str, FuncStats>, t: u64| -> std::collections::HashSet<String> {
+        stats.iter().filter(|(_, s)| s.max >= t).map(|(n, _)| n.to_string()).collect()
+    };
+    let (base_hot, test_hot) = (hot(base, thresholds[0]), hot(test, thresholds[1]));
+    let mut h =
+        Stats { base_count: base_hot.len() as u64, test_count: test_hot.len() as u64, ..Stats::default() };
+    h.union_count = h.test_count;
+    for f in &base_hot {
+        if test_hot.contains(f) {
+            h.overlap_count += 1;
+        } else {
+            h.union_count += 1;
+        }
+    }
+    h.base_unique_count = h.base_count - h.overlap_count;
+    h.test_unique_count = h.test_count - h.overlap_count;
+    h
 }
 
 #[cfg(test)]
