@@ -227,8 +227,9 @@ fn overlap_gives_every_figure_llvm_profdata_gives() {
     assert_eq!(our_figures(&cg_sort, &sort2, &["--sample"]), llvm_figures(&sort, &sort2));
 }
 
-/// Probe-based and context-sensitive profiles (written by hand in the form llvm-profgen
-/// writes): compared as llvm-profdata compares them, and refused against the other kind.
+/// Probe-based, context-sensitive and nested profiles (written by hand in the form
+/// llvm-profgen writes): compared as llvm-profdata compares them, and refused against the
+/// other kind.
 #[test]
 fn probe_based_and_context_sensitive_profiles_are_compared_as_llvm_profdata_compares_them() {
     if !common::clients(&["llvm-profdata-19"]) {
@@ -259,6 +260,15 @@ fn probe_based_and_context_sensitive_profiles_are_compared_as_llvm_profdata_comp
         "[main]:3000:0\n 1: 900\n 2: 2100 foo:90\n[main:2 @ foo]:400:90\n 1: 300\n 3: 100\n[baz]:70:7\n 1: 70\n",
     );
     assert_eq!(our_figures(&cs_a, &cs_b, &[]), llvm_figures(&cs_a, &cs_b));
+    // A callee whose samples its own profile holds too (`!Attributes: 4`, a nested
+    // context-sensitive profile) is left out of the summary: the hot threshold is 40, not 2000.
+    let nested = "main:5000:10\n 1: 10\n 2: 40\n 3: 2000\n 4: foo:800\n  1: 3000\n  2: 5000\n";
+    let (whole, duplicated) =
+        (write("n0.prof", nested), write("n1.prof", &format!("{nested}  !Attributes: 4\n")));
+    assert_eq!(our_figures(&whole, &duplicated, &[]), llvm_figures(&whole, &duplicated));
+    let o = common::run(&["overlap", "--json", duplicated.to_str().unwrap(), whole.to_str().unwrap()]);
+    let j: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert_eq!(j["hot_thresholds"], serde_json::json!([40, 2000]));
     let plain = write("plain.prof", "main:10:1\n 1: 10\n");
     for other in [&probe_a, &cs_a] {
         let o = common::run(&["overlap", plain.to_str().unwrap(), other.to_str().unwrap()]);

@@ -17,21 +17,28 @@ pub struct FunctionSamples {
     pub total: u64,
     /// HEAD: the calls into it (top-level functions only).
     pub head: u64,
+    /// Its context's attributes (`!Attributes`, LLVM's `ContextAttributeMask`); an inlined
+    /// callee marked [`DUPLICATED_INTO_BASE`] is left out of the profile summary.
+    pub attributes: u32,
     /// By location: the count and the calls to each callee.
     pub body: BTreeMap<Location, (u64, BTreeMap<String, u64>)>,
     /// By location: the functions inlined there, by name.
     pub inlined: BTreeMap<Location, BTreeMap<String, FunctionSamples>>,
 }
 
+/// LLVM's `ContextDuplicatedIntoBase`: an inlined callee whose samples its own profile holds
+/// too (a nested context-sensitive profile), not counted twice by the summary.
+pub const DUPLICATED_INTO_BASE: u32 = 0x4;
+
 impl FunctionSamples {
     /// Calls `f` with the count of every body line, its inlined callees' included (depth first,
-    /// as LLVM walks them).
+    /// as LLVM's summary walks them), but those [`DUPLICATED_INTO_BASE`].
     pub fn for_each_count(&self, f: &mut impl FnMut(u64)) {
         for (count, _) in self.body.values() {
             f(*count);
         }
         for callees in self.inlined.values() {
-            for callee in callees.values() {
+            for callee in callees.values().filter(|c| c.attributes & DUPLICATED_INTO_BASE == 0) {
                 callee.for_each_count(f);
             }
         }
@@ -96,6 +103,9 @@ fn leaf_of(name: &str) -> &str {
 /// location, inlined callees kept under their sites.
 fn flattened(profile: &SampleProfile) -> HashMap<&str, FunctionSamples> {
     fn merge(into: &mut FunctionSamples, from: &FunctionSamples) {
+        if into.body.is_empty() && into.inlined.is_empty() {
+            into.attributes = from.attributes;
+        }
         for (at, (count, _)) in &from.body {
             let e = into.body.entry(*at).or_default();
             e.0 = e.0.saturating_add(*count);

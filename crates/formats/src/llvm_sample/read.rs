@@ -119,7 +119,7 @@ fn head_line(line: &[u8]) -> Option<(&[u8], u64, u64)> {
 enum Line<'a> {
     Body { at: Location, count: u64, targets: BTreeMap<&'a [u8], u64> },
     CallSite { at: Location, callee: &'a [u8], total: u64 },
-    Metadata { checksum: Option<u64> },
+    Metadata { checksum: Option<u64>, attributes: u32 },
 }
 
 /// What a line below a header failed to be, for the message.
@@ -132,14 +132,18 @@ fn body_line(line: &[u8], depth: usize) -> std::result::Result<Line<'_>, Expecte
     let rest = &line[depth..];
     if rest.first() == Some(&b'!') {
         if line == b" !Flat" {
-            return Ok(Line::Metadata { checksum: None });
+            return Ok(Line::Metadata { checksum: None, attributes: 0 });
         }
         let value = |key: &[u8]| rest.strip_prefix(key).map(|v| v.trim_ascii());
         if let Some(v) = value(b"!CFGChecksum:") {
-            return number::<u64>(v).map(|c| Line::Metadata { checksum: Some(c) }).ok_or(Expected::Metadata);
+            return number::<u64>(v)
+                .map(|c| Line::Metadata { checksum: Some(c), attributes: 0 })
+                .ok_or(Expected::Metadata);
         }
         if let Some(v) = value(b"!Attributes:") {
-            return number::<u32>(v).map(|_| Line::Metadata { checksum: None }).ok_or(Expected::Metadata);
+            return number::<u32>(v)
+                .map(|a| Line::Metadata { checksum: None, attributes: a })
+                .ok_or(Expected::Metadata);
         }
         return Err(Expected::Metadata);
     }
@@ -286,7 +290,9 @@ pub fn parse(bytes: &[u8]) -> Result<SampleProfile> {
                 path.push((at, callee));
                 metadata_depth = 0;
             }
-            Line::Metadata { checksum } => {
+            Line::Metadata { checksum, attributes } => {
+                // Each metadata line sets the attributes, 0 when it states none, as LLVM does.
+                f.attributes = attributes;
                 if checksum.is_some_and(|c| c != 0) && depth == 1 {
                     profile.probe_based = true;
                 }
