@@ -61,3 +61,5 @@ mod tables;
 
 #[path = "bad_input/jfr.rs"]
 mod jfr;
+#[path = "bad_input/llvm_sample.rs"]
+mod llvm_sample;

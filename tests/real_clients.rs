@@ -60,3 +60,6 @@ mod messages;
 
 #[path = "real_clients/jfr.rs"]
 mod jfr;
+
+#[path = "real_clients/llvm_sample.rs"]
+mod llvm_sample;

@@ -34,3 +34,6 @@ mod firefox;
 #[cfg(feature = "tables")]
 #[path = "roundtrip/tables.rs"]
 mod tables;
+
+#[path = "roundtrip/llvm_sample.rs"]
+mod llvm_sample;

@@ -36,6 +36,7 @@ fn sample_of(format: &str) -> Option<&'static str> {
         "cpuprofile" => "cpuprofile/small.cpuprofile",
         "chrome-trace" => "chrome-trace/nested.json",
         "jfr" => "jfr/burn.jfr",
+        "llvm-sample" => "llvm-sample/inlined-calls.prof",
         _ => return None,
     })
 }

@@ -33,6 +33,7 @@ EVERY_FORMAT = [
     ("cpuprofile", FIXTURES / "cpuprofile/small.cpuprofile"),
     ("chrome-trace", FIXTURES / "chrome-trace/burn.chrome-trace.json"),
     ("jfr", FIXTURES / "jfr/burn.jfr"),
+    ("llvm-sample", FIXTURES / "llvm-sample/inlined-calls.prof"),
 ]
 SHARED_FILES = [
     "dcfg/simple-loop.dcfg.json.bz2",

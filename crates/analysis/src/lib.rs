@@ -33,6 +33,7 @@ pub mod plt;
 pub mod repeats;
 pub mod replay;
 pub mod routines;
+pub mod sample_profile;
 pub mod sequence;
 pub mod source;
 pub mod stacks;

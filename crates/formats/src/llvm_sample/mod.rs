@@ -12,6 +12,9 @@
 //! size), its inlined callees' included; its head is the calls into it; a call site names its
 //! callees with the calls to each.
 //!
+//! The reader ([`read`]) reads the text form as LLVM does and refuses the binary forms by
+//! their magic, with the command that makes the text form.
+//!
 //! Unsymbolized form (llvm-profgen `UnsymbolizedProfileReader`): a count, that many
 //! `START-END:COUNT` ranges (hex addresses; END is the range's last instruction), then a
 //! count and that many `SOURCE->TARGET:COUNT` branches. Run
@@ -23,6 +26,7 @@
 //! instruction per address. See docs/formats/llvm-sample.md.
 
 pub mod dwarf;
+pub mod read;
 pub mod unsymbolized;
 pub mod write;
 
@@ -43,8 +47,10 @@ pub struct Options {
 /// LLVM's text sample profile.
 pub static FORMAT: Format = Format {
     name: "llvm-sample",
-    description: "LLVM text sample profile (AutoFDO; llvm-profdata, clang -fprofile-sample-use); write only",
+    description: "LLVM text sample profile (AutoFDO; llvm-profdata, clang -fprofile-sample-use)",
     extensions: &[".prof", ".afdo"],
+    sniffer: Some(read::sniff),
+    reader: Some(read::read),
     writer: Some(write::write),
     needs: Needs::SAMPLE_COUNTS,
     without_addresses: Some("sample profiles are made from addresses; these blocks are left out"),

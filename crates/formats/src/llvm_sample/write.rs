@@ -1,6 +1,6 @@
 //! The text sample profile (see [`super`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -11,20 +11,10 @@ use cfghub_analysis::addresses::ElfLayout;
 use cfghub_analysis::events::{self, Unnamed};
 pub use cfghub_analysis::names::require_code_addresses as refuse_without_addresses;
 use cfghub_analysis::names::{choose_binary, ChosenBinary};
+use cfghub_analysis::sample_profile::{FunctionSamples as Samples, SampleProfile};
 use cfghub_analysis::symbolize::elf::ElfFile;
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{Image, NodeRef, Profile};
-
-/// The samples of one function, or of one function inlined at one call site.
-#[derive(Default)]
-struct Samples {
-    total: u64,
-    head: u64,
-    /// By (line offset, discriminator): the count and the calls to each callee.
-    body: BTreeMap<(u32, u32), (u64, BTreeMap<String, u64>)>,
-    /// By (line offset, discriminator): the functions inlined there.
-    inlined: BTreeMap<(u32, u32), BTreeMap<String, Samples>>,
-}
 
 /// The binary of `image` and where its segments go: `--symbols` when given, else the image's
 /// own file when it can be read.
@@ -56,6 +46,19 @@ pub fn write(
     options: &WriteOptions,
     findings: &mut Findings,
 ) -> Result<()> {
+    print_all(out, &sample_profile(profile, options, findings)?.functions)
+}
+
+/// The sample profile [`write`] writes for `profile`: the chosen binary's functions, from its
+/// DWARF line table, or from the lines the profile's samples carry themselves.
+pub fn sample_profile(
+    profile: &Profile,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<SampleProfile> {
+    if let Some(top) = without_addresses(profile, options, findings)? {
+        return Ok(SampleProfile { functions: top, ..SampleProfile::default() });
+    }
     refuse_without_addresses(profile, "llvm-sample")?;
     cfghub_analysis::totals::note_no_events(
         findings,
@@ -65,13 +68,14 @@ pub fn write(
     );
     let opts = options.formats.get::<Options>();
     let Some(chosen) = choose_binary(profile, opts.image.as_deref(), opts.binary.as_deref())? else {
-        return Ok(());
+        return Ok(SampleProfile::default());
     };
     let (p, i) = chosen.places[0];
     let image = &profile.processes[p].images[i as usize];
     let Some((path, _)) = binary_of(profile, image, options) else {
         if image.blocks.is_empty() && image.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some()) {
-            return write_from_profile_lines(profile, &chosen, out, options, findings);
+            let top = from_profile_lines(profile, &chosen, options, findings)?;
+            return Ok(SampleProfile { functions: top, ..SampleProfile::default() });
         }
         return Err(Error::input(format!(
             "llvm-sample: the binary of {} with its DWARF is needed (line numbers)",
@@ -90,7 +94,7 @@ pub fn write(
         findings.warn(None, format!("{unnamed} code ranges without DWARF functions left out"));
     }
     warn_other_images(profile, &chosen, findings);
-    print_all(out, &top)
+    Ok(SampleProfile { functions: top, ..SampleProfile::default() })
 }
 
 /// Names, in a warning, the images with samples or blocks that are not the binary written.
@@ -178,17 +182,76 @@ fn add_image(
 /// binary: each function by the profile's own name, its lines as offsets from the first line
 /// the profile states for it (pprof `Function.start_line`; the line itself when none).
 /// Inlined code counts as its own function's, as the profile's leaf frames count it.
-fn write_from_profile_lines(
+fn from_profile_lines(
     profile: &Profile,
     chosen: &ChosenBinary,
-    out: &mut dyn Write,
     options: &WriteOptions,
     findings: &mut Findings,
-) -> Result<()> {
+) -> Result<HashMap<String, Samples>> {
+    let places = chosen.places.iter().map(|&(p, i)| &profile.processes[p].images[i as usize]);
+    let (top, unplaced, without_line) = by_lines(profile, places, options)?;
+    // One line for what the missing binary costs: the inline chains, samples on no line
+    // (functions whose first line the profile does not state: pprof's `start_line`, written
+    // by Go 1.20 on) and samples at addresses without a function and line.
+    let mut lost = vec!["no inline chains".to_string()];
+    if unplaced > 0 {
+        lost.push(format!("{unplaced} samples on no line (their function's first line is unknown)"));
+    }
+    if without_line > 0 {
+        lost.push(format!("{without_line} samples left out (no function and line at their address)"));
+    }
+    findings.warn(
+        None,
+        format!("llvm-sample: no binary found (--symbols BINARY names one): {}", lost.join(", ")),
+    );
+    warn_other_images(profile, chosen, findings);
+    Ok(top)
+}
+
+/// A profile without code addresses whose samples name their function and line (one read
+/// from a sample profile): its functions from those lines, with a warning for samples on no
+/// line; `None` for any other profile.
+fn without_addresses(
+    profile: &Profile,
+    options: &WriteOptions,
+    findings: &mut Findings,
+) -> Result<Option<HashMap<String, Samples>>> {
+    let images = || profile.processes.iter().flat_map(|p| p.images.iter());
+    let has_addresses = images().any(|i| (!i.no_addresses && !i.blocks.is_empty()) || i.costs.has_offsets());
+    let lines = |i: &&Image| {
+        i.no_addresses
+            && i.blocks.is_empty()
+            && i.costs.iter().any(|c| c.line.is_some() && c.symbol.is_some())
+    };
+    if has_addresses || !images().any(|i| lines(&i)) {
+        return Ok(None);
+    }
+    let (top, unplaced, without_line) = by_lines(profile, images().filter(lines), options)?;
+    let mut lost = Vec::new();
+    if unplaced > 0 {
+        lost.push(format!("{unplaced} samples on no line (their function's first line is unknown)"));
+    }
+    if without_line > 0 {
+        lost.push(format!("{without_line} samples left out (no function and line)"));
+    }
+    if !lost.is_empty() {
+        findings.warn(None, format!("llvm-sample: {}", lost.join(", ")));
+    }
+    Ok(Some(top))
+}
+
+/// The functions of the samples of `images` that name their function and line, each by the
+/// profile's own name, its lines as offsets from the function's first line as the profile
+/// states it; with the samples on no line (their function's first line unknown) and those
+/// without a function and line.
+fn by_lines<'a>(
+    profile: &Profile,
+    places: impl Iterator<Item = &'a Image>,
+    options: &WriteOptions,
+) -> Result<(HashMap<String, Samples>, u64, u64)> {
     let event = event_of(profile, options)?;
     let mut top: HashMap<String, Samples> = HashMap::new();
     let (mut without_line, mut unplaced) = (0u64, 0u64);
-    let places = chosen.places.iter().map(|&(p, i)| &profile.processes[p].images[i as usize]);
     for (image, cost) in places.flat_map(|image| image.costs.iter().map(move |c| (image, c))) {
         let value = cost.value(event);
         let name = cost.symbol.map(|s| &image.symbols[s as usize].name);
@@ -214,22 +277,7 @@ fn write_from_profile_lines(
             }
         }
     }
-    // One line for what the missing binary costs: the inline chains, samples on no line
-    // (functions whose first line the profile does not state: pprof's `start_line`, written
-    // by Go 1.20 on) and samples at addresses without a function and line.
-    let mut lost = vec!["no inline chains".to_string()];
-    if unplaced > 0 {
-        lost.push(format!("{unplaced} samples on no line (their function's first line is unknown)"));
-    }
-    if without_line > 0 {
-        lost.push(format!("{without_line} samples left out (no function and line at their address)"));
-    }
-    findings.warn(
-        None,
-        format!("llvm-sample: no binary found (--symbols BINARY names one): {}", lost.join(", ")),
-    );
-    warn_other_images(profile, chosen, findings);
-    print_all(out, &top)
+    Ok((top, unplaced, without_line))
 }
 
 /// Writes the functions, the busiest first.
