@@ -37,6 +37,7 @@ use serde::Serialize;
 use crate::executions::block_totals;
 use crate::inference::{block_instructions, block_of, block_weights, function_jumps, sample_unit};
 use crate::machine_code::{BinaryCode, FunctionCode};
+use crate::sample_profile::hot_count_threshold;
 use crate::symbolize::{find_image_files, Options as SymbolOptions, Symbolizer};
 use cfghub_model::error::{Error, Findings, Result};
 use cfghub_model::ir::{AddressKind, EdgeKind, NodeRef, Profile};
@@ -519,31 +520,11 @@ fn discontinuity(f: &Function, s: usize) -> f64 {
     ratio(all - reached, all)
 }
 
-/// LLVM's hot threshold of a profile's counts: the smallest of the largest counts that
-/// together reach 990000 millionths of the sum (`ProfileSummaryBuilder`'s detailed summary
-/// at that cutoff); 0 when there are no counts.
-pub fn hot_threshold(mut counts: Vec<u64>) -> u64 {
-    counts.retain(|&c| c > 0);
-    counts.sort_unstable_by(|a, b| b.cmp(a));
-    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
-    let desired = total * 990_000 / 1_000_000;
-    if desired == 0 {
-        return 0;
-    }
-    let mut held = 0u128;
-    for &c in &counts {
-        held += u128::from(c);
-        if held >= desired {
-            return c;
-        }
-    }
-    counts.last().copied().unwrap_or(0)
-}
-
 /// Hot-block overlap over every function laid on the grid.
 fn hot_blocks(functions: &BTreeMap<(String, u64), Function>) -> HotBlocks {
-    let threshold = [0, 1]
-        .map(|s| hot_threshold(functions.values().flat_map(|f| f.sides[s].blocks.iter().copied()).collect()));
+    let threshold = [0, 1].map(|s| {
+        hot_count_threshold(functions.values().flat_map(|f| f.sides[s].blocks.iter().copied()).collect())
+    });
     let mut out = HotBlocks { threshold, ..HotBlocks::default() };
     for f in functions.values() {
         for (&a, &b) in f.sides[0].blocks.iter().zip(&f.sides[1].blocks) {
@@ -636,10 +617,10 @@ mod tests {
     #[test]
     fn the_hot_threshold_is_the_smallest_count_of_those_holding_99_percent() {
         // 1,000 + 50 + 10 + 1 = 1,061; 99% of it is 1,050 (rounded down): 1,000 and 50 hold it.
-        assert_eq!(hot_threshold(vec![10, 1000, 1, 50, 0]), 50);
+        assert_eq!(hot_count_threshold(vec![10, 1000, 1, 50, 0]), 50);
         // 99 of 100 units at 1 each: the 99th largest.
-        assert_eq!(hot_threshold(vec![1; 100]), 1);
-        assert_eq!(hot_threshold(vec![]), 0);
+        assert_eq!(hot_count_threshold(vec![1; 100]), 1);
+        assert_eq!(hot_count_threshold(vec![]), 0);
         // BOLT's rank: n * 95 / 100 of the sorted values.
         assert_eq!(percentile_95((0..20).map(f64::from).collect()), 19.0);
         assert_eq!(percentile_95((0..100).map(f64::from).collect()), 95.0);

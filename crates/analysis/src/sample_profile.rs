@@ -77,20 +77,27 @@ impl SampleProfile {
                 f.for_each_count(&mut add);
             }
         }
-        counts.sort_unstable_by(|a, b| b.cmp(a));
-        let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
-        let desired = total * u128::from(HOT_CUTOFF) / 1_000_000;
-        // Equal counts are taken together, as LLVM takes each count with its frequency.
-        let (mut sum, mut count, mut i) = (0u128, 0u64, 0usize);
-        while sum < desired && i < counts.len() {
-            count = counts[i];
-            while i < counts.len() && counts[i] == count {
-                sum += u128::from(count);
-                i += 1;
-            }
-        }
-        count
+        hot_count_threshold(counts)
     }
+}
+
+/// LLVM's hot count threshold of any counts (`ProfileSummaryBuilder`'s detailed summary at
+/// [`HOT_CUTOFF`]): the counts, largest first, are taken until they add up to that share of
+/// their sum; the last count taken (0 when there is nothing to take).
+pub fn hot_count_threshold(mut counts: Vec<u64>) -> u64 {
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let desired = total * u128::from(HOT_CUTOFF) / 1_000_000;
+    // Equal counts are taken together, as LLVM takes each count with its frequency.
+    let (mut sum, mut count, mut i) = (0u128, 0u64, 0usize);
+    while sum < desired && i < counts.len() {
+        count = counts[i];
+        while i < counts.len() && counts[i] == count {
+            sum += u128::from(count);
+            i += 1;
+        }
+    }
+    count
 }
 
 /// The leaf function of a context (`[main:3 @ foo]` -> `foo`), or the name itself.
