@@ -249,3 +249,21 @@ pub fn perf_record(data: &Path, options: &[&str], binary: &Path, argument: &str)
     unavailable("`perf record -e cpu-clock` is not permitted here");
     None
 }
+
+/// Runs `cmd`, which must succeed; its output.
+pub fn sh(cmd: &mut Command) -> Output {
+    let o = cmd.output().expect("the tool runs");
+    assert!(o.status.success(), "{cmd:?}: {}{}", stdout(&o), stderr(&o));
+    o
+}
+
+/// `binary ARGS` run under Callgrind with the instructions and jumps BOLT and the sample
+/// profiles need (`--dump-instr=yes --collect-jumps=yes`), into `out`.
+pub fn callgrind_of(binary: &Path, args: &[&str], out: &Path) -> PathBuf {
+    sh(Command::new("valgrind")
+        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(binary)
+        .args(args));
+    out.to_path_buf()
+}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common;
+use crate::common::{self, sh};
 
 const TOOLS: [&str; 6] =
     ["clang-19", "valgrind", "llvm-bolt-19", "perf2bolt-19", "llvm-profgen-19", "llvm-profdata-19"];
@@ -34,12 +34,6 @@ fn perf2bolt_preaggregated(pa: &Path, binary: &Path, out: &Path) {
         .arg(binary));
 }
 
-fn sh(cmd: &mut Command) -> std::process::Output {
-    let o = cmd.output().expect("the tool runs");
-    assert!(o.status.success(), "{cmd:?}: {}{}", common::stdout(&o), common::stderr(&o));
-    o
-}
-
 fn worked() -> Worked {
     let dir = tempfile::tempdir().unwrap();
     // BOLT wants relocations, and a function with a jump table it cannot analyse gets no
@@ -61,12 +55,7 @@ fn built_and_profiled(dir: &Path, source: &str, flags: &[&str], args: &[&str]) -
         .arg("-o")
         .arg(&binary)
         .arg(common::fixture(source)));
-    let callgrind = dir.join(format!("callgrind.out.{name}"));
-    sh(Command::new("valgrind")
-        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
-        .arg(format!("--callgrind-out-file={}", callgrind.display()))
-        .arg(&binary)
-        .args(args));
+    let callgrind = common::callgrind_of(&binary, args, &dir.join(format!("callgrind.out.{name}")));
     (binary, callgrind)
 }
 

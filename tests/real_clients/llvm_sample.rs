@@ -9,15 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common;
+use crate::common::{self, sh};
 
 const TOOLS: [&str; 4] = ["clang-19", "clang++-19", "valgrind", "llvm-profdata-19"];
-
-fn sh(cmd: &mut Command) -> std::process::Output {
-    let o = cmd.output().expect("the tool runs");
-    assert!(o.status.success(), "{cmd:?}: {}{}", common::stdout(&o), common::stderr(&o));
-    o
-}
 
 /// `source` built with `compiler` (`-O2 -g -gdwarf-4` and `flags`) and run under Callgrind
 /// with `args`; returns Valgrind's profile.
@@ -29,12 +23,7 @@ fn profiled(dir: &Path, compiler: &str, source: &str, flags: &[&str], args: &[&s
         .arg("-o")
         .arg(&binary)
         .arg(common::fixture(source)));
-    let callgrind = dir.join(format!("callgrind.out.{name}"));
-    sh(Command::new("valgrind")
-        .args(["--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes"])
-        .arg(format!("--callgrind-out-file={}", callgrind.display()))
-        .arg(&binary)
-        .args(args));
+    let callgrind = common::callgrind_of(&binary, args, &dir.join(format!("callgrind.out.{name}")));
     callgrind
 }
 
