@@ -27,7 +27,7 @@ use crate::branch_records::{BranchRecords, CodeAddress};
 use crate::machine_code::{BinaryCode, Flow, FunctionCode};
 use crate::symbolize::{find_image_files, Options as SymbolOptions, Relocation, Symbolizer};
 use cfghub_model::error::{Error, Findings, Result};
-use cfghub_model::ir::{AddressKind, Process, Profile, Symbol};
+use cfghub_model::ir::{AddressKind, EdgeKind, NodeRef, Process, Profile, Symbol};
 use flow::{Costs, FlowGraph, Jump};
 
 /// A block's weight is its samples per instruction times this.
@@ -45,7 +45,8 @@ pub struct Report {
     /// Samples in code that could not be decoded (no binary found, another machine, no
     /// function symbol covers them, bytes that are no instruction).
     pub samples_left_out: u64,
-    /// Processes whose branch records were used as they are.
+    /// Processes whose branch records were used as they are (their sampled functions
+    /// without blocks inferred and joined to them).
     pub with_branch_records: usize,
 }
 
@@ -77,21 +78,26 @@ pub fn infer(
         off_functions: Vec::new(),
     };
     for p in 0..profile.processes.len() {
-        if !profile.processes[p].edges.is_empty() {
-            run.report.with_branch_records += 1;
-            continue;
-        }
+        // Branch records are used as they are: only the sampled functions they leave without
+        // a block are inferred, and joined to them.
+        let with_records = !profile.processes[p].edges.is_empty();
         let mut records = BranchRecords::new();
         let mut named: Vec<(usize, Vec<Symbol>)> = Vec::new();
         for i in 0..profile.processes[p].images.len() {
             if !profile.processes[p].images[i].costs.is_empty() {
-                named.push((i, run.image(profile, p, i, &mut records)?));
+                named.push((i, run.image(profile, p, i, with_records, &mut records)?));
             }
+        }
+        if with_records {
+            run.report.with_branch_records += 1;
         }
         if records.is_empty() {
             continue;
         }
         let process = &mut profile.processes[p];
+        if with_records {
+            add_recorded(process, &mut records);
+        }
         for (i, symbols) in named {
             add_symbols(&mut process.images[i].symbols, symbols);
         }
@@ -122,13 +128,16 @@ struct Run<'a> {
 const ADDRESSES_NAMED: usize = 4;
 
 impl Run<'_> {
-    /// Infers the sampled functions of image `i` of process `p` into `records`; the
-    /// functions' symbols (in the image's offsets), for the image to know their extents.
+    /// Infers the sampled functions of image `i` of process `p` into `records` (with
+    /// `recorded`, only those none of the image's blocks lies in: the blocks of branch
+    /// records); the functions' symbols (in the image's offsets), for the image to know their
+    /// extents.
     fn image(
         &mut self,
         profile: &Profile,
         p: usize,
         i: usize,
+        recorded: bool,
         records: &mut BranchRecords,
     ) -> Result<Vec<Symbol>> {
         let image = &profile.processes[p].images[i];
@@ -150,12 +159,23 @@ impl Run<'_> {
             return Ok(Vec::new());
         };
         let place = Placement { relocation: &relocation, load_addr: image.load_addr, image: i as u32 };
+        // The functions branch records cover, by start.
+        let covered: std::collections::BTreeSet<u64> = match recorded {
+            true => image
+                .blocks
+                .iter()
+                .filter_map(|b| symbolizer.find_symbol(place.stated(b.offset)?))
+                .map(|h| h.address)
+                .collect(),
+            false => Default::default(),
+        };
         // The samples of each function, by its start: (size, name, samples).
         let mut functions: BTreeMap<u64, FunctionSamples> = BTreeMap::new();
         let mut outside = (Vec::new(), 0u64);
         for &(offset, value) in &samples {
             let at = place.stated(offset);
             match at.and_then(|a| symbolizer.find_symbol(a).map(|h| (a, h))) {
+                Some((_, hit)) if covered.contains(&hit.address) => {}
                 Some((at, hit)) => functions
                     .entry(hit.address)
                     .or_insert_with(|| (hit.size, hit.name, Vec::new()))
@@ -293,7 +313,7 @@ impl Run<'_> {
             findings.detail(
                 None,
                 format!(
-                    "--infer: {} process(es) have branch records, whose counts are used as they are",
+                    "--infer: {} process(es) have branch records: their counts are used as they are, and only the sampled functions they leave without blocks are inferred",
                     report.with_branch_records
                 ),
             );
@@ -736,6 +756,42 @@ fn add_symbols(symbols: &mut Vec<Symbol>, found: Vec<Symbol>) {
 }
 
 /// The records' blocks and edges in the process; the sampled costs stay as they were.
+/// The blocks and edges of `process` (made from branch records) as the records that make
+/// them again: each block a range run as often as it ran, each edge between blocks the
+/// transfer it is (a call, a fall-through, a call's way over, a taken branch), so that
+/// inferred records join them in one rebuild ([`BranchRecords::to_model`] replaces a
+/// process's blocks).
+fn add_recorded(process: &Process, records: &mut BranchRecords) {
+    let executions = crate::executions::block_totals(process);
+    for (r, block) in process.blocks() {
+        let count = executions.get(r).copied().unwrap_or(0).max(block.count.unwrap_or(0));
+        if count > 0 {
+            let last = block.offset + u64::from(block.last_instr_offset);
+            records.add_fall_through(
+                CodeAddress::new(r.image, block.offset),
+                CodeAddress::new(r.image, last),
+                count,
+            );
+        }
+    }
+    for edge in &process.edges {
+        let (NodeRef::Block(from), NodeRef::Block(to)) = (edge.source, edge.target) else { continue };
+        let count = edge.total();
+        if count == 0 {
+            continue;
+        }
+        let (source, target) = (process.block(from), process.block(to));
+        let last = CodeAddress::new(from.image, source.offset + u64::from(source.last_instr_offset));
+        let start = CodeAddress::new(to.image, target.offset);
+        match edge.kind {
+            kind if kind.is_call() => records.add_call(last, start, count),
+            EdgeKind::FallThrough => records.add_block_fall_through(last, start, count),
+            EdgeKind::CallBypass => records.add_over_call(last, start, count),
+            _ => records.add_taken(last, start, count, edge.mispredicts()),
+        }
+    }
+}
+
 fn to_model(process: &mut Process, records: BranchRecords) {
     let costs: Vec<_> = process.images.iter_mut().map(|i| std::mem::take(&mut i.costs)).collect();
     records.to_model(process);
@@ -843,5 +899,86 @@ mod tests {
         }
         profile.processes[0].images = vec![image];
         assert_eq!(sample_unit(&profile, 0), 50_000);
+    }
+}
+
+#[cfg(test)]
+mod with_branch_records {
+    use super::*;
+    use crate::symbolize::elf::ElfFile;
+    use cfghub_model::ir::{Cost, Image, Values};
+
+    /// The fixture binary `burn` (x86-64, gcc -O1), and its functions `sum_loop` and
+    /// `hash_loop`: (start, size).
+    fn burn() -> (String, [(u64, u64); 2]) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/firefox/burn").to_string();
+        let elf = ElfFile::open(std::path::Path::new(&path)).unwrap();
+        let symbols = elf.function_symbols();
+        let find = |name: &str| symbols.iter().find(|s| s.name == name).map(|s| (s.address, s.size)).unwrap();
+        (path, [find("sum_loop"), find("hash_loop")])
+    }
+
+    /// Samples spread over a function: eight addresses, ten each.
+    fn sample(image: &mut Image, (start, size): (u64, u64)) {
+        for j in 0..8 {
+            image.costs.push(Cost {
+                offset: Some(start + size * j / 8),
+                values: Values::from_slice(&[10]),
+                ..Cost::default()
+            });
+        }
+    }
+
+    /// The blocks of `process` inside `range`: (offset, executions), and the traversals of
+    /// the edges between them.
+    fn counts_in(process: &Process, (start, size): (u64, u64)) -> (Vec<(u64, u64)>, u64) {
+        let executions = crate::executions::block_totals(process);
+        let inside = |offset: u64| offset >= start && offset < start + size;
+        let blocks = process
+            .blocks()
+            .filter(|(_, b)| inside(b.offset))
+            .map(|(r, b)| (b.offset, executions.get(r).copied().unwrap_or(0)))
+            .collect();
+        let edges = process
+            .edges
+            .iter()
+            .filter_map(|e| match (e.source, e.target) {
+                (NodeRef::Block(a), NodeRef::Block(b))
+                    if inside(process.block(a).offset) && inside(process.block(b).offset) =>
+                {
+                    Some(e.total())
+                }
+                _ => None,
+            })
+            .sum();
+        (blocks, edges)
+    }
+
+    /// A process whose branch records cover `sum_loop` (here: counts inferred once, which
+    /// reach the model as records do) and whose samples also fall in `hash_loop`, which no
+    /// record covers: `hash_loop` is inferred, `sum_loop` keeps the counts it had.
+    #[test]
+    fn inference_fills_the_functions_branch_records_leave_without_blocks() {
+        let (path, [sum_loop, hash_loop]) = burn();
+        let mut profile = Profile::default();
+        let file = profile.files.intern(&path);
+        let mut image = Image { file: Some(file), ..Image::default() };
+        sample(&mut image, sum_loop);
+        profile.processes.push(Process { images: vec![image], ..Process::default() });
+        let options = SymbolOptions::default();
+        let mut findings = Findings::default();
+        infer(&mut profile, AddressKind::Stated, 0, &options, &mut findings).unwrap();
+        let recorded = counts_in(&profile.processes[0], sum_loop);
+        assert!(!recorded.0.is_empty() && recorded.1 > 0, "{recorded:?}");
+        assert!(counts_in(&profile.processes[0], hash_loop).0.is_empty());
+
+        sample(&mut profile.processes[0].images[0], hash_loop);
+        let report = infer(&mut profile, AddressKind::Stated, 0, &options, &mut findings).unwrap();
+        assert_eq!((report.with_branch_records, report.functions), (1, 1), "{report:?}");
+        let process = &profile.processes[0];
+        let (filled, filled_edges) = counts_in(process, hash_loop);
+        assert!(filled.iter().any(|&(_, n)| n > 0) && filled_edges > 0, "{filled:?}");
+        // The records' blocks and counts as they were.
+        assert_eq!(counts_in(process, sum_loop), recorded);
     }
 }
