@@ -45,6 +45,8 @@ pub struct Report {
     /// Samples in code that could not be decoded (no binary found, another machine, no
     /// function symbol covers them, bytes that are no instruction).
     pub samples_left_out: u64,
+    /// Samples in functions branch records cover (counted as the records count them).
+    pub samples_recorded: u64,
     /// Processes whose branch records were used as they are (their sampled functions
     /// without blocks inferred and joined to them).
     pub with_branch_records: usize,
@@ -175,7 +177,7 @@ impl Run<'_> {
         for &(offset, value) in &samples {
             let at = place.stated(offset);
             match at.and_then(|a| symbolizer.find_symbol(a).map(|h| (a, h))) {
-                Some((_, hit)) if covered.contains(&hit.address) => {}
+                Some((_, hit)) if covered.contains(&hit.address) => self.report.samples_recorded += value,
                 Some((at, hit)) => functions
                     .entry(hit.address)
                     .or_insert_with(|| (hit.size, hit.name, Vec::new()))
@@ -294,7 +296,7 @@ impl Run<'_> {
             return Err(err);
         }
         if report.samples_left_out > 0 {
-            let all = report.samples + report.samples_left_out;
+            let all = report.samples + report.samples_left_out + report.samples_recorded;
             let mut why: Vec<String> = Vec::new();
             if let Some(m) = &missing_text {
                 why.push(format!("no binary for {m}"));
@@ -975,6 +977,7 @@ mod with_branch_records {
         sample(&mut profile.processes[0].images[0], hash_loop);
         let report = infer(&mut profile, AddressKind::Stated, 0, &options, &mut findings).unwrap();
         assert_eq!((report.with_branch_records, report.functions), (1, 1), "{report:?}");
+        assert_eq!((report.samples, report.samples_recorded), (80, 80), "{report:?}");
         let process = &profile.processes[0];
         let (filled, filled_edges) = counts_in(process, hash_loop);
         assert!(filled.iter().any(|&(_, n)| n > 0) && filled_edges > 0, "{filled:?}");
