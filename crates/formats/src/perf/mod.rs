@@ -173,6 +173,37 @@ fn collapse_records(prepared: &[u8], tag: &str) -> Result<Vec<u8>> {
     crate::folded_stacks::collapse_escaped(&mut folder, prepared, "`perf script` output", HINT)
 }
 
+/// The names the collapse gives leaf frames (`ADDRESS FUNCTION+0xOFFSET (FILE)` lines), so
+/// that the costs of [`leaves`] name functions as the stacks do (inferno's `_[k]` for the
+/// kernel, a Java inline chain's innermost method, `[FILE]` for code perf could not name):
+/// each line (with the command of a record it leads, which the collapse's rules for Java
+/// heed) collapsed as a record of its own, its index the record's pid and tid.
+fn collapsed_leaf_names(frames: &[(String, String)]) -> Vec<Option<String>> {
+    let mut text = String::new();
+    for (i, (command, frame)) in frames.iter().enumerate() {
+        text.push_str(&format!("{command} {i}/{i} 0.0: 1 x:\n\t{frame}\n\n"));
+    }
+    let mut names = vec![None; frames.len()];
+    let (prepared, _, _) = records::prepare(crate::folded_stacks::escape_owned(text.into_bytes()));
+    let Ok(folded) = collapse_records(&prepared, "e0") else { return names };
+    let Ok(profile) = crate::folded_stacks::folded::read_bytes(&folded, &mut Findings::default()) else {
+        return names;
+    };
+    let mut path = Vec::new();
+    for process in &profile.processes {
+        for sample in process.stacks.samples() {
+            process.stacks.path(sample.node, &mut path);
+            let (Some(&root), Some(&leaf)) = (path.first(), path.last()) else { continue };
+            let index =
+                split_root(profile.frames.get(root)).and_then(|(_, _, tid)| usize::try_from(tid).ok());
+            if let Some(slot) = index.and_then(|i| names.get_mut(i)).filter(|_| path.len() > 1) {
+                *slot = Some(profile.frames.get(leaf).to_string());
+            }
+        }
+    }
+    names
+}
+
 /// The command, pid and tid of a root frame `comm-pid/tid` as the collapse names it; the pid is
 /// `?` (unknown) when perf printed one number, the tid (`perf script`'s default fields).
 fn split_root(frame: &str) -> Option<(&str, Option<u64>, u64)> {
