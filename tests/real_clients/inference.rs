@@ -354,6 +354,31 @@ fn perf_script_text_infers_as_its_perf_data_does() {
             program(&from_data),
             "{form}: the text's inferred counts differ from the recording's\n{from_text}\n{from_data}"
         );
+        // Every sample keeps its cost at an address (kernel code and leaves no table names
+        // too), as the recording's: a writer of costs (DCFG) keeps the whole total.
+        let costs = |input: &Path| -> u64 {
+            let o = run(&["info", "--json", input.to_str().unwrap(), "--symbols", binary.to_str().unwrap()]);
+            let info: Value = serde_json::from_str(&stdout(&o)).unwrap();
+            info["processes"][0]["costs_by_image"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|i| i["costs"].as_object().unwrap().values().filter_map(Value::as_u64))
+                .sum()
+        };
+        let dcfg = dir.path().join(format!("{form}.dcfg.json"));
+        let o = run(&[
+            "convert",
+            text.to_str().unwrap(),
+            "--symbols",
+            binary.to_str().unwrap(),
+            "-o",
+            dcfg.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let total = costs(&data);
+        assert!(total > 0);
+        assert_eq!((costs(&text), costs(&dcfg)), (total, total), "{form}");
     }
 }
 
