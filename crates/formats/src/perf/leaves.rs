@@ -19,6 +19,8 @@
 //! stacks' leaves (inferno's `_[k]` for the kernel, a Java inline chain's innermost method).
 
 use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 
 use cfghub_analysis::demangle::demangle;
@@ -32,7 +34,7 @@ type Functions = Option<HashMap<String, (u64, u64)>>;
 
 /// One leaf as perf printed it, with the samples on it: (pid, file, function, address,
 /// offset into the function, event) -> value.
-type Printed = BTreeMap<(Option<u64>, u32, Option<u32>, Option<u64>, Option<u64>, u32), u64>;
+type Printed = FxHashMap<(Option<u64>, u32, Option<u32>, Option<u64>, Option<u64>, u32), u64>;
 
 /// The cost rows of one image: values by column, by (address, function).
 type ImageRows = BTreeMap<(Option<u64>, Option<u32>), Vec<u64>>;
@@ -53,12 +55,17 @@ pub(super) struct Leaves {
     records: u64,
 }
 
+/// The records a text's files are looked for in before the rest is read.
+const LOOK_AHEAD: u64 = 1000;
+
 /// Interns `name` in `list` (with its index `ids`).
-fn intern(list: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: &str) -> u32 {
-    *ids.entry(name.to_string()).or_insert_with(|| {
-        list.push(name.to_string());
-        list.len() as u32 - 1
-    })
+fn intern(list: &mut Vec<String>, ids: &mut FxHashMap<String, u32>, name: &str) -> u32 {
+    if let Some(&id) = ids.get(name) {
+        return id;
+    }
+    list.push(name.to_string());
+    ids.insert(name.to_string(), list.len() as u32 - 1);
+    list.len() as u32 - 1
 }
 
 impl Leaves {
@@ -66,7 +73,8 @@ impl Leaves {
     /// of the binaries found (`symbol_paths`: the `--symbols` files).
     pub(super) fn find(raw: &[u8], symbol_paths: &[PathBuf]) -> Leaves {
         let mut leaves = Leaves::default();
-        let (mut file_ids, mut name_ids, mut event_ids) = (HashMap::new(), HashMap::new(), HashMap::new());
+        let (mut file_ids, mut name_ids, mut event_ids) =
+            (FxHashMap::default(), FxHashMap::default(), FxHashMap::default());
         let blank = |l: &[u8]| l.iter().all(u8::is_ascii_whitespace);
         let mut lines = raw.split(|&b| b == b'\n').peekable();
         while let Some(line) = lines.next() {
@@ -86,8 +94,22 @@ impl Leaves {
             }
             let frame = leaf.map(frame).unwrap_or_default();
             let file = intern(&mut leaves.files, &mut file_ids, frame.file);
+            if file as usize == leaves.functions.len() {
+                let path = frame.file;
+                leaves.functions.push(if path.starts_with('[') {
+                    None
+                } else {
+                    functions(path, symbol_paths)
+                });
+            }
+            // A text none of whose first records' files is here places nothing (see
+            // [`Leaves::add_to`]): its other records are not looked at.
+            if leaves.records == LOOK_AHEAD && leaves.functions.iter().all(Option::is_none) {
+                return Leaves::default();
+            }
             let function = frame.function.map(|f| intern(&mut leaves.names, &mut name_ids, f));
-            let event = intern(&mut leaves.events, &mut event_ids, &String::from_utf8_lossy(header.event));
+            let event =
+                intern(&mut leaves.events, &mut event_ids, std::str::from_utf8(header.event).unwrap_or("?"));
             let pid = pid_of(&line[..header.comm_and_ids]);
             if let Some(name) = function {
                 leaves
@@ -100,11 +122,6 @@ impl Leaves {
                 leaves.printed.entry((pid, file, function, frame.address, frame.offset, event)).or_default();
             *v = v.saturating_add(value);
         }
-        leaves.functions = leaves
-            .files
-            .iter()
-            .map(|f| if f.starts_with('[') { None } else { functions(f, symbol_paths) })
-            .collect();
         leaves
     }
 
@@ -136,12 +153,21 @@ impl Leaves {
         };
         // How far each file's addresses as perf printed them lie from those its binary states:
         // the same for every leaf of a file in one text.
-        let mut bias: HashMap<u32, u64> = HashMap::new();
+        // (The most common one, the smallest of equals: one choice whatever the order.)
+        let mut seen: HashMap<(u32, u64), u64> = HashMap::new();
         for &(_, file, name, address, offset, _) in self.printed.keys() {
             if let (Some((start, _)), Some(address), Some(offset)) = (function(file, name), address, offset) {
-                bias.entry(file).or_insert(address.wrapping_sub(start.wrapping_add(offset)));
+                *seen.entry((file, address.wrapping_sub(start.wrapping_add(offset)))).or_default() += 1;
             }
         }
+        let mut bias: HashMap<u32, (u64, u64)> = HashMap::new();
+        for ((file, b), n) in seen {
+            let best = bias.entry(file).or_insert((n, b));
+            if (n, std::cmp::Reverse(b)) > (best.0, std::cmp::Reverse(best.1)) {
+                *best = (n, b);
+            }
+        }
+        let bias: HashMap<u32, u64> = bias.into_iter().map(|(file, (_, b))| (file, b)).collect();
         let columns: Vec<Option<usize>> = self
             .events
             .iter()
@@ -175,7 +201,8 @@ impl Leaves {
             };
             // A function no table names starts where perf's offset into it says.
             if let (Some(name), Some(at), Some(offset)) = (name, at, offset) {
-                starts.entry((file, name)).or_insert(at.wrapping_sub(offset));
+                let start = at.wrapping_sub(offset);
+                starts.entry((file, name)).and_modify(|s| *s = (*s).min(start)).or_insert(start);
             }
             let row = images
                 .entry((pid, file))

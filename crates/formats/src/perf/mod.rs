@@ -40,6 +40,10 @@ pub static FORMAT: Format = Format {
     file_name: Some(matches_file_name),
     sniffer: Some(sniff),
     reader: Some(|input, options, findings| {
+        // Where the output names frames alone (folded stacks, flame graphs), no addresses.
+        if !options.needs.images {
+            return read(input.stream(), findings);
+        }
         let symbol_paths = &options.formats.get::<data::Options>().symbol_paths;
         read_placed(input.stream(), symbol_paths, findings)
     }),
@@ -53,7 +57,7 @@ const HINT: &str = "expected a sample header line (`comm pid time: period event:
 /// Collapses `perf script` output with inferno and reads the folded stacks into the model,
 /// one column per event (see [`records`]).
 pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile> {
-    read_placed(input, &[], findings)
+    read_with(input, None, findings)
 }
 
 /// [`read`], and each record's sampled instruction placed in its binary where the binary is
@@ -61,6 +65,15 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
 pub fn read_placed(
     input: &mut dyn BufRead,
     symbol_paths: &[std::path::PathBuf],
+    findings: &mut Findings,
+) -> Result<Profile> {
+    read_with(input, Some(symbol_paths), findings)
+}
+
+/// [`read`], placing the leaves where `symbol_paths` is given.
+fn read_with(
+    input: &mut dyn BufRead,
+    symbol_paths: Option<&[std::path::PathBuf]>,
     findings: &mut Findings,
 ) -> Result<Profile> {
     let raw = crate::folded_stacks::read_all(input)?;
@@ -74,7 +87,7 @@ pub fn read_placed(
         return brstack::read(&raw, findings);
     }
     let from = first_record(&raw)?;
-    let leaves = leaves::Leaves::find(&raw[from..], symbol_paths);
+    let leaves = symbol_paths.map(|paths| leaves::Leaves::find(&raw[from..], paths));
     let mut raw = raw;
     raw.drain(..from);
     let (text, events, unreadable) = records::prepare(crate::folded_stacks::escape_owned(raw));
@@ -136,7 +149,9 @@ pub fn read_placed(
     }
     let mut profile = by_process_and_thread(profile);
     let perf_names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-    leaves.add_to(&mut profile, &perf_names, findings);
+    if let Some(leaves) = leaves {
+        leaves.add_to(&mut profile, &perf_names, findings);
+    }
     Ok(profile)
 }
 
