@@ -10,7 +10,9 @@
 //! a minimum-cost flow ([`flow`]) the counts that conserve flow and stay closest to those
 //! weights. A direct call runs as often as its block. The counts then become the model's
 //! blocks and edges through the branch-record path ([`crate::branch_records`]), so every
-//! writer of control flow gets them as it gets branch records.
+//! writer of control flow gets them as it gets branch records. A process that has branch
+//! records keeps them: only its sampled functions no record covers are inferred, and joined
+//! to the records' blocks in one rebuild (`add_recorded`).
 //!
 //! The counts are relative, as samples are: a block's weight is its samples per instruction
 //! times [`SCALE`], so an inferred count is an estimate of executions in units of 1/1000 of a

@@ -15,7 +15,9 @@
 //! sample is kept and its period read. The folded results land in the model as stacks with
 //! one column per event, named as perf names it, in one process per pid, each
 //! stack on the thread of its tid (threads numbered in tid order; the tids are kept in the
-//! `tids` header). Text of `perf script -F brstack` (branch stacks) is read by [`brstack`]
+//! `tids` header). For outputs that need images, each record's sampled instruction is also
+//! placed in its binary as a cost at an address (`leaves`), as the perf.data reader places
+//! samples. Text of `perf script -F brstack` (branch stacks) is read by [`brstack`]
 //! into blocks and edges instead. Read only. See docs/formats/perf.md; the binary perf.data
 //! is read by [`data`] (docs/formats/perf-data.md).
 
