@@ -63,7 +63,7 @@ pub fn read(input: &mut dyn BufRead, findings: &mut Findings) -> Result<Profile>
 }
 
 /// [`read`], and each record's sampled instruction placed in its binary where the binary is
-/// found (`symbol_paths`: the `--symbols` files; see [`leaves`]).
+/// found (`symbol_paths`: the `--symbols` files; see the module `leaves`).
 pub fn read_placed(
     input: &mut dyn BufRead,
     symbol_paths: &[std::path::PathBuf],
